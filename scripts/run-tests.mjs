@@ -1,0 +1,30 @@
+// Runs every test file under test/ (and native/'s ctest when the native build exists) with
+// node's test runner. Node 20's --test does not expand globs, so the files are listed here.
+// Usage: node scripts/run-tests.mjs [substring filter...]
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+function walk(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    if (name === 'fixtures' || name === 'node_modules') continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walk(p));
+    else if (name.endsWith('.test.ts')) out.push(p);
+  }
+  return out;
+}
+
+const filters = process.argv.slice(2);
+const files = walk('test').filter((f) => filters.length === 0 || filters.some((s) => f.includes(s))).sort();
+if (files.length === 0) {
+  console.error(`no test files match ${JSON.stringify(filters)}`);
+  process.exit(1);
+}
+const r = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=300000', ...files],
+  { stdio: 'inherit' },
+);
+process.exit(r.status ?? 1);
