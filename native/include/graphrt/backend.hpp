@@ -3,8 +3,9 @@
 // above this interface knows which one it runs on, so eager mode, capture, replay, the gates and
 // the protocol are the same code on both.
 //
-// Handles are opaque pointers owned by the backend (the CUDA backend may reinterpret_cast its
-// cudaStream_t/cudaEvent_t/cudaGraph_t/cudaGraphExec_t to them). Owning them is the job of the
+// Handles are opaque pointers owned by the backend. StreamObj & co. are never defined: each
+// backend reinterpret_casts its own type (CUDA: cudaStream_t, cudaEvent_t, cudaGraph_t,
+// cudaGraphExec_t; CPU: its classes in src/cpu/), so both backends link into one binary. Owning them is the job of the
 // move-only RAII wrappers in handles.hpp; only those call the *_destroy functions.
 //
 // Semantics every backend keeps (the CPU backend emulates what CUDA 13 does on the H200, see
