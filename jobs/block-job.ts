@@ -1,0 +1,60 @@
+/**
+ * The payload of one host job on queue `host-<host>` (jobs/CONTRACTS.md "Block job"): one
+ * attempt of one block, on a gang of cards the scheduler leased under `epoch`. The worker
+ * parses it with BlockJobSchema before touching a card; a payload that fails is a bug upstream
+ * and fails the job unrecoverably with the schema error.
+ */
+import { z } from 'zod';
+import { WorkloadSchema } from './spec.ts';
+
+/** Names that become Redis keys, queue names, job ids and file names. */
+const KeyNameSchema = z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'only letters, digits and _ . @ -');
+
+export const BlockArmSchema = z.object({
+  name: KeyNameSchema,
+  toggles: z.record(z.string(), z.union([z.boolean(), z.string()])),
+  aa_of: KeyNameSchema.optional(),
+});
+export type BlockArm = z.infer<typeof BlockArmSchema>;
+
+export const BlockJobSchema = z
+  .object({
+    experiment: KeyNameSchema,
+    spec_hash: z.string().min(1),
+    block: z.int().min(0),
+    /** 1 for the first dispatch; a failed or lost attempt is re-dispatched as attempt + 1. */
+    attempt: z.int().min(1),
+    /** The fencing token of the gang's leases. */
+    epoch: z.int().min(1),
+    host: KeyNameSchema,
+    /** One card id per rank, in rank order; all leased under `epoch`. */
+    cards: z.array(z.string().regex(/^[A-Za-z0-9_.@:-]+$/)).min(1),
+    workload: WorkloadSchema,
+    arms: z.array(BlockArmSchema).min(1),
+    /** The planned order of this block: arm names, each arm `reps` times. */
+    sequence: z.array(KeyNameSchema).min(1),
+    gates: z.object({
+      identity: z.object({ replays: z.int().min(1) }).nullable(),
+      aa: z.boolean(),
+    }),
+    warmup: z.int().min(0),
+    steps: z.int().min(1),
+    foreign_process: z.enum(['fail', 'wait']),
+  })
+  .superRefine((job, ctx) => {
+    const names = new Set(job.arms.map((a) => a.name));
+    if (names.size !== job.arms.length) ctx.addIssue({ code: 'custom', path: ['arms'], message: 'arm names must be unique' });
+    job.sequence.forEach((name, i) => {
+      if (!names.has(name)) ctx.addIssue({ code: 'custom', path: ['sequence', i], message: `unknown arm "${name}"` });
+    });
+    if (new Set(job.cards).size !== job.cards.length) {
+      ctx.addIssue({ code: 'custom', path: ['cards'], message: 'a card appears twice in the gang' });
+    }
+  });
+export type BlockJob = z.infer<typeof BlockJobSchema>;
+
+/** Arms of the block whose toggles turn graph capture on: each gets the identity gate. */
+export function armsNeedingIdentity(job: BlockJob): BlockJob['arms'] {
+  if (job.gates.identity === null) return [];
+  return job.arms.filter((a) => a.toggles.graph === true || a.toggles.graph === 'true');
+}

@@ -1,0 +1,68 @@
+/**
+ * The only place that turns a compiled block job into graphrt requests, flags and environment
+ * (native/PROTOCOL.md). The worker never spells a graphrt flag or request field itself.
+ */
+import { NATIVE_TOGGLES } from './spec.ts';
+import type { BlockArm, BlockJob } from './block-job.ts';
+
+export type NativeOp = 'rep' | 'identity' | 'probe';
+
+/** One line written to `graphrt serve`'s stdin. */
+export interface NativeRequest {
+  id: string;
+  op: NativeOp;
+  arm: string;
+  workload: string;
+  params: Record<string, number>;
+  toggles: Record<string, boolean>;
+  warmup: number;
+  steps: number;
+  replays?: number;
+  seed: number;
+}
+
+/** How one rank process is started: `graphrt serve` with these args and extra env. */
+export interface NativeProcess {
+  args: string[];
+  env: Record<string, string>;
+}
+
+export interface RankPlacement {
+  rank: number;
+  world: number;
+  backend: 'cpu' | 'cuda';
+  /** what CUDA_VISIBLE_DEVICES gets (the GPU UUID); ignored for cpu cards */
+  uuid: string;
+  /** the host guard: the flock file of the card, held by the rank for its whole life */
+  lockPath: string;
+}
+
+export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp; id: string }): NativeRequest {
+  const w = job.workload;
+  if (w.runtime !== 'native') throw new Error(`toNativeRequest: workload runtime is "${w.runtime}", not native`);
+  const toggles: Record<string, boolean> = {};
+  for (const t of NATIVE_TOGGLES) toggles[t] = arm.toggles[t] === true || arm.toggles[t] === 'true';
+  const req: NativeRequest = {
+    id: op.id,
+    op: op.op,
+    arm: arm.name,
+    workload: w.kind,
+    params: { ...(w.params as Record<string, number>) },
+    toggles,
+    warmup: job.warmup,
+    steps: job.steps,
+    seed: 1,
+  };
+  if (op.op === 'identity') req.replays = job.gates.identity?.replays ?? 7;
+  return req;
+}
+
+/** `graphrt serve` for one rank of the gang; a cpu card hides every GPU from the process. */
+export function toNativeProcess(job: BlockJob, placement: RankPlacement): NativeProcess {
+  const w = job.workload;
+  if (w.runtime !== 'native') throw new Error(`toNativeProcess: workload runtime is "${w.runtime}", not native`);
+  const backend = placement.backend === 'cpu' ? 'cpu' : w.backend;
+  const args = ['serve', '--backend', backend, '--card-lock', placement.lockPath];
+  if (placement.world > 1) args.push('--world', String(placement.world), '--rank', String(placement.rank));
+  return { args, env: { CUDA_VISIBLE_DEVICES: placement.backend === 'cpu' ? '' : placement.uuid } };
+}

@@ -1,0 +1,118 @@
+/**
+ * The card registry: which cards each host's worker offers, and whether that worker is alive.
+ *
+ *   <prefix>:cards              hash card id → JSON Card
+ *   <prefix>:host:<name>        hash { pid, started, cards (JSON id list), version }
+ *   <prefix>:host:<name>:alive  "1" with a PX TTL, refreshed by the worker's heartbeat
+ *
+ * A card is live while its host's alive key exists. Registration is not contended (one worker
+ * per host), so it is a MULTI, not a script; leases (lease-store.ts) are what is contended.
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { orchKeys, type OrchKeys } from './keys.ts';
+
+export const CardSchema = z.object({
+  id: z.string().min(1),
+  host: z.string().min(1),
+  backend: z.enum(['cpu', 'cuda']),
+  /** nvidia-smi index, or N of cpu:N */
+  index: z.number().int().nonnegative(),
+  /** GPU UUID (what CUDA_VISIBLE_DEVICES gets); for cpu cards the card id */
+  uuid: z.string().min(1),
+  name: z.string(),
+});
+export type Card = z.infer<typeof CardSchema>;
+
+export interface HostInfo {
+  host: string;
+  alive: boolean;
+  pid: number | null;
+  started: number | null;
+  cards: string[];
+}
+
+export class CardRegistry {
+  readonly keys: OrchKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    opts: { prefix?: string } = {},
+  ) {
+    this.keys = orchKeys(opts.prefix);
+  }
+
+  /** Replaces the host's cards with `cards` and marks the host alive for ttlMs. */
+  async register(host: string, cards: Card[], opts: { ttlMs: number; pid: number; version?: string }): Promise<void> {
+    for (const c of cards) {
+      if (c.host !== host) throw new Error(`card ${c.id} belongs to host ${c.host}, not ${host}`);
+    }
+    const stale = (await this.all()).filter((c) => c.host === host && !cards.some((n) => n.id === c.id)).map((c) => c.id);
+    const m = this.redis.multi();
+    if (stale.length > 0) m.hdel(this.keys.cards, ...stale);
+    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse(c)));
+    m.del(this.keys.host(host));
+    m.hset(this.keys.host(host), {
+      pid: String(opts.pid),
+      started: String(Date.now()),
+      cards: JSON.stringify(cards.map((c) => c.id)),
+      version: opts.version ?? '',
+    });
+    m.set(this.keys.hostAlive(host), '1', 'PX', Math.ceil(opts.ttlMs));
+    await m.exec();
+  }
+
+  /** Refreshes the host's alive key; false when it had already expired (the host looked dead). */
+  async heartbeat(host: string, ttlMs: number): Promise<boolean> {
+    const r = await this.redis.set(this.keys.hostAlive(host), '1', 'PX', Math.ceil(ttlMs), 'XX');
+    if (r === 'OK') return true;
+    await this.redis.set(this.keys.hostAlive(host), '1', 'PX', Math.ceil(ttlMs));
+    return false;
+  }
+
+  /** Marks the host dead at once (graceful stop); its cards stay registered but not live. */
+  async goOffline(host: string): Promise<void> {
+    await this.redis.del(this.keys.hostAlive(host));
+  }
+
+  /** Every registered card, live or not. */
+  async all(): Promise<Card[]> {
+    const h = await this.redis.hgetall(this.keys.cards);
+    return Object.values(h)
+      .map((v) => CardSchema.safeParse(JSON.parse(v)))
+      .flatMap((r) => (r.success ? [r.data] : []));
+  }
+
+  /** Cards whose host heartbeats, optionally of one host; ordered by host, then index. */
+  async liveCards(host?: string): Promise<Card[]> {
+    const cards = (await this.all()).filter((c) => host === undefined || c.host === host);
+    const hosts = [...new Set(cards.map((c) => c.host))];
+    const alive = new Set<string>();
+    for (const h of hosts) if ((await this.redis.exists(this.keys.hostAlive(h))) === 1) alive.add(h);
+    return cards
+      .filter((c) => alive.has(c.host))
+      .sort((a, b) => (a.host === b.host ? a.index - b.index : a.host < b.host ? -1 : 1));
+  }
+
+  /** Live cards grouped by host. */
+  async liveCardsByHost(): Promise<Map<string, Card[]>> {
+    const out = new Map<string, Card[]>();
+    for (const c of await this.liveCards()) {
+      const list = out.get(c.host) ?? [];
+      list.push(c);
+      out.set(c.host, list);
+    }
+    return out;
+  }
+
+  async hostInfo(host: string): Promise<HostInfo> {
+    const [h, alive] = await Promise.all([this.redis.hgetall(this.keys.host(host)), this.redis.exists(this.keys.hostAlive(host))]);
+    return {
+      host,
+      alive: alive === 1,
+      pid: h.pid ? Number(h.pid) : null,
+      started: h.started ? Number(h.started) : null,
+      cards: h.cards ? (JSON.parse(h.cards) as string[]) : [],
+    };
+  }
+}

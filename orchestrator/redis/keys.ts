@@ -1,0 +1,91 @@
+/**
+ * Every Redis key and BullMQ queue name orch uses, in one place (jobs/CONTRACTS.md "Redis keys").
+ *
+ * BullMQ's own keys live under `<prefix>:<queue>:*`; orch's keys under `<prefix>:*`. The prefix
+ * is `orch` in production; tests pass a fresh prefix so parallel tests never share state.
+ * Queue names never contain ':' (BullMQ throws), and neither do job ids.
+ *
+ * If Redis Cluster is ever needed, wrap the prefix in a hash tag (`{orch}`): the gang-lease and
+ * commit scripts touch keys of several cards, hosts and experiments in one call.
+ */
+export const DEFAULT_PREFIX = 'orch';
+
+/** BullMQ queue names (used together with `prefix`). */
+export const QUEUES = {
+  /** experiment parents (flows) */
+  exp: 'exp',
+  /** block children of an experiment flow */
+  blocks: 'blocks',
+} as const;
+
+/** The dispatch queue that one host's worker consumes. */
+export function hostQueue(host: string): string {
+  return `host-${host}`;
+}
+
+/** `<experiment>.b<block>-a<attempt>-<host>`: deterministic, so a new leader re-attaches. */
+export function hostJobId(experiment: string, block: number, attempt: number, host: string): string {
+  return `${experiment}.b${block}-a${attempt}-${host}`;
+}
+
+/** Host names and card ids become key parts, queue names and file names. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.@-]+$/;
+/** Card ids additionally may hold ':' (`cpu:0@host`, GPU UUIDs never do but are allowed). */
+export const CARD_PATTERN = /^[A-Za-z0-9_.@:-]+$/;
+
+export interface OrchKeys {
+  prefix: string;
+  /** hash card id → JSON Card */
+  cards: string;
+  /** hash of one host: pid, started, cards (JSON list), version */
+  host(name: string): string;
+  /** string with a TTL; present while the host's worker heartbeats */
+  hostAlive(name: string): string;
+  /** hash { owner, epoch, block, experiment, expires } with a PX TTL; written only by Lua */
+  lease(card: string): string;
+  /** counter; INCR once per granted gang: the fencing token */
+  leaseEpoch: string;
+  /** pub/sub channel: JSON { cards, epoch, reason } published by revoke-gang.lua */
+  leaseRevoked: string;
+  /** hash (spec, hash, state, created) */
+  exp(id: string): string;
+  /** stream: block attempt epoch host card rank event */
+  events(id: string): string;
+  /** hash "<block>/<arm>/<rep>" → JSON RepResult (committed attempts only) */
+  results(id: string): string;
+  /** hash "<block>/<arm>/<rep>" → JSON { reason, attempt } */
+  failed(id: string): string;
+  /** hash "<block>/<arm>" → JSON GateResult (committed attempts only) */
+  gates(id: string): string;
+  /** hash "<block>" → JSON { attempt, epoch, host, committed }: at most one committed attempt per block */
+  commits(id: string): string;
+}
+
+export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
+  const p = prefix;
+  return {
+    prefix: p,
+    cards: `${p}:cards`,
+    host: (name) => `${p}:host:${name}`,
+    hostAlive: (name) => `${p}:host:${name}:alive`,
+    lease: (card) => `${p}:lease:${card}`,
+    leaseEpoch: `${p}:lease-epoch`,
+    leaseRevoked: `${p}:lease-revoked`,
+    exp: (id) => `${p}:exp:${id}`,
+    events: (id) => `${p}:exp:${id}:events`,
+    results: (id) => `${p}:exp:${id}:results`,
+    failed: (id) => `${p}:exp:${id}:failed`,
+    gates: (id) => `${p}:exp:${id}:gates`,
+    commits: (id) => `${p}:exp:${id}:commits`,
+  };
+}
+
+/** `"<block>/<arm>/<rep>"`: the field of results and failed. */
+export function repField(block: number, arm: string, rep: number): string {
+  return `${block}/${arm}/${rep}`;
+}
+
+/** `"<block>/<arm>"`: the field of gates. */
+export function gateField(block: number, arm: string): string {
+  return `${block}/${arm}`;
+}

@@ -1,0 +1,149 @@
+/**
+ * Card leases: an exclusive, expiring claim on a card with an epoch as fencing token
+ * (DESIGN.md "Redis, queues, locks", layer 1 of card exclusivity). Written only by the Lua
+ * scripts in ./lua: a gang is granted all N cards or none; only its owner host renews it, and
+ * only under its epoch; release deletes what is still held under the epoch; revoke deletes and
+ * publishes on `<prefix>:lease-revoked` so the owning worker kills the gang's ranks at once.
+ *
+ * Who calls what: the scheduler (issue 6) acquires and revokes; the worker renews while the
+ * ranks live and releases at the end of the block. Every method is one round trip.
+ */
+import type { Redis } from 'ioredis';
+import { orchKeys, type OrchKeys } from './keys.ts';
+import { runScript } from './scripts.ts';
+
+export interface Lease {
+  card: string;
+  owner: string;
+  epoch: number;
+  experiment: string;
+  block: number;
+  /** unix ms by Redis' clock */
+  expires: number;
+}
+
+export interface AcquireGangInput {
+  /** one card id per rank; order is kept */
+  cards: string[];
+  /** the host whose worker runs the gang: only it may renew */
+  owner: string;
+  ttlMs: number;
+  experiment: string;
+  block: number;
+}
+
+export type AcquireResult =
+  | { granted: true; epoch: number }
+  | { granted: false; busy: { card: string; owner: string; epoch: number; experiment: string; block: number } };
+
+export interface GangRef {
+  cards: string[];
+  epoch: number;
+}
+
+export type RenewResult = { ok: true } | { ok: false; card: string; reason: string };
+
+/** Published on keys.leaseRevoked by revoke(). */
+export interface RevokeMessage {
+  cards: string[];
+  epochs: number[];
+  reason: string;
+}
+
+export class LeaseStore {
+  readonly keys: OrchKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    opts: { prefix?: string } = {},
+  ) {
+    this.keys = orchKeys(opts.prefix);
+  }
+
+  async acquireGang(input: AcquireGangInput): Promise<AcquireResult> {
+    checkCards(input.cards);
+    if (new Set(input.cards).size !== input.cards.length) {
+      throw new Error(`acquireGang: a card appears twice in ${JSON.stringify(input.cards)}`);
+    }
+    const reply = (await runScript(
+      this.redis,
+      'acquire-gang',
+      [this.keys.leaseEpoch, ...input.cards.map((c) => this.keys.lease(c))],
+      [input.owner, Math.ceil(input.ttlMs), input.experiment, input.block],
+    )) as [number, ...(string | number)[]];
+    if (reply[0] === 1) return { granted: true, epoch: Number(reply[1]) };
+    const [, i, owner, epoch, experiment, block] = reply;
+    return {
+      granted: false,
+      busy: {
+        card: input.cards[Number(i) - 1] ?? '?',
+        owner: String(owner),
+        epoch: Number(epoch),
+        experiment: String(experiment),
+        block: Number(block),
+      },
+    };
+  }
+
+  /** Extends every lease of the gang by ttlMs, or none (then the gang is lost: kill its ranks). */
+  async renew(gang: GangRef & { owner: string; ttlMs: number }): Promise<RenewResult> {
+    checkCards(gang.cards);
+    const reply = (await runScript(
+      this.redis,
+      'renew-gang',
+      gang.cards.map((c) => this.keys.lease(c)),
+      [gang.owner, gang.epoch, Math.ceil(gang.ttlMs)],
+    )) as [number, ...(string | number)[]];
+    if (reply[0] === 1) return { ok: true };
+    return { ok: false, card: gang.cards[Number(reply[1]) - 1] ?? '?', reason: String(reply[2]) };
+  }
+
+  /** Deletes the leases still held under gang.epoch; returns how many. */
+  async release(gang: GangRef): Promise<number> {
+    checkCards(gang.cards);
+    return Number(await runScript(this.redis, 'release-gang', gang.cards.map((c) => this.keys.lease(c)), [gang.epoch]));
+  }
+
+  /**
+   * Deletes the leases (those under `epoch`, or whatever holds them when epoch is omitted) and
+   * publishes a RevokeMessage so the owner kills the ranks now rather than at its next renew.
+   */
+  async revoke(input: { cards: string[]; epoch?: number; reason: string }): Promise<number> {
+    checkCards(input.cards);
+    return Number(
+      await runScript(
+        this.redis,
+        'revoke-gang',
+        input.cards.map((c) => this.keys.lease(c)),
+        [input.epoch === undefined ? '*' : input.epoch, this.keys.leaseRevoked, input.reason, ...input.cards],
+      ),
+    );
+  }
+
+  async get(card: string): Promise<Lease | null> {
+    const h = await this.redis.hgetall(this.keys.lease(card));
+    if (!h.epoch) return null;
+    return {
+      card,
+      owner: h.owner ?? '',
+      epoch: Number(h.epoch),
+      experiment: h.experiment ?? '',
+      block: Number(h.block),
+      expires: Number(h.expires),
+    };
+  }
+
+  /** The leases currently held on `cards` (missing cards are free). */
+  async held(cards: string[]): Promise<Lease[]> {
+    const out: Lease[] = [];
+    for (const c of cards) {
+      const l = await this.get(c);
+      if (l) out.push(l);
+    }
+    return out;
+  }
+}
+
+function checkCards(cards: string[]): void {
+  if (cards.length === 0) throw new Error('a gang needs at least one card');
+}

@@ -1,0 +1,110 @@
+/**
+ * The committed results of block attempts (jobs/CONTRACTS.md "Redis keys"): one committed
+ * attempt per block, fenced by the lease epoch (lua/commit-block.lua), and the reasons reps were
+ * not measured (lua/fail-block.lua). The aggregator reads only `results`, `gates` and `failed`.
+ */
+import type { Redis } from 'ioredis';
+import { gateField, orchKeys, repField, type OrchKeys } from './keys.ts';
+import { runScript } from './scripts.ts';
+
+export interface CommitRep {
+  block: number;
+  arm: string;
+  rep: number;
+  /** a RepResult (jobs/CONTRACTS.md), stored as JSON */
+  result: unknown;
+}
+export interface CommitGate {
+  block: number;
+  arm: string;
+  /** a GateResult, stored as JSON */
+  result: unknown;
+}
+export interface FailedRep {
+  block: number;
+  arm: string;
+  rep: number;
+  reason: string;
+}
+
+export interface CommitInput {
+  experiment: string;
+  block: number;
+  attempt: number;
+  epoch: number;
+  host: string;
+  cards: string[];
+  reps: CommitRep[];
+  /** reps of this attempt that will not run (graceful stop): final, reason kept */
+  notRun: FailedRep[];
+  gates: CommitGate[];
+}
+
+export type CommitResult =
+  | { committed: true }
+  | { committed: false; why: 'epoch'; card: string; holder: number | null }
+  | { committed: false; why: 'committed'; prior: { attempt: number; epoch: number; host: string } };
+
+export class ResultStore {
+  readonly keys: OrchKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    opts: { prefix?: string } = {},
+  ) {
+    this.keys = orchKeys(opts.prefix);
+  }
+
+  async commitBlock(c: CommitInput): Promise<CommitResult> {
+    const k = this.keys;
+    const args: (string | number)[] = [
+      c.epoch,
+      String(c.block),
+      JSON.stringify({ attempt: c.attempt, epoch: c.epoch, host: c.host, committed: Date.now() }),
+      c.reps.length,
+      c.notRun.length,
+      c.gates.length,
+    ];
+    for (const r of c.reps) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(r.result));
+    for (const f of c.notRun) args.push(repField(f.block, f.arm, f.rep), JSON.stringify({ reason: f.reason, attempt: c.attempt }));
+    for (const g of c.gates) args.push(gateField(g.block, g.arm), JSON.stringify(g.result));
+    const reply = (await runScript(
+      this.redis,
+      'commit-block',
+      [k.results(c.experiment), k.failed(c.experiment), k.gates(c.experiment), k.commits(c.experiment), ...c.cards.map((card) => k.lease(card))],
+      args,
+    )) as [number, ...(string | number)[]];
+    if (reply[0] === 1) return { committed: true };
+    if (reply[1] === 'EPOCH') {
+      return { committed: false, why: 'epoch', card: c.cards[Number(reply[2]) - 1] ?? '?', holder: reply[3] === '' ? null : Number(reply[3]) };
+    }
+    return { committed: false, why: 'committed', prior: JSON.parse(String(reply[2])) };
+  }
+
+  /** Records why reps of a failed attempt were not measured; returns the fields written. */
+  async failReps(experiment: string, block: number, attempt: number, reps: FailedRep[]): Promise<number> {
+    if (reps.length === 0) return 0;
+    const args: (string | number)[] = [String(block), attempt];
+    for (const f of reps) args.push(repField(f.block, f.arm, f.rep), JSON.stringify({ reason: f.reason, attempt }));
+    return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment)], args));
+  }
+
+  async results(experiment: string): Promise<Record<string, unknown>> {
+    return parseAll(await this.redis.hgetall(this.keys.results(experiment)));
+  }
+  async failed(experiment: string): Promise<Record<string, { reason: string; attempt: number }>> {
+    return parseAll(await this.redis.hgetall(this.keys.failed(experiment))) as Record<string, { reason: string; attempt: number }>;
+  }
+  async gates(experiment: string): Promise<Record<string, unknown>> {
+    return parseAll(await this.redis.hgetall(this.keys.gates(experiment)));
+  }
+  async commits(experiment: string): Promise<Record<string, { attempt: number; epoch: number; host: string }>> {
+    return parseAll(await this.redis.hgetall(this.keys.commits(experiment))) as Record<string, { attempt: number; epoch: number; host: string }>;
+  }
+}
+
+function parseAll(h: Record<string, string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(h)) out[k] = JSON.parse(v);
+  return out;
+}

@@ -1,0 +1,141 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
+import { LeaseStore, type RevokeMessage } from '../../orchestrator/redis/lease-store.ts';
+import { ResultStore } from '../../orchestrator/redis/result-store.ts';
+import { CardRegistry } from '../../orchestrator/redis/card-registry.ts';
+import { client, freshPrefix } from '../utils/redis.ts';
+import { waitFor } from '../utils/wait-for.ts';
+
+describe('card leases (Lua, real redis-server)', () => {
+  let server: RedisServerProcess;
+  let redis: Redis;
+  before(async () => {
+    server = await startRedisServer();
+    redis = client(server.url);
+  });
+  after(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  test('a gang is granted all cards or none, each grant with a new epoch', async () => {
+    const leases = new LeaseStore(redis, { prefix: freshPrefix() });
+    const a = await leases.acquireGang({ cards: ['c0', 'c1'], owner: 'h1', ttlMs: 5000, experiment: 'e', block: 0 });
+    assert.equal(a.granted, true);
+    // c1 is held: c2 must not be taken either (all or none)
+    const b = await leases.acquireGang({ cards: ['c2', 'c1'], owner: 'h1', ttlMs: 5000, experiment: 'e', block: 1 });
+    assert.deepEqual(b, { granted: false, busy: { card: 'c1', owner: 'h1', epoch: a.granted ? a.epoch : -1, experiment: 'e', block: 0 } });
+    assert.equal(await leases.get('c2'), null);
+    const c = await leases.acquireGang({ cards: ['c2', 'c3'], owner: 'h2', ttlMs: 5000, experiment: 'e', block: 1 });
+    assert.ok(c.granted && a.granted && c.epoch > a.epoch);
+    const l = await leases.get('c0');
+    assert.equal(l?.owner, 'h1');
+    assert.equal(l?.block, 0);
+    assert.ok(l && l.expires > Date.now() + 4000);
+  });
+
+  test('renew: only the owner, only under its epoch, all or nothing; expiry frees the cards', async () => {
+    const leases = new LeaseStore(redis, { prefix: freshPrefix() });
+    const a = await leases.acquireGang({ cards: ['g0', 'g1'], owner: 'h1', ttlMs: 300, experiment: 'e', block: 0 });
+    assert.ok(a.granted);
+    assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h2', epoch: a.epoch, ttlMs: 5000 }), {
+      ok: false,
+      card: 'g0',
+      reason: 'owner h1',
+    });
+    assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h1', epoch: a.epoch + 1, ttlMs: 5000 }), {
+      ok: false,
+      card: 'g0',
+      reason: `epoch ${a.epoch}`,
+    });
+    assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h1', epoch: a.epoch, ttlMs: 400 }), { ok: true });
+    assert.ok((await redis.pttl(leases.keys.lease('g1'))) > 300);
+    await waitFor('leases to expire', async () => (await leases.held(['g0', 'g1'])).length === 0, { timeoutMs: 2000 });
+    assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h1', epoch: a.epoch, ttlMs: 400 }), {
+      ok: false,
+      card: 'g0',
+      reason: 'missing',
+    });
+  });
+
+  test('release deletes only what the epoch still holds; revoke deletes and publishes', async () => {
+    const leases = new LeaseStore(redis, { prefix: freshPrefix() });
+    const a = await leases.acquireGang({ cards: ['r0'], owner: 'h1', ttlMs: 5000, experiment: 'e', block: 0 });
+    assert.ok(a.granted);
+    assert.equal(await leases.release({ cards: ['r0'], epoch: a.epoch + 7 }), 0);
+    assert.equal(await leases.release({ cards: ['r0'], epoch: a.epoch }), 1);
+    const b = await leases.acquireGang({ cards: ['r0', 'r1'], owner: 'h1', ttlMs: 5000, experiment: 'e', block: 1 });
+    assert.ok(b.granted);
+    const sub = redis.duplicate();
+    const got: RevokeMessage[] = [];
+    await sub.subscribe(leases.keys.leaseRevoked);
+    sub.on('message', (_ch, msg) => got.push(JSON.parse(msg)));
+    try {
+      assert.equal(await leases.revoke({ cards: ['r0', 'r1'], epoch: b.epoch, reason: 'cancelled' }), 2);
+      await waitFor('revoke message', () => got.length === 1, { timeoutMs: 2000 });
+      assert.deepEqual(got[0], { cards: ['r0', 'r1'], epochs: [b.epoch, b.epoch], reason: 'cancelled' });
+      assert.deepEqual(await leases.renew({ cards: ['r0', 'r1'], owner: 'h1', epoch: b.epoch, ttlMs: 5000 }), {
+        ok: false,
+        card: 'r0',
+        reason: 'missing',
+      });
+    } finally {
+      sub.disconnect();
+    }
+  });
+
+  test('a block commits once, only while its epoch holds every card', async () => {
+    const prefix = freshPrefix();
+    const leases = new LeaseStore(redis, { prefix });
+    const results = new ResultStore(redis, { prefix });
+    const a = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
+    assert.ok(a.granted);
+    await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, reason: 'rank 1 exited 3' }]);
+    const input = {
+      experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, host: 'h1', cards: ['k0', 'k1'],
+      reps: [{ block: 3, arm: 'A', rep: 0, result: { step_ms: [1] } }], notRun: [], gates: [],
+    };
+    // revoked: refused, nothing written
+    await leases.revoke({ cards: ['k1'], reason: 'test' });
+    assert.deepEqual(await results.commitBlock(input), { committed: false, why: 'epoch', card: 'k1', holder: null });
+    assert.deepEqual(await results.results('x'), {});
+    const b = await leases.acquireGang({ cards: ['k1'], owner: 'h2', ttlMs: 5000, experiment: 'x', block: 4 });
+    assert.ok(b.granted);
+    assert.deepEqual(await results.commitBlock(input), { committed: false, why: 'epoch', card: 'k1', holder: b.epoch });
+    await leases.release({ cards: ['k1'], epoch: b.epoch });
+    const c = await leases.acquireGang({ cards: ['k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
+    assert.ok(c.granted);
+    await leases.release({ cards: ['k0'], epoch: a.epoch });
+    const d = await leases.acquireGang({ cards: ['k0'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
+    assert.ok(d.granted);
+    // a gang under mixed epochs is refused as well
+    assert.equal((await results.commitBlock({ ...input, epoch: c.epoch })).committed, false);
+    await leases.release({ cards: ['k0'], epoch: d.epoch });
+    await leases.release({ cards: ['k1'], epoch: c.epoch });
+    const e = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
+    assert.ok(e.granted);
+    assert.deepEqual(await results.commitBlock({ ...input, epoch: e.epoch }), { committed: true });
+    assert.deepEqual(await results.results('x'), { '3/A/0': { step_ms: [1] } });
+    assert.deepEqual(await results.failed('x'), {}, 'the measured rep is no longer failed');
+    const again = await results.commitBlock({ ...input, attempt: 3, epoch: e.epoch });
+    assert.equal(again.committed, false);
+    assert.equal(again.committed === false && again.why, 'committed');
+    assert.equal(await results.failReps('x', 3, 3, [{ block: 3, arm: 'A', rep: 0, reason: 'late' }]), 0);
+  });
+
+  test('card registry: live cards are those of heartbeating hosts', async () => {
+    const reg = new CardRegistry(redis, { prefix: freshPrefix() });
+    const card = (host: string, index: number) => ({ id: `cpu:${index}@${host}`, host, backend: 'cpu' as const, index, uuid: `cpu:${index}@${host}`, name: 'cpu' });
+    await reg.register('a', [card('a', 0), card('a', 1)], { ttlMs: 5000, pid: 1 });
+    await reg.register('b', [card('b', 0)], { ttlMs: 200, pid: 2 });
+    assert.deepEqual((await reg.liveCards()).map((c) => c.id), ['cpu:0@a', 'cpu:1@a', 'cpu:0@b']);
+    await reg.register('a', [card('a', 1)], { ttlMs: 5000, pid: 1 });
+    assert.deepEqual((await reg.liveCards('a')).map((c) => c.id), ['cpu:1@a']);
+    await waitFor('host b to look dead', async () => (await reg.liveCards('b')).length === 0, { timeoutMs: 2000 });
+    assert.equal(await reg.heartbeat('b', 5000), false);
+    assert.deepEqual((await reg.liveCardsByHost()).get('b')?.map((c) => c.id), ['cpu:0@b']);
+    assert.equal((await reg.hostInfo('a')).alive, true);
+  });
+});
