@@ -1,0 +1,26 @@
+/** A cluster file (`kind: cluster`): the hosts orch may use and how to reach them. */
+import { z } from 'zod';
+import { NameSchema, strictObject } from './spec/strict-object.ts';
+
+export const HostSchema = strictObject({
+  name: NameSchema,
+  ssh: strictObject({
+    host: z.string().min(1),
+    port: z.int().min(1).max(65535).default(22),
+    user: z.string().min(1),
+    key_file: z.string().min(1),
+  }),
+  /** Card ids (GPU indices or UUIDs) orch may lease on this host; omitted: all it finds. */
+  cards: z.array(z.union([z.int().min(0), z.string().min(1)])).optional(),
+  /** Where the host's build cache lives. */
+  build_dir: z.string().min(1),
+});
+export type Host = z.infer<typeof HostSchema>;
+
+export const ClusterSchema = strictObject({
+  kind: z.literal('cluster'),
+  name: NameSchema.default('cluster'),
+  redis: strictObject({ url: z.string().regex(/^rediss?:\/\//, { error: 'expected redis://host:port or rediss://…' }) }),
+  hosts: z.array(HostSchema).min(1),
+});
+export type Cluster = z.infer<typeof ClusterSchema>;

@@ -1,0 +1,170 @@
+/**
+ * The compile stage: cross-field checks zod cannot express field by field (a toggle must exist
+ * for the workload's runtime, leave-one-out needs two toggles, an A/B needs two distinct arms,
+ * a regex must have the group it reads…), and completing A/B arms (unnamed toggles are off)
+ * so that spelling an off toggle out does not change the hash.
+ */
+import { suggestion } from './did-you-mean.ts';
+import { NATIVE_TOGGLES, type Spec } from './spec.ts';
+import { NAME_PATTERN } from './spec/strict-object.ts';
+import type { PathSegment } from './yaml-source.ts';
+
+export interface CompileProblem {
+  path: PathSegment[];
+  message: string;
+  fix?: string;
+}
+
+export interface CompiledSpec {
+  spec: Spec;
+  problems: CompileProblem[];
+}
+
+/** The toggle names a workload accepts: graphrt's for native, the toggle map's for command. */
+export function availableToggles(spec: Spec): string[] {
+  return spec.workload.runtime === 'native' ? [...NATIVE_TOGGLES] : Object.keys(spec.workload.toggles);
+}
+
+export function compileSpec(parsed: Spec): CompiledSpec {
+  const problems: CompileProblem[] = [];
+  const problem = (path: PathSegment[], message: string, fix?: string): void => {
+    problems.push({ path, message, ...(fix ? { fix } : {}) });
+  };
+  const spec = structuredClone(parsed);
+  const available = availableToggles(spec);
+
+  checkToggles(spec, available, problem);
+  if (spec.design === 'leave-one-out' && spec.toggles.length < 2) {
+    problem(['toggles'], `leave-one-out needs at least two toggles (got ${spec.toggles.length})`, 'list two or more toggles, or use design: ab');
+  }
+  if (spec.design === 'ab') checkAbArms(spec, problem);
+  else if (spec.arms !== undefined) problem(['arms'], `"arms" is only used by design: ab (this is ${spec.design})`, 'remove it');
+  if (spec.design === 'sweep') checkSweep(spec, problem);
+  else if (spec.sweep !== undefined) problem(['sweep'], `"sweep" is only used by design: sweep (this is ${spec.design})`, 'remove it');
+  checkProbe(spec, problem);
+  if (spec.order === 'random' && spec.seed === undefined) {
+    problem(['order'], 'order: random needs a seed, so the same spec gives the same plan', 'add seed: <integer>, or use order: balanced');
+  }
+  if (spec.workload.runtime === 'command' && spec.workload.metric_source.format === 'regex') {
+    checkRegex(spec.workload.metric_source, problem);
+  }
+  return { spec, problems };
+}
+
+type Report = (path: PathSegment[], message: string, fix?: string) => void;
+
+function checkToggles(spec: Spec, available: string[], problem: Report): void {
+  const seen = new Map<string, number>();
+  spec.toggles.forEach((t, i) => {
+    const first = seen.get(t);
+    if (first !== undefined) problem(['toggles', i], `duplicate toggle "${t}" (also toggles[${first}])`, 'list each toggle once');
+    else seen.set(t, i);
+    if (!available.includes(t)) {
+      const fix =
+        available.length > 0 ? suggestion(t, available) : `define it in workload.toggles as { env, on, off } or { arg_on, arg_off }`;
+      problem(['toggles', i], `unknown toggle "${t}"`, fix);
+    }
+  });
+}
+
+function checkAbArms(spec: Spec, problem: Report): void {
+  const arms = spec.arms;
+  if (arms === undefined || arms.length !== 2) {
+    problem(['arms'], `design ab needs exactly two arms (got ${arms?.length ?? 0})`, 'add arms: [{ name: A, toggles: {...} }, { name: B, toggles: {...} }]');
+    if (arms === undefined) return;
+  }
+  const names = new Set<string>();
+  arms.forEach((arm, i) => {
+    if (names.has(arm.name)) problem(['arms', i, 'name'], `duplicate arm name "${arm.name}"`, 'give each arm its own name');
+    names.add(arm.name);
+    for (const [t, v] of Object.entries(arm.toggles)) {
+      const path: PathSegment[] = ['arms', i, 'toggles', t];
+      if (!spec.toggles.includes(t)) {
+        problem(path, `toggle "${t}" is not in the spec's toggles`, spec.toggles.length > 0 ? suggestion(t, spec.toggles) : 'list it under toggles');
+      } else if (typeof v === 'string' && !acceptsStringValue(spec, t)) {
+        problem(path, `toggle "${t}" is on/off; got the string ${JSON.stringify(v)}`, 'use true or false');
+      }
+    }
+    arm.toggles = Object.fromEntries(spec.toggles.map((t) => [t, arm.toggles[t] ?? false]));
+  });
+  const [a, b] = arms;
+  if (a && b && JSON.stringify(a.toggles) === JSON.stringify(b.toggles)) {
+    problem(['arms'], `arms "${a.name}" and "${b.name}" set the same toggles`, 'make them differ, or use gates.aa for an A/A control');
+  }
+  if (spec.gates.aa && a && names.has(`${a.name}_aa`)) {
+    problem(['arms'], `arm name "${a.name}_aa" is taken by the A/A control of "${a.name}"`, 'rename the arm');
+  }
+}
+
+/** A command toggle mapped to an env var can carry any string (the env var's value). */
+function acceptsStringValue(spec: Spec, toggle: string): boolean {
+  return spec.workload.runtime === 'command' && 'env' in (spec.workload.toggles[toggle] ?? {});
+}
+
+function checkSweep(spec: Spec, problem: Report): void {
+  const sweep = spec.sweep;
+  if (sweep === undefined) {
+    problem(['sweep'], 'design sweep needs a "sweep" section', 'add sweep: { param: hidden, values: [256, 512] }');
+    return;
+  }
+  if ((sweep.param === undefined) === (sweep.toggle === undefined)) {
+    problem(['sweep'], 'sweep needs exactly one of "param" or "toggle"', 'keep one of them');
+    return;
+  }
+  const seen = new Set<string>();
+  sweep.values.forEach((v, i) => {
+    if (seen.has(String(v))) problem(['sweep', 'values', i], `duplicate value ${JSON.stringify(v)}`, 'list each value once');
+    seen.add(String(v));
+    if (!NAME_PATTERN.test(String(v))) {
+      problem(['sweep', 'values', i], `value ${JSON.stringify(v)} cannot be part of an arm name`, 'use letters, digits, "_", "." and "-"');
+    }
+  });
+  if (sweep.param !== undefined) {
+    if (spec.workload.runtime !== 'native') {
+      problem(['sweep', 'param'], 'sweep.param sweeps a native workload param; this workload is a command', 'use sweep.toggle with an env toggle');
+      return;
+    }
+    const params = Object.keys(spec.workload.params);
+    if (!params.includes(sweep.param)) {
+      const fix = params.length > 0 ? suggestion(sweep.param, params) : `workload kind ${spec.workload.kind} has no params`;
+      problem(['sweep', 'param'], `unknown param "${sweep.param}" for workload kind ${spec.workload.kind}`, fix);
+    }
+    sweep.values.forEach((v, i) => {
+      if (typeof v !== 'number') problem(['sweep', 'values', i], `param values are positive integers; got ${JSON.stringify(v)}`);
+    });
+  } else if (sweep.toggle !== undefined) {
+    if (spec.workload.runtime !== 'command' || !('env' in (spec.workload.toggles[sweep.toggle] ?? {}))) {
+      const envToggles = spec.workload.runtime === 'command' ? Object.keys(spec.workload.toggles) : [];
+      problem(['sweep', 'toggle'], `sweep.toggle must name a command workload toggle mapped to an env var; "${sweep.toggle}" is not one`,
+        envToggles.length > 0 ? suggestion(sweep.toggle, envToggles) : 'native toggles are on/off: use sweep.param');
+    } else if (spec.toggles.includes(sweep.toggle)) {
+      problem(['sweep', 'toggle'], `"${sweep.toggle}" is swept, so it cannot also be in toggles`, 'remove it from toggles');
+    }
+  }
+}
+
+function checkProbe(spec: Spec, problem: Report): void {
+  const w = spec.workload;
+  if (spec.design === 'probe') {
+    if (w.runtime === 'native' && w.kind !== 'probe') problem(['workload', 'kind'], `design probe runs the probe workload; got kind ${w.kind}`, 'use kind: probe');
+    if (w.runtime === 'command' && w.probe === undefined) problem(['workload'], 'design probe needs workload.probe', 'add probe: { cmd: "..." }');
+  } else if (w.runtime === 'native' && w.kind === 'probe') {
+    problem(['workload', 'kind'], `kind probe measures nothing; it is only for design: probe (this is ${spec.design})`, 'use design: probe, or kind chain | decode | train');
+  }
+}
+
+function checkRegex(source: { pattern: string; value_group: string; step_group?: string | undefined }, problem: Report): void {
+  const path: PathSegment[] = ['workload', 'metric_source', 'pattern'];
+  try {
+    new RegExp(source.pattern);
+  } catch (err) {
+    problem(path, `not a valid regular expression: ${(err as Error).message}`);
+    return;
+  }
+  const groups = [...source.pattern.matchAll(/\(\?<([A-Za-z_$][\w$]*)>/g)].map((m) => m[1] as string);
+  for (const [key, group] of [['value_group', source.value_group], ['step_group', source.step_group]] as const) {
+    if (group !== undefined && !groups.includes(group)) {
+      problem(path, `the pattern has no named group "${group}" (${key})`, `write (?<${group}>...) in the pattern${groups.length ? `, or set ${key} to one of ${groups.join(', ')}` : ''}`);
+    }
+  }
+}

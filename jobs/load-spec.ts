@@ -1,0 +1,91 @@
+/**
+ * Config files → validated objects. Every file under configs/ is one of three kinds, told
+ * apart by its top-level `kind:` (default `experiment`): an experiment spec, a nightly suite,
+ * or a cluster file. Errors are a SpecError listing every issue with file, YAML line, dotted
+ * path and a fix; nothing is silently corrected.
+ */
+import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
+import { ClusterSchema, type Cluster } from './cluster.ts';
+import { compileSpec } from './compile-spec.ts';
+import { suggestion } from './did-you-mean.ts';
+import { SpecError, type SpecIssue } from './errors.ts';
+import { SpecSchema, type Spec } from './spec.ts';
+import { specHash } from './spec-hash.ts';
+import { SuiteSchema, type Suite } from './suite.ts';
+import { formatPath, parseYamlSource, type YamlSource } from './yaml-source.ts';
+import { zodIssuesToSpecIssues } from './zod-issues.ts';
+
+export const CONFIG_KINDS = ['experiment', 'suite', 'cluster'] as const;
+export type ConfigKind = (typeof CONFIG_KINDS)[number];
+
+export interface LoadedSpec {
+  file: string;
+  spec: Spec;
+  hash: string;
+}
+
+export type LoadedConfig =
+  | ({ kind: 'experiment' } & LoadedSpec)
+  | { kind: 'suite'; file: string; suite: Suite }
+  | { kind: 'cluster'; file: string; cluster: Cluster };
+
+/** Reads and validates an experiment spec; throws SpecError with every issue. */
+export function loadSpec(file: string): LoadedSpec {
+  const loaded = loadConfigFile(file);
+  if (loaded.kind !== 'experiment') {
+    throw new SpecError([{ file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not an experiment spec`, fix: 'pass an experiment spec' }]);
+  }
+  return { file: loaded.file, spec: loaded.spec, hash: loaded.hash };
+}
+
+/** Reads and validates a config file of any kind; throws SpecError with every issue. */
+export function loadConfigFile(file: string): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new SpecError([{ file, line: null, path: '', message: `cannot read the file (${code})`, fix: 'check the path' }]);
+  }
+  return parseConfigText(file, text);
+}
+
+/** As loadConfigFile, from text already read (`file` names it in messages). */
+export function parseConfigText(file: string, text: string): LoadedConfig {
+  const source = parseYamlSource(file, text);
+  if (source.issues.length > 0) throw new SpecError(source.issues);
+  const data = source.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new SpecError([{ file, line: source.lineOf([]), path: '', message: 'expected a mapping (key: value lines) at the top level', fix: 'start with name: … and design: …' }]);
+  }
+  const kind = (data as { kind?: unknown }).kind ?? 'experiment';
+  switch (kind) {
+    case 'experiment': {
+      const parsed = validate(file, source, SpecSchema);
+      const { spec, problems } = compileSpec(parsed);
+      if (problems.length > 0) {
+        throw new SpecError(
+          problems.map((p) => ({ file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) })),
+        );
+      }
+      return { kind: 'experiment', file, spec, hash: specHash(spec) };
+    }
+    case 'suite':
+      return { kind: 'suite', file, suite: validate(file, source, SuiteSchema) };
+    case 'cluster':
+      return { kind: 'cluster', file, cluster: validate(file, source, ClusterSchema) };
+    default:
+      throw new SpecError([{ file, line: source.lineOf(['kind']), path: 'kind', message: `unknown kind ${JSON.stringify(kind)}`, fix: suggestion(String(kind), CONFIG_KINDS) }]);
+  }
+}
+
+function validate<S extends z.ZodType>(file: string, source: YamlSource, schema: S): z.infer<S> {
+  const result = schema.safeParse(source.data);
+  if (!result.success) throw new SpecError(sortIssues(zodIssuesToSpecIssues(file, source, result.error)));
+  return result.data;
+}
+
+function sortIssues(issues: SpecIssue[]): SpecIssue[] {
+  return [...issues].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+}

@@ -1,0 +1,125 @@
+/**
+ * The planner (pure): a compiled spec → arms → blocks → the order of reps in each block.
+ *
+ * Order (`order: balanced`): a block's sequence is `reps` rounds; each round runs every arm
+ * once, in the order of one row of the Williams design of the arms (jobs/williams.ts; for two
+ * arms that is AB / BA, i.e. ABBA). Block b, round r uses row (b·reps + r) mod R, R the number
+ * of rows (n for even n arms, 2n for odd n), so rows rotate across rounds and blocks.
+ * Guarantee, counting adjacency inside rounds (the junction between two rounds is not counted):
+ *   - in a block whose reps is a multiple of R, every arm sits at every in-round position
+ *     reps/n times and every ordered pair of distinct arms is adjacent exactly reps/n times;
+ *   - over all blocks together the same holds whenever blocks·reps is a multiple of R.
+ * `order: random`: every round is a shuffle of the arms drawn from mulberry32(seed).
+ * Either way every arm appears exactly `reps` times in every block.
+ */
+import type { Spec } from './spec.ts';
+import { mulberry32, shuffled } from './seeded-random.ts';
+import { williamsRows } from './williams.ts';
+
+export interface Arm {
+  name: string;
+  toggles: Record<string, boolean | string>;
+  /** design sweep over a native param: the workload params this arm overrides. */
+  params?: Record<string, number>;
+  /** The A/A control: a copy of this arm. */
+  aa_of?: string;
+}
+
+export interface PlannedBlock {
+  index: number;
+  /** Arm names in run order; each arm `reps` times. */
+  sequence: string[];
+}
+
+export interface Plan {
+  hash: string;
+  name: string;
+  design: Spec['design'];
+  toggles: string[];
+  control: string;
+  arms: Arm[];
+  blocks: PlannedBlock[];
+  reps: number;
+  ranks: number;
+  placement: 'host' | 'spread';
+  order: Spec['order'];
+  seed?: number;
+}
+
+export function planExperiment(spec: Spec, hash: string): Plan {
+  const { arms, control } = planArms(spec);
+  const names = arms.map((a) => a.name);
+  const blocks =
+    spec.order === 'random'
+      ? randomBlocks(names, spec.reps, spec.blocks.count, spec.seed ?? 0)
+      : balancedBlocks(names, spec.reps, spec.blocks.count);
+  return {
+    hash,
+    name: spec.name,
+    design: spec.design,
+    toggles: [...spec.toggles],
+    control,
+    arms,
+    blocks,
+    reps: spec.reps,
+    ranks: spec.blocks.ranks,
+    placement: spec.blocks.placement,
+    order: spec.order,
+    ...(spec.seed === undefined ? {} : { seed: spec.seed }),
+  };
+}
+
+/** The arms of a design, the control arm, and the A/A copy of the control when asked. */
+export function planArms(spec: Spec): { arms: Arm[]; control: string } {
+  const all = (value: boolean): Record<string, boolean> => Object.fromEntries(spec.toggles.map((t) => [t, value]));
+  let arms: Arm[];
+  switch (spec.design) {
+    case 'ab':
+      arms = (spec.arms ?? []).map((a) => ({ name: a.name, toggles: { ...a.toggles } }));
+      break;
+    case 'leave-one-out':
+      arms = [
+        { name: 'base', toggles: all(false) },
+        { name: 'all_on', toggles: all(true) },
+        ...spec.toggles.map((t) => ({ name: `no_${t}`, toggles: { ...all(true), [t]: false } })),
+      ];
+      break;
+    case 'sweep': {
+      const sweep = spec.sweep;
+      if (sweep === undefined) throw new Error('planArms: design sweep without a sweep section (compileSpec rejects this)');
+      arms = sweep.values.map((v) =>
+        sweep.param !== undefined
+          ? { name: `${sweep.param}-${v}`, toggles: all(true), params: { [sweep.param]: Number(v) } }
+          : { name: `${sweep.toggle}-${v}`, toggles: { ...all(true), [sweep.toggle as string]: String(v) } },
+      );
+      break;
+    }
+    case 'probe':
+      arms = [{ name: 'probe', toggles: all(true) }];
+      break;
+  }
+  const control = spec.design === 'leave-one-out' ? 'all_on' : (arms[0] as Arm).name;
+  if (spec.gates.aa) {
+    const of = arms.find((a) => a.name === control) as Arm;
+    arms.push({ ...structuredClone(of), name: `${control}_aa`, aa_of: control });
+  }
+  return { arms, control };
+}
+
+/** Williams rows (ABBA for two arms), rotating across rounds and blocks (see the header). */
+export function balancedBlocks(names: string[], reps: number, count: number): PlannedBlock[] {
+  const rows = williamsRows(names.length);
+  return Array.from({ length: count }, (_, b) => ({
+    index: b,
+    sequence: Array.from({ length: reps }, (_, r) => (rows[(b * reps + r) % rows.length] as number[]).map((i) => names[i] as string)).flat(),
+  }));
+}
+
+/** Each round a seeded shuffle of the arms; one stream over all blocks in order. */
+export function randomBlocks(names: string[], reps: number, count: number, seed: number): PlannedBlock[] {
+  const random = mulberry32(seed);
+  return Array.from({ length: count }, (_, b) => ({
+    index: b,
+    sequence: Array.from({ length: reps }, () => shuffled(names, random)).flat(),
+  }));
+}

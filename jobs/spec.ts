@@ -1,0 +1,99 @@
+/**
+ * The experiment spec: what a user writes (configs/*.yaml, DESIGN.md "An example spec").
+ * Stages: raw YAML → parsed (this schema: types, ranges, defaults, unknown keys rejected) →
+ * compiled (jobs/compile-spec.ts: cross-field checks) → planned (jobs/plan.ts).
+ * Every default lives here, so the hash of the parsed spec (jobs/spec-hash.ts) does not change
+ * when a user spells a default out.
+ */
+import { z } from 'zod';
+import { CommandWorkloadSchema } from './spec/command-workload.ts';
+import { NativeWorkloadSchema } from './spec/native-workload.ts';
+import { NameSchema, strictObject } from './spec/strict-object.ts';
+
+export { NATIVE_TOGGLES } from './spec/native-workload.ts';
+
+export const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
+export type Design = (typeof DESIGNS)[number];
+
+export const WorkloadSchema = z.discriminatedUnion('runtime', [NativeWorkloadSchema, CommandWorkloadSchema]);
+export type Workload = z.infer<typeof WorkloadSchema>;
+
+/** One arm of an A/B: a name and a value for some toggles (the others are off). */
+export const SpecArmSchema = strictObject({
+  name: NameSchema,
+  toggles: z.record(z.string(), z.union([z.boolean(), z.string()])).default({}),
+});
+export type SpecArm = z.infer<typeof SpecArmSchema>;
+
+/**
+ * `design: sweep`: one arm per value. Either `param` (a native workload param, e.g. hidden) or
+ * `toggle` (a command workload's env toggle, set to each value). Every spec toggle is on in
+ * every sweep arm, so the sweep measures the configuration under study at each size.
+ */
+export const SweepSchema = strictObject({
+  param: z.string().min(1).optional(),
+  toggle: z.string().min(1).optional(),
+  values: z.array(z.union([z.int().positive(), z.string().min(1)])).min(2),
+});
+export type Sweep = z.infer<typeof SweepSchema>;
+
+export const BlocksSchema = strictObject({
+  /** Blocks are the replication unit; each runs every arm's reps on its own cards. */
+  count: z.int().min(1).default(1),
+  /** Ranks (one card each) per block. */
+  ranks: z.int().min(1).default(1),
+  /** host: all of a block's cards on one host; spread: any hosts. */
+  placement: z.enum(['host', 'spread']).default('host'),
+});
+
+export const GatesSchema = strictObject({
+  /** Byte identity of graph replay vs eager: capture + `replays` replays; false turns it off. */
+  identity: z
+    .union([strictObject({ replays: z.int().min(3).default(7) }), z.literal(false)], {
+      error: 'expected { replays: N } with N >= 3, or false',
+    })
+    .default({ replays: 7 }),
+  /** Adds the A/A arm `<control>_aa`: a copy of the control that must not differ from it. */
+  aa: z.boolean().default(false),
+  /** The base arm must be within `tolerance` (relative) of this reference build's value. */
+  base_reference: strictObject({
+    build: z.string().min(1),
+    tolerance: z.number().positive(),
+    value: z.number().positive().optional(),
+  }).optional(),
+});
+
+export const MetricSchema = strictObject({
+  name: z.string().min(1).default('ms_per_step'),
+  better: z.enum(['lower', 'higher']).default('lower'),
+  statistic: z.enum(['median', 'mean']).default('median'),
+  /** The smallest relative effect worth reporting as a difference. */
+  min_effect: z.number().positive().default(0.01),
+});
+
+export const SpecSchema = strictObject({
+  kind: z.literal('experiment').default('experiment'),
+  name: NameSchema,
+  design: z.enum(DESIGNS),
+  workload: WorkloadSchema,
+  /** Native: graphrt toggle names; command: keys of workload.toggles. */
+  toggles: z.array(z.string().min(1)).default([]),
+  /** design ab only: exactly two arms. */
+  arms: z.array(SpecArmSchema).optional(),
+  /** design sweep only. */
+  sweep: SweepSchema.optional(),
+  reps: z.int().min(2).default(5),
+  blocks: BlocksSchema.default({ count: 1, ranks: 1, placement: 'host' }),
+  gates: GatesSchema.default({ identity: { replays: 7 }, aa: false }),
+  metric: MetricSchema.default({ name: 'ms_per_step', better: 'lower', statistic: 'median', min_effect: 0.01 }),
+  /** balanced: ABBA / Williams; random: a seeded shuffle per round (needs `seed`). */
+  order: z.enum(['balanced', 'random']).default('balanced'),
+  seed: z.int().min(0).optional(),
+  /** Higher runs first among waiting experiments. */
+  priority: z.int().default(0),
+  /** Another process on a leased card: fail the block, or wait for it to go. */
+  foreign_process: z.enum(['fail', 'wait']).default('fail'),
+  /** Preflight refuses a host with less free disk than this. */
+  min_free_disk_gb: z.number().min(0).default(1),
+});
+export type Spec = z.infer<typeof SpecSchema>;
