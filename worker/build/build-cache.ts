@@ -1,0 +1,239 @@
+/**
+ * The host's build cache (DESIGN.md "build", "Redis, queues, locks"). Layout under the build
+ * directory (configurable, e.g. a big data disk: ORCH_BUILD_DIR or `root`):
+ *
+ *   .build.lock              the host build lock (worker/build/build-lock.ts)
+ *   artifacts/<key>/         a finished build: the artifacts at their relative paths + .complete
+ *   tmp/<key>.<pid>.<n>/     staging of the build in progress; renamed into artifacts/ when whole
+ *   logs/<key>.<ms>.log      the build's stdout+stderr
+ *   failed/<key>.json        the last failure of a key: { finished_at, message, tail }
+ *
+ * ensure(): a finished key is used without the lock. Otherwise the request waits for the host
+ * lock (one build at a time per host), then looks again: a build of the same key that finished
+ * while it waited is shared; one that failed while it waited fails this request too, with the
+ * same log lines; else it builds. The build runs fate-shared (tether.sh), and the staging dir
+ * becomes artifacts/<key> by one rename(2) with `.complete` already inside, so a reader sees a
+ * whole build or none. A builder killed with -9 leaves a staging dir the next holder removes.
+ */
+import { existsSync } from 'node:fs';
+import { cp, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir, hostname } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { UserInputError } from '../../jobs/errors.ts';
+import { spawnTethered } from '../command/tether.ts';
+import { acquireBuildLock } from './build-lock.ts';
+import { computeBuildKey, type BuildKey, type BuildKeySpec } from './build-key.ts';
+import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from './build-state.ts';
+
+export const COMPLETE_MARKER = '.complete';
+const LOG_TAIL_LINES = 20;
+
+export interface BuildSpecInput {
+  cmd: string;
+  artifacts: string[];
+  key: BuildKeySpec;
+  dir?: string | undefined;
+}
+
+export interface BuildRequest {
+  build: BuildSpecInput;
+  /** Where a relative build.dir is resolved (the spec's directory); default: cwd. */
+  baseDir?: string;
+  experiment?: string;
+  /** Dotted spec path of the build, for messages. */
+  path?: string;
+}
+
+export interface EnsuredBuild {
+  key: string;
+  recipe: string;
+  /** artifacts/<key>: every artifact at its relative path. */
+  dir: string;
+  artifacts: string[];
+  /** 'cached': finished before this request; 'shared': another request built it while this one waited; 'built': this request built it. */
+  outcome: 'cached' | 'shared' | 'built';
+  wait_ms: number;
+  build_ms: number | null;
+}
+
+export interface BuildCacheOptions {
+  root?: string;
+  host?: string;
+  redis?: Redis;
+  /** Called with each mirror failure; the mirror is a view, so a Redis hiccup never fails a build. */
+  onMirrorError?: (err: unknown) => void;
+}
+
+export function defaultBuildRoot(): string {
+  return process.env.ORCH_BUILD_DIR ?? join(homedir(), '.cache', 'orch', 'builds');
+}
+
+interface FailureRecord {
+  finished_at: number;
+  pid: number;
+  message: string;
+  code: string;
+}
+
+let requestSeq = 0;
+
+export class BuildCache {
+  readonly root: string;
+  readonly host: string;
+  private readonly mirror: BuildStateMirror | null;
+  private readonly onMirrorError: (err: unknown) => void;
+
+  constructor(opts: BuildCacheOptions = {}) {
+    this.root = resolve(opts.root ?? defaultBuildRoot());
+    this.host = opts.host ?? hostname();
+    this.mirror = opts.redis ? new BuildStateMirror(opts.redis, this.host) : null;
+    this.onMirrorError = opts.onMirrorError ?? (() => {});
+  }
+
+  artifactDir(key: string): string {
+    return join(this.root, 'artifacts', key);
+  }
+
+  /** True when artifacts/<key> is a finished build. */
+  isComplete(key: string): boolean {
+    return existsSync(join(this.artifactDir(key), COMPLETE_MARKER));
+  }
+
+  private async view(f: (m: BuildStateMirror) => Promise<void>): Promise<void> {
+    if (!this.mirror) return;
+    try {
+      await f(this.mirror);
+    } catch (err) {
+      this.onMirrorError(err);
+    }
+  }
+
+  async ensure(req: BuildRequest): Promise<EnsuredBuild> {
+    const path = req.path ?? 'workload.build';
+    const base = req.baseDir ?? process.cwd();
+    const dir = req.build.dir === undefined ? base : isAbsolute(req.build.dir) ? req.build.dir : resolve(base, req.build.dir);
+    const bk = await computeBuildKey({ cmd: req.build.cmd, artifacts: req.build.artifacts, key: req.build.key, dir, path });
+    const done = (outcome: EnsuredBuild['outcome'], wait_ms: number, build_ms: number | null): EnsuredBuild => ({
+      key: bk.key,
+      recipe: bk.recipe,
+      dir: this.artifactDir(bk.key),
+      artifacts: req.build.artifacts.map((a) => join(this.artifactDir(bk.key), a)),
+      outcome,
+      wait_ms,
+      build_ms,
+    });
+    if (this.isComplete(bk.key)) return done('cached', 0, null);
+
+    for (const d of ['tmp', 'artifacts', 'logs', 'failed']) await mkdir(join(this.root, d), { recursive: true });
+    const info: BuildRequestInfo = { id: `${process.pid}.${++requestSeq}.${randomBytes(3).toString('hex')}`, key: bk.key, recipe: bk.recipe, experiment: req.experiment ?? '', pid: process.pid, since: Date.now() };
+    await this.view((m) => m.waiting(info));
+    let holding = false;
+    const refresh = setInterval(() => void this.view((m) => (holding ? m.refreshHolding() : m.refreshWaiting(info))), BUILD_STATE_TTL_MS / 3);
+    let built: { ms: number; ok: boolean } | undefined;
+    try {
+      const lock = await acquireBuildLock(join(this.root, '.build.lock'));
+      try {
+        const wait_ms = Date.now() - info.since;
+        if (this.isComplete(bk.key)) return done('shared', wait_ms, null);
+        const failure = await this.recentFailure(bk.key, info.since);
+        if (failure) {
+          throw new UserInputError(failure.code, `${failure.message}\n(this request waited for that build of key ${bk.key.slice(0, 12)}, run by pid ${failure.pid}, and fails with it)`);
+        }
+        holding = true;
+        const started = Date.now();
+        await this.view((m) => m.holding(info, req.build.cmd, started));
+        try {
+          await this.build(req.build, bk, dir, path);
+          built = { ms: Date.now() - started, ok: true };
+        } catch (err) {
+          built = { ms: Date.now() - started, ok: false };
+          if (err instanceof UserInputError) {
+            const rec: FailureRecord = { finished_at: Date.now(), pid: process.pid, message: err.message, code: err.code };
+            await writeFile(join(this.root, 'failed', `${bk.key}.json`), JSON.stringify(rec));
+          }
+          throw err;
+        }
+        return done('built', wait_ms, built.ms);
+      } finally {
+        await lock.release();
+      }
+    } finally {
+      clearInterval(refresh);
+      await this.view((m) => m.done(info, built));
+    }
+  }
+
+  /** A failure of `key` that finished after `since` (the build this request was waiting for). */
+  private async recentFailure(key: string, since: number): Promise<FailureRecord | null> {
+    try {
+      const rec = JSON.parse(await readFile(join(this.root, 'failed', `${key}.json`), 'utf8')) as FailureRecord;
+      return rec.finished_at >= since ? rec : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Runs the build under the held lock and commits artifacts/<key>; throws UserInputError on failure. */
+  private async build(build: BuildSpecInput, bk: BuildKey, dir: string, path: string): Promise<void> {
+    // Staging dirs of builders that died: we hold the lock, so nobody else is writing there.
+    await rm(join(this.root, 'tmp'), { recursive: true, force: true });
+    const staging = join(this.root, 'tmp', `${bk.key}.${process.pid}.${randomBytes(3).toString('hex')}`);
+    await mkdir(staging, { recursive: true });
+    const logFile = join(this.root, 'logs', `${bk.key}.${Date.now()}.log`);
+    const log = await open(logFile, 'w');
+    const started = Date.now();
+    let exit: { code: number | null; signal: NodeJS.Signals | null };
+    try {
+      const p = spawnTethered('/bin/sh', ['-c', build.cmd], {
+        cwd: dir,
+        env: { ...process.env, ORCH_BUILD_OUT: staging, ORCH_BUILD_KEY: bk.key },
+        stdout: log.fd,
+        stderr: log.fd,
+      });
+      exit = await p.exited;
+    } finally {
+      await log.close();
+    }
+    const secs = ((Date.now() - started) / 1000).toFixed(1);
+    if (exit.code !== 0) {
+      const how = exit.signal ? `was killed by ${exit.signal}` : `exited ${exit.code}`;
+      throw new UserInputError('BUILD_FAILED', `${path}.cmd: the build "${build.cmd}" in ${dir} ${how} after ${secs} s; last lines of ${logFile}:\n${await tail(logFile)}`, {
+        hint: 'fix the build (run the command by hand in that directory), then submit again',
+      });
+    }
+    for (const [i, a] of build.artifacts.entries()) {
+      const inStaging = join(staging, a);
+      if (existsSync(inStaging)) continue;
+      const src = resolve(dir, a);
+      const st = await stat(src).catch(() => null);
+      if (!st) {
+        throw new UserInputError('BUILD_ARTIFACT_MISSING', `${path}.artifacts[${i}]: the build "${build.cmd}" exited 0 but did not produce "${a}" (looked in ${src} and in $ORCH_BUILD_OUT); last lines of ${logFile}:\n${await tail(logFile)}`, {
+          hint: `make the build write ${a}, or list the path it does write in ${path}.artifacts`,
+        });
+      }
+      await cp(src, inStaging, { recursive: true, preserveTimestamps: true });
+    }
+    await writeFile(join(staging, COMPLETE_MARKER), JSON.stringify({ key: bk.key, parts: bk.parts, cmd: build.cmd, dir, built_at: Date.now(), build_ms: Date.now() - started, host: this.host, log: logFile }, null, 2));
+    try {
+      await rename(staging, this.artifactDir(bk.key));
+    } catch {
+      // An incomplete leftover at the target (no .complete): replace it; a complete one: keep it.
+      if (!this.isComplete(bk.key)) {
+        await rm(this.artifactDir(bk.key), { recursive: true, force: true });
+        await rename(staging, this.artifactDir(bk.key));
+      } else {
+        await rm(staging, { recursive: true, force: true });
+      }
+    }
+  }
+}
+
+/** The last lines of a log file, for error messages. */
+export async function tail(file: string, lines = LOG_TAIL_LINES): Promise<string> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  const all = text.replace(/\n$/, '').split('\n');
+  return all.slice(-lines).map((l) => `  | ${l}`).join('\n') || '  | (empty log)';
+}
+

@@ -1,0 +1,122 @@
+/**
+ * One rep of a command workload: one process, started as
+ *
+ *     tether.sh flock -n -o -E 199 <card lock> /bin/sh -c '<run.cmd + arg toggles>'
+ *
+ * so the card's flock is held for the process's whole life (a second process on the card is
+ * refused, exit 199 → CARD_BUSY), the process is fate-shared with this worker (tether.sh: its
+ * own process group, SIGKILLed when the worker's pipe closes, kill -9 included), and its stdout
+ * is parsed line by line by the workload's metric source (jobs/metric-source.ts). Warm-up steps
+ * and step 0 are excluded by index; a run with no metric line is an error naming the spec path.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { MetricParser, selectMeasured, type MetricSample, type MetricSourceInput } from '../../jobs/metric-source.ts';
+import { toCommandInvocation, type CommandRunInput, type ToggleMappingInput } from './command-invocation.ts';
+import { spawnTethered } from './tether.ts';
+
+/** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
+export const CARD_BUSY_EXIT = 199;
+const TAIL_LINES = 15;
+
+export interface CommandWorkloadInput {
+  run: CommandRunInput & { timeout_s: number };
+  toggles: Record<string, ToggleMappingInput>;
+  metric_source: MetricSourceInput;
+  warmup: number;
+  steps: number;
+}
+
+export interface CommandRepInput {
+  workload: CommandWorkloadInput;
+  arm: { name: string; toggles: Record<string, boolean | string> };
+  /** The build's artifact dir (ORCH_ARTIFACTS), null when the workload has no build. */
+  artifactDir: string | null;
+  /** The card's lock file; held by the process for its whole life. */
+  cardLock: string;
+  /** Where a relative run.cwd is resolved; default: the artifact dir, else the worker's cwd. */
+  baseDir?: string;
+  /** Extra environment, e.g. CUDA_VISIBLE_DEVICES of the leased card. */
+  env?: Record<string, string>;
+  /** Every output line as it arrives (for the experiment's event stream). */
+  onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
+  /** Aborting kills the process group at once (lease lost). */
+  signal?: AbortSignal;
+}
+
+export interface CommandRepResult {
+  arm: string;
+  step_ms: number[];
+  /** The step index of each value in step_ms. */
+  steps: number[];
+  /** Metric lines set aside as warm-up or step 0. */
+  excluded: number;
+  metric_lines: number;
+  wall_ms: number;
+  pid: number;
+}
+
+export async function runCommandRep(input: CommandRepInput): Promise<CommandRepResult> {
+  const { workload, arm } = input;
+  const inv = toCommandInvocation(workload, arm, input.artifactDir);
+  const base = input.baseDir ?? input.artifactDir ?? process.cwd();
+  const cwd = workload.run.cwd === undefined ? base : isAbsolute(workload.run.cwd) ? workload.run.cwd : resolve(base, workload.run.cwd);
+  const parser = new MetricParser(workload.metric_source);
+  const started = Date.now();
+  const p = spawnTethered('flock', ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
+    cwd,
+    env: { ...process.env, ...inv.env, ...input.env },
+  });
+  const tail: string[] = [];
+  const samples: MetricSample[] = [];
+  let parseError: unknown = null;
+  let timedOut = false;
+  const keep = (stream: 'stdout' | 'stderr', line: string) => {
+    tail.push(stream === 'stderr' ? `[stderr] ${line}` : line);
+    if (tail.length > TAIL_LINES) tail.shift();
+    input.onLine?.(stream, line);
+  };
+  createInterface({ input: p.child.stdout! }).on('line', (line) => {
+    keep('stdout', line);
+    if (parseError) return;
+    try {
+      const s = parser.parseLine(line);
+      if (s) samples.push(s);
+    } catch (err) {
+      parseError = err;
+      p.killGroup();
+    }
+  });
+  createInterface({ input: p.child.stderr! }).on('line', (line) => keep('stderr', line));
+  const timer = setTimeout(() => {
+    timedOut = true;
+    p.killGroup();
+  }, workload.run.timeout_s * 1000);
+  const onAbort = () => p.killGroup();
+  input.signal?.addEventListener('abort', onAbort, { once: true });
+  let exit: { code: number | null; signal: NodeJS.Signals | null };
+  try {
+    exit = await p.exited;
+  } finally {
+    clearTimeout(timer);
+    input.signal?.removeEventListener('abort', onAbort);
+  }
+  const wall_ms = Date.now() - started;
+  const last = () => tail.map((l) => `  | ${l}`).join('\n') || '  | (no output)';
+  const what = `arm "${arm.name}", command: ${inv.cmd}`;
+  if (parseError) throw parseError;
+  if (input.signal?.aborted) throw new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed because the block was aborted (${what})`, { cause: input.signal.reason });
+  if (timedOut) {
+    throw new UserInputError('COMMAND_TIMEOUT', `workload.run.cmd: no exit after workload.run.timeout_s = ${workload.run.timeout_s} s, killed (${what}); last output:\n${last()}`);
+  }
+  if (exit.code === CARD_BUSY_EXIT) {
+    throw new OrchError('CARD_BUSY', `the card lock ${input.cardLock} is held by another process; refusing to run a second process on the card (${what})`);
+  }
+  if (exit.code !== 0) {
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited ${exit.code}`;
+    throw new UserInputError('COMMAND_FAILED', `workload.run.cmd ${how} after ${(wall_ms / 1000).toFixed(1)} s (${what}); last output:\n${last()}`);
+  }
+  const m = selectMeasured(samples, { warmup: workload.warmup, steps: workload.steps, describe: what, tail: last() });
+  return { arm: arm.name, step_ms: m.values, steps: m.steps, excluded: m.excluded, metric_lines: samples.length, wall_ms, pid: p.child.pid! };
+}
