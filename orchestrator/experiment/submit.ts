@@ -1,0 +1,115 @@
+/**
+ * Submit an experiment: validate (the caller loaded the spec; a SpecError never gets here, so
+ * an invalid spec writes nothing), plan, check it can ever run on the registered cards, then
+ * register the spec, its hash and the plan in Redis *before* anything is enqueued, then add the
+ * BullMQ flow: a parent on `exp` and one child per block on `blocks`
+ * (`ignoreDependencyOnFailure`, so one failed block never leaves the parent stuck).
+ */
+import { randomBytes } from 'node:crypto';
+import { FlowProducer } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { UserInputError } from '../../jobs/errors.ts';
+import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import { planExperiment, type Plan } from '../../jobs/plan.ts';
+import { CardRegistry } from '../redis/card-registry.ts';
+import { QUEUES } from '../redis/keys.ts';
+import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
+import { wantedBackend } from '../scheduler/scheduler.ts';
+import { ExperimentStore, initialBlockState } from './experiment-store.ts';
+
+export interface SubmitInput {
+  redis: Redis;
+  prefix: string;
+  loaded: LoadedSpec;
+  /** the YAML as the user wrote it (registered verbatim) */
+  specText: string;
+  /** refuse now when no registered card can run a block, instead of waiting for one */
+  noWait?: boolean;
+}
+
+export interface Submitted {
+  id: string;
+  plan: Plan;
+  /** set when the experiment waits for cards that are not registered now */
+  waitingFor: string | null;
+}
+
+export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
+  const { redis, prefix, loaded } = input;
+  const plan = planExperiment(loaded.spec, loaded.hash);
+  const store = new ExperimentStore(redis, prefix);
+  const waitingFor = await checkPlacement(redis, prefix, loaded, plan, input.noWait ?? false);
+
+  const id = experimentId(plan.name);
+  const seq = await redis.incr(store.sched.seq);
+  const m = redis.multi();
+  m.hset(store.keys.exp(id), {
+    id,
+    name: plan.name,
+    hash: loaded.hash,
+    state: 'queued',
+    created: String(Date.now()),
+    seq: String(seq),
+    priority: String(loaded.spec.priority),
+    spec: input.specText,
+    spec_json: JSON.stringify(loaded.spec),
+    plan: JSON.stringify(plan),
+    file: loaded.file,
+  });
+  m.hset(store.sched.blocks(id), Object.fromEntries(plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))])));
+  m.zadd(store.sched.experiments, seq, id);
+  await m.exec();
+
+  const flows = new FlowProducer({ connection: redis, prefix });
+  try {
+    await flows.add({
+      name: 'experiment',
+      queueName: QUEUES.exp,
+      data: { experiment: id },
+      opts: { jobId: id },
+      children: plan.blocks.map((b) => ({
+        name: 'block',
+        queueName: QUEUES.blocks,
+        data: { experiment: id, block: b.index },
+        opts: { jobId: `${id}.b${b.index}`, ignoreDependencyOnFailure: true },
+      })),
+    });
+  } finally {
+    await flows.close();
+  }
+  return { id, plan, waitingFor };
+}
+
+/**
+ * Refuses a block no registered host can ever hold (more ranks than the largest host has
+ * cards). A block that waits for cards not registered now (no CUDA card, no host at all) is
+ * accepted and waits — unless `noWait`.
+ */
+async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, plan: Plan, noWait: boolean): Promise<string | null> {
+  const registry = new CardRegistry(redis, { prefix });
+  const all = await registry.all();
+  const live = await registry.liveCards();
+  const block = { key: 'b0', ranks: plan.ranks, backend: wantedBackend(loaded), placement: plan.placement, expectedMs: 0 };
+  const toSlot = (c: (typeof all)[number]): CardSlot => ({ id: c.id, host: c.host, backend: c.backend, index: c.index });
+  const where = `${loaded.file}: blocks.ranks = ${plan.ranks}, placement ${plan.placement}`;
+  // Too many ranks for every registered host, whatever backend: no waiting helps.
+  const anyBackend = neverFits({ ...block, backend: 'any' }, all.map(toSlot));
+  if (anyBackend && all.length > 0) {
+    throw new UserInputError('TOO_MANY_RANKS', `${where}: ${anyBackend}`, {
+      hint: 'lower blocks.ranks, set blocks.placement: spread, or register a larger host',
+    });
+  }
+  const why = neverFits(block, live.map(toSlot));
+  if (why && noWait) {
+    throw new UserInputError('NO_MATCHING_CARDS', `${where}: cannot start now: ${why}`, {
+      hint: 'drop --no-wait to queue it until such cards register, or change workload.backend',
+    });
+  }
+  return why;
+}
+
+/** `<name>-<yyyymmdd-hhmmss>-<4 hex>`: sortable, unique, no ':' (BullMQ ids and file names). */
+export function experimentId(name: string, now = new Date()): string {
+  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${name}-${t}-${randomBytes(2).toString('hex')}`;
+}

@@ -1,0 +1,51 @@
+/**
+ * The host job payload for one host's part of a granted block attempt (jobs/block-job.ts),
+ * from the registered experiment — the only place the scheduler turns a plan into a BlockJob.
+ */
+import { BlockJobSchema, type BlockJob } from '../../jobs/block-job.ts';
+import type { ExperimentRecord, GangPart } from '../experiment/experiment-store.ts';
+import { repField } from '../redis/keys.ts';
+
+export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: number, part: Omit<GangPart, 'job'>): BlockJob {
+  const planned = exp.plan.blocks.find((b) => b.index === block);
+  if (!planned) throw new Error(`experiment ${exp.id} has no block ${block}`);
+  const { spec } = exp;
+  const identity = spec.gates.identity;
+  return BlockJobSchema.parse({
+    experiment: exp.id,
+    spec_hash: exp.hash,
+    block,
+    attempt,
+    epoch: part.epoch,
+    host: part.host,
+    cards: part.cards,
+    workload: spec.workload,
+    arms: exp.plan.arms,
+    sequence: planned.sequence,
+    gates: { identity: identity === false ? null : { replays: identity.replays }, aa: spec.gates.aa },
+    warmup: spec.workload.warmup,
+    steps: spec.workload.steps,
+    foreign_process: spec.foreign_process,
+  });
+}
+
+export interface PlannedRep {
+  block: number;
+  arm: string;
+  /** 0-based occurrence of the arm in the block */
+  rep: number;
+  /** `<block>/<arm>/<rep>`: its field in the results and failed hashes */
+  field: string;
+}
+
+/** Every planned rep of a block, in run order. */
+export function plannedReps(exp: Pick<ExperimentRecord, 'plan'>, block: number): PlannedRep[] {
+  const planned = exp.plan.blocks.find((b) => b.index === block);
+  if (!planned) return [];
+  const seen = new Map<string, number>();
+  return planned.sequence.map((arm) => {
+    const rep = seen.get(arm) ?? 0;
+    seen.set(arm, rep + 1);
+    return { block, arm, rep, field: repField(block, arm, rep) };
+  });
+}

@@ -1,0 +1,486 @@
+/**
+ * The scheduler service (`orch serve`, and in-process in the embedded default).
+ *
+ * One leader at a time (leader-lease.ts). Only the leader runs BullMQ workers on `blocks` and
+ * `exp`; a standby campaigns and, once elected, picks up the blocks the dead leader held: their
+ * BullMQ locks expire, the stalled check hands them back, and each processor finds its block's
+ * state in Redis (BlockState) and re-attaches to the in-flight host jobs by their deterministic
+ * ids instead of dispatching again.
+ *
+ * A block processor: wait for a grant (the grant pass, grant-planner.ts, FIFO + backfill) →
+ * acquire the gang's leases (Lua, all or none, per host) → record the attempt → dispatch one
+ * host job per host → observe until the attempt committed, failed, was cancelled, or was lost
+ * (its worker died: lease gone while the job never ended) — lost attempts are re-dispatched as
+ * attempt + 1. The parent job on `exp` runs when every block ended and settles the experiment.
+ */
+import { EventEmitter } from 'node:events';
+import { Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { CardRegistry, type Card } from '../redis/card-registry.ts';
+import { LeaseStore } from '../redis/lease-store.ts';
+import { QUEUES } from '../redis/keys.ts';
+import { ResultStore } from '../redis/result-store.ts';
+import {
+  ExperimentStore,
+  TERMINAL_BLOCK_PHASES,
+  type BlockState,
+  type ExperimentRecord,
+  type GangPart,
+} from '../experiment/experiment-store.ts';
+import { buildBlockJob, plannedReps } from './build-block-job.ts';
+import { expectedBlockMs, readHistory, recordHistory } from './expected-duration.ts';
+import { planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
+import { HostJobs } from './host-jobs.ts';
+import { LeaderLease } from './leader-lease.ts';
+
+export interface SchedulerOptions {
+  url: string;
+  prefix: string;
+  log: Logger;
+  leaderTtlMs?: number;
+  /** TTL of a freshly granted gang lease, until the worker's renewals take over */
+  grantTtlMs?: number;
+  /** an attempt whose leases are gone while its host job never ended is lost after this */
+  lostAfterMs?: number;
+  /** lost attempts re-dispatched at most this many times in all */
+  maxAttempts?: number;
+  pollMs?: number;
+  /** BullMQ lock of the block jobs; a dead leader's blocks are re-delivered about 2× after it */
+  lockMs?: number;
+}
+
+export interface BlockJobData {
+  experiment: string;
+  block: number;
+}
+
+type Outcome =
+  | { kind: 'committed' }
+  | { kind: 'cancelled'; reason: string }
+  | { kind: 'lost'; reason: string }
+  | { kind: 'failed'; reason: string };
+
+interface Waiter {
+  key: string;
+  exp: ExperimentRecord;
+  block: number;
+  expectedMs: number;
+  why: string | null;
+  resolve: (r: { gang: Omit<GangPart, 'job'>[] } | { cancelled: string }) => void;
+}
+
+interface Term {
+  aborted: boolean;
+  /** resolves when the term ends (deposed or stopped) */
+  ended: Promise<void>;
+  end: () => void;
+}
+
+const never = new Promise<never>(() => undefined);
+
+export class Scheduler extends EventEmitter {
+  readonly lease: LeaderLease;
+  private readonly redis: Redis;
+  private readonly store: ExperimentStore;
+  private readonly registry: CardRegistry;
+  private readonly leases: LeaseStore;
+  private readonly results: ResultStore;
+  private readonly hostJobs: HostJobs;
+  private readonly opts: Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix'>>;
+  private readonly log: Logger;
+  private workers: Worker[] = [];
+  private term: Term | null = null;
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly running = new Map<string, { cards: string[]; expectedEndMs: number }>();
+  private granting: Promise<void> | null = null;
+  private grantTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(private readonly options: SchedulerOptions) {
+    super();
+    this.redis = new Redis(options.url, { maxRetriesPerRequest: null });
+    this.store = new ExperimentStore(this.redis, options.prefix);
+    this.registry = new CardRegistry(this.redis, { prefix: options.prefix });
+    this.leases = new LeaseStore(this.redis, { prefix: options.prefix });
+    this.results = new ResultStore(this.redis, { prefix: options.prefix });
+    this.hostJobs = new HostJobs(this.redis, options.prefix);
+    this.log = options.log;
+    this.opts = {
+      leaderTtlMs: options.leaderTtlMs ?? 3000,
+      grantTtlMs: options.grantTtlMs ?? 30_000,
+      lostAfterMs: options.lostAfterMs ?? 2000,
+      maxAttempts: options.maxAttempts ?? 3,
+      pollMs: options.pollMs ?? 200,
+      lockMs: options.lockMs ?? 3000,
+    };
+    this.lease = new LeaderLease(this.redis, { prefix: options.prefix, ttlMs: this.opts.leaderTtlMs });
+  }
+
+  get isLeader(): boolean {
+    return this.lease.isLeader;
+  }
+
+  start(): void {
+    this.log.info({ id: this.lease.id }, 'scheduler: campaigning for leadership');
+    this.lease.start(
+      () => this.lead(),
+      (why) => void this.stepDown(why),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.stepDown('stopping');
+    await this.lease.stop();
+    await this.hostJobs.close();
+    this.redis.disconnect();
+  }
+
+  private lead(): void {
+    let end!: () => void;
+    const ended = new Promise<void>((r) => (end = r));
+    const term: Term = { aborted: false, ended, end: () => ((term.aborted = true), end()) };
+    this.term = term;
+    this.log.info({ id: this.lease.id }, 'scheduler: elected leader');
+    const common = {
+      connection: new Redis(this.options.url, { maxRetriesPerRequest: null }),
+      prefix: this.options.prefix,
+      lockDuration: this.opts.lockMs,
+      stalledInterval: Math.max(500, Math.floor(this.opts.lockMs / 2)),
+      maxStalledCount: 1_000_000,
+    };
+    this.workers = [
+      new Worker<BlockJobData>(QUEUES.blocks, (job) => this.processBlock(job, term), { ...common, concurrency: 10_000 }),
+      new Worker<BlockJobData>(QUEUES.exp, (job) => this.processExperiment(job, term), {
+        ...common,
+        connection: new Redis(this.options.url, { maxRetriesPerRequest: null }),
+        concurrency: 100,
+      }),
+    ];
+    for (const w of this.workers) w.on('error', (err) => this.log.error({ err }, 'scheduler: queue worker error'));
+    const tick = () => {
+      if (term.aborted) return;
+      this.kick();
+      this.grantTimer = setTimeout(tick, this.opts.pollMs);
+    };
+    tick();
+    this.emit('leading');
+  }
+
+  private async stepDown(why: string): Promise<void> {
+    const term = this.term;
+    if (!term) return;
+    this.term = null;
+    term.end();
+    if (this.grantTimer) clearTimeout(this.grantTimer);
+    this.log.warn({ why }, 'scheduler: not leading any more');
+    const workers = this.workers;
+    this.workers = [];
+    // force: in-flight processors never settle after the term ended; their jobs stall and the
+    // next leader re-attaches to them.
+    await Promise.all(
+      workers.map(async (w) => {
+        await w.close(true).catch(() => undefined);
+        w.opts.connection && (w.opts.connection as Redis).disconnect?.();
+      }),
+    );
+    this.waiters.clear();
+    this.running.clear();
+    this.emit('deposed', why);
+  }
+
+  /** Runs a grant pass now (coalesced: one at a time). */
+  kick(): void {
+    if (this.granting || !this.term || this.term.aborted) return;
+    this.granting = this.grantPass()
+      .catch((err) => this.log.error({ err }, 'scheduler: grant pass failed'))
+      .finally(() => (this.granting = null));
+  }
+
+  // ---------------------------------------------------------------- block processor
+
+  private async processBlock(job: Job<BlockJobData>, term: Term): Promise<unknown> {
+    const { experiment, block } = job.data;
+    const key = `${experiment}.b${block}`;
+    const log = this.log.child({ experiment, block });
+    const exp = await this.store.get(experiment);
+    if (!exp) throw new Error(`experiment ${experiment} is not registered`);
+    let st = (await this.store.block(experiment, block)) ?? null;
+    if (!st) throw new Error(`experiment ${experiment} has no state for block ${block}`);
+    if (TERMINAL_BLOCK_PHASES.has(st.phase)) return { phase: st.phase };
+
+    for (;;) {
+      if (term.aborted) return never;
+      if (st.phase === 'running' && st.gang.length > 0) {
+        log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
+      } else {
+        const expectedMs = expectedBlockMs(exp.plan, exp.spec, await readHistory(this.redis, this.options.prefix, exp.spec));
+        const got = await new Promise<{ gang: Omit<GangPart, 'job'>[] } | { cancelled: string }>((resolve) => {
+          this.waiters.set(key, { key, exp, block, expectedMs, why: null, resolve });
+          this.kick();
+        });
+        if (term.aborted) return never;
+        if ('cancelled' in got) return this.endBlock(exp, st, 'cancelled', got.cancelled);
+        const attempt: number = st.attempt + 1;
+        st = {
+          ...st,
+          phase: 'running',
+          attempt,
+          gang: got.gang.map((p) => ({ ...p, job: HostJobs.id({ experiment, block, attempt, host: p.host }) })),
+          why: null,
+          expected_ms: expectedMs,
+          granted_at: Date.now(),
+        };
+        await this.store.setBlock(experiment, st);
+        await this.store.advance(experiment, 'running');
+        log.info({ attempt, gang: st.gang }, 'granted');
+      }
+      this.running.set(key, {
+        cards: st.gang.flatMap((p) => p.cards),
+        expectedEndMs: (st.granted_at ?? Date.now()) + (st.expected_ms ?? 0),
+      });
+      const outcome = await this.observe(exp, st, term);
+      this.running.delete(key);
+      this.kick();
+      if (term.aborted) return never;
+      st.attempts = [...st.attempts, { attempt: st.attempt, gang: st.gang, outcome: outcome.kind }];
+      switch (outcome.kind) {
+        case 'committed':
+          await this.recordStepTimes(exp, block);
+          return this.endBlock(exp, st, 'done', null);
+        case 'cancelled':
+          return this.endBlock(exp, st, 'cancelled', outcome.reason);
+        case 'failed':
+          return this.endBlock(exp, st, 'failed', outcome.reason);
+        case 'lost':
+          log.warn({ attempt: st.attempt, reason: outcome.reason }, 'attempt lost');
+          if (st.attempt >= this.opts.maxAttempts) {
+            return this.endBlock(exp, st, 'failed', `${outcome.reason}; gave up after ${st.attempt} attempts`);
+          }
+          st = { ...st, phase: 'waiting', gang: [], reason: outcome.reason };
+          await this.store.setBlock(experiment, st);
+      }
+    }
+  }
+
+  /** Polls the attempt until it ends; dispatches its host jobs when they do not exist yet. */
+  private async observe(exp: ExperimentRecord, st: BlockState, term: Term): Promise<Outcome> {
+    const keys = this.store.keys;
+    let leaseGoneSince: number | null = null;
+    let cancelledAt: number | null = null;
+    for (;;) {
+      if (term.aborted) return { kind: 'lost', reason: 'scheduler deposed' };
+      const commit = await this.redis.hget(keys.commits(exp.id), String(st.block));
+      if (commit && (JSON.parse(commit) as { attempt: number }).attempt === st.attempt) return { kind: 'committed' };
+
+      const state = await this.store.state(exp.id);
+      if (state === 'cancelling' || state === 'cancelled') {
+        if (cancelledAt === null) {
+          cancelledAt = Date.now();
+          await this.revokeGang(st.gang, 'experiment cancelled');
+        }
+      }
+      const statuses = await Promise.all(st.gang.map((p) => this.hostJobs.status(p.host, p.job)));
+      const held = await Promise.all(st.gang.map((p) => this.heldUnder(p)));
+      const ended = statuses.every((s) => s.state === 'completed' || s.state === 'failed');
+
+      if (cancelledAt !== null) {
+        // Ranks die when their lease is revoked; the host job ends soon after. Do not wait long
+        // for a worker that is gone.
+        if (ended || Date.now() - cancelledAt > 5000 || statuses.every((s) => s.state !== 'pending')) {
+          for (const [i, s] of statuses.entries()) if (s.state !== 'completed' && s.state !== 'failed') await this.hostJobs.discard(st.gang[i]!.host, st.gang[i]!.job);
+          return { kind: 'cancelled', reason: 'cancelled by orch cancel' };
+        }
+      } else {
+        const failed = statuses.find((s) => s.state === 'failed');
+        if (failed) {
+          // One failed rank fails the gang: revoke the other hosts' parts (KillOnBadExit).
+          await this.revokeGang(st.gang, `another part of block ${st.block} failed`);
+          const again = await this.redis.hget(keys.commits(exp.id), String(st.block));
+          if (again && (JSON.parse(again) as { attempt: number }).attempt === st.attempt) return { kind: 'committed' };
+          return { kind: 'failed', reason: failed.reason ?? 'host job failed' };
+        }
+        if (ended) {
+          const again = await this.redis.hget(keys.commits(exp.id), String(st.block));
+          if (again && (JSON.parse(again) as { attempt: number }).attempt === st.attempt) return { kind: 'committed' };
+          return { kind: 'failed', reason: `attempt ${st.attempt} ended without committing its results` };
+        }
+        // Dispatch what is missing (first time, or the leader died between grant and dispatch).
+        for (const [i, s] of statuses.entries()) {
+          const part = st.gang[i]!;
+          if (s.state === 'missing' && held[i]) await this.hostJobs.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
+        }
+        const lost = st.gang.findIndex((p, i) => !held[i] && statuses[i]!.state !== 'completed');
+        if (lost >= 0) {
+          leaseGoneSince ??= Date.now();
+          if (Date.now() - leaseGoneSince > this.opts.lostAfterMs) {
+            const part = st.gang[lost]!;
+            const alive = (await this.registry.hostInfo(part.host)).alive;
+            await this.revokeGang(st.gang, `block ${st.block} attempt ${st.attempt} lost`);
+            for (const p of st.gang) await this.hostJobs.discard(p.host, p.job);
+            return {
+              kind: 'lost',
+              reason: `attempt ${st.attempt}: the lease on ${part.cards.join(',')} expired (host ${part.host} ${alive ? 'alive' : 'not heartbeating'})`,
+            };
+          }
+        } else {
+          leaseGoneSince = null;
+        }
+      }
+      await Promise.race([sleep(this.opts.pollMs), term.ended]);
+    }
+  }
+
+  private async heldUnder(part: Omit<GangPart, 'job'>): Promise<boolean> {
+    const held = await this.leases.held(part.cards);
+    return held.length === part.cards.length && held.every((l) => l.epoch === part.epoch);
+  }
+
+  private async revokeGang(gang: Omit<GangPart, 'job'>[], reason: string): Promise<void> {
+    for (const p of gang) await this.leases.revoke({ cards: p.cards, epoch: p.epoch, reason });
+  }
+
+  /** Ends a block: every planned rep that no attempt committed is recorded as not run. */
+  private async endBlock(exp: ExperimentRecord, st: BlockState, phase: 'done' | 'failed' | 'cancelled', reason: string | null) {
+    if (phase !== 'done') {
+      const measured = new Set(await this.redis.hkeys(this.store.keys.results(exp.id)));
+      const notRun = plannedReps(exp, st.block)
+        .filter((r) => !measured.has(r.field))
+        .map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, reason: `not run: ${reason ?? phase}` }));
+      await this.results.failReps(exp.id, st.block, st.attempt, notRun);
+    }
+    const final: BlockState = { ...st, phase, reason, why: null, ended_at: Date.now() };
+    await this.store.setBlock(exp.id, final);
+    this.log.info({ experiment: exp.id, block: st.block, phase, reason }, 'block ended');
+    return { phase, reason };
+  }
+
+  private async recordStepTimes(exp: ExperimentRecord, block: number): Promise<void> {
+    const all = await this.redis.hgetall(this.store.keys.results(exp.id));
+    const steps = Object.entries(all)
+      .filter(([k]) => k.startsWith(`${block}/`))
+      .flatMap(([, v]) => (JSON.parse(v) as { step_ms?: number[] }).step_ms ?? []);
+    await recordHistory(this.redis, this.options.prefix, exp.spec, steps);
+  }
+
+  // ---------------------------------------------------------------- grant pass
+
+  private async grantPass(): Promise<void> {
+    if (this.waiters.size === 0) return;
+    const term = this.term;
+    const waiting = [...this.waiters.values()].sort(
+      (a, b) => b.exp.priority - a.exp.priority || a.exp.seq - b.exp.seq || a.block - b.block,
+    );
+    // Cancelled experiments leave the queue first.
+    const states = new Map<string, string | null>();
+    for (const w of waiting) if (!states.has(w.exp.id)) states.set(w.exp.id, await this.store.state(w.exp.id));
+    const live = waiting.filter((w) => {
+      const s = states.get(w.exp.id);
+      if (s === 'cancelling' || s === 'cancelled') {
+        this.waiters.delete(w.key);
+        w.resolve({ cancelled: 'cancelled while waiting for cards' });
+        return false;
+      }
+      return true;
+    });
+    const cards = await this.registry.liveCards();
+    const slots: CardSlot[] = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
+    const busy = new Set((await this.leases.held(cards.map((c) => c.id))).map((l) => l.card));
+    const now = Date.now();
+    const decision = planGrants({
+      now,
+      cards: slots,
+      busy,
+      running: [...this.running.entries()].map(([key, r]) => ({ key, ...r })),
+      waiting: live.map((w) => ({
+        key: w.key,
+        ranks: w.exp.plan.ranks,
+        backend: wantedBackend(w.exp),
+        placement: w.exp.plan.placement,
+        expectedMs: w.expectedMs,
+      })),
+    });
+    if (term !== this.term || !term || term.aborted) return;
+    for (const g of decision.grants) {
+      const w = this.waiters.get(g.key);
+      if (!w) continue;
+      const gang = await this.acquire(w, g.cards, cards);
+      if (!gang) continue;
+      this.waiters.delete(g.key);
+      w.resolve({ gang });
+    }
+    for (const [key, why] of decision.why) {
+      const w = this.waiters.get(key);
+      if (!w || w.why === why) continue;
+      w.why = why;
+      const st = await this.store.block(w.exp.id, w.block);
+      if (st && st.phase === 'waiting') await this.store.setBlock(w.exp.id, { ...st, why });
+    }
+  }
+
+  /** Leases the granted cards, one all-or-none call per host; undoes a partial spread grant. */
+  private async acquire(w: Waiter, slots: CardSlot[], cards: Card[]): Promise<Omit<GangPart, 'job'>[] | null> {
+    const byHost = new Map<string, string[]>();
+    for (const s of slots) byHost.set(s.host, [...(byHost.get(s.host) ?? []), s.id]);
+    const gang: Omit<GangPart, 'job'>[] = [];
+    for (const [host, ids] of byHost) {
+      const r = await this.leases.acquireGang({ cards: ids, owner: host, ttlMs: this.opts.grantTtlMs, experiment: w.exp.id, block: w.block });
+      if (!r.granted) {
+        this.log.info({ key: w.key, busy: r.busy }, 'grant raced with another lease; retrying next pass');
+        await this.revokeGang(gang, 'partial grant undone');
+        return null;
+      }
+      gang.push({ host, cards: ids, epoch: r.epoch });
+    }
+    void cards;
+    return gang;
+  }
+
+  // ---------------------------------------------------------------- experiment parent
+
+  private async processExperiment(job: Job<BlockJobData>, term: Term): Promise<unknown> {
+    const { experiment } = job.data;
+    const exp = await this.store.get(experiment);
+    if (!exp) throw new Error(`experiment ${experiment} is not registered`);
+    if (term.aborted) return never;
+    const blocks = await this.store.blocks(experiment);
+    // Every planned rep ends measured or recorded as not run, whatever happened to its block.
+    const measured = new Set(await this.redis.hkeys(this.store.keys.results(experiment)));
+    const failed = new Set(await this.redis.hkeys(this.store.keys.failed(experiment)));
+    for (const b of exp.plan.blocks) {
+      const st = blocks.find((s) => s.block === b.index);
+      const missing = plannedReps(exp, b.index)
+        .map((r) => r.field)
+        .filter((f) => !measured.has(f) && !failed.has(f));
+      if (missing.length > 0) {
+        const reason = `not measured: block ${b.index} ended ${st?.phase ?? 'unknown'} without this rep`;
+        await this.redis.hset(
+          this.store.keys.failed(experiment),
+          Object.fromEntries(missing.map((f) => [f, JSON.stringify({ reason, attempt: st?.attempt ?? 0 })])),
+        );
+      }
+    }
+    const state = await this.store.state(experiment);
+    const bad = blocks.filter((b) => b.phase === 'failed');
+    if (state === 'cancelling' || state === 'cancelled' || blocks.some((b) => b.phase === 'cancelled')) {
+      await this.store.finish(experiment, 'cancelled', exp.reason ?? 'cancelled');
+    } else if (bad.length > 0) {
+      await this.store.finish(experiment, 'failed', bad.map((b) => `block ${b.block}: ${b.reason}`).join('; '));
+    } else {
+      await this.store.finish(experiment, 'done', null);
+    }
+    this.log.info({ experiment, state: await this.store.state(experiment) }, 'experiment ended');
+    return { blocks: blocks.map((b) => b.phase) };
+  }
+}
+
+/** What a block of this experiment needs from a card's backend. */
+export function wantedBackend(exp: Pick<ExperimentRecord, 'spec'>): WantedBackend {
+  const w = exp.spec.workload;
+  return w.runtime === 'native' ? w.backend : 'any';
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
