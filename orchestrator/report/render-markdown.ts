@@ -1,0 +1,137 @@
+/**
+ * The human report of one experiment. Reading order is the order of trust: why the result is
+ * invalid (if it is) comes first, then the verdict, the gates, the arms, the comparisons, the
+ * leave-one-out table, and the checks on the measurement itself (order, drift, input).
+ * Every number goes through format-number.ts: a missing quantity prints "—", never NaN.
+ */
+import { num, pct, pValue, signedPct } from '../stats/format-number.ts';
+import type { Analysis, Comparison } from '../stats/types.ts';
+import { markdownTable } from './markdown-table.ts';
+import { EXIT_CODES, verdictExitCode } from './verdict-exit-code.ts';
+
+const gateResult = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'pass' : '**FAIL**');
+
+function ci(c: [number, number] | null, f: (x: number) => string): string {
+  return c === null ? '—' : `${f(c[0])} to ${f(c[1])}`;
+}
+
+function comparisonRow(c: Comparison, unit: string): string[] {
+  return [
+    c.arm,
+    c.reference,
+    String(c.pairs),
+    signedPct(c.relative.estimate),
+    ci(c.relative.ci, (x) => signedPct(x)),
+    `${num(c.absolute.mean)} ${unit}`,
+    num(c.log_ratio.t, 3),
+    pValue(c.log_ratio.p),
+    pValue(c.wilcoxon.p),
+    c.verdict === 'invalid' || c.verdict === 'inconclusive' ? c.verdict : `**${c.verdict}**`,
+  ];
+}
+
+const COMPARISON_HEADERS = ['arm', 'vs', 'pairs', 'change', `CI`, 'Δ', 't', 'p', 'Wilcoxon p', 'verdict'];
+
+export function renderMarkdown(a: Analysis): string {
+  const unit = a.metric.name;
+  const level = `${Math.round((1 - a.alpha) * 100)} %`;
+  const out: string[] = [];
+  out.push(`# ${a.experiment}: ${a.verdict.toUpperCase()}`, '');
+  if (a.invalid_reasons.length > 0) {
+    out.push('**Invalid — no verdict can be believed:**', '', ...a.invalid_reasons.map((r) => `- ${r}`), '');
+  }
+  if (a.primary) out.push(`**${a.primary.arm} vs ${a.primary.reference}:** ${a.primary.statement}`, '');
+  out.push(
+    `Plan ${a.plan.name} (${a.plan.design}, hash ${a.plan.hash}): ${a.plan.blocks} block(s) × ${a.plan.reps} rep(s) per arm, control ${a.plan.control}. ` +
+      `Metric ${unit} (${a.metric.better} is better), rep value = ${a.metric.statistic} of its measured steps; ` +
+      `alpha ${a.alpha}, min_effect ${pct(a.min_effect)}. Exit code ${verdictExitCode(a)} (${a.verdict}).`,
+    '',
+  );
+
+  out.push('## Gates', '', markdownTable(['gate', 'result', 'detail'], a.gates.map((g) => [g.name, gateResult(g.pass), g.message])), '');
+
+  out.push(
+    `## Arms (${unit})`,
+    '',
+    markdownTable(
+      ['arm', 'n', 'planned', 'missing', 'mean', 'median', 'sem', `${level} CI`, 'min', 'max', 'CV'],
+      a.arms.map((s) => [
+        s.aa_of ? `${s.arm} (A/A of ${s.aa_of})` : s.arm,
+        String(s.n),
+        String(s.planned),
+        String(s.missing),
+        num(s.mean),
+        num(s.median),
+        num(s.sem, 3),
+        ci(s.ci, (x) => num(x)),
+        num(s.min),
+        num(s.max),
+        pct(s.cv),
+      ]),
+    ),
+    '',
+  );
+
+  const comps = [...a.comparisons, ...(a.primary && !a.comparisons.includes(a.primary) ? [a.primary] : []), ...(a.aa ? [a.aa] : [])];
+  if (comps.length > 0) {
+    out.push(
+      '## Paired comparisons',
+      '',
+      `Each pair is an arm's k-th rep and the reference's k-th rep in the same block; change = exp(mean ln ratio) − 1 with its ${level} CI. ` +
+        `A change counts only when the CI lies beyond ±${pct(a.min_effect)}.`,
+      '',
+      markdownTable(COMPARISON_HEADERS, comps.map((c) => comparisonRow(c, unit))),
+      '',
+      ...comps.map((c) => `- ${c.arm} vs ${c.reference}: ${c.statement}${c.reasons.length > 0 ? ` — ${c.reasons.join('; ')}` : ''}`),
+      '',
+    );
+  }
+
+  if (a.loo) {
+    out.push(
+      '## Leave-one-out',
+      '',
+      `worth = no_<toggle> − all_on: what removing the toggle costs with all others on. base − all_on = ${num(a.loo.total)} ± ${num(a.loo.total_se)} ${unit} (${signedPct(a.loo.total_rel)}).`,
+      '',
+      markdownTable(
+        ['toggle', `worth (${unit})`, 'se', 'worth %', 'se %', 't', 'p', 'share of base − all_on'],
+        a.loo.rows.map((r) => [r.toggle, num(r.worth), num(r.worth_se, 3), signedPct(r.worth_rel), pct(r.worth_rel_se), num(r.t, 3), pValue(r.p), pct(r.share, 1)]),
+      ),
+      '',
+      `${a.loo.interaction_flagged ? '**Interaction:** ' : 'Interaction check: '}${a.loo.message}`,
+      '',
+    );
+  }
+
+  if (a.order) {
+    out.push(
+      '## Order effects',
+      '',
+      a.order.flagged ? `**${a.order.message}**` : a.order.message,
+      '',
+      markdownTable(['position', 'effect', 'n'], a.order.by_position.map((p) => [String(p.position), signedPct(p.effect), String(p.n)])),
+      '',
+    );
+  }
+
+  if (a.drift.length > 0) {
+    out.push(
+      '## Drift over run position',
+      '',
+      markdownTable(
+        ['arm', 'slope per position', 'se', 't', 'p', 'flagged'],
+        a.drift.map((d) => [d.arm, signedPct(d.slope, 3), pct(d.se, 3), num(d.t, 3), pValue(d.p), d.flagged ? '**yes**' : 'no']),
+      ),
+      '',
+    );
+  }
+
+  out.push('## Input', '', ...(a.issues.length === 0 ? ['Every planned rep was measured and used.'] : a.issues.map((i) => `- ${i}`)), '');
+  out.push(
+    '## Exit codes of `orch report`',
+    '',
+    Object.entries(EXIT_CODES).map(([v, c]) => `${v} ${c}`).join(' · '),
+    '',
+  );
+  return out.join('\n');
+}

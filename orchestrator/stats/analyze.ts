@@ -1,0 +1,99 @@
+/**
+ * analyzeExperiment: committed reps of one experiment → the Analysis every report renders.
+ * Pure and deterministic: same input, same output; no I/O.
+ *
+ *   rep values (rep-values.ts) → per-arm summaries → paired comparisons against the control
+ *   (compare.ts) → A/A, identity, input and base-reference gates (gates.ts) → leave-one-out
+ *   table, order effects and drift → the experiment's verdict.
+ */
+import { UserInputError } from '../../jobs/errors.ts';
+import { compareArms, type CompareOptions } from './compare.ts';
+import { describe } from './descriptive.ts';
+import { aaGate, baseReferenceGate, identityGate, inputGate } from './gates.ts';
+import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
+import { orderAndDrift } from './order-effects.ts';
+import { valueIndex } from './pairing.ts';
+import { repValues } from './rep-values.ts';
+import type { Analysis, AnalysisInput, ArmSummary, Comparison, Verdict } from './types.ts';
+
+function checkOptions(input: AnalysisInput): void {
+  const bad: string[] = [];
+  if (!(input.alpha > 0 && input.alpha < 1)) bad.push(`alpha must be in (0, 1), got ${input.alpha}`);
+  if (!(input.min_effect >= 0 && input.min_effect < 1)) bad.push(`min_effect must be in [0, 1), got ${input.min_effect}`);
+  if (!input.plan.arms.some((a) => a.name === input.plan.control)) bad.push(`control arm "${input.plan.control}" is not an arm of the plan`);
+  if (bad.length > 0) throw new UserInputError('ANALYSIS_INPUT', `cannot analyze ${input.plan.name}: ${bad.join('; ')}`);
+}
+
+function aggregate(comparisons: readonly Comparison[]): Verdict {
+  const vs = comparisons.map((c) => c.verdict);
+  if (vs.includes('invalid')) return 'invalid';
+  if (vs.includes('slower')) return 'slower';
+  if (vs.includes('faster')) return 'faster';
+  return 'inconclusive';
+}
+
+function invalidate(c: Comparison, reasons: readonly string[]): Comparison {
+  return { ...c, verdict: 'invalid', reasons: [...reasons, ...c.reasons], statement: `invalid: ${reasons[0]} (measured: ${c.statement})` };
+}
+
+export function analyzeExperiment(input: AnalysisInput): Analysis {
+  checkOptions(input);
+  const { plan, alpha, min_effect, metric } = input;
+  const rv = repValues(input);
+  const index = valueIndex(rv.values);
+  const arms: ArmSummary[] = plan.arms.map((a) => {
+    const xs = rv.values.filter((v) => v.arm === a.name).map((v) => v.value);
+    return {
+      arm: a.name,
+      aa_of: a.aa_of ?? null,
+      planned: rv.planned.filter((p) => p.arm === a.name).length,
+      missing: rv.missing.get(a.name) ?? 0,
+      ...describe(xs, alpha),
+    };
+  });
+  const opts: CompareOptions = { metric, alpha, min_effect };
+  const compare = (arm: string, ref: string) => compareArms(plan, index, arm, ref, opts);
+  let comparisons = plan.arms
+    .filter((a) => a.name !== plan.control && a.aa_of === undefined)
+    .map((a) => compare(a.name, plan.control));
+  const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
+  const aa = aaArm ? compare(aaArm.name, aaArm.aa_of!) : null;
+  const isLoo = plan.design === 'leave-one-out';
+  let primary: Comparison | null = isLoo
+    ? compare(LOO_ALL_ON, LOO_BASE)
+    : plan.design === 'ab' ? (comparisons[0] ?? null) : null;
+
+  const baseArm = plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control;
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm), inputGate(arms)];
+  const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
+  if (invalid_reasons.length > 0) {
+    comparisons = comparisons.map((c) => invalidate(c, invalid_reasons));
+    primary = primary && invalidate(primary, invalid_reasons);
+  }
+  const verdict: Verdict = invalid_reasons.length > 0 ? 'invalid' : primary ? primary.verdict : aggregate(comparisons);
+  if (verdict === 'invalid' && invalid_reasons.length === 0) {
+    const culprit = primary ?? comparisons.find((c) => c.verdict === 'invalid');
+    invalid_reasons.push(culprit?.reasons[0] ?? 'no comparison could be made');
+  }
+  const allOn = arms.find((a) => a.arm === LOO_ALL_ON)?.mean ?? null;
+  const { order, drift } = orderAndDrift(rv.values, alpha, min_effect);
+  return {
+    experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
+    plan: { name: plan.name, hash: plan.hash, design: plan.design, control: plan.control, blocks: plan.blocks.length, reps: plan.reps },
+    metric,
+    alpha,
+    min_effect,
+    verdict,
+    invalid_reasons,
+    gates,
+    arms,
+    comparisons,
+    primary,
+    aa,
+    loo: isLoo ? leaveOneOut(plan, index, comparisons, alpha, min_effect, allOn) : null,
+    order,
+    drift,
+    issues: rv.issues,
+    values: rv.values,
+  };
+}

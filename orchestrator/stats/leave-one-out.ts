@@ -1,0 +1,77 @@
+/**
+ * The leave-one-out table: for each toggle, worth = no_<toggle> − all_on (what removing it costs,
+ * in the presence of all the others), its paired se and t, and its share of base − all_on. The
+ * interaction check compares base − all_on with the sum of the worths, per unit (block, k) so it
+ * is paired too: when the toggles' savings simply add, (base − all_on) − Σ worth_i is 0.
+ */
+import { pairedT } from './paired-test.ts';
+import { num, pct, pValue } from './format-number.ts';
+import { repKey } from './rep-values.ts';
+import type { Comparison, LooRow, LooTable, PlanLike, RepValue } from './types.ts';
+
+export const LOO_BASE = 'base';
+export const LOO_ALL_ON = 'all_on';
+export const looArm = (toggle: string): string => `no_${toggle}`;
+
+function interactionUnits(plan: PlanLike, index: Map<string, RepValue>): number[] {
+  const out: number[] = [];
+  for (const b of plan.blocks) {
+    for (let k = 0; k < plan.reps; k++) {
+      const v = (arm: string) => index.get(repKey(b.index, arm, k))?.value;
+      const base = v(LOO_BASE);
+      const all = v(LOO_ALL_ON);
+      const loo = plan.toggles.map((t) => v(looArm(t)));
+      if (base === undefined || all === undefined || loo.some((x) => x === undefined)) continue;
+      out.push(base - all - loo.reduce((s: number, x) => s + (x! - all), 0));
+    }
+  }
+  return out;
+}
+
+export function leaveOneOut(
+  plan: PlanLike,
+  index: Map<string, RepValue>,
+  comparisons: readonly Comparison[],
+  alpha: number,
+  min_effect: number,
+  allOnMean: number | null,
+): LooTable {
+  const find = (arm: string) => comparisons.find((c) => c.arm === arm && c.reference === LOO_ALL_ON) ?? null;
+  const total = find(LOO_BASE);
+  const totalAbs = total?.absolute.mean ?? null;
+  const rows: LooRow[] = plan.toggles.map((toggle) => {
+    const c = find(looArm(toggle));
+    const worth = c?.absolute.mean ?? null;
+    return {
+      toggle,
+      arm: looArm(toggle),
+      worth,
+      worth_se: c?.absolute.se ?? null,
+      worth_rel: c?.relative.estimate ?? null,
+      worth_rel_se: c?.relative.se ?? null,
+      t: c?.log_ratio.t ?? null,
+      p: c?.log_ratio.p ?? null,
+      df: c?.log_ratio.df ?? null,
+      share: worth !== null && totalAbs !== null && totalAbs !== 0 ? worth / totalAbs : null,
+    };
+  });
+  const interaction = pairedT(interactionUnits(plan, index), alpha);
+  const sum = rows.every((r) => r.worth !== null) ? rows.reduce((s, r) => s + r.worth!, 0) : null;
+  const large = allOnMean !== null && interaction.mean !== null && Math.abs(interaction.mean) >= min_effect * allOnMean;
+  const interaction_flagged = interaction.p !== null && interaction.p < alpha && large;
+  const what = `base − all_on = ${num(totalAbs)} vs Σ worths = ${num(sum)}; difference ${num(interaction.mean)} ± ${num(interaction.se)} (p = ${pValue(interaction.p)}, ${interaction.n} units)`;
+  const message = interaction.n < 2
+    ? `interaction check not possible: ${interaction.n} complete unit(s) with every leave-one-out arm; at least 2 are needed`
+    : interaction_flagged
+      ? `the toggles interact: ${what}; worths do not add up beyond ${pct(min_effect)} of all_on`
+      : `the worths add up: ${what}`;
+  return {
+    rows,
+    total: totalAbs,
+    total_se: total?.absolute.se ?? null,
+    total_rel: total?.relative.estimate ?? null,
+    interaction,
+    interaction_flagged,
+    message,
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Order effects and drift, on log values with block and arm effects removed.
+ *
+ * Models (factors as dummies): M0 = block + arm; M1 = M0 + position; M2 = M1 + arm × position.
+ * M1 vs M0 tests whether a position in the block is faster or slower for every arm (warm caches,
+ * clocks); M2 vs M1 whether the position effect differs by arm (carry-over), which a balanced
+ * order does not cancel. Effects are mean residuals of M0, shown as relative deviations.
+ * Drift: per arm, the slope of M0's residuals over run position (log-linear, so a relative change
+ * per position), with a t test on n − 2 degrees of freedom.
+ */
+import { fisherUpperP, studentTwoSidedP } from './distributions.ts';
+import { dummies, leastSquares, nestedF } from './linear-model.ts';
+import { pct, pValue } from './format-number.ts';
+import type { DriftRow, OrderEffects, RepValue } from './types.ts';
+
+function meanBy<K>(keys: readonly K[], r: readonly number[]): Map<K, { sum: number; n: number }> {
+  const acc = new Map<K, { sum: number; n: number }>();
+  keys.forEach((k, i) => {
+    const a = acc.get(k) ?? { sum: 0, n: 0 };
+    a.sum += r[i]!;
+    a.n += 1;
+    acc.set(k, a);
+  });
+  return acc;
+}
+
+function test(F: { F: number | null; df1: number; df2: number }) {
+  return { ...F, p: F.F === null ? null : fisherUpperP(F.F, F.df1, F.df2) };
+}
+
+export interface OrderAndDrift {
+  order: OrderEffects | null;
+  drift: DriftRow[];
+}
+
+export function orderAndDrift(values: readonly RepValue[], alpha: number, min_effect: number): OrderAndDrift {
+  const n = values.length;
+  const arms = [...new Set(values.map((v) => v.arm))];
+  if (n < 3 || arms.length < 1) return { order: null, drift: [] };
+  const y = values.map((v) => Math.log(v.value));
+  const one = values.map(() => 1);
+  const blockCols = dummies(values.map((v) => v.block));
+  const armCols = dummies(values.map((v) => v.arm));
+  const posCols = dummies(values.map((v) => v.position));
+  const cellCols = dummies(values.map((v) => `${v.arm}@${v.position}`));
+  const m0 = leastSquares(y, [one, ...blockCols, ...armCols]);
+  const m1 = leastSquares(y, [one, ...blockCols, ...armCols, ...posCols]);
+  const m2 = leastSquares(y, [one, ...blockCols, ...armCols, ...posCols, ...cellCols]);
+  const position_test = test(nestedF(m0, m1, n));
+  const interaction_test = test(nestedF(m1, m2, n));
+
+  const byPos = meanBy(values.map((v) => v.position), m0.residuals);
+  const by_position = [...byPos.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([position, a]) => ({ position, effect: Math.expm1(a.sum / a.n), n: a.n }));
+  const byCell = meanBy(values.map((v) => `${v.arm}@${v.position}`), m0.residuals);
+  const by_arm_position = [...byCell.entries()]
+    .map(([key, a]) => {
+      const at = key.lastIndexOf('@');
+      return { arm: key.slice(0, at), position: Number(key.slice(at + 1)), effect: Math.expm1(a.sum / a.n), n: a.n };
+    })
+    .sort((a, b) => (a.arm === b.arm ? a.position - b.position : arms.indexOf(a.arm) - arms.indexOf(b.arm)));
+
+  const largestPos = Math.max(0, ...by_position.map((p) => Math.abs(p.effect)));
+  const posFlag = position_test.p !== null && position_test.p < alpha && largestPos >= min_effect / 2;
+  const intFlag = interaction_test.p !== null && interaction_test.p < alpha;
+  const parts = [
+    `position effect up to ${pct(largestPos)} (F test p = ${pValue(position_test.p)})`,
+    `arm × position p = ${pValue(interaction_test.p)}`,
+  ];
+  const message = posFlag || intFlag
+    ? `order effects flagged: ${parts.join('; ')} — a balanced order cancels a position effect shared by all arms, not one that differs by arm`
+    : `no large order effect: ${parts.join('; ')}`;
+  const order: OrderEffects = {
+    by_position,
+    by_arm_position,
+    position_test,
+    interaction_test,
+    flagged: posFlag || intFlag,
+    message,
+  };
+  return { order, drift: arms.map((arm) => driftOf(arm, values, m0.residuals, alpha)) };
+}
+
+function driftOf(arm: string, values: readonly RepValue[], residuals: readonly number[], alpha: number): DriftRow {
+  const xs: number[] = [];
+  const rs: number[] = [];
+  values.forEach((v, i) => {
+    if (v.arm !== arm) return;
+    xs.push(v.position);
+    rs.push(residuals[i]!);
+  });
+  const n = xs.length;
+  const none: DriftRow = { arm, slope: null, se: null, t: null, p: null, df: null, flagged: false };
+  if (n < 3) return none;
+  const mx = xs.reduce((s, x) => s + x, 0) / n;
+  const mr = rs.reduce((s, r) => s + r, 0) / n;
+  let sxx = 0;
+  let sxr = 0;
+  for (let i = 0; i < n; i++) {
+    sxx += (xs[i]! - mx) ** 2;
+    sxr += (xs[i]! - mx) * (rs[i]! - mr);
+  }
+  if (sxx === 0) return none;
+  const b = sxr / sxx;
+  let sse = 0;
+  for (let i = 0; i < n; i++) sse += (rs[i]! - mr - b * (xs[i]! - mx)) ** 2;
+  const df = n - 2;
+  const se = Math.sqrt(sse / df / sxx);
+  const slope = Math.expm1(b);
+  if (se === 0) return { arm, slope, se: 0, t: null, p: null, df, flagged: false };
+  const t = b / se;
+  const p = studentTwoSidedP(t, df);
+  return { arm, slope, se, t, p, df, flagged: p < alpha };
+}

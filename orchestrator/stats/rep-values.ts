@@ -1,0 +1,91 @@
+/**
+ * From committed rep results to one value per rep, accounting for every planned rep: each one
+ * is either used or named in `issues` with why (failed, bad timings, never arrived). Nothing is
+ * dropped silently and nothing is counted twice.
+ */
+import { mean, median } from './descriptive.ts';
+import type { AnalysisInput, RepResult, RepValue } from './types.ts';
+
+export interface PlannedRep {
+  block: number;
+  arm: string;
+  rep: number;
+  position: number;
+}
+
+export interface RepValues {
+  planned: PlannedRep[];
+  values: RepValue[];
+  issues: string[];
+  /** Planned reps per arm that did not yield a value. */
+  missing: Map<string, number>;
+}
+
+export const repKey = (block: number, arm: string, rep: number): string => `b${block}/${arm}/${rep}`;
+
+export function plannedReps(plan: AnalysisInput['plan']): PlannedRep[] {
+  const out: PlannedRep[] = [];
+  for (const b of plan.blocks) {
+    const seen = new Map<string, number>();
+    b.sequence.forEach((arm, position) => {
+      const rep = seen.get(arm) ?? 0;
+      seen.set(arm, rep + 1);
+      out.push({ block: b.index, arm, rep, position });
+    });
+  }
+  return out;
+}
+
+/** Why a rep's timings cannot be used, or null when they can. */
+export function badTimings(r: RepResult): string | null {
+  if (!Array.isArray(r.step_ms) || r.step_ms.length === 0) return 'has no measured steps';
+  const i = r.step_ms.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x) || x <= 0);
+  if (i < 0) return null;
+  const v = r.step_ms[i];
+  return `step_ms[${i}] of ${r.step_ms.length} is ${String(v)} (timings must be finite and > 0)`;
+}
+
+export function repValues(input: AnalysisInput): RepValues {
+  const planned = plannedReps(input.plan);
+  const byKey = new Map(planned.map((p) => [repKey(p.block, p.arm, p.rep), p]));
+  const issues: string[] = [];
+  const chosen = new Map<string, RepResult>();
+  for (const r of input.reps) {
+    const key = repKey(r.block, r.arm, r.rep);
+    if (!byKey.has(key)) {
+      issues.push(`result ${key} is not a rep of the plan; not used`);
+      continue;
+    }
+    const prev = chosen.get(key);
+    if (prev) {
+      const keep = r.epoch > prev.epoch ? r : prev;
+      issues.push(
+        `rep ${key} was committed twice (epochs ${prev.epoch} and ${r.epoch}); the later epoch ${keep.epoch} is used`,
+      );
+      chosen.set(key, keep);
+    } else chosen.set(key, r);
+  }
+  const failed = new Map(input.failed.map((f) => [repKey(f.block, f.arm, f.rep), f.reason]));
+  const values: RepValue[] = [];
+  const missing = new Map<string, number>();
+  const miss = (arm: string) => missing.set(arm, (missing.get(arm) ?? 0) + 1);
+  for (const p of planned) {
+    const key = repKey(p.block, p.arm, p.rep);
+    const r = chosen.get(key);
+    if (!r) {
+      miss(p.arm);
+      const reason = failed.get(key);
+      issues.push(reason === undefined ? `rep ${key} never arrived (neither committed nor failed)` : `rep ${key} failed: ${reason}`);
+      continue;
+    }
+    const bad = badTimings(r);
+    if (bad) {
+      miss(p.arm);
+      issues.push(`rep ${key} not used: ${bad}`);
+      continue;
+    }
+    const value = input.metric.statistic === 'mean' ? mean(r.step_ms) : median(r.step_ms);
+    values.push({ block: p.block, arm: p.arm, rep: p.rep, position: p.position, value });
+  }
+  return { planned, values, issues, missing };
+}

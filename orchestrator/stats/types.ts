@@ -1,0 +1,260 @@
+/**
+ * The shapes that enter and leave the statistics (jobs/CONTRACTS.md "Results and statistics").
+ * Pure data: no Redis, no files. `analyzeExperiment` (analyze.ts) turns an AnalysisInput into an
+ * Analysis; the renderers in orchestrator/report/ only read an Analysis.
+ *
+ * Conventions of every number in an Analysis:
+ * - a quantity that cannot be computed is `null`, never NaN or Infinity, and the reason is in
+ *   `issues` or in the comparison's `reasons`;
+ * - "relative" numbers are fractions (0.012 = 1.2 %) of the reference arm, computed on log ratios
+ *   (see paired-comparison.ts) and shown as ratio − 1;
+ * - values are in the metric's unit (`metric.name`, ms per step by default).
+ */
+
+/** The subset of jobs/plan.ts `Arm` the statistics read. */
+export interface PlanArm {
+  name: string;
+  toggles: Record<string, boolean | string>;
+  aa_of?: string;
+}
+
+/** The subset of jobs/plan.ts `PlannedBlock` the statistics read. */
+export interface PlanBlock {
+  index: number;
+  /** Arm names in run order; each arm appears `reps` times. */
+  sequence: string[];
+}
+
+/** The subset of jobs/plan.ts `Plan` the statistics read (a real Plan is assignable to it). */
+export interface PlanLike {
+  hash: string;
+  name: string;
+  design: 'ab' | 'leave-one-out' | 'sweep' | 'probe';
+  toggles: string[];
+  control: string;
+  arms: PlanArm[];
+  blocks: PlanBlock[];
+  reps: number;
+}
+
+/** One committed rep (CONTRACTS.md); `step_ms` holds measured steps only, warm-up excluded. */
+export interface RepResult {
+  experiment: string;
+  block: number;
+  attempt: number;
+  epoch: number;
+  arm: string;
+  /** 0-based occurrence of `arm` in the block's sequence. */
+  rep: number;
+  /** Index in the block's sequence. */
+  position: number;
+  step_ms: number[];
+  backend: string;
+  mode: 'graph' | 'eager';
+  launches_per_step?: number;
+  nodes?: number | null;
+  hashes?: string[];
+}
+
+export interface GateResult {
+  block: number;
+  arm: string;
+  name: 'identity';
+  pass: boolean;
+  first_bad_replay: number | null;
+  detail?: unknown;
+}
+
+/** A planned rep that ended failed (`orch:exp:<id>:failed`). */
+export interface FailedRep {
+  block: number;
+  arm: string;
+  rep: number;
+  reason: string;
+}
+
+export interface MetricSpec {
+  name: string;
+  better: 'lower' | 'higher';
+  statistic: 'median' | 'mean';
+}
+
+export interface AnalysisInput {
+  plan: PlanLike;
+  /** Experiment id for the report's title; default: the reps' `experiment`, else the plan name. */
+  experiment?: string;
+  reps: RepResult[];
+  failed: FailedRep[];
+  gates: GateResult[];
+  metric: MetricSpec;
+  /** Smallest relative change worth reporting (0.01 = 1 %). */
+  min_effect: number;
+  /** Two-sided significance level; CIs are at 1 − alpha. */
+  alpha: number;
+  /** The base arm must be within `tolerance` (relative) of `value` (leave-one-out). */
+  base_reference?: { value: number; tolerance: number };
+}
+
+export type Verdict = 'faster' | 'slower' | 'inconclusive' | 'invalid';
+
+/** Summary of one sample; every field null when the sample cannot carry it (n < 1 or n < 2). */
+export interface Descriptive {
+  n: number;
+  mean: number | null;
+  median: number | null;
+  /** Sample standard deviation (n − 1). */
+  sd: number | null;
+  /** Standard error of the mean, sd / √n. */
+  sem: number | null;
+  /** Two-sided 1 − alpha t interval of the mean. */
+  ci: [number, number] | null;
+  min: number | null;
+  max: number | null;
+  /** Coefficient of variation, sd / mean. */
+  cv: number | null;
+}
+
+/** One rep's value: the configured statistic of its measured steps. */
+export interface RepValue {
+  block: number;
+  arm: string;
+  rep: number;
+  position: number;
+  value: number;
+}
+
+export interface ArmSummary extends Descriptive {
+  arm: string;
+  aa_of: string | null;
+  /** Reps the plan asked for. */
+  planned: number;
+  /** Planned reps that ended failed, were rejected as bad input, or never arrived. */
+  missing: number;
+}
+
+/** The result of a paired test on n unit differences. */
+export interface PairedTest {
+  n: number;
+  df: number | null;
+  mean: number | null;
+  sd: number | null;
+  se: number | null;
+  t: number | null;
+  p: number | null;
+  ci: [number, number] | null;
+}
+
+export interface WilcoxonResult {
+  /** Sum of the ranks of the positive differences. */
+  w_plus: number | null;
+  p: number | null;
+  method: 'exact' | 'normal' | null;
+}
+
+/** `arm` against `reference`, paired inside blocks. */
+export interface Comparison {
+  arm: string;
+  reference: string;
+  /** Units used: one per (block, k) where both arms have their k-th rep. */
+  pairs: number;
+  /** Each planned pair that could not be formed, with why. */
+  unpaired: string[];
+  /** Paired t on ln(arm / reference) per pair. */
+  log_ratio: PairedTest;
+  /** exp(mean log ratio) − 1 and its CI, same transform. */
+  relative: { estimate: number | null; ci: [number, number] | null; se: number | null };
+  /** Paired difference arm − reference in the metric's unit. */
+  absolute: PairedTest;
+  wilcoxon: WilcoxonResult;
+  verdict: Verdict;
+  /** Why the verdict is what it is, the decisive reason first. */
+  reasons: string[];
+  /** For an inconclusive verdict: the largest |relative change| still inside the CI. */
+  bound: number | null;
+  /** Smallest relative effect this comparison had 80 % power to detect at alpha. */
+  mde: number | null;
+  /** One sentence: "faster by 2.1 % (CI 1.6 – 2.6 %)" or "no change larger than 0.8 % at 95 %". */
+  statement: string;
+}
+
+export interface GateSummary {
+  name: 'input' | 'identity' | 'aa' | 'base_reference';
+  /** null: the gate did not apply (no A/A arm, no reference given, identity off). */
+  pass: boolean | null;
+  message: string;
+}
+
+export interface LooRow {
+  toggle: string;
+  arm: string;
+  /** Worth of the toggle = no_<toggle> − all_on, relative to all_on and in the metric's unit. */
+  worth: number | null;
+  worth_se: number | null;
+  worth_rel: number | null;
+  worth_rel_se: number | null;
+  t: number | null;
+  p: number | null;
+  df: number | null;
+  /** worth / (base − all_on). */
+  share: number | null;
+}
+
+export interface LooTable {
+  rows: LooRow[];
+  /** base − all_on, relative to all_on and in the metric's unit. */
+  total: number | null;
+  total_se: number | null;
+  total_rel: number | null;
+  /** (base − all_on) − Σ worths per unit, paired: non-zero means the toggles interact. */
+  interaction: PairedTest;
+  interaction_flagged: boolean;
+  message: string;
+}
+
+export interface OrderEffects {
+  /** Mean relative deviation at each position after block and arm effects are removed. */
+  by_position: { position: number; effect: number | null; n: number }[];
+  /** Per arm and position: mean relative deviation (null where the arm never ran there). */
+  by_arm_position: { arm: string; position: number; effect: number | null; n: number }[];
+  position_test: { F: number | null; df1: number; df2: number; p: number | null };
+  interaction_test: { F: number | null; df1: number; df2: number; p: number | null };
+  flagged: boolean;
+  message: string;
+}
+
+export interface DriftRow {
+  arm: string;
+  /** Relative change per position step (log-linear slope). */
+  slope: number | null;
+  se: number | null;
+  t: number | null;
+  p: number | null;
+  df: number | null;
+  flagged: boolean;
+}
+
+export interface Analysis {
+  experiment: string;
+  plan: { name: string; hash: string; design: PlanLike['design']; control: string; blocks: number; reps: number };
+  metric: MetricSpec;
+  alpha: number;
+  min_effect: number;
+  /** The experiment's verdict: invalid if any gate failed, else the primary comparison's. */
+  verdict: Verdict;
+  /** When invalid: why, in the order a reader must see them (gate failures first). */
+  invalid_reasons: string[];
+  gates: GateSummary[];
+  arms: ArmSummary[];
+  /** Every non-control, non-A/A arm against the control. */
+  comparisons: Comparison[];
+  /** The comparison that decides `verdict` (ab: the treatment; leave-one-out: all_on vs base). */
+  primary: Comparison | null;
+  /** The A/A arm against its twin, when the plan has one. */
+  aa: Comparison | null;
+  loo: LooTable | null;
+  order: OrderEffects | null;
+  drift: DriftRow[];
+  /** Every rep not used and why, plus other input problems; never silently empty. */
+  issues: string[];
+  values: RepValue[];
+}
