@@ -1,0 +1,91 @@
+/**
+ * Everything an experiment left in Redis, read once: the registered spec and plan, the block
+ * states, the committed reps and gates, the reps recorded as not run, and every event of the
+ * stream — committed or not — tagged with whether its attempt is the block's committed one.
+ */
+import type { Redis } from 'ioredis';
+import { UserInputError } from '../../jobs/errors.ts';
+import { ExperimentStore, type BlockState, type ExperimentRecord } from '../experiment/experiment-store.ts';
+import { ResultStore } from '../redis/result-store.ts';
+
+export interface StreamEvent {
+  /** the stream entry id */
+  id: string;
+  block: number;
+  attempt: number;
+  epoch: number;
+  host: string;
+  card: string;
+  rank: number;
+  /** true when this attempt is the block's committed one (only those are counted) */
+  committed: boolean;
+  event: unknown;
+}
+
+export interface CollectedResults {
+  exp: ExperimentRecord;
+  blocks: BlockState[];
+  /** field `<block>/<arm>/<rep>` → RepResult */
+  reps: Record<string, unknown>;
+  failed: Record<string, { reason: string; attempt: number }>;
+  gates: Record<string, unknown>;
+  commits: Record<string, { attempt: number; epoch: number; host: string }>;
+  events: StreamEvent[];
+}
+
+export async function collectResults(redis: Redis, prefix: string, id: string): Promise<CollectedResults> {
+  const store = new ExperimentStore(redis, prefix);
+  const exp = await store.get(id);
+  if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, { hint: 'run orch status to list experiments' });
+  const rs = new ResultStore(redis, { prefix });
+  const [blocks, reps, failed, gates, commits] = await Promise.all([
+    store.blocks(id),
+    rs.results(id),
+    rs.failed(id),
+    rs.gates(id),
+    rs.commits(id),
+  ]);
+  return { exp, blocks, reps, failed, gates, commits, events: await readEvents(redis, store.keys.events(id), commits) };
+}
+
+/** The whole stream, in pages, in order. */
+export async function readEvents(
+  redis: Redis,
+  key: string,
+  commits: Record<string, { attempt: number }>,
+  from = '-',
+  count = 1000,
+): Promise<StreamEvent[]> {
+  const out: StreamEvent[] = [];
+  let start = from;
+  for (;;) {
+    const page = (await redis.xrange(key, start, '+', 'COUNT', count)) as [string, string[]][];
+    for (const [id, flat] of page) out.push(toEvent(id, flat, commits));
+    if (page.length < count) return out;
+    start = `(${page[page.length - 1]![0]}`;
+  }
+}
+
+export function toEvent(id: string, flat: string[], commits: Record<string, { attempt: number }>): StreamEvent {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]!] = flat[i + 1]!;
+  const block = Number(f.block ?? -1);
+  const attempt = Number(f.attempt ?? 0);
+  let event: unknown = f.event ?? null;
+  try {
+    event = JSON.parse(f.event ?? 'null');
+  } catch {
+    // a line that is not JSON is kept verbatim: nothing the stream held is dropped
+  }
+  return {
+    id,
+    block,
+    attempt,
+    epoch: Number(f.epoch ?? 0),
+    host: f.host ?? '',
+    card: f.card ?? '',
+    rank: Number(f.rank ?? 0),
+    committed: commits[String(block)]?.attempt === attempt,
+    event,
+  };
+}

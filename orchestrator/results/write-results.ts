@@ -1,0 +1,104 @@
+/**
+ * results/<experiment-id>/ from what the experiment left in Redis:
+ *   spec.yaml     the spec exactly as registered at submit
+ *   spec.hash     its hash (the canonical parsed spec's, fixed before any number existed)
+ *   events.jsonl  every event of the stream, committed or not, with block/attempt/epoch/host/card/rank
+ *   summary.json  state, blocks and their attempts, every planned rep accounted for, the analysis
+ *   report.md     the statistics module's report
+ * Only committed attempts' reps enter the analysis (they are what the results hash holds).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { analyzeExperiment } from '../stats/analyze.ts';
+import type { Analysis, FailedRep, GateResult, RepResult } from '../stats/types.ts';
+import { renderMarkdown } from '../report/render-markdown.ts';
+import { plannedReps } from '../scheduler/build-block-job.ts';
+import { collectResults, type CollectedResults } from './collect-results.ts';
+
+export const DEFAULT_ALPHA = 0.05;
+
+export interface Accounting {
+  planned: number;
+  measured: number;
+  not_run: number;
+  /** planned reps neither measured nor recorded as not run: must be 0 once the experiment ended */
+  unaccounted: string[];
+  not_run_reasons: Record<string, number>;
+}
+
+export interface WrittenResults {
+  dir: string;
+  analysis: Analysis;
+  report: string;
+  accounting: Accounting;
+  state: string;
+}
+
+export function analyzeCollected(c: CollectedResults): Analysis {
+  const { exp } = c;
+  const failed: FailedRep[] = Object.entries(c.failed).map(([field, f]) => {
+    const [block, arm, rep] = field.split('/');
+    return { block: Number(block), arm: arm ?? '', rep: Number(rep), reason: f.reason };
+  });
+  const ref = exp.spec.gates.base_reference;
+  return analyzeExperiment({
+    plan: exp.plan,
+    experiment: exp.id,
+    reps: Object.values(c.reps) as RepResult[],
+    failed,
+    gates: Object.values(c.gates) as GateResult[],
+    metric: { name: exp.spec.metric.name, better: exp.spec.metric.better, statistic: exp.spec.metric.statistic },
+    min_effect: exp.spec.metric.min_effect,
+    alpha: DEFAULT_ALPHA,
+    ...(ref?.value !== undefined ? { base_reference: { value: ref.value, tolerance: ref.tolerance } } : {}),
+  });
+}
+
+export function accountFor(c: CollectedResults): Accounting {
+  const planned = c.exp.plan.blocks.flatMap((b) => plannedReps(c.exp, b.index));
+  const reasons: Record<string, number> = {};
+  let measured = 0;
+  let notRun = 0;
+  const unaccounted: string[] = [];
+  for (const r of planned) {
+    if (c.reps[r.field] !== undefined) measured++;
+    else if (c.failed[r.field]) {
+      notRun++;
+      const why = c.failed[r.field]!.reason;
+      reasons[why] = (reasons[why] ?? 0) + 1;
+    } else unaccounted.push(r.field);
+  }
+  return { planned: planned.length, measured, not_run: notRun, unaccounted, not_run_reasons: reasons };
+}
+
+export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
+  const c = await collectResults(redis, prefix, id);
+  const dir = join(root, id);
+  mkdirSync(dir, { recursive: true });
+  const analysis = analyzeCollected(c);
+  const accounting = accountFor(c);
+  const report = renderMarkdown(analysis);
+  writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
+  writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
+  writeFileSync(join(dir, 'events.jsonl'), c.events.map((e) => JSON.stringify(e)).join('\n') + (c.events.length ? '\n' : ''));
+  const summary = {
+    experiment: c.exp.id,
+    name: c.exp.name,
+    hash: c.exp.hash,
+    state: c.exp.state,
+    reason: c.exp.reason,
+    created: new Date(c.exp.created).toISOString(),
+    ended: c.exp.ended === null ? null : new Date(c.exp.ended).toISOString(),
+    file: c.exp.file,
+    plan: c.exp.plan,
+    blocks: c.blocks,
+    commits: c.commits,
+    accounting,
+    events: { total: c.events.length, committed: c.events.filter((e) => e.committed).length },
+    analysis,
+  };
+  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(join(dir, 'report.md'), report);
+  return { dir, analysis, report, accounting, state: c.exp.state };
+}
