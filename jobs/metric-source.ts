@@ -14,9 +14,9 @@ export type MetricSourceInput =
   | { format: 'jsonl'; field: string; step_field?: string | undefined }
   | { format: 'regex'; pattern: string; value_group: string; step_group?: string | undefined };
 
-/** One problem with a metric source, located by its dotted spec path. */
+/** One problem with a metric source: the key inside `metric_source` it is about. */
 export interface MetricSourceIssue {
-  path: string;
+  field: 'pattern';
   message: string;
   fix?: string;
 }
@@ -41,25 +41,26 @@ function groupNames(re: RegExp): string[] {
  * Spec-time checks (called from the spec's compile step): the regex compiles and has the named
  * groups the metric needs. Returns every issue; an empty list means the source is usable.
  */
-export function checkMetricSource(src: MetricSourceInput, path = METRIC_SOURCE_PATH): MetricSourceIssue[] {
+export function checkMetricSource(src: MetricSourceInput): MetricSourceIssue[] {
   if (src.format === 'jsonl') return [];
   let re: RegExp;
   try {
     re = new RegExp(src.pattern);
   } catch (err) {
-    return [{ path: `${path}.pattern`, message: `not a valid regular expression: ${(err as Error).message}` }];
+    return [{ field: 'pattern', message: `not a valid regular expression: ${(err as Error).message}` }];
   }
   const names = groupNames(re);
   const have = names.length === 0 ? 'it has no named groups' : `its named groups are ${names.map((n) => `"${n}"`).join(', ')}`;
   const issues: MetricSourceIssue[] = [];
-  const need: [string, string][] = [[`${path}.value_group`, src.value_group]];
-  if (src.step_group !== undefined) need.push([`${path}.step_group`, src.step_group]);
-  for (const [p, group] of need) {
+  const need: [string, string][] = [['value_group', src.value_group]];
+  if (src.step_group !== undefined) need.push(['step_group', src.step_group]);
+  for (const [key, group] of need) {
     if (!names.includes(group)) {
+      const other = names.length > 0 ? `, or set ${key} to one of ${names.join(', ')}` : '';
       issues.push({
-        path: `${path}.pattern`,
-        message: `the regex lacks the named group "${group}" that ${p} names (${have})`,
-        fix: `add (?<${group}>…) around the number, e.g. total=(?<${group}>[0-9.]+)ms`,
+        field: 'pattern',
+        message: `the regex lacks the named group "${group}" that ${key} names (${have})`,
+        fix: `write (?<${group}>…) around the number, e.g. total=(?<${group}>[0-9.]+)ms${other}`,
       });
     }
   }
@@ -92,9 +93,9 @@ export class MetricParser {
     private readonly src: MetricSourceInput,
     private readonly path = METRIC_SOURCE_PATH,
   ) {
-    const issues = checkMetricSource(src, path);
+    const issues = checkMetricSource(src);
     if (issues.length > 0) {
-      throw new UserInputError('METRIC_SOURCE_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('\n'));
+      throw new UserInputError('METRIC_SOURCE_INVALID', issues.map((i) => `${path}.${i.field}: ${i.message}${i.fix ? ` — ${i.fix}` : ''}`).join('\n'));
     }
     this.re = src.format === 'regex' ? new RegExp(src.pattern) : null;
   }

@@ -62,6 +62,8 @@ export interface BuildCacheOptions {
   root?: string;
   host?: string;
   redis?: Redis;
+  /** Key prefix of the Redis view (default `orch`). */
+  prefix?: string;
   /** Called with each mirror failure; the mirror is a view, so a Redis hiccup never fails a build. */
   onMirrorError?: (err: unknown) => void;
 }
@@ -88,7 +90,7 @@ export class BuildCache {
   constructor(opts: BuildCacheOptions = {}) {
     this.root = resolve(opts.root ?? defaultBuildRoot());
     this.host = opts.host ?? hostname();
-    this.mirror = opts.redis ? new BuildStateMirror(opts.redis, this.host) : null;
+    this.mirror = opts.redis ? new BuildStateMirror(opts.redis, this.host, opts.prefix) : null;
     this.onMirrorError = opts.onMirrorError ?? (() => {});
   }
 

@@ -15,16 +15,20 @@
 import type { Redis } from 'ioredis';
 
 export const BUILD_STATE_TTL_MS = 15_000;
-const PREFIX = 'orch:build';
 const DURATIONS_KEPT = 20;
 
-export const buildKeys = {
-  hosts: `${PREFIX}:hosts`,
-  holder: (host: string) => `${PREFIX}:${host}:holder`,
-  waiters: (host: string) => `${PREFIX}:${host}:waiters`,
-  waiter: (host: string, id: string) => `${PREFIX}:${host}:waiter:${id}`,
-  durations: (recipe: string) => `${PREFIX}:recipe:${recipe}:durations`,
-};
+/** The build view's keys under `<prefix>:build:` (prefix `orch` in production, fresh in tests). */
+export function buildKeys(prefix = 'orch') {
+  const p = `${prefix}:build`;
+  return {
+    hosts: `${p}:hosts`,
+    holder: (host: string) => `${p}:${host}:holder`,
+    waiters: (host: string) => `${p}:${host}:waiters`,
+    waiter: (host: string, id: string) => `${p}:${host}:waiter:${id}`,
+    durations: (recipe: string) => `${p}:recipe:${recipe}:durations`,
+  };
+}
+type BuildKeys = ReturnType<typeof buildKeys>;
 
 export interface BuildRequestInfo {
   id: string;
@@ -37,50 +41,55 @@ export interface BuildRequestInfo {
 
 /** Writes one request's part of the view; every call is best effort (see BuildCache). */
 export class BuildStateMirror {
+  private readonly k: BuildKeys;
+
   constructor(
     private readonly redis: Redis,
     private readonly host: string,
-  ) {}
+    prefix?: string,
+  ) {
+    this.k = buildKeys(prefix);
+  }
 
   async waiting(r: BuildRequestInfo): Promise<void> {
     await this.redis
       .multi()
-      .sadd(buildKeys.hosts, this.host)
-      .zadd(buildKeys.waiters(this.host), r.since, r.id)
-      .set(buildKeys.waiter(this.host, r.id), JSON.stringify(r), 'PX', BUILD_STATE_TTL_MS)
+      .sadd(this.k.hosts, this.host)
+      .zadd(this.k.waiters(this.host), r.since, r.id)
+      .set(this.k.waiter(this.host, r.id), JSON.stringify(r), 'PX', BUILD_STATE_TTL_MS)
       .exec();
   }
 
   async refreshWaiting(r: BuildRequestInfo): Promise<void> {
-    await this.redis.pexpire(buildKeys.waiter(this.host, r.id), BUILD_STATE_TTL_MS);
+    await this.redis.pexpire(this.k.waiter(this.host, r.id), BUILD_STATE_TTL_MS);
   }
 
   async holding(r: BuildRequestInfo, cmd: string, since: number): Promise<void> {
     await this.redis
       .multi()
-      .zrem(buildKeys.waiters(this.host), r.id)
-      .del(buildKeys.waiter(this.host, r.id))
-      .del(buildKeys.holder(this.host))
-      .hset(buildKeys.holder(this.host), { id: r.id, key: r.key, recipe: r.recipe, experiment: r.experiment, pid: String(r.pid), since: String(since), cmd })
-      .pexpire(buildKeys.holder(this.host), BUILD_STATE_TTL_MS)
+      .zrem(this.k.waiters(this.host), r.id)
+      .del(this.k.waiter(this.host, r.id))
+      .del(this.k.holder(this.host))
+      .hset(this.k.holder(this.host), { id: r.id, key: r.key, recipe: r.recipe, experiment: r.experiment, pid: String(r.pid), since: String(since), cmd })
+      .pexpire(this.k.holder(this.host), BUILD_STATE_TTL_MS)
       .exec();
   }
 
   async refreshHolding(): Promise<void> {
-    await this.redis.pexpire(buildKeys.holder(this.host), BUILD_STATE_TTL_MS);
+    await this.redis.pexpire(this.k.holder(this.host), BUILD_STATE_TTL_MS);
   }
 
   /** The request is done (built, shared, failed or cancelled); `duration` when it built. */
   async done(r: BuildRequestInfo, duration?: { ms: number; ok: boolean }): Promise<void> {
-    const m = this.redis.multi().zrem(buildKeys.waiters(this.host), r.id).del(buildKeys.waiter(this.host, r.id));
+    const m = this.redis.multi().zrem(this.k.waiters(this.host), r.id).del(this.k.waiter(this.host, r.id));
     if (duration) {
-      m.lpush(buildKeys.durations(r.recipe), JSON.stringify({ ms: duration.ms, ok: duration.ok, key: r.key, host: this.host, at: Date.now() }));
-      m.ltrim(buildKeys.durations(r.recipe), 0, DURATIONS_KEPT - 1);
+      m.lpush(this.k.durations(r.recipe), JSON.stringify({ ms: duration.ms, ok: duration.ok, key: r.key, host: this.host, at: Date.now() }));
+      m.ltrim(this.k.durations(r.recipe), 0, DURATIONS_KEPT - 1);
     }
     await m.exec();
     // Only our own holder entry is removed: a later holder may already have written its own.
-    const holderId = await this.redis.hget(buildKeys.holder(this.host), 'id');
-    if (holderId === r.id) await this.redis.del(buildKeys.holder(this.host));
+    const holderId = await this.redis.hget(this.k.holder(this.host), 'id');
+    if (holderId === r.id) await this.redis.del(this.k.holder(this.host));
   }
 }
 
@@ -117,8 +126,8 @@ export interface HostBuildState {
   waiters: BuildWaiterView[];
 }
 
-async function pastBuilds(redis: Redis, recipe: string): Promise<PastBuilds> {
-  const raw = await redis.lrange(buildKeys.durations(recipe), 0, -1);
+async function pastBuilds(redis: Redis, k: BuildKeys, recipe: string): Promise<PastBuilds> {
+  const raw = await redis.lrange(k.durations(recipe), 0, -1);
   const ok = raw.map((s) => JSON.parse(s) as { ms: number; ok: boolean }).filter((d) => d.ok).map((d) => d.ms);
   if (ok.length === 0) return { n: 0, median_ms: null, last_ms: null };
   const sorted = [...ok].sort((a, b) => a - b);
@@ -128,29 +137,31 @@ async function pastBuilds(redis: Redis, recipe: string): Promise<PastBuilds> {
 }
 
 /** The build lock's state on every host, for `orch status` and the dashboard. */
-export async function readBuildState(redis: Redis, now = Date.now()): Promise<HostBuildState[]> {
-  const hosts = (await redis.smembers(buildKeys.hosts)).sort();
+export async function readBuildState(redis: Redis, opts: { prefix?: string; now?: number } = {}): Promise<HostBuildState[]> {
+  const k = buildKeys(opts.prefix);
+  const now = opts.now ?? Date.now();
+  const hosts = (await redis.smembers(k.hosts)).sort();
   const out: HostBuildState[] = [];
   for (const host of hosts) {
-    const h = await redis.hgetall(buildKeys.holder(host));
+    const h = await redis.hgetall(k.holder(host));
     let holder: BuildHolderView | null = null;
     if (h.id !== undefined) {
       const since = Number(h.since);
-      holder = { key: h.key!, experiment: h.experiment!, pid: Number(h.pid), since, elapsed_ms: now - since, cmd: h.cmd!, past: await pastBuilds(redis, h.recipe!) };
+      holder = { key: h.key!, experiment: h.experiment!, pid: Number(h.pid), since, elapsed_ms: now - since, cmd: h.cmd!, past: await pastBuilds(redis, k, h.recipe!) };
     }
-    const ids = await redis.zrange(buildKeys.waiters(host), '0', '-1');
+    const ids = await redis.zrange(k.waiters(host), '0', '-1');
     const waiters: BuildWaiterView[] = [];
     const stale: string[] = [];
-    const infos = ids.length === 0 ? [] : await redis.mget(ids.map((id) => buildKeys.waiter(host, id)));
+    const infos = ids.length === 0 ? [] : await redis.mget(ids.map((id) => k.waiter(host, id)));
     for (const [i, raw] of infos.entries()) {
       if (raw === null) {
         stale.push(ids[i]!);
         continue;
       }
       const w = JSON.parse(raw) as BuildRequestInfo;
-      waiters.push({ position: waiters.length + 1, key: w.key, experiment: w.experiment, pid: w.pid, since: w.since, waited_ms: now - w.since, past: await pastBuilds(redis, w.recipe) });
+      waiters.push({ position: waiters.length + 1, key: w.key, experiment: w.experiment, pid: w.pid, since: w.since, waited_ms: now - w.since, past: await pastBuilds(redis, k, w.recipe) });
     }
-    if (stale.length > 0) await redis.zrem(buildKeys.waiters(host), ...stale);
+    if (stale.length > 0) await redis.zrem(k.waiters(host), ...stale);
     out.push({ host, holder, waiters });
   }
   return out;
