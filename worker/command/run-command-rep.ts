@@ -41,6 +41,8 @@ export interface CommandRepInput {
   env?: Record<string, string>;
   /** Every output line as it arrives (for the experiment's event stream). */
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
+  /** Called with the pid of the process group leader once it runs. */
+  onStart?: (pid: number) => void;
   /** Aborting kills the process group at once (lease lost). */
   signal?: AbortSignal;
 }
@@ -68,6 +70,7 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
     cwd,
     env: { ...process.env, ...inv.env, ...input.env },
   });
+  if (p.child.pid !== undefined) input.onStart?.(p.child.pid);
   const tail: string[] = [];
   const samples: MetricSample[] = [];
   let parseError: unknown = null;
@@ -94,6 +97,7 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
     p.killGroup();
   }, workload.run.timeout_s * 1000);
   const onAbort = () => p.killGroup();
+  if (input.signal?.aborted) p.killGroup();
   input.signal?.addEventListener('abort', onAbort, { once: true });
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
@@ -106,7 +110,10 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const last = () => tail.map((l) => `  | ${l}`).join('\n') || '  | (no output)';
   const what = `arm "${arm.name}", command: ${inv.cmd}`;
   if (parseError) throw parseError;
-  if (input.signal?.aborted) throw new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed because the block was aborted (${what})`, { cause: input.signal.reason });
+  if (input.signal?.aborted) {
+    const why = input.signal.reason instanceof Error ? input.signal.reason.message : String(input.signal.reason);
+    throw new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed (${why}) (${what})`, { cause: input.signal.reason });
+  }
   if (timedOut) {
     throw new UserInputError('COMMAND_TIMEOUT', `workload.run.cmd: no exit after workload.run.timeout_s = ${workload.run.timeout_s} s, killed (${what}); last output:\n${last()}`);
   }

@@ -1,0 +1,141 @@
+/**
+ * CommandRankRunner: the rank-runner seam (worker/rank-runner.ts) for `runtime: command`
+ * workloads — the user's own binary, one process per rep (run-command-rep.ts).
+ *
+ * `ready` ensures the build (the host build lock and cache, worker/build/) and runs the
+ * preflight (worker/preflight/) before the block's first rep; it resolves with a hello-shaped
+ * line `{ type: 'hello', backend: 'command', artifacts, build }`. Each `rep` op spawns one process
+ * under the card's flock, fate-shared with this worker, and answers a protocol-shaped `rep`
+ * line (or an `error` line whose message names the spec path, e.g. METRIC_NO_LINES). Every
+ * output line of the user's process reaches the event stream as `{ type: 'output', stream, line }`.
+ *
+ * A deterministic failure of build or preflight (UserInputError) rejects `ready` with BullMQ's
+ * UnrecoverableError, so no retry is wasted on a build that fails the same way again.
+ */
+import { UnrecoverableError } from 'bullmq';
+import { UserInputError } from '../../jobs/errors.ts';
+import type { BlockJob } from '../../jobs/block-job.ts';
+import { BuildCache, type EnsuredBuild } from '../build/build-cache.ts';
+import { preflightCommand } from '../preflight/preflight.ts';
+import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
+import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
+
+export interface CommandRankRunnerOptions {
+  cache: BuildCache;
+  /** Preflight floor of free disk on the build dir, in GB (spec.min_free_disk_gb when the job carries it). */
+  minFreeDiskGb?: number;
+}
+
+type CommandWorkload = Extract<BlockJob['workload'], { runtime: 'command' }>;
+
+export class CommandRankRunner implements RankRunner {
+  /** One build per workload in flight in this worker, shared by the ranks of a gang. */
+  private readonly inFlight = new Map<string, Promise<EnsuredBuild>>();
+
+  constructor(private readonly opts: CommandRankRunnerOptions) {}
+
+  private ensure(job: BlockJob, workload: CommandWorkload): Promise<EnsuredBuild> {
+    const build = workload.build!;
+    const id = JSON.stringify(build);
+    let p = this.inFlight.get(id);
+    if (!p) {
+      p = this.opts.cache.ensure({ build, experiment: job.experiment }).finally(() => this.inFlight.delete(id));
+      this.inFlight.set(id, p);
+    }
+    return p;
+  }
+
+  start(s: RankStart): RankHandle {
+    const job = s.job;
+    if (job.workload.runtime !== 'command') throw new Error(`CommandRankRunner got a ${job.workload.runtime} workload`);
+    const workload = job.workload;
+    const wl: CommandWorkloadInput = { ...workload, warmup: job.warmup, steps: job.steps };
+    const abort = new AbortController();
+    let current: number | null = null;
+    let inflight: Promise<unknown> = Promise.resolve();
+    let resolveExited!: (e: RankExit) => void;
+    const exited = new Promise<RankExit>((r) => (resolveExited = r));
+    let ended = false;
+    const end = (signal: string | null) => {
+      if (ended) return;
+      ended = true;
+      resolveExited({ rank: s.rank, card: s.card.id, pid: current, code: signal ? null : 0, signal, lastError: null });
+    };
+    let artifactDir: string | null = null;
+    const env: Record<string, string> = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
+
+    const ready = (async (): Promise<RankLine> => {
+      let build: EnsuredBuild | null = null;
+      try {
+        if (workload.build) {
+          build = await this.ensure(job, workload);
+          artifactDir = build.dir;
+        }
+        await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb ?? 1 });
+      } catch (err) {
+        throw err instanceof UserInputError ? new UnrecoverableError(`${err.code}: ${err.message}`) : err;
+      }
+      const hello: RankLine = {
+        v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
+        artifacts: build?.artifacts ?? [],
+        build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
+      };
+      s.onLine(hello, JSON.stringify(hello));
+      return hello;
+    })();
+    ready.catch(() => {});
+
+    const request = async (op: RankOp, timeoutMs: number): Promise<RankLine> => {
+      const answer = (line: RankLine): RankLine => {
+        s.onLine(line, JSON.stringify(line));
+        return line;
+      };
+      if (op.op !== 'rep') {
+        return answer({ v: 1, type: 'error', id: op.id, code: 'UNSUPPORTED', message: `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`, final: true });
+      }
+      const timer = setTimeout(() => abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+      try {
+        const running = runCommandRep({
+          workload: wl, arm: op.arm, artifactDir, cardLock: s.lockPath, env, signal: abort.signal,
+          onStart: (pid) => (current = pid),
+          onLine: (stream, line) => s.onLine({ type: 'output', stream, line }, JSON.stringify({ v: 1, type: 'output', id: op.id, stream, line })),
+        });
+        inflight = running.catch(() => {});
+        const r = await running;
+        return answer({
+          v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
+          warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms, final: true,
+        });
+      } catch (err) {
+        const e = err as { code?: string; message: string };
+        return answer({ v: 1, type: 'error', id: op.id, code: e.code ?? 'INTERNAL', message: e.message, final: true });
+      } finally {
+        clearTimeout(timer);
+        current = null;
+      }
+    };
+
+    return {
+      rank: s.rank,
+      card: s.card,
+      pids: () => (current === null ? [] : [current]),
+      ready,
+      request,
+      exited,
+      kill: () => {
+        abort.abort(new Error('killed'));
+        void inflight.finally(() => end('SIGKILL'));
+      },
+      close: async () => {
+        await inflight;
+        end(null);
+        return exited;
+      },
+    };
+  }
+}
+
+/** Picks the runner by the job's workload runtime: graphrt for native, the user's binary for command. */
+export function runnerByRuntime(runners: { native: RankRunner; command: RankRunner }): RankRunner {
+  return { start: (s) => runners[s.job.workload.runtime].start(s) };
+}

@@ -1,0 +1,120 @@
+/**
+ * Preflight: the checks a block passes before it takes its cards' time (DESIGN.md step 4).
+ *
+ * - the artifact exists (a build cache entry that lost a file is refused, not run);
+ * - the binary reports its backend and features (`graphrt hello`), and a spec that needs `cuda`
+ *   refuses a CPU build, naming the build flag: a CPU build prints launches=0, which is the
+ *   honest answer off CUDA and would read as a broken instrument;
+ * - free disk on the build dir at or above the spec's floor (min_free_disk_gb);
+ * - no foreign process on the card: that check is the worker's (worker/foreign-processes.ts,
+ *   run by the block executor before the ranks start and after every rep), not repeated here.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
+import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { COMPLETE_MARKER } from '../build/build-cache.ts';
+
+export interface PreflightBuild {
+  dir: string;
+  artifacts: string[];
+  key: string;
+}
+
+/** Free bytes for an unprivileged writer on the filesystem of `path`. */
+export async function freeBytes(path: string): Promise<number> {
+  const s = await statfs(path);
+  return Number(s.bavail) * Number(s.bsize);
+}
+
+export async function checkFreeDisk(path: string, minFreeGb: number): Promise<number> {
+  const free = await freeBytes(path);
+  if (free < minFreeGb * 1e9) {
+    throw new UserInputError('PREFLIGHT_DISK', `min_free_disk_gb: ${path} has ${(free / 1e9).toFixed(1)} GB free, the spec asks for at least ${minFreeGb} GB`, {
+      hint: 'free space there, point the worker\'s build dir (ORCH_BUILD_DIR) at a bigger disk, or lower min_free_disk_gb',
+    });
+  }
+  return free;
+}
+
+export function checkArtifacts(build: PreflightBuild, path = 'workload.build'): void {
+  if (!existsSync(`${build.dir}/${COMPLETE_MARKER}`)) {
+    throw new UserInputError('PREFLIGHT_ARTIFACT_MISSING', `${path}: the build ${build.key.slice(0, 12)} has no finished artifact dir at ${build.dir}`);
+  }
+  build.artifacts.forEach((a, i) => {
+    if (!existsSync(a)) {
+      throw new UserInputError('PREFLIGHT_ARTIFACT_MISSING', `${path}.artifacts[${i}]: ${a} is missing from the build cache entry ${build.key.slice(0, 12)}`, {
+        hint: `remove ${build.dir} so the next run builds it again`,
+      });
+    }
+  });
+}
+
+/** Preflight of a command workload before its first rep. */
+export async function preflightCommand(opts: { build: PreflightBuild | null; buildRoot: string; minFreeDiskGb: number }): Promise<void> {
+  if (opts.build) checkArtifacts(opts.build);
+  await checkFreeDisk(existsSync(opts.buildRoot) ? opts.buildRoot : '/', opts.minFreeDiskGb);
+}
+
+export interface HelloInfo {
+  backend: string;
+  features?: Record<string, unknown>;
+  device?: unknown;
+  version?: unknown;
+}
+
+/**
+ * The backend check: a spec that needs `cuda` refuses a binary that reports another backend.
+ * `detail` is the binary's own reason when it has one (graphrt's BACKEND_UNAVAILABLE message).
+ */
+export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', binary: string, detail = ''): void {
+  if (need === 'auto' || hello.backend === need) return;
+  const features = Object.entries(hello.features ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(' ');
+  if (need === 'cuda') {
+    throw new UserInputError(
+      'PREFLIGHT_CPU_BUILD',
+      `workload.backend: the spec needs cuda, but ${binary} reports backend "${hello.backend}"${features ? ` (features: ${features})` : ''}${detail ? `: ${detail}` : ''}. ` +
+        'A CPU build prints launches=0, which would read as a broken instrument, so nothing is measured.',
+      { hint: 'rebuild graphrt with the CUDA backend: GRAPHRT_CUDA=ON npm run build (cmake -DGRAPHRT_CUDA=ON), on a host whose GPU is visible' },
+    );
+  }
+  throw new UserInputError('PREFLIGHT_BACKEND', `workload.backend: the spec needs ${need}, but ${binary} reports backend "${hello.backend}"`);
+}
+
+function helloOf(stdout: string): (HelloInfo & { type: string }) | { type: 'error'; code?: string; message?: string } | null {
+  for (const line of stdout.split('\n')) {
+    try {
+      const j = JSON.parse(line) as { type?: string };
+      if (j.type === 'hello' || j.type === 'error') return j as HelloInfo & { type: string };
+    } catch {
+      // not a protocol line
+    }
+  }
+  return null;
+}
+
+function runHello(binary: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(binary, ['hello', ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** `graphrt hello` and the backend check; returns the hello line. */
+export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | 'cpu'): Promise<HelloInfo> {
+  const r = await runHello(binary, ['--backend', 'auto']);
+  const hello = helloOf(r.stdout);
+  if (!hello || hello.type !== 'hello' || r.code !== 0) {
+    throw new OrchError('PREFLIGHT_HELLO', `${binary} hello exited ${r.code} without a hello line: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+  }
+  const info = hello as HelloInfo;
+  if (need === 'cuda' && info.backend !== 'cuda') {
+    // The binary's own reason: "not built into this graphrt" or "no visible GPU".
+    const forced = helloOf((await runHello(binary, ['--backend', 'cuda'])).stdout);
+    const detail = forced && forced.type === 'error' ? String((forced as { message?: string }).message ?? '') : '';
+    checkBackend(info, need, binary, detail);
+  }
+  checkBackend(info, need, binary);
+  return info;
+}
