@@ -1,0 +1,80 @@
+/**
+ * The little SVG toolkit of the report plots: a plot area with a linear value axis, nice ticks,
+ * escaped text. Plots are plain SVG 1.1 strings, no scripts, readable in any browser or PR.
+ */
+import { num } from '../stats/format-number.ts';
+
+export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+
+export const esc = (s: string): string =>
+  s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+
+/** Coordinates are rounded to 0.01 px so the text stays short and stable. */
+export const px = (x: number): string => String(Math.round(x * 100) / 100);
+
+export interface Frame {
+  width: number;
+  height: number;
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+export interface LinearScale {
+  lo: number;
+  hi: number;
+  ticks: number[];
+  /** Value → pixel along the axis. */
+  at(v: number): number;
+}
+
+/** A linear scale over [min, max] of `values` padded 5 %, with 4–6 round ticks. */
+export function linearScale(values: readonly number[], pixelFrom: number, pixelTo: number, includeZero = false): LinearScale {
+  const finite = values.filter(Number.isFinite);
+  let lo = finite.length > 0 ? Math.min(...finite) : 0;
+  let hi = finite.length > 0 ? Math.max(...finite) : 1;
+  if (includeZero) {
+    lo = Math.min(lo, 0);
+    hi = Math.max(hi, 0);
+  }
+  if (hi === lo) {
+    const d = Math.abs(hi) > 0 ? Math.abs(hi) * 0.05 : 1;
+    lo -= d;
+    hi += d;
+  }
+  const pad = (hi - lo) * 0.05;
+  lo -= pad;
+  hi += pad;
+  const raw = (hi - lo) / 5;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
+  const ticks: number[] = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
+  const at = (v: number) => pixelFrom + ((v - lo) / (hi - lo)) * (pixelTo - pixelFrom);
+  return { lo, hi, ticks, at };
+}
+
+export function svgDocument(f: Frame, title: string, body: readonly string[]): string {
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" viewBox="0 0 ${f.width} ${f.height}" font-family="sans-serif" font-size="11">`,
+    `<title>${esc(title)}</title>`,
+    `<rect width="${f.width}" height="${f.height}" fill="white"/>`,
+    `<text x="${px(f.width / 2)}" y="16" text-anchor="middle" font-size="13">${esc(title)}</text>`,
+    ...body,
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+/** Horizontal grid lines and labels of a vertical value axis. */
+export function valueAxisY(f: Frame, s: LinearScale, label: string): string[] {
+  const out = s.ticks.map(
+    (t) =>
+      `<line x1="${f.left}" x2="${f.width - f.right}" y1="${px(s.at(t))}" y2="${px(s.at(t))}" stroke="#ddd"/>` +
+      `<text x="${f.left - 4}" y="${px(s.at(t) + 4)}" text-anchor="end">${esc(num(t))}</text>`,
+  );
+  const midY = (f.top + f.height - f.bottom) / 2;
+  out.push(`<text transform="translate(12 ${px(midY)}) rotate(-90)" text-anchor="middle">${esc(label)}</text>`);
+  return out;
+}
