@@ -13,6 +13,8 @@ const KeyNameSchema = z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'only letters, digi
 export const BlockArmSchema = z.object({
   name: KeyNameSchema,
   toggles: z.record(z.string(), z.union([z.boolean(), z.string()])),
+  /** design sweep over a native param: the workload params this arm overrides */
+  params: z.record(z.string(), z.int().positive()).optional(),
   aa_of: KeyNameSchema.optional(),
 });
 export type BlockArm = z.infer<typeof BlockArmSchema>;

@@ -47,7 +47,7 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
     op: op.op,
     arm: arm.name,
     workload: w.kind,
-    params: { ...(w.params as Record<string, number>) },
+    params: { ...(w.params as Record<string, number>), ...(arm.params ?? {}) },
     toggles,
     warmup: job.warmup,
     steps: job.steps,

@@ -1,9 +1,23 @@
 /** Every `orch` command, one module per file; adding a command is adding one line here. */
 import type { OrchCommand } from '../command.ts';
+import { cancelCommand } from './cancel.ts';
 import { planCommand } from './plan.ts';
+import { reportCommand } from './report.ts';
+import { serveCommand } from './serve.ts';
+import { statusCommand } from './status.ts';
+import { submitCommand } from './submit.ts';
 import { validateCommand } from './validate.ts';
+import { watchCommand } from './watch.ts';
+import { workerCommand } from './worker.ts';
 
 export const commands: OrchCommand[] = [
   validateCommand,
   planCommand,
+  submitCommand,
+  serveCommand,
+  statusCommand,
+  watchCommand,
+  cancelCommand,
+  reportCommand,
+  workerCommand,
 ];

@@ -1,0 +1,118 @@
+/**
+ * The dispatch primitive the scheduler calls: given a block attempt on a granted gang (a
+ * BlockJob with its cards and epoch), enqueue its host job and observe how it ends.
+ *
+ * - The host job has the deterministic id `<experiment>.b<block>-a<attempt>-<host>` (keys.ts),
+ *   one BullMQ attempt (a retry is a new attempt with a new epoch, decided by the caller), and is
+ *   kept after it ends so a new leader can read the outcome.
+ * - `waitEnd` resolves `completed` (the worker committed the block; outcome has measured/not_run),
+ *   `failed` (failedReason as the worker wrote it; `unrecoverable` when it threw
+ *   UnrecoverableError: the same payload would fail again), or `lost`: the job has not ended but
+ *   the gang's leases have not been held under its epoch for `lostGraceMs` (the worker died, or
+ *   the lease was revoked and the job did not report yet). A failed or lost attempt is
+ *   re-dispatched by the caller as attempt + 1, on new leases.
+ */
+import { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { BlockJob } from '../../jobs/block-job.ts';
+import { DEFAULT_PREFIX, hostJobId, hostQueue } from '../redis/keys.ts';
+import { LeaseStore } from '../redis/lease-store.ts';
+
+export interface DispatchOptions {
+  prefix?: string;
+  /** how often waitEnd reads the job state and the leases */
+  pollMs?: number;
+  /** how long the leases may be gone while the job has not ended before it counts as lost */
+  lostGraceMs?: number;
+}
+
+export type AttemptRef = Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'host' | 'cards' | 'epoch'>;
+
+export type AttemptEnd =
+  | { state: 'completed'; jobId: string; outcome: unknown }
+  | { state: 'failed'; jobId: string; reason: string; unrecoverable: boolean }
+  | { state: 'lost'; jobId: string; reason: string };
+
+export class BlockDispatcher {
+  private readonly queues = new Map<string, Queue>();
+  private readonly prefix: string;
+  private readonly leases: LeaseStore;
+  private readonly pollMs: number;
+  private readonly lostGraceMs: number;
+
+  constructor(
+    private readonly connection: Redis,
+    opts: DispatchOptions = {},
+  ) {
+    this.prefix = opts.prefix ?? DEFAULT_PREFIX;
+    this.leases = new LeaseStore(connection, { prefix: this.prefix });
+    this.pollMs = opts.pollMs ?? 500;
+    this.lostGraceMs = opts.lostGraceMs ?? 5000;
+  }
+
+  queue(host: string): Queue {
+    let q = this.queues.get(host);
+    if (!q) {
+      q = new Queue(hostQueue(host), { connection: this.connection, prefix: this.prefix });
+      this.queues.set(host, q);
+    }
+    return q;
+  }
+
+  static jobId(a: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'host'>): string {
+    return hostJobId(a.experiment, a.block, a.attempt, a.host);
+  }
+
+  /** Enqueues the host job (a no-op when one with its id exists: re-attaching). */
+  async dispatch(job: BlockJob): Promise<string> {
+    const id = BlockDispatcher.jobId(job);
+    await this.queue(job.host).add('block', job, { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
+    return id;
+  }
+
+  /** Resolves when the attempt has ended (see the file comment); `timeoutMs` bounds the wait. */
+  async waitEnd(a: AttemptRef, opts: { timeoutMs?: number } = {}): Promise<AttemptEnd> {
+    const jobId = BlockDispatcher.jobId(a);
+    const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
+    let leaseGoneSince: number | null = null;
+    for (;;) {
+      const end = await this.ended(a.host, jobId);
+      if (end) return end;
+      const held = await this.leases.held(a.cards);
+      const ours = held.length === a.cards.length && held.every((l) => l.epoch === a.epoch);
+      if (ours) leaseGoneSince = null;
+      else if (leaseGoneSince === null) leaseGoneSince = Date.now();
+      else if (Date.now() - leaseGoneSince >= this.lostGraceMs) {
+        const again = await this.ended(a.host, jobId);
+        if (again) return again;
+        await this.queue(a.host).getJob(jobId).then((j) => j?.remove()).catch(() => {
+          // locked by a worker that may still be alive: it will fail on its next renew
+        });
+        return {
+          state: 'lost',
+          jobId,
+          reason: `block ${a.block} attempt ${a.attempt} on host ${a.host}: the leases of epoch ${a.epoch} on ${a.cards.join(', ')} are gone and the host job never ended (worker died or lease revoked)`,
+        };
+      }
+      if (Date.now() > deadline) throw new Error(`block ${a.block} attempt ${a.attempt} (job ${jobId}) did not end within ${opts.timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+  }
+
+  private async ended(host: string, jobId: string): Promise<AttemptEnd | null> {
+    const job = await Job.fromId(this.queue(host), jobId);
+    if (!job) return null;
+    const state = await job.getState();
+    if (state === 'completed') return { state: 'completed', jobId, outcome: job.returnvalue };
+    if (state === 'failed') {
+      const last = job.stacktrace?.[job.stacktrace.length - 1] ?? '';
+      return { state: 'failed', jobId, reason: job.failedReason ?? 'failed', unrecoverable: last.startsWith('UnrecoverableError') };
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
+  }
+}

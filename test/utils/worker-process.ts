@@ -1,0 +1,66 @@
+/**
+ * A real `orch worker` process (bin/orch.mjs) for tests: fixture ranks by default, short
+ * heartbeats, its own lock dir, a given key prefix. Resolves once the worker logs "worker ready".
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from './wait-for.ts';
+
+export const ORCH_BIN = fileURLToPath(new URL('../../bin/orch.mjs', import.meta.url));
+export const FIXTURE_RANK = fileURLToPath(new URL('../fixtures/ranks/rank.sh', import.meta.url));
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** stderr so far (pino JSON lines and messages) */
+  log(): string;
+  /** resolves with the exit code/signal */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGKILL if still running */
+  kill(): void;
+}
+
+export interface WorkerSpawnOptions {
+  redisUrl: string;
+  host: string;
+  prefix: string;
+  lockDir: string;
+  cards?: string;
+  graphrt?: string;
+  heartbeatMs?: number;
+  env?: Record<string, string>;
+  /** do not wait for "worker ready" (a worker expected to refuse or to retry) */
+  noWait?: boolean;
+  readyTimeoutMs?: number;
+}
+
+export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess> {
+  const args = [
+    ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
+    '--redis', o.redisUrl, '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 250),
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', ...o.env } });
+  let text = '';
+  child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  void exited.then(() => process.removeListener('exit', killOnExit));
+  const w: WorkerProcess = {
+    child,
+    log: () => text,
+    exited,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+  if (!o.noWait) {
+    let done = false;
+    void exited.then(() => (done = true));
+    await waitFor(`worker ${o.host} ready`, () => {
+      if (done) throw new Error(`worker ${o.host} exited before it was ready:\n${text}`);
+      return text.includes('"worker ready"');
+    }, { timeoutMs: o.readyTimeoutMs ?? 15_000 });
+  }
+  return w;
+}

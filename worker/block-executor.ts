@@ -1,0 +1,380 @@
+/**
+ * Executes one attempt of one block on its leased gang (DESIGN.md "One experiment, end to end",
+ * step 4): validate the payload, confirm the lease, check the cards for foreign processes, start
+ * one rank per card through the RankRunner seam (worker/rank-runner.ts), run the identity gates,
+ * then the reps in the planned order, stream every line, and commit the block once, fenced by the
+ * epoch (orchestrator/redis/lua/commit-block.lua).
+ *
+ * Fate of the gang: the first failure wins and kills every rank at once — a rank that exits, a
+ * renew that fails (lease expired, released or revoked), a revocation message, a foreign process
+ * (foreign_process: fail), a request that times out. The leases are released on every path, so
+ * the scheduler's next grant (or the gang's other hosts' next renew) sees the cards free.
+ *
+ * Every planned rep ends as one of: committed result; failed entry with this attempt's reason
+ * (the block failed; a later attempt that commits deletes it); failed entry "not run" (graceful
+ * stop: committed with the measured reps).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { UnrecoverableError } from 'bullmq';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { armsNeedingIdentity, BlockJobSchema, type BlockArm, type BlockJob } from '../jobs/block-job.ts';
+import { OrchError } from '../jobs/errors.ts';
+import type { Card } from '../orchestrator/redis/card-registry.ts';
+import type { LeaseStore } from '../orchestrator/redis/lease-store.ts';
+import type { CommitGate, CommitRep, FailedRep, ResultStore } from '../orchestrator/redis/result-store.ts';
+import type { EventStream, EventTags } from './event-stream.ts';
+import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
+import { armOf, opId, RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
+
+export interface ExecutorOptions {
+  host: string;
+  /** this worker's cards by id */
+  cards: Map<string, Card>;
+  /** directory of the per-card flock files (the host guard) */
+  lockDir: string;
+  leaseTtlMs: number;
+  renewEveryMs: number;
+  /** longest wait for one answer of a rank (a hung rank fails the block) */
+  requestTimeoutMs: number;
+  /** foreign_process: wait — how often to look again */
+  foreignPollMs: number;
+  /** after stdin closes, how long a rank may take to exit before SIGKILL */
+  closeGraceMs: number;
+}
+
+export interface ExecutorDeps {
+  leases: LeaseStore;
+  results: ResultStore;
+  runner: RankRunner;
+  probe: ForeignProcessProbe;
+  /** the experiment's event stream */
+  events: (experiment: string) => EventStream;
+  log: Logger;
+  /** true once the worker is stopping (SIGTERM): finish the rep in flight, run no more */
+  stopping: () => boolean;
+}
+
+export interface BlockOutcome {
+  experiment: string;
+  block: number;
+  attempt: number;
+  epoch: number;
+  measured: number;
+  not_run: number;
+  gates: { arm: string; pass: boolean }[];
+}
+
+/** The gang lost its lease (expired, released or revoked): never retried as the same attempt. */
+export class LeaseLostError extends OrchError {
+  constructor(message: string) {
+    super('LEASE_LOST', message);
+  }
+}
+
+interface PlannedRep {
+  position: number;
+  arm: string;
+  rep: number;
+}
+
+/** Positions of the block's sequence with each arm's 0-based occurrence. */
+export function plannedReps(sequence: string[]): PlannedRep[] {
+  const seen = new Map<string, number>();
+  return sequence.map((arm, position) => {
+    const rep = seen.get(arm) ?? 0;
+    seen.set(arm, rep + 1);
+    return { position, arm, rep };
+  });
+}
+
+/** The card's flock file: the card id with anything but [A-Za-z0-9_.@-] replaced by '_'. */
+export function cardLockPath(lockDir: string, card: string): string {
+  return join(lockDir, `${card.replace(/[^A-Za-z0-9_.@-]/g, '_')}.lock`);
+}
+
+export class BlockExecutor {
+  /** running gangs by epoch: the revocation listener aborts them */
+  private readonly active = new Map<number, GangRun>();
+
+  constructor(
+    private readonly opts: ExecutorOptions,
+    private readonly deps: ExecutorDeps,
+  ) {
+    mkdirSync(opts.lockDir, { recursive: true });
+  }
+
+  /** Runs one host job's payload; throws the error whose message becomes BullMQ's failedReason. */
+  async execute(data: unknown): Promise<BlockOutcome> {
+    const parsed = BlockJobSchema.safeParse(data);
+    if (!parsed.success) {
+      throw new UnrecoverableError(`invalid block payload: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
+    }
+    const job = parsed.data;
+    if (job.host !== this.opts.host) {
+      throw new UnrecoverableError(`block job for host "${job.host}" reached the worker of host "${this.opts.host}"`);
+    }
+    const foreignCards = job.cards.filter((c) => !this.opts.cards.has(c));
+    if (foreignCards.length > 0) {
+      throw new UnrecoverableError(`cards ${foreignCards.join(', ')} are not cards of host ${this.opts.host} (it has ${[...this.opts.cards.keys()].join(', ')})`);
+    }
+    const run = new GangRun(job, this.opts, this.deps);
+    this.active.set(job.epoch, run);
+    try {
+      return await run.run();
+    } finally {
+      this.active.delete(job.epoch);
+    }
+  }
+
+  /** A revocation of `cards` under `epochs`: the matching gangs fail and their ranks die now. */
+  revoked(cards: string[], epochs: number[], reason: string): void {
+    for (const [epoch, run] of this.active) {
+      if (epochs.includes(epoch) && run.job.cards.some((c) => cards.includes(c))) {
+        run.fail(new LeaseLostError(`lease of block ${run.job.block} attempt ${run.job.attempt} (epoch ${epoch}) revoked: ${reason}`));
+      }
+    }
+  }
+
+  get running(): number {
+    return this.active.size;
+  }
+}
+
+class GangRun {
+  private ranks: RankHandle[] = [];
+  private failure: Error | null = null;
+  private rejectFailed!: (e: Error) => void;
+  private readonly failed: Promise<never>;
+  private closing = false;
+  private readonly log: Logger;
+  private readonly events: EventStream;
+  private readonly lockPaths: string[];
+
+  constructor(
+    readonly job: BlockJob,
+    private readonly opts: ExecutorOptions,
+    private readonly deps: ExecutorDeps,
+  ) {
+    this.failed = new Promise<never>((_, reject) => (this.rejectFailed = reject));
+    this.failed.catch(() => {});
+    this.log = deps.log.child({ experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch });
+    this.events = deps.events(job.experiment);
+    this.lockPaths = job.cards.map((c) => cardLockPath(opts.lockDir, c));
+  }
+
+  private tags(rank: number | ''): EventTags {
+    const j = this.job;
+    return { block: j.block, attempt: j.attempt, epoch: j.epoch, host: this.opts.host, card: rank === '' ? '' : (j.cards[rank] as string), rank };
+  }
+
+  /** First failure wins: every rank is killed at once, every await below rejects with it. */
+  fail(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.closing = true;
+    for (const r of this.ranks) r.kill();
+    this.log.error({ err }, 'block attempt failed; ranks killed');
+    this.rejectFailed(err);
+  }
+
+  private race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.failed]);
+  }
+
+  async run(): Promise<BlockOutcome> {
+    const job = this.job;
+    const planned = plannedReps(job.sequence);
+    const reps: CommitRep[] = [];
+    const gates: CommitGate[] = [];
+    let renewTimer: NodeJS.Timeout | undefined;
+    let committed = false;
+    this.log.info({ cards: job.cards, reps: planned.length }, 'block attempt starting');
+    try {
+      await this.renew();
+      renewTimer = setInterval(() => void this.renew().catch((err: Error) => this.fail(err)), this.opts.renewEveryMs);
+      this.events.worker(this.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence });
+      await this.guard([]);
+      this.startRanks();
+      await this.race(Promise.all(this.ranks.map((r) => r.ready)));
+
+      const identity = armsNeedingIdentity(job);
+      for (const [i, arm] of identity.entries()) gates.push(await this.gate(arm, i));
+
+      let stoppedAt: number | null = null;
+      for (const p of planned) {
+        if (this.deps.stopping()) {
+          stoppedAt = p.position;
+          break;
+        }
+        reps.push(await this.rep(p));
+        await this.guard(this.ourPids());
+      }
+      this.closing = true;
+      const notRun: FailedRep[] =
+        stoppedAt === null
+          ? []
+          : planned.slice(stoppedAt).map((p) => ({
+              block: job.block,
+              arm: p.arm,
+              rep: p.rep,
+              reason: `not run: the worker of host ${this.opts.host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})`,
+            }));
+      const res = await this.race(
+        this.deps.results.commitBlock({
+          experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, host: this.opts.host,
+          cards: job.cards, reps, notRun, gates,
+        }),
+      );
+      if (!res.committed) {
+        throw res.why === 'epoch'
+          ? new LeaseLostError(`results of block ${job.block} attempt ${job.attempt} refused: card ${res.card} is ${res.holder === null ? 'no longer leased' : `leased under epoch ${res.holder}`}, not epoch ${job.epoch}; none of its reps is counted`)
+          : new UnrecoverableError(`results of block ${job.block} attempt ${job.attempt} refused: attempt ${res.prior.attempt} (epoch ${res.prior.epoch}, host ${res.prior.host}) already committed this block`);
+      }
+      committed = true;
+      this.events.worker(this.tags(''), 'block-committed', { measured: reps.length, not_run: notRun.length });
+      this.log.info({ measured: reps.length, not_run: notRun.length }, 'block attempt committed');
+      return {
+        experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch,
+        measured: reps.length, not_run: notRun.length,
+        gates: gates.map((g) => ({ arm: g.arm, pass: (g.result as { pass: boolean }).pass })),
+      };
+    } catch (caught) {
+      const err = this.failure ?? (caught as Error);
+      this.fail(err);
+      if (!committed) {
+        const reason = `attempt ${job.attempt} failed: ${err.message}`;
+        await this.deps.results
+          .failReps(job.experiment, job.block, job.attempt, planned.map((p) => ({ block: job.block, arm: p.arm, rep: p.rep, reason })))
+          .catch((e: unknown) => this.log.warn({ err: e }, 'failed reps not recorded'));
+      }
+      this.events.worker(this.tags(''), 'block-failed', { reason: err.message });
+      throw toJobError(err);
+    } finally {
+      clearInterval(renewTimer);
+      this.closing = true;
+      await Promise.all(this.ranks.map((r) => (this.failure ? (r.kill(), r.exited) : r.close(this.opts.closeGraceMs))));
+      await this.deps.leases
+        .release({ cards: job.cards, epoch: job.epoch })
+        .catch((err: unknown) => this.log.warn({ err }, 'leases not released; they expire with their TTL'));
+      await this.events.flush();
+    }
+  }
+
+  /** Extends the gang's leases; a refusal is a lost gang. */
+  private async renew(): Promise<void> {
+    if (this.failure) return;
+    const r = await this.deps.leases.renew({ cards: this.job.cards, owner: this.opts.host, epoch: this.job.epoch, ttlMs: this.opts.leaseTtlMs });
+    if (!r.ok) {
+      this.fail(new LeaseLostError(`lease of card ${r.card} lost (${r.reason}) by block ${this.job.block} attempt ${this.job.attempt} (epoch ${this.job.epoch})`));
+    }
+  }
+
+  private startRanks(): void {
+    const job = this.job;
+    this.ranks = job.cards.map((id, rank) => {
+      const card = this.opts.cards.get(id) as Card;
+      const tags = this.tags(rank);
+      const handle = this.deps.runner.start({
+        job, rank, world: job.cards.length, card, lockPath: this.lockPaths[rank] as string,
+        log: this.log.child({ card: id, rank }),
+        onLine: (_line: RankLine, raw: string) => this.events.emit(tags, raw),
+      });
+      void handle.exited.then((exit) => {
+        this.events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
+        if (!this.closing) this.fail(new RankExitError(exit));
+      });
+      return handle;
+    });
+  }
+
+  private ourPids(): number[] {
+    return this.ranks.flatMap((r) => r.pids());
+  }
+
+  /** Foreign processes on any card of the gang: fail naming them, or wait until they are gone. */
+  private async guard(ours: number[]): Promise<void> {
+    const mine = new Set(ours);
+    let waitingSince: number | null = null;
+    for (;;) {
+      const found: string[] = [];
+      for (const [i, id] of this.job.cards.entries()) {
+        const card = this.opts.cards.get(id) as Card;
+        const procs = await this.race(this.deps.probe.list(card, this.lockPaths[i] as string, mine));
+        if (procs.length > 0) found.push(describeForeign(card, procs));
+      }
+      if (found.length === 0) {
+        if (waitingSince !== null) this.events.worker(this.tags(''), 'foreign-gone', { waited_ms: Date.now() - waitingSince });
+        return;
+      }
+      if (this.job.foreign_process === 'fail') throw new OrchError('FOREIGN_PROCESS', found.join('; '));
+      if (waitingSince === null) {
+        waitingSince = Date.now();
+        this.log.warn({ found }, 'foreign process on a leased card; waiting (foreign_process: wait)');
+        this.events.worker(this.tags(''), 'foreign-wait', { found });
+      }
+      await this.race(new Promise((r) => setTimeout(r, this.opts.foreignPollMs)));
+    }
+  }
+
+  /** Sends one op to every rank; each must answer with a final line of `type`. */
+  private async all(op: RankOp, type: 'rep' | 'gate'): Promise<RankLine[]> {
+    const lines = await this.race(Promise.all(this.ranks.map((r) => r.request(op, this.opts.requestTimeoutMs))));
+    lines.forEach((line, rank) => {
+      if (line.type !== type) {
+        const what = line.type === 'error' ? `error ${String(line.code)}: ${String(line.message)}` : `a "${line.type}" line`;
+        throw new UnrecoverableError(`rank ${rank} on card ${this.job.cards[rank]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
+      }
+    });
+    return lines;
+  }
+
+  private async gate(arm: BlockArm, i: number): Promise<CommitGate> {
+    const lines = await this.all({ id: opId(this.job, 'identity', i), op: 'identity', arm }, 'gate');
+    const bad = lines.map((l) => l.first_bad_replay).filter((x): x is number => typeof x === 'number');
+    return {
+      block: this.job.block,
+      arm: arm.name,
+      result: {
+        block: this.job.block,
+        arm: arm.name,
+        name: 'identity',
+        pass: lines.every((l) => l.pass === true),
+        first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
+        detail: lines.map((l, rank) => ({
+          rank, card: this.job.cards[rank], pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay ?? null,
+          eager_hashes: l.eager_hashes, graph_hashes: l.graph_hashes, nodes: l.nodes, launches_per_step: l.launches_per_step,
+        })),
+      },
+    };
+  }
+
+  /** One rep on every rank; the gang's step time is the slowest rank's, per step. */
+  private async rep(p: PlannedRep): Promise<CommitRep> {
+    const job = this.job;
+    const lines = await this.all({ id: opId(job, 'rep', p.position), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
+    const first = lines[0] as RankLine;
+    const perRank = lines.map((l) => (Array.isArray(l.step_ms) ? (l.step_ms as number[]) : []));
+    const steps = Math.min(...perRank.map((s) => s.length));
+    const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
+    return {
+      block: job.block,
+      arm: p.arm,
+      rep: p.rep,
+      result: {
+        experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
+        position: p.position, step_ms, backend: first.backend, mode: first.mode,
+        launches_per_step: first.launches_per_step, nodes: first.nodes ?? null, hashes: first.hashes,
+        host: this.opts.host, cards: job.cards,
+      },
+    };
+  }
+}
+
+/** What BullMQ stores: UnrecoverableError (no retry wasted) for deterministic failures. */
+function toJobError(err: Error): Error {
+  if (err instanceof UnrecoverableError) return err;
+  if (err instanceof RankExitError && err.deterministic) return new UnrecoverableError(err.message);
+  return err;
+}

@@ -1,0 +1,137 @@
+/**
+ * Foreign processes on a card: anything using the card that is not one of this block's ranks
+ * (the 100k-step production run that took the card). Checked before a block starts and after
+ * every rep; the block fails naming the process, or waits for it to go (spec.foreign_process).
+ *
+ * - cuda cards: `nvidia-smi --query-compute-apps` rows of the card's UUID whose pid is not a rank.
+ * - every card (the cpu card's whole definition): a process that is not a rank and uses the
+ *   card's host-guard lock file: holds its flock, waits for it, or has it open (lockUsers). Before
+ *   the ranks start, any user is foreign: a `graphrt --card-lock` run by hand, a command rep, a
+ *   rank of a worker that does not hold the lease. While the ranks live, nobody else can hold the
+ *   flock, so what this finds is a process trying to get onto the card.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import type { Card } from '../orchestrator/redis/card-registry.ts';
+
+const run = promisify(execFile);
+
+export interface ForeignProcess {
+  pid: number;
+  /** command line (or nvidia-smi's process name) */
+  name: string;
+  /** how it was found */
+  via: 'nvidia-smi' | 'card-lock';
+}
+
+export interface ForeignProcessProbe {
+  /** Processes on `card` that are not in `ours`. */
+  list(card: Card, lockPath: string, ours: ReadonlySet<number>): Promise<ForeignProcess[]>;
+}
+
+export function describeForeign(card: Card, procs: ForeignProcess[]): string {
+  return `card ${card.id} is used by a process that is not this block's: ${procs
+    .map((p) => `pid ${p.pid} (${p.name}, seen by ${p.via})`)
+    .join(', ')}`;
+}
+
+export class HostForeignProcessProbe implements ForeignProcessProbe {
+  constructor(private readonly nvidiaSmi = 'nvidia-smi') {}
+
+  async list(card: Card, lockPath: string, ours: ReadonlySet<number>): Promise<ForeignProcess[]> {
+    const found = new Map<number, ForeignProcess>();
+    for (const p of lockUsers(lockPath)) if (!ours.has(p.pid)) found.set(p.pid, p);
+    if (card.backend === 'cuda') {
+      for (const p of await this.computeApps(card.uuid)) if (!ours.has(p.pid) && !found.has(p.pid)) found.set(p.pid, p);
+    }
+    return [...found.values()];
+  }
+
+  private async computeApps(uuid: string): Promise<ForeignProcess[]> {
+    const { stdout } = await run(this.nvidiaSmi, ['--query-compute-apps=gpu_uuid,pid,process_name', '--format=csv,noheader'], { timeout: 10_000 });
+    return stdout
+      .split('\n')
+      .map((l) => l.split(',').map((f) => f.trim()))
+      .filter((f) => f[0] === uuid && f[1] !== undefined && /^\d+$/.test(f[1]))
+      .map((f) => ({ pid: Number(f[1]), name: f[2] ?? '?', via: 'nvidia-smi' as const }));
+  }
+}
+
+/**
+ * Processes using the card's lock file: every process with the file open (a holder, a blocked
+ * waiter, a process that inherited the locked descriptor across exec: /proc/<pid>/fd), and every
+ * live process /proc/locks names as a flock holder of it (covers processes whose fd table this
+ * user cannot read). Empty when the file does not exist. Linux only; elsewhere, empty.
+ */
+export function lockUsers(path: string): ForeignProcess[] {
+  const target = resolve(path);
+  let st;
+  try {
+    st = statSync(target);
+  } catch {
+    return [];
+  }
+  const found = new Map<number, ForeignProcess>();
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return [];
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let link: string;
+      try {
+        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      if (link === target) {
+        found.set(Number(pid), { pid: Number(pid), name: cmdline(Number(pid)), via: 'card-lock' });
+        break;
+      }
+    }
+  }
+  for (const pid of flockHolders(st.dev, st.ino)) {
+    if (!found.has(pid) && existsSync(`/proc/${pid}`)) found.set(pid, { pid, name: cmdline(pid), via: 'card-lock' });
+  }
+  return [...found.values()];
+}
+
+/** pids /proc/locks names as FLOCK holders of (dev, ino); a pid may be gone (flock(1) exits). */
+function flockHolders(dev: number, ino: number): number[] {
+  const major = Math.floor(dev / 256) & 0xfff;
+  const minor = (dev & 0xff) | (Math.floor(dev / 4096) & 0xfff00);
+  let text: string;
+  try {
+    text = readFileSync('/proc/locks', 'utf8');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const line of text.split('\n')) {
+    // "1: FLOCK  ADVISORY  WRITE 12345 fe:00:1474578 0 EOF"; blocked waiters carry "->"
+    const m = /^\d+:\s+FLOCK\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    if (!m) continue;
+    const [, pid, maj, min, i] = m;
+    if (Number(i) === ino && parseInt(maj as string, 16) === major && parseInt(min as string, 16) === minor) out.push(Number(pid));
+  }
+  return out;
+}
+
+function cmdline(pid: number): string {
+  try {
+    const c = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    return c.length > 200 ? `${c.slice(0, 200)}…` : c || '?';
+  } catch {
+    return '?';
+  }
+}

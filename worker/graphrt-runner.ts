@@ -1,0 +1,175 @@
+/**
+ * GraphrtRunner: one resident `graphrt serve` per rank (worker/rank-runner.ts has the seam).
+ *
+ * The host guard and fate-sharing, per rank process:
+ * - `--card-lock <lockdir>/<card>.lock`: graphrt holds the card's flock for its whole life, so a
+ *   second process on the card cannot start (CARD_BUSY, exit 4) whatever Redis says;
+ * - `detached: true`: it leads its own process group, and kill() SIGKILLs the group;
+ * - stdin is a pipe from this worker: graphrt exits when it closes (the worker died or the block
+ *   ended); and, where util-linux `setpriv` exists, PR_SET_PDEATHSIG=SIGKILL, so a worker killed
+ *   with -9 takes its ranks with it even in the middle of a long rep.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
+import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
+
+const STDERR_KEEP = 20;
+
+let setprivChecked: boolean | undefined;
+function hasSetpriv(): boolean {
+  if (setprivChecked === undefined) {
+    const r = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore' });
+    setprivChecked = !r.error && r.status === 0;
+  }
+  return setprivChecked;
+}
+
+export class GraphrtRunner implements RankRunner {
+  constructor(private readonly binary: string) {}
+
+  start(s: RankStart): RankHandle {
+    const { args, env } = toNativeProcess(s.job, {
+      rank: s.rank,
+      world: s.world,
+      backend: s.card.backend,
+      uuid: s.card.uuid,
+      lockPath: s.lockPath,
+    });
+    const pdeath = hasSetpriv();
+    if (!pdeath) s.log.warn('setpriv not found: ranks exit when their stdin closes, not on the worker death signal');
+    const [file, argv] = pdeath ? ['setpriv', ['--pdeathsig', 'KILL', '--', this.binary, ...args]] : [this.binary, args];
+    const child = spawn(file, argv, {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
+    s.log.debug({ pid: child.pid, cmd: [this.binary, ...args].join(' ') }, 'rank started');
+    child.stdin.on('error', () => {
+      // EPIPE after the rank died: its exit is reported through `exited`
+    });
+
+    let lastErrorLine: string | null = null;
+    const stderrTail: string[] = [];
+    let pending: { resolve: (l: RankLine) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout } | null = null;
+    let exit: RankExit | null = null;
+    let helloSeen = false;
+    let resolveReady!: (l: RankLine) => void;
+    let rejectReady!: (e: Error) => void;
+    const ready = new Promise<RankLine>((res, rej) => {
+      resolveReady = res;
+      rejectReady = rej;
+    });
+    ready.catch(() => {});
+
+    createInterface({ input: child.stdout }).on('line', (raw) => {
+      if (raw.trim() === '') return;
+      let line: RankLine;
+      try {
+        line = JSON.parse(raw) as RankLine;
+        if (typeof line !== 'object' || line === null || typeof line.type !== 'string') throw new Error('no type');
+      } catch {
+        line = { type: 'stdout', text: raw };
+      }
+      if (line.type === 'error') lastErrorLine = `${String(line.code ?? 'ERROR')}: ${String(line.message ?? '')}`;
+      s.onLine(line, line.type === 'stdout' ? JSON.stringify(line) : raw);
+      if (!helloSeen && line.type === 'hello') {
+        helloSeen = true;
+        resolveReady(line);
+        return;
+      }
+      // a final error before hello (CARD_BUSY) is followed by the exit, which rejects `ready`
+      if (line.final !== true || !helloSeen) return;
+      const p = pending;
+      pending = null;
+      if (p) {
+        clearTimeout(p.timer);
+        p.resolve(line);
+      }
+    });
+    createInterface({ input: child.stderr }).on('line', (l) => {
+      if (l.trim() === '') return;
+      stderrTail.push(l);
+      if (stderrTail.length > STDERR_KEEP) stderrTail.shift();
+      s.log.debug({ stderr: l }, 'rank stderr');
+    });
+
+    const exited = new Promise<RankExit>((resolve) => {
+      const done = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (exit) return;
+        exit = {
+          rank: s.rank,
+          card: s.card.id,
+          pid: child.pid ?? null,
+          code,
+          signal,
+          lastError: lastErrorLine ?? stderrLastError(stderrTail),
+        };
+        const err = new RankExitError(exit);
+        rejectReady(err);
+        if (pending) {
+          clearTimeout(pending.timer);
+          pending.reject(err);
+          pending = null;
+        }
+        resolve(exit);
+      };
+      child.once('error', (e) => {
+        lastErrorLine = `cannot start ${this.binary}: ${e.message}`;
+        done(null, null);
+      });
+      child.once('close', done);
+    });
+
+    const kill = () => {
+      if (exit || child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is already gone
+      }
+    };
+
+    return {
+      rank: s.rank,
+      card: s.card,
+      pids: () => (exit || child.pid === undefined ? [] : [child.pid]),
+      ready,
+      exited,
+      kill,
+      request: (op: RankOp, timeoutMs: number) =>
+        new Promise<RankLine>((resolve, reject) => {
+          if (exit) return reject(new RankExitError(exit));
+          if (pending) return reject(new Error(`rank ${s.rank}: a request is already in flight`));
+          pending = { resolve, reject };
+          pending.timer = setTimeout(() => {
+            if (!pending) return;
+            pending = null;
+            reject(new Error(`rank ${s.rank} on card ${s.card.id} did not answer ${op.op} ${op.id} (arm ${op.arm.name}) within ${timeoutMs} ms`));
+          }, timeoutMs);
+          child.stdin.write(`${JSON.stringify(toNativeRequest(s.job, op.arm, { op: op.op, id: op.id }))}\n`);
+        }),
+      close: async (graceMs: number) => {
+        child.stdin.end();
+        const t = setTimeout(kill, graceMs);
+        const e = await exited;
+        clearTimeout(t);
+        return e;
+      },
+    };
+  }
+}
+
+/** The last stderr line, preferring a JSON error line (PROTOCOL.md: the final error goes to stderr too). */
+function stderrLastError(tail: string[]): string | null {
+  for (let i = tail.length - 1; i >= 0; i--) {
+    const l = tail[i] as string;
+    try {
+      const j = JSON.parse(l) as { type?: string; code?: string; message?: string };
+      if (j.type === 'error') return `${j.code ?? 'ERROR'}: ${j.message ?? ''}`;
+    } catch {
+      // not JSON
+    }
+  }
+  return tail.length > 0 ? (tail[tail.length - 1] as string).slice(0, 500) : null;
+}

@@ -1,0 +1,116 @@
+/**
+ * The rank-runner seam of the block executor (worker/block-executor.ts).
+ *
+ * A block runs on a gang of leased cards, one rank per card. The executor drives every rank the
+ * same way: start it (it must take the card's host-guard flock at `lockPath` and hold it for as
+ * long as it can touch the card), wait for `ready`, send ops (`identity` gates, then `rep`s) one
+ * at a time, forward every line to the experiment stream, and on any failure `kill()` the gang.
+ *
+ * Implementations:
+ * - GraphrtRunner (worker/graphrt-runner.ts): one resident `graphrt serve` per rank, requests
+ *   made by jobs/native-args.ts.
+ * - A command-workload runner (issue 8, worker/command/) plugs in here: its `start` may return a
+ *   handle whose `request` spawns one process per rep (run-command-rep.ts) under the card lock and
+ *   answers with a protocol-shaped `rep` line ({ type: 'rep', arm, step_ms, backend, mode, ... });
+ *   `ready` may resolve at once and `exited` only after `close`/`kill`.
+ *
+ * Lines are native/PROTOCOL.md JSON objects (`type`, `final`, ...). A handle must reject a pending
+ * `request` with a RankExitError when its process ends before answering, and resolve `exited`
+ * exactly once.
+ */
+import type { Logger } from 'pino';
+import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
+import { OrchError } from '../jobs/errors.ts';
+import type { Card } from '../orchestrator/redis/card-registry.ts';
+
+/** One protocol line as parsed JSON; `raw` is the text exactly as the rank printed it. */
+export interface RankLine {
+  type: string;
+  final?: boolean;
+  id?: string;
+  [field: string]: unknown;
+}
+
+export interface RankStart {
+  job: BlockJob;
+  rank: number;
+  world: number;
+  card: Card;
+  /** the host guard: this card's flock file */
+  lockPath: string;
+  log: Logger;
+  /** every line of the rank, as it arrives (hello included) */
+  onLine: (line: RankLine, raw: string) => void;
+}
+
+export interface RankOp {
+  id: string;
+  op: 'rep' | 'identity';
+  arm: BlockArm;
+}
+
+export interface RankExit {
+  rank: number;
+  card: string;
+  pid: number | null;
+  code: number | null;
+  signal: string | null;
+  /** the last `error` line (`CODE: message`), else the last stderr line, else null */
+  lastError: string | null;
+}
+
+export interface RankHandle {
+  readonly rank: number;
+  readonly card: Card;
+  /** the OS pid holding the card (for the foreign-process check); null when none is running */
+  pids(): number[];
+  /** resolves with the hello line; rejects with RankExitError if the rank dies first */
+  ready: Promise<RankLine>;
+  /** sends one op; resolves with its final line (rep, gate or error) */
+  request(op: RankOp, timeoutMs: number): Promise<RankLine>;
+  /** resolves once the rank's processes are gone */
+  exited: Promise<RankExit>;
+  /** SIGKILL to the rank's process group, now */
+  kill(): void;
+  /** graceful end (graphrt: close stdin), then kill() after graceMs */
+  close(graceMs: number): Promise<RankExit>;
+}
+
+export interface RankRunner {
+  start(s: RankStart): RankHandle;
+}
+
+/** Exit codes of native/PROTOCOL.md that a retry cannot fix: bug, bad input, no backend, gate, CUDA fault. */
+const DETERMINISTIC_EXITS = new Set([1, 2, 3, 5, 6]);
+
+/** A rank process ended before the block did: the message is what reaches BullMQ's failedReason. */
+export class RankExitError extends OrchError {
+  readonly exit: RankExit;
+  /** true when a retry would fail the same way (UnrecoverableError) */
+  readonly deterministic: boolean;
+
+  constructor(exit: RankExit, context = '') {
+    super('RANK_EXITED', `${describeRankExit(exit)}${context}`);
+    this.exit = exit;
+    this.deterministic = exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code);
+  }
+}
+
+/** `rank 1 on card cpu:1@a (pid 42) exited with code 3, signal none; last error: INTERNAL: boom` */
+export function describeRankExit(e: RankExit): string {
+  const how = e.signal !== null ? `was killed by ${e.signal}` : `exited with code ${e.code ?? 'unknown'}, signal none`;
+  const last = e.lastError === null ? 'no error line' : `last error: ${e.lastError}`;
+  return `rank ${e.rank} on card ${e.card} (pid ${e.pid ?? '?'}) ${how}; ${last}`;
+}
+
+/** The op's request id: unique inside the block attempt, echoed by graphrt on every line. */
+export function opId(job: BlockJob, kind: RankOp['op'], position: number): string {
+  return `b${job.block}-a${job.attempt}-${kind}${position}`;
+}
+
+/** Helper for runners: the arm of a job by name. */
+export function armOf(job: BlockJob, name: string): BlockArm {
+  const arm = job.arms.find((a) => a.name === name);
+  if (!arm) throw new Error(`arm "${name}" is not in the block job`);
+  return arm;
+}

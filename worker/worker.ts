@@ -1,0 +1,162 @@
+/**
+ * `orch worker`: the per-host daemon. Discovers the host's cards, registers them with a
+ * heartbeat, consumes the host's dispatch queue (`host-<name>`) and runs each block on its leased
+ * gang through the BlockExecutor. Listens for lease revocations so a revoked gang's ranks die at
+ * once rather than at the next renew.
+ *
+ * Timing (options, defaults for production; tests shorten them):
+ *   heartbeatMs (2 s)  host alive key refreshed; lease renew period of a running gang
+ *   the host alive key and every renewed lease live 2 × heartbeatMs, so a worker killed with -9
+ *   frees its cards within two heartbeats.
+ *
+ * Graceful stop (SIGTERM → stop()): no new job is taken, each running block finishes its rep in
+ * flight, commits what it measured with the rest reported "not run", releases its leases; then
+ * the host goes offline and the connections close.
+ */
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker as BullWorker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { CardRegistry, type Card } from '../orchestrator/redis/card-registry.ts';
+import { connectRedis, requireNoEviction, waitReady } from '../orchestrator/redis/connect.ts';
+import { DEFAULT_PREFIX, hostQueue, NAME_PATTERN, orchKeys } from '../orchestrator/redis/keys.ts';
+import { LeaseStore, type RevokeMessage } from '../orchestrator/redis/lease-store.ts';
+import { ResultStore } from '../orchestrator/redis/result-store.ts';
+import { UserInputError } from '../jobs/errors.ts';
+import { BlockExecutor, type BlockOutcome } from './block-executor.ts';
+import { discoverCards } from './discover-cards.ts';
+import { EventStream } from './event-stream.ts';
+import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
+import { GraphrtRunner } from './graphrt-runner.ts';
+import type { RankRunner } from './rank-runner.ts';
+
+export interface WorkerOptions {
+  redisUrl: string;
+  host?: string;
+  cards?: 'auto' | string[];
+  cpuCards?: number;
+  /** the rank binary (graphrt, or a fixture that speaks its protocol) */
+  graphrt: string;
+  lockDir?: string;
+  prefix?: string;
+  heartbeatMs?: number;
+  requestTimeoutMs?: number;
+  foreignPollMs?: number;
+  closeGraceMs?: number;
+  log: Logger;
+  /** seams for other workloads and for tests on machines without nvidia-smi */
+  runner?: RankRunner;
+  probe?: ForeignProcessProbe;
+}
+
+export function defaultHost(): string {
+  return hostname().split('.')[0]?.replace(/[^A-Za-z0-9_.@-]/g, '-') || 'localhost';
+}
+
+export class Worker {
+  readonly host: string;
+  private readonly prefix: string;
+  private readonly heartbeatMs: number;
+  private readonly log: Logger;
+  private redis: Redis | null = null;
+  private sub: Redis | null = null;
+  private bull: BullWorker | null = null;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private executor: BlockExecutor | null = null;
+  cards: Card[] = [];
+
+  constructor(private readonly opts: WorkerOptions) {
+    this.host = opts.host ?? defaultHost();
+    if (!NAME_PATTERN.test(this.host)) {
+      throw new UserInputError('HOST_NAME', `--host "${this.host}": use only letters, digits and _ . @ - (it becomes a queue name)`);
+    }
+    this.prefix = opts.prefix ?? DEFAULT_PREFIX;
+    this.heartbeatMs = opts.heartbeatMs ?? 2000;
+    this.log = opts.log.child({ host: this.host });
+  }
+
+  async start(): Promise<void> {
+    const redis = connectRedis(this.opts.redisUrl, { log: this.log, name: `orch-worker-${this.host}` });
+    this.redis = redis;
+    this.log.info('connecting to redis');
+    await waitReady(redis);
+    await requireNoEviction(redis, this.opts.redisUrl);
+
+    this.cards = await discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
+    const registry = new CardRegistry(redis, { prefix: this.prefix });
+    const ttl = 2 * this.heartbeatMs;
+    await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
+    this.heartbeat = setInterval(() => {
+      registry.heartbeat(this.host, ttl).then(
+        (wasAlive) => wasAlive || this.log.warn('host heartbeat was late: the host looked dead for a moment'),
+        (err: unknown) => this.log.warn({ err }, 'heartbeat failed'),
+      );
+    }, this.heartbeatMs);
+
+    const keys = orchKeys(this.prefix);
+    const executor = new BlockExecutor(
+      {
+        host: this.host,
+        cards: new Map(this.cards.map((c) => [c.id, c])),
+        lockDir: this.opts.lockDir ?? join(tmpdir(), 'orch-cards'),
+        leaseTtlMs: ttl,
+        renewEveryMs: this.heartbeatMs,
+        requestTimeoutMs: this.opts.requestTimeoutMs ?? 30 * 60_000,
+        foreignPollMs: this.opts.foreignPollMs ?? 1000,
+        closeGraceMs: this.opts.closeGraceMs ?? 5000,
+      },
+      {
+        leases: new LeaseStore(redis, { prefix: this.prefix }),
+        results: new ResultStore(redis, { prefix: this.prefix }),
+        runner: this.opts.runner ?? new GraphrtRunner(this.opts.graphrt),
+        probe: this.opts.probe ?? new HostForeignProcessProbe(),
+        events: (experiment) => new EventStream(redis, keys.events(experiment), this.log),
+        log: this.log,
+        stopping: () => this.stopping,
+      },
+    );
+    this.executor = executor;
+
+    const sub = redis.duplicate();
+    this.sub = sub;
+    await sub.subscribe(keys.leaseRevoked);
+    sub.on('message', (_channel: string, message: string) => {
+      try {
+        const m = JSON.parse(message) as RevokeMessage;
+        executor.revoked(m.cards, m.epochs, m.reason);
+      } catch (err) {
+        this.log.warn({ err, message }, 'unreadable lease revocation message');
+      }
+    });
+
+    this.bull = new BullWorker<unknown, BlockOutcome>(hostQueue(this.host), async (job) => executor.execute(job.data), {
+      connection: redis,
+      prefix: this.prefix,
+      // leases, not BullMQ, are the card mutex; a slot per card plus one so a gang's release and
+      // the next grant never wait for a slot
+      concurrency: this.cards.length + 1,
+      // a stalled host job is a lost attempt: the scheduler re-dispatches it as attempt + 1
+      maxStalledCount: 0,
+    });
+    this.bull.on('error', (err) => this.log.error({ err }, 'queue worker error'));
+    this.bull.on('failed', (job, err) => this.log.warn({ job: job?.id, reason: err.message }, 'block attempt failed'));
+    this.log.info({ cards: this.cards.map((c) => c.id), queue: hostQueue(this.host) }, 'worker ready');
+  }
+
+  /** Graceful stop; see the file comment. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.log.info({ running: this.executor?.running ?? 0 }, 'stopping: finishing the reps in flight');
+    await this.bull?.close();
+    clearInterval(this.heartbeat);
+    if (this.redis) {
+      await new CardRegistry(this.redis, { prefix: this.prefix }).goOffline(this.host).catch(() => {});
+    }
+    this.sub?.disconnect();
+    this.redis?.disconnect();
+    this.log.info('stopped');
+  }
+}
