@@ -1,0 +1,32 @@
+#include "card_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "graphrt/error.hpp"
+
+namespace graphrt {
+
+CardLock::CardLock(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0)
+    throw RtError(Errc::BadFlag, "BAD_FLAG", "--card-lock " + path + ": cannot open: " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw RtError(Errc::CardBusy, "CARD_BUSY",
+                  "--card-lock " + path + ": held by another process (" + std::strerror(err) +
+                      "); one graphrt process per card");
+  }
+}
+
+CardLock::~CardLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace graphrt

@@ -1,0 +1,29 @@
+// The protocol's output lines (PROTOCOL.md "Lines"), each built in one place. Every line has
+// "v":1 and "type"; answers to a request echo its "id".
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph_slot.hpp"
+#include "graphrt/backend.hpp"
+#include "graphrt/error.hpp"
+#include "json.hpp"
+#include "request.hpp"
+
+namespace graphrt {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+// Where lines go: stdout, flushed per line (main), or a vector (tests).
+using Emit = std::function<void(const std::string& line)>;
+
+json::Obj line(const char* type, const std::optional<std::string>& id = std::nullopt);
+
+std::string hello_line(const DeviceInfo& info, const std::optional<std::string>& id, bool final);
+std::string capture_line(const Request& req, const CaptureOutcome& c);
+std::string error_line(const std::optional<std::string>& id, const RtError& e);
+
+}  // namespace graphrt

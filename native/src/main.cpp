@@ -1,0 +1,142 @@
+// graphrt: one process per rank, JSON lines on stdout (native/PROTOCOL.md).
+//   graphrt run   [process options] [request flags]
+//   graphrt serve [process options]
+//   graphrt hello [process options]
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "card_lock.hpp"
+#include "graphrt/backends.hpp"
+#include "lines.hpp"
+#include "session.hpp"
+
+namespace graphrt {
+namespace {
+
+void emit_stdout(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+// The final error line: on stdout (the protocol stream) and on stderr (for humans and logs).
+int fail(const std::optional<std::string>& id, const RtError& e) {
+  const std::string l = error_line(id, e);
+  emit_stdout(l);
+  std::fprintf(stderr, "%s\n", l.c_str());
+  return exit_code(e.errc());
+}
+
+struct ProcessOptions {
+  std::string backend = "auto";
+  std::string card_lock;
+  long world = 1;
+  long rank = 0;
+  std::vector<std::string> rest;  // request flags (run only)
+};
+
+long rank_number(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 0)
+    user_error(Errc::BadFlag, flag + ": expected a non-negative integer, got \"" + text + "\"");
+  return v;
+}
+
+ProcessOptions parse_process_options(const std::vector<std::string>& args) {
+  ProcessOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string name = a;
+    std::optional<std::string> value;
+    if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    }
+    if (name != "--backend" && name != "--card-lock" && name != "--world" && name != "--rank") {
+      o.rest.push_back(a);
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) user_error(Errc::BadFlag, name + " needs a value");
+      value = args[++i];
+    }
+    if (name == "--backend") o.backend = *value;
+    else if (name == "--card-lock") o.card_lock = *value;
+    else if (name == "--world") o.world = rank_number(name, *value);
+    else o.rank = rank_number(name, *value);
+  }
+  if (o.world < 1 || o.rank >= o.world)
+    user_error(Errc::BadFlag, "--rank " + std::to_string(o.rank) + " must be below --world " + std::to_string(o.world));
+  return o;
+}
+
+int serve(Session& session) {
+  std::string text;
+  while (std::getline(std::cin, text)) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::optional<std::string> id;
+    try {
+      const json::Value v = json::parse(text);
+      if (!request_id_of(v).empty()) id = request_id_of(v);
+      const Request req = request_from_json(v);
+      session.handle(req, emit_stdout);
+    } catch (const RtError& e) {
+      const int code = exit_code(e.errc());
+      if (code == 2) {  // bad input: answer it and keep serving
+        emit_stdout(error_line(id, e));
+        continue;
+      }
+      return fail(id, e);
+    }
+  }
+  return 0;
+}
+
+int run(Session& session, const Request& req) {
+  const auto gate = session.handle(req, emit_stdout, false);
+  if (gate && !gate->pass)
+    return fail(req.id, RtError(Errc::GateFailed, "GATE_FAILED",
+                                "identity gate failed: first bad replay " + std::to_string(*gate->first_bad_replay) +
+                                    " (arm \"" + req.arm + "\", workload " + req.workload + ")"));
+  return 0;
+}
+
+int main_impl(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::optional<std::string> id;
+  try {
+    if (args.empty() || (args[0] != "run" && args[0] != "serve" && args[0] != "hello"))
+      user_error(Errc::BadFlag, std::string("expected a mode: graphrt run|serve|hello [options]") +
+                                    (args.empty() ? "" : ", got \"" + args[0] + "\""));
+    const std::string mode = args[0];
+    const ProcessOptions opts = parse_process_options({args.begin() + 1, args.end()});
+    std::optional<Request> req;
+    if (mode == "run") {
+      req = request_from_flags(opts.rest);
+      id = req->id;
+    } else if (!opts.rest.empty()) {
+      user_error(Errc::BadFlag, "graphrt " + mode + " takes process options only, got \"" + opts.rest[0] + "\"");
+    }
+    std::unique_ptr<CardLock> lock;
+    if (!opts.card_lock.empty()) lock = std::make_unique<CardLock>(opts.card_lock);
+    Session session(make_backend(opts.backend));
+    emit_stdout(hello_line(session.info(), std::nullopt, mode == "hello"));
+    if (mode == "serve") return serve(session);
+    if (mode == "run") return run(session, *req);
+    return 0;
+  } catch (const RtError& e) {
+    return fail(id, e);
+  } catch (const std::exception& e) {
+    return fail(id, RtError(Errc::Internal, "INTERNAL", std::string("unexpected: ") + e.what()));
+  }
+}
+
+}  // namespace
+}  // namespace graphrt
+
+int main(int argc, char** argv) { return graphrt::main_impl(argc, argv); }

@@ -1,0 +1,66 @@
+// A request (PROTOCOL.md "Requests"): parsed from a serve-mode JSON line or from run-mode flags,
+// validated once here so nothing downstream re-checks input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graphrt/error.hpp"
+#include "json.hpp"
+
+namespace graphrt {
+
+enum class Op { Rep, Identity, Probe, Hello };
+
+struct Params {
+  std::uint32_t kernels = 64;           // chain
+  std::uint32_t layers = 4;             // decode
+  std::uint32_t kernels_per_layer = 12; // decode, >= kDecodeBaseKernels
+  std::uint32_t hidden = 64;            // decode
+  std::uint32_t max_pos = 64;           // decode
+  std::uint32_t params = 8;             // train
+  std::uint32_t param_size = 256;       // train, and chain's buffer length
+};
+
+struct Toggles {
+  bool graph = false;
+  bool pdl = false;
+  bool overlap = false;
+  bool split_combine = false;
+  bool pin = false;
+  bool freeze_pointer = false;
+  bool lazy_init = false;
+};
+
+struct Request {
+  std::string id = "0";
+  Op op = Op::Rep;
+  std::string arm;
+  std::string workload = "decode";
+  Params params;
+  Toggles toggles;
+  std::int64_t warmup = 2;
+  std::int64_t steps = 8;
+  std::int64_t replays = 7;
+  std::uint64_t seed = 1;
+};
+
+inline constexpr std::uint32_t kDecodeBaseKernels = 9;
+
+// Names, in protocol order.
+const std::vector<std::string>& toggle_names();
+const std::vector<std::string>& workload_names();
+bool* toggle_field(Toggles& t, const std::string& name);
+std::vector<std::string> toggles_on(const Toggles& t);
+
+// A user error: RtError with the protocol code as its name and `message` as is (no file:line).
+[[noreturn]] void user_error(Errc errc, const std::string& message);
+
+Request request_from_json(const json::Value& v);
+// args: the request flags of `graphrt run` (process options already removed).
+Request request_from_flags(const std::vector<std::string>& args);
+// The id of a request line, if it can be read (for error lines about a bad request).
+std::string request_id_of(const json::Value& v);
+
+}  // namespace graphrt

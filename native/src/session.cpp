@@ -1,0 +1,133 @@
+#include "session.hpp"
+
+#include <algorithm>
+
+#include "probe.hpp"
+
+namespace graphrt {
+
+Session::Session(std::unique_ptr<Backend> backend)
+    : backend_(std::move(backend)),
+      info_(backend_->info()),
+      ctx_(std::make_unique<Context>(*backend_)),
+      slot_(*backend_) {}
+
+Session::~Session() {
+  // Graph, workload buffers, events and streams go before the backend that owns their memory.
+  slot_.destroy();
+  workload_.reset();
+  ctx_.reset();
+}
+
+Workload& Session::workload_for(const Request& req) {
+  const std::string key = capture_key(req);
+  if (!workload_ || key != key_) {
+    slot_.destroy();
+    workload_.reset();
+    workload_ = make_workload(*backend_, req);
+    key_ = key;
+  }
+  ctx_->opts.pdl = req.toggles.pdl;
+  ctx_->overlap = req.toggles.overlap && info_.features.overlap;
+  return *workload_;
+}
+
+bool Session::ensure_graph(const Request& req, const Emit& emit, bool fresh) {
+  if (!req.toggles.graph || !info_.features.graph) return false;
+  if (slot_.live() && slot_.key() == key_ && !fresh) return true;
+  slot_.destroy();
+  slot_.prepare(*ctx_, *workload_, req.seed, key_);
+  const CaptureOutcome c = slot_.capture(*ctx_, *workload_);
+  emit(capture_line(req, c));
+  return c.ok;
+}
+
+std::vector<std::string> Session::unsupported(const Request& req, const Workload& w) const {
+  std::vector<std::string> inert = w.inert_toggles();
+  auto add = [&](bool on, bool supported, const char* name) {
+    if (on && !supported) inert.emplace_back(name);
+  };
+  add(req.toggles.graph, info_.features.graph, "graph");
+  add(req.toggles.pdl, info_.features.pdl, "pdl");
+  add(req.toggles.overlap, info_.features.overlap, "overlap");
+  std::vector<std::string> out;  // protocol order, no duplicates
+  for (const auto& t : toggle_names())
+    if (std::find(inert.begin(), inert.end(), t) != inert.end()) out.push_back(t);
+  return out;
+}
+
+void Session::answer_rep(const Request& req, const Emit& emit) {
+  Workload& w = workload_for(req);
+  const bool graph = ensure_graph(req, emit, false);
+  w.reset(req.seed);
+  const StepRun run = run_steps(*ctx_, w, graph ? &slot_ : nullptr, req.warmup, req.steps);
+  json::Obj o = line("rep", req.id);
+  o.put("arm", req.arm)
+      .put("workload", req.workload)
+      .put("backend", info_.backend)
+      .put("mode", graph ? "graph" : "eager")
+      .put("warmup", req.warmup)
+      .put("steps", req.steps)
+      .put("step_ms", run.step_ms)
+      .put("launches_per_step", run.launches)
+      .put("dispatches_per_step", run.dispatches);
+  if (graph) o.put("nodes", static_cast<std::uint64_t>(slot_.nodes()));
+  else o.put_null("nodes");
+  o.put("hashes", run.hashes).put("unsupported", unsupported(req, w));
+  if (const auto tr = w.train_report()) {
+    json::Obj t;
+    t.put("L", tr->launches).put("P", tr->pin_copies).put("win", tr->pin_copies + 1 < tr->launches);
+    o.put_raw("train", t.str());
+  }
+  o.put("final", true);
+  emit(o.str());
+}
+
+GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool final) {
+  Workload& w = workload_for(req);
+  w.reset(req.seed);
+  const StepRun eager = run_steps(*ctx_, w, nullptr, 0, req.replays);
+  Request as_graph = req;
+  as_graph.toggles.graph = true;
+  const bool graph = ensure_graph(as_graph, emit, true);
+  w.reset(req.seed);
+  const StepRun replayed = run_steps(*ctx_, w, graph ? &slot_ : nullptr, 0, req.replays);
+  GateOutcome g;
+  if (const std::size_t bad = first_difference(eager.hashes, replayed.hashes)) g.first_bad_replay = bad;
+  g.pass = !g.first_bad_replay;
+  json::Obj o = line("gate", req.id);
+  o.put("arm", req.arm)
+      .put("name", "identity")
+      .put("pass", g.pass)
+      .put("mode", graph ? "graph" : "eager")
+      .put("replays", req.replays);
+  if (g.first_bad_replay) o.put("first_bad_replay", static_cast<std::uint64_t>(*g.first_bad_replay));
+  else o.put_null("first_bad_replay");
+  o.put("eager_hashes", eager.hashes).put("graph_hashes", replayed.hashes);
+  if (graph) o.put("nodes", static_cast<std::uint64_t>(slot_.nodes()));
+  else o.put_null("nodes");
+  o.put("launches_per_step", eager.launches);
+  if (final || g.pass) o.put("final", true);
+  emit(o.str());
+  return g;
+}
+
+std::optional<GateOutcome> Session::handle(const Request& req, const Emit& emit, bool gate_is_final) {
+  switch (req.op) {
+    case Op::Hello:
+      emit(hello_line(info_, req.id, true));
+      return std::nullopt;
+    case Op::Probe:
+      run_probes(*backend_, req, emit);
+      return std::nullopt;
+    case Op::Identity: {
+      return answer_identity(req, emit, gate_is_final);
+    }
+    case Op::Rep:
+      answer_rep(req, emit);
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace graphrt

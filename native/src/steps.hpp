@@ -1,0 +1,30 @@
+// Running steps of a workload, eager or as graph replays, with device-side timing and the
+// per-step output hash. The one loop the session, the identity gate and the probes share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "graph_slot.hpp"
+#include "workload.hpp"
+
+namespace graphrt {
+
+struct StepRun {
+  std::vector<double> step_ms;      // measured steps, from events on the compute stream
+  std::vector<std::string> hashes;  // measured steps, FNV-1a 64 of the output after each step
+  std::uint64_t launches = 0;       // of one step (eager: launched; graph: nodes held)
+  std::uint64_t dispatches = 0;     // host submissions of one step
+};
+
+// Runs warmup + count steps from the workload's current state; `slot` null runs eager steps,
+// else replays its live graph. Each step: record start, step, record end, then (outside any
+// capture) a synchronous D2H of the output, hashed on the host.
+StepRun run_steps(Context& ctx, Workload& w, GraphSlot* slot, std::int64_t warmup, std::int64_t count);
+
+// The 1-based index of the first differing hash, or 0 when the two agree.
+std::size_t first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b);
+
+}  // namespace graphrt

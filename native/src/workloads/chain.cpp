@@ -1,0 +1,38 @@
+#include "chain.hpp"
+
+#include <cstring>
+
+namespace graphrt {
+
+ChainWorkload::ChainWorkload(Backend& backend, const Request& req)
+    : backend_(backend), toggles_(req.toggles), kernels_(req.params.kernels), x_(backend, req.params.param_size) {}
+
+void ChainWorkload::reset(std::uint64_t seed) {
+  const auto init = seeded_floats(seed, 1, x_.size(), 1.0f);
+  backend_.memcpy_h2d(x_.get(), init.data(), x_.bytes());
+}
+
+void ChainWorkload::run_step(Context& ctx) {
+  const auto n = static_cast<std::uint32_t>(x_.size());
+  for (std::uint32_t k = 0; k < kernels_; ++k) {
+    // Constants differ per launch so a reordered or missing launch changes the hash.
+    const float a = 0.5f + 0.01f * static_cast<float>(k % 7);
+    const float b = 0.001f * static_cast<float>(k % 13);
+    launch<kernels::ChainKernel>(ctx, ctx.compute, n, {x_.get(), n, a, b});
+  }
+}
+
+std::vector<std::byte> ChainWorkload::output() {
+  std::vector<std::byte> out(x_.bytes());
+  backend_.memcpy_d2h(out.data(), x_.get(), x_.bytes());
+  return out;
+}
+
+std::vector<std::string> ChainWorkload::inert_toggles() const {
+  std::vector<std::string> out;
+  for (const auto& t : toggles_on(toggles_))
+    if (t != "graph" && t != "pdl") out.push_back(t);
+  return out;
+}
+
+}  // namespace graphrt

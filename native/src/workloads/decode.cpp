@@ -1,0 +1,121 @@
+#include "decode.hpp"
+
+#include <cmath>
+
+namespace graphrt {
+namespace {
+
+template <class T>
+void upload(Backend& b, DeviceBuffer<T>& buf, const std::vector<T>& host) {
+  b.memcpy_h2d(buf.get(), host.data(), buf.bytes());
+}
+
+}  // namespace
+
+DecodeWorkload::DecodeWorkload(Backend& b, const Request& req)
+    : backend_(b),
+      toggles_(req.toggles),
+      layers_(req.params.layers),
+      kpl_(req.params.kernels_per_layer),
+      h_(req.params.hidden),
+      max_pos_(req.params.max_pos),
+      emb_(b, std::size_t{max_pos_} * h_),
+      g_norm_(b, std::size_t{layers_} * h_),
+      g_final_(b, h_),
+      wq_(b, std::size_t{layers_} * h_ * h_),
+      wkv_(b, std::size_t{layers_} * 2 * h_ * h_),
+      wo_(b, std::size_t{layers_} * h_ * h_),
+      w1_(b, std::size_t{layers_} * h_ * h_),
+      w2_(b, std::size_t{layers_} * h_ * h_),
+      bias_(b, std::size_t{layers_} * h_),
+      k_cache_(b, std::size_t{layers_} * max_pos_ * h_),
+      v_cache_(b, std::size_t{layers_} * max_pos_ * h_),
+      x_(b, h_),
+      h_buf_(b, h_),
+      q_(b, h_),
+      kv_(b, 2 * std::size_t{h_}),
+      scores_(b, max_pos_),
+      att_(b, h_),
+      u_(b, h_),
+      out_(b, h_),
+      pos_(b, 1) {}
+
+void DecodeWorkload::reset(std::uint64_t seed) {
+  const float w = 1.0f / std::sqrt(static_cast<float>(h_));
+  upload(backend_, emb_, seeded_floats(seed, 1, emb_.size(), 1.0f));
+  upload(backend_, g_norm_, seeded_floats(seed, 2, g_norm_.size(), 0.25f));
+  upload(backend_, g_final_, seeded_floats(seed, 3, g_final_.size(), 0.25f));
+  upload(backend_, wq_, seeded_floats(seed, 4, wq_.size(), w));
+  upload(backend_, wkv_, seeded_floats(seed, 5, wkv_.size(), w));
+  upload(backend_, wo_, seeded_floats(seed, 6, wo_.size(), w));
+  upload(backend_, w1_, seeded_floats(seed, 7, w1_.size(), w));
+  upload(backend_, w2_, seeded_floats(seed, 8, w2_.size(), w));
+  upload(backend_, bias_, seeded_floats(seed, 9, bias_.size(), 0.01f));
+  backend_.memset(k_cache_.get(), 0, k_cache_.bytes());
+  backend_.memset(v_cache_.get(), 0, v_cache_.bytes());
+  backend_.memset(out_.get(), 0, out_.bytes());
+  backend_.memset(pos_.get(), 0, pos_.bytes());
+  host_pos_ = 0;
+  lazy_scores_.reset();  // first use after a reset allocates again
+}
+
+float* DecodeWorkload::scores(Context& ctx) {
+  if (!toggles_.lazy_init) return scores_.get();
+  if (!lazy_scores_.get()) lazy_scores_ = DeviceBuffer<float>(ctx.backend, max_pos_);
+  return lazy_scores_.get();
+}
+
+void DecodeWorkload::run_step(Context& ctx) {
+  namespace k = kernels;
+  const StreamRaw main = ctx.compute;
+  const std::uint32_t h = h_;
+  const std::size_t hh = std::size_t{h} * h;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(h));
+  launch<k::EmbedKernel>(ctx, main, h, {out_.get(), emb_.get(), pos_.get(), x_.get(), h});
+  for (std::uint32_t l = 0; l < layers_; ++l) {
+    float* kc = k_cache_.get() + std::size_t{l} * max_pos_ * h;
+    float* vc = v_cache_.get() + std::size_t{l} * max_pos_ * h;
+    float* k_frozen = nullptr;
+    float* v_frozen = nullptr;
+    if (toggles_.freeze_pointer) {  // the bug: a host-computed address becomes a kernel argument
+      k_frozen = kc + std::size_t{host_pos_} * h;
+      v_frozen = vc + std::size_t{host_pos_} * h;
+    }
+    launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), g_norm_.get() + std::size_t{l} * h, h_buf_.get(), h});
+    ctx.fork();
+    launch<k::MatvecKernel>(ctx, ctx.side(), 2 * h,
+                            {wkv_.get() + 2 * hh * l, h_buf_.get(), nullptr, kv_.get(), 2 * h, h, 0});
+    launch<k::KvWriteKernel>(ctx, ctx.side(), h, {kv_.get(), pos_.get(), kc, vc, k_frozen, v_frozen, h});
+    launch<k::MatvecKernel>(ctx, main, h, {wq_.get() + hh * l, h_buf_.get(), nullptr, q_.get(), h, h, 0});
+    ctx.join();
+    float* sc = scores(ctx);
+    launch<k::AttnScoresKernel>(ctx, main, max_pos_, {q_.get(), kc, pos_.get(), sc, h, max_pos_, scale});
+    if (toggles_.split_combine) {
+      const std::uint32_t half = h / 2;
+      launch<k::AttnCombineKernel>(ctx, main, half, {sc, vc, pos_.get(), att_.get(), h, 0, half});
+      launch<k::AttnCombineKernel>(ctx, main, h - half, {sc, vc, pos_.get(), att_.get(), h, half, h});
+    } else {
+      launch<k::AttnCombineKernel>(ctx, main, h, {sc, vc, pos_.get(), att_.get(), h, 0, h});
+    }
+    launch<k::MatvecKernel>(ctx, main, h, {wo_.get() + hh * l, att_.get(), x_.get(), x_.get(), h, h, 0});
+    launch<k::MatvecKernel>(ctx, main, h, {w1_.get() + hh * l, x_.get(), nullptr, u_.get(), h, h, 1});
+    launch<k::MatvecKernel>(ctx, main, h, {w2_.get() + hh * l, u_.get(), x_.get(), x_.get(), h, h, 0});
+    for (std::uint32_t f = kDecodeBaseKernels; f < kpl_; ++f)
+      launch<k::BiasKernel>(ctx, main, h, {x_.get(), bias_.get() + std::size_t{l} * h, h});
+  }
+  launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), g_final_.get(), out_.get(), h});
+  launch<k::AdvancePosKernel>(ctx, main, 1, {pos_.get(), max_pos_});
+  host_pos_ = (host_pos_ + 1) % max_pos_;
+}
+
+std::vector<std::byte> DecodeWorkload::output() {
+  std::vector<std::byte> out(out_.bytes());
+  backend_.memcpy_d2h(out.data(), out_.get(), out_.bytes());
+  return out;
+}
+
+std::vector<std::string> DecodeWorkload::inert_toggles() const {
+  return toggles_.pin ? std::vector<std::string>{"pin"} : std::vector<std::string>{};
+}
+
+}  // namespace graphrt
