@@ -43,7 +43,7 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   else if (spec.sweep !== undefined) problem(['sweep'], `"sweep" is only used by design: sweep (this is ${spec.design})`, 'remove it');
   checkProbe(spec, problem);
   if (spec.order === 'random' && spec.seed === undefined) {
-    problem(['order'], 'order: random needs a seed, so the same spec gives the same plan', 'add seed: <integer>, or use order: balanced');
+    problem(['order'], 'random order needs a seed, so the same spec always gives the same plan', 'add seed: <integer>, or use order: balanced');
   }
   if (spec.workload.runtime === 'command' && spec.workload.metric_source.format === 'regex') {
     checkRegex(spec.workload.metric_source, problem);
@@ -68,31 +68,36 @@ function checkToggles(spec: Spec, available: string[], problem: Report): void {
 }
 
 function checkAbArms(spec: Spec, problem: Report): void {
+  const problems: PathSegment[][] = [];
+  const report: Report = (path, message, fix) => {
+    problems.push(path);
+    problem(path, message, fix);
+  };
   const arms = spec.arms;
   if (arms === undefined || arms.length !== 2) {
-    problem(['arms'], `design ab needs exactly two arms (got ${arms?.length ?? 0})`, 'add arms: [{ name: A, toggles: {...} }, { name: B, toggles: {...} }]');
+    report(['arms'], `design ab needs exactly two arms (got ${arms?.length ?? 0})`, 'add arms: [{ name: A, toggles: {...} }, { name: B, toggles: {...} }]');
     if (arms === undefined) return;
   }
   const names = new Set<string>();
   arms.forEach((arm, i) => {
-    if (names.has(arm.name)) problem(['arms', i, 'name'], `duplicate arm name "${arm.name}"`, 'give each arm its own name');
+    if (names.has(arm.name)) report(['arms', i, 'name'], `duplicate arm name "${arm.name}"`, 'give each arm its own name');
     names.add(arm.name);
     for (const [t, v] of Object.entries(arm.toggles)) {
       const path: PathSegment[] = ['arms', i, 'toggles', t];
       if (!spec.toggles.includes(t)) {
-        problem(path, `toggle "${t}" is not in the spec's toggles`, spec.toggles.length > 0 ? suggestion(t, spec.toggles) : 'list it under toggles');
+        report(path, `toggle "${t}" is not in the spec's toggles`, spec.toggles.length > 0 ? suggestion(t, spec.toggles) : 'list it under toggles');
       } else if (typeof v === 'string' && !acceptsStringValue(spec, t)) {
-        problem(path, `toggle "${t}" is on/off; got the string ${JSON.stringify(v)}`, 'use true or false');
+        report(path, `toggle "${t}" is on/off; got the string ${JSON.stringify(v)}`, 'use true or false');
       }
     }
     arm.toggles = Object.fromEntries(spec.toggles.map((t) => [t, arm.toggles[t] ?? false]));
   });
   const [a, b] = arms;
-  if (a && b && JSON.stringify(a.toggles) === JSON.stringify(b.toggles)) {
-    problem(['arms'], `arms "${a.name}" and "${b.name}" set the same toggles`, 'make them differ, or use gates.aa for an A/A control');
+  if (a && b && problems.length === 0 && JSON.stringify(a.toggles) === JSON.stringify(b.toggles)) {
+    report(['arms'], `arms "${a.name}" and "${b.name}" set the same toggles`, 'make them differ, or use gates.aa for an A/A control');
   }
   if (spec.gates.aa && a && names.has(`${a.name}_aa`)) {
-    problem(['arms'], `arm name "${a.name}_aa" is taken by the A/A control of "${a.name}"`, 'rename the arm');
+    report(['arms'], `arm name "${a.name}_aa" is taken by the A/A control of "${a.name}"`, 'rename the arm');
   }
 }
 

@@ -27,12 +27,20 @@ export function didYouMean(word: string, candidates: readonly string[]): string 
       bestDistance = d;
     }
   }
-  return bestDistance <= limit ? best : undefined;
+  if (bestDistance <= limit) return best;
+  // A word that contains a candidate, or is contained in one ("hostname" for "host").
+  const w = word.toLowerCase();
+  return candidates.find((c) => c.length >= 3 && (w.includes(c.toLowerCase()) || c.toLowerCase().includes(w)));
 }
 
-/** `did you mean "pdl"?` or, with no close candidate, `expected one of "a", "b"`. */
-export function suggestion(word: string, candidates: readonly string[]): string {
+/**
+ * `did you mean "pdl"?`; with no close candidate, `expected one of "a", "b"`. `listAll` adds
+ * the allowed values after a suggestion, for small closed sets where a near miss can still be
+ * the wrong word ("gpu" is one edit from "cpu" but meant "cuda").
+ */
+export function suggestion(word: string, candidates: readonly string[], listAll = false): string {
   const near = didYouMean(word, candidates);
-  if (near !== undefined) return `did you mean "${near}"?`;
-  return `expected one of ${candidates.map((c) => JSON.stringify(c)).join(', ')}`;
+  const all = candidates.map((c) => JSON.stringify(c)).join(', ');
+  if (near === undefined) return `expected one of ${all}`;
+  return listAll ? `did you mean "${near}"? (one of ${all})` : `did you mean "${near}"?`;
 }

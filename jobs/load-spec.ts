@@ -4,7 +4,8 @@
  * or a cluster file. Errors are a SpecError listing every issue with file, YAML line, dotted
  * path and a fix; nothing is silently corrected.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ClusterSchema, type Cluster } from './cluster.ts';
 import { compileSpec } from './compile-spec.ts';
@@ -51,7 +52,10 @@ export function loadConfigFile(file: string): LoadedConfig {
   return parseConfigText(file, text);
 }
 
-/** As loadConfigFile, from text already read (`file` names it in messages). */
+/**
+ * As loadConfigFile, from text already read (`file` names it in messages). A suite's
+ * experiment files are read from disk, relative to `file`.
+ */
 export function parseConfigText(file: string, text: string): LoadedConfig {
   const source = parseYamlSource(file, text);
   if (source.issues.length > 0) throw new SpecError(source.issues);
@@ -71,13 +75,37 @@ export function parseConfigText(file: string, text: string): LoadedConfig {
       }
       return { kind: 'experiment', file, spec, hash: specHash(spec) };
     }
-    case 'suite':
-      return { kind: 'suite', file, suite: validate(file, source, SuiteSchema) };
+    case 'suite': {
+      const suite = validate(file, source, SuiteSchema);
+      checkSuiteExperiments(file, source, suite);
+      return { kind: 'suite', file, suite };
+    }
     case 'cluster':
       return { kind: 'cluster', file, cluster: validate(file, source, ClusterSchema) };
     default:
       throw new SpecError([{ file, line: source.lineOf(['kind']), path: 'kind', message: `unknown kind ${JSON.stringify(kind)}`, fix: suggestion(String(kind), CONFIG_KINDS) }]);
   }
+}
+
+/** Every experiment a suite names must exist (relative to the suite file) and be valid. */
+function checkSuiteExperiments(file: string, source: YamlSource, suite: Suite): void {
+  const issues: SpecIssue[] = [];
+  suite.experiments.forEach((rel, i) => {
+    const path = resolve(dirname(file), rel);
+    const at = { file, line: source.lineOf(['experiments', i]), path: `experiments[${i}]` };
+    if (!existsSync(path)) {
+      issues.push({ ...at, message: `no such file "${rel}" (looked for ${relative(process.cwd(), path) || path})`, fix: 'paths are relative to the suite file' });
+      return;
+    }
+    try {
+      const loaded = loadConfigFile(path);
+      if (loaded.kind !== 'experiment') issues.push({ ...at, message: `"${rel}" is a ${loaded.kind} file, not an experiment spec` });
+    } catch (err) {
+      if (!(err instanceof SpecError)) throw err;
+      issues.push({ ...at, message: `"${rel}" is not a valid spec (its problems follow)` }, ...err.issues);
+    }
+  });
+  if (issues.length > 0) throw new SpecError(issues);
 }
 
 function validate<S extends z.ZodType>(file: string, source: YamlSource, schema: S): z.infer<S> {

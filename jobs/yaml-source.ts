@@ -17,7 +17,7 @@ export interface YamlSource {
 
 export function parseYamlSource(file: string, text: string): YamlSource {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
   const issues: SpecIssue[] = doc.errors.map((e) => ({
     file,
     line: e.linePos?.[0].line ?? null,
@@ -52,8 +52,9 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   return { data: issues.length === 0 ? doc.toJS() : undefined, issues, lineOf };
 }
 
+/** The message without yaml's " at line L, column C:" suffix and source excerpt (the line is ours). */
 function firstLine(s: string): string {
-  return s.split('\n')[0] ?? s;
+  return (s.split('\n')[0] ?? s).replace(/ at line \d+, column \d+:?$/, '');
 }
 
 /** `toggles[2]`, `workload.params.hidden`: the path as a user reads it. */

@@ -27,7 +27,7 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
       case 'invalid_value': {
         const allowed = issue.values.map(String);
         if (value === undefined) at(path, 'missing required key', `add it: ${allowed.join(' | ')}`);
-        else at(path, `unknown value ${JSON.stringify(value)}`, suggestion(String(value), allowed));
+        else at(path, `unknown value ${JSON.stringify(value)}`, suggestion(String(value), allowed, true));
         break;
       }
       case 'invalid_union': {
@@ -36,15 +36,15 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
         if (disc !== undefined && value === undefined) {
           at(path, `missing "${disc}"`, `add ${disc}: ${options.join(' | ')}`);
         } else if (disc !== undefined) {
-          at(path, `unknown ${disc} ${JSON.stringify(value)}`, suggestion(String(value), options));
+          at(path, `unknown ${disc} ${JSON.stringify(value)}`, suggestion(String(value), options, true));
         } else {
           at(path, issue.message);
         }
         break;
       }
       case 'invalid_type':
-        if (value === undefined) at(path, 'missing required key', `add ${lastKey(path)}: <${issue.expected}>`);
-        else at(path, `expected ${issue.expected}, got ${describe(value)}`);
+        if (value === undefined) at(path, 'missing required key', `add ${lastKey(path)}: <${EXPECTED[issue.expected] ?? issue.expected}>`);
+        else at(path, `expected ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(value)}`);
         break;
       case 'too_small':
         at(path, tooSmall(issue, value));
@@ -80,10 +80,12 @@ function lastKey(path: readonly PathSegment[]): string {
   return k === undefined ? 'value' : String(k);
 }
 
+const EXPECTED: Record<string, string> = { int: 'an integer', number: 'a number', string: 'a string', boolean: 'true or false', array: 'a list', object: 'a mapping' };
+
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';
   if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
-  return `${typeof v} ${String(v)}`;
+  return String(v);
 }

@@ -35,7 +35,8 @@ export function buildParser(argv: string[]) {
 export async function runCli(argv: string[]): Promise<number> {
   try {
     await buildParser(argv).parseAsync();
-    return 0;
+    // A command whose outcome is a code, not an error (orch report's verdict), sets exitCode.
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     process.stderr.write(formatError(err));
     return exitCodeOf(err);
