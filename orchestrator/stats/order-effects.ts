@@ -5,8 +5,8 @@
  * M1 vs M0 tests whether a position in the block is faster or slower for every arm (warm caches,
  * clocks); M2 vs M1 whether the position effect differs by arm (carry-over), which a balanced
  * order does not cancel. Effects are mean residuals of M0, shown as relative deviations.
- * Drift: per arm, the slope of M0's residuals over run position (log-linear, so a relative change
- * per position), with a t test on n − 2 degrees of freedom.
+ * Drift: per arm, the slope over run position in block + arm + per-arm slopes (log-linear, so a
+ * relative change per position), with its t test on the model's residual degrees of freedom.
  */
 import { fisherUpperP, studentTwoSidedP } from './distributions.ts';
 import { dummies, leastSquares, nestedF } from './linear-model.ts';
@@ -79,34 +79,29 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
     flagged: posFlag || intFlag,
     message,
   };
-  return { order, drift: arms.map((arm) => driftOf(arm, values, m0.residuals, alpha)) };
+  const base = [one, ...blockCols, ...armCols];
+  return { order, drift: arms.map((arm) => driftOf(arm, y, values, base, alpha)) };
 }
 
-function driftOf(arm: string, values: readonly RepValue[], residuals: readonly number[], alpha: number): DriftRow {
-  const xs: number[] = [];
-  const rs: number[] = [];
-  values.forEach((v, i) => {
-    if (v.arm !== arm) return;
-    xs.push(v.position);
-    rs.push(residuals[i]!);
-  });
-  const n = xs.length;
+/**
+ * The drift slope of `arm` in y ~ block + arm + (one position slope per arm), by Frisch–Waugh:
+ * y and the arm's position column are both residualized on every other column, so the slope,
+ * its se and the residual degrees of freedom are those of the full least-squares fit.
+ */
+function driftOf(arm: string, y: readonly number[], values: readonly RepValue[], base: readonly number[][], alpha: number): DriftRow {
   const none: DriftRow = { arm, slope: null, se: null, t: null, p: null, df: null, flagged: false };
-  if (n < 3) return none;
-  const mx = xs.reduce((s, x) => s + x, 0) / n;
-  const mr = rs.reduce((s, r) => s + r, 0) / n;
-  let sxx = 0;
-  let sxr = 0;
-  for (let i = 0; i < n; i++) {
-    sxx += (xs[i]! - mx) ** 2;
-    sxr += (xs[i]! - mx) * (rs[i]! - mr);
-  }
-  if (sxx === 0) return none;
-  const b = sxr / sxx;
-  let sse = 0;
-  for (let i = 0; i < n; i++) sse += (rs[i]! - mr - b * (xs[i]! - mx)) ** 2;
-  const df = n - 2;
-  const se = Math.sqrt(sse / df / sxx);
+  const arms = [...new Set(values.map((v) => v.arm))];
+  const slopeCol = (a: string) => values.map((v) => (v.arm === a ? v.position : 0));
+  const others = [...base, ...arms.filter((a) => a !== arm).map(slopeCol)];
+  const ry = leastSquares(y, others);
+  const rx = leastSquares(slopeCol(arm), others);
+  const full = leastSquares(y, [...others, slopeCol(arm)]);
+  const df = values.length - full.rank;
+  if (rx.rss <= 1e-12 || full.rank === ry.rank || df <= 0) return none;
+  let sxy = 0;
+  for (let i = 0; i < y.length; i++) sxy += rx.residuals[i]! * ry.residuals[i]!;
+  const b = sxy / rx.rss;
+  const se = Math.sqrt(full.rss / df / rx.rss);
   const slope = Math.expm1(b);
   if (se === 0) return { arm, slope, se: 0, t: null, p: null, df, flagged: false };
   const t = b / se;

@@ -73,6 +73,8 @@ export interface SimParams {
   drift: number;
   /** Log offset of the first position of every block (a cold start). */
   firstPosition: number;
+  /** Extra log offset of an arm when it runs first (a cold start that hits one arm only). */
+  firstPositionByArm?: Record<string, number>;
   steps?: number;
   stepSigma?: number;
 }
@@ -103,7 +105,7 @@ export function simulateReps(p: SimParams, plan: PlanLike, rng: Rng): RepResult[
       const rep = seen.get(arm) ?? 0;
       seen.set(arm, rep + 1);
       const level =
-        Math.log(mu.get(arm)!) + blockEffect + p.drift * position + (position === 0 ? p.firstPosition : 0) + p.sigma * gaussian(rng);
+        Math.log(mu.get(arm)!) + blockEffect + p.drift * position + (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) + p.sigma * gaussian(rng);
       const step_ms = Array.from({ length: steps }, () => Math.exp(level + stepSigma * gaussian(rng)));
       out.push({ experiment: 'sim', block: b.index, attempt: 1, epoch: 1, arm, rep, position, step_ms, backend: 'cpu', mode: 'graph' });
     });

@@ -1,0 +1,122 @@
+/**
+ * The renderings of an Analysis: Markdown (reading order, every table), CSV (parses back to the
+ * analysis' own numbers), JSON (round-trips), SVG plots (one mark per rep, error bars from the
+ * t quantile), and the exit codes of the four verdicts, each reached by a simulated experiment.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { renderCsv } from '../../orchestrator/report/render-csv.ts';
+import { renderJson, REPORT_JSON_VERSION } from '../../orchestrator/report/render-json.ts';
+import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
+import { renderLooChart, renderPlots, renderStripPlot } from '../../orchestrator/report/render-plots.ts';
+import { EXIT_CODES, verdictExitCode } from '../../orchestrator/report/verdict-exit-code.ts';
+import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
+import { studentQuantile } from '../../orchestrator/stats/distributions.ts';
+import type { Verdict } from '../../orchestrator/stats/types.ts';
+import { abWithAa, looExperiment } from '../stats/fixtures.ts';
+
+/** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') row.push(cell), (cell = '');
+    else if (ch === '\n') row.push(cell), rows.push(row), (row = []), (cell = '');
+    else cell += ch;
+  }
+  return rows;
+}
+
+test('Markdown: verdict in the title, then gates, arms, comparisons, LOO, order, drift, input', () => {
+  const a = analyzeExperiment(looExperiment(61));
+  const md = renderMarkdown(a);
+  assert.ok(md.startsWith(`# ${a.experiment}: ${a.verdict.toUpperCase()}\n`));
+  const order = ['## Gates', '## Arms', '## Paired comparisons', '## Leave-one-out', '## Order effects', '## Drift', '## Input', '## Exit codes'];
+  const at = order.map((h) => md.indexOf(h));
+  assert.ok(at.every((i, k) => i > 0 && (k === 0 || i > at[k - 1]!)), JSON.stringify(at));
+  for (const s of a.arms) assert.match(md, new RegExp(`^\\| ${s.arm}( \\(A/A of \\w+\\))? \\| ${s.n} \\| ${s.planned} \\|`, 'm'));
+  for (const r of a.loo!.rows) assert.match(md, new RegExp(`^\\| ${r.toggle} \\|`, 'm'));
+  assert.match(md, /Interaction check: the worths add up: base − all_on = /);
+});
+
+test('CSV tables parse back to the analysis numbers', () => {
+  const a = analyzeExperiment(looExperiment(62));
+  const t = renderCsv(a);
+  const reps = parseCsv(t.reps);
+  assert.deepEqual(reps[0], ['experiment', 'block', 'arm', 'rep', 'position', 'value']);
+  assert.equal(reps.length - 1, a.values.length);
+  reps.slice(1).forEach((r, i) => assert.equal(Number(r[5]), a.values[i]!.value));
+  const arms = parseCsv(t.arms);
+  assert.equal(arms.length - 1, a.arms.length);
+  const head = arms[0]!;
+  for (const [i, s] of a.arms.entries()) {
+    assert.equal(Number(arms[i + 1]![head.indexOf('sem')]), s.sem);
+    assert.equal(arms[i + 1]![head.indexOf('aa_of')], s.aa_of ?? '');
+  }
+  const comps = parseCsv(t.comparisons);
+  const ch = comps[0]!;
+  const statement = comps.slice(1).map((r) => r[ch.indexOf('statement')]);
+  assert.ok(statement.includes(a.primary!.statement), 'statements with commas survive quoting');
+  assert.equal(parseCsv(t.loo).length - 1, a.loo!.rows.length);
+  assert.equal(parseCsv(t.drift).length - 1, a.drift.length);
+});
+
+test('JSON round-trips the analysis with its version and exit code', () => {
+  const a = analyzeExperiment(abWithAa(63));
+  const doc = JSON.parse(renderJson(a)) as Record<string, unknown>;
+  assert.equal(doc.version, REPORT_JSON_VERSION);
+  assert.equal(doc.exit_code, verdictExitCode(a));
+  const { version: _v, exit_code: _e, ...rest } = doc;
+  assert.deepEqual(rest, JSON.parse(JSON.stringify(a)));
+});
+
+test('SVG: one point per rep in the strip plot; LOO error bars span the t interval of each worth', () => {
+  const a = analyzeExperiment(looExperiment(64));
+  const strip = renderStripPlot(a);
+  assert.ok(strip.startsWith('<svg xmlns="http://www.w3.org/2000/svg"'));
+  assert.equal(strip.match(/<circle /g)!.length, a.values.length);
+  const loo = renderLooChart(a)!;
+  const bars = [...loo.matchAll(/<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="([\d.]+)"[^\n]*\n<line x1="([\d.]+)" x2="\2" y1="([\d.]+)" y2="([\d.]+)"/g)];
+  assert.equal(bars.length, a.loo!.rows.length);
+  bars.forEach((m, i) => {
+    const r = a.loo!.rows[i]!;
+    const perUnit = Number(m[1]) / Math.abs(r.worth!);
+    const half = Math.abs(Number(m[3]) - Number(m[4])) / 2 / perUnit;
+    const want = studentQuantile(1 - a.alpha / 2, r.df!) * r.worth_se!;
+    assert.ok(Math.abs(half - want) <= 0.01 * want, `${r.toggle}: error bar ±${half} vs t·se ${want}`);
+  });
+  const plots = renderPlots(a);
+  assert.deepEqual(Object.keys(plots).sort(), ['arms.svg', 'drift.svg', 'loo.svg']);
+  assert.equal(renderLooChart(analyzeExperiment(abWithAa(64))), null);
+  for (const svg of Object.values(plots)) {
+    assert.equal(svg.match(/<svg /g)!.length, 1);
+    assert.ok(svg.trimEnd().endsWith('</svg>'));
+  }
+});
+
+test('exit codes: distinct per verdict, clear of 1 (bug) and 2 (user input); each verdict reached', () => {
+  const codes = Object.values(EXIT_CODES);
+  assert.equal(new Set(codes).size, 4);
+  assert.ok(!codes.includes(1) && !codes.includes(2));
+  const seen = new Map<Verdict, number>();
+  const cases: [Verdict, ReturnType<typeof abWithAa>][] = [
+    ['faster', abWithAa(65)],
+    ['slower', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] })],
+    ['inconclusive', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] })],
+    ['invalid', abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] })],
+  ];
+  for (const [want, input] of cases) {
+    const a = analyzeExperiment(input);
+    assert.equal(a.verdict, want);
+    seen.set(want, verdictExitCode(a));
+  }
+  assert.deepEqual(Object.fromEntries(seen), EXIT_CODES);
+});
