@@ -66,7 +66,9 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
       name: 'experiment',
       queueName: QUEUES.exp,
       data: { experiment: id },
-      opts: { jobId: id },
+      // Not `id`: BullMQ keeps the job under `<prefix>:exp:<jobId>`, which is the experiment's
+      // own hash (keys.exp); the parent would be refused as a duplicate and never run.
+      opts: { jobId: parentJobId(id) },
       children: plan.blocks.map((b) => ({
         name: 'block',
         queueName: QUEUES.blocks,
@@ -106,6 +108,11 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
     });
   }
   return why;
+}
+
+/** The id of the experiment's parent job on `exp`. */
+export function parentJobId(id: string): string {
+  return `${id}.parent`;
 }
 
 /** `<name>-<yyyymmdd-hhmmss>-<4 hex>`: sortable, unique, no ':' (BullMQ ids and file names). */

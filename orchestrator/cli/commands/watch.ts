@@ -1,0 +1,41 @@
+/**
+ * `orch watch ID`: a progress bar per block and the latest rep's metrics, live from the event
+ * stream, until the experiment ends. `--json`: every stream event as one JSON line.
+ */
+import { UserInputError } from '../../../jobs/errors.ts';
+import { ExperimentStore } from '../../experiment/experiment-store.ts';
+import { renderProgress, waitForEnd } from '../../experiment/progress.ts';
+import { orchLog } from '../../embedded/log.ts';
+import { requireTarget } from '../../embedded/redis-target.ts';
+import { defineCommand } from '../command.ts';
+
+export const watchCommand = defineCommand<{ id: string }>({
+  command: 'watch <id>',
+  describe: 'follow an experiment: a progress bar per block and the latest rep metrics',
+  builder: (y) => y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }) as never,
+  handler: async (argv) => {
+    const target = await requireTarget('watch', orchLog('watch'));
+    try {
+      const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);
+      if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
+      const tty = process.stdout.isTTY === true;
+      let drawn = 0;
+      const state = await waitForEnd(target.redis, target.prefix, exp, {
+        onProgress: (p, events) => {
+          if (argv.json) {
+            for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
+            return;
+          }
+          const text = renderProgress(p);
+          // On a terminal redraw in place; in a pipe print each snapshot.
+          if (tty && drawn > 0) process.stdout.write(`\x1b[${drawn}A\x1b[J`);
+          process.stdout.write(text);
+          drawn = text.split('\n').length - 1;
+        },
+      });
+      if (argv.json) process.stdout.write(`${JSON.stringify({ experiment: argv.id, state })}\n`);
+    } finally {
+      await target.close();
+    }
+  },
+});

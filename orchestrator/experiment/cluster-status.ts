@@ -1,0 +1,131 @@
+/**
+ * What `orch status` shows: the scheduler leader, the queues, every card with its host's
+ * liveness and who holds it, and the experiments with their blocks — for a waiting block the
+ * reason the scheduler wrote at its last grant pass (or, with no leader, what it would be).
+ */
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { CardRegistry } from '../redis/card-registry.ts';
+import { hostQueue, QUEUES } from '../redis/keys.ts';
+import { LeaseStore } from '../redis/lease-store.ts';
+import { LeaderLease } from '../scheduler/leader-lease.ts';
+import { neverFits } from '../scheduler/grant-planner.ts';
+import { wantedBackend } from '../scheduler/scheduler.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState } from './experiment-store.ts';
+
+export interface CardStatus {
+  id: string;
+  host: string;
+  backend: string;
+  alive: boolean;
+  holder: { experiment: string; block: number; epoch: number; owner: string; expires_in_ms: number } | null;
+}
+
+export interface ExperimentStatus {
+  id: string;
+  name: string;
+  state: string;
+  reason: string | null;
+  created: string;
+  blocks: (Pick<BlockState, 'block' | 'phase' | 'attempt' | 'why' | 'reason'> & { cards: string[] })[];
+  measured: number;
+  planned: number;
+}
+
+export interface ClusterStatus {
+  leader: string | null;
+  queues: Record<string, Record<string, number>>;
+  cards: CardStatus[];
+  experiments: ExperimentStatus[];
+}
+
+export async function clusterStatus(redis: Redis, prefix: string, opts: { experiment?: string; all?: boolean } = {}): Promise<ClusterStatus> {
+  const registry = new CardRegistry(redis, { prefix });
+  const leases = new LeaseStore(redis, { prefix });
+  const store = new ExperimentStore(redis, prefix);
+  const all = await registry.all();
+  const live = new Set((await registry.liveCards()).map((c) => c.id));
+  const held = new Map((await leases.held(all.map((c) => c.id))).map((l) => [l.card, l]));
+  const now = Date.now();
+  const cards: CardStatus[] = all.map((c) => {
+    const l = held.get(c.id);
+    return {
+      id: c.id,
+      host: c.host,
+      backend: c.backend,
+      alive: live.has(c.id),
+      holder: l ? { experiment: l.experiment, block: l.block, epoch: l.epoch, owner: l.owner, expires_in_ms: l.expires - now } : null,
+    };
+  });
+
+  const queues: Record<string, Record<string, number>> = {};
+  const names = [QUEUES.exp, QUEUES.blocks, ...[...new Set(all.map((c) => c.host))].map(hostQueue)];
+  for (const name of names) {
+    const q = new Queue(name, { connection: redis, prefix });
+    try {
+      queues[name] = await q.getJobCounts('waiting', 'active', 'waiting-children', 'completed', 'failed', 'delayed', 'prioritized');
+    } finally {
+      await q.close();
+    }
+  }
+
+  const ids = opts.experiment ? [opts.experiment] : await store.list();
+  const experiments: ExperimentStatus[] = [];
+  const liveSlots = (await registry.liveCards()).map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
+  const measuredCount = async (id: string) => redis.hlen(store.keys.results(id));
+  for (const id of ids) {
+    const exp = await store.get(id);
+    if (!exp) continue;
+    if (!opts.experiment && !opts.all && TERMINAL_EXPERIMENT_STATES.has(exp.state) && exp.ended && now - exp.ended > 3_600_000) continue;
+    const blocks = await store.blocks(id);
+    // Without a leader nobody writes `why`; say what the cards allow.
+    const fallbackWhy = neverFits(
+      { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), placement: exp.plan.placement, expectedMs: 0 },
+      liveSlots,
+    );
+    experiments.push({
+      id,
+      name: exp.name,
+      state: exp.state,
+      reason: exp.reason,
+      created: new Date(exp.created).toISOString(),
+      blocks: blocks.map((b) => ({
+        block: b.block,
+        phase: b.phase,
+        attempt: b.attempt,
+        why: b.phase === 'waiting' ? (b.why ?? fallbackWhy ?? 'queued (no grant pass yet: is orch serve running?)') : null,
+        reason: b.reason,
+        cards: b.gang.flatMap((p) => p.cards),
+      })),
+      measured: await measuredCount(id),
+      planned: exp.plan.blocks.reduce((n, b) => n + b.sequence.length, 0),
+    });
+  }
+  return { leader: await LeaderLease.holder(redis, prefix), queues, cards, experiments };
+}
+
+export function renderStatus(s: ClusterStatus): string {
+  const lines: string[] = [];
+  lines.push(`scheduler leader: ${s.leader ?? 'none (start orch serve)'}`);
+  lines.push('', 'queues');
+  for (const [name, c] of Object.entries(s.queues)) {
+    const parts = Object.entries(c).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
+    lines.push(`  ${name.padEnd(16)} ${parts.join(', ') || 'empty'}`);
+  }
+  lines.push('', 'cards');
+  if (s.cards.length === 0) lines.push('  none registered (start orch worker on a host)');
+  for (const c of s.cards) {
+    const who = c.holder ? `held by ${c.holder.experiment} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)` : 'free';
+    lines.push(`  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}`);
+  }
+  lines.push('', 'experiments');
+  if (s.experiments.length === 0) lines.push('  none');
+  for (const e of s.experiments) {
+    lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.reason ? `  (${e.reason})` : ''}`);
+    for (const b of e.blocks) {
+      const detail = b.phase === 'waiting' ? `waiting: ${b.why}` : b.phase === 'running' ? `running attempt ${b.attempt} on ${b.cards.join(', ')}` : `${b.phase}${b.reason ? `: ${b.reason}` : ''}`;
+      lines.push(`    block ${b.block}  ${detail}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}

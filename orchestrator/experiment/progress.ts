@@ -1,0 +1,162 @@
+/**
+ * Live progress of an experiment, from its event stream and block states: per block the reps
+ * done in the current attempt out of the planned ones, and the latest rep's metrics. Used by
+ * `orch watch` and `orch submit --watch`.
+ */
+import type { Redis } from 'ioredis';
+import { orchKeys } from '../redis/keys.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from './experiment-store.ts';
+import { toEvent, type StreamEvent } from '../results/collect-results.ts';
+
+export interface LatestRep {
+  arm: string;
+  mode: string;
+  backend: string;
+  median_ms: number | null;
+  steps: number;
+}
+
+export interface BlockProgress {
+  block: number;
+  phase: string;
+  attempt: number;
+  done: number;
+  planned: number;
+  latest: LatestRep | null;
+  why: string | null;
+}
+
+export interface Progress {
+  experiment: string;
+  state: ExperimentState;
+  blocks: BlockProgress[];
+}
+
+interface RepLine {
+  type?: string;
+  arm?: string;
+  mode?: string;
+  backend?: string;
+  step_ms?: number[];
+}
+
+export class ProgressTracker {
+  private lastId = '0-0';
+  private readonly done = new Map<string, number>();
+  private readonly latest = new Map<number, LatestRep>();
+  private readonly store: ExperimentStore;
+  private readonly streamKey: string;
+
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+    private readonly exp: ExperimentRecord,
+  ) {
+    this.store = new ExperimentStore(redis, prefix);
+    this.streamKey = orchKeys(prefix).events(exp.id);
+  }
+
+  /** Reads new stream entries (blocking up to `blockMs`); returns them. */
+  async poll(blockMs: number): Promise<StreamEvent[]> {
+    const reply = (await this.redis.xread('COUNT', 500, 'BLOCK', blockMs, 'STREAMS', this.streamKey, this.lastId)) as
+      | [string, [string, string[]][]][]
+      | null;
+    const out: StreamEvent[] = [];
+    for (const [, entries] of reply ?? []) {
+      for (const [id, flat] of entries) {
+        this.lastId = id;
+        const e = toEvent(id, flat, {});
+        out.push(e);
+        this.fold(e);
+      }
+    }
+    return out;
+  }
+
+  private fold(e: StreamEvent): void {
+    const line = e.event as RepLine | null;
+    if (!line || line.type !== 'rep' || e.rank !== 0) return;
+    const k = `${e.block}/${e.attempt}`;
+    this.done.set(k, (this.done.get(k) ?? 0) + 1);
+    const ms = [...(line.step_ms ?? [])].sort((a, b) => a - b);
+    this.latest.set(e.block, {
+      arm: line.arm ?? '?',
+      mode: line.mode ?? '?',
+      backend: line.backend ?? '?',
+      median_ms: ms.length ? ms[Math.floor(ms.length / 2)]! : null,
+      steps: ms.length,
+    });
+  }
+
+  async snapshot(): Promise<Progress> {
+    const [state, blocks] = await Promise.all([this.store.state(this.exp.id), this.store.blocks(this.exp.id)]);
+    return {
+      experiment: this.exp.id,
+      state: state ?? 'queued',
+      blocks: blocks.map((b: BlockState) => {
+        const planned = this.exp.plan.blocks.find((p) => p.index === b.block)?.sequence.length ?? 0;
+        return {
+          block: b.block,
+          phase: b.phase,
+          attempt: b.attempt,
+          done: b.phase === 'done' ? planned : Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0),
+          planned,
+          latest: this.latest.get(b.block) ?? null,
+          why: b.why,
+        };
+      }),
+    };
+  }
+}
+
+export function isEnded(state: ExperimentState | null): boolean {
+  return state !== null && TERMINAL_EXPERIMENT_STATES.has(state);
+}
+
+/** One line per block: `block 0  [#####.....]  5/21  running a1  last all_on graph 0.412 ms`. */
+export function renderProgress(p: Progress, width = 24): string {
+  const lines = [`${p.experiment}  ${p.state}`];
+  for (const b of p.blocks) {
+    const filled = b.planned === 0 ? 0 : Math.round((b.done / b.planned) * width);
+    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
+    const last = b.latest
+      ? `  last ${b.latest.arm} ${b.latest.mode}/${b.latest.backend} median ${b.latest.median_ms?.toFixed(3) ?? '-'} ms/step`
+      : '';
+    const why = b.phase === 'waiting' && b.why ? `  (${b.why})` : '';
+    lines.push(`  block ${b.block}  ${bar} ${String(b.done).padStart(3)}/${b.planned}  ${b.phase}${b.attempt > 0 ? ` a${b.attempt}` : ''}${last}${why}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Waits until the experiment ended; `onProgress` (if given) gets a snapshot at most every
+ * `everyMs` and on every rep. Returns the final state.
+ */
+export async function waitForEnd(
+  redis: Redis,
+  prefix: string,
+  exp: ExperimentRecord,
+  opts: { onProgress?: (p: Progress, events: StreamEvent[]) => void; everyMs?: number; signal?: AbortSignal } = {},
+): Promise<ExperimentState> {
+  // XREAD BLOCK holds its connection: the tracker gets its own.
+  const conn = redis.duplicate();
+  const tracker = new ProgressTracker(conn, prefix, exp);
+  const store = new ExperimentStore(redis, prefix);
+  const every = opts.everyMs ?? 500;
+  let last = 0;
+  try {
+    for (;;) {
+      if (opts.signal?.aborted) return (await store.state(exp.id)) ?? 'queued';
+      const events = opts.onProgress ? await tracker.poll(every) : [];
+      if (!opts.onProgress) await new Promise((r) => setTimeout(r, 250));
+      const state = await store.state(exp.id);
+      if (opts.onProgress && (events.length > 0 || Date.now() - last >= every || isEnded(state))) {
+        last = Date.now();
+        opts.onProgress(await tracker.snapshot(), events);
+      }
+      if (isEnded(state)) return state!;
+    }
+  } finally {
+    conn.disconnect();
+  }
+}
