@@ -17,6 +17,7 @@ import { EventEmitter } from 'node:events';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { BlockDispatcher, type AttemptEnd } from '../dispatch/block-dispatcher.ts';
 import { CardRegistry, type Card } from '../redis/card-registry.ts';
 import { LeaseStore } from '../redis/lease-store.ts';
 import { QUEUES } from '../redis/keys.ts';
@@ -31,7 +32,6 @@ import {
 import { buildBlockJob, plannedReps } from './build-block-job.ts';
 import { expectedBlockMs, readHistory, recordHistory } from './expected-duration.ts';
 import { planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
-import { HostJobs } from './host-jobs.ts';
 import { LeaderLease } from './leader-lease.ts';
 
 export interface SchedulerOptions {
@@ -41,7 +41,7 @@ export interface SchedulerOptions {
   leaderTtlMs?: number;
   /** TTL of a freshly granted gang lease, until the worker's renewals take over */
   grantTtlMs?: number;
-  /** an attempt whose leases are gone while its host job never ended is lost after this */
+  /** an attempt whose host stopped heartbeating while its job never ended is lost after this */
   lostAfterMs?: number;
   /** lost attempts re-dispatched at most this many times in all */
   maxAttempts?: number;
@@ -86,7 +86,7 @@ export class Scheduler extends EventEmitter {
   private readonly registry: CardRegistry;
   private readonly leases: LeaseStore;
   private readonly results: ResultStore;
-  private readonly hostJobs: HostJobs;
+  private readonly dispatcher: BlockDispatcher;
   private readonly opts: Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix'>>;
   private readonly log: Logger;
   private workers: Worker[] = [];
@@ -104,7 +104,6 @@ export class Scheduler extends EventEmitter {
     this.registry = new CardRegistry(this.redis, { prefix: options.prefix });
     this.leases = new LeaseStore(this.redis, { prefix: options.prefix });
     this.results = new ResultStore(this.redis, { prefix: options.prefix });
-    this.hostJobs = new HostJobs(this.redis, options.prefix);
     this.log = options.log;
     this.opts = {
       leaderTtlMs: options.leaderTtlMs ?? 3000,
@@ -114,6 +113,7 @@ export class Scheduler extends EventEmitter {
       pollMs: options.pollMs ?? 200,
       lockMs: options.lockMs ?? 3000,
     };
+    this.dispatcher = new BlockDispatcher(this.redis, { prefix: options.prefix, pollMs: this.opts.pollMs, lostGraceMs: this.opts.lostAfterMs });
     this.lease = new LeaderLease(this.redis, { prefix: options.prefix, ttlMs: this.opts.leaderTtlMs });
   }
 
@@ -133,7 +133,7 @@ export class Scheduler extends EventEmitter {
     this.stopped = true;
     await this.stepDown('stopping');
     await this.lease.stop();
-    await this.hostJobs.close();
+    await this.dispatcher.close();
     this.redis.disconnect();
   }
 
@@ -227,7 +227,7 @@ export class Scheduler extends EventEmitter {
           ...st,
           phase: 'running',
           attempt,
-          gang: got.gang.map((p) => ({ ...p, job: HostJobs.id({ experiment, block, attempt, host: p.host }) })),
+          gang: got.gang.map((p) => ({ ...p, job: BlockDispatcher.jobId({ experiment, block, attempt, host: p.host }) })),
           why: null,
           expected_ms: expectedMs,
           granted_at: Date.now(),
@@ -264,72 +264,64 @@ export class Scheduler extends EventEmitter {
     }
   }
 
-  /** Polls the attempt until it ends; dispatches its host jobs when they do not exist yet. */
+  /**
+   * Follows the attempt until it ends: dispatches its host jobs (a no-op for those that exist:
+   * re-attaching), waits for each (orchestrator/dispatch/), and meanwhile watches for a cancel.
+   */
   private async observe(exp: ExperimentRecord, st: BlockState, term: Term): Promise<Outcome> {
-    const keys = this.store.keys;
-    let leaseGoneSince: number | null = null;
+    const refs = st.gang.map((p) => ({ experiment: exp.id, block: st.block, attempt: st.attempt, host: p.host, cards: p.cards, epoch: p.epoch }));
+    const ends: (AttemptEnd | null)[] = refs.map(() => null);
+    let settled: () => void = () => undefined;
+    for (const [i, part] of st.gang.entries()) {
+      const held = await this.heldUnder(part);
+      const exists = await this.dispatcher.queue(part.host).getJob(part.job);
+      if (!exists && !held) {
+        ends[i] = { state: 'lost', jobId: part.job, reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched` };
+        continue;
+      }
+      if (!exists) await this.dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
+      void this.dispatcher.waitEnd(refs[i]!).then(
+        (end) => ((ends[i] = end), settled()),
+        (err: unknown) => ((ends[i] = { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }), settled()),
+      );
+    }
     let cancelledAt: number | null = null;
     for (;;) {
       if (term.aborted) return { kind: 'lost', reason: 'scheduler deposed' };
-      const commit = await this.redis.hget(keys.commits(exp.id), String(st.block));
-      if (commit && (JSON.parse(commit) as { attempt: number }).attempt === st.attempt) return { kind: 'committed' };
-
       const state = await this.store.state(exp.id);
-      if (state === 'cancelling' || state === 'cancelled') {
-        if (cancelledAt === null) {
-          cancelledAt = Date.now();
-          await this.revokeGang(st.gang, 'experiment cancelled');
-        }
+      if ((state === 'cancelling' || state === 'cancelled') && cancelledAt === null) {
+        cancelledAt = Date.now();
+        await this.revokeGang(st.gang, 'experiment cancelled');
       }
-      const statuses = await Promise.all(st.gang.map((p) => this.hostJobs.status(p.host, p.job)));
-      const held = await Promise.all(st.gang.map((p) => this.heldUnder(p)));
-      const ended = statuses.every((s) => s.state === 'completed' || s.state === 'failed');
-
+      const all = ends.every((e) => e !== null);
       if (cancelledAt !== null) {
-        // Ranks die when their lease is revoked; the host job ends soon after. Do not wait long
-        // for a worker that is gone.
-        if (ended || Date.now() - cancelledAt > 5000 || statuses.every((s) => s.state !== 'pending')) {
-          for (const [i, s] of statuses.entries()) if (s.state !== 'completed' && s.state !== 'failed') await this.hostJobs.discard(st.gang[i]!.host, st.gang[i]!.job);
-          return { kind: 'cancelled', reason: 'cancelled by orch cancel' };
+        // Revoked ranks die at once and their worker fails the job; a dead worker never does.
+        if (all || Date.now() - cancelledAt > 5000) {
+          for (const p of st.gang) await this.dispatcher.queue(p.host).getJob(p.job).then((j) => j?.remove()).catch(() => undefined);
+          if (await this.committed(exp.id, st)) return { kind: 'committed' };
+          return { kind: 'cancelled', reason: exp.reason ?? 'cancelled by orch cancel' };
         }
       } else {
-        const failed = statuses.find((s) => s.state === 'failed');
-        if (failed) {
-          // One failed rank fails the gang: revoke the other hosts' parts (KillOnBadExit).
-          await this.revokeGang(st.gang, `another part of block ${st.block} failed`);
-          const again = await this.redis.hget(keys.commits(exp.id), String(st.block));
-          if (again && (JSON.parse(again) as { attempt: number }).attempt === st.attempt) return { kind: 'committed' };
-          return { kind: 'failed', reason: failed.reason ?? 'host job failed' };
+        const bad = ends.find((e) => e !== null && e.state !== 'completed');
+        if (bad) {
+          // One failed part fails the gang: revoke the other hosts' parts (KillOnBadExit).
+          await this.revokeGang(st.gang, `another part of block ${st.block} attempt ${st.attempt} ended ${bad.state}`);
+          if (await this.committed(exp.id, st)) return { kind: 'committed' };
+          if (bad.state === 'failed' && bad.unrecoverable) return { kind: 'failed', reason: bad.reason };
+          return { kind: 'lost', reason: bad.reason };
         }
-        if (ended) {
-          const again = await this.redis.hget(keys.commits(exp.id), String(st.block));
-          if (again && (JSON.parse(again) as { attempt: number }).attempt === st.attempt) return { kind: 'committed' };
+        if (all) {
+          if (await this.committed(exp.id, st)) return { kind: 'committed' };
           return { kind: 'failed', reason: `attempt ${st.attempt} ended without committing its results` };
         }
-        // Dispatch what is missing (first time, or the leader died between grant and dispatch).
-        for (const [i, s] of statuses.entries()) {
-          const part = st.gang[i]!;
-          if (s.state === 'missing' && held[i]) await this.hostJobs.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
-        }
-        const lost = st.gang.findIndex((p, i) => !held[i] && statuses[i]!.state !== 'completed');
-        if (lost >= 0) {
-          leaseGoneSince ??= Date.now();
-          if (Date.now() - leaseGoneSince > this.opts.lostAfterMs) {
-            const part = st.gang[lost]!;
-            const alive = (await this.registry.hostInfo(part.host)).alive;
-            await this.revokeGang(st.gang, `block ${st.block} attempt ${st.attempt} lost`);
-            for (const p of st.gang) await this.hostJobs.discard(p.host, p.job);
-            return {
-              kind: 'lost',
-              reason: `attempt ${st.attempt}: the lease on ${part.cards.join(',')} expired (host ${part.host} ${alive ? 'alive' : 'not heartbeating'})`,
-            };
-          }
-        } else {
-          leaseGoneSince = null;
-        }
       }
-      await Promise.race([sleep(this.opts.pollMs), term.ended]);
+      await Promise.race([sleep(this.opts.pollMs), term.ended, new Promise<void>((r) => (settled = r))]);
     }
+  }
+
+  private async committed(id: string, st: BlockState): Promise<boolean> {
+    const commit = await this.redis.hget(this.store.keys.commits(id), String(st.block));
+    return commit !== null && (JSON.parse(commit) as { attempt: number }).attempt === st.attempt;
   }
 
   private async heldUnder(part: Omit<GangPart, 'job'>): Promise<boolean> {
