@@ -29,6 +29,8 @@ import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
 import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
 import { GraphrtRunner } from './graphrt-runner.ts';
+import { BuildCache } from './build/build-cache.ts';
+import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
 import type { RankRunner } from './rank-runner.ts';
 
 export interface WorkerOptions {
@@ -39,6 +41,8 @@ export interface WorkerOptions {
   /** the rank binary (graphrt, or a fixture that speaks its protocol) */
   graphrt: string;
   lockDir?: string;
+  /** the host's build cache for command workloads (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds) */
+  buildDir?: string;
   prefix?: string;
   heartbeatMs?: number;
   requestTimeoutMs?: number;
@@ -110,7 +114,12 @@ export class Worker {
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),
         results: new ResultStore(redis, { prefix: this.prefix }),
-        runner: this.opts.runner ?? new GraphrtRunner(this.opts.graphrt),
+        runner:
+          this.opts.runner ??
+          runnerByRuntime({
+            native: new GraphrtRunner(this.opts.graphrt),
+            command: new CommandRankRunner({ cache: new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix }) }),
+          }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
         events: (experiment) => new EventStream(redis, keys.events(experiment), this.log),
         log: this.log,

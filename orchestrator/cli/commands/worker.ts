@@ -18,6 +18,7 @@ interface WorkerArgs {
   cpuCards: number;
   redis: string | undefined;
   lockDir: string | undefined;
+  buildDir: string | undefined;
   prefix: string;
   heartbeatMs: number;
 }
@@ -33,6 +34,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       .option('cpu-cards', { type: 'number', default: 1, describe: 'with no GPU: how many cpu:N cards to offer' })
       .option('redis', { type: 'string', describe: 'Redis URL (default: $REDIS_URL)' })
       .option('lock-dir', { type: 'string', describe: 'directory of the per-card flock files (default: $TMPDIR/orch-cards)' })
+      .option('build-dir', { type: 'string', describe: 'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)' })
       .option('prefix', { type: 'string', default: 'orch', hidden: true })
       .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' }) as never,
   handler: async (argv) => {
@@ -51,6 +53,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       cpuCards: argv.cpuCards,
       graphrt: argv.graphrt,
       lockDir: argv.lockDir,
+      buildDir: argv.buildDir,
       prefix: argv.prefix,
       heartbeatMs: argv.heartbeatMs,
       log: orchLog('worker', process.env.ORCH_LOG ?? 'info'),
