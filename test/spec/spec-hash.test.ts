@@ -51,7 +51,9 @@ function validateObject(raw: unknown): Spec | undefined {
   return problems.length === 0 ? spec : undefined;
 }
 
-const pattern = (path: Path): string => path.map((p) => (typeof p === 'number' ? '[]' : p)).join('.');
+/** `arms.[].toggles.*`: the leaf's place in the schema (indices and toggle names folded). */
+const pattern = (path: Path): string =>
+  path.map((p, i) => (typeof p === 'number' ? '[]' : path[i - 1] === 'toggles' && path[0] === 'arms' ? '*' : p)).join('.');
 
 /**
  * Mutates each leaf of each validated spec in turn to the first other value that still

@@ -1,0 +1,17 @@
+import { spawnSync } from 'node:child_process';
+
+export interface OrchRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI (`node bin/orch.mjs …`) from the repository root. */
+export function runOrch(args: string[]): OrchRun {
+  const r = spawnSync(process.execPath, ['bin/orch.mjs', ...args], { encoding: 'utf8', timeout: 120_000 });
+  if (r.error) throw r.error;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A stack frame line (`    at fn (file:1:2)`): never shown for a user's mistake. */
+export const STACK_FRAME = /^\s+at .+[:(]/m;
