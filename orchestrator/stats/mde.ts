@@ -55,3 +55,8 @@ export function detectableEffect(pairs: number, noise: number, alpha: number, po
   if (pairs < 2 || !Number.isFinite(noise)) return null;
   return Math.expm1(halfWidthFactor(pairs, alpha, power) * noise + Math.log1p(min_effect));
 }
+
+/** Noise for planning from a prior run: its A/A comparison, else its primary comparison. */
+export function noiseFromAnalysis(a: { aa: { log_ratio: { sd: number | null } } | null; primary: { log_ratio: { sd: number | null } } | null }): number | null {
+  return a.aa?.log_ratio.sd ?? a.primary?.log_ratio.sd ?? null;
+}

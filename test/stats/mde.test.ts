@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { MDE_POWER } from '../../orchestrator/stats/compare.ts';
 import { pct } from '../../orchestrator/stats/format-number.ts';
-import { detectableEffect, noiseFromCv, repsPerBlock, requiredPairs } from '../../orchestrator/stats/mde.ts';
-import { seeded, simulateExperiment, type SimParams } from './simulate.ts';
+import { detectableEffect, noiseFromAnalysis, noiseFromCv, repsPerBlock, requiredPairs } from '../../orchestrator/stats/mde.ts';
+import { seeded, simulateExperiment, twoArms } from './simulate.ts';
 
 test('requiredPairs is the smallest n whose detectable effect reaches the asked one', () => {
   for (const [effect, cv, m] of [[-0.02, 0.015, 0.005], [0.05, 0.03, 0.01], [-0.01, 0.002, 0]] as const) {
@@ -30,20 +30,7 @@ test('requiredPairs is the smallest n whose detectable effect reaches the asked 
 });
 
 test('after a run: an inconclusive verdict states the largest change its CI leaves open', () => {
-  const p: SimParams = {
-    design: 'ab',
-    control: 'A',
-    arms: [
-      { name: 'A', mu: 40, toggles: {} },
-      { name: 'B', mu: 40, toggles: {} },
-    ],
-    blocks: 4,
-    reps: 3,
-    sigma: 0.004,
-    blockSd: 0.05,
-    drift: 0,
-    firstPosition: 0,
-  };
+  const p = twoArms(1, { sigma: 0.004 });
   const a = analyzeExperiment(simulateExperiment(p, seeded(51), { min_effect: 0.01 }));
   const c = a.primary!;
   assert.equal(c.verdict, 'inconclusive');
@@ -60,24 +47,39 @@ test('an effect of the size detectableEffect quotes is found with about the quot
   const reps = 3;
   const m = 0.005;
   const effect = detectableEffect(blocks * reps, noiseFromCv(sigma), 0.05, MDE_POWER, m)!;
-  const p: SimParams = {
-    design: 'ab',
-    control: 'A',
-    arms: [
-      { name: 'A', mu: 40, toggles: {} },
-      { name: 'B', mu: 40 * (1 + effect), toggles: {} },
-    ],
-    blocks,
-    reps,
-    sigma,
-    blockSd: 0.05,
-    drift: 0,
-    firstPosition: 0,
-  };
+  const p = twoArms(1 + effect, { blocks, reps, sigma });
   const rng = seeded(52);
   let found = 0;
   const runs = 600;
   for (let i = 0; i < runs; i++) if (analyzeExperiment(simulateExperiment(p, rng, { min_effect: m })).verdict === 'slower') found++;
   console.log(`# power at the quoted MDE ${pct(effect)} (${blocks * reps} pairs): ${((found / runs) * 100).toFixed(1)} %`);
   assert.ok(found / runs >= 0.74 && found / runs <= 0.9, `power ${found / runs}`);
+});
+
+test('planning from a prior A/A: its noise prescribes reps that find a planted 2 % effect', () => {
+  const pilot = analyzeExperiment(
+    simulateExperiment(
+      { ...twoArms(1, { blocks: 8, reps: 5 }), arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'A_aa', mu: 40, toggles: {}, aa_of: 'A' }] },
+      seeded(53),
+    ),
+  );
+  const noise = noiseFromAnalysis(pilot)!;
+  assert.equal(noise, pilot.aa!.log_ratio.sd);
+  const pairs = requiredPairs({ effect: -0.02, noise, alpha: 0.05, power: 0.9, min_effect: 0.005 })!;
+  const p = twoArms(0.98, { reps: repsPerBlock(pairs, 4) });
+  const rng = seeded(54);
+  let found = 0;
+  for (let i = 0; i < 300; i++) if (analyzeExperiment(simulateExperiment(p, rng, { min_effect: 0.005 })).verdict === 'faster') found++;
+  console.log(`# from a 40-pair A/A pilot (noise ${pct(noise)}): ${pairs} pairs, power ${((found / 300) * 100).toFixed(1)} %`);
+  assert.ok(found / 300 >= 0.85, `power ${found / 300}`);
+});
+
+test('better: higher flips which side is faster', () => {
+  const lower = analyzeExperiment(simulateExperiment(twoArms(0.97), seeded(55), { min_effect: 0.01 }));
+  const higher = analyzeExperiment(
+    simulateExperiment(twoArms(0.97), seeded(55), { min_effect: 0.01, metric: { name: 'tok_per_s', better: 'higher', statistic: 'median' } }),
+  );
+  assert.equal(lower.verdict, 'faster');
+  assert.equal(higher.verdict, 'slower');
+  assert.deepEqual(higher.primary!.relative, lower.primary!.relative);
 });

@@ -6,22 +6,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
-import { seeded, simulateExperiment, type SimParams } from './simulate.ts';
+import { seeded, simulateExperiment, twoArms, type SimParams } from './simulate.ts';
 
-const quiet: SimParams = {
-  design: 'ab',
-  control: 'A',
-  arms: [
-    { name: 'A', mu: 40, toggles: {} },
-    { name: 'B', mu: 39, toggles: {} },
-  ],
-  blocks: 4,
-  reps: 3,
-  sigma: 0.005,
-  blockSd: 0.05,
-  drift: 0,
-  firstPosition: 0,
-};
+const quiet = twoArms(39 / 40, { sigma: 0.005 });
 
 function runs(p: SimParams, seed: number, n: number, f: (a: Analysis) => number): number {
   const rng = seeded(seed);

@@ -9,7 +9,7 @@ import ttest from '@stdlib/stats-ttest';
 import stdlibWilcoxon from '@stdlib/stats-wilcoxon';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { pairedT, wilcoxonSignedRank } from '../../orchestrator/stats/paired-test.ts';
-import { gaussian, seeded, simulateExperiment } from './simulate.ts';
+import { gaussian, seeded, simulateExperiment, twoArms } from './simulate.ts';
 
 const close = (a: number, b: number, what: string, rel = 1e-9) =>
   assert.ok(Math.abs(a - b) <= rel * Math.max(1, Math.abs(b)), `${what}: ${a} vs ${b}`);
@@ -33,23 +33,7 @@ test('paired t: statistic, df, p and CI agree with @stdlib ttest on seeded refer
 });
 
 test('a comparison is the paired t of ln(arm) − ln(reference) per pair, as @stdlib computes it', () => {
-  const input = simulateExperiment(
-    {
-      design: 'ab',
-      control: 'A',
-      arms: [
-        { name: 'A', mu: 40, toggles: {} },
-        { name: 'B', mu: 39, toggles: {} },
-      ],
-      blocks: 3,
-      reps: 4,
-      sigma: 0.01,
-      blockSd: 0.05,
-      drift: 0,
-      firstPosition: 0,
-    },
-    seeded(12),
-  );
+  const input = simulateExperiment(twoArms(39 / 40, { blocks: 3, reps: 4 }), seeded(12));
   const a = analyzeExperiment(input);
   const byKey = new Map(a.values.map((v) => [`${v.block}/${v.arm}/${v.rep}`, v.value]));
   const x: number[] = [];

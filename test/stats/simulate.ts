@@ -1,6 +1,6 @@
 /**
- * Seeded simulated experiments for the statistics' tests: a plan with a balanced order (ABBA
- * alternating with BAAB across blocks for two arms, Williams rows for more), and rep results
+ * Seeded simulated experiments for the statistics' tests: a plan ordered by the real planner
+ * (jobs/plan.ts balancedBlocks: ABBA for two arms, Williams rows for more), and rep results
  * drawn from a log-scale model with every nuisance the real cards have:
  *
  *   ln(step) = ln(mu_arm) + block_b + drift · position + order[position] + eps_rep + eps_step
@@ -8,50 +8,20 @@
  * block_b ~ N(0, blockSd), eps_rep ~ N(0, sigma), eps_step ~ N(0, stepSigma). The truth a test
  * checks against is computed from the planted `mu`s, never written by hand.
  */
+import { balancedBlocks } from '../../jobs/plan.ts';
+import { mulberry32 } from '../../jobs/seeded-random.ts';
 import type { AnalysisInput, PlanArm, PlanLike, RepResult } from '../../orchestrator/stats/types.ts';
 
 export type Rng = () => number;
 
-/** mulberry32: a small, well-known seeded uniform generator on [0, 1). */
-export function seeded(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The project's seeded uniform generator (mulberry32), one stream per seed. */
+export const seeded = (seed: number): Rng => mulberry32(seed);
 
 /** Standard normal by Box–Muller. */
 export function gaussian(rng: Rng): number {
   let u = 0;
   while (u === 0) u = rng();
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng());
-}
-
-function williamsRows(n: number): number[][] {
-  const first: number[] = [0];
-  for (let i = 1, lo = 1, hi = n - 1; i < n; i++) first.push(i % 2 === 1 ? lo++ : hi--);
-  const rows = Array.from({ length: n }, (_, r) => first.map((x) => (x + r) % n));
-  return n % 2 === 0 ? rows : [...rows, ...rows.map((r) => [...r].reverse())];
-}
-
-/** The run order of one block: each arm `reps` times. */
-export function balancedSequence(arms: readonly string[], reps: number, block: number): string[] {
-  if (arms.length === 2) {
-    const out: string[] = [];
-    for (let r = 0; r < reps; r++) {
-      const flip = (r + block) % 2 === 1;
-      out.push(...(flip ? [arms[1]!, arms[0]!] : [arms[0]!, arms[1]!]));
-    }
-    return out;
-  }
-  const rows = williamsRows(arms.length);
-  const out: string[] = [];
-  for (let r = 0; r < reps; r++) out.push(...rows[(block * reps + r) % rows.length]!.map((i) => arms[i]!));
-  return out;
 }
 
 export interface SimArm extends PlanArm {
@@ -79,6 +49,27 @@ export interface SimParams {
   stepSigma?: number;
 }
 
+/**
+ * A two-arm A/B: control A at `mu`, B at `mu · ratio`; no nuisance unless `rest` plants it.
+ */
+export function twoArms(ratio: number, rest: Partial<SimParams> = {}, mu = 40): SimParams {
+  return {
+    design: 'ab',
+    control: 'A',
+    arms: [
+      { name: 'A', mu, toggles: {} },
+      { name: 'B', mu: mu * ratio, toggles: {} },
+    ],
+    blocks: 4,
+    reps: 3,
+    sigma: 0.01,
+    blockSd: 0.05,
+    drift: 0,
+    firstPosition: 0,
+    ...rest,
+  };
+}
+
 export function simulatePlan(p: SimParams): PlanLike {
   const names = p.arms.map((a) => a.name);
   return {
@@ -88,7 +79,7 @@ export function simulatePlan(p: SimParams): PlanLike {
     toggles: p.toggles ?? [],
     control: p.control,
     arms: p.arms.map(({ mu: _mu, ...arm }) => arm),
-    blocks: Array.from({ length: p.blocks }, (_, index) => ({ index, sequence: balancedSequence(names, p.reps, index) })),
+    blocks: balancedBlocks(names, p.reps, p.blocks),
     reps: p.reps,
   };
 }
