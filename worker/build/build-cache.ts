@@ -115,7 +115,9 @@ export class BuildCache {
   async ensure(req: BuildRequest): Promise<EnsuredBuild> {
     const path = req.path ?? 'workload.build';
     const base = req.baseDir ?? process.cwd();
-    const dir = req.build.dir === undefined ? base : isAbsolute(req.build.dir) ? req.build.dir : resolve(base, req.build.dir);
+    // `~/src/x` is the user's home on this host; a relative dir is relative to `baseDir`.
+    const given = req.build.dir?.replace(/^~(?=\/|$)/, homedir());
+    const dir = given === undefined ? base : isAbsolute(given) ? given : resolve(base, given);
     const bk = await computeBuildKey({ cmd: req.build.cmd, artifacts: req.build.artifacts, key: req.build.key, dir, path });
     const done = (outcome: EnsuredBuild['outcome'], wait_ms: number, build_ms: number | null): EnsuredBuild => ({
       key: bk.key,

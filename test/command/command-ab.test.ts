@@ -1,0 +1,184 @@
+/**
+ * Command workloads end to end through `orch submit` (the embedded default: a private
+ * redis-server, the scheduler and a local worker per submit): the fixture program whose env
+ * toggle halves its work, built by the spec's build, measured through the regex parser; five
+ * experiments submitted together that share one build on this host; and the bad inputs, each a
+ * clear error before or instead of any measurement.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { ORCH_BIN } from '../utils/worker-process.ts';
+import { FIXTURES, gitCheckout } from '../build/build-helpers.ts';
+
+interface SpecOptions {
+  dir: string;
+  buildCmd?: string;
+  artifact?: string;
+  runCmd?: string;
+  pattern?: string;
+  reps?: number;
+  steps?: number;
+  build?: boolean;
+}
+
+/** The A/B spec of the fixture: arm `fast` sets SPEEDY_FAST=1, which halves every step's work. */
+function speedySpec(o: SpecOptions): string {
+  const build = o.build === false ? '' : `
+  build:
+    dir: ${o.dir}
+    cmd: ${o.buildCmd ?? 'sh build.sh'}
+    artifacts: [${o.artifact ?? 'out/speedy'}]
+    key: { git: true, dirty_diff: true, flags: [-O2], toolchain: [g++ --version] }`;
+  return `name: speedy-fast-env
+design: ab
+workload:
+  runtime: command${build}
+  run:
+    cmd: ${o.runCmd ?? '$ORCH_ARTIFACTS/out/speedy'}
+    env: { SPEEDY_ITERS: "6000000" }
+    timeout_s: 120
+  toggles:
+    FAST: { env: SPEEDY_FAST, on: "1", off: "0" }
+  metric_source:
+    format: regex
+    pattern: '${o.pattern ?? 'timer step (?<step>\\d+): total=(?<value>[0-9.]+)ms'}'
+    value_group: value
+    step_group: step
+  warmup: 2
+  steps: ${o.steps ?? 8}
+toggles: [FAST]
+arms:
+  - { name: slow, toggles: { FAST: false } }
+  - { name: fast, toggles: { FAST: true } }
+reps: ${o.reps ?? 4}
+gates: { identity: false, aa: true }
+metric: { name: ms, better: lower }
+`;
+}
+
+interface Submitted {
+  code: number | null;
+  output: string;
+  summary: Record<string, any> | null;
+  /** the hello lines of the command ranks: which build they ran */
+  hellos: { build: { key: string; outcome: string } | null }[];
+}
+
+async function submit(spec: string, buildDir: string): Promise<Submitted> {
+  const dir = mkdtempSync(join(tmpdir(), 'orch-cmd-ab-'));
+  const file = join(dir, 'speedy-ab.yaml');
+  writeFileSync(file, spec);
+  const results = join(dir, 'results');
+  const child = spawn(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], {
+    env: { ...process.env, ORCH_BUILD_DIR: buildDir, ORCH_LOG: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const code = await new Promise<number | null>((r) => child.once('close', r));
+  let summary = null;
+  const hellos: Submitted['hellos'] = [];
+  try {
+    const [exp] = readdirSync(results);
+    summary = JSON.parse(readFileSync(join(results, exp!, 'summary.json'), 'utf8'));
+    for (const line of readFileSync(join(results, exp!, 'events.jsonl'), 'utf8').split('\n')) {
+      if (line.includes('"hello"') && line.includes('"command"')) {
+        const ev = JSON.parse(line) as { event: unknown };
+        const hello = (typeof ev.event === 'string' ? JSON.parse(ev.event) : ev.event) as Submitted['hellos'][number];
+        hellos.push(hello);
+      }
+    }
+  } catch {
+    // no results: the submit was refused before running (bad spec)
+  }
+  return { code, output, summary, hellos };
+}
+
+const buildLogs = (buildDir: string) => {
+  try {
+    return readdirSync(join(buildDir, 'logs'));
+  } catch {
+    return [];
+  }
+};
+
+describe('command workloads through orch submit', () => {
+  test('A/B of the fixture program: built once by the spec, measured through the regex parser, the fast arm reported faster', async () => {
+    const src = gitCheckout('cmd-speedy');
+    const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+    const r = await submit(speedySpec({ dir: src, reps: 6, steps: 15 }), buildDir);
+    assert.equal(r.code, 0, r.output);
+    const a = r.summary!.analysis;
+    const cmp = a.comparisons.find((c: any) => c.arm === 'fast' && c.reference === 'slow');
+    assert.equal(cmp.verdict, 'faster', JSON.stringify(cmp));
+    // The known effect: SPEEDY_FAST=1 halves the work of a step (−50 %); generous bounds for a busy CI box.
+    assert.ok(cmp.relative.estimate > -0.75 && cmp.relative.estimate < -0.25, `fast vs slow ${cmp.relative.estimate}`);
+    assert.equal(r.summary!.accounting.measured, r.summary!.accounting.planned);
+    assert.deepEqual(r.hellos.map((h) => h.build?.outcome), ['built']);
+    const med = (arm: string) => a.arms.find((x: any) => x.arm === arm).median;
+    console.log(`A/B: slow median ${med('slow').toFixed(2)} ms, fast ${med('fast').toFixed(2)} ms, change ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${cmp.relative.ci.map((x: number) => (x * 100).toFixed(1)).join('..')} %), verdict ${a.verdict}`);
+
+    // A later experiment with the same build key reuses the artifact: no second build.
+    const again = await submit(speedySpec({ dir: src, reps: 2, steps: 3 }), buildDir);
+    assert.equal(again.code, 0, again.output);
+    assert.deepEqual(again.hellos.map((h) => h.build?.outcome), ['cached']);
+    assert.equal(again.hellos[0]!.build!.key, r.hellos[0]!.build!.key);
+    assert.equal(buildLogs(buildDir).length, 1);
+  });
+
+  test('five experiments submitted together on one host: exactly one build runs, all five use its artifact', async () => {
+    const src = gitCheckout('cmd-speedy');
+    const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+    // The sleep keeps the build running while the other four submits reach it.
+    const spec = speedySpec({ dir: src, buildCmd: 'sleep 4; sh build.sh', reps: 2, steps: 3 });
+    const runs = await Promise.all(Array.from({ length: 5 }, () => submit(spec, buildDir)));
+    for (const r of runs) {
+      assert.equal(r.summary?.accounting.measured, r.summary?.accounting.planned, r.output);
+      assert.equal(r.hellos.length, 1);
+    }
+    assert.equal(buildLogs(buildDir).length, 1, 'one build ran');
+    assert.equal(new Set(runs.map((r) => r.hellos[0]!.build!.key)).size, 1);
+    const outcomes = runs.map((r) => r.hellos[0]!.build!.outcome);
+    assert.equal(outcomes.filter((o) => o === 'built').length, 1);
+    console.log(`five submits: build outcomes ${outcomes.join(',')}; one build log`);
+  });
+
+  describe('bad input: a clear error naming the spec path, before or instead of any measurement', () => {
+    test('a regex without the named group the metric needs: refused at submit with file:line', async () => {
+      const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+      const r = await submit(speedySpec({ dir: '/nonexistent', pattern: 'timer step (?<step>\\d+): total=([0-9.]+)ms' }), buildDir);
+      assert.equal(r.code, 2, r.output);
+      assert.match(r.output, /speedy-ab\.yaml:\d+ workload\.metric_source\.pattern: .*named group "value"/);
+      assert.equal(r.summary, null);
+      assert.deepEqual(buildLogs(buildDir), [], 'nothing was built');
+    });
+
+    test('an artifact the build did not produce', async () => {
+      const src = gitCheckout('cmd-no-artifact');
+      const r = await submit(speedySpec({ dir: src, artifact: 'out/trainer' }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      assert.equal(r.summary!.accounting.measured, 0);
+      assert.match(r.summary!.reason, /BUILD_ARTIFACT_MISSING: workload\.build\.artifacts\[0\]: the build "sh build\.sh" exited 0 but did not produce "out\/trainer"/);
+      assert.match(r.summary!.reason, /\| built out\/trainer-v2/);
+    });
+
+    test('a build that exits non-zero: the last lines of its log', async () => {
+      const src = gitCheckout('cmd-build-fails');
+      const r = await submit(speedySpec({ dir: src, artifact: 'out/train' }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      assert.equal(r.summary!.accounting.measured, 0);
+      assert.match(r.summary!.reason, /BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 2 after [0-9.]+ s; last lines of \S+\.log:/);
+      assert.match(r.summary!.reason, /\| collect2: error: ld returned 1 exit status/);
+    });
+
+    test('a run command that prints no metric line', async () => {
+      const r = await submit(speedySpec({ dir: '', build: false, runCmd: `sh ${join(FIXTURES, 'cmd-no-metric', 'run.sh')}` }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      assert.equal(r.summary!.accounting.measured, 0);
+      assert.match(r.summary!.reason, /METRIC_NO_LINES: workload\.metric_source: the run printed no metric line \(arm "\w+", command: sh \S+run\.sh\); last output:/);
+      assert.match(r.summary!.reason, /\| done/);
+    });
+  });
+});
