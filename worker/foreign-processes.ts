@@ -4,11 +4,11 @@
  * every rep; the block fails naming the process, or waits for it to go (spec.foreign_process).
  *
  * - cuda cards: `nvidia-smi --query-compute-apps` rows of the card's UUID whose pid is not a rank.
- * - every card (the cpu card's whole definition): a process that is not a rank and uses the
- *   card's host-guard lock file: holds its flock, waits for it, or has it open (lockUsers). Before
- *   the ranks start, any user is foreign: a `graphrt --card-lock` run by hand, a command rep, a
- *   rank of a worker that does not hold the lease. While the ranks live, nobody else can hold the
- *   flock, so what this finds is a process trying to get onto the card.
+ * - every card (the cpu card's whole definition): a process that is not a rank and holds the
+ *   card's host-guard flock or waits for it (lockUsers). Before the ranks start, any holder is
+ *   foreign: a `graphrt --card-lock` run by hand, a command rep, a rank of a worker that does not
+ *   hold the lease. While the ranks live nobody else can hold the flock, so what this finds then
+ *   is a process blocked waiting to get onto the card.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
@@ -60,10 +60,11 @@ export class HostForeignProcessProbe implements ForeignProcessProbe {
 }
 
 /**
- * Processes using the card's lock file: every process with the file open (a holder, a blocked
- * waiter, a process that inherited the locked descriptor across exec: /proc/<pid>/fd), and every
- * live process /proc/locks names as a flock holder of it (covers processes whose fd table this
- * user cannot read). Empty when the file does not exist. Linux only; elsewhere, empty.
+ * Processes using the card's lock file: the flock holders and blocked waiters /proc/locks names
+ * (matched by the file's device and inode). When a named pid is gone — flock(1) took the lock for
+ * a descriptor it handed down, as in `exec 9>lock; flock -n 9; exec prog` — the processes that
+ * have the file open (/proc/<pid>/fd) are the holders. Empty when nobody locks the file, or off
+ * Linux.
  */
 export function lockUsers(path: string): ForeignProcess[] {
   const target = resolve(path);
@@ -73,12 +74,42 @@ export function lockUsers(path: string): ForeignProcess[] {
   } catch {
     return [];
   }
-  const found = new Map<number, ForeignProcess>();
+  const named = flockPids(st.dev, st.ino);
+  const alive = named.filter((pid) => existsSync(`/proc/${pid}`));
+  const pids = new Set(alive);
+  if (alive.length < named.length) for (const pid of openedBy(target)) pids.add(pid);
+  return [...pids].map((pid) => ({ pid, name: cmdline(pid), via: 'card-lock' as const }));
+}
+
+/** pids of the FLOCK lines of (dev, ino) in /proc/locks, holders and blocked waiters ("->"). */
+function flockPids(dev: number, ino: number): number[] {
+  const major = Math.floor(dev / 256) & 0xfff;
+  const minor = (dev & 0xff) | (Math.floor(dev / 4096) & 0xfff00);
+  let text: string;
+  try {
+    text = readFileSync('/proc/locks', 'utf8');
+  } catch {
+    return [];
+  }
+  const out = new Set<number>();
+  for (const line of text.split('\n')) {
+    // "1: FLOCK  ADVISORY  WRITE 12345 fe:00:1474578 0 EOF" / "1: -> FLOCK  ADVISORY  WRITE ..."
+    const m = /^\d+:\s+(?:->\s+)?FLOCK\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    if (!m) continue;
+    const [, pid, maj, min, i] = m;
+    if (Number(i) === ino && parseInt(maj as string, 16) === major && parseInt(min as string, 16) === minor) out.add(Number(pid));
+  }
+  return [...out];
+}
+
+/** pids with `target` open (only processes whose fd table this user may read). */
+function openedBy(target: string): number[] {
+  const out: number[] = [];
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   } catch {
-    return [];
+    return out;
   }
   for (const pid of pids) {
     let fds: string[];
@@ -88,41 +119,15 @@ export function lockUsers(path: string): ForeignProcess[] {
       continue;
     }
     for (const fd of fds) {
-      let link: string;
       try {
-        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === target) {
+          out.push(Number(pid));
+          break;
+        }
       } catch {
-        continue;
-      }
-      if (link === target) {
-        found.set(Number(pid), { pid: Number(pid), name: cmdline(Number(pid)), via: 'card-lock' });
-        break;
+        // closed meanwhile
       }
     }
-  }
-  for (const pid of flockHolders(st.dev, st.ino)) {
-    if (!found.has(pid) && existsSync(`/proc/${pid}`)) found.set(pid, { pid, name: cmdline(pid), via: 'card-lock' });
-  }
-  return [...found.values()];
-}
-
-/** pids /proc/locks names as FLOCK holders of (dev, ino); a pid may be gone (flock(1) exits). */
-function flockHolders(dev: number, ino: number): number[] {
-  const major = Math.floor(dev / 256) & 0xfff;
-  const minor = (dev & 0xff) | (Math.floor(dev / 4096) & 0xfff00);
-  let text: string;
-  try {
-    text = readFileSync('/proc/locks', 'utf8');
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const line of text.split('\n')) {
-    // "1: FLOCK  ADVISORY  WRITE 12345 fe:00:1474578 0 EOF"; blocked waiters carry "->"
-    const m = /^\d+:\s+FLOCK\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
-    if (!m) continue;
-    const [, pid, maj, min, i] = m;
-    if (Number(i) === ino && parseInt(maj as string, 16) === major && parseInt(min as string, 16) === minor) out.push(Number(pid));
   }
   return out;
 }

@@ -7,22 +7,23 @@
  *   kept after it ends so a new leader can read the outcome.
  * - `waitEnd` resolves `completed` (the worker committed the block; outcome has measured/not_run),
  *   `failed` (failedReason as the worker wrote it; `unrecoverable` when it threw
- *   UnrecoverableError: the same payload would fail again), or `lost`: the job has not ended but
- *   the gang's leases have not been held under its epoch for `lostGraceMs` (the worker died, or
- *   the lease was revoked and the job did not report yet). A failed or lost attempt is
+ *   UnrecoverableError: the same payload would fail again), or `lost`: the job has not ended and
+ *   its host's alive key has been gone for `lostGraceMs` (the worker died; its leases expire
+ *   with the same TTL as its alive key). A live worker always ends its job itself, a lost lease
+ *   included (LEASE_LOST). A failed or lost attempt is
  *   re-dispatched by the caller as attempt + 1, on new leases.
  */
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { DEFAULT_PREFIX, hostJobId, hostQueue } from '../redis/keys.ts';
+import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../redis/keys.ts';
 import { LeaseStore } from '../redis/lease-store.ts';
 
 export interface DispatchOptions {
   prefix?: string;
   /** how often waitEnd reads the job state and the leases */
   pollMs?: number;
-  /** how long the leases may be gone while the job has not ended before it counts as lost */
+  /** how long the host may be dead (no alive key) while the job has not ended before it counts as lost */
   lostGraceMs?: number;
 }
 
@@ -39,6 +40,7 @@ export class BlockDispatcher {
   private readonly leases: LeaseStore;
   private readonly pollMs: number;
   private readonly lostGraceMs: number;
+  private readonly keys: OrchKeys;
 
   constructor(
     private readonly connection: Redis,
@@ -46,6 +48,7 @@ export class BlockDispatcher {
   ) {
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
     this.leases = new LeaseStore(connection, { prefix: this.prefix });
+    this.keys = orchKeys(this.prefix);
     this.pollMs = opts.pollMs ?? 500;
     this.lostGraceMs = opts.lostGraceMs ?? 5000;
   }
@@ -74,24 +77,27 @@ export class BlockDispatcher {
   async waitEnd(a: AttemptRef, opts: { timeoutMs?: number } = {}): Promise<AttemptEnd> {
     const jobId = BlockDispatcher.jobId(a);
     const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
-    let leaseGoneSince: number | null = null;
+    let deadSince: number | null = null;
     for (;;) {
       const end = await this.ended(a.host, jobId);
       if (end) return end;
-      const held = await this.leases.held(a.cards);
-      const ours = held.length === a.cards.length && held.every((l) => l.epoch === a.epoch);
-      if (ours) leaseGoneSince = null;
-      else if (leaseGoneSince === null) leaseGoneSince = Date.now();
-      else if (Date.now() - leaseGoneSince >= this.lostGraceMs) {
+      // A live worker ends its job itself, also when the lease is lost (its renew or the
+      // revocation message fails the block at once). Only a dead host leaves a job unended.
+      const alive = (await this.connection.exists(this.keys.hostAlive(a.host))) === 1;
+      if (alive) deadSince = null;
+      else if (deadSince === null) deadSince = Date.now();
+      else if (Date.now() - deadSince >= this.lostGraceMs) {
         const again = await this.ended(a.host, jobId);
         if (again) return again;
         await this.queue(a.host).getJob(jobId).then((j) => j?.remove()).catch(() => {
-          // locked by a worker that may still be alive: it will fail on its next renew
+          // still locked by the dead worker's BullMQ lock: it fails on the lease when picked up again
         });
+        const held = await this.leases.held(a.cards);
+        const still = held.filter((l) => l.epoch === a.epoch).map((l) => l.card);
         return {
           state: 'lost',
           jobId,
-          reason: `block ${a.block} attempt ${a.attempt} on host ${a.host}: the leases of epoch ${a.epoch} on ${a.cards.join(', ')} are gone and the host job never ended (worker died or lease revoked)`,
+          reason: `block ${a.block} attempt ${a.attempt}: host ${a.host} stopped heartbeating and its job never ended${still.length > 0 ? ` (leases on ${still.join(', ')} still expiring)` : ''}`,
         };
       }
       if (Date.now() > deadline) throw new Error(`block ${a.block} attempt ${a.attempt} (job ${jobId}) did not end within ${opts.timeoutMs} ms`);

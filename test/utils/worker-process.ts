@@ -57,10 +57,15 @@ export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess>
   if (!o.noWait) {
     let done = false;
     void exited.then(() => (done = true));
-    await waitFor(`worker ${o.host} ready`, () => {
-      if (done) throw new Error(`worker ${o.host} exited before it was ready:\n${text}`);
-      return text.includes('"worker ready"');
-    }, { timeoutMs: o.readyTimeoutMs ?? 15_000 });
+    try {
+      await waitFor(`worker ${o.host} ready`, () => {
+        if (done) throw new Error(`worker ${o.host} exited before it was ready`);
+        return text.includes('"worker ready"');
+      }, { timeoutMs: o.readyTimeoutMs ?? 30_000 });
+    } catch (err) {
+      w.kill();
+      throw new Error(`${(err as Error).message}; its output:\n${text.slice(-3000)}`);
+    }
   }
   return w;
 }
