@@ -2,7 +2,7 @@
  * A seeded generator of valid raw specs (what a user would write, defaults mostly left out),
  * for the property tests of the planner and the hash. Same seed, same specs.
  */
-import { stringify } from 'yaml';
+import { stringify, type ToStringOptions } from 'yaml';
 import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
 import { NATIVE_TOGGLES } from '../../jobs/spec.ts';
 import { mulberry32, shuffled } from '../../jobs/seeded-random.ts';
@@ -68,8 +68,8 @@ export function generateRawSpec(random: Random, index: number): Record<string, u
 }
 
 /** A validated spec (the real YAML pipeline) from a raw object. */
-export function loadRaw(raw: unknown, yamlOptions: Parameters<typeof stringify>[2] = {}): LoadedSpec {
-  const loaded = parseConfigText('generated.yaml', stringify(raw, yamlOptions));
+export function loadRaw(raw: unknown, yamlOptions: ToStringOptions = {}): LoadedSpec {
+  const loaded = parseConfigText('generated.yaml', stringify(raw, null, yamlOptions));
   if (loaded.kind !== 'experiment') throw new Error('generated a non-experiment');
   return loaded;
 }
