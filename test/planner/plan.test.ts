@@ -134,3 +134,15 @@ describe('williamsRows', () => {
     }
   });
 });
+
+describe('sweep arms', () => {
+  it('a native param sweep: one arm per value, every toggle on, params overridden', () => {
+    const { spec, hash } = loadRaw({ name: 's', design: 'sweep', workload: { runtime: 'native', kind: 'decode' }, toggles: ['graph'], sweep: { param: 'hidden', values: [256, 1024] } });
+    const plan = planExperiment(spec, hash);
+    assert.deepEqual(plan.arms, [
+      { name: 'hidden-256', toggles: { graph: true }, params: { hidden: 256 } },
+      { name: 'hidden-1024', toggles: { graph: true }, params: { hidden: 1024 } },
+    ]);
+    assert.equal(plan.control, 'hidden-256');
+  });
+});
