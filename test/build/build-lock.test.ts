@@ -5,6 +5,7 @@
  * check overlap from the builds' own clocks.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { startRedisServer, type RedisServerProcess } from '../../orchestrator/re
 import type { BuildRequest } from '../../worker/build/build-cache.ts';
 import { formatBuildState, readBuildState, type HostBuildState } from '../../worker/build/build-state.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
+import { ORCH_BIN } from '../utils/worker-process.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { FIXTURES, isAlive, readTrace, startBuildClient, type ClientResult } from './build-helpers.ts';
 
@@ -33,6 +35,12 @@ function slowBuild(flags: string[]): BuildRequest {
     build: { cmd: 'sh build.sh', artifacts: ['out/tool'], key: { git: false, dirty_diff: false, flags, toolchain: [] }, dir: join(FIXTURES, 'cmd-slow-build') },
     experiment: `exp-${flags.join('-')}`,
   };
+}
+
+/** Same recipe (cmd, artifacts, flags), another key: "a similar build" at another toolchain. */
+function similarBuild(version: string, experiment: string): BuildRequest {
+  const r = slowBuild(['-O2']);
+  return { ...r, build: { ...r.build, key: { ...r.build.key, toolchain: [`echo ${version}`] } }, experiment };
 }
 
 function tmp(tag: string): string {
@@ -149,5 +157,28 @@ describe('build lock', () => {
     }
     assert.equal(readdirSync(join(root, 'logs')).length, 1, 'one build ran, the waiters shared its failure');
     assert.equal(results.filter((r) => 'error' in r && r.error.message.includes('fails with it')).length, 2);
+  });
+
+  test('orch status shows the holder, since when, how long similar builds took, and each waiter\'s position', async () => {
+    const root = tmp('status');
+    const prefix = freshPrefix('bs');
+    const cfg = { root, host: 'h1', redisUrl: server.url, prefix };
+    built(await startBuildClient({ ...cfg, request: similarBuild('v1', 'exp-earlier') }, { BUILD_TRACE: join(root, 'trace'), BUILD_SLEEP: '1' }).result);
+    const holder = startBuildClient({ ...cfg, request: similarBuild('v2', 'exp-holder') }, { BUILD_TRACE: join(root, 'trace'), BUILD_SLEEP: '60' });
+    await waitFor('the holder', async () => (await readBuildState(redis, { prefix }))[0]?.holder?.experiment === 'exp-holder', { timeoutMs: 20_000 });
+    const waiter = startBuildClient({ ...cfg, request: similarBuild('v3', 'exp-waiter') }, { BUILD_TRACE: join(root, 'trace'), BUILD_SLEEP: '1' });
+    await waitFor('the waiter', async () => (await readBuildState(redis, { prefix }))[0]?.waiters.length === 1, { timeoutMs: 20_000 });
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [ORCH_BIN, 'status'], { env: { ...process.env, REDIS_URL: server.url, ORCH_PREFIX: prefix } }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+    );
+    const lines = out.slice(out.indexOf('\nbuilds\n')).split('\n').filter(Boolean);
+    assert.equal(lines[0], 'builds', out);
+    assert.match(lines[1]!, new RegExp(`^  build lock h1: held by exp-holder \\(pid ${holder.child.pid}, key [0-9a-f]{12}\\) for [0-9.]+ s; similar builds took [0-9.]+ s \\(median of 1\\)$`));
+    assert.match(lines[2]!, new RegExp(`^    #1 exp-waiter \\(pid ${waiter.child.pid}, key [0-9a-f]{12}\\) waiting [0-9.]+ s; similar builds took [0-9.]+ s \\(median of 1\\)$`));
+    console.log(`orch status:\n${lines.join('\n')}`);
+    const holderEnd = holder.result.catch(() => 'killed');
+    holder.child.kill('SIGKILL');
+    assert.equal(await holderEnd, 'killed');
+    assert.equal(built(await waiter.result).outcome, 'built');
   });
 });

@@ -4,6 +4,7 @@ import { clusterStatus, renderStatus } from '../../experiment/cluster-status.ts'
 import { orchLog } from '../../embedded/log.ts';
 import { requireTarget } from '../../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
+import { formatBuildState, readBuildState } from '../../../worker/build/build-state.ts';
 
 export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
   command: 'status [id]',
@@ -19,7 +20,10 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
       if (argv.id && s.experiments.length === 0) {
         throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
       }
-      process.stdout.write(argv.json ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
+      // The build locks of the hosts (issue 8): holder, since when, similar builds' durations, waiters.
+      const builds = await readBuildState(target.redis, { prefix: target.prefix });
+      const buildLines = builds.length === 0 ? [] : ['', 'builds', ...formatBuildState(builds).map((l) => `  ${l}`)];
+      process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds }, null, 2)}\n` : `${renderStatus(s)}${buildLines.map((l) => `${l}\n`).join('')}`);
     } finally {
       await target.close();
     }
