@@ -12,28 +12,36 @@ export interface LeastSquares {
 
 const TOLERANCE = 1e-9;
 
+function dot(a: Float64Array, b: Float64Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
+}
+
+/** v ← v − (q·v) q */
+function removeComponent(v: Float64Array, q: Float64Array): void {
+  const d = dot(q, v);
+  for (let i = 0; i < v.length; i++) v[i]! -= d * q[i]!;
+}
+
 export function leastSquares(y: readonly number[], columns: readonly (readonly number[])[]): LeastSquares {
-  const basis: number[][] = [];
+  const basis: Float64Array[] = [];
   for (const col of columns) {
-    const v = [...col];
-    const norm0 = Math.hypot(...v);
+    if (basis.length === y.length) break; // the basis spans everything: the rest is dependent
+    const v = Float64Array.from(col);
+    const norm0 = Math.sqrt(dot(v, v));
     if (norm0 === 0) continue;
-    for (let pass = 0; pass < 2; pass++) {
-      for (const q of basis) {
-        const dot = q.reduce((s, qi, i) => s + qi * v[i]!, 0);
-        for (let i = 0; i < v.length; i++) v[i]! -= dot * q[i]!;
-      }
-    }
-    const norm = Math.hypot(...v);
+    // Twice is enough (Kahan–Parlett): one more pass restores orthogonality lost to rounding.
+    for (let pass = 0; pass < 2; pass++) for (const q of basis) removeComponent(v, q);
+    const norm = Math.sqrt(dot(v, v));
     if (norm <= TOLERANCE * norm0) continue;
-    basis.push(v.map((x) => x / norm));
+    for (let i = 0; i < v.length; i++) v[i]! /= norm;
+    basis.push(v);
   }
-  const residuals = [...y];
-  for (const q of basis) {
-    const dot = q.reduce((s, qi, i) => s + qi * residuals[i]!, 0);
-    for (let i = 0; i < residuals.length; i++) residuals[i]! -= dot * q[i]!;
-  }
-  return { rss: residuals.reduce((s, r) => s + r * r, 0), rank: basis.length, residuals };
+  const r = Float64Array.from(y);
+  for (const q of basis) removeComponent(r, q);
+  const residuals = Array.from(r);
+  return { rss: dot(r, r), rank: basis.length, residuals };
 }
 
 /** One indicator column per distinct level of `levels` (the caller adds an intercept or not). */

@@ -45,9 +45,13 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
   const cellCols = dummies(values.map((v) => `${v.arm}@${v.position}`));
   const m0 = leastSquares(y, [one, ...blockCols, ...armCols]);
   const m1 = leastSquares(y, [one, ...blockCols, ...armCols, ...posCols]);
-  const m2 = leastSquares(y, [one, ...blockCols, ...armCols, ...posCols, ...cellCols]);
   const position_test = test(nestedF(m0, m1, n));
-  const interaction_test = test(nestedF(m1, m2, n));
+  // The interaction needs about two reps per arm × position cell to have a residual to test
+  // against (and the fit costs cells² · n); below that it is reported as not testable.
+  const testable = 2 * cellCols.length + blockCols.length <= n;
+  const interaction_test = testable
+    ? test(nestedF(m1, leastSquares(y, [one, ...blockCols, ...armCols, ...posCols, ...cellCols]), n))
+    : { F: null, df1: cellCols.length, df2: 0, p: null };
 
   const byPos = meanBy(values.map((v) => v.position), m0.residuals);
   const by_position = [...byPos.entries()]
@@ -66,7 +70,7 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
   const intFlag = interaction_test.p !== null && interaction_test.p < alpha;
   const parts = [
     `position effect up to ${pct(largestPos)} (F test p = ${pValue(position_test.p)})`,
-    `arm × position p = ${pValue(interaction_test.p)}`,
+    testable ? `arm × position p = ${pValue(interaction_test.p)}` : 'arm × position not testable (fewer than two reps per arm × position cell; more blocks make it testable)',
   ];
   const message = posFlag || intFlag
     ? `order effects flagged: ${parts.join('; ')} — a balanced order cancels a position effect shared by all arms, not one that differs by arm`

@@ -30,14 +30,20 @@ test('order effects: a 3 % cold first position is flagged; none is rarely flagge
 });
 
 test('order effects: an arm-specific cold start shows as an arm × position interaction', () => {
-  const planted = { ...quiet, firstPositionByArm: { B: 0.04 } };
-  const found = runs(planted, 43, 300, (a) => Number(a.order!.interaction_test.p! < 0.05 && a.order!.flagged));
-  const none = runs(quiet, 44, 300, (a) => Number(a.order!.interaction_test.p! < 0.05));
+  // Eight blocks: two reps per arm × position cell, so the interaction is testable.
+  const eight = { ...quiet, blocks: 8 };
+  const planted = { ...eight, firstPositionByArm: { B: 0.04 } };
+  const significant = (a: Analysis) => (a.order!.interaction_test.p ?? 1) < 0.05;
+  const found = runs(planted, 43, 300, (a) => Number(significant(a) && a.order!.flagged));
+  const none = runs(eight, 44, 300, (a) => Number(significant(a)));
   console.log(`# arm × position significant: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with a planted 4 % B-only cold start`);
   assert.ok(found >= 0.9, `interaction found in ${found}`);
   assert.ok(none <= 0.08, `interaction flagged without one in ${none}`);
   const a = analyzeExperiment(simulateExperiment(planted, seeded(45), { min_effect: 0.01 }));
   assert.match(a.order!.message, /^order effects flagged: /);
+  const few = analyzeExperiment(simulateExperiment(quiet, seeded(45), { min_effect: 0.01 }));
+  assert.equal(few.order!.interaction_test.p, null);
+  assert.match(few.order!.message, /arm × position not testable \(fewer than two reps per arm × position cell/);
 });
 
 test('drift: a planted trend over run position is flagged per arm; none is flagged at about alpha', () => {
