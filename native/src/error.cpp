@@ -39,10 +39,10 @@ int exit_code(Errc e) noexcept {
 void rt_raise(Errc errc, const std::string& name, const char* expr, const char* file, int line,
               const std::string& detail) {
   std::string msg = detail;
-  if (!name.empty()) msg += " [" + name + "]";
-  msg += " (";
-  if (expr != nullptr && *expr != '\0') msg += std::string(expr) + " at ";
-  msg += std::string(file) + ":" + std::to_string(line) + ")";
+  if (!name.empty()) msg.append(" [").append(name).append("]");
+  msg.append(" (");
+  if (expr != nullptr && *expr != '\0') msg.append(expr).append(" at ");
+  msg.append(file).append(":").append(std::to_string(line)).append(")");
   throw RtError(errc, name.empty() ? protocol_code(errc) : name, msg);
 }
 

@@ -22,8 +22,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    RT_THROW(Errc::BadRequest, "BAD_REQUEST",
-             "malformed JSON request at byte " + std::to_string(i_) + ": " + what);
+    throw RtError(Errc::BadRequest, "BAD_REQUEST", "malformed JSON request at byte " + std::to_string(i_) + ": " + what);
   }
   void skip_ws() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
@@ -232,7 +231,10 @@ Obj& Obj::put_raw(std::string_view k, std::string_view json) {
 Obj& Obj::put(std::string_view k, const std::vector<std::string>& values) {
   key(k);
   body_ += '[';
-  for (std::size_t i = 0; i < values.size(); ++i) body_ += (i ? "," : "") + quote(values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) body_ += ',';
+    body_ += quote(values[i]);
+  }
   body_ += ']';
   return *this;
 }

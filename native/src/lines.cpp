@@ -44,6 +44,18 @@ std::string capture_line(const Request& req, const CaptureOutcome& c) {
   return o.str();
 }
 
+std::string clocks_json(const ClockReading& start, const ClockReading& end) {
+  auto one = [](const ClockReading& c) {
+    json::Obj o;
+    o.put("sm_mhz", c.sm_mhz).put("mem_mhz", c.mem_mhz).put("temp_c", c.temp_c).put("power_w", c.power_w)
+        .put("reasons", c.reasons);
+    return o.str();
+  };
+  json::Obj o;
+  o.put_raw("start", one(start)).put_raw("end", one(end));
+  return o.str();
+}
+
 std::string error_line(const std::optional<std::string>& id, const RtError& e) {
   json::Obj o = line("error", id);
   o.put("code", protocol_code(e.errc()))

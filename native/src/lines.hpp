@@ -24,6 +24,8 @@ json::Obj line(const char* type, const std::optional<std::string>& id = std::nul
 
 std::string hello_line(const DeviceInfo& info, const std::optional<std::string>& id, bool final);
 std::string capture_line(const Request& req, const CaptureOutcome& c);
+// A rep's `clocks`: {"start":{...},"end":{...}}, each {sm_mhz, mem_mhz, temp_c, power_w, reasons}.
+std::string clocks_json(const ClockReading& start, const ClockReading& end);
 std::string error_line(const std::optional<std::string>& id, const RtError& e);
 
 }  // namespace graphrt

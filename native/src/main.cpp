@@ -23,9 +23,15 @@ void emit_stdout(const std::string& s) {
   std::fflush(stdout);
 }
 
+long process_rank = 0;  // --rank, for messages
+
 // The final error line: on stdout (the protocol stream) and on stderr (for humans and logs).
+// A sticky device error names the rank it ended (the orchestrator sees many ranks' errors).
 int fail(const std::optional<std::string>& id, const RtError& e) {
-  const std::string l = error_line(id, e);
+  const std::string l =
+      e.errc() == Errc::DeviceError
+          ? error_line(id, RtError(e.errc(), e.name(), "rank " + std::to_string(process_rank) + ": " + e.what()))
+          : error_line(id, e);
   emit_stdout(l);
   std::fprintf(stderr, "%s\n", l.c_str());
   return exit_code(e.errc());
@@ -115,6 +121,7 @@ int main_impl(int argc, char** argv) {
                                     (args.empty() ? "" : ", got \"" + args[0] + "\""));
     const std::string mode = args[0];
     const ProcessOptions opts = parse_process_options({args.begin() + 1, args.end()});
+    process_rank = opts.rank;
     std::optional<Request> req;
     if (mode == "run") {
       req = request_from_flags(opts.rest);

@@ -60,7 +60,9 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   Workload& w = workload_for(req);
   const bool graph = ensure_graph(req, emit, false);
   w.reset(req.seed);
+  const auto clocks_start = backend_->read_clocks();
   const StepRun run = run_steps(*ctx_, w, graph ? &slot_ : nullptr, req.warmup, req.steps);
+  const auto clocks_end = backend_->read_clocks();
   json::Obj o = line("rep", req.id);
   o.put("arm", req.arm)
       .put("workload", req.workload)
@@ -79,6 +81,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
     t.put("L", tr->launches).put("P", tr->pin_copies).put("win", tr->pin_copies + 1 < tr->launches);
     o.put_raw("train", t.str());
   }
+  if (clocks_start && clocks_end) o.put_raw("clocks", clocks_json(*clocks_start, *clocks_end));
   o.put("final", true);
   emit(o.str());
 }

@@ -15,9 +15,10 @@ void ChainWorkload::reset(std::uint64_t seed) {
 void ChainWorkload::run_step(Context& ctx) {
   const auto n = static_cast<std::uint32_t>(x_.size());
   for (std::uint32_t k = 0; k < kernels_; ++k) {
-    // Constants differ per launch so a reordered or missing launch changes the hash.
-    const float a = 0.5f + 0.01f * static_cast<float>(k % 7);
-    const float b = 0.001f * static_cast<float>(k % 13);
+    // x -> +-x + b: no contraction (the state never settles to a fixed point), and the maps do
+    // not commute, so a missing, repeated or reordered launch changes the hash.
+    const float a = k % 3 == 0 ? -1.0f : 1.0f;
+    const float b = 0.001f * static_cast<float>(k % 13 + 1);
     launch<kernels::ChainKernel>(ctx, ctx.compute, n, {x_.get(), n, a, b});
   }
 }
