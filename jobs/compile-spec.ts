@@ -45,6 +45,10 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   if (spec.order === 'random' && spec.seed === undefined) {
     problem(['order'], 'random order needs a seed, so the same spec always gives the same plan', 'add seed: <integer>, or use order: balanced');
   }
+  if (spec.workload.runtime === 'command' && spec.gates.identity !== false) {
+    // The default is on (it guards every native spec); a command has no graph replay to compare.
+    problem(['gates', 'identity'], 'a command workload has no identity gate (byte identity of graph replay vs eager is a graphrt check)', 'set gates: { identity: false }');
+  }
   if (spec.workload.runtime === 'command' && spec.workload.metric_source.format === 'regex') {
     checkRegex(spec.workload.metric_source, problem);
   }

@@ -58,7 +58,7 @@ export function generateRawSpec(random: Random, index: number): Record<string, u
   // Reps: often a multiple of the Williams design's row count, so balance is exercised.
   spec.reps = chance(random, 0.5) ? int(random, 2, 9) : int(random, 1, 3) * pick(random, [2, 4, 6, 8, 10, 12, 14]);
   spec.blocks = { count: int(random, 1, 4), ranks: int(random, 1, 8), placement: pick(random, ['host', 'spread']) };
-  spec.gates = { aa: chance(random, 0.5), identity: chance(random, 0.3) ? false : { replays: int(random, 3, 9) } };
+  spec.gates = { aa: chance(random, 0.5), identity: command || chance(random, 0.3) ? false : { replays: int(random, 3, 9) } };
   if (chance(random, 0.3)) {
     spec.order = 'random';
     spec.seed = int(random, 0, 2 ** 31);
