@@ -6,6 +6,7 @@
  * (`ignoreDependencyOnFailure`, so one failed block never leaves the parent stuck).
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { FlowProducer } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
@@ -16,6 +17,8 @@ import { QUEUES } from '../redis/keys.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/scheduler.ts';
 import { ExperimentStore, initialBlockState } from './experiment-store.ts';
+
+const REGISTER = readFileSync(new URL('./lua/register-experiment.lua', import.meta.url), 'utf8');
 
 export interface SubmitInput {
   redis: Redis;
@@ -41,24 +44,32 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
   const waitingFor = await checkPlacement(redis, prefix, loaded, plan, input.noWait ?? false);
 
   const id = experimentId(plan.name);
-  const seq = await redis.incr(store.sched.seq);
-  const m = redis.multi();
-  m.hset(store.keys.exp(id), {
+  const record: Record<string, string> = {
     id,
     name: plan.name,
     hash: loaded.hash,
     state: 'queued',
     created: String(Date.now()),
-    seq: String(seq),
     priority: String(loaded.spec.priority),
     spec: input.specText,
     spec_json: JSON.stringify(loaded.spec),
     plan: JSON.stringify(plan),
     file: loaded.file,
-  });
-  m.hset(store.sched.blocks(id), Object.fromEntries(plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))])));
-  m.zadd(store.sched.experiments, seq, id);
-  await m.exec();
+  };
+  const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
+  await redis.eval(
+    REGISTER,
+    5,
+    store.sched.seq,
+    store.keys.exp(id),
+    store.sched.blocks(id),
+    store.sched.experiments,
+    store.sched.active,
+    id,
+    Object.keys(record).length,
+    ...Object.entries(record).flat(),
+    ...blocks.flat(),
+  );
 
   const flows = new FlowProducer({ connection: redis, prefix });
   try {

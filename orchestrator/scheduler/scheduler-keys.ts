@@ -9,6 +9,8 @@ export interface SchedulerKeys {
   seq: string;
   /** sorted set: experiment id by submission order */
   experiments: string;
+  /** sorted set: experiments not yet ended, by submission order (the scheduler's queue) */
+  active: string;
   /** hash block index → JSON BlockState (experiment/block-state.ts) */
   blocks(experiment: string): string;
   /** hash "<workload key>" → JSON { ms_per_step, n }: what past reps took, for expected durations */
@@ -20,6 +22,7 @@ export function schedulerKeys(prefix: string): SchedulerKeys {
     leader: `${prefix}:sched:leader`,
     seq: `${prefix}:sched:seq`,
     experiments: `${prefix}:exps`,
+    active: `${prefix}:sched:active`,
     blocks: (id) => `${prefix}:exp:${id}:blocks`,
     history: `${prefix}:sched:history`,
   };

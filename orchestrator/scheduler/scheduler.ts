@@ -18,7 +18,7 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { BlockDispatcher, type AttemptEnd } from '../dispatch/block-dispatcher.ts';
-import { CardRegistry, type Card } from '../redis/card-registry.ts';
+import { CardRegistry } from '../redis/card-registry.ts';
 import { LeaseStore } from '../redis/lease-store.ts';
 import { QUEUES } from '../redis/keys.ts';
 import { ResultStore } from '../redis/result-store.ts';
@@ -66,7 +66,6 @@ interface Waiter {
   exp: ExperimentRecord;
   block: number;
   expectedMs: number;
-  why: string | null;
   resolve: (r: { gang: Omit<GangPart, 'job'>[] } | { cancelled: string }) => void;
 }
 
@@ -93,6 +92,9 @@ export class Scheduler extends EventEmitter {
   private term: Term | null = null;
   private readonly waiters = new Map<string, Waiter>();
   private readonly running = new Map<string, { cards: string[]; expectedEndMs: number }>();
+  /** registered experiments (immutable but for their state, which is always read fresh) */
+  private readonly experiments = new Map<string, ExperimentRecord>();
+  private readonly lastWhy = new Map<string, string>();
   private granting: Promise<void> | null = null;
   private grantTimer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -187,6 +189,8 @@ export class Scheduler extends EventEmitter {
     );
     this.waiters.clear();
     this.running.clear();
+    this.experiments.clear();
+    this.lastWhy.clear();
     this.emit('deposed', why);
   }
 
@@ -215,9 +219,9 @@ export class Scheduler extends EventEmitter {
       if (st.phase === 'running' && st.gang.length > 0) {
         log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
       } else {
-        const expectedMs = expectedBlockMs(exp.plan, exp.spec, await readHistory(this.redis, this.options.prefix, exp.spec));
+        const expectedMs = await this.expectedMs(exp);
         const got = await new Promise<{ gang: Omit<GangPart, 'job'>[] } | { cancelled: string }>((resolve) => {
-          this.waiters.set(key, { key, exp, block, expectedMs, why: null, resolve });
+          this.waiters.set(key, { key, exp, block, expectedMs, resolve });
           this.kick();
         });
         if (term.aborted) return never;
@@ -358,61 +362,89 @@ export class Scheduler extends EventEmitter {
 
   // ---------------------------------------------------------------- grant pass
 
+  /**
+   * One pass of FIFO granting. The queue is every `waiting` block of every active experiment,
+   * read from Redis — not only the blocks whose BullMQ job has reached a processor yet — so a
+   * block delivered late never loses its place: a grant that falls to an undelivered block is
+   * held back this pass (its cards stay free for it), never given to a younger block.
+   */
   private async grantPass(): Promise<void> {
-    if (this.waiters.size === 0) return;
     const term = this.term;
-    const waiting = [...this.waiters.values()].sort(
-      (a, b) => b.exp.priority - a.exp.priority || a.exp.seq - b.exp.seq || a.block - b.block,
-    );
-    // Cancelled experiments leave the queue first.
-    const states = new Map<string, string | null>();
-    for (const w of waiting) if (!states.has(w.exp.id)) states.set(w.exp.id, await this.store.state(w.exp.id));
-    const live = waiting.filter((w) => {
-      const s = states.get(w.exp.id);
-      if (s === 'cancelling' || s === 'cancelled') {
-        this.waiters.delete(w.key);
-        w.resolve({ cancelled: 'cancelled while waiting for cards' });
-        return false;
+    const ids = await this.redis.zrange(this.store.sched.active, '0', '-1');
+    const queue: { key: string; exp: ExperimentRecord; block: number; expectedMs: number }[] = [];
+    for (const id of ids) {
+      const state = await this.store.state(id);
+      if (state === 'cancelling' || state === 'cancelled') {
+        for (const w of this.waiters.values()) {
+          if (w.exp.id !== id) continue;
+          this.waiters.delete(w.key);
+          w.resolve({ cancelled: 'cancelled while waiting for cards' });
+        }
+        continue;
       }
-      return true;
-    });
+      if (state !== 'queued' && state !== 'running') continue;
+      const exp = await this.experiment(id);
+      if (!exp) continue;
+      for (const b of await this.store.blocks(id)) {
+        if (b.phase !== 'waiting') continue;
+        const key = `${id}.b${b.block}`;
+        queue.push({ key, exp, block: b.block, expectedMs: this.waiters.get(key)?.expectedMs ?? (await this.expectedMs(exp)) });
+      }
+    }
+    if (queue.length === 0) return;
+    queue.sort((a, b) => b.exp.priority - a.exp.priority || a.exp.seq - b.exp.seq || a.block - b.block);
     const cards = await this.registry.liveCards();
     const slots: CardSlot[] = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
     const busy = new Set((await this.leases.held(cards.map((c) => c.id))).map((l) => l.card));
-    const now = Date.now();
     const decision = planGrants({
-      now,
+      now: Date.now(),
       cards: slots,
       busy,
       running: [...this.running.entries()].map(([key, r]) => ({ key, ...r })),
-      waiting: live.map((w) => ({
-        key: w.key,
-        ranks: w.exp.plan.ranks,
-        backend: wantedBackend(w.exp),
-        placement: w.exp.plan.placement,
-        expectedMs: w.expectedMs,
+      waiting: queue.map((q) => ({
+        key: q.key,
+        ranks: q.exp.plan.ranks,
+        backend: wantedBackend(q.exp),
+        placement: q.exp.plan.placement,
+        expectedMs: q.expectedMs,
       })),
     });
     if (term !== this.term || !term || term.aborted) return;
     for (const g of decision.grants) {
       const w = this.waiters.get(g.key);
-      if (!w) continue;
-      const gang = await this.acquire(w, g.cards, cards);
+      if (!w) continue; // not delivered yet: its cards wait for it
+      const gang = await this.acquire(w, g.cards);
       if (!gang) continue;
       this.waiters.delete(g.key);
       w.resolve({ gang });
     }
+    const whyByKey = new Map(queue.map((q) => [q.key, q]));
     for (const [key, why] of decision.why) {
-      const w = this.waiters.get(key);
-      if (!w || w.why === why) continue;
-      w.why = why;
-      const st = await this.store.block(w.exp.id, w.block);
-      if (st && st.phase === 'waiting') await this.store.setBlock(w.exp.id, { ...st, why });
+      const q = whyByKey.get(key)!;
+      if (this.lastWhy.get(key) === why) continue;
+      this.lastWhy.set(key, why);
+      const st = await this.store.block(q.exp.id, q.block);
+      if (st && st.phase === 'waiting') await this.store.setBlock(q.exp.id, { ...st, why });
     }
   }
 
+  private async experiment(id: string): Promise<ExperimentRecord | null> {
+    let exp = this.experiments.get(id);
+    if (!exp) {
+      const got = await this.store.get(id);
+      if (!got) return null;
+      exp = got;
+      this.experiments.set(id, exp);
+    }
+    return exp;
+  }
+
+  private async expectedMs(exp: ExperimentRecord): Promise<number> {
+    return expectedBlockMs(exp.plan, exp.spec, await readHistory(this.redis, this.options.prefix, exp.spec));
+  }
+
   /** Leases the granted cards, one all-or-none call per host; undoes a partial spread grant. */
-  private async acquire(w: Waiter, slots: CardSlot[], cards: Card[]): Promise<Omit<GangPart, 'job'>[] | null> {
+  private async acquire(w: Waiter, slots: CardSlot[]): Promise<Omit<GangPart, 'job'>[] | null> {
     const byHost = new Map<string, string[]>();
     for (const s of slots) byHost.set(s.host, [...(byHost.get(s.host) ?? []), s.id]);
     const gang: Omit<GangPart, 'job'>[] = [];
@@ -425,7 +457,6 @@ export class Scheduler extends EventEmitter {
       }
       gang.push({ host, cards: ids, epoch: r.epoch });
     }
-    void cards;
     return gang;
   }
 
@@ -462,6 +493,8 @@ export class Scheduler extends EventEmitter {
     } else {
       await this.store.finish(experiment, 'done', null);
     }
+    await this.redis.zrem(this.store.sched.active, experiment);
+    this.experiments.delete(experiment);
     this.log.info({ experiment, state: await this.store.state(experiment) }, 'experiment ended');
     return { blocks: blocks.map((b) => b.phase) };
   }

@@ -3,10 +3,8 @@
  * statistics verdict (orchestrator/report/verdict-exit-code.ts: 0 faster, 3 inconclusive,
  * 4 slower, 5 invalid), so CI can gate on it.
  */
-import { verdictExitCode } from '../../report/verdict-exit-code.ts';
 import { orchLog } from '../../embedded/log.ts';
 import { requireTarget } from '../../embedded/redis-target.ts';
-import { writeResults } from '../../results/write-results.ts';
 import { defineCommand } from '../command.ts';
 
 export const reportCommand = defineCommand<{ id: string; results: string }>({
@@ -17,6 +15,9 @@ export const reportCommand = defineCommand<{ id: string; results: string }>({
       .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' }) as never,
   handler: async (argv) => {
+    // The statistics load only for the commands that report (every orch process starts faster).
+    const { writeResults } = await import('../../results/write-results.ts');
+    const { verdictExitCode } = await import('../../report/verdict-exit-code.ts');
     const target = await requireTarget('report', orchLog('report'));
     try {
       const w = await writeResults(target.redis, target.prefix, argv.id, argv.results);

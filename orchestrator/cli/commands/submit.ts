@@ -8,13 +8,11 @@
 import { readFileSync } from 'node:fs';
 import { loadSpec } from '../../../jobs/load-spec.ts';
 import { OrchError } from '../../../jobs/errors.ts';
-import { runEmbedded } from '../../embedded/run-embedded.ts';
 import { orchLog } from '../../embedded/log.ts';
 import { prefixFromEnv, redisUrlFromEnv, connectTarget } from '../../embedded/redis-target.ts';
 import { ExperimentStore } from '../../experiment/experiment-store.ts';
 import { renderProgress, waitForEnd } from '../../experiment/progress.ts';
 import { submitExperiment } from '../../experiment/submit.ts';
-import { writeResults } from '../../results/write-results.ts';
 import { defineCommand } from '../command.ts';
 
 interface SubmitArgs {
@@ -38,6 +36,8 @@ export const submitCommand = defineCommand<SubmitArgs>({
       })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' }) as never,
   handler: async (argv) => {
+    // The statistics load only for the commands that report (every orch process starts faster).
+    const { writeResults } = await import('../../results/write-results.ts');
     // Validation first: an invalid spec throws here, before any connection exists.
     const loaded = loadSpec(argv.spec);
     const specText = readFileSync(argv.spec, 'utf8');
@@ -50,6 +50,7 @@ export const submitCommand = defineCommand<SubmitArgs>({
           hint: 'set REDIS_URL to a Redis that orch serve and orch worker use',
         });
       }
+      const { runEmbedded } = await import('../../embedded/run-embedded.ts');
       const r = await runEmbedded({ loaded, specText, watch: argv.watch && !json, resultsRoot: argv.results, json });
       process.exitCode = r.exitCode;
       return;

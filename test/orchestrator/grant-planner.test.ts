@@ -1,0 +1,114 @@
+// FIFO gang granting with backfill (orchestrator/scheduler/grant-planner.ts), pure.
+// The backfill property is checked against a simulation: granting every decision and running
+// blocks to their expected end, the oldest waiting block must start no later than it would if
+// nothing behind it were ever granted ahead of it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fitGang, neverFits, planGrants, type CardSlot, type GrantInput, type WaitingBlock } from '../../orchestrator/scheduler/grant-planner.ts';
+
+const cards = (host: string, n: number, backend: 'cpu' | 'cuda' = 'cuda'): CardSlot[] =>
+  Array.from({ length: n }, (_, i) => ({ id: `${host}-${i}`, host, backend, index: i }));
+const block = (key: string, ranks: number, expectedMs = 1000, extra: Partial<WaitingBlock> = {}): WaitingBlock => ({
+  key,
+  ranks,
+  backend: 'auto',
+  placement: 'host',
+  expectedMs,
+  ...extra,
+});
+
+test('grants in FIFO order while cards last; a later block does not jump a waiting one whose cards it would take', () => {
+  const d = planGrants({
+    now: 0,
+    cards: cards('h1', 4),
+    busy: new Set(['h1-0', 'h1-1']),
+    running: [{ key: 'r', cards: ['h1-0', 'h1-1'], expectedEndMs: 10_000 }],
+    waiting: [block('a', 1), block('b', 3, 60_000), block('c', 1, 60_000)],
+  });
+  assert.deepEqual(d.grants.map((g) => g.key), ['a']);
+  assert.match(d.why.get('b')!, /waiting for 3 free card/);
+  // c fits in the one free card, but b is reserved those cards at t = 10 s and c would run 60 s
+  assert.match(d.why.get('c')!, /behind .*b.*FIFO/);
+});
+
+test('backfill: a short block runs ahead of the oldest when it ends before the reservation', () => {
+  const d = planGrants({
+    now: 0,
+    cards: cards('h1', 4),
+    busy: new Set(['h1-0', 'h1-1']),
+    running: [{ key: 'r', cards: ['h1-0', 'h1-1'], expectedEndMs: 10_000 }],
+    waiting: [block('b', 3, 60_000), block('short', 1, 5_000), block('long', 1, 60_000)],
+  });
+  assert.deepEqual(d.grants.map((g) => g.key), ['short']);
+  assert.ok(d.why.get('long'));
+});
+
+test('backfill on cards the reservation does not need, whatever the length', () => {
+  const d = planGrants({
+    now: 0,
+    cards: [...cards('h1', 2), ...cards('h2', 1)],
+    busy: new Set(['h1-0']),
+    running: [{ key: 'r', cards: ['h1-0'], expectedEndMs: 10_000 }],
+    // b needs both h1 cards (placement host); h2-0 is outside its reservation
+    waiting: [block('b', 2, 60_000), block('other-host', 1, 600_000)],
+  });
+  assert.deepEqual(d.grants.map((g) => g.key), ['other-host']);
+  assert.deepEqual(d.grants[0]!.cards.map((c) => c.id), ['h2-0']);
+});
+
+test('simulated: backfill never delays the oldest waiting block', () => {
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let trial = 0; trial < 300; trial++) {
+    const all = [...cards('h1', 4), ...cards('h2', 2)];
+    const waiting = Array.from({ length: 6 }, (_, i) => block(`w${i}`, 1 + Math.floor(rnd() * 4), 1000 + Math.floor(rnd() * 20_000)));
+    const running = [{ key: 'r0', cards: ['h1-0', 'h1-1'], expectedEndMs: 1000 + Math.floor(rnd() * 10_000) }];
+    const startOfOldest = (withBackfill: boolean) => simulate({ cards: all, running, waiting, now: 0, busy: new Set() }, withBackfill);
+    assert.ok(
+      startOfOldest(true) <= startOfOldest(false),
+      `trial ${trial}: oldest starts at ${startOfOldest(true)} with backfill, ${startOfOldest(false)} without`,
+    );
+  }
+});
+
+/** Start time of the first waiting block when decisions are executed to completion. */
+function simulate(input: Omit<GrantInput, 'busy'> & { busy: Set<string> }, withBackfill: boolean): number {
+  let now = input.now;
+  let running = [...input.running];
+  let waiting = [...input.waiting];
+  const oldest = waiting[0]!.key;
+  for (let step = 0; step < 100; step++) {
+    const busy = new Set(running.flatMap((r) => r.cards));
+    const queue = withBackfill ? waiting : waiting.slice(0, 1);
+    const d = planGrants({ now, cards: input.cards, busy, running, waiting: queue });
+    for (const g of d.grants) {
+      if (g.key === oldest) return now;
+      const w = waiting.find((x) => x.key === g.key)!;
+      running.push({ key: g.key, cards: g.cards.map((c) => c.id), expectedEndMs: now + w.expectedMs });
+      waiting = waiting.filter((x) => x.key !== g.key);
+    }
+    if (running.length === 0) return Number.POSITIVE_INFINITY;
+    now = Math.min(...running.map((r) => r.expectedEndMs));
+    running = running.filter((r) => r.expectedEndMs > now);
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+test('placement host keeps a gang on one host; spread may cross hosts', () => {
+  const free = [...cards('h1', 2), ...cards('h2', 2)];
+  assert.equal(fitGang(block('x', 3), free), null);
+  const spread = fitGang(block('x', 3, 1, { placement: 'spread' }), free)!;
+  assert.equal(spread.length, 3);
+  assert.equal(new Set(spread.map((c) => c.host)).size, 2);
+  // best fit: the smallest host that holds the gang
+  assert.deepEqual(fitGang(block('y', 2), [...cards('big', 4), ...cards('small', 2)])!.map((c) => c.host), ['small', 'small']);
+});
+
+test('a block no host can ever hold names the largest host and takes no reservation', () => {
+  const all = [...cards('h1', 2), ...cards('h2', 4)];
+  assert.equal(neverFits(block('x', 8), all), 'needs 8 cards on one host; the largest host, h2, has 4');
+  assert.match(neverFits(block('x', 1, 1, { backend: 'cuda' }), cards('h1', 2, 'cpu'))!, /no cuda card is registered \(cards: 2 cpu@h1\)/);
+  const d = planGrants({ now: 0, cards: all, busy: new Set(), running: [], waiting: [block('huge', 8), block('ok', 1)] });
+  assert.deepEqual(d.grants.map((g) => g.key), ['ok']);
+  assert.match(d.why.get('huge')!, /largest host, h2, has 4/);
+});
