@@ -2,6 +2,7 @@
  * CSV tables of an Analysis (RFC 4180 quoting, one header row, empty cell = not computable):
  * reps (one row per used rep), arms, comparisons, loo, drift. Relative numbers are fractions.
  */
+import { allComparisons } from './all-comparisons.ts';
 import type { Analysis } from '../stats/types.ts';
 
 export interface CsvTables {
@@ -25,7 +26,7 @@ export function toCsv(headers: readonly string[], rows: readonly (readonly Cell[
 }
 
 export function renderCsv(a: Analysis): CsvTables {
-  const comps = [...a.comparisons, ...(a.primary && !a.comparisons.includes(a.primary) ? [a.primary] : []), ...(a.aa ? [a.aa] : [])];
+  const comps = allComparisons(a);
   return {
     reps: toCsv(
       ['experiment', 'block', 'arm', 'rep', 'position', 'value'],

@@ -5,6 +5,7 @@
  * Every number goes through format-number.ts: a missing quantity prints "—", never NaN.
  */
 import { num, pct, pValue, signedPct } from '../stats/format-number.ts';
+import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
 import { markdownTable } from './markdown-table.ts';
 import { EXIT_CODES, verdictExitCode } from './verdict-exit-code.ts';
@@ -72,7 +73,7 @@ export function renderMarkdown(a: Analysis): string {
     '',
   );
 
-  const comps = [...a.comparisons, ...(a.primary && !a.comparisons.includes(a.primary) ? [a.primary] : []), ...(a.aa ? [a.aa] : [])];
+  const comps = allComparisons(a);
   if (comps.length > 0) {
     out.push(
       '## Paired comparisons',
@@ -82,7 +83,11 @@ export function renderMarkdown(a: Analysis): string {
       '',
       markdownTable(COMPARISON_HEADERS, comps.map((c) => comparisonRow(c, unit))),
       '',
-      ...comps.map((c) => `- ${c.arm} vs ${c.reference}: ${c.statement}${c.reasons.length > 0 ? ` — ${c.reasons.join('; ')}` : ''}`),
+      ...comps.map((c) => {
+        // Gate failures are already at the top of the report; do not repeat them per comparison.
+        const own = c.reasons.filter((r) => !a.invalid_reasons.includes(r));
+        return `- ${c.arm} vs ${c.reference}: ${c.statement}${own.length > 0 ? ` — ${own.join('; ')}` : ''}`;
+      }),
       '',
     );
   }

@@ -14,7 +14,7 @@ import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
 import { valueIndex } from './pairing.ts';
 import { repValues } from './rep-values.ts';
-import type { Analysis, AnalysisInput, ArmSummary, Comparison, Verdict } from './types.ts';
+import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, Verdict } from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
   const bad: string[] = [];
@@ -32,8 +32,11 @@ function aggregate(comparisons: readonly Comparison[]): Verdict {
   return 'inconclusive';
 }
 
-function invalidate(c: Comparison, reasons: readonly string[]): Comparison {
-  return { ...c, verdict: 'invalid', reasons: [...reasons, ...c.reasons], statement: `invalid: ${reasons[0]} (measured: ${c.statement})` };
+const GATE_LABEL: Record<GateSummary['name'], string> = { input: 'input', identity: 'identity', aa: 'A/A', base_reference: 'base-reference' };
+
+function invalidate(c: Comparison, reasons: readonly string[], gates: readonly string[]): Comparison {
+  const why = `invalid: the ${gates.join(', ')} gate${gates.length === 1 ? '' : 's'} failed`;
+  return { ...c, verdict: 'invalid', reasons: [...reasons, ...c.reasons], statement: `${why}; measured: ${c.statement}` };
 }
 
 export function analyzeExperiment(input: AnalysisInput): Analysis {
@@ -59,17 +62,19 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
   const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
   const aa = aaArm ? compare(aaArm.name, aaArm.aa_of!) : null;
   const isLoo = plan.design === 'leave-one-out';
-  let primary: Comparison | null = isLoo
-    ? compare(LOO_ALL_ON, LOO_BASE)
-    : plan.design === 'ab' ? (comparisons[0] ?? null) : null;
+  let primary: Comparison | null = isLoo ? compare(LOO_ALL_ON, LOO_BASE) : null;
 
   const baseArm = plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control;
   const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm), inputGate(arms)];
-  const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
-  if (invalid_reasons.length > 0) {
-    comparisons = comparisons.map((c) => invalidate(c, invalid_reasons));
-    primary = primary && invalidate(primary, invalid_reasons);
+  const failed = gates.filter((g) => g.pass === false);
+  const invalid_reasons = failed.map((g) => g.message);
+  if (failed.length > 0) {
+    const names = failed.map((g) => GATE_LABEL[g.name]);
+    comparisons = comparisons.map((c) => invalidate(c, invalid_reasons, names));
+    primary = primary && invalidate(primary, invalid_reasons, names);
   }
+  // ab: the treatment against the control is the primary comparison, the same object as listed.
+  if (plan.design === 'ab') primary = comparisons[0] ?? null;
   const verdict: Verdict = invalid_reasons.length > 0 ? 'invalid' : primary ? primary.verdict : aggregate(comparisons);
   if (verdict === 'invalid' && invalid_reasons.length === 0) {
     const culprit = primary ?? comparisons.find((c) => c.verdict === 'invalid');

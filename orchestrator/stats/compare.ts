@@ -11,7 +11,7 @@
 import { detectableEffect } from './mde.ts';
 import { pairArms } from './pairing.ts';
 import { pairedT, wilcoxonSignedRank } from './paired-test.ts';
-import { pct, signedPct } from './format-number.ts';
+import { pClause, pct, signedPct } from './format-number.ts';
 import type { Comparison, MetricSpec, PlanLike, RepValue, Verdict } from './types.ts';
 
 export interface CompareOptions {
@@ -81,7 +81,7 @@ export function compareArms(
     statement = `${verdict}: ${arm} is ${verdict} than ${reference} by ${size} (${ciText}, ${pairs.length} pairs)`;
     reasons.push(`the ${level} CI lies beyond the ±${pct(o.min_effect)} min_effect band`);
     if (wilcoxon.p !== null && wilcoxon.p > o.alpha) {
-      reasons.push(`Wilcoxon signed-rank disagrees (p = ${wilcoxon.p.toPrecision(2)} > ${o.alpha})`);
+      reasons.push(`Wilcoxon signed-rank disagrees (${pClause(wilcoxon.p)} > ${o.alpha})`);
     }
   }
   reasons.push(...unpaired);

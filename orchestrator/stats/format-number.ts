@@ -28,3 +28,9 @@ export function pValue(p: number | null | undefined): string {
   if (p < 1e-4) return '< 0.0001';
   return Number(p.toPrecision(2)).toString();
 }
+
+/** "p = 0.031" or "p < 0.0001" for a sentence. */
+export function pClause(p: number | null | undefined): string {
+  const v = pValue(p);
+  return v.startsWith('<') ? `p ${v}` : `p = ${v}`;
+}

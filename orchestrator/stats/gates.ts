@@ -3,7 +3,7 @@
  * input, byte identity of graph replay vs eager, the A/A control, and the base arm against a
  * reference build. A failed gate turns every verdict invalid; its message is printed first.
  */
-import { num, pct, pValue, signedPct } from './format-number.ts';
+import { num, pClause, pct, signedPct } from './format-number.ts';
 import type { AnalysisInput, ArmSummary, Comparison, GateSummary } from './types.ts';
 
 export const NO_DISCRIMINATING_POWER = 'the measurement has no discriminating power';
@@ -44,7 +44,7 @@ export function identityGate(gates: AnalysisInput['gates']): GateSummary {
 export function aaGate(aa: Comparison | null, alpha: number): GateSummary {
   if (aa === null) return { name: 'aa', pass: null, message: 'no A/A arm in the plan' };
   const lr = aa.log_ratio;
-  const numbers = `${aa.arm} vs ${aa.reference}: ${signedPct(aa.relative.estimate)} (${Math.round((1 - alpha) * 100)} % CI ${signedPct(aa.relative.ci?.[0])} to ${signedPct(aa.relative.ci?.[1])}, t = ${num(lr.t, 3)}, p = ${pValue(lr.p)}, ${aa.pairs} pairs)`;
+  const numbers = `${aa.arm} vs ${aa.reference}: ${signedPct(aa.relative.estimate)} (${Math.round((1 - alpha) * 100)} % CI ${signedPct(aa.relative.ci?.[0])} to ${signedPct(aa.relative.ci?.[1])}, t = ${num(lr.t, 3)}, ${pClause(lr.p)}, ${aa.pairs} pairs)`;
   if (aa.verdict === 'inconclusive') {
     return { name: 'aa', pass: true, message: `A/A control inconclusive as it must be: ${numbers}` };
   }

@@ -5,7 +5,7 @@
  * is paired too: when the toggles' savings simply add, (base − all_on) − Σ worth_i is 0.
  */
 import { pairedT } from './paired-test.ts';
-import { num, pct, pValue } from './format-number.ts';
+import { num, pClause, pct } from './format-number.ts';
 import { repKey } from './rep-values.ts';
 import type { Comparison, LooRow, LooTable, PlanLike, RepValue } from './types.ts';
 
@@ -59,7 +59,7 @@ export function leaveOneOut(
   const sum = rows.every((r) => r.worth !== null) ? rows.reduce((s, r) => s + r.worth!, 0) : null;
   const large = allOnMean !== null && interaction.mean !== null && Math.abs(interaction.mean) >= min_effect * allOnMean;
   const interaction_flagged = interaction.p !== null && interaction.p < alpha && large;
-  const what = `base − all_on = ${num(totalAbs)} vs Σ worths = ${num(sum)}; difference ${num(interaction.mean)} ± ${num(interaction.se)} (p = ${pValue(interaction.p)}, ${interaction.n} units)`;
+  const what = `base − all_on = ${num(totalAbs)} vs Σ worths = ${num(sum)}; difference ${num(interaction.mean)} ± ${num(interaction.se)} (${pClause(interaction.p)}, ${interaction.n} units)`;
   const message = interaction.n < 2
     ? `interaction check not possible: ${interaction.n} complete unit(s) with every leave-one-out arm; at least 2 are needed`
     : interaction_flagged

@@ -10,7 +10,7 @@
  */
 import { fisherUpperP, studentTwoSidedP } from './distributions.ts';
 import { dummies, leastSquares, nestedF } from './linear-model.ts';
-import { pct, pValue } from './format-number.ts';
+import { pClause, pct } from './format-number.ts';
 import type { DriftRow, OrderEffects, RepValue } from './types.ts';
 
 function meanBy<K>(keys: readonly K[], r: readonly number[]): Map<K, { sum: number; n: number }> {
@@ -69,8 +69,8 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
   const posFlag = position_test.p !== null && position_test.p < alpha && largestPos >= min_effect / 2;
   const intFlag = interaction_test.p !== null && interaction_test.p < alpha;
   const parts = [
-    `position effect up to ${pct(largestPos)} (F test p = ${pValue(position_test.p)})`,
-    testable ? `arm × position p = ${pValue(interaction_test.p)}` : 'arm × position not testable (fewer than two reps per arm × position cell; more blocks make it testable)',
+    `position effect up to ${pct(largestPos)} (F test ${pClause(position_test.p)})`,
+    testable ? `arm × position ${pClause(interaction_test.p)}` : 'arm × position not testable (fewer than two reps per arm × position cell; more blocks make it testable)',
   ];
   const message = posFlag || intFlag
     ? `order effects flagged: ${parts.join('; ')} — a balanced order cancels a position effect shared by all arms, not one that differs by arm`
