@@ -15,6 +15,8 @@ import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
 
 const STDERR_KEEP = 20;
+/** after an error answer, how long to wait for the exit that makes it fatal */
+const ERROR_EXIT_WAIT_MS = 500;
 
 let setprivChecked: boolean | undefined;
 function hasSetpriv(): boolean {
@@ -81,11 +83,20 @@ export class GraphrtRunner implements RankRunner {
       // a final error before hello (CARD_BUSY) is followed by the exit, which rejects `ready`
       if (line.final !== true || !helloSeen) return;
       const p = pending;
-      pending = null;
-      if (p) {
-        clearTimeout(p.timer);
-        p.resolve(line);
+      if (!p) return;
+      clearTimeout(p.timer);
+      if (line.type === 'error') {
+        // A fatal error (CUDA_ERROR...) is followed by the exit, which rejects with the exit code
+        // and this line; a bad request is answered and serving goes on.
+        p.timer = setTimeout(() => {
+          if (pending !== p) return;
+          pending = null;
+          p.resolve(line);
+        }, ERROR_EXIT_WAIT_MS);
+        return;
       }
+      pending = null;
+      p.resolve(line);
     });
     createInterface({ input: child.stderr }).on('line', (l) => {
       if (l.trim() === '') return;

@@ -106,9 +106,12 @@ export class BlockDispatcher {
   }
 
   private async ended(host: string, jobId: string): Promise<AttemptEnd | null> {
-    const job = await Job.fromId(this.queue(host), jobId);
+    const q = this.queue(host);
+    const state = await q.getJobState(jobId);
+    if (state !== 'completed' && state !== 'failed') return null;
+    // read after the state: the job hash then holds its return value or failure
+    const job = await Job.fromId(q, jobId);
     if (!job) return null;
-    const state = await job.getState();
     if (state === 'completed') return { state: 'completed', jobId, outcome: job.returnvalue };
     if (state === 'failed') {
       const last = job.stacktrace?.[job.stacktrace.length - 1] ?? '';

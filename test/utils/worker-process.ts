@@ -36,7 +36,7 @@ export interface WorkerSpawnOptions {
 export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess> {
   const args = [
     ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
-    '--redis', o.redisUrl, '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 250),
+    '--redis', o.redisUrl, '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', ...o.env } });
   let text = '';

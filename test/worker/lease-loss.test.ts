@@ -21,7 +21,7 @@ import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
 
-const HB = 250;
+const HB = 400;
 
 describe('lease loss kills the ranks', () => {
   let server: RedisServerProcess;

@@ -65,20 +65,29 @@ export interface HelloInfo {
 
 /**
  * The backend check: a spec that needs `cuda` refuses a binary that reports another backend.
- * `detail` is the binary's own reason when it has one (graphrt's BACKEND_UNAVAILABLE message).
+ * `detail` is the binary's own reason when it has one (graphrt's BACKEND_UNAVAILABLE message for
+ * `--backend cuda`): "not built into this graphrt" is a CPU-only build, anything else (no GPU
+ * visible, driver too old) is this host's problem, not the build's. Without a detail the binary
+ * is taken for a CPU-only build.
  */
 export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', binary: string, detail = ''): void {
   if (need === 'auto' || hello.backend === need) return;
   const features = Object.entries(hello.features ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(' ');
-  if (need === 'cuda') {
+  const reported = `reports backend "${hello.backend}"${features ? ` (features: ${features})` : ''}`;
+  if (need === 'cuda' && (detail === '' || /not built/i.test(detail))) {
     throw new UserInputError(
       'PREFLIGHT_CPU_BUILD',
-      `workload.backend: the spec needs cuda, but ${binary} reports backend "${hello.backend}"${features ? ` (features: ${features})` : ''}${detail ? `: ${detail}` : ''}. ` +
+      `workload.backend: the spec needs cuda, but ${binary} is a CPU-only build (it ${reported}${detail ? `; ${detail}` : ''}): rebuild it with GRAPHRT_CUDA=ON. ` +
         'A CPU build prints launches=0, which would read as a broken instrument, so nothing is measured.',
-      { hint: 'rebuild graphrt with the CUDA backend: GRAPHRT_CUDA=ON npm run build (cmake -DGRAPHRT_CUDA=ON), on a host whose GPU is visible' },
+      { hint: 'GRAPHRT_CUDA=ON npm run build (cmake -DGRAPHRT_CUDA=ON) on a host with nvcc, then submit again' },
     );
   }
-  throw new UserInputError('PREFLIGHT_BACKEND', `workload.backend: the spec needs ${need}, but ${binary} reports backend "${hello.backend}"`);
+  if (need === 'cuda') {
+    throw new UserInputError('PREFLIGHT_NO_GPU', `workload.backend: the spec needs cuda; ${binary} has the CUDA backend but ${reported} on this host: ${detail}`, {
+      hint: 'run this block on a host whose GPU is visible (nvidia-smi lists it), or use backend: auto',
+    });
+  }
+  throw new UserInputError('PREFLIGHT_BACKEND', `workload.backend: the spec needs ${need}, but ${binary} ${reported}`);
 }
 
 function helloOf(stdout: string): (HelloInfo & { type: string }) | { type: 'error'; code?: string; message?: string } | null {
