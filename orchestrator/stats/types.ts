@@ -7,7 +7,7 @@
  * - a quantity that cannot be computed is `null`, never NaN or Infinity, and the reason is in
  *   `issues` or in the comparison's `reasons`;
  * - "relative" numbers are fractions (0.012 = 1.2 %) of the reference arm, computed on log ratios
- *   (see paired-comparison.ts) and shown as ratio − 1;
+ *   (see compare.ts) and shown as ratio − 1;
  * - values are in the metric's unit (`metric.name`, ms per step by default).
  */
 
