@@ -1,0 +1,179 @@
+/**
+ * The graphrt JSON-lines protocol, mirrored in zod (native/PROTOCOL.md "Lines"; a change there is
+ * a change here, in the same commit). Every line is strict: a field graphrt adds without this
+ * mirror knowing fails the parse, so drift between the two is caught by the tests that drive the
+ * binary (test/native/).
+ */
+import { z } from 'zod';
+import { OrchError } from './errors.ts';
+
+const v = z.literal(1);
+const id = z.string();
+const count = z.int().min(0);
+const hash = z.string().regex(/^[0-9a-f]{16}$/, 'a 16-digit lowercase hex FNV-1a 64 hash');
+const finalTrue = z.literal(true);
+
+export const GRAPHRT_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init'] as const;
+export const GRAPHRT_WORKLOADS = ['chain', 'decode', 'train', 'probe'] as const;
+export const GRAPHRT_PROBES = ['launch_counter', 'unpinned_diverges', 'recapture_refusals', 'pinned_exact', 'replay_dispatch'] as const;
+
+/** Error codes and the exit code each ends a `run` with (PROTOCOL.md "Error codes"). */
+export const GRAPHRT_EXIT_CODES = {
+  INTERNAL: 1,
+  BAD_FLAG: 2,
+  BAD_REQUEST: 2,
+  UNKNOWN_WORKLOAD: 2,
+  UNKNOWN_TOGGLE: 2,
+  BAD_PARAM: 2,
+  BACKEND_UNAVAILABLE: 3,
+  CARD_BUSY: 4,
+  GATE_FAILED: 5,
+  CUDA_ERROR: 6,
+} as const;
+export type GraphrtErrorCode = keyof typeof GRAPHRT_EXIT_CODES;
+const errorCodes = Object.keys(GRAPHRT_EXIT_CODES) as [GraphrtErrorCode, ...GraphrtErrorCode[]];
+
+export const HelloSchema = z.strictObject({
+  v,
+  type: z.literal('hello'),
+  id: id.optional(),
+  backend: z.enum(['cpu', 'cuda']),
+  device: z.string(),
+  sm: z.string().nullable(),
+  sms: count,
+  driver: z.string(),
+  features: z.strictObject({ graph: z.boolean(), pdl: z.boolean(), overlap: z.boolean(), collectives: z.boolean() }),
+  version: z.string(),
+  pid: z.int().positive(),
+  final: finalTrue.optional(),
+});
+export type Hello = z.infer<typeof HelloSchema>;
+
+const captureCommon = { v, type: z.literal('capture'), id, arm: z.string() };
+export const CaptureSchema = z.discriminatedUnion('ok', [
+  z.strictObject({
+    ...captureCommon,
+    ok: z.literal(true),
+    nodes: count,
+    launches: count,
+    capture_ms: z.number().min(0),
+    instantiate_ms: z.number().min(0),
+  }),
+  z.strictObject({ ...captureCommon, ok: z.literal(false), reason: z.string().min(1), fallback: z.literal('eager') }),
+]);
+export type Capture = z.infer<typeof CaptureSchema>;
+
+export const ClockReadingSchema = z.strictObject({
+  sm_mhz: z.int(),
+  mem_mhz: z.int(),
+  temp_c: z.int(),
+  power_w: z.number(),
+  reasons: z.array(z.string()),
+});
+export type ClockReading = z.infer<typeof ClockReadingSchema>;
+
+export const TrainReportSchema = z.strictObject({ L: count, P: count, win: z.boolean() });
+export type TrainReport = z.infer<typeof TrainReportSchema>;
+
+export const RepSchema = z.strictObject({
+  v,
+  type: z.literal('rep'),
+  id,
+  arm: z.string(),
+  workload: z.enum(GRAPHRT_WORKLOADS),
+  backend: z.enum(['cpu', 'cuda']),
+  mode: z.enum(['graph', 'eager']),
+  warmup: count,
+  steps: z.int().positive(),
+  step_ms: z.array(z.number().min(0)),
+  launches_per_step: count,
+  dispatches_per_step: count,
+  nodes: count.nullable(),
+  hashes: z.array(hash),
+  unsupported: z.array(z.enum(GRAPHRT_TOGGLES)),
+  train: TrainReportSchema.optional(),
+  clocks: z.strictObject({ start: ClockReadingSchema, end: ClockReadingSchema }).optional(),
+  final: finalTrue,
+});
+export type Rep = z.infer<typeof RepSchema>;
+
+export const GateSchema = z.strictObject({
+  v,
+  type: z.literal('gate'),
+  id,
+  arm: z.string(),
+  name: z.literal('identity'),
+  pass: z.boolean(),
+  mode: z.enum(['graph', 'eager']),
+  replays: z.int().positive(),
+  first_bad_replay: z.int().positive().nullable(),
+  eager_hashes: z.array(hash),
+  graph_hashes: z.array(hash),
+  nodes: count.nullable(),
+  launches_per_step: count,
+  /** absent only in `run` mode on a failed gate: the GATE_FAILED error line follows */
+  final: finalTrue.optional(),
+});
+export type Gate = z.infer<typeof GateSchema>;
+
+export const ProbeSchema = z.strictObject({
+  v,
+  type: z.literal('probe'),
+  id,
+  name: z.enum(GRAPHRT_PROBES),
+  pass: z.boolean(),
+  detail: z.record(z.string(), z.unknown()),
+  final: finalTrue.optional(),
+});
+export type Probe = z.infer<typeof ProbeSchema>;
+
+export const ErrorLineSchema = z.strictObject({
+  v,
+  type: z.literal('error'),
+  id: id.optional(),
+  code: z.enum(errorCodes),
+  message: z.string().min(1),
+  exit_code: z.int().min(1).max(6),
+  final: finalTrue,
+});
+export type ErrorLine = z.infer<typeof ErrorLineSchema>;
+
+export const GraphrtLineSchema = z.discriminatedUnion('type', [
+  HelloSchema,
+  CaptureSchema,
+  RepSchema,
+  GateSchema,
+  ProbeSchema,
+  ErrorLineSchema,
+]);
+export type GraphrtLine = z.infer<typeof GraphrtLineSchema>;
+
+/** A line graphrt wrote that is not valid JSON or not a protocol line: a graphrt bug or a version skew. */
+export class GraphrtProtocolError extends OrchError {
+  readonly line: string;
+  constructor(message: string, line: string, cause?: unknown) {
+    super('GRAPHRT_PROTOCOL', `graphrt protocol: ${message}: ${line.length > 300 ? `${line.slice(0, 300)}…` : line}`, {
+      hint: 'graphrt and orch disagree on native/PROTOCOL.md: rebuild graphrt (npm run build) from this checkout',
+      cause,
+    });
+    this.line = line;
+  }
+}
+
+/** Parses and validates one stdout line of graphrt; throws GraphrtProtocolError. */
+export function parseGraphrtLine(line: string): GraphrtLine {
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch (err) {
+    throw new GraphrtProtocolError('not JSON', line, err);
+  }
+  const r = GraphrtLineSchema.safeParse(json);
+  if (!r.success) {
+    const issues = r.error.issues.map((i) => `${i.path.join('.') || '(line)'}: ${i.message}`).join('; ');
+    throw new GraphrtProtocolError(issues, line, r.error);
+  }
+  if (r.data.type === 'error' && r.data.exit_code !== GRAPHRT_EXIT_CODES[r.data.code])
+    throw new GraphrtProtocolError(`error ${r.data.code} must exit ${GRAPHRT_EXIT_CODES[r.data.code]}, says ${r.data.exit_code}`, line);
+  return r.data;
+}
