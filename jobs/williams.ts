@@ -13,7 +13,12 @@ export function williamsRows(n: number): number[][] {
   // mod n, so the cyclic shifts of it put every ordered pair side by side exactly once (even n).
   const base = [0, ...zigzagTail(n)];
   const square = Array.from({ length: n }, (_, r) => base.map((x) => (x + r) % n));
-  return n % 2 === 0 ? square : [...square, ...square.map((row) => [...row].reverse())];
+  return williamsRowCount(n) === n ? square : [...square, ...square.map((row) => [...row].reverse())];
+}
+
+/** Rows of the design for n treatments: n for even n, 2n (the square and its mirror) for odd n. */
+export function williamsRowCount(n: number): number {
+  return n % 2 === 0 ? n : 2 * n;
 }
 
 /** 1, n-1, 2, n-2, … (n-1 values), the tail of the first row after 0. */

@@ -1,6 +1,7 @@
 /** `orch plan FILE`: the arms, blocks and run order a spec gives, and its hash; runs nothing. */
 import { loadSpec } from '../../../jobs/load-spec.ts';
 import { planExperiment, type Plan } from '../../../jobs/plan.ts';
+import { williamsRowCount } from '../../../jobs/williams.ts';
 import { defineCommand } from '../command.ts';
 
 export const planCommand = defineCommand<{ file: string }>({
@@ -13,6 +14,16 @@ export const planCommand = defineCommand<{ file: string }>({
     process.stdout.write(argv.json ? `${JSON.stringify(plan, null, 2)}\n` : formatPlan(plan));
   },
 });
+
+/** What the balanced order guarantees for these numbers (jobs/plan.ts states the property). */
+function balanceNote(plan: Plan): string {
+  const n = plan.arms.length;
+  if (plan.order !== 'balanced' || n < 2) return '';
+  const rows = williamsRowCount(n);
+  if (plan.reps % rows === 0) return ` (position and carry-over balanced within each block: reps is a multiple of ${rows})`;
+  if ((plan.reps * plan.blocks.length) % rows === 0) return ` (position and carry-over balanced over all blocks together; within a block only when reps is a multiple of ${rows})`;
+  return ` (approximately balanced: exact balance needs blocks × reps to be a multiple of ${rows})`;
+}
 
 /** The plan as a table: one line per arm (its toggles), one line per block (rounds split by |). */
 export function formatPlan(plan: Plan): string {
@@ -29,7 +40,7 @@ export function formatPlan(plan: Plan): string {
       return `  ${a.name.padEnd(width)}  ${[...toggles, ...params].join(' ') || '(no toggles)'}${note}`;
     }),
     '',
-    'order',
+    `order${balanceNote(plan)}`,
     ...plan.blocks.map((b) => {
       const n = plan.arms.length;
       const rounds = Array.from({ length: b.sequence.length / n }, (_, r) => b.sequence.slice(r * n, (r + 1) * n).join(' '));
