@@ -5,6 +5,7 @@
  * so that spelling an off toggle out does not change the hash.
  */
 import { suggestion } from './did-you-mean.ts';
+import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
 import { NATIVE_TOGGLES, type Spec } from './spec.ts';
 import { NAME_PATTERN } from './spec/strict-object.ts';
 import type { PathSegment } from './yaml-source.ts';
@@ -162,18 +163,7 @@ function checkProbe(spec: Spec, problem: Report): void {
   }
 }
 
-function checkRegex(source: { pattern: string; value_group: string; step_group?: string | undefined }, problem: Report): void {
-  const path: PathSegment[] = ['workload', 'metric_source', 'pattern'];
-  try {
-    new RegExp(source.pattern);
-  } catch (err) {
-    problem(path, `not a valid regular expression: ${(err as Error).message}`);
-    return;
-  }
-  const groups = [...source.pattern.matchAll(/\(\?<([A-Za-z_$][\w$]*)>/g)].map((m) => m[1] as string);
-  for (const [key, group] of [['value_group', source.value_group], ['step_group', source.step_group]] as const) {
-    if (group !== undefined && !groups.includes(group)) {
-      problem(path, `the pattern has no named group "${group}" (${key})`, `write (?<${group}>...) in the pattern${groups.length ? `, or set ${key} to one of ${groups.join(', ')}` : ''}`);
-    }
-  }
+/** The metric regex compiles and has the groups it reads (jobs/metric-source.ts, shared with the worker). */
+function checkRegex(source: MetricSourceInput, problem: Report): void {
+  for (const issue of checkMetricSource(source)) problem(['workload', 'metric_source', issue.field], issue.message, issue.fix);
 }
