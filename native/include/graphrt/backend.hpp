@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "graphrt/hd.hpp"
 #include "graphrt/kernels.hpp"
@@ -63,6 +64,16 @@ struct DeviceInfo {
   int sms = 0;                    // multiprocessors (cpu: device threads per stream = 1)
   std::string driver;             // driver/runtime version, or "none"
   Features features;
+};
+
+// Clocks and throttle reasons at one moment (PROTOCOL.md rep `clocks`); -1 where unread.
+struct ClockReading {
+  int sm_mhz = -1;
+  int mem_mhz = -1;
+  int temp_c = -1;
+  double power_w = -1;
+  std::uint64_t reasons_mask = 0;    // NVML clocks event reasons
+  std::vector<std::string> reasons;  // their names, e.g. "gpu_idle", "sw_power_cap"
 };
 
 class Backend {
@@ -114,6 +125,9 @@ class Backend {
 
   // Waits for all work on all streams; rethrows a sticky device error as DeviceError.
   virtual void synchronize() = 0;
+
+  // The device's clocks now; none where the backend has none (cpu) or cannot read them.
+  virtual std::optional<ClockReading> read_clocks() { return std::nullopt; }
 };
 
 }  // namespace graphrt
