@@ -1,0 +1,380 @@
+// graphrt_bench: the numbers of issue 4, in one process, arms interleaved (METHOD.md: ratios
+// within one run, medians, warm-up excluded, device events). Uses the same workloads, launch
+// helper, graph slot and step loop as graphrt itself.
+//
+//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--json PATH]
+//
+// 1. chain: 2000 trivial kernels per step, us per kernel: eager, eager+pdl, graph, graph+pdl.
+// 2. decode: 93 layers x 30 kernels, ms per step (median, mean, sem, n) for all 16 arms of
+//    graph x pdl x overlap x split_combine, in rotating order, each chunk one full position
+//    cycle (max_pos steps) so every arm measures the same work.
+// 3. train: L, P and the win of the pin.
+// 4. CUPTI (where built): the share of a graph+PDL decode step that is not kernel execution.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "graph_slot.hpp"
+#include "graphrt/backends.hpp"
+#include "steps.hpp"
+#include "workload.hpp"
+
+#if defined(GRAPHRT_BENCH_CUPTI)
+#include <cupti.h>
+#endif
+
+using namespace graphrt;
+
+namespace {
+
+struct Stats {
+  double median = 0, mean = 0, sem = 0;
+  std::size_t n = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.sem = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::sqrt(static_cast<double>(v.size())) : 0;
+  return s;
+}
+
+// One arm: its own context, workload and (for graph arms) captured graph.
+struct Arm {
+  std::string name;
+  Request req;
+  std::unique_ptr<Context> ctx;
+  std::unique_ptr<Workload> w;
+  std::unique_ptr<GraphSlot> slot;
+  CaptureOutcome capture;
+  std::vector<double> ms;
+  std::vector<std::string> first_hashes;
+  std::uint64_t launches = 0;
+
+  GraphSlot* graph() { return slot && slot->live() ? slot.get() : nullptr; }
+};
+
+std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request& req) {
+  auto a = std::make_unique<Arm>();
+  a->name = name;
+  a->req = req;
+  a->ctx = std::make_unique<Context>(b);
+  a->ctx->opts.pdl = req.toggles.pdl && b.info().features.pdl;
+  a->ctx->overlap = req.toggles.overlap;
+  a->w = make_workload(b, req);
+  if (req.toggles.graph) {
+    a->slot = std::make_unique<GraphSlot>(b);
+    a->slot->prepare(*a->ctx, *a->w, req.seed, capture_key(req));
+    a->capture = a->slot->capture(*a->ctx, *a->w);
+    if (!a->capture.ok) std::fprintf(stderr, "arm %s: capture failed: %s\n", name.c_str(), a->capture.reason.c_str());
+  }
+  a->w->reset(req.seed);
+  return a;
+}
+
+// Rounds of chunks, arm order rotating each round; round 0 is warm-up and not recorded, except
+// that its hashes (every arm from the same reset state, same step count) are kept to compare.
+void interleave(std::vector<std::unique_ptr<Arm>>& arms, int rounds, std::int64_t warmup, std::int64_t steps) {
+  const std::size_t n = arms.size();
+  for (int r = 0; r <= rounds; ++r) {
+    for (std::size_t i = 0; i < n; ++i) {
+      Arm& a = *arms[(r % 2 == 0) ? (i + r) % n : (n - 1 - i + r) % n];
+      const StepRun run = run_steps(*a.ctx, *a.w, a.graph(), warmup, steps);
+      a.launches = run.launches;
+      if (r == 0) a.first_hashes = run.hashes;
+      else a.ms.insert(a.ms.end(), run.step_ms.begin(), run.step_ms.end());
+    }
+  }
+}
+
+std::string clocks_text(Backend& b) {
+  const auto c = b.read_clocks();
+  if (!c) return "unavailable";
+  std::ostringstream o;
+  o << "sm " << c->sm_mhz << " MHz, mem " << c->mem_mhz << " MHz, " << c->temp_c << " C, " << c->power_w
+    << " W, reasons [";
+  for (std::size_t i = 0; i < c->reasons.size(); ++i) o << (i ? "," : "") << c->reasons[i];
+  o << "]";
+  return o.str();
+}
+
+#if defined(GRAPHRT_BENCH_CUPTI)
+// Kernel activity records (start, end in ns), collected by CUPTI's buffer callbacks.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> g_kernels;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 16 << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      g_kernels.emplace_back(k->start, k->end);
+    }
+  }
+  std::free(buffer);
+}
+
+#define CUPTI_OK(expr)                                                            \
+  do {                                                                            \
+    const CUptiResult r_ = (expr);                                                \
+    if (r_ != CUPTI_SUCCESS) {                                                    \
+      const char* s_ = nullptr;                                                   \
+      cuptiGetResultString(r_, &s_);                                              \
+      std::fprintf(stderr, "%s failed: %s\n", #expr, s_ ? s_ : "?");              \
+      return false;                                                               \
+    }                                                                             \
+  } while (0)
+
+struct KernelShare {
+  Stats busy_ms;        // per step: union of kernel intervals
+  Stats span_ms;        // per step: first kernel start to last kernel end
+  Stats event_ms;       // per step: device events around the step (as the rep measures it)
+  Stats sum_ms;         // per step: sum of kernel durations
+  std::size_t kernels_per_step = 0;
+};
+
+// Steps of `arm` under CUPTI; records grouped per step by count (steps are separated by a sync).
+bool cupti_measure(Arm& arm, int steps, KernelShare& out) {
+  g_kernels.clear();
+  CUPTI_OK(cuptiActivityFlushAll(1));
+  g_kernels.clear();
+  const StepRun run = run_steps(*arm.ctx, *arm.w, arm.graph(), 0, steps);
+  CUPTI_OK(cuptiActivityFlushAll(1));
+  auto recs = g_kernels;
+  std::sort(recs.begin(), recs.end());
+  const std::size_t per = run.launches;
+  if (per == 0 || recs.size() != per * static_cast<std::size_t>(steps)) {
+    std::fprintf(stderr, "cupti: %zu kernel records for %d steps of %zu kernels\n", recs.size(), steps, per);
+    return false;
+  }
+  std::vector<double> busy, span, sum;
+  for (int s = 0; s < steps; ++s) {
+    const auto* r = recs.data() + s * per;
+    std::uint64_t u = 0, cur_s = r[0].first, cur_e = r[0].second, total = 0, last = 0;
+    for (std::size_t i = 0; i < per; ++i) {
+      total += r[i].second - r[i].first;
+      last = std::max(last, r[i].second);
+      if (r[i].first > cur_e) {
+        u += cur_e - cur_s;
+        cur_s = r[i].first;
+        cur_e = r[i].second;
+      } else {
+        cur_e = std::max(cur_e, r[i].second);
+      }
+    }
+    u += cur_e - cur_s;
+    busy.push_back(u / 1e6);
+    span.push_back((last - r[0].first) / 1e6);
+    sum.push_back(total / 1e6);
+  }
+  out.busy_ms = stats_of(busy);
+  out.span_ms = stats_of(span);
+  out.sum_ms = stats_of(sum);
+  out.event_ms = stats_of(run.step_ms);
+  out.kernels_per_step = per;
+  return true;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend = "cuda", json_path;
+  int rounds = 5;
+  std::uint32_t hidden = 256;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string f = argv[i];
+    if (f == "--backend") backend = argv[i + 1];
+    else if (f == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else if (f == "--hidden") hidden = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
+    else if (f == "--json") json_path = argv[i + 1];
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", f.c_str());
+      return 2;
+    }
+  }
+  const bool small = backend == "cpu";  // a smoke run of the same code on the CPU backend
+  auto b = make_backend(backend);
+  const DeviceInfo info = b->info();
+  std::printf("device: %s, sm %s, %d SMs, driver %s\n", info.device.c_str(), info.sm.value_or("-").c_str(), info.sms,
+              info.driver.c_str());
+  std::printf("clocks at start: %s\n", clocks_text(*b).c_str());
+  std::ostringstream js;
+  js << "{";
+
+  // 1. chain
+  {
+    const std::uint32_t kernels = small ? 200 : 2000;
+    std::vector<std::unique_ptr<Arm>> arms;
+    const char* names[] = {"eager", "eager+pdl", "graph", "graph+pdl"};
+    for (int m = 0; m < 4; ++m) {
+      Request r;
+      r.workload = "chain";
+      r.params.kernels = kernels;
+      r.params.param_size = 256;
+      r.toggles.pdl = m & 1;
+      r.toggles.graph = m & 2;
+      arms.push_back(make_arm(*b, names[m], r));
+    }
+    interleave(arms, small ? 2 : 2 * rounds, 1, small ? 2 : 20);
+    std::printf("\nchain: %u trivial kernels per step (256 floats each), us per kernel (median over steps)\n", kernels);
+    std::printf("%-10s %10s %10s %10s %6s %10s\n", "arm", "us/kernel", "ms/step", "sem_ms", "n", "vs eager");
+    const double base = stats_of(arms[0]->ms).median;
+    js << "\"chain\":{\"kernels\":" << kernels << ",\"arms\":[";
+    for (std::size_t i = 0; i < arms.size(); ++i) {
+      const Stats s = stats_of(arms[i]->ms);
+      std::printf("%-10s %10.3f %10.4f %10.5f %6zu %9.2fx\n", arms[i]->name.c_str(), 1000.0 * s.median / kernels,
+                  s.median, s.sem, s.n, base / s.median);
+      js << (i ? "," : "") << "{\"arm\":\"" << arms[i]->name << "\",\"us_per_kernel\":" << 1000.0 * s.median / kernels
+         << ",\"median_ms\":" << s.median << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << "}";
+    }
+    bool same = true;
+    for (const auto& a : arms) same = same && a->first_hashes == arms[0]->first_hashes;
+    std::printf("chain outputs identical across the 4 arms: %s\n", same ? "yes" : "NO");
+    js << "],\"identical\":" << (same ? "true" : "false") << "},";
+  }
+
+  // 2. decode
+  std::vector<std::unique_ptr<Arm>> decode;
+  Request dreq;
+  dreq.workload = "decode";
+  dreq.params.layers = small ? 4 : 93;
+  dreq.params.kernels_per_layer = 30;
+  dreq.params.hidden = small ? 64 : hidden;
+  dreq.params.max_pos = small ? 8 : 64;
+  {
+    for (int m = 0; m < 16; ++m) {
+      Request r = dreq;
+      r.toggles.graph = m & 1;
+      r.toggles.pdl = m & 2;
+      r.toggles.overlap = m & 4;
+      r.toggles.split_combine = m & 8;
+      std::string name = std::string(r.toggles.graph ? "graph" : "eager") + (r.toggles.pdl ? "+pdl" : "") +
+                         (r.toggles.overlap ? "+overlap" : "") + (r.toggles.split_combine ? "+split" : "");
+      decode.push_back(make_arm(*b, name, r));
+    }
+    interleave(decode, small ? 1 : rounds, 2, dreq.params.max_pos);
+    std::printf("\ndecode: %u layers x %u kernels, hidden %u, max_pos %u; ms per step, %d rounds interleaved\n",
+                dreq.params.layers, dreq.params.kernels_per_layer, dreq.params.hidden, dreq.params.max_pos,
+                small ? 1 : rounds);
+    std::printf("%-26s %9s %9s %9s %9s %5s %6s %8s %8s\n", "arm", "median", "mean", "sem", "sem/eag", "n", "nodes",
+                "graphX", "pdl%");
+    js << "\"decode\":{\"layers\":" << dreq.params.layers << ",\"kernels_per_layer\":" << dreq.params.kernels_per_layer
+       << ",\"hidden\":" << dreq.params.hidden << ",\"max_pos\":" << dreq.params.max_pos << ",\"arms\":[";
+    bool same = true;
+    for (int m = 0; m < 16; ++m) {
+      Arm& a = *decode[m];
+      const Stats s = stats_of(a.ms);
+      const Stats eager = stats_of(decode[m & ~1]->ms);         // same toggles, graph off
+      const Stats no_pdl = stats_of(decode[m & ~2]->ms);        // same toggles, pdl off
+      const double graph_x = (m & 1) ? eager.median / s.median : 0;
+      const double pdl_gain = (m & 2) ? 100.0 * (no_pdl.median - s.median) / no_pdl.median : 0;
+      std::printf("%-26s %9.4f %9.4f %9.5f %9.4f %5zu %6s %7.3fx %7.2f%%\n", a.name.c_str(), s.median, s.mean, s.sem,
+                  s.sem / eager.sem, s.n, (m & 1) ? std::to_string(a.capture.nodes).c_str() : "-", graph_x, pdl_gain);
+      js << (m ? "," : "") << "{\"arm\":\"" << a.name << "\",\"median_ms\":" << s.median << ",\"mean_ms\":" << s.mean
+         << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << ",\"launches\":" << a.launches
+         << ",\"capture_ms\":" << a.capture.capture_ms << ",\"instantiate_ms\":" << a.capture.instantiate_ms << "}";
+      // Outputs agree across every arm (the same steps from the same state in round 0).
+      same = same && a.first_hashes == decode[0]->first_hashes;
+    }
+    std::printf("(graphX: eager median / graph median at the same pdl/overlap/split; pdl%%: gain over the same arm "
+                "without pdl; sem/eag: sem over the same arm's eager sem)\n");
+    std::printf("decode outputs identical across the 16 arms: %s\n", same ? "yes" : "NO");
+    js << "],\"identical\":" << (same ? "true" : "false") << "},";
+  }
+
+  // 3. train
+  {
+    js << "\"train\":[";
+    std::printf("\ntrain: 8 parameters x 256 floats, out-of-place SGD\n%-8s %6s %6s %6s\n", "pin", "L", "P", "win");
+    for (const bool pin : {false, true}) {
+      Request r;
+      r.workload = "train";
+      r.toggles.pin = pin;
+      Context ctx(*b);
+      auto w = make_workload(*b, r);
+      w->reset(r.seed);
+      ctx.begin_step();
+      w->run_step(ctx);
+      b->synchronize();
+      const TrainReport tr = *w->train_report();
+      const bool win = tr.pin_copies + 1 < tr.launches;
+      std::printf("%-8s %6llu %6llu %6s\n", pin ? "on" : "off", static_cast<unsigned long long>(tr.launches),
+                  static_cast<unsigned long long>(tr.pin_copies), win ? "yes" : "no");
+      js << (pin ? "," : "") << "{\"pin\":" << (pin ? "true" : "false") << ",\"L\":" << tr.launches
+         << ",\"P\":" << tr.pin_copies << ",\"win\":" << (win ? "true" : "false") << "}";
+    }
+    js << "]";
+  }
+
+#if defined(GRAPHRT_BENCH_CUPTI)
+  // 4. CUPTI: fresh graphs captured after activity tracing is on (graphs instantiated before
+  // may not report their kernels), for graph (pdl off) and graph+pdl, overlap and split off.
+  if (!small) {
+    decode.clear();  // free the 16 arms first
+    bool ok = true;
+    auto enable = [&]() -> bool {
+      CUPTI_OK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+      CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+      return true;
+    };
+    ok = enable();
+    KernelShare plain, pdl;
+    if (ok) {
+      Request r = dreq;
+      r.toggles.graph = true;
+      auto a_plain = make_arm(*b, "graph", r);
+      r.toggles.pdl = true;
+      auto a_pdl = make_arm(*b, "graph+pdl", r);
+      run_steps(*a_plain->ctx, *a_plain->w, a_plain->graph(), 4, 0 + 1);
+      run_steps(*a_pdl->ctx, *a_pdl->w, a_pdl->graph(), 4, 0 + 1);
+      ok = cupti_measure(*a_plain, 16, plain) && cupti_measure(*a_pdl, 16, pdl);
+    }
+    if (ok) {
+      const double exec = plain.sum_ms.median;  // kernel execution, measured without PDL's early launch
+      std::printf("\nCUPTI kernel activity, decode graph replays (16 steps each, %zu kernels per step)\n",
+                  pdl.kernels_per_step);
+      std::printf("%-10s %10s %10s %10s %10s %10s\n", "arm", "event_ms", "span_ms", "busy_ms", "sum_ms", "idle%");
+      for (const auto* k : {&plain, &pdl})
+        std::printf("%-10s %10.4f %10.4f %10.4f %10.4f %9.2f%%\n", k == &plain ? "graph" : "graph+pdl",
+                    k->event_ms.median, k->span_ms.median, k->busy_ms.median, k->sum_ms.median,
+                    100.0 * (1 - k->busy_ms.median / k->event_ms.median));
+      const double share = 1 - exec / pdl.event_ms.median;
+      std::printf("non-kernel share of a graph+pdl step = 1 - (kernel execution %.4f ms, the sum of kernel durations "
+                  "without PDL) / (graph+pdl step %.4f ms, events) = %.2f%%\n",
+                  exec, pdl.event_ms.median, 100.0 * share);
+      js << ",\"cupti\":{\"kernels_per_step\":" << pdl.kernels_per_step << ",\"graph\":{\"event_ms\":"
+         << plain.event_ms.median << ",\"busy_ms\":" << plain.busy_ms.median << ",\"sum_ms\":" << plain.sum_ms.median
+         << ",\"span_ms\":" << plain.span_ms.median << "},\"graph_pdl\":{\"event_ms\":" << pdl.event_ms.median
+         << ",\"busy_ms\":" << pdl.busy_ms.median << ",\"sum_ms\":" << pdl.sum_ms.median
+         << ",\"span_ms\":" << pdl.span_ms.median << "},\"non_kernel_share\":" << share << "}";
+    } else {
+      std::printf("\nCUPTI measurement failed (see stderr)\n");
+    }
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+#endif
+  std::printf("\nclocks at end: %s\n", clocks_text(*b).c_str());
+  js << "}";
+  if (!json_path.empty()) std::ofstream(json_path) << js.str() << "\n";
+  return 0;
+}
