@@ -51,7 +51,7 @@ export interface BlockState {
   granted_at: number | null;
   ended_at: number | null;
   /** every attempt with how it ended: the audit trail of re-dispatches */
-  attempts: { attempt: number; gang: GangPart[]; outcome: string }[];
+  attempts: { attempt: number; gang: GangPart[]; outcome: string; reason?: string }[];
 }
 
 /** One host's share of a block's gang: one host job, one lease epoch. */

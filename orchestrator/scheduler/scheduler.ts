@@ -248,7 +248,7 @@ export class Scheduler extends EventEmitter {
       this.running.delete(key);
       this.kick();
       if (term.aborted) return never;
-      st.attempts = [...st.attempts, { attempt: st.attempt, gang: st.gang, outcome: outcome.kind }];
+      st.attempts = [...st.attempts, { attempt: st.attempt, gang: st.gang, outcome: outcome.kind, ...('reason' in outcome ? { reason: outcome.reason } : {}) }];
       switch (outcome.kind) {
         case 'committed':
           await this.recordStepTimes(exp, block);

@@ -82,7 +82,7 @@ export async function startCluster(server?: RedisServerProcess): Promise<Cluster
     },
     async startWorker({ host = 'h1', cpuCards, repMs }) {
       const w = spawnOrch(
-        ['worker', '--host', host, '--cpu-cards', String(cpuCards), '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '250', '--lock-dir', join(dir, `locks-${host}`), '--prefix', prefix],
+        ['worker', '--host', host, '--cpu-cards', String(cpuCards), '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '1000', '--lock-dir', join(dir, `locks-${host}`), '--prefix', prefix],
         { ...env, FIXTURE_LOG: fixtureLog, FIXTURE_REP_MS: String(repMs) },
       );
       children.push(w);
