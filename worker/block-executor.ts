@@ -18,7 +18,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UnrecoverableError } from 'bullmq';
 import type { Logger } from 'pino';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { armsNeedingIdentity, BlockJobSchema, type BlockArm, type BlockJob } from '../jobs/block-job.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Card } from '../orchestrator/redis/card-registry.ts';
@@ -109,7 +109,7 @@ export class BlockExecutor {
   async execute(data: unknown): Promise<BlockOutcome> {
     const parsed = BlockJobSchema.safeParse(data);
     if (!parsed.success) {
-      throw new UnrecoverableError(`invalid block payload: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
+      throw new UnrecoverableError(`invalid block payload: ${formatIssues(parsed.error)}`);
     }
     const job = parsed.data;
     if (job.host !== this.opts.host) {
@@ -377,4 +377,14 @@ function toJobError(err: Error): Error {
   if (err instanceof UnrecoverableError) return err;
   if (err instanceof RankExitError && err.deterministic) return new UnrecoverableError(err.message);
   return err;
+}
+
+/** `steps: Too small: expected number to be >=1; sequence[1]: unknown arm "C"` */
+function formatIssues(err: z.ZodError): string {
+  return err.issues
+    .map((i) => {
+      const path = i.path.map((k, n) => (typeof k === 'number' ? `[${k}]` : n === 0 ? String(k) : `.${String(k)}`)).join('');
+      return `${path || '(root)'}: ${i.message}`;
+    })
+    .join('; ');
 }

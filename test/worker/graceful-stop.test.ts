@@ -1,0 +1,90 @@
+/**
+ * SIGTERM to a worker mid-block: the rep in flight finishes, the measured reps are committed, the
+ * rest are reported "not run" in the failed hash (every planned rep ends as exactly one of the
+ * two), the leases are released at once (not left to expire), the ranks end in order, exit 0.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
+import { repField } from '../../orchestrator/redis/keys.ts';
+import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
+import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
+import { ResultStore } from '../../orchestrator/redis/result-store.ts';
+import { plannedReps } from '../../worker/block-executor.ts';
+import { blockJob } from '../utils/block-jobs.ts';
+import { readEvents, waitForEvents } from '../utils/events.ts';
+import { client, freshPrefix } from '../utils/redis.ts';
+import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+
+describe('graceful stop', () => {
+  let server: RedisServerProcess;
+  let redis: Redis;
+  let dir: string;
+  let worker: WorkerProcess | undefined;
+  before(async () => {
+    server = await startRedisServer();
+    redis = client(server.url);
+    dir = mkdtempSync(join(tmpdir(), 'orch-stop-'));
+  });
+  after(async () => {
+    worker?.kill();
+    redis.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('SIGTERM: rep in flight finished, measured reps committed, the rest not run, leases released', async () => {
+    const prefix = freshPrefix();
+    const log = join(dir, 'ranks.jsonl');
+    const heartbeatMs = 5000; // leases live 10 s: freed at once only by the release
+    worker = await spawnWorker({
+      redisUrl: server.url, prefix, host: 's1', lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', heartbeatMs,
+      env: { FIXTURE_REP_MS: '400', FIXTURE_LOG: log },
+    });
+    const leases = new LeaseStore(redis, { prefix });
+    const results = new ResultStore(redis, { prefix });
+    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    try {
+      const cards = ['cpu:0@s1', 'cpu:1@s1'];
+      const g = await leases.acquireGang({ cards, owner: 's1', ttlMs: 10_000, experiment: 's', block: 0 });
+      assert.ok(g.granted);
+      const sequence = ['A', 'B', 'B', 'A', 'A', 'B', 'B', 'A'];
+      const job = blockJob({ experiment: 's', block: 0, attempt: 1, epoch: g.epoch, host: 's1', cards, sequence });
+      await dispatcher.dispatch(job);
+      await waitForEvents(redis, prefix, 's', 'two reps', (e) => e.filter((x) => x.event.type === 'rep' && x.rank === '0').length >= 2, 20_000);
+      const t0 = Date.now();
+      worker.child.kill('SIGTERM');
+      const exit = await worker.exited;
+      const stopMs = Date.now() - t0;
+      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.deepEqual(await leases.held(cards), [], 'leases released, not left to expire');
+
+      const end = await dispatcher.waitEnd(job, { timeoutMs: 10_000 });
+      assert.equal(end.state, 'completed', JSON.stringify(end));
+      const outcome = (end as { outcome: { measured: number; not_run: number } }).outcome;
+      const repLines = (await readEvents(redis, prefix, 's')).filter((e) => e.event.type === 'rep' && e.rank === '0');
+      assert.equal(outcome.measured, repLines.length, 'every rep that started was finished and committed');
+      assert.ok(outcome.measured >= 2 && outcome.measured < sequence.length, `stopped mid-block (${outcome.measured} measured)`);
+      assert.equal(outcome.measured + outcome.not_run, sequence.length);
+
+      const committed = await results.results('s');
+      const failed = await results.failed('s');
+      for (const p of plannedReps(sequence)) {
+        const f = repField(0, p.arm, p.rep);
+        assert.ok((f in committed) !== (f in failed), `rep ${f} is exactly one of measured / failed`);
+        if (p.position >= outcome.measured) {
+          assert.deepEqual(failed[f], { reason: 'not run: the worker of host s1 was stopped (SIGTERM) before this rep (attempt 1)', attempt: 1 });
+        }
+      }
+      const ends = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string }).filter((e) => e.ev === 'end');
+      assert.equal(ends.length, 2, 'both ranks ended in order (stdin closed), not killed');
+      console.log(`# SIGTERM: ${outcome.measured} reps measured, ${outcome.not_run} not run, worker exited after ${stopMs} ms`);
+    } finally {
+      await dispatcher.close();
+    }
+  });
+});

@@ -1,0 +1,100 @@
+/**
+ * The real execution path: `orch worker` running resident `graphrt serve` ranks (CPU backend) on
+ * a gang of two cards — identity gates first (a frozen pointer must fail at replay 2), then the
+ * reps in the planned order, every graphrt line streamed and tagged, the block committed once.
+ * Skips, saying so, when native/build/graphrt has not been built (CI builds it: npm run build).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
+import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
+import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
+import { ResultStore } from '../../orchestrator/redis/result-store.ts';
+import { blockJob } from '../utils/block-jobs.ts';
+import { readEvents } from '../utils/events.ts';
+import { client, freshPrefix } from '../utils/redis.ts';
+import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+
+const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
+const skip = existsSync(GRAPHRT) ? false : `native/build/graphrt is missing: run \`npm run build\` (CI builds it)`;
+
+describe('worker with real graphrt ranks', { skip }, () => {
+  let server: RedisServerProcess;
+  let redis: Redis;
+  let dir: string;
+  let worker: WorkerProcess | undefined;
+  before(async () => {
+    server = await startRedisServer();
+    redis = client(server.url);
+    dir = mkdtempSync(join(tmpdir(), 'orch-graphrt-'));
+  });
+  after(async () => {
+    worker?.kill();
+    redis.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a gang of two graphrt ranks: gates, reps in order, lines streamed, block committed', async () => {
+    const prefix = freshPrefix();
+    worker = await spawnWorker({ redisUrl: server.url, prefix, host: 'r1', lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', graphrt: GRAPHRT });
+    const leases = new LeaseStore(redis, { prefix });
+    const results = new ResultStore(redis, { prefix });
+    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    try {
+      const cards = ['cpu:0@r1', 'cpu:1@r1'];
+      const g = await leases.acquireGang({ cards, owner: 'r1', ttlMs: 10_000, experiment: 'n', block: 0 });
+      assert.ok(g.granted);
+      const job = blockJob({
+        experiment: 'n', block: 0, attempt: 1, epoch: g.epoch, host: 'r1', cards,
+        workload: { runtime: 'native', backend: 'cpu', kind: 'decode', params: { layers: 2, kernels_per_layer: 12, hidden: 64, max_pos: 64 }, warmup: 1, steps: 3 },
+        arms: [
+          { name: 'eager', toggles: { graph: false } },
+          { name: 'graph', toggles: { graph: true } },
+          { name: 'frozen', toggles: { graph: true, freeze_pointer: true } },
+        ],
+        sequence: ['eager', 'graph', 'frozen', 'frozen', 'graph', 'eager'],
+        gates: { identity: { replays: 3 }, aa: false },
+        steps: 3,
+      });
+      await dispatcher.dispatch(job);
+      const end = await dispatcher.waitEnd(job, { timeoutMs: 60_000 });
+      assert.equal(end.state, 'completed', JSON.stringify(end));
+
+      const gates = (await results.gates('n')) as Record<string, { pass: boolean; first_bad_replay: number | null }>;
+      assert.deepEqual(Object.keys(gates).sort(), ['0/frozen', '0/graph'], 'identity gate for each arm with graph on');
+      assert.equal(gates['0/graph']?.pass, true);
+      assert.equal(gates['0/frozen']?.pass, false, 'the planted frozen pointer is caught');
+      assert.equal(gates['0/frozen']?.first_bad_replay, 2);
+
+      const reps = (await results.results('n')) as Record<string, { backend: string; mode: string; step_ms: number[]; hashes: string[]; position: number; epoch: number }>;
+      assert.deepEqual(Object.keys(reps).sort(), ['0/eager/0', '0/eager/1', '0/frozen/0', '0/frozen/1', '0/graph/0', '0/graph/1']);
+      for (const [k, r] of Object.entries(reps)) {
+        assert.equal(r.backend, 'cpu');
+        assert.equal(r.mode, k.includes('eager') ? 'eager' : 'graph');
+        assert.equal(r.step_ms.length, 3);
+        assert.ok(r.step_ms.every((x) => x > 0));
+        assert.equal(r.hashes.length, 3);
+        assert.equal(r.epoch, g.epoch);
+      }
+      assert.deepEqual(reps['0/graph/0']?.hashes, reps['0/eager/0']?.hashes, 'graph replay computes what eager computes');
+
+      const evs = (await readEvents(redis, prefix, 'n')).filter((e) => e.rank !== '');
+      for (const rank of ['0', '1']) {
+        const mine = evs.filter((e) => e.rank === rank);
+        assert.equal(mine[0]?.event.type, 'hello');
+        assert.equal(mine[0]?.card, cards[Number(rank)]);
+        const order = mine.filter((e) => e.event.type === 'gate' || e.event.type === 'rep').map((e) => `${e.event.type}:${String(e.event.arm)}`);
+        assert.deepEqual(order, ['gate:graph', 'gate:frozen', ...job.sequence.map((a) => `rep:${a}`)], `rank ${rank}: gates first, then the planned order`);
+        assert.ok(mine.every((e) => e.block === 0 && e.attempt === 1 && e.epoch === g.epoch && e.host === 'r1'));
+      }
+    } finally {
+      await dispatcher.close();
+    }
+  });
+});
