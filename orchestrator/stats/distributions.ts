@@ -3,7 +3,6 @@
  * quantile or CDF is written here. Thin typed wrappers so the rest reads like the formulas.
  */
 import fCdf from '@stdlib/stats-base-dists-f-cdf';
-import normalCdf from '@stdlib/stats-base-dists-normal-cdf';
 import tCdf from '@stdlib/stats-base-dists-t-cdf';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
 
@@ -20,9 +19,4 @@ export function studentTwoSidedP(t: number, df: number): number {
 /** Upper-tail p-value of an F statistic. */
 export function fisherUpperP(F: number, df1: number, df2: number): number {
   return Math.max(0, 1 - fCdf(F, df1, df2));
-}
-
-/** Two-sided p-value of a standard normal z. */
-export function normalTwoSidedP(z: number): number {
-  return Math.min(1, 2 * normalCdf(-Math.abs(z), 0, 1));
 }
