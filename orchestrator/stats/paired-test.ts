@@ -29,8 +29,8 @@ export function pairedT(d: readonly number[], alpha: number): PairedTest {
 }
 
 /**
- * Wilcoxon signed-rank, two-sided, zeros dropped (R's and @stdlib's default): exact distribution
- * for fewer than 50 non-zero differences without ties, else the normal approximation with
+ * Wilcoxon signed-rank via @stdlib, two-sided, zeros dropped (R's default too): exact distribution
+ * for at most 50 differences without ties or zeros, else the normal approximation with
  * continuity and tie corrections.
  */
 export function wilcoxonSignedRank(d: readonly number[]): WilcoxonResult {
