@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import ttest from '@stdlib/stats-ttest';
 import stdlibWilcoxon from '@stdlib/stats-wilcoxon';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
+import { pClause } from '../../orchestrator/stats/format-number.ts';
 import { pairedT, wilcoxonSignedRank } from '../../orchestrator/stats/paired-test.ts';
 import { gaussian, seeded, simulateExperiment, twoArms } from './simulate.ts';
 
@@ -88,4 +89,13 @@ test('Wilcoxon signed-rank: with ties the normal approximation matches @stdlib',
   assert.equal(mine.method, 'normal');
   close(mine.p!, stdlibWilcoxon(d).pValue, 'p');
   assert.deepEqual(wilcoxonSignedRank([0, 0, 0]), { w_plus: 0, p: 1, method: 'exact' });
+});
+
+test('a verdict the Wilcoxon check does not back says so (5 pairs: exact p cannot go below 1/16)', () => {
+  const a = analyzeExperiment(simulateExperiment(twoArms(0.95, { blocks: 5, reps: 1 }), seeded(14), { min_effect: 0.01 }));
+  const c = a.primary!;
+  assert.equal(c.verdict, 'faster');
+  assert.equal(c.wilcoxon.method, 'exact');
+  close(c.wilcoxon.p!, 2 / 2 ** 5, 'smallest exact two-sided p for n = 5');
+  assert.ok(c.reasons.includes(`Wilcoxon signed-rank disagrees (${pClause(2 / 2 ** 5)} > 0.05)`), c.reasons.join('; '));
 });
