@@ -91,10 +91,11 @@ export function parseConfigText(file: string, text: string): LoadedConfig {
 function checkSuiteExperiments(file: string, source: YamlSource, suite: Suite): void {
   const issues: SpecIssue[] = [];
   suite.experiments.forEach((rel, i) => {
-    const path = resolve(dirname(file), rel);
+    const absolute = resolve(dirname(file), rel);
+    const path = relative(process.cwd(), absolute).startsWith('..') ? absolute : relative(process.cwd(), absolute);
     const at = { file, line: source.lineOf(['experiments', i]), path: `experiments[${i}]` };
     if (!existsSync(path)) {
-      issues.push({ ...at, message: `no such file "${rel}" (looked for ${relative(process.cwd(), path) || path})`, fix: 'paths are relative to the suite file' });
+      issues.push({ ...at, message: `no such file "${rel}" (looked for ${path})`, fix: 'paths are relative to the suite file' });
       return;
     }
     try {
