@@ -1,8 +1,8 @@
 /**
  * The SVG plots of a report:
  * - arms.svg: per-arm strip plot, every rep value with the arm's mean and its CI;
- * - drift.svg: value by run position in the block, one colour per arm (drift and order show as
- *   a slope or a step shared by the arms);
+ * - drift.svg: value by run position in the block, one colour per arm, a thin line per block
+ *   through its reps (drift and order show as a slope or a step shared by the arms);
  * - loo.svg: the leave-one-out worths as bars with CI error bars (leave-one-out only).
  */
 import { studentQuantile } from '../stats/distributions.ts';
@@ -50,7 +50,14 @@ export function renderDriftPlot(a: Analysis): string {
   body.push(`<text x="${px((f.left + f.width - f.right) / 2)}" y="${f.height - 6}" text-anchor="middle">position in block (run order)</text>`);
   a.arms.forEach((s, i) => {
     const colour = PALETTE[i % PALETTE.length]!;
-    for (const v of a.values.filter((v) => v.arm === s.arm)) {
+    const mine = a.values.filter((v) => v.arm === s.arm);
+    // One thin line per block through the arm's reps in run order: the within-block trend.
+    for (const block of new Set(mine.map((v) => v.block))) {
+      const pts = mine.filter((v) => v.block === block).sort((p, q) => p.position - q.position);
+      if (pts.length < 2) continue;
+      body.push(`<polyline fill="none" stroke="${colour}" stroke-opacity="0.4" points="${pts.map((v) => `${px(x.at(v.position))},${px(y.at(v.value))}`).join(' ')}"/>`);
+    }
+    for (const v of mine) {
       body.push(`<circle cx="${px(x.at(v.position))}" cy="${px(y.at(v.value))}" r="2.5" fill="${colour}"><title>${esc(`${s.arm} block ${v.block} position ${v.position}: ${v.value}`)}</title></circle>`);
     }
     const d = a.drift.find((r) => r.arm === s.arm);
