@@ -24,6 +24,7 @@ import { renderProgress, waitForEnd } from '../experiment/progress.ts';
 import { submitExperiment } from '../experiment/submit.ts';
 import { writeResults, type WrittenResults } from '../results/write-results.ts';
 import { Worker } from '../../worker/worker.ts';
+import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
 
 export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
@@ -57,6 +58,8 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
       hint: 'run `npm run build` (needs cmake and a C++ compiler: `sudo apt-get install -y cmake g++`)',
     });
   }
+  // Preflight before anything starts (issue 8): a spec that needs cuda refuses a CPU-only graphrt.
+  if (input.loaded.spec.workload.runtime === 'native') await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
   redisServerBinary(); // a missing binary: the message with the install command, before anything starts
   const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || plan.ranks);
 

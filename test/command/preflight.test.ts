@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -15,9 +15,18 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { BuildCache } from '../../worker/build/build-cache.ts';
 import { checkArtifacts, checkBackend, checkFreeDisk, freeBytes, preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { FIXTURES } from '../build/build-helpers.ts';
+import { ORCH_BIN } from '../utils/worker-process.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 const GRAPHRT_CPU = process.env.ORCH_TEST_GRAPHRT_CPU;
+const CUDA_SPEC = `name: needs-cuda
+design: ab
+workload: { runtime: native, backend: cuda, kind: chain, params: { kernels: 4 }, warmup: 1, steps: 2 }
+toggles: [graph]
+arms: [{ name: eager, toggles: { graph: false } }, { name: graph, toggles: { graph: true } }]
+reps: 2
+metric: { name: ms, better: lower }
+`;
 
 describe('preflight', () => {
   test('an artifact missing from the cache entry is refused, naming workload.build.artifacts[i]', async () => {
@@ -66,6 +75,13 @@ describe('preflight', () => {
         console.log(`${name} (${cpuOnly ? 'CPU-only build' : 'CUDA build, no GPU'}): ${e.message}`);
         return true;
       });
+      // orch submit refuses the cuda spec before anything starts: exit 2, no results.
+      const dir = mkdtempSync(join(tmpdir(), 'orch-pre-'));
+      writeFileSync(join(dir, 'cuda.yaml'), CUDA_SPEC);
+      const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', join(dir, 'cuda.yaml'), '--results', join(dir, 'results')], { encoding: 'utf8', env: { ...process.env, ORCH_GRAPHRT: binary } });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, cpuOnly ? /workload\.backend: the spec needs cuda, but \S+ is a CPU-only build .*rebuild it with GRAPHRT_CUDA=ON/ : /workload\.backend: the spec needs cuda; \S+ has the CUDA backend but reports backend "cpu"/);
+      assert.equal(existsSync(join(dir, 'results')), false);
     });
   }
 });
