@@ -58,6 +58,8 @@ describe('preflight', () => {
     assert.throws(() => checkBackend({ backend: 'cpu' }, 'cuda', 'graphrt', 'no CUDA device is visible'), (e: unknown) => e instanceof UserInputError && e.code === 'PREFLIGHT_NO_GPU');
     assert.doesNotThrow(() => checkBackend({ backend: 'cpu' }, 'auto', 'graphrt'));
     assert.doesNotThrow(() => checkBackend({ backend: 'cuda' }, 'cuda', 'graphrt'));
+    // A GPU host's graphrt says cuda under auto; a cpu spec runs it with --backend cpu.
+    assert.doesNotThrow(() => checkBackend({ backend: 'cuda' }, 'cpu', 'graphrt'));
   });
 
   // The real graphrt: the repo's build (CUDA where nvcc was found at build time), and a CPU-only

@@ -71,10 +71,11 @@ export interface HelloInfo {
  * is taken for a CPU-only build.
  */
 export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', binary: string, detail = ''): void {
-  if (need === 'auto' || hello.backend === need) return;
+  // Every graphrt has the CPU backend (--backend cpu), so only a cuda need can be refused.
+  if (need !== 'cuda' || hello.backend === 'cuda') return;
   const features = Object.entries(hello.features ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(' ');
   const reported = `reports backend "${hello.backend}"${features ? ` (features: ${features})` : ''}`;
-  if (need === 'cuda' && (detail === '' || /not built/i.test(detail))) {
+  if (detail === '' || /not built/i.test(detail)) {
     throw new UserInputError(
       'PREFLIGHT_CPU_BUILD',
       `workload.backend: the spec needs cuda, but ${binary} is a CPU-only build (it ${reported}${detail ? `; ${detail}` : ''}): rebuild it with GRAPHRT_CUDA=ON. ` +
@@ -82,12 +83,9 @@ export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', bi
       { hint: 'GRAPHRT_CUDA=ON npm run build (cmake -DGRAPHRT_CUDA=ON) on a host with nvcc, then submit again' },
     );
   }
-  if (need === 'cuda') {
-    throw new UserInputError('PREFLIGHT_NO_GPU', `workload.backend: the spec needs cuda; ${binary} has the CUDA backend but ${reported} on this host: ${detail}`, {
-      hint: 'run this block on a host whose GPU is visible (nvidia-smi lists it), or use backend: auto',
-    });
-  }
-  throw new UserInputError('PREFLIGHT_BACKEND', `workload.backend: the spec needs ${need}, but ${binary} ${reported}`);
+  throw new UserInputError('PREFLIGHT_NO_GPU', `workload.backend: the spec needs cuda; ${binary} has the CUDA backend but ${reported} on this host: ${detail}`, {
+    hint: 'run this block on a host whose GPU is visible (nvidia-smi lists it), or use backend: auto',
+  });
 }
 
 function helloOf(stdout: string): (HelloInfo & { type: string }) | { type: 'error'; code?: string; message?: string } | null {
