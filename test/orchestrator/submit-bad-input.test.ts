@@ -1,0 +1,62 @@
+// Bad input at submit (real redis-server, `orch serve`, an `orch worker` with 2 cpu cards on host
+// h1, the real CLI): an invalid spec changes nothing in Redis; more ranks per block than the
+// largest host has cards is refused naming that host; a cuda-only spec with no CUDA card waits
+// and `orch status` says why — or, with --no-wait, is refused at once.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import { waitFor } from '../utils/wait-for.ts';
+import { runOrch, spawnOrch, startCluster, type Cluster } from './orch-cluster.ts';
+
+let cluster: Cluster | null = null;
+after(async () => cluster?.stop());
+
+/** Every key with its serialized value (keys with a TTL — heartbeats — by name only). */
+async function snapshot(redis: Redis): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const k of (await redis.keys('*')).sort()) {
+    out[k] = (await redis.pttl(k)) > 0 ? 'volatile' : ((await redis.dumpBuffer(k))?.toString('base64') ?? 'gone');
+  }
+  return out;
+}
+
+test('bad input at submit', async () => {
+  cluster = await startCluster();
+  const c = cluster;
+  c.startServe();
+  await c.startWorker({ cpuCards: 2, repMs: 50 });
+  // the worker's and the scheduler's queues settle first (their meta keys are theirs, not submit's)
+  for (const q of ['host-h1', 'blocks', 'exp']) {
+    await waitFor(`queue ${q} ready`, async () => (await c.redis.exists(`${c.prefix}:${q}:meta`)) === 1, { timeoutMs: 20_000, intervalMs: 50 });
+  }
+  const before = await snapshot(c.redis);
+
+  const [invalid, tooMany, cudaNoWait] = await Promise.all([
+    runOrch(['submit', 'test/fixtures/bad-specs/aa-not-boolean.yaml'], c.env),
+    runOrch(['submit', 'test/fixtures/specs/three-ranks.yaml'], c.env),
+    runOrch(['submit', 'test/fixtures/specs/cuda-only.yaml', '--no-wait'], c.env),
+  ]);
+  console.log(`invalid: ${invalid.stderr.trim()}\ntoo many ranks: ${tooMany.stderr.trim()}\ncuda --no-wait: ${cudaNoWait.stderr.trim()}`);
+  assert.equal(invalid.code, 2);
+  assert.match(invalid.stderr, /aa-not-boolean\.yaml:\d+ gates\.aa/);
+  assert.equal(tooMany.code, 2);
+  assert.match(tooMany.stderr, /needs 3 cards on one host; the largest host, h1, has 2/);
+  assert.equal(cudaNoWait.code, 2);
+  assert.match(cudaNoWait.stderr, /cannot start now: no cuda card is registered \(cards: 2 cpu@h1\)/);
+  assert.deepEqual(await snapshot(c.redis), before, 'refused submits changed nothing in Redis');
+
+  // Without --no-wait the cuda spec is accepted and waits; status says why.
+  const waiting = spawnOrch(['submit', 'test/fixtures/specs/cuda-only.yaml'], c.env);
+  const id = await waitFor('the cuda experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, 0, -1))[0], { timeoutMs: 40_000, intervalMs: 50 });
+  const status = await waitFor('status names the missing card', async () => {
+    const s = await runOrch(['status', id], c.env);
+    return /block 0 {2}waiting: no cuda card is registered/.test(s.stdout) ? s.stdout : null;
+  }, { timeoutMs: 40_000, intervalMs: 200 });
+  console.log(status);
+  assert.match(status, /cpu:0@h1 +h1 +cpu +alive +free/);
+  const cancel = await runOrch(['cancel', id], c.env);
+  assert.equal(cancel.code, 0, cancel.stderr);
+  const end = await waiting.exited;
+  assert.equal(end.code, 1, waiting.out());
+  assert.match(waiting.out(), /INCONCLUSIVE|INVALID|cancel/i);
+});
