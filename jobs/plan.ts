@@ -3,8 +3,12 @@
  *
  * Order (`order: balanced`): a block's sequence is `reps` rounds; each round runs every arm
  * once, in the order of one row of the Williams design of the arms (jobs/williams.ts; for two
- * arms that is AB / BA, i.e. ABBA). Block b, round r uses row (b·reps + r) mod R, R the number
- * of rows (n for even n arms, 2n for odd n), so rows rotate across rounds and blocks.
+ * arms that is AB / BA, i.e. ABBA). Block b, round r uses row (o_b + r) mod R, R the number
+ * of rows (n for even n arms, 2n for odd n), so rows rotate across rounds and blocks. The block's
+ * offset o_b is b·reps mod R (rows continue from the previous block) — except when reps is a
+ * multiple of R, where that would start every block on row 0 (every block ABBA, the same arm
+ * always first: a slow first position then biases every pair the same way and inflates the A/A
+ * false-positive rate); there o_b = b mod R, so blocks start on successive rows (ABBA, BAAB).
  * Guarantee, counting adjacency inside rounds (the junction between two rounds is not counted):
  *   - in a block whose reps is a multiple of R, every arm sits at every in-round position
  *     reps/n times and every ordered pair of distinct arms is adjacent exactly reps/n times;
@@ -109,9 +113,11 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
 /** Williams rows (ABBA for two arms), rotating across rounds and blocks (see the header). */
 export function balancedBlocks(names: string[], reps: number, count: number): PlannedBlock[] {
   const rows = williamsRows(names.length);
+  const R = rows.length;
+  const offset = (b: number) => (reps % R === 0 ? b % R : (b * reps) % R);
   return Array.from({ length: count }, (_, b) => ({
     index: b,
-    sequence: Array.from({ length: reps }, (_, r) => (rows[(b * reps + r) % rows.length] as number[]).map((i) => names[i] as string)).flat(),
+    sequence: Array.from({ length: reps }, (_, r) => (rows[(offset(b) + r) % R] as number[]).map((i) => names[i] as string)).flat(),
   }));
 }
 

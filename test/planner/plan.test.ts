@@ -109,6 +109,17 @@ describe('ABBA for two arms', () => {
     const plan = planExperiment(spec, hash);
     assert.deepEqual(plan.blocks.map((b) => b.sequence.join('')), ['ABBAAB', 'BAABBA']);
   });
+
+  it('with reps a multiple of the rows, blocks still start on different arms (ABBA, BAAB)', () => {
+    for (const reps of [2, 4]) {
+      const { spec, hash } = loadRaw({
+        name: 'ab', design: 'ab', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph'], reps, blocks: { count: 4 },
+        arms: [{ name: 'A', toggles: {} }, { name: 'B', toggles: { graph: true } }],
+      });
+      const firsts = planExperiment(spec, hash).blocks.map((b) => b.sequence[0]);
+      assert.deepEqual(firsts, ['A', 'B', 'A', 'B'], `reps=${reps}`);
+    }
+  });
 });
 
 describe('williamsRows', () => {
