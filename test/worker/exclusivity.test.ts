@@ -3,46 +3,28 @@
  * their start and end: no two intervals on one card overlap, every block ran (and committed)
  * exactly once, at its first attempt.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
 import { ResultStore } from '../../orchestrator/redis/result-store.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { playScheduler } from '../utils/play-scheduler.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
-import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
 
 describe('two workers, four cards, 40 blocks', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  let dir: string;
-  const workers: WorkerProcess[] = [];
-  before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-    dir = mkdtempSync(join(tmpdir(), 'orch-excl-'));
-  });
-  after(async () => {
-    for (const w of workers) w.kill();
-    redis.disconnect();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const env = useWorkerEnv('excl');
 
   test('no two rank intervals on one card overlap; every block ran once', async () => {
     const prefix = freshPrefix();
-    const logFile = join(dir, 'ranks.jsonl');
-    const env = { FIXTURE_LOG: logFile };
-    const common = { redisUrl: server.url, prefix, lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', env };
-    workers.push(...(await Promise.all([spawnWorker({ ...common, host: 'h1' }), spawnWorker({ ...common, host: 'h2' })])));
+    const logFile = join(env.dir, 'ranks.jsonl');
+    const common = { prefix, cards: 'cpu:0,cpu:1', env: { FIXTURE_LOG: logFile } };
+    await Promise.all([env.spawn({ ...common, host: 'h1' }), env.spawn({ ...common, host: 'h2' })]);
     const blocks = Array.from({ length: 40 }, (_, i) => i);
     const t0 = Date.now();
     const records = await playScheduler({
-      redis, prefix, experiment: 'excl', blocks, ranks: 1, slots: 6, grantTtlMs: 3000, timeoutMs: 60_000,
+      redis: env.redis, prefix, experiment: 'excl', blocks, ranks: 1, slots: 6, grantTtlMs: 3000, timeoutMs: 60_000,
       job: (p) => blockJob({ ...p, sequence: ['A', 'B'], gates: { identity: null, aa: false } }),
     });
     const wall = Date.now() - t0;
@@ -50,9 +32,9 @@ describe('two workers, four cards, 40 blocks', () => {
     const failedAttempts = records.filter((r) => r.end.state !== 'completed');
     assert.deepEqual(failedAttempts, [], 'no attempt failed or was lost');
     assert.deepEqual(records.map((r) => r.block).sort((a, b) => a - b), blocks, 'one attempt per block');
-    const commits = await new ResultStore(redis, { prefix }).commits('excl');
+    const commits = await new ResultStore(env.redis, { prefix }).commits('excl');
     assert.equal(Object.keys(commits).length, 40);
-    assert.equal(Object.keys(await new ResultStore(redis, { prefix }).results('excl')).length, 80);
+    assert.equal(Object.keys(await new ResultStore(env.redis, { prefix }).results('excl')).length, 80);
 
     type Ev = { ev: 'start' | 'end'; card: string; pid: number; t: number };
     const evs = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);

@@ -4,50 +4,32 @@
  * UnrecoverableError for a deterministic exit code and a plain error for a signal; every planned
  * rep is reported failed with that reason and the leases are free.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
 import { ResultStore } from '../../orchestrator/redis/result-store.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents } from '../utils/events.ts';
 import { isAlive } from '../utils/processes.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
-import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
 
 describe('a rank of a gang fails', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  let dir: string;
-  const workers: WorkerProcess[] = [];
-  before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-    dir = mkdtempSync(join(tmpdir(), 'orch-gang-'));
-  });
-  after(async () => {
-    for (const w of workers) w.kill();
-    redis.disconnect();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const env = useWorkerEnv('gang');
 
   async function runGang(host: string, fail: string) {
     const prefix = freshPrefix();
-    const log = join(dir, `${host}.jsonl`);
+    const log = join(env.dir, `${host}.jsonl`);
     // request 1 is the identity gate of arm B; rank 1's 3rd request is the 2nd rep
-    const w = await spawnWorker({
-      redisUrl: server.url, prefix, host, lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1',
+    const w = await env.spawn({
+      prefix, host, cards: 'cpu:0,cpu:1',
       env: { FIXTURE_LOG: log, FIXTURE_FAIL: fail, FIXTURE_REP_MS: '150' },
     });
-    workers.push(w);
-    const leases = new LeaseStore(redis, { prefix });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
     const cards = [`cpu:0@${host}`, `cpu:1@${host}`];
     const g = await leases.acquireGang({ cards, owner: host, ttlMs: 5000, experiment: 'g', block: 0 });
     assert.ok(g.granted);
@@ -56,8 +38,8 @@ describe('a rank of a gang fails', () => {
     const end = await dispatcher.waitEnd(job, { timeoutMs: 30_000 });
     await dispatcher.close();
     const ranks = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string; rank: number; pid: number; t: number });
-    const pids = rankPids(await readEvents(redis, prefix, 'g'), 1);
-    return { end, ranks, pids, leases, results: new ResultStore(redis, { prefix }), cards, job };
+    const pids = rankPids(await readEvents(env.redis, prefix, 'g'), 1);
+    return { end, ranks, pids, leases, results: new ResultStore(env.redis, { prefix }), cards, job };
   }
 
   test('rank 1 exits with code 3: rank 0 killed, UnrecoverableError with rank, exit code and last error line', async () => {

@@ -3,51 +3,34 @@
  * rest are reported "not run" in the failed hash (every planned rep ends as exactly one of the
  * two), the leases are released at once (not left to expire), the ranks end in order, exit 0.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { repField } from '../../orchestrator/redis/keys.ts';
 import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
 import { ResultStore } from '../../orchestrator/redis/result-store.ts';
 import { plannedReps } from '../../worker/block-executor.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents } from '../utils/events.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
-import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
 
 describe('graceful stop', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  let dir: string;
-  let worker: WorkerProcess | undefined;
-  before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-    dir = mkdtempSync(join(tmpdir(), 'orch-stop-'));
-  });
-  after(async () => {
-    worker?.kill();
-    redis.disconnect();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const env = useWorkerEnv('stop');
 
   test('SIGTERM: rep in flight finished, measured reps committed, the rest not run, leases released', async () => {
     const prefix = freshPrefix();
-    const log = join(dir, 'ranks.jsonl');
+    const log = join(env.dir, 'ranks.jsonl');
     const heartbeatMs = 5000; // leases live 10 s: freed at once only by the release
-    worker = await spawnWorker({
-      redisUrl: server.url, prefix, host: 's1', lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', heartbeatMs,
+    const worker = await env.spawn({
+      prefix, host: 's1', cards: 'cpu:0,cpu:1', heartbeatMs,
       env: { FIXTURE_REP_MS: '400', FIXTURE_LOG: log },
     });
-    const leases = new LeaseStore(redis, { prefix });
-    const results = new ResultStore(redis, { prefix });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const results = new ResultStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@s1', 'cpu:1@s1'];
       const g = await leases.acquireGang({ cards, owner: 's1', ttlMs: 10_000, experiment: 's', block: 0 });
@@ -55,7 +38,7 @@ describe('graceful stop', () => {
       const sequence = ['A', 'B', 'B', 'A', 'A', 'B', 'B', 'A'];
       const job = blockJob({ experiment: 's', block: 0, attempt: 1, epoch: g.epoch, host: 's1', cards, sequence });
       await dispatcher.dispatch(job);
-      await waitForEvents(redis, prefix, 's', 'two reps', (e) => e.filter((x) => x.event.type === 'rep' && x.rank === '0').length >= 2, 20_000);
+      await waitForEvents(env.redis, prefix, 's', 'two reps', (e) => e.filter((x) => x.event.type === 'rep' && x.rank === '0').length >= 2, 20_000);
       const t0 = Date.now();
       worker.child.kill('SIGTERM');
       const exit = await worker.exited;
@@ -66,7 +49,7 @@ describe('graceful stop', () => {
       const end = await dispatcher.waitEnd(job, { timeoutMs: 10_000 });
       assert.equal(end.state, 'completed', JSON.stringify(end));
       const outcome = (end as { outcome: { measured: number; not_run: number } }).outcome;
-      const repLines = (await readEvents(redis, prefix, 's')).filter((e) => e.event.type === 'rep' && e.rank === '0');
+      const repLines = (await readEvents(env.redis, prefix, 's')).filter((e) => e.event.type === 'rep' && e.rank === '0');
       assert.equal(outcome.measured, repLines.length, 'every rep that started was finished and committed');
       assert.ok(outcome.measured >= 2 && outcome.measured < sequence.length, `stopped mid-block (${outcome.measured} measured)`);
       assert.equal(outcome.measured + outcome.not_run, sequence.length);

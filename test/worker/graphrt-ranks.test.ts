@@ -4,48 +4,33 @@
  * reps in the planned order, every graphrt line streamed and tagged, the block committed once.
  * Skips, saying so, when native/build/graphrt has not been built (CI builds it: npm run build).
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
 import { ResultStore } from '../../orchestrator/redis/result-store.ts';
 import { blockJob } from '../utils/block-jobs.ts';
-import { readEvents } from '../utils/events.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
-import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+import { rankPids, readEvents, waitForEvents } from '../utils/events.ts';
+import { isAlive, waitGone } from '../utils/processes.ts';
+import { waitFor } from '../utils/wait-for.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 const skip = existsSync(GRAPHRT) ? false : `native/build/graphrt is missing: run \`npm run build\` (CI builds it)`;
 
 describe('worker with real graphrt ranks', { skip }, () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  let dir: string;
-  let worker: WorkerProcess | undefined;
-  before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-    dir = mkdtempSync(join(tmpdir(), 'orch-graphrt-'));
-  });
-  after(async () => {
-    worker?.kill();
-    redis.disconnect();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const env = useWorkerEnv('graphrt');
 
   test('a gang of two graphrt ranks: gates, reps in order, lines streamed, block committed', async () => {
     const prefix = freshPrefix();
-    worker = await spawnWorker({ redisUrl: server.url, prefix, host: 'r1', lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', graphrt: GRAPHRT });
-    const leases = new LeaseStore(redis, { prefix });
-    const results = new ResultStore(redis, { prefix });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    await env.spawn({ prefix, host: 'r1', cards: 'cpu:0,cpu:1', graphrt: GRAPHRT });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const results = new ResultStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@r1', 'cpu:1@r1'];
       const g = await leases.acquireGang({ cards, owner: 'r1', ttlMs: 10_000, experiment: 'n', block: 0 });
@@ -84,7 +69,7 @@ describe('worker with real graphrt ranks', { skip }, () => {
       }
       assert.deepEqual(reps['0/graph/0']?.hashes, reps['0/eager/0']?.hashes, 'graph replay computes what eager computes');
 
-      const evs = (await readEvents(redis, prefix, 'n')).filter((e) => e.rank !== '');
+      const evs = (await readEvents(env.redis, prefix, 'n')).filter((e) => e.rank !== '');
       for (const rank of ['0', '1']) {
         const mine = evs.filter((e) => e.rank === rank);
         assert.equal(mine[0]?.event.type, 'hello');
@@ -93,6 +78,40 @@ describe('worker with real graphrt ranks', { skip }, () => {
         assert.deepEqual(order, ['gate:graph', 'gate:frozen', ...job.sequence.map((a) => `rep:${a}`)], `rank ${rank}: gates first, then the planned order`);
         assert.ok(mine.every((e) => e.block === 0 && e.attempt === 1 && e.epoch === g.epoch && e.host === 'r1'));
       }
+    } finally {
+      await dispatcher.close();
+    }
+  });
+
+  test('kill -9 of the worker mid-rep: the graphrt ranks die with it, the leases expire within two heartbeats', async () => {
+    const prefix = freshPrefix();
+    const hb = 400;
+    const w = await env.spawn({ prefix, host: 'k1', cards: 'cpu:0,cpu:1', graphrt: GRAPHRT, heartbeatMs: hb });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const cards = ['cpu:0@k1', 'cpu:1@k1'];
+    const g = await leases.acquireGang({ cards, owner: 'k1', ttlMs: 10_000, experiment: 'k', block: 0 });
+    assert.ok(g.granted);
+    const dispatcher = new BlockDispatcher(env.redis, { prefix });
+    try {
+      // decode reps of 400 steps: the kill lands inside a rep, not between requests
+      const job = blockJob({
+        experiment: 'k', block: 0, attempt: 1, epoch: g.epoch, host: 'k1', cards, steps: 400,
+        workload: { runtime: 'native', backend: 'cpu', kind: 'decode', params: { layers: 8, kernels_per_layer: 12, hidden: 256, max_pos: 4096 }, warmup: 1, steps: 400 },
+        gates: { identity: null, aa: false },
+      });
+      await dispatcher.dispatch(job);
+      const evs = await waitForEvents(env.redis, prefix, 'k', 'the first rep', (e) => e.some((x) => x.event.type === 'rep'), 30_000);
+      const pids = rankPids(evs, 1);
+      assert.equal(pids.length, 2);
+      assert.ok(pids.every(isAlive), 'ranks alive, busy with the next rep');
+      const t0 = Date.now();
+      w.child.kill('SIGKILL');
+      const goneMs = await waitGone(pids, t0, 5000);
+      await waitFor('leases free', async () => (await leases.held(cards)).length === 0, { timeoutMs: 5000, intervalMs: 5 });
+      const freeMs = Date.now() - t0;
+      console.log(`# kill -9 with graphrt ranks: ranks gone after ${goneMs} ms; leases free after ${freeMs} ms (heartbeat ${hb} ms)`);
+      assert.ok(goneMs < 1000, `graphrt ranks gone within a second (${goneMs} ms)`);
+      assert.ok(freeMs <= 2 * hb + 50, `leases free within two heartbeats (${freeMs} ms)`);
     } finally {
       await dispatcher.close();
     }

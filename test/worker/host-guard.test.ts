@@ -6,20 +6,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
 import { cardLockPath } from '../../worker/block-executor.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents } from '../utils/events.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
+import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { FIXTURE_RANK, spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
+import { FIXTURE_RANK, type WorkerProcess } from '../utils/worker-process.ts';
 
 /** flock(1) hands the locked descriptor to `sleep`: both must go for the card to be free. */
 function killGroup(h: ChildProcess): void {
@@ -33,10 +30,7 @@ function killGroup(h: ChildProcess): void {
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
 describe('host guard', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  let dir: string;
-  let lockDir: string;
+  const env = useWorkerEnv('guard');
   let worker: WorkerProcess;
   let prefix: string;
   let leases: LeaseStore;
@@ -44,26 +38,18 @@ describe('host guard', () => {
   const holders: ChildProcess[] = [];
   let block = 0;
   before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-    dir = mkdtempSync(join(tmpdir(), 'orch-guard-'));
-    lockDir = join(dir, 'locks');
     prefix = freshPrefix();
-    worker = await spawnWorker({ redisUrl: server.url, prefix, host: 'g1', lockDir, cards: 'cpu:0', env: { FIXTURE_REP_MS: '250' } });
-    leases = new LeaseStore(redis, { prefix });
-    dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    worker = await env.spawn({ prefix, host: 'g1', cards: 'cpu:0', env: { FIXTURE_REP_MS: '250' } });
+    leases = new LeaseStore(env.redis, { prefix });
+    dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
   });
   after(async () => {
     if (process.env.DUMP_WORKER_LOG) console.log(worker.log().split('\n').slice(-40).join('\n'));
     for (const h of holders) killGroup(h);
-    worker.kill();
     await dispatcher.close();
-    redis.disconnect();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
-  const lock = () => cardLockPath(lockDir, 'cpu:0@g1');
+  const lock = () => cardLockPath(env.lockDir, 'cpu:0@g1');
 
   async function start(foreign: 'fail' | 'wait', sequence = ['A', 'B', 'B', 'A']) {
     const cards = ['cpu:0@g1'];
@@ -83,7 +69,7 @@ describe('host guard', () => {
 
   test('a second process on a leased card is refused by the flock', async () => {
     const job = await start('fail');
-    await waitForEvents(redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
+    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
     for (const bin of [FIXTURE_RANK, ...(existsSync(GRAPHRT) ? [GRAPHRT] : [])]) {
       const r = spawnSync(bin, ['serve', '--backend', 'cpu', '--card-lock', lock()], { encoding: 'utf8', input: '', timeout: 10_000 });
       assert.equal(r.status, 4, `${bin} exits 4 (CARD_BUSY): ${r.stdout}${r.stderr}`);
@@ -105,19 +91,19 @@ describe('host guard', () => {
       state: 'failed', jobId: `h.b${job.block}-a1-g1`, unrecoverable: false,
       reason: `card cpu:0@g1 is used by a process that is not this block's: pid ${h.pid} (flock -n ${lock()} sleep 60, seen by card-lock)`,
     });
-    const evs = await readEvents(redis, prefix, 'h');
+    const evs = await readEvents(env.redis, prefix, 'h');
     assert.ok(!evs.some((e) => e.block === job.block && e.event.type === 'hello'), 'no rank was started');
   });
 
   test('a process queueing for the card during the block: fails after the rep in flight', async () => {
     const job = await start('fail', ['A', 'B', 'B', 'A', 'A', 'B']);
-    await waitForEvents(redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
+    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
     const h = holder(true);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 20_000 });
     killGroup(h);
     assert.equal(end.state, 'failed');
     assert.equal(end.state === 'failed' && end.reason, `card cpu:0@g1 is used by a process that is not this block's: pid ${h.pid} (flock ${lock()} sleep 60, seen by card-lock)`);
-    const reps = (await readEvents(redis, prefix, 'h')).filter((e) => e.block === job.block && e.event.type === 'rep');
+    const reps = (await readEvents(env.redis, prefix, 'h')).filter((e) => e.block === job.block && e.event.type === 'rep');
     assert.ok(reps.length >= 1 && reps.length < 6, `stopped after a rep (${reps.length} of 6 ran)`);
   });
 
@@ -125,11 +111,11 @@ describe('host guard', () => {
     const h = holder(false);
     await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 5000 });
     const job = await start('wait', ['A', 'B']);
-    await waitForEvents(redis, prefix, 'h', 'foreign-wait', (e) => e.some((x) => x.block === job.block && x.event.event === 'foreign-wait'), 15_000);
+    await waitForEvents(env.redis, prefix, 'h', 'foreign-wait', (e) => e.some((x) => x.block === job.block && x.event.event === 'foreign-wait'), 15_000);
     killGroup(h);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 20_000 });
     assert.equal(end.state, 'completed', JSON.stringify(end));
-    const evs = (await readEvents(redis, prefix, 'h')).filter((e) => e.block === job.block);
+    const evs = (await readEvents(env.redis, prefix, 'h')).filter((e) => e.block === job.block);
     const wait = evs.find((e) => e.event.event === 'foreign-wait');
     assert.match(String((wait?.event.found as string[])[0]), new RegExp(`pid ${h.pid} \\(flock -n `));
     assert.ok(evs.some((e) => e.event.event === 'foreign-gone'));

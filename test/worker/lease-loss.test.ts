@@ -4,41 +4,23 @@
  * a revocation by the scheduler (pub/sub: at once, long before the next renew); a renew that
  * finds the lease gone (within one heartbeat).
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
 import { ResultStore } from '../../orchestrator/redis/result-store.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents, waitForEvents } from '../utils/events.ts';
 import { isAlive, waitGone } from '../utils/processes.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
+import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
 
 const HB = 400;
 
 describe('lease loss kills the ranks', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  let dir: string;
-  const workers: WorkerProcess[] = [];
-  before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-    dir = mkdtempSync(join(tmpdir(), 'orch-loss-'));
-  });
-  after(async () => {
-    for (const w of workers) w.kill();
-    redis.disconnect();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const env = useWorkerEnv('loss');
 
   async function grant(leases: LeaseStore, host: string, cards: string[], block: number) {
     const g = await leases.acquireGang({ cards, owner: host, ttlMs: 5000, experiment: 'x', block });
@@ -48,18 +30,17 @@ describe('lease loss kills the ranks', () => {
 
   test('kill -9 of a worker mid-block: ranks gone, leases free within two heartbeats, block reruns elsewhere', async () => {
     const prefix = freshPrefix();
-    const common = { redisUrl: server.url, prefix, lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' } };
-    const [h1, h2] = await Promise.all([spawnWorker({ ...common, host: 'h1' }), spawnWorker({ ...common, host: 'h2' })]);
-    workers.push(h1 as WorkerProcess, h2 as WorkerProcess);
-    const leases = new LeaseStore(redis, { prefix });
-    const results = new ResultStore(redis, { prefix });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20, lostGraceMs: 200 });
+    const common = { prefix, cards: 'cpu:0,cpu:1', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' } };
+    const [h1, h2] = await Promise.all([env.spawn({ ...common, host: 'h1' }), env.spawn({ ...common, host: 'h2' })]);
+    const leases = new LeaseStore(env.redis, { prefix });
+    const results = new ResultStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20, lostGraceMs: 200 });
     try {
       const cards1 = ['cpu:0@h1', 'cpu:1@h1'];
       const a1 = blockJob({ experiment: 'x', block: 0, attempt: 1, epoch: await grant(leases, 'h1', cards1, 0), host: 'h1', cards: cards1 });
       await dispatcher.dispatch(a1);
       // mid-block: the first rep of attempt 1 has been measured and streamed
-      const evs = await waitForEvents(redis, prefix, 'x', 'a rep of attempt 1', (e) => e.some((x) => x.attempt === 1 && x.event.type === 'rep'), 15_000);
+      const evs = await waitForEvents(env.redis, prefix, 'x', 'a rep of attempt 1', (e) => e.some((x) => x.attempt === 1 && x.event.type === 'rep'), 15_000);
       const pids = rankPids(evs, 1);
       assert.equal(pids.length, 2);
       assert.ok(pids.every(isAlive));
@@ -88,7 +69,7 @@ describe('lease loss kills the ranks', () => {
       assert.deepEqual(new Set(res.map((r) => `${r.attempt}/${r.epoch}/${r.host}`)), new Set([`2/${a2.epoch}/h2`]), 'only attempt 2 counted');
       assert.equal((await results.commits('x'))['0']?.attempt, 2);
       assert.deepEqual(await results.failed('x'), {});
-      const streamed = await readEvents(redis, prefix, 'x');
+      const streamed = await readEvents(env.redis, prefix, 'x');
       assert.ok(streamed.some((e) => e.attempt === 1 && e.epoch === a1.epoch && e.event.type === 'rep'), 'attempt 1 stays visible in the stream');
     } finally {
       await dispatcher.close();
@@ -98,18 +79,17 @@ describe('lease loss kills the ranks', () => {
   test('revocation by the scheduler kills the gang at once (long before the next renew)', async () => {
     const prefix = freshPrefix();
     const slowHb = 3000;
-    const w = await spawnWorker({
-      redisUrl: server.url, prefix, host: 'r1', lockDir: join(dir, 'locks'), cards: 'cpu:0,cpu:1', heartbeatMs: slowHb, env: { FIXTURE_REP_MS: '300' },
+    const w = await env.spawn({
+      prefix, host: 'r1', cards: 'cpu:0,cpu:1', heartbeatMs: slowHb, env: { FIXTURE_REP_MS: '300' },
     });
-    workers.push(w);
-    const leases = new LeaseStore(redis, { prefix });
-    const results = new ResultStore(redis, { prefix });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const results = new ResultStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@r1', 'cpu:1@r1'];
       const job = blockJob({ experiment: 'x', block: 1, attempt: 1, epoch: await grant(leases, 'r1', cards, 1), host: 'r1', cards });
       await dispatcher.dispatch(job);
-      const evs = await waitForEvents(redis, prefix, 'x', 'a rep', (e) => e.some((x) => x.event.type === 'rep'), 15_000);
+      const evs = await waitForEvents(env.redis, prefix, 'x', 'a rep', (e) => e.some((x) => x.event.type === 'rep'), 15_000);
       const pids = rankPids(evs, 1);
       const t0 = Date.now();
       assert.equal(await leases.revoke({ cards, epoch: job.epoch, reason: 'experiment cancelled' }), 2);
@@ -132,20 +112,19 @@ describe('lease loss kills the ranks', () => {
 
   test('a renew that finds the lease gone kills the gang within one heartbeat', async () => {
     const prefix = freshPrefix();
-    const w = await spawnWorker({
-      redisUrl: server.url, prefix, host: 'n1', lockDir: join(dir, 'locks'), cards: 'cpu:0', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' },
+    const w = await env.spawn({
+      prefix, host: 'n1', cards: 'cpu:0', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' },
     });
-    workers.push(w);
-    const leases = new LeaseStore(redis, { prefix });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@n1'];
       const job = blockJob({ experiment: 'x', block: 2, attempt: 1, epoch: await grant(leases, 'n1', cards, 2), host: 'n1', cards });
       await dispatcher.dispatch(job);
-      const evs = await waitForEvents(redis, prefix, 'x', 'a rep', (e) => e.some((x) => x.block === 2 && x.event.type === 'rep'), 15_000);
+      const evs = await waitForEvents(env.redis, prefix, 'x', 'a rep', (e) => e.some((x) => x.block === 2 && x.event.type === 'rep'), 15_000);
       const pids = rankPids(evs.filter((e) => e.block === 2), 1);
       const t0 = Date.now();
-      await redis.del(leases.keys.lease('cpu:0@n1')); // expired or deleted behind the worker's back: no message
+      await env.redis.del(leases.keys.lease('cpu:0@n1')); // expired or deleted behind the worker's back: no message
       const goneMs = await waitGone(pids, t0, 5000);
       console.log(`# failed renew: ranks gone after ${goneMs} ms (renew period ${HB} ms)`);
       assert.ok(goneMs <= HB + 200, `ranks gone within one renew period (${goneMs} ms)`);
