@@ -309,6 +309,9 @@ class GangRun {
         return;
       }
       if (this.job.foreign_process === 'fail') throw new OrchError('FOREIGN_PROCESS', found.join('; '));
+      if (this.deps.stopping()) {
+        throw new OrchError('WORKER_STOPPING', `the worker of host ${this.opts.host} was stopped (SIGTERM) while the block waited for a foreign process: ${found.join('; ')}`);
+      }
       if (waitingSince === null) {
         waitingSince = Date.now();
         this.log.warn({ found }, 'foreign process on a leased card; waiting (foreign_process: wait)');
