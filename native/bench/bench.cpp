@@ -2,7 +2,7 @@
 // within one run, medians, warm-up excluded, device events). Uses the same workloads, launch
 // helper, graph slot and step loop as graphrt itself.
 //
-//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--json PATH]
+//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--sections chain,decode,train] [--json PATH]
 //
 // 1. chain: 2000 trivial kernels per step, us per kernel: eager, eager+pdl, graph, graph+pdl.
 // 2. decode: 93 layers x 30 kernels, ms per step (median, mean, sem, n) for all 16 arms of
@@ -26,8 +26,13 @@
 #include "steps.hpp"
 #include "workload.hpp"
 
+#if defined(GRAPHRT_WITH_CUDA)
+#include "cuda/cuda_backend.hpp"
+#endif
 #if defined(GRAPHRT_BENCH_CUPTI)
 #include <cupti.h>
+
+#include <map>
 #endif
 
 using namespace graphrt;
@@ -68,7 +73,15 @@ struct Arm {
   GraphSlot* graph() { return slot && slot->live() ? slot.get() : nullptr; }
 };
 
-std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request& req) {
+// `implicit_trigger`: capture with the wrappers that leave the PDL trigger implicit (CUDA only;
+// graph arms only, since the wrapper is frozen into the graph).
+std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request& req, bool implicit_trigger = false) {
+#if defined(GRAPHRT_WITH_CUDA)
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(&b);
+  if (cb != nullptr) cb->set_pdl_trigger(implicit_trigger ? cuda::PdlTrigger::Implicit : cuda::PdlTrigger::Early);
+#else
+  (void)implicit_trigger;
+#endif
   auto a = std::make_unique<Arm>();
   a->name = name;
   a->req = req;
@@ -83,6 +96,9 @@ std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request
     if (!a->capture.ok) std::fprintf(stderr, "arm %s: capture failed: %s\n", name.c_str(), a->capture.reason.c_str());
   }
   a->w->reset(req.seed);
+#if defined(GRAPHRT_WITH_CUDA)
+  if (cb != nullptr) cb->set_pdl_trigger(cuda::PdlTrigger::Early);
+#endif
   return a;
 }
 
@@ -114,7 +130,12 @@ std::string clocks_text(Backend& b) {
 
 #if defined(GRAPHRT_BENCH_CUPTI)
 // Kernel activity records (start, end in ns), collected by CUPTI's buffer callbacks.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> g_kernels;
+struct KernelRecord {
+  std::uint64_t start, end;
+  const char* name;
+  bool operator<(const KernelRecord& o) const { return start < o.start; }
+};
+std::vector<KernelRecord> g_kernels;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 16 << 20;
@@ -127,7 +148,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-      g_kernels.emplace_back(k->start, k->end);
+      g_kernels.push_back(KernelRecord{k->start, k->end, k->name});
     }
   }
   std::free(buffer);
@@ -150,10 +171,12 @@ struct KernelShare {
   Stats event_ms;       // per step: device events around the step (as the rep measures it)
   Stats sum_ms;         // per step: sum of kernel durations
   std::size_t kernels_per_step = 0;
+  std::map<std::string, std::pair<double, std::size_t>> by_name;  // total us and count, all steps
 };
 
 // Steps of `arm` under CUPTI; records grouped per step by count (steps are separated by a sync).
 bool cupti_measure(Arm& arm, int steps, KernelShare& out) {
+  out.by_name.clear();
   g_kernels.clear();
   CUPTI_OK(cuptiActivityFlushAll(1));
   g_kernels.clear();
@@ -169,21 +192,24 @@ bool cupti_measure(Arm& arm, int steps, KernelShare& out) {
   std::vector<double> busy, span, sum;
   for (int s = 0; s < steps; ++s) {
     const auto* r = recs.data() + s * per;
-    std::uint64_t u = 0, cur_s = r[0].first, cur_e = r[0].second, total = 0, last = 0;
+    std::uint64_t u = 0, cur_s = r[0].start, cur_e = r[0].end, total = 0, last = 0;
     for (std::size_t i = 0; i < per; ++i) {
-      total += r[i].second - r[i].first;
-      last = std::max(last, r[i].second);
-      if (r[i].first > cur_e) {
+      total += r[i].end - r[i].start;
+      last = std::max(last, r[i].end);
+      auto& n = out.by_name[r[i].name != nullptr ? r[i].name : "?"];
+      n.first += (r[i].end - r[i].start) / 1e3;
+      n.second += 1;
+      if (r[i].start > cur_e) {
         u += cur_e - cur_s;
-        cur_s = r[i].first;
-        cur_e = r[i].second;
+        cur_s = r[i].start;
+        cur_e = r[i].end;
       } else {
-        cur_e = std::max(cur_e, r[i].second);
+        cur_e = std::max(cur_e, r[i].end);
       }
     }
     u += cur_e - cur_s;
     busy.push_back(u / 1e6);
-    span.push_back((last - r[0].first) / 1e6);
+    span.push_back((last - r[0].start) / 1e6);
     sum.push_back(total / 1e6);
   }
   out.busy_ms = stats_of(busy);
@@ -195,18 +221,182 @@ bool cupti_measure(Arm& arm, int steps, KernelShare& out) {
 }
 #endif
 
+void chain_section(Backend& b, bool small, int rounds, std::ostringstream& js) {
+  const std::uint32_t kernels = small ? 200 : 2000;
+  std::vector<std::unique_ptr<Arm>> arms;
+  for (const std::uint32_t n : {256u, 64u}) {
+    for (int m = 0; m < 5; ++m) {
+      Request r;
+      r.workload = "chain";
+      r.params.kernels = kernels;
+      r.params.param_size = n;
+      r.toggles.pdl = m == 1 || m >= 3;
+      r.toggles.graph = m >= 2;
+      const char* names[] = {"eager", "eager+pdl", "graph", "graph+pdl", "graph+pdl/implicit"};
+      arms.push_back(make_arm(b, std::string(names[m]) + " n" + std::to_string(n), r, m == 4));
+    }
+  }
+  interleave(arms, small ? 2 : 2 * rounds, 1, small ? 2 : 20);
+  std::printf("\nchain: %u trivial kernels per step on n floats (n/64 blocks of 64 threads), us per kernel = median "
+              "step / %u\n(graph+pdl/implicit: the wrappers without the early cudaTriggerProgrammaticLaunchCompletion)\n",
+              kernels, kernels);
+  std::printf("%-26s %10s %10s %10s %6s %10s\n", "arm", "us/kernel", "ms/step", "sem_ms", "n", "vs eager");
+  js << "\"chain\":{\"kernels\":" << kernels << ",\"arms\":[";
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    const Stats s = stats_of(arms[i]->ms);
+    const double base = stats_of(arms[i - i % 5]->ms).median;
+    std::printf("%-26s %10.3f %10.4f %10.5f %6zu %9.2fx\n", arms[i]->name.c_str(), 1000.0 * s.median / kernels,
+                s.median, s.sem, s.n, base / s.median);
+    js << (i ? "," : "") << "{\"arm\":\"" << arms[i]->name << "\",\"us_per_kernel\":" << 1000.0 * s.median / kernels
+       << ",\"median_ms\":" << s.median << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << "}";
+  }
+  bool same = true;
+  for (std::size_t i = 0; i < arms.size(); ++i) same = same && arms[i]->first_hashes == arms[i - i % 5]->first_hashes;
+  std::printf("chain outputs identical across the arms of each n: %s\n", same ? "yes" : "NO");
+  js << "],\"identical\":" << (same ? "true" : "false") << "},";
+}
+
+#if defined(GRAPHRT_BENCH_CUPTI)
+// The share of a graph+PDL decode step that is not kernel execution. Kernel execution is the sum
+// of kernel durations of the same graph without PDL (with PDL a kernel starts early and its
+// recorded duration includes its wait in cudaGridDependencySynchronize). Fresh graphs are
+// captured after tracing is on.
+void cupti_section(Backend& b, const Request& dreq, std::ostringstream& js) {
+  auto fail = [&] { std::printf("\nCUPTI measurement failed (see stderr)\n"); };
+  auto start = [&]() -> bool {
+    CUPTI_OK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    return true;
+  };
+  if (!start()) return fail();
+  KernelShare plain, pdl;
+  Request r = dreq;
+  r.toggles.graph = true;
+  auto a_plain = make_arm(b, "graph", r);
+  r.toggles.pdl = true;
+  auto a_pdl = make_arm(b, "graph+pdl", r);
+  const bool ok = cupti_measure(*a_plain, 1, plain) && cupti_measure(*a_pdl, 1, pdl) &&  // warm-up
+                  cupti_measure(*a_plain, 16, plain) && cupti_measure(*a_pdl, 16, pdl);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityFlushAll(1);
+  if (!ok) return fail();
+  const double exec = plain.sum_ms.median;
+  std::printf("\nCUPTI kernel activity, decode hidden %u graph replays (16 steps each, %zu kernels per step; "
+              "medians per step)\n",
+              dreq.params.hidden, pdl.kernels_per_step);
+  std::printf("%-10s %10s %10s %10s %10s %12s\n", "arm", "event_ms", "span_ms", "busy_ms", "sum_ms", "no-kernel%");
+  for (const auto* k : {&plain, &pdl})
+    std::printf("%-10s %10.4f %10.4f %10.4f %10.4f %11.2f%%\n", k == &plain ? "graph" : "graph+pdl", k->event_ms.median,
+                k->span_ms.median, k->busy_ms.median, k->sum_ms.median,
+                100.0 * (1 - k->busy_ms.median / k->event_ms.median));
+  std::printf("(busy: union of kernel intervals; no-kernel%%: time of the step with no kernel resident)\n");
+  const double share = 1 - exec / pdl.event_ms.median;
+  std::printf("NON-KERNEL SHARE of a graph+pdl step = 1 - kernel execution %.4f ms (sum of kernel durations, graph "
+              "without pdl) / graph+pdl step %.4f ms = %.2f%%\n",
+              exec, pdl.event_ms.median, 100.0 * share);
+  std::printf("kernel durations by kernel, graph without pdl (us per launch, launches per step):\n");
+  for (const auto& [name, v] : plain.by_name)
+    std::printf("  %-60.60s %8.3f %6zu\n", name.c_str(), v.first / v.second, v.second / 16);
+  js << ",\"cupti_h" << dreq.params.hidden << "\":{\"kernels_per_step\":" << pdl.kernels_per_step
+     << ",\"graph\":{\"event_ms\":" << plain.event_ms.median << ",\"busy_ms\":" << plain.busy_ms.median
+     << ",\"sum_ms\":" << plain.sum_ms.median << ",\"span_ms\":" << plain.span_ms.median
+     << "},\"graph_pdl\":{\"event_ms\":" << pdl.event_ms.median << ",\"busy_ms\":" << pdl.busy_ms.median
+     << ",\"sum_ms\":" << pdl.sum_ms.median << ",\"span_ms\":" << pdl.span_ms.median
+     << "},\"non_kernel_share\":" << share << "}";
+}
+#endif
+
+void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, std::ostringstream& js) {
+  std::vector<std::unique_ptr<Arm>> decode;
+  Request dreq;
+  dreq.workload = "decode";
+  dreq.params.layers = small ? 4 : 93;
+  dreq.params.kernels_per_layer = 30;
+  dreq.params.hidden = hidden;
+  dreq.params.max_pos = small ? 8 : 64;
+  for (int m = 0; m < 16; ++m) {
+    Request r = dreq;
+    r.toggles.graph = m & 1;
+    r.toggles.pdl = m & 2;
+    r.toggles.overlap = m & 4;
+    r.toggles.split_combine = m & 8;
+    std::string name = std::string(r.toggles.graph ? "graph" : "eager") + (r.toggles.pdl ? "+pdl" : "") +
+                       (r.toggles.overlap ? "+overlap" : "") + (r.toggles.split_combine ? "+split" : "");
+    decode.push_back(make_arm(b, name, r));
+  }
+  interleave(decode, small ? 1 : rounds, 2, dreq.params.max_pos);
+  std::printf("\ndecode: %u layers x %u kernels, hidden %u, max_pos %u; ms per step, %d rounds interleaved, "
+              "%u steps (one position cycle) per chunk\n",
+              dreq.params.layers, dreq.params.kernels_per_layer, dreq.params.hidden, dreq.params.max_pos,
+              small ? 1 : rounds, dreq.params.max_pos);
+  std::printf("%-26s %9s %9s %9s %9s %5s %6s %8s %8s\n", "arm", "median", "mean", "sem", "sem/eag", "n", "nodes",
+              "graphX", "pdl%");
+  js << "\"decode_h" << hidden << "\":{\"layers\":" << dreq.params.layers
+     << ",\"kernels_per_layer\":" << dreq.params.kernels_per_layer << ",\"hidden\":" << dreq.params.hidden
+     << ",\"max_pos\":" << dreq.params.max_pos << ",\"arms\":[";
+  bool same = true;
+  for (int m = 0; m < 16; ++m) {
+    Arm& a = *decode[m];
+    const Stats s = stats_of(a.ms);
+    const Stats eager = stats_of(decode[m & ~1]->ms);   // same toggles, graph off
+    const Stats no_pdl = stats_of(decode[m & ~2]->ms);  // same toggles, pdl off
+    const double graph_x = (m & 1) ? eager.median / s.median : 0;
+    const double pdl_gain = (m & 2) ? 100.0 * (no_pdl.median - s.median) / no_pdl.median : 0;
+    std::printf("%-26s %9.4f %9.4f %9.5f %9.4f %5zu %6s %7.3fx %7.2f%%\n", a.name.c_str(), s.median, s.mean, s.sem,
+                s.sem / eager.sem, s.n, (m & 1) ? std::to_string(a.capture.nodes).c_str() : "-", graph_x, pdl_gain);
+    js << (m ? "," : "") << "{\"arm\":\"" << a.name << "\",\"median_ms\":" << s.median << ",\"mean_ms\":" << s.mean
+       << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << ",\"launches\":" << a.launches
+       << ",\"capture_ms\":" << a.capture.capture_ms << ",\"instantiate_ms\":" << a.capture.instantiate_ms << "}";
+    same = same && a.first_hashes == decode[0]->first_hashes;  // same steps from the same state in round 0
+  }
+  std::printf("(graphX: eager median / graph median at the same pdl/overlap/split; pdl%%: gain over the same arm "
+              "without pdl; sem/eag: sem over the same toggles' eager sem)\n");
+  std::printf("decode outputs identical across the 16 arms: %s\n", same ? "yes" : "NO");
+  js << "],\"identical\":" << (same ? "true" : "false") << "}";
+  decode.clear();  // free the arms before the CUPTI graphs
+#if defined(GRAPHRT_BENCH_CUPTI)
+  if (!small) cupti_section(b, dreq, js);
+#endif
+  js << ",";
+}
+
+void train_section(Backend& b, std::ostringstream& js) {
+  js << "\"train\":[";
+  std::printf("\ntrain: 8 parameters x 256 floats, out-of-place SGD (win = P < L - 1, the pin's price)\n%-8s %6s %6s %6s\n",
+              "pin", "L", "P", "win");
+  for (const bool pin : {false, true}) {
+    Request r;
+    r.workload = "train";
+    r.toggles.pin = pin;
+    Context ctx(b);
+    auto w = make_workload(b, r);
+    w->reset(r.seed);
+    ctx.begin_step();
+    w->run_step(ctx);
+    b.synchronize();
+    const TrainReport tr = *w->train_report();
+    const bool win = tr.pin_copies + 1 < tr.launches;
+    std::printf("%-8s %6llu %6llu %6s\n", pin ? "on" : "off", static_cast<unsigned long long>(tr.launches),
+                static_cast<unsigned long long>(tr.pin_copies), pin ? (win ? "yes" : "no") : "-");
+    js << (pin ? "," : "") << "{\"pin\":" << (pin ? "true" : "false") << ",\"L\":" << tr.launches
+       << ",\"P\":" << tr.pin_copies << ",\"win\":" << (win ? "true" : "false") << "}";
+  }
+  js << "]";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend = "cuda", json_path;
+  std::string backend = "cuda", json_path, sections = "chain,decode,train";
   int rounds = 5;
-  std::uint32_t hidden = 256;
+  std::vector<std::uint32_t> hiddens{256, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     if (f == "--backend") backend = argv[i + 1];
     else if (f == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else if (f == "--hidden") hidden = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
+    else if (f == "--hidden") hiddens = {static_cast<std::uint32_t>(std::atoi(argv[i + 1]))};
     else if (f == "--json") json_path = argv[i + 1];
+    else if (f == "--sections") sections = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", f.c_str());
       return 2;
@@ -220,159 +410,11 @@ int main(int argc, char** argv) {
   std::printf("clocks at start: %s\n", clocks_text(*b).c_str());
   std::ostringstream js;
   js << "{";
-
-  // 1. chain
-  {
-    const std::uint32_t kernels = small ? 200 : 2000;
-    std::vector<std::unique_ptr<Arm>> arms;
-    const char* names[] = {"eager", "eager+pdl", "graph", "graph+pdl"};
-    for (int m = 0; m < 4; ++m) {
-      Request r;
-      r.workload = "chain";
-      r.params.kernels = kernels;
-      r.params.param_size = 256;
-      r.toggles.pdl = m & 1;
-      r.toggles.graph = m & 2;
-      arms.push_back(make_arm(*b, names[m], r));
-    }
-    interleave(arms, small ? 2 : 2 * rounds, 1, small ? 2 : 20);
-    std::printf("\nchain: %u trivial kernels per step (256 floats each), us per kernel (median over steps)\n", kernels);
-    std::printf("%-10s %10s %10s %10s %6s %10s\n", "arm", "us/kernel", "ms/step", "sem_ms", "n", "vs eager");
-    const double base = stats_of(arms[0]->ms).median;
-    js << "\"chain\":{\"kernels\":" << kernels << ",\"arms\":[";
-    for (std::size_t i = 0; i < arms.size(); ++i) {
-      const Stats s = stats_of(arms[i]->ms);
-      std::printf("%-10s %10.3f %10.4f %10.5f %6zu %9.2fx\n", arms[i]->name.c_str(), 1000.0 * s.median / kernels,
-                  s.median, s.sem, s.n, base / s.median);
-      js << (i ? "," : "") << "{\"arm\":\"" << arms[i]->name << "\",\"us_per_kernel\":" << 1000.0 * s.median / kernels
-         << ",\"median_ms\":" << s.median << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << "}";
-    }
-    bool same = true;
-    for (const auto& a : arms) same = same && a->first_hashes == arms[0]->first_hashes;
-    std::printf("chain outputs identical across the 4 arms: %s\n", same ? "yes" : "NO");
-    js << "],\"identical\":" << (same ? "true" : "false") << "},";
-  }
-
-  // 2. decode
-  std::vector<std::unique_ptr<Arm>> decode;
-  Request dreq;
-  dreq.workload = "decode";
-  dreq.params.layers = small ? 4 : 93;
-  dreq.params.kernels_per_layer = 30;
-  dreq.params.hidden = small ? 64 : hidden;
-  dreq.params.max_pos = small ? 8 : 64;
-  {
-    for (int m = 0; m < 16; ++m) {
-      Request r = dreq;
-      r.toggles.graph = m & 1;
-      r.toggles.pdl = m & 2;
-      r.toggles.overlap = m & 4;
-      r.toggles.split_combine = m & 8;
-      std::string name = std::string(r.toggles.graph ? "graph" : "eager") + (r.toggles.pdl ? "+pdl" : "") +
-                         (r.toggles.overlap ? "+overlap" : "") + (r.toggles.split_combine ? "+split" : "");
-      decode.push_back(make_arm(*b, name, r));
-    }
-    interleave(decode, small ? 1 : rounds, 2, dreq.params.max_pos);
-    std::printf("\ndecode: %u layers x %u kernels, hidden %u, max_pos %u; ms per step, %d rounds interleaved\n",
-                dreq.params.layers, dreq.params.kernels_per_layer, dreq.params.hidden, dreq.params.max_pos,
-                small ? 1 : rounds);
-    std::printf("%-26s %9s %9s %9s %9s %5s %6s %8s %8s\n", "arm", "median", "mean", "sem", "sem/eag", "n", "nodes",
-                "graphX", "pdl%");
-    js << "\"decode\":{\"layers\":" << dreq.params.layers << ",\"kernels_per_layer\":" << dreq.params.kernels_per_layer
-       << ",\"hidden\":" << dreq.params.hidden << ",\"max_pos\":" << dreq.params.max_pos << ",\"arms\":[";
-    bool same = true;
-    for (int m = 0; m < 16; ++m) {
-      Arm& a = *decode[m];
-      const Stats s = stats_of(a.ms);
-      const Stats eager = stats_of(decode[m & ~1]->ms);         // same toggles, graph off
-      const Stats no_pdl = stats_of(decode[m & ~2]->ms);        // same toggles, pdl off
-      const double graph_x = (m & 1) ? eager.median / s.median : 0;
-      const double pdl_gain = (m & 2) ? 100.0 * (no_pdl.median - s.median) / no_pdl.median : 0;
-      std::printf("%-26s %9.4f %9.4f %9.5f %9.4f %5zu %6s %7.3fx %7.2f%%\n", a.name.c_str(), s.median, s.mean, s.sem,
-                  s.sem / eager.sem, s.n, (m & 1) ? std::to_string(a.capture.nodes).c_str() : "-", graph_x, pdl_gain);
-      js << (m ? "," : "") << "{\"arm\":\"" << a.name << "\",\"median_ms\":" << s.median << ",\"mean_ms\":" << s.mean
-         << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << ",\"launches\":" << a.launches
-         << ",\"capture_ms\":" << a.capture.capture_ms << ",\"instantiate_ms\":" << a.capture.instantiate_ms << "}";
-      // Outputs agree across every arm (the same steps from the same state in round 0).
-      same = same && a.first_hashes == decode[0]->first_hashes;
-    }
-    std::printf("(graphX: eager median / graph median at the same pdl/overlap/split; pdl%%: gain over the same arm "
-                "without pdl; sem/eag: sem over the same arm's eager sem)\n");
-    std::printf("decode outputs identical across the 16 arms: %s\n", same ? "yes" : "NO");
-    js << "],\"identical\":" << (same ? "true" : "false") << "},";
-  }
-
-  // 3. train
-  {
-    js << "\"train\":[";
-    std::printf("\ntrain: 8 parameters x 256 floats, out-of-place SGD\n%-8s %6s %6s %6s\n", "pin", "L", "P", "win");
-    for (const bool pin : {false, true}) {
-      Request r;
-      r.workload = "train";
-      r.toggles.pin = pin;
-      Context ctx(*b);
-      auto w = make_workload(*b, r);
-      w->reset(r.seed);
-      ctx.begin_step();
-      w->run_step(ctx);
-      b->synchronize();
-      const TrainReport tr = *w->train_report();
-      const bool win = tr.pin_copies + 1 < tr.launches;
-      std::printf("%-8s %6llu %6llu %6s\n", pin ? "on" : "off", static_cast<unsigned long long>(tr.launches),
-                  static_cast<unsigned long long>(tr.pin_copies), win ? "yes" : "no");
-      js << (pin ? "," : "") << "{\"pin\":" << (pin ? "true" : "false") << ",\"L\":" << tr.launches
-         << ",\"P\":" << tr.pin_copies << ",\"win\":" << (win ? "true" : "false") << "}";
-    }
-    js << "]";
-  }
-
-#if defined(GRAPHRT_BENCH_CUPTI)
-  // 4. CUPTI: fresh graphs captured after activity tracing is on (graphs instantiated before
-  // may not report their kernels), for graph (pdl off) and graph+pdl, overlap and split off.
-  if (!small) {
-    decode.clear();  // free the 16 arms first
-    bool ok = true;
-    auto enable = [&]() -> bool {
-      CUPTI_OK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-      CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-      return true;
-    };
-    ok = enable();
-    KernelShare plain, pdl;
-    if (ok) {
-      Request r = dreq;
-      r.toggles.graph = true;
-      auto a_plain = make_arm(*b, "graph", r);
-      r.toggles.pdl = true;
-      auto a_pdl = make_arm(*b, "graph+pdl", r);
-      run_steps(*a_plain->ctx, *a_plain->w, a_plain->graph(), 4, 0 + 1);
-      run_steps(*a_pdl->ctx, *a_pdl->w, a_pdl->graph(), 4, 0 + 1);
-      ok = cupti_measure(*a_plain, 16, plain) && cupti_measure(*a_pdl, 16, pdl);
-    }
-    if (ok) {
-      const double exec = plain.sum_ms.median;  // kernel execution, measured without PDL's early launch
-      std::printf("\nCUPTI kernel activity, decode graph replays (16 steps each, %zu kernels per step)\n",
-                  pdl.kernels_per_step);
-      std::printf("%-10s %10s %10s %10s %10s %10s\n", "arm", "event_ms", "span_ms", "busy_ms", "sum_ms", "idle%");
-      for (const auto* k : {&plain, &pdl})
-        std::printf("%-10s %10.4f %10.4f %10.4f %10.4f %9.2f%%\n", k == &plain ? "graph" : "graph+pdl",
-                    k->event_ms.median, k->span_ms.median, k->busy_ms.median, k->sum_ms.median,
-                    100.0 * (1 - k->busy_ms.median / k->event_ms.median));
-      const double share = 1 - exec / pdl.event_ms.median;
-      std::printf("non-kernel share of a graph+pdl step = 1 - (kernel execution %.4f ms, the sum of kernel durations "
-                  "without PDL) / (graph+pdl step %.4f ms, events) = %.2f%%\n",
-                  exec, pdl.event_ms.median, 100.0 * share);
-      js << ",\"cupti\":{\"kernels_per_step\":" << pdl.kernels_per_step << ",\"graph\":{\"event_ms\":"
-         << plain.event_ms.median << ",\"busy_ms\":" << plain.busy_ms.median << ",\"sum_ms\":" << plain.sum_ms.median
-         << ",\"span_ms\":" << plain.span_ms.median << "},\"graph_pdl\":{\"event_ms\":" << pdl.event_ms.median
-         << ",\"busy_ms\":" << pdl.busy_ms.median << ",\"sum_ms\":" << pdl.sum_ms.median
-         << ",\"span_ms\":" << pdl.span_ms.median << "},\"non_kernel_share\":" << share << "}";
-    } else {
-      std::printf("\nCUPTI measurement failed (see stderr)\n");
-    }
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  }
-#endif
+  auto wants = [&](const char* section) { return sections.find(section) != std::string::npos; };
+  if (wants("chain")) chain_section(*b, small, rounds, js);
+  if (wants("decode"))
+    for (const std::uint32_t h : hiddens) decode_section(*b, small, rounds, small ? 64 : h, js);
+  if (wants("train")) train_section(*b, js);
   std::printf("\nclocks at end: %s\n", clocks_text(*b).c_str());
   js << "}";
   if (!json_path.empty()) std::ofstream(json_path) << js.str() << "\n";

@@ -27,9 +27,8 @@ rc=$?
 note "build: rc=$rc in $(( $(date +%s) - t0 )) s on $JOBS cores"
 [ $rc -eq 0 ] || { tail -40 "$OUT/build.log"; exit 1; }
 
-ctest --test-dir "$B" --output-on-failure --timeout 300 >"$OUT/ctest.log" 2>&1
+ctest --test-dir "$B" -V --timeout 300 >"$OUT/ctest.log" 2>&1
 note "ctest: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
-grep -E '^(identity|freeze|train|lazy|probe|fork|unjoined|child|memcpy|memset|alloc|synchronize)' "$OUT/ctest.log" >>"$OUT/ctest-lines.txt" 2>/dev/null
 
 # Gates through the binary and the protocol, at the benchmark's decode size.
 D="--workload decode --layers 93 --kernels-per-layer 30 --hidden 256 --max-pos 64"

@@ -110,10 +110,8 @@ int main() {
     const auto glines = ask(s, g);
     CHECK(boolean(of_type(glines, "capture"), "ok"));
     CHECK(strings(of_type(glines, "rep"), "hashes") == strings(eager_rep, "hashes"));
-    const json::Value clocks = [&] {
-      const auto* c = of_type(glines, "rep").find("clocks");
-      return c ? *c : json::Value{};
-    }();
+    const json::Value grep = of_type(glines, "rep");
+    const json::Value clocks = grep.find("clocks") ? *grep.find("clocks") : json::Value{};
     CHECK(clocks.find("start") && clocks.find("end"));  // NVML read at both ends of the rep
     CHECK(clocks.find("start") && number(*clocks.find("start"), "sm_mhz") > 0);
   }

@@ -154,7 +154,7 @@ void CudaBackend::launch(StreamRaw s, KernelId id, Dim3 grid, Dim3 block, const 
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   void* params[] = {const_cast<void*>(args)};  // the kernel's one parameter: the Args struct, copied now
-  RT_CUDA_CALL(cudaLaunchKernelExC(&cfg, kernel_function(id), params));
+  RT_CUDA_CALL(cudaLaunchKernelExC(&cfg, kernel_function(id, trigger_), params));
 }
 
 void CudaBackend::begin_capture(StreamRaw s) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_kernels.hpp"
 #include "graphrt/backend.hpp"
 #include "nvml_clocks.hpp"
 
@@ -58,6 +59,10 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   std::optional<ClockReading> read_clocks() override;
 
+  // Which wrapper later launches use (cuda_kernels.cu); a graph keeps the ones it captured.
+  // Not a protocol toggle: the benchmark measures the early trigger against the implicit one.
+  void set_pdl_trigger(PdlTrigger t) { trigger_ = t; }
+
  private:
   // Runs a CUDA call; on a capture error while a capture is live, marks it invalid first.
   void check(cudaError_t err, const char* expr, const char* file, int line);
@@ -70,6 +75,7 @@ class CudaBackend final : public Backend {
   bool capture_poisoned_ = false;
   std::string poison_reason_;
   std::unique_ptr<NvmlClocks> nvml_;
+  PdlTrigger trigger_ = PdlTrigger::Early;
 };
 
 }  // namespace graphrt::cuda

@@ -1,7 +1,9 @@
 // The CUDA side of the kernel table: one __global__ wrapper per kernel body (kernels/*.hpp).
 //
-// Every wrapper starts with the two PDL calls, before any global read or write of the body:
-// - cudaTriggerProgrammaticLaunchCompletion() first: under PDL the next kernel in the stream may
+// Every wrapper starts with the PDL calls, before any global read or write of the body:
+// - cudaTriggerProgrammaticLaunchCompletion() first (PdlTrigger::Early, the default; Implicit
+//   leaves it out, so the dependent launches only as this grid's blocks exit, for the benchmark's
+//   comparison): under PDL the next kernel in the stream may
 //   be scheduled as soon as every block of this one has started, so its launch latency hides
 //   behind this kernel's execution instead of following it. That is safe because the trigger only
 //   lets the dependent *launch*: its cudaGridDependencySynchronize() still waits for this grid to
@@ -22,9 +24,9 @@ namespace {
 __device__ __forceinline__ Dim3 dim3_of(const uint3 v) { return Dim3{v.x, v.y, v.z}; }
 __device__ __forceinline__ Dim3 dim3_of(const dim3 v) { return Dim3{v.x, v.y, v.z}; }
 
-template <class K>
+template <class K, bool kEarlyTrigger>
 __global__ void kernel(const typename K::Args args) {
-  cudaTriggerProgrammaticLaunchCompletion();
+  if constexpr (kEarlyTrigger) cudaTriggerProgrammaticLaunchCompletion();
   cudaGridDependencySynchronize();
   ThreadCtx t;
   t.block_idx = dim3_of(blockIdx);
@@ -34,14 +36,19 @@ __global__ void kernel(const typename K::Args args) {
   K::body(t, args);
 }
 
-const void* const kFunctions[kKernelCount] = {
-#define GRAPHRT_CUDA_FN(id, type, name) reinterpret_cast<const void*>(&kernel<type>),
-    GRAPHRT_KERNEL_LIST(GRAPHRT_CUDA_FN)
-#undef GRAPHRT_CUDA_FN
+const void* const kFunctions[2][kKernelCount] = {
+#define GRAPHRT_CUDA_FN_IMPLICIT(id, type, name) reinterpret_cast<const void*>(&kernel<type, false>),
+#define GRAPHRT_CUDA_FN_EARLY(id, type, name) reinterpret_cast<const void*>(&kernel<type, true>),
+    {GRAPHRT_KERNEL_LIST(GRAPHRT_CUDA_FN_IMPLICIT)},
+    {GRAPHRT_KERNEL_LIST(GRAPHRT_CUDA_FN_EARLY)},
+#undef GRAPHRT_CUDA_FN_EARLY
+#undef GRAPHRT_CUDA_FN_IMPLICIT
 };
 
 }  // namespace
 
-const void* kernel_function(KernelId id) noexcept { return kFunctions[static_cast<std::size_t>(id)]; }
+const void* kernel_function(KernelId id, PdlTrigger trigger) noexcept {
+  return kFunctions[trigger == PdlTrigger::Early ? 1 : 0][static_cast<std::size_t>(id)];
+}
 
 }  // namespace graphrt::cuda
