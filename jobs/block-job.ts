@@ -42,6 +42,8 @@ export const BlockJobSchema = z
     warmup: z.int().min(0),
     steps: z.int().min(1),
     foreign_process: z.enum(['fail', 'wait']),
+    /** spec.min_free_disk_gb: preflight refuses a host with less free disk (worker/preflight/). */
+    min_free_disk_gb: z.number().min(0).optional(),
   })
   .superRefine((job, ctx) => {
     const names = new Set(job.arms.map((a) => a.name));

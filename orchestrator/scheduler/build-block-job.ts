@@ -26,6 +26,7 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     warmup: spec.workload.warmup,
     steps: spec.workload.steps,
     foreign_process: spec.foreign_process,
+    min_free_disk_gb: spec.min_free_disk_gb,
   });
 }
 

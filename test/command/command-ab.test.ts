@@ -23,6 +23,8 @@ interface SpecOptions {
   reps?: number;
   steps?: number;
   build?: boolean;
+  /** extra top-level spec lines */
+  extra?: string;
 }
 
 /** The A/B spec of the fixture: arm `fast` sets SPEEDY_FAST=1, which halves every step's work. */
@@ -57,7 +59,7 @@ arms:
 reps: ${o.reps ?? 4}
 gates: { identity: false, aa: true }
 metric: { name: ms, better: lower }
-`;
+${o.extra ?? ''}`;
 }
 
 interface Submitted {
@@ -172,6 +174,13 @@ describe('command workloads through orch submit', () => {
       assert.equal(r.summary!.accounting.measured, 0);
       assert.match(r.summary!.reason, /BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 2 after [0-9.]+ s; last lines of \S+\.log:/);
       assert.match(r.summary!.reason, /\| collect2: error: ld returned 1 exit status/);
+    });
+
+    test('free disk below min_free_disk_gb: refused by preflight after the build, before the first rep', async () => {
+      const src = gitCheckout('cmd-speedy');
+      const r = await submit(speedySpec({ dir: src, reps: 2, steps: 3, extra: 'min_free_disk_gb: 1000000\n' }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      assert.equal(r.summary!.accounting.measured, 0);
+      assert.match(r.summary!.reason, /PREFLIGHT_DISK: min_free_disk_gb: \S+ has [0-9.]+ GB free, the spec asks for at least 1000000 GB/);
     });
 
     test('a run command that prints no metric line', async () => {

@@ -22,7 +22,7 @@ import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
 
 export interface CommandRankRunnerOptions {
   cache: BuildCache;
-  /** Preflight floor of free disk on the build dir, in GB (spec.min_free_disk_gb when the job carries it). */
+  /** Preflight floor of free disk on the build dir, in GB, when the job does not carry spec.min_free_disk_gb. */
   minFreeDiskGb?: number;
 }
 
@@ -71,7 +71,7 @@ export class CommandRankRunner implements RankRunner {
           build = await this.ensure(job, workload);
           artifactDir = build.dir;
         }
-        await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb ?? 1 });
+        await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: job.min_free_disk_gb ?? this.opts.minFreeDiskGb ?? 1 });
       } catch (err) {
         throw err instanceof UserInputError ? new UnrecoverableError(`${err.code}: ${err.message}`) : err;
       }
