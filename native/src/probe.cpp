@@ -16,13 +16,23 @@ struct ProbeResult {
   json::Obj detail;
 };
 
-Request sub_request(const Request& req, const char* workload, bool pin) {
-  Request r = req;
-  r.workload = workload;
-  r.toggles = Toggles{};
-  r.toggles.pin = pin;
-  return r;
-}
+// What every probe starts from: its own context, a workload made from the probe request's sizes
+// with only `pin` toggled, and an empty graph slot.
+struct Rig {
+  Rig(Backend& b, const Request& req, const char* workload, bool pin)
+      : ctx(b), r(sub_request(req, workload, pin)), w(make_workload(b, r)), slot(b) {}
+  static Request sub_request(const Request& req, const char* workload, bool pin) {
+    Request r = req;
+    r.workload = workload;
+    r.toggles = Toggles{};
+    r.toggles.pin = pin;
+    return r;
+  }
+  Context ctx;
+  Request r;
+  std::unique_ptr<Workload> w;
+  GraphSlot slot;
+};
 
 std::string address(const void* p) {
   char buf[32];
@@ -39,10 +49,8 @@ void capture_fresh(Context& ctx, Workload& w, GraphSlot& slot, std::uint64_t see
 }
 
 ProbeResult launch_counter(Backend& b, const Request& req) {
-  Context ctx(b);
-  const Request r = sub_request(req, "chain", false);
-  auto w = make_workload(b, r);
-  GraphSlot slot(b);
+  Rig rig(b, req, "chain", false);
+  auto& [ctx, r, w, slot] = rig;
   w->reset(r.seed);
   const std::uint64_t c0 = ctx.launches;
   ctx.begin_step();
@@ -68,11 +76,9 @@ ProbeResult launch_counter(Backend& b, const Request& req) {
 }
 
 ProbeResult unpinned_diverges(Backend& b, const Request& req) {
-  Context ctx(b);
-  const Request r = sub_request(req, "train", false);
-  auto owned = make_workload(b, r);
+  Rig rig(b, req, "train", false);
+  auto& [ctx, r, owned, slot] = rig;
   auto& w = static_cast<TrainWorkload&>(*owned);
-  GraphSlot slot(b);
   w.reset(r.seed);
   std::vector<std::string> addresses{address(w.param_address(0))};
   const StepRun oracle = run_steps(ctx, w, nullptr, 0, 3);  // the same steps without a graph
@@ -107,10 +113,8 @@ std::string refusal(const std::function<void()>& call) {
 }
 
 ProbeResult recapture_refusals(Backend& b, const Request& req) {
-  Context ctx(b);
-  const Request r = sub_request(req, "chain", false);
-  auto w = make_workload(b, r);
-  GraphSlot slot(b);
+  Rig rig(b, req, "chain", false);
+  auto& [ctx, r, w, slot] = rig;
   capture_fresh(ctx, *w, slot, r.seed);
   const std::string over_live = refusal([&] { slot.capture(ctx, *w); });
   slot.destroy();
@@ -132,10 +136,8 @@ ProbeResult recapture_refusals(Backend& b, const Request& req) {
 }
 
 ProbeResult pinned_exact(Backend& b, const Request& req) {
-  Context ctx(b);
-  const Request r = sub_request(req, "train", true);
-  auto w = make_workload(b, r);
-  GraphSlot slot(b);
+  Rig rig(b, req, "train", true);
+  auto& [ctx, r, w, slot] = rig;
   w->reset(r.seed);
   const StepRun eager = run_steps(ctx, *w, nullptr, 0, 8);
   const TrainReport tr = *w->train_report();
@@ -155,10 +157,8 @@ ProbeResult pinned_exact(Backend& b, const Request& req) {
 
 ProbeResult replay_dispatch(Backend& b, const Request& req) {
   using Clock = std::chrono::steady_clock;
-  Context ctx(b);
-  const Request r = sub_request(req, "chain", false);
-  auto w = make_workload(b, r);
-  GraphSlot slot(b);
+  Rig rig(b, req, "chain", false);
+  auto& [ctx, r, w, slot] = rig;
   const int steps = 8;
   w->reset(r.seed);
   const auto t0 = Clock::now();

@@ -124,6 +124,7 @@ const badInputs: { args: string[]; code: string; exit: number }[] = [
   { args: ['run', ...cpu, '--frobnicate'], code: 'BAD_FLAG', exit: 2 },
   { args: ['run', ...cpu, '--hidden', '-4'], code: 'BAD_PARAM', exit: 2 },
   { args: ['run', ...cpu, '--steps', '0'], code: 'BAD_PARAM', exit: 2 },
+  { args: ['run', ...cpu, '--layers', '256', '--hidden', '1024'], code: 'BAD_PARAM', exit: 2 },
   { args: ['run', ...cpu, '--steps'], code: 'BAD_FLAG', exit: 2 },
   { args: ['dance'], code: 'BAD_FLAG', exit: 2 },
   { args: ['run', '--backend', 'tpu'], code: 'BAD_FLAG', exit: 2 },

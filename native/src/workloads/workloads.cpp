@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <memory>
 
 #include "../workload.hpp"
@@ -7,7 +8,28 @@
 
 namespace graphrt {
 
+namespace {
+
+// Device bytes a workload allocates (within a few scratch vectors): refused above the limit as a
+// bad request rather than failing the allocation half way.
+std::uint64_t device_bytes(const Request& req) {
+  const Params& p = req.params;
+  const std::uint64_t f = sizeof(float);
+  if (req.workload == "chain") return f * p.param_size;
+  if (req.workload == "train") return f * p.params * std::uint64_t{p.param_size} * 7;
+  const std::uint64_t h = p.hidden;
+  return f * (p.layers * (6 * h * h + 2 * std::uint64_t{p.max_pos} * h + 2 * h) + p.max_pos * (h + 1) + 10 * h);
+}
+
+constexpr std::uint64_t kMaxDeviceBytes = std::uint64_t{4} << 30;
+
+}  // namespace
+
 std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req) {
+  if (const std::uint64_t bytes = device_bytes(req); bytes > kMaxDeviceBytes)
+    user_error(Errc::BadParam, req.workload + ": these params need " + std::to_string(bytes >> 20) +
+                                   " MiB of device memory, more than graphrt's limit of " +
+                                   std::to_string(kMaxDeviceBytes >> 20) + " MiB; use smaller sizes");
   if (req.workload == "chain") return std::make_unique<ChainWorkload>(backend, req);
   if (req.workload == "decode") return std::make_unique<DecodeWorkload>(backend, req);
   if (req.workload == "train") return std::make_unique<TrainWorkload>(backend, req);
