@@ -104,6 +104,15 @@ int main() {
     }));
     CHECK(!b.is_capturing(side.get()));
 
+    // An event whose last record was inside an ended capture cannot be waited on.
+    bool isolated = false;
+    try {
+      b.stream_wait_event(s, join.get());
+    } catch (const RtError& e) {
+      isolated = e.name() == "StreamCaptureIsolation";
+    }
+    CHECK(isolated);
+
     // Eager fork/join across device threads orders the work.
     b.memset(x.get(), 0, x.bytes());
     add(b, s, x, 1.0f, 3.0f);

@@ -159,6 +159,8 @@ void CpuBackend::stream_wait_event(StreamRaw sraw, EventRaw raw) {
   CpuEvent* e = event_of(raw);
   CpuStream* s = stream(sraw);
   if (e->capture) {
+    RT_CHECK(std::find(captures_.begin(), captures_.end(), e->capture) != captures_.end(), Errc::InvalidValue,
+             "StreamCaptureIsolation", "waiting on an event last recorded in a capture that has ended");
     if (!s->capture) {  // a fork: the waiting stream joins the capture
       s->capture = e->capture;
       s->tail = e->capture_deps;
