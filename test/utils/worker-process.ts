@@ -2,11 +2,12 @@
  * A real `orch worker` process (bin/orch.mjs) for tests: fixture ranks by default, short
  * heartbeats, its own lock dir, a given key prefix. Resolves once the worker logs "worker ready".
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait-for.ts';
 
 export const ORCH_BIN = fileURLToPath(new URL('../../bin/orch.mjs', import.meta.url));
+const HAS_SETPRIV = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true']).status === 0;
 export const FIXTURE_RANK = fileURLToPath(new URL('../fixtures/ranks/rank.sh', import.meta.url));
 
 export interface WorkerProcess {
@@ -38,7 +39,9 @@ export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess>
     ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
     '--redis', o.redisUrl, '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
   ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', ...o.env } });
+  // PR_SET_PDEATHSIG where setpriv exists: a test process killed on timeout leaves no worker behind
+  const [file, argv] = HAS_SETPRIV ? ['setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', ...o.env } });
   let text = '';
   child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
