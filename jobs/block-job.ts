@@ -31,6 +31,9 @@ export const BlockJobSchema = z
     host: KeyNameSchema,
     /** One card id per rank, in rank order; all leased under `epoch`. */
     cards: z.array(z.string().regex(/^[A-Za-z0-9_.@:-]+$/)).min(1),
+    /** placement spread: ranks of the whole gang (all hosts) and this host's first; default cards.length, 0 */
+    world: z.int().min(1).optional(),
+    first_rank: z.int().min(0).optional(),
     workload: WorkloadSchema,
     arms: z.array(BlockArmSchema).min(1),
     /** The planned order of this block: arm names, each arm `reps` times. */
@@ -51,6 +54,9 @@ export const BlockJobSchema = z
     job.sequence.forEach((name, i) => {
       if (!names.has(name)) ctx.addIssue({ code: 'custom', path: ['sequence', i], message: `unknown arm "${name}"` });
     });
+    if (job.world !== undefined && (job.first_rank ?? 0) + job.cards.length > job.world) {
+      ctx.addIssue({ code: 'custom', path: ['world'], message: `first_rank ${job.first_rank ?? 0} + ${job.cards.length} cards exceeds world ${job.world}` });
+    }
     if (new Set(job.cards).size !== job.cards.length) {
       ctx.addIssue({ code: 'custom', path: ['cards'], message: 'a card appears twice in the gang' });
     }

@@ -164,9 +164,15 @@ class GangRun {
     this.lockPaths = job.cards.map((c) => cardLockPath(opts.lockDir, c));
   }
 
-  private tags(rank: number | ''): EventTags {
+  /** Event tags of the gang (i = '') or of its i-th card's rank. */
+  private tags(i: number | ''): EventTags {
     const j = this.job;
-    return { block: j.block, attempt: j.attempt, epoch: j.epoch, host: this.opts.host, card: rank === '' ? '' : (j.cards[rank] as string), rank };
+    return { block: j.block, attempt: j.attempt, epoch: j.epoch, host: this.opts.host, card: i === '' ? '' : (j.cards[i] as string), rank: i === '' ? '' : this.rankOf(i) };
+  }
+
+  /** The global rank of this host's i-th card (spread gangs: first_rank + i). */
+  private rankOf(i: number): number {
+    return (this.job.first_rank ?? 0) + i;
   }
 
   /** First failure wins: every rank is killed at once, every await below rejects with it. */
@@ -273,11 +279,12 @@ class GangRun {
 
   private startRanks(): void {
     const job = this.job;
-    this.ranks = job.cards.map((id, rank) => {
+    this.ranks = job.cards.map((id, i) => {
       const card = this.opts.cards.get(id) as Card;
-      const tags = this.tags(rank);
+      const tags = this.tags(i);
+      const rank = this.rankOf(i);
       const handle = this.deps.runner.start({
-        job, rank, world: job.cards.length, card, lockPath: this.lockPaths[rank] as string,
+        job, rank, world: job.world ?? job.cards.length, card, lockPath: this.lockPaths[i] as string,
         log: this.log.child({ card: id, rank }),
         onLine: (_line: RankLine, raw: string) => this.events.emit(tags, raw),
       });
@@ -324,10 +331,10 @@ class GangRun {
   /** Sends one op to every rank; each must answer with a final line of `type`. */
   private async all(op: RankOp, type: 'rep' | 'gate'): Promise<RankLine[]> {
     const lines = await this.race(Promise.all(this.ranks.map((r) => r.request(op, this.opts.requestTimeoutMs))));
-    lines.forEach((line, rank) => {
+    lines.forEach((line, i) => {
       if (line.type !== type) {
         const what = line.type === 'error' ? `error ${String(line.code)}: ${String(line.message)}` : `a "${line.type}" line`;
-        throw new UnrecoverableError(`rank ${rank} on card ${this.job.cards[rank]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
+        throw new UnrecoverableError(`rank ${this.rankOf(i)} on card ${this.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
     });
     return lines;
@@ -345,8 +352,8 @@ class GangRun {
         name: 'identity',
         pass: lines.every((l) => l.pass === true),
         first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
-        detail: lines.map((l, rank) => ({
-          rank, card: this.job.cards[rank], pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay ?? null,
+        detail: lines.map((l, i) => ({
+          rank: this.rankOf(i), card: this.job.cards[i], pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay ?? null,
           eager_hashes: l.eager_hashes, graph_hashes: l.graph_hashes, nodes: l.nodes, launches_per_step: l.launches_per_step,
         })),
       },

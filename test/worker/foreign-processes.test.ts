@@ -1,0 +1,53 @@
+/**
+ * The foreign-process probe on real processes: flock holders of the card's lock (cpu and cuda
+ * cards) and, for cuda cards, nvidia-smi's compute apps of the card's UUID (a stand-in nvidia-smi
+ * prints the rows here, as there is no GPU); the block's own ranks are never foreign.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HostForeignProcessProbe } from '../../worker/foreign-processes.ts';
+import { listGpus } from '../../worker/discover-cards.ts';
+import { waitFor } from '../utils/wait-for.ts';
+
+const FAKE_SMI = fileURLToPath(new URL('../fixtures/nvidia-smi', import.meta.url));
+const gpu = { id: 'GPU-aaaa', host: 'h', backend: 'cuda' as const, index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA H200' };
+const cpu = { id: 'cpu:0@h', host: 'h', backend: 'cpu' as const, index: 0, uuid: 'cpu:0@h', name: 'cpu' };
+
+describe('foreign-process probe', () => {
+  test('cuda card: compute apps of its UUID that are not ours, named', async () => {
+    process.env.FAKE_SMI_APPS = 'GPU-aaaa, 4242, python train.py\\nGPU-bbbb, 5151, other\\nGPU-aaaa, 777, graphrt\\n';
+    process.env.FAKE_SMI_GPUS = '0, GPU-aaaa, NVIDIA H200\\n1, GPU-bbbb, NVIDIA H200\\n';
+    try {
+      const probe = new HostForeignProcessProbe(FAKE_SMI);
+      assert.deepEqual(await probe.list(gpu, '/nonexistent.lock', new Set([777])), [{ pid: 4242, name: 'python train.py', via: 'nvidia-smi' }]);
+      assert.deepEqual(await listGpus(FAKE_SMI), [
+        { index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA H200' },
+        { index: 1, uuid: 'GPU-bbbb', name: 'NVIDIA H200' },
+      ]);
+    } finally {
+      delete process.env.FAKE_SMI_APPS;
+      delete process.env.FAKE_SMI_GPUS;
+    }
+  });
+
+  test('cpu card: the holder of its flock, unless it is ours', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'orch-probe-'));
+    const lock = join(dir, 'cpu_0@h.lock');
+    const h = spawn('flock', ['-n', lock, 'sleep', '30'], { stdio: 'ignore', detached: true });
+    try {
+      await waitFor('the lock to be held', () => spawnSync('flock', ['-n', lock, 'true']).status === 1, { timeoutMs: 5000 });
+      const probe = new HostForeignProcessProbe(FAKE_SMI);
+      assert.deepEqual(await probe.list(cpu, lock, new Set()), [{ pid: h.pid, name: `flock -n ${lock} sleep 30`, via: 'card-lock' }]);
+      assert.deepEqual(await probe.list(cpu, lock, new Set([h.pid as number])), []);
+      assert.deepEqual(await probe.list(cpu, join(dir, 'free.lock'), new Set()), []);
+    } finally {
+      process.kill(-(h.pid as number), 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
