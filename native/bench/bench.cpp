@@ -2,7 +2,7 @@
 // within one run, medians, warm-up excluded, device events). Uses the same workloads, launch
 // helper, graph slot and step loop as graphrt itself.
 //
-//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--sections chain,decode,train] [--json PATH]
+//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--sections chain,decode,trigger,train] [--json PATH]
 //
 // 1. chain: 2000 trivial kernels per step, us per kernel: eager, eager+pdl, graph, graph+pdl.
 // 2. decode: 93 layers x 30 kernels, ms per step (median, mean, sem, n) for all 16 arms of
@@ -73,14 +73,20 @@ struct Arm {
   GraphSlot* graph() { return slot && slot->live() ? slot.get() : nullptr; }
 };
 
-// `implicit_trigger`: capture with the wrappers that leave the PDL trigger implicit (CUDA only;
-// graph arms only, since the wrapper is frozen into the graph).
-std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request& req, bool implicit_trigger = false) {
+// Where the kernels trigger their PDL dependents (cuda_kernels.cu): CUDA only, graph arms only
+// (the wrapper is frozen into the graph; eager arms always use the default, Early).
+enum class Trigger { AfterWait, Early, Implicit };  // AfterWait: the backend's default
+const char* trigger_name(Trigger t) { return t == Trigger::Early ? "early" : t == Trigger::AfterWait ? "after-wait" : "implicit"; }
+
+std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request& req, Trigger trigger = Trigger::AfterWait) {
 #if defined(GRAPHRT_WITH_CUDA)
   auto* cb = dynamic_cast<cuda::CudaBackend*>(&b);
-  if (cb != nullptr) cb->set_pdl_trigger(implicit_trigger ? cuda::PdlTrigger::Implicit : cuda::PdlTrigger::Early);
+  if (cb != nullptr)
+    cb->set_pdl_trigger(trigger == Trigger::Early       ? cuda::PdlTrigger::Early
+                        : trigger == Trigger::AfterWait ? cuda::PdlTrigger::AfterWait
+                                                        : cuda::PdlTrigger::Implicit);
 #else
-  (void)implicit_trigger;
+  (void)trigger;
 #endif
   auto a = std::make_unique<Arm>();
   a->name = name;
@@ -97,7 +103,7 @@ std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request
   }
   a->w->reset(req.seed);
 #if defined(GRAPHRT_WITH_CUDA)
-  if (cb != nullptr) cb->set_pdl_trigger(cuda::PdlTrigger::Early);
+  if (cb != nullptr) cb->set_pdl_trigger(cuda::PdlTrigger::AfterWait);
 #endif
   return a;
 }
@@ -224,34 +230,36 @@ bool cupti_measure(Arm& arm, int steps, KernelShare& out) {
 void chain_section(Backend& b, bool small, int rounds, std::ostringstream& js) {
   const std::uint32_t kernels = small ? 200 : 2000;
   std::vector<std::unique_ptr<Arm>> arms;
+  constexpr int kPerN = 6;
   for (const std::uint32_t n : {256u, 64u}) {
-    for (int m = 0; m < 5; ++m) {
+    for (int m = 0; m < kPerN; ++m) {
       Request r;
       r.workload = "chain";
       r.params.kernels = kernels;
       r.params.param_size = n;
       r.toggles.pdl = m == 1 || m >= 3;
       r.toggles.graph = m >= 2;
-      const char* names[] = {"eager", "eager+pdl", "graph", "graph+pdl", "graph+pdl/implicit"};
-      arms.push_back(make_arm(b, std::string(names[m]) + " n" + std::to_string(n), r, m == 4));
+      const char* names[] = {"eager", "eager+pdl", "graph", "graph+pdl", "graph+pdl/early", "graph+pdl/implicit"};
+      const Trigger t = m == 4 ? Trigger::Early : m == 5 ? Trigger::Implicit : Trigger::AfterWait;
+      arms.push_back(make_arm(b, std::string(names[m]) + " n" + std::to_string(n), r, t));
     }
   }
   interleave(arms, small ? 2 : 2 * rounds, 1, small ? 2 : 20);
   std::printf("\nchain: %u trivial kernels per step on n floats (n/64 blocks of 64 threads), us per kernel = median "
-              "step / %u\n(graph+pdl/implicit: the wrappers without the early cudaTriggerProgrammaticLaunchCompletion)\n",
+              "step / %u\n(graph+pdl: trigger after cudaGridDependencySynchronize() (default); /early: trigger before it; /implicit: no trigger)\n",
               kernels, kernels);
   std::printf("%-26s %10s %10s %10s %6s %10s\n", "arm", "us/kernel", "ms/step", "sem_ms", "n", "vs eager");
   js << "\"chain\":{\"kernels\":" << kernels << ",\"arms\":[";
   for (std::size_t i = 0; i < arms.size(); ++i) {
     const Stats s = stats_of(arms[i]->ms);
-    const double base = stats_of(arms[i - i % 5]->ms).median;
+    const double base = stats_of(arms[i - i % kPerN]->ms).median;
     std::printf("%-26s %10.3f %10.4f %10.5f %6zu %9.2fx\n", arms[i]->name.c_str(), 1000.0 * s.median / kernels,
                 s.median, s.sem, s.n, base / s.median);
     js << (i ? "," : "") << "{\"arm\":\"" << arms[i]->name << "\",\"us_per_kernel\":" << 1000.0 * s.median / kernels
        << ",\"median_ms\":" << s.median << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << "}";
   }
   bool same = true;
-  for (std::size_t i = 0; i < arms.size(); ++i) same = same && arms[i]->first_hashes == arms[i - i % 5]->first_hashes;
+  for (std::size_t i = 0; i < arms.size(); ++i) same = same && arms[i]->first_hashes == arms[i - i % kPerN]->first_hashes;
   std::printf("chain outputs identical across the arms of each n: %s\n", same ? "yes" : "NO");
   js << "],\"identical\":" << (same ? "true" : "false") << "},";
 }
@@ -360,6 +368,39 @@ void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, st
   js << ",";
 }
 
+// Decode graph+pdl with the three trigger placements, interleaved (overlap and split off).
+void trigger_section(Backend& b, int rounds, const std::vector<std::uint32_t>& hiddens, std::ostringstream& js) {
+  std::printf("\ndecode graph+pdl by PDL trigger placement (93 x 30, max_pos 64, %d rounds interleaved)\n", rounds);
+  std::printf("%-8s %-12s %9s %9s %5s %14s\n", "hidden", "trigger", "median", "sem", "n", "vs after-wait");
+  js << "\"pdl_trigger\":[";
+  bool first = true;
+  for (const std::uint32_t h : hiddens) {
+    std::vector<std::unique_ptr<Arm>> arms;
+    for (const Trigger t : {Trigger::AfterWait, Trigger::Early, Trigger::Implicit}) {
+      Request r;
+      r.workload = "decode";
+      r.params.layers = 93;
+      r.params.kernels_per_layer = 30;
+      r.params.hidden = h;
+      r.params.max_pos = 64;
+      r.toggles.graph = true;
+      r.toggles.pdl = true;
+      arms.push_back(make_arm(b, trigger_name(t), r, t));
+    }
+    interleave(arms, rounds, 2, 64);
+    const double base = stats_of(arms[0]->ms).median;
+    for (const auto& a : arms) {
+      const Stats s = stats_of(a->ms);
+      std::printf("%-8u %-12s %9.4f %9.5f %5zu %13.3fx\n", h, a->name.c_str(), s.median, s.sem, s.n, base / s.median);
+      js << (first ? "" : ",") << "{\"hidden\":" << h << ",\"trigger\":\"" << a->name << "\",\"median_ms\":" << s.median
+         << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << ",\"identical_to_after_wait\":"
+         << (a->first_hashes == arms[0]->first_hashes ? "true" : "false") << "}";
+      first = false;
+    }
+  }
+  js << "],";
+}
+
 void train_section(Backend& b, std::ostringstream& js) {
   js << "\"train\":[";
   std::printf("\ntrain: 8 parameters x 256 floats, out-of-place SGD (win = P < L - 1, the pin's price)\n%-8s %6s %6s %6s\n",
@@ -387,7 +428,7 @@ void train_section(Backend& b, std::ostringstream& js) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend = "cuda", json_path, sections = "chain,decode,train";
+  std::string backend = "cuda", json_path, sections = "chain,decode,trigger,train";
   int rounds = 5;
   std::vector<std::uint32_t> hiddens{256, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -414,6 +455,7 @@ int main(int argc, char** argv) {
   if (wants("chain")) chain_section(*b, small, rounds, js);
   if (wants("decode"))
     for (const std::uint32_t h : hiddens) decode_section(*b, small, rounds, small ? 64 : h, js);
+  if (wants("trigger") && !small) trigger_section(*b, rounds, hiddens, js);
   if (wants("train")) train_section(*b, js);
   std::printf("\nclocks at end: %s\n", clocks_text(*b).c_str());
   js << "}";

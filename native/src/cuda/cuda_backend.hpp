@@ -60,7 +60,8 @@ class CudaBackend final : public Backend {
   std::optional<ClockReading> read_clocks() override;
 
   // Which wrapper later launches use (cuda_kernels.cu); a graph keeps the ones it captured.
-  // Not a protocol toggle: the benchmark measures the early trigger against the implicit one.
+  // Not a protocol toggle: the benchmark measures the three placements (AfterWait, the default,
+  // was the fastest on the H200 in native/BENCHMARKS.md).
   void set_pdl_trigger(PdlTrigger t) { trigger_ = t; }
 
  private:
@@ -75,7 +76,7 @@ class CudaBackend final : public Backend {
   bool capture_poisoned_ = false;
   std::string poison_reason_;
   std::unique_ptr<NvmlClocks> nvml_;
-  PdlTrigger trigger_ = PdlTrigger::Early;
+  PdlTrigger trigger_ = PdlTrigger::AfterWait;
 };
 
 }  // namespace graphrt::cuda

@@ -1,19 +1,22 @@
 // The CUDA side of the kernel table: one __global__ wrapper per kernel body (kernels/*.hpp).
 //
-// Every wrapper starts with the PDL calls, before any global read or write of the body:
-// - cudaTriggerProgrammaticLaunchCompletion() first (PdlTrigger::Early, the default; Implicit
-//   leaves it out, so the dependent launches only as this grid's blocks exit, for the benchmark's
-//   comparison): under PDL the next kernel in the stream may
-//   be scheduled as soon as every block of this one has started, so its launch latency hides
-//   behind this kernel's execution instead of following it. That is safe because the trigger only
-//   lets the dependent *launch*: its cudaGridDependencySynchronize() still waits for this grid to
-//   complete and its writes to be visible (the trigger carries no memory guarantee, and none is
-//   needed since no body writes before its own wait). A dependent's blocks that launch early can
-//   hold SM slots while they wait, but only after all of this grid's blocks are resident, so it
-//   cannot starve this grid.
-// - cudaGridDependencySynchronize(): waits for the preceding kernel in the stream (transitively,
-//   all earlier work). Without the PDL launch attribute both calls are no-ops, so the same binary
-//   runs the pdl=off arm.
+// Every wrapper calls cudaGridDependencySynchronize() before any global read or write of the body:
+// it waits for the preceding kernel in the stream to complete and its writes to be visible
+// (transitively, all earlier work). Without the PDL launch attribute it is a no-op, so the same
+// binary runs the pdl=off arm bit for bit.
+//
+// The trigger (cudaTriggerProgrammaticLaunchCompletion) only lets the next kernel *launch* early
+// (its blocks get scheduled and run up to their own wait); it carries no memory guarantee and
+// none is needed, because the dependent's wait still waits for this grid's full completion and
+// memory flush. So any placement is correct, and each wrapper variant exists (PdlTrigger):
+// - AfterWait (default): trigger right after this kernel's own wait. The dependent's launch
+//   latency hides behind this kernel's execution, and at most one dependent grid is waiting at a
+//   time. Fastest on the H200 for 4-block chains and for decode (BENCHMARKS.md).
+// - Early: trigger before the wait. A dependent launched early triggers at once too, so a chain
+//   of waiting grids can pile up ahead of the running one; faster only for 1-block chains there.
+// - Implicit: no trigger; the dependent launches as this grid's blocks exit.
+// A waiting dependent holds SM slots, but only after all of this grid's blocks are resident, so
+// it cannot starve this grid.
 #include <cuda_runtime.h>
 
 #include "cuda_kernels.hpp"
@@ -24,10 +27,11 @@ namespace {
 __device__ __forceinline__ Dim3 dim3_of(const uint3 v) { return Dim3{v.x, v.y, v.z}; }
 __device__ __forceinline__ Dim3 dim3_of(const dim3 v) { return Dim3{v.x, v.y, v.z}; }
 
-template <class K, bool kEarlyTrigger>
+template <class K, PdlTrigger kTrigger>
 __global__ void kernel(const typename K::Args args) {
-  if constexpr (kEarlyTrigger) cudaTriggerProgrammaticLaunchCompletion();
+  if constexpr (kTrigger == PdlTrigger::Early) cudaTriggerProgrammaticLaunchCompletion();
   cudaGridDependencySynchronize();
+  if constexpr (kTrigger == PdlTrigger::AfterWait) cudaTriggerProgrammaticLaunchCompletion();
   ThreadCtx t;
   t.block_idx = dim3_of(blockIdx);
   t.thread_idx = dim3_of(threadIdx);
@@ -36,19 +40,32 @@ __global__ void kernel(const typename K::Args args) {
   K::body(t, args);
 }
 
-const void* const kFunctions[2][kKernelCount] = {
-#define GRAPHRT_CUDA_FN_IMPLICIT(id, type, name) reinterpret_cast<const void*>(&kernel<type, false>),
-#define GRAPHRT_CUDA_FN_EARLY(id, type, name) reinterpret_cast<const void*>(&kernel<type, true>),
-    {GRAPHRT_KERNEL_LIST(GRAPHRT_CUDA_FN_IMPLICIT)},
-    {GRAPHRT_KERNEL_LIST(GRAPHRT_CUDA_FN_EARLY)},
-#undef GRAPHRT_CUDA_FN_EARLY
-#undef GRAPHRT_CUDA_FN_IMPLICIT
+template <PdlTrigger kTrigger>
+struct Table {
+  const void* fn[kKernelCount];
 };
+template <PdlTrigger kTrigger>
+constexpr Table<kTrigger> table() {
+  return {{
+#define GRAPHRT_CUDA_FN(id, type, name) reinterpret_cast<const void*>(&kernel<type, kTrigger>),
+      GRAPHRT_KERNEL_LIST(GRAPHRT_CUDA_FN)
+#undef GRAPHRT_CUDA_FN
+  }};
+}
+const Table<PdlTrigger::Early> kEarly = table<PdlTrigger::Early>();
+const Table<PdlTrigger::AfterWait> kAfterWait = table<PdlTrigger::AfterWait>();
+const Table<PdlTrigger::Implicit> kImplicit = table<PdlTrigger::Implicit>();
 
 }  // namespace
 
 const void* kernel_function(KernelId id, PdlTrigger trigger) noexcept {
-  return kFunctions[trigger == PdlTrigger::Early ? 1 : 0][static_cast<std::size_t>(id)];
+  const auto i = static_cast<std::size_t>(id);
+  switch (trigger) {
+    case PdlTrigger::AfterWait: return kAfterWait.fn[i];
+    case PdlTrigger::Implicit: return kImplicit.fn[i];
+    case PdlTrigger::Early: break;
+  }
+  return kEarly.fn[i];
 }
 
 }  // namespace graphrt::cuda

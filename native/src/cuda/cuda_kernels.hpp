@@ -5,9 +5,11 @@
 
 namespace graphrt::cuda {
 
-// When a kernel lets its PDL dependent launch: Early = cudaTriggerProgrammaticLaunchCompletion()
-// at its start (the default); Implicit = when its blocks exit (no explicit trigger).
-enum class PdlTrigger { Early, Implicit };
+// Where a kernel lets its PDL dependent launch (cudaTriggerProgrammaticLaunchCompletion):
+// AfterWait = right after its own cudaGridDependencySynchronize() (the backend's default);
+// Early = before it; Implicit = no explicit trigger (the dependent launches as this grid's blocks
+// exit). All three are correct (cuda_kernels.cu says why); they differ only in speed.
+enum class PdlTrigger { Early, AfterWait, Implicit };
 
 // The device function of kernel `id`; its one parameter is the id's Args struct, by value.
 const void* kernel_function(KernelId id, PdlTrigger trigger) noexcept;
