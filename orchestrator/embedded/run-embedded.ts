@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -36,7 +36,11 @@ export interface EmbeddedInput {
   json: boolean;
   resultsRoot: string;
   graphrt?: string;
-  /** cpu cards the local worker offers where no GPU is visible (default: ORCH_CPU_CARDS, else the ranks a block needs) */
+  /**
+   * cpu cards the local worker offers where no GPU is visible (default: ORCH_CPU_CARDS, else one
+   * per block up to the CPU count, at least the ranks a block needs): blocks are replicates that
+   * compare arms only inside themselves, so they may run side by side.
+   */
   cpuCards?: number;
 }
 
@@ -61,7 +65,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
   // Preflight before anything starts (issue 8): a spec that needs cuda refuses a CPU-only graphrt.
   if (input.loaded.spec.workload.runtime === 'native') await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
   redisServerBinary(); // a missing binary: the message with the install command, before anything starts
-  const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || plan.ranks);
+  const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
 
   const stack: (() => Promise<void>)[] = [];
   const shutdown = async () => {

@@ -43,7 +43,7 @@ export async function clusterStatus(redis: Redis, prefix: string, opts: { experi
   const registry = new CardRegistry(redis, { prefix });
   const leases = new LeaseStore(redis, { prefix });
   const store = new ExperimentStore(redis, prefix);
-  const all = await registry.all();
+  const all = (await registry.all()).sort((a, b) => a.host.localeCompare(b.host) || a.index - b.index);
   const live = new Set((await registry.liveCards()).map((c) => c.id));
   const held = new Map((await leases.held(all.map((c) => c.id))).map((l) => [l.card, l]));
   const now = Date.now();

@@ -176,7 +176,8 @@ export class Scheduler extends EventEmitter {
     this.term = null;
     term.end();
     if (this.grantTimer) clearTimeout(this.grantTimer);
-    this.log.warn({ why }, 'scheduler: not leading any more');
+    if (this.stopped) this.log.info('scheduler: stopped');
+    else this.log.warn({ why }, 'scheduler: not leading any more');
     const workers = this.workers;
     this.workers = [];
     // force: in-flight processors never settle after the term ended; their jobs stall and the
