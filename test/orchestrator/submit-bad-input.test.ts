@@ -47,7 +47,7 @@ test('bad input at submit', async () => {
 
   // Without --no-wait the cuda spec is accepted and waits; status says why.
   const waiting = spawnOrch(['submit', 'test/fixtures/specs/cuda-only.yaml'], c.env);
-  const id = await waitFor('the cuda experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, 0, -1))[0], { timeoutMs: 40_000, intervalMs: 50 });
+  const id = await waitFor('the cuda experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0], { timeoutMs: 40_000, intervalMs: 50 });
   const status = await waitFor('status names the missing card', async () => {
     const s = await runOrch(['status', id], c.env);
     return /block 0 {2}waiting: no cuda card is registered/.test(s.stdout) ? s.stdout : null;
