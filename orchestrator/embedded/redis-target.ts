@@ -23,7 +23,7 @@ export function redisUrlFromEnv(): string | null {
 }
 
 export function prefixFromEnv(): string {
-  return process.env.ORCH_PREFIX ?? DEFAULT_PREFIX;
+  return process.env.ORCH_PREFIX || DEFAULT_PREFIX;
 }
 
 export async function connectTarget(url: string, prefix: string, log: Logger, name = 'orch-cli'): Promise<RedisTarget> {

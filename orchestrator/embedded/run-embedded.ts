@@ -62,9 +62,9 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
       hint: 'run `npm run build` (needs cmake and a C++ compiler: `sudo apt-get install -y cmake g++`)',
     });
   }
+  redisServerBinary(); // a missing binary: the message with the install command, before anything starts
   // Preflight before anything starts (issue 8): a spec that needs cuda refuses a CPU-only graphrt.
   if (input.loaded.spec.workload.runtime === 'native') await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
-  redisServerBinary(); // a missing binary: the message with the install command, before anything starts
   const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
 
   const stack: (() => Promise<void>)[] = [];
