@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ExperimentStore } from '../../orchestrator/experiment/experiment-store.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { rankIntervals, runOrch, startCluster, type Cluster } from './orch-cluster.ts';
+import { rankIntervals, runOrch, spawnOrch, startCluster, type Cluster } from './orch-cluster.ts';
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
@@ -28,12 +28,20 @@ test('two experiments on two cards: both finish, FIFO interleaving, one rank per
   const seqs = await Promise.all(ids.map(async (id) => (await store.get(id))!.seq));
   if (seqs[0]! > seqs[1]!) ids.reverse();
   const t0 = Date.now();
+  // `orch watch` follows the first one live, from the event stream, and exits when it ends
+  const watch = spawnOrch(['watch', ids[0]!], c.env);
   await waitFor('both experiments ended', async () => {
     const s = await Promise.all(ids.map((id) => store.state(id)));
     return s.every((x) => x === 'done' || x === 'failed' || x === 'cancelled') ? s : null;
   }, { timeoutMs: 60_000, intervalMs: 100 });
   for (const id of ids) assert.equal(await store.state(id), 'done', id);
   console.log(`both ended ${Date.now() - t0} ms after submit`);
+  const w = await watch.exited;
+  assert.equal(w.code, 0, watch.out());
+  const lastFrame = watch.out().slice(watch.out().lastIndexOf(ids[0]!));
+  console.log(`orch watch, last frame:\n${lastFrame}`);
+  assert.match(lastFrame, new RegExp(`^${ids[0]}  done`));
+  for (const b of [0, 1, 2]) assert.match(lastFrame, new RegExp(`block ${b}  \\[#{24}\\]   4/4  done a1  last (eager|graph) (eager|graph)/cpu median [0-9.]+ ms/step`));
 
   const grants = (await Promise.all(ids.map(async (id) => (await store.blocks(id)).map((b) => ({ key: `${id}.b${b.block}`, exp: id, block: b.block, at: b.granted_at!, attempts: b.attempts.length, cards: b.attempts[0]!.gang.flatMap((g) => g.cards) })))))
     .flat()
