@@ -147,7 +147,7 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
     let holder: BuildHolderView | null = null;
     if (h.id !== undefined) {
       const since = Number(h.since);
-      holder = { key: h.key!, experiment: h.experiment!, pid: Number(h.pid), since, elapsed_ms: now - since, cmd: h.cmd!, past: await pastBuilds(redis, k, h.recipe!) };
+      holder = { key: h.key!, experiment: h.experiment!, pid: Number(h.pid), since, elapsed_ms: Math.max(0, now - since), cmd: h.cmd!, past: await pastBuilds(redis, k, h.recipe!) };
     }
     const ids = await redis.zrange(k.waiters(host), '0', '-1');
     const waiters: BuildWaiterView[] = [];
@@ -159,7 +159,7 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
         continue;
       }
       const w = JSON.parse(raw) as BuildRequestInfo;
-      waiters.push({ position: waiters.length + 1, key: w.key, experiment: w.experiment, pid: w.pid, since: w.since, waited_ms: now - w.since, past: await pastBuilds(redis, k, w.recipe) });
+      waiters.push({ position: waiters.length + 1, key: w.key, experiment: w.experiment, pid: w.pid, since: w.since, waited_ms: Math.max(0, now - w.since), past: await pastBuilds(redis, k, w.recipe) });
     }
     if (stale.length > 0) await redis.zrem(k.waiters(host), ...stale);
     out.push({ host, holder, waiters });
@@ -167,6 +167,8 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
   return out;
 }
 
+// Clamped at 0 by the readers above: `since` comes from another process's clock (Date.now() there),
+// so a reader right after the write can see a few ms in the future ("-0.0 s").
 const secs = (ms: number | null) => (ms === null ? '?' : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`);
 const typical = (p: PastBuilds) => (p.n === 0 ? 'no past build of this recipe' : `similar builds took ${secs(p.median_ms)} (median of ${p.n})`);
 
