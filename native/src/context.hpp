@@ -4,6 +4,7 @@
 // graph holds by construction the kernels, arguments and order an eager step launches.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct LaunchRecord {
   StreamRaw stream;
 };
 
+class Collective;
+
 class Context {
  public:
   explicit Context(Backend& backend);
@@ -32,9 +35,16 @@ class Context {
   // Counted by the launch helper / replay helper; never reset (probes read differences).
   std::uint64_t launches = 0;
   std::uint64_t dispatches = 0;
-  // The launches of the current step (cleared by begin_step).
+  // The launches and collective calls of the current step (cleared by begin_step).
   std::vector<LaunchRecord> step_log;
-  void begin_step() { step_log.clear(); }
+  std::size_t step_collectives = 0;
+  void begin_step() {
+    step_log.clear();
+    step_collectives = 0;
+  }
+
+  // The rank's collective (multi-rank only; null at world 1). Owned by the Session.
+  Collective* comm = nullptr;
 
   // The stream for work that may overlap the compute stream: the side stream under the overlap
   // toggle, else the compute stream. fork() makes it wait for the compute stream so far; join()

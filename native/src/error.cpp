@@ -13,6 +13,7 @@ const char* protocol_code(Errc e) noexcept {
     case Errc::CardBusy: return "CARD_BUSY";
     case Errc::GateFailed: return "GATE_FAILED";
     case Errc::DeviceError: return "CUDA_ERROR";
+    case Errc::RankLost: return "RANK_LOST";
     case Errc::Internal:
     case Errc::CaptureFailed:
     case Errc::CaptureRefused:
@@ -32,6 +33,7 @@ int exit_code(Errc e) noexcept {
     case Errc::CardBusy: return 4;
     case Errc::GateFailed: return 5;
     case Errc::DeviceError: return 6;
+    case Errc::RankLost: return 7;
     default: return 1;
   }
 }

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "collective/collective.hpp"
+
 namespace graphrt {
 namespace {
 
@@ -20,6 +22,7 @@ void GraphSlot::prepare(Context& ctx, Workload& w, std::uint64_t seed, const std
   w.run_step(ctx);
   ctx.backend.synchronize();
   prepared_launches_ = ctx.step_log.size();
+  prepared_collectives_ = ctx.step_collectives;
   w.reset(seed);
   key_ = key;
 }
@@ -48,15 +51,21 @@ CaptureOutcome GraphSlot::capture(Context& ctx, Workload& w) {
   }
   out.capture_ms = ms_since(t0);
   out.nodes = backend_.graph_node_count(graph.get());
-  if (out.nodes != out.launches) {
-    out.reason = "graph holds " + std::to_string(out.nodes) + " kernel nodes but the eager step launched " +
-                 std::to_string(out.launches) + ": work escaped the capture";
+  out.collectives = prepared_collectives_;
+  const std::optional<std::size_t> per_call = ctx.comm != nullptr ? ctx.comm->nodes_per_call() : std::size_t{1};
+  const std::size_t expected = out.launches + out.collectives * per_call.value_or(1);
+  if (per_call ? out.nodes != expected : out.nodes < expected) {
+    out.reason = "graph holds " + std::to_string(out.nodes) + " nodes but the eager step launched " +
+                 std::to_string(out.launches) + " kernels" +
+                 (out.collectives > 0 ? " and " + std::to_string(out.collectives) + " collectives" : std::string()) +
+                 ": work escaped the capture";
     return out;
   }
   const auto t1 = std::chrono::steady_clock::now();
   exec_ = GraphExec(backend_, backend_.instantiate(graph.get()));
   out.instantiate_ms = ms_since(t1);
   nodes_ = out.nodes;
+  collectives_ = out.collectives;
   out.ok = true;
   return out;
 }
@@ -69,6 +78,7 @@ void GraphSlot::replay(Context& ctx) {
 void GraphSlot::destroy() {
   exec_.reset();
   nodes_ = 0;
+  collectives_ = 0;
   key_.clear();
   prepared_launches_.reset();
 }

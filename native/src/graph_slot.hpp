@@ -5,7 +5,8 @@
 //
 // prepare() runs one eager step from the reset state and keeps its launch count: the graph
 // captured next must hold exactly that many kernel nodes (event record/wait add dependencies, not
-// nodes, on every backend), else it is rejected. A capture failure is an answer, not an exception.
+// nodes, on every backend), plus the nodes of its collective calls (exactly one each on cpu, at
+// least one each where NCCL makes them), else it is rejected. A capture failure is an answer, not an exception.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct CaptureOutcome {
   bool ok = false;
   std::size_t nodes = 0;
   std::size_t launches = 0;  // of the eager step the graph was checked against
+  std::size_t collectives = 0;  // collective calls of that step (their nodes are in `nodes` too)
   double capture_ms = 0;
   double instantiate_ms = 0;
   std::string reason;  // when not ok
@@ -41,14 +43,17 @@ class GraphSlot {
 
   bool live() const { return static_cast<bool>(exec_); }
   std::size_t nodes() const { return nodes_; }
+  std::size_t collectives() const { return collectives_; }
   const std::string& key() const { return key_; }
 
  private:
   Backend& backend_;
   std::optional<std::size_t> prepared_launches_;
+  std::size_t prepared_collectives_ = 0;
   std::string key_;
   GraphExec exec_;
   std::size_t nodes_ = 0;
+  std::size_t collectives_ = 0;
 };
 
 }  // namespace graphrt

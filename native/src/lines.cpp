@@ -11,7 +11,7 @@ json::Obj line(const char* type, const std::optional<std::string>& id) {
   return o;
 }
 
-std::string hello_line(const DeviceInfo& info, const std::optional<std::string>& id, bool final) {
+std::string hello_line(const DeviceInfo& info, Shard shard, const std::optional<std::string>& id, bool final) {
   json::Obj features;
   features.put("graph", info.features.graph)
       .put("pdl", info.features.pdl)
@@ -25,14 +25,22 @@ std::string hello_line(const DeviceInfo& info, const std::optional<std::string>&
       .put("driver", info.driver)
       .put_raw("features", features.str())
       .put("version", kVersion)
-      .put("pid", static_cast<std::int64_t>(::getpid()));
+      .put("pid", static_cast<std::int64_t>(::getpid()))
+      .put("world", shard.world)
+      .put("rank", shard.rank);
   if (final) o.put("final", true);
   return o.str();
 }
 
-std::string capture_line(const Request& req, const CaptureOutcome& c) {
+std::string capture_line(const Request& req, const CaptureOutcome& c,
+                         const std::optional<std::vector<int>>& failed_ranks) {
   json::Obj o = line("capture", req.id);
   o.put("arm", req.arm).put("ok", c.ok);
+  if (failed_ranks) {
+    std::string ranks = "[";
+    for (std::size_t i = 0; i < failed_ranks->size(); ++i) ranks += (i ? "," : "") + std::to_string((*failed_ranks)[i]);
+    o.put_raw("failed_ranks", ranks + "]");
+  }
   if (c.ok) {
     o.put("nodes", static_cast<std::uint64_t>(c.nodes))
         .put("launches", static_cast<std::uint64_t>(c.launches))

@@ -12,6 +12,7 @@
 #include "graphrt/error.hpp"
 #include "json.hpp"
 #include "request.hpp"
+#include "workload.hpp"
 
 namespace graphrt {
 
@@ -22,8 +23,10 @@ using Emit = std::function<void(const std::string& line)>;
 
 json::Obj line(const char* type, const std::optional<std::string>& id = std::nullopt);
 
-std::string hello_line(const DeviceInfo& info, const std::optional<std::string>& id, bool final);
-std::string capture_line(const Request& req, const CaptureOutcome& c);
+std::string hello_line(const DeviceInfo& info, Shard shard, const std::optional<std::string>& id, bool final);
+// `failed_ranks`: the vote's outcome (multi-rank only): the ranks whose capture failed.
+std::string capture_line(const Request& req, const CaptureOutcome& c,
+                         const std::optional<std::vector<int>>& failed_ranks = std::nullopt);
 // A rep's `clocks`: {"start":{...},"end":{...}}, each {sm_mhz, mem_mhz, temp_c, power_w, reasons}.
 std::string clocks_json(const ClockReading& start, const ClockReading& end);
 std::string error_line(const std::optional<std::string>& id, const RtError& e);

@@ -113,7 +113,7 @@ void user_error(Errc errc, const std::string& message) { throw RtError(errc, pro
 
 const std::vector<std::string>& toggle_names() {
   static const std::vector<std::string> names = {"graph", "pdl", "overlap", "split_combine",
-                                                 "pin", "freeze_pointer", "lazy_init"};
+                                                 "pin", "freeze_pointer", "lazy_init", "allreduce"};
   return names;
 }
 
@@ -130,6 +130,7 @@ bool* toggle_field(Toggles& t, const std::string& name) {
   if (name == "pin") return &t.pin;
   if (name == "freeze_pointer") return &t.freeze_pointer;
   if (name == "lazy_init") return &t.lazy_init;
+  if (name == "allreduce") return &t.allreduce;
   return nullptr;
 }
 

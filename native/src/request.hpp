@@ -31,6 +31,7 @@ struct Toggles {
   bool pin = false;
   bool freeze_pointer = false;
   bool lazy_init = false;
+  bool allreduce = false;  // decode: one all-reduce per layer across the ranks (world > 1)
 };
 
 struct Request {

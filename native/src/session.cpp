@@ -6,17 +6,25 @@
 
 namespace graphrt {
 
-Session::Session(std::unique_ptr<Backend> backend)
+Session::Session(std::unique_ptr<Backend> backend, RankSetup ranks)
     : backend_(std::move(backend)),
       info_(backend_->info()),
+      comm_(std::move(ranks.comm)),
+      plant_lazy_init_(ranks.plant_lazy_init),
       ctx_(std::make_unique<Context>(*backend_)),
-      slot_(*backend_) {}
+      slot_(*backend_) {
+  info_.features.collectives = collectives_available(info_.backend);
+  if (comm_) shard_ = Shard{comm_->rank(), comm_->world()};
+  ctx_->comm = comm_.get();
+}
 
 Session::~Session() {
-  // Graph, workload buffers, events and streams go before the backend that owns their memory.
+  // Graph, workload buffers, events and streams go before the backend that owns their memory;
+  // the communicator too (NCCL's needs the device context).
   slot_.destroy();
   workload_.reset();
   ctx_.reset();
+  comm_.reset();
 }
 
 Workload& Session::workload_for(const Request& req) {
@@ -24,7 +32,9 @@ Workload& Session::workload_for(const Request& req) {
   if (!workload_ || key != key_) {
     slot_.destroy();
     workload_.reset();
-    workload_ = make_workload(*backend_, req);
+    Request as_made = req;
+    if (plant_lazy_init_) as_made.toggles.lazy_init = true;
+    workload_ = make_workload(*backend_, as_made, shard_);
     key_ = key;
   }
   ctx_->opts.pdl = req.toggles.pdl;
@@ -37,8 +47,21 @@ bool Session::ensure_graph(const Request& req, const Emit& emit, bool fresh) {
   if (slot_.live() && slot_.key() == key_ && !fresh) return true;
   slot_.destroy();
   slot_.prepare(*ctx_, *workload_, req.seed, key_);
-  const CaptureOutcome c = slot_.capture(*ctx_, *workload_);
-  emit(capture_line(req, c));
+  CaptureOutcome c = slot_.capture(*ctx_, *workload_);
+  std::vector<int> failed_ranks;
+  if (comm_) {
+    // Capture is uniform across ranks (a graph with collectives replays only together): a failure
+    // on any rank sends every rank to eager.
+    failed_ranks = comm_->vote(!c.ok);
+    if (c.ok && !failed_ranks.empty()) {
+      slot_.destroy();
+      c.ok = false;
+      std::string which;
+      for (int r : failed_ranks) which += (which.empty() ? "" : ", ") + std::to_string(r);
+      c.reason = "capture failed on rank(s) " + which + "; every rank runs eager";
+    }
+  }
+  emit(capture_line(req, c, comm_ ? std::optional<std::vector<int>>(failed_ranks) : std::nullopt));
   return c.ok;
 }
 
@@ -72,7 +95,10 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
       .put("steps", req.steps)
       .put("step_ms", run.step_ms)
       .put("launches_per_step", run.launches)
-      .put("dispatches_per_step", run.dispatches);
+      .put("dispatches_per_step", run.dispatches)
+      .put("collectives_per_step", run.collectives)
+      .put("rank", shard_.rank)
+      .put("world", shard_.world);
   if (graph) o.put("nodes", static_cast<std::uint64_t>(slot_.nodes()));
   else o.put_null("nodes");
   o.put("hashes", run.hashes).put("unsupported", unsupported(req, w));
@@ -109,7 +135,10 @@ GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool 
   o.put("eager_hashes", eager.hashes).put("graph_hashes", replayed.hashes);
   if (graph) o.put("nodes", static_cast<std::uint64_t>(slot_.nodes()));
   else o.put_null("nodes");
-  o.put("launches_per_step", eager.launches);
+  o.put("launches_per_step", eager.launches)
+      .put("collectives_per_step", eager.collectives)
+      .put("rank", shard_.rank)
+      .put("world", shard_.world);
   if (final || g.pass) o.put("final", true);
   emit(o.str());
   return g;
@@ -118,7 +147,7 @@ GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool 
 std::optional<GateOutcome> Session::handle(const Request& req, const Emit& emit, bool gate_is_final) {
   switch (req.op) {
     case Op::Hello:
-      emit(hello_line(info_, req.id, true));
+      emit(hello_line(info_, shard_, req.id, true));
       return std::nullopt;
     case Op::Probe:
       run_probes(*backend_, req, emit);

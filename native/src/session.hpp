@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collective/collective.hpp"
 #include "context.hpp"
 #include "graph_slot.hpp"
 #include "graphrt/backend.hpp"
@@ -22,12 +23,21 @@ struct GateOutcome {
   std::optional<std::size_t> first_bad_replay;  // 1-based
 };
 
+// Multi-rank settings of a session (PROTOCOL.md "Multi-rank").
+struct RankSetup {
+  std::unique_ptr<Collective> comm;  // null at world 1
+  // A planted bug for the tests: this rank makes its workloads as if `lazy_init` were on (so its
+  // captures fail and the vote sends every rank to eager). From GRAPHRT_PLANT_LAZY_INIT_RANK.
+  bool plant_lazy_init = false;
+};
+
 class Session {
  public:
-  explicit Session(std::unique_ptr<Backend> backend);
+  explicit Session(std::unique_ptr<Backend> backend, RankSetup ranks = {});
   ~Session();
 
   const DeviceInfo& info() const { return info_; }
+  Shard shard() const { return shard_; }
   Backend& backend() { return *backend_; }
 
   // Answers one request with lines on `emit`; the last one has "final":true unless the request
@@ -46,6 +56,9 @@ class Session {
 
   std::unique_ptr<Backend> backend_;
   DeviceInfo info_;
+  std::unique_ptr<Collective> comm_;
+  Shard shard_;
+  bool plant_lazy_init_ = false;
   std::unique_ptr<Context> ctx_;
   std::string key_;
   std::unique_ptr<Workload> workload_;

@@ -27,6 +27,7 @@ StepRun run_steps(Context& ctx, Workload& w, GraphSlot* slot, std::int64_t warmu
     run.hashes.push_back(fnv1a64_hex(out.data(), out.size()));
     run.dispatches = dispatched;
     run.launches = slot != nullptr ? slot->nodes() : ctx.step_log.size();
+    run.collectives = slot != nullptr ? slot->collectives() : ctx.step_collectives;
   }
   return run;
 }

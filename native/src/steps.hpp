@@ -17,6 +17,7 @@ struct StepRun {
   std::vector<std::string> hashes;  // measured steps, FNV-1a 64 of the output after each step
   std::uint64_t launches = 0;       // of one step (eager: launched; graph: nodes held)
   std::uint64_t dispatches = 0;     // host submissions of one step
+  std::uint64_t collectives = 0;    // collective calls of one step
 };
 
 // Runs warmup + count steps from the workload's current state; `slot` null runs eager steps,

@@ -33,8 +33,15 @@ class Workload {
   virtual std::optional<TrainReport> train_report() const { return std::nullopt; }
 };
 
+// Which rank of how many this process is (multi-rank). decode with `allreduce` at world > 1 is a
+// tensor-parallel shard: its MLP-up weights are the rank's own, and the all-reduce sums the shards.
+struct Shard {
+  int rank = 0;
+  int world = 1;
+};
+
 // Allocates everything the workload's steps touch. `workload` is chain, decode or train.
-std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req);
+std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req, Shard shard = {});
 
 // Anything that sizes a grid or changes the launch list: a graph is reusable only under the same
 // key (PROTOCOL.md: a change re-captures).

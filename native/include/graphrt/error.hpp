@@ -21,6 +21,7 @@ enum class Errc {
   CardBusy,            // --card-lock held elsewhere                    CARD_BUSY           exit 4
   GateFailed,          // run mode: identity gate failed                GATE_FAILED         exit 5
   DeviceError,         // sticky device error (kernel fault)            CUDA_ERROR          exit 6
+  RankLost,            // multi-rank: a peer rank died, or never came   RANK_LOST           exit 7
   // Recoverable inside graphrt (never reach the process boundary on their own):
   CaptureFailed,       // an operation illegal during capture, an invalidated or unjoined capture
   CaptureRefused,      // recapture over a live graph, or capture without a fresh prepare

@@ -204,6 +204,19 @@ void CpuBackend::launch(StreamRaw sraw, KernelId id, Dim3 grid, Dim3 block, cons
            "InvalidConfiguration", std::string("empty grid for kernel ") + kKernelTable[idx].name);
   KernelCall call{id, kGridFns[idx], grid, block, {}};
   std::memcpy(call.args.data(), args, args_size);  // frozen from here on
+  enqueue(s, call);
+}
+
+void CpuBackend::launch_host(StreamRaw sraw, GridFn fn, const void* args, std::size_t args_size) {
+  CpuStream* s = stream(sraw);
+  RT_CHECK(fn != nullptr && args_size <= kMaxArgsBytes, Errc::InvalidValue, "InvalidValue",
+           "host function without a body, or its args exceed the launch slot");
+  KernelCall call{KernelId::Count, fn, Dim3{1, 1, 1}, Dim3{1, 1, 1}, {}};
+  std::memcpy(call.args.data(), args, args_size);
+  enqueue(s, call);
+}
+
+void CpuBackend::enqueue(CpuStream* s, const KernelCall& call) {
   if (s->capture) {
     CpuGraph& g = *s->capture->graph;
     g.nodes.push_back(GraphNode{call, s->tail});

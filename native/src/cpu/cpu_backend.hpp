@@ -43,7 +43,14 @@ class CpuBackend final : public Backend {
   void exec_destroy(GraphExecRaw exec) noexcept override;
   void synchronize() override;
 
+  // A host function as a stream item (what cudaLaunchHostFunc is to CUDA): `fn(grid {1}, block
+  // {1}, args)` runs on the stream's device thread in stream order; under capture it is a graph
+  // node like a kernel (the CPU collective's all-reduce). `args_size` <= kMaxArgsBytes bytes are
+  // copied now (frozen, as kernel arguments are).
+  void launch_host(StreamRaw stream, GridFn fn, const void* args, std::size_t args_size);
+
  private:
+  void enqueue(CpuStream* s, const KernelCall& call);
   CpuStream* stream(StreamRaw raw) const;
   // Throws CaptureFailed (and invalidates every live capture) when any capture is live: the
   // behaviour of a blocking stream / Global capture mode for `what`.

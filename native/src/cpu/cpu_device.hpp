@@ -27,7 +27,7 @@ using GridFn = void (*)(Dim3 grid, Dim3 block, const void* args);
 inline constexpr std::size_t kMaxArgsBytes = 128;
 
 struct KernelCall {
-  KernelId id;
+  KernelId id;  // KernelId::Count for a host function (CpuBackend::launch_host)
   GridFn fn;
   Dim3 grid;
   Dim3 block;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "../collective/collective.hpp"
+
 namespace graphrt {
 namespace {
 
@@ -12,9 +14,11 @@ void upload(Backend& b, DeviceBuffer<T>& buf, const std::vector<T>& host) {
 
 }  // namespace
 
-DecodeWorkload::DecodeWorkload(Backend& b, const Request& req)
+DecodeWorkload::DecodeWorkload(Backend& b, const Request& req, Shard shard)
     : backend_(b),
       toggles_(req.toggles),
+      shard_(shard),
+      allreduce_(req.toggles.allreduce && shard.world > 1),
       layers_(req.params.layers),
       kpl_(req.params.kernels_per_layer),
       h_(req.params.hidden),
@@ -48,7 +52,9 @@ void DecodeWorkload::reset(std::uint64_t seed) {
   upload(backend_, wq_, seeded_floats(seed, 4, wq_.size(), w));
   upload(backend_, wkv_, seeded_floats(seed, 5, wkv_.size(), w));
   upload(backend_, wo_, seeded_floats(seed, 6, wo_.size(), w));
-  upload(backend_, w1_, seeded_floats(seed, 7, w1_.size(), w));
+  // A shard's own MLP-up weights (rank 0's are the single-rank weights).
+  const std::uint64_t w1_stream = allreduce_ ? 7 + 1000 * static_cast<std::uint64_t>(shard_.rank) : 7;
+  upload(backend_, w1_, seeded_floats(seed, w1_stream, w1_.size(), w));
   upload(backend_, w2_, seeded_floats(seed, 8, w2_.size(), w));
   upload(backend_, bias_, seeded_floats(seed, 9, bias_.size(), 0.01f));
   backend_.memset(k_cache_.get(), 0, k_cache_.bytes());
@@ -99,6 +105,7 @@ void DecodeWorkload::run_step(Context& ctx) {
     }
     launch<k::MatvecKernel>(ctx, main, h, {wo_.get() + hh * l, att_.get(), x_.get(), x_.get(), h, h, 0});
     launch<k::MatvecKernel>(ctx, main, h, {w1_.get() + hh * l, x_.get(), nullptr, u_.get(), h, h, 1});
+    if (allreduce_) all_reduce(ctx, main, u_.get(), h);
     launch<k::MatvecKernel>(ctx, main, h, {w2_.get() + hh * l, u_.get(), x_.get(), x_.get(), h, h, 0});
     for (std::uint32_t f = kDecodeBaseKernels; f < kpl_; ++f)
       launch<k::BiasKernel>(ctx, main, h, {x_.get(), bias_.get() + std::size_t{l} * h, h});
@@ -115,7 +122,10 @@ std::vector<std::byte> DecodeWorkload::output() {
 }
 
 std::vector<std::string> DecodeWorkload::inert_toggles() const {
-  return toggles_.pin ? std::vector<std::string>{"pin"} : std::vector<std::string>{};
+  std::vector<std::string> out;
+  if (toggles_.pin) out.emplace_back("pin");
+  if (toggles_.allreduce && !allreduce_) out.emplace_back("allreduce");  // one rank: nothing to reduce
+  return out;
 }
 
 }  // namespace graphrt

@@ -6,7 +6,9 @@
 // Toggles: overlap puts the kv projection and the KV write on the side stream (fork/join);
 // split_combine launches the combine over two halves; freeze_pointer passes the KV row address
 // computed on the host (the frozen-pointer bug); lazy_init allocates the scores buffer on first
-// use after a reset, inside the step (so a capture of the first step fails).
+// use after a reset, inside the step (so a capture of the first step fails); allreduce (world > 1)
+// sums the MLP-up activations of every rank's shard (its own MLP-up weights) with one all-reduce
+// per layer, so every rank continues from the same sum and all ranks' outputs are bit-identical.
 #pragma once
 
 #include "../workload.hpp"
@@ -15,7 +17,7 @@ namespace graphrt {
 
 class DecodeWorkload final : public Workload {
  public:
-  DecodeWorkload(Backend& backend, const Request& req);
+  DecodeWorkload(Backend& backend, const Request& req, Shard shard);
   void reset(std::uint64_t seed) override;
   void run_step(Context& ctx) override;
   std::vector<std::byte> output() override;
@@ -26,6 +28,8 @@ class DecodeWorkload final : public Workload {
 
   Backend& backend_;
   Toggles toggles_;
+  Shard shard_;
+  bool allreduce_;  // the toggle, with more than one rank
   std::uint32_t layers_, kpl_, h_, max_pos_;
   std::uint32_t host_pos_ = 0;  // the host's copy of the position (read only by freeze_pointer)
   // Weights, per layer contiguous.

@@ -71,7 +71,8 @@ std::vector<std::byte> TrainWorkload::output() {
 std::vector<std::string> TrainWorkload::inert_toggles() const {
   std::vector<std::string> out;
   for (const auto& t : toggles_on(toggles_))
-    if (t == "overlap" || t == "split_combine" || t == "freeze_pointer" || t == "lazy_init") out.push_back(t);
+    if (t == "overlap" || t == "split_combine" || t == "freeze_pointer" || t == "lazy_init" || t == "allreduce")
+      out.push_back(t);
   return out;
 }
 

@@ -25,13 +25,13 @@ constexpr std::uint64_t kMaxDeviceBytes = std::uint64_t{4} << 30;
 
 }  // namespace
 
-std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req) {
+std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req, Shard shard) {
   if (const std::uint64_t bytes = device_bytes(req); bytes > kMaxDeviceBytes)
     user_error(Errc::BadParam, req.workload + ": these params need " + std::to_string(bytes >> 20) +
                                    " MiB of device memory, more than graphrt's limit of " +
                                    std::to_string(kMaxDeviceBytes >> 20) + " MiB; use smaller sizes");
   if (req.workload == "chain") return std::make_unique<ChainWorkload>(backend, req);
-  if (req.workload == "decode") return std::make_unique<DecodeWorkload>(backend, req);
+  if (req.workload == "decode") return std::make_unique<DecodeWorkload>(backend, req, shard);
   if (req.workload == "train") return std::make_unique<TrainWorkload>(backend, req);
   RT_THROW(Errc::Internal, "", "make_workload: not a steppable workload: " + req.workload);
 }

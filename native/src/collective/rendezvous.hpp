@@ -1,0 +1,59 @@
+// The rendezvous of the ranks of one block (PROTOCOL.md "Multi-rank"): a star of Unix stream
+// sockets. Rank 0 listens on PATH (which must not exist; the worker makes a fresh directory per
+// block attempt), every other rank connects and says who it is; once all `world` ranks are in,
+// rank 0 unlinks PATH and sends each one its 128-byte blob (the NCCL unique id where NCCL is
+// used). The constructor returns on every rank only then: it is the barrier before the first rep.
+//
+// all_reduce_sum is the host-side collective every backend can use (the CPU backend's collective,
+// and the capture vote on every backend): ranks send their buffer to rank 0, which sums them in
+// rank order ((b0 + b1) + b2) + ... and sends the one result back, so every rank holds the same
+// bits, run after run. Calls must be made in the same order on every rank (a sequence number and
+// the element count are checked). A peer that closes its socket (it died) is RankLost at once;
+// rank 0 tells the survivors which rank it lost before it gives up.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace graphrt {
+
+inline constexpr std::size_t kRendezvousBlobBytes = 128;  // NCCL_UNIQUE_ID_BYTES
+using RendezvousBlob = std::array<std::byte, kRendezvousBlobBytes>;
+
+class Rendezvous {
+ public:
+  // Blocks until all ranks are connected or `timeout` passes (RtError RankLost naming the
+  // missing ranks). `blob` is rank 0's, broadcast to all; other ranks pass anything.
+  Rendezvous(const std::string& path, int world, int rank, std::chrono::milliseconds timeout,
+             const RendezvousBlob& blob);
+  ~Rendezvous();
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  int world() const { return world_; }
+  int rank() const { return rank_; }
+  const RendezvousBlob& blob() const { return blob_; }
+
+  // In place; blocking; thread-safe (one call at a time). Throws RtError(RankLost) when a peer is
+  // gone, RtError(Internal) when the ranks are out of step.
+  void all_reduce_sum(float* buf, std::size_t count);
+
+ private:
+  [[noreturn]] void lost(int peer, const std::string& what);
+  void abort_others(int lost_rank) noexcept;
+
+  int world_;
+  int rank_;
+  RendezvousBlob blob_{};
+  std::vector<int> fds_;  // rank 0: fds_[r] is rank r's socket (fds_[0] = -1); others: fds_[0]
+  std::uint64_t seq_ = 0;
+  std::vector<float> scratch_;
+  std::mutex mutex_;
+};
+
+}  // namespace graphrt
