@@ -60,9 +60,10 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
     // the report's arm table: | arm | n | planned | …
     const report = readFileSync(join(out, 'report.md'), 'utf8');
     assert.ok(run.stdout.includes(report.split('\n')[0]!), 'the report is printed');
+    const arms = report.slice(report.indexOf('## Arms'));
     const rows = new Map(
-      report
-        .slice(report.indexOf('## Arms'))
+      arms
+        .slice(0, arms.indexOf('\n## ') > 0 ? arms.indexOf('\n## ') : undefined)
         .split('\n')
         .filter((l) => l.startsWith('| ') && !l.startsWith('| arm') && !l.startsWith('| ---'))
         .map((l) => l.split('|').map((c) => c.trim()))
