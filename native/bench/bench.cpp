@@ -171,6 +171,15 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     }                                                                             \
   } while (0)
 
+// "MatvecKernel" out of a mangled wrapper name (..._kernelIN7graphrt7kernels12MatvecKernelE...).
+std::string short_name(const std::string& mangled) {
+  const auto at = mangled.find("7kernels");
+  if (at == std::string::npos) return mangled.substr(0, 40);
+  std::size_t i = at + 8, len = 0;
+  while (i < mangled.size() && mangled[i] >= '0' && mangled[i] <= '9') len = len * 10 + (mangled[i++] - '0');
+  return mangled.substr(i, len);
+}
+
 struct KernelShare {
   Stats busy_ms;        // per step: union of kernel intervals
   Stats span_ms;        // per step: first kernel start to last kernel end
@@ -202,7 +211,7 @@ bool cupti_measure(Arm& arm, int steps, KernelShare& out) {
     for (std::size_t i = 0; i < per; ++i) {
       total += r[i].end - r[i].start;
       last = std::max(last, r[i].end);
-      auto& n = out.by_name[r[i].name != nullptr ? r[i].name : "?"];
+      auto& n = out.by_name[r[i].name != nullptr ? short_name(r[i].name) : "?"];
       n.first += (r[i].end - r[i].start) / 1e3;
       n.second += 1;
       if (r[i].start > cur_e) {
@@ -276,13 +285,22 @@ void cupti_section(Backend& b, const Request& dreq, std::ostringstream& js) {
     CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     return true;
   };
-  if (!start()) return fail();
-  KernelShare plain, pdl;
   Request r = dreq;
   r.toggles.graph = true;
+  Request rp = r;
+  rp.toggles.pdl = true;
+  // The same two graphs untraced first (tracing itself lengthens a step), interleaved.
+  std::vector<std::unique_ptr<Arm>> untraced;
+  untraced.push_back(make_arm(b, "graph", r));
+  untraced.push_back(make_arm(b, "graph+pdl", rp));
+  interleave(untraced, 3, 2, dreq.params.max_pos);
+  const double untraced_plain = stats_of(untraced[0]->ms).median;
+  const double untraced_pdl = stats_of(untraced[1]->ms).median;
+  untraced.clear();
+  if (!start()) return fail();
+  KernelShare plain, pdl;
   auto a_plain = make_arm(b, "graph", r);
-  r.toggles.pdl = true;
-  auto a_pdl = make_arm(b, "graph+pdl", r);
+  auto a_pdl = make_arm(b, "graph+pdl", rp);
   const bool ok = cupti_measure(*a_plain, 1, plain) && cupti_measure(*a_pdl, 1, pdl) &&  // warm-up
                   cupti_measure(*a_plain, 16, plain) && cupti_measure(*a_pdl, 16, pdl);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -299,18 +317,24 @@ void cupti_section(Backend& b, const Request& dreq, std::ostringstream& js) {
                 100.0 * (1 - k->busy_ms.median / k->event_ms.median));
   std::printf("(busy: union of kernel intervals; no-kernel%%: time of the step with no kernel resident)\n");
   const double share = 1 - exec / pdl.event_ms.median;
+  const double share_untraced = 1 - exec / untraced_pdl;
+  std::printf("untraced step (events, same graphs, 3 rounds interleaved): graph %.4f ms, graph+pdl %.4f ms; tracing "
+              "lengthens them %.2fx / %.2fx\n",
+              untraced_plain, untraced_pdl, plain.event_ms.median / untraced_plain, pdl.event_ms.median / untraced_pdl);
   std::printf("NON-KERNEL SHARE of a graph+pdl step = 1 - kernel execution %.4f ms (sum of kernel durations, graph "
-              "without pdl) / graph+pdl step %.4f ms = %.2f%%\n",
-              exec, pdl.event_ms.median, 100.0 * share);
+              "without pdl) / graph+pdl step: traced %.4f ms -> %.2f%%; untraced %.4f ms -> %.2f%%\n",
+              exec, pdl.event_ms.median, 100.0 * share, untraced_pdl, 100.0 * share_untraced);
   std::printf("kernel durations by kernel, graph without pdl (us per launch, launches per step):\n");
   for (const auto& [name, v] : plain.by_name)
-    std::printf("  %-60.60s %8.3f %6zu\n", name.c_str(), v.first / v.second, v.second / 16);
+    std::printf("  %-20s %8.3f us x %4zu = %7.3f ms\n", name.c_str(), v.first / v.second, v.second / 16,
+                v.first / 16 / 1000.0);
   js << ",\"cupti_h" << dreq.params.hidden << "\":{\"kernels_per_step\":" << pdl.kernels_per_step
      << ",\"graph\":{\"event_ms\":" << plain.event_ms.median << ",\"busy_ms\":" << plain.busy_ms.median
      << ",\"sum_ms\":" << plain.sum_ms.median << ",\"span_ms\":" << plain.span_ms.median
      << "},\"graph_pdl\":{\"event_ms\":" << pdl.event_ms.median << ",\"busy_ms\":" << pdl.busy_ms.median
      << ",\"sum_ms\":" << pdl.sum_ms.median << ",\"span_ms\":" << pdl.span_ms.median
-     << "},\"non_kernel_share\":" << share << "}";
+     << "},\"untraced_graph_ms\":" << untraced_plain << ",\"untraced_graph_pdl_ms\":" << untraced_pdl
+     << ",\"non_kernel_share_traced\":" << share << ",\"non_kernel_share_untraced\":" << share_untraced << "}";
 }
 #endif
 

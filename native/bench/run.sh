@@ -17,8 +17,9 @@ summary="$OUT/summary.txt"
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 
-{ nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv; nvidia-smi; } >"$OUT/nvidia-smi.txt" 2>&1
-note "card: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)  commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+dirty')"
+{ nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv; nvidia-smi; } >"$OUT/nvidia-smi.txt" 2>&1
+# COMMIT: the commit under test, for trees that travel without .git (a device machine).
+note "card: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)  commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
 
 t0=$(date +%s)
 cmake -S native/bench -B "$B" -DGRAPHRT_CUDA=ON -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
