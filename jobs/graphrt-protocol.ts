@@ -13,7 +13,7 @@ const count = z.int().min(0);
 const hash = z.string().regex(/^[0-9a-f]{16}$/, 'a 16-digit lowercase hex FNV-1a 64 hash');
 const finalTrue = z.literal(true);
 
-export const GRAPHRT_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init'] as const;
+export const GRAPHRT_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init', 'allreduce'] as const;
 export const GRAPHRT_WORKLOADS = ['chain', 'decode', 'train', 'probe'] as const;
 export const GRAPHRT_PROBES = ['launch_counter', 'unpinned_diverges', 'recapture_refusals', 'pinned_exact', 'replay_dispatch'] as const;
 
@@ -29,6 +29,7 @@ export const GRAPHRT_EXIT_CODES = {
   CARD_BUSY: 4,
   GATE_FAILED: 5,
   CUDA_ERROR: 6,
+  RANK_LOST: 7,
 } as const;
 export type GraphrtErrorCode = keyof typeof GRAPHRT_EXIT_CODES;
 const errorCodes = Object.keys(GRAPHRT_EXIT_CODES) as [GraphrtErrorCode, ...GraphrtErrorCode[]];
@@ -45,11 +46,15 @@ export const HelloSchema = z.strictObject({
   features: z.strictObject({ graph: z.boolean(), pdl: z.boolean(), overlap: z.boolean(), collectives: z.boolean() }),
   version: z.string(),
   pid: z.int().positive(),
+  /** multi-rank (PROTOCOL.md "Multi-rank"): the gang's size and this process's rank; 1 and 0 alone */
+  world: z.int().positive(),
+  rank: count,
   final: finalTrue.optional(),
 });
 export type Hello = z.infer<typeof HelloSchema>;
 
-const captureCommon = { v, type: z.literal('capture'), id, arm: z.string() };
+/** failed_ranks: multi-rank only, the capture vote's outcome (the ranks whose capture failed) */
+const captureCommon = { v, type: z.literal('capture'), id, arm: z.string(), failed_ranks: z.array(count).optional() };
 export const CaptureSchema = z.discriminatedUnion('ok', [
   z.strictObject({
     ...captureCommon,
@@ -88,6 +93,9 @@ export const RepSchema = z.strictObject({
   step_ms: z.array(z.number().min(0)),
   launches_per_step: count,
   dispatches_per_step: count,
+  collectives_per_step: count,
+  rank: count,
+  world: z.int().positive(),
   nodes: count.nullable(),
   hashes: z.array(hash),
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)),
@@ -111,6 +119,9 @@ export const GateSchema = z.strictObject({
   graph_hashes: z.array(hash),
   nodes: count.nullable(),
   launches_per_step: count,
+  collectives_per_step: count,
+  rank: count,
+  world: z.int().positive(),
   /** absent only in `run` mode on a failed gate: the GATE_FAILED error line follows */
   final: finalTrue.optional(),
 });
@@ -133,7 +144,7 @@ export const ErrorLineSchema = z.strictObject({
   id: id.optional(),
   code: z.enum(errorCodes),
   message: z.string().min(1),
-  exit_code: z.int().min(1).max(6),
+  exit_code: z.int().min(1).max(7),
   final: finalTrue,
 });
 export type ErrorLine = z.infer<typeof ErrorLineSchema>;

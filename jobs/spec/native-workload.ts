@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { strictObject } from './strict-object.ts';
 
 /** graphrt's toggles (native/PROTOCOL.md "Requests"); a native spec may name only these. */
-export const NATIVE_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init'] as const;
+export const NATIVE_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init', 'allreduce'] as const;
 export type NativeToggle = (typeof NATIVE_TOGGLES)[number];
 
 const size = z.int().positive();
