@@ -35,6 +35,8 @@ export interface RankPlacement {
   uuid: string;
   /** the host guard: the flock file of the card, held by the rank for its whole life */
   lockPath: string;
+  /** world > 1: the gang's rendezvous socket path, the same for every rank (PROTOCOL.md "Multi-rank") */
+  rendezvous?: string;
 }
 
 export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp; id: string }): NativeRequest {
@@ -63,6 +65,9 @@ export function toNativeProcess(job: BlockJob, placement: RankPlacement): Native
   if (w.runtime !== 'native') throw new Error(`toNativeProcess: workload runtime is "${w.runtime}", not native`);
   const backend = placement.backend === 'cpu' ? 'cpu' : w.backend;
   const args = ['serve', '--backend', backend, '--card-lock', placement.lockPath];
-  if (placement.world > 1) args.push('--world', String(placement.world), '--rank', String(placement.rank));
+  if (placement.world > 1) {
+    args.push('--world', String(placement.world), '--rank', String(placement.rank));
+    if (placement.rendezvous !== undefined) args.push('--rendezvous', placement.rendezvous);
+  }
   return { args, env: { CUDA_VISIBLE_DEVICES: placement.backend === 'cpu' ? '' : placement.uuid } };
 }

@@ -14,7 +14,8 @@
  * (the block failed; a later attempt that commits deletes it); failed entry "not run" (graceful
  * stop: committed with the measured reps).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UnrecoverableError } from 'bullmq';
 import type { Logger } from 'pino';
@@ -151,6 +152,8 @@ class GangRun {
   private readonly log: Logger;
   private readonly events: EventStream;
   private readonly lockPaths: string[];
+  /** world > 1: this attempt's rendezvous directory (PROTOCOL.md "Multi-rank"), removed at the end */
+  private rendezvousDir: string | null = null;
 
   constructor(
     readonly job: BlockJob,
@@ -261,6 +264,7 @@ class GangRun {
       clearInterval(renewTimer);
       this.closing = true;
       await Promise.all(this.ranks.map((r) => (this.failure ? (r.kill(), r.exited) : r.close(this.opts.closeGraceMs))));
+      if (this.rendezvousDir !== null) rmSync(this.rendezvousDir, { recursive: true, force: true });
       await this.deps.leases
         .release({ cards: job.cards, epoch: job.epoch })
         .catch((err: unknown) => this.log.warn({ err }, 'leases not released; they expire with their TTL'));
@@ -279,12 +283,17 @@ class GangRun {
 
   private startRanks(): void {
     const job = this.job;
+    const world = job.world ?? job.cards.length;
+    // A fresh socket path per attempt (short: Unix socket paths hold 107 bytes); the ranks'
+    // rendezvous is the barrier before the first op.
+    if (world > 1) this.rendezvousDir = mkdtempSync(join(tmpdir(), 'orch-rv-'));
+    const rendezvous = this.rendezvousDir === null ? undefined : join(this.rendezvousDir, 'rv.sock');
     this.ranks = job.cards.map((id, i) => {
       const card = this.opts.cards.get(id) as Card;
       const tags = this.tags(i);
       const rank = this.rankOf(i);
       const handle = this.deps.runner.start({
-        job, rank, world: job.world ?? job.cards.length, card, lockPath: this.lockPaths[i] as string,
+        job, rank, world, card, lockPath: this.lockPaths[i] as string, rendezvous,
         log: this.log.child({ card: id, rank }),
         onLine: (_line: RankLine, raw: string) => this.events.emit(tags, raw),
       });

@@ -37,6 +37,7 @@ export class GraphrtRunner implements RankRunner {
       backend: s.card.backend,
       uuid: s.card.uuid,
       lockPath: s.lockPath,
+      rendezvous: s.rendezvous,
     });
     const pdeath = hasSetpriv();
     if (!pdeath) s.log.warn('setpriv not found: ranks exit when their stdin closes, not on the worker death signal');

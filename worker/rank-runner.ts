@@ -38,6 +38,8 @@ export interface RankStart {
   card: Card;
   /** the host guard: this card's flock file */
   lockPath: string;
+  /** world > 1: the block attempt's rendezvous socket path, the same for every rank */
+  rendezvous?: string;
   log: Logger;
   /** every line of the rank, as it arrives (hello included) */
   onLine: (line: RankLine, raw: string) => void;
