@@ -37,8 +37,8 @@ export class ServeProcess {
   private readonly queue: GraphrtLine[] = [];
   private wake: (() => void) | null = null;
 
-  constructor(args: string[] = ['--backend', 'cpu']) {
-    this.child = spawn(GRAPHRT, ['serve', ...args]);
+  constructor(args: string[] = ['--backend', 'cpu'], env: NodeJS.ProcessEnv = process.env) {
+    this.child = spawn(GRAPHRT, ['serve', ...args], { env });
     this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve({ code, at: Date.now() })));
     createInterface({ input: this.child.stdout }).on('line', (l) => {
       this.queue.push(parseGraphrtLine(l));
