@@ -6,19 +6,11 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ExperimentStore } from '../../orchestrator/experiment/experiment-store.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { runOrch, startCluster, type Cluster } from './orch-cluster.ts';
+import { runOrch, startCluster, type Cluster, isAlive as alive } from './orch-cluster.ts';
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('orch cancel mid-run: ranks die within a second, experiment cancelled, every rep accounted for', async () => {
   cluster = await startCluster();

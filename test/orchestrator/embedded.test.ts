@@ -9,16 +9,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../utils/wait-for.ts';
-import { FIXTURE_RANK, runOrch, spawnOrch } from './orch-cluster.ts';
+import { FIXTURE_RANK, runOrch, spawnOrch, isAlive as alive } from './orch-cluster.ts';
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const noCluster = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn' };
 
 test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', async () => {

@@ -124,3 +124,13 @@ export function rankIntervals(log: ReturnType<Cluster['rankLog']>): Map<string, 
   for (const [pid, iv] of byPid) out.set(iv.card, [...(out.get(iv.card) ?? []), { pid, start: iv.start, end: iv.end }]);
   return out;
 }
+
+/** Whether a process with this pid exists (signal 0). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
