@@ -1,0 +1,62 @@
+/**
+ * A 4-rank block run by a real `orch worker` (real graphrt ranks, CPU backend): kill -9 of one
+ * rank in the middle of a rep fails the whole block within a second — the other ranks leave on
+ * their own (RANK_LOST at their next all-reduce) and the worker kills the gang — and the host
+ * job's failure names the killed rank. The rendezvous directory of the attempt is gone after.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
+import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
+import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
+import { blockJob } from '../utils/block-jobs.ts';
+import { rankPids, waitForEvents } from '../utils/events.ts';
+import { isAlive, waitGone } from '../utils/processes.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
+
+const rendezvousDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith('orch-rv-'));
+
+describe('worker: a gang of 4 graphrt ranks', { skip: skipWithoutBinary }, () => {
+  const env = useWorkerEnv('multirank');
+
+  test('kill -9 of rank 2 mid-rep: the whole block fails within a second, naming the rank', async () => {
+    const prefix = freshPrefix();
+    await env.spawn({ prefix, host: 'm1', cards: 'cpu:0,cpu:1,cpu:2,cpu:3', graphrt: GRAPHRT });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const before = new Set(rendezvousDirs());
+    try {
+      const cards = ['cpu:0@m1', 'cpu:1@m1', 'cpu:2@m1', 'cpu:3@m1'];
+      const g = await leases.acquireGang({ cards, owner: 'm1', ttlMs: 10_000, experiment: 'mk', block: 0 });
+      assert.ok(g.granted);
+      const job = blockJob({
+        experiment: 'mk', block: 0, attempt: 1, epoch: g.epoch, host: 'm1', cards, steps: 3000,
+        workload: { runtime: 'native', backend: 'cpu', kind: 'decode', params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3000 },
+        arms: [{ name: 'tp', toggles: { graph: true, allreduce: true } }],
+        sequence: ['tp', 'tp'],
+        gates: { identity: null, aa: false },
+      });
+      await dispatcher.dispatch(job);
+      const evs = await waitForEvents(env.redis, prefix, 'mk', 'the capture of the first rep', (e) => e.filter((x) => x.event.type === 'capture').length === 4, 30_000);
+      const pids = rankPids(evs, 1);
+      assert.equal(pids.length, 4);
+      const victim = Number(evs.find((e) => e.event.type === 'hello' && e.rank === '2')?.event.pid);
+      await new Promise((r) => setTimeout(r, 200)); // inside the rep (3000 steps: seconds)
+      assert.ok(pids.every(isAlive), 'all ranks busy with the rep');
+      const t0 = Date.now();
+      process.kill(victim, 'SIGKILL');
+      const goneMs = await waitGone(pids, t0, 5000);
+      const end = await dispatcher.waitEnd(job, { timeoutMs: 10_000 });
+      console.log(`# rank 2 of 4 killed: every rank gone after ${goneMs} ms; block ${end.state}`);
+      assert.ok(goneMs < 1000, `the gang is gone within a second (${goneMs} ms)`);
+      assert.equal(end.state, 'failed');
+      assert.match(end.state === 'failed' ? end.reason : '', /rank 2 on card cpu:2@m1 \(pid \d+\) was killed by SIGKILL/);
+      assert.deepEqual(rendezvousDirs().filter((d) => !before.has(d)), [], 'the attempt removed its rendezvous directory');
+    } finally {
+      await dispatcher.close();
+    }
+  });
+});
