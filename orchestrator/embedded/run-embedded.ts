@@ -20,7 +20,7 @@ import { DEFAULT_PREFIX } from '../redis/keys.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { cancelExperiment } from '../experiment/cancel.ts';
 import { ExperimentStore, type ExperimentState } from '../experiment/experiment-store.ts';
-import { renderProgress, waitForEnd } from '../experiment/progress.ts';
+import { progressPrinter, waitForEnd } from '../experiment/progress.ts';
 import { submitExperiment } from '../experiment/submit.ts';
 import { writeResults, type WrittenResults } from '../results/write-results.ts';
 import { Worker } from '../../worker/worker.ts';
@@ -111,7 +111,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     const exp = (await new ExperimentStore(redis, prefix).get(sub.id))!;
     let state = await waitForEnd(redis, prefix, exp, {
       signal: abort.signal,
-      ...(input.watch ? { onProgress: (p) => out(renderProgress(p)) } : {}),
+      ...(input.watch ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {}),
     });
     if (interrupted) {
       await cancelExperiment(redis, prefix, sub.id, `interrupted (${interrupted})`);

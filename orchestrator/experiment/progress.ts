@@ -160,3 +160,17 @@ export async function waitForEnd(
     conn.disconnect();
   }
 }
+
+/**
+ * Prints progress snapshots: on a terminal each one redraws the last in place; in a pipe each
+ * is printed after the other.
+ */
+export function progressPrinter(write: (s: string) => void, tty: boolean): (p: Progress) => void {
+  let drawn = 0;
+  return (p) => {
+    const text = renderProgress(p);
+    if (tty && drawn > 0) write(`\x1b[${drawn}A\x1b[J`);
+    write(text);
+    drawn = text.split('\n').length - 1;
+  };
+}

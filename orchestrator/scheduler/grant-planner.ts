@@ -56,6 +56,20 @@ export interface GrantDecision {
   why: Map<string, string>;
 }
 
+/** Where a waiting block stands in the queue. */
+export interface QueuePosition {
+  /** the spec's priority: higher first */
+  priority: number;
+  /** the experiment's submission order */
+  seq: number;
+  block: number;
+}
+
+/** Queue order: higher priority first, then first submitted, then block index. */
+export function compareQueued(a: QueuePosition, b: QueuePosition): number {
+  return b.priority - a.priority || a.seq - b.seq || a.block - b.block;
+}
+
 export function backendMatches(want: WantedBackend, card: Backend): boolean {
   return want === 'auto' || want === 'any' || want === card;
 }

@@ -15,7 +15,8 @@
  */
 import { EventEmitter } from 'node:events';
 import { Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis } from '../redis/connect.ts';
 import type { Logger } from 'pino';
 import { BlockDispatcher, type AttemptEnd } from '../dispatch/block-dispatcher.ts';
 import { CardRegistry } from '../redis/card-registry.ts';
@@ -31,7 +32,7 @@ import {
 } from '../experiment/experiment-store.ts';
 import { buildBlockJob, plannedReps } from './build-block-job.ts';
 import { expectedBlockMs, readHistory, recordHistory } from './expected-duration.ts';
-import { planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
+import { compareQueued, planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
 import { LeaderLease } from './leader-lease.ts';
 
 export interface SchedulerOptions {
@@ -101,7 +102,7 @@ export class Scheduler extends EventEmitter {
 
   constructor(private readonly options: SchedulerOptions) {
     super();
-    this.redis = new Redis(options.url, { maxRetriesPerRequest: null });
+    this.redis = connectRedis(options.url, { log: options.log, name: 'orch-scheduler' });
     this.store = new ExperimentStore(this.redis, options.prefix);
     this.registry = new CardRegistry(this.redis, { prefix: options.prefix });
     this.leases = new LeaseStore(this.redis, { prefix: options.prefix });
@@ -146,7 +147,7 @@ export class Scheduler extends EventEmitter {
     this.term = term;
     this.log.info({ id: this.lease.id }, 'scheduler: elected leader');
     const common = {
-      connection: new Redis(this.options.url, { maxRetriesPerRequest: null }),
+      connection: connectRedis(this.options.url, { log: this.log, name: 'orch-scheduler-blocks' }),
       prefix: this.options.prefix,
       lockDuration: this.opts.lockMs,
       stalledInterval: Math.max(500, Math.floor(this.opts.lockMs / 2)),
@@ -156,7 +157,7 @@ export class Scheduler extends EventEmitter {
       new Worker<BlockJobData>(QUEUES.blocks, (job) => this.processBlock(job, term), { ...common, concurrency: 10_000 }),
       new Worker<BlockJobData>(QUEUES.exp, (job) => this.processExperiment(job, term), {
         ...common,
-        connection: new Redis(this.options.url, { maxRetriesPerRequest: null }),
+        connection: connectRedis(this.options.url, { log: this.log, name: 'orch-scheduler-exp' }),
         concurrency: 100,
       }),
     ];
@@ -393,7 +394,7 @@ export class Scheduler extends EventEmitter {
       }
     }
     if (queue.length === 0) return;
-    queue.sort((a, b) => b.exp.priority - a.exp.priority || a.exp.seq - b.exp.seq || a.block - b.block);
+    queue.sort((a, b) => compareQueued({ ...a.exp, block: a.block }, { ...b.exp, block: b.block }));
     const cards = await this.registry.liveCards();
     const slots: CardSlot[] = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
     const busy = new Set((await this.leases.held(cards.map((c) => c.id))).map((l) => l.card));
@@ -484,6 +485,14 @@ export class Scheduler extends EventEmitter {
           Object.fromEntries(missing.map((f) => [f, JSON.stringify({ reason, attempt: st?.attempt ?? 0 })])),
         );
       }
+    }
+    // A block whose job failed outside the processor (a bug, a lost Redis) never reached an end
+    // state: it failed, whatever its record says.
+    for (const b of blocks.filter((x) => !TERMINAL_BLOCK_PHASES.has(x.phase))) {
+      b.phase = 'failed';
+      b.reason = `the block job ended without an outcome (${b.why ?? b.reason ?? 'see the scheduler log'})`;
+      b.ended_at = Date.now();
+      await this.store.setBlock(experiment, b);
     }
     const state = await this.store.state(experiment);
     const bad = blocks.filter((b) => b.phase === 'failed');

@@ -4,7 +4,7 @@
 // nothing behind it were ever granted ahead of it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fitGang, neverFits, planGrants, type CardSlot, type GrantInput, type WaitingBlock } from '../../orchestrator/scheduler/grant-planner.ts';
+import { compareQueued, fitGang, neverFits, planGrants, type CardSlot, type GrantInput, type WaitingBlock } from '../../orchestrator/scheduler/grant-planner.ts';
 
 const cards = (host: string, n: number, backend: 'cpu' | 'cuda' = 'cuda'): CardSlot[] =>
   Array.from({ length: n }, (_, i) => ({ id: `${host}-${i}`, host, backend, index: i }));
@@ -111,4 +111,15 @@ test('a block no host can ever hold names the largest host and takes no reservat
   const d = planGrants({ now: 0, cards: all, busy: new Set(), running: [], waiting: [block('huge', 8), block('ok', 1)] });
   assert.deepEqual(d.grants.map((g) => g.key), ['ok']);
   assert.match(d.why.get('huge')!, /largest host, h2, has 4/);
+});
+
+test('queue order: priority first, then submission order, then block index', () => {
+  const q = [
+    { id: 'old-b1', priority: 0, seq: 1, block: 1 },
+    { id: 'new-urgent-b0', priority: 5, seq: 3, block: 0 },
+    { id: 'old-b0', priority: 0, seq: 1, block: 0 },
+    { id: 'mid-b0', priority: 0, seq: 2, block: 0 },
+    { id: 'low-b0', priority: -1, seq: 0, block: 0 },
+  ];
+  assert.deepEqual([...q].sort(compareQueued).map((x) => x.id), ['new-urgent-b0', 'old-b0', 'old-b1', 'mid-b0', 'low-b0']);
 });

@@ -11,7 +11,7 @@ import { OrchError } from '../../../jobs/errors.ts';
 import { orchLog } from '../../embedded/log.ts';
 import { prefixFromEnv, redisUrlFromEnv, connectTarget } from '../../embedded/redis-target.ts';
 import { ExperimentStore } from '../../experiment/experiment-store.ts';
-import { renderProgress, waitForEnd } from '../../experiment/progress.ts';
+import { progressPrinter, waitForEnd } from '../../experiment/progress.ts';
 import { submitExperiment } from '../../experiment/submit.ts';
 import { defineCommand } from '../command.ts';
 
@@ -65,7 +65,7 @@ export const submitCommand = defineCommand<SubmitArgs>({
       }
       if (!json) out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`);
       const exp = (await new ExperimentStore(target.redis, target.prefix).get(sub.id))!;
-      const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: (p) => out(renderProgress(p)) } : {});
+      const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {});
       const written = await writeResults(target.redis, target.prefix, sub.id, argv.results);
       out(json ? `${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
       process.exitCode = state === 'done' ? 0 : 1;

@@ -4,7 +4,7 @@
  */
 import { UserInputError } from '../../../jobs/errors.ts';
 import { ExperimentStore } from '../../experiment/experiment-store.ts';
-import { renderProgress, waitForEnd } from '../../experiment/progress.ts';
+import { progressPrinter, waitForEnd } from '../../experiment/progress.ts';
 import { orchLog } from '../../embedded/log.ts';
 import { requireTarget } from '../../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
@@ -18,19 +18,14 @@ export const watchCommand = defineCommand<{ id: string }>({
     try {
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);
       if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
-      const tty = process.stdout.isTTY === true;
-      let drawn = 0;
+      const print = progressPrinter((s) => process.stdout.write(s), process.stdout.isTTY === true);
       const state = await waitForEnd(target.redis, target.prefix, exp, {
         onProgress: (p, events) => {
           if (argv.json) {
             for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
             return;
           }
-          const text = renderProgress(p);
-          // On a terminal redraw in place; in a pipe print each snapshot.
-          if (tty && drawn > 0) process.stdout.write(`\x1b[${drawn}A\x1b[J`);
-          process.stdout.write(text);
-          drawn = text.split('\n').length - 1;
+          print(p);
         },
       });
       if (argv.json) process.stdout.write(`${JSON.stringify({ experiment: argv.id, state })}\n`);
