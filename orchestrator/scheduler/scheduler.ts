@@ -305,7 +305,8 @@ export class Scheduler extends EventEmitter {
         if (all || Date.now() - cancelledAt > 5000) {
           for (const p of st.gang) await this.dispatcher.queue(p.host).getJob(p.job).then((j) => j?.remove()).catch(() => undefined);
           if (await this.committed(exp.id, st)) return { kind: 'committed' };
-          return { kind: 'cancelled', reason: exp.reason ?? 'cancelled by orch cancel' };
+          const why = (await this.store.get(exp.id))?.reason;
+          return { kind: 'cancelled', reason: why ?? 'cancelled by orch cancel' };
         }
       } else {
         const bad = ends.find((e) => e !== null && e.state !== 'completed');
