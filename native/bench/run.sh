@@ -25,7 +25,7 @@ t0=$(date +%s)
 cmake -S native/bench -B "$B" -DGRAPHRT_CUDA=ON -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
   cmake --build "$B" -j "$JOBS" >>"$OUT/build.log" 2>&1
 rc=$?
-note "build: rc=$rc in $(( $(date +%s) - t0 )) s on $JOBS cores ($(grep -o 'graphrt: NCCL [A-Za-z]*' "$OUT/build.log" | head -1))"
+note "build: rc=$rc in $(( $(date +%s) - t0 )) s on $JOBS cores ($(grep -o 'graphrt: NCCL collectives [A-Z]*' "$OUT/build.log" | head -1))"
 # The NCCL collectives (GRAPHRT_NCCL=AUTO finds nccl.h here) have never been compiled against the
 # real header before this machine: a failure there must not cost the benchmark, so say so and
 # build again without them.
