@@ -125,12 +125,4 @@ export function rankIntervals(log: ReturnType<Cluster['rankLog']>): Map<string, 
   return out;
 }
 
-/** Whether a process with this pid exists (signal 0). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { isAlive } from '../build/build-helpers.ts';
