@@ -47,11 +47,16 @@ struct RmsNormKernel {
   }
 };
 
-// y[i] = act(sum_j w[i][j] * x[j]) + (residual ? residual[i] : 0), act = relu when `relu`.
+// y[i] = act(sum_j w[j][i] * x[j]) + (residual ? residual[i] : 0), act = relu when `relu`.
 // `residual` may alias `y` (each element is read and written by the same thread only).
+// w is stored column-major ([cols][rows]): at every j the threads of a warp (consecutive i) read
+// consecutive floats, one coalesced load per warp, where the row-major [rows][cols] layout had
+// each warp's load strided by `cols` floats (20.8 us at hidden 256 on the H200, BENCHMARKS.md).
+// The sum still runs j = 0..cols-1 in order (unrolling does not reorder it), so it is the same
+// deterministic result on every launch, eager or replayed.
 struct MatvecKernel {
   struct Args {
-    const float* w;  // [rows][cols]
+    const float* w;  // [cols][rows]: element (i, j) at w[j * rows + i]
     const float* x;  // [cols]
     const float* residual;
     float* y;  // [rows]
@@ -62,9 +67,12 @@ struct MatvecKernel {
   RT_HD static void body(const ThreadCtx& t, const Args& k) {
     const std::uint32_t i = t.global_x();
     if (i >= k.rows) return;
-    const float* row = k.w + static_cast<std::size_t>(i) * k.cols;
+    const float* col = k.w + i;
     float acc = 0.0f;
-    for (std::uint32_t j = 0; j < k.cols; ++j) acc += row[j] * k.x[j];
+#if defined(__CUDACC__)
+#pragma unroll 16  // loads in flight per thread: one warp load is one 128-byte line now
+#endif
+    for (std::uint32_t j = 0; j < k.cols; ++j) acc += col[static_cast<std::size_t>(j) * k.rows] * k.x[j];
     if (k.relu != 0 && acc < 0.0f) acc = 0.0f;
     k.y[i] = k.residual != nullptr ? k.residual[i] + acc : acc;
   }
