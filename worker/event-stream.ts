@@ -1,5 +1,5 @@
 /**
- * The experiment's live event stream (`<prefix>:exp:<id>:events`): every graphrt line and every
+ * The experiment's live event stream (`<prefix>:experiment:<id>:events`): every graphrt line and every
  * worker event, XADDed as it happens, tagged `block attempt epoch host card rank event`
  * (jobs/CONTRACTS.md). Worker events are protocol-shaped: `{"v":1,"type":"worker","event":...}`
  * with card/rank empty when they concern the whole gang.

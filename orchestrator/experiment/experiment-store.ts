@@ -1,9 +1,9 @@
 /**
  * The registered experiment and its blocks' scheduling state in Redis.
  *
- * `<prefix>:exp:<id>` (hash): id, name, hash, state, created, seq, priority, spec (the YAML as
+ * `<prefix>:experiment:<id>` (hash): id, name, hash, state, created, seq, priority, spec (the YAML as
  * submitted), spec_json (the parsed spec the hash is of), plan (JSON Plan), file, ended, reason.
- * `<prefix>:exp:<id>:blocks` (hash): block index → JSON BlockState. Written by submit (all
+ * `<prefix>:experiment:<id>:blocks` (hash): block index → JSON BlockState. Written by submit (all
  * `waiting`), then only by the scheduler leader, and by `orch cancel` (state → cancelling).
  */
 import type { Redis } from 'ioredis';

@@ -77,8 +77,9 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
       name: 'experiment',
       queueName: QUEUES.exp,
       data: { experiment: id },
-      // Not `id`: BullMQ keeps the job under `<prefix>:exp:<jobId>`, which is the experiment's
-      // own hash (keys.exp); the parent would be refused as a duplicate and never run.
+      // A name of its own (BullMQ keeps the job under `<prefix>:exp:<jobId>`): the experiment's
+      // hash once lived at `<prefix>:exp:<id>` and swallowed a parent whose id was the experiment id;
+      // keys.exp has moved to `<prefix>:experiment:<id>`, and the suffix keeps the two apart anyway.
       opts: { jobId: parentJobId(id) },
       children: plan.blocks.map((b) => ({
         name: 'block',

@@ -71,12 +71,14 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     lease: (card) => `${p}:lease:${card}`,
     leaseEpoch: `${p}:lease-epoch`,
     leaseRevoked: `${p}:lease-revoked`,
-    exp: (id) => `${p}:exp:${id}`,
-    events: (id) => `${p}:exp:${id}:events`,
-    results: (id) => `${p}:exp:${id}:results`,
-    failed: (id) => `${p}:exp:${id}:failed`,
-    gates: (id) => `${p}:exp:${id}:gates`,
-    commits: (id) => `${p}:exp:${id}:commits`,
+    // `experiment`, not `exp`: BullMQ keeps queue `exp`'s jobs at `<prefix>:exp:<jobId>`, so an
+    // experiment hash at `<prefix>:exp:<id>` was the same key as a job whose id is the experiment id.
+    exp: (id) => `${p}:experiment:${id}`,
+    events: (id) => `${p}:experiment:${id}:events`,
+    results: (id) => `${p}:experiment:${id}:results`,
+    failed: (id) => `${p}:experiment:${id}:failed`,
+    gates: (id) => `${p}:experiment:${id}:gates`,
+    commits: (id) => `${p}:experiment:${id}:commits`,
   };
 }
 

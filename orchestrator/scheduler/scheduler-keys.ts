@@ -2,6 +2,8 @@
  * The scheduler's and experiments' own Redis keys, beside the shared ones in
  * orchestrator/redis/keys.ts (same prefix).
  */
+import { orchKeys } from '../redis/keys.ts';
+
 export interface SchedulerKeys {
   /** string: the leader's id, PX TTL (leader-lease.ts) */
   leader: string;
@@ -23,7 +25,7 @@ export function schedulerKeys(prefix: string): SchedulerKeys {
     seq: `${prefix}:sched:seq`,
     experiments: `${prefix}:exps`,
     active: `${prefix}:sched:active`,
-    blocks: (id) => `${prefix}:exp:${id}:blocks`,
+    blocks: (id) => `${orchKeys(prefix).exp(id)}:blocks`,
     history: `${prefix}:sched:history`,
   };
 }

@@ -65,7 +65,7 @@ export interface GateResult {
   detail?: unknown;
 }
 
-/** A planned rep that ended failed (`orch:exp:<id>:failed`). */
+/** A planned rep that ended failed (`orch:experiment:<id>:failed`). */
 export interface FailedRep {
   block: number;
   arm: string;

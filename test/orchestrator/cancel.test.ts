@@ -23,7 +23,7 @@ test('orch cancel mid-run: ranks die within a second, experiment cancelled, ever
   const store = new ExperimentStore(c.redis, c.prefix);
   await waitFor('a rep measured while two blocks run', async () => {
     const running = (await store.blocks(id)).filter((b) => b.phase === 'running').length;
-    return running === 2 && (await c.redis.xlen(`${c.prefix}:exp:${id}:events`)) > 0 && c.rankLog().length >= 2;
+    return running === 2 && (await c.redis.xlen(`${c.prefix}:experiment:${id}:events`)) > 0 && c.rankLog().length >= 2;
   }, { timeoutMs: 40_000, intervalMs: 20 });
   const ranks = c.rankLog().filter((e) => e.ev === 'start').map((e) => e.pid);
   assert.equal(ranks.length, 2);

@@ -45,5 +45,5 @@ test('kill -9 of the leader: the standby takes over and no block runs twice', as
   await q.close();
   assert.deepEqual(jobs, [0, 1, 2].map((b) => `${id}.b${b}-a1-h1`), 'one host job per block, attempt 1 only');
   assert.equal([...rankIntervals(c.rankLog()).values()].flat().length, 3, 'one rank process per block');
-  assert.equal(await c.redis.hlen(`${c.prefix}:exp:${id}:results`), 12, 'every planned rep measured once');
+  assert.equal(await c.redis.hlen(`${c.prefix}:experiment:${id}:results`), 12, 'every planned rep measured once');
 });

@@ -22,7 +22,7 @@ test('kill -9 of a worker mid-block: attempt 2 on another host, the lost attempt
   assert.equal(sub.code, 0, sub.stderr);
   const id = sub.stdout.trim();
   const store = new ExperimentStore(c.redis, c.prefix);
-  await waitFor('block 0 measuring', async () => (await store.block(id, 0))?.phase === 'running' && (await c.redis.xlen(`${c.prefix}:exp:${id}:events`)) >= 3, { timeoutMs: 40_000, intervalMs: 20 });
+  await waitFor('block 0 measuring', async () => (await store.block(id, 0))?.phase === 'running' && (await c.redis.xlen(`${c.prefix}:experiment:${id}:events`)) >= 3, { timeoutMs: 40_000, intervalMs: 20 });
   w1.child.kill('SIGKILL');
   await w1.exited;
   await c.startWorker({ host: 'h2', cpuCards: 1, repMs: 50 });
@@ -32,7 +32,7 @@ test('kill -9 of a worker mid-block: attempt 2 on another host, the lost attempt
   const b0 = (await store.block(id, 0))!;
   console.log(`block 0 attempts: ${JSON.stringify(b0.attempts.map((a) => [a.attempt, a.gang.map((g) => g.host).join(), a.outcome, a.reason]))}`);
   assert.deepEqual(b0.attempts.map((a) => [a.attempt, a.gang[0]!.host, a.outcome]), [[1, 'h1', 'lost'], [2, 'h2', 'committed']]);
-  assert.equal(await c.redis.hlen(`${c.prefix}:exp:${id}:results`), 12);
+  assert.equal(await c.redis.hlen(`${c.prefix}:experiment:${id}:results`), 12);
 
   const res = join(c.fixtureLog + '.results');
   const rep = await runOrch(['report', id, '--json', '--results', res], c.env);

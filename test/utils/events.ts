@@ -1,4 +1,4 @@
-/** Reading an experiment's event stream (`<prefix>:exp:<id>:events`) in tests. */
+/** Reading an experiment's event stream (`<prefix>:experiment:<id>:events`) in tests. */
 import type { Redis } from 'ioredis';
 import { orchKeys } from '../../orchestrator/redis/keys.ts';
 import { waitFor } from './wait-for.ts';

@@ -4,8 +4,8 @@
   race can never be seen out of order.
 
   KEYS[1] seq counter        ('<prefix>:sched:seq')
-  KEYS[2] experiment hash    ('<prefix>:exp:<id>')
-  KEYS[3] block states hash  ('<prefix>:exp:<id>:blocks')
+  KEYS[2] experiment hash    ('<prefix>:experiment:<id>')
+  KEYS[3] block states hash  ('<prefix>:experiment:<id>:blocks')
   KEYS[4] all experiments    ('<prefix>:exps', zset by seq)
   KEYS[5] active experiments ('<prefix>:sched:active', zset by seq)
 

@@ -4,10 +4,10 @@
   counted) or when another attempt of the block already committed.
 
   Input:
-    KEYS[1] results hash  ('<prefix>:exp:<id>:results', field "<block>/<arm>/<rep>")
-    KEYS[2] failed hash   ('<prefix>:exp:<id>:failed',  same fields)
-    KEYS[3] gates hash    ('<prefix>:exp:<id>:gates',   field "<block>/<arm>")
-    KEYS[4] commits hash  ('<prefix>:exp:<id>:commits', field "<block>")
+    KEYS[1] results hash  ('<prefix>:experiment:<id>:results', field "<block>/<arm>/<rep>")
+    KEYS[2] failed hash   ('<prefix>:experiment:<id>:failed',  same fields)
+    KEYS[3] gates hash    ('<prefix>:experiment:<id>:gates',   field "<block>/<arm>")
+    KEYS[4] commits hash  ('<prefix>:experiment:<id>:commits', field "<block>")
     KEYS[5..] lease keys of the gang
 
     ARGV[1] epoch

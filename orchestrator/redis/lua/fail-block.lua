@@ -4,8 +4,8 @@
   it (commit-block.lua). An older attempt never overwrites a newer attempt's reason.
 
   Input:
-    KEYS[1] failed hash   ('<prefix>:exp:<id>:failed', field "<block>/<arm>/<rep>")
-    KEYS[2] commits hash  ('<prefix>:exp:<id>:commits')
+    KEYS[1] failed hash   ('<prefix>:experiment:<id>:failed', field "<block>/<arm>/<rep>")
+    KEYS[2] commits hash  ('<prefix>:experiment:<id>:commits')
 
     ARGV[1] block index
     ARGV[2] attempt
