@@ -5,17 +5,21 @@ import { strictObject } from './strict-object.ts';
 export const NATIVE_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init', 'allreduce'] as const;
 export type NativeToggle = (typeof NATIVE_TOGGLES)[number];
 
-const size = z.int().positive();
+/**
+ * A size within graphrt's accepted range (native/PROTOCOL.md "params"): checked here so a spec
+ * graphrt would answer with BAD_PARAM is refused by `orch validate`, before any card is taken.
+ */
+const size = (min: number, max: number) => z.int().min(min).max(max);
 
 // Defaults are the graphrt request defaults a newcomer can run on a laptop's CPU backend.
-const ChainParamsSchema = strictObject({ kernels: size.default(64) });
+const ChainParamsSchema = strictObject({ kernels: size(1, 100_000).default(64) });
 const DecodeParamsSchema = strictObject({
-  layers: size.default(8),
-  kernels_per_layer: size.default(12),
-  hidden: size.default(256),
-  max_pos: size.default(4096),
+  layers: size(1, 256).default(8),
+  kernels_per_layer: size(9, 256).default(12), // 9 kernels do a layer's work; the rest are fillers
+  hidden: size(2, 1024).default(256),
+  max_pos: size(1, 65_536).default(4096),
 });
-const TrainParamsSchema = strictObject({ params: size.default(16), param_size: size.default(4096) });
+const TrainParamsSchema = strictObject({ params: size(1, 4096).default(16), param_size: size(1, 4_194_304).default(4096) });
 const ProbeParamsSchema = strictObject({});
 
 /** Fields every native workload has; `kind` selects the params. */

@@ -13,6 +13,9 @@ import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis, FailedRep, GateResult, RepResult } from '../stats/types.ts';
 import { renderMarkdown } from '../report/render-markdown.ts';
+import { renderJson } from '../report/render-json.ts';
+import { renderCsv } from '../report/render-csv.ts';
+import { renderPlots } from '../report/render-plots.ts';
 import { plannedReps } from '../scheduler/build-block-job.ts';
 import { collectResults, type CollectedResults } from './collect-results.ts';
 
@@ -100,5 +103,9 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   };
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   writeFileSync(join(dir, 'report.md'), report);
+  // The same analysis for machines (report.json, one CSV per table) and for eyes (SVG plots).
+  writeFileSync(join(dir, 'report.json'), renderJson(analysis));
+  for (const [table, csv] of Object.entries(renderCsv(analysis))) writeFileSync(join(dir, `${table}.csv`), csv);
+  for (const [file, svg] of Object.entries(renderPlots(analysis))) writeFileSync(join(dir, file), svg);
   return { dir, analysis, report, accounting, state: c.exp.state };
 }

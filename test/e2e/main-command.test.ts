@@ -46,7 +46,7 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
     const ids = readdirSync(join(repo, 'results'));
     assert.equal(ids.length, 1);
     const out = join(repo, 'results', ids[0]!);
-    for (const f of ['spec.yaml', 'spec.hash', 'events.jsonl', 'summary.json', 'report.md']) assert.ok(existsSync(join(out, f)), f);
+    for (const f of ['spec.yaml', 'spec.hash', 'events.jsonl', 'summary.json', 'report.md', 'report.json', 'arms.csv', 'comparisons.csv', 'loo.csv', 'arms.svg', 'drift.svg', 'loo.svg']) assert.ok(existsSync(join(out, f)), f);
     assert.equal(readFileSync(join(out, 'spec.yaml'), 'utf8'), readFileSync(join(repo, 'configs/leave-one-out.yaml'), 'utf8'));
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
       state: string;
