@@ -9,6 +9,7 @@
 #include "cpu_kernels.hpp"
 #include "graphrt/backends.hpp"
 #include "graphrt/error.hpp"
+#include "../launch_checks.hpp"
 
 namespace graphrt::cpu {
 namespace {
@@ -196,12 +197,8 @@ float CpuBackend::event_elapsed_ms(EventRaw start, EventRaw end) {
 void CpuBackend::launch(StreamRaw sraw, KernelId id, Dim3 grid, Dim3 block, const void* args,
                         std::size_t args_size, LaunchOpts /*opts: no PDL on the CPU*/) {
   CpuStream* s = stream(sraw);
+  checked_kernel(id, grid, block, args_size, "");
   const std::size_t idx = static_cast<std::size_t>(id);
-  RT_CHECK(idx < kKernelCount, Errc::InvalidValue, "InvalidDeviceFunction", "kernel id out of range");
-  RT_CHECK(args_size == kKernelTable[idx].args_size, Errc::InvalidValue, "InvalidValue",
-           std::string("args size mismatch for kernel ") + kKernelTable[idx].name);
-  RT_CHECK(grid.x * grid.y * grid.z > 0 && block.x * block.y * block.z > 0, Errc::InvalidValue,
-           "InvalidConfiguration", std::string("empty grid for kernel ") + kKernelTable[idx].name);
   KernelCall call{id, kGridFns[idx], grid, block, {}};
   std::memcpy(call.args.data(), args, args_size);  // frozen from here on
   enqueue(s, call);

@@ -9,6 +9,7 @@
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
 #include "graphrt/backends.hpp"
+#include "../launch_checks.hpp"
 
 // A checked call that also poisons a live capture when CUDA reports a capture error.
 #define RT_CUDA_CALL(expr) check((expr), #expr, __FILE__, __LINE__)
@@ -136,12 +137,7 @@ float CudaBackend::event_elapsed_ms(EventRaw start, EventRaw end) {
 
 void CudaBackend::launch(StreamRaw s, KernelId id, Dim3 grid, Dim3 block, const void* args,
                          std::size_t args_size, LaunchOpts opts) {
-  const std::size_t idx = static_cast<std::size_t>(id);
-  RT_CHECK(idx < kKernelCount, Errc::InvalidValue, "cudaErrorInvalidDeviceFunction", "kernel id out of range");
-  RT_CHECK(args_size == kKernelTable[idx].args_size, Errc::InvalidValue, "cudaErrorInvalidValue",
-           std::string("args size mismatch for kernel ") + kKernelTable[idx].name);
-  RT_CHECK(grid.x * grid.y * grid.z > 0 && block.x * block.y * block.z > 0, Errc::InvalidValue,
-           "cudaErrorInvalidConfiguration", std::string("empty grid for kernel ") + kKernelTable[idx].name);
+  checked_kernel(id, grid, block, args_size, "cudaError");
   // The PDL toggle is the attribute's value: off and on are the same call, the same kernel.
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
