@@ -72,7 +72,7 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
-  await new Promise<void>((resolve, reject) => {
+  const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} not ready after 10 s:\n${log}`)), 10_000);
     const onData = () => {
       if (log.includes('Ready to accept connections')) {
@@ -86,6 +86,15 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
       reject(new Error(`redis-server exited with ${code} before it was ready:\n${log}`));
     });
   });
+  try {
+    await ready;
+  } catch (err) {
+    // A server that never became ready is still ours: kill it rather than leave it to this process's exit.
+    process.removeListener('exit', killOnExit);
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 
   const stop = async () => {
     process.removeListener('exit', killOnExit);
