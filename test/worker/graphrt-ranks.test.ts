@@ -2,11 +2,10 @@
  * The real execution path: `orch worker` running resident `graphrt serve` ranks (CPU backend) on
  * a gang of two cards — identity gates first (a frozen pointer must fail at replay 2), then the
  * reps in the planned order, every graphrt line streamed and tagged, the block committed once.
- * Skips, saying so, when native/build/graphrt has not been built (CI builds it: npm run build).
+ * Skips, saying so, when native/build/graphrt has not been built, except under CI (test/native/graphrt.ts).
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
@@ -18,11 +17,11 @@ import { isAlive, waitGone } from '../utils/processes.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
+import { skipWithoutBinary } from '../native/graphrt.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
-const skip = existsSync(GRAPHRT) ? false : `native/build/graphrt is missing: run \`npm run build\` (CI builds it)`;
 
-describe('worker with real graphrt ranks', { skip }, () => {
+describe('worker with real graphrt ranks', { skip: skipWithoutBinary }, () => {
   const env = useWorkerEnv('graphrt');
 
   test('a gang of two graphrt ranks: gates, reps in order, lines streamed, block committed', async () => {
