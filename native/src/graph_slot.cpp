@@ -65,6 +65,7 @@ CaptureOutcome GraphSlot::capture(Context& ctx, Workload& w) {
   exec_ = GraphExec(backend_, backend_.instantiate(graph.get()));
   out.instantiate_ms = ms_since(t1);
   nodes_ = out.nodes;
+  launches_ = out.launches;
   collectives_ = out.collectives;
   out.ok = true;
   return out;
@@ -78,6 +79,7 @@ void GraphSlot::replay(Context& ctx) {
 void GraphSlot::destroy() {
   exec_.reset();
   nodes_ = 0;
+  launches_ = 0;
   collectives_ = 0;
   key_.clear();
   prepared_launches_.reset();

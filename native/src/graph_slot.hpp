@@ -43,6 +43,8 @@ class GraphSlot {
 
   bool live() const { return static_cast<bool>(exec_); }
   std::size_t nodes() const { return nodes_; }
+  // Kernel launches the live graph holds (its eager step's; nodes() adds the collectives' nodes).
+  std::size_t launches() const { return launches_; }
   std::size_t collectives() const { return collectives_; }
   const std::string& key() const { return key_; }
 
@@ -53,6 +55,7 @@ class GraphSlot {
   std::string key_;
   GraphExec exec_;
   std::size_t nodes_ = 0;
+  std::size_t launches_ = 0;
   std::size_t collectives_ = 0;
 };
 

@@ -26,7 +26,7 @@ StepRun run_steps(Context& ctx, Workload& w, GraphSlot* slot, std::int64_t warmu
     run.step_ms.push_back(ms);
     run.hashes.push_back(fnv1a64_hex(out.data(), out.size()));
     run.dispatches = dispatched;
-    run.launches = slot != nullptr ? slot->nodes() : ctx.step_log.size();
+    run.launches = slot != nullptr ? slot->launches() : ctx.step_log.size();
     run.collectives = slot != nullptr ? slot->collectives() : ctx.step_collectives;
   }
   return run;

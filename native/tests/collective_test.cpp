@@ -1,7 +1,8 @@
 // Multi-rank in one process (ranks as threads; the rendezvous does not care): the all-reduce gives
 // every rank the bits of the rank-order sum ((b0 + b1) + b2) + b3; a rank that leaves is RankLost
 // for the others, naming it; three CPU sessions with the decode allreduce toggle capture a graph
-// holding one node per all-reduce and pass the identity gate with the same hashes on every rank.
+// holding one node per all-reduce and pass the identity gate with the same hashes on every rank;
+// their graph reps count the same kernel launches per step as eager (the all-reduce nodes apart).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -85,7 +86,7 @@ int main() {
     constexpr int kRanks = 3;
     const FreshSocket sock;
     const std::string& path = sock.path;
-    std::vector<json::Value> gates(kRanks);
+    std::vector<json::Value> gates(kRanks), reps(kRanks);
     per_rank(kRanks, [&](int r) {
       auto backend = make_cpu_backend();
       RankSetup setup;
@@ -97,6 +98,8 @@ int main() {
       req.toggles.graph = true;
       req.toggles.allreduce = true;
       gates[r] = of_type(ask(s, req), "gate");
+      req.op = Op::Rep;
+      reps[r] = of_type(ask(s, req), "rep");
     });
     for (int r = 0; r < kRanks; ++r) {
       CHECK(boolean(gates[r], "pass"));
@@ -104,6 +107,10 @@ int main() {
       CHECK_EQ(number(gates[r], "collectives_per_step"), 2.0);
       CHECK_EQ(number(gates[r], "nodes"), number(gates[r], "launches_per_step") + 2);
       CHECK(strings(gates[r], "graph_hashes") == strings(gates[0], "eager_hashes"));
+      // A graph rep's launches are the kernels it holds, as eager counts them; its nodes add the collectives.
+      CHECK_EQ(reps[r].find("mode")->text, std::string("graph"));
+      CHECK_EQ(number(reps[r], "launches_per_step"), number(gates[r], "launches_per_step"));
+      CHECK_EQ(number(reps[r], "nodes"), number(gates[r], "nodes"));
     }
   }
   return finish("collective_test");
