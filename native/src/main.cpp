@@ -18,9 +18,11 @@
 namespace graphrt {
 namespace {
 
+// One fwrite per line: stdio locks the stream per call, so the final error line a device thread
+// writes (collective_fatal) can never land inside a line the host thread is writing.
 void emit_stdout(const std::string& s) {
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fputc('\n', stdout);
+  const std::string l = s + '\n';
+  std::fwrite(l.data(), 1, l.size(), stdout);
   std::fflush(stdout);
 }
 
