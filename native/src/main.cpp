@@ -133,6 +133,8 @@ int serve(Session& session) {
         continue;
       }
       return fail(id, e);
+    } catch (const std::exception& e) {  // a bug: answered with the request's id, then exit 1
+      return fail(id, RtError(Errc::Internal, "INTERNAL", std::string("unexpected: ") + e.what()));
     }
   }
   return 0;
