@@ -68,3 +68,17 @@ export function armsNeedingIdentity(job: BlockJob): BlockJob['arms'] {
   if (job.gates.identity === null) return [];
   return job.arms.filter((a) => a.toggles.graph === true || a.toggles.graph === 'true');
 }
+
+/**
+ * The reps of a block's sequence in run order: each position with its arm's 0-based occurrence
+ * (`rep`). Worker, scheduler and analysis all number reps this way: the `<block>/<arm>/<rep>`
+ * fields of results and failed must mean the same rep to each of them.
+ */
+export function sequenceReps(sequence: readonly string[]): { position: number; arm: string; rep: number }[] {
+  const seen = new Map<string, number>();
+  return sequence.map((arm, position) => {
+    const rep = seen.get(arm) ?? 0;
+    seen.set(arm, rep + 1);
+    return { position, arm, rep };
+  });
+}

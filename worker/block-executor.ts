@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { UnrecoverableError } from 'bullmq';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { armsNeedingIdentity, BlockJobSchema, type BlockArm, type BlockJob } from '../jobs/block-job.ts';
+import { armsNeedingIdentity, BlockJobSchema, sequenceReps, type BlockArm, type BlockJob } from '../jobs/block-job.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Card } from '../orchestrator/redis/card-registry.ts';
 import type { LeaseStore } from '../orchestrator/redis/lease-store.ts';
@@ -78,16 +78,6 @@ interface PlannedRep {
   position: number;
   arm: string;
   rep: number;
-}
-
-/** Positions of the block's sequence with each arm's 0-based occurrence. */
-export function plannedReps(sequence: string[]): PlannedRep[] {
-  const seen = new Map<string, number>();
-  return sequence.map((arm, position) => {
-    const rep = seen.get(arm) ?? 0;
-    seen.set(arm, rep + 1);
-    return { position, arm, rep };
-  });
 }
 
 /** The card's flock file: the card id with anything but [A-Za-z0-9_.@-] replaced by '_'. */
@@ -194,7 +184,7 @@ class GangRun {
 
   async run(): Promise<BlockOutcome> {
     const job = this.job;
-    const planned = plannedReps(job.sequence);
+    const planned = sequenceReps(job.sequence);
     const reps: CommitRep[] = [];
     const gates: CommitGate[] = [];
     let renewTimer: NodeJS.Timeout | undefined;

@@ -2,7 +2,7 @@
  * The host job payload for one host's part of a granted block attempt (jobs/block-job.ts),
  * from the registered experiment — the only place the scheduler turns a plan into a BlockJob.
  */
-import { BlockJobSchema, type BlockJob } from '../../jobs/block-job.ts';
+import { BlockJobSchema, sequenceReps, type BlockJob } from '../../jobs/block-job.ts';
 import type { ExperimentRecord, GangPart } from '../experiment/experiment-store.ts';
 import { repField } from '../redis/keys.ts';
 
@@ -43,10 +43,5 @@ export interface PlannedRep {
 export function plannedReps(exp: Pick<ExperimentRecord, 'plan'>, block: number): PlannedRep[] {
   const planned = exp.plan.blocks.find((b) => b.index === block);
   if (!planned) return [];
-  const seen = new Map<string, number>();
-  return planned.sequence.map((arm) => {
-    const rep = seen.get(arm) ?? 0;
-    seen.set(arm, rep + 1);
-    return { block, arm, rep, field: repField(block, arm, rep) };
-  });
+  return sequenceReps(planned.sequence).map(({ arm, rep }) => ({ block, arm, rep, field: repField(block, arm, rep) }));
 }

@@ -3,6 +3,7 @@
  * is either used or named in `issues` with why (failed, bad timings, never arrived). Nothing is
  * dropped silently and nothing is counted twice.
  */
+import { sequenceReps } from '../../jobs/block-job.ts';
 import { mean, median } from './descriptive.ts';
 import type { AnalysisInput, RepResult, RepValue } from './types.ts';
 
@@ -26,12 +27,7 @@ export const repKey = (block: number, arm: string, rep: number): string => `b${b
 export function plannedReps(plan: AnalysisInput['plan']): PlannedRep[] {
   const out: PlannedRep[] = [];
   for (const b of plan.blocks) {
-    const seen = new Map<string, number>();
-    b.sequence.forEach((arm, position) => {
-      const rep = seen.get(arm) ?? 0;
-      seen.set(arm, rep + 1);
-      out.push({ block: b.index, arm, rep, position });
-    });
+    for (const r of sequenceReps(b.sequence)) out.push({ block: b.index, ...r });
   }
   return out;
 }

@@ -11,7 +11,7 @@ import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts
 import { repField } from '../../orchestrator/redis/keys.ts';
 import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
 import { ResultStore } from '../../orchestrator/redis/result-store.ts';
-import { plannedReps } from '../../worker/block-executor.ts';
+import { sequenceReps } from '../../jobs/block-job.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents } from '../utils/events.ts';
 import { freshPrefix } from '../utils/redis.ts';
@@ -56,7 +56,7 @@ describe('graceful stop', () => {
 
       const committed = await results.results('s');
       const failed = await results.failed('s');
-      for (const p of plannedReps(sequence)) {
+      for (const p of sequenceReps(sequence)) {
         const f = repField(0, p.arm, p.rep);
         assert.ok((f in committed) !== (f in failed), `rep ${f} is exactly one of measured / failed`);
         if (p.position >= outcome.measured) {
