@@ -126,7 +126,11 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
       out(`${written.report}\nresults: ${written.dir}\n`);
     }
     const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : 1;
-    if (state !== 'done' && !interrupted) note(`experiment ${sub.id} ended ${state}${exp.reason ? `: ${exp.reason}` : ''}`);
+    if (state !== 'done' && !interrupted) {
+      // read now: `exp` is the record as submitted, before any block failed
+      const reason = (await new ExperimentStore(redis, prefix).get(sub.id))?.reason;
+      note(`experiment ${sub.id} ended ${state}${reason ? `: ${reason}` : ''}`);
+    }
     return { id, state, written, exitCode };
   } finally {
     process.off('SIGINT', onSignal);

@@ -1,7 +1,7 @@
 // The embedded default (no REDIS_URL), as a real `orch submit` process with fixture ranks:
 // Ctrl-C mid-run cancels the experiment, writes its results (every planned rep accounted for),
-// and takes the whole process tree down (redis-server, ranks); a missing redis-server binary
-// gets a message with the install command.
+// and takes the whole process tree down (redis-server, ranks); a failed experiment says why on
+// stderr; a missing redis-server binary gets a message with the install command.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -45,6 +45,23 @@ test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', 
     assert.equal(summary.accounting.measured + summary.accounting.not_run, 12);
     assert.deepEqual(summary.accounting.unaccounted, []);
     assert.match(run.out(), /SIGINT: cancelling/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('embedded: a failed experiment ends with exit 1 and its blocks\' reasons on stderr', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orch-embedded-'));
+  try {
+    // rank 0 answers its first request with an error and exits 2 (bad input): unrecoverable
+    const r = await runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', join(dir, 'results')], {
+      ...noCluster,
+      ORCH_GRAPHRT: FIXTURE_RANK,
+      ORCH_CPU_CARDS: '2',
+      FIXTURE_FAIL: '0:1:2',
+    });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /orch: experiment \S+ ended failed: block 0: .*rank 0 on card /);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
