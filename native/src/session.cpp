@@ -37,7 +37,7 @@ Workload& Session::workload_for(const Request& req) {
     workload_ = make_workload(*backend_, as_made, shard_);
     key_ = key;
   }
-  ctx_->opts.pdl = req.toggles.pdl;
+  ctx_->opts.pdl = req.toggles.pdl && info_.features.pdl;
   ctx_->overlap = req.toggles.overlap && info_.features.overlap;
   return *workload_;
 }
