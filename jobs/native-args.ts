@@ -55,7 +55,11 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
     steps: job.steps,
     seed: 1,
   };
-  if (op.op === 'identity') req.replays = job.gates.identity?.replays ?? 7;
+  if (op.op === 'identity') {
+    // the replay count comes from the spec (gates.identity.replays, default in jobs/spec.ts) only
+    if (job.gates.identity === null) throw new Error(`toNativeRequest: identity op ${op.id} for block ${job.block}, whose identity gate is off`);
+    req.replays = job.gates.identity.replays;
+  }
   return req;
 }
 
