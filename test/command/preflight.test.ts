@@ -16,6 +16,7 @@ import { BuildCache } from '../../worker/build/build-cache.ts';
 import { checkArtifacts, checkBackend, checkFreeDisk, freeBytes, preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { FIXTURES } from '../build/build-helpers.ts';
 import { ORCH_BIN } from '../utils/worker-process.ts';
+import { skipWithoutBinary } from '../native/graphrt.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 const GRAPHRT_CPU = process.env.ORCH_TEST_GRAPHRT_CPU;
@@ -66,7 +67,7 @@ describe('preflight', () => {
   // The real graphrt: the repo's build (CUDA where nvcc was found at build time), and a CPU-only
   // build when ORCH_TEST_GRAPHRT_CPU names one (cmake -DGRAPHRT_CUDA=OFF).
   for (const [name, binary] of [['native/build/graphrt', GRAPHRT], ['ORCH_TEST_GRAPHRT_CPU', GRAPHRT_CPU ?? '']] as const) {
-    test(`graphrt hello preflight (${name}): auto passes; cuda on this GPU-less host is refused with graphrt's own reason`, { skip: !existsSync(binary) && `no graphrt at ${binary || name}` }, async () => {
+    test(`graphrt hello preflight (${name}): auto passes; cuda on this GPU-less host is refused with graphrt's own reason`, { skip: binary === GRAPHRT ? skipWithoutBinary : !existsSync(binary) && `no graphrt at ${binary || name}` }, async () => {
       const hello = await preflightGraphrt(binary, 'auto');
       assert.equal(hello.backend, 'cpu');
       const built = spawnSync(binary, ['hello', '--backend', 'cuda'], { encoding: 'utf8' }).stdout;

@@ -70,14 +70,16 @@ describe('host guard', () => {
   test('a second process on a leased card is refused by the flock', async () => {
     const job = await start('fail');
     await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
-    for (const bin of [FIXTURE_RANK, ...(existsSync(GRAPHRT) ? [GRAPHRT] : [])]) {
+    // under CI the build is expected: a missing graphrt fails here rather than narrowing the check
+    const withGraphrt = existsSync(GRAPHRT) || Boolean(process.env.CI);
+    for (const bin of [FIXTURE_RANK, ...(withGraphrt ? [GRAPHRT] : [])]) {
       const r = spawnSync(bin, ['serve', '--backend', 'cpu', '--card-lock', lock()], { encoding: 'utf8', input: '', timeout: 10_000 });
       assert.equal(r.status, 4, `${bin} exits 4 (CARD_BUSY): ${r.stdout}${r.stderr}`);
       const last = JSON.parse(r.stdout.trim().split('\n').pop() as string) as { type: string; code: string };
       assert.equal(last.type, 'error');
       assert.equal(last.code, 'CARD_BUSY');
     }
-    if (!existsSync(GRAPHRT)) console.log('# native/build/graphrt missing: checked the fixture rank only (npm run build)');
+    if (!withGraphrt) console.log('# native/build/graphrt missing: checked the fixture rank only (npm run build)');
     assert.equal((await dispatcher.waitEnd(job, { timeoutMs: 20_000 })).state, 'completed');
   });
 
