@@ -194,9 +194,15 @@ std::size_t CudaBackend::graph_node_count(GraphRaw graph) {
 GraphExecRaw CudaBackend::instantiate(GraphRaw graph) {
   cudaGraphExec_t exec = nullptr;
   RT_CUDA_CALL(cudaGraphInstantiate(&exec, graph_of(graph), 0));
-  // Upload now so the first replay does not pay for it (counted in instantiate_ms).
-  RT_CUDA_CALL(cudaGraphUpload(exec, compute_));
-  RT_CUDA_CALL(cudaStreamSynchronize(compute_));
+  // Upload now so the first replay does not pay for it (counted in instantiate_ms). The exec is
+  // not owned by anyone until it is returned: destroy it here if the upload fails.
+  try {
+    RT_CUDA_CALL(cudaGraphUpload(exec, compute_));
+    RT_CUDA_CALL(cudaStreamSynchronize(compute_));
+  } catch (...) {
+    RT_CUDA_CHECK_NOEXCEPT(cudaGraphExecDestroy(exec));
+    throw;
+  }
   return reinterpret_cast<GraphExecRaw>(exec);
 }
 
