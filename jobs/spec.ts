@@ -42,7 +42,7 @@ export const BlocksSchema = strictObject({
   count: z.int().min(1).default(1),
   /** Ranks (one card each) per block. */
   ranks: z.int().min(1).default(1),
-  /** host: all of a block's cards on one host; spread: any hosts. */
+  /** host: all of a block's cards on one host; spread: any hosts — accepted, but until a gang can span hosts (grant-planner.ts) it is scheduled on one host too. */
   placement: z.enum(['host', 'spread']).default('host'),
 });
 

@@ -110,7 +110,7 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
   const anyBackend = neverFits({ ...block, backend: 'any' }, all.map(toSlot));
   if (anyBackend && all.length > 0) {
     throw new UserInputError('TOO_MANY_RANKS', `${where}: ${anyBackend}`, {
-      hint: 'lower blocks.ranks, set blocks.placement: spread, or register a larger host',
+      hint: 'lower blocks.ranks or register a larger host (a gang runs on one host)',
     });
   }
   const why = neverFits(block, live.map(toSlot));

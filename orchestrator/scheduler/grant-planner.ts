@@ -85,13 +85,10 @@ export function fitGang(block: WaitingBlock, free: CardSlot[]): CardSlot[] | nul
   // Best fit: the host with the fewest free cards that still holds the gang keeps big holes open.
   const one = hosts.find(([, cs]) => cs.length >= block.ranks);
   if (one) return ordered(one[1]).slice(0, block.ranks);
-  if (block.placement === 'host') return null;
-  // spread: as few hosts as possible, largest first
-  const out: CardSlot[] = [];
-  for (const [, cs] of [...hosts].reverse()) {
-    for (const c of ordered(cs)) if (out.length < block.ranks) out.push(c);
-  }
-  return out;
+  // placement spread would cross hosts here. Refused until a gang can span hosts: the block job
+  // carries no global world/first_rank yet, graphrt's rendezvous is a Unix socket on one host, and
+  // each host's part would commit the whole block (the first wins, the other's ranks are lost).
+  return null;
 }
 
 /** Why `block` can never run on `cards` (no host or backend big enough), or null if it can. */
@@ -107,9 +104,8 @@ export function neverFits(block: WaitingBlock, cards: CardSlot[]): string | null
   const perHost = new Map<string, number>();
   for (const c of usable) perHost.set(c.host, (perHost.get(c.host) ?? 0) + 1);
   const [host, n] = [...perHost.entries()].sort((a, b) => b[1] - a[1])[0]!;
-  return block.placement === 'host'
-    ? `needs ${block.ranks} ${kind}cards on one host; the largest host, ${host}, has ${n}`
-    : `needs ${block.ranks} ${kind}cards; all hosts together have ${usable.length}`;
+  const spreadNote = block.placement === 'spread' ? ' (placement spread across hosts is not supported yet: a gang runs on one host)' : '';
+  return `needs ${block.ranks} ${kind}cards on one host${spreadNote}; the largest host, ${host}, has ${n}`;
 }
 
 export function summarizeCards(cards: CardSlot[]): string {
