@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,16 @@
 namespace graphrt::test {
 
 inline int failures = 0;
+
+// A check the rest of the test stands on (a size before indexing): stop the test when it fails,
+// instead of reading past the end of a vector.
+#define REQUIRE(cond)                                                           \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      std::fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::exit(1);                                                             \
+    }                                                                           \
+  } while (0)
 
 #define CHECK(cond)                                                           \
   do {                                                                        \

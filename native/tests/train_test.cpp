@@ -19,7 +19,7 @@ int main() {
 
   const auto oracle_lines = ask(s, r);  // eager: the oracle
   const auto oracle = strings(of_type(oracle_lines, "rep"), "hashes");
-  CHECK_EQ(oracle.size(), std::size_t{8});
+  REQUIRE(oracle.size() == 8);
   CHECK(oracle[0] != oracle[1]);
 
   Request unpinned = r;
@@ -27,6 +27,7 @@ int main() {
   const json::Value rep = of_type(ask(s, unpinned), "rep");
   CHECK_EQ(rep.find("mode")->text, std::string("graph"));
   const auto graph = strings(rep, "hashes");
+  REQUIRE(graph.size() == 8);
   CHECK_EQ(graph[0], oracle[0]);
   for (std::size_t k = 1; k < 8; ++k) CHECK(graph[k] != oracle[k]);  // silently stale
   const json::Value* tr = rep.find("train");
