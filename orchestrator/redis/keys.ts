@@ -16,6 +16,8 @@ export const QUEUES = {
   exp: 'exp',
   /** block children of an experiment flow */
   blocks: 'blocks',
+  /** nightly suite runs (one BullMQ job scheduler per suite; orch serve consumes) */
+  nightly: 'nightly',
 } as const;
 
 /** The dispatch queue that one host's worker consumes. */

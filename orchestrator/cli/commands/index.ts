@@ -1,6 +1,8 @@
 /** Every `orch` command, one module per file; adding a command is adding one line here. */
 import type { OrchCommand } from '../command.ts';
 import { cancelCommand } from './cancel.ts';
+import { hostsCommand } from './hosts.ts';
+import { nightlyCommand } from './nightly.ts';
 import { planCommand } from './plan.ts';
 import { reportCommand } from './report.ts';
 import { serveCommand } from './serve.ts';
@@ -20,4 +22,6 @@ export const commands: OrchCommand[] = [
   cancelCommand,
   reportCommand,
   workerCommand,
+  hostsCommand,
+  nightlyCommand,
 ];

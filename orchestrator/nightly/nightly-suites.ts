@@ -1,0 +1,93 @@
+/**
+ * Nightly suites as BullMQ job schedulers (DESIGN.md "Redis, queues, locks"): one scheduler per
+ * suite on queue `nightly`, id = the suite's name, cron + time zone from the suite file. The
+ * scheduler's job only carries where the suite's specs are; `orch serve` consumes it
+ * (nightly-processor.ts) and submits each experiment through the ordinary submit path.
+ */
+import { dirname, resolve } from 'node:path';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { loadConfigFile } from '../../jobs/load-spec.ts';
+import { SpecError } from '../../jobs/errors.ts';
+import { QUEUES } from '../redis/keys.ts';
+
+/** The data of every job a suite's scheduler produces. */
+export interface NightlyJobData {
+  suite: string;
+  /** absolute path of the suite file (messages only) */
+  file: string;
+  /** absolute paths of the experiment specs, in the suite's order */
+  experiments: string[];
+}
+
+export interface InstalledSuite {
+  name: string;
+  cron: string | null;
+  tz: string | null;
+  every: number | null;
+  next: number | null;
+  experiments: string[];
+}
+
+/** Job name of a suite run (the scheduler id is the suite's name). */
+export const NIGHTLY_JOB = 'nightly-suite';
+
+export class NightlySuites {
+  private readonly queue: Queue<NightlyJobData>;
+
+  constructor(redis: Redis, prefix: string) {
+    this.queue = new Queue<NightlyJobData>(QUEUES.nightly, { connection: redis, prefix });
+  }
+
+  /**
+   * Validates the suite and every spec it names (a SpecError with file, line and path otherwise;
+   * nothing is written), then upserts its scheduler: installing again replaces, never duplicates.
+   * `every` (ms) replaces the cron for tests.
+   */
+  async install(file: string, opts: { every?: number } = {}): Promise<InstalledSuite> {
+    const loaded = loadConfigFile(file);
+    if (loaded.kind !== 'suite') {
+      throw new SpecError([{ file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not a suite`, fix: 'add kind: suite, or pass a suite file' }]);
+    }
+    const { suite } = loaded;
+    const absolute = resolve(file);
+    const data: NightlyJobData = {
+      suite: suite.name,
+      file: absolute,
+      experiments: suite.experiments.map((rel) => resolve(dirname(absolute), rel)),
+    };
+    const repeat = opts.every !== undefined ? { every: opts.every } : { pattern: suite.schedule.cron, tz: suite.schedule.tz };
+    await this.queue.upsertJobScheduler(suite.name, repeat, { name: NIGHTLY_JOB, data });
+    return (await this.get(suite.name))!;
+  }
+
+  async get(name: string): Promise<InstalledSuite | null> {
+    const s = await this.queue.getJobScheduler(name);
+    return s ? toInstalled(s) : null;
+  }
+
+  async list(): Promise<InstalledSuite[]> {
+    const all = await this.queue.getJobSchedulers(0, -1, true);
+    return all.map(toInstalled).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** True when a scheduler of that name existed. */
+  async remove(name: string): Promise<boolean> {
+    return this.queue.removeJobScheduler(name);
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
+
+function toInstalled(s: Awaited<ReturnType<Queue<NightlyJobData>['getJobSchedulers']>>[number]): InstalledSuite {
+  return {
+    name: s.key,
+    cron: s.pattern ?? null,
+    tz: s.tz ?? null,
+    every: s.every ?? null,
+    next: s.next ?? null,
+    experiments: s.template?.data?.experiments ?? [],
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * Nightly suites end to end: `orch nightly install|list|remove` against a real redis-server
+ * (BullMQ job schedulers on queue `nightly`), and a real `orch serve` that runs a suite installed
+ * with a 500 ms interval: each spec is submitted through the ordinary submit path (the experiment
+ * appears in Redis with its spec hash); a spec that became invalid fails the run with its error
+ * while the other spec is still submitted. No worker: submission is what is shown.
+ */
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Queue } from 'bullmq';
+import { loadSpec } from '../../jobs/load-spec.ts';
+import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';
+import type { NightlyResult } from '../../orchestrator/nightly/nightly-processor.ts';
+import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
+import { waitFor } from '../utils/wait-for.ts';
+
+const SPECS = ['ab.yaml', 'capture-probe.yaml'];
+
+function writeSuite(dir: string, name: string, experiments: string[]): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    `kind: suite\nname: ${name}\nschedule:\n  cron: "0 2 * * *"\n  tz: Europe/Berlin\nexperiments:\n${experiments.map((e) => `  - ${e}\n`).join('')}`,
+  );
+  return file;
+}
+
+describe('orch nightly', { timeout: 60_000 }, () => {
+  let cluster: Cluster;
+  let queue: Queue<NightlyJobData, NightlyResult>;
+  let dir: string;
+
+  before(async () => {
+    cluster = await startCluster();
+    queue = new Queue('nightly', { connection: cluster.redis, prefix: cluster.prefix });
+    dir = mkdtempSync(join(tmpdir(), 'orch-nightly-'));
+    for (const s of SPECS) copyFileSync(join('configs', s), join(dir, s));
+  });
+
+  after(async () => {
+    try {
+      await queue?.close();
+    } finally {
+      await cluster?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('install registers one scheduler with the cron and time zone; install again upserts; remove removes', { timeout: 30_000 }, async () => {
+    const suite = writeSuite(dir, 'nightly-a', SPECS);
+    for (let i = 0; i < 2; i++) {
+      const r = await runOrch(['nightly', 'install', suite], cluster.env, 20_000);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /installed nightly-a: "0 2 \* \* \*" Europe\/Berlin/);
+    }
+    const schedulers = await queue.getJobSchedulers(0, -1, true);
+    assert.equal(schedulers.length, 1, JSON.stringify(schedulers));
+    assert.equal(schedulers[0]!.key, 'nightly-a');
+    assert.equal(schedulers[0]!.pattern, '0 2 * * *');
+    assert.equal(schedulers[0]!.tz, 'Europe/Berlin');
+    assert.deepEqual(schedulers[0]!.template?.data?.experiments, SPECS.map((s) => join(dir, s)));
+
+    const list = await runOrch(['nightly', 'list', '--json'], cluster.env, 20_000);
+    assert.equal(list.code, 0, list.stderr);
+    assert.deepEqual(JSON.parse(list.stdout).map((s: { name: string; cron: string; tz: string }) => [s.name, s.cron, s.tz]), [['nightly-a', '0 2 * * *', 'Europe/Berlin']]);
+
+    const rm = await runOrch(['nightly', 'remove', 'nightly-a'], cluster.env, 20_000);
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.equal((await queue.getJobSchedulers()).length, 0);
+    const again = await runOrch(['nightly', 'remove', 'nightly-a'], cluster.env, 20_000);
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /no nightly suite named "nightly-a"/);
+  });
+
+  it('a suite naming a missing spec is refused at install with the file and path (exit 2, nothing written)', { timeout: 20_000 }, async () => {
+    const suite = writeSuite(dir, 'nightly-bad', [SPECS[0]!, 'missing.yaml']);
+    const r = await runOrch(['nightly', 'install', suite], cluster.env, 20_000);
+    assert.equal(r.code, 2, r.stderr);
+    assert.ok(r.stderr.includes(`${suite}:`), r.stderr);
+    assert.match(r.stderr, /experiments\[1\].*no such file "missing\.yaml"/);
+    assert.equal((await queue.getJobSchedulers()).length, 0);
+  });
+
+  it('orch serve runs the suite: every spec submitted with its hash; a spec that became invalid fails the run, the other is still submitted', { timeout: 40_000 }, async () => {
+    const suite = writeSuite(dir, 'nightly-run', SPECS);
+    const installed = await runOrch(['nightly', 'install', suite, '--every', '500'], cluster.env, 20_000);
+    assert.equal(installed.code, 0, installed.stderr);
+    const serve = cluster.startServe();
+    try {
+      const done = await waitFor('a completed suite run', async () => (await queue.getJobs(['completed'], 0, 0))[0], { timeoutMs: 20_000, intervalMs: 100 });
+      const result = done.returnvalue;
+      assert.deepEqual(result.submitted.map((s) => s.file), SPECS.map((s) => join(dir, s)));
+      for (const s of result.submitted) {
+        const exp = await cluster.redis.hgetall(`${cluster.prefix}:experiment:${s.experiment}`);
+        assert.equal(exp.hash, loadSpec(s.file).hash, `experiment ${s.experiment} of ${s.file}`);
+        assert.equal(exp.state, 'queued');
+        assert.equal(exp.file, s.file);
+      }
+
+      // Break one spec after install (atomically: a run never reads half a file): validated again at run time.
+      writeFileSync(join(dir, 'ab.yaml.tmp'), 'name: broken\ndesign: ab\nrepz: 3\n');
+      renameSync(join(dir, 'ab.yaml.tmp'), join(dir, 'ab.yaml'));
+      const failed = await waitFor('a failed suite run', async () => (await queue.getJobs(['failed'], 0, 0))[0], { timeoutMs: 20_000, intervalMs: 100 });
+      assert.match(failed.failedReason, /^suite nightly-run \(.*\): 1 of 2 specs not submitted \(submitted: \S+\)/);
+      assert.ok(failed.failedReason.includes(`${join(dir, 'ab.yaml')}:`), failed.failedReason);
+      assert.match(failed.failedReason, /repz/);
+      const submittedId = /submitted: (\S+)\)/.exec(failed.failedReason)![1]!;
+      const exp = await cluster.redis.hgetall(`${cluster.prefix}:experiment:${submittedId}`);
+      assert.equal(exp.file, join(dir, 'capture-probe.yaml'));
+      assert.equal(exp.hash, loadSpec(join(dir, 'capture-probe.yaml')).hash);
+    } finally {
+      await queue.removeJobScheduler('nightly-run');
+      serve.child.kill('SIGTERM');
+    }
+  });
+});
