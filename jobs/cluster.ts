@@ -14,6 +14,12 @@ export const HostSchema = strictObject({
   cards: z.array(z.union([z.int().min(0), z.string().min(1)])).optional(),
   /** Where the host's build cache lives. */
   build_dir: z.string().min(1),
+  /** The orch checkout on the host (`orch hosts up` runs `<node> bin/orch.mjs worker` there); `~/` is the ssh user's home. */
+  repo_dir: z.string().min(1).default('~/orch'),
+  /** The node binary on the host (Node 20+). */
+  node: z.string().min(1).default('node'),
+  /** Where `orch hosts up` keeps the worker's pid file and log on the host. */
+  run_dir: z.string().min(1).default('/tmp/orch'),
 });
 export type Host = z.infer<typeof HostSchema>;
 
