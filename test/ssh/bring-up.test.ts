@@ -23,7 +23,7 @@ function running(pid: number): boolean {
   }
 }
 
-describe('orch hosts up|down over a real sshd', { timeout: 120_000 }, () => {
+describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
   let sshd: SshdProcess | undefined;
   let redis: RedisServerProcess | undefined;
   const workerPids: number[] = [];
