@@ -3,6 +3,7 @@
  * over within seconds when the leader dies, re-attaching to the blocks in flight. Runs until
  * SIGINT/SIGTERM (then steps down at once, so a standby takes over without waiting for the TTL).
  */
+import { startNightlyWorker } from '../../nightly/nightly-processor.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
 import { orchLog } from '../../embedded/log.ts';
 import { requireTarget } from '../../embedded/redis-target.ts';
@@ -28,11 +29,14 @@ export const serveCommand = defineCommand<{ leaderTtl: number }>({
     scheduler.on('deposed', (why: string) => say('standby', { why }));
     say('standby');
     scheduler.start();
+    // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
+    const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log });
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
+    await nightly.close();
     await scheduler.stop();
     say('stopped');
   },
