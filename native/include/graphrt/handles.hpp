@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "graphrt/backend.hpp"
 
@@ -72,6 +73,12 @@ class DeviceBuffer {
   T* get() const noexcept { return ptr_; }
   std::size_t size() const noexcept { return count_; }
   std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  // The buffer's bytes on the host (a synchronous copy: waits for the device; not in a capture).
+  std::vector<std::byte> to_host_bytes() const {
+    std::vector<std::byte> out(bytes());
+    backend_->memcpy_d2h(out.data(), ptr_, bytes());
+    return out;
+  }
   void reset() noexcept {
     if (ptr_ != nullptr) backend_->free(std::exchange(ptr_, nullptr));
     count_ = 0;

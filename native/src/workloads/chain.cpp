@@ -24,9 +24,7 @@ void ChainWorkload::run_step(Context& ctx) {
 }
 
 std::vector<std::byte> ChainWorkload::output() {
-  std::vector<std::byte> out(x_.bytes());
-  backend_.memcpy_d2h(out.data(), x_.get(), x_.bytes());
-  return out;
+  return x_.to_host_bytes();
 }
 
 std::vector<std::string> ChainWorkload::inert_toggles() const {

@@ -116,9 +116,7 @@ void DecodeWorkload::run_step(Context& ctx) {
 }
 
 std::vector<std::byte> DecodeWorkload::output() {
-  std::vector<std::byte> out(out_.bytes());
-  backend_.memcpy_d2h(out.data(), out_.get(), out_.bytes());
-  return out;
+  return out_.to_host_bytes();
 }
 
 std::vector<std::string> DecodeWorkload::inert_toggles() const {

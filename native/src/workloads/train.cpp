@@ -63,9 +63,7 @@ void TrainWorkload::run_step(Context& ctx) {
 }
 
 std::vector<std::byte> TrainWorkload::output() {
-  std::vector<std::byte> out(y_.bytes());
-  backend_.memcpy_d2h(out.data(), y_.get(), y_.bytes());
-  return out;
+  return y_.to_host_bytes();
 }
 
 std::vector<std::string> TrainWorkload::inert_toggles() const {
