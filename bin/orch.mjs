@@ -3,5 +3,5 @@
 // over to the CLI's main(). Only main() decides the exit code.
 import { register } from 'tsx/esm/api';
 register();
-const { main } = await import('../orchestrator/cli/main.ts');
+const { main } = await import('../cli/main.ts');
 await main(process.argv.slice(2));

@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { UserInputError } from '../jobs/errors.ts';
-import type { Card } from '../orchestrator/redis/card-registry.ts';
+import type { Card } from '../store/card-registry.ts';
 
 const run = promisify(execFile);
 

@@ -14,7 +14,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import type { Card } from '../orchestrator/redis/card-registry.ts';
+import type { Card } from '../store/card-registry.ts';
 
 const run = promisify(execFile);
 

@@ -21,7 +21,7 @@
 import type { Logger } from 'pino';
 import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
 import { OrchError } from '../jobs/errors.ts';
-import type { Card } from '../orchestrator/redis/card-registry.ts';
+import type { Card } from '../store/card-registry.ts';
 
 /** One protocol line as parsed JSON; `raw` is the text exactly as the rank printed it. */
 export interface RankLine {

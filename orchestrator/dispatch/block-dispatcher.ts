@@ -16,8 +16,8 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../redis/keys.ts';
-import { LeaseStore } from '../redis/lease-store.ts';
+import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../../store/keys.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
 
 export interface DispatchOptions {
   prefix?: string;

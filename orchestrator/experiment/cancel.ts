@@ -6,8 +6,8 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import { LeaseStore } from '../redis/lease-store.ts';
-import { ExperimentStore, type ExperimentState } from './experiment-store.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
+import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 
 export interface CancelResult {
   id: string;

@@ -5,13 +5,13 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { CardRegistry } from '../redis/card-registry.ts';
-import { hostQueue, QUEUES } from '../redis/keys.ts';
-import { LeaseStore } from '../redis/lease-store.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { hostQueue, QUEUES } from '../../store/keys.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { neverFits } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/scheduler.ts';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState } from './experiment-store.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState } from '../../store/experiment-store.ts';
 
 export interface CardStatus {
   id: string;

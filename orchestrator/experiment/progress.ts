@@ -4,8 +4,8 @@
  * `orch watch` and `orch submit --watch`.
  */
 import type { Redis } from 'ioredis';
-import { orchKeys } from '../redis/keys.ts';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from './experiment-store.ts';
+import { orchKeys } from '../../store/keys.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
 import { toEvent, type StreamEvent } from '../results/collect-results.ts';
 
 export interface LatestRep {

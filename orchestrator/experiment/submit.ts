@@ -6,19 +6,16 @@
  * (`ignoreDependencyOnFailure`, so one failed block never leaves the parent stuck).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { FlowProducer } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
 import { planExperiment, type Plan } from '../../jobs/plan.ts';
-import { CardRegistry } from '../redis/card-registry.ts';
-import { QUEUES } from '../redis/keys.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { QUEUES } from '../../store/keys.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/scheduler.ts';
-import { ExperimentStore, initialBlockState } from './experiment-store.ts';
-
-const REGISTER = readFileSync(new URL('./lua/register-experiment.lua', import.meta.url), 'utf8');
+import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 
 export interface SubmitInput {
   redis: Redis;
@@ -57,19 +54,7 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
     file: loaded.file,
   };
   const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
-  await redis.eval(
-    REGISTER,
-    5,
-    store.sched.seq,
-    store.keys.exp(id),
-    store.sched.blocks(id),
-    store.sched.experiments,
-    store.sched.active,
-    id,
-    Object.keys(record).length,
-    ...Object.entries(record).flat(),
-    ...blocks.flat(),
-  );
+  await store.register(id, record, blocks);
 
   const flows = new FlowProducer({ connection: redis, prefix });
   try {

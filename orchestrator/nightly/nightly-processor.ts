@@ -13,8 +13,8 @@ import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { loadSpec } from '../../jobs/load-spec.ts';
 import { submitExperiment } from '../experiment/submit.ts';
-import { connectRedis } from '../redis/connect.ts';
-import { QUEUES } from '../redis/keys.ts';
+import { connectRedis } from '../../store/connect.ts';
+import { QUEUES } from '../../store/keys.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
 
 export interface SubmittedFromSuite {

@@ -9,7 +9,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfigFile } from '../../jobs/load-spec.ts';
 import { SpecError } from '../../jobs/errors.ts';
-import { QUEUES } from '../redis/keys.ts';
+import { QUEUES } from '../../store/keys.ts';
 
 /** The data of every job a suite's scheduler produces. */
 export interface NightlyJobData {

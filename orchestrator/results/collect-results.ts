@@ -5,8 +5,8 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import { ExperimentStore, type BlockState, type ExperimentRecord } from '../experiment/experiment-store.ts';
-import { ResultStore } from '../redis/result-store.ts';
+import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { ResultStore } from '../../store/result-store.ts';
 
 export interface StreamEvent {
   /** the stream entry id */

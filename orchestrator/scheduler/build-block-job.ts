@@ -3,8 +3,8 @@
  * from the registered experiment — the only place the scheduler turns a plan into a BlockJob.
  */
 import { BlockJobSchema, sequenceReps, type BlockJob } from '../../jobs/block-job.ts';
-import type { ExperimentRecord, GangPart } from '../experiment/experiment-store.ts';
-import { repField } from '../redis/keys.ts';
+import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
+import { repField } from '../../store/keys.ts';
 
 export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: number, part: Omit<GangPart, 'job'>): BlockJob {
   const planned = exp.plan.blocks.find((b) => b.index === block);

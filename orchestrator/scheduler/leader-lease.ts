@@ -3,13 +3,11 @@
  * ttl + interval of the leader's death. Renewal is a Lua compare-and-extend (lua/leader-renew.lua),
  * so a leader that stalled past its TTL cannot extend a lease someone else took; it steps down.
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { schedulerKeys } from './scheduler-keys.ts';
+import { orchKeys } from '../../store/keys.ts';
+import { runScript } from '../../store/scripts.ts';
 
-const RENEW = readFileSync(new URL('./lua/leader-renew.lua', import.meta.url), 'utf8');
-const RELEASE = readFileSync(new URL('./lua/leader-release.lua', import.meta.url), 'utf8');
 
 export interface LeaderLeaseOptions {
   prefix: string;
@@ -31,7 +29,7 @@ export class LeaderLease {
     private readonly redis: Redis,
     opts: LeaderLeaseOptions,
   ) {
-    this.key = schedulerKeys(opts.prefix).leader;
+    this.key = orchKeys(opts.prefix).sched.leader;
     this.ttlMs = opts.ttlMs ?? 3000;
     this.intervalMs = opts.intervalMs ?? Math.max(100, Math.floor(this.ttlMs / 3));
     this.id = opts.id ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
@@ -43,7 +41,7 @@ export class LeaderLease {
 
   /** One compare-and-extend; true when this candidate leads after it. */
   async tryAcquire(): Promise<boolean> {
-    const r = (await this.redis.eval(RENEW, 1, this.key, this.id, String(this.ttlMs))) as number;
+    const r = (await runScript(this.redis, 'leader-renew', [this.key], [this.id, this.ttlMs])) as number;
     return r === 1;
   }
 
@@ -79,12 +77,12 @@ export class LeaderLease {
     if (this.timer) clearTimeout(this.timer);
     if (this.leading) {
       this.leading = false;
-      await this.redis.eval(RELEASE, 1, this.key, this.id).catch(() => undefined);
+      await runScript(this.redis, 'leader-release', [this.key], [this.id]).catch(() => undefined);
     }
   }
 
   /** The current leader's id, or null. */
   static async holder(redis: Redis, prefix: string): Promise<string | null> {
-    return redis.get(schedulerKeys(prefix).leader);
+    return redis.get(orchKeys(prefix).sched.leader);
   }
 }

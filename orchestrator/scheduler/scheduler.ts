@@ -16,22 +16,23 @@
 import { EventEmitter } from 'node:events';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { connectRedis } from '../redis/connect.ts';
+import { connectRedis } from '../../store/connect.ts';
 import type { Logger } from 'pino';
 import { BlockDispatcher, type AttemptEnd } from '../dispatch/block-dispatcher.ts';
-import { CardRegistry } from '../redis/card-registry.ts';
-import { LeaseStore } from '../redis/lease-store.ts';
-import { QUEUES } from '../redis/keys.ts';
-import { ResultStore } from '../redis/result-store.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
+import { QUEUES } from '../../store/keys.ts';
+import { ResultStore } from '../../store/result-store.ts';
 import {
   ExperimentStore,
   TERMINAL_BLOCK_PHASES,
   type BlockState,
   type ExperimentRecord,
   type GangPart,
-} from '../experiment/experiment-store.ts';
+} from '../../store/experiment-store.ts';
 import { buildBlockJob, plannedReps } from './build-block-job.ts';
-import { expectedBlockMs, readHistory, recordHistory } from './expected-duration.ts';
+import { expectedBlockMs, workloadKey } from './expected-duration.ts';
+import { readStepHistory, recordStepHistory } from '../../store/step-history.ts';
 import { compareQueued, planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
 import { LeaderLease } from './leader-lease.ts';
 
@@ -360,7 +361,7 @@ export class Scheduler extends EventEmitter {
     const steps = Object.entries(all)
       .filter(([k]) => k.startsWith(`${block}/`))
       .flatMap(([, v]) => (JSON.parse(v) as { step_ms?: number[] }).step_ms ?? []);
-    await recordHistory(this.redis, this.options.prefix, exp.spec, steps);
+    await recordStepHistory(this.redis, this.options.prefix, workloadKey(exp.spec), steps);
   }
 
   // ---------------------------------------------------------------- grant pass
@@ -373,7 +374,7 @@ export class Scheduler extends EventEmitter {
    */
   private async grantPass(): Promise<void> {
     const term = this.term;
-    const ids = await this.redis.zrange(this.store.sched.active, '0', '-1');
+    const ids = await this.store.active();
     const queue: { key: string; exp: ExperimentRecord; block: number; expectedMs: number }[] = [];
     for (const id of ids) {
       const state = await this.store.state(id);
@@ -443,7 +444,7 @@ export class Scheduler extends EventEmitter {
   }
 
   private async expectedMs(exp: ExperimentRecord): Promise<number> {
-    return expectedBlockMs(exp.plan, exp.spec, await readHistory(this.redis, this.options.prefix, exp.spec));
+    return expectedBlockMs(exp.plan, exp.spec, await readStepHistory(this.redis, this.options.prefix, workloadKey(exp.spec)));
   }
 
   /** Leases the granted cards, one all-or-none call per host; undoes a partial spread grant. */
@@ -504,7 +505,7 @@ export class Scheduler extends EventEmitter {
     } else {
       await this.store.finish(experiment, 'done', null);
     }
-    await this.redis.zrem(this.store.sched.active, experiment);
+    await this.store.deactivate(experiment);
     this.experiments.delete(experiment);
     this.log.info({ experiment, state: await this.store.state(experiment) }, 'experiment ended');
     return { blocks: blocks.map((b) => b.phase) };

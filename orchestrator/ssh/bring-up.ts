@@ -8,8 +8,8 @@
 import type { Logger } from 'pino';
 import type { Cluster, Host } from '../../jobs/cluster.ts';
 import { OrchError } from '../../jobs/errors.ts';
-import { CardRegistry } from '../redis/card-registry.ts';
-import { connectRedis } from '../redis/connect.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { connectRedis } from '../../store/connect.ts';
 import { SshHost } from './ssh-host.ts';
 
 export interface HostReport {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SpecError, UserInputError } from '../../jobs/errors.ts';
-import { exitCodeOf, formatError } from '../../orchestrator/cli/print-error.ts';
+import { exitCodeOf, formatError } from '../../cli/print-error.ts';
 import { runOrch, STACK_FRAME } from './run-orch.ts';
 
 const CONFIGS = readdirSync('configs').filter((f) => f.endsWith('.yaml')).map((f) => join('configs', f));

@@ -1,10 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
-import { LeaseStore, type RevokeMessage } from '../../orchestrator/redis/lease-store.ts';
-import { ResultStore } from '../../orchestrator/redis/result-store.ts';
-import { CardRegistry } from '../../orchestrator/redis/card-registry.ts';
+import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { LeaseStore, type RevokeMessage } from '../../store/lease-store.ts';
+import { ResultStore } from '../../store/result-store.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
-import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { rankPids, waitForEvents } from '../utils/events.ts';

@@ -4,7 +4,7 @@
 // or not run — in Redis and in the written results.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExperimentStore } from '../../orchestrator/experiment/experiment-store.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { runOrch, startCluster, type Cluster, isAlive as alive } from './orch-cluster.ts';
 

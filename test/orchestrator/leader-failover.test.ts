@@ -5,8 +5,8 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Queue } from 'bullmq';
-import { ExperimentStore } from '../../orchestrator/experiment/experiment-store.ts';
-import { hostQueue } from '../../orchestrator/redis/keys.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
+import { hostQueue } from '../../store/keys.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { rankIntervals, runOrch, startCluster, type Cluster } from './orch-cluster.ts';
 

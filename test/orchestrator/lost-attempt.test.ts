@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExperimentStore } from '../../orchestrator/experiment/experiment-store.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { runOrch, startCluster, type Cluster } from './orch-cluster.ts';
 

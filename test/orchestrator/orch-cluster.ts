@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
+import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 

@@ -4,7 +4,7 @@
 // has two rank processes alive at once (from the ranks' own start/end log).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExperimentStore } from '../../orchestrator/experiment/experiment-store.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { rankIntervals, runOrch, spawnOrch, startCluster, type Cluster } from './orch-cluster.ts';
 

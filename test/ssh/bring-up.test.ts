@@ -3,9 +3,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { CardRegistry } from '../../orchestrator/redis/card-registry.ts';
-import { connectRedis } from '../../orchestrator/redis/connect.ts';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { connectRedis } from '../../store/connect.ts';
+import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
 import { keygen, startSshd, type SshdProcess } from './sshd-process.ts';
 

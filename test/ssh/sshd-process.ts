@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../orchestrator/redis/redis-server-process.ts';
+import { freePort } from '../../store/redis-server-process.ts';
 
 export interface SshdProcess {
   dir: string;

@@ -1,6 +1,6 @@
 /** Reading an experiment's event stream (`<prefix>:experiment:<id>:events`) in tests. */
 import type { Redis } from 'ioredis';
-import { orchKeys } from '../../orchestrator/redis/keys.ts';
+import { orchKeys } from '../../store/keys.ts';
 import { waitFor } from './wait-for.ts';
 
 export interface StreamEvent {

@@ -6,8 +6,8 @@
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { BlockDispatcher, type AttemptEnd } from '../../orchestrator/dispatch/block-dispatcher.ts';
-import { CardRegistry } from '../../orchestrator/redis/card-registry.ts';
-import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
 
 export interface AttemptRecord {
   block: number;

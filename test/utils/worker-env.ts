@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../orchestrator/redis/redis-server-process.ts';
+import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { client } from './redis.ts';
 import { spawnWorker, type WorkerProcess, type WorkerSpawnOptions } from './worker-process.ts';
 

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ResultStore } from '../../orchestrator/redis/result-store.ts';
+import { ResultStore } from '../../store/result-store.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { playScheduler } from '../utils/play-scheduler.ts';
 import { freshPrefix } from '../utils/redis.ts';

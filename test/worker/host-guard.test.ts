@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
-import { LeaseStore } from '../../orchestrator/redis/lease-store.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
 import { cardLockPath } from '../../worker/block-executor.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents } from '../utils/events.ts';

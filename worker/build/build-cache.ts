@@ -25,7 +25,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { spawnTethered } from '../command/tether.ts';
 import { acquireBuildLock } from './build-lock.ts';
 import { computeBuildKey, type BuildKey, type BuildKeySpec } from './build-key.ts';
-import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from './build-state.ts';
+import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from '../../store/build-state.ts';
 
 export const COMPLETE_MARKER = '.complete';
 const LOG_TAIL_LINES = 20;

@@ -1,0 +1,44 @@
+/**
+ * `orch cancel ID`: revoke the experiment's leases (its ranks die at once), end its blocks
+ * `cancelled`, and account every planned rep as measured or not run. Waits (up to --timeout)
+ * for the scheduler to settle the experiment.
+ */
+import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
+import { isEnded } from '../../orchestrator/experiment/progress.ts';
+import { orchLog } from '../embedded/log.ts';
+import { requireTarget } from '../embedded/redis-target.ts';
+import { defineCommand } from '../command.ts';
+
+export const cancelCommand = defineCommand<{ id: string; timeout: number }>({
+  command: 'cancel <id>',
+  describe: 'cancel an experiment: kill its ranks, end its blocks cancelled',
+  builder: (y) =>
+    y
+      .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
+      .option('timeout', { type: 'number', default: 30, describe: 'seconds to wait for the scheduler to settle it' }) as never,
+  handler: async (argv) => {
+    const log = orchLog('cancel');
+    const target = await requireTarget('cancel', log);
+    try {
+      const r = await cancelExperiment(target.redis, target.prefix, argv.id);
+      const store = new ExperimentStore(target.redis, target.prefix);
+      const deadline = Date.now() + argv.timeout * 1000;
+      let state = await store.state(argv.id);
+      while (r.state === 'cancelling' && !isEnded(state) && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 200));
+        state = await store.state(argv.id);
+      }
+      const out = { experiment: argv.id, requested: r.state, state, revoked_leases: r.revoked };
+      process.stdout.write(
+        argv.json
+          ? `${JSON.stringify(out)}\n`
+          : r.state !== 'cancelling'
+            ? `${argv.id} had already ended: ${r.state}\n`
+            : `${argv.id}: ${r.revoked} lease(s) revoked; state ${state}${isEnded(state) ? '' : ' (the scheduler has not settled it yet: is orch serve running?)'}\n`,
+      );
+    } finally {
+      await target.close();
+    }
+  },
+});

@@ -1,0 +1,31 @@
+/** `orch status [ID]`: the leader, queues, cards and who holds them, blocks waiting and why. */
+import { UserInputError } from '../../jobs/errors.ts';
+import { clusterStatus, renderStatus } from '../../orchestrator/experiment/cluster-status.ts';
+import { orchLog } from '../embedded/log.ts';
+import { requireTarget } from '../embedded/redis-target.ts';
+import { defineCommand } from '../command.ts';
+import { formatBuildState, readBuildState } from '../../store/build-state.ts';
+
+export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
+  command: 'status [id]',
+  describe: 'show the scheduler, queues, cards and their holders, experiments and why blocks wait',
+  builder: (y) =>
+    y
+      .positional('id', { type: 'string', describe: 'one experiment' })
+      .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' }) as never,
+  handler: async (argv) => {
+    const target = await requireTarget('status', orchLog('status'));
+    try {
+      const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all });
+      if (argv.id && s.experiments.length === 0) {
+        throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
+      }
+      // The build locks of the hosts (issue 8): holder, since when, similar builds' durations, waiters.
+      const builds = await readBuildState(target.redis, { prefix: target.prefix });
+      const buildLines = builds.length === 0 ? [] : ['', 'builds', ...formatBuildState(builds).map((l) => `  ${l}`)];
+      process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds }, null, 2)}\n` : `${renderStatus(s)}${buildLines.map((l) => `${l}\n`).join('')}`);
+    } finally {
+      await target.close();
+    }
+  },
+});

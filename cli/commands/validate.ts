@@ -1,0 +1,40 @@
+/** `orch validate FILE...`: check experiment specs, suites and cluster files; run nothing. */
+import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
+import { loadConfigFile, type ConfigKind } from '../../jobs/load-spec.ts';
+import { defineCommand } from '../command.ts';
+
+interface FileResult {
+  file: string;
+  ok: boolean;
+  kind?: ConfigKind;
+  hash?: string;
+  issues: SpecIssue[];
+}
+
+export const validateCommand = defineCommand<{ files: string[] }>({
+  command: 'validate <files..>',
+  describe: 'check spec, suite and cluster files (exit 0: all valid, 2: problems listed)',
+  builder: (y) => y.positional('files', { type: 'string', array: true, demandOption: true, describe: 'YAML files' }) as never,
+  handler: (argv) => {
+    const results = argv.files.map(validateFile);
+    if (argv.json) {
+      process.stdout.write(`${JSON.stringify({ ok: results.every((r) => r.ok), files: results }, null, 2)}\n`);
+    } else {
+      for (const r of results.filter((r) => r.ok)) {
+        process.stdout.write(`ok ${r.file} (${r.kind}${r.hash ? ` ${r.hash.slice(0, 12)}` : ''})\n`);
+      }
+    }
+    const issues = results.flatMap((r) => r.issues);
+    if (issues.length > 0) throw new SpecError(issues);
+  },
+});
+
+function validateFile(file: string): FileResult {
+  try {
+    const loaded = loadConfigFile(file);
+    return { file, ok: true, kind: loaded.kind, ...(loaded.kind === 'experiment' ? { hash: loaded.hash } : {}), issues: [] };
+  } catch (err) {
+    if (err instanceof SpecError) return { file, ok: false, issues: err.issues };
+    throw err;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * The embedded default (no REDIS_URL): one process tree runs one experiment end to end —
+ * a private redis-server (temporary directory, free port, noeviction, no persistence), the
+ * scheduler, and a local worker (in-process; its ranks are graphrt children that die with it),
+ * on the local cards (graphrt's CPU backend where no GPU is visible). It submits, waits, writes
+ * results/<id>/, prints the report and shuts everything down — also on Ctrl-C / SIGTERM, which
+ * cancel the experiment first so the results say what was and was not measured.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { UserInputError } from '../../jobs/errors.ts';
+import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import { planExperiment } from '../../jobs/plan.ts';
+import { startRedisServer, redisServerBinary, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { DEFAULT_PREFIX } from '../../store/keys.ts';
+import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
+import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
+import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
+import { progressPrinter, waitForEnd } from '../../orchestrator/experiment/progress.ts';
+import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { writeResults, type WrittenResults } from '../../orchestrator/results/write-results.ts';
+import { Worker } from '../../worker/worker.ts';
+import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
+import { orchLog } from './log.ts';
+
+export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
+
+export interface EmbeddedInput {
+  loaded: LoadedSpec;
+  specText: string;
+  watch: boolean;
+  json: boolean;
+  resultsRoot: string;
+  graphrt?: string;
+  /**
+   * cpu cards the local worker offers where no GPU is visible (default: ORCH_CPU_CARDS, else one
+   * per block up to the CPU count, at least the ranks a block needs): blocks are replicates that
+   * compare arms only inside themselves, so they may run side by side.
+   */
+  cpuCards?: number;
+}
+
+export interface EmbeddedResult {
+  id: string | null;
+  state: ExperimentState | null;
+  written: WrittenResults | null;
+  exitCode: number;
+}
+
+export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult> {
+  const out = (s: string) => process.stdout.write(s);
+  const note = (s: string) => process.stderr.write(`orch: ${s}\n`);
+  const log = orchLog('embedded');
+  const plan = planExperiment(input.loaded.spec, input.loaded.hash);
+  const graphrt = input.graphrt ?? process.env.ORCH_GRAPHRT ?? DEFAULT_GRAPHRT;
+  if (input.loaded.spec.workload.runtime === 'native' && !existsSync(graphrt)) {
+    throw new UserInputError('GRAPHRT_MISSING', `graphrt is not built (${graphrt} does not exist)`, {
+      hint: 'run `npm run build` (needs cmake and a C++ compiler: `sudo apt-get install -y cmake g++`)',
+    });
+  }
+  redisServerBinary(); // a missing binary: the message with the install command, before anything starts
+  // Preflight before anything starts (issue 8): a spec that needs cuda refuses a CPU-only graphrt.
+  if (input.loaded.spec.workload.runtime === 'native') await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
+  const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
+
+  const stack: (() => Promise<void>)[] = [];
+  const shutdown = async () => {
+    for (const f of stack.reverse()) await f().catch((err: unknown) => log.warn({ err }, 'embedded: shutdown step failed'));
+    stack.length = 0;
+  };
+  let interrupted: NodeJS.Signals | null = null;
+  let id: string | null = null;
+  let redis: Redis | null = null;
+  const abort = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = sig;
+    note(`${sig}: cancelling ${id ?? 'the experiment'} and shutting down`);
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    const server: RedisServerProcess = await startRedisServer();
+    stack.push(() => server.stop());
+    const prefix = DEFAULT_PREFIX;
+    const lockDir = mkdtempSync(join(tmpdir(), 'orch-embedded-locks-'));
+    stack.push(async () => rmSync(lockDir, { recursive: true, force: true }));
+    redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    const conn = redis;
+    stack.push(async () => conn.disconnect());
+
+    const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, log: log.child({ part: 'worker' }) });
+    await worker.start();
+    stack.push(() => worker.stop());
+    const scheduler = new Scheduler({ url: server.url, prefix, log: log.child({ part: 'scheduler' }) });
+    scheduler.start();
+    stack.push(() => scheduler.stop());
+
+    if (interrupted) return { id: null, state: null, written: null, exitCode: signalExit(interrupted) };
+    const sub = await submitExperiment({ redis, prefix, loaded: input.loaded, specText: input.specText });
+    id = sub.id;
+    if (!input.json) {
+      out(`experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`);
+    }
+    const exp = (await new ExperimentStore(redis, prefix).get(sub.id))!;
+    let state = await waitForEnd(redis, prefix, exp, {
+      signal: abort.signal,
+      ...(input.watch ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {}),
+    });
+    if (interrupted) {
+      await cancelExperiment(redis, prefix, sub.id, `interrupted (${interrupted})`);
+      state = await waitForEnd(redis, prefix, exp, {
+        signal: AbortSignal.timeout(10_000),
+      });
+    }
+    const written = await writeResults(redis, prefix, sub.id, input.resultsRoot);
+    if (input.json) {
+      out(`${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`);
+    } else {
+      out(`${written.report}\nresults: ${written.dir}\n`);
+    }
+    const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : 1;
+    if (state !== 'done' && !interrupted) {
+      // read now: `exp` is the record as submitted, before any block failed
+      const reason = (await new ExperimentStore(redis, prefix).get(sub.id))?.reason;
+      note(`experiment ${sub.id} ended ${state}${reason ? `: ${reason}` : ''}`);
+    }
+    return { id, state, written, exitCode };
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await shutdown();
+  }
+}
+
+function signalExit(sig: NodeJS.Signals): number {
+  return sig === 'SIGINT' ? 130 : 143;
+}

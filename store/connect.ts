@@ -1,0 +1,94 @@
+/**
+ * The one ioredis connection factory of orch.
+ *
+ * - `maxRetriesPerRequest: null`: BullMQ's blocking connections require it, and a command issued
+ *   during an outage waits for the reconnect instead of failing the caller.
+ * - Reconnects forever with capped exponential backoff (100 ms → 5 s by default), each attempt
+ *   logged with the cause: an unreachable Redis is retried and logged, never a crash loop.
+ * - `requireNoEviction` refuses a Redis whose maxmemory-policy could evict leases, streams or
+ *   queue state (DESIGN.md "Redis, queues, locks"), saying how to fix it.
+ */
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { UserInputError } from '../jobs/errors.ts';
+
+export interface ConnectOptions {
+  log: Logger;
+  /** shown in CLIENT LIST and in the log lines */
+  name?: string;
+  /** first retry delay; doubles per attempt up to maxBackoffMs */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** connect only when first used (ioredis lazyConnect) */
+  lazy?: boolean;
+}
+
+/** Delay before reconnect attempt `times` (1-based): min · 2^(times-1), capped at max. */
+export function backoffDelay(times: number, minMs = 100, maxMs = 5000): number {
+  return Math.min(maxMs, minMs * 2 ** Math.max(0, times - 1));
+}
+
+export function connectRedis(url: string, opts: ConnectOptions): Redis {
+  const log = opts.log.child({ redis: redactUrl(url), conn: opts.name ?? 'orch' });
+  let lastError = '';
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    lazyConnect: opts.lazy ?? false,
+    connectionName: opts.name,
+    retryStrategy: (times) => {
+      const delay = backoffDelay(times, opts.minBackoffMs, opts.maxBackoffMs);
+      log.warn({ attempt: times, retry_in_ms: delay, cause: lastError }, 'redis unreachable; retrying');
+      return delay;
+    },
+  });
+  redis.on('error', (err: Error) => {
+    lastError = err.message;
+  });
+  redis.on('ready', () => {
+    if (lastError !== '') log.info('redis connection (re)established');
+    lastError = '';
+  });
+  return redis;
+}
+
+/** Resolves once the connection is ready; ioredis keeps retrying meanwhile (see connectRedis). */
+export async function waitReady(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return;
+  if (redis.status === 'wait') await redis.connect();
+  await new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      redis.off('end', onEnd);
+      resolve();
+    };
+    const onEnd = () => {
+      redis.off('ready', onReady);
+      reject(new Error('redis connection closed before it was ready'));
+    };
+    redis.once('ready', onReady);
+    redis.once('end', onEnd);
+  });
+}
+
+/**
+ * Refuses a Redis whose `maxmemory-policy` is not `noeviction`: an evicted lease key is a
+ * second process on a card, an evicted result is a silently dropped rep.
+ */
+export async function requireNoEviction(redis: Redis, url: string): Promise<void> {
+  const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
+  const policy = reply[1] ?? '(unknown)';
+  if (policy !== 'noeviction') {
+    throw new UserInputError(
+      'REDIS_EVICTION_POLICY',
+      `Redis at ${redactUrl(url)} has maxmemory-policy "${policy}"; orch needs "noeviction" (an evicted lease or result key would put two processes on one card or drop a measurement)`,
+      {
+        hint: `run \`redis-cli -u ${redactUrl(url)} CONFIG SET maxmemory-policy noeviction\` and put \`maxmemory-policy noeviction\` in redis.conf so it survives a restart`,
+      },
+    );
+  }
+}
+
+/** The URL without its password, for logs and messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}

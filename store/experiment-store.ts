@@ -1,0 +1,176 @@
+/**
+ * The registered experiment and its blocks' scheduling state in Redis.
+ *
+ * `<prefix>:experiment:<id>` (hash): id, name, hash, state, created, seq, priority, spec (the YAML as
+ * submitted), spec_json (the parsed spec the hash is of), plan (JSON Plan), file, ended, reason.
+ * `<prefix>:experiment:<id>:blocks` (hash): block index → JSON BlockState. Written by submit (all
+ * `waiting`), then only by the scheduler leader, and by `orch cancel` (state → cancelling).
+ */
+import type { Redis } from 'ioredis';
+import type { Spec } from '../jobs/spec.ts';
+import type { Plan } from '../jobs/plan.ts';
+import { orchKeys } from './keys.ts';
+import { runScript } from './scripts.ts';
+
+export const EXPERIMENT_STATES = ['queued', 'running', 'cancelling', 'done', 'failed', 'cancelled'] as const;
+export type ExperimentState = (typeof EXPERIMENT_STATES)[number];
+export const TERMINAL_EXPERIMENT_STATES: ReadonlySet<ExperimentState> = new Set(['done', 'failed', 'cancelled']);
+
+export interface ExperimentRecord {
+  id: string;
+  name: string;
+  hash: string;
+  state: ExperimentState;
+  created: number;
+  seq: number;
+  priority: number;
+  /** the YAML text as submitted */
+  specText: string;
+  spec: Spec;
+  plan: Plan;
+  file: string;
+  ended: number | null;
+  reason: string | null;
+}
+
+export type BlockPhase = 'waiting' | 'running' | 'done' | 'failed' | 'cancelled';
+export const TERMINAL_BLOCK_PHASES: ReadonlySet<BlockPhase> = new Set(['done', 'failed', 'cancelled']);
+
+export interface BlockState {
+  block: number;
+  phase: BlockPhase;
+  /** the attempt running or last run; 0 before the first grant */
+  attempt: number;
+  /** the leased gang of the current attempt: one part per host, each with its own epoch */
+  gang: GangPart[];
+  /** why it is waiting (set by the scheduler at each grant pass) */
+  why: string | null;
+  /** why it ended failed or cancelled, or why the last attempt was lost */
+  reason: string | null;
+  expected_ms: number | null;
+  granted_at: number | null;
+  ended_at: number | null;
+  /** every attempt with how it ended: the audit trail of re-dispatches */
+  attempts: { attempt: number; gang: GangPart[]; outcome: string; reason?: string }[];
+}
+
+/** One host's share of a block's gang: one host job, one lease epoch. */
+export interface GangPart {
+  host: string;
+  cards: string[];
+  epoch: number;
+  job: string;
+}
+
+export function initialBlockState(block: number): BlockState {
+  return {
+    block,
+    phase: 'waiting',
+    attempt: 0,
+    gang: [],
+    why: null,
+    reason: null,
+    expected_ms: null,
+    granted_at: null,
+    ended_at: null,
+    attempts: [],
+  };
+}
+
+export class ExperimentStore {
+  readonly keys;
+  readonly sched;
+
+  constructor(
+    readonly redis: Redis,
+    readonly prefix: string,
+  ) {
+    this.keys = orchKeys(prefix);
+    this.sched = this.keys.sched;
+  }
+
+  async get(id: string): Promise<ExperimentRecord | null> {
+    const h = await this.redis.hgetall(this.keys.exp(id));
+    if (!h.hash || !h.plan || !h.spec_json) return null;
+    return {
+      id,
+      name: h.name ?? id,
+      hash: h.hash,
+      state: (h.state ?? 'queued') as ExperimentState,
+      created: Number(h.created ?? 0),
+      seq: Number(h.seq ?? 0),
+      priority: Number(h.priority ?? 0),
+      specText: h.spec ?? '',
+      spec: JSON.parse(h.spec_json) as Spec,
+      plan: JSON.parse(h.plan) as Plan,
+      file: h.file ?? '',
+      ended: h.ended ? Number(h.ended) : null,
+      reason: h.reason || null,
+    };
+  }
+
+  async state(id: string): Promise<ExperimentState | null> {
+    return (await this.redis.hget(this.keys.exp(id), 'state')) as ExperimentState | null;
+  }
+
+  /** Moves to `state` unless the experiment already ended or is being cancelled. */
+  async advance(id: string, state: 'running'): Promise<void> {
+    await runScript(this.redis, 'experiment-advance', [this.keys.exp(id)], [state]);
+  }
+
+  async finish(id: string, state: 'done' | 'failed' | 'cancelled', reason: string | null): Promise<void> {
+    await this.redis.hset(this.keys.exp(id), { state, ended: String(Date.now()), reason: reason ?? '' });
+  }
+
+  /** Marks the experiment cancelling; false when it already ended. */
+  async requestCancel(id: string, reason: string): Promise<ExperimentState | null> {
+    return (await runScript(this.redis, 'experiment-cancel', [this.keys.exp(id)], [reason])) as ExperimentState | null;
+  }
+
+  async blocks(id: string): Promise<BlockState[]> {
+    const h = await this.redis.hgetall(this.sched.blocks(id));
+    return Object.values(h)
+      .map((v) => JSON.parse(v) as BlockState)
+      .sort((a, b) => a.block - b.block);
+  }
+
+  async block(id: string, block: number): Promise<BlockState | null> {
+    const v = await this.redis.hget(this.sched.blocks(id), String(block));
+    return v ? (JSON.parse(v) as BlockState) : null;
+  }
+
+  async setBlock(id: string, st: BlockState): Promise<void> {
+    await this.redis.hset(this.sched.blocks(id), String(st.block), JSON.stringify(st));
+  }
+
+  /**
+   * Registers the experiment and its blocks and takes its place in the queue, atomically
+   * (store/lua/register-experiment.lua). `record` is the experiment hash; `blocks` the
+   * (block index, JSON BlockState) pairs.
+   */
+  async register(id: string, record: Record<string, string>, blocks: string[][]): Promise<number> {
+    return Number(
+      await runScript(
+        this.redis,
+        'register-experiment',
+        [this.sched.seq, this.keys.exp(id), this.sched.blocks(id), this.sched.experiments, this.sched.active],
+        [id, Object.keys(record).length, ...Object.entries(record).flat(), ...blocks.flat()],
+      ),
+    );
+  }
+
+  /** Experiments not yet ended, in submission order: the scheduler's queue. */
+  async active(): Promise<string[]> {
+    return this.redis.zrange(this.sched.active, '0', '-1');
+  }
+
+  /** Takes an ended experiment out of the scheduler's queue. */
+  async deactivate(id: string): Promise<void> {
+    await this.redis.zrem(this.sched.active, id);
+  }
+
+  /** Experiment ids, oldest first. */
+  async list(): Promise<string[]> {
+    return this.redis.zrange(this.sched.experiments, '0', '-1');
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Every Redis key and BullMQ queue name orch uses, in one place (jobs/CONTRACTS.md "Redis keys").
+ * Nothing outside store/ builds a key: the stores and the Lua scripts (store/lua/) take them
+ * from here.
+ *
+ * BullMQ's own keys live under `<prefix>:<queue>:*`; orch's keys under `<prefix>:*`. The prefix
+ * is `orch` in production; tests pass a fresh prefix so parallel tests never share state.
+ * Queue names never contain ':' (BullMQ throws), and neither do job ids.
+ *
+ * If Redis Cluster is ever needed, wrap the prefix in a hash tag (`{orch}`): the gang-lease and
+ * commit scripts touch keys of several cards, hosts and experiments in one call.
+ */
+export const DEFAULT_PREFIX = 'orch';
+
+/** BullMQ queue names (used together with `prefix`). */
+export const QUEUES = {
+  /** experiment parents (flows) */
+  exp: 'exp',
+  /** block children of an experiment flow */
+  blocks: 'blocks',
+  /** nightly suite runs (one BullMQ job scheduler per suite; orch serve consumes) */
+  nightly: 'nightly',
+} as const;
+
+/** The dispatch queue that one host's worker consumes. */
+export function hostQueue(host: string): string {
+  return `host-${host}`;
+}
+
+/** `<experiment>.b<block>-a<attempt>-<host>`: deterministic, so a new leader re-attaches. */
+export function hostJobId(experiment: string, block: number, attempt: number, host: string): string {
+  return `${experiment}.b${block}-a${attempt}-${host}`;
+}
+
+/** Host names and card ids become key parts, queue names and file names. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.@-]+$/;
+/** Card ids additionally may hold ':' (`cpu:0@host`, GPU UUIDs never do but are allowed). */
+export const CARD_PATTERN = /^[A-Za-z0-9_.@:-]+$/;
+
+export interface OrchKeys {
+  prefix: string;
+  /** hash card id → JSON Card */
+  cards: string;
+  /** hash of one host: pid, started, cards (JSON list), version */
+  host(name: string): string;
+  /** string with a TTL; present while the host's worker heartbeats */
+  hostAlive(name: string): string;
+  /** hash { owner, epoch, block, experiment, expires } with a PX TTL; written only by Lua */
+  lease(card: string): string;
+  /** counter; INCR once per granted gang: the fencing token */
+  leaseEpoch: string;
+  /** pub/sub channel: JSON { cards, epoch, reason } published by revoke-gang.lua */
+  leaseRevoked: string;
+  /** hash (spec, hash, state, created) */
+  exp(id: string): string;
+  /** stream: block attempt epoch host card rank event */
+  events(id: string): string;
+  /** hash "<block>/<arm>/<rep>" → JSON RepResult (committed attempts only) */
+  results(id: string): string;
+  /** hash "<block>/<arm>/<rep>" → JSON { reason, attempt } */
+  failed(id: string): string;
+  /** hash "<block>/<arm>" → JSON GateResult (committed attempts only) */
+  gates(id: string): string;
+  /** hash "<block>" → JSON { attempt, epoch, host, committed }: at most one committed attempt per block */
+  commits(id: string): string;
+  /** the scheduler's own keys */
+  sched: SchedulerKeys;
+  /** the build lock's view, mirrored by each host (store/build-state.ts) */
+  build: BuildKeys;
+}
+
+export interface SchedulerKeys {
+  /** string: the leader's id, PX TTL (orchestrator/scheduler/leader-lease.ts) */
+  leader: string;
+  /** counter: submission order of experiments (FIFO across experiments) */
+  seq: string;
+  /** sorted set: experiment id by submission order */
+  experiments: string;
+  /** sorted set: experiments not yet ended, by submission order (the scheduler's queue) */
+  active: string;
+  /** hash block index → JSON BlockState (store/experiment-store.ts) */
+  blocks(experiment: string): string;
+  /** hash "<workload key>" → JSON { ms_per_step, n }: what past reps took, for expected durations */
+  history: string;
+}
+
+export interface BuildKeys {
+  /** set of host names that ever built */
+  hosts: string;
+  /** hash { id, key, recipe, experiment, pid, since, cmd }, TTL */
+  holder(host: string): string;
+  /** zset request id → arrival time (ms) */
+  waiters(host: string): string;
+  /** JSON { key, recipe, experiment, pid, since }, TTL */
+  waiter(host: string, id: string): string;
+  /** list of JSON { ms, ok, key, host, at }, newest first */
+  durations(recipe: string): string;
+}
+
+export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
+  const p = prefix;
+  return {
+    prefix: p,
+    cards: `${p}:cards`,
+    host: (name) => `${p}:host:${name}`,
+    hostAlive: (name) => `${p}:host:${name}:alive`,
+    lease: (card) => `${p}:lease:${card}`,
+    leaseEpoch: `${p}:lease-epoch`,
+    leaseRevoked: `${p}:lease-revoked`,
+    // `experiment`, not `exp`: BullMQ keeps queue `exp`'s jobs at `<prefix>:exp:<jobId>`, so an
+    // experiment hash at `<prefix>:exp:<id>` was the same key as a job whose id is the experiment id.
+    exp: (id) => `${p}:experiment:${id}`,
+    events: (id) => `${p}:experiment:${id}:events`,
+    results: (id) => `${p}:experiment:${id}:results`,
+    failed: (id) => `${p}:experiment:${id}:failed`,
+    gates: (id) => `${p}:experiment:${id}:gates`,
+    commits: (id) => `${p}:experiment:${id}:commits`,
+    sched: {
+      leader: `${p}:sched:leader`,
+      seq: `${p}:sched:seq`,
+      experiments: `${p}:exps`,
+      active: `${p}:sched:active`,
+      blocks: (id) => `${p}:experiment:${id}:blocks`,
+      history: `${p}:sched:history`,
+    },
+    build: {
+      hosts: `${p}:build:hosts`,
+      holder: (host) => `${p}:build:${host}:holder`,
+      waiters: (host) => `${p}:build:${host}:waiters`,
+      waiter: (host, id) => `${p}:build:${host}:waiter:${id}`,
+      durations: (recipe) => `${p}:build:recipe:${recipe}:durations`,
+    },
+  };
+}
+
+/** `"<block>/<arm>/<rep>"`: the field of results and failed. */
+export function repField(block: number, arm: string, rep: number): string {
+  return `${block}/${arm}/${rep}`;
+}
+
+/** `"<block>/<arm>"`: the field of gates. */
+export function gateField(block: number, arm: string): string {
+  return `${block}/${arm}`;
+}

@@ -1,0 +1,34 @@
+--[[
+  Grant a gang of card leases: all N cards or none.
+
+  Input:
+    KEYS[1]      lease epoch counter ('<prefix>:lease-epoch')
+    KEYS[2..N+1] lease keys ('<prefix>:lease:<card>'), one per rank of the gang
+
+    ARGV[1] owner: the host whose worker will run the gang (only it may renew)
+    ARGV[2] ttl in milliseconds
+    ARGV[3] experiment id
+    ARGV[4] block index
+
+  Returns:
+    { 1, epoch }                          granted; epoch is the fencing token of every card
+    { 0, i, owner, epoch, experiment, block }
+                                          not granted: KEYS[i + 1] is held (nothing written)
+]]
+--@include now-ms
+local rcall = redis.call
+for i = 2, #KEYS do
+  if rcall("EXISTS", KEYS[i]) == 1 then
+    local h = rcall("HMGET", KEYS[i], "owner", "epoch", "experiment", "block")
+    return { 0, i - 1, h[1] or "", h[2] or "", h[3] or "", h[4] or "" }
+  end
+end
+local epoch = rcall("INCR", KEYS[1])
+local now = now_ms()
+local ttl = tonumber(ARGV[2])
+for i = 2, #KEYS do
+  rcall("HSET", KEYS[i], "owner", ARGV[1], "epoch", epoch, "experiment", ARGV[3], "block", ARGV[4],
+    "expires", now + ttl)
+  rcall("PEXPIRE", KEYS[i], ttl)
+end
+return { 1, epoch }

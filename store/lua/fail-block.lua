@@ -1,0 +1,37 @@
+--[[
+  Record why the reps of a failed block attempt were not measured. Not fenced by the epoch: a
+  failure record never counts as a measurement; a later attempt that commits the rep deletes
+  it (commit-block.lua). An older attempt never overwrites a newer attempt's reason.
+
+  Input:
+    KEYS[1] failed hash   ('<prefix>:experiment:<id>:failed', field "<block>/<arm>/<rep>")
+    KEYS[2] commits hash  ('<prefix>:experiment:<id>:commits')
+
+    ARGV[1] block index
+    ARGV[2] attempt
+    ARGV[3..] (field, json { reason, attempt }) pairs
+
+  Returns:
+    number of fields written; 0 when the block already has a committed attempt
+]]
+local rcall = redis.call
+if rcall("HEXISTS", KEYS[2], ARGV[1]) == 1 then
+  return 0
+end
+local attempt = tonumber(ARGV[2])
+local n = 0
+for a = 3, #ARGV, 2 do
+  local prior = rcall("HGET", KEYS[1], ARGV[a])
+  local keep = false
+  if prior then
+    local ok, rec = pcall(cjson.decode, prior)
+    if ok and type(rec) == "table" and tonumber(rec.attempt) and tonumber(rec.attempt) > attempt then
+      keep = true
+    end
+  end
+  if not keep then
+    rcall("HSET", KEYS[1], ARGV[a], ARGV[a + 1])
+    n = n + 1
+  end
+end
+return n

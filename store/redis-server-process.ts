@@ -1,0 +1,111 @@
+/**
+ * A private redis-server child process: temporary directory, a free loopback port,
+ * `maxmemory-policy noeviction`, no persistence. Used by the embedded default of `orch submit`
+ * and by every test that needs control over its Redis (restarts, config).
+ *
+ * Ownership: the caller must `stop()` it; the child is also killed when this process exits.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { UserInputError } from '../jobs/errors.ts';
+
+export interface RedisServerProcess {
+  url: string;
+  port: number;
+  dir: string;
+  child: ChildProcess;
+  /** Kills the server (SIGTERM, then SIGKILL after 2 s) and removes its directory. */
+  stop(): Promise<void>;
+}
+
+export interface StartRedisOptions {
+  /** Port to bind; default: a free one. A restart passes the old port to keep the URL. */
+  port?: number;
+  /** Extra `--key value` pairs, e.g. { 'maxmemory-policy': 'allkeys-lru' } for a refusal test. */
+  config?: Record<string, string>;
+  binary?: string;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function redisServerBinary(binary = process.env.ORCH_REDIS_SERVER ?? 'redis-server'): string {
+  const r = spawnSync(binary, ['--version'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) {
+    throw new UserInputError('REDIS_SERVER_MISSING', `cannot run "${binary}": the embedded default needs a redis-server binary`, {
+      hint: 'install it (Debian/Ubuntu: `sudo apt-get install -y redis-server`; macOS: `brew install redis`), set ORCH_REDIS_SERVER to its path, or point REDIS_URL at a running Redis',
+    });
+  }
+  return binary;
+}
+
+export async function startRedisServer(opts: StartRedisOptions = {}): Promise<RedisServerProcess> {
+  const binary = redisServerBinary(opts.binary);
+  const port = opts.port ?? (await freePort());
+  const dir = mkdtempSync(join(tmpdir(), 'orch-redis-'));
+  const config: Record<string, string> = {
+    bind: '127.0.0.1',
+    port: String(port),
+    dir,
+    save: '',
+    appendonly: 'no',
+    'maxmemory-policy': 'noeviction',
+    ...opts.config,
+  };
+  const args = Object.entries(config).flatMap(([k, v]) => [`--${k}`, v]);
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} not ready after 10 s:\n${log}`)), 10_000);
+    const onData = () => {
+      if (log.includes('Ready to accept connections')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`redis-server exited with ${code} before it was ready:\n${log}`));
+    });
+  });
+  try {
+    await ready;
+  } catch (err) {
+    // A server that never became ready is still ours: kill it rather than leave it to this process's exit.
+    process.removeListener('exit', killOnExit);
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+
+  const stop = async () => {
+    process.removeListener('exit', killOnExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
+      await exited;
+      clearTimeout(t);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url: `redis://127.0.0.1:${port}`, port, dir, child, stop };
+}
