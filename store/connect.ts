@@ -11,6 +11,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../jobs/errors.ts';
+import { redactUrl } from './redact.ts';
 
 export interface ConnectOptions {
   log: Logger;
@@ -88,7 +89,4 @@ export async function requireNoEviction(redis: Redis, url: string): Promise<void
   }
 }
 
-/** The URL without its password, for logs and messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
-}
+export { redactUrl } from './redact.ts';

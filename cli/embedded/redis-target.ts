@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { connectRedis, requireNoEviction, waitReady } from '../../store/connect.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
+import { redactUrl } from '../../store/redact.ts';
 
 export interface RedisTarget {
   url: string;
@@ -30,7 +31,7 @@ export async function connectTarget(url: string, prefix: string, log: Logger, na
   const redis = connectRedis(url, { log, name, maxBackoffMs: 2000 });
   const ready = waitReady(redis);
   const timeout = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${url} within 10 s`, {
+    setTimeout(() => reject(new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${redactUrl(url)} within 10 s`, {
       hint: 'check REDIS_URL, or unset it to run embedded (a private redis-server for this command)',
     })), 10_000).unref(),
   );

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { Client } from 'ssh2';
 import type { Host } from '../../jobs/cluster.ts';
 import { UserInputError } from '../../jobs/errors.ts';
+import { redactText } from '../../store/redact.ts';
 
 export interface ExecResult {
   code: number | null;
@@ -108,7 +109,7 @@ export class SshHost {
         };
         const timer = setTimeout(() => {
           stream.close();
-          reject(new Error(`ssh exec timed out after ${timeoutMs} ms: ${command}`));
+          reject(new Error(`ssh exec timed out after ${timeoutMs} ms: ${redactText(command)}`));
         }, timeoutMs);
         stream.on('data', pipe('stdout'));
         stream.stderr.on('data', pipe('stderr'));
