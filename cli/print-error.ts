@@ -1,12 +1,14 @@
 /**
- * How an error reaches the terminal (STYLE.md "Errors"): a UserInputError prints its message
- * and hint without a stack (exit 2); anything else is a bug and prints its stack and the whole
- * cause chain (exit 1).
+ * How an error reaches the terminal; the exit code and whether a stack shows come from the error
+ * registry (jobs/error-codes.ts). A registered failure prints its message and hint without a
+ * stack (user input exits 2, transient and deterministic failures exit 1); a bug, or an error
+ * nothing classifies, prints its stack and the whole cause chain (exit 1).
  */
-import { SpecError, UserInputError } from '../jobs/errors.ts';
+import { exitCodeFor, printsStack } from '../jobs/error-codes.ts';
+import { OrchError, SpecError } from '../jobs/errors.ts';
 
 export function exitCodeOf(err: unknown): number {
-  return err instanceof UserInputError ? 2 : 1;
+  return exitCodeFor(err);
 }
 
 export function formatError(err: unknown): string {
@@ -15,7 +17,7 @@ export function formatError(err: unknown): string {
     const n = err.issues.length;
     return `${err.message}\norch: ${n} problem${n === 1 ? '' : 's'} in ${files} file${files === 1 ? '' : 's'}\n`;
   }
-  if (err instanceof UserInputError) {
+  if (err instanceof OrchError && !printsStack(err)) {
     return `orch: ${err.message}\n${err.hint ? `  hint: ${err.hint}\n` : ''}`;
   }
   const lines = ['orch: internal error (this is a bug in orch; please report it with the lines below)'];

@@ -1,22 +1,24 @@
 /**
- * The one error hierarchy of orch (STYLE.md "Errors"). Every error that crosses a process or a
- * queue boundary is an OrchError with a permanent `code` (stable, greppable, used by tests and
- * dashboards), a `hint` that says what to do, and the original `cause`.
+ * The one error hierarchy of orch. Every error that crosses a process or a queue boundary is an
+ * OrchError with a permanent `code` from the registry (jobs/error-codes.ts: its kind decides
+ * retry and exit code), a `hint` that says what to do, and the original `cause`.
  *
- * - UserInputError: the user can fix it (bad spec, bad flag, missing binary). The CLI prints it
- *   without a stack and exits 2.
- * - Anything else reaching main() is a bug: it prints the cause chain and exits 1.
+ * - UserInputError: the user can fix it (bad spec, bad flag, missing binary); only codes of
+ *   kind user-input. The CLI prints it without a stack and exits 2.
+ * - An error without a registered code reaching main() is a bug: stack and cause chain, exit 1.
  */
+import type { ErrorCode, UserInputCode } from './error-codes.ts';
+
 export interface OrchErrorOptions {
   hint?: string;
   cause?: unknown;
 }
 
 export class OrchError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly hint: string | undefined;
 
-  constructor(code: string, message: string, options: OrchErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: OrchErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -25,7 +27,13 @@ export class OrchError extends Error {
 }
 
 /** A problem the user can fix; printed without a stack, exit code 2. */
-export class UserInputError extends OrchError {}
+export class UserInputError extends OrchError {
+  declare readonly code: UserInputCode;
+
+  constructor(code: UserInputCode, message: string, options: OrchErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
 
 /** One problem found in a spec file: where it is and how to fix it. */
 export interface SpecIssue {

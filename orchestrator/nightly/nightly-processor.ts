@@ -3,17 +3,19 @@
  * specs again (a spec may have changed since install) and submits every valid one through the
  * ordinary submit path (experiment/submit.ts). A spec that became invalid, or that submit
  * refuses, never stops the others: they are submitted, then the job fails with each spec's error
- * and the ids that were submitted (an UnrecoverableError: a retry would submit them twice).
+ * and the ids that were submitted (NIGHTLY_SPECS_REJECTED, never retried: a retry would submit
+ * the valid ones twice).
  * The job's return value lists the submitted experiments.
  */
 import { readFileSync } from 'node:fs';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { loadSpec } from '../../jobs/load-spec.ts';
 import { submitExperiment } from '../experiment/submit.ts';
 import { connectRedis } from '../../store/connect.ts';
+import { toJobError } from '../../store/job-error.ts';
 import { QUEUES } from '../../store/keys.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
 
@@ -28,7 +30,7 @@ export interface NightlyResult {
   submitted: SubmittedFromSuite[];
 }
 
-/** Submits the suite run's experiments; throws UnrecoverableError naming every spec that failed. */
+/** Submits the suite run's experiments; throws (never retried) naming every spec that failed. */
 export async function runSuite(redis: Redis, prefix: string, data: NightlyJobData, log: Logger): Promise<NightlyResult> {
   const submitted: SubmittedFromSuite[] = [];
   const failed: string[] = [];
@@ -48,9 +50,10 @@ export async function runSuite(redis: Redis, prefix: string, data: NightlyJobDat
   }
   if (failed.length > 0) {
     const ids = submitted.length > 0 ? submitted.map((s) => s.experiment).join(', ') : 'none';
-    throw new UnrecoverableError(
+    throw toJobError(new UserInputError(
+      'NIGHTLY_SPECS_REJECTED',
       `suite ${data.suite} (${data.file}): ${failed.length} of ${data.experiments.length} specs not submitted (submitted: ${ids})\n${failed.join('\n')}`,
-    );
+    ));
   }
   return { suite: data.suite, submitted };
 }

@@ -91,7 +91,7 @@ describe('orch CLI', () => {
 
 describe('error printing', () => {
   it('a user error: message and hint, exit 2', () => {
-    const err = new UserInputError('NO_CARDS', 'no card is free', { hint: 'wait or add hosts' });
+    const err = new UserInputError('NO_MATCHING_CARDS', 'no card is free', { hint: 'wait or add hosts' });
     assert.equal(exitCodeOf(err), 2);
     assert.equal(formatError(err), 'orch: no card is free\n  hint: wait or add hosts\n');
     const spec = new SpecError([{ file: 'a.yaml', line: 3, path: 'reps', message: 'must be >= 2 (got 1)' }]);

@@ -21,6 +21,7 @@ import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { UserInputCode } from '../../jobs/error-codes.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { spawnTethered } from '../command/tether.ts';
 import { acquireBuildLock } from './build-lock.ts';
@@ -76,7 +77,7 @@ interface FailureRecord {
   finished_at: number;
   pid: number;
   message: string;
-  code: string;
+  code: UserInputCode;
 }
 
 let requestSeq = 0;

@@ -1,0 +1,153 @@
+/**
+ * The error registry: every code an OrchError may carry, what kind of failure it is, and what
+ * each kind means for a retry and for the CLI's exit code. A failure's fate is decided here and
+ * nowhere else (docs/ARCHITECTURE.md "Errors"): the worker asks `retryable` before it hands an
+ * error to BullMQ, the CLI asks `exitCodeFor` before it exits.
+ *
+ * Kinds:
+ * - user-input: the user can fix it (spec, flag, environment, their own command). Never
+ *   retried: the same input fails the same way. The CLI prints message and hint, exits 2.
+ * - transient: the world changed under the attempt (a lease lost, a card busy, a worker stopped).
+ *   The attempt is retried.
+ * - deterministic: not the user's input, but the same payload would fail again (a rank's
+ *   deterministic exit, a refused commit). Never retried; exit 1 without a stack.
+ * - bug: orch contradicted itself (a payload its own scheduler built is invalid). Never retried;
+ *   the CLI prints the stack and exits 1.
+ *
+ * graphrt's own error codes (INTERNAL, BAD_REQUEST, CUDA_ERROR…) are a separate set on the
+ * protocol's error lines: jobs/graphrt-protocol.ts GRAPHRT_EXIT_CODES, native/PROTOCOL.md.
+ */
+export type ErrorKind = 'user-input' | 'transient' | 'deterministic' | 'bug';
+
+export interface ErrorCodeInfo {
+  kind: ErrorKind;
+  /** one line: what happened */
+  meaning: string;
+  /** what to do, where the message alone does not say it */
+  hint?: string;
+}
+
+export const ERROR_CODES = {
+  // the command line and the environment
+  CLI_USAGE: { kind: 'user-input', meaning: 'the command line does not parse (unknown command, bad option value)', hint: 'orch --help' },
+  NO_REDIS_URL: { kind: 'user-input', meaning: 'a command that needs the cluster ran without REDIS_URL' },
+  REDIS_URL_MISSING: { kind: 'user-input', meaning: 'orch worker started with neither --redis nor REDIS_URL' },
+  REDIS_UNREACHABLE: { kind: 'user-input', meaning: 'REDIS_URL names a Redis that does not answer within 10 s' },
+  REDIS_EVICTION_POLICY: { kind: 'user-input', meaning: 'the Redis may evict keys; orch needs maxmemory-policy noeviction' },
+  REDIS_NO_PASSWORD: { kind: 'user-input', meaning: 'the Redis accepts clients without a password and --insecure-redis was not given' },
+  REDIS_URL_IN_ARGV: { kind: 'user-input', meaning: '--redis carries a password, which every local user could read from the process list' },
+  REDIS_URL_FILE: { kind: 'user-input', meaning: '--redis-url-file is unreadable, readable by others, or holds no redis:// URL' },
+  REDIS_SERVER_MISSING: { kind: 'user-input', meaning: 'the embedded default found no redis-server binary to start' },
+  NO_WAIT_EMBEDDED: { kind: 'user-input', meaning: 'submit --no-wait without REDIS_URL: the embedded Redis would die with the command' },
+  GRAPHRT_MISSING: { kind: 'user-input', meaning: 'the graphrt binary is not built', hint: 'npm run build' },
+  HOST_NAME: { kind: 'user-input', meaning: '--host has characters a queue name cannot hold' },
+  CARD_UNKNOWN: { kind: 'user-input', meaning: '--cards names a card this host does not have' },
+  CARD_TWICE: { kind: 'user-input', meaning: '--cards lists a card twice' },
+  CARD_NONE: { kind: 'user-input', meaning: '--cards is empty' },
+  HOSTS_FAILED: { kind: 'user-input', meaning: 'orch hosts up|down failed on at least one host of the cluster file' },
+  SSH_KEY_MISSING: { kind: 'user-input', meaning: "a cluster file's ssh key file cannot be read" },
+  SSH_KEY_INVALID: { kind: 'user-input', meaning: "a cluster file's ssh key file is not a usable private key" },
+  SSH_AUTH_FAILED: { kind: 'user-input', meaning: 'a host refused the ssh key' },
+  SSH_UNREACHABLE: { kind: 'user-input', meaning: 'a host of the cluster file cannot be reached over ssh' },
+
+  // the spec and what the cluster can do with it
+  SPEC_INVALID: { kind: 'user-input', meaning: 'a spec, suite or cluster file failed validation (every issue listed)' },
+  METRIC_SOURCE_INVALID: { kind: 'user-input', meaning: "a command workload's metric source is malformed" },
+  TOO_MANY_RANKS: { kind: 'user-input', meaning: 'the spec needs more cards on one host than any host has' },
+  NO_MATCHING_CARDS: { kind: 'user-input', meaning: 'submit --no-wait: no registered card can run the spec now' },
+  NO_SUCH_EXPERIMENT: { kind: 'user-input', meaning: 'no experiment with that id under this Redis and prefix', hint: 'orch status lists the experiments' },
+  NO_SUCH_SUITE: { kind: 'user-input', meaning: 'no nightly suite of that name is installed', hint: 'orch nightly list' },
+  NIGHTLY_SPECS_REJECTED: { kind: 'user-input', meaning: "a nightly suite run could not submit some of its specs (the others were submitted)" },
+  ANALYSIS_INPUT: { kind: 'user-input', meaning: 'the results cannot be analyzed (an arm without reps, a missing control)' },
+
+  // the user's command workload: build, preflight, run
+  BUILD_NOT_GIT: { kind: 'user-input', meaning: 'build.key.git: the build dir is not a git checkout with a commit' },
+  BUILD_GIT_FAILED: { kind: 'user-input', meaning: 'build.key.dirty_diff: git diff failed in the build dir' },
+  BUILD_TOOLCHAIN_FAILED: { kind: 'user-input', meaning: 'a build.key.toolchain command exited non-zero' },
+  BUILD_FAILED: { kind: 'user-input', meaning: "the spec's build command failed" },
+  BUILD_ARTIFACT_MISSING: { kind: 'user-input', meaning: 'the build exited 0 without producing a listed artifact' },
+  BUILD_LOCK_FAILED: { kind: 'transient', meaning: "the host build lock (flock) could not be taken", hint: 'flock(1) is in util-linux' },
+  PREFLIGHT_DISK: { kind: 'user-input', meaning: 'the build dir has less free disk than min_free_disk_gb' },
+  PREFLIGHT_ARTIFACT_MISSING: { kind: 'user-input', meaning: 'an artifact of the build cache entry is gone' },
+  PREFLIGHT_CPU_BUILD: { kind: 'user-input', meaning: 'the spec needs cuda but graphrt was built without the CUDA backend' },
+  PREFLIGHT_NO_GPU: { kind: 'user-input', meaning: 'the spec needs cuda but graphrt sees no usable GPU on this host' },
+  PREFLIGHT_HELLO: { kind: 'deterministic', meaning: 'graphrt hello exited without a hello line (a broken binary)' },
+  TOGGLE_UNMAPPED: { kind: 'user-input', meaning: 'an arm sets a toggle that workload.toggles does not map to a flag or env' },
+  COMMAND_FAILED: { kind: 'user-input', meaning: "the user's command exited non-zero or was killed by a signal" },
+  COMMAND_TIMEOUT: { kind: 'user-input', meaning: "the user's command ran past workload.run.timeout_s" },
+  COMMAND_ABORTED: { kind: 'transient', meaning: "the user's command was killed because its gang failed or its request timed out" },
+  METRIC_NO_LINES: { kind: 'user-input', meaning: "the user's command printed no metric line" },
+  METRIC_NOT_A_NUMBER: { kind: 'user-input', meaning: 'a metric line held a value that is not a number' },
+  METRIC_BAD_STEP: { kind: 'user-input', meaning: 'a metric line held a step that is not a non-negative integer' },
+  METRIC_TOO_FEW_STEPS: { kind: 'user-input', meaning: "the user's command printed fewer measured steps than workload.steps" },
+  RANK_LINE_TOO_LONG: { kind: 'user-input', meaning: "the user's command printed a stdout line longer than MAX_RANK_LINE_BYTES (jobs/line-limit.ts)" },
+
+  // a block attempt on its gang
+  CARD_BUSY: { kind: 'transient', meaning: "another process holds the card's flock" },
+  FOREIGN_PROCESS: { kind: 'transient', meaning: 'a process orch did not start runs on a leased card (foreign_process: fail)' },
+  WORKER_STOPPING: { kind: 'transient', meaning: 'the worker was stopped (SIGTERM) while the block waited' },
+  LEASE_LOST: { kind: 'transient', meaning: "the gang's lease expired, was released or revoked; its results are refused" },
+  RANK_DIED: { kind: 'transient', meaning: 'a rank was killed by a signal or exited with a code a retry may not see again' },
+  RANK_EXITED: { kind: 'deterministic', meaning: 'a rank exited with a code native/PROTOCOL.md calls deterministic (bug, bad input, no backend, gate, CUDA fault)' },
+  RANK_ANSWERED_ERROR: { kind: 'deterministic', meaning: 'a rank answered a rep or gate with an error line' },
+  BLOCK_ALREADY_COMMITTED: { kind: 'deterministic', meaning: "another attempt already committed this block; this attempt's results are refused" },
+  RANK_PROTOCOL: { kind: 'deterministic', meaning: 'a rank broke the protocol: a line failing its schema, longer than MAX_RANK_LINE_BYTES, or answering another request' },
+  RESULT_MALFORMED: { kind: 'deterministic', meaning: 'a committed result in Redis does not match its schema (jobs/rep-result.ts, jobs/gate-result.ts)' },
+  GRAPHRT_PROTOCOL: { kind: 'deterministic', meaning: 'graphrt wrote a line that is not a protocol line (a version skew)', hint: 'npm run build' },
+  BLOCK_PAYLOAD_INVALID: { kind: 'bug', meaning: 'a block job payload does not match jobs/block-job.ts' },
+  BLOCK_WRONG_HOST: { kind: 'bug', meaning: 'a block job reached the worker of another host' },
+  BLOCK_FOREIGN_CARDS: { kind: 'bug', meaning: 'a block job names cards its host does not have' },
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The codes a UserInputError may carry: exactly those of kind user-input. */
+export type UserInputCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C]['kind'] extends 'user-input' ? C : never }[ErrorCode];
+
+/** What each kind means for a BullMQ attempt and for the CLI. */
+export const KIND_POLICY: Record<ErrorKind, { retry: boolean; exitCode: 1 | 2; stack: boolean }> = {
+  'user-input': { retry: false, exitCode: 2, stack: false },
+  transient: { retry: true, exitCode: 1, stack: false },
+  deterministic: { retry: false, exitCode: 1, stack: false },
+  bug: { retry: false, exitCode: 1, stack: true },
+};
+
+export function isErrorCode(s: unknown): s is ErrorCode {
+  return typeof s === 'string' && Object.hasOwn(ERROR_CODES, s);
+}
+
+/** The registered code of an error, if it carries one (an OrchError, or one that crossed a file). */
+export function codeOf(err: unknown): ErrorCode | null {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return isErrorCode(code) ? code : null;
+}
+
+/**
+ * The kind of any thrown value. An error without a registered code is `unclassified`: in a
+ * worker it is mostly I/O (a dropped connection, a timeout) and is retried; at the CLI nothing
+ * explains it, so it prints as a bug.
+ */
+export function kindOf(err: unknown): ErrorKind | 'unclassified' {
+  const code = codeOf(err);
+  return code === null ? 'unclassified' : ERROR_CODES[code].kind;
+}
+
+/** Whether a failed attempt is tried again: the one retry decision of orch. */
+export function retryable(err: unknown): boolean {
+  // BullMQ's own marker, for an error already translated by a runner below the executor
+  if (err instanceof Error && err.name === 'UnrecoverableError') return false;
+  const kind = kindOf(err);
+  return kind === 'unclassified' ? true : KIND_POLICY[kind].retry;
+}
+
+/** The CLI's exit code for an error that ends a command. */
+export function exitCodeFor(err: unknown): 1 | 2 {
+  const kind = kindOf(err);
+  return kind === 'unclassified' ? 1 : KIND_POLICY[kind].exitCode;
+}
+
+/** Whether the CLI prints the stack and cause chain (a bug, or nothing explains it). */
+export function printsStack(err: unknown): boolean {
+  const kind = kindOf(err);
+  return kind === 'unclassified' || KIND_POLICY[kind].stack;
+}
