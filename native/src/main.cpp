@@ -12,6 +12,7 @@
 
 #include "card_lock.hpp"
 #include "graphrt/backends.hpp"
+#include "graphrt/limits.hpp"
 #include "lines.hpp"
 #include "session.hpp"
 
@@ -89,8 +90,9 @@ ProcessOptions parse_process_options(const std::vector<std::string>& args) {
   if (o.world > 1 && o.rendezvous.empty())
     user_error(Errc::BadFlag, "--world " + std::to_string(o.world) +
                                   " needs --rendezvous PATH (a socket path, the same for every rank of the gang)");
-  if (o.world > 4096 || o.rendezvous_timeout_ms < 1 || o.rendezvous_timeout_ms > 3600000)
-    user_error(Errc::BadFlag, "--world is at most 4096 and --rendezvous-timeout-ms 1..3600000");
+  if (o.world > limits::kWorld.max || o.rendezvous_timeout_ms < 1 || o.rendezvous_timeout_ms > 3600000)
+    user_error(Errc::BadFlag, "--world is at most " + std::to_string(limits::kWorld.max) +
+                                  " and --rendezvous-timeout-ms 1..3600000");
   return o;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 
 namespace graphrt {
@@ -15,15 +16,20 @@ struct ParamSpec {
   std::int64_t max;
 };
 
+constexpr ParamSpec param_spec(const char* name, std::uint32_t Params::*field) {
+  return {name, field, limits::param(name).min, limits::param(name).max};
+}
+
 const ParamSpec kParams[] = {
-    {"kernels", &Params::kernels, 1, 100000},
-    {"layers", &Params::layers, 1, 256},
-    {"kernels_per_layer", &Params::kernels_per_layer, kDecodeBaseKernels, 256},
-    {"hidden", &Params::hidden, 2, 1024},
-    {"max_pos", &Params::max_pos, 1, 65536},
-    {"params", &Params::params, 1, 4096},
-    {"param_size", &Params::param_size, 1, 1 << 22},
+    param_spec("kernels", &Params::kernels),
+    param_spec("layers", &Params::layers),
+    param_spec("kernels_per_layer", &Params::kernels_per_layer),
+    param_spec("hidden", &Params::hidden),
+    param_spec("max_pos", &Params::max_pos),
+    param_spec("params", &Params::params),
+    param_spec("param_size", &Params::param_size),
 };
+static_assert(std::size(kParams) == std::size(limits::kParams), "a param in limits.json has no field in Params");
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -194,11 +200,11 @@ Request request_from_json(const json::Value& v) {
         *field = tv.boolean;
       }
     } else if (key == "warmup") {
-      r.warmup = json_int("warmup", val, 0, 100000);
+      r.warmup = json_int("warmup", val, limits::kWarmup.min, limits::kWarmup.max);
     } else if (key == "steps") {
-      r.steps = json_int("steps", val, 1, 100000);
+      r.steps = json_int("steps", val, limits::kSteps.min, limits::kSteps.max);
     } else if (key == "replays") {
-      r.replays = json_int("replays", val, 1, 100000);
+      r.replays = json_int("replays", val, limits::kReplays.min, limits::kReplays.max);
     } else if (key == "seed") {
       r.seed = static_cast<std::uint64_t>(json_int("seed", val, 0, std::numeric_limits<std::int64_t>::max()));
     } else {
@@ -208,6 +214,12 @@ Request request_from_json(const json::Value& v) {
     }
   }
   return r;
+}
+
+std::uint32_t param_value(const Params& p, std::string_view name) {
+  for (const auto& spec : kParams)
+    if (name == spec.name) return p.*(spec.field);
+  RT_THROW(Errc::Internal, "", "param_value: no param \"" + std::string(name) + "\"");
 }
 
 Request request_from_flags(const std::vector<std::string>& args) {
@@ -241,11 +253,11 @@ Request request_from_flags(const std::vector<std::string>& args) {
     } else if (name == "workload") {
       set_workload(r, next());
     } else if (name == "warmup") {
-      r.warmup = to_int(flag, next(), 0, 100000);
+      r.warmup = to_int(flag, next(), limits::kWarmup.min, limits::kWarmup.max);
     } else if (name == "steps") {
-      r.steps = to_int(flag, next(), 1, 100000);
+      r.steps = to_int(flag, next(), limits::kSteps.min, limits::kSteps.max);
     } else if (name == "identity") {
-      r.replays = to_int(flag, next(), 1, 100000);
+      r.replays = to_int(flag, next(), limits::kReplays.min, limits::kReplays.max);
       r.op = Op::Identity;
     } else if (name == "seed") {
       r.seed = static_cast<std::uint64_t>(to_int(flag, next(), 0, std::numeric_limits<std::int64_t>::max()));

@@ -4,23 +4,30 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphrt/error.hpp"
+#include "graphrt/limits.hpp"
 #include "json.hpp"
 
 namespace graphrt {
 
 enum class Op { Rep, Identity, Probe, Hello };
 
+// Defaults and ranges: limits.json (graphrt/limits.hpp is generated from it).
+constexpr std::uint32_t param_default(std::string_view name) {
+  return static_cast<std::uint32_t>(limits::param(name).def);
+}
+
 struct Params {
-  std::uint32_t kernels = 64;           // chain
-  std::uint32_t layers = 4;             // decode
-  std::uint32_t kernels_per_layer = 12; // decode, >= kDecodeBaseKernels
-  std::uint32_t hidden = 64;            // decode
-  std::uint32_t max_pos = 64;           // decode
-  std::uint32_t params = 8;             // train
-  std::uint32_t param_size = 256;       // train, and chain's buffer length
+  std::uint32_t kernels = param_default("kernels");                      // chain
+  std::uint32_t layers = param_default("layers");                        // decode
+  std::uint32_t kernels_per_layer = param_default("kernels_per_layer");  // decode, >= kDecodeBaseKernels
+  std::uint32_t hidden = param_default("hidden");                        // decode
+  std::uint32_t max_pos = param_default("max_pos");                      // decode
+  std::uint32_t params = param_default("params");                        // train
+  std::uint32_t param_size = param_default("param_size");                // train, and chain's buffer length
 };
 
 struct Toggles {
@@ -48,6 +55,8 @@ struct Request {
 };
 
 inline constexpr std::uint32_t kDecodeBaseKernels = 9;
+static_assert(limits::param("kernels_per_layer").min == kDecodeBaseKernels,
+              "limits.json: kernels_per_layer.min must be the kernels a decode layer's work takes");
 
 // Names, in protocol order.
 const std::vector<std::string>& toggle_names();
@@ -61,6 +70,8 @@ std::vector<std::string> toggles_on(const Toggles& t);
 Request request_from_json(const json::Value& v);
 // args: the request flags of `graphrt run` (process options already removed).
 Request request_from_flags(const std::vector<std::string>& args);
+// A param's value by its limits.json name (the names device-byte terms use).
+std::uint32_t param_value(const Params& p, std::string_view name);
 // The id of a request line, if it can be read (for error lines about a bad request).
 std::string request_id_of(const json::Value& v);
 

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "../workload.hpp"
+#include "graphrt/limits.hpp"
 #include "chain.hpp"
 #include "decode.hpp"
 #include "train.hpp"
@@ -10,26 +11,35 @@ namespace graphrt {
 
 namespace {
 
-// Device bytes a workload allocates (within a few scratch vectors): refused above the limit as a
+// Device bytes a workload allocates (within a few scratch vectors), by the terms of limits.json
+// "device_bytes" (the same formula orch validate applies): refused above the backend's limit as a
 // bad request rather than failing the allocation half way.
 std::uint64_t device_bytes(const Request& req) {
-  const Params& p = req.params;
-  const std::uint64_t f = sizeof(float);
-  if (req.workload == "chain") return f * p.param_size;
-  if (req.workload == "train") return f * p.params * std::uint64_t{p.param_size} * 7;
-  const std::uint64_t h = p.hidden;
-  return f * (p.layers * (6 * h * h + 2 * std::uint64_t{p.max_pos} * h + 2 * h) + p.max_pos * (h + 1) + 10 * h);
+  std::uint64_t bytes = 0;
+  for (const auto& term : limits::kDeviceTerms) {
+    if (term.workload != req.workload) continue;
+    std::uint64_t product = term.coefficient;
+    for (std::size_t i = 0; i < term.factor_count; ++i) product *= param_value(req.params, term.factors[i]);
+    bytes += product;
+  }
+  return bytes;
 }
 
-constexpr std::uint64_t kMaxDeviceBytes = std::uint64_t{4} << 30;
+std::uint64_t max_device_bytes(const std::string& backend) {
+  for (const auto& b : limits::kMaxDeviceBytes)
+    if (b.backend == backend) return b.max;
+  RT_THROW(Errc::Internal, "", "limits.json device_bytes.max has no entry for backend \"" + backend + "\"");
+}
 
 }  // namespace
 
 std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req, Shard shard) {
-  if (const std::uint64_t bytes = device_bytes(req); bytes > kMaxDeviceBytes)
-    user_error(Errc::BadParam, req.workload + ": these params need " + std::to_string(bytes >> 20) +
-                                   " MiB of device memory, more than graphrt's limit of " +
-                                   std::to_string(kMaxDeviceBytes >> 20) + " MiB; use smaller sizes");
+  const std::string on = backend.info().backend;
+  if (const std::uint64_t bytes = device_bytes(req), max = max_device_bytes(on); bytes > max)
+    user_error(Errc::BadParam, req.workload + ": these params need " + std::to_string(bytes) + " bytes (" +
+                                   std::to_string(bytes >> 20) + " MiB) of device memory, more than graphrt's " +
+                                   on + " limit of " + std::to_string(max) + " bytes (" + std::to_string(max >> 20) +
+                                   " MiB); use smaller sizes");
   if (req.workload == "chain") return std::make_unique<ChainWorkload>(backend, req);
   if (req.workload == "decode") return std::make_unique<DecodeWorkload>(backend, req, shard);
   if (req.workload == "train") return std::make_unique<TrainWorkload>(backend, req);
