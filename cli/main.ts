@@ -9,6 +9,17 @@ import type { GlobalOptions } from './command.ts';
 import { commands } from './commands/index.ts';
 import { exitCodeOf, formatError } from './print-error.ts';
 
+/** The environment every orch process reads; `orch --help` prints it after the commands. */
+const ENVIRONMENT = `Environment:
+  REDIS_URL        the cluster's Redis; unset, orch submit runs embedded (a private
+                   redis-server that lives as long as the command)
+  ORCH_PREFIX      key prefix in that Redis (default orch); every process of a cluster
+                   uses the same one (orch worker --prefix; orch hosts up passes it on)
+  ORCH_LOG         log level (default warn; info for serve and worker)
+  ORCH_BUILD_DIR   build cache of command workloads (default ~/.cache/orch/builds)
+  ORCH_GRAPHRT, ORCH_CPU_CARDS, ORCH_REDIS_SERVER
+                   embedded submit: graphrt binary, cpu cards, redis-server binary`;
+
 export function buildParser(argv: string[]) {
   let parser = yargs(argv)
     .scriptName('orch')
@@ -19,6 +30,7 @@ export function buildParser(argv: string[]) {
     .recommendCommands()
     .help()
     .alias('h', 'help')
+    .epilogue(ENVIRONMENT)
     .version(false)
     .wrap(100)
     .exitProcess(false)

@@ -6,6 +6,7 @@
 import { SpecError, UserInputError } from '../../jobs/errors.ts';
 import { loadConfigFile } from '../../jobs/load-spec.ts';
 import { orchLog } from '../embedded/log.ts';
+import { prefixFromEnv } from '../embedded/redis-target.ts';
 import { hostsDown, hostsUp, type HostReport } from '../../orchestrator/ssh/bring-up.ts';
 import { defineCommand } from '../command.ts';
 
@@ -35,7 +36,7 @@ export const hostsCommand = defineCommand<HostsArgs>({
     if (loaded.kind !== 'cluster') {
       throw new SpecError([{ file: argv.file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not a cluster file`, fix: 'pass a file with kind: cluster' }]);
     }
-    const opts = { file: argv.file, cluster: loaded.cluster, log: orchLog('hosts'), timeoutMs: argv.timeout * 1000 };
+    const opts = { file: argv.file, cluster: loaded.cluster, log: orchLog('hosts'), timeoutMs: argv.timeout * 1000, prefix: prefixFromEnv() };
     const reports = argv.action === 'up' ? await hostsUp(opts) : await hostsDown(opts);
     process.stdout.write(argv.json ? `${JSON.stringify({ action: argv.action, hosts: reports })}\n` : reports.map(line).join(''));
     const failed = reports.filter((r) => r.status === 'failed');

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { loadSpec } from '../../jobs/load-spec.ts';
-import { OrchError } from '../../jobs/errors.ts';
+import { UserInputError } from '../../jobs/errors.ts';
 import { orchLog } from '../embedded/log.ts';
 import { prefixFromEnv, redisUrlFromEnv, connectTarget } from '../embedded/redis-target.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
@@ -46,9 +46,11 @@ export const submitCommand = defineCommand<SubmitArgs>({
     const url = redisUrlFromEnv();
     if (!url) {
       if (!argv.wait) {
-        throw new OrchError('NO_WAIT_EMBEDDED', 'without REDIS_URL, submit runs the experiment itself; --no-wait needs a cluster', {
-          hint: 'set REDIS_URL to a Redis that orch serve and orch worker use',
-        });
+        throw new UserInputError(
+          'NO_WAIT_EMBEDDED',
+          '--no-wait needs a cluster (REDIS_URL): without REDIS_URL, submit runs the experiment on a private redis-server that dies with this command, so nothing would be left to run it',
+          { hint: 'drop --no-wait to run it here and wait for the report, or export REDIS_URL=redis://HOST:PORT of a Redis that orch serve and orch worker use' },
+        );
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
       const r = await runEmbedded({ loaded, specText, watch: argv.watch && !json, resultsRoot: argv.results, json });

@@ -44,9 +44,11 @@ function paths(host: Host) {
 }
 
 /** The shell line that starts the worker in the background and prints its pid. */
-export function startCommand(host: Host, redisUrl: string): string {
+export function startCommand(host: Host, redisUrl: string, prefix?: string): string {
   const p = paths(host);
   const args = ['bin/orch.mjs', 'worker', '--host', host.name];
+  // the remote shell has none of this one's environment: the key prefix travels as a flag
+  if (prefix !== undefined) args.push('--prefix', prefix);
   if (host.cards) args.push('--cards', host.cards.join(','));
   args.push('--build-dir', host.build_dir);
   const worker = [shellWord(host.node), ...args.map(shellWord)].join(' ');
@@ -107,7 +109,7 @@ async function eachHost(opts: HostsOptions, one: (ssh: SshHost, host: Host, regi
 export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return eachHost(opts, async (ssh, host, registry) => {
-    const r = await ssh.exec(startCommand(host, opts.cluster.redis.url));
+    const r = await ssh.exec(startCommand(host, opts.cluster.redis.url, opts.prefix));
     const m = /^(started|running) (\d+)$/m.exec(r.stdout);
     if (r.code !== 0 || !m) {
       const why = r.code === 3 ? `cannot enter repo_dir ${host.repo_dir}` : `the start command exited ${r.code ?? r.signal}`;

@@ -17,6 +17,18 @@ describe('orch CLI', () => {
     assert.match(r.stdout, /orch validate <files\.\.>/);
     assert.match(r.stdout, /orch plan <file>/);
     assert.match(r.stdout, /--json/);
+    assert.match(r.stdout, /^ {2}ORCH_PREFIX {6}key prefix in that Redis/m);
+    assert.match(r.stdout, /^ {2}REDIS_URL /m);
+  });
+
+  it('submit --no-wait without REDIS_URL is a user error naming the cluster it needs: exit 2, no stack', () => {
+    const r = runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--no-wait'], { REDIS_URL: '' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^orch: --no-wait needs a cluster \(REDIS_URL\): .*private redis-server that dies with this command/);
+    assert.match(r.stderr, /hint: drop --no-wait .* or export REDIS_URL=/);
+    assert.doesNotMatch(r.stderr, /internal error/);
+    assert.doesNotMatch(r.stderr, STACK_FRAME);
+    assert.equal(r.stdout, '');
   });
 
   it('npx orch resolves the package bin', () => {
