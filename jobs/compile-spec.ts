@@ -4,6 +4,9 @@
  * a regex must have the group it reads…), and completing A/B arms (unnamed toggles are off)
  * so that spelling an off toggle out does not change the hash.
  */
+import { statSync, type Stats } from 'node:fs';
+import { isAbsolute } from 'node:path';
+import { checkNativeBounds, checkPlanSize } from './compile-bounds.ts';
 import { suggestion } from './did-you-mean.ts';
 import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
 import { NATIVE_TOGGLES, type Spec } from './spec.ts';
@@ -53,6 +56,10 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   if (spec.workload.runtime === 'command' && spec.workload.metric_source.format === 'regex') {
     checkRegex(spec.workload.metric_source, problem);
   }
+  if (spec.workload.runtime === 'command') checkCwd(spec.workload.run.cwd, problem);
+  checkNativeBounds(spec, problem);
+  // The arms are only well defined once everything else holds (a sweep needs its section).
+  if (problems.length === 0) checkPlanSize(spec, problem);
   return { spec, problems };
 }
 
@@ -161,6 +168,23 @@ function checkProbe(spec: Spec, problem: Report): void {
   } else if (w.runtime === 'native' && w.kind === 'probe') {
     problem(['workload', 'kind'], `kind probe measures nothing; it is only for design: probe (this is ${spec.design})`, 'use design: probe, or kind chain | decode | train');
   }
+}
+
+/**
+ * An absolute run.cwd must be a directory here (the workers share the checkout layout); a relative
+ * one is resolved on the worker, which names it when it is missing (worker/command/run-command-rep.ts).
+ */
+function checkCwd(cwd: string | undefined, problem: Report): void {
+  if (cwd === undefined || !isAbsolute(cwd)) return;
+  let stat: Stats | undefined;
+  try {
+    stat = statSync(cwd);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    problem(['workload', 'run', 'cwd'], `the directory ${cwd} cannot be used (${code})`, 'create it, or give the path of an existing directory');
+    return;
+  }
+  if (!stat.isDirectory()) problem(['workload', 'run', 'cwd'], `${cwd} is not a directory`, 'give the path of a directory');
 }
 
 /** The metric regex compiles and has the groups it reads (jobs/metric-source.ts, shared with the worker). */

@@ -4,13 +4,14 @@
  * or a cluster file. Errors are a SpecError listing every issue with file, YAML line, dotted
  * path and a fix; nothing is silently corrected.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ClusterSchema, type Cluster } from './cluster.ts';
 import { compileSpec } from './compile-spec.ts';
 import { suggestion } from './did-you-mean.ts';
 import { SpecError, type SpecIssue } from './errors.ts';
+import { readSpecFile } from './read-spec-file.ts';
 import { SpecSchema, type Spec } from './spec.ts';
 import { specHash } from './spec-hash.ts';
 import { SuiteSchema, type Suite } from './suite.ts';
@@ -42,21 +43,14 @@ export function loadSpec(file: string): LoadedSpec {
 
 /** Reads and validates a config file of any kind; throws SpecError with every issue. */
 export function loadConfigFile(file: string): LoadedConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new SpecError([{ file, line: null, path: '', message: `cannot read the file (${code})`, fix: 'check the path' }]);
-  }
-  return parseConfigText(file, text);
+  return parseConfigText(file, readSpecFile(file));
 }
 
 /**
  * As loadConfigFile, from text already read (`file` names it in messages). A suite's
  * experiment files are read from disk, relative to `file`.
  */
-export function parseConfigText(file: string, text: string): LoadedConfig {
+export function parseConfigText(file: string, text: string, only?: ConfigKind): LoadedConfig {
   const source = parseYamlSource(file, text);
   if (source.issues.length > 0) throw new SpecError(source.issues);
   const data = source.data;
@@ -64,6 +58,10 @@ export function parseConfigText(file: string, text: string): LoadedConfig {
     throw new SpecError([{ file, line: source.lineOf([]), path: '', message: 'expected a mapping (key: value lines) at the top level', fix: 'start with name: … and design: …' }]);
   }
   const kind = (data as { kind?: unknown }).kind ?? 'experiment';
+  if (only !== undefined && kind !== only && typeof kind === 'string' && (CONFIG_KINDS as readonly string[]).includes(kind)) {
+    // Refused before its content is checked: a suite inside a suite would be read recursively.
+    throw new SpecError([{ file, line: source.lineOf(['kind']), path: 'kind', message: `this is a ${kind} file, not ${only === 'experiment' ? 'an' : 'a'} ${only} file`, fix: `pass ${only === 'experiment' ? 'an experiment spec' : `a ${only} file`}` }]);
+  }
   switch (kind) {
     case 'experiment': {
       const parsed = validate(file, source, SpecSchema);
@@ -87,26 +85,53 @@ export function parseConfigText(file: string, text: string): LoadedConfig {
   }
 }
 
-/** Every experiment a suite names must exist (relative to the suite file) and be valid. */
+/**
+ * Every experiment a suite names must exist (relative to the suite file), lie in the suite's
+ * directory or below it (a suite is installed and re-read by the nightly worker: it must not
+ * reach files elsewhere, whose content a message would then show), and be a valid spec.
+ */
 function checkSuiteExperiments(file: string, source: YamlSource, suite: Suite): void {
   const issues: SpecIssue[] = [];
+  const suiteDir = realDir(dirname(file));
   suite.experiments.forEach((rel, i) => {
     const absolute = resolve(dirname(file), rel);
     const path = relative(process.cwd(), absolute).startsWith('..') ? absolute : relative(process.cwd(), absolute);
     const at = { file, line: source.lineOf(['experiments', i]), path: `experiments[${i}]` };
+    if (!within(suiteDir, absolute)) {
+      issues.push({ ...at, message: `"${rel}" is outside the suite's directory ${suiteDir}; not read`, fix: "put the spec in the suite's directory or below it, and name it by a relative path without .." });
+      return;
+    }
     if (!existsSync(path)) {
       issues.push({ ...at, message: `no such file "${rel}" (looked for ${path})`, fix: 'paths are relative to the suite file' });
       return;
     }
+    if (!within(suiteDir, realpathSync(path))) {
+      issues.push({ ...at, message: `"${rel}" is a link to a file outside the suite's directory ${suiteDir}; not read`, fix: "copy the spec into the suite's directory" });
+      return;
+    }
     try {
-      const loaded = loadConfigFile(path);
-      if (loaded.kind !== 'experiment') issues.push({ ...at, message: `"${rel}" is a ${loaded.kind} file, not an experiment spec` });
+      // An experiment only: a suite naming a suite (itself, say) would be read forever.
+      parseConfigText(path, readSpecFile(path), 'experiment');
     } catch (err) {
       if (!(err instanceof SpecError)) throw err;
       issues.push({ ...at, message: `"${rel}" is not a valid spec (its problems follow)` }, ...err.issues);
     }
   });
   if (issues.length > 0) throw new SpecError(issues);
+}
+
+/** The directory with its links resolved (the suite's own directory exists: the suite was read from it). */
+function realDir(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return resolve(dir);
+  }
+}
+
+function within(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
 }
 
 function validate<S extends z.ZodType>(file: string, source: YamlSource, schema: S): z.infer<S> {

@@ -110,6 +110,11 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
   return { arms, control };
 }
 
+/** How many reps the plan of a compiled spec holds, without building it (the bound compile checks). */
+export function plannedRepCount(spec: Spec): number {
+  return planArms(spec).arms.length * spec.reps * spec.blocks.count;
+}
+
 /** Williams rows (ABBA for two arms), rotating across rounds and blocks (see the header). */
 export function balancedBlocks(names: string[], reps: number, count: number): PlannedBlock[] {
   const rows = williamsRows(names.length);

@@ -1,5 +1,5 @@
 /**
- * The experiment spec: what a user writes (configs/*.yaml, DESIGN.md "An example spec").
+ * The experiment spec: what a user writes (configs/*.yaml are commented examples).
  * Stages: raw YAML → parsed (this schema: types, ranges, defaults, unknown keys rejected) →
  * compiled (jobs/compile-spec.ts: cross-field checks) → planned (jobs/plan.ts).
  * Every default lives here, so the hash of the parsed spec (jobs/spec-hash.ts) does not change
@@ -8,7 +8,9 @@
 import { z } from 'zod';
 import { CommandWorkloadSchema } from './spec/command-workload.ts';
 import { NativeWorkloadSchema } from './spec/native-workload.ts';
-import { NameSchema, strictObject } from './spec/strict-object.ts';
+import { LIMITS } from './limits.ts';
+import { boundedList, EnvValueSchema, intIn } from './spec/bounded.ts';
+import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec/strict-object.ts';
 
 export { NATIVE_TOGGLES } from './spec/native-workload.ts';
 
@@ -21,7 +23,8 @@ export type Workload = z.infer<typeof WorkloadSchema>;
 /** One arm of an A/B: a name and a value for some toggles (the others are off). */
 export const SpecArmSchema = strictObject({
   name: NameSchema,
-  toggles: z.record(z.string(), z.union([z.boolean(), z.string()])).default({}),
+  /** A string value is an env toggle's value (command workloads). */
+  toggles: z.record(z.string(), z.union([z.boolean(), EnvValueSchema])).default({}),
 });
 export type SpecArm = z.infer<typeof SpecArmSchema>;
 
@@ -33,15 +36,16 @@ export type SpecArm = z.infer<typeof SpecArmSchema>;
 export const SweepSchema = strictObject({
   param: z.string().min(1).optional(),
   toggle: z.string().min(1).optional(),
-  values: z.array(z.union([z.int().positive(), z.string().min(1)])).min(2),
+  /** Native param values are checked against graphrt's range in compile-spec (which param is known there). */
+  values: boundedList(z.union([z.int().positive(), z.string().min(1).max(NAME_MAX_LENGTH, { error: 'a value becomes part of an arm name; shorten it' })])).min(2),
 });
 export type Sweep = z.infer<typeof SweepSchema>;
 
 export const BlocksSchema = strictObject({
   /** Blocks are the replication unit; each runs every arm's reps on its own cards. */
-  count: z.int().min(1).default(1),
+  count: intIn(LIMITS.orch.blocks, 'each block is a gang of cards run to the end; more do not fit a plan').default(1),
   /** Ranks (one card each) per block. */
-  ranks: z.int().min(1).default(1),
+  ranks: intIn(LIMITS.graphrt.world, "graphrt's --world refuses larger gangs").default(1),
   /** host: all of a block's cards on one host; spread: any hosts — accepted, but until a gang can span hosts (grant-planner.ts) it is scheduled on one host too. */
   placement: z.enum(['host', 'spread']).default('host'),
 });
@@ -49,7 +53,7 @@ export const BlocksSchema = strictObject({
 export const GatesSchema = strictObject({
   /** Byte identity of graph replay vs eager: capture + `replays` replays; false turns it off. */
   identity: z
-    .union([strictObject({ replays: z.int().min(3).default(7) }), z.literal(false)], {
+    .union([strictObject({ replays: intIn({ min: LIMITS.orch.identity_replays.min, max: LIMITS.graphrt.replays.max }, 'graphrt refuses more replays (BAD_PARAM)').default(7) }), z.literal(false)], {
       error: 'expected { replays: N } with N >= 3, or false',
     })
     .default({ replays: 7 }),
@@ -77,20 +81,20 @@ export const SpecSchema = strictObject({
   design: z.enum(DESIGNS),
   workload: WorkloadSchema,
   /** Native: graphrt toggle names; command: keys of workload.toggles. */
-  toggles: z.array(z.string().min(1)).default([]),
+  toggles: boundedList(z.string().min(1).max(NAME_MAX_LENGTH)).default([]),
   /** design ab only: exactly two arms. */
-  arms: z.array(SpecArmSchema).optional(),
+  arms: boundedList(SpecArmSchema).optional(),
   /** design sweep only. */
   sweep: SweepSchema.optional(),
-  reps: z.int().min(2).default(5),
+  reps: intIn(LIMITS.orch.reps, 'reps per arm per block are bounded so the plan stays small to compute and run').default(5),
   blocks: BlocksSchema.default({ count: 1, ranks: 1, placement: 'host' }),
   gates: GatesSchema.default({ identity: { replays: 7 }, aa: false }),
   metric: MetricSchema.default({ name: 'ms_per_step', better: 'lower', statistic: 'median', min_effect: 0.01 }),
   /** balanced: ABBA / Williams; random: a seeded shuffle per round (needs `seed`). */
   order: z.enum(['balanced', 'random']).default('balanced'),
-  seed: z.int().min(0).optional(),
+  seed: intIn({ min: 0, max: LIMITS.orch.seed.max }, 'the order shuffle (mulberry32) takes a 32-bit seed').optional(),
   /** Higher runs first among waiting experiments. */
-  priority: z.int().default(0),
+  priority: intIn(LIMITS.orch.priority, 'priorities are compared as plain numbers; keep them small').default(0),
   /** Another process on a leased card: fail the block, or wait for it to go. */
   foreign_process: z.enum(['fail', 'wait']).default('fail'),
   /** Preflight refuses a host with less free disk than this. */

@@ -1,9 +1,13 @@
 /**
  * YAML text → plain data, keeping the document so any dotted path maps back to its line.
- * Syntax errors (and duplicate keys, which YAML forbids) come back as issues with lines.
+ * Syntax errors (and duplicate keys, which YAML forbids) come back as issues with lines, and so
+ * do the shapes no spec has and that would exhaust the reader: more than one document, nesting
+ * deeper than `orch.spec_file.depth` (yaml's composer and every later walk recurse per level),
+ * anchors whose aliases expand past `orch.spec_file.aliases` (a "billion laughs" file).
  */
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import { Composer, isMap, isPair, isScalar, isSeq, LineCounter, Parser, type CST, type Document, type Node } from 'yaml';
 import type { SpecIssue } from './errors.ts';
+import { LIMITS, LIMITS_FILE } from './limits.ts';
 
 export type PathSegment = string | number;
 
@@ -15,18 +19,49 @@ export interface YamlSource {
   lineOf(path: readonly PathSegment[]): number | null;
 }
 
+const MAX_DEPTH = LIMITS.orch.spec_file.depth;
+const MAX_ALIASES = LIMITS.orch.spec_file.aliases;
+
 export function parseYamlSource(file: string, text: string): YamlSource {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  const line = (offset: number | undefined): number | null =>
+    offset === undefined ? null : lineCounter.linePos(offset).line;
+  const fail = (at: number | undefined, message: string, fix: string): YamlSource => ({
+    data: undefined,
+    issues: [{ file, line: line(at), path: '', message, fix }],
+    lineOf: () => null,
+  });
+
+  const tokens = Array.from(new Parser(lineCounter.addNewLine).parse(text));
+  const deep = firstTooDeep(tokens, MAX_DEPTH);
+  if (deep !== null) {
+    return fail(deep, `nesting deeper than ${MAX_DEPTH} levels`, `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)`);
+  }
+  const docs: Document.Parsed[] = Array.from(new Composer({ uniqueKeys: true }).compose(tokens, true, text.length));
+  if (docs.length > 1) {
+    return fail(docs[1]?.range[0], `${docs.length} YAML documents (separated by "---"); a config file holds exactly one`, 'keep one document per file: remove the extra "---" and what follows, or split the file');
+  }
+  const doc = docs[0] as Document.Parsed;
   const issues: SpecIssue[] = doc.errors.map((e) => ({
     file,
-    line: e.linePos?.[0].line ?? null,
+    line: line(e.pos[0]),
     path: '',
     message: `YAML syntax error: ${firstLine(e.message)}`,
     fix: 'fix the YAML syntax (indentation, quotes, ":" after keys)',
   }));
-  const line = (offset: number | undefined): number | null =>
-    offset === undefined ? null : lineCounter.linePos(offset).line;
+  let data: unknown;
+  if (issues.length === 0) {
+    try {
+      data = doc.toJS({ maxAliasCount: MAX_ALIASES });
+    } catch (err) {
+      // yaml throws a ReferenceError when aliases would expand past maxAliasCount.
+      if (!(err instanceof ReferenceError)) throw err;
+      return fail(undefined, `anchors and aliases (&a, *a) expand to more than ${MAX_ALIASES} copies`, `write the values out, or use fewer aliases (${LIMITS_FILE} orch.spec_file.aliases)`);
+    }
+    if (dataDepth(data) > MAX_DEPTH) {
+      return fail(undefined, `nesting deeper than ${MAX_DEPTH} levels once aliases are expanded`, `use fewer nested aliases (${LIMITS_FILE} orch.spec_file.depth)`);
+    }
+  }
 
   function lineOf(path: readonly PathSegment[]): number | null {
     let node: unknown = doc.contents;
@@ -49,7 +84,43 @@ export function parseYamlSource(file: string, text: string): YamlSource {
     return best;
   }
 
-  return { data: issues.length === 0 ? doc.toJS() : undefined, issues, lineOf };
+  return { data: issues.length === 0 ? data : undefined, issues, lineOf };
+}
+
+/**
+ * The offset of the first collection nested deeper than `max` in the parser's tokens, or null.
+ * Iterative: the parser builds this tree without recursion, so it is safe to walk before the
+ * composer (which recurses per level) ever sees it.
+ */
+function firstTooDeep(tokens: readonly CST.Token[], max: number): number | null {
+  const stack: { token: CST.Token | null | undefined; depth: number }[] = tokens.map((token) => ({ token, depth: 0 }));
+  while (stack.length > 0) {
+    const { token, depth } = stack.pop() as { token: CST.Token | null | undefined; depth: number };
+    if (token === null || token === undefined) continue;
+    if (token.type === 'document') {
+      stack.push({ token: token.value, depth });
+    } else if (token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection') {
+      if (depth + 1 > max) return token.offset;
+      for (const item of token.items) {
+        stack.push({ token: 'key' in item ? item.key : undefined, depth: depth + 1 }, { token: item.value, depth: depth + 1 });
+      }
+    }
+  }
+  return null;
+}
+
+/** The nesting depth of plain data (aliases already expanded), without recursion. */
+function dataDepth(data: unknown): number {
+  let deepest = 0;
+  const stack: { value: unknown; depth: number }[] = [{ value: data, depth: 0 }];
+  while (stack.length > 0) {
+    const { value, depth } = stack.pop() as { value: unknown; depth: number };
+    if (typeof value !== 'object' || value === null) continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > MAX_DEPTH) return deepest;
+    for (const child of Object.values(value)) stack.push({ value: child, depth: depth + 1 });
+  }
+  return deepest;
 }
 
 /** The message without yaml's " at line L, column C:" suffix and source excerpt (the line is ours). */

@@ -50,13 +50,21 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
         at(path, tooSmall(issue, value));
         break;
       case 'too_big':
-        at(path, `must be at most ${String(issue.maximum)} (got ${describe(value)})`);
+        // A schema's own message on a bound says why the bound exists: it is the fix.
+        at(path, tooBig(issue, value), issue.message.startsWith('Too big') ? undefined : issue.message);
         break;
       default:
         at(path, issue.message);
     }
   }
   return out;
+}
+
+function tooBig(issue: z.core.$ZodIssueTooBig, value: unknown): string {
+  const max = String(issue.maximum);
+  if (issue.origin === 'array') return `has ${Array.isArray(value) ? value.length : '?'} items, at most ${max} allowed`;
+  if (issue.origin === 'string') return `is ${typeof value === 'string' ? value.length : '?'} characters long, at most ${max} allowed`;
+  return `must be at most ${max} (got ${describe(value)})`;
 }
 
 function tooSmall(issue: z.core.$ZodIssueTooSmall, value: unknown): string {
@@ -86,6 +94,7 @@ function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
+  // Never the whole of a long string: a message quotes a value, it does not echo a file.
+  if (typeof v === 'string') return v.length > 60 ? `a string of ${v.length} characters` : `the string ${JSON.stringify(v)}`;
   return String(v);
 }

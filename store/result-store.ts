@@ -4,6 +4,14 @@
  * not measured (lua/fail-block.lua). The aggregator reads only `results`, `gates` and `failed`.
  */
 import type { Redis } from 'ioredis';
+import type { z } from 'zod';
+import { CommitRecordSchema, type CommitRecord } from '../jobs/commit-record.ts';
+import { OrchError } from '../jobs/errors.ts';
+import { FailedRecordSchema, type FailedRecord } from '../jobs/failed-rep.ts';
+import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
+import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
+import { quoteLine } from '../jobs/line-limit.ts';
+import { describeIssues } from '../jobs/schema-issues.ts';
 import { gateField, orchKeys, repField, type OrchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
@@ -11,14 +19,12 @@ export interface CommitRep {
   block: number;
   arm: string;
   rep: number;
-  /** a RepResult (jobs/CONTRACTS.md), stored as JSON */
-  result: unknown;
+  result: RepResult;
 }
 export interface CommitGate {
   block: number;
   arm: string;
-  /** a GateResult, stored as JSON */
-  result: unknown;
+  result: GateResult;
 }
 export interface FailedRep {
   block: number;
@@ -65,9 +71,10 @@ export class ResultStore {
       c.notRun.length,
       c.gates.length,
     ];
-    for (const r of c.reps) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(r.result));
+    // the same schemas as the reads: a record that could not be read back is never written
+    for (const r of c.reps) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(RepResultSchema.parse(r.result)));
     for (const f of c.notRun) args.push(repField(f.block, f.arm, f.rep), JSON.stringify({ reason: f.reason, attempt: c.attempt }));
-    for (const g of c.gates) args.push(gateField(g.block, g.arm), JSON.stringify(g.result));
+    for (const g of c.gates) args.push(gateField(g.block, g.arm), JSON.stringify(GateResultSchema.parse(g.result)));
     const reply = (await runScript(
       this.redis,
       'commit-block',
@@ -89,22 +96,33 @@ export class ResultStore {
     return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment)], args));
   }
 
-  async results(experiment: string): Promise<Record<string, unknown>> {
-    return parseAll(await this.redis.hgetall(this.keys.results(experiment)));
+  async results(experiment: string): Promise<Record<string, RepResult>> {
+    return parseAll(await this.redis.hgetall(this.keys.results(experiment)), RepResultSchema, this.keys.results(experiment));
   }
-  async failed(experiment: string): Promise<Record<string, { reason: string; attempt: number }>> {
-    return parseAll(await this.redis.hgetall(this.keys.failed(experiment))) as Record<string, { reason: string; attempt: number }>;
+  async failed(experiment: string): Promise<Record<string, FailedRecord>> {
+    return parseAll(await this.redis.hgetall(this.keys.failed(experiment)), FailedRecordSchema, this.keys.failed(experiment));
   }
-  async gates(experiment: string): Promise<Record<string, unknown>> {
-    return parseAll(await this.redis.hgetall(this.keys.gates(experiment)));
+  async gates(experiment: string): Promise<Record<string, GateResult>> {
+    return parseAll(await this.redis.hgetall(this.keys.gates(experiment)), GateResultSchema, this.keys.gates(experiment));
   }
-  async commits(experiment: string): Promise<Record<string, { attempt: number; epoch: number; host: string }>> {
-    return parseAll(await this.redis.hgetall(this.keys.commits(experiment))) as Record<string, { attempt: number; epoch: number; host: string }>;
+  async commits(experiment: string): Promise<Record<string, CommitRecord>> {
+    return parseAll(await this.redis.hgetall(this.keys.commits(experiment)), CommitRecordSchema, this.keys.commits(experiment));
   }
 }
 
-function parseAll(h: Record<string, string>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(h)) out[k] = JSON.parse(v);
+/** Every field of a hash through its schema: a record that does not match is never analyzed. */
+function parseAll<T>(h: Record<string, string>, schema: z.ZodType<T>, key: string): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [field, raw] of Object.entries(h)) {
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch (err) {
+      throw new OrchError('RESULT_MALFORMED', `${key} field ${field} is not JSON: ${quoteLine(raw)}`, { cause: err });
+    }
+    const r = schema.safeParse(json);
+    if (!r.success) throw new OrchError('RESULT_MALFORMED', `${key} field ${field}: ${describeIssues(r.error)}: ${quoteLine(raw)}`, { cause: r.error });
+    out[field] = r.data;
+  }
   return out;
 }

@@ -22,7 +22,8 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { armsNeedingIdentity, BlockJobSchema, sequenceReps, type BlockArm, type BlockJob } from '../jobs/block-job.ts';
 import { OrchError } from '../jobs/errors.ts';
-import type { Card } from '../store/card-registry.ts';
+import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
+import type { Card } from '../jobs/card.ts';
 import type { LeaseStore } from '../store/lease-store.ts';
 import type { CommitGate, CommitRep, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { EventStream, EventTags } from './event-stream.ts';
@@ -237,7 +238,7 @@ class GangRun {
       return {
         experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch,
         measured: reps.length, not_run: notRun.length,
-        gates: gates.map((g) => ({ arm: g.arm, pass: (g.result as { pass: boolean }).pass })),
+        gates: gates.map((g) => ({ arm: g.arm, pass: g.result.pass })),
       };
     } catch (caught) {
       const err = this.failure ?? (caught as Error);
@@ -328,20 +329,20 @@ class GangRun {
   }
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */
-  private async all(op: RankOp, type: 'rep' | 'gate'): Promise<RankLine[]> {
+  private async all<T extends 'rep' | 'gate'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
     const lines = await this.race(Promise.all(this.ranks.map((r) => r.request(op, this.opts.requestTimeoutMs))));
-    lines.forEach((line, i) => {
+    return lines.map((line, i) => {
       if (line.type !== type) {
-        const what = line.type === 'error' ? `error ${String(line.code)}: ${String(line.message)}` : `a "${line.type}" line`;
+        const what = line.type === 'error' ? `error ${line.code}: ${line.message}` : `a "${line.type}" line`;
         throw new UnrecoverableError(`rank ${this.rankOf(i)} on card ${this.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
+      return line as Extract<RankLine, { type: T }>;
     });
-    return lines;
   }
 
   private async gate(arm: BlockArm, i: number): Promise<CommitGate> {
     const lines = await this.all({ id: opId(this.job, 'identity', i), op: 'identity', arm }, 'gate');
-    const bad = lines.map((l) => l.first_bad_replay).filter((x): x is number => typeof x === 'number');
+    const bad = lines.map((l) => l.first_bad_replay).filter((x): x is number => x !== null);
     return {
       block: this.job.block,
       arm: arm.name,
@@ -349,10 +350,10 @@ class GangRun {
         block: this.job.block,
         arm: arm.name,
         name: 'identity',
-        pass: lines.every((l) => l.pass === true),
+        pass: lines.every((l) => l.pass),
         first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
         detail: lines.map((l, i) => ({
-          rank: this.rankOf(i), card: this.job.cards[i], pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay ?? null,
+          rank: this.rankOf(i), card: this.job.cards[i] as string, pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay,
           eager_hashes: l.eager_hashes, graph_hashes: l.graph_hashes, nodes: l.nodes, launches_per_step: l.launches_per_step,
         })),
       },
@@ -363,10 +364,12 @@ class GangRun {
   private async rep(p: PlannedRep): Promise<CommitRep> {
     const job = this.job;
     const lines = await this.all({ id: opId(job, 'rep', p.position), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
-    const first = lines[0] as RankLine;
-    const perRank = lines.map((l) => (Array.isArray(l.step_ms) ? (l.step_ms as number[]) : []));
+    const first = lines[0]!;
+    const perRank = lines.map((l) => l.step_ms);
     const steps = Math.min(...perRank.map((s) => s.length));
     const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
+    // A toggle without effect on any rank was not measured by this rep: the report must say so.
+    const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
     return {
       block: job.block,
       arm: p.arm,
@@ -374,7 +377,7 @@ class GangRun {
       result: {
         experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
         position: p.position, step_ms, backend: first.backend, mode: first.mode,
-        launches_per_step: first.launches_per_step, nodes: first.nodes ?? null, hashes: first.hashes,
+        ...(first.backend === 'command' ? {} : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported }),
         host: this.opts.host, cards: job.cards,
       },
     };

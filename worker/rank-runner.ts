@@ -9,27 +9,23 @@
  * Implementations:
  * - GraphrtRunner (worker/graphrt-runner.ts): one resident `graphrt serve` per rank, requests
  *   made by jobs/native-args.ts.
- * - A command-workload runner (issue 8, worker/command/) plugs in here: its `start` may return a
+ * - CommandRankRunner (worker/command/) plugs in here: its `start` may return a
  *   handle whose `request` spawns one process per rep (run-command-rep.ts) under the card lock and
  *   answers with a protocol-shaped `rep` line ({ type: 'rep', arm, step_ms, backend, mode, ... });
  *   `ready` may resolve at once and `exited` only after `close`/`kill`.
  *
- * Lines are native/PROTOCOL.md JSON objects (`type`, `final`, ...). A handle must reject a pending
- * `request` with a RankExitError when its process ends before answering, and resolve `exited`
- * exactly once.
+ * Lines are parsed with their schemas (jobs/rank-line.ts) before anything reads them. A handle must
+ * reject a pending `request` with a RankExitError when its process ends before answering (a
+ * RankProtocolError when it broke the protocol), and resolve `exited` exactly once.
  */
 import type { Logger } from 'pino';
 import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
+import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
-import type { Card } from '../store/card-registry.ts';
+import { DETERMINISTIC_EXITS } from '../jobs/graphrt-exit-codes.ts';
+import type { RankHelloLine, RankLine } from '../jobs/rank-line.ts';
 
-/** One protocol line as parsed JSON; `raw` is the text exactly as the rank printed it. */
-export interface RankLine {
-  type: string;
-  final?: boolean;
-  id?: string;
-  [field: string]: unknown;
-}
+export type { RankLine } from '../jobs/rank-line.ts';
 
 export interface RankStart {
   job: BlockJob;
@@ -41,7 +37,7 @@ export interface RankStart {
   /** world > 1: the block attempt's rendezvous socket path, the same for every rank */
   rendezvous?: string;
   log: Logger;
-  /** every line of the rank, as it arrives (hello included) */
+  /** every line of the rank that passed its schema, as it arrives (hello included); `raw` as printed */
   onLine: (line: RankLine, raw: string) => void;
 }
 
@@ -59,6 +55,8 @@ export interface RankExit {
   signal: string | null;
   /** the last `error` line (`CODE: message`), else the last stderr line, else null */
   lastError: string | null;
+  /** the worker ended the rank because it broke the protocol (a malformed, overlong or mismatched line): why */
+  fault: string | null;
 }
 
 export interface RankHandle {
@@ -67,7 +65,7 @@ export interface RankHandle {
   /** the OS pid holding the card (for the foreign-process check); null when none is running */
   pids(): number[];
   /** resolves with the hello line; rejects with RankExitError if the rank dies first */
-  ready: Promise<RankLine>;
+  ready: Promise<RankHelloLine>;
   /** sends one op; resolves with its final line (rep, gate or error) */
   request(op: RankOp, timeoutMs: number): Promise<RankLine>;
   /** resolves once the rank's processes are gone */
@@ -82,9 +80,6 @@ export interface RankRunner {
   start(s: RankStart): RankHandle;
 }
 
-/** Exit codes of native/PROTOCOL.md that a retry cannot fix: bug, bad input, no backend, gate, CUDA fault. */
-const DETERMINISTIC_EXITS = new Set([1, 2, 3, 5, 6]);
-
 /** A rank process ended before the block did: the message is what reaches BullMQ's failedReason. */
 export class RankExitError extends OrchError {
   readonly exit: RankExit;
@@ -92,14 +87,32 @@ export class RankExitError extends OrchError {
   readonly deterministic: boolean;
 
   constructor(exit: RankExit, context = '') {
-    super('RANK_EXITED', `${describeRankExit(exit)}${context}`);
+    // a rank ended for breaking the protocol would break it again: never retried
+    const deterministic = exit.fault !== null || (exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
+    super(exit.fault !== null ? 'RANK_PROTOCOL' : 'RANK_EXITED', `${describeRankExit(exit)}${context}`);
     this.exit = exit;
-    this.deterministic = exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code);
+    this.deterministic = deterministic;
   }
+}
+
+/**
+ * A rank broke the protocol: a line that fails its schema, a line over the length limit, an answer
+ * to another request. The same program would do it again, so it is never retried.
+ */
+export class RankProtocolError extends OrchError {
+  constructor(where: { rank: number; card: string; pid: number | null }, fault: string) {
+    super('RANK_PROTOCOL', describeFault(where, fault), { hint: 'the rank program and this worker disagree on the rank protocol (native/PROTOCOL.md)' });
+  }
+}
+
+function describeFault(where: { rank: number; card: string; pid: number | null }, fault: string): string {
+  return `rank ${where.rank} on card ${where.card} (pid ${where.pid ?? '?'}) broke the protocol: ${fault}`;
 }
 
 /** `rank 1 on card cpu:1@a (pid 42) exited with code 3, signal none; last error: INTERNAL: boom` */
 export function describeRankExit(e: RankExit): string {
+  // the worker killed it for the fault: the kill signal would only hide why
+  if (e.fault !== null) return describeFault(e, e.fault);
   const how = e.signal !== null ? `was killed by ${e.signal}` : `exited with code ${e.code ?? 'unknown'}, signal none`;
   const last = e.lastError === null ? 'no error line' : `last error: ${e.lastError}`;
   return `rank ${e.rank} on card ${e.card} (pid ${e.pid ?? '?'}) ${how}; ${last}`;

@@ -1,36 +1,40 @@
 import { z } from 'zod';
+import { LIMITS, LIMITS_FILE } from '../limits.ts';
+import { boundedList, CommandSchema, EnvNameSchema, EnvSchema, EnvValueSchema, intIn, PathSchema, processString, TimeoutSchema } from './bounded.ts';
 import { strictObject } from './strict-object.ts';
 
-/** What the build's content address is made of (DESIGN.md "build"). */
+/** What the build's content address is made of (worker/build/build-key.ts computes it). */
 const BuildKeySchema = strictObject({
   /** The commit of the build directory's git checkout. */
   git: z.boolean().default(true),
   /** The uncommitted diff, so a dirty tree never reuses a clean build. */
   dirty_diff: z.boolean().default(true),
   /** Extra strings that change the artifact (compiler flags, build options). */
-  flags: z.array(z.string()).default([]),
+  flags: boundedList(processString(LIMITS.orch.command_length.max, 'a flag is hashed into the build key; keep it short')).default([]),
   /** Commands whose output is hashed, e.g. `nvcc --version`. */
-  toolchain: z.array(z.string()).default([]),
+  toolchain: boundedList(CommandSchema).default([]),
 });
 
 const BuildSchema = strictObject({
-  cmd: z.string().min(1),
+  cmd: CommandSchema,
   /** Paths (relative to `dir`) the build produces; they are what the cache keeps. */
-  artifacts: z.array(z.string().min(1)).min(1),
+  artifacts: boundedList(PathSchema).min(1),
   key: BuildKeySchema.default({ git: true, dirty_diff: true, flags: [], toolchain: [] }),
-  dir: z.string().min(1).optional(),
+  dir: PathSchema.optional(),
 });
 
 const RunSchema = strictObject({
-  cmd: z.string().min(1),
-  cwd: z.string().min(1).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  timeout_s: z.number().positive().default(600),
+  cmd: CommandSchema,
+  /** Absolute: checked to exist by `orch validate`; relative: resolved on the worker (against the build's artifact dir, else its cwd). */
+  cwd: PathSchema.optional(),
+  env: EnvSchema.optional(),
+  timeout_s: TimeoutSchema.default(600),
 });
 
 /** How one toggle reaches the user's binary: an env var with on/off values, or extra args. */
-const EnvToggleSchema = strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), on: z.string(), off: z.string() });
-const ArgToggleSchema = strictObject({ arg_on: z.string(), arg_off: z.string() });
+const EnvToggleSchema = strictObject({ env: EnvNameSchema, on: EnvValueSchema, off: EnvValueSchema });
+const ToggleArgSchema = processString(LIMITS.orch.command_length.max, 'the toggle\'s argument joins the /bin/sh -c command line');
+const ArgToggleSchema = strictObject({ arg_on: ToggleArgSchema, arg_off: ToggleArgSchema });
 export const ToggleMappingSchema = z.union([EnvToggleSchema, ArgToggleSchema], {
   error: 'expected { env, on, off } or { arg_on, arg_off } (quote values: on: "1")',
 });
@@ -53,12 +57,15 @@ export const CommandWorkloadSchema = strictObject({
   runtime: z.literal('command'),
   build: BuildSchema.optional(),
   run: RunSchema,
-  toggles: z.record(z.string().regex(/^[A-Za-z0-9_]+$/), ToggleMappingSchema).default({}),
+  toggles: z
+    .record(z.string().max(LIMITS.orch.name_length.max).regex(/^[A-Za-z0-9_]+$/), ToggleMappingSchema)
+    .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, { error: `more toggles than orch plans for (${LIMITS_FILE} orch.list_length)` })
+    .default({}),
   metric_source: MetricSourceSchema,
   /** Steps with an index below `warmup` are excluded (by the parsed step index, else by order). */
-  warmup: z.int().min(0).default(8),
-  steps: z.int().min(1).default(64),
+  warmup: intIn(LIMITS.graphrt.warmup, 'as for a native workload, warm-up steps per rep are bounded').default(8),
+  steps: intIn(LIMITS.graphrt.steps, 'as for a native workload, steps per rep are bounded').default(64),
   /** The command `design: probe` runs instead of `run.cmd`. */
-  probe: strictObject({ cmd: z.string().min(1), timeout_s: z.number().positive().default(600) }).optional(),
+  probe: strictObject({ cmd: CommandSchema, timeout_s: TimeoutSchema.default(600) }).optional(),
 });
 export type CommandWorkload = z.infer<typeof CommandWorkloadSchema>;

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LIMITS, LIMITS_FILE, paramLimit } from '../limits.ts';
+import { intIn } from './bounded.ts';
 import { strictObject } from './strict-object.ts';
 
 /** graphrt's toggles (native/PROTOCOL.md "Requests"); a native spec may name only these. */
@@ -6,20 +8,25 @@ export const NATIVE_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin'
 export type NativeToggle = (typeof NATIVE_TOGGLES)[number];
 
 /**
- * A size within graphrt's accepted range (native/PROTOCOL.md "params"): checked here so a spec
- * graphrt would answer with BAD_PARAM is refused by `orch validate`, before any card is taken.
+ * A size within graphrt's accepted range (native/limits.json, compiled into graphrt): checked
+ * here so a spec graphrt would answer with BAD_PARAM is refused by `orch validate`, before any
+ * card is taken.
  */
-const size = (min: number, max: number) => z.int().min(min).max(max);
+const size = (name: string) => {
+  const range = paramLimit(name);
+  if (range === undefined) throw new Error(`native-workload: param "${name}" is not in ${LIMITS_FILE}`);
+  return intIn(range, `graphrt refuses a larger ${name} (BAD_PARAM)`);
+};
 
 // Defaults are the graphrt request defaults a newcomer can run on a laptop's CPU backend.
-const ChainParamsSchema = strictObject({ kernels: size(1, 100_000).default(64) });
+const ChainParamsSchema = strictObject({ kernels: size('kernels').default(64) });
 const DecodeParamsSchema = strictObject({
-  layers: size(1, 256).default(8),
-  kernels_per_layer: size(9, 256).default(12), // 9 kernels do a layer's work; the rest are fillers
-  hidden: size(2, 1024).default(256),
-  max_pos: size(1, 65_536).default(4096),
+  layers: size('layers').default(8),
+  kernels_per_layer: size('kernels_per_layer').default(12), // 9 kernels do a layer's work; the rest are fillers
+  hidden: size('hidden').default(256),
+  max_pos: size('max_pos').default(4096),
 });
-const TrainParamsSchema = strictObject({ params: size(1, 4096).default(16), param_size: size(1, 4_194_304).default(4096) });
+const TrainParamsSchema = strictObject({ params: size('params').default(16), param_size: size('param_size').default(4096) });
 const ProbeParamsSchema = strictObject({});
 
 /** Fields every native workload has; `kind` selects the params. */
@@ -28,9 +35,9 @@ const common = {
   /** auto: CUDA where a GPU is visible, else the CPU backend; cuda refuses a CPU-only build. */
   backend: z.enum(['auto', 'cuda', 'cpu']).default('auto'),
   /** Steps run and discarded before measuring each rep (step 0 is never measured). */
-  warmup: z.int().min(0).default(8),
+  warmup: intIn(LIMITS.graphrt.warmup, 'graphrt refuses more warm-up steps per request').default(8),
   /** Measured steps per rep. */
-  steps: z.int().min(1).default(64),
+  steps: intIn(LIMITS.graphrt.steps, 'graphrt refuses more steps per request').default(64),
 };
 
 export const NativeWorkloadSchema = z.discriminatedUnion('kind', [

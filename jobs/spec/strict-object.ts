@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LIMITS, LIMITS_FILE } from '../limits.ts';
 
 /**
  * The keys each strict object accepts, recorded by the object that failed (zod's
@@ -25,8 +26,13 @@ export function knownKeysOf(value: unknown): readonly string[] {
   return typeof value === 'object' && value !== null ? (knownKeys.get(value) ?? []) : [];
 }
 
-/** Names that become Redis keys and file names. */
+/**
+ * Names that become Redis keys and file names: an experiment id is the name plus 21 characters
+ * and a results directory, so the name is bounded well below a file name's 255 bytes.
+ */
 export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
+export const NAME_MAX_LENGTH = LIMITS.orch.name_length.max;
 export const NameSchema = z
   .string()
+  .max(NAME_MAX_LENGTH, { error: `a name becomes part of file names (at most 255 bytes with the experiment id's suffix); shorten it (${LIMITS_FILE} orch.name_length)` })
   .regex(NAME_PATTERN, { error: 'use only letters, digits, "_", "." and "-" (it becomes a Redis key and a file name)' });

@@ -47,7 +47,7 @@ export function generateRawSpec(random: Random, index: number): Record<string, u
     ];
   }
   if (design === 'sweep') {
-    const values = shuffled([64, 128, 256, 512, 1024, 2048], random).slice(0, int(random, 2, 5));
+    const values = shuffled([32, 64, 128, 256, 512, 1024], random).slice(0, int(random, 2, 5));
     if (command) {
       const swept = toggleNames.find((t) => !toggles.includes(t)) as string;
       spec.sweep = { toggle: swept, values: values.map(String) };

@@ -1,0 +1,90 @@
+/**
+ * Reading a config file before any YAML is parsed: only a regular file (never a device, a FIFO or
+ * a directory: /dev/zero would be read forever, a FIFO would block the reader), at most
+ * `orch.spec_file.bytes`, and UTF-8 text (a binary file is named as such, never echoed). Each
+ * refusal is a SpecError naming the file, so `orch validate` lists it with the others.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { SpecError } from './errors.ts';
+import { LIMITS, LIMITS_FILE } from './limits.ts';
+
+export const SPEC_FILE_MAX_BYTES = LIMITS.orch.spec_file.bytes;
+
+/** The text of `file`, or a SpecError saying why it is not a spec file. */
+export function readSpecFile(file: string): string {
+  const refuse = (message: string, fix: string): never => {
+    throw new SpecError([{ file, line: null, path: '', message, fix }]);
+  };
+  const failed = (err: unknown): never => refuse(`cannot read the file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'check the path');
+  // stat first, so a device or a FIFO is refused without being opened at all.
+  let before: Stats;
+  try {
+    before = statSync(file);
+  } catch (err) {
+    return failed(err);
+  }
+  checkRegular(before, refuse);
+  let fd: number;
+  try {
+    // O_NONBLOCK: should the path become a FIFO between the stat and the open, the open and the
+    // read return at once instead of waiting for a writer.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (err) {
+    return failed(err);
+  }
+  try {
+    checkRegular(fstatSync(fd), refuse);
+    const bytes = readAtMost(fd, SPEC_FILE_MAX_BYTES + 1);
+    if (bytes.length > SPEC_FILE_MAX_BYTES) tooLarge(bytes.length, refuse);
+    return decodeText(bytes, refuse);
+  } catch (err) {
+    if (err instanceof SpecError) throw err;
+    return failed(err);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+type Refuse = (message: string, fix: string) => never;
+
+function checkRegular(stat: Stats, refuse: Refuse): void {
+  if (!stat.isFile()) refuse(`is ${kindOf(stat)}, not a regular file`, 'pass the path of a YAML spec file');
+  if (stat.size > SPEC_FILE_MAX_BYTES) tooLarge(stat.size, refuse);
+}
+
+function tooLarge(size: number, refuse: Refuse): never {
+  return refuse(
+    `is ${size > SPEC_FILE_MAX_BYTES + 1 ? size : `more than ${SPEC_FILE_MAX_BYTES}`} bytes; a spec file is at most ${SPEC_FILE_MAX_BYTES} bytes`,
+    `check the path (a spec is a few KB); the bound is ${LIMITS_FILE} orch.spec_file.bytes`,
+  );
+}
+
+function kindOf(stat: Stats): string {
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO (named pipe)';
+  if (stat.isCharacterDevice()) return 'a character device';
+  if (stat.isBlockDevice()) return 'a block device';
+  if (stat.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+function readAtMost(fd: number, max: number): Buffer {
+  const buf = Buffer.alloc(max);
+  let n = 0;
+  while (n < max) {
+    const got = readSync(fd, buf, n, max - n, null);
+    if (got === 0) break;
+    n += got;
+  }
+  return buf.subarray(0, n);
+}
+
+function decodeText(bytes: Buffer, refuse: Refuse): string {
+  const nul = bytes.indexOf(0);
+  if (nul >= 0) refuse(`is a binary file (a NUL byte at offset ${nul}), not YAML text`, 'pass the path of a YAML spec file');
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return refuse('is not UTF-8 text (a binary file, or another encoding)', 'pass a YAML spec file saved as UTF-8');
+  }
+}
