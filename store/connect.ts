@@ -6,8 +6,10 @@
  * - Reconnects forever with capped exponential backoff (100 ms → 5 s by default), each attempt
  *   logged with the cause: an unreachable Redis is retried and logged, never a crash loop.
  * - `requireNoEviction` refuses a Redis whose maxmemory-policy could evict leases, streams or
- *   queue state (DESIGN.md "Redis, queues, locks"), saying how to fix it.
+ *   queue state (an evicted lease would let two gangs share a card), saying how to fix it.
  */
+import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../jobs/errors.ts';
@@ -90,3 +92,59 @@ export async function requireNoEviction(redis: Redis, url: string): Promise<void
 }
 
 export { redactUrl } from './redact.ts';
+
+/**
+ * Whether the Redis behind `redis` answers a client that presents no credentials: a second,
+ * credential-less connection to the same address sends PING; NOAUTH means a password or ACL
+ * protects it. Asked this way rather than by CONFIG GET requirepass because ACL users and a
+ * renamed CONFIG command both hide the answer there; and over a bare socket because ioredis
+ * closes a connection whose handshake is refused before any reply reaches the caller.
+ */
+export async function redisAnswersWithoutAuth(redis: Redis, timeoutMs = 5000): Promise<boolean> {
+  const o = redis.options;
+  const reply = await new Promise<string>((resolve, reject) => {
+    const onConnect = () => socket.write('*1\r\n$4\r\nPING\r\n');
+    const socket = o.path
+      ? netConnect({ path: o.path }, onConnect)
+      : o.tls
+        ? tlsConnect({ ...o.tls, host: o.host, port: o.port }, onConnect)
+        : netConnect({ host: o.host ?? '127.0.0.1', port: o.port ?? 6379 }, onConnect);
+    let data = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer to PING from ${o.host}:${o.port} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('utf8');
+      if (data.includes('\r\n')) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(data.slice(0, data.indexOf('\r\n')));
+      }
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+  if (reply.startsWith('+PONG')) return true;
+  if (/^-(NOAUTH|WRONGPASS|NOPERM)/.test(reply)) return false;
+  throw new Error(`unexpected answer to PING without credentials: ${reply.slice(0, 100)}`);
+}
+
+/**
+ * Refuses (or, with `allowInsecure`, warns about) a Redis anyone can write to without a
+ * password: a worker runs what its Redis tells it, so write access to an open Redis is running
+ * commands as the worker's user.
+ */
+export async function requireRedisAuth(redis: Redis, url: string, opts: { allowInsecure: boolean; log: Logger; who: string }): Promise<void> {
+  if (!(await redisAnswersWithoutAuth(redis))) return;
+  const what = `Redis at ${redactUrl(url)} answers without a password: anyone who can reach it can queue work that ${opts.who} runs as user ${process.env.USER ?? process.getuid?.() ?? '?'}`;
+  if (opts.allowInsecure) {
+    opts.log.warn({ redis: redactUrl(url) }, `${what} (--insecure-redis given)`);
+    return;
+  }
+  throw new UserInputError('REDIS_NO_PASSWORD', `${what}; refusing to start`, {
+    hint: 'set `requirepass <long random secret>` (or ACL users) in redis.conf and put the password in the URL (redis://:PASSWORD@host:port) given through REDIS_URL or --redis-url-file; or pass --insecure-redis on a network only you can reach',
+  });
+}

@@ -1,19 +1,27 @@
 /**
  * A private redis-server child process: temporary directory, a free loopback port,
- * `maxmemory-policy noeviction`, no persistence. Used by the embedded default of `orch submit`
+ * `maxmemory-policy noeviction`, no persistence, and a random password per server
+ * (`requirepass`, `protected-mode yes`, bound to 127.0.0.1): any local user can reach a loopback
+ * port, and whoever can write to orch's Redis runs commands as the worker's user. The password
+ * travels only in the URL this returns (in-process) and in a 0600 config file in the server's
+ * 0700 directory — never in the server's argv, which every local user can read in `ps`. Used by the embedded default of `orch submit`
  * and by every test that needs control over its Redis (restarts, config).
  *
  * Ownership: the caller must `stop()` it; the child is also killed when this process exits.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UserInputError } from '../jobs/errors.ts';
 
 export interface RedisServerProcess {
+  /** `redis://:<password>@127.0.0.1:<port>` (no password part when started with password: null) */
   url: string;
+  /** null: started without one (tests of the refusal of an open Redis) */
+  password: string | null;
   port: number;
   dir: string;
   child: ChildProcess;
@@ -27,6 +35,8 @@ export interface StartRedisOptions {
   /** Extra `--key value` pairs, e.g. { 'maxmemory-policy': 'allkeys-lru' } for a refusal test. */
   config?: Record<string, string>;
   binary?: string;
+  /** default: a fresh random one; a restart passes the old one to keep the URL; null: none */
+  password?: string | null;
 }
 
 export async function freePort(): Promise<number> {
@@ -54,9 +64,12 @@ export function redisServerBinary(binary = process.env.ORCH_REDIS_SERVER ?? 'red
 export async function startRedisServer(opts: StartRedisOptions = {}): Promise<RedisServerProcess> {
   const binary = redisServerBinary(opts.binary);
   const port = opts.port ?? (await freePort());
+  // hex: no character that needs escaping in a URL or in redis.conf
+  const password = opts.password === undefined ? randomBytes(24).toString('hex') : opts.password;
   const dir = mkdtempSync(join(tmpdir(), 'orch-redis-'));
   const config: Record<string, string> = {
     bind: '127.0.0.1',
+    'protected-mode': 'yes',
     port: String(port),
     dir,
     save: '',
@@ -64,8 +77,11 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
     'maxmemory-policy': 'noeviction',
     ...opts.config,
   };
-  const args = Object.entries(config).flatMap(([k, v]) => [`--${k}`, v]);
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  if (password !== null) config.requirepass = password;
+  // mkdtemp made dir 0700; the file is 0600 besides, as it holds the password
+  const confFile = join(dir, 'redis.conf');
+  writeFileSync(confFile, Object.entries(config).map(([k, v]) => `${k} ${confValue(v)}\n`).join(''), { mode: 0o600 });
+  const child = spawn(binary, [confFile], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
   child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
@@ -107,5 +123,11 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  return { url: `redis://127.0.0.1:${port}`, port, dir, child, stop };
+  const url = password === null ? `redis://127.0.0.1:${port}` : `redis://:${password}@127.0.0.1:${port}`;
+  return { url, password, port, dir, child, stop };
+}
+
+/** A redis.conf value: quoted, so an empty one (`save ""`) stays a value. */
+function confValue(v: string): string {
+  return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }

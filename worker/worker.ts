@@ -19,7 +19,7 @@ import { Worker as BullWorker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
-import { connectRedis, requireNoEviction, waitReady } from '../store/connect.ts';
+import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '../store/connect.ts';
 import { DEFAULT_PREFIX, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
 import { LeaseStore, type RevokeMessage } from '../store/lease-store.ts';
 import { ResultStore } from '../store/result-store.ts';
@@ -48,6 +48,8 @@ export interface WorkerOptions {
   requestTimeoutMs?: number;
   foreignPollMs?: number;
   closeGraceMs?: number;
+  /** accept a Redis that answers without a password (warned about); default: refuse it */
+  insecureRedis?: boolean;
   log: Logger;
   /** seams for other workloads and for tests on machines without nvidia-smi */
   runner?: RankRunner;
@@ -87,6 +89,7 @@ export class Worker {
     this.log.info('connecting to redis');
     await waitReady(redis);
     await requireNoEviction(redis, this.opts.redisUrl);
+    await requireRedisAuth(redis, this.opts.redisUrl, { allowInsecure: this.opts.insecureRedis ?? false, log: this.log, who: 'this worker' });
 
     this.cards = await discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
     const registry = new CardRegistry(redis, { prefix: this.prefix });

@@ -7,17 +7,25 @@ import { startNightlyWorker } from '../../orchestrator/nightly/nightly-processor
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
 import { orchLog } from '../embedded/log.ts';
 import { requireTarget } from '../embedded/redis-target.ts';
+import { requireRedisAuth } from '../../store/connect.ts';
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
-    y.option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' }) as never,
+    y
+      .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
+      .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
     const log = orchLog('serve', process.env.ORCH_LOG ?? 'info');
     const target = await requireTarget('serve', log);
-    await target.close();
+    try {
+      // the workers run what this Redis holds: refuse one anybody may write to
+      await requireRedisAuth(target.redis, target.url, { allowInsecure: argv.insecureRedis, log, who: 'the workers' });
+    } finally {
+      await target.close();
+    }
     const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(

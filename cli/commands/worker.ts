@@ -1,11 +1,16 @@
 /**
  * `orch worker --host NAME [--cards auto|LIST] [--graphrt PATH] [--cpu-cards N]`: the per-host
  * daemon (worker/worker.ts). Runs until SIGTERM or SIGINT, then stops gracefully: the rep in
- * flight finishes, the leases are released, the rest of the block is reported not run.
+ * flight finishes, the leases are released, the rest of the block is reported not run — or,
+ * when that cannot finish (Redis gone), after STOP_LIMIT_MS with the ranks killed.
+ *
+ * Its Redis URL comes from --redis-url-file or REDIS_URL, never from argv when it has a password;
+ * a Redis without a password is refused unless --insecure-redis.
  */
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
 import { orchLog } from '../embedded/log.ts';
+import { prefixFromEnv, redisUrlFromArgs } from '../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
 import { defaultHost, Worker } from '../../worker/worker.ts';
 
@@ -17,6 +22,8 @@ interface WorkerArgs {
   graphrt: string;
   cpuCards: number;
   redis: string | undefined;
+  redisUrlFile: string | undefined;
+  insecureRedis: boolean;
   lockDir: string | undefined;
   buildDir: string | undefined;
   prefix: string;
@@ -32,16 +39,18 @@ export const workerCommand = defineCommand<WorkerArgs>({
       .option('cards', { type: 'string', default: 'auto', describe: 'auto, or a comma list of GPU indexes/UUIDs or cpu:N' })
       .option('graphrt', { type: 'string', default: DEFAULT_GRAPHRT, describe: 'the graphrt binary run once per rank' })
       .option('cpu-cards', { type: 'number', default: 1, describe: 'with no GPU: how many cpu:N cards to offer' })
-      .option('redis', { type: 'string', describe: 'Redis URL (default: $REDIS_URL)' })
+      .option('redis-url-file', { type: 'string', describe: 'file (mode 0600) whose first line is the Redis URL (default: $REDIS_URL)' })
+      .option('redis', { type: 'string', describe: 'Redis URL without a password (one with a password is refused: argv is public)' })
+      .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' })
       .option('lock-dir', { type: 'string', describe: 'directory of the per-card flock files (default: $TMPDIR/orch-cards)' })
       .option('build-dir', { type: 'string', describe: 'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)' })
-      .option('prefix', { type: 'string', default: 'orch', hidden: true })
+      .option('prefix', { type: 'string', default: prefixFromEnv(), describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)' })
       .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' }) as never,
   handler: async (argv) => {
-    const redisUrl = argv.redis ?? process.env.REDIS_URL;
+    const redisUrl = redisUrlFromArgs(argv, 'worker');
     if (!redisUrl) {
       throw new UserInputError('REDIS_URL_MISSING', 'orch worker needs a Redis to take its work from', {
-        hint: 'pass --redis redis://HOST:PORT or set REDIS_URL (the URL `orch serve` uses)',
+        hint: 'pass --redis-url-file FILE (a 0600 file holding the URL) or set REDIS_URL (the URL `orch serve` uses)',
       });
     }
     if (!Number.isInteger(argv.cpuCards) || argv.cpuCards < 1) throw new UserInputError('CLI_USAGE', `--cpu-cards ${argv.cpuCards}: expected a positive integer`);
@@ -56,6 +65,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       buildDir: argv.buildDir,
       prefix: argv.prefix,
       heartbeatMs: argv.heartbeatMs,
+      insecureRedis: argv.insecureRedis,
       log: orchLog('worker', process.env.ORCH_LOG ?? 'info'),
     });
     const stopped = new Promise<void>((resolve) => {

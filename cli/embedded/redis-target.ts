@@ -4,12 +4,13 @@
  * Commands that cannot work without a running cluster (status, watch, cancel, report, serve)
  * say so when REDIS_URL is unset; `orch submit` starts the embedded default instead.
  */
+import { readFileSync, statSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { connectRedis, requireNoEviction, waitReady } from '../../store/connect.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
-import { redactUrl } from '../../store/redact.ts';
+import { redactUrl, urlHasPassword } from '../../store/redact.ts';
 
 export interface RedisTarget {
   url: string;
@@ -21,6 +22,44 @@ export interface RedisTarget {
 export function redisUrlFromEnv(): string | null {
   const url = process.env.REDIS_URL;
   return url && url.trim() !== '' ? url.trim() : null;
+}
+
+/**
+ * The Redis URL of a long-running command, never from argv when it holds a password (argv is
+ * world-readable in `ps` and /proc): `--redis-url-file PATH` (a file only its owner can read),
+ * else REDIS_URL, else `--redis URL` when that URL carries no password.
+ */
+export function redisUrlFromArgs(args: { redis?: string | undefined; redisUrlFile?: string | undefined }, command: string): string | null {
+  if (args.redis !== undefined && urlHasPassword(args.redis)) {
+    throw new UserInputError('REDIS_URL_IN_ARGV', `--redis ${redactUrl(args.redis)}: a URL with a password on the command line is readable by every local user (ps, /proc/<pid>/cmdline)`, {
+      hint: `write the URL to a file only you can read (umask 077; echo URL > FILE) and pass --redis-url-file FILE, or export REDIS_URL, then run orch ${command} again`,
+    });
+  }
+  if (args.redisUrlFile !== undefined) return readUrlFile(args.redisUrlFile);
+  return redisUrlFromEnv() ?? args.redis ?? null;
+}
+
+function readUrlFile(file: string): string {
+  let st;
+  try {
+    st = statSync(file);
+  } catch (err) {
+    throw new UserInputError('REDIS_URL_FILE', `--redis-url-file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? err})`, {
+      hint: 'pass the path of a file holding the Redis URL (redis://:PASSWORD@host:port) on its first line',
+    });
+  }
+  if ((st.mode & 0o077) !== 0 || (process.getuid !== undefined && st.uid !== process.getuid())) {
+    throw new UserInputError('REDIS_URL_FILE', `--redis-url-file ${file}: mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}: it holds a password, so it must belong to you and be readable by you alone`, {
+      hint: `chmod 600 ${file} (and chown it to yourself), then run the command again`,
+    });
+  }
+  const url = readFileSync(file, 'utf8').split('\n')[0]?.trim() ?? '';
+  if (!/^rediss?:\/\//.test(url)) {
+    throw new UserInputError('REDIS_URL_FILE', `--redis-url-file ${file}: its first line is not a redis:// or rediss:// URL`, {
+      hint: 'write the URL alone on the first line: redis://:PASSWORD@host:port',
+    });
+  }
+  return url;
 }
 
 export function prefixFromEnv(): string {

@@ -1,6 +1,7 @@
 /**
  * A real `orch worker` process (bin/orch.mjs) for tests: fixture ranks by default, short
- * heartbeats, its own lock dir, a given key prefix. Resolves once the worker logs "worker ready".
+ * heartbeats, its own lock dir, a given key prefix, the Redis URL in its environment (never in
+ * argv: it holds the password). Resolves once the worker logs "worker ready".
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,8 @@ export interface WorkerSpawnOptions {
   graphrt?: string;
   heartbeatMs?: number;
   env?: Record<string, string>;
+  /** extra arguments of `orch worker` */
+  args?: string[];
   /** do not wait for "worker ready" (a worker expected to refuse or to retry) */
   noWait?: boolean;
   readyTimeoutMs?: number;
@@ -37,11 +40,12 @@ export interface WorkerSpawnOptions {
 export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess> {
   const args = [
     ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
-    '--redis', o.redisUrl, '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
+    '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
+    ...(o.args ?? []),
   ];
   // PR_SET_PDEATHSIG where setpriv exists: a test process killed on timeout leaves no worker behind
   const [file, argv] = HAS_SETPRIV ? ['setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...args]] : [process.execPath, args];
-  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', ...o.env } });
+  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', REDIS_URL: o.redisUrl, ...o.env } });
   let text = '';
   child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (text += d.toString()));

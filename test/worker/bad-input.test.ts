@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import type { Redis } from 'ioredis';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { freePort, startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { redactUrl } from '../../store/redact.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
@@ -40,8 +42,8 @@ describe('worker bad input', () => {
     assert.deepEqual(exit, { code: 2, signal: null });
     assert.ok(
       w.log().includes(
-        `orch: Redis at ${server.url} has maxmemory-policy "allkeys-lru"; orch needs "noeviction" (an evicted lease or result key would put two processes on one card or drop a measurement)\n` +
-          `  hint: run \`redis-cli -u ${server.url} CONFIG SET maxmemory-policy noeviction\` and put \`maxmemory-policy noeviction\` in redis.conf so it survives a restart\n`,
+        `orch: Redis at ${redactUrl(server.url)} has maxmemory-policy "allkeys-lru"; orch needs "noeviction" (an evicted lease or result key would put two processes on one card or drop a measurement)\n` +
+          `  hint: run \`redis-cli -u ${redactUrl(server.url)} CONFIG SET maxmemory-policy noeviction\` and put \`maxmemory-policy noeviction\` in redis.conf so it survives a restart\n`,
       ),
       w.log(),
     );
@@ -49,7 +51,8 @@ describe('worker bad input', () => {
 
   test('unreachable Redis: retried with growing backoff and logged, then the worker comes up', async () => {
     const port = await freePort();
-    const url = `redis://127.0.0.1:${port}`;
+    const password = randomBytes(16).toString('hex');
+    const url = `redis://:${password}@127.0.0.1:${port}`;
     const prefix = freshPrefix();
     const w = await spawnWorker({ redisUrl: url, prefix, host: 'b2', lockDir: join(dir, 'locks'), noWait: true });
     workers.push(w);
@@ -60,7 +63,7 @@ describe('worker bad input', () => {
     assert.equal(w.child.exitCode, null, 'still the same process: no crash loop');
     assert.deepEqual(r.slice(0, 4).map((x) => [x.attempt, x.retry_in_ms]), [[1, 100], [2, 200], [3, 400], [4, 800]]);
     assert.match(r[1]?.cause ?? '', /ECONNREFUSED/);
-    const server = await startRedisServer({ port });
+    const server = await startRedisServer({ port, password });
     servers.push(server);
     await waitFor('the worker to come up', () => w.log().includes('"worker ready"'), { timeoutMs: 20_000 });
     const redis = client(url);
