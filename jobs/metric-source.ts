@@ -3,7 +3,7 @@
  * (a trainer's `timer step 6300: total=497ms data=0.1ms fwd=199ms …`). Pure: shared by the spec's
  * compile step (checkMetricSource) and the worker (MetricParser, selectMeasured).
  *
- * Step rules (DESIGN.md "rep"): a sample's step index is the parsed step group/field, else its
+ * Step rules of a rep: a sample's step index is the parsed step group/field, else its
  * order among metric lines (0-based). Steps with an index below `warmup` are excluded, and step 0
  * is never a step (it carries one-time costs: autotuning, lazy init, first capture).
  */

@@ -1,11 +1,11 @@
 /**
  * Card leases: an exclusive, expiring claim on a card with an epoch as fencing token
- * (DESIGN.md "Redis, queues, locks", layer 1 of card exclusivity). Written only by the Lua
- * scripts in ./lua: a gang is granted all N cards or none; only its owner host renews it, and
+ * (docs/ARCHITECTURE.md "Redis layer"; the per-card flock is the second layer). Written only
+ * by the Lua scripts in ./lua: a gang is granted all N cards or none; only its owner host renews it, and
  * only under its epoch; release deletes what is still held under the epoch; revoke deletes and
  * publishes on `<prefix>:lease-revoked` so the owning worker kills the gang's ranks at once.
  *
- * Who calls what: the scheduler (issue 6) acquires and revokes; the worker renews while the
+ * Who calls what: the scheduler acquires and revokes; the worker renews while the
  * ranks live and releases at the end of the block. Every method is one round trip.
  */
 import type { Redis } from 'ioredis';

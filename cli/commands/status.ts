@@ -20,7 +20,7 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
       if (argv.id && s.experiments.length === 0) {
         throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
       }
-      // The build locks of the hosts (issue 8): holder, since when, similar builds' durations, waiters.
+      // The build locks of the hosts: holder, since when, similar builds' durations, waiters.
       const builds = await readBuildState(target.redis, { prefix: target.prefix });
       const buildLines = builds.length === 0 ? [] : ['', 'builds', ...formatBuildState(builds).map((l) => `  ${l}`)];
       process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds }, null, 2)}\n` : `${renderStatus(s)}${buildLines.map((l) => `${l}\n`).join('')}`);

@@ -63,7 +63,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     });
   }
   redisServerBinary(); // a missing binary: the message with the install command, before anything starts
-  // Preflight before anything starts (issue 8): a spec that needs cuda refuses a CPU-only graphrt.
+  // Preflight before anything starts: a spec that needs cuda refuses a CPU-only graphrt.
   if (input.loaded.spec.workload.runtime === 'native') await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
   const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
 

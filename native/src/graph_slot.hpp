@@ -1,4 +1,4 @@
-// One captured step graph and the rules around it (shared/seeds/000 §8.3): capture needs a fresh
+// One captured step graph and the rules around it: capture needs a fresh
 // prepare and no live graph — destroy, prepare, capture, never over a live graph. Each refusal is
 // an RtError(CaptureRefused) whose name says which rule: RECAPTURE_OVER_LIVE_GRAPH or
 // CAPTURE_WITHOUT_PREPARE.

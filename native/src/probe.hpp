@@ -1,4 +1,4 @@
-// The five capture probes of the `probe` workload (shared/seeds/000 §8), each a self-check that
+// The five capture probes of the `probe` workload (native/PROTOCOL.md), each a self-check that
 // answers one `probe` line {name, pass, detail}:
 //   launch_counter  the launch counter counts exactly the launches of a chain step, and replays
 //                   add dispatches but no launches

@@ -1,4 +1,4 @@
-// The CUDA backend keeps backend.hpp's capture semantics (what was seen on the H200, DESIGN.md):
+// The CUDA backend keeps backend.hpp's capture semantics (what was seen on the H200):
 // on the blocking capture stream a synchronous copy, memset, allocation or synchronize fails the
 // capture (CaptureFailed) instead of escaping it, end_capture then discards the graph, and the
 // error state is cleared so the next eager step runs; forked work joins the capture as parallel

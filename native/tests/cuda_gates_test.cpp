@@ -1,4 +1,4 @@
-// The gates on the CUDA backend (issue 4 "Must be shown"), through Session like a client:
+// The gates on the CUDA backend (those native/BENCHMARKS.md reports), through Session like a client:
 // identity over capture + 7 replays for all 16 graph x pdl x overlap x split_combine combinations
 // of decode (node count = eager launch log); freeze_pointer first fails at replay 2; train
 // unpinned diverges, pinned is bit-identical; lazy_init's capture failure falls back to eager with

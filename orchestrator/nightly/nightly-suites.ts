@@ -1,5 +1,5 @@
 /**
- * Nightly suites as BullMQ job schedulers (DESIGN.md "Redis, queues, locks"): one scheduler per
+ * Nightly suites as BullMQ job schedulers (queue names in store/keys.ts): one scheduler per
  * suite on queue `nightly`, id = the suite's name, cron + time zone from the suite file. The
  * scheduler's job only carries where the suite's specs are; `orch serve` consumes it
  * (nightly-processor.ts) and submits each experiment through the ordinary submit path.

@@ -1,5 +1,5 @@
 /**
- * The gates an experiment must pass before any verdict is believed (DESIGN.md "gate"): usable
+ * The gates an experiment must pass before any verdict is believed: usable
  * input, byte identity of graph replay vs eager, the A/A control, and the base arm against a
  * reference build. A failed gate turns every verdict invalid; its message is printed first.
  */

@@ -1,5 +1,5 @@
 /**
- * The host's build cache (DESIGN.md "build", "Redis, queues, locks"). Layout under the build
+ * The host's build cache (a build: docs/ARCHITECTURE.md "Words"). Layout under the build
  * directory (configurable, e.g. a big data disk: ORCH_BUILD_DIR or `root`):
  *
  *   .build.lock              the host build lock (worker/build/build-lock.ts)

@@ -1,5 +1,5 @@
 /**
- * The content address of a build (DESIGN.md "build"): sha256 over what makes the artifact —
+ * The content address of a build: sha256 over what makes the artifact —
  * the build recipe (cmd, artifacts), the git commit of the build directory, the diff of a dirty
  * tree (tracked changes and untracked files), the spec's flags, and the output of each
  * toolchain command (`g++ --version`, `nvcc --version`). Same inputs, same key, on any host.

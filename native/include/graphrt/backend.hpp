@@ -8,8 +8,8 @@
 // cudaGraphExec_t; CPU: its classes in src/cpu/), so both backends link into one binary. Owning them is the job of the
 // move-only RAII wrappers in handles.hpp; only those call the *_destroy functions.
 //
-// Semantics every backend keeps (the CPU backend emulates what CUDA 13 does on the H200, see
-// shared/DESIGN.md "graphrt"):
+// Semantics every backend keeps (the CPU backend emulates what CUDA 13 does on the H200, checked
+// there by native/tests/cuda_backend_test.cpp):
 // - Errors are RtError (error.hpp). Errc::CaptureFailed for anything illegal during a capture:
 //   alloc (as cudaMalloc in Global capture mode), the synchronous copies and memset (as on a
 //   blocking stream), synchronize; such an error also invalidates the capture, so end_capture

@@ -15,7 +15,7 @@
 
 #include "collective.hpp"
 
-// The NCCL member of the check-macro family (STYLE.md): expression, file:line, NCCL's error name.
+// The NCCL member of the check-macro family: expression, file:line, NCCL's error name.
 // A peer that is gone shows up as a remote or system error: RankLost (exit 7), like the CPU path.
 #define RT_NCCL_CHECK(expr)                                                                          \
   do {                                                                                               \

@@ -4,7 +4,7 @@
 //
 // - Streams are blocking (cudaStreamDefault): a synchronous copy, memset or sync call during a
 //   capture then fails with a capture error instead of silently running outside the graph (on a
-//   non-blocking stream it escapes: shared/DESIGN.md "graphrt").
+//   non-blocking stream it escapes the capture unnoticed).
 // - Capture is cudaStreamCaptureModeGlobal: cudaMalloc from any thread during a capture fails.
 // - A capture error while a capture is live poisons that capture: end_capture then destroys what
 //   was captured and throws CaptureFailed, whatever cudaStreamEndCapture said.

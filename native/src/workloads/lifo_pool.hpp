@@ -1,7 +1,8 @@
 // A device-memory pool that hands freed blocks back last-in-first-out, like a caching allocator's
 // free list. Its blocks are allocated up front (so using it inside a capture allocates nothing),
 // and the order is the hazard train reproduces: a parameter updated out of place (alloc new,
-// free old) alternates between two addresses with period 2 (shared/seeds/000 §4).
+// free old) alternates between two addresses with period 2, so a graph that froze one address
+// reads the stale buffer every second replay.
 #pragma once
 
 #include <cstddef>
