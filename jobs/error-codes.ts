@@ -74,6 +74,7 @@ export const ERROR_CODES = {
   PREFLIGHT_HELLO: { kind: 'deterministic', meaning: 'graphrt hello exited without a hello line (a broken binary)' },
   TOGGLE_UNMAPPED: { kind: 'user-input', meaning: 'an arm sets a toggle that workload.toggles does not map to a flag or env' },
   COMMAND_FAILED: { kind: 'user-input', meaning: "the user's command exited non-zero or was killed by a signal" },
+  COMMAND_CWD_MISSING: { kind: 'user-input', meaning: "workload.run.cwd names a directory that does not exist on the worker" },
   COMMAND_TIMEOUT: { kind: 'user-input', meaning: "the user's command ran past workload.run.timeout_s" },
   COMMAND_ABORTED: { kind: 'transient', meaning: "the user's command was killed because its gang failed or its request timed out" },
   METRIC_NO_LINES: { kind: 'user-input', meaning: "the user's command printed no metric line" },

@@ -9,6 +9,7 @@
  * is parsed line by line by the workload's metric source (jobs/metric-source.ts). Warm-up steps
  * and step 0 are excluded by index; a run with no metric line is an error naming the spec path.
  */
+import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
@@ -64,6 +65,7 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const inv = toCommandInvocation(workload, arm, input.artifactDir);
   const base = input.baseDir ?? input.artifactDir ?? process.cwd();
   const cwd = workload.run.cwd === undefined ? base : isAbsolute(workload.run.cwd) ? workload.run.cwd : resolve(base, workload.run.cwd);
+  checkCwd(workload.run.cwd, cwd, input.baseDir ?? (input.artifactDir !== null ? "the build's artifact dir" : "the worker's cwd"));
   const parser = new MetricParser(workload.metric_source);
   const started = Date.now();
   const p = spawnTethered('flock', ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
@@ -126,4 +128,23 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   }
   const m = selectMeasured(samples, { warmup: workload.warmup, steps: workload.steps, describe: what, tail: last() });
   return { arm: arm.name, step_ms: m.values, steps: m.steps, excluded: m.excluded, metric_lines: samples.length, wall_ms, pid: p.child.pid! };
+}
+
+/**
+ * The directory the command runs in, named as the spec gave it: a missing one would otherwise
+ * surface as `spawn /bin/sh ENOENT`. A relative run.cwd is only known here (orch validate checks
+ * an absolute one).
+ */
+function checkCwd(given: string | undefined, cwd: string, base: string): void {
+  let isDir = false;
+  try {
+    isDir = statSync(cwd).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (isDir) return;
+  const how = given === undefined ? '' : isAbsolute(given) ? ` (workload.run.cwd "${given}")` : ` (workload.run.cwd "${given}" is relative, resolved against ${base})`;
+  throw new UserInputError('COMMAND_CWD_MISSING', `workload.run.cwd: the directory ${cwd} does not exist on this worker${how}`, {
+    hint: 'create it on the worker host, or make workload.run.cwd an absolute path, which orch validate checks',
+  });
 }
