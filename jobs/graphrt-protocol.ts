@@ -6,6 +6,10 @@
  */
 import { z } from 'zod';
 import { OrchError } from './errors.ts';
+import { GRAPHRT_ERROR_CODES, GRAPHRT_EXIT_CODES } from './graphrt-exit-codes.ts';
+import { GRAPHRT_FEATURES, GRAPHRT_TOGGLES, type GraphrtFeature } from './graphrt-toggles.ts';
+import { MAX_RANK_LINE_BYTES, quoteLine } from './line-limit.ts';
+import { describeIssues } from './schema-issues.ts';
 
 const v = z.literal(1);
 const id = z.string();
@@ -13,26 +17,10 @@ const count = z.int().min(0);
 const hash = z.string().regex(/^[0-9a-f]{16}$/, 'a 16-digit lowercase hex FNV-1a 64 hash');
 const finalTrue = z.literal(true);
 
-export const GRAPHRT_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init', 'allreduce'] as const;
 export const GRAPHRT_WORKLOADS = ['chain', 'decode', 'train', 'probe'] as const;
 export const GRAPHRT_PROBES = ['launch_counter', 'unpinned_diverges', 'recapture_refusals', 'pinned_exact', 'replay_dispatch'] as const;
 
-/** Error codes and the exit code each ends a `run` with (PROTOCOL.md "Error codes"). */
-export const GRAPHRT_EXIT_CODES = {
-  INTERNAL: 1,
-  BAD_FLAG: 2,
-  BAD_REQUEST: 2,
-  UNKNOWN_WORKLOAD: 2,
-  UNKNOWN_TOGGLE: 2,
-  BAD_PARAM: 2,
-  BACKEND_UNAVAILABLE: 3,
-  CARD_BUSY: 4,
-  GATE_FAILED: 5,
-  CUDA_ERROR: 6,
-  RANK_LOST: 7,
-} as const;
-export type GraphrtErrorCode = keyof typeof GRAPHRT_EXIT_CODES;
-const errorCodes = Object.keys(GRAPHRT_EXIT_CODES) as [GraphrtErrorCode, ...GraphrtErrorCode[]];
+const features = z.strictObject(Object.fromEntries(GRAPHRT_FEATURES.map((f) => [f, z.boolean()])) as Record<GraphrtFeature, z.ZodBoolean>);
 
 export const HelloSchema = z.strictObject({
   v,
@@ -43,7 +31,7 @@ export const HelloSchema = z.strictObject({
   sm: z.string().nullable(),
   sms: count,
   driver: z.string(),
-  features: z.strictObject({ graph: z.boolean(), pdl: z.boolean(), overlap: z.boolean(), collectives: z.boolean() }),
+  features,
   version: z.string(),
   pid: z.int().positive(),
   /** multi-rank (PROTOCOL.md "Multi-rank"): the gang's size and this process's rank; 1 and 0 alone */
@@ -90,6 +78,7 @@ export const RepSchema = z.strictObject({
   mode: z.enum(['graph', 'eager']),
   warmup: count,
   steps: z.int().positive(),
+  /** finite numbers only: a null or a string is refused here, never committed as a measurement */
   step_ms: z.array(z.number().min(0)),
   launches_per_step: count,
   dispatches_per_step: count,
@@ -142,7 +131,7 @@ export const ErrorLineSchema = z.strictObject({
   v,
   type: z.literal('error'),
   id: id.optional(),
-  code: z.enum(errorCodes),
+  code: z.enum(GRAPHRT_ERROR_CODES),
   message: z.string().min(1),
   exit_code: z.int().min(1).max(7),
   final: finalTrue,
@@ -159,11 +148,16 @@ export const GraphrtLineSchema = z.discriminatedUnion('type', [
 ]);
 export type GraphrtLine = z.infer<typeof GraphrtLineSchema>;
 
+/** The last line of an answer (PROTOCOL.md: a `capture` line never is). */
+export function isFinal(line: GraphrtLine): boolean {
+  return 'final' in line && line.final === true;
+}
+
 /** A line graphrt wrote that is not valid JSON or not a protocol line: a graphrt bug or a version skew. */
 export class GraphrtProtocolError extends OrchError {
   readonly line: string;
   constructor(message: string, line: string, cause?: unknown) {
-    super('GRAPHRT_PROTOCOL', `graphrt protocol: ${message}: ${line.length > 300 ? `${line.slice(0, 300)}…` : line}`, {
+    super('GRAPHRT_PROTOCOL', `graphrt protocol: ${message}: ${quoteLine(line)}`, {
       hint: 'graphrt and orch disagree on native/PROTOCOL.md: rebuild graphrt (npm run build) from this checkout',
       cause,
     });
@@ -173,6 +167,7 @@ export class GraphrtProtocolError extends OrchError {
 
 /** Parses and validates one stdout line of graphrt; throws GraphrtProtocolError. */
 export function parseGraphrtLine(line: string): GraphrtLine {
+  if (Buffer.byteLength(line) > MAX_RANK_LINE_BYTES) throw new GraphrtProtocolError(`a line longer than ${MAX_RANK_LINE_BYTES} bytes`, line);
   let json: unknown;
   try {
     json = JSON.parse(line);
@@ -181,8 +176,8 @@ export function parseGraphrtLine(line: string): GraphrtLine {
   }
   const r = GraphrtLineSchema.safeParse(json);
   if (!r.success) {
-    const issues = r.error.issues.map((i) => `${i.path.join('.') || '(line)'}: ${i.message}`).join('; ');
-    throw new GraphrtProtocolError(issues, line, r.error);
+    const type = typeof json === 'object' && json !== null && typeof (json as { type?: unknown }).type === 'string' ? (json as { type: string }).type : '';
+    throw new GraphrtProtocolError(describeIssues(r.error, type), line, r.error);
   }
   if (r.data.type === 'error' && r.data.exit_code !== GRAPHRT_EXIT_CODES[r.data.code])
     throw new GraphrtProtocolError(`error ${r.data.code} must exit ${GRAPHRT_EXIT_CODES[r.data.code]}, says ${r.data.exit_code}`, line);

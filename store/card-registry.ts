@@ -9,20 +9,10 @@
  * per host), so it is a MULTI, not a script; leases (lease-store.ts) are what is contended.
  */
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
+import { CardSchema, type Card } from '../jobs/card.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 
-export const CardSchema = z.object({
-  id: z.string().min(1),
-  host: z.string().min(1),
-  backend: z.enum(['cpu', 'cuda']),
-  /** nvidia-smi index, or N of cpu:N */
-  index: z.number().int().nonnegative(),
-  /** GPU UUID (what CUDA_VISIBLE_DEVICES gets); for cpu cards the card id */
-  uuid: z.string().min(1),
-  name: z.string(),
-});
-export type Card = z.infer<typeof CardSchema>;
+export { CardSchema, type Card } from '../jobs/card.ts';
 
 export interface HostInfo {
   host: string;

@@ -10,6 +10,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { WorkerEventSchema, type WorkerEvent, type WorkerEventFields } from '../jobs/worker-event.ts';
 
 export interface EventTags {
   block: number;
@@ -39,9 +40,9 @@ export class EventStream {
     this.pending.add(p);
   }
 
-  /** Appends a worker event `{ v: 1, type: 'worker', event, ...fields }`. */
-  worker(tags: EventTags, event: string, fields: Record<string, unknown> = {}): void {
-    this.emit(tags, JSON.stringify({ v: 1, type: 'worker', event, ...fields }));
+  /** Appends a worker event `{ v: 1, type: 'worker', event, ...fields }`, checked against its schema. */
+  worker<E extends WorkerEvent['event']>(tags: EventTags, event: E, fields: WorkerEventFields<E>): void {
+    this.emit(tags, JSON.stringify(WorkerEventSchema.parse({ v: 1, type: 'worker', event, ...fields })));
   }
 
   async flush(): Promise<void> {

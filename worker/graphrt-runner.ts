@@ -10,9 +10,11 @@
  *   with -9 takes its ranks with it even in the middle of a long rep.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { isFinal, parseGraphrtLine, type GraphrtLine, type Hello } from '../jobs/graphrt-protocol.ts';
+import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
-import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
+import { readLines } from './line-reader.ts';
+import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
 
 const STDERR_KEEP = 20;
 /** after an error answer, how long to wait for the exit that makes it fatal */
@@ -54,37 +56,74 @@ export class GraphrtRunner implements RankRunner {
 
     let lastErrorLine: string | null = null;
     const stderrTail: string[] = [];
-    let pending: { resolve: (l: RankLine) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout } | null = null;
+    let pending: { op: RankOp; resolve: (l: RankLine) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout } | null = null;
     let exit: RankExit | null = null;
+    let fault: string | null = null;
     let helloSeen = false;
-    let resolveReady!: (l: RankLine) => void;
+    let resolveReady!: (l: Hello) => void;
     let rejectReady!: (e: Error) => void;
-    const ready = new Promise<RankLine>((res, rej) => {
+    const ready = new Promise<Hello>((res, rej) => {
       resolveReady = res;
       rejectReady = rej;
     });
     ready.catch(() => {});
 
-    createInterface({ input: child.stdout }).on('line', (raw) => {
-      if (raw.trim() === '') return;
-      let line: RankLine;
+    const kill = () => {
+      if (exit || child.pid === undefined) return;
       try {
-        line = JSON.parse(raw) as RankLine;
-        if (typeof line !== 'object' || line === null || typeof line.type !== 'string') throw new Error('no type');
+        process.kill(-child.pid, 'SIGKILL');
       } catch {
-        line = { type: 'stdout', text: raw };
+        // the group is already gone
       }
-      if (line.type === 'error') lastErrorLine = `${String(line.code ?? 'ERROR')}: ${String(line.message ?? '')}`;
-      s.onLine(line, line.type === 'stdout' ? JSON.stringify(line) : raw);
-      if (!helloSeen && line.type === 'hello') {
-        helloSeen = true;
-        resolveReady(line);
+    };
+    // The rank is ended at once: its exit reports the fault (RankExit.fault), and the request in
+    // flight (or the wait for hello) fails with it now.
+    const breakProtocol = (why: string) => {
+      if (fault !== null || exit) return;
+      fault = why;
+      const err = new RankProtocolError({ rank: s.rank, card: s.card.id, pid: child.pid ?? null }, why);
+      rejectReady(err);
+      if (pending) {
+        clearTimeout(pending.timer);
+        pending.reject(err);
+        pending = null;
+      }
+      kill();
+    };
+
+    const onLine = (raw: string) => {
+      if (fault !== null || raw.trim() === '') return;
+      let line: GraphrtLine;
+      try {
+        line = parseGraphrtLine(raw);
+      } catch (err) {
+        breakProtocol((err as Error).message);
         return;
       }
-      // a final error before hello (CARD_BUSY) is followed by the exit, which rejects `ready`
-      if (line.final !== true || !helloSeen) return;
+      if (line.type === 'error') lastErrorLine = `${line.code}: ${line.message}`;
+      if (!helloSeen) {
+        if (line.type === 'hello') {
+          helloSeen = true;
+          s.onLine(line, raw);
+          resolveReady(line);
+        } else if (line.type === 'error') {
+          // a final error before hello (CARD_BUSY) is followed by the exit, which rejects `ready`
+          s.onLine(line, raw);
+        } else breakProtocol(`a "${line.type}" line before hello: ${quoteLine(raw)}`);
+        return;
+      }
       const p = pending;
-      if (!p) return;
+      // A line of another request (a repeated final line, a late answer) must never answer this one.
+      const stray = line.type === 'hello' || (line.id !== undefined && (p === null || line.id !== p.op.id)) || (isFinal(line) && line.type !== 'error' && p === null);
+      const wrongArm = p !== null && 'arm' in line && line.arm !== p.op.arm.name;
+      if (stray || wrongArm) {
+        const expected = p === null ? 'no request in flight' : `request ${p.op.id} (arm ${p.op.arm.name}) in flight`;
+        const got = 'arm' in line ? `id ${line.id ?? 'none'}, arm ${line.arm}` : `id ${line.id ?? 'none'}`;
+        breakProtocol(`a "${line.type}" line of ${got} with ${expected}: ${quoteLine(raw)}`);
+        return;
+      }
+      s.onLine(line, raw);
+      if (!isFinal(line) || !p) return;
       clearTimeout(p.timer);
       if (line.type === 'error') {
         // A fatal error (CUDA_ERROR...) is followed by the exit, which rejects with the exit code
@@ -98,13 +137,19 @@ export class GraphrtRunner implements RankRunner {
       }
       pending = null;
       p.resolve(line);
+    };
+    readLines(child.stdout, MAX_RANK_LINE_BYTES, {
+      onLine,
+      onTooLong: (head) => breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${head}`),
     });
-    createInterface({ input: child.stderr }).on('line', (l) => {
+    const keepStderr = (l: string) => {
       if (l.trim() === '') return;
       stderrTail.push(l);
       if (stderrTail.length > STDERR_KEEP) stderrTail.shift();
       s.log.debug({ stderr: l }, 'rank stderr');
-    });
+    };
+    // stderr is for people: an overlong line is kept by its head, not a protocol fault
+    readLines(child.stderr, MAX_RANK_LINE_BYTES, { onLine: keepStderr, onTooLong: (head) => keepStderr(`${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
 
     const exited = new Promise<RankExit>((resolve) => {
       const done = (code: number | null, signal: NodeJS.Signals | null) => {
@@ -116,6 +161,7 @@ export class GraphrtRunner implements RankRunner {
           code,
           signal,
           lastError: lastErrorLine ?? stderrLastError(stderrTail),
+          fault,
         };
         const err = new RankExitError(exit);
         rejectReady(err);
@@ -133,15 +179,6 @@ export class GraphrtRunner implements RankRunner {
       child.once('close', done);
     });
 
-    const kill = () => {
-      if (exit || child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // the group is already gone
-      }
-    };
-
     return {
       rank: s.rank,
       card: s.card,
@@ -152,8 +189,9 @@ export class GraphrtRunner implements RankRunner {
       request: (op: RankOp, timeoutMs: number) =>
         new Promise<RankLine>((resolve, reject) => {
           if (exit) return reject(new RankExitError(exit));
+          if (fault !== null) return reject(new RankProtocolError({ rank: s.rank, card: s.card.id, pid: child.pid ?? null }, fault));
           if (pending) return reject(new Error(`rank ${s.rank}: a request is already in flight`));
-          pending = { resolve, reject };
+          pending = { op, resolve, reject };
           pending.timer = setTimeout(() => {
             if (!pending) return;
             pending = null;

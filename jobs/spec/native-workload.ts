@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { LIMITS, LIMITS_FILE, paramLimit } from '../limits.ts';
 import { intIn } from './bounded.ts';
+import { GRAPHRT_TOGGLES, type GraphrtToggle } from '../graphrt-toggles.ts';
 import { strictObject } from './strict-object.ts';
 
 /** graphrt's toggles (native/PROTOCOL.md "Requests"); a native spec may name only these. */
-export const NATIVE_TOGGLES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init', 'allreduce'] as const;
-export type NativeToggle = (typeof NATIVE_TOGGLES)[number];
+export const NATIVE_TOGGLES = GRAPHRT_TOGGLES;
+export type NativeToggle = GraphrtToggle;
 
 /**
  * A size within graphrt's accepted range (native/limits.json, compiled into graphrt): checked

@@ -4,7 +4,11 @@
  * stream — committed or not — tagged with whether its attempt is the block's committed one.
  */
 import type { Redis } from 'ioredis';
+import type { CommitRecord } from '../../jobs/commit-record.ts';
 import { UserInputError } from '../../jobs/errors.ts';
+import type { FailedRecord } from '../../jobs/failed-rep.ts';
+import type { GateResult } from '../../jobs/gate-result.ts';
+import type { RepResult } from '../../jobs/rep-result.ts';
 import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 
@@ -26,10 +30,10 @@ export interface CollectedResults {
   exp: ExperimentRecord;
   blocks: BlockState[];
   /** field `<block>/<arm>/<rep>` → RepResult */
-  reps: Record<string, unknown>;
-  failed: Record<string, { reason: string; attempt: number }>;
-  gates: Record<string, unknown>;
-  commits: Record<string, { attempt: number; epoch: number; host: string }>;
+  reps: Record<string, RepResult>;
+  failed: Record<string, FailedRecord>;
+  gates: Record<string, GateResult>;
+  commits: Record<string, CommitRecord>;
   events: StreamEvent[];
 }
 

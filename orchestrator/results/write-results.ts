@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
-import type { Analysis, FailedRep, GateResult, RepResult } from '../stats/types.ts';
+import type { Analysis, FailedRep } from '../stats/types.ts';
 import { renderMarkdown } from '../report/render-markdown.ts';
 import { renderJson } from '../report/render-json.ts';
 import { renderCsv } from '../report/render-csv.ts';
@@ -48,9 +48,9 @@ export function analyzeCollected(c: CollectedResults): Analysis {
   return analyzeExperiment({
     plan: exp.plan,
     experiment: exp.id,
-    reps: Object.values(c.reps) as RepResult[],
+    reps: Object.values(c.reps),
     failed,
-    gates: Object.values(c.gates) as GateResult[],
+    gates: Object.values(c.gates),
     metric: { name: exp.spec.metric.name, better: exp.spec.metric.better, statistic: exp.spec.metric.statistic },
     min_effect: exp.spec.metric.min_effect,
     alpha: DEFAULT_ALPHA,

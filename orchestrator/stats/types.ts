@@ -1,6 +1,6 @@
 /**
  * The shapes that enter and leave the statistics (jobs/CONTRACTS.md "Results and statistics").
- * Pure data: no Redis, no files. `analyzeExperiment` (analyze.ts) turns an AnalysisInput into an
+ * Pure data: no Redis, no files. The committed records come from jobs/; the derived shapes are here. `analyzeExperiment` (analyze.ts) turns an AnalysisInput into an
  * Analysis; the renderers in orchestrator/report/ only read an Analysis.
  *
  * Conventions of every number in an Analysis:
@@ -10,6 +10,11 @@
  *   (see compare.ts) and shown as ratio − 1;
  * - values are in the metric's unit (`metric.name`, ms per step by default).
  */
+
+import type { FailedRep } from '../../jobs/failed-rep.ts';
+import type { GateResult } from '../../jobs/gate-result.ts';
+import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
+import type { RepResult } from '../../jobs/rep-result.ts';
 
 /** The subset of jobs/plan.ts `Arm` the statistics read. */
 export interface PlanArm {
@@ -37,41 +42,10 @@ export interface PlanLike {
   reps: number;
 }
 
-/** One committed rep (CONTRACTS.md); `step_ms` holds measured steps only, warm-up excluded. */
-export interface RepResult {
-  experiment: string;
-  block: number;
-  attempt: number;
-  epoch: number;
-  arm: string;
-  /** 0-based occurrence of `arm` in the block's sequence. */
-  rep: number;
-  /** Index in the block's sequence. */
-  position: number;
-  step_ms: number[];
-  backend: string;
-  mode: 'graph' | 'eager';
-  launches_per_step?: number;
-  nodes?: number | null;
-  hashes?: string[];
-}
-
-export interface GateResult {
-  block: number;
-  arm: string;
-  name: 'identity';
-  pass: boolean;
-  first_bad_replay: number | null;
-  detail?: unknown;
-}
-
-/** A planned rep that ended failed (`orch:experiment:<id>:failed`). */
-export interface FailedRep {
-  block: number;
-  arm: string;
-  rep: number;
-  reason: string;
-}
+/** The records the statistics read are the committed ones, as jobs/ defines them. */
+export type { FailedRep } from '../../jobs/failed-rep.ts';
+export type { GateResult } from '../../jobs/gate-result.ts';
+export type { RepResult } from '../../jobs/rep-result.ts';
 
 export interface MetricSpec {
   name: string;

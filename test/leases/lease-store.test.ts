@@ -93,9 +93,10 @@ describe('card leases (Lua, real redis-server)', () => {
     const a = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
     assert.ok(a.granted);
     await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, reason: 'rank 1 exited 3' }]);
+    const rep = { experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, arm: 'A', rep: 0, position: 0, step_ms: [1], backend: 'cpu', mode: 'eager' as const };
     const input = {
       experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, host: 'h1', cards: ['k0', 'k1'],
-      reps: [{ block: 3, arm: 'A', rep: 0, result: { step_ms: [1] } }], notRun: [], gates: [],
+      reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], notRun: [], gates: [],
     };
     // revoked: refused, nothing written
     await leases.revoke({ cards: ['k1'], reason: 'test' });
@@ -117,7 +118,7 @@ describe('card leases (Lua, real redis-server)', () => {
     const e = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
     assert.ok(e.granted);
     assert.deepEqual(await results.commitBlock({ ...input, epoch: e.epoch }), { committed: true });
-    assert.deepEqual(await results.results('x'), { '3/A/0': { step_ms: [1] } });
+    assert.deepEqual(await results.results('x'), { '3/A/0': rep });
     assert.deepEqual(await results.failed('x'), {}, 'the measured rep is no longer failed');
     const again = await results.commitBlock({ ...input, attempt: 3, epoch: e.epoch });
     assert.equal(again.committed, false);

@@ -15,6 +15,8 @@
 import { UnrecoverableError } from 'bullmq';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
+import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
+import { describeIssues } from '../../jobs/schema-issues.ts';
 import { BuildCache, type EnsuredBuild } from '../build/build-cache.ts';
 import { preflightCommand } from '../preflight/preflight.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
@@ -59,12 +61,12 @@ export class CommandRankRunner implements RankRunner {
     const end = (signal: string | null) => {
       if (ended) return;
       ended = true;
-      resolveExited({ rank: s.rank, card: s.card.id, pid: current, code: signal ? null : 0, signal, lastError: null });
+      resolveExited({ rank: s.rank, card: s.card.id, pid: current, code: signal ? null : 0, signal, lastError: null, fault: null });
     };
     let artifactDir: string | null = null;
     const env: Record<string, string> = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
 
-    const ready = (async (): Promise<RankLine> => {
+    const ready = (async (): Promise<CommandHello> => {
       let build: EnsuredBuild | null = null;
       try {
         if (workload.build) {
@@ -75,7 +77,7 @@ export class CommandRankRunner implements RankRunner {
       } catch (err) {
         throw err instanceof UserInputError ? new UnrecoverableError(`${err.code}: ${err.message}`) : err;
       }
-      const hello: RankLine = {
+      const hello: CommandHello = {
         v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
         artifacts: build?.artifacts ?? [],
         build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
@@ -86,29 +88,37 @@ export class CommandRankRunner implements RankRunner {
     ready.catch(() => {});
 
     const request = async (op: RankOp, timeoutMs: number): Promise<RankLine> => {
-      const answer = (line: RankLine): RankLine => {
+      const answer = (line: CommandLine): RankLine => {
         s.onLine(line, JSON.stringify(line));
         return line;
       };
+      const fail = (code: string, message: string): RankLine => answer({ v: 1, type: 'error', id: op.id, code, message, final: true });
       if (op.op !== 'rep') {
-        return answer({ v: 1, type: 'error', id: op.id, code: 'UNSUPPORTED', message: `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`, final: true });
+        return fail('UNSUPPORTED', `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`);
       }
       const timer = setTimeout(() => abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
       try {
         const running = runCommandRep({
           workload: wl, arm: op.arm, artifactDir, cardLock: s.lockPath, env, signal: abort.signal,
           onStart: (pid) => (current = pid),
-          onLine: (stream, line) => s.onLine({ type: 'output', stream, line }, JSON.stringify({ v: 1, type: 'output', id: op.id, stream, line })),
+          onLine: (stream, line) => {
+            const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };
+            s.onLine(out, JSON.stringify(out));
+          },
         });
         inflight = running.catch(() => {});
         const r = await running;
-        return answer({
+        // The metric values become a measurement only through the schema: a NaN or an
+        // infinity the metric source let through is refused, not committed.
+        const rep = CommandRepSchema.safeParse({
           v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
           warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms, final: true,
         });
+        if (!rep.success) return fail('METRIC_NOT_A_NUMBER', `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`);
+        return answer(rep.data);
       } catch (err) {
         const e = err as { code?: string; message: string };
-        return answer({ v: 1, type: 'error', id: op.id, code: e.code ?? 'INTERNAL', message: e.message, final: true });
+        return fail(e.code ?? 'INTERNAL', e.message);
       } finally {
         clearTimeout(timer);
         current = null;

@@ -11,10 +11,11 @@
  */
 import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.ts';
 import { MetricParser, selectMeasured, type MetricSample, type MetricSourceInput } from '../../jobs/metric-source.ts';
 import { toCommandInvocation, type CommandRunInput, type ToggleMappingInput } from './command-invocation.ts';
+import { readLines } from '../line-reader.ts';
 import { spawnTethered } from './tether.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
@@ -82,18 +83,29 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
     if (tail.length > TAIL_LINES) tail.shift();
     input.onLine?.(stream, line);
   };
-  createInterface({ input: p.child.stdout! }).on('line', (line) => {
-    keep('stdout', line);
-    if (parseError) return;
-    try {
-      const s = parser.parseLine(line);
-      if (s) samples.push(s);
-    } catch (err) {
-      parseError = err;
+  readLines(p.child.stdout!, MAX_RANK_LINE_BYTES, {
+    onLine: (line) => {
+      keep('stdout', line);
+      if (parseError) return;
+      try {
+        const s = parser.parseLine(line);
+        if (s) samples.push(s);
+      } catch (err) {
+        parseError = err;
+        p.killGroup();
+      }
+    },
+    onTooLong: (head) => {
+      keep('stdout', `${head}…`);
+      if (parseError) return;
+      parseError = new UserInputError('RANK_LINE_TOO_LONG', `workload.run.cmd printed a stdout line longer than ${MAX_RANK_LINE_LABEL}; killed (arm "${arm.name}", command: ${inv.cmd}); it starts: ${head}`, {
+        hint: 'print metric lines of sane length; send bulk output to a file',
+      });
       p.killGroup();
-    }
+    },
   });
-  createInterface({ input: p.child.stderr! }).on('line', (line) => keep('stderr', line));
+  // stderr is only shown: an overlong line is kept by its head
+  readLines(p.child.stderr!, MAX_RANK_LINE_BYTES, { onLine: (line) => keep('stderr', line), onTooLong: (head) => keep('stderr', `${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
   const timer = setTimeout(() => {
     timedOut = true;
     p.killGroup();

@@ -1,5 +1,6 @@
 /**
- * Preflight: the checks a block passes before it takes its cards' time (DESIGN.md step 4).
+ * Preflight: the checks a block passes before it takes its cards' time (a failed check costs
+ * a message, not a gang's lease).
  *
  * - the artifact exists (a build cache entry that lost a file is refused, not run);
  * - the binary reports its backend and features (`graphrt hello`), and a spec that needs `cuda`
@@ -13,6 +14,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { parseGraphrtLine, type ErrorLine, type GraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
 import { COMPLETE_MARKER } from '../build/build-cache.ts';
 
 export interface PreflightBuild {
@@ -56,12 +58,8 @@ export async function preflightCommand(opts: { build: PreflightBuild | null; bui
   await checkFreeDisk(existsSync(opts.buildRoot) ? opts.buildRoot : '/', opts.minFreeDiskGb);
 }
 
-export interface HelloInfo {
-  backend: string;
-  features?: Record<string, unknown>;
-  device?: unknown;
-  version?: unknown;
-}
+/** What the backend check reads of a hello line (a test may give less than a whole line). */
+export type HelloInfo = Pick<Hello, 'backend'> & { features?: Partial<Hello['features']> };
 
 /**
  * The backend check: a spec that needs `cuda` refuses a binary that reports another backend.
@@ -88,14 +86,21 @@ export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', bi
   });
 }
 
-function helloOf(stdout: string): (HelloInfo & { type: string }) | { type: 'error'; code?: string; message?: string } | null {
+/**
+ * The hello or error line of `graphrt hello`, through the protocol's schema: a hello whose fields
+ * or features (jobs/graphrt-toggles.ts) differ from this orch's is a version skew, refused here
+ * before any card is taken.
+ */
+function helloOf(binary: string, stdout: string): Hello | ErrorLine | null {
   for (const line of stdout.split('\n')) {
+    if (line.trim() === '') continue;
+    let parsed: GraphrtLine;
     try {
-      const j = JSON.parse(line) as { type?: string };
-      if (j.type === 'hello' || j.type === 'error') return j as HelloInfo & { type: string };
-    } catch {
-      // not a protocol line
+      parsed = parseGraphrtLine(line);
+    } catch (err) {
+      throw new OrchError('PREFLIGHT_HELLO', `${binary} hello: ${(err as Error).message}`, { cause: err, hint: 'rebuild graphrt from this checkout (npm run build)' });
     }
+    if (parsed.type === 'hello' || parsed.type === 'error') return parsed;
   }
   return null;
 }
@@ -109,17 +114,17 @@ function runHello(binary: string, args: string[]): Promise<{ code: number; stdou
 }
 
 /** `graphrt hello` and the backend check; returns the hello line. */
-export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | 'cpu'): Promise<HelloInfo> {
+export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | 'cpu'): Promise<Hello> {
   const r = await runHello(binary, ['--backend', 'auto']);
-  const hello = helloOf(r.stdout);
+  const hello = helloOf(binary, r.stdout);
   if (!hello || hello.type !== 'hello' || r.code !== 0) {
     throw new OrchError('PREFLIGHT_HELLO', `${binary} hello exited ${r.code} without a hello line: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
   }
-  const info = hello as HelloInfo;
+  const info = hello;
   if (need === 'cuda' && info.backend !== 'cuda') {
     // The binary's own reason: "not built into this graphrt" or "no visible GPU".
-    const forced = helloOf((await runHello(binary, ['--backend', 'cuda'])).stdout);
-    const detail = forced && forced.type === 'error' ? String((forced as { message?: string }).message ?? '') : '';
+    const forced = helloOf(binary, (await runHello(binary, ['--backend', 'cuda'])).stdout);
+    const detail = forced && forced.type === 'error' ? forced.message : '';
     checkBackend(info, need, binary, detail);
   }
   checkBackend(info, need, binary);

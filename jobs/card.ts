@@ -1,0 +1,14 @@
+/** A card a worker offers (store/card-registry.ts keeps them in `<prefix>:cards`, one JSON each). */
+import { z } from 'zod';
+
+export const CardSchema = z.object({
+  id: z.string().min(1),
+  host: z.string().min(1),
+  backend: z.enum(['cpu', 'cuda']),
+  /** nvidia-smi index, or N of cpu:N */
+  index: z.number().int().nonnegative(),
+  /** GPU UUID (what CUDA_VISIBLE_DEVICES gets); for cpu cards the card id */
+  uuid: z.string().min(1),
+  name: z.string(),
+});
+export type Card = z.infer<typeof CardSchema>;

@@ -1,0 +1,30 @@
+/** One committed identity gate of an arm (`<prefix>:experiment:<id>:gates`, field `<block>/<arm>`). */
+import { z } from 'zod';
+
+const count = z.int().min(0);
+
+/** One rank's gate line, as committed. */
+export const GateRankDetailSchema = z.object({
+  rank: count,
+  card: z.string(),
+  pass: z.boolean(),
+  replays: z.int().positive(),
+  first_bad_replay: z.int().positive().nullable(),
+  eager_hashes: z.array(z.string()),
+  graph_hashes: z.array(z.string()),
+  nodes: count.nullable(),
+  launches_per_step: count,
+});
+export type GateRankDetail = z.infer<typeof GateRankDetailSchema>;
+
+export const GateResultSchema = z.object({
+  block: count,
+  arm: z.string(),
+  name: z.literal('identity'),
+  /** every rank passed */
+  pass: z.boolean(),
+  /** the earliest bad replay over the ranks, null when all passed */
+  first_bad_replay: z.int().positive().nullable(),
+  detail: z.array(GateRankDetailSchema).optional(),
+});
+export type GateResult = z.infer<typeof GateResultSchema>;

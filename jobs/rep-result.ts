@@ -1,0 +1,36 @@
+/**
+ * One committed rep (`<prefix>:experiment:<id>:results`, field `<block>/<arm>/<rep>`): what the
+ * worker commits (worker/block-executor.ts), the result store reads back and the statistics use.
+ */
+import { z } from 'zod';
+import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
+
+const count = z.int().min(0);
+
+export const RepResultSchema = z.object({
+  experiment: z.string(),
+  block: count,
+  attempt: z.int().positive(),
+  epoch: count,
+  arm: z.string(),
+  /** 0-based occurrence of `arm` in the block's sequence. */
+  rep: count,
+  /** Index in the block's sequence. */
+  position: count,
+  /** Measured steps only, warm-up excluded; the gang's slowest rank per step. Finite numbers only. */
+  step_ms: z.array(z.number()),
+  /** `cpu`, `cuda` or `command` */
+  backend: z.string(),
+  mode: z.enum(['graph', 'eager']),
+  launches_per_step: count.optional(),
+  nodes: count.nullable().optional(),
+  hashes: z.array(z.string()).optional(),
+  /**
+   * Toggles the arm turns on that had no effect on this backend or workload (any rank's graphrt
+   * said so): the rep measured the arm without them.
+   */
+  unsupported: z.array(z.enum(GRAPHRT_TOGGLES)).optional(),
+  host: z.string().optional(),
+  cards: z.array(z.string()).optional(),
+});
+export type RepResult = z.infer<typeof RepResultSchema>;

@@ -1,0 +1,14 @@
+import type { z } from 'zod';
+
+/**
+ * `rep.step_ms.1: Invalid input: expected number, received null`: each issue's path (under
+ * `prefix`, e.g. the line's type) and message, so a refused line or record says where it is wrong.
+ */
+export function describeIssues(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((i) => {
+      const path = [prefix, ...i.path.map(String)].filter((p) => p !== '').join('.');
+      return `${path || '(root)'}: ${i.message}`;
+    })
+    .join('; ');
+}
