@@ -28,6 +28,7 @@ import type { LeaseStore } from '../store/lease-store.ts';
 import type { CommitGate, CommitRep, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { EventStream, EventTags } from './event-stream.ts';
 import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
 import { armOf, opId, RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
 
 export interface ExecutorOptions {
@@ -129,6 +130,13 @@ export class BlockExecutor {
     }
   }
 
+  /** Every running gang fails and its ranks die now: the worker's stop ran out of time (Redis gone). */
+  abortAll(reason: string): void {
+    for (const [epoch, run] of this.active) {
+      run.fail(new LeaseLostError(`block ${run.job.block} attempt ${run.job.attempt} (epoch ${epoch}) aborted: ${reason}`));
+    }
+  }
+
   get running(): number {
     return this.active.size;
   }
@@ -188,12 +196,17 @@ class GangRun {
     const planned = sequenceReps(job.sequence);
     const reps: CommitRep[] = [];
     const gates: CommitGate[] = [];
-    let renewTimer: NodeJS.Timeout | undefined;
+    // the local lease deadline: ranks die when no renew succeeded within the TTL, even if Redis never answers
+    const keeper = new LeaseKeeper({
+      ttlMs: this.opts.leaseTtlMs,
+      everyMs: this.opts.renewEveryMs,
+      renew: () => this.renew(),
+      onLost: (why) => this.fail(new LeaseLostError(`${why} (block ${job.block} attempt ${job.attempt}, epoch ${job.epoch})`)),
+    });
     let committed = false;
     this.log.info({ cards: job.cards, reps: planned.length }, 'block attempt starting');
     try {
-      await this.renew();
-      renewTimer = setInterval(() => void this.renew().catch((err: Error) => this.fail(err)), this.opts.renewEveryMs);
+      await this.race(keeper.start());
       this.events.worker(this.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence });
       await this.guard([]);
       this.startRanks();
@@ -252,7 +265,7 @@ class GangRun {
       this.events.worker(this.tags(''), 'block-failed', { reason: err.message });
       throw toJobError(err);
     } finally {
-      clearInterval(renewTimer);
+      keeper.stop();
       this.closing = true;
       await Promise.all(this.ranks.map((r) => (this.failure ? (r.kill(), r.exited) : r.close(this.opts.closeGraceMs))));
       if (this.rendezvousDir !== null) rmSync(this.rendezvousDir, { recursive: true, force: true });

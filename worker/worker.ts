@@ -11,7 +11,9 @@
  *
  * Graceful stop (SIGTERM → stop()): no new job is taken, each running block finishes its rep in
  * flight, commits what it measured with the rest reported "not run", releases its leases; then
- * the host goes offline and the connections close.
+ * the host goes offline and the connections close. All of that needs Redis: when it has not
+ * finished within stopLimitMs (10 s; Redis gone), every running block is failed (its ranks
+ * killed) and the connections are cut; stop() returns regardless.
  */
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +50,8 @@ export interface WorkerOptions {
   requestTimeoutMs?: number;
   foreignPollMs?: number;
   closeGraceMs?: number;
+  /** longest graceful stop before the connections are cut (default 10 s) */
+  stopLimitMs?: number;
   /** accept a Redis that answers without a password (warned about); default: refuse it */
   insecureRedis?: boolean;
   log: Logger;
@@ -70,6 +74,7 @@ export class Worker {
   private bull: BullWorker | null = null;
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping = false;
+  private stopped: Promise<void> | null = null;
   private executor: BlockExecutor | null = null;
   cards: Card[] = [];
 
@@ -95,11 +100,18 @@ export class Worker {
     const registry = new CardRegistry(redis, { prefix: this.prefix });
     const ttl = 2 * this.heartbeatMs;
     await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
+    let beating = false;
     this.heartbeat = setInterval(() => {
-      registry.heartbeat(this.host, ttl).then(
-        (wasAlive) => wasAlive || this.log.warn('host heartbeat was late: the host looked dead for a moment'),
-        (err: unknown) => this.log.warn({ err }, 'heartbeat failed'),
-      );
+      // one at a time: to a Redis that does not answer, a beat per period would only queue up
+      if (beating) return;
+      beating = true;
+      registry
+        .heartbeat(this.host, ttl)
+        .then(
+          (wasAlive) => wasAlive || this.log.warn('host heartbeat was late: the host looked dead for a moment'),
+          (err: unknown) => this.log.warn({ err }, 'heartbeat failed'),
+        )
+        .finally(() => (beating = false));
     }, this.heartbeatMs);
 
     const keys = orchKeys(this.prefix);
@@ -133,6 +145,8 @@ export class Worker {
 
     const sub = redis.duplicate();
     this.sub = sub;
+    // a duplicate has none of connectRedis' listeners: without one, ioredis reports every failed reconnect as an unhandled error event
+    sub.on('error', (err: Error) => this.log.debug({ err: err.message }, 'lease revocation subscriber: redis error'));
     await sub.subscribe(keys.leaseRevoked);
     sub.on('message', (_channel: string, message: string) => {
       try {
@@ -157,11 +171,34 @@ export class Worker {
     this.log.info({ cards: this.cards.map((c) => c.id), queue: hostQueue(this.host) }, 'worker ready');
   }
 
-  /** Graceful stop; see the file comment. Idempotent. */
-  async stop(): Promise<void> {
-    if (this.stopping) return;
+  /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent. */
+  stop(): Promise<void> {
+    this.stopped ??= this.stopWithin(this.opts.stopLimitMs ?? 10_000);
+    return this.stopped;
+  }
+
+  private async stopWithin(limitMs: number): Promise<void> {
     this.stopping = true;
     this.log.info({ running: this.executor?.running ?? 0 }, 'stopping: finishing the reps in flight');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), limitMs)));
+    const graceful = this.drain().then(() => 'done' as const);
+    const how = await Promise.race([graceful, late]);
+    clearTimeout(timer);
+    if (how === 'late') {
+      this.log.error({ running: this.executor?.running ?? 0, limit_ms: limitMs }, 'graceful stop did not finish in time (Redis unreachable?): killing the running ranks and cutting the connections');
+      clearInterval(this.heartbeat);
+      this.executor?.abortAll(`the worker of host ${this.host} was stopped and could not finish gracefully within ${limitMs} ms`);
+      void this.bull?.close(true).catch(() => {});
+      this.sub?.disconnect();
+      this.redis?.disconnect();
+      // a moment for the ranks' exits; pending Redis calls may never settle, so no waiting on them
+      await Promise.race([graceful, new Promise((r) => setTimeout(r, 2000).unref())]);
+    }
+    this.log.info('stopped');
+  }
+
+  private async drain(): Promise<void> {
     await this.bull?.close();
     clearInterval(this.heartbeat);
     if (this.redis) {
@@ -169,6 +206,5 @@ export class Worker {
     }
     this.sub?.disconnect();
     this.redis?.disconnect();
-    this.log.info('stopped');
   }
 }
