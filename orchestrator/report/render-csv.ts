@@ -33,8 +33,8 @@ export function renderCsv(a: Analysis): CsvTables {
       a.values.map((v) => [a.experiment, v.block, v.arm, v.rep, v.position, v.value]),
     ),
     arms: toCsv(
-      ['arm', 'aa_of', 'n', 'planned', 'missing', 'mean', 'median', 'sd', 'sem', 'ci_low', 'ci_high', 'min', 'max', 'cv'],
-      a.arms.map((s) => [s.arm, s.aa_of, s.n, s.planned, s.missing, s.mean, s.median, s.sd, s.sem, s.ci?.[0], s.ci?.[1], s.min, s.max, s.cv]),
+      ['arm', 'aa_of', 'n', 'planned', 'missing', 'mean', 'median', 'sd', 'sem', 'ci_low', 'ci_high', 'min', 'max', 'cv', 'not_measured'],
+      a.arms.map((s) => [s.arm, s.aa_of, s.n, s.planned, s.missing, s.mean, s.median, s.sd, s.sem, s.ci?.[0], s.ci?.[1], s.min, s.max, s.cv, s.unsupported.map((u) => u.note).join('; ')]),
     ),
     comparisons: toCsv(
       ['arm', 'reference', 'pairs', 'relative', 'relative_ci_low', 'relative_ci_high', 'difference', 'difference_se', 't', 'df', 'p', 'wilcoxon_p', 'verdict', 'bound', 'mde', 'statement'],
@@ -58,8 +58,8 @@ export function renderCsv(a: Analysis): CsvTables {
       ]),
     ),
     loo: toCsv(
-      ['toggle', 'arm', 'worth', 'worth_se', 'worth_rel', 'worth_rel_se', 't', 'df', 'p', 'share'],
-      (a.loo?.rows ?? []).map((r) => [r.toggle, r.arm, r.worth, r.worth_se, r.worth_rel, r.worth_rel_se, r.t, r.df, r.p, r.share]),
+      ['toggle', 'arm', 'worth', 'worth_se', 'worth_rel', 'worth_rel_se', 't', 'df', 'p', 'share', 'unsupported'],
+      (a.loo?.rows ?? []).map((r) => [r.toggle, r.arm, r.worth, r.worth_se, r.worth_rel, r.worth_rel_se, r.t, r.df, r.p, r.share, r.unsupported]),
     ),
     drift: toCsv(
       ['arm', 'slope_per_position', 'se', 't', 'df', 'p', 'flagged'],

@@ -55,7 +55,7 @@ export function renderMarkdown(a: Analysis): string {
     `## Arms (${unit})`,
     '',
     markdownTable(
-      ['arm', 'n', 'planned', 'missing', 'mean', 'median', 'sem', `${level} CI`, 'min', 'max', 'CV'],
+      ['arm', 'n', 'planned', 'missing', 'mean', 'median', 'sem', `${level} CI`, 'min', 'max', 'CV', 'not measured'],
       a.arms.map((s) => [
         s.aa_of ? `${s.arm} (A/A of ${s.aa_of})` : s.arm,
         String(s.n),
@@ -68,6 +68,7 @@ export function renderMarkdown(a: Analysis): string {
         num(s.min),
         num(s.max),
         pct(s.cv),
+        s.unsupported.length === 0 ? '—' : s.unsupported.map((u) => u.note).join('; '),
       ]),
     ),
     '',
@@ -100,7 +101,11 @@ export function renderMarkdown(a: Analysis): string {
       '',
       markdownTable(
         ['toggle', `worth (${unit})`, 'se', 'worth %', 'se %', 't', 'p', 'share of base − all_on'],
-        a.loo.rows.map((r) => [r.toggle, num(r.worth), num(r.worth_se, 3), signedPct(r.worth_rel), pct(r.worth_rel_se), num(r.t, 3), pValue(r.p), pct(r.share, 1)]),
+        a.loo.rows.map((r) =>
+          r.unsupported !== null
+            ? [r.toggle, r.unsupported, '—', '—', '—', '—', '—', '—']
+            : [r.toggle, num(r.worth), num(r.worth_se, 3), signedPct(r.worth_rel), pct(r.worth_rel_se), num(r.t, 3), pValue(r.p), pct(r.share, 1)],
+        ),
       ),
       '',
       `${a.loo.interaction_flagged ? '**Interaction:** ' : 'Interaction check: '}${a.loo.message}`,

@@ -14,7 +14,7 @@ import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
 import { valueIndex } from './pairing.ts';
 import { repValues } from './rep-values.ts';
-import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, Verdict } from './types.ts';
+import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, UnsupportedToggle, Verdict } from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
   const bad: string[] = [];
@@ -39,11 +39,31 @@ function invalidate(c: Comparison, reasons: readonly string[], gates: readonly s
   return { ...c, verdict: 'invalid', reasons: [...reasons, ...c.reasons], statement: `${why}; measured: ${c.statement}` };
 }
 
+/** Per arm, the toggles its committed reps report unsupported, with the backends that said so. */
+function unsupportedToggles(input: AnalysisInput): Map<string, UnsupportedToggle[]> {
+  const seen = new Map<string, Map<UnsupportedToggle['toggle'], Set<string>>>();
+  for (const r of input.reps) {
+    for (const t of r.unsupported ?? []) {
+      const arm = seen.get(r.arm) ?? new Map<UnsupportedToggle['toggle'], Set<string>>();
+      seen.set(r.arm, arm.set(t, (arm.get(t) ?? new Set<string>()).add(r.backend)));
+    }
+  }
+  const out = new Map<string, UnsupportedToggle[]>();
+  for (const [arm, toggles] of seen) {
+    out.set(arm, [...toggles].map(([toggle, b]) => {
+      const backends = [...b].sort();
+      return { toggle, backends, note: `${toggle}: unsupported on ${backends.join(', ')} — not measured` };
+    }));
+  }
+  return out;
+}
+
 export function analyzeExperiment(input: AnalysisInput): Analysis {
   checkOptions(input);
   const { plan, alpha, min_effect, metric } = input;
   const rv = repValues(input);
   const index = valueIndex(rv.values);
+  const unsupported = unsupportedToggles(input);
   const arms: ArmSummary[] = plan.arms.map((a) => {
     const xs = rv.values.filter((v) => v.arm === a.name).map((v) => v.value);
     return {
@@ -51,14 +71,19 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
       aa_of: a.aa_of ?? null,
       planned: rv.planned.filter((p) => p.arm === a.name).length,
       missing: rv.missing.get(a.name) ?? 0,
+      unsupported: unsupported.get(a.name) ?? [],
       ...describe(xs, alpha),
     };
   });
   const opts: CompareOptions = { metric, alpha, min_effect };
   const compare = (arm: string, ref: string) => compareArms(plan, index, arm, ref, opts);
+  const notMeasured = (c: Comparison): Comparison => {
+    const notes = (unsupported.get(c.arm) ?? []).map((u) => u.note);
+    return notes.length === 0 ? c : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
+  };
   let comparisons = plan.arms
     .filter((a) => a.name !== plan.control && a.aa_of === undefined)
-    .map((a) => compare(a.name, plan.control));
+    .map((a) => notMeasured(compare(a.name, plan.control)));
   const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
   const aa = aaArm ? compare(aaArm.name, aaArm.aa_of!) : null;
   const isLoo = plan.design === 'leave-one-out';
@@ -95,7 +120,9 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     comparisons,
     primary,
     aa,
-    loo: isLoo ? leaveOneOut(plan, index, comparisons, alpha, min_effect, allOn) : null,
+    loo: isLoo
+      ? leaveOneOut(plan, index, comparisons, alpha, min_effect, allOn, (t) => unsupported.get(LOO_ALL_ON)?.find((u) => u.toggle === t)?.note ?? null)
+      : null,
     order,
     drift,
     issues: rv.issues,

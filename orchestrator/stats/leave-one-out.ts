@@ -35,16 +35,20 @@ export function leaveOneOut(
   alpha: number,
   min_effect: number,
   allOnMean: number | null,
+  unsupportedInAllOn: (toggle: string) => string | null = () => null,
 ): LooTable {
   const find = (arm: string) => comparisons.find((c) => c.arm === arm && c.reference === LOO_ALL_ON) ?? null;
   const total = find(LOO_BASE);
   const totalAbs = total?.absolute.mean ?? null;
   const rows: LooRow[] = plan.toggles.map((toggle) => {
-    const c = find(looArm(toggle));
+    // all_on did not run the toggle: no_<toggle> − all_on is noise, never the toggle's worth
+    const unsupported = unsupportedInAllOn(toggle);
+    const c = unsupported === null ? find(looArm(toggle)) : null;
     const worth = c?.absolute.mean ?? null;
     return {
       toggle,
       arm: looArm(toggle),
+      unsupported,
       worth,
       worth_se: c?.absolute.se ?? null,
       worth_rel: c?.relative.estimate ?? null,

@@ -97,9 +97,20 @@ export interface RepValue {
   value: number;
 }
 
+/** A toggle the arm turns on that had no effect where it ran (graphrt's `unsupported`): not measured. */
+export interface UnsupportedToggle {
+  toggle: GraphrtToggle;
+  /** the backends of the reps that reported it */
+  backends: string[];
+  /** `pdl: unsupported on cpu — not measured` */
+  note: string;
+}
+
 export interface ArmSummary extends Descriptive {
   arm: string;
   aa_of: string | null;
+  /** toggles of this arm no rep measured: the arm's numbers are the arm without them */
+  unsupported: UnsupportedToggle[];
   /** Reps the plan asked for. */
   planned: number;
   /** Planned reps that ended failed, were rejected as bad input, or never arrived. */
@@ -161,6 +172,8 @@ export interface GateSummary {
 export interface LooRow {
   toggle: string;
   arm: string;
+  /** set when all_on ran without the toggle (unsupported there): every number below is null */
+  unsupported: string | null;
   /** Worth of the toggle = no_<toggle> − all_on, relative to all_on and in the metric's unit. */
   worth: number | null;
   worth_se: number | null;
