@@ -86,6 +86,7 @@ export const RepSchema = z.strictObject({
   rank: count,
   world: z.int().positive(),
   nodes: count.nullable(),
+  graph: z.enum(['fresh', 'reused']).nullable().optional(), // rep: graph captured for this rep, or kept from an earlier one (PROTOCOL.md)
   hashes: z.array(hash),
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)),
   train: TrainReportSchema.optional(),

@@ -1,27 +1,38 @@
-// graphrt_bench: the numbers of issue 4, in one process, arms interleaved (METHOD.md: ratios
+// graphrt_bench: the numbers of native/BENCHMARKS.md, in one process, arms interleaved (ratios
 // within one run, medians, warm-up excluded, device events). Uses the same workloads, launch
 // helper, graph slot and step loop as graphrt itself.
 //
-//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--sections chain,decode,trigger,train] [--json PATH]
+//   graphrt_bench [--backend cuda|cpu] [--rounds R] [--hidden H] [--decode-arms 16|4]
+//                 [--sections chain,decode,trigger,split,serve,train] [--json PATH]
 //
 // 1. chain: 2000 trivial kernels per step, us per kernel: eager, eager+pdl, graph, graph+pdl.
 // 2. decode: 93 layers x 30 kernels, ms per step (median, mean, sem, n) for all 16 arms of
 //    graph x pdl x overlap x split_combine, in rotating order, each chunk one full position
 //    cycle (max_pos steps) so every arm measures the same work.
 // 3. train: L, P and the win of the pin.
-// 4. CUPTI (where built): the share of a graph+PDL decode step that is not kernel execution.
+// 4. CUPTI (where built): the share of a graph+PDL decode step that is not kernel execution, and
+//    the duration of each kernel per launch.
+// 5. split: split_combine's worth, eager and graph+pdl, at 2-3 attention lengths.
+// 6. serve: per-rep overhead of a resident session for interleaved arms (fresh vs reused graphs).
+// A SUMMARY of the headline numbers is printed last.
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <chrono>
+
 #include "context.hpp"
 #include "graph_slot.hpp"
+#include "json.hpp"
+#include "session.hpp"
 #include "graphrt/backends.hpp"
 #include "steps.hpp"
 #include "workload.hpp"
@@ -56,6 +67,18 @@ Stats stats_of(std::vector<double> v) {
   for (double x : v) ss += (x - s.mean) * (x - s.mean);
   s.sem = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::sqrt(static_cast<double>(v.size())) : 0;
   return s;
+}
+
+// The short table printed last (what one device call must show), filled by the sections.
+std::vector<std::string> g_summary;
+void summary(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void summary(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_summary.emplace_back(buf);
 }
 
 // One arm: its own context, workload and (for graph arms) captured graph.
@@ -325,9 +348,13 @@ void cupti_section(Backend& b, const Request& dreq, std::ostringstream& js) {
               "without pdl) / graph+pdl step: traced %.4f ms -> %.2f%%; untraced %.4f ms -> %.2f%%\n",
               exec, pdl.event_ms.median, 100.0 * share, untraced_pdl, 100.0 * share_untraced);
   std::printf("kernel durations by kernel, graph without pdl (us per launch, launches per step):\n");
-  for (const auto& [name, v] : plain.by_name)
+  for (const auto& [name, v] : plain.by_name) {
     std::printf("  %-20s %8.3f us x %4zu = %7.3f ms\n", name.c_str(), v.first / v.second, v.second / 16,
                 v.first / 16 / 1000.0);
+    if (name == "MatvecKernel" || name == "AttnScoresKernel" || name == "AttnCombineKernel")
+      summary("%-18s per launch, hidden %u (CUPTI, graph): %8.3f us", name.c_str(), dreq.params.hidden,
+              v.first / v.second);
+  }
   js << ",\"cupti_h" << dreq.params.hidden << "\":{\"kernels_per_step\":" << pdl.kernels_per_step
      << ",\"graph\":{\"event_ms\":" << plain.event_ms.median << ",\"busy_ms\":" << plain.busy_ms.median
      << ",\"sum_ms\":" << plain.sum_ms.median << ",\"span_ms\":" << plain.span_ms.median
@@ -338,7 +365,8 @@ void cupti_section(Backend& b, const Request& dreq, std::ostringstream& js) {
 }
 #endif
 
-void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, std::ostringstream& js) {
+// `arms`: 16 (graph x pdl x overlap x split_combine) or 4 (graph x pdl).
+void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, int arms, std::ostringstream& js) {
   std::vector<std::unique_ptr<Arm>> decode;
   Request dreq;
   dreq.workload = "decode";
@@ -346,7 +374,7 @@ void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, st
   dreq.params.kernels_per_layer = 30;
   dreq.params.hidden = hidden;
   dreq.params.max_pos = small ? 8 : 64;
-  for (int m = 0; m < 16; ++m) {
+  for (int m = 0; m < arms; ++m) {
     Request r = dreq;
     r.toggles.graph = m & 1;
     r.toggles.pdl = m & 2;
@@ -367,7 +395,7 @@ void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, st
      << ",\"kernels_per_layer\":" << dreq.params.kernels_per_layer << ",\"hidden\":" << dreq.params.hidden
      << ",\"max_pos\":" << dreq.params.max_pos << ",\"arms\":[";
   bool same = true;
-  for (int m = 0; m < 16; ++m) {
+  for (int m = 0; m < arms; ++m) {
     Arm& a = *decode[m];
     const Stats s = stats_of(a.ms);
     const Stats eager = stats_of(decode[m & ~1]->ms);   // same toggles, graph off
@@ -380,10 +408,14 @@ void decode_section(Backend& b, bool small, int rounds, std::uint32_t hidden, st
        << ",\"sem_ms\":" << s.sem << ",\"n\":" << s.n << ",\"launches\":" << a.launches
        << ",\"capture_ms\":" << a.capture.capture_ms << ",\"instantiate_ms\":" << a.capture.instantiate_ms << "}";
     same = same && a.first_hashes == decode[0]->first_hashes;  // same steps from the same state in round 0
+    if (m & 1)
+      summary("decode %ux%u h%-4u %-12s eager/graph %8.3f / %8.3f ms = %.3fx", dreq.params.layers,
+              dreq.params.kernels_per_layer, hidden, a.name.c_str(), eager.median, s.median, graph_x);
   }
   std::printf("(graphX: eager median / graph median at the same pdl/overlap/split; pdl%%: gain over the same arm "
               "without pdl; sem/eag: sem over the same toggles' eager sem)\n");
-  std::printf("decode outputs identical across the 16 arms: %s\n", same ? "yes" : "NO");
+  std::printf("decode outputs identical across the %d arms: %s\n", arms, same ? "yes" : "NO");
+  summary("decode h%u outputs identical across the %d arms: %s", hidden, arms, same ? "yes" : "NO");
   js << "],\"identical\":" << (same ? "true" : "false") << "}";
   decode.clear();  // free the arms before the CUPTI graphs
 #if defined(GRAPHRT_BENCH_CUPTI)
@@ -425,6 +457,114 @@ void trigger_section(Backend& b, int rounds, const std::vector<std::uint32_t>& h
   js << "],";
 }
 
+
+// split_combine's worth: the attention combine as one kernel (one thread per output, a loop over
+// every position) or fissioned (a thread per chunk of 16 positions and output, then a merge):
+// one more launch per layer for more blocks in flight. Decode `layers` x 12 at hidden 256, at
+// 2-3 attention lengths (max_pos; a chunk is one full position cycle, so the mean length is
+// max_pos / 2), eager and graph+pdl, interleaved. worth = unsplit median / split median.
+void split_section(Backend& b, bool small, int rounds, std::ostringstream& js) {
+  const std::vector<std::uint32_t> sizes = small ? std::vector<std::uint32_t>{16, 64} : std::vector<std::uint32_t>{64, 512, 2048};
+  const std::uint32_t layers = small ? 2 : 8;
+  std::printf("\nsplit_combine: decode %u layers x 12, hidden 256, ms per step over one position cycle, %d rounds "
+              "interleaved; worth = unsplit / split (> 1: the split wins)\n",
+              layers, small ? 1 : rounds);
+  std::printf("%-8s %-10s %10s %10s %9s %10s %10s %9s %6s\n", "max_pos", "mode", "unsplit", "split", "worth", "sem_u",
+              "sem_s", "n", "same");
+  js << "\"split\":[";
+  bool first = true;
+  for (const std::uint32_t mp : sizes) {
+    std::vector<std::unique_ptr<Arm>> arms;
+    for (int m = 0; m < 4; ++m) {
+      Request r;
+      r.workload = "decode";
+      r.params.layers = layers;
+      r.params.kernels_per_layer = 12;
+      r.params.hidden = small ? 64 : 256;
+      r.params.max_pos = mp;
+      r.toggles.split_combine = m & 1;
+      r.toggles.graph = r.toggles.pdl = m & 2;
+      arms.push_back(make_arm(b, std::string(m & 2 ? "graph+pdl" : "eager") + (m & 1 ? "+split" : ""), r));
+    }
+    interleave(arms, small ? 1 : rounds, 2, mp);
+    for (int mode = 0; mode < 2; ++mode) {
+      const Stats u = stats_of(arms[2 * mode]->ms), sp = stats_of(arms[2 * mode + 1]->ms);
+      const bool same = arms[2 * mode]->first_hashes == arms[2 * mode + 1]->first_hashes;
+      const char* name = mode ? "graph+pdl" : "eager";
+      std::printf("%-8u %-10s %10.4f %10.4f %8.3fx %10.5f %10.5f %9zu %6s\n", mp, name, u.median, sp.median,
+                  u.median / sp.median, u.sem, sp.sem, sp.n, same ? "yes" : "NO");
+      summary("split_combine max_pos %-5u %-10s unsplit/split %8.4f / %8.4f ms = %.3fx (identical: %s)", mp, name,
+              u.median, sp.median, u.median / sp.median, same ? "yes" : "NO");
+      js << (first ? "" : ",") << "{\"max_pos\":" << mp << ",\"mode\":\"" << name << "\",\"unsplit_ms\":" << u.median
+         << ",\"split_ms\":" << sp.median << ",\"identical\":" << (same ? "true" : "false") << "}";
+      first = false;
+    }
+  }
+  js << "],";
+}
+
+// Per-rep overhead of a resident `graphrt serve` process: the same path as serve (a JSON request
+// line parsed, Session::handle, the answer lines built), arms interleaved A B B A ... as a block
+// sends them. Overhead of a rep = its wall time - (warmup + steps) x its mean measured step: what
+// the card is leased for but spends on neither warm-up nor measured steps (reset, workload
+// making, prepare, capture, instantiate, per-step hashing). By the rep's `graph` field (fresh:
+// captured for this rep; reused: a graph kept from an earlier rep of the arm; absent: eager).
+// max_cached 1 keeps one workload at a time, as graphrt did before the cache: every key change
+// makes the workload and captures again.
+void serve_section(const std::string& backend, bool small, std::size_t max_cached, std::ostringstream& js) {
+  const std::uint32_t layers = 93, hidden = 256;
+  const int warmup = small ? 1 : 2, steps = small ? 2 : 8;
+  const char* toggles[] = {"{}", "{\"graph\":true}", "{\"graph\":true,\"pdl\":true}",
+                           "{\"graph\":true,\"overlap\":true}"};
+  const char* names[] = {"eager", "graph", "graph+pdl", "graph+overlap"};
+  // A B B A order over four arms, three times: each arm's first rep is its first capture.
+  const int order[] = {0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3};
+  SessionOptions options;
+  options.max_cached = max_cached;
+  Session session(make_backend(backend), {}, options);
+  std::map<std::string, std::vector<double>> by_kind;
+  std::printf("\nserve: per-rep overhead, decode %u x 30 hidden %u, warmup %d + steps %d, arms interleaved "
+              "A B B A (wall ms of the rep - (warmup+steps) x mean step), session cache of %zu\n",
+              layers, hidden, warmup, steps, max_cached);
+  std::printf("%-4s %-14s %-7s %10s %10s %10s\n", "rep", "arm", "graph", "wall_ms", "steps_ms", "overhead");
+  int rep = 0;
+  for (const int a : order) {
+    std::ostringstream line;
+    line << "{\"id\":\"" << rep << "\",\"arm\":\"" << names[a] << "\",\"workload\":\"decode\",\"params\":{"
+         << "\"layers\":" << layers << ",\"kernels_per_layer\":30,\"hidden\":" << hidden
+         << ",\"max_pos\":64},\"toggles\":" << toggles[a] << ",\"warmup\":" << warmup
+         << ",\"steps\":" << steps << "}";
+    std::string rep_line;
+    const auto t0 = std::chrono::steady_clock::now();
+    session.handle(request_from_json(json::parse(line.str())), [&](const std::string& l) {
+      if (l.find("\"type\":\"rep\"") != std::string::npos) rep_line = l;
+    });
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const json::Value v = json::parse(rep_line);
+    double sum = 0;
+    for (const auto& x : v.find("step_ms")->items) sum += x.number;
+    const double step_total = sum / steps * (warmup + steps);
+    const json::Value* g = v.find("graph");
+    const std::string kind = v.find("mode")->text == "eager" ? "eager"
+                             : g != nullptr && g->kind == json::Value::Kind::String ? g->text
+                                                                                     : "graph(?)";
+    std::printf("%-4d %-14s %-7s %10.2f %10.2f %10.2f\n", rep, names[a], kind.c_str(), wall, step_total, wall - step_total);
+    by_kind[kind].push_back(wall - step_total);
+    ++rep;
+  }
+  js << "\"serve_overhead" << (max_cached == 1 ? "_one_at_a_time" : "") << "\":{";
+  bool first = true;
+  for (const auto& [kind, v] : by_kind) {
+    const Stats s = stats_of(v);
+    std::printf("SERVE OVERHEAD %-8s median %8.2f ms over %zu reps\n", kind.c_str(), s.median, s.n);
+    summary("serve per-rep overhead %-22s %-7s median %8.2f ms (%zu reps)",
+            max_cached == 1 ? "(cache of 1: as before)" : "(graph cache)", kind.c_str(), s.median, s.n);
+    js << (first ? "" : ",") << "\"" << kind << "\":{\"median_ms\":" << s.median << ",\"n\":" << s.n << "}";
+    first = false;
+  }
+  js << "},";
+}
+
 void train_section(Backend& b, std::ostringstream& js) {
   js << "\"train\":[";
   std::printf("\ntrain: 8 parameters x 256 floats, out-of-place SGD (win = P < L - 1, the pin's price)\n%-8s %6s %6s %6s\n",
@@ -454,6 +594,7 @@ void train_section(Backend& b, std::ostringstream& js) {
 int main(int argc, char** argv) {
   std::string backend = "cuda", json_path, sections = "chain,decode,trigger,train";
   int rounds = 5;
+  int decode_arms = 16;
   std::vector<std::uint32_t> hiddens{256, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
@@ -462,6 +603,7 @@ int main(int argc, char** argv) {
     else if (f == "--hidden") hiddens = {static_cast<std::uint32_t>(std::atoi(argv[i + 1]))};
     else if (f == "--json") json_path = argv[i + 1];
     else if (f == "--sections") sections = argv[i + 1];
+    else if (f == "--decode-arms") decode_arms = std::atoi(argv[i + 1]) == 4 ? 4 : 16;
     else {
       std::fprintf(stderr, "unknown flag %s\n", f.c_str());
       return 2;
@@ -478,10 +620,17 @@ int main(int argc, char** argv) {
   auto wants = [&](const char* section) { return sections.find(section) != std::string::npos; };
   if (wants("chain")) chain_section(*b, small, rounds, js);
   if (wants("decode"))
-    for (const std::uint32_t h : hiddens) decode_section(*b, small, rounds, small ? 64 : h, js);
+    for (const std::uint32_t h : hiddens) decode_section(*b, small, rounds, small ? 64 : h, decode_arms, js);
   if (wants("trigger") && !small) trigger_section(*b, rounds, hiddens, js);
+  if (wants("split")) split_section(*b, small, rounds, js);
+  if (wants("serve")) {
+    serve_section(backend, small, 1, js);
+    serve_section(backend, small, SessionOptions{}.max_cached, js);
+  }
   if (wants("train")) train_section(*b, js);
   std::printf("\nclocks at end: %s\n", clocks_text(*b).c_str());
+  std::printf("\nSUMMARY (%s)\n", info.device.c_str());
+  for (const auto& l : g_summary) std::printf("  %s\n", l.c_str());
   js << "}";
   if (!json_path.empty()) std::ofstream(json_path) << js.str() << "\n";
   return 0;

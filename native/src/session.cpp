@@ -1,18 +1,46 @@
 #include "session.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "probe.hpp"
 
 namespace graphrt {
 
-Session::Session(std::unique_ptr<Backend> backend, RankSetup ranks)
+namespace {
+
+// Field by field through the object representation: any field added to Params or Toggles is
+// compared too (the asserts refuse padding, whose bytes would be unspecified).
+template <class T>
+bool same_fields(const T& a, const T& b) {
+  static_assert(std::is_trivially_copyable_v<T> && std::has_unique_object_representations_v<T>);
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Whether a graph captured (and a workload made) for `made` may serve `req`: everything but the
+// graph toggle (eager and graph arms share the workload; only graph arms replay).
+bool same_arm(const Request& made, const Request& req) {
+  Toggles a = made.toggles, b = req.toggles;
+  a.graph = b.graph = false;
+  return made.workload == req.workload && same_fields(made.params, req.params) && same_fields(a, b);
+}
+
+std::string arm_text(const Request& r) {
+  std::string t = r.workload;
+  for (const auto& on : toggles_on(r.toggles)) t += "+" + on;
+  return t + " (" + capture_key(r) + ")";
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Backend> backend, RankSetup ranks, SessionOptions options)
     : backend_(std::move(backend)),
       info_(backend_->info()),
       comm_(std::move(ranks.comm)),
       plant_lazy_init_(ranks.plant_lazy_init),
       ctx_(std::make_unique<Context>(*backend_)),
-      slot_(*backend_) {
+      options_(std::move(options)) {
   info_.features.collectives = collectives_available(info_.backend);
   if (comm_) shard_ = Shard{comm_->rank(), comm_->world()};
   ctx_->comm = comm_.get();
@@ -21,40 +49,54 @@ Session::Session(std::unique_ptr<Backend> backend, RankSetup ranks)
 Session::~Session() {
   // Graph, workload buffers, events and streams go before the backend that owns their memory;
   // the communicator too (NCCL's needs the device context).
-  slot_.destroy();
-  workload_.reset();
+  cache_.clear();
   ctx_.reset();
   comm_.reset();
 }
 
-Workload& Session::workload_for(const Request& req) {
-  const std::string key = capture_key(req);
-  if (!workload_ || key != key_) {
-    slot_.destroy();
-    workload_.reset();
+Session::Entry& Session::entry_for(const Request& req) {
+  const std::string key = options_.key(req);
+  auto it = cache_.find(key);
+  if (it != cache_.end() && options_.verify_reuse && !same_arm(it->second.made_for, req))
+    RT_THROW(Errc::Internal, "", "capture key \"" + key + "\" was made for " + arm_text(it->second.made_for) +
+                                     " and now asked for " + arm_text(req) +
+                                     ": a graph is never replayed for another arm");
+  if (it == cache_.end()) {
+    // Evict the least recently used entries first (ranks send the same requests in the same
+    // order, so every rank evicts the same ones).
+    while (!cache_.empty() && cache_.size() >= std::max<std::size_t>(1, options_.max_cached)) {
+      auto lru = std::min_element(cache_.begin(), cache_.end(),
+                                  [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; });
+      cache_.erase(lru);
+    }
     Request as_made = req;
     if (plant_lazy_init_) as_made.toggles.lazy_init = true;
-    workload_ = make_workload(*backend_, as_made, shard_);
-    key_ = key;
+    Entry e;
+    e.made_for = req;
+    e.workload = make_workload(*backend_, as_made, shard_);
+    e.slot = std::make_unique<GraphSlot>(*backend_);
+    it = cache_.emplace(key, std::move(e)).first;
   }
+  it->second.last_used = ++uses_;
   ctx_->opts.pdl = req.toggles.pdl && info_.features.pdl;
   ctx_->overlap = req.toggles.overlap && info_.features.overlap;
-  return *workload_;
+  return it->second;
 }
 
-bool Session::ensure_graph(const Request& req, const Emit& emit, bool fresh) {
-  if (!req.toggles.graph || !info_.features.graph) return false;
-  if (slot_.live() && slot_.key() == key_ && !fresh) return true;
-  slot_.destroy();
-  slot_.prepare(*ctx_, *workload_, req.seed, key_);
-  CaptureOutcome c = slot_.capture(*ctx_, *workload_);
+Session::GraphUse Session::ensure_graph(Entry& e, const Request& req, const Emit& emit, bool fresh) {
+  if (!req.toggles.graph || !info_.features.graph) return GraphUse::Eager;
+  GraphSlot& slot = *e.slot;
+  if (slot.live() && !fresh) return GraphUse::Reused;
+  slot.destroy();
+  slot.prepare(*ctx_, *e.workload, req.seed, options_.key(req));
+  CaptureOutcome c = slot.capture(*ctx_, *e.workload);
   std::vector<int> failed_ranks;
   if (comm_) {
     // Capture is uniform across ranks (a graph with collectives replays only together): a failure
     // on any rank sends every rank to eager.
     failed_ranks = comm_->vote(!c.ok);
     if (c.ok && !failed_ranks.empty()) {
-      slot_.destroy();
+      slot.destroy();
       c.ok = false;
       std::string which;
       for (int r : failed_ranks) which += (which.empty() ? "" : ", ") + std::to_string(r);
@@ -62,7 +104,7 @@ bool Session::ensure_graph(const Request& req, const Emit& emit, bool fresh) {
     }
   }
   emit(capture_line(req, c, comm_ ? std::optional<std::vector<int>>(failed_ranks) : std::nullopt));
-  return c.ok;
+  return c.ok ? GraphUse::Fresh : GraphUse::Eager;
 }
 
 std::vector<std::string> Session::unsupported(const Request& req, const Workload& w) const {
@@ -80,11 +122,13 @@ std::vector<std::string> Session::unsupported(const Request& req, const Workload
 }
 
 void Session::answer_rep(const Request& req, const Emit& emit) {
-  Workload& w = workload_for(req);
-  const bool graph = ensure_graph(req, emit, false);
+  Entry& e = entry_for(req);
+  Workload& w = *e.workload;
+  const GraphUse use = ensure_graph(e, req, emit, false);
+  const bool graph = use != GraphUse::Eager;
   w.reset(req.seed);
   const auto clocks_start = backend_->read_clocks();
-  const StepRun run = run_steps(*ctx_, w, graph ? &slot_ : nullptr, req.warmup, req.steps);
+  const StepRun run = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, req.warmup, req.steps);
   const auto clocks_end = backend_->read_clocks();
   json::Obj o = line("rep", req.id);
   o.put("arm", req.arm)
@@ -99,8 +143,10 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
       .put("collectives_per_step", run.collectives)
       .put("rank", shard_.rank)
       .put("world", shard_.world);
-  if (graph) o.put("nodes", static_cast<std::uint64_t>(slot_.nodes()));
+  if (graph) o.put("nodes", static_cast<std::uint64_t>(e.slot->nodes()));
   else o.put_null("nodes");
+  if (graph) o.put("graph", use == GraphUse::Fresh ? "fresh" : "reused");
+  else o.put_null("graph");
   o.put("hashes", run.hashes).put("unsupported", unsupported(req, w));
   if (const auto tr = w.train_report()) {
     json::Obj t;
@@ -113,14 +159,15 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
 }
 
 GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool final) {
-  Workload& w = workload_for(req);
+  Entry& e = entry_for(req);
+  Workload& w = *e.workload;
   w.reset(req.seed);
   const StepRun eager = run_steps(*ctx_, w, nullptr, 0, req.replays);
   Request as_graph = req;
   as_graph.toggles.graph = true;
-  const bool graph = ensure_graph(as_graph, emit, true);
+  const bool graph = ensure_graph(e, as_graph, emit, true) != GraphUse::Eager;
   w.reset(req.seed);
-  const StepRun replayed = run_steps(*ctx_, w, graph ? &slot_ : nullptr, 0, req.replays);
+  const StepRun replayed = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, 0, req.replays);
   GateOutcome g;
   if (const std::size_t bad = first_difference(eager.hashes, replayed.hashes)) g.first_bad_replay = bad;
   g.pass = !g.first_bad_replay;
@@ -133,7 +180,7 @@ GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool 
   if (g.first_bad_replay) o.put("first_bad_replay", static_cast<std::uint64_t>(*g.first_bad_replay));
   else o.put_null("first_bad_replay");
   o.put("eager_hashes", eager.hashes).put("graph_hashes", replayed.hashes);
-  if (graph) o.put("nodes", static_cast<std::uint64_t>(slot_.nodes()));
+  if (graph) o.put("nodes", static_cast<std::uint64_t>(e.slot->nodes()));
   else o.put_null("nodes");
   o.put("launches_per_step", eager.launches)
       .put("collectives_per_step", eager.collectives)

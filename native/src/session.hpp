@@ -1,8 +1,13 @@
-// The resident state of one graphrt process (one rank): the backend, the context, the current
-// workload and its graph, kept warm across requests. A request whose capture key differs from
-// the current one re-makes the workload (destroy the graph, prepare, capture).
+// The resident state of one graphrt process (one rank): the backend, the context, and a cache of
+// workloads with their graphs, one per capture key (capture_key: the workload, its params and
+// every toggle but `graph`), kept warm across requests for the life of the process. Interleaved
+// arms (A B B A ...) each find their own buffers and instantiated graph: a rep re-captures only
+// when its arm has none yet (or its capture failed); the identity gate always captures afresh.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,9 +36,22 @@ struct RankSetup {
   bool plant_lazy_init = false;
 };
 
+// How a session keys and keeps its workloads and graphs. The defaults are graphrt's; tests plant
+// bugs through `key` (a key that omits a toggle) and `verify_reuse`.
+struct SessionOptions {
+  // Cached workloads (each with its graph) at most; the least recently used goes first. Eager and
+  // graph arms of the same toggles share one entry (the key omits `graph`).
+  std::size_t max_cached = 16;
+  std::function<std::string(const Request&)> key = capture_key;
+  // A cache hit must be for the request the entry was made for (workload, params, every toggle
+  // but graph, compared field by field, independently of the key): else INTERNAL, never a replay
+  // of another arm's graph. Off only to show what a bad key would do without it.
+  bool verify_reuse = true;
+};
+
 class Session {
  public:
-  explicit Session(std::unique_ptr<Backend> backend, RankSetup ranks = {});
+  explicit Session(std::unique_ptr<Backend> backend, RankSetup ranks = {}, SessionOptions options = {});
   ~Session();
 
   const DeviceInfo& info() const { return info_; }
@@ -47,9 +65,19 @@ class Session {
   std::optional<GateOutcome> handle(const Request& req, const Emit& emit, bool gate_is_final = true);
 
  private:
-  Workload& workload_for(const Request& req);
-  // Capture (when the graph toggle asks and none is live for this key); false means eager.
-  bool ensure_graph(const Request& req, const Emit& emit, bool fresh);
+  // One cache entry: the workload made for `made_for` and the graph captured from it (the slot is
+  // declared last so it goes first: no graph outlives the buffers it names).
+  struct Entry {
+    Request made_for;
+    std::unique_ptr<Workload> workload;
+    std::unique_ptr<GraphSlot> slot;
+    std::uint64_t last_used = 0;
+  };
+  enum class GraphUse { Eager, Fresh, Reused };
+
+  Entry& entry_for(const Request& req);
+  // Capture when the graph toggle asks and the entry has no live graph (always when `fresh`).
+  GraphUse ensure_graph(Entry& e, const Request& req, const Emit& emit, bool fresh);
   std::vector<std::string> unsupported(const Request& req, const Workload& w) const;
   void answer_rep(const Request& req, const Emit& emit);
   GateOutcome answer_identity(const Request& req, const Emit& emit, bool final);
@@ -60,9 +88,9 @@ class Session {
   Shard shard_;
   bool plant_lazy_init_ = false;
   std::unique_ptr<Context> ctx_;
-  std::string key_;
-  std::unique_ptr<Workload> workload_;
-  GraphSlot slot_;
+  SessionOptions options_;
+  std::map<std::string, Entry> cache_;
+  std::uint64_t uses_ = 0;
 };
 
 }  // namespace graphrt

@@ -29,7 +29,9 @@
   X(TrainForward, ::graphrt::kernels::TrainForwardKernel, "train_forward") \
   X(TrainGrad, ::graphrt::kernels::TrainGradKernel, "train_grad") \
   X(SgdUpdate, ::graphrt::kernels::SgdUpdateKernel, "sgd_update") \
-  X(Copy, ::graphrt::kernels::CopyKernel, "copy")
+  X(Copy, ::graphrt::kernels::CopyKernel, "copy")                \
+  X(AttnPartial, ::graphrt::kernels::AttnPartialKernel, "attn_partial") \
+  X(AttnMerge, ::graphrt::kernels::AttnMergeKernel, "attn_merge")
 
 namespace graphrt {
 

@@ -42,9 +42,27 @@ DecodeWorkload::DecodeWorkload(Backend& b, const Request& req, Shard shard)
       att_(b, h_),
       u_(b, h_),
       out_(b, h_),
-      pos_(b, 1) {}
+      pos_(b, 1) {
+  if (toggles_.split_combine) {  // the split's partials: every (chunk, i) of the longest attention
+    part_a_ = DeviceBuffer<float>(b, std::size_t{kernels::attn_chunks(max_pos_)} * h_);
+    part_md_ = DeviceBuffer<float>(b, 2 * std::size_t{kernels::attn_chunks(max_pos_)});
+  }
+}
 
 void DecodeWorkload::reset(std::uint64_t seed) {
+  // The weights are read-only to every kernel: uploaded once per seed (generating them is most of
+  // a rep's overhead at 93 layers x hidden 256), not on every reset. The state is reset always.
+  if (weights_seed_ != seed) upload_weights(seed);
+  backend_.memset(k_cache_.get(), 0, k_cache_.bytes());
+  backend_.memset(v_cache_.get(), 0, v_cache_.bytes());
+  backend_.memset(out_.get(), 0, out_.bytes());
+  backend_.memset(pos_.get(), 0, pos_.bytes());
+  host_pos_ = 0;
+  lazy_scores_.reset();  // first use after a reset allocates again
+}
+
+void DecodeWorkload::upload_weights(std::uint64_t seed) {
+  weights_seed_.reset();  // a failed upload leaves no stale claim
   const float w = 1.0f / std::sqrt(static_cast<float>(h_));
   upload(backend_, emb_, seeded_floats(seed, 1, emb_.size(), 1.0f));
   upload(backend_, g_norm_, seeded_floats(seed, 2, g_norm_.size(), 0.25f));
@@ -57,12 +75,7 @@ void DecodeWorkload::reset(std::uint64_t seed) {
   upload(backend_, w1_, seeded_floats(seed, w1_stream, w1_.size(), w));
   upload(backend_, w2_, seeded_floats(seed, 8, w2_.size(), w));
   upload(backend_, bias_, seeded_floats(seed, 9, bias_.size(), 0.01f));
-  backend_.memset(k_cache_.get(), 0, k_cache_.bytes());
-  backend_.memset(v_cache_.get(), 0, v_cache_.bytes());
-  backend_.memset(out_.get(), 0, out_.bytes());
-  backend_.memset(pos_.get(), 0, pos_.bytes());
-  host_pos_ = 0;
-  lazy_scores_.reset();  // first use after a reset allocates again
+  weights_seed_ = seed;
 }
 
 float* DecodeWorkload::scores(Context& ctx) {
@@ -89,24 +102,25 @@ void DecodeWorkload::run_step(Context& ctx) {
     }
     launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), g_norm_.get() + std::size_t{l} * h, h_buf_.get(), h});
     ctx.fork();
-    launch<k::MatvecKernel>(ctx, ctx.side(), 2 * h,
+    launch<k::MatvecKernel>(ctx, ctx.side(), 2 * h * k::kWarp,
                             {wkv_.get() + 2 * hh * l, h_buf_.get(), nullptr, kv_.get(), 2 * h, h, 0});
     launch<k::KvWriteKernel>(ctx, ctx.side(), h, {kv_.get(), pos_.get(), kc, vc, k_frozen, v_frozen, h});
-    launch<k::MatvecKernel>(ctx, main, h, {wq_.get() + hh * l, h_buf_.get(), nullptr, q_.get(), h, h, 0});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {wq_.get() + hh * l, h_buf_.get(), nullptr, q_.get(), h, h, 0});
     ctx.join();
     float* sc = scores(ctx);
-    launch<k::AttnScoresKernel>(ctx, main, max_pos_, {q_.get(), kc, pos_.get(), sc, h, max_pos_, scale});
-    if (toggles_.split_combine) {
-      const std::uint32_t half = h / 2;
-      launch<k::AttnCombineKernel>(ctx, main, half, {sc, vc, pos_.get(), att_.get(), h, 0, half});
-      launch<k::AttnCombineKernel>(ctx, main, h - half, {sc, vc, pos_.get(), att_.get(), h, half, h});
+    launch<k::AttnScoresKernel>(ctx, main, max_pos_ * k::kWarp, {q_.get(), kc, pos_.get(), sc, h, max_pos_, scale});
+    if (toggles_.split_combine) {  // the fission: chunks x h partials, then the merge (bit-identical)
+      const std::uint32_t chunks = k::attn_chunks(max_pos_);
+      launch<k::AttnPartialKernel>(ctx, main, chunks * h,
+                                   {sc, vc, pos_.get(), part_a_.get(), part_md_.get(), h, chunks});
+      launch<k::AttnMergeKernel>(ctx, main, h, {part_a_.get(), part_md_.get(), pos_.get(), att_.get(), h});
     } else {
-      launch<k::AttnCombineKernel>(ctx, main, h, {sc, vc, pos_.get(), att_.get(), h, 0, h});
+      launch<k::AttnCombineKernel>(ctx, main, h, {sc, vc, pos_.get(), att_.get(), h});
     }
-    launch<k::MatvecKernel>(ctx, main, h, {wo_.get() + hh * l, att_.get(), x_.get(), x_.get(), h, h, 0});
-    launch<k::MatvecKernel>(ctx, main, h, {w1_.get() + hh * l, x_.get(), nullptr, u_.get(), h, h, 1});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {wo_.get() + hh * l, att_.get(), x_.get(), x_.get(), h, h, 0});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {w1_.get() + hh * l, x_.get(), nullptr, u_.get(), h, h, 1});
     if (allreduce_) all_reduce(ctx, main, u_.get(), h);
-    launch<k::MatvecKernel>(ctx, main, h, {w2_.get() + hh * l, u_.get(), x_.get(), x_.get(), h, h, 0});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {w2_.get() + hh * l, u_.get(), x_.get(), x_.get(), h, h, 0});
     for (std::uint32_t f = kDecodeBaseKernels; f < kpl_; ++f)
       launch<k::BiasKernel>(ctx, main, h, {x_.get(), bias_.get() + std::size_t{l} * h, h});
   }
