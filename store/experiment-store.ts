@@ -77,6 +77,15 @@ export function initialBlockState(block: number): BlockState {
   };
 }
 
+/** A compare-and-set on a block: written, or refused with the state stored now (null: none). */
+export type BlockWrite = { written: true } | { written: false; current: BlockState | null };
+
+function blockWrite(reply: [number, string?]): BlockWrite {
+  if (reply[0] === 1) return { written: true };
+  const raw = reply[1] ?? '';
+  return { written: false, current: raw === '' ? null : (JSON.parse(raw) as BlockState) };
+}
+
 export class ExperimentStore {
   readonly keys;
   readonly sched;
@@ -139,8 +148,23 @@ export class ExperimentStore {
     return v ? (JSON.parse(v) as BlockState) : null;
   }
 
-  async setBlock(id: string, st: BlockState): Promise<void> {
-    await this.redis.hset(this.sched.blocks(id), String(st.block), JSON.stringify(st));
+  /**
+   * Moves a block from the state the caller read (`from`: its phase and attempt) to `to`, only
+   * if that is still the stored state (store/lua/block-transition.lua); otherwise nothing is
+   * written and the stored state comes back, for the caller to act on instead.
+   */
+  async transitionBlock(id: string, from: Pick<BlockState, 'phase' | 'attempt'>, to: BlockState): Promise<BlockWrite> {
+    const reply = (await runScript(this.redis, 'block-transition', [this.sched.blocks(id)], [String(to.block), from.phase, from.attempt, JSON.stringify(to)])) as [number, string?];
+    return blockWrite(reply);
+  }
+
+  /**
+   * Records a granted attempt (`to`: running, attempt N + 1) only if the block is still stored
+   * (waiting, N) (store/lua/block-begin-attempt.lua), and moves the experiment to running.
+   */
+  async beginAttempt(id: string, waitingAttempt: number, to: BlockState): Promise<BlockWrite> {
+    const reply = (await runScript(this.redis, 'block-begin-attempt', [this.sched.blocks(id), this.keys.exp(id)], [String(to.block), waitingAttempt, JSON.stringify(to)])) as [number, string?];
+    return blockWrite(reply);
   }
 
   /**

@@ -96,6 +96,29 @@ export class ResultStore {
     return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment)], args));
   }
 
+  /** The attempt of the block that committed, or null while none has. */
+  async committedAttempt(experiment: string, block: number): Promise<number | null> {
+    const raw = await this.redis.hget(this.keys.commits(experiment), String(block));
+    return raw === null ? null : Number((JSON.parse(raw) as { attempt: number }).attempt);
+  }
+
+  /** The fields ("<block>/<arm>/<rep>") that have a committed result. */
+  async measuredFields(experiment: string): Promise<Set<string>> {
+    return new Set(await this.redis.hkeys(this.keys.results(experiment)));
+  }
+
+  /**
+   * Settling: records as not measured each of `reps` (a block's planned reps) that has neither a
+   * result nor a failure record of the same or a newer attempt (store/lua/account-reps.lua).
+   * Returns the fields written; -1 when the block is not stored ended at `attempt`.
+   */
+  async accountReps(experiment: string, block: number, attempt: number, reps: { field: string; reason: string }[]): Promise<number> {
+    if (reps.length === 0) return 0;
+    const args: (string | number)[] = [String(block), attempt];
+    for (const r of reps) args.push(r.field, JSON.stringify({ reason: r.reason, attempt }));
+    return Number(await runScript(this.redis, 'account-reps', [this.keys.results(experiment), this.keys.failed(experiment), this.keys.sched.blocks(experiment)], args));
+  }
+
   async results(experiment: string): Promise<Record<string, RepResult>> {
     return parseAll(await this.redis.hgetall(this.keys.results(experiment)), RepResultSchema, this.keys.results(experiment));
   }

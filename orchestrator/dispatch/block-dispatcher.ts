@@ -12,8 +12,12 @@
  *   with the same TTL as its alive key). A live worker always ends its job itself, a lost lease
  *   included (LEASE_LOST). A failed or lost attempt is
  *   re-dispatched by the caller as attempt + 1, on new leases.
+ * - `waitEnd` wakes on the host queue's own events (BullMQ QueueEvents `completed`/`failed` of
+ *   the job, one events reader per host queue on a connection of its own: XREAD blocks). Only a
+ *   dead host has no event; that, and any event missed while the reader (re)connected, is what
+ *   the slow safety poll (`pollMs`) is for.
  */
-import { Job, Queue } from 'bullmq';
+import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../../store/keys.ts';
@@ -21,7 +25,7 @@ import { LeaseStore } from '../../store/lease-store.ts';
 
 export interface DispatchOptions {
   prefix?: string;
-  /** how often waitEnd reads the job state and the leases */
+  /** how often waitEnd re-reads the job state and the host's alive key without an event */
   pollMs?: number;
   /** how long the host may be dead (no alive key) while the job has not ended before it counts as lost */
   lostGraceMs?: number;
@@ -36,6 +40,9 @@ export type AttemptEnd =
 
 export class BlockDispatcher {
   private readonly queues = new Map<string, Queue>();
+  private readonly events = new Map<string, { events: QueueEvents; connection: Redis }>();
+  /** job id → what to wake when its completed/failed event arrives */
+  private readonly onEnded = new Map<string, Set<() => void>>();
   private readonly prefix: string;
   private readonly leases: LeaseStore;
   private readonly pollMs: number;
@@ -62,6 +69,19 @@ export class BlockDispatcher {
     return q;
   }
 
+  /** Starts the host queue's events reader on first use. */
+  private followHost(host: string): void {
+    if (this.events.has(host)) return;
+    const connection = this.connection.duplicate();
+    const events = new QueueEvents(hostQueue(host), { connection, prefix: this.prefix });
+    const ended = ({ jobId }: { jobId: string }) => this.onEnded.get(jobId)?.forEach((wake) => wake());
+    events.on('completed', ended);
+    events.on('failed', ended);
+    // A broken events stream only delays an end until the safety poll reads it.
+    events.on('error', () => undefined);
+    this.events.set(host, { events, connection });
+  }
+
   static jobId(a: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'host'>): string {
     return hostJobId(a.experiment, a.block, a.attempt, a.host);
   }
@@ -77,32 +97,55 @@ export class BlockDispatcher {
   async waitEnd(a: AttemptRef, opts: { timeoutMs?: number } = {}): Promise<AttemptEnd> {
     const jobId = BlockDispatcher.jobId(a);
     const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
-    let deadSince: number | null = null;
-    for (;;) {
-      const end = await this.ended(a.host, jobId);
-      if (end) return end;
-      // A live worker ends its job itself, also when the lease is lost (its renew or the
-      // revocation message fails the block at once). Only a dead host leaves a job unended.
-      const alive = (await this.connection.exists(this.keys.hostAlive(a.host))) === 1;
-      if (alive) deadSince = null;
-      else if (deadSince === null) deadSince = Date.now();
-      else if (Date.now() - deadSince >= this.lostGraceMs) {
-        const again = await this.ended(a.host, jobId);
-        if (again) return again;
-        await this.queue(a.host).getJob(jobId).then((j) => j?.remove()).catch(() => {
-          // still locked by the dead worker's BullMQ lock: it fails on the lease when picked up again
+    this.followHost(a.host);
+    let signalled = false;
+    let wake: () => void = () => undefined;
+    const onEnd = () => {
+      signalled = true;
+      wake();
+    };
+    this.onEnded.set(jobId, (this.onEnded.get(jobId) ?? new Set()).add(onEnd));
+    try {
+      let deadSince: number | null = null;
+      for (;;) {
+        signalled = false;
+        const end = await this.ended(a.host, jobId);
+        if (end) return end;
+        // A live worker ends its job itself, also when the lease is lost (its renew or the
+        // revocation message fails the block at once). Only a dead host leaves a job unended.
+        const alive = (await this.connection.exists(this.keys.hostAlive(a.host))) === 1;
+        if (alive) deadSince = null;
+        else if (deadSince === null) deadSince = Date.now();
+        else if (Date.now() - deadSince >= this.lostGraceMs) return this.lost(a, jobId);
+        if (Date.now() > deadline) throw new Error(`block ${a.block} attempt ${a.attempt} (job ${jobId}) did not end within ${opts.timeoutMs} ms`);
+        if (signalled) continue;
+        const waitMs = Math.min(deadSince === null ? this.pollMs : Math.min(this.pollMs, this.lostGraceMs), Math.max(1, deadline - Date.now()));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          wake = () => (clearTimeout(timer), resolve());
         });
-        const held = await this.leases.held(a.cards);
-        const still = held.filter((l) => l.epoch === a.epoch).map((l) => l.card);
-        return {
-          state: 'lost',
-          jobId,
-          reason: `block ${a.block} attempt ${a.attempt}: host ${a.host} stopped heartbeating and its job never ended${still.length > 0 ? ` (leases on ${still.join(', ')} still expiring)` : ''}`,
-        };
+        wake = () => undefined;
       }
-      if (Date.now() > deadline) throw new Error(`block ${a.block} attempt ${a.attempt} (job ${jobId}) did not end within ${opts.timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, this.pollMs));
+    } finally {
+      const wakers = this.onEnded.get(jobId);
+      wakers?.delete(onEnd);
+      if (wakers?.size === 0) this.onEnded.delete(jobId);
     }
+  }
+
+  private async lost(a: AttemptRef, jobId: string): Promise<AttemptEnd> {
+    const again = await this.ended(a.host, jobId);
+    if (again) return again;
+    await this.queue(a.host).getJob(jobId).then((j) => j?.remove()).catch(() => {
+      // still locked by the dead worker's BullMQ lock: it fails on the lease when picked up again
+    });
+    const held = await this.leases.held(a.cards);
+    const still = held.filter((l) => l.epoch === a.epoch).map((l) => l.card);
+    return {
+      state: 'lost',
+      jobId,
+      reason: `block ${a.block} attempt ${a.attempt}: host ${a.host} stopped heartbeating and its job never ended${still.length > 0 ? ` (leases on ${still.join(', ')} still expiring)` : ''}`,
+    };
   }
 
   private async ended(host: string, jobId: string): Promise<AttemptEnd | null> {
@@ -123,5 +166,12 @@ export class BlockDispatcher {
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
+    await Promise.all(
+      [...this.events.values()].map(async (e) => {
+        await e.events.close().catch(() => undefined);
+        e.connection.disconnect();
+      }),
+    );
+    this.events.clear();
   }
 }

@@ -14,7 +14,7 @@ import { planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { QUEUES } from '../../store/keys.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
-import { wantedBackend } from '../scheduler/scheduler.ts';
+import { wantedBackend } from '../scheduler/grant-loop.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 
 export interface SubmitInput {

@@ -14,6 +14,7 @@
   Returns:
     number of fields written; 0 when the block already has a committed attempt
 ]]
+--@include recorded-attempt
 local rcall = redis.call
 if rcall("HEXISTS", KEYS[2], ARGV[1]) == 1 then
   return 0
@@ -21,15 +22,8 @@ end
 local attempt = tonumber(ARGV[2])
 local n = 0
 for a = 3, #ARGV, 2 do
-  local prior = rcall("HGET", KEYS[1], ARGV[a])
-  local keep = false
-  if prior then
-    local ok, rec = pcall(cjson.decode, prior)
-    if ok and type(rec) == "table" and tonumber(rec.attempt) and tonumber(rec.attempt) > attempt then
-      keep = true
-    end
-  end
-  if not keep then
+  local prior = recorded_attempt(rcall("HGET", KEYS[1], ARGV[a]))
+  if not (prior and prior > attempt) then
     rcall("HSET", KEYS[1], ARGV[a], ARGV[a + 1])
     n = n + 1
   end

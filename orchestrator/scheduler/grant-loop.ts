@@ -1,0 +1,190 @@
+/**
+ * The grant loop: FIFO granting of cards to the waiting blocks (the decision is the pure
+ * grant-planner.ts; this file reads its inputs and carries out its grants). A pass runs when
+ * something may have freed or wanted cards — a block processor started waiting, an attempt
+ * ended — and on a slow safety tick for what sends no event (cards registering, leases expiring).
+ * Passes are coalesced: one at a time.
+ */
+import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
+import { readStepHistory } from '../../store/step-history.ts';
+import { expectedBlockMs, workloadKey } from './expected-duration.ts';
+import { compareQueued, planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
+import { blockKey, revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
+
+export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
+
+interface Waiter {
+  key: string;
+  exp: ExperimentRecord;
+  block: number;
+  expectedMs: number;
+  resolve: (r: GrantResult) => void;
+}
+
+/** What a block of this experiment needs from a card's backend. */
+export function wantedBackend(exp: Pick<ExperimentRecord, 'spec'>): WantedBackend {
+  const w = exp.spec.workload;
+  return w.runtime === 'native' ? w.backend : 'any';
+}
+
+export class GrantLoop {
+  private readonly waiters = new Map<string, Waiter>();
+  /** attempts in flight, for backfill: their cards and when they should end */
+  private readonly running = new Map<string, { cards: string[]; expectedEndMs: number }>();
+  /** registered experiments (immutable but for their state, which is always read fresh) */
+  private readonly experiments = new Map<string, ExperimentRecord>();
+  private readonly lastWhy = new Map<string, string>();
+  private term: Term | null = null;
+  private granting: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly ctx: SchedulerContext) {}
+
+  /** Starts the safety tick for a term. */
+  begin(term: Term): void {
+    this.term = term;
+    const tick = () => {
+      if (term.aborted) return;
+      this.kick();
+      this.timer = setTimeout(tick, this.ctx.tuning.safetyPollMs);
+    };
+    tick();
+  }
+
+  /** The term ended: forget what it knew (the next term reads it all again). */
+  end(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.term = null;
+    this.waiters.clear();
+    this.running.clear();
+    this.experiments.clear();
+    this.lastWhy.clear();
+  }
+
+  /** Runs a grant pass now (coalesced: one at a time). */
+  kick(): void {
+    const term = this.term;
+    if (this.granting || !term || term.aborted) return;
+    this.granting = this.pass(term)
+      .catch((err) => this.ctx.log.error({ err }, 'scheduler: grant pass failed'))
+      .finally(() => (this.granting = null));
+  }
+
+  /** Resolves with the gang leased for the block, or why it was cancelled while waiting. */
+  waitForGrant(w: Omit<Waiter, 'key' | 'resolve'>): Promise<GrantResult> {
+    return new Promise((resolve) => {
+      const key = blockKey(w.exp.id, w.block);
+      this.waiters.set(key, { ...w, key, resolve });
+      this.kick();
+    });
+  }
+
+  attemptStarted(key: string, cards: string[], expectedEndMs: number): void {
+    this.running.set(key, { cards, expectedEndMs });
+  }
+
+  attemptEnded(key: string): void {
+    this.running.delete(key);
+    this.kick();
+  }
+
+  forgetExperiment(id: string): void {
+    this.experiments.delete(id);
+  }
+
+  async expectedMs(exp: ExperimentRecord): Promise<number> {
+    return expectedBlockMs(exp.plan, exp.spec, await readStepHistory(this.ctx.redis, this.ctx.prefix, workloadKey(exp.spec)));
+  }
+
+  /**
+   * One pass of FIFO granting. The queue is every `waiting` block of every active experiment,
+   * read from Redis — not only the blocks whose BullMQ job has reached a processor yet — so a
+   * block delivered late never loses its place: a grant that falls to an undelivered block is
+   * held back this pass (its cards stay free for it), never given to a younger block.
+   */
+  private async pass(term: Term): Promise<void> {
+    const { store, registry, leases } = this.ctx;
+    const queue: { key: string; exp: ExperimentRecord; block: number; expectedMs: number }[] = [];
+    for (const id of await store.active()) {
+      const state = await store.state(id);
+      if (state === 'cancelling' || state === 'cancelled') {
+        this.cancelWaiters(id);
+        continue;
+      }
+      if (state !== 'queued' && state !== 'running') continue;
+      const exp = await this.experiment(id);
+      if (!exp) continue;
+      for (const b of await store.blocks(id)) {
+        if (b.phase !== 'waiting') continue;
+        const key = blockKey(id, b.block);
+        queue.push({ key, exp, block: b.block, expectedMs: this.waiters.get(key)?.expectedMs ?? (await this.expectedMs(exp)) });
+      }
+    }
+    if (queue.length === 0) return;
+    queue.sort((a, b) => compareQueued({ ...a.exp, block: a.block }, { ...b.exp, block: b.block }));
+    const cards = await registry.liveCards();
+    const slots: CardSlot[] = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
+    const busy = new Set((await leases.held(cards.map((c) => c.id))).map((l) => l.card));
+    const decision = planGrants({
+      now: Date.now(),
+      cards: slots,
+      busy,
+      running: [...this.running.entries()].map(([key, r]) => ({ key, ...r })),
+      waiting: queue.map((q) => ({ key: q.key, ranks: q.exp.plan.ranks, backend: wantedBackend(q.exp), placement: q.exp.plan.placement, expectedMs: q.expectedMs })),
+    });
+    if (term !== this.term || term.aborted) return;
+    for (const g of decision.grants) {
+      const w = this.waiters.get(g.key);
+      if (!w) continue; // not delivered yet: its cards wait for it
+      const gang = await this.acquire(w, g.cards);
+      if (!gang) continue;
+      this.waiters.delete(g.key);
+      w.resolve({ gang });
+    }
+    const byKey = new Map(queue.map((q) => [q.key, q]));
+    for (const [key, why] of decision.why) {
+      const q = byKey.get(key)!;
+      if (this.lastWhy.get(key) === why) continue;
+      this.lastWhy.set(key, why);
+      const st = await store.block(q.exp.id, q.block);
+      // a compare-and-set: the block may have been granted since the read
+      if (st && st.phase === 'waiting') await store.transitionBlock(q.exp.id, st, { ...st, why });
+    }
+  }
+
+  private cancelWaiters(id: string): void {
+    for (const w of this.waiters.values()) {
+      if (w.exp.id !== id) continue;
+      this.waiters.delete(w.key);
+      w.resolve({ cancelled: 'cancelled while waiting for cards' });
+    }
+  }
+
+  private async experiment(id: string): Promise<ExperimentRecord | null> {
+    let exp = this.experiments.get(id);
+    if (!exp) {
+      const got = await this.ctx.store.get(id);
+      if (!got) return null;
+      exp = got;
+      this.experiments.set(id, exp);
+    }
+    return exp;
+  }
+
+  /** Leases the granted cards, one all-or-none call per host; undoes a partial spread grant. */
+  private async acquire(w: Waiter, slots: CardSlot[]): Promise<Omit<GangPart, 'job'>[] | null> {
+    const byHost = new Map<string, string[]>();
+    for (const s of slots) byHost.set(s.host, [...(byHost.get(s.host) ?? []), s.id]);
+    const gang: Omit<GangPart, 'job'>[] = [];
+    for (const [host, ids] of byHost) {
+      const r = await this.ctx.leases.acquireGang({ cards: ids, owner: host, ttlMs: this.ctx.tuning.grantTtlMs, experiment: w.exp.id, block: w.block });
+      if (!r.granted) {
+        this.ctx.log.info({ key: w.key, busy: r.busy }, 'grant raced with another lease; retrying next pass');
+        await revokeGang(this.ctx.leases, gang, 'partial grant undone');
+        return null;
+      }
+      gang.push({ host, cards: ids, epoch: r.epoch });
+    }
+    return gang;
+  }
+}

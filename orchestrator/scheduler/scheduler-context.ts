@@ -1,0 +1,80 @@
+/**
+ * What every room of the scheduler shares: its options, the stores on the leader's connection,
+ * the dispatcher, and the leader's term. Built once by scheduler.ts.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
+import type { CardRegistry } from '../../store/card-registry.ts';
+import type { ExperimentStore, GangPart } from '../../store/experiment-store.ts';
+import type { LeaseStore } from '../../store/lease-store.ts';
+import type { ResultStore } from '../../store/result-store.ts';
+
+export interface SchedulerOptions {
+  url: string;
+  prefix: string;
+  log: Logger;
+  leaderTtlMs?: number;
+  /** TTL of a freshly granted gang lease, until the worker's renewals take over */
+  grantTtlMs?: number;
+  /** an attempt whose host stopped heartbeating while its job never ended is lost after this */
+  lostAfterMs?: number;
+  /** lost attempts re-dispatched at most this many times in all */
+  maxAttempts?: number;
+  /**
+   * The slow re-read for what sends no event: a host that died (its alive key expired while its
+   * job never ended), cards registering or leases expiring, a cancel nobody revoked leases for.
+   */
+  safetyPollMs?: number;
+  /** BullMQ lock of the block and experiment jobs (see leadership.ts for the trade-off) */
+  lockMs?: number;
+}
+
+export type SchedulerTuning = Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix'>>;
+
+export function schedulerTuning(o: SchedulerOptions): SchedulerTuning {
+  return {
+    leaderTtlMs: o.leaderTtlMs ?? 3000,
+    grantTtlMs: o.grantTtlMs ?? 30_000,
+    lostAfterMs: o.lostAfterMs ?? 2000,
+    maxAttempts: o.maxAttempts ?? 3,
+    safetyPollMs: o.safetyPollMs ?? 1000,
+    lockMs: o.lockMs ?? 10_000,
+  };
+}
+
+export interface SchedulerContext {
+  redis: Redis;
+  prefix: string;
+  log: Logger;
+  tuning: SchedulerTuning;
+  store: ExperimentStore;
+  registry: CardRegistry;
+  leases: LeaseStore;
+  results: ResultStore;
+  dispatcher: BlockDispatcher;
+}
+
+/** The data of a job on `blocks` (and of the experiment parent on `exp`, without `block`). */
+export interface BlockJobData {
+  experiment: string;
+  block: number;
+}
+
+/** One leadership term: processors of an ended term stop acting and never settle their job. */
+export interface Term {
+  aborted: boolean;
+  /** resolves when the term ends (deposed or stopped) */
+  ended: Promise<void>;
+  end: () => void;
+}
+
+/** A block's key in the scheduler's in-process maps, and its job id on `blocks`. */
+export function blockKey(experiment: string, block: number): string {
+  return `${experiment}.b${block}`;
+}
+
+/** Revokes every part of a gang (the owning workers kill its ranks at once). */
+export async function revokeGang(leases: LeaseStore, gang: Omit<GangPart, 'job'>[], reason: string): Promise<void> {
+  for (const p of gang) await leases.revoke({ cards: p.cards, epoch: p.epoch, reason });
+}
