@@ -5,7 +5,7 @@
  * deeper than `orch.spec_file.depth` (yaml's composer and every later walk recurse per level),
  * anchors whose aliases expand past `orch.spec_file.aliases` (a "billion laughs" file).
  */
-import { Composer, isMap, isPair, isScalar, isSeq, LineCounter, Parser, type CST, type Document, type Node } from 'yaml';
+import { Composer, isMap, isPair, isScalar, isSeq, Lexer, LineCounter, Parser, type CST, type Document, type Node } from 'yaml';
 import type { SpecIssue } from './errors.ts';
 import { LIMITS, LIMITS_FILE } from './limits.ts';
 
@@ -32,6 +32,11 @@ export function parseYamlSource(file: string, text: string): YamlSource {
     lineOf: () => null,
   });
 
+  const nested = firstNestedOnOneLine(text, MAX_DEPTH);
+  if (nested !== null) {
+    const issue = { file, line: lineAt(text, nested), path: '', message: `nesting deeper than ${MAX_DEPTH} levels`, fix: `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)` };
+    return { data: undefined, issues: [issue], lineOf: () => null };
+  }
   const tokens = Array.from(new Parser(lineCounter.addNewLine).parse(text));
   const deep = firstTooDeep(tokens, MAX_DEPTH);
   if (deep !== null) {
@@ -85,6 +90,39 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   }
 
   return { data: issues.length === 0 ? data : undefined, issues, lineOf };
+}
+
+/** The 1-based line of a character offset (before the parser has counted any lines). */
+function lineAt(text: string, offset: number): number {
+  let line = 1;
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) line++;
+  return line;
+}
+
+/** The lexer's markers that stand for no source text (document start, flow end, scalar start). */
+const MARKERS = new Set(['\x02', '\x18', '\x1f']);
+
+/**
+ * The offset where more than `max` collections are open on one line (flow brackets, plus the
+ * block indicators "- ", "? ", ": " of that line), or null. yaml's parser slows down
+ * quadratically with such nesting (a second for 20 000 "[" on a loaded machine), so the lexer's
+ * token stream is read first and stopped at the first offending token: that costs the same
+ * whatever the size of the file. Nesting built by indentation needs about depth² characters
+ * (under 1 500 levels in a spec file), which the parser handles fast; firstTooDeep bounds it.
+ */
+function firstNestedOnOneLine(text: string, max: number): number | null {
+  let offset = 0;
+  let flow = 0;
+  let block = 0;
+  for (const token of new Lexer().lex(text)) {
+    if (token === '[' || token === '{') flow++;
+    else if (token === ']' || token === '}') flow = Math.max(0, flow - 1);
+    else if (flow === 0 && (token === '-' || token === '?' || token === ':')) block++;
+    else if (token.includes('\n')) block = 0;
+    if (flow + block > max) return offset;
+    if (!MARKERS.has(token)) offset += token.length;
+  }
+  return null;
 }
 
 /**

@@ -46,6 +46,10 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
         if (value === undefined) at(path, 'missing required key', `add ${lastKey(path)}: <${EXPECTED[issue.expected] ?? issue.expected}>`);
         else at(path, `expected ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(value)}`);
         break;
+      case 'invalid_key':
+        // A record key that failed its own schema (an env name, a toggle name): its message says why.
+        at(path, issue.issues[0]?.message ?? issue.message);
+        break;
       case 'too_small':
         at(path, tooSmall(issue, value));
         break;

@@ -16,7 +16,7 @@ export const validateCommand = defineCommand<{ files: string[] }>({
   describe: 'check spec, suite and cluster files (exit 0: all valid, 2: problems listed)',
   builder: (y) => y.positional('files', { type: 'string', array: true, demandOption: true, describe: 'YAML files' }) as never,
   handler: (argv) => {
-    const results = argv.files.map(validateFile);
+    const results = argv.files.map(process.env.ORCH_VALIDATE_STATS === '1' ? validateFileWithStats : validateFile);
     if (argv.json) {
       process.stdout.write(`${JSON.stringify({ ok: results.every((r) => r.ok), files: results }, null, 2)}\n`);
     } else {
@@ -28,6 +28,19 @@ export const validateCommand = defineCommand<{ files: string[] }>({
     if (issues.length > 0) throw new SpecError(issues);
   },
 });
+
+/**
+ * ORCH_VALIDATE_STATS=1: after each file, one stderr line `orch-validate-stats {file, ms,
+ * maxrss_kb}` (maxrss: the process's peak so far, the kernel's ru_maxrss), so a test can show
+ * that no file, however hostile, costs the reader time or memory.
+ */
+function validateFileWithStats(file: string): FileResult {
+  const started = performance.now();
+  const result = validateFile(file);
+  const ms = Math.round((performance.now() - started) * 10) / 10;
+  process.stderr.write(`orch-validate-stats ${JSON.stringify({ file, ms, maxrss_kb: process.resourceUsage().maxRSS })}\n`);
+  return result;
+}
 
 function validateFile(file: string): FileResult {
   try {
