@@ -104,13 +104,20 @@ int main() {
     CHECK(reason && reason->text.find("cudaMalloc") != std::string::npos);
     CHECK(rep.find("mode") && rep.find("mode")->text == "eager");
     CHECK(strings(rep, "hashes") == strings(eager_rep, "hashes"));
-    // The failed capture left no error behind: a graph rep right after captures and matches.
+    // The failed capture left no error behind: a graph rep right after replays (the graph the
+    // identity gate of these toggles captured, kept by the session: `graph` "reused") and matches.
     Request g = plain;
     g.toggles.graph = true;
     const auto glines = ask(s, g);
-    CHECK(boolean(of_type(glines, "capture"), "ok"));
-    CHECK(strings(of_type(glines, "rep"), "hashes") == strings(eager_rep, "hashes"));
     const json::Value grep = of_type(glines, "rep");
+    CHECK(grep.find("mode") && grep.find("mode")->text == "graph");
+    CHECK(grep.find("graph") && grep.find("graph")->text == "reused");
+    CHECK(strings(grep, "hashes") == strings(eager_rep, "hashes"));
+    Request gi = g;  // and a fresh capture (the gate captures afresh) succeeds too
+    gi.op = Op::Identity;
+    const auto ilines = ask(s, gi);
+    CHECK(boolean(of_type(ilines, "capture"), "ok"));
+    CHECK(boolean(of_type(ilines, "gate"), "pass"));
     const json::Value clocks = grep.find("clocks") ? *grep.find("clocks") : json::Value{};
     CHECK(clocks.find("start") && clocks.find("end"));  // NVML read at both ends of the rep
     CHECK(clocks.find("start") && number(*clocks.find("start"), "sm_mhz") > 0);
