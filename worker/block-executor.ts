@@ -1,9 +1,9 @@
 /**
- * Executes one attempt of one block on its leased gang (DESIGN.md "One experiment, end to end",
- * step 4): validate the payload, confirm the lease, check the cards for foreign processes, start
+ * Executes one attempt of one block on its leased gang (docs/ARCHITECTURE.md "One toggle, YAML
+ * to CUDA"): validate the payload, confirm the lease, check the cards for foreign processes, start
  * one rank per card through the RankRunner seam (worker/rank-runner.ts), run the identity gates,
  * then the reps in the planned order, stream every line, and commit the block once, fenced by the
- * epoch (orchestrator/redis/lua/commit-block.lua).
+ * epoch (store/lua/commit-block.lua).
  *
  * Fate of the gang: the first failure wins and kills every rank at once — a rank that exits, a
  * renew that fails (lease expired, released or revoked), a revocation message, a foreign process
@@ -17,13 +17,13 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { UnrecoverableError } from 'bullmq';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { armsNeedingIdentity, BlockJobSchema, sequenceReps, type BlockArm, type BlockJob } from '../jobs/block-job.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
 import type { Card } from '../jobs/card.ts';
+import { toJobError } from '../store/job-error.ts';
 import type { LeaseStore } from '../store/lease-store.ts';
 import type { CommitGate, CommitRep, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { EventStream, EventTags } from './event-stream.ts';
@@ -102,15 +102,15 @@ export class BlockExecutor {
   async execute(data: unknown): Promise<BlockOutcome> {
     const parsed = BlockJobSchema.safeParse(data);
     if (!parsed.success) {
-      throw new UnrecoverableError(`invalid block payload: ${formatIssues(parsed.error)}`);
+      throw toJobError(new OrchError('BLOCK_PAYLOAD_INVALID', `invalid block payload: ${formatIssues(parsed.error)}`));
     }
     const job = parsed.data;
     if (job.host !== this.opts.host) {
-      throw new UnrecoverableError(`block job for host "${job.host}" reached the worker of host "${this.opts.host}"`);
+      throw toJobError(new OrchError('BLOCK_WRONG_HOST', `block job for host "${job.host}" reached the worker of host "${this.opts.host}"`));
     }
     const foreignCards = job.cards.filter((c) => !this.opts.cards.has(c));
     if (foreignCards.length > 0) {
-      throw new UnrecoverableError(`cards ${foreignCards.join(', ')} are not cards of host ${this.opts.host} (it has ${[...this.opts.cards.keys()].join(', ')})`);
+      throw toJobError(new OrchError('BLOCK_FOREIGN_CARDS', `cards ${foreignCards.join(', ')} are not cards of host ${this.opts.host} (it has ${[...this.opts.cards.keys()].join(', ')})`));
     }
     const run = new GangRun(job, this.opts, this.deps);
     this.active.set(job.epoch, run);
@@ -243,7 +243,7 @@ class GangRun {
       if (!res.committed) {
         throw res.why === 'epoch'
           ? new LeaseLostError(`results of block ${job.block} attempt ${job.attempt} refused: card ${res.card} is ${res.holder === null ? 'no longer leased' : `leased under epoch ${res.holder}`}, not epoch ${job.epoch}; none of its reps is counted`)
-          : new UnrecoverableError(`results of block ${job.block} attempt ${job.attempt} refused: attempt ${res.prior.attempt} (epoch ${res.prior.epoch}, host ${res.prior.host}) already committed this block`);
+          : new OrchError('BLOCK_ALREADY_COMMITTED', `results of block ${job.block} attempt ${job.attempt} refused: attempt ${res.prior.attempt} (epoch ${res.prior.epoch}, host ${res.prior.host}) already committed this block`);
       }
       committed = true;
       this.events.worker(this.tags(''), 'block-committed', { measured: reps.length, not_run: notRun.length });
@@ -347,7 +347,7 @@ class GangRun {
     return lines.map((line, i) => {
       if (line.type !== type) {
         const what = line.type === 'error' ? `error ${line.code}: ${line.message}` : `a "${line.type}" line`;
-        throw new UnrecoverableError(`rank ${this.rankOf(i)} on card ${this.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
+        throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.rankOf(i)} on card ${this.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
       return line as Extract<RankLine, { type: T }>;
     });
@@ -395,13 +395,6 @@ class GangRun {
       },
     };
   }
-}
-
-/** What BullMQ stores: UnrecoverableError (no retry wasted) for deterministic failures. */
-function toJobError(err: Error): Error {
-  if (err instanceof UnrecoverableError) return err;
-  if (err instanceof RankExitError && err.deterministic) return new UnrecoverableError(err.message);
-  return err;
 }
 
 /** `steps: Too small: expected number to be >=1; sequence[1]: unknown arm "C"` */

@@ -83,13 +83,13 @@ export interface RankRunner {
 /** A rank process ended before the block did: the message is what reaches BullMQ's failedReason. */
 export class RankExitError extends OrchError {
   readonly exit: RankExit;
-  /** true when a retry would fail the same way (UnrecoverableError) */
+  /** true when a retry would fail the same way: code RANK_EXITED, else RANK_DIED (jobs/error-codes.ts) */
   readonly deterministic: boolean;
 
   constructor(exit: RankExit, context = '') {
     // a rank ended for breaking the protocol would break it again: never retried
     const deterministic = exit.fault !== null || (exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
-    super(exit.fault !== null ? 'RANK_PROTOCOL' : 'RANK_EXITED', `${describeRankExit(exit)}${context}`);
+    super(exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED', `${describeRankExit(exit)}${context}`);
     this.exit = exit;
     this.deterministic = deterministic;
   }

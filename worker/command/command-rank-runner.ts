@@ -9,11 +9,12 @@
  * line (or an `error` line whose message names the spec path, e.g. METRIC_NO_LINES). Every
  * output line of the user's process reaches the event stream as `{ type: 'output', stream, line }`.
  *
- * A deterministic failure of build or preflight (UserInputError) rejects `ready` with BullMQ's
- * UnrecoverableError, so no retry is wasted on a build that fails the same way again.
+ * A failure of build or preflight that the error registry (jobs/error-codes.ts) does not retry
+ * rejects `ready` with BullMQ's UnrecoverableError (store/job-error.ts), so no retry is wasted on
+ * a build that fails the same way again.
  */
-import { UnrecoverableError } from 'bullmq';
-import { UserInputError } from '../../jobs/errors.ts';
+import { OrchError } from '../../jobs/errors.ts';
+import { toJobError } from '../../store/job-error.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
@@ -75,7 +76,7 @@ export class CommandRankRunner implements RankRunner {
         }
         await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: job.min_free_disk_gb ?? this.opts.minFreeDiskGb ?? 1 });
       } catch (err) {
-        throw err instanceof UserInputError ? new UnrecoverableError(`${err.code}: ${err.message}`) : err;
+        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
       }
       const hello: CommandHello = {
         v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
