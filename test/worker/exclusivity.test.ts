@@ -1,15 +1,15 @@
 /**
- * Two real `orch worker` processes, four cards, 40 one-rank blocks whose fixture ranks record
- * their start and end: no two intervals on one card overlap, every block ran (and committed)
- * exactly once, at its first attempt.
+ * Two real `orch worker` processes, four cards, 40 one-rank blocks granted by the production
+ * Scheduler, whose fixture ranks record their start and end: no two intervals on one card
+ * overlap, every block ran (and committed) exactly once, at its first attempt.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ExperimentStore } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { blockJob } from '../utils/block-jobs.ts';
-import { playScheduler } from '../utils/play-scheduler.ts';
+import { abSpec, startScheduler, submitYaml, waitEnded } from '../orchestrator/in-process-scheduler.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
 
@@ -22,19 +22,24 @@ describe('two workers, four cards, 40 blocks', () => {
     const common = { prefix, cards: 'cpu:0,cpu:1', env: { FIXTURE_LOG: logFile } };
     await Promise.all([env.spawn({ ...common, host: 'h1' }), env.spawn({ ...common, host: 'h2' })]);
     const blocks = Array.from({ length: 40 }, (_, i) => i);
+    const sched = await startScheduler({ url: env.server.url, prefix, grantTtlMs: 3000 });
     const t0 = Date.now();
-    const records = await playScheduler({
-      redis: env.redis, prefix, experiment: 'excl', blocks, ranks: 1, slots: 6, grantTtlMs: 3000, timeoutMs: 60_000,
-      job: (p) => blockJob({ ...p, sequence: ['A', 'B'], gates: { identity: null, aa: false } }),
-    });
+    let id: string;
+    try {
+      id = await submitYaml(env.redis, prefix, env.dir, 'excl', abSpec('excl', 40, 2));
+      assert.equal(await waitEnded(env.redis, prefix, id, 60_000), 'done');
+    } finally {
+      await sched.stop();
+    }
     const wall = Date.now() - t0;
 
-    const failedAttempts = records.filter((r) => r.end.state !== 'completed');
+    const states = await new ExperimentStore(env.redis, prefix).blocks(id);
+    const failedAttempts = states.flatMap((b) => b.attempts).filter((a) => a.outcome !== 'committed');
     assert.deepEqual(failedAttempts, [], 'no attempt failed or was lost');
-    assert.deepEqual(records.map((r) => r.block).sort((a, b) => a - b), blocks, 'one attempt per block');
-    const commits = await new ResultStore(env.redis, { prefix }).commits('excl');
+    assert.deepEqual(states.map((b) => [b.block, b.attempts.length]), blocks.map((b) => [b, 1]), 'one attempt per block');
+    const commits = await new ResultStore(env.redis, { prefix }).commits(id);
     assert.equal(Object.keys(commits).length, 40);
-    assert.equal(Object.keys(await new ResultStore(env.redis, { prefix }).results('excl')).length, 80);
+    assert.equal(Object.keys(await new ResultStore(env.redis, { prefix }).results(id)).length, 160, 'every planned rep (2 arms × 2 reps × 40 blocks) measured');
 
     type Ev = { ev: 'start' | 'end'; card: string; pid: number; t: number };
     const evs = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);
