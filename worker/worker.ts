@@ -15,7 +15,7 @@
  * finished within stopLimitMs (10 s; Redis gone), every running block is failed (its ranks
  * killed) and the connections are cut; stop() returns regardless.
  */
-import { hostname, tmpdir } from 'node:os';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Worker as BullWorker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -26,7 +26,8 @@ import { DEFAULT_PREFIX, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys
 import { LeaseStore, type RevokeMessage } from '../store/lease-store.ts';
 import { ResultStore } from '../store/result-store.ts';
 import { UserInputError } from '../jobs/errors.ts';
-import { BlockExecutor, type BlockOutcome } from './block-executor.ts';
+import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
+import { defaultStateDir, ensureLockFile, ensurePrivateDir } from './private-dir.ts';
 import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
 import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
@@ -42,6 +43,7 @@ export interface WorkerOptions {
   cpuCards?: number;
   /** the rank binary (graphrt, or a fixture that speaks its protocol) */
   graphrt: string;
+  /** the card lock directory (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards); must be private */
   lockDir?: string;
   /** the host's build cache for command workloads (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds) */
   buildDir?: string;
@@ -97,6 +99,9 @@ export class Worker {
     await requireRedisAuth(redis, this.opts.redisUrl, { allowInsecure: this.opts.insecureRedis ?? false, log: this.log, who: 'this worker' });
 
     this.cards = await discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
+    // the host guard's lock files: in a private directory, created here without following links
+    const lockDir = ensurePrivateDir(this.opts.lockDir ?? join(defaultStateDir(), 'cards'), 'the card lock directory');
+    for (const c of this.cards) ensureLockFile(cardLockPath(lockDir, c.id));
     const registry = new CardRegistry(redis, { prefix: this.prefix });
     const ttl = 2 * this.heartbeatMs;
     await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
@@ -119,7 +124,7 @@ export class Worker {
       {
         host: this.host,
         cards: new Map(this.cards.map((c) => [c.id, c])),
-        lockDir: this.opts.lockDir ?? join(tmpdir(), 'orch-cards'),
+        lockDir,
         leaseTtlMs: ttl,
         renewEveryMs: this.heartbeatMs,
         requestTimeoutMs: this.opts.requestTimeoutMs ?? 30 * 60_000,

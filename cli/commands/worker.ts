@@ -42,7 +42,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       .option('redis-url-file', { type: 'string', describe: 'file (mode 0600) whose first line is the Redis URL (default: $REDIS_URL)' })
       .option('redis', { type: 'string', describe: 'Redis URL without a password (one with a password is refused: argv is public)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' })
-      .option('lock-dir', { type: 'string', describe: 'directory of the per-card flock files (default: $TMPDIR/orch-cards)' })
+      .option('lock-dir', { type: 'string', describe: 'private directory of the per-card flock files (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards)' })
       .option('build-dir', { type: 'string', describe: 'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)' })
       .option('prefix', { type: 'string', default: prefixFromEnv(), describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)' })
       .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' }) as never,

@@ -12,7 +12,9 @@
 namespace graphrt {
 
 CardLock::CardLock(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  // O_NOFOLLOW: a symlink planted at the lock path must not make this create or lock another file;
+  // 0600: nobody else may open (and so flock) this card's lock.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd_ < 0)
     throw RtError(Errc::BadFlag, "BAD_FLAG", "--card-lock " + path + ": cannot open: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {

@@ -7,7 +7,7 @@
  *   report.md     the statistics module's report
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync as fsWriteFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
@@ -20,6 +20,15 @@ import { plannedReps } from '../scheduler/build-block-job.ts';
 import { collectResults, type CollectedResults } from './collect-results.ts';
 
 export const DEFAULT_ALPHA = 0.05;
+
+/**
+ * Results hold the spec with its run.env values and every event: readable by their owner alone
+ * (files 0600 in a 0700 directory; chmod too, for a file that existed before).
+ */
+function writeFileSync(file: string, data: string): void {
+  fsWriteFileSync(file, data, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
 
 export interface Accounting {
   planned: number;
@@ -78,7 +87,8 @@ export function accountFor(c: CollectedResults): Accounting {
 export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
   const c = await collectResults(redis, prefix, id);
   const dir = join(root, id);
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
   const analysis = analyzeCollected(c);
   const accounting = accountFor(c);
   const report = renderMarkdown(analysis);

@@ -25,6 +25,7 @@ export interface WorkerSpawnOptions {
   redisUrl: string;
   host: string;
   prefix: string;
+  /** '': none given, the worker's default */
   lockDir: string;
   cards?: string;
   graphrt?: string;
@@ -40,7 +41,7 @@ export interface WorkerSpawnOptions {
 export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess> {
   const args = [
     ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
-    '--lock-dir', o.lockDir, '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
+    ...(o.lockDir === '' ? [] : ['--lock-dir', o.lockDir]), '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
     ...(o.args ?? []),
   ];
   // PR_SET_PDEATHSIG where setpriv exists: a test process killed on timeout leaves no worker behind
