@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   REDIS_NO_PASSWORD: { kind: 'user-input', meaning: 'the Redis accepts clients without a password and --insecure-redis was not given' },
   REDIS_URL_IN_ARGV: { kind: 'user-input', meaning: '--redis carries a password, which every local user could read from the process list' },
   REDIS_URL_FILE: { kind: 'user-input', meaning: '--redis-url-file is unreadable, readable by others, or holds no redis:// URL' },
+  DASHBOARD_TOKEN: { kind: 'user-input', meaning: 'orch dashboard: no token for an address beyond loopback, or a token file/variable that is unsafe or too short' },
   PRIVATE_DIR_UNSAFE: { kind: 'user-input', meaning: 'a state directory (card locks) or lock file is a symlink, owned by another user, or group/world-writable' },
   REDIS_SERVER_MISSING: { kind: 'user-input', meaning: 'the embedded default found no redis-server binary to start' },
   NO_WAIT_EMBEDDED: { kind: 'user-input', meaning: 'submit --no-wait without REDIS_URL: the embedded Redis would die with the command' },
