@@ -18,8 +18,12 @@ export const HostSchema = strictObject({
   repo_dir: z.string().min(1).default('~/orch'),
   /** The node binary on the host (Node 20+). */
   node: z.string().min(1).default('node'),
-  /** Where `orch hosts up` keeps the worker's pid file and log on the host. */
-  run_dir: z.string().min(1).default('/tmp/orch'),
+  /**
+   * Where `orch hosts up` keeps the worker's pid file and log on the host; it must be a directory
+   * of the ssh user that nobody else can write. Omitted: `$XDG_RUNTIME_DIR/orch`, else
+   * `~/.orch/run`, resolved on the host.
+   */
+  run_dir: z.string().min(1).optional(),
 });
 export type Host = z.infer<typeof HostSchema>;
 

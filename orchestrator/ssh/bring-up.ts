@@ -38,14 +38,37 @@ export function shellWord(s: string): string {
   return s.startsWith('~/') ? `"$HOME"/${quote(s.slice(2))}` : quote(s);
 }
 
-function paths(host: Host) {
-  const base = `${host.run_dir.replace(/\/+$/, '')}/worker-${host.name}`;
-  return { run: shellWord(host.run_dir), pid: shellWord(`${base}.pid`), log: shellWord(`${base}.log`) };
+/**
+ * Shell lines that set $d (the run dir), $pid, $log and $url (the worker's files) on the host.
+ * No run_dir in the cluster file: `$XDG_RUNTIME_DIR/orch`, else `~/.orch/run`, resolved there —
+ * a per-user directory, never a shared /tmp path another user could prepare (a symlinked log
+ * truncating their victim's file, a swapped pid file getting an unrelated process signalled).
+ */
+function paths(host: Host): string {
+  const base = shellWord(`worker-${host.name}`);
+  return [
+    host.run_dir !== undefined ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}` : 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}',
+    `pid="$d"/${base}.pid; log="$d"/${base}.log; url="$d"/${base}.redis-url`,
+    // field 22 of /proc/<pid>/stat (the start time): after "pid (comm) " it is the 20th
+    "starttime() { sed 's/^.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -d' ' -f20; }",
+  ].join('\n');
 }
 
-/** The shell line that starts the worker in the background and prints its pid. */
-export function startCommand(host: Host, redisUrl: string, prefix?: string): string {
-  const p = paths(host);
+/** Exit 5 with the reason on stderr unless $d is a real directory of this user that only it may write. */
+const CHECK_RUN_DIR = [
+  'if [ -L "$d" ] || [ ! -d "$d" ] || [ "$(stat -c %u "$d")" != "$(id -u)" ] || [ $(( 0$(stat -c %a "$d") & 022 )) -ne 0 ]; then',
+  '  echo "run_dir $d is not a private directory of $(id -un) (owner uid $(stat -c %u "$d" 2>/dev/null), mode $(stat -c %a "$d" 2>/dev/null)): another user could swap the pid file or symlink the log" >&2; exit 5',
+  'fi',
+].join('\n');
+
+/**
+ * The shell line that starts the worker in the background and prints its pid. The Redis URL
+ * (with its password) arrives on stdin and goes to a 0600 file the worker reads with
+ * --redis-url-file: never in a command line, which every user of the host can read in `ps`.
+ * The log is created afresh with O_EXCL (set -C after rm), so a symlink there is not followed;
+ * the pid file records the worker's start time, so `down` signals only that process.
+ */
+export function startCommand(host: Host, prefix?: string): string {
   const args = ['bin/orch.mjs', 'worker', '--host', host.name];
   // the remote shell has none of this one's environment: the key prefix travels as a flag
   if (prefix !== undefined) args.push('--prefix', prefix);
@@ -53,10 +76,18 @@ export function startCommand(host: Host, redisUrl: string, prefix?: string): str
   args.push('--build-dir', host.build_dir);
   const worker = [shellWord(host.node), ...args.map(shellWord)].join(' ');
   return [
-    `mkdir -p ${p.run} && cd ${shellWord(host.repo_dir)} || exit 3`,
-    `if [ -f ${p.pid} ] && kill -0 "$(cat ${p.pid})" 2>/dev/null; then echo "running $(cat ${p.pid})"; exit 0; fi`,
-    `REDIS_URL=${shellWord(redisUrl)} nohup ${worker} >${p.log} 2>&1 </dev/null &`,
-    `echo $! >${p.pid}; echo "started $!"`,
+    'umask 077',
+    paths(host),
+    'mkdir -p "$d" || exit 4',
+    CHECK_RUN_DIR,
+    `cd ${shellWord(host.repo_dir)} || exit 3`,
+    'if [ -f "$pid" ]; then read -r p st <"$pid"; if [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ]; then echo "running $p"; exit 0; fi; fi',
+    'rm -f "$url" "$log" "$pid.new" || exit 6',
+    '(set -C; cat >"$url") || exit 6',
+    `(set -C; exec nohup ${worker} --redis-url-file "$url" >"$log" 2>&1 </dev/null) &`,
+    'p=$!',
+    '(set -C; echo "$p $(starttime "$p")" >"$pid.new") && mv -f "$pid.new" "$pid" || exit 6',
+    'echo "started $p"',
   ].join('\n');
 }
 
@@ -70,7 +101,7 @@ async function waitFor<T>(timeoutMs: number, what: () => Promise<T | undefined>)
 }
 
 async function logTail(ssh: SshHost, host: Host): Promise<string[]> {
-  const r = await ssh.exec(`tail -n 20 ${paths(host).log} 2>/dev/null`).catch(() => undefined);
+  const r = await ssh.exec(`${paths(host)}\ntail -n 20 "$log" 2>/dev/null`).catch(() => undefined);
   return r ? r.stdout.split('\n').filter(Boolean) : [];
 }
 
@@ -109,10 +140,13 @@ async function eachHost(opts: HostsOptions, one: (ssh: SshHost, host: Host, regi
 export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return eachHost(opts, async (ssh, host, registry) => {
-    const r = await ssh.exec(startCommand(host, opts.cluster.redis.url, opts.prefix));
+    const r = await ssh.exec(startCommand(host, opts.prefix), { stdin: `${opts.cluster.redis.url}\n` });
     const m = /^(started|running) (\d+)$/m.exec(r.stdout);
     if (r.code !== 0 || !m) {
-      const why = r.code === 3 ? `cannot enter repo_dir ${host.repo_dir}` : `the start command exited ${r.code ?? r.signal}`;
+      const why =
+        r.code === 3 ? `cannot enter repo_dir ${host.repo_dir}`
+          : r.code === 5 ? 'its run_dir is not private'
+            : `the start command exited ${r.code ?? r.signal}`;
       return { host: host.name, status: 'failed', reason: `${why}: ${r.stderr.trim() || r.stdout.trim()}`, hint: 'check repo_dir, node and run_dir of this host in the cluster file' };
     }
     const pid = Number(m[2]);
@@ -128,7 +162,7 @@ export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
       status: 'failed',
       pid,
       reason: outcome ? `the worker (pid ${pid}) exited before registering its cards` : `the worker (pid ${pid}) did not register its cards within ${timeoutMs} ms`,
-      hint: `read its log on the host: ${paths(host).log}`,
+      hint: `read its log on the host: worker-${host.name}.log in ${host.run_dir ?? '$XDG_RUNTIME_DIR/orch (else ~/.orch/run)'}`,
       log: await logTail(ssh, host),
     };
   });
@@ -137,8 +171,17 @@ export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
 export function hostsDown(opts: HostsOptions): Promise<HostReport[]> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return eachHost(opts, async (ssh, host, registry) => {
-    const p = paths(host);
-    const r = await ssh.exec(`[ -f ${p.pid} ] || exit 0; pid=$(cat ${p.pid}); echo "pid $pid"; kill -TERM "$pid" 2>/dev/null || rm -f ${p.pid}`);
+    // signal only the process the pid file names if it is still the one started (same start
+    // time): a pid file from an older format, or a pid since reused, names someone else
+    const r = await ssh.exec(
+      [
+        paths(host),
+        '[ -f "$pid" ] || exit 0',
+        'read -r p st <"$pid"',
+        'if [ -z "$st" ] || [ "$(starttime "$p")" != "$st" ]; then echo "stale $p"; rm -f "$pid"; exit 0; fi',
+        'echo "pid $p"; kill -TERM "$p" 2>/dev/null || rm -f "$pid"',
+      ].join('\n'),
+    );
     const m = /^pid (\d+)$/m.exec(r.stdout);
     if (!m) return { host: host.name, status: 'down' };
     const pid = Number(m[1]);
@@ -147,7 +190,7 @@ export function hostsDown(opts: HostsOptions): Promise<HostReport[]> {
       return !alive && !(await isRunning(ssh, pid)) ? true : undefined;
     });
     if (gone) {
-      await ssh.exec(`rm -f ${p.pid}`);
+      await ssh.exec(`${paths(host)}\nrm -f "$pid" "$url"`);
       return { host: host.name, status: 'down', pid };
     }
     return {

@@ -91,8 +91,8 @@ export class SshHost {
     return new SshHost(client, log.child({ host: host.name }));
   }
 
-  /** Runs `command` through the remote login shell; every output line is logged at debug. */
-  exec(command: string, opts: { timeoutMs?: number } = {}): Promise<ExecResult> {
+  /** Runs `command` through the remote login shell, `stdin` on its input; every output line is logged at debug. */
+  exec(command: string, opts: { timeoutMs?: number; stdin?: string } = {}): Promise<ExecResult> {
     const timeoutMs = opts.timeoutMs ?? 30_000;
     return new Promise((resolve, reject) => {
       this.client.exec(command, (err, stream) => {
@@ -111,6 +111,8 @@ export class SshHost {
           stream.close();
           reject(new Error(`ssh exec timed out after ${timeoutMs} ms: ${redactText(command)}`));
         }, timeoutMs);
+        // stdin carries what must not be in the command line (the remote `ps` shows that)
+        stream.end(opts.stdin ?? '');
         stream.on('data', pipe('stdout'));
         stream.stderr.on('data', pipe('stderr'));
         stream.on('close', (code: number | null, signal: string | null) => {
