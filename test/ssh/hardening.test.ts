@@ -77,7 +77,8 @@ describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
       writeFileSync(join(run, 'worker-hpid.pid'), content);
       const down = runOrch(['hosts', 'down', clusterFile('hpid', run), '--json', '--timeout', '5']);
       assert.equal(down.status, 0, down.stderr);
-      assert.equal(bystander.exitCode ?? bystander.signalCode, null, `the bystander (pid file "${content.trim()}") was not signalled`);
+      // /proc, not the child's exit event: runOrch blocks this event loop while it runs
+      assert.ok(isAlive(bystander.pid!), `the bystander (pid file "${content.trim()}") was not signalled`);
     }
     bystander.kill('SIGKILL');
     await exited;
