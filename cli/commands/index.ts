@@ -1,6 +1,7 @@
 /** Every `orch` command, one module per file; adding a command is adding one line here. */
 import type { OrchCommand } from '../command.ts';
 import { cancelCommand } from './cancel.ts';
+import { dashboardCommand } from './dashboard.ts';
 import { hostsCommand } from './hosts.ts';
 import { nightlyCommand } from './nightly.ts';
 import { planCommand } from './plan.ts';
@@ -8,6 +9,7 @@ import { reportCommand } from './report.ts';
 import { serveCommand } from './serve.ts';
 import { statusCommand } from './status.ts';
 import { submitCommand } from './submit.ts';
+import { traceCommand } from './trace.ts';
 import { validateCommand } from './validate.ts';
 import { watchCommand } from './watch.ts';
 import { workerCommand } from './worker.ts';
@@ -24,4 +26,6 @@ export const commands: OrchCommand[] = [
   workerCommand,
   hostsCommand,
   nightlyCommand,
+  dashboardCommand,
+  traceCommand,
 ];

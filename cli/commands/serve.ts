@@ -10,12 +10,13 @@ import { requireTarget } from '../embedded/redis-target.ts';
 import { requireRedisAuth } from '../../store/connect.ts';
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
     y
       .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
+      .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
     const log = orchLog('serve', process.env.ORCH_LOG ?? 'info');
@@ -39,11 +40,14 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     scheduler.start();
     // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
     const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log });
+    const dashboard = argv.http === undefined ? null : await (await import('./dashboard.ts')).startDashboardFromArgs({ port: argv.http, host: '127.0.0.1', results: 'results' }, log);
+    if (dashboard) say('dashboard', { why: dashboard.address });
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
+    await dashboard?.close();
     await nightly.close();
     await scheduler.stop();
     say('stopped');

@@ -1,0 +1,48 @@
+/**
+ * `orch trace <id> > trace.json`: an experiment as a Chrome / Perfetto trace (open it in
+ * ui.perfetto.dev or chrome://tracing), from its event stream in Redis, or — without REDIS_URL,
+ * or with --from-results — from results/<id>/events.jsonl.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StreamEvent } from '../../orchestrator/results/collect-results.ts';
+import { defineCommand } from '../command.ts';
+
+async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
+  const { UserInputError } = await import('../../jobs/errors.ts');
+  const file = join(dir, id, 'events.jsonl');
+  if (!existsSync(file)) {
+    throw new UserInputError('NO_SUCH_EXPERIMENT', `no ${file}, and no Redis to read experiment "${id}" from`, {
+      hint: 'pass --results DIR holding results/<id>/, or export REDIS_URL of the cluster that ran it',
+    });
+  }
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as StreamEvent);
+}
+
+export const traceCommand = defineCommand<{ id: string; results: string; fromResults: boolean }>({
+  command: 'trace <id>',
+  describe: 'write an experiment as a Chrome/Perfetto trace (JSON) on stdout',
+  builder: (y) =>
+    y
+      .positional('id', { type: 'string', demandOption: true, describe: 'the experiment' })
+      .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/events.jsonl' })
+      .option('from-results', { type: 'boolean', default: false, describe: 'read events.jsonl even when REDIS_URL is set' }) as never,
+  handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them.
+    const { redisUrlFromEnv, requireTarget } = await import('../embedded/redis-target.ts');
+    const { chromeTrace } = await import('../../orchestrator/trace/chrome-trace.ts');
+    let events: StreamEvent[];
+    if (argv.fromResults || !redisUrlFromEnv()) events = await fromResults(argv.results, argv.id);
+    else {
+      const { orchLog } = await import('../embedded/log.ts');
+      const { collectResults } = await import('../../orchestrator/results/collect-results.ts');
+      const target = await requireTarget('trace', orchLog('trace'));
+      try {
+        events = (await collectResults(target.redis, target.prefix, argv.id)).events;
+      } finally {
+        await target.close();
+      }
+    }
+    process.stdout.write(`${JSON.stringify(chromeTrace(argv.id, events))}\n`);
+  },
+});

@@ -1,0 +1,40 @@
+/**
+ * `/bull`: BullMQ's own view of orch's queues (bull-board), read-only: no retry, clean or
+ * remove buttons; the experiment, block and nightly queues and one dispatch queue per host,
+ * refreshed as hosts register.
+ */
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { hostQueue, QUEUES } from '../../store/keys.ts';
+import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+
+export const BULL_BASE = '/bull';
+
+export async function registerBullBoard(app: FastifyInstance, ctx: DashboardContext): Promise<{ refresh(): Promise<void>; close(): Promise<void> }> {
+  const adapter = new FastifyAdapter();
+  adapter.setBasePath(BULL_BASE);
+  const queues = new Map<string, Queue>();
+  const board = createBullBoard({ queues: [], serverAdapter: adapter, options: { uiConfig: { boardTitle: 'orch queues' } } });
+  const refresh = async () => {
+    const hosts = await fromRedis(ctx, async () => [...new Set((await new CardRegistry(ctx.redis, { prefix: ctx.prefix }).all()).map((c) => c.host))]).catch(() => []);
+    let added = false;
+    for (const name of [QUEUES.exp, QUEUES.blocks, QUEUES.nightly, ...hosts.map(hostQueue)]) {
+      if (queues.has(name)) continue;
+      queues.set(name, new Queue(name, { connection: ctx.redis, prefix: ctx.prefix }));
+      added = true;
+    }
+    if (added) board.replaceQueues([...queues.values()].map((q) => new BullMQAdapter(q, { readOnlyMode: true })));
+  };
+  await refresh();
+  await app.register(adapter.registerPlugin(), { prefix: BULL_BASE });
+  return {
+    refresh,
+    close: async () => {
+      for (const q of queues.values()) await q.close();
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * `/queue`: the experiments not yet ended in the scheduler's queue order (priority, then
+ * submission): waiting blocks with the scheduler's reason and an estimated start, running blocks
+ * with their reps done; cancel behind the token (orchestrator/experiment/cancel.ts).
+ */
+import type { FastifyInstance } from 'fastify';
+import { OrchError } from '../../jobs/errors.ts';
+import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { readStepHistory } from '../../store/step-history.ts';
+import { cancelExperiment } from '../experiment/cancel.ts';
+import { ProgressTracker, type Progress } from '../experiment/progress.ts';
+import { compareQueued } from '../scheduler/grant-planner.ts';
+import { expectedBlockMs, workloadKey } from '../scheduler/expected-duration.ts';
+import { checkToken, refuse } from './auth.ts';
+import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { ago, html, type Html } from './html.ts';
+import { sendPage } from './send-page.ts';
+
+/** Reps done per block of the current attempt, from the whole stream read once. */
+export async function readProgress(ctx: DashboardContext, exp: ExperimentRecord): Promise<Progress> {
+  const tracker = new ProgressTracker(ctx.redis, ctx.prefix, exp);
+  // BLOCK 1: returns at once while entries remain; the page's live feed blocks on its own connection
+  while ((await tracker.poll(1)).length > 0);
+  return tracker.snapshot();
+}
+
+export function progressBar(done: number, planned: number): Html {
+  const share = planned === 0 ? 0 : done / planned;
+  return html`<span class="bar" title="${done}/${planned}"><span style="width:${(share * 100).toFixed(0)}%"></span></span> <span class="reps">${done}/${planned}</span>`;
+}
+
+interface Queued {
+  exp: ExperimentRecord;
+  blocks: BlockState[];
+  progress: Progress;
+  expectedMs: number;
+}
+
+/**
+ * Estimated start of each waiting block: every running block frees its gang at its expected end;
+ * waiting blocks, in queue order, take the earliest free gang (an estimate: gangs differ in size).
+ */
+function estimateStarts(queued: Queued[], now: number): Map<string, number> {
+  const free: number[] = [];
+  for (const q of queued) for (const b of q.blocks) if (b.phase === 'running') free.push(Math.max(now, (b.granted_at ?? now) + (b.expected_ms ?? q.expectedMs)));
+  if (free.length === 0) free.push(now);
+  const waiting = queued
+    .flatMap((q) => q.blocks.filter((b) => b.phase === 'waiting').map((b) => ({ q, b, priority: q.exp.priority, seq: q.exp.seq, block: b.block })))
+    .sort(compareQueued);
+  const out = new Map<string, number>();
+  for (const w of waiting) {
+    free.sort((a, b) => a - b);
+    const start = free.shift()!;
+    out.set(`${w.q.exp.id}/${w.b.block}`, start);
+    free.push(start + w.q.expectedMs);
+  }
+  return out;
+}
+
+export async function renderQueue(ctx: DashboardContext): Promise<Html> {
+  return fromRedis(ctx, async () => {
+    const store = new ExperimentStore(ctx.redis, ctx.prefix);
+    const ids = await ctx.redis.zrange(store.sched.active, '0', '-1');
+    const queued: Queued[] = [];
+    for (const id of ids) {
+      const exp = await store.get(id);
+      if (!exp) continue;
+      const history = await readStepHistory(ctx.redis, ctx.prefix, workloadKey(exp.spec));
+      queued.push({ exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp), expectedMs: expectedBlockMs(exp.plan, exp.spec, history) });
+    }
+    queued.sort((a, b) => compareQueued({ ...a.exp, block: 0 }, { ...b.exp, block: 0 }));
+    const now = Date.now();
+    const starts = estimateStarts(queued, now);
+    if (queued.length === 0) return html`<p class="muted" id="queue-empty">The queue is empty: no experiment is waiting or running.</p>`;
+    return html`${queued.map(({ exp, blocks, progress }) => html`<section class="queued" data-experiment="${exp.id}">
+<h2><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a> <span class="muted">${exp.state}, priority ${exp.priority}, submitted ${ago(exp.created, now)}</span></h2>
+<form class="inline cancel" method="post" action="/experiments/${encodeURIComponent(exp.id)}/cancel"><input type="password" name="token" placeholder="dashboard token" autocomplete="off"> <button type="submit">Cancel</button></form>
+<table><tr><th>block</th><th>phase</th><th>progress</th><th>detail</th></tr>
+${blocks.map((b) => {
+  const p = progress.blocks.find((x) => x.block === b.block);
+  const start = starts.get(`${exp.id}/${b.block}`);
+  const detail =
+    b.phase === 'waiting'
+      ? html`${b.why ?? 'queued (no grant pass yet: is orch serve running?)'}; estimated start ${start === undefined || start <= now ? 'now' : `in ${Math.round((start - now) / 1000)} s`}`
+      : b.phase === 'running'
+        ? html`attempt ${b.attempt} on ${b.gang.flatMap((g) => g.cards).join(', ')} since ${ago(b.granted_at, now)}${p?.latest ? html`; last rep ${p.latest.arm} ${p.latest.median_ms?.toFixed(3) ?? '–'} ms/step` : ''}`
+        : html`${b.reason ?? ''}`;
+  return html`<tr data-block="${b.block}"><td>${b.block}</td><td>${b.phase}</td><td>${progressBar(p?.done ?? 0, p?.planned ?? 0)}</td><td>${detail}</td></tr>`;
+})}</table></section>`)}`;
+  });
+}
+
+export function registerQueuePage(app: FastifyInstance, ctx: DashboardContext): void {
+  app.get('/queue', (_req, reply) => sendPage(ctx, reply, { title: 'Queue', nav: 'queue', live: '/live?view=queue' }, async () => html`<div data-live>${await renderQueue(ctx)}</div>`));
+
+  // The one write action: always behind the token, on loopback too.
+  app.post<{ Params: { id: string } }>('/experiments/:id/cancel', async (req, reply) => {
+    const auth = checkToken(ctx, req);
+    if (auth !== 'ok') return refuse(ctx, req, reply, auth);
+    try {
+      const r = await fromRedis(ctx, () => cancelExperiment(ctx.redis, ctx.prefix, req.params.id, 'cancelled from the dashboard'));
+      ctx.log.info({ experiment: r.id, state: r.state, revoked: r.revoked }, 'cancel requested from the dashboard');
+      return req.headers.accept?.includes('application/json') ? reply.send(r) : reply.redirect(`/experiments/${encodeURIComponent(r.id)}`, 303);
+    } catch (err) {
+      if (err instanceof OrchError && err.code === 'NO_SUCH_EXPERIMENT') return reply.code(404).type('text/plain').send(`${err.message}\n`);
+      throw err;
+    }
+  });
+}

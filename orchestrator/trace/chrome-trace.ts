@@ -1,0 +1,139 @@
+/**
+ * An experiment's event stream as a Chrome / Perfetto trace (Trace Event Format, JSON object
+ * form). One process per card (pid numbered, named `host/card`), one thread per rank (tid =
+ * rank). Slices ("X"): each block attempt on each card (first to last event of that attempt),
+ * each rep and gate (from the rank's previous event to its answer: the request's wall time on
+ * that rank), each capture (capture + instantiate time, ending at its line); instants ("i") for
+ * the worker's events (rank exits, failures, foreign processes); counters ("C") for the clocks a
+ * rep line carries. Time is the stream entry id's milliseconds (Redis' clock), in µs from the
+ * first event.
+ */
+import type { StreamEvent } from '../results/collect-results.ts';
+
+export interface TraceEvent {
+  name: string;
+  ph: 'X' | 'i' | 'C' | 'M';
+  ts: number;
+  pid: number;
+  tid: number;
+  dur?: number;
+  cat?: string;
+  s?: 'g' | 'p' | 't';
+  args?: Record<string, unknown>;
+}
+
+export interface ChromeTrace {
+  traceEvents: TraceEvent[];
+  displayTimeUnit: 'ms';
+  otherData: Record<string, string>;
+}
+
+interface Line {
+  type?: string;
+  event?: string;
+  arm?: string;
+  mode?: string;
+  backend?: string;
+  step_ms?: number[];
+  pass?: boolean;
+  ok?: boolean;
+  capture_ms?: number;
+  instantiate_ms?: number;
+  nodes?: number;
+  reason?: string;
+  code?: string;
+  message?: string;
+  clocks?: { start: Record<string, number | string[]>; end: Record<string, number | string[]> };
+}
+
+/** µs of a stream id `ms-seq` (seq keeps entries of one millisecond apart and in order). */
+function micros(id: string): number {
+  const [ms, seq] = id.split('-');
+  return Number(ms) * 1000 + Math.min(Number(seq ?? 0), 999);
+}
+
+function median(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTrace {
+  const out: TraceEvent[] = [];
+  const t0 = events.length > 0 ? Math.min(...events.map((e) => micros(e.id))) : 0;
+  const pids = new Map<string, number>();
+  const threads = new Set<string>();
+  const pidOf = (e: StreamEvent): number => {
+    const name = `${e.host}/${e.card}`;
+    let pid = pids.get(name);
+    if (pid === undefined) {
+      pid = pids.size + 1;
+      pids.set(name, pid);
+      out.push({ name: 'process_name', ph: 'M', ts: 0, pid, tid: 0, args: { name } });
+    }
+    if (!threads.has(`${pid}/${e.rank}`)) {
+      threads.add(`${pid}/${e.rank}`);
+      out.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid: e.rank, args: { name: `rank ${e.rank}` } });
+    }
+    return pid;
+  };
+
+  // per (block, attempt, card, rank): the attempt's span and the rank's previous event
+  const spans = new Map<string, { pid: number; tid: number; first: number; last: number; e: StreamEvent; outcome: string | null }>();
+  const previous = new Map<string, number>();
+  for (const e of events) {
+    const ts = micros(e.id) - t0;
+    const pid = pidOf(e);
+    const tid = e.rank;
+    const key = `${e.block}/${e.attempt}/${e.card}/${e.rank}`;
+    const span = spans.get(key) ?? { pid, tid, first: ts, last: ts, e, outcome: null };
+    span.last = ts;
+    spans.set(key, span);
+    const since = previous.get(key) ?? span.first;
+    previous.set(key, ts);
+    const line = (typeof e.event === 'object' && e.event !== null ? e.event : {}) as Line;
+    const base = { pid, tid, args: { block: e.block, attempt: e.attempt, epoch: e.epoch, committed: e.committed } };
+    switch (line.type) {
+      case 'rep': {
+        out.push({ ...base, name: `rep ${line.arm ?? '?'}`, cat: 'rep', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, mode: line.mode, backend: line.backend, steps: line.step_ms?.length ?? 0, median_step_ms: median(line.step_ms ?? []) } });
+        if (line.clocks) {
+          for (const [at, reading] of [[since, line.clocks.start], [ts, line.clocks.end]] as const) {
+            out.push({ pid, tid, name: 'clocks', ph: 'C', ts: at, args: { sm_mhz: reading.sm_mhz, mem_mhz: reading.mem_mhz } });
+          }
+        }
+        break;
+      }
+      case 'gate':
+        out.push({ ...base, name: `gate identity ${line.arm ?? '?'}`, cat: 'gate', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, pass: line.pass } });
+        break;
+      case 'capture': {
+        const dur = Math.round(((line.capture_ms ?? 0) + (line.instantiate_ms ?? 0)) * 1000);
+        const start = Math.max(since, ts - dur);
+        out.push({ ...base, name: `capture ${line.arm ?? '?'}`, cat: 'capture', ph: 'X', ts: start, dur: ts - start, args: { ...base.args, arm: line.arm, ok: line.ok, nodes: line.nodes ?? null, reason: line.reason ?? null } });
+        break;
+      }
+      case 'worker':
+        if (line.event === 'block-committed' || line.event === 'block-failed') span.outcome = line.event === 'block-committed' ? 'committed' : `failed: ${line.reason ?? ''}`;
+        if (line.event !== 'block-start') out.push({ ...base, name: line.event ?? 'worker', cat: 'worker', ph: 'i', s: 't', ts, args: { ...base.args, ...line } });
+        break;
+      case 'error':
+        out.push({ ...base, name: `error ${line.code ?? ''}`, cat: 'error', ph: 'i', s: 't', ts, args: { ...base.args, message: line.message } });
+        break;
+      default:
+        break;
+    }
+  }
+  for (const s of spans.values()) {
+    out.push({
+      pid: s.pid,
+      tid: s.tid,
+      name: `block ${s.e.block} attempt ${s.e.attempt}`,
+      cat: 'attempt',
+      ph: 'X',
+      ts: s.first,
+      dur: s.last - s.first,
+      args: { block: s.e.block, attempt: s.e.attempt, epoch: s.e.epoch, host: s.e.host, card: s.e.card, committed: s.e.committed, outcome: s.outcome },
+    });
+  }
+  return { traceEvents: out, displayTimeUnit: 'ms', otherData: { experiment, clock: 'Redis stream ids (ms), from the first event' } };
+}
