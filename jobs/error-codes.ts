@@ -51,6 +51,8 @@ export const ERROR_CODES = {
   SSH_KEY_INVALID: { kind: 'user-input', meaning: "a cluster file's ssh key file is not a usable private key" },
   SSH_AUTH_FAILED: { kind: 'user-input', meaning: 'a host refused the ssh key' },
   SSH_UNREACHABLE: { kind: 'user-input', meaning: 'a host of the cluster file cannot be reached over ssh' },
+  CLUSTER_SECRET: { kind: 'user-input', meaning: 'the cluster secret that signs block jobs is missing, too short, or in a file others may read' },
+  REDIS_DATA_LOST: { kind: 'user-input', meaning: "the Redis restarted without its data: the experiment's plan, leases and results are gone", hint: 'give Redis persistence (appendonly yes) and submit again' },
 
   // the spec and what the cluster can do with it
   SPEC_INVALID: { kind: 'user-input', meaning: 'a spec, suite or cluster file failed validation (every issue listed)' },
@@ -100,6 +102,9 @@ export const ERROR_CODES = {
   BLOCK_PAYLOAD_INVALID: { kind: 'bug', meaning: 'a block job payload does not match jobs/block-job.ts' },
   BLOCK_WRONG_HOST: { kind: 'bug', meaning: 'a block job reached the worker of another host' },
   BLOCK_FOREIGN_CARDS: { kind: 'bug', meaning: 'a block job names cards its host does not have' },
+  GRANT_MISSING: { kind: 'deterministic', meaning: 'a block job carries no grant signed by the scheduler; the worker ran nothing', hint: 'something other than the scheduler wrote to the host queue' },
+  GRANT_INVALID: { kind: 'deterministic', meaning: "a block job's grant does not verify with this worker's cluster secret; the worker ran nothing", hint: 'give the scheduler and every worker the same cluster secret' },
+  COMMAND_NOT_ALLOWED: { kind: 'user-input', meaning: 'a command workload reached a worker started without --allow-command; nothing ran', hint: 'start the worker with --allow-command to run users\' commands on it' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

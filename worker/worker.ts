@@ -25,7 +25,10 @@ import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '..
 import { DEFAULT_PREFIX, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
 import { LeaseStore, type RevokeMessage } from '../store/lease-store.ts';
 import { ResultStore } from '../store/result-store.ts';
-import { UserInputError } from '../jobs/errors.ts';
+import { OrchError, UserInputError } from '../jobs/errors.ts';
+import { verifyPayload } from '../jobs/grant.ts';
+import { requireClusterSecret } from '../store/cluster-secret.ts';
+import { toJobError } from '../store/job-error.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from './private-dir.ts';
 import { discoverCards } from './discover-cards.ts';
@@ -56,6 +59,13 @@ export interface WorkerOptions {
   stopLimitMs?: number;
   /** accept a Redis that answers without a password (warned about); default: refuse it */
   insecureRedis?: boolean;
+  /**
+   * The cluster secret every host job's grant must verify with (jobs/grant.ts); default: from
+   * ORCH_CLUSTER_SECRET_FILE or ORCH_CLUSTER_SECRET (store/cluster-secret.ts).
+   */
+  secret?: Buffer;
+  /** run command workloads (a user's binary) at all; default false: only graphrt */
+  allowCommand?: boolean;
   log: Logger;
   /** seams for other workloads and for tests on machines without nvidia-smi */
   runner?: RankRunner;
@@ -78,6 +88,7 @@ export class Worker {
   private stopping = false;
   private stopped: Promise<void> | null = null;
   private executor: BlockExecutor | null = null;
+  private readonly secret: Buffer;
   cards: Card[] = [];
 
   constructor(private readonly opts: WorkerOptions) {
@@ -88,6 +99,28 @@ export class Worker {
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
     this.heartbeatMs = opts.heartbeatMs ?? 2000;
     this.log = opts.log.child({ host: this.host });
+    this.secret = opts.secret ?? requireClusterSecret(`the worker of host ${this.host}`);
+  }
+
+  /**
+   * The gate in front of the executor: a job runs only with a grant the scheduler signed with
+   * the cluster secret, and a command workload only on a worker that allows commands. Anything
+   * else fails unrecoverably before a card, a rank or a build is touched.
+   */
+  private admit(job: { id?: string; data: unknown }): void {
+    const check = verifyPayload(job.data, this.secret);
+    const data = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown } };
+    const about = { job: job.id, experiment: data.experiment, block: data.block, epoch: data.epoch };
+    if (!check.ok) {
+      this.log.error({ ...about, code: check.code, why: check.why }, 'refused a block job without a valid grant: nothing ran');
+      throw new OrchError(check.code, `job ${job.id ?? '?'} on host-${this.host} refused: ${check.why}; nothing ran`);
+    }
+    if (data.workload?.runtime === 'command' && !(this.opts.allowCommand ?? false)) {
+      this.log.error({ ...about, code: 'COMMAND_NOT_ALLOWED' }, 'refused a command workload: this worker runs no commands');
+      throw new UserInputError('COMMAND_NOT_ALLOWED', `job ${job.id ?? '?'}: a command workload reached the worker of host ${this.host}, which was started without --allow-command; nothing ran`, {
+        hint: 'start the worker with --allow-command, or run the experiment on hosts whose workers allow commands',
+      });
+    }
   }
 
   async start(): Promise<void> {
@@ -162,7 +195,14 @@ export class Worker {
       }
     });
 
-    this.bull = new BullWorker<unknown, BlockOutcome>(hostQueue(this.host), async (job) => executor.execute(job.data), {
+    this.bull = new BullWorker<unknown, BlockOutcome>(hostQueue(this.host), async (job) => {
+      try {
+        this.admit(job);
+      } catch (err) {
+        throw toJobError(err);
+      }
+      return executor.execute(job.data);
+    }, {
       connection: redis,
       prefix: this.prefix,
       // leases, not BullMQ, are the card mutex; a slot per card plus one so a gang's release and

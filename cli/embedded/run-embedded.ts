@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
+import { newClusterSecret } from '../../jobs/grant.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { startRedisServer, redisServerBinary, type RedisServerProcess } from '../../store/redis-server-process.ts';
@@ -95,10 +96,13 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     const conn = redis;
     stack.push(async () => conn.disconnect());
 
-    const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, log: log.child({ part: 'worker' }) });
+    // one secret per run, held only by this process: nothing written to the private Redis runs unsigned
+    const secret = newClusterSecret();
+    // the spec is the user's own, run as the user: the embedded worker runs command workloads
+    const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, log: log.child({ part: 'worker' }) });
     await worker.start();
     stack.push(() => worker.stop());
-    const scheduler = new Scheduler({ url: server.url, prefix, log: log.child({ part: 'scheduler' }) });
+    const scheduler = new Scheduler({ url: server.url, prefix, secret, log: log.child({ part: 'scheduler' }) });
     scheduler.start();
     stack.push(() => scheduler.stop());
 

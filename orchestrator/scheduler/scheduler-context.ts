@@ -28,9 +28,11 @@ export interface SchedulerOptions {
   safetyPollMs?: number;
   /** BullMQ lock of the block and experiment jobs (see leadership.ts for the trade-off) */
   lockMs?: number;
+  /** the cluster secret that signs host jobs (jobs/grant.ts); default: from the environment (store/cluster-secret.ts) */
+  secret?: Buffer;
 }
 
-export type SchedulerTuning = Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix'>>;
+export type SchedulerTuning = Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix' | 'secret'>>;
 
 export function schedulerTuning(o: SchedulerOptions): SchedulerTuning {
   return {

@@ -49,7 +49,7 @@ export class Scheduler extends EventEmitter {
       registry: new CardRegistry(this.redis, { prefix }),
       leases: new LeaseStore(this.redis, { prefix }),
       results: new ResultStore(this.redis, { prefix }),
-      dispatcher: new BlockDispatcher(this.redis, { prefix, pollMs: tuning.safetyPollMs, lostGraceMs: tuning.lostAfterMs }),
+      dispatcher: new BlockDispatcher(this.redis, { prefix, pollMs: tuning.safetyPollMs, lostGraceMs: tuning.lostAfterMs, secret: options.secret }),
     };
     this.grants = new GrantLoop(this.ctx);
     const blocks = new BlockLifecycle(this.ctx, this.grants);

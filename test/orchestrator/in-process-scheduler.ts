@@ -2,6 +2,7 @@
  * The production Scheduler, started in the test process against a real redis-server, with its
  * log kept for assertions, and experiments submitted through the production submit path.
  */
+import '../utils/cluster-secret.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';

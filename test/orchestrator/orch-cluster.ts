@@ -3,6 +3,7 @@
  * `orch worker` whose ranks are the protocol fixture (test/fixtures/ranks/rank.sh), against a
  * real redis-server. Every child is killed by its pid in stop(); nothing is left running.
  */
+import '../utils/cluster-secret.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -82,7 +83,7 @@ export async function startCluster(server?: RedisServerProcess): Promise<Cluster
     },
     async startWorker({ host = 'h1', cpuCards, repMs }) {
       const w = spawnOrch(
-        ['worker', '--host', host, '--cpu-cards', String(cpuCards), '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '1000', '--lock-dir', join(dir, `locks-${host}`), '--prefix', prefix],
+        ['worker', '--host', host, '--cpu-cards', String(cpuCards), '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '1000', '--lock-dir', join(dir, `locks-${host}`), '--prefix', prefix, '--allow-command'],
         { ...env, FIXTURE_LOG: fixtureLog, FIXTURE_REP_MS: String(repMs) },
       );
       children.push(w);

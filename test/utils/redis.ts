@@ -2,6 +2,7 @@
  * A real redis-server per test file (startRedisServer) and a fresh key prefix per test, so tests
  * never share state; clients are closed in `after` hooks by the caller.
  */
+import './cluster-secret.ts';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 

@@ -3,6 +3,7 @@
  * heartbeats, its own lock dir, a given key prefix, the Redis URL in its environment (never in
  * argv: it holds the password). Resolves once the worker logs "worker ready".
  */
+import './cluster-secret.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait-for.ts';
@@ -33,6 +34,8 @@ export interface WorkerSpawnOptions {
   env?: Record<string, string>;
   /** extra arguments of `orch worker` */
   args?: string[];
+  /** pass --allow-command (default true: the tests of command workloads need it) */
+  allowCommand?: boolean;
   /** do not wait for "worker ready" (a worker expected to refuse or to retry) */
   noWait?: boolean;
   readyTimeoutMs?: number;
@@ -42,6 +45,7 @@ export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess>
   const args = [
     ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
     ...(o.lockDir === '' ? [] : ['--lock-dir', o.lockDir]), '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
+    ...(o.allowCommand === false ? [] : ['--allow-command']),
     ...(o.args ?? []),
   ];
   // PR_SET_PDEATHSIG where setpriv exists: a test process killed on timeout leaves no worker behind

@@ -1,0 +1,11 @@
+/**
+ * One cluster secret for every test's schedulers, dispatchers and workers (jobs/grant.ts): set in
+ * this process's environment on import, so in-process dispatchers and every spawned `orch serve`
+ * and `orch worker` (they inherit the environment) sign and verify with the same one.
+ */
+import { randomBytes } from 'node:crypto';
+import { SECRET_ENV } from '../../store/cluster-secret.ts';
+
+process.env[SECRET_ENV] ??= randomBytes(32).toString('hex');
+
+export const TEST_CLUSTER_SECRET = Buffer.from(process.env[SECRET_ENV]!, 'utf8');
