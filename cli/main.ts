@@ -1,37 +1,35 @@
 /**
- * `orch`: the command line. main() is the only place that calls process.exit: 0 on success,
- * 2 for a UserInputError (bad spec, bad flag, unknown command: message and hint, no stack),
- * 1 for anything else (a bug: stack and cause chain).
+ * `orch`: the command line. main() is the only place that calls process.exit. The exit codes
+ * (cli/exit-codes.ts, printed by `orch --help`): 0 success, 2 for a UserInputError (bad spec,
+ * bad flag, unknown command: message and hint, no stack), 1 for other failures and bugs (a
+ * bug: stack and cause chain), 3–5 for the verdict of submit and report.
+ *
+ * This module and each command module import only what parsing needs; a command loads its
+ * heavy modules (Redis, queues, ssh, logging, statistics) inside its handler, so `orch --help`
+ * and `orch validate` start without them.
  */
 import yargs from 'yargs';
 import { UserInputError } from '../jobs/errors.ts';
 import type { GlobalOptions } from './command.ts';
+import { withCompletion } from './commands/completion.ts';
 import { commands } from './commands/index.ts';
-import { exitCodeOf, formatError } from './print-error.ts';
-
-/** The environment every orch process reads; `orch --help` prints it after the commands. */
-const ENVIRONMENT = `Environment:
-  REDIS_URL        the cluster's Redis; unset, orch submit runs embedded (a private
-                   redis-server that lives as long as the command)
-  ORCH_PREFIX      key prefix in that Redis (default orch); every process of a cluster
-                   uses the same one (orch worker --prefix; orch hosts up passes it on)
-  ORCH_LOG         log level (default warn; info for serve and worker)
-  ORCH_BUILD_DIR   build cache of command workloads (default ~/.cache/orch/builds)
-  ORCH_GRAPHRT, ORCH_CPU_CARDS, ORCH_REDIS_SERVER
-                   embedded submit: graphrt binary, cpu cards, redis-server binary`;
+import { environmentHelp } from './environment.ts';
+import { exitCodesHelp } from './exit-codes.ts';
+import { exitCodeOf, formatError, jsonError } from './print-error.ts';
+import { versionLine } from './version.ts';
 
 export function buildParser(argv: string[]) {
   let parser = yargs(argv)
     .scriptName('orch')
     .usage('$0 <command> [options]')
-    .option('json', { type: 'boolean', default: false, global: true, describe: 'print machine-readable JSON on stdout' })
+    .option('json', { type: 'boolean', default: false, global: true, describe: 'print machine-readable JSON on stdout (an error too: one object)' })
     .strict()
     .demandCommand(1, 'name a command')
     .recommendCommands()
     .help()
     .alias('h', 'help')
-    .epilogue(ENVIRONMENT)
-    .version(false)
+    .epilogue(`${exitCodesHelp()}\n\n${environmentHelp()}`)
+    .version('version', 'show the version and the git commit', versionLine())
     .wrap(100)
     .exitProcess(false)
     .fail((msg, err) => {
@@ -39,8 +37,23 @@ export function buildParser(argv: string[]) {
       const message = msg?.startsWith('Did you mean') ? `unknown command "${argv[0]}": ${msg}` : (msg ?? 'invalid command line');
       throw new UserInputError('CLI_USAGE', message, { hint: 'run orch --help for the commands and their options' });
     });
+  parser = withCompletion(parser);
   for (const c of commands) parser = parser.command(c as never);
   return parser as unknown as { parseAsync(): Promise<GlobalOptions> };
+}
+
+/**
+ * Whether the command line asks for --json, read from the words themselves: a usage error
+ * happens before yargs hands over any options, and it must be JSON too.
+ */
+export function wantsJson(argv: string[]): boolean {
+  let json = false;
+  for (const a of argv) {
+    if (a === '--') break;
+    if (a === '--json' || a === '--json=true') json = true;
+    else if (a === '--no-json' || a === '--json=false') json = false;
+  }
+  return json;
 }
 
 /** Runs one command line; returns the exit code instead of exiting (tests call this). */
@@ -50,7 +63,13 @@ export async function runCli(argv: string[]): Promise<number> {
     // A command whose outcome is a code, not an error (orch report's verdict), sets exitCode.
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
-    process.stderr.write(formatError(err));
+    if (wantsJson(argv)) {
+      process.stdout.write(`${JSON.stringify(jsonError(err))}\n`);
+      // the stack of a bug stays readable for whoever reports it, off stdout
+      if (jsonError(err).error.kind === 'bug') process.stderr.write(formatError(err));
+    } else {
+      process.stderr.write(formatError(err));
+    }
     return exitCodeOf(err);
   }
 }

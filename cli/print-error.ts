@@ -3,12 +3,62 @@
  * registry (jobs/error-codes.ts). A registered failure prints its message and hint without a
  * stack (user input exits 2, transient and deterministic failures exit 1); a bug, or an error
  * nothing classifies, prints its stack and the whole cause chain (exit 1).
+ *
+ * Under --json the error is one JSON object on stdout (jsonError) and nothing else is printed
+ * there; a bug's stack still goes to stderr.
  */
-import { exitCodeFor, printsStack } from '../jobs/error-codes.ts';
-import { OrchError, SpecError } from '../jobs/errors.ts';
+import { ERROR_CODES, codeOf, exitCodeFor, kindOf, printsStack } from '../jobs/error-codes.ts';
+import { OrchError, SpecError, type SpecIssue } from '../jobs/errors.ts';
 
 export function exitCodeOf(err: unknown): number {
   return exitCodeFor(err);
+}
+
+/**
+ * Fields a command adds to its --json error object (validate: every file's result), carried
+ * by the error it throws so the object stays one.
+ */
+const JSON_EXTRA = Symbol('orch.jsonExtra');
+
+export function withJsonExtra<E extends Error>(err: E, extra: Record<string, unknown>): E {
+  return Object.assign(err, { [JSON_EXTRA]: extra });
+}
+
+export interface JsonError {
+  ok: false;
+  error: {
+    /** a code of jobs/error-codes.ts, or INTERNAL for an error nothing classifies (a bug) */
+    code: string;
+    kind: string;
+    message: string;
+    hint: string | null;
+    exit_code: number;
+    issues?: SpecIssue[];
+  };
+  [extra: string]: unknown;
+}
+
+export function jsonError(err: unknown): JsonError {
+  const code = codeOf(err);
+  const kind = kindOf(err);
+  const message = err instanceof Error ? err.message : String(err);
+  const hint =
+    (err instanceof OrchError ? err.hint : undefined) ??
+    (code !== null ? (ERROR_CODES[code] as { hint?: string }).hint : undefined) ??
+    (printsStack(err) ? 'this is a bug in orch; please report it with the stack printed on stderr' : null);
+  const extra = typeof err === 'object' && err !== null ? ((err as { [JSON_EXTRA]?: Record<string, unknown> })[JSON_EXTRA] ?? {}) : {};
+  return {
+    ok: false,
+    ...extra,
+    error: {
+      code: code ?? 'INTERNAL',
+      kind: kind === 'unclassified' ? 'bug' : kind,
+      message,
+      hint,
+      exit_code: exitCodeOf(err),
+      ...(err instanceof SpecError ? { issues: err.issues } : {}),
+    },
+  };
 }
 
 export function formatError(err: unknown): string {

@@ -1,14 +1,16 @@
 /** A nightly suite (`kind: suite`): experiments submitted together on a cron schedule. */
 import { z } from 'zod';
+import { cronProblem } from './cron.ts';
 import { NameSchema, strictObject } from './spec/strict-object.ts';
 
 export const SuiteSchema = strictObject({
   kind: z.literal('suite'),
   name: NameSchema,
   schedule: strictObject({
-    /** Five-field cron (minute hour day-of-month month day-of-week). */
-    cron: z.string().refine((s) => s.trim().split(/\s+/).length === 5, {
-      error: 'expected a five-field cron expression, e.g. "0 2 * * *"',
+    /** Five-field cron (minute hour day-of-month month day-of-week), as BullMQ parses it (jobs/cron.ts). */
+    cron: z.string().superRefine((s, ctx) => {
+      const problem = cronProblem(s);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
     /** IANA time zone, e.g. Europe/Berlin. */
     tz: z.string().refine(isTimeZone, { error: 'unknown IANA time zone (e.g. "UTC", "Europe/Berlin")' }).default('UTC'),

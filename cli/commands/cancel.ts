@@ -3,11 +3,6 @@
  * `cancelled`, and account every planned rep as measured or not run. Waits (up to --timeout)
  * for the scheduler to settle the experiment.
  */
-import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
-import { ExperimentStore } from '../../store/experiment-store.ts';
-import { isEnded } from '../../orchestrator/experiment/progress.ts';
-import { orchLog } from '../embedded/log.ts';
-import { requireTarget } from '../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
 
 export const cancelCommand = defineCommand<{ id: string; timeout: number }>({
@@ -18,6 +13,12 @@ export const cancelCommand = defineCommand<{ id: string; timeout: number }>({
       .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
       .option('timeout', { type: 'number', default: 30, describe: 'seconds to wait for the scheduler to settle it' }) as never,
   handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { cancelExperiment } = await import('../../orchestrator/experiment/cancel.ts');
+    const { ExperimentStore } = await import('../../store/experiment-store.ts');
+    const { isEnded } = await import('../../orchestrator/experiment/progress.ts');
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
     const log = orchLog('cancel');
     const target = await requireTarget('cancel', log);
     try {

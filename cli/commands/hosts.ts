@@ -4,10 +4,7 @@
  * host failed, with the reason and the fix.
  */
 import { SpecError, UserInputError } from '../../jobs/errors.ts';
-import { loadConfigFile } from '../../jobs/load-spec.ts';
-import { orchLog } from '../embedded/log.ts';
-import { prefixFromEnv } from '../embedded/redis-target.ts';
-import { hostsDown, hostsUp, type HostReport } from '../../orchestrator/ssh/bring-up.ts';
+import type { HostReport } from '../../orchestrator/ssh/bring-up.ts';
 import { defineCommand } from '../command.ts';
 
 interface HostsArgs {
@@ -32,6 +29,11 @@ export const hostsCommand = defineCommand<HostsArgs>({
       .positional('file', { type: 'string', demandOption: true, describe: 'cluster file (kind: cluster)' })
       .option('timeout', { type: 'number', default: 60, describe: 'seconds a worker may take to register (up) or to drain and exit (down)' }) as never,
   handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { loadConfigFile } = await import('../../jobs/load-spec.ts');
+    const { orchLog } = await import('../embedded/log.ts');
+    const { prefixFromEnv } = await import('../embedded/redis-target.ts');
+    const { hostsDown, hostsUp } = await import('../../orchestrator/ssh/bring-up.ts');
     const loaded = loadConfigFile(argv.file);
     if (loaded.kind !== 'cluster') {
       throw new SpecError([{ file: argv.file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not a cluster file`, fix: 'pass a file with kind: cluster' }]);

@@ -2,14 +2,15 @@
  * `orch nightly install SUITE | list | remove NAME`: nightly suites as BullMQ job schedulers on
  * the cluster's Redis (REDIS_URL); `orch serve` submits a suite's experiments on its schedule.
  * install validates the suite and every spec it names first (exit 2, nothing written, when one
- * is invalid) and upserts: installing a suite again replaces its schedule.
+ * is invalid, a cron expression BullMQ cannot schedule included) and upserts: installing a
+ * suite again replaces its schedule. list prints each suite's next run times (jobs/cron.ts).
  */
 import { UserInputError } from '../../jobs/errors.ts';
-import { orchLog } from '../embedded/log.ts';
-import { requireTarget } from '../embedded/redis-target.ts';
-import { loadConfigFile } from '../../jobs/load-spec.ts';
-import { NightlySuites, type InstalledSuite } from '../../orchestrator/nightly/nightly-suites.ts';
+import type { InstalledSuite } from '../../orchestrator/nightly/nightly-suites.ts';
 import { defineCommand } from '../command.ts';
+
+/** How many upcoming runs `orch nightly list` shows per suite. */
+const NEXT_RUNS = 3;
 
 interface NightlyArgs {
   action: 'install' | 'list' | 'remove';
@@ -34,7 +35,13 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
       });
     }
     // Validation before any connection: an invalid suite or spec exits 2 with file and path.
-    if (argv.action === 'install') loadConfigFile(argv.target!);
+    if (argv.action === 'install') (await import('../../jobs/load-spec.ts')).loadConfigFile(argv.target!);
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
+    const { NightlySuites } = await import('../../orchestrator/nightly/nightly-suites.ts');
+    const { nextCronRuns } = await import('../../jobs/cron.ts');
+    const withNext = (s: InstalledSuite) => ({ ...s, next_runs: s.cron !== null ? nextCronRuns(s.cron, s.tz ?? 'UTC', NEXT_RUNS).map((d) => d.toISOString()) : [] });
     const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'));
     const suites = new NightlySuites(target.redis, target.prefix);
     try {
@@ -42,8 +49,8 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
         const s = await suites.install(argv.target!, argv.every !== undefined ? { every: argv.every } : {});
         out(json ? `${JSON.stringify(s)}\n` : `installed ${describe(s)}\n`);
       } else if (argv.action === 'list') {
-        const all = await suites.list();
-        out(json ? `${JSON.stringify(all)}\n` : all.length === 0 ? 'no nightly suites installed\n' : all.map((s) => `${describe(s)}\n`).join(''));
+        const all = (await suites.list()).map(withNext);
+        out(json ? `${JSON.stringify(all)}\n` : all.length === 0 ? 'no nightly suites installed\n' : all.map((s) => `${describe(s)}\n${s.next_runs.map((t) => `  next run ${t}\n`).join('')}`).join(''));
       } else {
         if (!(await suites.remove(argv.target!))) {
           throw new UserInputError('NO_SUCH_SUITE', `no nightly suite named "${argv.target}" is installed`, { hint: 'orch nightly list shows the installed names' });

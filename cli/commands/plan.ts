@@ -1,6 +1,5 @@
 /** `orch plan FILE`: the arms, blocks and run order a spec gives, and its hash; runs nothing. */
-import { loadSpec } from '../../jobs/load-spec.ts';
-import { planExperiment, type Plan } from '../../jobs/plan.ts';
+import type { Plan } from '../../jobs/plan.ts';
 import { williamsRowCount } from '../../jobs/williams.ts';
 import { defineCommand } from '../command.ts';
 
@@ -8,7 +7,10 @@ export const planCommand = defineCommand<{ file: string }>({
   command: 'plan <file>',
   describe: 'print the arms, blocks and order of reps of a spec, and its hash',
   builder: (y) => y.positional('file', { type: 'string', demandOption: true, describe: 'experiment spec (YAML)' }) as never,
-  handler: (argv) => {
+  handler: async (argv) => {
+    // Loaded here, not at the top: `orch --help` starts without the spec schemas (cli/main.ts).
+    const { loadSpec } = await import('../../jobs/load-spec.ts');
+    const { planExperiment } = await import('../../jobs/plan.ts');
     const { spec, hash } = loadSpec(argv.file);
     const plan = planExperiment(spec, hash);
     process.stdout.write(argv.json ? `${JSON.stringify(plan, null, 2)}\n` : formatPlan(plan));

@@ -3,8 +3,6 @@
  * statistics verdict (orchestrator/report/verdict-exit-code.ts: 0 faster, 3 inconclusive,
  * 4 slower, 5 invalid), so CI can gate on it.
  */
-import { orchLog } from '../embedded/log.ts';
-import { requireTarget } from '../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
 
 export const reportCommand = defineCommand<{ id: string; results: string }>({
@@ -15,7 +13,9 @@ export const reportCommand = defineCommand<{ id: string; results: string }>({
       .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' }) as never,
   handler: async (argv) => {
-    // The statistics load only for the commands that report (every orch process starts faster).
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
     const { writeResults } = await import('../../orchestrator/results/write-results.ts');
     const { verdictExitCode } = await import('../../orchestrator/report/verdict-exit-code.ts');
     const target = await requireTarget('report', orchLog('report'));

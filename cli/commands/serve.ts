@@ -3,22 +3,24 @@
  * over within seconds when the leader dies, re-attaching to the blocks in flight. Runs until
  * SIGINT/SIGTERM (then steps down at once, so a standby takes over without waiting for the TTL).
  */
-import { startNightlyWorker } from '../../orchestrator/nightly/nightly-processor.ts';
-import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
-import { orchLog } from '../embedded/log.ts';
-import { requireTarget } from '../embedded/redis-target.ts';
-import { requireRedisAuth } from '../../store/connect.ts';
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; secretFile?: string }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
     y
       .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
       .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT' })
+      .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { startNightlyWorker } = await import('../../orchestrator/nightly/nightly-processor.ts');
+    const { Scheduler } = await import('../../orchestrator/scheduler/scheduler.ts');
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
+    const { requireRedisAuth } = await import('../../store/connect.ts');
     const log = orchLog('serve', process.env.ORCH_LOG ?? 'info');
     const target = await requireTarget('serve', log);
     try {
@@ -27,7 +29,9 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     } finally {
       await target.close();
     }
-    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl });
+    const { requireClusterSecret } = await import('../../store/cluster-secret.ts');
+    const secret = requireClusterSecret('orch serve', argv.secretFile);
+    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
         argv.json

@@ -1,10 +1,6 @@
 /** `orch status [ID]`: the leader, queues, cards and who holds them, blocks waiting and why. */
 import { UserInputError } from '../../jobs/errors.ts';
-import { clusterStatus, renderStatus } from '../../orchestrator/experiment/cluster-status.ts';
-import { orchLog } from '../embedded/log.ts';
-import { requireTarget } from '../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
-import { formatBuildState, readBuildState } from '../../store/build-state.ts';
 
 export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
   command: 'status [id]',
@@ -14,6 +10,11 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
       .positional('id', { type: 'string', describe: 'one experiment' })
       .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' }) as never,
   handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { clusterStatus, renderStatus } = await import('../../orchestrator/experiment/cluster-status.ts');
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
+    const { formatBuildState, readBuildState } = await import('../../store/build-state.ts');
     const target = await requireTarget('status', orchLog('status'));
     try {
       const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all });

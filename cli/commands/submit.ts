@@ -4,15 +4,13 @@
  * the end, writes results/<id>/ and prints the report (`--no-wait`: return once enqueued, and
  * refuse a spec no registered card can run now). Without REDIS_URL: the embedded default —
  * a private redis-server, a scheduler and a local worker for this one experiment.
+ *
+ * Exit code when it waits: the verdict's (orchestrator/report/verdict-exit-code.ts: 0 faster,
+ * 3 inconclusive, 4 slower, 5 invalid) once the experiment is done, as `orch report` gives it;
+ * 1 when it failed or was cancelled; 130/143 when an embedded run was interrupted.
  */
 import { readFileSync } from 'node:fs';
-import { loadSpec } from '../../jobs/load-spec.ts';
 import { UserInputError } from '../../jobs/errors.ts';
-import { orchLog } from '../embedded/log.ts';
-import { prefixFromEnv, redisUrlFromEnv, connectTarget } from '../embedded/redis-target.ts';
-import { ExperimentStore } from '../../store/experiment-store.ts';
-import { progressPrinter, waitForEnd } from '../../orchestrator/experiment/progress.ts';
-import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { defineCommand } from '../command.ts';
 
 interface SubmitArgs {
@@ -36,8 +34,10 @@ export const submitCommand = defineCommand<SubmitArgs>({
       })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' }) as never,
   handler: async (argv) => {
-    // The statistics load only for the commands that report (every orch process starts faster).
-    const { writeResults } = await import('../../orchestrator/results/write-results.ts');
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { loadSpec } = await import('../../jobs/load-spec.ts');
+    const { redisUrlFromEnv } = await import('../embedded/redis-target.ts');
+    const { verdictExitCode } = await import('../../orchestrator/report/verdict-exit-code.ts');
     // Validation first: an invalid spec throws here, before any connection exists.
     const loaded = loadSpec(argv.spec);
     const specText = readFileSync(argv.spec, 'utf8');
@@ -54,9 +54,15 @@ export const submitCommand = defineCommand<SubmitArgs>({
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
       const r = await runEmbedded({ loaded, specText, watch: argv.watch && !json, resultsRoot: argv.results, json });
-      process.exitCode = r.exitCode;
+      process.exitCode = r.exitCode === 0 && r.state === 'done' && r.written ? verdictExitCode(r.written.analysis) : r.exitCode;
       return;
     }
+    const { writeResults } = await import('../../orchestrator/results/write-results.ts');
+    const { orchLog } = await import('../embedded/log.ts');
+    const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
+    const { ExperimentStore } = await import('../../store/experiment-store.ts');
+    const { progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { submitExperiment } = await import('../../orchestrator/experiment/submit.ts');
     const log = orchLog('submit');
     const target = await connectTarget(url, prefixFromEnv(), log);
     try {
@@ -70,7 +76,7 @@ export const submitCommand = defineCommand<SubmitArgs>({
       const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {});
       const written = await writeResults(target.redis, target.prefix, sub.id, argv.results);
       out(json ? `${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
-      process.exitCode = state === 'done' ? 0 : 1;
+      process.exitCode = state === 'done' ? verdictExitCode(written.analysis) : 1;
     } finally {
       await target.close();
     }

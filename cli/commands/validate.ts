@@ -1,7 +1,12 @@
-/** `orch validate FILE...`: check experiment specs, suites and cluster files; run nothing. */
+/**
+ * `orch validate FILE...`: check experiment specs, suites and cluster files; run nothing.
+ * --json: `{ ok: true, files }` when all are valid; otherwise the one error object of
+ * cli/print-error.ts, with every issue and every file's result in it.
+ */
 import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
-import { loadConfigFile, type ConfigKind } from '../../jobs/load-spec.ts';
+import type { ConfigKind, loadConfigFile as LoadConfigFile } from '../../jobs/load-spec.ts';
 import { defineCommand } from '../command.ts';
+import { withJsonExtra } from '../print-error.ts';
 
 interface FileResult {
   file: string;
@@ -15,16 +20,20 @@ export const validateCommand = defineCommand<{ files: string[] }>({
   command: 'validate <files..>',
   describe: 'check spec, suite and cluster files (exit 0: all valid, 2: problems listed)',
   builder: (y) => y.positional('files', { type: 'string', array: true, demandOption: true, describe: 'YAML files' }) as never,
-  handler: (argv) => {
-    const results = argv.files.map(process.env.ORCH_VALIDATE_STATS === '1' ? validateFileWithStats : validateFile);
-    if (argv.json) {
-      process.stdout.write(`${JSON.stringify({ ok: results.every((r) => r.ok), files: results }, null, 2)}\n`);
-    } else {
-      for (const r of results.filter((r) => r.ok)) {
-        process.stdout.write(`ok ${r.file} (${r.kind}${r.hash ? ` ${r.hash.slice(0, 12)}` : ''})\n`);
-      }
-    }
+  handler: async (argv) => {
+    // Loaded here, not at the top: `orch --help` starts without the spec schemas (cli/main.ts).
+    const { loadConfigFile } = await import('../../jobs/load-spec.ts');
+    const check = (file: string) => validateFile(loadConfigFile, file);
+    const results = argv.files.map(process.env.ORCH_VALIDATE_STATS === '1' ? (f) => withStats(f, check) : check);
     const issues = results.flatMap((r) => r.issues);
+    if (argv.json) {
+      if (issues.length > 0) throw withJsonExtra(new SpecError(issues), { files: results });
+      process.stdout.write(`${JSON.stringify({ ok: true, files: results }, null, 2)}\n`);
+      return;
+    }
+    for (const r of results.filter((r) => r.ok)) {
+      process.stdout.write(`ok ${r.file} (${r.kind}${r.hash ? ` ${r.hash.slice(0, 12)}` : ''})\n`);
+    }
     if (issues.length > 0) throw new SpecError(issues);
   },
 });
@@ -34,15 +43,15 @@ export const validateCommand = defineCommand<{ files: string[] }>({
  * maxrss_kb}` (maxrss: the process's peak so far, the kernel's ru_maxrss), so a test can show
  * that no file, however hostile, costs the reader time or memory.
  */
-function validateFileWithStats(file: string): FileResult {
+function withStats(file: string, check: (file: string) => FileResult): FileResult {
   const started = performance.now();
-  const result = validateFile(file);
+  const result = check(file);
   const ms = Math.round((performance.now() - started) * 10) / 10;
   process.stderr.write(`orch-validate-stats ${JSON.stringify({ file, ms, maxrss_kb: process.resourceUsage().maxRSS })}\n`);
   return result;
 }
 
-function validateFile(file: string): FileResult {
+function validateFile(loadConfigFile: typeof LoadConfigFile, file: string): FileResult {
   try {
     const loaded = loadConfigFile(file);
     return { file, ok: true, kind: loaded.kind, ...(loaded.kind === 'experiment' ? { hash: loaded.hash } : {}), issues: [] };

@@ -3,10 +3,6 @@
  * stream, until the experiment ends. `--json`: every stream event as one JSON line.
  */
 import { UserInputError } from '../../jobs/errors.ts';
-import { ExperimentStore } from '../../store/experiment-store.ts';
-import { progressPrinter, waitForEnd } from '../../orchestrator/experiment/progress.ts';
-import { orchLog } from '../embedded/log.ts';
-import { requireTarget } from '../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
 
 export const watchCommand = defineCommand<{ id: string }>({
@@ -14,6 +10,11 @@ export const watchCommand = defineCommand<{ id: string }>({
   describe: 'follow an experiment: a progress bar per block and the latest rep metrics',
   builder: (y) => y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }) as never,
   handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { ExperimentStore } = await import('../../store/experiment-store.ts');
+    const { progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
     const target = await requireTarget('watch', orchLog('watch'));
     try {
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);

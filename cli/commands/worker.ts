@@ -9,15 +9,12 @@
  */
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
-import { orchLog } from '../embedded/log.ts';
-import { prefixFromEnv, redisUrlFromArgs } from '../embedded/redis-target.ts';
 import { defineCommand } from '../command.ts';
-import { defaultHost, Worker } from '../../worker/worker.ts';
 
 const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
 interface WorkerArgs {
-  host: string;
+  host: string | undefined;
   cards: string;
   graphrt: string;
   cpuCards: number;
@@ -26,8 +23,10 @@ interface WorkerArgs {
   insecureRedis: boolean;
   lockDir: string | undefined;
   buildDir: string | undefined;
-  prefix: string;
+  prefix: string | undefined;
   heartbeatMs: number;
+  secretFile: string | undefined;
+  allowCommand: boolean;
 }
 
 export const workerCommand = defineCommand<WorkerArgs>({
@@ -35,7 +34,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
   describe: "run this host's worker: register its cards and run the blocks dispatched to it",
   builder: (y) =>
     y
-      .option('host', { type: 'string', default: defaultHost(), describe: 'host name (the queue is host-<name>)' })
+      .option('host', { type: 'string', defaultDescription: "this machine's short host name", describe: 'host name (the queue is host-<name>)' })
       .option('cards', { type: 'string', default: 'auto', describe: 'auto, or a comma list of GPU indexes/UUIDs or cpu:N' })
       .option('graphrt', { type: 'string', default: DEFAULT_GRAPHRT, describe: 'the graphrt binary run once per rank' })
       .option('cpu-cards', { type: 'number', default: 1, describe: 'with no GPU: how many cpu:N cards to offer' })
@@ -44,9 +43,15 @@ export const workerCommand = defineCommand<WorkerArgs>({
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' })
       .option('lock-dir', { type: 'string', describe: 'private directory of the per-card flock files (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards)' })
       .option('build-dir', { type: 'string', describe: 'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)' })
-      .option('prefix', { type: 'string', default: prefixFromEnv(), describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)' })
-      .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' }) as never,
+      .option('prefix', { type: 'string', defaultDescription: '$ORCH_PREFIX, else orch', describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)' })
+      .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' })
+      .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
+      .option('allow-command', { type: 'boolean', default: false, describe: "run command workloads (users' own binaries) on this host; without it only graphrt runs" }) as never,
   handler: async (argv) => {
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { orchLog } = await import('../embedded/log.ts');
+    const { prefixFromEnv, redisUrlFromArgs } = await import('../embedded/redis-target.ts');
+    const { Worker } = await import('../../worker/worker.ts');
     const redisUrl = redisUrlFromArgs(argv, 'worker');
     if (!redisUrl) {
       throw new UserInputError('REDIS_URL_MISSING', 'orch worker needs a Redis to take its work from', {
@@ -55,7 +60,13 @@ export const workerCommand = defineCommand<WorkerArgs>({
     }
     if (!Number.isInteger(argv.cpuCards) || argv.cpuCards < 1) throw new UserInputError('CLI_USAGE', `--cpu-cards ${argv.cpuCards}: expected a positive integer`);
     if (!(argv.heartbeatMs >= 50)) throw new UserInputError('CLI_USAGE', `--heartbeat-ms ${argv.heartbeatMs}: expected at least 50`);
+    const { requireClusterSecret, SECRET_ENV } = await import('../../store/cluster-secret.ts');
+    const secret = requireClusterSecret('orch worker', argv.secretFile);
+    // the ranks are children of this process: the user's command must not inherit the secret
+    delete process.env[SECRET_ENV];
     const worker = new Worker({
+      secret,
+      allowCommand: argv.allowCommand,
       redisUrl,
       host: argv.host,
       cards: argv.cards === 'auto' ? 'auto' : argv.cards.split(',').map((s) => s.trim()).filter(Boolean),
@@ -63,7 +74,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       graphrt: argv.graphrt,
       lockDir: argv.lockDir,
       buildDir: argv.buildDir,
-      prefix: argv.prefix,
+      prefix: argv.prefix ?? prefixFromEnv(),
       heartbeatMs: argv.heartbeatMs,
       insecureRedis: argv.insecureRedis,
       log: orchLog('worker', process.env.ORCH_LOG ?? 'info'),

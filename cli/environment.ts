@@ -1,0 +1,32 @@
+/**
+ * Every environment variable an orch process reads, in one table: `orch --help` prints it and
+ * test/cli/environment.test.ts checks that each `process.env.X` of the tree is listed here and
+ * in README.md, so a new variable cannot stay undocumented.
+ */
+export interface EnvVar {
+  name: string;
+  /** one or more lines, each under 76 characters */
+  describe: string;
+}
+
+export const ENVIRONMENT: readonly EnvVar[] = [
+  { name: 'REDIS_URL', describe: "the cluster's Redis; unset, orch submit runs embedded (a private\nredis-server that lives as long as the command)" },
+  { name: 'ORCH_PREFIX', describe: 'key prefix in that Redis (default orch); every process of a cluster\nuses the same one (orch worker --prefix; orch hosts up passes it on)' },
+  { name: 'ORCH_LOG', describe: 'log level (default warn; info for serve and worker)' },
+  { name: 'ORCH_BUILD_DIR', describe: 'build cache of command workloads (default ~/.cache/orch/builds)' },
+  { name: 'ORCH_GRAPHRT', describe: 'embedded submit: the graphrt binary (default native/build/graphrt)' },
+  { name: 'ORCH_CPU_CARDS', describe: 'embedded submit: how many cpu cards the local worker offers' },
+  { name: 'ORCH_REDIS_SERVER', describe: 'embedded submit: the redis-server binary (default: from PATH)' },
+  { name: 'ORCH_VALIDATE_STATS', describe: '1: orch validate prints time and peak memory per file on stderr' },
+  { name: 'ORCH_FROM_SOURCE', describe: '1: run the TypeScript sources through tsx even when dist/ is fresh' },
+  { name: 'XDG_RUNTIME_DIR', describe: "orch worker: its private state dir is $XDG_RUNTIME_DIR/orch\n(default ~/.cache/orch)" },
+  { name: 'USER', describe: 'named in the refusal of a Redis without a password' },
+  { name: 'GRAPHRT_CUDA', describe: 'npm run build: ON, OFF or AUTO (default): build the CUDA backend' },
+];
+
+/** The "Environment:" section of `orch --help`. */
+export function environmentHelp(): string {
+  const width = Math.max(...ENVIRONMENT.map((v) => v.name.length)) + 2;
+  const lines = ENVIRONMENT.flatMap((v) => v.describe.split('\n').map((d, i) => `  ${(i === 0 ? v.name : '').padEnd(width)}${d}`));
+  return ['Environment:', ...lines].join('\n');
+}
