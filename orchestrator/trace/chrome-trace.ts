@@ -64,7 +64,8 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
   const pids = new Map<string, number>();
   const threads = new Set<string>();
   const pidOf = (e: StreamEvent): number => {
-    const name = `${e.host}/${e.card}`;
+    // the worker's own events carry no card: they go on the host's worker track
+    const name = e.card === '' ? `${e.host}/worker` : `${e.host}/${e.card}`;
     let pid = pids.get(name);
     if (pid === undefined) {
       pid = pids.size + 1;
@@ -73,7 +74,7 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
     }
     if (!threads.has(`${pid}/${e.rank}`)) {
       threads.add(`${pid}/${e.rank}`);
-      out.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid: e.rank, args: { name: `rank ${e.rank}` } });
+      out.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid: e.rank, args: { name: e.card === '' ? 'worker' : `rank ${e.rank}` } });
     }
     return pid;
   };
@@ -127,7 +128,7 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
     out.push({
       pid: s.pid,
       tid: s.tid,
-      name: `block ${s.e.block} attempt ${s.e.attempt}`,
+      name: `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
       cat: 'attempt',
       ph: 'X',
       ts: s.first,
