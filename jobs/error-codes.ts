@@ -62,6 +62,8 @@ export const ERROR_CODES = {
   NO_SUCH_EXPERIMENT: { kind: 'user-input', meaning: 'no experiment with that id under this Redis and prefix', hint: 'orch status lists the experiments' },
   NO_SUCH_SUITE: { kind: 'user-input', meaning: 'no nightly suite of that name is installed', hint: 'orch nightly list' },
   NIGHTLY_SPECS_REJECTED: { kind: 'user-input', meaning: "a nightly suite run could not submit some of its specs (the others were submitted)" },
+  HISTORY_UNREACHABLE: { kind: 'user-input', meaning: 'the nightly history database (ORCH_DB_URL, or the SQLite file) cannot be opened', hint: 'start the database or fix ORCH_DB_URL / ORCH_HISTORY_DB' },
+  HISTORY_SCHEMA_NEWER: { kind: 'user-input', meaning: 'the nightly history database was migrated by a newer orch than this one' },
   ANALYSIS_INPUT: { kind: 'user-input', meaning: 'the results cannot be analyzed (an arm without reps, a missing control)' },
 
   // the user's command workload: build, preflight, run

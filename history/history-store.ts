@@ -1,0 +1,186 @@
+/**
+ * The nightly history: runs (one per suite and scheduled time, the idempotency key) and their
+ * rows (one per spec and comparison). Everything a nightly writes or `orch nightly status|history`
+ * and `orch status` read goes through here; the SQL is the same for SQLite and PostgreSQL.
+ */
+import type { SqlDb } from './sql-db.ts';
+
+export type RunState = 'running' | 'done' | 'invalid' | 'failed';
+
+export interface SubmittedSpec {
+  file: string;
+  experiment: string;
+}
+
+export interface NightlyRun {
+  id: string;
+  suite: string;
+  scheduled_at: number;
+  started_at: number;
+  heartbeat_at: number;
+  ended_at: number | null;
+  state: RunState;
+  error: string | null;
+  experiments: SubmittedSpec[];
+  alerts: number;
+  orch_version: string | null;
+  orch_commit: string | null;
+  serve_host: string | null;
+}
+
+export interface NightlyRow {
+  run_id: string;
+  suite: string;
+  scheduled_at: number;
+  spec_file: string;
+  spec_name: string | null;
+  spec_hash: string | null;
+  experiment: string | null;
+  experiment_state: string;
+  results_dir: string | null;
+  arm: string;
+  reference: string;
+  metric: string | null;
+  verdict: string | null;
+  change: number | null;
+  ci_low: number | null;
+  ci_high: number | null;
+  arm_value: number | null;
+  reference_value: number | null;
+  aa_pass: boolean | null;
+  gates_pass: boolean | null;
+  gates: string | null;
+  finding: string | null;
+  cards: string[];
+  hosts: string[];
+  commits: Record<string, string>;
+  error: string | null;
+}
+
+const ROW_COLUMNS = [
+  'run_id', 'suite', 'scheduled_at', 'spec_file', 'spec_name', 'spec_hash', 'experiment', 'experiment_state', 'results_dir',
+  'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'arm_value', 'reference_value', 'aa_pass',
+  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'error',
+] as const satisfies readonly (keyof NightlyRow)[];
+
+export function runId(suite: string, scheduledAt: number): string {
+  return `${suite}@${new Date(scheduledAt).toISOString()}`;
+}
+
+export class HistoryStore {
+  constructor(readonly db: SqlDb) {}
+
+  get where(): string {
+    return this.db.where;
+  }
+
+  /**
+   * Inserts the run for (suite, scheduledAt) unless one exists. `claimed` is false when another
+   * attempt (a stalled job retried, a second `orch serve`) got there first: then `run` is that
+   * attempt's row and nothing may be submitted again.
+   */
+  async claimRun(r: { suite: string; scheduledAt: number; orchVersion: string | null; orchCommit: string | null; serveHost: string }): Promise<{ claimed: boolean; run: NightlyRun }> {
+    const id = runId(r.suite, r.scheduledAt);
+    const now = Date.now();
+    const changed = await this.db.run(
+      `INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state, orch_version, orch_commit, serve_host)
+       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [id, r.suite, r.scheduledAt, now, now, r.orchVersion, r.orchCommit, r.serveHost],
+    );
+    return { claimed: changed === 1, run: (await this.run(id))! };
+  }
+
+  async run(id: string): Promise<NightlyRun | null> {
+    const [row] = await this.db.all<RawRun>('SELECT * FROM nightly_runs WHERE id = ?', [id]);
+    return row ? toRun(row) : null;
+  }
+
+  async setExperiments(id: string, experiments: SubmittedSpec[]): Promise<void> {
+    await this.db.run('UPDATE nightly_runs SET experiments = ?, heartbeat_at = ? WHERE id = ?', [JSON.stringify(experiments), Date.now(), id]);
+  }
+
+  async heartbeat(id: string): Promise<void> {
+    await this.db.run('UPDATE nightly_runs SET heartbeat_at = ? WHERE id = ?', [Date.now(), id]);
+  }
+
+  /** Records the rows and ends the run, in one transaction: a run is never half recorded. */
+  async finishRun(id: string, end: { state: Exclude<RunState, 'running'>; error: string | null; alerts: number; rows: NightlyRow[] }): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM nightly_rows WHERE run_id = ?', [id]);
+      for (const row of end.rows) {
+        await tx.run(
+          `INSERT INTO nightly_rows (${ROW_COLUMNS.join(', ')}) VALUES (${ROW_COLUMNS.map(() => '?').join(', ')})`,
+          ROW_COLUMNS.map((c) => toColumn(row[c])),
+        );
+      }
+      await tx.run('UPDATE nightly_runs SET state = ?, error = ?, alerts = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?', [
+        end.state, end.error, end.alerts, Date.now(), Date.now(), id,
+      ]);
+    });
+  }
+
+  /** The last `limit` runs, newest first; of one suite or of all. */
+  async runs(suite: string | null, limit = 20): Promise<NightlyRun[]> {
+    const rows = suite === null
+      ? await this.db.all<RawRun>('SELECT * FROM nightly_runs ORDER BY scheduled_at DESC LIMIT ?', [limit])
+      : await this.db.all<RawRun>('SELECT * FROM nightly_runs WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?', [suite, limit]);
+    return rows.map(toRun);
+  }
+
+  /** A suite's rows, oldest first (the order a series is read in). */
+  async rows(suite: string, limit = 1000): Promise<NightlyRow[]> {
+    const rows = await this.db.all<RawRow>(
+      'SELECT * FROM (SELECT * FROM nightly_rows WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?) t ORDER BY scheduled_at, spec_file, arm, reference',
+      [suite, limit],
+    );
+    return rows.map(toRow);
+  }
+
+  /**
+   * Runs that need a look: failed or invalid since `since`, and running ones whose heartbeat is
+   * older than `staleMs` (their `orch serve` died and no retry took them over).
+   */
+  async troubled(since: number, staleMs: number): Promise<(NightlyRun & { stalled: boolean })[]> {
+    const rows = await this.db.all<RawRun>(
+      `SELECT * FROM nightly_runs WHERE (state IN ('failed', 'invalid') AND scheduled_at >= ?) OR (state = 'running' AND heartbeat_at < ?)
+       ORDER BY scheduled_at DESC LIMIT 50`,
+      [since, Date.now() - staleMs],
+    );
+    return rows.map((r) => ({ ...toRun(r), stalled: r.state === 'running' }));
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+type RawRun = Omit<NightlyRun, 'experiments'> & { experiments: string };
+type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'commits'> & {
+  aa_pass: number | null;
+  gates_pass: number | null;
+  cards: string | null;
+  hosts: string | null;
+  commits: string | null;
+};
+
+function toRun(r: RawRun): NightlyRun {
+  return { ...r, experiments: JSON.parse(r.experiments || '[]') as SubmittedSpec[] };
+}
+
+function toRow(r: RawRow): NightlyRow {
+  const bool = (v: number | null) => (v === null ? null : v === 1);
+  return {
+    ...r,
+    aa_pass: bool(r.aa_pass),
+    gates_pass: bool(r.gates_pass),
+    cards: JSON.parse(r.cards ?? '[]') as string[],
+    hosts: JSON.parse(r.hosts ?? '[]') as string[],
+    commits: JSON.parse(r.commits ?? '{}') as Record<string, string>,
+  };
+}
+
+function toColumn(v: unknown): unknown {
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (Array.isArray(v) || (typeof v === 'object' && v !== null)) return JSON.stringify(v);
+  return v ?? null;
+}

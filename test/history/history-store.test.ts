@@ -1,0 +1,106 @@
+/**
+ * The history store against a real SQLite file and a real PostgreSQL database, the same tests
+ * for both: migrations run once and record their version; a run is claimed once per suite and
+ * scheduled time (the idempotency key), also by two claimers at once; rows round-trip with
+ * their types; a stalled run shows as troubled; an unreachable PostgreSQL is refused naming the
+ * URL with its password masked.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { HistoryStore, runId, type NightlyRow } from '../../history/history-store.ts';
+import { migrate, migrations } from '../../history/migrate.ts';
+import { openHistory } from '../../history/open-history.ts';
+import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
+
+function row(over: Partial<NightlyRow>): NightlyRow {
+  return {
+    run_id: '', suite: 's', scheduled_at: 0, spec_file: '/x/ab.yaml', spec_name: 'ab', spec_hash: 'h', experiment: 'e1',
+    experiment_state: 'done', results_dir: '/r/e1', arm: 'b', reference: 'a', metric: 'ms', verdict: 'slower', change: 0.05,
+    ci_low: 0.04, ci_high: 0.06, arm_value: 2.1, reference_value: 2, aa_pass: true, gates_pass: true, gates: 'aa: pass',
+    finding: 'regression', cards: ['cpu:0'], hosts: ['h1'], commits: { '/src': 'abc' }, error: null, ...over,
+  };
+}
+
+for (const name of BACKENDS) {
+  describe(`history store on ${name}`, { timeout: 30_000 }, () => {
+    let backend: Backend;
+    let store: HistoryStore;
+
+    before(async () => {
+      backend = await freshBackend(name);
+      store = await openHistory(backend.target);
+    });
+
+    after(async () => {
+      await store?.close();
+      await backend?.drop();
+    });
+
+    it('migrations are applied once and recorded in schema_version', async () => {
+      const versions = await store.db.all<{ version: number }>('SELECT version FROM schema_version ORDER BY version');
+      assert.deepEqual(versions.map((v) => v.version), migrations().map((m) => m.version));
+      assert.deepEqual(await migrate(store.db), []);
+      const again = await openHistory(backend.target);
+      await again.close();
+    });
+
+    it('a run is claimed once per suite and scheduled time, also when two claim at once', async () => {
+      const at = Date.UTC(2026, 0, 1, 2);
+      const other = await openHistory(backend.target);
+      try {
+        const claim = { suite: 'nightly', scheduledAt: at, orchVersion: '0.1.0', orchCommit: 'c0ffee', serveHost: 'h' };
+        const [a, b] = await Promise.all([store.claimRun(claim), other.claimRun(claim)]);
+        assert.deepEqual([a.claimed, b.claimed].sort(), [false, true]);
+        assert.equal(a.run.id, runId('nightly', at));
+        assert.equal(a.run.state, 'running');
+        assert.equal(a.run.scheduled_at, at);
+        await store.setExperiments(a.run.id, [{ file: '/x/ab.yaml', experiment: 'e1' }]);
+        const third = await other.claimRun(claim);
+        assert.equal(third.claimed, false);
+        assert.deepEqual(third.run.experiments, [{ file: '/x/ab.yaml', experiment: 'e1' }]);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('rows round-trip with their types; finishing a run ends it; runs and rows read back in order', async () => {
+      const t1 = Date.UTC(2026, 0, 2, 2);
+      const t2 = Date.UTC(2026, 0, 3, 2);
+      for (const [t, change] of [[t2, 0.05], [t1, 0.001]] as const) {
+        const { run } = await store.claimRun({ suite: 'rt', scheduledAt: t, orchVersion: null, orchCommit: null, serveHost: 'h' });
+        await store.finishRun(run.id, { state: 'done', error: null, alerts: change > 0.01 ? 1 : 0, rows: [row({ run_id: run.id, suite: 'rt', scheduled_at: t, change })] });
+      }
+      const runs = await store.runs('rt');
+      assert.deepEqual(runs.map((r) => [r.scheduled_at, r.state, r.alerts]), [[t2, 'done', 1], [t1, 'done', 0]]);
+      const rows = await store.rows('rt');
+      assert.deepEqual(rows.map((r) => r.change), [0.001, 0.05]);
+      assert.deepEqual(rows[1], row({ run_id: runId('rt', t2), suite: 'rt', scheduled_at: t2, change: 0.05 }));
+    });
+
+    it('a failed run and a running run whose heartbeat is old are troubled', async () => {
+      const now = Date.now();
+      const failed = await store.claimRun({ suite: 'tr', scheduledAt: now - 1000, orchVersion: null, orchCommit: null, serveHost: 'h' });
+      await store.finishRun(failed.run.id, { state: 'failed', error: 'spec x stopped validating', alerts: 1, rows: [] });
+      const stalled = await store.claimRun({ suite: 'tr', scheduledAt: now - 500, orchVersion: null, orchCommit: null, serveHost: 'h' });
+      await store.db.run('UPDATE nightly_runs SET heartbeat_at = ? WHERE id = ?', [now - 3_600_000, stalled.run.id]);
+      await store.claimRun({ suite: 'tr', scheduledAt: now, orchVersion: null, orchCommit: null, serveHost: 'h' });
+      const troubled = (await store.troubled(now - 60_000, 600_000)).filter((r) => r.suite === 'tr');
+      assert.deepEqual(troubled.map((r) => [r.id, r.state, r.stalled]), [
+        [stalled.run.id, 'running', true],
+        [failed.run.id, 'failed', false],
+      ]);
+    });
+  });
+}
+
+describe('an unreachable history database', () => {
+  it('is refused naming the URL with its password masked, and the fix', async () => {
+    await assert.rejects(openHistory({ url: 'postgres://orch:s3cret-pw@127.0.0.1:1/history', file: '' }), (err: Error & { code?: string; hint?: string }) => {
+      assert.equal(err.code, 'HISTORY_UNREACHABLE');
+      assert.match(err.message, /cannot open the nightly history database postgres:\/\/orch:\*+@127\.0\.0\.1:1\/history/);
+      assert.ok(!err.message.includes('s3cret-pw'), err.message);
+      assert.match(err.hint ?? '', /ORCH_DB_URL/);
+      return true;
+    });
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * The two history backends every history test runs against: a SQLite file in a fresh temporary
+ * directory, and a fresh database on the PostgreSQL server at 127.0.0.1:5432 (trust auth, user
+ * postgres, database `test` to create it from), dropped afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { HistoryTarget } from '../../history/open-history.ts';
+
+export const PG_ADMIN_URL = process.env.ORCH_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface Backend {
+  name: 'sqlite' | 'postgres';
+  target: HistoryTarget;
+  /** the env that points orch processes at this backend */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+export type BackendName = Backend['name'];
+export const BACKENDS: BackendName[] = ['sqlite', 'postgres'];
+
+export async function freshBackend(name: BackendName): Promise<Backend> {
+  if (name === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'orch-history-'));
+    const file = join(dir, 'history.sqlite');
+    return { name, target: { url: null, file }, env: { ORCH_HISTORY_DB: file }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const db = `orch_t_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${db}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${db}`;
+  return {
+    name,
+    target: { url: url.toString(), file: '' },
+    env: { ORCH_DB_URL: url.toString() },
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
