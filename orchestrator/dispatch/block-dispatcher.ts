@@ -73,6 +73,8 @@ export class BlockDispatcher {
   private followHost(host: string): void {
     if (this.events.has(host)) return;
     const connection = this.connection.duplicate();
+    // its reconnect errors are the events reader's: the safety poll covers the gap
+    connection.on('error', () => undefined);
     const events = new QueueEvents(hostQueue(host), { connection, prefix: this.prefix });
     const ended = ({ jobId }: { jobId: string }) => this.onEnded.get(jobId)?.forEach((wake) => wake());
     events.on('completed', ended);
@@ -167,9 +169,14 @@ export class BlockDispatcher {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
     await Promise.all(
+      // Done when the reader closed or its connection ended, whichever first: the reader's
+      // close waits on its blocking XREAD, which a Redis already gone never answers.
       [...this.events.values()].map(async (e) => {
-        await e.events.close().catch(() => undefined);
+        const closing = e.events.close().catch(() => undefined);
+        // only a live connection emits 'end' on disconnect; one reconnecting to a Redis gone has nothing to wait for
+        const ended = new Promise<void>((r) => (e.connection.status === 'ready' ? e.connection.once('end', () => r()) : r()));
         e.connection.disconnect();
+        await Promise.race([closing, ended]);
       }),
     );
     this.events.clear();
