@@ -213,6 +213,11 @@ Request request_from_json(const json::Value& v) {
                                                      "warmup", "steps", "replays", "seed"}));
     }
   }
+  // The probe workload has no step to time or replay: asked for a rep or a gate, it is the
+  // sender's mistake (answered, serving goes on), not a graphrt bug.
+  if (r.workload == "probe" && (r.op == Op::Rep || r.op == Op::Identity))
+    user_error(Errc::BadRequest, std::string("op ") + (r.op == Op::Rep ? "rep" : "identity") +
+                                     ": workload probe is answered only by op probe (its five probe lines)");
   return r;
 }
 

@@ -70,7 +70,12 @@ test('serve: a bad request is answered with its code and serving goes on', { ski
       { request: { id: 'd', steps: -1 }, code: 'BAD_PARAM', id: 'd' },
       { request: { id: 'e', frobnicate: true }, code: 'BAD_REQUEST', id: 'e' },
       { request: { id: 'f', op: 'dance' }, code: 'BAD_REQUEST', id: 'f' },
+      // the probe workload answers only op probe: a rep or a gate of it is the sender's mistake
+      { request: { id: 'g', op: 'rep', workload: 'probe' }, code: 'BAD_REQUEST', id: 'g' },
+      { request: { id: 'i', op: 'identity', workload: 'probe', replays: 3 }, code: 'BAD_REQUEST', id: 'i' },
     ];
+    let stderr = '';
+    serve.child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     for (const c of cases) {
       const answer = await serve.ask(c.request);
       const err = only(answer, 'error');
@@ -80,10 +85,14 @@ test('serve: a bad request is answered with its code and serving goes on', { ski
       const ok = await serve.ask({ id: 'ok', workload: 'chain', params: { kernels: 4 }, steps: 1 });
       assert.equal(repOf(ok).hashes.length, 1, 'still serving');
     }
+    const probes = await serve.ask({ id: 'p', op: 'probe', workload: 'probe', params: { kernels: 8, params: 2, param_size: 16 } });
+    assert.deepEqual(probes.map((l) => l.type), ['probe', 'probe', 'probe', 'probe', 'probe'], 'op probe: five probe lines');
     const hello = only(await serve.ask({ id: 'h', op: 'hello' }), 'hello');
     assert.equal(hello.id, 'h');
     serve.child.stdin.end();
     assert.equal((await serve.exited).code, 0);
+    // a bad request is answered on stdout alone: the final error line goes to stderr only when the process ends
+    assert.equal(stderr, '', 'nothing on stderr for answered bad requests');
   } finally {
     serve.child.kill('SIGKILL');
   }
