@@ -68,6 +68,17 @@ export type ClockReading = z.infer<typeof ClockReadingSchema>;
 export const TrainReportSchema = z.strictObject({ L: count, P: count, win: z.boolean() });
 export type TrainReport = z.infer<typeof TrainReportSchema>;
 
+/**
+ * The rep's span on the rank's monotonic clock (CLOCK_MONOTONIC, ns; system-wide, so comparable
+ * between the processes of one host): served from `t_start_ns` (before capture and warm-up) to
+ * `t_end_ns` (last step done). Not integers in the schema: past 2^53 ns (104 days of uptime) a
+ * JSON number rounds to a few ns. Optional: a graphrt older than the field still parses.
+ */
+export const repSpanFields = {
+  t_start_ns: z.number().min(0).optional(),
+  t_end_ns: z.number().min(0).optional(),
+};
+
 export const RepSchema = z.strictObject({
   v,
   type: z.literal('rep'),
@@ -91,6 +102,7 @@ export const RepSchema = z.strictObject({
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)),
   train: TrainReportSchema.optional(),
   clocks: z.strictObject({ start: ClockReadingSchema, end: ClockReadingSchema }).optional(),
+  ...repSpanFields,
   final: finalTrue,
 });
 export type Rep = z.infer<typeof RepSchema>;

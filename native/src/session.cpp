@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <type_traits>
 
@@ -121,7 +122,16 @@ std::vector<std::string> Session::unsupported(const Request& req, const Workload
   return out;
 }
 
+// The rank's monotonic clock (steady_clock: CLOCK_MONOTONIC on Linux) in ns: a rep's start and end
+// on it let the worker's turnaround between reps and the card's busy share be computed from the
+// lines alone, without trusting any wall clock.
+static std::uint64_t monotonic_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 void Session::answer_rep(const Request& req, const Emit& emit) {
+  const std::uint64_t t_start = monotonic_ns();
   Entry& e = entry_for(req);
   Workload& w = *e.workload;
   const GraphUse use = ensure_graph(e, req, emit, false);
@@ -130,6 +140,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   const auto clocks_start = backend_->read_clocks();
   const StepRun run = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, req.warmup, req.steps);
   const auto clocks_end = backend_->read_clocks();
+  const std::uint64_t t_end = monotonic_ns();
   json::Obj o = line("rep", req.id);
   o.put("arm", req.arm)
       .put("workload", req.workload)
@@ -148,6 +159,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   if (graph) o.put("graph", use == GraphUse::Fresh ? "fresh" : "reused");
   else o.put_null("graph");
   o.put("hashes", run.hashes).put("unsupported", unsupported(req, w));
+  o.put("t_start_ns", t_start).put("t_end_ns", t_end);
   if (const auto tr = w.train_report()) {
     json::Obj t;
     t.put("L", tr->launches).put("P", tr->pin_copies).put("win", tr->pin_copies + 1 < tr->launches);

@@ -16,6 +16,8 @@ import { renderMarkdown } from '../report/render-markdown.ts';
 import { renderJson } from '../report/render-json.ts';
 import { renderCsv } from '../report/render-csv.ts';
 import { renderPlots } from '../report/render-plots.ts';
+import { renderBusyShare } from '../report/render-busy-share.ts';
+import { busyShare } from '../stats/busy-share.ts';
 import { plannedReps } from '../scheduler/build-block-job.ts';
 import { collectResults, type CollectedResults } from './collect-results.ts';
 
@@ -91,7 +93,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   chmodSync(dir, 0o700);
   const analysis = analyzeCollected(c);
   const accounting = accountFor(c);
-  const report = renderMarkdown(analysis);
+  const report = renderMarkdown(analysis) + renderBusyShare(busyShare(c.events));
   writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
   writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
   writeFileSync(join(dir, 'events.jsonl'), c.events.map((e) => JSON.stringify(e)).join('\n') + (c.events.length ? '\n' : ''));
