@@ -47,6 +47,7 @@ struct ProcessOptions {
   long world = 1;
   long rank = 0;
   std::string rendezvous;
+  std::string rendezvous_publish;
   long rendezvous_timeout_ms = 30000;
   std::vector<std::string> rest;  // request flags (run only)
 };
@@ -70,7 +71,7 @@ ProcessOptions parse_process_options(const std::vector<std::string>& args) {
       value = a.substr(eq + 1);
     }
     if (name != "--backend" && name != "--card-lock" && name != "--world" && name != "--rank" &&
-        name != "--rendezvous" && name != "--rendezvous-timeout-ms") {
+        name != "--rendezvous" && name != "--rendezvous-timeout-ms" && name != "--rendezvous-publish") {
       o.rest.push_back(a);
       continue;
     }
@@ -82,6 +83,7 @@ ProcessOptions parse_process_options(const std::vector<std::string>& args) {
     else if (name == "--card-lock") o.card_lock = *value;
     else if (name == "--world") o.world = rank_number(name, *value);
     else if (name == "--rendezvous") o.rendezvous = *value;
+    else if (name == "--rendezvous-publish") o.rendezvous_publish = *value;
     else if (name == "--rendezvous-timeout-ms") o.rendezvous_timeout_ms = rank_number(name, *value);
     else o.rank = rank_number(name, *value);
   }
@@ -89,7 +91,7 @@ ProcessOptions parse_process_options(const std::vector<std::string>& args) {
     user_error(Errc::BadFlag, "--rank " + std::to_string(o.rank) + " must be below --world " + std::to_string(o.world));
   if (o.world > 1 && o.rendezvous.empty())
     user_error(Errc::BadFlag, "--world " + std::to_string(o.world) +
-                                  " needs --rendezvous PATH (a socket path, the same for every rank of the gang)");
+                                  " needs --rendezvous PATH|tcp://HOST:PORT (the same for every rank of the gang)");
   if (o.world > limits::kWorld.max || o.rendezvous_timeout_ms < 1 || o.rendezvous_timeout_ms > 3600000)
     user_error(Errc::BadFlag, "--world is at most " + std::to_string(limits::kWorld.max) +
                                   " and --rendezvous-timeout-ms 1..3600000");
@@ -103,6 +105,15 @@ bool planted_lazy_init(long rank) {
   return v != nullptr && *v != '\0' && std::to_string(rank) == v;
 }
 
+// The attempt's rendezvous secret comes in the environment, never on the command line (anyone on
+// the host can read a command line); it is taken out of the environment at once.
+std::string take_rendezvous_secret() {
+  const char* v = std::getenv("GRAPHRT_RENDEZVOUS_SECRET");
+  std::string s = v == nullptr ? "" : v;
+  ::unsetenv("GRAPHRT_RENDEZVOUS_SECRET");
+  return s;
+}
+
 // A collective that fails on a device thread: the final error line, then collective_fatal exits.
 void fatal_from_device(const RtError& e) { fail(std::nullopt, e); }
 
@@ -111,8 +122,9 @@ RankSetup connect_ranks(Backend& backend, const ProcessOptions& o, bool connect)
   setup.plant_lazy_init = planted_lazy_init(o.rank);
   if (o.world > 1 && connect) {
     set_collective_fatal(&fatal_from_device);
-    setup.comm = connect_collective(backend, CollectiveOptions{o.rendezvous, static_cast<int>(o.world),
-                                                               static_cast<int>(o.rank),
+    setup.comm = connect_collective(backend, CollectiveOptions{o.rendezvous,
+                                                               {take_rendezvous_secret(), o.rendezvous_publish},
+                                                               static_cast<int>(o.world), static_cast<int>(o.rank),
                                                                static_cast<int>(o.rendezvous_timeout_ms)});
   }
   return setup;

@@ -44,7 +44,7 @@ std::unique_ptr<Collective> connect_collective(Backend& backend, const Collectiv
   if (name == "cuda" && opts.rank == 0) blob = detail::nccl_unique_id_blob();
 #endif
   auto rv = std::make_unique<Rendezvous>(opts.rendezvous, opts.world, opts.rank,
-                                         std::chrono::milliseconds(opts.timeout_ms), blob);
+                                         std::chrono::milliseconds(opts.timeout_ms), blob, opts.auth);
 #if defined(GRAPHRT_WITH_NCCL)
   if (name == "cuda") return detail::make_nccl_collective(backend, std::move(rv));
 #endif

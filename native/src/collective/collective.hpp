@@ -49,7 +49,8 @@ class Collective {
 };
 
 struct CollectiveOptions {
-  std::string rendezvous;  // socket path (PROTOCOL.md --rendezvous)
+  std::string rendezvous;  // socket path or tcp://HOST:PORT (PROTOCOL.md --rendezvous)
+  RendezvousAuth auth;     // the attempt's secret; rank 0 over tcp: where it publishes HOST:PORT
   int world = 1;
   int rank = 0;
   int timeout_ms = 30000;

@@ -1,11 +1,15 @@
 #include "rendezvous.hpp"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -17,6 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kMagic = 0x56524752;  // "GRRV"
+// kHello is followed by the kRendezvousSecretBytes secret (zero-padded).
 enum Op : std::uint32_t { kHello = 1, kWelcome = 2, kReduce = 3, kResult = 4, kAbort = 5 };
 
 // Every message: this header, then `b` payload elements (floats, or blob bytes for kWelcome).
@@ -73,13 +78,42 @@ bool readable_before(int fd, Clock::time_point deadline) {
   }
 }
 
-sockaddr_un address(const std::string& path) {
+// Where rank 0 listens: a Unix socket path, or a TCP host and port (`tcp://HOST:PORT`).
+struct Endpoint {
+  bool tcp = false;
+  std::string path;  // unix
+  std::string host;  // tcp
+  std::string port;  // tcp
+  std::string text;  // as given, for messages
+};
+
+Endpoint parse_endpoint(const std::string& address) {
+  Endpoint e;
+  e.text = address;
+  if (address.rfind("tcp://", 0) == 0) {
+    const std::string hp = address.substr(6);
+    const auto colon = hp.rfind(':');
+    e.tcp = true;
+    if (colon != std::string::npos) {
+      e.host = hp.substr(0, colon);
+      e.port = hp.substr(colon + 1);
+    }
+    if (e.host.size() >= 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
+    if (e.host.empty() || e.port.empty() || e.port.find_first_not_of("0123456789") != std::string::npos)
+      throw RtError(Errc::BadFlag, "BAD_FLAG", "--rendezvous \"" + address + "\": expected tcp://HOST:PORT (PORT 0: an ephemeral port)");
+    return e;
+  }
+  if (address.empty() || address.size() >= sizeof(sockaddr_un::sun_path))
+    throw RtError(Errc::BadFlag, "BAD_FLAG",
+                  "--rendezvous: a socket path of 1.." + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+                      " bytes or tcp://HOST:PORT, got " + std::to_string(address.size()) + " bytes (\"" + address + "\")");
+  e.path = address;
+  return e;
+}
+
+sockaddr_un unix_address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path))
-    throw RtError(Errc::BadFlag, "BAD_FLAG",
-                  "--rendezvous: a socket path of 1.." + std::to_string(sizeof(addr.sun_path) - 1) +
-                      " bytes, got " + std::to_string(path.size()) + " (\"" + path + "\")");
   std::memcpy(addr.sun_path, path.data(), path.size());
   return addr;
 }
@@ -93,46 +127,182 @@ std::string missing_ranks(const std::vector<int>& fds) {
   return out;
 }
 
+// The all-reduce is a ping-pong of small frames: Nagle's delay would add to every step.
+void no_delay(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+struct AddrInfo {
+  addrinfo* list = nullptr;
+  ~AddrInfo() {
+    if (list != nullptr) ::freeaddrinfo(list);
+  }
+};
+
+// getaddrinfo of a tcp endpoint; the error names the address.
+void resolve(const Endpoint& e, bool passive, AddrInfo& out, const std::string& me) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  const int rc = ::getaddrinfo(e.host.c_str(), e.port.c_str(), &hints, &out.list);
+  if (rc != 0 || out.list == nullptr)
+    rank_lost(me + ": cannot resolve the rendezvous address " + e.text + ": " + ::gai_strerror(rc));
+}
+
+// The `HOST:PORT` a tcp listener is reachable at (the host as given, the port as bound).
+std::string bound_address(int listener, const Endpoint& e) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&ss), &len);
+  const int port = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                                            : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(port);
+}
+
+// Writes `text` to `path` whole or not at all (a reader polling for it never sees half of it).
+void publish_file(const std::string& path, const std::string& text, const std::string& me) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  const bool ok = f != nullptr && std::fputs((text + "\n").c_str(), f) >= 0;
+  if (f != nullptr && std::fclose(f) != 0) rank_lost(me + ": cannot write " + tmp + ": " + std::strerror(errno));
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+    rank_lost(me + ": cannot publish the rendezvous address to " + path + ": " + std::strerror(errno));
+}
+
+// Rank 0's listener on the endpoint (a tcp one is published once bound).
+int listen_on(const Endpoint& e, int world, const RendezvousAuth& auth, const std::string& me) {
+  if (!e.tcp) {
+    const sockaddr_un addr = unix_address(e.path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, world) != 0) {
+      const std::string why = std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      rank_lost(me + ": cannot listen on the rendezvous socket " + e.path + ": " + why +
+                " (the path must not exist: one fresh path per block attempt)");
+    }
+    return fd;
+  }
+  AddrInfo ai;
+  resolve(e, true, ai, me);
+  std::string why = "no address";
+  for (addrinfo* a = ai.list; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, world) == 0) {
+      if (!auth.publish.empty()) publish_file(auth.publish, bound_address(fd, e), me);
+      return fd;
+    }
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  rank_lost(me + ": cannot listen on the rendezvous address " + e.text + ": " + why);
+}
+
+// One attempt to reach rank 0; -1 with `err` set when it is not there (yet).
+int connect_once(const Endpoint& e, int& err, const std::string& me) {
+  if (!e.tcp) {
+    const sockaddr_un addr = unix_address(e.path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) rank_lost(me + ": socket(): " + std::strerror(errno));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    err = errno;
+    ::close(fd);
+    return -1;
+  }
+  AddrInfo ai;
+  resolve(e, false, ai, me);
+  for (addrinfo* a = ai.list; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      no_delay(fd);
+      return fd;
+    }
+    err = errno;
+    ::close(fd);
+  }
+  return -1;
+}
+
+// Who knocked (for the log of a refused connection): the peer's address, never what it sent.
+std::string peer_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char host[NI_MAXHOST] = "";
+  char port[NI_MAXSERV] = "";
+  if (ss.ss_family == AF_UNIX) return "a local process";
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "?";
+  return std::string(host) + ":" + port;
+}
+
+using Secret = std::array<char, kRendezvousSecretBytes>;
+
+Secret secret_of(const RendezvousAuth& auth) {
+  if (auth.secret.size() > kRendezvousSecretBytes)
+    throw RtError(Errc::BadFlag, "BAD_FLAG", "the rendezvous secret holds at most " + std::to_string(kRendezvousSecretBytes) + " bytes");
+  Secret s{};
+  std::memcpy(s.data(), auth.secret.data(), auth.secret.size());
+  return s;
+}
+
+// Constant time: how long the comparison takes says nothing about how much of a guess was right.
+bool same_secret(const Secret& a, const Secret& b) {
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 }  // namespace
 
-Rendezvous::Rendezvous(const std::string& path, int world, int rank, std::chrono::milliseconds timeout,
-                       const RendezvousBlob& blob)
+Rendezvous::Rendezvous(const std::string& address, int world, int rank, std::chrono::milliseconds timeout,
+                       const RendezvousBlob& blob, const RendezvousAuth& auth)
     : world_(world), rank_(rank) {
-  const sockaddr_un addr = address(path);
+  const Endpoint ep = parse_endpoint(address);
+  const Secret secret = secret_of(auth);
   const auto deadline = Clock::now() + timeout;
   const std::string me = "rank " + std::to_string(rank) + " of " + std::to_string(world);
+  auto stop_listening = [&](int listener) {
+    ::close(listener);
+    if (!ep.tcp) ::unlink(ep.path.c_str());
+  };
   if (rank == 0) {
     blob_ = blob;
     fds_.assign(static_cast<std::size_t>(world), -1);
-    const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listener < 0 || ::bind(listener, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listener, world) != 0) {
-      const std::string why = std::strerror(errno);
-      if (listener >= 0) ::close(listener);
-      rank_lost(me + ": cannot listen on the rendezvous socket " + path + ": " + why +
-                " (the path must not exist: one fresh path per block attempt)");
-    }
+    const int listener = listen_on(ep, world, auth, me);
     int joined = 1;
     while (joined < world) {
       if (!readable_before(listener, deadline)) {
-        ::close(listener);
-        ::unlink(path.c_str());
-        rank_lost(me + ": rank(s) " + missing_ranks(fds_) + " did not reach the rendezvous " + path + " within " +
+        stop_listening(listener);
+        rank_lost(me + ": rank(s) " + missing_ranks(fds_) + " did not reach the rendezvous " + ep.text + " within " +
                   std::to_string(timeout.count()) + " ms");
       }
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
+      if (ep.tcp) no_delay(fd);
       Frame hello;
+      Secret presented{};
       if (!readable_before(fd, deadline) || !read_all(fd, &hello, sizeof hello) || hello.magic != kMagic ||
-          hello.op != kHello) {
+          hello.op != kHello || !read_all(fd, presented.data(), presented.size())) {
         ::close(fd);  // not one of ours, or it died while saying hello: its rank stays missing
+        continue;
+      }
+      if (!same_secret(presented, secret)) {
+        // Logged without what was presented: a near miss must not teach the secret.
+        std::fprintf(stderr, "graphrt %s: refused a rendezvous connection from %s (claiming rank %llu): wrong secret\n",
+                     me.c_str(), peer_of(fd).c_str(), static_cast<unsigned long long>(hello.b));
+        std::fflush(stderr);
+        ::close(fd);
         continue;
       }
       const auto r = static_cast<std::int64_t>(hello.b);
       if (hello.a != static_cast<std::uint64_t>(world) || r <= 0 || r >= world || fds_[static_cast<std::size_t>(r)] >= 0) {
         ::close(fd);
-        ::close(listener);
-        ::unlink(path.c_str());
+        stop_listening(listener);
         throw RtError(Errc::BadFlag, "BAD_FLAG",
                       me + ": a process joined the rendezvous as rank " + std::to_string(r) + " of " +
                           std::to_string(hello.a) + ": --world and --rank must make one gang (each rank once)");
@@ -140,8 +310,7 @@ Rendezvous::Rendezvous(const std::string& path, int world, int rank, std::chrono
       fds_[static_cast<std::size_t>(r)] = fd;
       ++joined;
     }
-    ::close(listener);
-    ::unlink(path.c_str());
+    stop_listening(listener);
     for (int r = 1; r < world; ++r)
       if (!send_frame(fds_[static_cast<std::size_t>(r)], kWelcome, 0, blob_.size(), blob_.data(), blob_.size()))
         lost(r, "closed its connection during the rendezvous");
@@ -149,21 +318,20 @@ Rendezvous::Rendezvous(const std::string& path, int world, int rank, std::chrono
   }
   int fd = -1;
   for (;;) {  // rank 0 may not be listening yet
-    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) rank_lost(me + ": socket(): " + std::strerror(errno));
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) break;
-    const int err = errno;
-    ::close(fd);
-    if ((err != ENOENT && err != ECONNREFUSED) || Clock::now() >= deadline)
-      rank_lost(me + ": cannot reach rank 0 at the rendezvous " + path + " within " + std::to_string(timeout.count()) +
+    int err = 0;
+    fd = connect_once(ep, err, me);
+    if (fd >= 0) break;
+    const bool not_yet = err == ENOENT || err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT;
+    if (!not_yet || Clock::now() >= deadline)
+      rank_lost(me + ": cannot reach rank 0 at the rendezvous " + ep.text + " within " + std::to_string(timeout.count()) +
                 " ms: " + std::strerror(err));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   fds_.push_back(fd);
   Frame welcome;
-  if (!send_frame(fd, kHello, static_cast<std::uint64_t>(world), static_cast<std::uint64_t>(rank)) ||
+  if (!send_frame(fd, kHello, static_cast<std::uint64_t>(world), static_cast<std::uint64_t>(rank), secret.data(), secret.size()) ||
       !readable_before(fd, deadline) || !read_all(fd, &welcome, sizeof welcome))
-    lost(0, "closed the rendezvous before every rank had joined (a rank never came, or rank 0 died)");
+    lost(0, "closed the rendezvous before every rank had joined (a rank never came, rank 0 died, or it refused this rank's secret)");
   if (welcome.magic != kMagic || welcome.op != kWelcome || welcome.b != blob_.size() ||
       !read_all(fd, blob_.data(), blob_.size()))
     lost(0, "sent a malformed welcome");

@@ -1,8 +1,12 @@
-// The rendezvous of the ranks of one block (PROTOCOL.md "Multi-rank"): a star of Unix stream
-// sockets. Rank 0 listens on PATH (which must not exist; the worker makes a fresh directory per
-// block attempt), every other rank connects and says who it is; once all `world` ranks are in,
-// rank 0 unlinks PATH and sends each one its 128-byte blob (the NCCL unique id where NCCL is
-// used). The constructor returns on every rank only then: it is the barrier before the first rep.
+// The rendezvous of the ranks of one block (PROTOCOL.md "Multi-rank"): a star of stream sockets.
+// ADDRESS is a Unix socket path (one host's gang: the path must not exist; the worker makes a
+// fresh directory per block attempt) or `tcp://HOST:PORT` (a gang across hosts: rank 0 listens on
+// HOST, port 0 meaning an ephemeral one, and writes `HOST:PORT` to `publish` for its worker to
+// hand to the other hosts' ranks). Every other rank connects and says who it is, presenting the
+// attempt's secret; a connection with a wrong secret is refused and logged (never the secret) and
+// rank 0 goes on waiting. Once all `world` ranks are in, rank 0 closes the listener and sends each
+// one its 128-byte blob (the NCCL unique id where NCCL is used). The constructor returns on every
+// rank only then: it is the barrier before the first rep.
 //
 // all_reduce_sum is the host-side collective every backend can use (the CPU backend's collective,
 // and the capture vote on every backend): ranks send their buffer to rank 0, which sums them in
@@ -24,13 +28,20 @@ namespace graphrt {
 
 inline constexpr std::size_t kRendezvousBlobBytes = 128;  // NCCL_UNIQUE_ID_BYTES
 using RendezvousBlob = std::array<std::byte, kRendezvousBlobBytes>;
+// The secret every rank presents in its hello (the worker gives each rank the same one).
+inline constexpr std::size_t kRendezvousSecretBytes = 64;
+
+struct RendezvousAuth {
+  std::string secret;   // at most kRendezvousSecretBytes; empty: no secret (a test's own ranks)
+  std::string publish;  // rank 0 over tcp: the file it writes `HOST:PORT` to once listening
+};
 
 class Rendezvous {
  public:
   // Blocks until all ranks are connected or `timeout` passes (RtError RankLost naming the
   // missing ranks). `blob` is rank 0's, broadcast to all; other ranks pass anything.
-  Rendezvous(const std::string& path, int world, int rank, std::chrono::milliseconds timeout,
-             const RendezvousBlob& blob);
+  Rendezvous(const std::string& address, int world, int rank, std::chrono::milliseconds timeout,
+             const RendezvousBlob& blob, const RendezvousAuth& auth = {});
   ~Rendezvous();
   Rendezvous(const Rendezvous&) = delete;
   Rendezvous& operator=(const Rendezvous&) = delete;
