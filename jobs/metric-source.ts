@@ -8,6 +8,7 @@
  * is never a step (it carries one-time costs: autotuning, lazy init, first capture).
  */
 import { UserInputError } from './errors.ts';
+import { nestedQuantifier } from './regex-backtracking.ts';
 
 /** Structurally the spec's `workload.metric_source` (jobs/spec/command-workload.ts). */
 export type MetricSourceInput =
@@ -48,6 +49,14 @@ export function checkMetricSource(src: MetricSourceInput): MetricSourceIssue[] {
     re = new RegExp(src.pattern);
   } catch (err) {
     return [{ field: 'pattern', message: `not a valid regular expression: ${(err as Error).message}` }];
+  }
+  const nested = nestedQuantifier(src.pattern);
+  if (nested !== null) {
+    return [{
+      field: 'pattern',
+      message: `the regex can backtrack for seconds on one line: ${nested}; it would run on the worker while its lease needs renewing`,
+      fix: 'repeat a single atom instead, e.g. (?<value>[0-9.]+) rather than (?<value>(\\d+\\.?)+)',
+    }];
   }
   const names = groupNames(re);
   const have = names.length === 0 ? 'it has no named groups' : `its named groups are ${names.map((n) => `"${n}"`).join(', ')}`;

@@ -28,6 +28,7 @@ import { ResultStore } from '../store/result-store.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { verifyPayload } from '../jobs/grant.ts';
 import { requireClusterSecret } from '../store/cluster-secret.ts';
+import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { toJobError } from '../store/job-error.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from './private-dir.ts';
@@ -137,18 +138,17 @@ export class Worker {
     for (const c of this.cards) ensureLockFile(cardLockPath(lockDir, c.id));
     const registry = new CardRegistry(redis, { prefix: this.prefix });
     const ttl = 2 * this.heartbeatMs;
+    await warnIfNotPersistent(redis, this.log, 'this worker');
+    const instance = new RedisInstance(redis, this.prefix);
+    await instance.claim();
     await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
     let beating = false;
     this.heartbeat = setInterval(() => {
       // one at a time: to a Redis that does not answer, a beat per period would only queue up
       if (beating) return;
       beating = true;
-      registry
-        .heartbeat(this.host, ttl)
-        .then(
-          (wasAlive) => wasAlive || this.log.warn('host heartbeat was late: the host looked dead for a moment'),
-          (err: unknown) => this.log.warn({ err }, 'heartbeat failed'),
-        )
+      this.beat(registry, instance, ttl)
+        .catch((err: unknown) => this.log.warn({ err }, 'heartbeat failed'))
         .finally(() => (beating = false));
     }, this.heartbeatMs);
 
@@ -174,7 +174,7 @@ export class Worker {
             command: new CommandRankRunner({ cache: new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix }) }),
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
-        events: (experiment) => new EventStream(redis, keys.events(experiment), this.log),
+        events: (experiment) => new EventStream(redis, keys.events(experiment), this.log, keys.exp(experiment)),
         log: this.log,
         stopping: () => this.stopping,
       },
@@ -214,6 +214,21 @@ export class Worker {
     this.bull.on('error', (err) => this.log.error({ err }, 'queue worker error'));
     this.bull.on('failed', (job, err) => this.log.warn({ job: job?.id, reason: err.message }, 'block attempt failed'));
     this.log.info({ cards: this.cards.map((c) => c.id), queue: hostQueue(this.host) }, 'worker ready');
+  }
+
+  /**
+   * One heartbeat. A Redis that lost its data (its instance marker changed) has no card of this
+   * host: they are registered again, so the scheduler sees them at once; the gangs that ran
+   * there lose their leases and fail by the lease keeper.
+   */
+  private async beat(registry: CardRegistry, instance: RedisInstance, ttl: number): Promise<void> {
+    if (await instance.lostSinceLastCheck()) {
+      this.log.error({ running: this.executor?.running ?? 0 }, 'Redis lost its data (restarted without persistence?): its instance marker changed; registering the cards again, the running blocks fail on their lost leases');
+      await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
+      return;
+    }
+    const wasAlive = await registry.heartbeat(this.host, ttl);
+    if (!wasAlive) this.log.warn('host heartbeat was late: the host looked dead for a moment');
   }
 
   /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LIMITS, LIMITS_FILE } from '../limits.ts';
 import { boundedList, CommandSchema, EnvNameSchema, EnvSchema, EnvValueSchema, intIn, PathSchema, processString, TimeoutSchema } from './bounded.ts';
 import { strictObject } from './strict-object.ts';
+import { artifactEscape } from '../artifact-path.ts';
 
 /** What the build's content address is made of (worker/build/build-key.ts computes it). */
 const BuildKeySchema = strictObject({
@@ -18,7 +19,7 @@ const BuildKeySchema = strictObject({
 const BuildSchema = strictObject({
   cmd: CommandSchema,
   /** Paths (relative to `dir`) the build produces; they are what the cache keeps. */
-  artifacts: boundedList(PathSchema).min(1),
+  artifacts: boundedList(PathSchema.refine((a) => artifactEscape(a) === null, { error: (iss) => artifactEscape(String(iss.input)) ?? 'invalid artifact path' })).min(1),
   key: BuildKeySchema.default({ git: true, dirty_diff: true, flags: [], toolchain: [] }),
   dir: PathSchema.optional(),
 });

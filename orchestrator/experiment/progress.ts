@@ -5,6 +5,8 @@
  */
 import type { Redis } from 'ioredis';
 import { orchKeys } from '../../store/keys.ts';
+import { RedisInstance } from '../../store/redis-instance.ts';
+import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
 import { toEvent, type StreamEvent } from '../results/collect-results.ts';
 
@@ -30,14 +32,6 @@ export interface Progress {
   experiment: string;
   state: ExperimentState;
   blocks: BlockProgress[];
-}
-
-interface RepLine {
-  type?: string;
-  arm?: string;
-  mode?: string;
-  backend?: string;
-  step_ms?: number[];
 }
 
 export class ProgressTracker {
@@ -73,16 +67,19 @@ export class ProgressTracker {
     return out;
   }
 
+  /** Rank 0's final answer of a rep (or, design probe, of a probe request) is one planned rep done. */
   private fold(e: StreamEvent): void {
-    const line = e.event as RepLine | null;
-    if (!line || line.type !== 'rep' || e.rank !== 0) return;
+    const line = e.event;
+    if (line === null || typeof line !== 'object' || e.rank !== 0) return;
     const k = `${e.block}/${e.attempt}`;
+    if (line.type === 'probe' && line.final === true) this.done.set(k, (this.done.get(k) ?? 0) + 1);
+    if (line.type !== 'rep') return;
     this.done.set(k, (this.done.get(k) ?? 0) + 1);
-    const ms = [...(line.step_ms ?? [])].sort((a, b) => a - b);
+    const ms = [...line.step_ms].sort((a, b) => a - b);
     this.latest.set(e.block, {
-      arm: line.arm ?? '?',
-      mode: line.mode ?? '?',
-      backend: line.backend ?? '?',
+      arm: line.arm,
+      mode: line.mode,
+      backend: line.backend,
       median_ms: ms.length ? ms[Math.floor(ms.length / 2)]! : null,
       steps: ms.length,
     });
@@ -142,6 +139,8 @@ export async function waitForEnd(
   const conn = redis.duplicate();
   const tracker = new ProgressTracker(conn, prefix, exp);
   const store = new ExperimentStore(redis, prefix);
+  const instance = new RedisInstance(redis, prefix);
+  await instance.claim();
   const every = opts.everyMs ?? 500;
   let last = 0;
   try {
@@ -150,6 +149,8 @@ export async function waitForEnd(
       const events = opts.onProgress ? await tracker.poll(every) : [];
       if (!opts.onProgress) await new Promise((r) => setTimeout(r, 250));
       const state = await store.state(exp.id);
+      // the experiment is gone: waiting longer would wait forever
+      if (state === null) throw await goneError(instance, exp.id);
       if (opts.onProgress && (events.length > 0 || Date.now() - last >= every || isEnded(state))) {
         last = Date.now();
         opts.onProgress(await tracker.snapshot(), events);
@@ -159,6 +160,17 @@ export async function waitForEnd(
   } finally {
     conn.disconnect();
   }
+}
+
+async function goneError(instance: RedisInstance, id: string): Promise<UserInputError> {
+  const lost = await instance.lostSinceLastCheck().catch(() => false);
+  return new UserInputError(
+    'REDIS_DATA_LOST',
+    lost
+      ? `experiment ${id} no longer exists: Redis restarted without its data (its instance marker changed), so its plan, leases and results are gone`
+      : `experiment ${id} no longer exists in Redis (its keys were deleted)`,
+    { hint: 'give Redis persistence (appendonly yes in redis.conf) and submit the spec again' },
+  );
 }
 
 /**

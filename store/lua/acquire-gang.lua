@@ -10,6 +10,10 @@
     ARGV[3] experiment id
     ARGV[4] block index
 
+  The epoch counter is seeded from Redis's clock (now_ms * 1000) whenever it is below that: a
+  Redis that restarted without its data would otherwise count from 1 again and hand out epochs
+  a worker of the old data may still hold, so a stale commit or renew could match a new gang.
+
   Returns:
     { 1, epoch }                          granted; epoch is the fencing token of every card
     { 0, i, owner, epoch, experiment, block }
@@ -23,8 +27,12 @@ for i = 2, #KEYS do
     return { 0, i - 1, h[1] or "", h[2] or "", h[3] or "", h[4] or "" }
   end
 end
-local epoch = rcall("INCR", KEYS[1])
 local now = now_ms()
+local floor = now * 1000
+if (tonumber(rcall("GET", KEYS[1])) or 0) < floor then
+  rcall("SET", KEYS[1], string.format("%d", floor))
+end
+local epoch = rcall("INCR", KEYS[1])
 local ttl = tonumber(ARGV[2])
 for i = 2, #KEYS do
   rcall("HSET", KEYS[i], "owner", ARGV[1], "epoch", epoch, "experiment", ARGV[3], "block", ARGV[4],

@@ -8,7 +8,9 @@
     KEYS[2] failed hash   ('<prefix>:experiment:<id>:failed',  same fields)
     KEYS[3] gates hash    ('<prefix>:experiment:<id>:gates',   field "<block>/<arm>")
     KEYS[4] commits hash  ('<prefix>:experiment:<id>:commits', field "<block>")
-    KEYS[5..] lease keys of the gang
+    KEYS[5] experiment hash ('<prefix>:experiment:<id>'): nothing is written without it (a
+            Redis that lost its data, a lease written by hand)
+    KEYS[6..] lease keys of the gang
 
     ARGV[1] epoch
     ARGV[2] block index (the commits field)
@@ -20,15 +22,19 @@
 
   Returns:
     { 1 }                      committed; failed entries of the committed reps are deleted
-    { 0, 'EPOCH', i, epoch }   lease KEYS[4 + i] holds another epoch ('' when gone): refused
+    { 0, 'EPOCH', i, epoch }   lease KEYS[5 + i] holds another epoch ('' when gone): refused
+    { 0, 'GONE' }              the experiment hash does not exist: refused
     { 0, 'COMMITTED', record } the block already has a committed attempt: refused
 ]]
 local rcall = redis.call
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   local e = rcall("HGET", KEYS[i], "epoch")
   if e ~= ARGV[1] then
-    return { 0, "EPOCH", i - 4, e or "" }
+    return { 0, "EPOCH", i - 5, e or "" }
   end
+end
+if rcall("EXISTS", KEYS[5]) == 0 then
+  return { 0, "GONE" }
 end
 local prior = rcall("HGET", KEYS[4], ARGV[2])
 if prior then

@@ -6,16 +6,22 @@
   Input:
     KEYS[1] failed hash   ('<prefix>:experiment:<id>:failed', field "<block>/<arm>/<rep>")
     KEYS[2] commits hash  ('<prefix>:experiment:<id>:commits')
+    KEYS[3] experiment hash ('<prefix>:experiment:<id>'): nothing is written without it, so a
+            Redis that lost its data never gets an orphan failed hash
 
     ARGV[1] block index
     ARGV[2] attempt
     ARGV[3..] (field, json { reason, attempt }) pairs
 
   Returns:
-    number of fields written; 0 when the block already has a committed attempt
+    number of fields written; 0 when the block already has a committed attempt; -1 when the
+    experiment does not exist
 ]]
 --@include recorded-attempt
 local rcall = redis.call
+if rcall("EXISTS", KEYS[3]) == 0 then
+  return -1
+end
 if rcall("HEXISTS", KEYS[2], ARGV[1]) == 1 then
   return 0
 end

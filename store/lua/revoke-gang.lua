@@ -22,10 +22,13 @@ for i = 1, #KEYS do
   if e and (ARGV[1] == "*" or e == ARGV[1]) then
     rcall("DEL", KEYS[i])
     cards[#cards + 1] = ARGV[i + 3]
-    epochs[#epochs + 1] = tonumber(e)
+    -- spliced as the stored digits: cjson writes numbers with 14 significant digits, and epochs
+    -- have 16 (acquire-gang.lua seeds them from now_ms * 1000)
+    epochs[#epochs + 1] = string.match(e, "^%d+$") or "0"
   end
 end
 if #cards > 0 then
-  rcall("PUBLISH", ARGV[2], cjson.encode({ cards = cards, epochs = epochs, reason = ARGV[3] }))
+  rcall("PUBLISH", ARGV[2], '{"cards":' .. cjson.encode(cards) .. ',"epochs":[' .. table.concat(epochs, ",") ..
+    '],"reason":' .. cjson.encode(ARGV[3]) .. '}')
 end
 return #cards

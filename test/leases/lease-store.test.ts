@@ -92,6 +92,9 @@ describe('card leases (Lua, real redis-server)', () => {
     const results = new ResultStore(redis, { prefix });
     const a = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
     assert.ok(a.granted);
+    // every write of the worker needs the experiment to exist (a Redis that lost its data gets no orphan keys)
+    assert.equal(await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, reason: 'rank 1 exited 3' }]), -1);
+    await redis.hset(results.keys.exp('x'), 'state', 'running');
     await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, reason: 'rank 1 exited 3' }]);
     const rep = { experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, arm: 'A', rep: 0, position: 0, step_ms: [1], backend: 'cpu', mode: 'eager' as const };
     const input = {

@@ -8,10 +8,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, waitForEvents } from '../utils/events.ts';
 import { isAlive, waitGone } from '../utils/processes.ts';
 import { freshPrefix } from '../utils/redis.ts';
@@ -26,7 +25,7 @@ describe('worker: a gang of 4 graphrt ranks', { skip: skipWithoutBinary }, () =>
     const prefix = freshPrefix();
     await env.spawn({ prefix, host: 'm1', cards: 'cpu:0,cpu:1,cpu:2,cpu:3', graphrt: GRAPHRT });
     const leases = new LeaseStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     const before = new Set(rendezvousDirs());
     try {
       const cards = ['cpu:0@m1', 'cpu:1@m1', 'cpu:2@m1', 'cpu:3@m1'];

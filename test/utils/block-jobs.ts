@@ -1,5 +1,8 @@
 /** Block-job payloads for tests: a tiny native chain workload on the CPU backend. */
+import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
+import { BlockDispatcher, type DispatchOptions } from '../../orchestrator/dispatch/block-dispatcher.ts';
+import { orchKeys } from '../../store/keys.ts';
 
 export function blockJob(p: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'epoch' | 'host' | 'cards'> & Partial<BlockJob>): BlockJob {
   return {
@@ -16,4 +19,23 @@ export function blockJob(p: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 
     foreign_process: 'fail',
     ...p,
   };
+}
+
+/**
+ * A dispatcher for tests that send block jobs of experiments never submitted: it first writes a
+ * bare experiment hash, as submit would have, since the worker's writes (commit-block.lua,
+ * fail-block.lua, append-event.lua) refuse an experiment that does not exist.
+ */
+export class BareExperimentDispatcher extends BlockDispatcher {
+  constructor(
+    private readonly redis: Redis,
+    private readonly opts: DispatchOptions & { prefix: string },
+  ) {
+    super(redis, opts);
+  }
+
+  override async dispatch(job: BlockJob): Promise<string> {
+    await this.redis.hsetnx(orchKeys(this.opts.prefix).exp(job.experiment), 'state', 'running');
+    return super.dispatch(job);
+  }
 }

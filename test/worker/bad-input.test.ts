@@ -10,12 +10,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { freePort, startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { redactUrl } from '../../store/redact.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
@@ -81,7 +80,7 @@ describe('worker bad input', () => {
     const w = await spawnWorker({ redisUrl: server.url, prefix, host: 'b3', lockDir: join(dir, 'locks') });
     workers.push(w);
     const redis = client(server.url);
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(redis, { prefix, pollMs: 20 });
     try {
       const bad = { ...blockJob({ experiment: 'z', block: 0, attempt: 1, epoch: 1, host: 'b3', cards: ['cpu:0@b3'] }), steps: 0, sequence: ['A', 'C'] } as BlockJob;
       await dispatcher.dispatch(bad);

@@ -8,10 +8,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents } from '../utils/events.ts';
 import { isAlive } from '../utils/processes.ts';
 import { freshPrefix } from '../utils/redis.ts';
@@ -29,7 +28,7 @@ describe('a rank of a gang fails', () => {
       env: { FIXTURE_LOG: log, FIXTURE_FAIL: fail, FIXTURE_REP_MS: '150' },
     });
     const leases = new LeaseStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     const cards = [`cpu:0@${host}`, `cpu:1@${host}`];
     const g = await leases.acquireGang({ cards, owner: host, ttlMs: 5000, experiment: 'g', block: 0 });
     assert.ok(g.granted);

@@ -7,12 +7,11 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { repField } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { sequenceReps } from '../../jobs/block-job.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents } from '../utils/events.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
@@ -30,7 +29,7 @@ describe('graceful stop', () => {
     });
     const leases = new LeaseStore(env.redis, { prefix });
     const results = new ResultStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@s1', 'cpu:1@s1'];
       const g = await leases.acquireGang({ cards, owner: 's1', ttlMs: 10_000, experiment: 's', block: 0 });

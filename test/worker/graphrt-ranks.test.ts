@@ -8,10 +8,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents, waitForEvents } from '../utils/events.ts';
 import { isAlive, waitGone } from '../utils/processes.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -29,7 +28,7 @@ describe('worker with real graphrt ranks', { skip: skipWithoutBinary }, () => {
     await env.spawn({ prefix, host: 'r1', cards: 'cpu:0,cpu:1', graphrt: GRAPHRT });
     const leases = new LeaseStore(env.redis, { prefix });
     const results = new ResultStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@r1', 'cpu:1@r1'];
       const g = await leases.acquireGang({ cards, owner: 'r1', ttlMs: 10_000, experiment: 'n', block: 0 });
@@ -101,7 +100,7 @@ describe('worker with real graphrt ranks', { skip: skipWithoutBinary }, () => {
     const cards = ['cpu:0@k1', 'cpu:1@k1'];
     const g = await leases.acquireGang({ cards, owner: 'k1', ttlMs: 10_000, experiment: 'k', block: 0 });
     assert.ok(g.granted);
-    const dispatcher = new BlockDispatcher(env.redis, { prefix });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix });
     try {
       // decode reps of 400 steps: the kill lands inside a rep, not between requests
       const job = blockJob({

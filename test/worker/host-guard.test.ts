@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { cardLockPath } from '../../worker/block-executor.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents } from '../utils/events.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -41,7 +41,7 @@ describe('host guard', () => {
     prefix = freshPrefix();
     worker = await env.spawn({ prefix, host: 'g1', cards: 'cpu:0', env: { FIXTURE_REP_MS: '250' } });
     leases = new LeaseStore(env.redis, { prefix });
-    dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
   });
   after(async () => {
     if (process.env.DUMP_WORKER_LOG) console.log(worker.log().split('\n').slice(-40).join('\n'));

@@ -7,10 +7,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents, waitForEvents } from '../utils/events.ts';
 import { isAlive, waitGone } from '../utils/processes.ts';
 import { freshPrefix } from '../utils/redis.ts';
@@ -34,7 +33,7 @@ describe('lease loss kills the ranks', () => {
     const [h1, h2] = await Promise.all([env.spawn({ ...common, host: 'h1' }), env.spawn({ ...common, host: 'h2' })]);
     const leases = new LeaseStore(env.redis, { prefix });
     const results = new ResultStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20, lostGraceMs: 200 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20, lostGraceMs: 200 });
     try {
       const cards1 = ['cpu:0@h1', 'cpu:1@h1'];
       const a1 = blockJob({ experiment: 'x', block: 0, attempt: 1, epoch: await grant(leases, 'h1', cards1, 0), host: 'h1', cards: cards1 });
@@ -84,7 +83,7 @@ describe('lease loss kills the ranks', () => {
     });
     const leases = new LeaseStore(env.redis, { prefix });
     const results = new ResultStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@r1', 'cpu:1@r1'];
       const job = blockJob({ experiment: 'x', block: 1, attempt: 1, epoch: await grant(leases, 'r1', cards, 1), host: 'r1', cards });
@@ -116,7 +115,7 @@ describe('lease loss kills the ranks', () => {
       prefix, host: 'n1', cards: 'cpu:0', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' },
     });
     const leases = new LeaseStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     try {
       const cards = ['cpu:0@n1'];
       const job = blockJob({ experiment: 'x', block: 2, attempt: 1, epoch: await grant(leases, 'n1', cards, 2), host: 'n1', cards });

@@ -7,11 +7,10 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents } from '../utils/events.ts';
 import { isAlive } from '../utils/processes.ts';
 import { freshPrefix } from '../utils/redis.ts';
@@ -25,7 +24,7 @@ describe('a rank that breaks the protocol', () => {
     const prefix = freshPrefix();
     await env.spawn({ prefix, host, cards: 'cpu:0', env: { FIXTURE_BAD: bad } });
     const leases = new LeaseStore(env.redis, { prefix });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
     const cards = [`cpu:0@${host}`];
     const g = await leases.acquireGang({ cards, owner: host, ttlMs: 5000, experiment: 'p', block: 0 });
     assert.ok(g.granted);

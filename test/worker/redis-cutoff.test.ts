@@ -10,10 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Redis } from 'ioredis';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, waitForEvents } from '../utils/events.ts';
 import { isAlive, waitGone } from '../utils/processes.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
@@ -56,7 +55,7 @@ describe('a worker cut off from Redis', { timeout: 120_000 }, () => {
     const g = await leases.acquireGang({ cards: ['cpu:0@c1'], owner: 'c1', ttlMs: 5000, experiment: 'x', block: 0 });
     assert.ok(g.granted);
     const job = blockJob({ experiment: 'x', block: 0, attempt: 1, epoch: g.epoch, host: 'c1', cards: ['cpu:0@c1'], sequence: Array.from({ length: 200 }, (_, i) => (i % 2 ? 'A' : 'B')) });
-    const dispatcher = new BlockDispatcher(redis, { prefix, pollMs: 20 });
+    const dispatcher = new BareExperimentDispatcher(redis, { prefix, pollMs: 20 });
     try {
       await dispatcher.dispatch(job);
       const evs = await waitForEvents(redis, prefix, 'x', 'a rep', (e) => e.some((x) => x.event.type === 'rep'), 15_000);

@@ -27,6 +27,7 @@ import { spawnTethered } from '../command/tether.ts';
 import { acquireBuildLock } from './build-lock.ts';
 import { computeBuildKey, type BuildKey, type BuildKeySpec } from './build-key.ts';
 import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from '../../store/build-state.ts';
+import { artifactEscape } from '../../jobs/artifact-path.ts';
 
 export const COMPLETE_MARKER = '.complete';
 const LOG_TAIL_LINES = 20;
@@ -209,6 +210,9 @@ export class BuildCache {
       });
     }
     for (const [i, a] of build.artifacts.entries()) {
+      // validate refuses these too; a payload that skipped it must still not copy outside
+      const escape = artifactEscape(a);
+      if (escape !== null) throw new UserInputError('BUILD_ARTIFACT_OUTSIDE', `${path}.artifacts[${i}]: ${escape}`, { hint: `list paths inside ${dir}` });
       const inStaging = join(staging, a);
       if (existsSync(inStaging)) continue;
       const src = resolve(dir, a);
