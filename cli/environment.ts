@@ -1,6 +1,6 @@
 /**
  * Every environment variable an orch process reads, in one table: `orch --help` prints it and
- * test/cli/environment.test.ts checks that each `process.env.X` of the tree is listed here and
+ * test/cli/environment.test.ts checks that each variable the tree reads from process.env is here and
  * in README.md, so a new variable cannot stay undocumented.
  */
 export interface EnvVar {
@@ -21,6 +21,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'ORCH_FROM_SOURCE', describe: '1: run the TypeScript sources through tsx even when dist/ is fresh' },
   { name: 'XDG_RUNTIME_DIR', describe: "orch worker: its private state dir is $XDG_RUNTIME_DIR/orch\n(default ~/.cache/orch)" },
   { name: 'USER', describe: 'named in the refusal of a Redis without a password' },
+  { name: 'HOME', describe: 'nightly provenance: expands ~/ in a build directory' },
   { name: 'GRAPHRT_CUDA', describe: 'npm run build: ON, OFF or AUTO (default): build the CUDA backend' },
 ];
 

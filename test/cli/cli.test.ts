@@ -17,7 +17,7 @@ describe('orch CLI', () => {
     assert.match(r.stdout, /orch validate <files\.\.>/);
     assert.match(r.stdout, /orch plan <file>/);
     assert.match(r.stdout, /--json/);
-    assert.match(r.stdout, /^ {2}ORCH_PREFIX {6}key prefix in that Redis/m);
+    assert.match(r.stdout, /^ {2}ORCH_PREFIX +key prefix in that Redis/m);
     assert.match(r.stdout, /^ {2}REDIS_URL /m);
   });
 
