@@ -16,6 +16,10 @@ export const BlockArmSchema = z.object({
   /** design sweep over a native param: the workload params this arm overrides */
   params: z.record(z.string(), z.int().positive()).optional(),
   aa_of: KeyNameSchema.optional(),
+  /** A key of the job's `builds`: the rep runs that build's artifacts. */
+  build: KeyNameSchema.optional(),
+  /** The base-reference arm: `ref_of`'s toggles from the reference build. */
+  ref_of: KeyNameSchema.optional(),
 });
 export type BlockArm = z.infer<typeof BlockArmSchema>;
 
@@ -47,6 +51,13 @@ export const BlockJobSchema = z
     foreign_process: z.enum(['fail', 'wait']),
     /** spec.min_free_disk_gb: preflight refuses a host with less free disk (worker/preflight/). */
     min_free_disk_gb: z.number().min(0).optional(),
+    /** Builds as arms (jobs/build-refs.ts): the repository and each build's commit, built in a worktree per commit. */
+    builds: z
+      .object({
+        repo: z.string().min(1),
+        builds: z.record(KeyNameSchema, z.object({ commit: z.string().regex(/^[0-9a-f]{40,64}$/), ref: z.string().min(1) })),
+      })
+      .optional(),
   })
   .superRefine((job, ctx) => {
     const names = new Set(job.arms.map((a) => a.name));
@@ -57,6 +68,11 @@ export const BlockJobSchema = z
     if (job.world !== undefined && (job.first_rank ?? 0) + job.cards.length > job.world) {
       ctx.addIssue({ code: 'custom', path: ['world'], message: `first_rank ${job.first_rank ?? 0} + ${job.cards.length} cards exceeds world ${job.world}` });
     }
+    job.arms.forEach((a, i) => {
+      if (a.build !== undefined && job.builds?.builds[a.build] === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['arms', i, 'build'], message: `arm "${a.name}" runs build "${a.build}", which the job's builds do not hold` });
+      }
+    });
     if (new Set(job.cards).size !== job.cards.length) {
       ctx.addIssue({ code: 'custom', path: ['cards'], message: 'a card appears twice in the gang' });
     }

@@ -7,6 +7,7 @@
 import { statSync, type Stats } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { checkNativeBounds, checkPlanSize } from './compile-bounds.ts';
+import { armBuild, checkBuilds } from './compile-builds.ts';
 import { suggestion } from './did-you-mean.ts';
 import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
 import { NATIVE_TOGGLES, type Spec } from './spec.ts';
@@ -46,6 +47,7 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   if (spec.design === 'sweep') checkSweep(spec, problem);
   else if (spec.sweep !== undefined) problem(['sweep'], `"sweep" is only used by design: sweep (this is ${spec.design})`, 'remove it');
   checkProbe(spec, problem);
+  checkBuilds(spec, problem);
   if (spec.order === 'random' && spec.seed === undefined) {
     problem(['order'], 'random order needs a seed, so the same spec always gives the same plan', 'add seed: <integer>, or use order: balanced');
   }
@@ -105,8 +107,9 @@ function checkAbArms(spec: Spec, problem: Report): void {
     arm.toggles = Object.fromEntries(spec.toggles.map((t) => [t, arm.toggles[t] ?? false]));
   });
   const [a, b] = arms;
-  if (a && b && problems.length === 0 && JSON.stringify(a.toggles) === JSON.stringify(b.toggles)) {
-    report(['arms'], `arms "${a.name}" and "${b.name}" set the same toggles`, 'make them differ, or use gates.aa for an A/A control');
+  if (a && b && problems.length === 0 && JSON.stringify(a.toggles) === JSON.stringify(b.toggles) && armBuild(spec, a) === armBuild(spec, b)) {
+    const build = armBuild(spec, a);
+    report(['arms'], `arms "${a.name}" and "${b.name}" ${build === undefined ? '' : `run the same build "${build}" and `}set the same toggles${build === undefined ? '' : ' (a duplicate arm)'}`, 'make them differ, or use gates.aa for an A/A control');
   }
   if (spec.gates.aa && a && names.has(`${a.name}_aa`)) {
     report(['arms'], `arm name "${a.name}_aa" is taken by the A/A control of "${a.name}"`, 'rename the arm');

@@ -8,6 +8,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ClusterSchema, type Cluster } from './cluster.ts';
+import { hashableSpec, resolveBuildRefs } from './build-refs.ts';
 import { compileSpec } from './compile-spec.ts';
 import { suggestion } from './did-you-mean.ts';
 import { SpecError, type SpecIssue } from './errors.ts';
@@ -66,12 +67,14 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
     case 'experiment': {
       const parsed = validate(file, source, SpecSchema);
       const { spec, problems } = compileSpec(parsed);
+      // Refs resolve only in a spec that is otherwise whole (a misspelt build name says so first).
+      if (problems.length === 0) problems.push(...resolveBuildRefs(spec, file));
       if (problems.length > 0) {
         throw new SpecError(
           problems.map((p) => ({ file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) })),
         );
       }
-      return { kind: 'experiment', file, spec, hash: specHash(spec) };
+      return { kind: 'experiment', file, spec, hash: specHash(hashableSpec(spec)) };
     }
     case 'suite': {
       const suite = validate(file, source, SuiteSchema);

@@ -19,6 +19,7 @@
 import type { Spec } from './spec.ts';
 import { mulberry32, shuffled } from './seeded-random.ts';
 import { williamsRows } from './williams.ts';
+import { referenceArmName } from './compile-builds.ts';
 
 export interface Arm {
   name: string;
@@ -27,6 +28,10 @@ export interface Arm {
   params?: Record<string, number>;
   /** The A/A control: a copy of this arm. */
   aa_of?: string;
+  /** The build (a key of spec.builds) this arm runs; none: the workload's own build. */
+  build?: string;
+  /** The base-reference arm: this arm's toggles run from the reference build (gates.base_reference). */
+  ref_of?: string;
 }
 
 export interface PlannedBlock {
@@ -79,7 +84,7 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
   let arms: Arm[];
   switch (spec.design) {
     case 'ab':
-      arms = (spec.arms ?? []).map((a) => ({ name: a.name, toggles: { ...a.toggles } }));
+      arms = (spec.arms ?? []).map((a) => withBuild({ name: a.name, toggles: { ...a.toggles } }, a.build ?? spec.build));
       break;
     case 'leave-one-out':
       arms = [
@@ -102,12 +107,27 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
       arms = [{ name: 'probe', toggles: all(true) }];
       break;
   }
+  if (spec.design !== 'ab') arms = arms.map((a) => withBuild(a, spec.build));
   const control = spec.design === 'leave-one-out' ? 'all_on' : (arms[0] as Arm).name;
   if (spec.gates.aa) {
     const of = arms.find((a) => a.name === control) as Arm;
     arms.push({ ...structuredClone(of), name: `${control}_aa`, aa_of: control });
   }
+  const ref = spec.gates.base_reference;
+  if (ref !== undefined && spec.builds !== undefined) {
+    // The base arm again, from the reference build, in the same blocks: the gate pairs the two.
+    const base = baseArmName(spec, arms);
+    const of = arms.find((a) => a.name === base) as Arm;
+    arms.push({ ...structuredClone(of), name: referenceArmName(base), build: ref.build, ref_of: base });
+  }
   return { arms, control };
+}
+
+const withBuild = (arm: Arm, build: string | undefined): Arm => (build === undefined ? arm : { ...arm, build });
+
+/** The arm the base-reference gate checks: leave-one-out's all-off `base`, else the control (the first arm). */
+export function baseArmName(spec: Spec, arms: readonly Arm[]): string {
+  return spec.design === 'leave-one-out' ? 'base' : (arms[0] as Arm).name;
 }
 
 /** How many reps the plan of a compiled spec holds, without building it (the bound compile checks). */

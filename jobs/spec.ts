@@ -11,6 +11,7 @@ import { NativeWorkloadSchema } from './spec/native-workload.ts';
 import { LIMITS } from './limits.ts';
 import { boundedList, EnvValueSchema, intIn } from './spec/bounded.ts';
 import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec/strict-object.ts';
+import { BuildsSchema, RepoSchema } from './spec/builds.ts';
 
 export { NATIVE_TOGGLES } from './spec/native-workload.ts';
 
@@ -25,6 +26,8 @@ export const SpecArmSchema = strictObject({
   name: NameSchema,
   /** A string value is an env toggle's value (command workloads). */
   toggles: z.record(z.string(), z.union([z.boolean(), EnvValueSchema])).default({}),
+  /** A key of `builds`: this arm runs that build (default: the spec's `build`). */
+  build: NameSchema.optional(),
 });
 export type SpecArm = z.infer<typeof SpecArmSchema>;
 
@@ -59,9 +62,13 @@ export const GatesSchema = strictObject({
     .default({ replays: 7 }),
   /** Adds the A/A arm `<control>_aa`: a copy of the control that must not differ from it. */
   aa: z.boolean().default(false),
-  /** The base arm must be within `tolerance` (relative) of this reference build's value. */
+  /**
+   * The base arm must agree with the same arm run from the reference build (a key of `builds`),
+   * measured in the same blocks: the paired CI of their ratio must lie within ±`tolerance`.
+   * `value` (optional) also checks the base arm's mean against a recorded number.
+   */
   base_reference: strictObject({
-    build: z.string().min(1),
+    build: NameSchema,
     tolerance: z.number().positive(),
     value: z.number().positive().optional(),
   }).optional(),
@@ -80,6 +87,12 @@ export const SpecSchema = strictObject({
   name: NameSchema,
   design: z.enum(DESIGNS),
   workload: WorkloadSchema,
+  /** The repository `builds` name refs of (relative to the spec file); default: the spec file's git toplevel. */
+  repo: RepoSchema.optional(),
+  /** Named builds of the workload, each a git ref resolved to a commit at submit (jobs/spec/builds.ts). */
+  builds: BuildsSchema.optional(),
+  /** The build every arm runs unless it names its own (a key of `builds`). */
+  build: NameSchema.optional(),
   /** Native: graphrt toggle names; command: keys of workload.toggles. */
   toggles: boundedList(z.string().min(1).max(NAME_MAX_LENGTH)).default([]),
   /** design ab only: exactly two arms. */

@@ -17,6 +17,15 @@ export const SuiteSchema = strictObject({
   }),
   /** Spec files, relative to the suite file. */
   experiments: z.array(z.string().min(1)).min(1),
+  /** Where each night writes results/<experiment>/, relative to the suite file (default: results next to it). */
+  results: z.string().min(1).optional(),
+  /** Who hears of a regression, an invalid night or a night that could not run (ORCH_ALERT_WEBHOOK adds a webhook). */
+  alerts: strictObject({
+    /** POSTed a JSON body with a Slack-compatible `text` field. */
+    webhook: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. https://hooks.slack.com/services/…' }).optional(),
+    /** One JSON line per alert appended to this file (relative to the suite file); `-` is orch serve's stdout. */
+    file: z.string().min(1).optional(),
+  }).optional(),
 });
 export type Suite = z.infer<typeof SuiteSchema>;
 

@@ -1,6 +1,9 @@
 /**
- * `orch nightly install SUITE | list | remove NAME`: nightly suites as BullMQ job schedulers on
- * the cluster's Redis (REDIS_URL); `orch serve` submits a suite's experiments on its schedule.
+ * `orch nightly install SUITE | list | remove NAME | status [SUITE] | history SUITE`: nightly
+ * suites as BullMQ job schedulers on the cluster's Redis (REDIS_URL); `orch serve` runs a suite
+ * on its schedule and records each night in the history database (history/: ORCH_DB_URL, else a
+ * SQLite file), which status and history read without Redis. install also opens the history
+ * database: one that cannot be reached is refused with its URL (password masked) and the fix.
  * install validates the suite and every spec it names first (exit 2, nothing written, when one
  * is invalid, a cron expression BullMQ cannot schedule included) and upserts: installing a
  * suite again replaces its schedule. list prints each suite's next run times (jobs/cron.ts).
@@ -13,22 +16,25 @@ import { defineCommand } from '../command.ts';
 const NEXT_RUNS = 3;
 
 interface NightlyArgs {
-  action: 'install' | 'list' | 'remove';
+  action: 'install' | 'list' | 'remove' | 'status' | 'history';
   target?: string;
   every?: number;
+  limit: number;
 }
 
 export const nightlyCommand = defineCommand<NightlyArgs>({
   command: 'nightly <action> [target]',
-  describe: 'nightly suites: install SUITE.yaml | list | remove NAME (orch serve submits them on schedule)',
+  describe: 'nightly suites: install SUITE.yaml | list | remove NAME | status [SUITE] | history SUITE (orch serve runs them on schedule)',
   builder: (y) =>
     y
-      .positional('action', { choices: ['install', 'list', 'remove'] as const, demandOption: true, describe: 'what to do' })
-      .positional('target', { type: 'string', describe: 'install: the suite file; remove: the suite name' })
+      .positional('action', { choices: ['install', 'list', 'remove', 'status', 'history'] as const, demandOption: true, describe: 'what to do' })
+      .positional('target', { type: 'string', describe: 'install: the suite file; remove, status, history: the suite name' })
+      .option('limit', { type: 'number', default: 20, describe: 'status: how many runs; history: how many rows' })
       .option('every', { type: 'number', hidden: true, describe: 'install: run every N ms instead of the cron (tests)' }) as never,
   handler: async (argv) => {
     const json = argv.json;
     const out = (s: string) => process.stdout.write(s);
+    if (argv.action === 'status' || argv.action === 'history') return showHistory(argv, out);
     if (argv.action !== 'list' && !argv.target) {
       throw new UserInputError('CLI_USAGE', `orch nightly ${argv.action} needs ${argv.action === 'install' ? 'a suite file' : 'a suite name'}`, {
         hint: argv.action === 'install' ? 'orch nightly install configs/nightly.yaml' : 'orch nightly list shows the installed names',
@@ -36,6 +42,8 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
     }
     // Validation before any connection: an invalid suite or spec exits 2 with file and path.
     if (argv.action === 'install') (await import('../../jobs/load-spec.ts')).loadConfigFile(argv.target!);
+    // The history database next: a night that could not be recorded would be lost.
+    if (argv.action === 'install') await (await (await import('../../history/open-history.ts')).openHistory()).close();
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
@@ -63,6 +71,31 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
     }
   },
 });
+
+/** status and history read the history database alone: they work while Redis is down. */
+async function showHistory(argv: NightlyArgs & { json: boolean }, out: (s: string) => void): Promise<void> {
+  if (argv.action === 'history' && !argv.target) {
+    throw new UserInputError('CLI_USAGE', 'orch nightly history needs a suite name', { hint: 'orch nightly status lists the suites that ran' });
+  }
+  const { openHistory } = await import('../../history/open-history.ts');
+  const { renderRuns, renderHistory } = await import('../../orchestrator/nightly/render-history.ts');
+  const history = await openHistory();
+  try {
+    if (argv.action === 'history') {
+      const rows = await history.rows(argv.target!, argv.limit);
+      out(argv.json ? `${JSON.stringify(rows)}\n` : renderHistory(argv.target!, rows));
+      return;
+    }
+    const runs = await history.runs(argv.target ?? null, argv.limit);
+    const rows = new Map<string, Awaited<ReturnType<typeof history.rows>>>();
+    for (const suite of new Set(runs.map((r) => r.suite))) {
+      for (const r of await history.rows(suite, argv.limit * 50)) rows.set(r.run_id, [...(rows.get(r.run_id) ?? []), r]);
+    }
+    out(argv.json ? `${JSON.stringify(runs.map((r) => ({ ...r, rows: rows.get(r.id) ?? [] })))}\n` : renderRuns(runs, rows));
+  } finally {
+    await history.close();
+  }
+}
 
 function describe(s: InstalledSuite): string {
   const when = s.cron !== null ? `"${s.cron}" ${s.tz ?? 'UTC'}` : `every ${s.every} ms`;

@@ -1,61 +1,51 @@
 /**
- * The consumer of queue `nightly`, run by `orch serve`: a suite run loads each of the suite's
- * specs again (a spec may have changed since install) and submits every valid one through the
- * ordinary submit path (experiment/submit.ts). A spec that became invalid, or that submit
- * refuses, never stops the others: they are submitted, then the job fails with each spec's error
- * and the ids that were submitted (NIGHTLY_SPECS_REJECTED, never retried: a retry would submit
- * the valid ones twice).
- * The job's return value lists the submitted experiments.
+ * The consumer of queue `nightly`, run by `orch serve`: each job is one night of one suite
+ * (nightly-run.ts: submit, wait, write results, record in the history, alert). The night's
+ * scheduled time comes from the scheduler's job id, so a stalled job taken over by another
+ * `orch serve` maps to the same history row and never submits twice. A spec that stopped
+ * validating is recorded as that spec's failed night, the others run; the job then fails with
+ * each spec's error (NIGHTLY_SPECS_REJECTED, never retried).
  */
-import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
-import { loadSpec } from '../../jobs/load-spec.ts';
-import { submitExperiment } from '../experiment/submit.ts';
+import { openHistory } from '../../history/open-history.ts';
+import type { HistoryStore } from '../../history/history-store.ts';
 import { connectRedis } from '../../store/connect.ts';
 import { toJobError } from '../../store/job-error.ts';
 import { QUEUES } from '../../store/keys.ts';
+import { alertSinks } from './alert-sinks.ts';
+import { runNight, type NightContext, type NightOutcome } from './nightly-run.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
 
-export interface SubmittedFromSuite {
-  file: string;
-  experiment: string;
-  hash: string;
+export type NightlyResult = NightOutcome & { suite: string };
+
+/** A job scheduler's job id ends in the millisecond it was scheduled for. */
+export function scheduledAt(job: Pick<Job, 'id' | 'timestamp' | 'opts'>): number {
+  const m = /:(\d{12,})$/.exec(job.id ?? '');
+  return m ? Number(m[1]) : job.timestamp + (job.opts.delay ?? 0);
 }
 
-export interface NightlyResult {
-  suite: string;
-  submitted: SubmittedFromSuite[];
-}
-
-/** Submits the suite run's experiments; throws (never retried) naming every spec that failed. */
-export async function runSuite(redis: Redis, prefix: string, data: NightlyJobData, log: Logger): Promise<NightlyResult> {
-  const submitted: SubmittedFromSuite[] = [];
-  const failed: string[] = [];
-  for (const file of data.experiments) {
-    try {
-      const loaded = loadSpec(file);
-      const specText = readFileSync(file, 'utf8');
-      const sub = await submitExperiment({ redis, prefix, loaded, specText });
-      submitted.push({ file, experiment: sub.id, hash: loaded.hash });
-      log.info({ suite: data.suite, experiment: sub.id, file }, 'nightly: submitted');
-    } catch (err) {
-      // A user's mistake in one spec (invalid, cannot ever run) is that spec's failure only.
-      if (!(err instanceof UserInputError)) throw err;
-      failed.push(`${file}: ${err.message}`);
-      log.error({ suite: data.suite, file, err }, 'nightly: spec not submitted');
-    }
-  }
-  if (failed.length > 0) {
-    const ids = submitted.length > 0 ? submitted.map((s) => s.experiment).join(', ') : 'none';
+export async function runSuiteJob(base: Omit<NightContext, 'send' | 'resultsRoot'>, data: NightlyJobData, at: number): Promise<NightlyResult> {
+  const ctx: NightContext = {
+    ...base,
+    resultsRoot: data.results ?? join(dirname(data.file), 'results'),
+    send: alertSinks(
+      { webhooks: [data.alerts?.webhook, process.env.ORCH_ALERT_WEBHOOK].filter((u): u is string => !!u), file: data.alerts?.file ?? null },
+      base.log,
+    ),
+  };
+  const out = await runNight(ctx, data, at);
+  if (out.rejected.length > 0) {
+    const ids = out.submitted.length > 0 ? out.submitted.map((s) => s.experiment).join(', ') : 'none';
     throw toJobError(new UserInputError(
       'NIGHTLY_SPECS_REJECTED',
-      `suite ${data.suite} (${data.file}): ${failed.length} of ${data.experiments.length} specs not submitted (submitted: ${ids})\n${failed.join('\n')}`,
+      `suite ${data.suite} (${data.file}): ${out.rejected.length} of ${data.experiments.length} specs not submitted (submitted: ${ids})\n${out.rejected.join('\n')}`,
+      { hint: `the night is recorded as failed (orch nightly status ${data.suite}); fix the spec, the next night validates it again` },
     ));
   }
-  return { suite: data.suite, submitted };
+  return { suite: data.suite, ...out };
 }
 
 /** One worker on `nightly` (concurrency 1); several `orch serve` each run one, a job runs once. */
@@ -63,17 +53,25 @@ export function startNightlyWorker(opts: { url: string; prefix: string; log: Log
   const log = opts.log.child({ component: 'nightly' });
   const redis = connectRedis(opts.url, { log, name: 'orch-nightly-submit' });
   const blocking = connectRedis(opts.url, { log, name: 'orch-nightly' });
+  let history: Promise<HistoryStore> | null = null;
+  // Opened at the first night, and again after a failure: the database may come up later than orch serve.
+  const openOnce = () => (history ??= openHistory().catch((err) => {
+    history = null;
+    throw err;
+  }));
   const worker = new Worker<NightlyJobData, NightlyResult>(
     QUEUES.nightly,
-    (job: Job<NightlyJobData>) => runSuite(redis, opts.prefix, job.data, log),
+    async (job: Job<NightlyJobData>) => runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log }, job.data, scheduledAt(job)),
     { connection: blocking, prefix: opts.prefix, concurrency: 1 },
   );
   worker.on('error', (err) => log.error({ err }, 'nightly worker error'));
+  worker.on('failed', (job, err) => log.error({ suite: job?.data.suite, err: err.message }, 'nightly run failed'));
   return {
     close: async () => {
       await worker.close();
       blocking.disconnect();
       await redis.quit().catch(() => redis.disconnect());
+      if (history) await (await history.catch(() => null))?.close();
     },
   };
 }

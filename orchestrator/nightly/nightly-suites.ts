@@ -1,8 +1,8 @@
 /**
  * Nightly suites as BullMQ job schedulers (queue names in store/keys.ts): one scheduler per
  * suite on queue `nightly`, id = the suite's name, cron + time zone from the suite file. The
- * scheduler's job only carries where the suite's specs are; `orch serve` consumes it
- * (nightly-processor.ts) and submits each experiment through the ordinary submit path.
+ * scheduler's job carries where the suite's specs, results and alert sinks are; `orch serve`
+ * consumes it (nightly-processor.ts): one night submits, waits, records and alerts.
  */
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
@@ -18,6 +18,10 @@ export interface NightlyJobData {
   file: string;
   /** absolute paths of the experiment specs, in the suite's order */
   experiments: string[];
+  /** absolute results root (default: results next to the suite file) */
+  results?: string;
+  /** alert sinks; `file` absolute, or `-` for stdout */
+  alerts?: { webhook?: string; file?: string };
 }
 
 export interface InstalledSuite {
@@ -55,6 +59,15 @@ export class NightlySuites {
       suite: suite.name,
       file: absolute,
       experiments: suite.experiments.map((rel) => resolve(dirname(absolute), rel)),
+      ...(suite.results ? { results: resolve(dirname(absolute), suite.results) } : {}),
+      ...(suite.alerts
+        ? {
+            alerts: {
+              ...(suite.alerts.webhook ? { webhook: suite.alerts.webhook } : {}),
+              ...(suite.alerts.file ? { file: suite.alerts.file === '-' ? '-' : resolve(dirname(absolute), suite.alerts.file) } : {}),
+            },
+          }
+        : {}),
     };
     const repeat = opts.every !== undefined ? { every: opts.every } : { pattern: suite.schedule.cron, tz: suite.schedule.tz };
     await this.queue.upsertJobScheduler(suite.name, repeat, { name: NIGHTLY_JOB, data });

@@ -3,6 +3,7 @@
  * from the registered experiment — the only place the scheduler turns a plan into a BlockJob.
  */
 import { BlockJobSchema, sequenceReps, type BlockJob } from '../../jobs/block-job.ts';
+import { blockBuilds } from '../../jobs/build-refs.ts';
 import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 import { repField } from '../../store/keys.ts';
 
@@ -27,6 +28,7 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     steps: spec.workload.steps,
     foreign_process: spec.foreign_process,
     min_free_disk_gb: spec.min_free_disk_gb,
+    builds: blockBuilds(spec) ?? undefined,
   });
 }
 

@@ -19,6 +19,7 @@ import type { BlockJob } from '../../jobs/block-job.ts';
 import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import { BuildCache, type EnsuredBuild } from '../build/build-cache.ts';
+import { ensureCommitBuild } from '../build/commit-build.ts';
 import { preflightCommand } from '../preflight/preflight.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
@@ -37,12 +38,16 @@ export class CommandRankRunner implements RankRunner {
 
   constructor(private readonly opts: CommandRankRunnerOptions) {}
 
-  private ensure(job: BlockJob, workload: CommandWorkload): Promise<EnsuredBuild> {
+  private ensure(job: BlockJob, workload: CommandWorkload, name?: string): Promise<EnsuredBuild> {
     const build = workload.build!;
-    const id = JSON.stringify(build);
+    const commit = name === undefined ? undefined : job.builds!.builds[name]!;
+    const id = JSON.stringify([build, commit?.commit ?? null]);
     let p = this.inFlight.get(id);
     if (!p) {
-      p = this.opts.cache.ensure({ build, experiment: job.experiment }).finally(() => this.inFlight.delete(id));
+      p = (commit === undefined || name === undefined
+        ? this.opts.cache.ensure({ build, experiment: job.experiment })
+        : ensureCommitBuild(this.opts.cache, { name, ref: commit.ref, commit: commit.commit, repo: job.builds!.repo, build, experiment: job.experiment })
+      ).finally(() => this.inFlight.delete(id));
       this.inFlight.set(id, p);
     }
     return p;
@@ -65,14 +70,26 @@ export class CommandRankRunner implements RankRunner {
       resolveExited({ rank: s.rank, card: s.card.id, pid: current, code: signal ? null : 0, signal, lastError: null, fault: null });
     };
     let artifactDir: string | null = null;
+    /** Builds as arms: the artifact dir of each build the block's arms name. */
+    const buildDirs = new Map<string, string>();
     const env: Record<string, string> = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
 
     const ready = (async (): Promise<CommandHello> => {
       let build: EnsuredBuild | null = null;
+      const builds: NonNullable<CommandHello['builds']> = {};
       try {
-        if (workload.build) {
+        // Arms that name a build run its commit's artifacts; the checkout's own build only
+        // when some arm names none.
+        const named = [...new Set(job.arms.flatMap((a) => (a.build === undefined ? [] : [a.build])))];
+        if (workload.build && job.arms.some((a) => a.build === undefined)) {
           build = await this.ensure(job, workload);
           artifactDir = build.dir;
+        }
+        for (const name of named) {
+          const b = await this.ensure(job, workload, name);
+          build ??= b;
+          buildDirs.set(name, b.dir);
+          builds[name] = { commit: job.builds!.builds[name]!.commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms };
         }
         await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: job.min_free_disk_gb ?? this.opts.minFreeDiskGb ?? 1 });
       } catch (err) {
@@ -82,6 +99,7 @@ export class CommandRankRunner implements RankRunner {
         v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
         artifacts: build?.artifacts ?? [],
         build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
+        ...(buildDirs.size > 0 ? { builds } : {}),
       };
       s.onLine(hello, JSON.stringify(hello));
       return hello;
@@ -100,7 +118,7 @@ export class CommandRankRunner implements RankRunner {
       const timer = setTimeout(() => abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
       try {
         const running = runCommandRep({
-          workload: wl, arm: op.arm, artifactDir, cardLock: s.lockPath, env, signal: abort.signal,
+          workload: wl, arm: op.arm, artifactDir: op.arm.build === undefined ? artifactDir : (buildDirs.get(op.arm.build) ?? null), cardLock: s.lockPath, env, signal: abort.signal,
           onStart: (pid) => (current = pid),
           onLine: (stream, line) => {
             const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };

@@ -1,0 +1,102 @@
+/**
+ * What tonight's rows mean against the nights before: at most one finding, and one alert, per
+ * row. In order of precedence:
+ *   failed          the spec did not run, or its experiment ended failed or cancelled
+ *   invalid         a gate failed (the A/A control, identity, input): no verdict can be believed
+ *   regression      the paired verdict is `slower` and the night before was not (an ongoing
+ *                   regression is not alerted every night); the ratio's CI is from inside one
+ *                   experiment, where the machine's drift cancels
+ *   machine-change  the arm's and the reference's absolute numbers both shifted the same way
+ *                   (detect-shift.ts over the nights) while the verdict and the A/A stayed put
+ *   absolute-shift  one absolute number shifted alone: recorded, not alerted (the ratio has
+ *                   its own verdict)
+ */
+import type { NightlyRow } from '../../history/history-store.ts';
+import { shiftTonight, type ShiftAt } from './detect-shift.ts';
+import { makeAlert, signedPct, type NightlyAlert } from './nightly-alert.ts';
+
+export interface NightFindings {
+  rows: NightlyRow[];
+  alerts: NightlyAlert[];
+}
+
+const seriesKey = (r: NightlyRow) => `${r.spec_file}\u0000${r.arm}\u0000${r.reference}`;
+
+export function findings(tonight: NightlyRow[], before: NightlyRow[]): NightFindings {
+  const past = new Map<string, NightlyRow[]>();
+  for (const r of before) {
+    if (r.run_id === tonight[0]?.run_id) continue;
+    past.set(seriesKey(r), [...(past.get(seriesKey(r)) ?? []), r]);
+  }
+  const alerts: NightlyAlert[] = [];
+  const rows = tonight.map((row) => {
+    const prior = (past.get(seriesKey(row)) ?? []).sort((a, b) => a.scheduled_at - b.scheduled_at);
+    const f = judge(row, prior);
+    if (f.alert) alerts.push(alertFor(row, f.kind as NightlyAlert['kind'], f.message));
+    return { ...row, finding: f.kind };
+  });
+  return { rows, alerts };
+}
+
+interface Finding {
+  kind: string | null;
+  message: string;
+  alert: boolean;
+}
+
+function judge(row: NightlyRow, prior: NightlyRow[]): Finding {
+  if (row.experiment_state !== 'done') return { kind: 'failed', message: row.error ?? `experiment ended ${row.experiment_state}`, alert: true };
+  if (row.gates_pass === false || row.verdict === 'invalid') {
+    return { kind: 'invalid', message: `the night's verdicts cannot be believed: ${row.error ?? row.gates ?? 'a gate failed'}`, alert: true };
+  }
+  const last = prior.at(-1);
+  if (row.verdict === 'slower' && last?.verdict !== 'slower') {
+    return {
+      kind: 'regression',
+      message: `${row.arm} is slower than ${row.reference} by ${signedPct(row.change)}; the night before it was ${last?.verdict ?? 'not measured'}`,
+      alert: true,
+    };
+  }
+  const clean = prior.filter((r) => r.experiment_state === 'done' && r.gates_pass !== false);
+  const shift = (pick: (r: NightlyRow) => number | null): ShiftAt | null => {
+    const xs = [...clean, row].map(pick);
+    return xs.every((x): x is number => x !== null) ? shiftTonight(xs) : null;
+  };
+  const arm = shift((r) => r.arm_value);
+  const ref = shift((r) => r.reference_value);
+  if (arm && ref && arm.direction === ref.direction && row.aa_pass !== false && row.verdict === (last?.verdict ?? row.verdict)) {
+    const from = clean[arm.from - 1] ?? last;
+    const codeMoved = from && JSON.stringify(from.commits) !== JSON.stringify(row.commits);
+    return {
+      kind: 'machine-change',
+      message:
+        `absolute ${row.metric ?? 'times'} moved ${arm.direction} (${row.arm} ${signedPct(arm.change)}, ${row.reference} ${signedPct(ref.change)} against their baseline nights) ` +
+        `while the ratio (${row.verdict}) and the A/A stayed put: the machine changed, not the code` +
+        (codeMoved ? ` — though the commits changed too, so a change common to both arms is possible` : ''),
+      alert: true,
+    };
+  }
+  if (arm || ref) {
+    const which = arm ? row.arm : row.reference;
+    const s = (arm ?? ref)!;
+    return { kind: 'absolute-shift', message: `${which} moved ${signedPct(s.change)} alone`, alert: false };
+  }
+  return { kind: null, message: '', alert: false };
+}
+
+function alertFor(row: NightlyRow, kind: NightlyAlert['kind'], message: string): NightlyAlert {
+  return makeAlert({
+    kind,
+    suite: row.suite,
+    spec: row.spec_name ?? row.spec_file,
+    spec_file: row.spec_file,
+    scheduled_at: new Date(row.scheduled_at).toISOString(),
+    experiment: row.experiment,
+    comparison: row.arm ? `${row.arm} vs ${row.reference}` : null,
+    change: row.change,
+    ci: row.ci_low !== null && row.ci_high !== null ? [row.ci_low, row.ci_high] : null,
+    commits: row.commits,
+    results_dir: row.results_dir,
+    message,
+  });
+}

@@ -1,0 +1,81 @@
+/**
+ * A night's rows for one spec, from what writeResults wrote (the analysis and summary.json):
+ * one per comparison other than the A/A control, which is kept as `aa_pass` on every row. A spec
+ * that did not run gets one row with arm = '' and its error.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NightlyRow } from '../../history/history-store.ts';
+import type { WrittenResults } from '../results/write-results.ts';
+
+export interface RowContext {
+  run_id: string;
+  suite: string;
+  scheduled_at: number;
+  spec_file: string;
+  spec_name: string | null;
+  spec_hash: string | null;
+  commits: Record<string, string>;
+}
+
+const EMPTY = {
+  metric: null, verdict: null, change: null, ci_low: null, ci_high: null, arm_value: null, reference_value: null,
+  aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [],
+} as const;
+
+export function notRunRow(ctx: RowContext, experiment: string | null, error: string): NightlyRow {
+  return { ...ctx, ...EMPTY, cards: [], hosts: [], experiment, experiment_state: 'not-run', results_dir: null, arm: '', reference: '', error };
+}
+
+export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenResults): NightlyRow[] {
+  const a = w.analysis;
+  const gang = readGang(w.dir);
+  const value = (arm: string) => {
+    const s = a.arms.find((x) => x.arm === arm);
+    return s ? (a.metric.statistic === 'mean' ? s.mean : s.median) : null;
+  };
+  const aaGate = a.gates.find((g) => g.name === 'aa');
+  const failedGates = a.gates.filter((g) => g.pass === false);
+  const common = {
+    ...ctx,
+    experiment,
+    experiment_state: w.state,
+    results_dir: w.dir,
+    metric: a.metric.name,
+    aa_pass: aaGate?.pass ?? null,
+    gates_pass: failedGates.length === 0,
+    gates: a.gates.map((g) => `${g.name}: ${g.pass === null ? 'n/a' : g.pass ? 'pass' : 'FAIL'}`).join(', '),
+    finding: null,
+    cards: gang.cards,
+    hosts: gang.hosts,
+    error: w.state === 'done' ? (failedGates.length > 0 ? failedGates.map((g) => g.message).join('; ') : null) : `experiment ended ${w.state}`,
+  };
+  if (a.comparisons.length === 0) {
+    return [{ ...common, arm: '', reference: '', verdict: a.verdict, change: null, ci_low: null, ci_high: null, arm_value: null, reference_value: null }];
+  }
+  return a.comparisons.map((c) => ({
+    ...common,
+    arm: c.arm,
+    reference: c.reference,
+    verdict: c.verdict,
+    change: c.relative.estimate,
+    ci_low: c.relative.ci?.[0] ?? null,
+    ci_high: c.relative.ci?.[1] ?? null,
+    arm_value: value(c.arm),
+    reference_value: value(c.reference),
+  }));
+}
+
+/** The cards and hosts every block's gang held, from summary.json. */
+function readGang(dir: string): { cards: string[]; hosts: string[] } {
+  try {
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { blocks?: { gang?: { host: string; cards: string[] }[] }[] };
+    const parts = (summary.blocks ?? []).flatMap((b) => b.gang ?? []);
+    return {
+      cards: [...new Set(parts.flatMap((p) => p.cards.map((c) => `${p.host}/${c}`)))].sort(),
+      hosts: [...new Set(parts.map((p) => p.host))].sort(),
+    };
+  } catch {
+    return { cards: [], hosts: [] };
+  }
+}

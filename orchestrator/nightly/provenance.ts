@@ -1,0 +1,45 @@
+/**
+ * What a nightly row can say about where its numbers came from today: orch's version and
+ * commit, this host, and for a command workload built from a git checkout, that checkout's
+ * commit when the run was submitted (read where `orch serve` runs; a build on another host reads
+ * its own checkout, which the build key records).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Spec } from '../../jobs/spec.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface OrchProvenance {
+  version: string | null;
+  commit: string | null;
+  host: string;
+}
+
+export function gitCommit(dir: string): string | null {
+  try {
+    return execFileSync('git', ['-C', dir, 'rev-parse', 'HEAD'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+export function orchProvenance(): OrchProvenance {
+  let version: string | null = null;
+  try {
+    version = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version?: string }).version ?? null;
+  } catch {
+    // an install without package.json next to it: no version to record
+  }
+  return { version, commit: gitCommit(ROOT), host: hostname() };
+}
+
+/** build dir → commit, for a command workload whose build key includes the commit. */
+export function specCommits(spec: Spec): Record<string, string> {
+  const w = spec.workload as { runtime: string; build?: { dir?: string; key?: { git?: boolean } } };
+  if (w.runtime !== 'command' || !w.build?.dir || w.build.key?.git === false) return {};
+  const c = gitCommit(w.build.dir.replace(/^~(?=\/)/, process.env.HOME ?? '~'));
+  return c ? { [w.build.dir]: c } : {};
+}

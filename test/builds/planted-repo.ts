@@ -1,0 +1,92 @@
+/**
+ * A throwaway git repository whose commits differ by a known amount of work: a tiny C program
+ * whose every step runs ITERS xorshift rounds and prints `step <i> ms <t>`. Branch `main` has
+ * `base` rounds per step, branch `branch` has `base·(1 + effect)`: the planted effect is the
+ * ratio of the two counts, so a test computes what it expects from them. A step's time is the
+ * process's CPU time, not the wall clock: on a CI box shared by many jobs, preemption would
+ * otherwise drown a 5 % difference.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface PlantedRepo {
+  dir: string;
+  iters: { main: number; branch: number };
+  /** branch / main − 1 from the iteration counts: the relative change a measurement should find. */
+  planted: number;
+  git(...args: string[]): string;
+}
+
+const program = (iters: number) => `#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#define ITERS ${iters}L
+static volatile unsigned long long sink;
+static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+int main(void) {
+  const char *e = getenv("ORCH_TOTAL_STEPS");
+  int total = e ? atoi(e) : 10;
+  unsigned long long x = 88172645463325252ULL;
+  for (int s = 0; s < total; ++s) {
+    double t0 = now_ms();
+    for (long i = 0; i < ITERS; ++i) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; }
+    sink = x;
+    printf("step %d ms %.4f\\n", s, now_ms() - t0);
+    fflush(stdout);
+  }
+  return 0;
+}
+`;
+
+export function plantedRepo(opts: { base?: number; effect?: number; brokenBranch?: boolean } = {}): PlantedRepo {
+  const dir = join(mkdtempSync(join(tmpdir(), 'orch-planted-')), 'repo');
+  spawnSync('mkdir', ['-p', dir]);
+  const git = (...args: string[]): string => {
+    const r = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const base = opts.base ?? 3_000_000;
+  const branch = Math.round(base * (1 + (opts.effect ?? 0.05)));
+  git('init', '-q', '-b', 'main');
+  writeFileSync(join(dir, 'build.sh'), 'set -e\nmkdir -p out\ncc -O1 -o out/work work.c\necho built out/work\n');
+  writeFileSync(join(dir, 'work.c'), program(base));
+  git('add', 'build.sh', 'work.c');
+  git('commit', '-qm', `work: ${base} rounds per step`);
+  git('checkout', '-qb', 'branch');
+  writeFileSync(join(dir, 'work.c'), opts.brokenBranch ? `${program(branch)}\nthis does not compile;\n` : program(branch));
+  git('commit', '-qam', `work: ${branch} rounds per step`);
+  return { dir, iters: { main: base, branch }, planted: branch / base - 1, git };
+}
+
+/** A spec over the planted repository: `arms` lines and `builds` lines given by the test. */
+export function plantedSpec(o: { name: string; builds: string; arms: string; reps?: number; blocks?: number; steps?: number; extra?: string; repo?: string }): string {
+  return `name: ${o.name}
+design: ab
+${o.repo === undefined ? '' : `repo: ${o.repo}\n`}builds:
+${o.builds}
+workload:
+  runtime: command
+  build:
+    cmd: sh build.sh
+    artifacts: [out/work]
+  run:
+    cmd: $ORCH_ARTIFACTS/out/work
+    timeout_s: 60
+  metric_source:
+    format: regex
+    pattern: 'step (?<step>\\d+) ms (?<value>[0-9.]+)'
+    value_group: value
+    step_group: step
+  warmup: 2
+  steps: ${o.steps ?? 15}
+arms:
+${o.arms}
+reps: ${o.reps ?? 6}
+blocks: { count: ${o.blocks ?? 2} }
+gates: { identity: false, aa: true }
+metric: { name: ms, better: lower }
+${o.extra ?? ''}`;
+}
