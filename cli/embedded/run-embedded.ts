@@ -27,6 +27,7 @@ import { writeResults, type WrittenResults } from '../../orchestrator/results/wr
 import { Worker } from '../../worker/worker.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
+import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
 
 export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
@@ -144,5 +145,5 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
 }
 
 function signalExit(sig: NodeJS.Signals): number {
-  return sig === 'SIGINT' ? 130 : 143;
+  return sig === 'SIGINT' ? SIGNAL_EXIT_CODES.SIGINT : SIGNAL_EXIT_CODES.SIGTERM;
 }
