@@ -51,4 +51,50 @@ describe('builds as arms: is my branch faster than main?', () => {
     assert.equal(readdirSync(join(buildDir, 'logs')).length, 2);
     assert.equal(existsSync(join(repo.dir, 'out')), false, 'the checkout was not built in');
   });
+
+  test('A/A: one commit against itself under two build names is inconclusive, built once', async () => {
+    const repo = plantedRepo();
+    const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+    const builds = '  one: { ref: main }\n  again: { ref: main }';
+    const arms = '  - { name: one, build: one }\n  - { name: again, build: again }';
+    const r = await submitSpec(join(repo.dir, 'aa.yaml'), plantedSpec({ name: 'aa', builds, arms }), buildDir);
+    assert.ok(r.summary, r.output);
+    assert.equal(r.code, 3, 'exit code of an inconclusive verdict');
+    assert.equal(r.summary.analysis.primary.verdict, 'inconclusive', JSON.stringify(r.summary.analysis.primary.reasons));
+    assert.equal(readdirSync(join(buildDir, 'logs')).length, 1, 'one commit, one build');
+  });
+
+  describe('bad input: a clear error before any measurement, nothing written', () => {
+    const refused = async (spec: string, pattern: RegExp) => {
+      const repo = plantedRepo();
+      const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+      const r = await submitSpec(join(repo.dir, 'bad.yaml'), spec, buildDir);
+      assert.equal(r.code, 2, r.output);
+      assert.match(r.output, pattern);
+      assert.equal(r.dir, null, 'no results directory');
+      assert.equal(existsSync(join(buildDir, 'logs')), false, 'nothing built');
+    };
+
+    test('a ref that does not exist: the file, line and ref named', () =>
+      refused(plantedSpec({ name: 'bad-ref', builds: '  main: { ref: main }\n  branch: { ref: no-such-branch }', arms: ARMS }),
+        /bad\.yaml:\d+ builds\.branch\.ref: ref "no-such-branch" of build "branch" does not name a commit in \S+/));
+
+    test('two arms naming the same build and toggles: a duplicate arm', () =>
+      refused(plantedSpec({ name: 'dup', builds: BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: main }' }),
+        /arms "a" and "b" run the same build "main" and set the same toggles \(a duplicate arm\)/));
+
+    test('an arm naming a build the spec does not define', () =>
+      refused(plantedSpec({ name: 'unknown', builds: BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: brnach }' }),
+        /arms\[1\]\.build: no build named "brnach" — did you mean "branch"/));
+  });
+
+  test('a commit whose build fails: the build, its commit, the command and the log tail; no rep measured', async () => {
+    const repo = plantedRepo({ brokenBranch: true });
+    const r = await submitSpec(join(repo.dir, 'broken.yaml'), plantedSpec({ name: 'broken', builds: BUILDS, arms: ARMS, reps: 2, blocks: 1 }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+    assert.ok(r.summary, r.output);
+    assert.equal(r.summary.accounting.measured, 0);
+    const commit = repo.git('rev-parse', 'branch');
+    assert.match(r.summary.reason, new RegExp(`BUILD_FAILED: build "branch" \\(ref branch, commit ${commit}\\): workload\\.build\\.cmd: the build "sh build\\.sh" in \\S+ exited \\d+`));
+    assert.match(r.summary.reason, /\| .*error/);
+  });
 });
