@@ -20,6 +20,8 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
+import { signPayload } from '../../jobs/grant.ts';
+import { requireClusterSecret } from '../../store/cluster-secret.ts';
 import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 
@@ -29,6 +31,8 @@ export interface DispatchOptions {
   pollMs?: number;
   /** how long the host may be dead (no alive key) while the job has not ended before it counts as lost */
   lostGraceMs?: number;
+  /** the cluster secret that signs each host job (jobs/grant.ts); default: store/cluster-secret.ts from the environment */
+  secret?: Buffer;
 }
 
 export type AttemptRef = Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'host' | 'cards' | 'epoch'>;
@@ -48,6 +52,7 @@ export class BlockDispatcher {
   private readonly pollMs: number;
   private readonly lostGraceMs: number;
   private readonly keys: OrchKeys;
+  private secret: Buffer | undefined;
 
   constructor(
     private readonly connection: Redis,
@@ -58,6 +63,7 @@ export class BlockDispatcher {
     this.keys = orchKeys(this.prefix);
     this.pollMs = opts.pollMs ?? 500;
     this.lostGraceMs = opts.lostGraceMs ?? 5000;
+    this.secret = opts.secret;
   }
 
   queue(host: string): Queue {
@@ -91,7 +97,9 @@ export class BlockDispatcher {
   /** Enqueues the host job (a no-op when one with its id exists: re-attaching). */
   async dispatch(job: BlockJob): Promise<string> {
     const id = BlockDispatcher.jobId(job);
-    await this.queue(job.host).add('block', job, { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
+    // signed here, where the payload leaves the scheduler: a worker runs only granted payloads
+    this.secret ??= requireClusterSecret('the scheduler');
+    await this.queue(job.host).add('block', signPayload(job, this.secret), { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
     return id;
   }
 
