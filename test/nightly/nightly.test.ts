@@ -2,8 +2,11 @@
  * Nightly suites end to end: `orch nightly install|list|remove` against a real redis-server
  * (BullMQ job schedulers on queue `nightly`), and a real `orch serve` that runs a suite installed
  * with a 500 ms interval: each spec is submitted through the ordinary submit path (the experiment
- * appears in Redis with its spec hash); a spec that became invalid fails the run with its error
- * while the other spec is still submitted. No worker: submission is what is shown.
+ * appears in Redis with its spec hash and in the history run); a spec that became invalid fails
+ * the run with its error and is recorded as a not-run row while the other spec is still
+ * submitted. No worker: the test cancels each submitted experiment, so every night ends (as a
+ * failed night: its experiments were cancelled). The regression loop with a worker is
+ * nightly-regression.test.ts.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +15,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Queue } from 'bullmq';
 import { loadSpec } from '../../jobs/load-spec.ts';
+import { openHistory } from '../../history/open-history.ts';
+import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';
 import type { NightlyResult } from '../../orchestrator/nightly/nightly-processor.ts';
 import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
@@ -37,6 +42,7 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     cluster = await startCluster();
     queue = new Queue('nightly', { connection: cluster.redis, prefix: cluster.prefix });
     dir = mkdtempSync(join(tmpdir(), 'orch-nightly-'));
+    cluster.env.ORCH_HISTORY_DB = join(dir, 'history.sqlite');
     for (const s of SPECS) copyFileSync(join('configs', s), join(dir, s));
   });
 
@@ -89,16 +95,27 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     const installed = await runOrch(['nightly', 'install', suite, '--every', '500'], cluster.env, 20_000);
     assert.equal(installed.code, 0, installed.stderr);
     const serve = cluster.startServe();
+    const history = await openHistory({ url: null, file: cluster.env.ORCH_HISTORY_DB! });
+    // No worker runs them: each submitted experiment is cancelled, so each night can end.
+    let cancelling = true;
+    const canceller = (async () => {
+      while (cancelling) {
+        for (const run of await history.runs('nightly-run', 5)) {
+          if (run.state === 'running') for (const e of run.experiments) await cancelExperiment(cluster.redis, cluster.prefix, e.experiment).catch(() => undefined);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
     try {
-      const done = await waitFor('a completed suite run', async () => (await queue.getJobs(['completed'], 0, 0))[0], { timeoutMs: 20_000, intervalMs: 100 });
-      const result = done.returnvalue;
-      assert.deepEqual(result.submitted.map((s) => s.file), SPECS.map((s) => join(dir, s)));
-      for (const s of result.submitted) {
+      const first = await waitFor('a recorded night', async () => (await history.runs('nightly-run', 50)).find((r) => r.state !== 'running'), { timeoutMs: 20_000, intervalMs: 100 });
+      assert.deepEqual(first.experiments.map((s) => s.file), SPECS.map((s) => join(dir, s)));
+      for (const s of first.experiments) {
         const exp = await cluster.redis.hgetall(`${cluster.prefix}:experiment:${s.experiment}`);
         assert.equal(exp.hash, loadSpec(s.file).hash, `experiment ${s.experiment} of ${s.file}`);
-        assert.equal(exp.state, 'queued');
         assert.equal(exp.file, s.file);
       }
+      assert.equal(first.state, 'failed');
+      assert.deepEqual((await history.rows('nightly-run')).filter((r) => r.run_id === first.id).map((r) => r.experiment_state), ['cancelled', 'cancelled']);
 
       // Break one spec after install (atomically: a run never reads half a file): validated again at run time.
       writeFileSync(join(dir, 'ab.yaml.tmp'), 'name: broken\ndesign: ab\nrepz: 3\n');
@@ -111,9 +128,18 @@ describe('orch nightly', { timeout: 60_000 }, () => {
       const exp = await cluster.redis.hgetall(`${cluster.prefix}:experiment:${submittedId}`);
       assert.equal(exp.file, join(dir, 'capture-probe.yaml'));
       assert.equal(exp.hash, loadSpec(join(dir, 'capture-probe.yaml')).hash);
+      // The night is in the history as failed, the broken spec's row carrying its error.
+      const night = (await history.runs('nightly-run', 50)).find((r) => r.experiments.some((e) => e.experiment === submittedId))!;
+      assert.equal(night.state, 'failed');
+      const notRun = (await history.rows('nightly-run')).find((r) => r.run_id === night.id && r.experiment_state === 'not-run')!;
+      assert.equal(notRun.spec_file, join(dir, 'ab.yaml'));
+      assert.match(notRun.error ?? '', /repz/);
     } finally {
+      cancelling = false;
+      await canceller;
       await queue.removeJobScheduler('nightly-run');
       serve.child.kill('SIGTERM');
+      await history.close();
     }
   });
 });
