@@ -63,6 +63,8 @@ export interface OrchKeys {
   gates(id: string): string;
   /** hash "<block>" → JSON { attempt, epoch, host, committed }: at most one committed attempt per block */
   commits(id: string): string;
+  /** hash "<block>/<arm>/<rep>" → JSON ProbeRecord (design probe; read only for the block's committed attempt) */
+  probes(id: string): string;
   /** the scheduler's own keys */
   sched: SchedulerKeys;
   /** the build lock's view, mirrored by each host (store/build-state.ts) */
@@ -115,6 +117,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     failed: (id) => `${p}:experiment:${id}:failed`,
     gates: (id) => `${p}:experiment:${id}:gates`,
     commits: (id) => `${p}:experiment:${id}:commits`,
+    probes: (id) => `${p}:experiment:${id}:probes`,
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,

@@ -9,6 +9,7 @@ import { CommitRecordSchema, type CommitRecord } from '../jobs/commit-record.ts'
 import { OrchError } from '../jobs/errors.ts';
 import { FailedRecordSchema, type FailedRecord } from '../jobs/failed-rep.ts';
 import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
+import { ProbeRecordSchema, type ProbeRecord } from '../jobs/probe-record.ts';
 import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
@@ -86,6 +87,27 @@ export class ResultStore {
       return { committed: false, why: 'epoch', card: c.cards[Number(reply[2]) - 1] ?? '?', holder: reply[3] === '' ? null : Number(reply[3]) };
     }
     return { committed: false, why: 'committed', prior: JSON.parse(String(reply[2])) };
+  }
+
+  /**
+   * Design probe: writes the attempt's probe records before its block commits, fenced by the
+   * epoch like the commit (lua/commit-probes.lua); when refused, `why` says so in words.
+   */
+  async commitProbes(c: { experiment: string; block: number; epoch: number; cards: string[]; records: ProbeRecord[] }): Promise<{ written: true } | { written: false; why: string }> {
+    const k = this.keys;
+    const args: (string | number)[] = [c.epoch, String(c.block)];
+    for (const r of c.records) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(ProbeRecordSchema.parse(r)));
+    const reply = (await runScript(this.redis, 'commit-probes', [k.probes(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))], args)) as [number, ...(string | number)[]];
+    if (reply[0] === 1) return { written: true };
+    if (reply[1] === 'GONE') return { written: false, why: `experiment ${c.experiment} no longer exists in Redis` };
+    if (reply[1] === 'EPOCH') return { written: false, why: `card ${c.cards[Number(reply[2]) - 1] ?? '?'} is ${reply[3] === '' ? 'no longer leased' : `leased under epoch ${reply[3]}`}, not epoch ${c.epoch}` };
+    return { written: false, why: `another attempt already committed block ${c.block}` };
+  }
+
+  /** Design probe: the probe records of the blocks' committed attempts only. */
+  async probes(experiment: string): Promise<Record<string, ProbeRecord>> {
+    const [all, commits] = await Promise.all([parseAll(await this.redis.hgetall(this.keys.probes(experiment)), ProbeRecordSchema, this.keys.probes(experiment)), this.commits(experiment)]);
+    return Object.fromEntries(Object.entries(all).filter(([, r]) => commits[String(r.block)]?.attempt === r.attempt));
   }
 
   /** Records why reps of a failed attempt were not measured; returns the fields written. */

@@ -26,6 +26,9 @@ import type { Card } from '../jobs/card.ts';
 import { toJobError } from '../store/job-error.ts';
 import type { LeaseStore } from '../store/lease-store.ts';
 import type { CommitGate, CommitRep, FailedRep, ResultStore } from '../store/result-store.ts';
+import type { Probe } from '../jobs/graphrt-protocol.ts';
+import type { ProbeRecord } from '../jobs/probe-record.ts';
+import type { RankHelloLine } from '../jobs/rank-line.ts';
 import type { EventStream, EventTags } from './event-stream.ts';
 import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
@@ -153,6 +156,10 @@ class GangRun {
   private readonly lockPaths: string[];
   /** world > 1: this attempt's rendezvous directory (PROTOCOL.md "Multi-rank"), removed at the end */
   private rendezvousDir: string | null = null;
+  /** every rank's hello, in card order (the device names of probe records) */
+  private hellos: RankHelloLine[] = [];
+  /** design probe: the `probe` lines of each rank (card index) for the request in flight */
+  private probeLines: Probe[][] = [];
 
   constructor(
     readonly job: BlockJob,
@@ -210,18 +217,23 @@ class GangRun {
       this.events.worker(this.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence });
       await this.guard([]);
       this.startRanks();
-      await this.race(Promise.all(this.ranks.map((r) => r.ready)));
+      this.hellos = await this.race(Promise.all(this.ranks.map((r) => r.ready)));
 
       const identity = armsNeedingIdentity(job);
       for (const [i, arm] of identity.entries()) gates.push(await this.gate(arm, i));
 
+      // design probe: each planned rep is one `probe` request (five probe lines per rank)
+      const probing = job.workload.runtime === 'native' && job.workload.kind === 'probe';
+      const probes: ProbeRecord[] = [];
       let stoppedAt: number | null = null;
       for (const p of planned) {
         if (this.deps.stopping()) {
           stoppedAt = p.position;
           break;
         }
-        reps.push(await this.rep(p));
+        const measured = probing ? await this.probe(p) : { rep: await this.rep(p), record: null };
+        reps.push(measured.rep);
+        if (measured.record !== null) probes.push(measured.record);
         await this.guard(this.ourPids());
       }
       this.closing = true;
@@ -234,6 +246,18 @@ class GangRun {
               rep: p.rep,
               reason: `not run: the worker of host ${this.opts.host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})`,
             }));
+      if (probes.length > 0) {
+        const written = await this.race(this.deps.results.commitProbes({ experiment: job.experiment, block: job.block, epoch: job.epoch, cards: job.cards, records: probes }));
+        if (!written.written) throw new LeaseLostError(`probe records of block ${job.block} attempt ${job.attempt} refused: ${written.why}; none of its probes is counted`);
+      }
+      if (this.spread !== null && !this.spread.leads) {
+        await this.spread.stageAndAwaitCommit({ cards: job.cards, reps, gates });
+        committed = true;
+        this.log.info({ measured: reps.length }, 'part staged; the leading part committed the block');
+        return { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, measured: reps.length, not_run: 0, gates: gates.map((g) => ({ arm: g.arm, pass: g.result.pass })) };
+      }
+      // a spread gang commits once, from its leading part, every part's results over every part's leases
+      const gang = this.spread === null ? { cards: job.cards, reps, gates } : await this.spread.gather({ cards: job.cards, reps, gates });
       const res = await this.race(
         this.deps.results.commitBlock({
           experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, host: this.opts.host,
@@ -299,7 +323,10 @@ class GangRun {
       const handle = this.deps.runner.start({
         job, rank, world, card, lockPath: this.lockPaths[i] as string, rendezvous,
         log: this.log.child({ card: id, rank }),
-        onLine: (_line: RankLine, raw: string) => this.events.emit(tags, raw),
+        onLine: (line: RankLine, raw: string) => {
+          if (line.type === 'probe') this.probeLines[i]?.push(line);
+          this.events.emit(tags, raw);
+        },
       });
       void handle.exited.then((exit) => {
         this.events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
@@ -342,7 +369,7 @@ class GangRun {
   }
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */
-  private async all<T extends 'rep' | 'gate'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
+  private async all<T extends 'rep' | 'gate' | 'probe'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
     const lines = await this.race(Promise.all(this.ranks.map((r) => r.request(op, this.opts.requestTimeoutMs))));
     return lines.map((line, i) => {
       if (line.type !== type) {
@@ -373,6 +400,29 @@ class GangRun {
     };
   }
 
+  /**
+   * Design probe: one `probe` request on every rank; its five lines per rank become the probe
+   * record, and a rep without steps (committed, so the rep counts as measured).
+   */
+  private async probe(p: PlannedRep): Promise<{ rep: CommitRep; record: ProbeRecord }> {
+    const job = this.job;
+    this.probeLines = job.cards.map(() => []);
+    const finals = await this.all({ id: opId(job, 'probe', p.position), op: 'probe', arm: armOf(job, p.arm) }, 'probe');
+    const backend = this.hellos[0]?.backend;
+    if (backend !== 'cpu' && backend !== 'cuda') throw new OrchError('RANK_ANSWERED_ERROR', `block ${job.block}: probe answered by a rank whose hello says backend ${backend ?? 'none'}, not graphrt's cpu or cuda`);
+    const ranks = finals.map((_, i) => ({
+      rank: this.rankOf(i),
+      card: job.cards[i] as string,
+      device: deviceOf(this.hellos[i]),
+      probes: (this.probeLines[i] ?? []).map((l) => ({ name: l.name, pass: l.pass, detail: l.detail })),
+    }));
+    const common = { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep, position: p.position };
+    return {
+      record: { ...common, backend, host: this.opts.host, ranks },
+      rep: { block: job.block, arm: p.arm, rep: p.rep, result: { ...common, step_ms: [], backend, mode: 'graph', host: this.opts.host, cards: job.cards } },
+    };
+  }
+
   /** One rep on every rank; the gang's step time is the slowest rank's, per step. */
   private async rep(p: PlannedRep): Promise<CommitRep> {
     const job = this.job;
@@ -395,6 +445,11 @@ class GangRun {
       },
     };
   }
+}
+
+/** The device a rank's hello names (graphrt's `device`), `?` for a rank without one. */
+function deviceOf(hello: RankHelloLine | undefined): string {
+  return hello !== undefined && 'device' in hello && typeof hello.device === 'string' ? hello.device : '?';
 }
 
 /** `steps: Too small: expected number to be >=1; sequence[1]: unknown arm "C"` */

@@ -43,7 +43,7 @@ export interface RankStart {
 
 export interface RankOp {
   id: string;
-  op: 'rep' | 'identity';
+  op: 'rep' | 'identity' | 'probe';
   arm: BlockArm;
 }
 

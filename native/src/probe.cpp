@@ -41,11 +41,12 @@ std::string address(const void* p) {
 }
 
 // Captures a fresh graph of `w` into `slot`; throws when the capture fails (a probe bug).
-void capture_fresh(Context& ctx, Workload& w, GraphSlot& slot, std::uint64_t seed) {
+CaptureOutcome capture_fresh(Context& ctx, Workload& w, GraphSlot& slot, std::uint64_t seed) {
   slot.destroy();
   slot.prepare(ctx, w, seed, "probe");
   const CaptureOutcome c = slot.capture(ctx, w);
   RT_CHECK(c.ok, Errc::Internal, "", "probe capture failed: " + c.reason);
+  return c;
 }
 
 ProbeResult launch_counter(Backend& b, const Request& req) {
@@ -57,7 +58,7 @@ ProbeResult launch_counter(Backend& b, const Request& req) {
   w->run_step(ctx);
   b.synchronize();
   const std::uint64_t counted = ctx.launches - c0;
-  capture_fresh(ctx, *w, slot, r.seed);
+  const CaptureOutcome captured = capture_fresh(ctx, *w, slot, r.seed);
   const std::uint64_t c1 = ctx.launches;
   const std::uint64_t d1 = ctx.dispatches;
   const int replays = 8;
@@ -71,7 +72,9 @@ ProbeResult launch_counter(Backend& b, const Request& req) {
       .put("graph_nodes", static_cast<std::uint64_t>(slot.nodes()))
       .put("replays", replays)
       .put("launches_during_replays", ctx.launches - c1)
-      .put("dispatches_during_replays", ctx.dispatches - d1);
+      .put("dispatches_during_replays", ctx.dispatches - d1)
+      .put("capture_ms", captured.capture_ms)
+      .put("instantiate_ms", captured.instantiate_ms);
   return p;
 }
 

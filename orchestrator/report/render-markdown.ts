@@ -7,7 +7,9 @@
 import { num, pct, pValue, signedPct } from '../stats/format-number.ts';
 import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
+import { backendLine } from './backend-line.ts';
 import { markdownTable } from './markdown-table.ts';
+import { probeSection } from './probe-section.ts';
 import { EXIT_CODES, verdictExitCode } from './verdict-exit-code.ts';
 
 const gateResult = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'pass' : '**FAIL**');
@@ -47,6 +49,8 @@ export function renderMarkdown(a: Analysis): string {
       `Metric ${unit} (${a.metric.better} is better), rep value = ${a.metric.statistic} of its measured steps; ` +
       `alpha ${a.alpha}, min_effect ${pct(a.min_effect)}. Exit code ${verdictExitCode(a)} (${a.verdict}).`,
     '',
+    backendLine(a),
+    '',
   );
 
   out.push('## Gates', '', markdownTable(['gate', 'result', 'detail'], a.gates.map((g) => [g.name, gateResult(g.pass), g.message])), '');
@@ -73,6 +77,8 @@ export function renderMarkdown(a: Analysis): string {
     ),
     '',
   );
+
+  if (a.probe) out.push(...probeSection(a.probe));
 
   const comps = allComparisons(a);
   if (comps.length > 0) {

@@ -8,7 +8,11 @@ import type { CommitRecord } from '../../jobs/commit-record.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { FailedRecord } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
+import { CommandLineSchema, type CommandLine } from '../../jobs/command-line.ts';
+import { GraphrtLineSchema, type GraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
+import { WorkerEventSchema, type WorkerEvent } from '../../jobs/worker-event.ts';
 import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 
@@ -23,7 +27,30 @@ export interface StreamEvent {
   rank: number;
   /** true when this attempt is the block's committed one (only those are counted) */
   committed: boolean;
-  event: unknown;
+  event: StreamEventBody;
+}
+
+/**
+ * What an entry held, through its schema: a worker event, a graphrt line, a command rank's line;
+ * anything else (an event cut for length, a line of another version) verbatim as its text, so
+ * nothing the stream held is dropped; null for an entry without an event.
+ */
+export type StreamEventBody = WorkerEvent | GraphrtLine | CommandLine | string | null;
+
+export function parseEventBody(text: string | undefined): StreamEventBody {
+  if (text === undefined) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const type = typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined;
+  for (const schema of type === 'worker' ? [WorkerEventSchema] : [GraphrtLineSchema, CommandLineSchema]) {
+    const r = schema.safeParse(json);
+    if (r.success) return r.data;
+  }
+  return text;
 }
 
 export interface CollectedResults {
@@ -34,6 +61,8 @@ export interface CollectedResults {
   failed: Record<string, FailedRecord>;
   gates: Record<string, GateResult>;
   commits: Record<string, CommitRecord>;
+  /** design probe: the committed attempts' probe records, field `<block>/<arm>/<rep>` */
+  probes: Record<string, ProbeRecord>;
   events: StreamEvent[];
 }
 
@@ -42,14 +71,15 @@ export async function collectResults(redis: Redis, prefix: string, id: string): 
   const exp = await store.get(id);
   if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, { hint: 'run orch status to list experiments' });
   const rs = new ResultStore(redis, { prefix });
-  const [blocks, reps, failed, gates, commits] = await Promise.all([
+  const [blocks, reps, failed, gates, commits, probes] = await Promise.all([
     store.blocks(id),
     rs.results(id),
     rs.failed(id),
     rs.gates(id),
     rs.commits(id),
+    rs.probes(id),
   ]);
-  return { exp, blocks, reps, failed, gates, commits, events: await readEvents(redis, store.keys.events(id), commits) };
+  return { exp, blocks, reps, failed, gates, commits, probes, events: await readEvents(redis, store.keys.events(id), commits) };
 }
 
 /** The whole stream, in pages, in order. */
@@ -75,12 +105,7 @@ export function toEvent(id: string, flat: string[], commits: Record<string, { at
   for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]!] = flat[i + 1]!;
   const block = Number(f.block ?? -1);
   const attempt = Number(f.attempt ?? 0);
-  let event: unknown = f.event ?? null;
-  try {
-    event = JSON.parse(f.event ?? 'null');
-  } catch {
-    // a line that is not JSON is kept verbatim: nothing the stream held is dropped
-  }
+  const event = parseEventBody(f.event);
   return {
     id,
     block,

@@ -65,6 +65,8 @@ export function analyzeCollected(c: CollectedResults): Analysis {
     metric: { name: exp.spec.metric.name, better: exp.spec.metric.better, statistic: exp.spec.metric.statistic },
     min_effect: exp.spec.metric.min_effect,
     alpha: DEFAULT_ALPHA,
+    probes: Object.values(c.probes),
+    devices: c.events.flatMap((e) => (e.committed && e.event !== null && typeof e.event === 'object' && e.event.type === 'hello' && 'device' in e.event ? [e.event.device] : [])),
     ...(ref?.value !== undefined ? { base_reference: { value: ref.value, tolerance: ref.tolerance } } : {}),
   });
 }

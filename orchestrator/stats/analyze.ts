@@ -14,6 +14,8 @@ import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
 import { valueIndex } from './pairing.ts';
 import { repValues } from './rep-values.ts';
+import { summarizeBackend } from './backend-summary.ts';
+import { summarizeProbes } from './probe-summary.ts';
 import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, UnsupportedToggle, Verdict } from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
@@ -32,7 +34,7 @@ function aggregate(comparisons: readonly Comparison[]): Verdict {
   return 'inconclusive';
 }
 
-const GATE_LABEL: Record<GateSummary['name'], string> = { input: 'input', identity: 'identity', aa: 'A/A', base_reference: 'base-reference' };
+const GATE_LABEL: Record<GateSummary['name'], string> = { input: 'input', identity: 'identity', aa: 'A/A', base_reference: 'base-reference', probe: 'probe' };
 
 function invalidate(c: Comparison, reasons: readonly string[], gates: readonly string[]): Comparison {
   const why = `invalid: the ${gates.join(', ')} gate${gates.length === 1 ? '' : 's'} failed`;
@@ -75,6 +77,8 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
       ...describe(xs, alpha),
     };
   });
+  const backend = summarizeBackend(input.reps.map((r) => r.backend), [...(input.devices ?? []), ...(input.probes ?? []).flatMap((p) => p.ranks.map((r) => r.device))], arms);
+  if (plan.design === 'probe') return probeAnalysis(input, arms, backend);
   const opts: CompareOptions = { metric, alpha, min_effect };
   const compare = (arm: string, ref: string) => compareArms(plan, index, arm, ref, opts);
   const notMeasured = (c: Comparison): Comparison => {
@@ -127,5 +131,43 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     drift,
     issues: rv.issues,
     values: rv.values,
+    backend,
+    probe: null,
+  };
+}
+
+/**
+ * design probe: no step is timed, so no comparison, no A/A and no input gate; the probe gate
+ * passes when every planned probe rep committed and every probe passed on every rank.
+ */
+function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analysis['backend']): Analysis {
+  const { plan } = input;
+  const planned = plan.blocks.reduce((s, b) => s + b.sequence.length, 0);
+  const probe = summarizeProbes(planned, input.probes ?? []);
+  const measured = new Set((input.probes ?? []).map((r) => `${r.block}/${r.arm}/${r.rep}`));
+  const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probe.pass, message: probe.message }];
+  const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
+  const issues = input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => `probe rep ${f.block}/${f.arm}/${f.rep} failed: ${f.reason}`);
+  return {
+    experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
+    plan: { name: plan.name, hash: plan.hash, design: plan.design, control: plan.control, blocks: plan.blocks.length, reps: plan.reps },
+    metric: input.metric,
+    alpha: input.alpha,
+    min_effect: input.min_effect,
+    // a probe claims no speed: the best it can say is that every self-check held
+    verdict: invalid_reasons.length > 0 ? 'invalid' : 'inconclusive',
+    invalid_reasons,
+    gates,
+    arms: arms.map((a) => ({ ...a, missing: Math.max(0, a.planned - (input.probes ?? []).filter((r) => r.arm === a.arm).length) })),
+    comparisons: [],
+    primary: null,
+    aa: null,
+    loo: null,
+    order: null,
+    drift: [],
+    issues,
+    values: [],
+    backend,
+    probe,
   };
 }

@@ -11,6 +11,9 @@
  * - values are in the metric's unit (`metric.name`, ms per step by default).
  */
 
+import type { ProbeRecord } from '../../jobs/probe-record.ts';
+import type { BackendSummary } from './backend-summary.ts';
+import type { ProbeSummary } from './probe-summary.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
@@ -67,6 +70,10 @@ export interface AnalysisInput {
   alpha: number;
   /** The base arm must be within `tolerance` (relative) of `value` (leave-one-out). */
   base_reference?: { value: number; tolerance: number };
+  /** design probe: the committed probe records */
+  probes?: ProbeRecord[];
+  /** the device names the ranks' hello lines gave (committed attempts) */
+  devices?: string[];
 }
 
 export type Verdict = 'faster' | 'slower' | 'inconclusive' | 'invalid';
@@ -163,7 +170,7 @@ export interface Comparison {
 }
 
 export interface GateSummary {
-  name: 'input' | 'identity' | 'aa' | 'base_reference';
+  name: 'input' | 'identity' | 'aa' | 'base_reference' | 'probe';
   /** null: the gate did not apply (no A/A arm, no reference given, identity off). */
   pass: boolean | null;
   message: string;
@@ -244,4 +251,8 @@ export interface Analysis {
   /** Every rep not used and why, plus other input problems; never silently empty. */
   issues: string[];
   values: RepValue[];
+  /** the backends and devices measured on, and the toggles they lacked */
+  backend: BackendSummary;
+  /** design probe only: what the capture probes found */
+  probe: ProbeSummary | null;
 }
