@@ -174,14 +174,26 @@ async function goneError(instance: RedisInstance, id: string): Promise<UserInput
 }
 
 /**
- * Prints progress snapshots: on a terminal each one redraws the last in place; in a pipe each
- * is printed after the other.
+ * Prints progress snapshots: on a terminal each one redraws the last in place; elsewhere (a pipe,
+ * a log file) only what changed, one line per changed block or state, so a log grows with
+ * progress rather than with time.
  */
 export function progressPrinter(write: (s: string) => void, tty: boolean): (p: Progress) => void {
   let drawn = 0;
+  const printed = new Map<string, string>();
   return (p) => {
     const text = renderProgress(p);
-    if (tty && drawn > 0) write(`\x1b[${drawn}A\x1b[J`);
+    if (!tty) {
+      const [head, ...blocks] = text.trimEnd().split('\n');
+      const lines: [string, string][] = [['state', head!], ...blocks.map((l, i): [string, string] => [`block ${p.blocks[i]?.block ?? i}`, `${p.experiment}  ${l.trim()}`])];
+      for (const [key, line] of lines) {
+        if (printed.get(key) === line) continue;
+        printed.set(key, line);
+        write(`${line}\n`);
+      }
+      return;
+    }
+    if (drawn > 0) write(`\x1b[${drawn}A\x1b[J`);
     write(text);
     drawn = text.split('\n').length - 1;
   };
