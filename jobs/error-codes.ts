@@ -89,6 +89,7 @@ export const ERROR_CODES = {
   METRIC_NOT_A_NUMBER: { kind: 'user-input', meaning: 'a metric line held a value that is not a number' },
   METRIC_BAD_STEP: { kind: 'user-input', meaning: 'a metric line held a step that is not a non-negative integer' },
   METRIC_TOO_FEW_STEPS: { kind: 'user-input', meaning: "the user's command printed fewer measured steps than workload.steps" },
+  METRIC_REGEX_TOO_SLOW: { kind: 'user-input', meaning: "the metric regex took longer than its per-line time budget on one output line (catastrophic backtracking)" },
   RANK_LINE_TOO_LONG: { kind: 'user-input', meaning: "the user's command printed a stdout line longer than MAX_RANK_LINE_BYTES (jobs/line-limit.ts)" },
 
   // a block attempt on its gang

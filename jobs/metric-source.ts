@@ -109,8 +109,29 @@ export class MetricParser {
     this.re = src.format === 'regex' ? new RegExp(src.pattern) : null;
   }
 
-  /** A sample, or null for a line that carries no metric. Throws on a metric line with a bad number. */
+  /** The regex of a regex source (for a caller that matches elsewhere: parseMatched). */
+  get pattern(): string | null {
+    return this.src.format === 'regex' ? this.src.pattern : null;
+  }
+
+  /**
+   * A sample, or null for a line that carries no metric. Throws on a metric line with a bad number.
+   * Runs a regex source's regex here, on the caller's thread: the worker matches on a thread with
+   * a time budget instead (worker/command/metric-regex-thread.ts) and hands the groups to parseMatched.
+   */
   parseLine(text: string): MetricSample | null {
+    if (this.src.format === 'regex') {
+      const m = this.re!.exec(text);
+      return this.parseMatched(text, m ? { ...(m.groups ?? {}) } : null);
+    }
+    return this.parseMatched(text, null);
+  }
+
+  /**
+   * parseLine with the regex's named groups already matched (null: no match); for a jsonl source
+   * the groups are ignored. Lines must come in output order, every one of them (line numbers).
+   */
+  parseMatched(text: string, groups: Record<string, string | undefined> | null): MetricSample | null {
     this.lineNo += 1;
     const line = this.lineNo;
     let rawValue: unknown;
@@ -118,12 +139,11 @@ export class MetricParser {
     let valueName: string;
     let stepName: string | undefined;
     if (this.src.format === 'regex') {
-      const m = this.re!.exec(text);
-      if (!m) return null;
+      if (!groups) return null;
       valueName = `${this.path}.value_group "${this.src.value_group}"`;
-      rawValue = m.groups?.[this.src.value_group];
+      rawValue = groups[this.src.value_group];
       stepName = this.src.step_group === undefined ? undefined : `${this.path}.step_group "${this.src.step_group}"`;
-      rawStep = this.src.step_group === undefined ? undefined : m.groups?.[this.src.step_group];
+      rawStep = this.src.step_group === undefined ? undefined : groups[this.src.step_group];
     } else {
       const t = text.trim();
       if (!t.startsWith('{')) return null;

@@ -16,6 +16,7 @@ import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.
 import { MetricParser, selectMeasured, type MetricSample, type MetricSourceInput } from '../../jobs/metric-source.ts';
 import { toCommandInvocation, type CommandRunInput, type ToggleMappingInput } from './command-invocation.ts';
 import { readLines } from '../line-reader.ts';
+import { MetricRegexThread, type RegexGroups } from './metric-regex-thread.ts';
 import { spawnTethered } from './tether.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
@@ -47,6 +48,8 @@ export interface CommandRepInput {
   onStart?: (pid: number) => void;
   /** Aborting kills the process group at once (lease lost). */
   signal?: AbortSignal;
+  /** Per-line time budget of a regex metric source (default METRIC_REGEX_BUDGET_MS). */
+  regexBudgetMs?: number;
 }
 
 export interface CommandRepResult {
@@ -83,17 +86,42 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
     if (tail.length > TAIL_LINES) tail.shift();
     input.onLine?.(stream, line);
   };
+  const failParse = (err: unknown) => {
+    if (parseError) return;
+    parseError = err;
+    p.killGroup();
+  };
+  // the user's regex runs off this event loop, under a per-line time budget
+  const regex = parser.pattern === null ? null : new MetricRegexThread(parser.pattern, input.regexBudgetMs);
+  let matched: Promise<void> = Promise.resolve();
   readLines(p.child.stdout!, MAX_RANK_LINE_BYTES, {
     onLine: (line) => {
       keep('stdout', line);
       if (parseError) return;
-      try {
-        const s = parser.parseLine(line);
+      const take = (groups: RegexGroups) => {
+        const s = parser.parseMatched(line, groups);
         if (s) samples.push(s);
-      } catch (err) {
-        parseError = err;
-        p.killGroup();
+      };
+      if (regex === null) {
+        try {
+          take(null);
+        } catch (err) {
+          failParse(err);
+        }
+        return;
       }
+      // matched in order: each line's answer is taken after the one before it
+      const groups = regex.match(line);
+      // after a failure every later line's match rejects too; the first one was already taken
+      groups.catch(() => undefined);
+      matched = matched.then(async () => {
+        if (parseError) return;
+        try {
+          take(await groups);
+        } catch (err) {
+          failParse(err);
+        }
+      });
     },
     onTooLong: (head) => {
       keep('stdout', `${head}…`);
@@ -116,9 +144,12 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
     exit = await p.exited;
+    // the last lines' matches (each bounded by the regex budget)
+    await matched;
   } finally {
     clearTimeout(timer);
     input.signal?.removeEventListener('abort', onAbort);
+    await regex?.close();
   }
   const wall_ms = Date.now() - started;
   const last = () => tail.map((l) => `  | ${l}`).join('\n') || '  | (no output)';
