@@ -13,6 +13,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'REDIS_URL', describe: "the cluster's Redis; unset, orch submit runs embedded (a private\nredis-server that lives as long as the command)" },
   { name: 'ORCH_PREFIX', describe: 'key prefix in that Redis (default orch); every process of a cluster\nuses the same one (orch worker --prefix; orch hosts up passes it on)' },
   { name: 'ORCH_LOG', describe: 'log level (default warn; info for serve and worker)' },
+  { name: 'ORCH_LOG_FORMAT', describe: 'json or pretty: log lines on stderr (default pretty on a terminal,\njson elsewhere)' },
   { name: 'ORCH_BUILD_DIR', describe: 'build cache of command workloads (default ~/.cache/orch/builds)' },
   { name: 'ORCH_GRAPHRT', describe: 'embedded submit: the graphrt binary (default native/build/graphrt)' },
   { name: 'ORCH_CPU_CARDS', describe: 'embedded submit: how many cpu cards the local worker offers' },

@@ -1,10 +1,45 @@
 /**
- * The pino logger of the orchestrator's processes: JSON lines on stderr (stdout is the
- * command's output), level from ORCH_LOG (default `warn` for one-shot commands, `info` for
- * `orch serve`), bound to the process role.
+ * The pino logger of the orchestrator's processes, on stderr (stdout is the command's output),
+ * level from ORCH_LOG (default `warn` for one-shot commands, `info` for `orch serve`), bound to
+ * the process role. Format from ORCH_LOG_FORMAT: `json` (JSON lines, for log collectors) or
+ * `pretty` (one line per record for a person: level, message, the error's code and message, no
+ * stack); unset, pretty on a terminal and JSON anywhere else.
  */
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export type LogFormat = 'json' | 'pretty';
+
+export function logFormat(env = process.env.ORCH_LOG_FORMAT, tty = process.stderr.isTTY === true): LogFormat {
+  if (env === 'json' || env === 'pretty') return env;
+  return tty ? 'pretty' : 'json';
+}
+
+const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+/** record fields that are the envelope, not the story */
+const ENVELOPE = new Set(['level', 'time', 'pid', 'hostname', 'role', 'msg', 'err', 'v']);
+
+/** One pino JSON record as one human line: `orch worker warn: msg (CODE: message) key=value`. */
+export function prettyRecord(json: string): string {
+  let r: Record<string, unknown>;
+  try {
+    r = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json.trimEnd();
+  }
+  const level = LEVELS[Number(r.level)] ?? String(r.level);
+  const err = r.err as { code?: unknown; message?: unknown } | undefined;
+  const why = err && typeof err.message === 'string' ? ` (${typeof err.code === 'string' ? `${err.code}: ` : ''}${err.message.split('\n')[0]})` : '';
+  const extra = Object.entries(r)
+    .filter(([k]) => !ENVELOPE.has(k))
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
+  return `orch ${String(r.role ?? '')} ${level}: ${String(r.msg ?? '')}${why}${extra ? `  ${extra}` : ''}`;
+}
+
+function prettyStderr(): DestinationStream {
+  return { write: (line: string) => void process.stderr.write(`${prettyRecord(line)}\n`) };
+}
 
 export function orchLog(role: string, level = process.env.ORCH_LOG ?? 'warn'): Logger {
-  return pino({ level, base: { role, pid: process.pid } }, pino.destination(2));
+  return pino({ level, base: { role, pid: process.pid } }, logFormat() === 'json' ? pino.destination(2) : prettyStderr());
 }
