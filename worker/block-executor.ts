@@ -226,16 +226,31 @@ class GangRun {
       const probing = job.workload.runtime === 'native' && job.workload.kind === 'probe';
       const probes: ProbeRecord[] = [];
       let stoppedAt: number | null = null;
-      for (const p of planned) {
+      // The foreign-process look after a rep runs while the next rep measures (on a GPU host it is
+      // an nvidia-smi call, 0.1-0.5 s: card time otherwise idle between every two reps); its
+      // verdict is read once that rep has answered. A rep that ran while a look found a foreign
+      // process is not kept: `fail` fails the block, `wait` waits for it to go and runs the rep again.
+      let look: Promise<string[]> | null = null;
+      for (let i = 0; i < planned.length; ) {
+        const p = planned[i] as PlannedRep;
         if (this.deps.stopping()) {
           stoppedAt = p.position;
           break;
         }
         const measured = probing ? await this.probe(p) : { rep: await this.rep(p), record: null };
+        const found = look === null ? [] : await this.race(look);
+        look = null;
+        if (found.length > 0) {
+          await this.guard(this.ourPids(), found);
+          continue;
+        }
         reps.push(measured.rep);
         if (measured.record !== null) probes.push(measured.record);
-        await this.guard(this.ourPids());
+        i++;
+        look = this.look(this.ourPids());
+        look.catch(() => {});
       }
+      if (look !== null) await this.guard(this.ourPids(), await this.race(look));
       this.closing = true;
       const notRun: FailedRep[] =
         stoppedAt === null
@@ -246,6 +261,9 @@ class GangRun {
               rep: p.rep,
               reason: `not run: the worker of host ${this.opts.host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})`,
             }));
+      // The ranks' lines went to the stream off the measurement path; every one of them is in
+      // Redis before the commit that makes the block count, so a reader of a committed block finds them all.
+      await this.race(this.events.flush());
       if (probes.length > 0) {
         const written = await this.race(this.deps.results.commitProbes({ experiment: job.experiment, block: job.block, epoch: job.epoch, cards: job.cards, records: probes }));
         if (!written.written) throw new LeaseLostError(`probe records of block ${job.block} attempt ${job.attempt} refused: ${written.why}; none of its probes is counted`);
@@ -341,16 +359,12 @@ class GangRun {
   }
 
   /** Foreign processes on any card of the gang: fail naming them, or wait until they are gone. */
-  private async guard(ours: number[]): Promise<void> {
-    const mine = new Set(ours);
+  private async guard(ours: number[], seen?: string[]): Promise<void> {
     let waitingSince: number | null = null;
     for (;;) {
-      const found: string[] = [];
-      for (const [i, id] of this.job.cards.entries()) {
-        const card = this.opts.cards.get(id) as Card;
-        const procs = await this.race(this.deps.probe.list(card, this.lockPaths[i] as string, mine));
-        if (procs.length > 0) found.push(describeForeign(card, procs));
-      }
+      // `seen`: what a look already running found; later rounds look again
+      const found = seen ?? (await this.race(this.look(ours)));
+      seen = undefined;
       if (found.length === 0) {
         if (waitingSince !== null) this.events.worker(this.tags(''), 'foreign-gone', { waited_ms: Date.now() - waitingSince });
         return;
@@ -366,6 +380,19 @@ class GangRun {
       }
       await this.race(new Promise((r) => setTimeout(r, this.opts.foreignPollMs)));
     }
+  }
+
+  /** One look at every card of the gang, all at once: a description per card a foreign process uses. */
+  private async look(ours: number[]): Promise<string[]> {
+    const mine = new Set(ours);
+    const found = await Promise.all(
+      this.job.cards.map(async (id, i) => {
+        const card = this.opts.cards.get(id) as Card;
+        const procs = await this.deps.probe.list(card, this.lockPaths[i] as string, mine);
+        return procs.length > 0 ? describeForeign(card, procs) : null;
+      }),
+    );
+    return found.filter((f): f is string => f !== null);
   }
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */
