@@ -69,7 +69,7 @@ describe('host guard', () => {
 
   test('a second process on a leased card is refused by the flock', async () => {
     const job = await start('fail');
-    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
+    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 120_000);
     // under CI the build is expected: a missing graphrt fails here rather than narrowing the check
     const withGraphrt = existsSync(GRAPHRT) || Boolean(process.env.CI);
     for (const bin of [FIXTURE_RANK, ...(withGraphrt ? [GRAPHRT] : [])]) {
@@ -80,14 +80,14 @@ describe('host guard', () => {
       assert.equal(last.code, 'CARD_BUSY');
     }
     if (!withGraphrt) console.log('# native/build/graphrt missing: checked the fixture rank only (npm run build)');
-    assert.equal((await dispatcher.waitEnd(job, { timeoutMs: 20_000 })).state, 'completed');
+    assert.equal((await dispatcher.waitEnd(job, { timeoutMs: 120_000 })).state, 'completed');
   });
 
   test('a process holding the card before the block: the block fails naming it', async () => {
     const h = holder(false);
-    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 5000 });
+    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 60_000 });
     const job = await start('fail');
-    const end = await dispatcher.waitEnd(job, { timeoutMs: 20_000 });
+    const end = await dispatcher.waitEnd(job, { timeoutMs: 120_000 });
     killGroup(h);
     assert.deepEqual(end, {
       state: 'failed', jobId: `h.b${job.block}-a1-g1`, unrecoverable: false,
@@ -99,9 +99,9 @@ describe('host guard', () => {
 
   test('a process queueing for the card during the block: fails after the rep in flight', async () => {
     const job = await start('fail', ['A', 'B', 'B', 'A', 'A', 'B']);
-    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 15_000);
+    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 120_000);
     const h = holder(true);
-    const end = await dispatcher.waitEnd(job, { timeoutMs: 20_000 });
+    const end = await dispatcher.waitEnd(job, { timeoutMs: 120_000 });
     killGroup(h);
     assert.equal(end.state, 'failed');
     assert.equal(end.state === 'failed' && end.reason, `card cpu:0@g1 is used by a process that is not this block's: pid ${h.pid} (flock ${lock()} sleep 60, seen by card-lock)`);
@@ -111,11 +111,11 @@ describe('host guard', () => {
 
   test('foreign_process: wait — the block waits for the holder to go, then runs', async () => {
     const h = holder(false);
-    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 5000 });
+    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 60_000 });
     const job = await start('wait', ['A', 'B']);
-    await waitForEvents(env.redis, prefix, 'h', 'foreign-wait', (e) => e.some((x) => x.block === job.block && x.event.event === 'foreign-wait'), 15_000);
+    await waitForEvents(env.redis, prefix, 'h', 'foreign-wait', (e) => e.some((x) => x.block === job.block && x.event.event === 'foreign-wait'), 120_000);
     killGroup(h);
-    const end = await dispatcher.waitEnd(job, { timeoutMs: 20_000 });
+    const end = await dispatcher.waitEnd(job, { timeoutMs: 120_000 });
     assert.equal(end.state, 'completed', JSON.stringify(end));
     const evs = (await readEvents(env.redis, prefix, 'h')).filter((e) => e.block === job.block);
     const wait = evs.find((e) => e.event.event === 'foreign-wait');
