@@ -46,7 +46,8 @@ test('bad input at submit', async () => {
   assert.deepEqual(await snapshot(c.redis), before, 'refused submits changed nothing in Redis');
 
   // Without --no-wait the cuda spec is accepted and waits; status says why.
-  const waiting = spawnOrch(['submit', 'test/fixtures/specs/cuda-only.yaml'], c.env);
+  // its results go under the cluster's temporary directory, never the checkout's results/
+  const waiting = spawnOrch(['submit', 'test/fixtures/specs/cuda-only.yaml', '--results', `${c.fixtureLog}.results`], c.env);
   const id = await waitFor('the cuda experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0], { timeoutMs: 40_000, intervalMs: 50 });
   const status = await waitFor('status names the missing card', async () => {
     const s = await runOrch(['status', id], c.env);
