@@ -11,7 +11,8 @@
  * Environment: GRAPHRT (default native/build/graphrt), BENCH_BACKEND cpu|cuda (default cpu; cuda
  * uses GPU BENCH_GPU, default 0), BENCH_BLOCKS (blocks per cell, default 3), BENCH_REPS (reps
  * per block, default 8), BENCH_STEPS (default 10), BENCH_HIDDEN (default 64), BENCH_MODES
- * (resident,fresh).
+ * (resident,fresh), BENCH_PROBE_MS (extra ms per foreign-process look, emulating a GPU host's
+ * nvidia-smi on CPU cards; default 0).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +37,7 @@ const BLOCKS = Number(env.BENCH_BLOCKS ?? 3);
 const REPS = Number(env.BENCH_REPS ?? 8);
 const STEPS = Number(env.BENCH_STEPS ?? 10);
 const HIDDEN = Number(env.BENCH_HIDDEN ?? 64);
+const PROBE_MS = Number(env.BENCH_PROBE_MS ?? 0);
 const MODES = (env.BENCH_MODES ?? 'resident,fresh').split(',') as ('resident' | 'fresh')[];
 
 interface Cell {
@@ -72,7 +74,7 @@ async function main(): Promise<void> {
   const redis = connectRedis(server.url, { log: pino({ level: 'silent' }), name: 'bench' });
   await waitReady(redis);
   const lockDir = mkdtempSync(join(tmpdir(), 'orch-bench-locks-'));
-  const harness = new BlockHarness(redis, 'bench', lockDir);
+  const harness = new BlockHarness(redis, 'bench', lockDir, PROBE_MS);
   const cards = await cardsFor();
   const cells: Cell[] = [];
   try {
@@ -106,7 +108,7 @@ async function main(): Promise<void> {
   }
 
   const med = (xs: number[]) => (xs.length ? median(xs) : null);
-  console.log(`backend ${BACKEND}, graphrt ${GRAPHRT}; decode hidden ${HIDDEN}, ${REPS} reps × (2 warm-up + ${STEPS} steps) per block, ${BLOCKS} blocks per row; medians over blocks, gaps pooled`);
+  console.log(`backend ${BACKEND}, graphrt ${GRAPHRT}; decode hidden ${HIDDEN}, ${REPS} reps × (2 warm-up + ${STEPS} steps) per block, ${BLOCKS} blocks per row; foreign-process look +${PROBE_MS} ms; medians over blocks, gaps pooled`);
   console.log('\nworker-side split of the gap between two reps (ms, p50): rank→worker = rep end → its line parsed; worker = parsed → next request written; worker→rank = written → next rep start; events in Redis = parsed → that rep line appended (off the path)');
   const head = ['mode', 'arm', 'rank→worker', 'worker', 'worker→rank', 'events in Redis'];
   console.log(head.join(' | '));
