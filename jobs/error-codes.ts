@@ -73,6 +73,8 @@ export const ERROR_CODES = {
   BUILD_FAILED: { kind: 'user-input', meaning: "the spec's build command failed" },
   BUILD_ARTIFACT_OUTSIDE: { kind: 'user-input', meaning: 'build.artifacts names a path outside the build directory (absolute, or through ..)' },
   BUILD_ARTIFACT_MISSING: { kind: 'user-input', meaning: 'the build exited 0 without producing a listed artifact' },
+  RESULTS_DIR_INVALID: { kind: 'user-input', meaning: 'orch report --from or orch compare was given a directory that is not an orch results directory' },
+  COMPARE_NOT_COMPARABLE: { kind: 'user-input', meaning: 'orch compare: the two results measured different workloads (their workload hashes differ)' },
   BUILD_COMMIT_MISSING: { kind: 'user-input', meaning: "a build's commit cannot be checked out into a worktree of the spec's repository on the worker's host" },
   BUILD_LOCK_FAILED: { kind: 'transient', meaning: "the host build lock (flock) could not be taken", hint: 'flock(1) is in util-linux' },
   PREFLIGHT_DISK: { kind: 'user-input', meaning: 'the build dir has less free disk than min_free_disk_gb' },

@@ -1,6 +1,7 @@
 /** Every `orch` command, one module per file; adding a command is adding one line here. */
 import type { OrchCommand } from '../command.ts';
 import { cancelCommand } from './cancel.ts';
+import { compareCommand } from './compare.ts';
 import { dashboardCommand } from './dashboard.ts';
 import { hostsCommand } from './hosts.ts';
 import { nightlyCommand } from './nightly.ts';
@@ -23,6 +24,7 @@ export const commands: OrchCommand[] = [
   watchCommand,
   cancelCommand,
   reportCommand,
+  compareCommand,
   workerCommand,
   hostsCommand,
   nightlyCommand,

@@ -1,18 +1,26 @@
 /**
- * `orch report ID`: (re)writes results/<id>/ from Redis and prints the report. Exit code: the
- * statistics verdict (orchestrator/report/verdict-exit-code.ts: 0 faster, 3 inconclusive,
+ * `orch report ID`: (re)writes results/<id>/ from Redis and prints the report; `orch report
+ * --from DIR`: rebuilds DIR's report files from DIR alone (orchestrator/report/rebuild-report.ts).
+ * Exit code: the statistics verdict (orchestrator/report/verdict-exit-code.ts: 0 faster, 3 inconclusive,
  * 4 slower, 5 invalid), so CI can gate on it.
  */
 import { defineCommand } from '../command.ts';
 
-export const reportCommand = defineCommand<{ id: string; results: string }>({
-  command: 'report <id>',
+export const reportCommand = defineCommand<{ id?: string; results: string; from?: string }>({
+  command: 'report [id]',
   describe: 'write results/<id>/ and print the report (exit code = verdict: 0 faster, 3 inconclusive, 4 slower, 5 invalid)',
   builder: (y) =>
     y
-      .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
-      .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' }) as never,
+      .positional('id', { type: 'string', describe: 'experiment id' })
+      .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
+      .option('from', { type: 'string', describe: 'rebuild every report file of this results directory from the directory alone (no Redis)' }) as never,
   handler: async (argv) => {
+    if (argv.from !== undefined || argv.id === undefined) {
+      const { reportFromResults } = await import('../../orchestrator/report/report-from-results.ts');
+      process.exitCode = reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
+      return;
+    }
+    const id = argv.id;
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
@@ -20,10 +28,10 @@ export const reportCommand = defineCommand<{ id: string; results: string }>({
     const { verdictExitCode } = await import('../../orchestrator/report/verdict-exit-code.ts');
     const target = await requireTarget('report', orchLog('report'));
     try {
-      const w = await writeResults(target.redis, target.prefix, argv.id, argv.results);
+      const w = await writeResults(target.redis, target.prefix, id, argv.results);
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify({ experiment: argv.id, state: w.state, dir: w.dir, accounting: w.accounting, analysis: w.analysis })}\n`
+          ? `${JSON.stringify({ experiment: id, state: w.state, dir: w.dir, accounting: w.accounting, analysis: w.analysis })}\n`
           : `${w.report}\nresults: ${w.dir}\n`,
       );
       process.exitCode = verdictExitCode(w.analysis);

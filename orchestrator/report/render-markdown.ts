@@ -9,6 +9,7 @@ import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
 import { backendLine } from './backend-line.ts';
 import { markdownTable } from './markdown-table.ts';
+import { renderProvenance } from './render-provenance.ts';
 import { probeSection } from './probe-section.ts';
 import { EXIT_CODES, verdictExitCode } from './verdict-exit-code.ts';
 
@@ -51,6 +52,7 @@ export function renderMarkdown(a: Analysis): string {
     '',
     backendLine(a),
     '',
+    ...renderProvenance(a),
   );
 
   out.push('## Gates', '', markdownTable(['gate', 'result', 'detail'], a.gates.map((g) => [g.name, gateResult(g.pass), g.message])), '');

@@ -12,14 +12,10 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis, FailedRep } from '../stats/types.ts';
-import { renderMarkdown } from '../report/render-markdown.ts';
-import { renderJson } from '../report/render-json.ts';
-import { renderCsv } from '../report/render-csv.ts';
-import { renderPlots } from '../report/render-plots.ts';
-import { renderBusyShare } from '../report/render-busy-share.ts';
-import { busyShare } from '../stats/busy-share.ts';
 import { plannedReps } from '../scheduler/build-block-job.ts';
 import { collectResults, type CollectedResults } from './collect-results.ts';
+import { provenanceOf } from '../report/provenance.ts';
+import { renderReportFiles } from '../report/render-report-files.ts';
 
 export const DEFAULT_ALPHA = 0.05;
 
@@ -93,9 +89,10 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   const dir = join(root, id);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
-  const analysis = analyzeCollected(c);
+  const analysis = Object.assign(analyzeCollected(c), { provenance: provenanceOf(c) });
   const accounting = accountFor(c);
-  const report = renderMarkdown(analysis) + renderBusyShare(busyShare(c.events));
+  const files = renderReportFiles(analysis, c.events);
+  const report = files['report.md']!;
   writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
   writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
   writeFileSync(join(dir, 'events.jsonl'), c.events.map((e) => JSON.stringify(e)).join('\n') + (c.events.length ? '\n' : ''));
@@ -116,10 +113,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
     analysis,
   };
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  writeFileSync(join(dir, 'report.md'), report);
-  // The same analysis for machines (report.json, one CSV per table) and for eyes (SVG plots).
-  writeFileSync(join(dir, 'report.json'), renderJson(analysis));
-  for (const [table, csv] of Object.entries(renderCsv(analysis))) writeFileSync(join(dir, `${table}.csv`), csv);
-  for (const [file, svg] of Object.entries(renderPlots(analysis))) writeFileSync(join(dir, file), svg);
+  // The report, and the same analysis for machines (report.json, CSVs) and for eyes (SVG plots).
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
   return { dir, analysis, report, accounting, state: c.exp.state };
 }

@@ -6,28 +6,11 @@
  * itself inconclusive; and the bad inputs, each refused before any measurement.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { runOrch, type OrchRun } from '../utils/orch-run.ts';
-import { plantedRepo, plantedSpec } from './planted-repo.ts';
-
-export interface Submitted extends OrchRun {
-  results: string;
-  dir: string | null;
-  summary: Record<string, any> | null;
-}
-
-export async function submitSpec(file: string, text: string, buildDir: string): Promise<Submitted> {
-  writeFileSync(file, text);
-  const results = mkdtempSync(join(tmpdir(), 'orch-results-'));
-  const r = await runOrch(['submit', file, '--results', results], { ORCH_BUILD_DIR: buildDir });
-  const [exp] = readdirSync(results);
-  const dir = exp === undefined ? null : join(results, exp);
-  const summary = dir && existsSync(join(dir, 'summary.json')) ? JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) : null;
-  return { ...r, results, dir, summary };
-}
+import { plantedRepo, plantedSpec, submitSpec } from './planted-repo.ts';
 
 const ARMS = '  - { name: main, build: main }\n  - { name: branch, build: branch }';
 const BUILDS = '  main: { ref: main }\n  branch: { ref: branch }';

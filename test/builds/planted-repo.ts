@@ -7,9 +7,10 @@
  * otherwise drown a 5 % difference.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runOrch, type OrchRun } from '../utils/orch-run.ts';
 
 export interface PlantedRepo {
   dir: string;
@@ -90,3 +91,21 @@ gates: { identity: false, aa: true }
 metric: { name: ms, better: lower }
 ${o.extra ?? ''}`;
 }
+
+/** `orch submit` of a spec written to `file` (the embedded default), results in a fresh directory. */
+export interface Submitted extends OrchRun {
+  results: string;
+  dir: string | null;
+  summary: Record<string, any> | null;
+}
+
+export async function submitSpec(file: string, text: string, buildDir: string): Promise<Submitted> {
+  writeFileSync(file, text);
+  const results = mkdtempSync(join(tmpdir(), 'orch-results-'));
+  const r = await runOrch(['submit', file, '--results', results], { ORCH_BUILD_DIR: buildDir });
+  const [exp] = readdirSync(results);
+  const dir = exp === undefined ? null : join(results, exp);
+  const summary = dir && existsSync(join(dir, 'summary.json')) ? JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) : null;
+  return { ...r, results, dir, summary };
+}
+

@@ -1,0 +1,147 @@
+/**
+ * `orch compare A B`: two finished experiments compared after the fact. First whether they are
+ * comparable at all — the same workload (the hash of the spec's workload section), card model
+ * and driver — and what differs; a different workload is refused. Then each arm both ran,
+ * unpaired, with blocks as the unit: Welch's t on the arm's block means in A against those in
+ * B. That is much weaker than a paired run, where both builds share every block and the
+ * block-to-block drift cancels: the comparison says by how much, as the ratio of the unpaired to
+ * the paired CI width within one of the two runs (same blocks, same arms), and prints the one
+ * spec that would measure it paired (jobs/two-build-spec.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { UserInputError } from '../../jobs/errors.ts';
+import { twoBuildSpec } from '../../jobs/two-build-spec.ts';
+import { mean } from '../stats/descriptive.ts';
+import { num, signedPct } from '../stats/format-number.ts';
+import type { RepValue } from '../stats/types.ts';
+import { pairedHalfWidth, welchT, type WelchTest } from '../stats/welch.ts';
+import type { Provenance } from './provenance.ts';
+import { readResultsDir, type ResultsDir } from './results-dir.ts';
+
+export interface ArmComparison {
+  arm: string;
+  /** The commit the arm ran in A and in B (null: the workload's own build, commit unknown). */
+  commits: [string | null, string | null];
+  blocks: [number, number];
+  /** Block means of B − A, in the metric's unit. */
+  welch: WelchTest;
+  /** (B − A) / A and its CI, from the Welch difference over A's mean. */
+  relative: { estimate: number | null; ci: [number, number] | null };
+}
+
+export interface CompareResult {
+  a: string;
+  b: string;
+  differences: string[];
+  arms: ArmComparison[];
+  /** Unpaired / paired CI width of the same two arms inside one run, when computable. */
+  pairing: { run: string; arms: [string, string]; ratio: number | null; message: string } | null;
+  paired_spec: string | null;
+  text: string;
+}
+
+const blockMeans = (values: readonly RepValue[], arm: string): number[] => {
+  const by = new Map<number, number[]>();
+  for (const v of values) if (v.arm === arm) by.set(v.block, [...(by.get(v.block) ?? []), v.value]);
+  return [...by.entries()].sort((x, y) => x[0] - y[0]).map(([, xs]) => mean(xs));
+};
+
+const cardsOf = (p: Provenance | undefined, key: 'name' | 'driver') => [...new Set((p?.cards ?? []).map((c) => c[key] ?? `${c.backend} (unnamed)`))].sort().join(', ') || 'unknown';
+
+function armCommit(r: ResultsDir, arm: string): string | null {
+  const build = r.summary.plan.arms.find((a) => a.name === arm)?.build;
+  if (build === undefined) return null;
+  return r.summary.analysis.provenance?.builds.find((b) => b.name === build)?.commit ?? null;
+}
+
+/** The paired and unpaired CI width of one run's primary comparison, blocks as the unit. */
+function pairingRatio(r: ResultsDir, alpha: number): CompareResult['pairing'] {
+  const primary = r.summary.analysis.primary;
+  if (primary === null) return null;
+  const a = blockMeans(r.summary.analysis.values, primary.reference);
+  const b = blockMeans(r.summary.analysis.values, primary.arm);
+  const arms: [string, string] = [primary.reference, primary.arm];
+  const paired = a.length === b.length ? pairedHalfWidth(a.map((x, i) => b[i]! - x), alpha) : null;
+  const unpaired = welchT(a, b, alpha);
+  const uw = unpaired.ci === null ? null : (unpaired.ci[1] - unpaired.ci[0]) / 2;
+  if (paired === null || uw === null) {
+    return { run: r.summary.experiment, arms, ratio: null, message: `the paired and unpaired CI widths of ${arms[1]} vs ${arms[0]} in ${r.summary.experiment} cannot both be computed (${a.length} block(s)); an unpaired comparison of two runs cannot remove block-to-block drift at all` };
+  }
+  const ratio = uw / paired;
+  return {
+    run: r.summary.experiment,
+    arms,
+    ratio,
+    message:
+      `in ${r.summary.experiment}, ${arms[1]} vs ${arms[0]} over the same ${a.length} blocks: unpaired (Welch on block means) the CI is ±${num(uw)}, paired within blocks ±${num(paired)}, ${num(ratio, 3)}× as wide` +
+      (ratio > 1 ? ` — pairing removed that much of the block-to-block variance there` : ` — this run had little block-to-block drift to remove`) +
+      `; across two runs, drift between them is in the difference unseen, and no width can show it`,
+  };
+}
+
+export function compareResults(dirA: string, dirB: string, alpha = 0.05): CompareResult {
+  const A = readResultsDir(dirA);
+  const B = readResultsDir(dirB);
+  const pa = A.summary.analysis.provenance;
+  const pb = B.summary.analysis.provenance;
+  const differences: string[] = [];
+  if (pa === undefined || pb === undefined) {
+    throw new UserInputError('COMPARE_NOT_COMPARABLE', `${pa === undefined ? dirA : dirB} records no provenance (written by an orch before it did), so whether the two measured the same workload cannot be checked`, {
+      hint: 'rerun the experiment with this orch',
+    });
+  }
+  if (pa.workload_hash !== pb.workload_hash) {
+    throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs measured different workloads: workload hash ${pa.workload_hash.slice(0, 12)} (${dirA}) vs ${pb.workload_hash.slice(0, 12)} (${dirB}); their numbers are not comparable`, {
+      hint: 'compare runs of the same workload section (diff their spec.yaml files), or measure both in one spec',
+    });
+  }
+  for (const [what, key] of [['card model', 'name'], ['driver', 'driver']] as const) {
+    const [x, y] = [cardsOf(pa, key), cardsOf(pb, key)];
+    if (x !== y) differences.push(`${what}: ${x} vs ${y}`);
+  }
+  if (A.summary.analysis.metric.name !== B.summary.analysis.metric.name) differences.push(`metric: ${A.summary.analysis.metric.name} vs ${B.summary.analysis.metric.name}`);
+  const namesB = new Set(B.summary.analysis.arms.map((a) => a.arm));
+  const shared = A.summary.analysis.arms.map((a) => a.arm).filter((n) => namesB.has(n));
+  const arms: ArmComparison[] = shared.map((arm) => {
+    const a = blockMeans(A.summary.analysis.values, arm);
+    const b = blockMeans(B.summary.analysis.values, arm);
+    const welch = welchT(a, b, alpha);
+    const base = a.length > 0 ? mean(a) : null;
+    const commits: [string | null, string | null] = [armCommit(A, arm), armCommit(B, arm)];
+    if (commits[0] !== commits[1]) differences.push(`arm ${arm}: commit ${commits[0] ?? '(the checkout)'} vs ${commits[1] ?? '(the checkout)'}`);
+    return {
+      arm, commits, blocks: [a.length, b.length], welch,
+      relative: {
+        estimate: welch.diff === null || base === null ? null : welch.diff / base,
+        ci: welch.ci === null || base === null ? null : [welch.ci[0] / base, welch.ci[1] / base],
+      },
+    };
+  });
+  const pairing = pairingRatio(A, alpha) ?? pairingRatio(B, alpha);
+  const first = arms.find((x) => x.commits[0] !== null && x.commits[1] !== null && x.commits[0] !== x.commits[1]) ?? arms[0];
+  let paired_spec: string | null = null;
+  if (first !== undefined) {
+    const specA = parse(readFileSync(join(dirA, 'spec.yaml'), 'utf8')) as Record<string, unknown>;
+    const toggles = A.summary.plan.arms.find((x) => x.name === first.arm)?.toggles ?? {};
+    paired_spec = twoBuildSpec(specA, { name: 'a', ref: first.commits[0] ?? '<commit of run A>', toggles }, { name: 'b', ref: first.commits[1] ?? '<commit of run B>', toggles });
+  }
+  const level = `${Math.round((1 - alpha) * 100)} %`;
+  const lines = [
+    `# compare ${A.summary.experiment} (A) with ${B.summary.experiment} (B)`,
+    '',
+    `Comparable: the same workload (hash ${pa.workload_hash.slice(0, 12)}).${differences.length > 0 ? ' What differs:' : ' Nothing else differs in what was recorded.'}`,
+    ...differences.map((d) => `- ${d}`),
+    '',
+    `Unpaired, blocks as the unit (Welch's t on each arm's block means, B − A, ${level} CI):`,
+    ...arms.map((x) => `- ${x.arm}: ${signedPct(x.relative.estimate)} (CI ${signedPct(x.relative.ci?.[0])} to ${signedPct(x.relative.ci?.[1])}; ${x.blocks[0]} vs ${x.blocks[1]} blocks, df ${num(x.welch.df, 3)}, p ${num(x.welch.p, 3)})`),
+    ...(arms.length === 0 ? ['- no arm ran in both'] : []),
+    '',
+    `How much weaker than paired: ${pairing?.message ?? 'neither run has a comparison of two arms to measure it on'}.`,
+    '',
+    ...(paired_spec === null ? [] : ['The spec that measures it paired (both builds as arms of one experiment, in the same blocks):', '', '```yaml', paired_spec.trimEnd(), '```']),
+    '',
+  ];
+  return { a: dirA, b: dirB, differences, arms, pairing, paired_spec, text: lines.join('\n') };
+}

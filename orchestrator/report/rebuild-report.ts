@@ -1,0 +1,30 @@
+/**
+ * `orch report --from <dir>`: every report file of a results directory rebuilt from the
+ * directory alone (no Redis): the recorded analysis and events re-rendered by the renderer the
+ * run wrote them with (render-report-files.ts), so the files come out byte for byte the same.
+ */
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Analysis } from '../stats/types.ts';
+import { renderReportFiles } from './render-report-files.ts';
+import { readResultsDir } from './results-dir.ts';
+
+export interface RebuiltReport {
+  dir: string;
+  experiment: string;
+  state: string;
+  accounting: unknown;
+  analysis: Analysis;
+  report: string;
+  files: string[];
+}
+
+export function rebuildReport(dir: string): RebuiltReport {
+  const r = readResultsDir(dir);
+  const files = renderReportFiles(r.summary.analysis, r.events);
+  for (const [name, text] of Object.entries(files)) {
+    writeFileSync(join(dir, name), text, { mode: 0o600 });
+    chmodSync(join(dir, name), 0o600);
+  }
+  return { dir, experiment: r.summary.experiment, state: r.summary.state, accounting: r.summary.accounting, analysis: r.summary.analysis, report: files['report.md']!, files: Object.keys(files) };
+}

@@ -1,0 +1,57 @@
+/**
+ * Reading a results directory back (what orchestrator/results/write-results.ts wrote): its
+ * summary.json (the recorded analysis, with provenance) and events.jsonl. `orch report --from`
+ * and `orch compare` read results only through here, so a directory that is not one is refused
+ * the same way by both.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { UserInputError } from '../../jobs/errors.ts';
+import type { BusyEvent } from '../stats/busy-share.ts';
+import type { Analysis } from '../stats/types.ts';
+import type { Provenance } from './provenance.ts';
+
+export interface ResultsDir {
+  dir: string;
+  summary: {
+    experiment: string;
+    hash: string;
+    state: string;
+    accounting: unknown;
+    plan: { arms: { name: string; build?: string; toggles: Record<string, boolean | string> }[] };
+    analysis: Analysis & { provenance?: Provenance };
+  };
+  events: BusyEvent[];
+}
+
+const notResults = (dir: string, why: string) =>
+  new UserInputError('RESULTS_DIR_INVALID', `${dir} is not an orch results directory: ${why}`, {
+    hint: 'give results/<experiment-id> as orch submit or orch report wrote it (it holds summary.json, events.jsonl, spec.yaml)',
+  });
+
+/** `ref` is a directory, or an experiment id under `root`. */
+export function resolveResultsDir(ref: string, root = 'results'): string {
+  if (existsSync(ref)) return ref;
+  const under = join(root, ref);
+  if (existsSync(under)) return under;
+  throw new UserInputError('RESULTS_DIR_INVALID', `no results directory ${ref} (nor ${under})`, { hint: 'give a results directory, or an experiment id under --results' });
+}
+
+export function readResultsDir(dir: string): ResultsDir {
+  if (!statSync(dir).isDirectory()) throw notResults(dir, 'not a directory');
+  const file = join(dir, 'summary.json');
+  if (!existsSync(file)) throw notResults(dir, 'it has no summary.json');
+  let summary: ResultsDir['summary'];
+  try {
+    summary = JSON.parse(readFileSync(file, 'utf8')) as ResultsDir['summary'];
+  } catch (err) {
+    throw notResults(dir, `summary.json is not JSON (${(err as Error).message})`);
+  }
+  if (typeof summary !== 'object' || summary === null || typeof summary.analysis !== 'object' || summary.analysis === null || !Array.isArray(summary.analysis.values)) {
+    throw notResults(dir, 'summary.json holds no analysis');
+  }
+  const eventsFile = join(dir, 'events.jsonl');
+  if (!existsSync(eventsFile)) throw notResults(dir, 'it has no events.jsonl');
+  const events = readFileSync(eventsFile, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as BusyEvent);
+  return { dir, summary, events };
+}
