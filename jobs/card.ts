@@ -10,5 +10,7 @@ export const CardSchema = z.object({
   /** GPU UUID (what CUDA_VISIBLE_DEVICES gets); for cpu cards the card id */
   uuid: z.string().min(1),
   name: z.string(),
+  /** what its host's worker runs: orch version and commit, graphrt build; a gang never mixes two */
+  version: z.string().optional(),
 });
 export type Card = z.infer<typeof CardSchema>;

@@ -35,8 +35,17 @@ export interface RankPlacement {
   uuid: string;
   /** the host guard: the flock file of the card, held by the rank for its whole life */
   lockPath: string;
-  /** world > 1: the gang's rendezvous socket path, the same for every rank (PROTOCOL.md "Multi-rank") */
-  rendezvous?: string;
+  /** world > 1: where the gang's ranks meet (PROTOCOL.md "Multi-rank") */
+  rendezvous?: RankRendezvous;
+}
+
+export interface RankRendezvous {
+  /** a Unix socket path (one host's gang) or tcp://HOST:PORT (across hosts; rank 0: PORT 0), the same for every rank */
+  address: string;
+  /** rank 0 over tcp: the file graphrt writes HOST:PORT to once it listens */
+  publish?: string;
+  /** the attempt's secret every rank presents; passed in the environment, never as an argument */
+  secret?: string;
 }
 
 export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp; id: string }): NativeRequest {
@@ -71,7 +80,11 @@ export function toNativeProcess(job: BlockJob, placement: RankPlacement): Native
   const args = ['serve', '--backend', backend, '--card-lock', placement.lockPath];
   if (placement.world > 1) {
     args.push('--world', String(placement.world), '--rank', String(placement.rank));
-    if (placement.rendezvous !== undefined) args.push('--rendezvous', placement.rendezvous);
+    const rv = placement.rendezvous;
+    if (rv !== undefined) args.push('--rendezvous', rv.address);
+    if (rv?.publish !== undefined) args.push('--rendezvous-publish', rv.publish);
   }
-  return { args, env: { CUDA_VISIBLE_DEVICES: placement.backend === 'cpu' ? '' : placement.uuid } };
+  const env: Record<string, string> = { CUDA_VISIBLE_DEVICES: placement.backend === 'cpu' ? '' : placement.uuid };
+  if (placement.world > 1 && placement.rendezvous?.secret !== undefined) env.GRAPHRT_RENDEZVOUS_SECRET = placement.rendezvous.secret;
+  return { args, env };
 }

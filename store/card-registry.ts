@@ -40,7 +40,8 @@ export class CardRegistry {
     const stale = (await this.all()).filter((c) => c.host === host && !cards.some((n) => n.id === c.id)).map((c) => c.id);
     const m = this.redis.multi();
     if (stale.length > 0) m.hdel(this.keys.cards, ...stale);
-    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse(c)));
+    // every card carries its worker's version: the grant planner never mixes two in one gang
+    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse(opts.version ? { ...c, version: opts.version } : c)));
     m.del(this.keys.host(host));
     m.hset(this.keys.host(host), {
       pid: String(opts.pid),

@@ -60,6 +60,9 @@ export interface GangPart {
   cards: string[];
   epoch: number;
   job: string;
+  /** a gang across hosts: its ranks in all, and this part's first (rank order: the parts' order) */
+  world?: number;
+  first_rank?: number;
 }
 
 export function initialBlockState(block: number): BlockState {

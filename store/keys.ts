@@ -65,6 +65,10 @@ export interface OrchKeys {
   commits(id: string): string;
   /** hash "<block>/<arm>/<rep>" → JSON ProbeRecord (design probe; read only for the block's committed attempt) */
   probes(id: string): string;
+  /** string "HOST:PORT" with a TTL: where rank 0 of a spread gang's attempt listens (store/gang-staging.ts) */
+  rendezvous(id: string, block: number, attempt: number): string;
+  /** hash host → JSON StagedPart with a TTL: each non-leading part's results of a spread attempt */
+  staged(id: string, block: number, attempt: number): string;
   /** the scheduler's own keys */
   sched: SchedulerKeys;
   /** the build lock's view, mirrored by each host (store/build-state.ts) */
@@ -118,6 +122,8 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     gates: (id) => `${p}:experiment:${id}:gates`,
     commits: (id) => `${p}:experiment:${id}:commits`,
     probes: (id) => `${p}:experiment:${id}:probes`,
+    rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
+    staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,

@@ -32,6 +32,11 @@ import type { RankHelloLine } from '../jobs/rank-line.ts';
 import type { EventStream, EventTags } from './event-stream.ts';
 import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
+import { isSpread, leaseOwnerOf, rendezvousSecret } from '../jobs/spread-gang.ts';
+import type { RankRendezvous } from '../jobs/native-args.ts';
+import type { GangStaging } from '../store/gang-staging.ts';
+import { advertiseAddress } from './advertise-address.ts';
+import { SpreadPart } from './spread-part.ts';
 import { armOf, opId, RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
 
 export interface ExecutorOptions {
@@ -48,6 +53,12 @@ export interface ExecutorOptions {
   foreignPollMs: number;
   /** after stdin closes, how long a rank may take to exit before SIGKILL */
   closeGraceMs: number;
+  /** the cluster secret, from which each attempt's rendezvous secret is made (jobs/spread-gang.ts) */
+  rendezvousKey?: Buffer;
+  /** this host's address for a spread gang's rank 0 (default: advertise-address.ts) */
+  advertise?: string;
+  /** a spread gang's longest wait for another host's part (rendezvous, staging, commit); default 60 s */
+  gangWaitMs?: number;
 }
 
 export interface ExecutorDeps {
@@ -60,6 +71,8 @@ export interface ExecutorDeps {
   log: Logger;
   /** true once the worker is stopping (SIGTERM): finish the rep in flight, run no more */
   stopping: () => boolean;
+  /** where a spread gang's parts meet (needed only for gangs across hosts) */
+  staging?: GangStaging;
 }
 
 export interface BlockOutcome {
@@ -156,6 +169,8 @@ class GangRun {
   private readonly lockPaths: string[];
   /** world > 1: this attempt's rendezvous directory (PROTOCOL.md "Multi-rank"), removed at the end */
   private rendezvousDir: string | null = null;
+  /** this host's part of a gang across hosts; null on one host */
+  private readonly spread: SpreadPart | null;
   /** every rank's hello, in card order (the device names of probe records) */
   private hellos: RankHelloLine[] = [];
   /** design probe: the `probe` lines of each rank (card index) for the request in flight */
@@ -171,6 +186,12 @@ class GangRun {
     this.log = deps.log.child({ experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch });
     this.events = deps.events(job.experiment);
     this.lockPaths = job.cards.map((c) => cardLockPath(opts.lockDir, c));
+    this.spread = null;
+    if (isSpread(job)) {
+      if (!deps.staging) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block} spreads across hosts, which this worker was not set up for (no staging store)`);
+      const waitMs = opts.gangWaitMs ?? 60_000;
+      this.spread = new SpreadPart(job, { host: opts.host, advertise: opts.advertise ?? advertiseAddress(), waitMs, pollMs: 50 }, deps.staging, deps.results, (p) => this.race(p));
+    }
   }
 
   /** Event tags of the gang (i = '') or of its i-th card's rank. */
@@ -216,7 +237,7 @@ class GangRun {
       await this.race(keeper.start());
       this.events.worker(this.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence });
       await this.guard([]);
-      this.startRanks();
+      await this.startRanks();
       this.hellos = await this.race(Promise.all(this.ranks.map((r) => r.ready)));
 
       const identity = armsNeedingIdentity(job);
@@ -233,7 +254,8 @@ class GangRun {
       let look: Promise<string[]> | null = null;
       for (let i = 0; i < planned.length; ) {
         const p = planned[i] as PlannedRep;
-        if (this.deps.stopping()) {
+        // a spread gang's hosts must run the same reps (their collectives meet): no early stop
+        if (this.spread === null && this.deps.stopping()) {
           stoppedAt = p.position;
           break;
         }
@@ -279,9 +301,10 @@ class GangRun {
       const res = await this.race(
         this.deps.results.commitBlock({
           experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, host: this.opts.host,
-          cards: job.cards, reps, notRun, gates,
+          cards: gang.cards, reps: gang.reps, notRun, gates: gang.gates,
         }),
       );
+      if (this.spread !== null) await this.spread.forget().catch(() => undefined);
       if (!res.committed) {
         throw res.why === 'epoch'
           ? new LeaseLostError(`results of block ${job.block} attempt ${job.attempt} refused: card ${res.card} is ${res.holder === null ? 'no longer leased' : `leased under epoch ${res.holder}`}, not epoch ${job.epoch}; none of its reps is counted`)
@@ -321,37 +344,48 @@ class GangRun {
   /** Extends the gang's leases; a refusal is a lost gang. */
   private async renew(): Promise<void> {
     if (this.failure) return;
-    const r = await this.deps.leases.renew({ cards: this.job.cards, owner: this.opts.host, epoch: this.job.epoch, ttlMs: this.opts.leaseTtlMs });
+    const r = await this.deps.leases.renew({ cards: this.job.cards, owner: leaseOwnerOf({ ...this.job, host: this.opts.host }), epoch: this.job.epoch, ttlMs: this.opts.leaseTtlMs });
     if (!r.ok) {
       this.fail(new LeaseLostError(`lease of card ${r.card} lost (${r.reason}) by block ${this.job.block} attempt ${this.job.attempt} (epoch ${this.job.epoch})`));
     }
   }
 
-  private startRanks(): void {
+  private async startRanks(): Promise<void> {
     const job = this.job;
     const world = job.world ?? job.cards.length;
-    // A fresh socket path per attempt (short: Unix socket paths hold 107 bytes); the ranks'
+    // A fresh directory per attempt (short: Unix socket paths hold 107 bytes); the ranks'
     // rendezvous is the barrier before the first op.
     if (world > 1) this.rendezvousDir = mkdtempSync(join(tmpdir(), 'orch-rv-'));
-    const rendezvous = this.rendezvousDir === null ? undefined : join(this.rendezvousDir, 'rv.sock');
-    this.ranks = job.cards.map((id, i) => {
-      const card = this.opts.cards.get(id) as Card;
-      const tags = this.tags(i);
-      const rank = this.rankOf(i);
-      const handle = this.deps.runner.start({
-        job, rank, world, card, lockPath: this.lockPaths[i] as string, rendezvous,
-        log: this.log.child({ card: id, rank }),
-        onLine: (line: RankLine, raw: string) => {
-          if (line.type === 'probe') this.probeLines[i]?.push(line);
-          this.events.emit(tags, raw);
-        },
-      });
-      void handle.exited.then((exit) => {
-        this.events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
-        if (!this.closing) this.fail(new RankExitError(exit));
-      });
-      return handle;
+    const secret = this.opts.rendezvousKey === undefined ? undefined : rendezvousSecret(this.opts.rendezvousKey, job);
+    if (this.spread !== null) {
+      if (secret === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block} spreads across hosts, whose rendezvous needs the cluster secret this worker was not given`);
+      this.ranks = [];
+      await this.spread.startRanks(this.rendezvousDir as string, secret, (i, rv) => (this.ranks[i] = this.startRank(i, world, rv)));
+      return;
+    }
+    const rv = this.rendezvousDir === null ? undefined : { address: join(this.rendezvousDir, 'rv.sock'), secret };
+    this.ranks = job.cards.map((_, i) => this.startRank(i, world, rv));
+  }
+
+  private startRank(i: number, world: number, rendezvous: RankRendezvous | undefined): RankHandle {
+    const job = this.job;
+    const id = job.cards[i] as string;
+    const card = this.opts.cards.get(id) as Card;
+    const tags = this.tags(i);
+    const rank = this.rankOf(i);
+    const handle = this.deps.runner.start({
+      job, rank, world, card, lockPath: this.lockPaths[i] as string, rendezvous,
+      log: this.log.child({ card: id, rank }),
+      onLine: (line: RankLine, raw: string) => {
+        if (line.type === 'probe') this.probeLines[i]?.push(line);
+        this.events.emit(tags, raw);
+      },
     });
+    void handle.exited.then((exit) => {
+      this.events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
+      if (!this.closing) this.fail(new RankExitError(exit));
+    });
+    return handle;
   }
 
   private ourPids(): number[] {

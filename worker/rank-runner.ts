@@ -23,6 +23,7 @@ import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { DETERMINISTIC_EXITS } from '../jobs/graphrt-exit-codes.ts';
+import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine, RankLine } from '../jobs/rank-line.ts';
 
 export type { RankLine } from '../jobs/rank-line.ts';
@@ -34,8 +35,8 @@ export interface RankStart {
   card: Card;
   /** the host guard: this card's flock file */
   lockPath: string;
-  /** world > 1: the block attempt's rendezvous socket path, the same for every rank */
-  rendezvous?: string;
+  /** world > 1: where the block attempt's ranks meet (a socket path, or tcp across hosts) */
+  rendezvous?: RankRendezvous;
   log: Logger;
   /** every line of the rank that passed its schema, as it arrives (hello included); `raw` as printed */
   onLine: (line: RankLine, raw: string) => void;

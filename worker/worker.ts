@@ -28,6 +28,7 @@ import { ResultStore } from '../store/result-store.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { verifyPayload } from '../jobs/grant.ts';
 import { requireClusterSecret } from '../store/cluster-secret.ts';
+import { GangStaging } from '../store/gang-staging.ts';
 import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { toJobError } from '../store/job-error.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
@@ -163,6 +164,7 @@ export class Worker {
         requestTimeoutMs: this.opts.requestTimeoutMs ?? 30 * 60_000,
         foreignPollMs: this.opts.foreignPollMs ?? 1000,
         closeGraceMs: this.opts.closeGraceMs ?? 5000,
+        rendezvousKey: this.secret,
       },
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),
@@ -177,6 +179,7 @@ export class Worker {
         events: (experiment) => new EventStream(redis, keys.events(experiment), this.log, keys.exp(experiment)),
         log: this.log,
         stopping: () => this.stopping,
+        staging: new GangStaging(redis, { prefix: this.prefix }),
       },
     );
     this.executor = executor;

@@ -20,6 +20,8 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     epoch: part.epoch,
     host: part.host,
     cards: part.cards,
+    world: part.world,
+    first_rank: part.first_rank,
     workload: spec.workload,
     arms: exp.plan.arms,
     sequence: planned.sequence,

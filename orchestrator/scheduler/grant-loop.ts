@@ -9,7 +9,8 @@ import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts
 import { readStepHistory } from '../../store/step-history.ts';
 import { expectedBlockMs, workloadKey } from './expected-duration.ts';
 import { compareQueued, planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
-import { blockKey, revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
+import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
+import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 
 export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
 
@@ -123,7 +124,7 @@ export class GrantLoop {
     if (queue.length === 0) return;
     queue.sort((a, b) => compareQueued({ ...a.exp, block: a.block }, { ...b.exp, block: b.block }));
     const cards = await registry.liveCards();
-    const slots: CardSlot[] = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
+    const slots: CardSlot[] = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index, version: c.version }));
     const busy = new Set((await leases.held(cards.map((c) => c.id))).map((l) => l.card));
     const decision = planGrants({
       now: Date.now(),
@@ -171,20 +172,27 @@ export class GrantLoop {
     return exp;
   }
 
-  /** Leases the granted cards, one all-or-none call per host; undoes a partial spread grant. */
+  /**
+   * Leases the granted cards all or none. A gang across hosts is one lease call too: its parts
+   * share one epoch, so the leading part's one commit is fenced by every part's leases, and its
+   * owner is the block (jobs/spread-gang.ts), under which every part renews its own cards.
+   */
   private async acquire(w: Waiter, slots: CardSlot[]): Promise<Omit<GangPart, 'job'>[] | null> {
     const byHost = new Map<string, string[]>();
     for (const s of slots) byHost.set(s.host, [...(byHost.get(s.host) ?? []), s.id]);
-    const gang: Omit<GangPart, 'job'>[] = [];
-    for (const [host, ids] of byHost) {
-      const r = await this.ctx.leases.acquireGang({ cards: ids, owner: host, ttlMs: this.ctx.tuning.grantTtlMs, experiment: w.exp.id, block: w.block });
-      if (!r.granted) {
-        this.ctx.log.info({ key: w.key, busy: r.busy }, 'grant raced with another lease; retrying next pass');
-        await revokeGang(this.ctx.leases, gang, 'partial grant undone');
-        return null;
-      }
-      gang.push({ host, cards: ids, epoch: r.epoch });
+    const spread = byHost.size > 1;
+    const [onlyHost] = byHost.keys();
+    const owner = spread ? spreadLeaseOwner(w.exp.id, w.block) : (onlyHost as string);
+    const r = await this.ctx.leases.acquireGang({ cards: slots.map((s) => s.id), owner, ttlMs: this.ctx.tuning.grantTtlMs, experiment: w.exp.id, block: w.block });
+    if (!r.granted) {
+      this.ctx.log.info({ key: w.key, busy: r.busy }, 'grant raced with another lease; retrying next pass');
+      return null;
     }
-    return gang;
+    let first = 0;
+    return [...byHost].map(([host, cards]) => {
+      const part = spread ? { host, cards, epoch: r.epoch, world: slots.length, first_rank: first } : { host, cards, epoch: r.epoch };
+      first += cards.length;
+      return part;
+    });
   }
 }

@@ -8,6 +8,12 @@
  * those cards alone or is expected to end before that time, so it never delays the oldest.
  * A block that no set of alive cards can ever hold takes no reservation (it would block the
  * queue forever); it waits with a reason that says what is missing.
+ *
+ * Placement: `host` keeps a gang on one host; `spread` (or `host` with `spreadFallback`, when no
+ * host holds the gang) takes one host when one holds it, else the fewest hosts, fullest first;
+ * the first host's part holds rank 0 and leads the attempt. A gang never mixes the versions its
+ * hosts' workers registered (orch, commit, graphrt build): ranks of two builds may disagree on
+ * the protocol or on the numbers.
  */
 
 export type Backend = 'cpu' | 'cuda';
@@ -18,6 +24,8 @@ export interface CardSlot {
   host: string;
   backend: Backend;
   index: number;
+  /** what the host's worker registered: orch version and commit, graphrt build ('' when unknown) */
+  version?: string;
 }
 
 export interface WaitingBlock {
@@ -25,6 +33,8 @@ export interface WaitingBlock {
   ranks: number;
   backend: WantedBackend;
   placement: 'host' | 'spread';
+  /** placement host: spread across hosts when no host has enough cards */
+  spreadFallback?: boolean;
   expectedMs: number;
 }
 
@@ -74,24 +84,45 @@ export function backendMatches(want: WantedBackend, card: Backend): boolean {
   return want === 'auto' || want === 'any' || want === card;
 }
 
-/** The cards for `block` out of `free`, or null; `host`: the fullest-fitting single host. */
+/** The cards for `block` out of `free`, or null; in rank order, rank 0's host first. */
 export function fitGang(block: WaitingBlock, free: CardSlot[]): CardSlot[] | null {
   const usable = free.filter((c) => backendMatches(block.backend, c.backend));
+  // one version at a time: the version with the most usable cards first
+  for (const group of [...byKey(usable, (c) => c.version ?? '').values()].sort((a, b) => b.length - a.length)) {
+    const gang = fitOneVersion(block, group);
+    if (gang) return gang;
+  }
+  return null;
+}
+
+function fitOneVersion(block: WaitingBlock, usable: CardSlot[]): CardSlot[] | null {
   if (usable.length < block.ranks) return null;
-  const byHost = new Map<string, CardSlot[]>();
-  for (const c of usable) byHost.set(c.host, [...(byHost.get(c.host) ?? []), c]);
-  const hosts = [...byHost.entries()].sort((a, b) => a[1].length - b[1].length || a[0].localeCompare(b[0]));
+  const hosts = [...byKey(usable, (c) => c.host).entries()].sort((a, b) => a[1].length - b[1].length || a[0].localeCompare(b[0]));
   const ordered = (cs: CardSlot[]) => [...cs].sort((a, b) => a.index - b.index || a.id.localeCompare(b.id));
   // Best fit: the host with the fewest free cards that still holds the gang keeps big holes open.
   const one = hosts.find(([, cs]) => cs.length >= block.ranks);
   if (one) return ordered(one[1]).slice(0, block.ranks);
-  // placement spread would cross hosts here. Refused until a gang can span hosts: the block job
-  // carries no global world/first_rank yet, graphrt's rendezvous is a Unix socket on one host, and
-  // each host's part would commit the whole block (the first wins, the other's ranks are lost).
+  if (!spreads(block)) return null;
+  // Across hosts: the fewest hosts, so the fullest first (the leading part holds the most ranks).
+  const gang: CardSlot[] = [];
+  for (const [, cs] of [...hosts].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0]))) {
+    gang.push(...ordered(cs).slice(0, block.ranks - gang.length));
+    if (gang.length === block.ranks) return gang;
+  }
   return null;
 }
 
-/** Why `block` can never run on `cards` (no host or backend big enough), or null if it can. */
+function spreads(block: WaitingBlock): boolean {
+  return block.placement === 'spread' || block.spreadFallback === true;
+}
+
+function byKey<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) out.set(key(t), [...(out.get(key(t)) ?? []), t]);
+  return out;
+}
+
+/** Why `block` can never run on `cards` (no host, set of hosts or backend big enough), or null if it can. */
 export function neverFits(block: WaitingBlock, cards: CardSlot[]): string | null {
   if (fitGang(block, cards)) return null;
   const usable = cards.filter((c) => backendMatches(block.backend, c.backend));
@@ -101,11 +132,26 @@ export function neverFits(block: WaitingBlock, cards: CardSlot[]): string | null
       ? 'no host is registered (start `orch worker` on a host)'
       : `no ${kind}card is registered (cards: ${summarizeCards(cards)})`;
   }
-  const perHost = new Map<string, number>();
-  for (const c of usable) perHost.set(c.host, (perHost.get(c.host) ?? 0) + 1);
-  const [host, n] = [...perHost.entries()].sort((a, b) => b[1] - a[1])[0]!;
-  const spreadNote = block.placement === 'spread' ? ' (placement spread across hosts is not supported yet: a gang runs on one host)' : '';
-  return `needs ${block.ranks} ${kind}cards on one host${spreadNote}; the largest host, ${host}, has ${n}`;
+  const versions = byKey(usable, (c) => c.version ?? '');
+  if (spreads(block)) {
+    const [version, largest] = [...versions.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
+    const mixed =
+      versions.size > 1 && usable.length >= block.ranks
+        ? `; the hosts run ${versions.size} different versions and a gang never mixes versions (${versionSummary(versions)}): upgrade the hosts to one version`
+        : '';
+    return `needs ${block.ranks} ${kind}cards across hosts; the largest possible gang is ${largest.length} (${perHost(largest)}${version && versions.size > 1 ? `, version ${version}` : ''})${mixed}`;
+  }
+  const [host, n] = [...byKey(usable, (c) => c.host).entries()].map(([h, cs]) => [h, cs.length] as const).sort((a, b) => b[1] - a[1])[0]!;
+  const mixed = versions.size > 1 ? ` (hosts of different versions never share a gang: ${versionSummary(versions)})` : '';
+  return `needs ${block.ranks} ${kind}cards on one host; the largest host, ${host}, has ${n}${mixed}`;
+}
+
+function perHost(cards: CardSlot[]): string {
+  return [...byKey(cards, (c) => c.host).entries()].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0])).map(([h, cs]) => `${h}: ${cs.length}`).join(', ');
+}
+
+function versionSummary(versions: Map<string, CardSlot[]>): string {
+  return [...versions.entries()].map(([v, cs]) => `${[...new Set(cs.map((c) => c.host))].join(',')} at ${v || 'an unknown version'}`).join('; ');
 }
 
 export function summarizeCards(cards: CardSlot[]): string {

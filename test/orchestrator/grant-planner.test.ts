@@ -94,14 +94,30 @@ function simulate(input: Omit<GrantInput, 'busy'> & { busy: Set<string> }, withB
   return Number.POSITIVE_INFINITY;
 }
 
-test('a gang stays on one host; spread across hosts is refused, naming why', () => {
-  const free = [...cards('h1', 2), ...cards('h2', 2)];
-  assert.equal(fitGang(block('x', 3), free), null);
-  assert.equal(fitGang(block('x', 3, 1, { placement: 'spread' }), free), null);
-  assert.match(neverFits(block('x', 3, 1, { placement: 'spread' }), free)!, /on one host \(placement spread across hosts is not supported yet/);
-  assert.equal(fitGang(block('x', 2, 1, { placement: 'spread' }), free)!.length, 2);
+test('placement host stays on one host; spread takes one host when it can, else the fewest hosts, fullest first', () => {
+  const free = [...cards('h1', 2), ...cards('h2', 3)];
+  assert.equal(fitGang(block('x', 4), free), null);
+  assert.deepEqual(fitGang(block('x', 4, 1, { placement: 'spread' }), free)!.map((c) => c.id), ['h2-0', 'h2-1', 'h2-2', 'h1-0']);
+  // host placement falls back to spread only when the spec allows it
+  assert.deepEqual(fitGang(block('x', 4, 1, { spreadFallback: true }), free)!.map((c) => c.host), ['h2', 'h2', 'h2', 'h1']);
+  assert.deepEqual(fitGang(block('x', 2, 1, { placement: 'spread' }), free)!.map((c) => c.host), ['h1', 'h1']);
   // best fit: the smallest host that holds the gang
   assert.deepEqual(fitGang(block('y', 2), [...cards('big', 4), ...cards('small', 2)])!.map((c) => c.host), ['small', 'small']);
+});
+
+test('a spread gang that no set of hosts can hold names the largest possible gang', () => {
+  const all = [...cards('h1', 2), ...cards('h2', 4)];
+  assert.equal(neverFits(block('x', 8, 1, { placement: 'spread' }), all), 'needs 8 cards across hosts; the largest possible gang is 6 (h2: 4, h1: 2)');
+  assert.equal(neverFits(block('x', 6, 1, { placement: 'spread' }), all), null);
+});
+
+test('a gang never mixes versions: the planner refuses, and the reason says so', () => {
+  const v = (cs: CardSlot[], version: string) => cs.map((c) => ({ ...c, version }));
+  const all = [...v(cards('h1', 2), 'orch 1.0 abc; graphrt 1'), ...v(cards('h2', 2), 'orch 1.1 def; graphrt 1')];
+  assert.equal(fitGang(block('x', 4, 1, { placement: 'spread' }), all), null);
+  assert.match(neverFits(block('x', 4, 1, { placement: 'spread' }), all)!, /largest possible gang is 2 .*never mixes versions \(h1 at orch 1\.0 abc; graphrt 1; h2 at orch 1\.1 def; graphrt 1\)/);
+  const same = [...v(cards('h1', 2), 'orch 1.0 abc; graphrt 1'), ...v(cards('h2', 2), 'orch 1.0 abc; graphrt 1')];
+  assert.equal(fitGang(block('x', 4, 1, { placement: 'spread' }), same)!.length, 4);
 });
 
 test('a block no host can ever hold names the largest host and takes no reservation', () => {

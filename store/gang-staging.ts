@@ -1,0 +1,82 @@
+/**
+ * The keys a spread gang's parts meet on (jobs/spread-gang.ts), one set per block attempt, each
+ * with a TTL so an attempt that died leaves nothing behind:
+ *
+ *   rendezvous  "HOST:PORT" where rank 0 listens, published by the leading part's worker
+ *   staged      host → JSON StagedPart: each other part's results, staged under the gang's epoch
+ *               (lua/stage-part.lua); the leading part commits them with its own in one
+ *               commit-block call over every part's leases
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { GateResultSchema } from '../jobs/gate-result.ts';
+import { RepResultSchema } from '../jobs/rep-result.ts';
+import { orchKeys, type OrchKeys } from './keys.ts';
+import type { CommitGate, CommitRep } from './result-store.ts';
+import { runScript } from './scripts.ts';
+
+export interface AttemptRef {
+  experiment: string;
+  block: number;
+  attempt: number;
+}
+
+const StagedPartSchema = z.object({
+  host: z.string(),
+  cards: z.array(z.string()).min(1),
+  reps: z.array(z.object({ block: z.int(), arm: z.string(), rep: z.int(), result: RepResultSchema })),
+  gates: z.array(z.object({ block: z.int(), arm: z.string(), result: GateResultSchema })),
+});
+export interface StagedPart {
+  host: string;
+  cards: string[];
+  reps: CommitRep[];
+  gates: CommitGate[];
+}
+
+export type StageResult = { staged: true } | { staged: false; card: string; holder: number | null };
+
+export class GangStaging {
+  readonly keys: OrchKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    opts: { prefix?: string } = {},
+  ) {
+    this.keys = orchKeys(opts.prefix);
+  }
+
+  /** Where rank 0 of the attempt listens, for the other parts' ranks. */
+  async publishRendezvous(ref: AttemptRef, address: string, ttlMs: number): Promise<void> {
+    await this.redis.set(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt), address, 'PX', Math.ceil(ttlMs));
+  }
+
+  /** The published `HOST:PORT`, or null while the leading part has not published it. */
+  async rendezvousAddress(ref: AttemptRef): Promise<string | null> {
+    return this.redis.get(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt));
+  }
+
+  /** Stages a part's results; refused when its leases are not held under `epoch`. */
+  async stage(ref: AttemptRef, epoch: number, part: StagedPart, ttlMs: number): Promise<StageResult> {
+    const json = JSON.stringify(StagedPartSchema.parse(part));
+    const reply = (await runScript(
+      this.redis,
+      'stage-part',
+      [this.keys.staged(ref.experiment, ref.block, ref.attempt), ...part.cards.map((c) => this.keys.lease(c))],
+      [epoch, part.host, json, Math.ceil(ttlMs)],
+    )) as [number, number?, string?];
+    if (reply[0] === 1) return { staged: true };
+    return { staged: false, card: part.cards[Number(reply[1]) - 1] ?? '?', holder: reply[2] ? Number(reply[2]) : null };
+  }
+
+  /** Every part staged for the attempt so far. */
+  async staged(ref: AttemptRef): Promise<StagedPart[]> {
+    const all = await this.redis.hgetall(this.keys.staged(ref.experiment, ref.block, ref.attempt));
+    return Object.values(all).map((raw) => StagedPartSchema.parse(JSON.parse(raw)));
+  }
+
+  /** The attempt's keys, once its block is committed or failed. */
+  async forget(ref: AttemptRef): Promise<void> {
+    await this.redis.del(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt), this.keys.staged(ref.experiment, ref.block, ref.attempt));
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * A spread gang's results as one block: the leading part's reps and gates merged with every
+ * other part's staged ones (store/gang-staging.ts). The gang's step time is the slowest rank's,
+ * per step, across all hosts; a gate passes only when it passed on every rank of every host.
+ */
+import type { CommitGate, CommitRep } from '../store/result-store.ts';
+
+export interface PartResults {
+  cards: string[];
+  reps: CommitRep[];
+  gates: CommitGate[];
+}
+
+/** `lead` first: its rep fields (hashes, backend, mode) speak for the gang, as rank 0's do on one host. */
+export function mergeGangResults(lead: PartResults, others: PartResults[]): PartResults {
+  const parts = [lead, ...others];
+  const cards = parts.flatMap((p) => p.cards);
+  const reps = lead.reps.map((r, i) => {
+    const same = parts.map((p) => p.reps[i]);
+    if (same.some((s) => s === undefined || s.arm !== r.arm || s.rep !== r.rep)) {
+      throw new Error(`the parts of block ${r.block} disagree on rep ${i} (${r.arm} #${r.rep}): ${same.map((s) => (s ? `${s.arm} #${s.rep}` : 'missing')).join(', ')}`);
+    }
+    const perPart = same.map((s) => s!.result.step_ms);
+    const steps = Math.min(...perPart.map((s) => s.length));
+    const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perPart.map((s) => s[k] as number)));
+    const unsupported = [...new Set(same.flatMap((s) => s!.result.unsupported ?? []))];
+    return { ...r, result: { ...r.result, step_ms, cards, ...(r.result.unsupported === undefined ? {} : { unsupported }) } };
+  });
+  const gates = lead.gates.map((g) => {
+    const same = parts.map((p) => p.gates.find((x) => x.arm === g.arm));
+    const present = same.filter((s): s is CommitGate => s !== undefined);
+    const bad = present.map((s) => s.result.first_bad_replay).filter((x): x is number => x !== null && x !== undefined);
+    return {
+      ...g,
+      result: {
+        ...g.result,
+        pass: present.length === parts.length && present.every((s) => s.result.pass),
+        first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
+        detail: present.flatMap((s) => s.result.detail ?? []),
+      },
+    };
+  });
+  return { cards, reps, gates };
+}
