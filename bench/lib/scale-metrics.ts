@@ -1,0 +1,120 @@
+/**
+ * What a scheduler-at-scale run measured, from the block states the scheduler wrote and the
+ * host-job records of the stand-in hosts. Pure.
+ *
+ * - grants/s: grants per 1 s window from the first grant to the last (the queue is non-empty
+ *   until the last grant: every block was submitted before it).
+ * - card utilisation: leased card-seconds (grant → release of each attempt) over available
+ *   card-seconds from the first submission to the last grant (work was waiting all along).
+ * - head wait of a block: from when it became the oldest waiting block (every block ahead of it
+ *   in queue order granted, and itself submitted) to its grant. Backfill guarantees it starts by
+ *   its reservation, which is no later than the latest expected end (granted_at + expected_ms) of
+ *   the attempts running at that moment — blocks here run shorter than expected, so that is a
+ *   bound; the scheduler's own pass latency comes on top (`slackMs`).
+ * - exclusivity: no card held by two host jobs at once (their receive → release-start intervals
+ *   overlap on a card).
+ */
+import { compareQueued } from '../../orchestrator/scheduler/grant-planner.ts';
+import type { HostJobRecord } from './stand-in-host.ts';
+
+export interface BlockTimeline {
+  experiment: string;
+  block: number;
+  seq: number;
+  priority: number;
+  ranks: number;
+  /** the experiment was registered (ms) */
+  created: number;
+  granted_at: number;
+  expected_ms: number;
+  attempts: number;
+}
+
+export interface HeadWait {
+  key: string;
+  ranks: number;
+  head_at: number;
+  wait_ms: number;
+  bound_ms: number;
+}
+
+export interface ScaleMetrics {
+  blocks: number;
+  grants_per_s_median: number;
+  grants_per_s_overall: number;
+  utilisation: number;
+  /** the longest head wait among 8-rank blocks (the largest gangs starve first) and its bound */
+  worst8: HeadWait | null;
+  /** blocks (any size) whose head wait exceeded bound + slack */
+  starved: HeadWait[];
+  /** pairs of host jobs that held one card at once */
+  overlaps: string[];
+  retried: number;
+}
+
+export function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+export function scaleMetrics(blocks: BlockTimeline[], jobs: HostJobRecord[], cards: number, slackMs: number): ScaleMetrics {
+  const grants = blocks.map((b) => b.granted_at).sort((a, b) => a - b);
+  const first = grants[0] ?? 0;
+  const last = grants[grants.length - 1] ?? 0;
+  const windows: number[] = [];
+  for (let t = first; t + 1000 <= last || windows.length === 0; t += 1000) windows.push(grants.filter((g) => g >= t && g < t + 1000).length);
+  const t0 = Math.min(...blocks.map((b) => b.created));
+
+  const grantedAt = new Map(blocks.map((b) => [`${b.experiment}.b${b.block}`, b.granted_at]));
+  let leased = 0;
+  for (const j of jobs) {
+    const from = Math.max(t0, grantedAt.get(`${j.experiment}.b${j.block}`) ?? j.received);
+    const to = Math.min(last, j.released);
+    if (to > from) leased += (to - from) * j.cards.length;
+  }
+
+  const queue = [...blocks].sort((a, b) => compareQueued(a, b));
+  const ended = new Map<string, number>();
+  for (const j of jobs) ended.set(`${j.experiment}.b${j.block}`, Math.max(ended.get(`${j.experiment}.b${j.block}`) ?? 0, j.released));
+  const waits: HeadWait[] = [];
+  let aheadGranted = 0;
+  for (const b of queue) {
+    const headAt = Math.max(b.created, aheadGranted);
+    let latestEnd = headAt;
+    for (const g of blocks) {
+      const end = ended.get(`${g.experiment}.b${g.block}`) ?? Infinity;
+      if (g.granted_at <= headAt && end > headAt) latestEnd = Math.max(latestEnd, g.granted_at + g.expected_ms);
+    }
+    waits.push({ key: `${b.experiment}.b${b.block}`, ranks: b.ranks, head_at: headAt, wait_ms: Math.max(0, b.granted_at - headAt), bound_ms: latestEnd - headAt });
+    aheadGranted = Math.max(aheadGranted, b.granted_at);
+  }
+  const eights = waits.filter((w) => w.ranks === 8).sort((a, b) => b.wait_ms - a.wait_ms);
+
+  return {
+    blocks: blocks.length,
+    grants_per_s_median: median(windows),
+    grants_per_s_overall: last > first ? (grants.length - 1) / ((last - first) / 1000) : NaN,
+    utilisation: last > t0 ? leased / (cards * (last - t0)) : NaN,
+    worst8: eights[0] ?? null,
+    starved: waits.filter((w) => w.wait_ms > w.bound_ms + slackMs),
+    overlaps: overlaps(jobs),
+    retried: blocks.filter((b) => b.attempts > 1).length,
+  };
+}
+
+function overlaps(jobs: HostJobRecord[]): string[] {
+  const byCard = new Map<string, HostJobRecord[]>();
+  for (const j of jobs) for (const c of j.cards) byCard.set(c, [...(byCard.get(c) ?? []), j]);
+  const out: string[] = [];
+  for (const [card, js] of byCard) {
+    const s = [...js].sort((a, b) => a.received - b.received);
+    for (let i = 1; i < s.length; i++) {
+      const a = s[i - 1] as HostJobRecord;
+      const b = s[i] as HostJobRecord;
+      if (b.received < a.releasing) out.push(`${card}: ${a.experiment}.b${a.block}-a${a.attempt} and ${b.experiment}.b${b.block}-a${b.attempt}`);
+    }
+  }
+  return out;
+}

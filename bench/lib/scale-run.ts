@@ -1,0 +1,173 @@
+/**
+ * One run of the scheduler at scale: a private redis-server, the stand-in hosts in a child
+ * process (stand-in-fleet.ts), the real Scheduler in this process, and a seeded stream of
+ * experiments of 1/2/4/8-rank blocks submitted through the real submitExperiment. Waits until
+ * every experiment ended, then reads what the scheduler wrote (block states) and what the hosts
+ * saw (host-job records) into scale-metrics.ts.
+ */
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { pino, type Level } from 'pino';
+import { newClusterSecret } from '../../jobs/grant.ts';
+import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
+import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
+import { connectRedis, waitReady } from '../../store/connect.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
+import { startRedisServer } from '../../store/redis-server-process.ts';
+import { scaleMetrics, type BlockTimeline, type ScaleMetrics } from './scale-metrics.ts';
+import type { FleetConfig, FleetMessage } from './stand-in-fleet.ts';
+import type { HostJobRecord } from './stand-in-host.ts';
+
+export interface ScaleOptions {
+  hosts: number;
+  cardsPerHost: number;
+  experiments: number;
+  blocksPerExperiment: number;
+  /** reps per arm per block (2 arms) */
+  reps: number;
+  /** how long a block runs on the stand-in hosts, ms, uniform in [lo, hi] */
+  runMs: [number, number];
+  seed: number;
+  /** head-wait slack over the backfill bound: the scheduler's own pass latency */
+  slackMs: number;
+  /** the scheduler's log level (default silent) */
+  logLevel?: Level | 'silent';
+  /** how long the whole run may take */
+  timeoutMs: number;
+}
+
+export interface ScaleRun {
+  metrics: ScaleMetrics;
+  reps: number;
+  /** INFO memory used_memory after − before, bytes */
+  redisBytes: number;
+  /** this process's CPU (the scheduler; the hosts are a child) from its start to the last end, ms */
+  cpuMs: number;
+  wallMs: number;
+  /** blocks that did not end done */
+  notDone: number;
+}
+
+const RANKS = [1, 2, 4, 8];
+
+function specText(name: string, ranks: number, blocks: number, reps: number): string {
+  return [
+    `name: ${name}`,
+    'design: ab',
+    'workload: { runtime: native, backend: cpu, kind: chain, params: { kernels: 4 }, warmup: 1, steps: 4 }',
+    'toggles: [graph]',
+    'arms:',
+    '  - { name: A, toggles: {} }',
+    '  - { name: B, toggles: { graph: true } }',
+    `reps: ${reps}`,
+    `blocks: { count: ${blocks}, ranks: ${ranks} }`,
+    'gates: { identity: false }',
+    'metric: { name: ms_per_step, better: lower }',
+    '',
+  ].join('\n');
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? NaN);
+}
+
+function startFleet(config: FleetConfig): { ready: Promise<void>; stop: () => Promise<HostJobRecord[]>; kill: () => void } {
+  const child = fork(new URL('./stand-in-fleet.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = () =>
+    new Promise<FleetMessage>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as FleetMessage));
+      child.once('exit', (code) => reject(new Error(`the stand-in hosts exited (${code})`)));
+    });
+  const ready = next().then(() => undefined);
+  child.send({ config });
+  return {
+    ready,
+    stop: async () => {
+      const got = next();
+      child.send({ stop: true });
+      const m = await got;
+      return 'records' in m ? m.records : [];
+    },
+    kill: () => void child.kill('SIGKILL'),
+  };
+}
+
+export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
+  const server = await startRedisServer();
+  const prefix = 'scale';
+  const log = pino({ level: o.logLevel ?? 'silent' });
+  const redis = connectRedis(server.url, { log, name: 'bench-driver' });
+  const dir = mkdtempSync(join(tmpdir(), 'orch-scale-'));
+  const secret = newClusterSecret().toString('hex');
+  const fleet = startFleet({ url: server.url, prefix, hosts: o.hosts, cardsPerHost: o.cardsPerHost, secret, heartbeatMs: 1000, runMs: o.runMs, seed: o.seed });
+  let scheduler: Scheduler | null = null;
+  let stopped = false;
+  try {
+    await waitReady(redis);
+    await fleet.ready;
+    const random = mulberry32(o.seed);
+    const specs: LoadedSpec[] = Array.from({ length: o.experiments }, (_, i) => {
+      const ranks = RANKS[Math.floor(random() * RANKS.length)] as number;
+      const file = join(dir, `scale-${i}-r${ranks}.yaml`);
+      const loaded = parseConfigText(file, specText(`scale-${i}-r${ranks}`, ranks, o.blocksPerExperiment, o.reps), 'experiment');
+      if (loaded.kind !== 'experiment') throw new Error('not an experiment');
+      return loaded;
+    });
+
+    const cpu0 = process.cpuUsage();
+    const t0 = Date.now();
+    scheduler = new Scheduler({ url: server.url, prefix, log, secret: Buffer.from(secret, 'utf8') });
+    scheduler.start();
+    const leader = scheduler;
+    while (!leader.isLeader) await new Promise((r) => setTimeout(r, 20));
+    // after every connection is open: what grows from here is the experiments' data
+    const before = await usedMemory(redis);
+    const ids: string[] = [];
+    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, specText: '' })).id);
+
+    const store = new ExperimentStore(redis, prefix);
+    for (;;) {
+      const states = await Promise.all(ids.map((id) => store.state(id)));
+      if (states.every((s) => s !== null && TERMINAL_EXPERIMENT_STATES.has(s))) break;
+      if (Date.now() - t0 > o.timeoutMs) throw new Error(`not every experiment ended within ${o.timeoutMs} ms: ${states.filter((s) => s === 'done').length}/${ids.length} done`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const wallMs = Date.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const after = await usedMemory(redis);
+
+    const blocks: BlockTimeline[] = [];
+    let notDone = 0;
+    for (const id of ids) {
+      const exp = await store.get(id);
+      if (!exp) throw new Error(`experiment ${id} is gone`);
+      for (const b of await store.blocks(id)) {
+        if (b.phase !== 'done') notDone++;
+        if (b.granted_at === null) continue;
+        blocks.push({ experiment: id, block: b.block, seq: exp.seq, priority: exp.priority, ranks: exp.plan.ranks, created: exp.created, granted_at: b.granted_at, expected_ms: b.expected_ms ?? 0, attempts: b.attempts.length });
+      }
+    }
+    await scheduler.stop();
+    stopped = true;
+    const jobs = await fleet.stop();
+    return {
+      metrics: scaleMetrics(blocks, jobs, o.hosts * o.cardsPerHost, o.slackMs),
+      reps: blocks.length * 2 * o.reps,
+      redisBytes: after - before,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      wallMs,
+      notDone,
+    };
+  } finally {
+    if (scheduler && !stopped) await scheduler.stop().catch(() => undefined);
+    fleet.kill();
+    redis.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

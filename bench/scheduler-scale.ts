@@ -1,0 +1,71 @@
+/**
+ * The scheduler at scale: 512 cards on 64 hosts, a real Scheduler, the real store and Lua on a
+ * private redis-server, and stand-in hosts that do everything a worker does but run ranks
+ * (bench/lib/stand-in-host.ts). A seeded mix of 1/2/4/8-rank blocks; see bench/lib/scale-run.ts
+ * for the run and bench/lib/scale-metrics.ts for what each column means.
+ *
+ * Targets (printed, never asserted): ≥ 500 grants/s, ≥ 95 % card utilisation, no block waiting
+ * at the head of the queue longer than the backfill guarantee allows.
+ *
+ * Run: npm run bench -- scheduler-scale
+ * Environment: BENCH_HOSTS (64), BENCH_CARDS_PER_HOST (8), BENCH_EXPERIMENTS (48),
+ * BENCH_BLOCKS (blocks per experiment, 32), BENCH_REPS (reps per arm, 2), BENCH_RUN_MS
+ * (a block's run time on the stand-in hosts, "lo-hi" ms, 20-200), BENCH_RUNS (3),
+ * BENCH_SEED (1), BENCH_SLACK_MS (pass latency allowed over the backfill bound, 1000),
+ * BENCH_LOG (the scheduler's pino level, silent).
+ */
+import { loadavg } from 'node:os';
+import type { Level } from 'pino';
+import { median } from './lib/scale-metrics.ts';
+import { runScale, type ScaleRun } from './lib/scale-run.ts';
+
+const env = process.env;
+const num = (k: string, d: number) => Number(env[k] ?? d);
+const [lo, hi] = (env.BENCH_RUN_MS ?? '20-200').split('-').map(Number) as [number, number];
+const opts = {
+  hosts: num('BENCH_HOSTS', 64),
+  cardsPerHost: num('BENCH_CARDS_PER_HOST', 8),
+  experiments: num('BENCH_EXPERIMENTS', 48),
+  blocksPerExperiment: num('BENCH_BLOCKS', 32),
+  reps: num('BENCH_REPS', 2),
+  runMs: [lo, hi] as [number, number],
+  slackMs: num('BENCH_SLACK_MS', 1000),
+  logLevel: (env.BENCH_LOG ?? 'silent') as Level | 'silent',
+  timeoutMs: 20 * 60_000,
+};
+const RUNS = num('BENCH_RUNS', 3);
+const SEED = num('BENCH_SEED', 1);
+
+const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+
+const runs: ScaleRun[] = [];
+const loads: string[] = [load()];
+for (let i = 0; i < RUNS; i++) {
+  const r = await runScale({ ...opts, seed: SEED + i });
+  runs.push(r);
+  loads.push(load());
+  const m = r.metrics;
+  console.log(`run ${i + 1}/${RUNS}: ${m.blocks} blocks in ${f(r.wallMs / 1000)} s; not done ${r.notDone}; retried ${m.retried}; starved ${m.starved.length}; card overlaps ${m.overlaps.length}`);
+  for (const s of m.starved.slice(0, 3)) console.log(`  starved: ${s.key} (${s.ranks} ranks) waited ${f(s.wait_ms / 1000, 2)} s at the head; bound ${f(s.bound_ms / 1000, 2)} s`);
+  for (const o of m.overlaps.slice(0, 3)) console.log(`  overlap: ${o}`);
+}
+
+const med = (pick: (r: ScaleRun) => number) => median(runs.map(pick));
+const cards = opts.hosts * opts.cardsPerHost;
+console.log(`\n${cards} cards on ${opts.hosts} hosts; ${opts.experiments} experiments × ${opts.blocksPerExperiment} blocks (ranks 1/2/4/8, seeded), ${2 * opts.reps} reps per block; blocks run ${lo}-${hi} ms; medians of ${RUNS} runs (seeds ${SEED}..${SEED + RUNS - 1})`);
+console.log(`load average (1/5/15 min) before and after each run: ${loads.join(' | ')}`);
+console.log(['metric', 'median', 'target'].join(' | '));
+const rows: [string, string, string][] = [
+  ['grants/s (median 1 s window, queue non-empty)', f(med((r) => r.metrics.grants_per_s_median)), '≥ 500'],
+  ['grants/s (first to last grant)', f(med((r) => r.metrics.grants_per_s_overall)), ''],
+  ['card utilisation % (work waiting)', f(100 * med((r) => r.metrics.utilisation)), '≥ 95'],
+  ['longest 8-rank head wait s', f(med((r) => (r.metrics.worst8?.wait_ms ?? NaN) / 1000), 2), '≤ bound'],
+  ['  its backfill bound s', f(med((r) => (r.metrics.worst8?.bound_ms ?? NaN) / 1000), 2), ''],
+  ['blocks over bound + slack (all runs)', String(runs.reduce((n, r) => n + r.metrics.starved.length, 0)), '0'],
+  ['card held by two gangs (all runs)', String(runs.reduce((n, r) => n + r.metrics.overlaps.length, 0)), '0'],
+  ['Redis MiB per 10 000 reps', f(med((r) => (r.redisBytes / r.reps) * 10_000 / 2 ** 20), 2), ''],
+  ['scheduler CPU % of a core', f(med((r) => (100 * r.cpuMs) / r.wallMs)), ''],
+  ['scheduler CPU ms per block', f(med((r) => r.cpuMs / r.metrics.blocks), 2), ''],
+];
+for (const row of rows) console.log(row.join(' | '));
