@@ -26,6 +26,8 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     try {
       // the workers run what this Redis holds: refuse one anybody may write to
       await requireRedisAuth(target.redis, target.url, { allowInsecure: argv.insecureRedis, log, who: 'the workers' });
+      const { warnIfNotPersistent } = await import('../../store/redis-instance.ts');
+      await warnIfNotPersistent(target.redis, log, 'orch serve');
     } finally {
       await target.close();
     }

@@ -72,6 +72,14 @@ export class LeaderLease {
     void tick();
   }
 
+  /**
+   * Forgets that this candidate leads (the Redis that held the lease lost its data): the next
+   * tick that holds the lease elects it again, so a fresh term begins.
+   */
+  forget(): void {
+    this.leading = false;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);

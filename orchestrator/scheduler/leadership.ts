@@ -58,6 +58,17 @@ export class Leadership {
     await this.lease.stop();
   }
 
+  /**
+   * Ends the term in progress and campaigns again (the Redis lost its data: every job, block
+   * state and lease the term followed is gone); the next election begins a fresh term that
+   * reads everything again.
+   */
+  async restartTerm(why: string): Promise<void> {
+    if (this.stopped) return;
+    this.lease.forget();
+    await this.stepDown(why);
+  }
+
   private lead(): void {
     let end!: () => void;
     const ended = new Promise<void>((r) => (end = r));
