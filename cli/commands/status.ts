@@ -1,4 +1,4 @@
-/** `orch status [ID]`: the leader, queues, cards and who holds them, blocks waiting and why. */
+/** `orch status [ID]`: the leader, queues, cards and who holds them, blocks waiting and why, failed and stalled nightly runs. */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
@@ -15,6 +15,7 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const { formatBuildState, readBuildState } = await import('../../store/build-state.ts');
+    const { nightlyTrouble, renderNightlyTrouble } = await import('../../orchestrator/nightly/nightly-trouble.ts');
     const target = await requireTarget('status', orchLog('status'));
     try {
       const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all });
@@ -24,7 +25,10 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
       // The build locks of the hosts: holder, since when, similar builds' durations, waiters.
       const builds = await readBuildState(target.redis, { prefix: target.prefix });
       const buildLines = builds.length === 0 ? [] : ['', 'builds', ...formatBuildState(builds).map((l) => `  ${l}`)];
-      process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds }, null, 2)}\n` : `${renderStatus(s)}${buildLines.map((l) => `${l}\n`).join('')}`);
+      // Failed and stalled nightly runs of the last week, from the history database.
+      const nightly = await nightlyTrouble();
+      const nightlyLines = renderNightlyTrouble(nightly);
+      process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds, nightly }, null, 2)}\n` : `${renderStatus(s)}${[...buildLines, ...nightlyLines].map((l) => `${l}\n`).join('')}`);
     } finally {
       await target.close();
     }
