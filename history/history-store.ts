@@ -54,13 +54,15 @@ export interface NightlyRow {
   cards: string[];
   hosts: string[];
   commits: Record<string, string>;
+  /** a paired entry's pairing (paired against the last good commit, or unpaired A/A); null for other entries */
+  pairing: string | null;
   error: string | null;
 }
 
 const ROW_COLUMNS = [
   'run_id', 'suite', 'scheduled_at', 'spec_file', 'spec_name', 'spec_hash', 'experiment', 'experiment_state', 'results_dir',
   'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'arm_value', 'reference_value', 'aa_pass',
-  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'error',
+  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'error',
 ] as const satisfies readonly (keyof NightlyRow)[];
 
 export function runId(suite: string, scheduledAt: number): string {

@@ -15,7 +15,7 @@ import { SpecError, type SpecIssue } from './errors.ts';
 import { readSpecFile } from './read-spec-file.ts';
 import { SpecSchema, type Spec } from './spec.ts';
 import { specHash } from './spec-hash.ts';
-import { SuiteSchema, type Suite } from './suite.ts';
+import { entryFile, SuiteSchema, type Suite } from './suite.ts';
 import { formatPath, parseYamlSource, type YamlSource } from './yaml-source.ts';
 import { zodIssuesToSpecIssues } from './zod-issues.ts';
 
@@ -96,7 +96,7 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
 function checkSuiteExperiments(file: string, source: YamlSource, suite: Suite): void {
   const issues: SpecIssue[] = [];
   const suiteDir = realDir(dirname(file));
-  suite.experiments.forEach((rel, i) => {
+  suite.experiments.map(entryFile).forEach((rel, i) => {
     const absolute = resolve(dirname(file), rel);
     const path = relative(process.cwd(), absolute).startsWith('..') ? absolute : relative(process.cwd(), absolute);
     const at = { file, line: source.lineOf(['experiments', i]), path: `experiments[${i}]` };

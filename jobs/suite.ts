@@ -3,6 +3,28 @@ import { z } from 'zod';
 import { cronProblem } from './cron.ts';
 import { NameSchema, strictObject } from './spec/strict-object.ts';
 
+/**
+ * A paired nightly entry: tonight's commit and the last commit whose nightly passed become the
+ * two builds of one experiment, interleaved on the same cards, so a regression is found within
+ * one night by a paired test. The spec is an A/B whose two arms each name a build: the first
+ * arm's build is set to the last good commit, the second arm's to tonight's. Before any night
+ * passed, both are tonight's commit (an A/A, said so in the night's rows).
+ */
+export const PairedEntrySchema = strictObject({
+  /** The spec file, relative to the suite file. */
+  spec: z.string().min(1),
+  against: z.literal('last_good'),
+  /** Tonight's commit: this ref of the spec's repository (default: its HEAD). */
+  ref: z.string().min(1).max(256).regex(/^[^\s\0-]/, { error: 'a git ref (a branch, tag or commit); it may not start with "-" or a space' }).optional(),
+});
+export type PairedEntry = z.infer<typeof PairedEntrySchema>;
+export type SuiteEntry = string | PairedEntry;
+
+/** The spec file an entry names, relative to the suite file. */
+export function entryFile(e: SuiteEntry): string {
+  return typeof e === 'string' ? e : e.spec;
+}
+
 export const SuiteSchema = strictObject({
   kind: z.literal('suite'),
   name: NameSchema,
@@ -15,8 +37,8 @@ export const SuiteSchema = strictObject({
     /** IANA time zone, e.g. Europe/Berlin. */
     tz: z.string().refine(isTimeZone, { error: 'unknown IANA time zone (e.g. "UTC", "Europe/Berlin")' }).default('UTC'),
   }),
-  /** Spec files, relative to the suite file. */
-  experiments: z.array(z.string().min(1)).min(1),
+  /** Spec files, relative to the suite file; an entry may instead pair tonight's commit with the last good one. */
+  experiments: z.array(z.union([z.string().min(1), PairedEntrySchema])).min(1),
   /** Where each night writes results/<experiment>/, relative to the suite file (default: results next to it). */
   results: z.string().min(1).optional(),
   /** Who hears of a regression, an invalid night or a night that could not run (ORCH_ALERT_WEBHOOK adds a webhook). */

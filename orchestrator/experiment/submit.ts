@@ -25,6 +25,8 @@ export interface SubmitInput {
   specText: string;
   /** refuse now when no registered card can run a block, instead of waiting for one */
   noWait?: boolean;
+  /** the experiment's id, chosen by a caller that records it before submitting (a nightly run); default experimentId(name) */
+  id?: string;
 }
 
 export interface Submitted {
@@ -40,7 +42,7 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
   const store = new ExperimentStore(redis, prefix);
   const waitingFor = await checkPlacement(redis, prefix, loaded, plan, input.noWait ?? false);
 
-  const id = experimentId(plan.name);
+  const id = input.id ?? experimentId(plan.name);
   const record: Record<string, string> = {
     id,
     name: plan.name,

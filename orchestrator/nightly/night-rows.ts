@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { NightlyRow } from '../../history/history-store.ts';
 import type { WrittenResults } from '../results/write-results.ts';
 
-export type RowContext = Pick<NightlyRow, 'run_id' | 'suite' | 'scheduled_at' | 'spec_file' | 'spec_name' | 'spec_hash' | 'commits'>;
+export type RowContext = Pick<NightlyRow, 'run_id' | 'suite' | 'scheduled_at' | 'spec_file' | 'spec_name' | 'spec_hash' | 'commits' | 'pairing'>;
 
 const EMPTY = {
   metric: null, verdict: null, change: null, ci_low: null, ci_high: null, arm_value: null, reference_value: null,

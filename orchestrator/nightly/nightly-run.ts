@@ -1,25 +1,33 @@
 /**
- * One nightly run, start to end: claim (suite, scheduled time) in the history — the idempotency
- * key, so a stalled job retried elsewhere waits for the experiments the first attempt submitted
- * instead of submitting again — submit each spec through the ordinary submit path, wait for
+ * One nightly run, start to end: claim (suite, scheduled time) — a Redis SET NX key, then the
+ * history's unique row — so a stalled job retried elsewhere, or two processors racing for one
+ * night, never submit twice: the other attempt waits while the claimant's heartbeat is fresh and
+ * then takes over the experiments it recorded (each recorded before it is submitted). Submit
+ * each spec through the ordinary submit path (a paired entry first gets tonight's and the last
+ * good night's commits as its two builds, paired-night.ts), wait for
  * every experiment, write results/<id>/ as `orch submit` does, record one row per comparison,
  * judge them against the nights before (night-findings.ts) and send the alerts. A spec that
  * stopped validating is that spec's failure (a not-run row, a `failed` alert); the others run.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { loadSpec } from '../../jobs/load-spec.ts';
-import type { HistoryStore, NightlyRow, RunState, SubmittedSpec } from '../../history/history-store.ts';
+import { runId, type HistoryStore, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
+import { NightlyClaims } from '../../store/nightly-claims.ts';
 import { waitForEnd } from '../experiment/progress.ts';
-import { submitExperiment } from '../experiment/submit.ts';
+import { experimentId, submitExperiment } from '../experiment/submit.ts';
 import { writeResults } from '../results/write-results.ts';
 import type { AlertSend } from './alert-sinks.ts';
 import { findings } from './night-findings.ts';
 import { makeAlert } from './nightly-alert.ts';
 import { notRunRow, rowsFromResults, type RowContext } from './night-rows.ts';
+import { NIGHTLY_HEARTBEAT_MS, staleAfter } from './heartbeat.ts';
+import { lastGoodCommit, pairedCommits, pairSpec } from './paired-night.ts';
 import { orchProvenance, specCommits } from './provenance.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
 
@@ -45,50 +53,81 @@ export interface NightOutcome {
 }
 
 export async function runNight(ctx: NightContext, data: NightlyJobData, scheduledAt: number): Promise<NightOutcome> {
-  const prov = orchProvenance();
-  const { claimed, run } = await ctx.history.claimRun({ suite: data.suite, scheduledAt, orchVersion: prov.version, orchCommit: prov.commit, serveHost: prov.host });
+  const heartbeatMs = ctx.heartbeatMs ?? NIGHTLY_HEARTBEAT_MS;
+  const { claimed, run: found } = await claimNight(ctx, data.suite, scheduledAt, heartbeatMs);
+  let run = found;
   const log = ctx.log.child({ suite: data.suite, run: run.id });
+  if (!claimed && run.state === 'running') run = await whileAlive(ctx.history, run, heartbeatMs);
   if (!claimed && run.state !== 'running') {
-    log.info({ state: run.state }, 'nightly: this night was already run; nothing submitted again');
+    log.info({ state: run.state }, 'nightly: this night was run by another attempt; nothing submitted again');
     return { run: run.id, state: run.state, claimed, submitted: [], rejected: [], alerts: 0 };
   }
-  const beat = setInterval(() => void ctx.history.heartbeat(run.id).catch(() => undefined), ctx.heartbeatMs ?? 30_000);
+  const beat = setInterval(() => void ctx.history.heartbeat(run.id).catch(() => undefined), heartbeatMs);
   try {
     const rows: NightlyRow[] = [];
     const submitted: NightOutcome['submitted'] = [];
     const rejected: string[] = [];
     const context = new Map<string, RowContext>();
     const base = { run_id: run.id, suite: data.suite, scheduled_at: scheduledAt };
+    const before = await ctx.history.rows(data.suite);
+    const paired = (file: string) => data.paired?.find((p) => p.file === file);
     if (claimed) {
+      const intents: SubmittedSpec[] = [];
       for (const file of data.experiments) {
         try {
-          const loaded = loadSpec(file);
-          const sub = await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8') });
-          submitted.push({ file, experiment: sub.id, hash: loaded.hash });
-          context.set(file, { ...base, spec_file: file, spec_name: loaded.spec.name, spec_hash: loaded.hash, commits: specCommits(loaded.spec) });
-          await ctx.history.setExperiments(run.id, submitted.map(({ file: f, experiment }) => ({ file: f, experiment })));
-          log.info({ experiment: sub.id, file }, 'nightly: submitted');
+          let loaded = loadSpec(file);
+          let extra: Pick<RowContext, 'commits' | 'pairing'> = { commits: specCommits(loaded.spec), pairing: null };
+          const pair = paired(file);
+          if (pair) {
+            const p = pairSpec(loaded, lastGoodCommit(before, file), pair.ref);
+            loaded = p.loaded;
+            extra = { commits: p.commits, pairing: p.pairing };
+          }
+          // The intent is recorded before the submit: an attempt that dies in between leaves an
+          // id a retry finds in Redis (and waits for) or not (never submitted), never an orphan.
+          const id = experimentId(loaded.spec.name);
+          intents.push({ file, experiment: id });
+          await ctx.history.setExperiments(run.id, intents);
+          try {
+            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id });
+          } catch (err) {
+            intents.pop();
+            await ctx.history.setExperiments(run.id, intents);
+            throw err;
+          }
+          submitted.push({ file, experiment: id, hash: loaded.hash });
+          context.set(file, { ...base, spec_file: file, spec_name: loaded.spec.name, spec_hash: loaded.hash, ...extra });
+          log.info({ experiment: id, file, ...(extra.pairing ? { pairing: extra.pairing } : {}) }, 'nightly: submitted');
         } catch (err) {
           if (!(err instanceof UserInputError)) throw err;
           rejected.push(`${file}: ${err.message}`);
-          rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {} }, null, `not submitted: ${err.message}`));
+          rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null }, null, `not submitted: ${err.message}`));
           log.error({ file, err }, 'nightly: spec not submitted');
         }
       }
     } else {
-      log.warn({ experiments: run.experiments }, 'nightly: another attempt claimed this night and stopped; waiting for its experiments, submitting nothing');
+      log.warn({ experiments: run.experiments }, 'nightly: the attempt that claimed this night stopped; waiting for the experiments it submitted, submitting nothing');
       const exps = new ExperimentStore(ctx.redis, ctx.prefix);
       for (const s of run.experiments) {
         const exp = await exps.get(s.experiment);
-        submitted.push({ ...s, hash: exp?.hash ?? '' });
-        context.set(s.file, { ...base, spec_file: s.file, spec_name: exp?.name ?? null, spec_hash: exp?.hash ?? null, commits: exp ? specCommits(exp.spec) : {} });
+        const rc: RowContext = {
+          ...base, spec_file: s.file, spec_name: exp?.name ?? null, spec_hash: exp?.hash ?? null,
+          commits: exp ? (paired(s.file) ? pairedCommits(exp.spec) : specCommits(exp.spec)) : {},
+          pairing: exp && paired(s.file) ? `paired by the attempt that submitted it: ${JSON.stringify(pairedCommits(exp.spec))}` : null,
+        };
+        if (exp) {
+          submitted.push({ ...s, hash: exp.hash });
+          context.set(s.file, rc);
+        } else {
+          rows.push(notRunRow(rc, s.experiment, `not submitted: the attempt that claimed this night stopped before submitting experiment ${s.experiment}`));
+        }
       }
       for (const file of data.experiments.filter((f) => !run.experiments.some((s) => s.file === f))) {
-        rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {} }, null, 'not submitted: the attempt that claimed this night stopped before submitting it'));
+        rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null }, null, 'not submitted: the attempt that claimed this night stopped before submitting it'));
       }
     }
     for (const s of submitted) rows.push(...(await collect(ctx, s, context.get(s.file)!, log)));
-    const judged = findings(rows, await ctx.history.rows(data.suite));
+    const judged = findings(rows, before);
     for (const alert of judged.alerts) {
       log.warn({ alert: alert.kind, spec: alert.spec }, alert.text);
       await ctx.send(alert);
@@ -107,6 +146,43 @@ export async function runNight(ctx: NightContext, data: NightlyJobData, schedule
   } finally {
     clearInterval(beat);
   }
+}
+
+/**
+ * Who runs this night: the attempt that takes the Redis key (store/nightly-claims.ts) and then
+ * inserts the history's row. One that finds the key taken does not insert: it waits for the
+ * holder's row, and if none comes within the staleness window the holder died before writing it
+ * — the night is then recorded as failed here, so it is never silently lost.
+ */
+async function claimNight(ctx: NightContext, suite: string, scheduledAt: number, heartbeatMs: number): Promise<{ claimed: boolean; run: NightlyRun }> {
+  const prov = orchProvenance();
+  const claim = { suite, scheduledAt, orchVersion: prov.version, orchCommit: prov.commit, serveHost: prov.host };
+  if (await new NightlyClaims(ctx.redis, ctx.prefix).claim(suite, scheduledAt, `${prov.host}/${process.pid}/${randomBytes(4).toString('hex')}`)) {
+    return ctx.history.claimRun(claim);
+  }
+  const id = runId(suite, scheduledAt);
+  const until = Date.now() + staleAfter(heartbeatMs);
+  for (;;) {
+    const run = await ctx.history.run(id);
+    if (run) return { claimed: false, run };
+    if (Date.now() > until) break;
+    await sleep(Math.min(1000, heartbeatMs));
+  }
+  const { claimed, run } = await ctx.history.claimRun(claim);
+  if (!claimed) return { claimed: false, run };
+  const error = 'another attempt took this night in Redis but never recorded it (it stopped before writing its run); nothing was submitted';
+  await ctx.history.finishRun(run.id, { state: 'failed', error, alerts: 0, rows: [] });
+  return { claimed: false, run: (await ctx.history.run(run.id))! };
+}
+
+/** Waits while the run's own attempt is alive (its heartbeat fresh); returns the run as it ended or went stale. */
+async function whileAlive(history: HistoryStore, run: NightlyRun, heartbeatMs: number): Promise<NightlyRun> {
+  let r = run;
+  while (r.state === 'running' && Date.now() - r.heartbeat_at < staleAfter(heartbeatMs)) {
+    await sleep(Math.min(1000, heartbeatMs));
+    r = (await history.run(r.id)) ?? r;
+  }
+  return r;
 }
 
 async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log: Logger): Promise<NightlyRow[]> {

@@ -7,8 +7,10 @@
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadConfigFile } from '../../jobs/load-spec.ts';
+import { loadConfigFile, loadSpec } from '../../jobs/load-spec.ts';
 import { SpecError } from '../../jobs/errors.ts';
+import { entryFile, type PairedEntry, type Suite } from '../../jobs/suite.ts';
+import { pairingProblem } from './paired-night.ts';
 import { QUEUES } from '../../store/keys.ts';
 
 /** The data of every job a suite's scheduler produces. */
@@ -18,6 +20,8 @@ export interface NightlyJobData {
   file: string;
   /** absolute paths of the experiment specs, in the suite's order */
   experiments: string[];
+  /** the paired entries (against: last_good, paired-night.ts): the spec's absolute path and tonight's ref (null: HEAD) */
+  paired?: { file: string; ref: string | null }[];
   /** absolute results root (default: results next to the suite file) */
   results?: string;
   /** alert sinks; `file` absolute, or `-` for stdout */
@@ -55,10 +59,14 @@ export class NightlySuites {
     }
     const { suite } = loaded;
     const absolute = resolve(file);
+    const at = (rel: string) => resolve(dirname(absolute), rel);
+    const paired = suite.experiments.filter((e): e is PairedEntry => typeof e !== 'string').map((e) => ({ file: at(e.spec), ref: e.ref ?? null }));
+    checkPaired(file, suite, paired);
     const data: NightlyJobData = {
       suite: suite.name,
       file: absolute,
-      experiments: suite.experiments.map((rel) => resolve(dirname(absolute), rel)),
+      experiments: suite.experiments.map((e) => at(entryFile(e))),
+      ...(paired.length > 0 ? { paired } : {}),
       ...(suite.results ? { results: resolve(dirname(absolute), suite.results) } : {}),
       ...(suite.alerts
         ? {
@@ -92,6 +100,16 @@ export class NightlySuites {
   async close(): Promise<void> {
     await this.queue.close();
   }
+}
+
+/** A paired entry's spec must have the two builds the night sets; refused at install, nothing written. */
+function checkPaired(file: string, suite: Suite, paired: { file: string }[]): void {
+  const issues = paired.flatMap((p) => {
+    const problem = pairingProblem(loadSpec(p.file).spec);
+    const i = suite.experiments.findIndex((e) => typeof e !== 'string' && resolve(dirname(resolve(file)), e.spec) === p.file);
+    return problem ? [{ file, line: 1, path: `experiments[${i}].spec`, message: `${p.file}: ${problem}` }] : [];
+  });
+  if (issues.length > 0) throw new SpecError(issues);
 }
 
 function toInstalled(s: Awaited<ReturnType<Queue<NightlyJobData>['getJobSchedulers']>>[number]): InstalledSuite {

@@ -22,6 +22,7 @@ import { startRedisServer, type RedisServerProcess } from '../../store/redis-ser
 import { runOrch, spawnOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
 import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
+import { suiteNights } from './suite-nights.ts';
 
 const STEPS = join(process.cwd(), 'test/fixtures/cmd-nightly/steps.sh');
 const BASE_MS = 2;
@@ -102,19 +103,7 @@ for (const name of BACKENDS) {
     });
 
     const setMs = (candidate: number) => writeFileSync(join(dir, 'ms.txt'), `control ${BASE_MS}\ncandidate ${candidate}\n`);
-    const ended = async () => (await history.runs('loop', 100)).filter((r) => r.state !== 'running');
-
-    /** Installs the 1 s schedule, waits for `nights` more ended runs, removes it and lets the queue drain. */
-    async function nights(count: number): Promise<void> {
-      const before = (await ended()).length;
-      const inst = await runOrch(['nightly', 'install', join(dir, 'suite.yaml'), '--every', '1000'], cluster.env, 30_000);
-      assert.equal(inst.code, 0, inst.stderr);
-      await waitFor(`${count} more recorded nights`, async () => (await ended()).length >= before + count, { timeoutMs: 120_000, intervalMs: 250 });
-      assert.equal((await runOrch(['nightly', 'remove', 'loop'], cluster.env, 30_000)).code, 0);
-      const pending = async () => Object.values(await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized')).reduce((a, b) => a + b, 0);
-      await waitFor('the nightly queue drained', async () => (await pending()) === 0, { timeoutMs: 60_000, intervalMs: 250 });
-      await waitFor('every run ended', async () => (await history.runs('loop', 100)).every((r) => r.state !== 'running'), { timeoutMs: 60_000, intervalMs: 250 });
-    }
+    const nights = (count: number) => suiteNights({ cluster, history, queue, suite: 'loop', file: join(dir, 'suite.yaml') })(count);
 
     it('three quiet nights, then one planted slowdown: exactly one alert naming the change; the history outlives Redis', async () => {
       writeFileSync(join(dir, 'candidate.yaml'), spec(join(dir, 'ms.txt')));
