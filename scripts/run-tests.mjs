@@ -24,7 +24,8 @@ if (files.length === 0) {
 }
 // Every `orch` a test starts runs the TypeScript sources (bin/orch.mjs), not dist/: the tests
 // check the files as they are, built or not; test/cli/build.test.ts checks the compiled CLI.
-const testEnv = { ...process.env, ORCH_FROM_SOURCE: '1' };
+// test/chaos/ runs at its reduced size unless CHAOS_SIZE says otherwise (npm run chaos: full).
+const testEnv = { ...process.env, ORCH_FROM_SOURCE: '1', CHAOS_SIZE: process.env.CHAOS_SIZE ?? 'ci' };
 // test/e2e/ builds graphrt and runs a whole experiment on a fresh clone: minutes on a loaded
 // 2-core machine, so its files get a longer limit than the 5 minutes of the others.
 const run = (list, timeoutMs) =>

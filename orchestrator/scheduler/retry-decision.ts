@@ -19,7 +19,18 @@ export interface RetryDecision {
  * other end (a failure, a lost host) is retried as attempt + 1 on new leases, up to maxAttempts.
  */
 export function retryDecision(end: UnsuccessfulEnd, attempt: number, maxAttempts: number): RetryDecision {
-  if (end.state === 'failed' && end.unrecoverable) return { retry: false, outcome: 'failed', reason: end.reason };
+  if (end.state === 'failed' && end.unrecoverable && !diedHolding(end.reason)) return { retry: false, outcome: 'failed', reason: end.reason };
   if (attempt >= maxAttempts) return { retry: false, outcome: 'lost', reason: `${end.reason}; gave up after ${attempt} attempts` };
   return { retry: true, outcome: 'lost', reason: end.reason };
+}
+
+/**
+ * BullMQ fails a host job whose worker died holding it (kill -9, then a worker of the same host
+ * came back before the host looked dead) as unrecoverable once its lock lapsed (maxStalledCount
+ * 0): the host was lost, not the payload bad, so it is retried like a lost host.
+ */
+export const STALLED_REASON = 'job stalled more than allowable limit';
+
+function diedHolding(reason: string): boolean {
+  return reason.startsWith(STALLED_REASON);
 }

@@ -1,0 +1,188 @@
+/**
+ * What the chaos suite watches while a fault plays out, sampled every few ms from outside every
+ * orch process:
+ * - the card locks: /proc/locks (FLOCK entries) mapped by inode to the lock files of the lock
+ *   directory, recording which pid held each card's lock and when it changed hands;
+ * - the rank processes (fixture ranks, found by their command line: rank.mjs with --card-lock):
+ *   two live ranks on one card at one sample is an overlap;
+ * - each rank's CPU time (/proc/<pid>/stat utime + stime), charged as unleased when its card has
+ *   no live lease (store/lease-store.ts, read through a direct connection; while Redis does not
+ *   answer, the expiry read last decides: a lease is live until it expires);
+ * - every rank pid and process group seen, for the leftovers check after teardown.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { LeaseStore } from '../../store/lease-store.ts';
+import { cardLockPath } from '../../worker/block-executor.ts';
+
+const CLK_TCK = 100;
+
+interface RankProc {
+  pid: number;
+  pgid: number;
+  lock: string;
+  cpuS: number;
+  zombie: boolean;
+}
+
+export interface MonitorReport {
+  /** samples at which two live ranks sat on one card, or two pids held one card's lock */
+  overlaps: number;
+  overlapDetail: string[];
+  unleasedCpuS: number;
+  rankPids: number[];
+  rankPgids: number[];
+  /** per lock file: the holders in order, with when they took it */
+  lockHolders: Map<string, { pid: number; t: number }[]>;
+  samples: number;
+}
+
+function rankProcs(lockDir: string): RankProc[] {
+  const out: RankProc[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (!argv.some((a) => a.endsWith('rank.mjs'))) continue;
+      const lock = argv[argv.indexOf('--card-lock') + 1] ?? '';
+      if (!lock.startsWith(lockDir)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.push({ pid: Number(name), pgid: Number(f[2]), lock, cpuS: (Number(f[11]) + Number(f[12])) / CLK_TCK, zombie: f[0] === 'Z' });
+    } catch {
+      // gone between readdir and read
+    }
+  }
+  return out;
+}
+
+/** inode → holder pids of the FLOCK entries in /proc/locks */
+function flockHolders(): Map<number, number[]> {
+  const m = new Map<number, number[]>();
+  for (const line of readFileSync('/proc/locks', 'utf8').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] !== 'FLOCK' || f[0]?.endsWith('->')) continue;
+    const inode = Number((f[5] ?? '').split(':')[2]);
+    m.set(inode, [...(m.get(inode) ?? []), Number(f[4])]);
+  }
+  return m;
+}
+
+export class CardMonitor {
+  private timer: NodeJS.Timeout | null = null;
+  private readonly leases: LeaseStore;
+  /** lease card id → expiry (Redis clock ms) of the lease read last; 0: none */
+  private readonly expires = new Map<string, number>();
+  private refreshing = false;
+  private readonly lastCpu = new Map<number, number>();
+  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0 };
+  private readonly pids = new Set<number>();
+  private readonly pgids = new Set<number>();
+
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly lockDir: string,
+    /** lease card ids, e.g. cpu:0@h1 */
+    private readonly cards: string[],
+  ) {
+    this.leases = new LeaseStore(redis, { prefix });
+  }
+
+  start(intervalMs = 25): void {
+    const tick = () => {
+      this.sample();
+      this.refreshLeases();
+      this.timer = setTimeout(tick, intervalMs);
+    };
+    tick();
+  }
+
+  stop(): MonitorReport {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.sample();
+    this.report.rankPids = [...this.pids];
+    this.report.rankPgids = [...this.pgids];
+    return this.report;
+  }
+
+  private refreshLeases(): void {
+    if (this.refreshing) return;
+    this.refreshing = true;
+    void Promise.all(this.cards.map(async (c) => this.expires.set(c, (await this.leases.get(c))?.expires ?? 0)))
+      .catch(() => undefined)
+      .finally(() => (this.refreshing = false));
+  }
+
+  private sample(): void {
+    const r = this.report;
+    r.samples += 1;
+    const now = Date.now();
+    const procs = rankProcs(this.lockDir);
+    const byLock = new Map<string, number[]>();
+    for (const p of procs) {
+      this.pids.add(p.pid);
+      this.pgids.add(p.pgid);
+      if (p.zombie) continue;
+      byLock.set(p.lock, [...(byLock.get(p.lock) ?? []), p.pid]);
+      const prev = this.lastCpu.get(p.pid) ?? 0;
+      this.lastCpu.set(p.pid, p.cpuS);
+      const card = this.cards.find((c) => cardLockPath(this.lockDir, c) === p.lock);
+      const live = card !== undefined && (this.expires.get(card) ?? 0) > now;
+      if (!live) r.unleasedCpuS += p.cpuS - prev;
+    }
+    for (const [lock, pids] of byLock) {
+      if (pids.length > 1) {
+        r.overlaps += 1;
+        r.overlapDetail.push(`${lock}: ranks ${pids.join(', ')} alive at once`);
+      }
+    }
+    let inodes: Map<number, number[]>;
+    try {
+      inodes = flockHolders();
+    } catch {
+      return;
+    }
+    for (const card of this.cards) {
+      const lock = cardLockPath(this.lockDir, card);
+      let ino: number;
+      try {
+        ino = statSync(lock).ino;
+      } catch {
+        continue;
+      }
+      const holders = [...new Set(inodes.get(ino) ?? [])];
+      if (holders.length > 1) {
+        r.overlaps += 1;
+        r.overlapDetail.push(`${lock}: flock held by ${holders.join(', ')} at once`);
+      }
+      const seq = r.lockHolders.get(lock) ?? [];
+      const cur = holders[0] ?? 0;
+      if ((seq.at(-1)?.pid ?? 0) !== cur) seq.push({ pid: cur, t: now });
+      r.lockHolders.set(lock, seq);
+    }
+  }
+}
+
+/** pids of `pids` still alive (not zombies), and processes still in one of `pgids`. */
+export function leftovers(pids: number[], pgids: number[]): number[] {
+  const alive = new Set<number>();
+  const self = readFileSync('/proc/self/stat', 'utf8');
+  const ownGroup = Number(self.slice(self.lastIndexOf(')') + 2).split(' ')[2]);
+  const groups = new Set(pgids.filter((g) => g > 1 && g !== ownGroup));
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(join('/proc', name, 'stat'), 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (f[0] === 'Z') continue;
+      const pid = Number(name);
+      if (pids.includes(pid) || groups.has(Number(f[2]))) alive.add(pid);
+    } catch {
+      // gone
+    }
+  }
+  return [...alive];
+}
