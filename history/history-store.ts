@@ -138,6 +138,18 @@ export class HistoryStore {
     return rows.map(toRow);
   }
 
+  /** Every suite with a recorded run, by name. */
+  async suites(): Promise<string[]> {
+    return (await this.db.all<{ suite: string }>('SELECT DISTINCT suite FROM nightly_runs ORDER BY suite')).map((r) => r.suite);
+  }
+
+  /** When each suite's last successful (done) run ended, epoch ms. */
+  async lastSuccess(): Promise<{ suite: string; at: number }[]> {
+    const rows = await this.db.all<{ suite: string; at: number | string }>("SELECT suite, MAX(ended_at) AS at FROM nightly_runs WHERE state = 'done' GROUP BY suite ORDER BY suite");
+    // PostgreSQL returns a BIGINT aggregate as a string.
+    return rows.map((r) => ({ suite: r.suite, at: Number(r.at) }));
+  }
+
   /**
    * Runs that need a look: failed or invalid since `since`, and running ones whose heartbeat is
    * older than `staleMs` (their `orch serve` died and no retry took them over).

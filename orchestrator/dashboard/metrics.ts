@@ -3,7 +3,8 @@
  * scrape from the stores: cards by state, waiting blocks by reason, block attempts by outcome,
  * the build locks' waits, card busy share per host, Redis memory; and from the experiments'
  * event streams, tailed from where the last scrape stopped: reps, their measured time, gate
- * failures. Counters start at what the streams held when the dashboard started.
+ * failures; and from the nightly history, when each suite last succeeded. Counters start at what
+ * the streams held when the dashboard started.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { readBuildState } from '../../store/build-state.ts';
@@ -11,6 +12,7 @@ import { ExperimentStore } from '../../store/experiment-store.ts';
 import { readEvents } from '../results/collect-results.ts';
 import { clusterStatus } from '../experiment/cluster-status.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { dashboardHistory } from './dashboard-history.ts';
 
 interface StreamLine {
   type?: string;
@@ -33,11 +35,14 @@ export class DashboardMetrics {
   private readonly reps;
   private readonly repSeconds;
   private readonly gateFailures;
+  private readonly nightlySuccess;
+  private readonly history;
   private readonly redisUp;
   private readonly redisMemory;
 
   constructor(private readonly ctx: DashboardContext) {
     const registers = [this.registry];
+    this.history = dashboardHistory(ctx);
     this.cards = new Gauge({ name: 'orch_cards', help: 'Registered cards by state (free, held, dead: host missed its heartbeat)', labelNames: ['state'], registers });
     this.waiting = new Gauge({ name: 'orch_blocks_waiting', help: 'Blocks waiting for a gang, by the scheduler\'s reason', labelNames: ['reason'], registers });
     this.attempts = new Counter({ name: 'orch_block_attempts_total', help: 'Block attempts that ended, by outcome (lost: its gang was lost; failed; retried ones count as lost)', labelNames: ['outcome'], registers });
@@ -48,7 +53,7 @@ export class DashboardMetrics {
     this.reps = new Counter({ name: 'orch_reps_total', help: 'Reps answered (rank 0\'s rep lines on the experiments\' streams, committed or not)', registers });
     this.repSeconds = new Histogram({ name: 'orch_rep_duration_seconds', help: 'Measured time of a rep: the sum of its timed steps (rank 0)', buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120], registers });
     this.gateFailures = new Counter({ name: 'orch_gate_failures_total', help: 'Identity gates that failed (rank 0\'s gate lines with pass false)', registers });
-    new Gauge({ name: 'orch_nightly_last_success_timestamp_seconds', help: 'When each nightly suite last succeeded (no samples: orch keeps no suite history yet)', labelNames: ['suite'], registers });
+    this.nightlySuccess = new Gauge({ name: 'orch_nightly_last_success_timestamp_seconds', help: 'When each nightly suite\'s last successful (done) run ended, from the nightly history', labelNames: ['suite'], registers });
     this.redisUp = new Gauge({ name: 'orch_redis_up', help: '1 when the dashboard\'s Redis answered this scrape', registers });
     this.redisMemory = new Gauge({ name: 'orch_redis_used_memory_bytes', help: 'Redis used_memory (INFO memory)', registers });
   }
@@ -61,12 +66,25 @@ export class DashboardMetrics {
 
   /** Reads everything once; the route then serializes the registry. */
   async refresh(): Promise<void> {
+    await this.readHistory();
     try {
       await fromRedis(this.ctx, () => this.read(), 8000);
       this.redisUp.set(1);
     } catch (err) {
       this.redisUp.set(0);
       this.ctx.log.warn({ err: (err as Error).message }, 'metrics: Redis did not answer; serving orch_redis_up 0 and the last values');
+    }
+  }
+
+  /** The nightly history is read apart from Redis: either may be down while the other answers. */
+  private async readHistory(): Promise<void> {
+    try {
+      const store = await this.history.get();
+      const last = store ? await store.lastSuccess() : [];
+      this.nightlySuccess.reset();
+      for (const { suite, at } of last) this.nightlySuccess.set({ suite }, at / 1000);
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message, history: this.history.where }, 'metrics: the nightly history could not be read; serving the last values');
     }
   }
 

@@ -11,15 +11,7 @@ import { HistoryStore, runId, type NightlyRow } from '../../history/history-stor
 import { migrate, migrations } from '../../history/migrate.ts';
 import { openHistory } from '../../history/open-history.ts';
 import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
-
-function row(over: Partial<NightlyRow>): NightlyRow {
-  return {
-    run_id: '', suite: 's', scheduled_at: 0, spec_file: '/x/ab.yaml', spec_name: 'ab', spec_hash: 'h', experiment: 'e1',
-    experiment_state: 'done', results_dir: '/r/e1', arm: 'b', reference: 'a', metric: 'ms', verdict: 'slower', change: 0.05,
-    ci_low: 0.04, ci_high: 0.06, arm_value: 2.1, reference_value: 2, aa_pass: true, gates_pass: true, gates: 'aa: pass',
-    finding: 'regression', cards: ['cpu:0'], hosts: ['h1'], commits: { '/src': 'abc' }, pairing: null, error: null, ...over,
-  };
-}
+import { row } from './nightly-row.ts';
 
 for (const name of BACKENDS) {
   describe(`history store on ${name}`, { timeout: 30_000 }, () => {

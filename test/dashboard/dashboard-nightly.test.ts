@@ -1,0 +1,77 @@
+/**
+ * The dashboard's nightly page and gauge read a real SQLite history file: three nights of one
+ * comparison, the last a regression. /nightly draws the comparison's SVG (the change line, its
+ * CI band, the alerted night ringed with its finding) and lists the runs; /metrics carries
+ * orch_nightly_last_success_timestamp_seconds for the suite at its last done run's end.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import type { HistoryStore } from '../../history/history-store.ts';
+import { openHistory } from '../../history/open-history.ts';
+import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { row } from '../history/nightly-row.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { get, testDashboard, type TestDashboard } from './dashboard-harness.ts';
+
+let dir: string;
+let history: HistoryStore;
+let redis: RedisServerProcess;
+let d: TestDashboard;
+const DAY = 24 * 3600 * 1000;
+const t0 = Date.UTC(2030, 0, 1, 2);
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'orch-dash-nightly-'));
+  process.env.ORCH_HISTORY_DB = join(dir, 'history.sqlite');
+  history = await openHistory({ url: null, file: process.env.ORCH_HISTORY_DB });
+  const nights = [
+    { state: 'done', verdict: 'inconclusive', change: 0.002, finding: null },
+    { state: 'done', verdict: 'inconclusive', change: -0.001, finding: null },
+    { state: 'done', verdict: 'slower', change: 0.05, finding: 'regression' },
+  ] as const;
+  for (const [i, n] of nights.entries()) {
+    const at = t0 + i * DAY;
+    const { run } = await history.claimRun({ suite: 'dash', scheduledAt: at, orchVersion: null, orchCommit: null, serveHost: 'h' });
+    const r = row({ run_id: run.id, suite: 'dash', scheduled_at: at, verdict: n.verdict, change: n.change, ci_low: n.change - 0.01, ci_high: n.change + 0.01, finding: n.finding });
+    await history.finishRun(run.id, { state: n.state, error: null, alerts: n.finding ? 1 : 0, rows: [r] });
+  }
+  redis = await startRedisServer();
+  d = await testDashboard({ url: redis.url, prefix: freshPrefix('dn') });
+});
+
+after(async () => {
+  await d?.close();
+  await redis?.stop();
+  await history?.close();
+  delete process.env.ORCH_HISTORY_DB;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('/nightly plots each comparison from the history: change, CI band, the alerted night ringed', async () => {
+  const r = await get(`${d.address}/nightly`);
+  assert.equal(r.status, 200, r.text);
+  assert.ok(!r.text.includes('id="no-history"'), 'the history is shown');
+  assert.match(r.text, /<section class="suite" id="suite-dash"><h2>dash<\/h2>/);
+  const svgs = r.text.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
+  assert.equal(svgs.length, 1, 'one plot: one comparison');
+  const svg = svgs[0]!;
+  assert.match(svg, /<title>ab: b vs a<\/title>/);
+  assert.match(svg, /<polygon class="ci-band" points="(\S+,\S+ ){5}\S+,\S+"/, 'a band over three nights: six corners');
+  assert.match(svg, /<polyline class="change" fill="none" stroke="[^"]+" points="\S+ \S+ \S+"/);
+  assert.match(svg, /<polyline class="arm-value"/);
+  assert.match(svg, /<circle class="alert"[^>]*><title>alert: 2030-01-03 02:00 slower \+5\.0 % \[regression\]<\/title>/);
+  assert.equal((svg.match(/class="alert"/g) ?? []).length, 3, 'the alerted night ringed on the change and both absolute lines');
+  assert.equal((r.text.match(/<tr><td>2030-01-0\d/g) ?? []).length, 3, 'the three runs listed');
+});
+
+test('/metrics: the last nightly success per suite', async () => {
+  const r = await get(`${d.address}/metrics`);
+  assert.equal(r.status, 200);
+  const family = parsePrometheusTextFormat(r.text).find((f) => f.name === 'orch_nightly_last_success_timestamp_seconds');
+  const last = (await history.runs('dash', 1))[0]!;
+  assert.deepEqual(family?.metrics, [{ labels: { suite: 'dash' }, value: String(last.ended_at! / 1000) }]);
+});
