@@ -1,13 +1,13 @@
 /**
- * `orch cancel ID`: revoke the experiment's leases (its ranks die at once), end its blocks
- * `cancelled`, and account every planned rep as measured or not run. Waits (up to --timeout)
- * for the scheduler to settle the experiment.
+ * `orch cancel ID`: tell the experiment's running blocks to stop (each aborts its rep in flight
+ * and commits what it measured), end its blocks `cancelled`, and account every planned rep as
+ * measured or cancelled. Waits (up to --timeout) for the scheduler to settle the experiment.
  */
 import { defineCommand } from '../command.ts';
 
 export const cancelCommand = defineCommand<{ id: string; timeout: number }>({
   command: 'cancel <id>',
-  describe: 'cancel an experiment: kill its ranks, end its blocks cancelled',
+  describe: 'cancel an experiment: stop its running blocks (keeping the reps measured), end its blocks cancelled',
   builder: (y) =>
     y
       .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
@@ -30,13 +30,13 @@ export const cancelCommand = defineCommand<{ id: string; timeout: number }>({
         await new Promise((res) => setTimeout(res, 200));
         state = await store.state(argv.id);
       }
-      const out = { experiment: argv.id, requested: r.state, state, revoked_leases: r.revoked };
+      const out = { experiment: argv.id, requested: r.state, state, stopped_gangs: r.notified };
       process.stdout.write(
         argv.json
           ? `${JSON.stringify(out)}\n`
           : r.state !== 'cancelling'
             ? `${argv.id} had already ended: ${r.state}\n`
-            : `${argv.id}: ${r.revoked} lease(s) revoked; state ${state}${isEnded(state) ? '' : ' (the scheduler has not settled it yet: is orch serve running?)'}\n`,
+            : `${argv.id}: ${r.notified} running gang part(s) told to stop; state ${state}${isEnded(state) ? '' : ' (the scheduler has not settled it yet: is orch serve running?)'}\n`,
       );
     } finally {
       await target.close();

@@ -99,7 +99,7 @@ export function registerQueuePage(app: FastifyInstance, ctx: DashboardContext): 
     if (auth !== 'ok') return refuse(ctx, req, reply, auth);
     try {
       const r = await fromRedis(ctx, () => cancelExperiment(ctx.redis, ctx.prefix, req.params.id, 'cancelled from the dashboard'));
-      ctx.log.info({ experiment: r.id, state: r.state, revoked: r.revoked }, 'cancel requested from the dashboard');
+      ctx.log.info({ experiment: r.id, state: r.state, notified: r.notified }, 'cancel requested from the dashboard');
       return req.headers.accept?.includes('application/json') ? reply.send(r) : reply.redirect(`/experiments/${encodeURIComponent(r.id)}`, 303);
     } catch (err) {
       if (err instanceof OrchError && err.code === 'NO_SUCH_EXPERIMENT') return reply.code(404).type('text/plain').send(`${err.message}\n`);

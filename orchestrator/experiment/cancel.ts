@@ -1,20 +1,25 @@
 /**
- * Cancel an experiment: mark it `cancelling`, then revoke the leases of every block attempt in
- * flight — the owning workers hear it on the revoke channel and kill the ranks at once. The
- * scheduler leader then ends each block `cancelled` (waiting blocks leave the queue), records
- * every rep that was not measured as not run, and settles the experiment `cancelled`.
+ * Cancel an experiment: mark it `cancelling`, then send a cancel notice to every block attempt in
+ * flight (store/cancel-notice.ts). Each owning worker aborts the rep in flight, commits the reps
+ * it measured under its still-held epoch with the rest `cancelled`, and releases the leases. The
+ * scheduler leader then revokes what is left (after a bounded grace, for a worker that did not
+ * answer), ends each block `cancelled` (waiting blocks leave the queue, their reps `cancelled`),
+ * and settles the experiment `cancelled`.
+ *
+ * Nothing is revoked here: a revoked gang can no longer commit, so every rep it had measured
+ * would be lost.
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import { LeaseStore } from '../../store/lease-store.ts';
+import { publishCancel } from '../../store/cancel-notice.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 
 export interface CancelResult {
   id: string;
   /** the state after the request: cancelling, or the state it had already ended in */
   state: ExperimentState;
-  /** lease keys deleted */
-  revoked: number;
+  /** gang parts told to stop (one per host of each running block) */
+  notified: number;
 }
 
 export async function cancelExperiment(redis: Redis, prefix: string, id: string, reason = 'cancelled by orch cancel'): Promise<CancelResult> {
@@ -23,12 +28,14 @@ export async function cancelExperiment(redis: Redis, prefix: string, id: string,
   if (state === null) {
     throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, { hint: 'run orch status to list experiments' });
   }
-  if (state !== 'cancelling') return { id, state, revoked: 0 };
-  const leases = new LeaseStore(redis, { prefix });
-  let revoked = 0;
+  if (state !== 'cancelling') return { id, state, notified: 0 };
+  let notified = 0;
   for (const b of await store.blocks(id)) {
     if (b.phase !== 'running') continue;
-    for (const part of b.gang) revoked += await leases.revoke({ cards: part.cards, epoch: part.epoch, reason });
+    for (const part of b.gang) {
+      await publishCancel(redis, prefix, part, reason);
+      notified++;
+    }
   }
-  return { id, state, revoked };
+  return { id, state, notified };
 }

@@ -1,13 +1,15 @@
 /**
  * Live progress of an experiment, from its event stream and block states: per block the reps
- * done in the current attempt out of the planned ones, and the latest rep's metrics. Used by
- * `orch watch` and `orch submit --watch`.
+ * done in the current attempt out of the planned ones, and the latest rep's metrics. Once a
+ * block ended, its reps done are the committed ones (a cancelled block keeps what it measured
+ * before the cancel; a rep aborted by it answered nothing). Used by `orch watch` and
+ * `orch submit --watch`.
  */
 import type { Redis } from 'ioredis';
 import { orchKeys } from '../../store/keys.ts';
 import { RedisInstance } from '../../store/redis-instance.ts';
 import { UserInputError } from '../../jobs/errors.ts';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
+import { ExperimentStore, TERMINAL_BLOCK_PHASES, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
 import { toEvent, type StreamEvent } from '../results/collect-results.ts';
 
 export interface LatestRep {
@@ -38,8 +40,11 @@ export class ProgressTracker {
   private lastId = '0-0';
   private readonly done = new Map<string, number>();
   private readonly latest = new Map<number, LatestRep>();
+  /** measured reps of each ended block: fixed once it ended */
+  private readonly ended = new Map<number, number>();
   private readonly store: ExperimentStore;
   private readonly streamKey: string;
+  private readonly resultsKey: string;
 
   constructor(
     private readonly redis: Redis,
@@ -48,6 +53,15 @@ export class ProgressTracker {
   ) {
     this.store = new ExperimentStore(redis, prefix);
     this.streamKey = orchKeys(prefix).events(exp.id);
+    this.resultsKey = orchKeys(prefix).results(exp.id);
+  }
+
+  /** The committed reps of each ended block (one read of the results' fields while any is new). */
+  private async endedCounts(blocks: BlockState[]): Promise<void> {
+    const fresh = blocks.filter((b) => TERMINAL_BLOCK_PHASES.has(b.phase) && !this.ended.has(b.block));
+    if (fresh.length === 0) return;
+    const fields = await this.redis.hkeys(this.resultsKey);
+    for (const b of fresh) this.ended.set(b.block, fields.filter((f) => f.startsWith(`${b.block}/`)).length);
   }
 
   /** Reads new stream entries (blocking up to `blockMs`); returns them. */
@@ -87,6 +101,7 @@ export class ProgressTracker {
 
   async snapshot(): Promise<Progress> {
     const [state, blocks] = await Promise.all([this.store.state(this.exp.id), this.store.blocks(this.exp.id)]);
+    await this.endedCounts(blocks);
     return {
       experiment: this.exp.id,
       state: state ?? 'queued',
@@ -96,7 +111,7 @@ export class ProgressTracker {
           block: b.block,
           phase: b.phase,
           attempt: b.attempt,
-          done: b.phase === 'done' ? planned : Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0),
+          done: this.ended.get(b.block) ?? Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0),
           planned,
           latest: this.latest.get(b.block) ?? null,
           why: b.why,

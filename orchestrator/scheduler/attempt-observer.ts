@@ -1,12 +1,15 @@
 /**
  * Follows one granted block attempt until it ends: dispatches its host jobs (a no-op for those
  * that exist: re-attaching), and wakes on their ends (the dispatcher's QueueEvents) or on the
- * slow safety poll, which also notices a cancel that revoked no lease of this attempt.
+ * slow safety poll, which also notices a cancel. A cancel is graceful: the gang is told (a
+ * cancel notice), its workers commit what they measured and end their jobs, and only then — or
+ * after CANCEL_GRACE_MS, whichever comes first — are its leases revoked.
  */
 import type { AttemptEnd } from '../dispatch/block-dispatcher.ts';
 import { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
-import { buildBlockJob } from './build-block-job.ts';
+import { publishCancel } from '../../store/cancel-notice.ts';
+import { buildBlockJob, plannedReps } from './build-block-job.ts';
 import type { UnsuccessfulEnd } from './retry-decision.ts';
 import { revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
 
@@ -19,7 +22,11 @@ export type Outcome =
   | { kind: 'unsuccessful'; end: UnsuccessfulEnd }
   | { kind: 'deposed' };
 
-/** How long revoked ranks get to end their jobs after a cancel before the attempt is given up. */
+/**
+ * After a cancel, how long the workers get to stop gracefully (abort the rep in flight, commit
+ * what they measured, release the leases) before the gang is revoked anyway: a dead or hung
+ * worker never holds cards longer.
+ */
 const CANCEL_GRACE_MS = 5000;
 
 export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecord, st: BlockState, term: Term): Promise<Outcome> {
@@ -54,16 +61,21 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     const state = await store.state(exp.id);
     if ((state === 'cancelling' || state === 'cancelled') && cancelledAt === null) {
       cancelledAt = Date.now();
-      await revokeGang(leases, st.gang, 'experiment cancelled');
+      // The notice first, the revocation after: a revoked gang could no longer commit the reps it
+      // measured. orch cancel sent one already; this one reaches an attempt granted since.
+      const why = (await store.get(exp.id))?.reason ?? 'cancelled by orch cancel';
+      for (const p of st.gang) await publishCancel(ctx.redis, ctx.prefix, p, why).catch((err: unknown) => ctx.log.warn({ err }, 'cancel notice not published; the gang is revoked after the grace'));
     }
     const all = ends.every((e) => e !== null);
     if (cancelledAt !== null) {
-      // Revoked ranks die at once and their worker fails the job; a dead worker never does.
+      // The workers commit what they measured and end their jobs; a dead or hung one never does.
       if (all || Date.now() - cancelledAt > CANCEL_GRACE_MS) {
+        await revokeGang(leases, st.gang, 'experiment cancelled');
         for (const p of st.gang) await dispatcher.queue(p.host).getJob(p.job).then((j) => j?.remove()).catch(() => undefined);
-        if (await committed()) return { kind: 'committed' };
-        const why = (await store.get(exp.id))?.reason;
-        return { kind: 'cancelled', reason: why ?? 'cancelled by orch cancel' };
+        const why = (await store.get(exp.id))?.reason ?? 'cancelled by orch cancel';
+        // a block that committed all its reps before the cancel is done; one cut short is cancelled
+        if (await committed()) return (await fullyMeasured(ctx, exp, st.block)) ? { kind: 'committed' } : { kind: 'cancelled', reason: why };
+        return { kind: 'cancelled', reason: why };
       }
     } else {
       const bad = ends.find((e): e is UnsuccessfulEnd => e !== null && e.state !== 'completed');
@@ -79,12 +91,19 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
       }
     }
     if (signalled) continue;
+    // after a cancel, wake by the end of the grace at the latest
+    const sleepMs = cancelledAt === null ? ctx.tuning.safetyPollMs : Math.min(ctx.tuning.safetyPollMs, Math.max(0, cancelledAt + CANCEL_GRACE_MS + 1 - Date.now()));
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ctx.tuning.safetyPollMs);
+      const timer = setTimeout(resolve, sleepMs);
       wake = () => (clearTimeout(timer), resolve());
     });
     wake = () => undefined;
   }
+}
+
+async function fullyMeasured(ctx: SchedulerContext, exp: ExperimentRecord, block: number): Promise<boolean> {
+  const measured = await ctx.results.measuredFields(exp.id);
+  return plannedReps(exp, block).every((r) => measured.has(r.field));
 }
 
 async function heldUnder(ctx: SchedulerContext, part: Omit<GangPart, 'job'>): Promise<boolean> {

@@ -136,7 +136,8 @@ export class BlockLifecycle {
 
   /**
    * Ends a block (compare-and-set from `from`): every planned rep that no attempt committed is
-   * recorded as not run. When the stored state moved, nothing is written and it comes back.
+   * recorded as not run (as cancelled, when the block ends cancelled). When the stored state
+   * moved, nothing is written and it comes back.
    */
   private async endBlock(
     exp: ExperimentRecord,
@@ -152,7 +153,11 @@ export class BlockLifecycle {
       const measured = await this.ctx.results.measuredFields(exp.id);
       const notRun = plannedReps(exp, st.block)
         .filter((r) => !measured.has(r.field))
-        .map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, reason: `not run: ${reason ?? phase}` }));
+        .map((r) =>
+          phase === 'cancelled'
+            ? { block: r.block, arm: r.arm, rep: r.rep, kind: 'cancelled' as const, reason: `cancelled: ${reason ?? 'cancelled by orch cancel'}` }
+            : { block: r.block, arm: r.arm, rep: r.rep, reason: `not run: ${reason ?? phase}` },
+        );
       await this.ctx.results.failReps(exp.id, st.block, st.attempt, notRun);
     }
     this.ctx.log.info({ experiment: exp.id, block: st.block, phase, reason }, 'block ended');

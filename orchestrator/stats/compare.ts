@@ -9,7 +9,7 @@
  * lean on normality; a disagreement is reported, not silently resolved.
  */
 import { detectableEffect } from './mde.ts';
-import { pairArms } from './pairing.ts';
+import { pairArms, unpairedReasons } from './pairing.ts';
 import { pairedT, wilcoxonSignedRank } from './paired-test.ts';
 import { pClause, pct, signedPct } from './format-number.ts';
 import type { Comparison, MetricSpec, PlanLike, RepValue, Verdict } from './types.ts';
@@ -54,7 +54,7 @@ export function compareArms(
       ...base,
       relative: { estimate: est, ci: null, se: null },
       verdict: 'invalid',
-      reasons: [why, ...unpaired],
+      reasons: [why, ...unpairedReasons(unpaired)],
       bound: null,
       mde: null,
       statement: `invalid: ${why}`,
@@ -84,6 +84,6 @@ export function compareArms(
       reasons.push(`Wilcoxon signed-rank disagrees (${pClause(wilcoxon.p)} > ${o.alpha})`);
     }
   }
-  reasons.push(...unpaired);
+  reasons.push(...unpairedReasons(unpaired));
   return { ...base, relative, verdict, reasons, bound, mde, statement };
 }

@@ -45,3 +45,15 @@ export function pairArms(plan: PlanLike, index: Map<string, RepValue>, arm: stri
   }
   return { pairs, unpaired };
 }
+
+/** At most this many unpaired pairs are named in a comparison's reasons; the rest are counted. */
+const NAMED_UNPAIRED = 3;
+
+/**
+ * The unpaired pairs as a comparison's reasons: a few by name, then a count — a cancel or a
+ * failed block leaves dozens, whose reps the input section already accounts for.
+ */
+export function unpairedReasons(unpaired: readonly string[]): string[] {
+  if (unpaired.length <= NAMED_UNPAIRED) return [...unpaired];
+  return [...unpaired.slice(0, NAMED_UNPAIRED - 1), `and ${unpaired.length - (NAMED_UNPAIRED - 1)} more pairs without a usable rep (see Input)`];
+}

@@ -1,9 +1,11 @@
 /**
  * From committed rep results to one value per rep, accounting for every planned rep: each one
- * is either used or named in `issues` with why (failed, bad timings, never arrived). Nothing is
- * dropped silently and nothing is counted twice.
+ * is either used or named in `issues` with why (failed, bad timings, never arrived), or — when
+ * cancelled — counted in its arm's cancelled summary (cancelled-reps.ts). Nothing is dropped
+ * silently and nothing is counted twice.
  */
 import { sequenceReps } from '../../jobs/block-job.ts';
+import { isCancelled } from './cancelled-reps.ts';
 import { mean, median } from './descriptive.ts';
 import type { AnalysisInput, RepResult, RepValue } from './types.ts';
 
@@ -61,7 +63,7 @@ export function repValues(input: AnalysisInput): RepValues {
       chosen.set(key, keep);
     } else chosen.set(key, r);
   }
-  const failed = new Map(input.failed.map((f) => [repKey(f.block, f.arm, f.rep), f.reason]));
+  const failed = new Map(input.failed.map((f) => [repKey(f.block, f.arm, f.rep), f]));
   const values: RepValue[] = [];
   const missing = new Map<string, number>();
   const miss = (arm: string) => missing.set(arm, (missing.get(arm) ?? 0) + 1);
@@ -70,8 +72,10 @@ export function repValues(input: AnalysisInput): RepValues {
     const r = chosen.get(key);
     if (!r) {
       miss(p.arm);
-      const reason = failed.get(key);
-      issues.push(reason === undefined ? `rep ${key} never arrived (neither committed nor failed)` : `rep ${key} failed: ${reason}`);
+      const f = failed.get(key);
+      // cancelled reps are summed per arm (cancelled-reps.ts), not listed one by one
+      if (isCancelled(f)) continue;
+      issues.push(f === undefined ? `rep ${key} never arrived (neither committed nor failed)` : `rep ${key} failed: ${f.reason}`);
       continue;
     }
     const bad = badTimings(r);

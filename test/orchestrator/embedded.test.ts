@@ -39,10 +39,10 @@ test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', 
     assert.ok(!alive(redisPid), 'redis-server stopped');
     assert.ok(ranks.every((p) => !alive(p)), 'ranks stopped');
     const [id] = readdirSync(results);
-    const summary = JSON.parse(readFileSync(join(results, id!, 'summary.json'), 'utf8')) as { state: string; accounting: { planned: number; measured: number; not_run: number; unaccounted: string[] } };
+    const summary = JSON.parse(readFileSync(join(results, id!, 'summary.json'), 'utf8')) as { state: string; accounting: { planned: number; measured: number; not_run: number; cancelled: number; unaccounted: string[] } };
     assert.equal(summary.state, 'cancelled');
     assert.equal(summary.accounting.planned, 12);
-    assert.equal(summary.accounting.measured + summary.accounting.not_run, 12);
+    assert.equal(summary.accounting.measured + summary.accounting.not_run + summary.accounting.cancelled, 12);
     assert.deepEqual(summary.accounting.unaccounted, []);
     assert.match(run.out(), /SIGINT: cancelling/);
   } finally {

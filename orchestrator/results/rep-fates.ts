@@ -1,0 +1,45 @@
+/**
+ * Every planned rep's fate, for summary.json and `orch report --json`: measured (a committed
+ * result), failed (its attempt failed), not run (a graceful stop committed the block before it),
+ * cancelled (`orch cancel` stopped it), or unaccounted (none of those: must not happen once the
+ * experiment ended). The counts are for people; `reps` is for scripts.
+ */
+import { failedKind, type FailedRecord } from '../../jobs/failed-rep.ts';
+import type { ExperimentRecord } from '../../store/experiment-store.ts';
+import { plannedReps } from '../scheduler/build-block-job.ts';
+
+export type RepFate = { fate: 'measured' } | { fate: 'failed' | 'not_run' | 'cancelled'; reason: string; attempt: number };
+
+export interface Accounting {
+  planned: number;
+  measured: number;
+  /** failed or not run: planned reps without a result that were not cancelled */
+  not_run: number;
+  cancelled: number;
+  /** planned reps neither measured nor recorded as not run: must be 0 once the experiment ended */
+  unaccounted: string[];
+  not_run_reasons: Record<string, number>;
+  cancelled_reasons: Record<string, number>;
+  /** every planned rep ("<block>/<arm>/<rep>") and its fate */
+  reps: Record<string, RepFate>;
+}
+
+export function accountReps(exp: Pick<ExperimentRecord, 'plan'>, reps: Record<string, unknown>, failed: Record<string, FailedRecord>): Accounting {
+  const planned = exp.plan.blocks.flatMap((b) => plannedReps(exp, b.index));
+  const a: Accounting = { planned: planned.length, measured: 0, not_run: 0, cancelled: 0, unaccounted: [], not_run_reasons: {}, cancelled_reasons: {}, reps: {} };
+  for (const r of planned) {
+    const f = failed[r.field];
+    if (reps[r.field] !== undefined) {
+      a.measured++;
+      a.reps[r.field] = { fate: 'measured' };
+    } else if (f) {
+      const fate = failedKind(f);
+      a.reps[r.field] = { fate, reason: f.reason, attempt: f.attempt };
+      const reasons = fate === 'cancelled' ? a.cancelled_reasons : a.not_run_reasons;
+      reasons[f.reason] = (reasons[f.reason] ?? 0) + 1;
+      if (fate === 'cancelled') a.cancelled++;
+      else a.not_run++;
+    } else a.unaccounted.push(r.field);
+  }
+  return a;
+}
