@@ -1,10 +1,12 @@
 /**
  * The gates an experiment must pass before any verdict is believed: usable
  * input, byte identity of graph replay vs eager, the A/A control, and the base arm against a
- * reference build. A failed gate turns every verdict invalid; its message is printed first.
+ * reference build (the same arm run from that build in the same blocks, and/or a recorded
+ * value). A failed gate turns every verdict invalid; its message is printed first.
  */
 import { num, pClause, pct, signedPct } from './format-number.ts';
-import type { AnalysisInput, ArmSummary, Comparison, GateSummary } from './types.ts';
+import { withinTolerance } from './equivalence.ts';
+import type { AnalysisInput, ArmSummary, Comparison, GateSummary, ReferenceBuild } from './types.ts';
 
 export const NO_DISCRIMINATING_POWER = 'the measurement has no discriminating power';
 
@@ -58,19 +60,60 @@ export function aaGate(aa: Comparison | null, alpha: number): GateSummary {
   };
 }
 
+/** A part of the base-reference gate: the paired check against the reference arm, or the value check. */
+interface ReferenceCheck {
+  pass: boolean;
+  text: string;
+}
+
+const buildLabel = (b: ReferenceBuild | undefined): string => (b === undefined ? 'build' : `build ${b.name}${b.commit === null ? '' : `@${b.commit.slice(0, 7)}`}`);
+
+/**
+ * The base arm against the same arm run from the reference build in the same blocks, paired:
+ * an equivalence test (equivalence.ts), so noise wide enough to hide a gap fails too.
+ */
+function pairedCheck(paired: Comparison | null, baseArm: string, build: ReferenceBuild | undefined, tolerance: number, alpha: number): ReferenceCheck {
+  const ref = `the reference ${buildLabel(build)}`;
+  if (paired === null) return { pass: false, text: `the plan has no arm run from ${ref} to compare arm ${baseArm} with` };
+  const ci = paired.relative.ci;
+  if (ci === null) return { pass: false, text: `arm ${baseArm} could not be compared with ${ref} (${paired.reasons[0] ?? 'no pairs'})` };
+  const numbers = `${signedPct(paired.relative.estimate)} (${Math.round((1 - alpha) * 100)} % CI ${signedPct(ci[0])} to ${signedPct(ci[1])}, ${paired.pairs} pairs)`;
+  return withinTolerance(ci, tolerance)
+    ? { pass: true, text: `arm ${baseArm} is within ±${pct(tolerance)} of ${ref}: ${numbers}` }
+    : { pass: false, text: `arm ${baseArm} differs from ${ref} by ${numbers}, outside ±${pct(tolerance)}` };
+}
+
+/** The older form: the base arm's mean against a recorded value of the reference build. */
+function valueCheck(value: number, arms: readonly ArmSummary[], baseArm: string, tolerance: number): ReferenceCheck {
+  const base = arms.find((a) => a.arm === baseArm);
+  if (!base || base.mean === null) return { pass: false, text: `arm ${baseArm} has no usable rep to compare with the reference ${num(value)}` };
+  const rel = base.mean / value - 1;
+  return { pass: Math.abs(rel) <= tolerance, text: `arm ${baseArm} ${num(base.mean)} vs reference build ${num(value)}: ${signedPct(rel)} (tolerance ±${pct(tolerance)})` };
+}
+
+/**
+ * gates.base_reference: the paired check when the plan ran a reference arm (`paired`, or a
+ * reference build named), the value check when a value is given; it passes when every check
+ * that applies passes, the failing ones said first.
+ */
 export function baseReferenceGate(
   ref: AnalysisInput['base_reference'],
   arms: readonly ArmSummary[],
   baseArm: string,
+  paired: Comparison | null = null,
+  alpha = 0.05,
 ): GateSummary {
-  if (ref === undefined) return { name: 'base_reference', pass: null, message: 'no reference build value given' };
-  const base = arms.find((a) => a.arm === baseArm);
-  if (!base || base.mean === null) {
-    return { name: 'base_reference', pass: false, message: `base-reference gate: arm ${baseArm} has no usable rep to compare with the reference ${num(ref.value)}` };
-  }
-  const rel = base.mean / ref.value - 1;
-  const text = `arm ${baseArm} ${num(base.mean)} vs reference build ${num(ref.value)}: ${signedPct(rel)} (tolerance ±${pct(ref.tolerance)})`;
-  return Math.abs(rel) <= ref.tolerance
-    ? { name: 'base_reference', pass: true, message: `base matches the reference: ${text}` }
-    : { name: 'base_reference', pass: false, message: `base-reference gate failed: ${text} — an all-off arm that does not reproduce the reference build is not a baseline` };
+  if (ref === undefined) return { name: 'base_reference', pass: null, message: 'not applied: no gates.base_reference in the spec' };
+  const checks: ReferenceCheck[] = [];
+  if (paired !== null || ref.build !== undefined) checks.push(pairedCheck(paired, baseArm, ref.build, ref.tolerance, alpha));
+  if (ref.value !== undefined) checks.push(valueCheck(ref.value, arms, baseArm, ref.tolerance));
+  if (checks.length === 0) return { name: 'base_reference', pass: null, message: 'not applied: neither a reference build nor a reference value given' };
+  const failed = checks.filter((c) => !c.pass);
+  if (failed.length === 0) return { name: 'base_reference', pass: true, message: `base matches the reference: ${checks.map((c) => c.text).join('; ')}` };
+  const texts = [...failed, ...checks.filter((c) => c.pass)].map((c) => c.text);
+  return {
+    name: 'base_reference',
+    pass: false,
+    message: `base-reference gate failed: ${texts.join('; ')} — a base arm that does not reproduce the reference build is not a baseline`,
+  };
 }

@@ -6,20 +6,16 @@
  * itself inconclusive; and the bad inputs, each refused before any measurement.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { plantedRepo, plantedSpec, submitSpec } from './planted-repo.ts';
-
-const ARMS = '  - { name: main, build: main }\n  - { name: branch, build: branch }';
-const BUILDS = '  main: { ref: main }\n  branch: { ref: branch }';
+import { PLANTED_ARMS, PLANTED_BUILDS, freshBuildDir, plantedRepo, plantedSpec, submitSpec } from './planted-repo.ts';
 
 describe('builds as arms: is my branch faster than main?', () => {
   test('one arm per commit: the planted difference, right sign, CI covering it; each commit built once in a worktree', async () => {
     const repo = plantedRepo();
-    const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
-    const r = await submitSpec(join(repo.dir, 'branch-vs-main.yaml'), plantedSpec({ name: 'planted', builds: BUILDS, arms: ARMS }), buildDir);
+    const buildDir = freshBuildDir();
+    const r = await submitSpec(join(repo.dir, 'branch-vs-main.yaml'), plantedSpec({ name: 'planted', builds: PLANTED_BUILDS, arms: PLANTED_ARMS }), buildDir);
     assert.ok(r.summary, r.output);
     const a = r.summary.analysis;
     const cmp = a.comparisons.find((c: any) => c.arm === 'branch' && c.reference === 'main');
@@ -37,7 +33,7 @@ describe('builds as arms: is my branch faster than main?', () => {
 
   test('A/A: one commit against itself under two build names is inconclusive, built once', async () => {
     const repo = plantedRepo();
-    const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+    const buildDir = freshBuildDir();
     const builds = '  one: { ref: main }\n  again: { ref: main }';
     const arms = '  - { name: one, build: one }\n  - { name: again, build: again }';
     const r = await submitSpec(join(repo.dir, 'aa.yaml'), plantedSpec({ name: 'aa', builds, arms }), buildDir);
@@ -50,7 +46,7 @@ describe('builds as arms: is my branch faster than main?', () => {
   describe('bad input: a clear error before any measurement, nothing written', () => {
     const refused = async (spec: string, pattern: RegExp) => {
       const repo = plantedRepo();
-      const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+      const buildDir = freshBuildDir();
       const r = await submitSpec(join(repo.dir, 'bad.yaml'), spec, buildDir);
       assert.equal(r.code, 2, r.output);
       assert.match(r.output, pattern);
@@ -59,21 +55,21 @@ describe('builds as arms: is my branch faster than main?', () => {
     };
 
     test('a ref that does not exist: the file, line and ref named', () =>
-      refused(plantedSpec({ name: 'bad-ref', builds: '  main: { ref: main }\n  branch: { ref: no-such-branch }', arms: ARMS }),
+      refused(plantedSpec({ name: 'bad-ref', builds: '  main: { ref: main }\n  branch: { ref: no-such-branch }', arms: PLANTED_ARMS }),
         /bad\.yaml:\d+ builds\.branch\.ref: ref "no-such-branch" of build "branch" does not name a commit in \S+/));
 
     test('two arms naming the same build and toggles: a duplicate arm', () =>
-      refused(plantedSpec({ name: 'dup', builds: BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: main }' }),
+      refused(plantedSpec({ name: 'dup', builds: PLANTED_BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: main }' }),
         /arms "a" and "b" run the same build "main" and set the same toggles \(a duplicate arm\)/));
 
     test('an arm naming a build the spec does not define', () =>
-      refused(plantedSpec({ name: 'unknown', builds: BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: brnach }' }),
+      refused(plantedSpec({ name: 'unknown', builds: PLANTED_BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: brnach }' }),
         /arms\[1\]\.build: no build named "brnach" — did you mean "branch"/));
   });
 
   test('a commit whose build fails: the build, its commit, the command and the log tail; no rep measured', async () => {
     const repo = plantedRepo({ brokenBranch: true });
-    const r = await submitSpec(join(repo.dir, 'broken.yaml'), plantedSpec({ name: 'broken', builds: BUILDS, arms: ARMS, reps: 2, blocks: 1 }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+    const r = await submitSpec(join(repo.dir, 'broken.yaml'), plantedSpec({ name: 'broken', builds: PLANTED_BUILDS, arms: PLANTED_ARMS, reps: 2, blocks: 1 }), freshBuildDir());
     assert.ok(r.summary, r.output);
     assert.equal(r.summary.accounting.measured, 0);
     const commit = repo.git('rev-parse', 'branch');

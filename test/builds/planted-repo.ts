@@ -62,8 +62,15 @@ export function plantedRepo(opts: { base?: number; effect?: number; brokenBranch
   return { dir, iters: { main: base, branch }, planted: branch / base - 1, git };
 }
 
-/** A spec over the planted repository: `arms` lines and `builds` lines given by the test. */
-export function plantedSpec(o: { name: string; builds: string; arms: string; reps?: number; blocks?: number; steps?: number; extra?: string; repo?: string }): string {
+/** One arm per planted branch, each on its own build (PLANTED_BUILDS). */
+export const PLANTED_ARMS = '  - { name: main, build: main }\n  - { name: branch, build: branch }';
+export const PLANTED_BUILDS = '  main: { ref: main }\n  branch: { ref: branch }';
+
+/** A fresh build directory (ORCH_BUILD_DIR): each test sees only its own worktrees and logs. */
+export const freshBuildDir = (): string => mkdtempSync(join(tmpdir(), 'orch-builds-'));
+
+/** A spec over the planted repository: `arms` lines and `builds` lines given by the test; `gates` a flow map. */
+export function plantedSpec(o: { name: string; builds: string; arms: string; reps?: number; blocks?: number; steps?: number; gates?: string; extra?: string; repo?: string }): string {
   return `name: ${o.name}
 design: ab
 ${o.repo === undefined ? '' : `repo: ${o.repo}\n`}builds:
@@ -87,7 +94,7 @@ arms:
 ${o.arms}
 reps: ${o.reps ?? 6}
 blocks: { count: ${o.blocks ?? 2} }
-gates: { identity: false, aa: true }
+gates: ${o.gates ?? '{ identity: false, aa: true }'}
 metric: { name: ms, better: lower }
 ${o.extra ?? ''}`;
 }

@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { runOrch } from '../utils/orch-run.ts';
-import { plantedRepo, plantedSpec, submitSpec, type PlantedRepo, type Submitted } from './planted-repo.ts';
+import { freshBuildDir, plantedRepo, plantedSpec, submitSpec, type PlantedRepo, type Submitted } from './planted-repo.ts';
 
 describe('results without Redis: report --from and compare', () => {
   let repo: PlantedRepo;
   let branchVsMain: Submitted;
   let mainTwice: Submitted;
-  const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
+  const buildDir = freshBuildDir();
 
   before(async () => {
     repo = plantedRepo();
