@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { CommitRecordSchema, type CommitRecord } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
-import { FailedRecordSchema, type FailedRecord } from '../jobs/failed-rep.ts';
+import { FailedRecordSchema, type FailedKind, type FailedRecord } from '../jobs/failed-rep.ts';
 import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
 import { ProbeRecordSchema, type ProbeRecord } from '../jobs/probe-record.ts';
 import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
@@ -32,6 +32,8 @@ export interface FailedRep {
   arm: string;
   rep: number;
   reason: string;
+  /** failed (default), not_run (graceful stop) or cancelled (jobs/failed-rep.ts) */
+  kind?: FailedKind;
 }
 
 export interface CommitInput {
@@ -50,6 +52,8 @@ export interface CommitInput {
 export type CommitResult =
   | { committed: true }
   | { committed: false; why: 'epoch'; card: string; holder: number | null }
+  /** the experiment hash is gone (a Redis that lost its data): nothing written */
+  | { committed: false; why: 'gone' }
   | { committed: false; why: 'committed'; prior: { attempt: number; epoch: number; host: string } };
 
 export class ResultStore {
@@ -74,15 +78,16 @@ export class ResultStore {
     ];
     // the same schemas as the reads: a record that could not be read back is never written
     for (const r of c.reps) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(RepResultSchema.parse(r.result)));
-    for (const f of c.notRun) args.push(repField(f.block, f.arm, f.rep), JSON.stringify({ reason: f.reason, attempt: c.attempt }));
+    for (const f of c.notRun) args.push(repField(f.block, f.arm, f.rep), failedJson(f, c.attempt));
     for (const g of c.gates) args.push(gateField(g.block, g.arm), JSON.stringify(GateResultSchema.parse(g.result)));
     const reply = (await runScript(
       this.redis,
       'commit-block',
-      [k.results(c.experiment), k.failed(c.experiment), k.gates(c.experiment), k.commits(c.experiment), ...c.cards.map((card) => k.lease(card))],
+      [k.results(c.experiment), k.failed(c.experiment), k.gates(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))],
       args,
     )) as [number, ...(string | number)[]];
     if (reply[0] === 1) return { committed: true };
+    if (reply[1] === 'GONE') return { committed: false, why: 'gone' };
     if (reply[1] === 'EPOCH') {
       return { committed: false, why: 'epoch', card: c.cards[Number(reply[2]) - 1] ?? '?', holder: reply[3] === '' ? null : Number(reply[3]) };
     }
@@ -110,12 +115,12 @@ export class ResultStore {
     return Object.fromEntries(Object.entries(all).filter(([, r]) => commits[String(r.block)]?.attempt === r.attempt));
   }
 
-  /** Records why reps of a failed attempt were not measured; returns the fields written. */
+  /** Records why reps of a failed attempt were not measured; returns the fields written (-1: the experiment is gone). */
   async failReps(experiment: string, block: number, attempt: number, reps: FailedRep[]): Promise<number> {
     if (reps.length === 0) return 0;
     const args: (string | number)[] = [String(block), attempt];
-    for (const f of reps) args.push(repField(f.block, f.arm, f.rep), JSON.stringify({ reason: f.reason, attempt }));
-    return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment)], args));
+    for (const f of reps) args.push(repField(f.block, f.arm, f.rep), failedJson(f, attempt));
+    return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment), this.keys.exp(experiment)], args));
   }
 
   /** The attempt of the block that committed, or null while none has. */
@@ -153,6 +158,11 @@ export class ResultStore {
   async commits(experiment: string): Promise<Record<string, CommitRecord>> {
     return parseAll(await this.redis.hgetall(this.keys.commits(experiment)), CommitRecordSchema, this.keys.commits(experiment));
   }
+}
+
+/** A failure record as stored: reason, attempt, and the kind when it is not a plain failure. */
+function failedJson(f: FailedRep, attempt: number): string {
+  return JSON.stringify({ reason: f.reason, attempt, ...(f.kind === undefined ? {} : { kind: f.kind }) });
 }
 
 /** Every field of a hash through its schema: a record that does not match is never analyzed. */

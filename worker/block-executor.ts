@@ -12,7 +12,9 @@
  *
  * Every planned rep ends as one of: committed result; failed entry with this attempt's reason
  * (the block failed; a later attempt that commits deletes it); failed entry "not run" (graceful
- * stop: committed with the measured reps).
+ * stop: committed with the measured reps); failed entry "cancelled" (`orch cancel`: the cancel
+ * notice aborts the rep in flight — a half rep is not measured — and the block commits what it
+ * measured under its still-held epoch, before the scheduler revokes the gang).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -146,6 +148,13 @@ export class BlockExecutor {
     }
   }
 
+  /** A cancel notice for `cards` under `epochs` (store/cancel-notice.ts): the matching gangs stop gracefully. */
+  cancelled(cards: string[], epochs: number[], reason: string): void {
+    for (const [epoch, run] of this.active) {
+      if (epochs.includes(epoch) && run.job.cards.some((c) => cards.includes(c))) run.cancel(reason);
+    }
+  }
+
   /** Every running gang fails and its ranks die now: the worker's stop ran out of time (Redis gone). */
   abortAll(reason: string): void {
     for (const [epoch, run] of this.active) {
@@ -175,6 +184,14 @@ class GangRun {
   private hellos: RankHelloLine[] = [];
   /** design probe: the `probe` lines of each rank (card index) for the request in flight */
   private probeLines: Probe[][] = [];
+  /** `orch cancel`: the notice's reason once it arrived; the rep loop commits what it measured */
+  private cancelReason: string | null = null;
+  private wakeCancelled: () => void = () => undefined;
+  private readonly cancelledSignal = new Promise<null>((resolve) => (this.wakeCancelled = () => resolve(null)));
+  /** the rep loop has begun: from here a cancel commits instead of failing the attempt */
+  private measuring = false;
+  /** the ranks were killed to abort a cancelled rep: they are not closed gracefully */
+  private aborted = false;
 
   constructor(
     readonly job: BlockJob,
@@ -215,6 +232,32 @@ class GangRun {
     this.rejectFailed(err);
   }
 
+  /**
+   * The cancel notice. In the rep loop: abort the rep in flight and commit the measured ones,
+   * the rest `cancelled`. Before it (ranks starting, gates) there is nothing to keep: the
+   * attempt fails and the scheduler accounts its reps cancelled. A gang across hosts stops as one
+   * (its parts' collectives meet): it fails too, and no part commits.
+   */
+  cancel(reason: string): void {
+    if (this.failure || this.cancelReason !== null) return;
+    const j = this.job;
+    if (this.spread !== null || !this.measuring) {
+      const when = this.spread !== null ? 'as a whole (a gang across hosts)' : 'before its first rep';
+      this.fail(new LeaseLostError(`block ${j.block} attempt ${j.attempt} (epoch ${j.epoch}) cancelled ${when}: ${reason}`));
+      return;
+    }
+    this.cancelReason = reason;
+    this.log.info({ reason }, 'cancelled: aborting the rep in flight, committing the measured reps');
+    this.wakeCancelled();
+  }
+
+  /** Kills the ranks mid-rep without failing the gang: the aborted rep is simply not kept. */
+  private abortRanks(): void {
+    this.closing = true;
+    this.aborted = true;
+    for (const r of this.ranks) r.kill();
+  }
+
   private race<T>(p: Promise<T>): Promise<T> {
     return Promise.race([p, this.failed]);
   }
@@ -252,14 +295,24 @@ class GangRun {
       // verdict is read once that rep has answered. A rep that ran while a look found a foreign
       // process is not kept: `fail` fails the block, `wait` waits for it to go and runs the rep again.
       let look: Promise<string[]> | null = null;
+      this.measuring = true;
       for (let i = 0; i < planned.length; ) {
         const p = planned[i] as PlannedRep;
         // a spread gang's hosts must run the same reps (their collectives meet): no early stop
-        if (this.spread === null && this.deps.stopping()) {
+        if (this.spread === null && (this.deps.stopping() || this.cancelReason !== null)) {
           stoppedAt = p.position;
           break;
         }
-        const measured = probing ? await this.probe(p) : { rep: await this.rep(p), record: null };
+        const measuring = probing ? this.probe(p) : this.rep(p).then((rep) => ({ rep, record: null }));
+        const measured = await Promise.race([measuring, this.cancelledSignal]);
+        if (measured === null) {
+          // cancelled mid-rep: its ranks die, the rep is not kept, nor the look at the rep before
+          measuring.catch(() => {});
+          this.abortRanks();
+          look = null;
+          stoppedAt = p.position;
+          break;
+        }
         const found = look === null ? [] : await this.race(look);
         look = null;
         if (found.length > 0) {
@@ -274,6 +327,7 @@ class GangRun {
       }
       if (look !== null) await this.guard(this.ourPids(), await this.race(look));
       this.closing = true;
+      const cancelled = this.cancelReason;
       const notRun: FailedRep[] =
         stoppedAt === null
           ? []
@@ -281,7 +335,9 @@ class GangRun {
               block: job.block,
               arm: p.arm,
               rep: p.rep,
-              reason: `not run: the worker of host ${this.opts.host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})`,
+              ...(cancelled !== null
+                ? { kind: 'cancelled' as const, reason: `cancelled: ${cancelled} (attempt ${job.attempt})` }
+                : { reason: `not run: the worker of host ${this.opts.host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})` }),
             }));
       // The ranks' lines went to the stream off the measurement path; every one of them is in
       // Redis before the commit that makes the block count, so a reader of a committed block finds them all.
@@ -306,6 +362,9 @@ class GangRun {
       );
       if (this.spread !== null) await this.spread.forget().catch(() => undefined);
       if (!res.committed) {
+        if (res.why === 'gone') {
+          throw new OrchError('REDIS_DATA_LOST', `results of block ${job.block} attempt ${job.attempt} refused: experiment ${job.experiment} no longer exists in Redis (it restarted without its data); nothing was written`);
+        }
         throw res.why === 'epoch'
           ? new LeaseLostError(`results of block ${job.block} attempt ${job.attempt} refused: card ${res.card} is ${res.holder === null ? 'no longer leased' : `leased under epoch ${res.holder}`}, not epoch ${job.epoch}; none of its reps is counted`)
           : new OrchError('BLOCK_ALREADY_COMMITTED', `results of block ${job.block} attempt ${job.attempt} refused: attempt ${res.prior.attempt} (epoch ${res.prior.epoch}, host ${res.prior.host}) already committed this block`);
@@ -332,7 +391,7 @@ class GangRun {
     } finally {
       keeper.stop();
       this.closing = true;
-      await Promise.all(this.ranks.map((r) => (this.failure ? (r.kill(), r.exited) : r.close(this.opts.closeGraceMs))));
+      await Promise.all(this.ranks.map((r) => (this.failure || this.aborted ? (r.kill(), r.exited) : r.close(this.opts.closeGraceMs))));
       if (this.rendezvousDir !== null) rmSync(this.rendezvousDir, { recursive: true, force: true });
       await this.deps.leases
         .release({ cards: job.cards, epoch: job.epoch })

@@ -2,7 +2,8 @@
  * `orch worker`: the per-host daemon. Discovers the host's cards, registers them with a
  * heartbeat, consumes the host's dispatch queue (`host-<name>`) and runs each block on its leased
  * gang through the BlockExecutor. Listens for lease revocations so a revoked gang's ranks die at
- * once rather than at the next renew.
+ * once rather than at the next renew, and for cancel notices on the same channel, on which a
+ * running block stops gracefully: it commits what it measured, the rest `cancelled`.
  *
  * Timing (options, defaults for production; tests shorten them):
  *   heartbeatMs (2 s)  host alive key refreshed; lease renew period of a running gang
@@ -23,7 +24,8 @@ import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
 import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '../store/connect.ts';
 import { DEFAULT_PREFIX, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
-import { LeaseStore, type RevokeMessage } from '../store/lease-store.ts';
+import { LeaseStore } from '../store/lease-store.ts';
+import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
 import { ResultStore } from '../store/result-store.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { verifyPayload } from '../jobs/grant.ts';
@@ -191,8 +193,10 @@ export class Worker {
     await sub.subscribe(keys.leaseRevoked);
     sub.on('message', (_channel: string, message: string) => {
       try {
-        const m = JSON.parse(message) as RevokeMessage;
-        executor.revoked(m.cards, m.epochs, m.reason);
+        // a cancel notice stops the gang gracefully (it commits what it measured); a revocation kills it
+        const m = parseLeaseChannelMessage(message);
+        if (m.kind === 'cancel') executor.cancelled(m.cards, m.epochs, m.reason);
+        else executor.revoked(m.cards, m.epochs, m.reason);
       } catch (err) {
         this.log.warn({ err, message }, 'unreadable lease revocation message');
       }
