@@ -49,6 +49,8 @@ export interface OrchKeys {
   lease(card: string): string;
   /** counter; INCR once per granted gang: the fencing token */
   leaseEpoch: string;
+  /** string: a random id written by the first orch process on this Redis (store/redis-instance.ts); gone means the data was lost */
+  instance: string;
   /** pub/sub channel: JSON { cards, epoch, reason } published by revoke-gang.lua */
   leaseRevoked: string;
   /** hash (spec, hash, state, created) */
@@ -69,6 +71,8 @@ export interface OrchKeys {
   rendezvous(id: string, block: number, attempt: number): string;
   /** hash host → JSON StagedPart with a TTL: each non-leading part's results of a spread attempt */
   staged(id: string, block: number, attempt: number): string;
+  /** string: the attempt that claimed a suite's night, SET NX with a TTL (store/nightly-claims.ts) */
+  nightlyClaim(suite: string, scheduledAt: number): string;
   /** the scheduler's own keys */
   sched: SchedulerKeys;
   /** the build lock's view, mirrored by each host (store/build-state.ts) */
@@ -112,6 +116,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     hostAlive: (name) => `${p}:host:${name}:alive`,
     lease: (card) => `${p}:lease:${card}`,
     leaseEpoch: `${p}:lease-epoch`,
+    instance: `${p}:instance`,
     leaseRevoked: `${p}:lease-revoked`,
     // `experiment`, not `exp`: BullMQ keeps queue `exp`'s jobs at `<prefix>:exp:<jobId>`, so an
     // experiment hash at `<prefix>:exp:<id>` was the same key as a job whose id is the experiment id.
@@ -124,6 +129,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     probes: (id) => `${p}:experiment:${id}:probes`,
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
+    nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,

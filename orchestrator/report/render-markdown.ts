@@ -9,6 +9,7 @@ import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
 import { backendLine } from './backend-line.ts';
 import { markdownTable } from './markdown-table.ts';
+import { cancelledSection } from './cancelled-section.ts';
 import { renderProvenance } from './render-provenance.ts';
 import { probeSection } from './probe-section.ts';
 import { EXIT_CODES, verdictExitCode } from './verdict-exit-code.ts';
@@ -144,7 +145,9 @@ export function renderMarkdown(a: Analysis): string {
     );
   }
 
-  out.push('## Input', '', ...(a.issues.length === 0 ? ['Every planned rep was measured and used.'] : a.issues.map((i) => `- ${i}`)), '');
+  out.push(...cancelledSection(a));
+  const allUsed = a.issues.length === 0 && (a.cancelled ?? []).length === 0;
+  out.push('## Input', '', ...(allUsed ? ['Every planned rep was measured and used.'] : a.issues.length === 0 ? ['Every measured rep was used.'] : a.issues.map((i) => `- ${i}`)), '');
   out.push(
     '## Exit codes of `orch report`',
     '',

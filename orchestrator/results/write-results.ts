@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis, FailedRep } from '../stats/types.ts';
-import { plannedReps } from '../scheduler/build-block-job.ts';
+import { accountReps, type Accounting } from './rep-fates.ts';
 import { collectResults, type CollectedResults } from './collect-results.ts';
 import { provenanceOf } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
+import { writeJsonLines } from './write-jsonl.ts';
 
 export const DEFAULT_ALPHA = 0.05;
 
@@ -28,14 +29,7 @@ function writeFileSync(file: string, data: string): void {
   chmodSync(file, 0o600);
 }
 
-export interface Accounting {
-  planned: number;
-  measured: number;
-  not_run: number;
-  /** planned reps neither measured nor recorded as not run: must be 0 once the experiment ended */
-  unaccounted: string[];
-  not_run_reasons: Record<string, number>;
-}
+export type { Accounting } from './rep-fates.ts';
 
 export interface WrittenResults {
   dir: string;
@@ -49,7 +43,7 @@ export function analyzeCollected(c: CollectedResults): Analysis {
   const { exp } = c;
   const failed: FailedRep[] = Object.entries(c.failed).map(([field, f]) => {
     const [block, arm, rep] = field.split('/');
-    return { block: Number(block), arm: arm ?? '', rep: Number(rep), reason: f.reason };
+    return { block: Number(block), arm: arm ?? '', rep: Number(rep), reason: f.reason, ...(f.kind === undefined ? {} : { kind: f.kind }) };
   });
   const ref = exp.spec.gates.base_reference;
   return analyzeExperiment({
@@ -63,25 +57,14 @@ export function analyzeCollected(c: CollectedResults): Analysis {
     alpha: DEFAULT_ALPHA,
     probes: Object.values(c.probes),
     devices: c.events.flatMap((e) => (e.committed && e.event !== null && typeof e.event === 'object' && e.event.type === 'hello' && 'device' in e.event ? [e.event.device] : [])),
-    ...(ref?.value !== undefined ? { base_reference: { value: ref.value, tolerance: ref.tolerance } } : {}),
+    ...(ref === undefined
+      ? {}
+      : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),
   });
 }
 
 export function accountFor(c: CollectedResults): Accounting {
-  const planned = c.exp.plan.blocks.flatMap((b) => plannedReps(c.exp, b.index));
-  const reasons: Record<string, number> = {};
-  let measured = 0;
-  let notRun = 0;
-  const unaccounted: string[] = [];
-  for (const r of planned) {
-    if (c.reps[r.field] !== undefined) measured++;
-    else if (c.failed[r.field]) {
-      notRun++;
-      const why = c.failed[r.field]!.reason;
-      reasons[why] = (reasons[why] ?? 0) + 1;
-    } else unaccounted.push(r.field);
-  }
-  return { planned: planned.length, measured, not_run: notRun, unaccounted, not_run_reasons: reasons };
+  return accountReps(c.exp, c.reps, c.failed);
 }
 
 export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
@@ -95,7 +78,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   const report = files['report.md']!;
   writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
   writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
-  writeFileSync(join(dir, 'events.jsonl'), c.events.map((e) => JSON.stringify(e)).join('\n') + (c.events.length ? '\n' : ''));
+  writeJsonLines(join(dir, 'events.jsonl'), c.events);
   const summary = {
     experiment: c.exp.id,
     name: c.exp.name,

@@ -3,7 +3,8 @@
  * Pure and deterministic: same input, same output; no I/O.
  *
  *   rep values (rep-values.ts) → per-arm summaries → paired comparisons against the control
- *   (compare.ts) → A/A, identity, input and base-reference gates (gates.ts) → leave-one-out
+ *   (compare.ts), of the A/A copy with its twin and of the base arm with its reference-build
+ *   run → A/A, identity, input and base-reference gates (gates.ts) → leave-one-out
  *   table, order effects and drift → the experiment's verdict.
  */
 import { UserInputError } from '../../jobs/errors.ts';
@@ -14,6 +15,7 @@ import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
 import { valueIndex } from './pairing.ts';
 import { repValues } from './rep-values.ts';
+import { cancelledByArm } from './cancelled-reps.ts';
 import { summarizeBackend } from './backend-summary.ts';
 import { summarizeProbes } from './probe-summary.ts';
 import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, UnsupportedToggle, Verdict } from './types.ts';
@@ -85,16 +87,20 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     const notes = (unsupported.get(c.arm) ?? []).map((u) => u.note);
     return notes.length === 0 ? c : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
   };
+  // The A/A copy and the base-reference arm are checks on the measurement, not treatments:
+  // each is compared with the arm it copies, for its gate only.
   let comparisons = plan.arms
-    .filter((a) => a.name !== plan.control && a.aa_of === undefined)
+    .filter((a) => a.name !== plan.control && a.aa_of === undefined && a.ref_of === undefined)
     .map((a) => notMeasured(compare(a.name, plan.control)));
   const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
   const aa = aaArm ? compare(aaArm.name, aaArm.aa_of!) : null;
+  const refArm = plan.arms.find((a) => a.ref_of !== undefined);
+  const baseReference = refArm ? compare(refArm.ref_of!, refArm.name) : null;
   const isLoo = plan.design === 'leave-one-out';
   let primary: Comparison | null = isLoo ? compare(LOO_ALL_ON, LOO_BASE) : null;
 
-  const baseArm = plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control;
-  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm), inputGate(arms)];
+  const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
   const failed = gates.filter((g) => g.pass === false);
   const invalid_reasons = failed.map((g) => g.message);
   if (failed.length > 0) {
@@ -124,12 +130,14 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     comparisons,
     primary,
     aa,
+    ...(refArm ? { base_reference: baseReference } : {}),
     loo: isLoo
       ? leaveOneOut(plan, index, comparisons, alpha, min_effect, allOn, (t) => unsupported.get(LOO_ALL_ON)?.find((u) => u.toggle === t)?.note ?? null)
       : null,
     order,
     drift,
     issues: rv.issues,
+    cancelled: cancelledByArm(rv.planned, input),
     values: rv.values,
     backend,
     probe: null,

@@ -15,6 +15,7 @@ import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { BackendSummary } from './backend-summary.ts';
 import type { ProbeSummary } from './probe-summary.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
+import type { CancelledArm } from './cancelled-reps.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
@@ -24,6 +25,8 @@ export interface PlanArm {
   name: string;
   toggles: Record<string, boolean | string>;
   aa_of?: string;
+  /** The base-reference arm: the arm named here, run from the reference build. */
+  ref_of?: string;
 }
 
 /** The subset of jobs/plan.ts `PlannedBlock` the statistics read. */
@@ -68,12 +71,22 @@ export interface AnalysisInput {
   min_effect: number;
   /** Two-sided significance level; CIs are at 1 − alpha. */
   alpha: number;
-  /** The base arm must be within `tolerance` (relative) of `value` (leave-one-out). */
-  base_reference?: { value: number; tolerance: number };
+  /**
+   * gates.base_reference: the base arm must agree within `tolerance` (relative) with its
+   * reference arm (the plan's `ref_of` arm, run from the reference `build`), and with `value`
+   * when one is given.
+   */
+  base_reference?: { tolerance: number; value?: number; build?: ReferenceBuild };
   /** design probe: the committed probe records */
   probes?: ProbeRecord[];
   /** the device names the ranks' hello lines gave (committed attempts) */
   devices?: string[];
+}
+
+/** The build the reference arm ran: its name in the spec and the commit it resolved to. */
+export interface ReferenceBuild {
+  name: string;
+  commit: string | null;
 }
 
 export type Verdict = 'faster' | 'slower' | 'inconclusive' | 'invalid';
@@ -239,17 +252,21 @@ export interface Analysis {
   invalid_reasons: string[];
   gates: GateSummary[];
   arms: ArmSummary[];
-  /** Every non-control, non-A/A arm against the control. */
+  /** Every arm against the control but the control, its A/A copy and the base-reference arm. */
   comparisons: Comparison[];
   /** The comparison that decides `verdict` (ab: the treatment; leave-one-out: all_on vs base). */
   primary: Comparison | null;
   /** The A/A arm against its twin, when the plan has one. */
   aa: Comparison | null;
+  /** The base arm against its reference arm (gates.base_reference), when the plan has one. */
+  base_reference?: Comparison | null;
   loo: LooTable | null;
   order: OrderEffects | null;
   drift: DriftRow[];
-  /** Every rep not used and why, plus other input problems; never silently empty. */
+  /** Every rep not used and why, plus other input problems; never silently empty. Cancelled reps are in `cancelled`. */
   issues: string[];
+  /** Per arm, measured and cancelled reps, when `orch cancel` cut the plan short (else empty or absent). */
+  cancelled?: CancelledArm[];
   values: RepValue[];
   /** the backends and devices measured on, and the toggles they lacked */
   backend: BackendSummary;
