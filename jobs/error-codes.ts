@@ -51,6 +51,9 @@ export const ERROR_CODES = {
   SSH_KEY_INVALID: { kind: 'user-input', meaning: "a cluster file's ssh key file is not a usable private key" },
   SSH_AUTH_FAILED: { kind: 'user-input', meaning: 'a host refused the ssh key' },
   SSH_UNREACHABLE: { kind: 'user-input', meaning: 'a host of the cluster file cannot be reached over ssh' },
+  SSH_HOST_UNKNOWN: { kind: 'user-input', meaning: "a host's ssh key is in neither ~/.ssh/known_hosts nor the cluster file's host_key: it is not trusted" },
+  SSH_HOST_KEY_CHANGED: { kind: 'user-input', meaning: "a host presented another key than the one known for it (possible man-in-the-middle): refused, never trusted automatically" },
+  SSH_CONFIG_INVALID: { kind: 'user-input', meaning: '~/.ssh/config cannot be read or a ProxyJump in it cannot be followed' },
   CLUSTER_SECRET: { kind: 'user-input', meaning: 'the cluster secret that signs block jobs is missing, too short, or in a file others may read' },
   REDIS_DATA_LOST: { kind: 'user-input', meaning: "the Redis restarted without its data: the experiment's plan, leases and results are gone", hint: 'give Redis persistence (appendonly yes) and submit again' },
 
@@ -99,6 +102,7 @@ export const ERROR_CODES = {
   FOREIGN_PROCESS: { kind: 'transient', meaning: 'a process orch did not start runs on a leased card (foreign_process: fail)' },
   WORKER_STOPPING: { kind: 'transient', meaning: 'the worker was stopped (SIGTERM) while the block waited' },
   LEASE_LOST: { kind: 'transient', meaning: "the gang's lease expired, was released or revoked; its results are refused" },
+  GANG_PART_TIMEOUT: { kind: 'transient', meaning: "a part of a gang across hosts waited too long for another host's part (its rendezvous, its staged results, the commit)" },
   RANK_DIED: { kind: 'transient', meaning: 'a rank was killed by a signal or exited with a code a retry may not see again' },
   RANK_EXITED: { kind: 'deterministic', meaning: 'a rank exited with a code native/PROTOCOL.md calls deterministic (bug, bad input, no backend, gate, CUDA fault)' },
   RANK_ANSWERED_ERROR: { kind: 'deterministic', meaning: 'a rank answered a rep or gate with an error line' },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { GRAPHRT_TOGGLES, type GraphrtToggle } from '../graphrt-toggles.ts';
 import { LIMITS, LIMITS_FILE, paramLimit } from '../limits.ts';
 import { intIn } from './bounded.ts';
-import { GRAPHRT_TOGGLES, type GraphrtToggle } from '../graphrt-toggles.ts';
 import { strictObject } from './strict-object.ts';
 
 /** graphrt's toggles (native/PROTOCOL.md "Requests"); a native spec may name only these. */
