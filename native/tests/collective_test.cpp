@@ -90,7 +90,7 @@ int main() {
     per_rank(kRanks, [&](int r) {
       auto backend = make_cpu_backend();
       RankSetup setup;
-      setup.comm = connect_collective(*backend, CollectiveOptions{path, kRanks, r, 10000});
+      setup.comm = connect_collective(*backend, CollectiveOptions{path, {}, kRanks, r, 10000});
       Session s(std::move(backend), std::move(setup));
       Request req = decode_request();
       req.op = Op::Identity;
