@@ -204,6 +204,8 @@ GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool 
 }
 
 std::optional<GateOutcome> Session::handle(const Request& req, const Emit& emit, bool gate_is_final) {
+  // While it is held, a peer's death ends this rank (the collective's watchdog), never a hang.
+  const Collective::Busy busy = comm_ ? comm_->busy() : Collective::Busy(nullptr);
   switch (req.op) {
     case Op::Hello:
       emit(hello_line(info_, shard_, req.id, true));

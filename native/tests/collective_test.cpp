@@ -18,19 +18,6 @@ using namespace graphrt::test;
 
 namespace {
 
-// A socket path in a fresh directory, removed when the test is done (rank 0 unlinks the socket).
-struct FreshSocket {
-  std::string dir;
-  std::string path;
-  FreshSocket() {
-    char tmpl[] = "/tmp/graphrt-rv-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) std::abort();
-    dir = tmpl;
-    path = dir + "/rv.sock";
-  }
-  ~FreshSocket() { ::rmdir(dir.c_str()); }
-};
-
 template <class F>
 void per_rank(int world, F f) {
   std::vector<std::thread> threads;

@@ -3,6 +3,8 @@
 // a client reads).
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,6 +15,20 @@
 #include "session.hpp"
 
 namespace graphrt::test {
+
+// A rendezvous socket path in a fresh directory, removed when the test is done (rank 0 unlinks
+// the socket itself).
+struct FreshSocket {
+  std::string dir;
+  std::string path;
+  FreshSocket() {
+    char tmpl[] = "/tmp/graphrt-rv-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) std::abort();
+    dir = tmpl;
+    path = dir + "/rv.sock";
+  }
+  ~FreshSocket() { ::rmdir(dir.c_str()); }
+};
 
 inline int failures = 0;
 

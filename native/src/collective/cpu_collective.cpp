@@ -27,7 +27,10 @@ void run_all_reduce(Dim3, Dim3, const void* raw) {
 
 class CpuCollective final : public Collective {
  public:
-  CpuCollective(cpu::CpuBackend& cpu, std::unique_ptr<Rendezvous> rv) : Collective(cpu, std::move(rv)), cpu_(cpu) {}
+  CpuCollective(cpu::CpuBackend& cpu, std::unique_ptr<Rendezvous> rv) : Collective(cpu, std::move(rv)), cpu_(cpu) {
+    start_watchdog();
+  }
+  ~CpuCollective() override { stop_watchdog(); }
 
   void all_reduce_sum(StreamRaw stream, float* buf, std::size_t count) override {
     const AllReduceArgs args{rv_.get(), buf, count};

@@ -8,9 +8,14 @@
 // compatible with one GPU per process). Whether an NCCL call is captured must be the same on
 // every rank; the session's vote keeps it so. NCCL connects lazily on the first call of a shape,
 // which is why every capture follows an eager prepare step (graph_slot.cpp).
+//
+// A dead peer leaves NCCL's kernel spinning on the GPU: the watchdog (collective.hpp) notices the
+// peer's rendezvous connection close or NCCL's asynchronous error and calls ncclCommAbort from its
+// own thread, which NCCL allows while a collective is in flight (the kernel sees the abort flag).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "collective.hpp"
@@ -38,10 +43,12 @@ class NcclCollective final : public Collective {
     ncclUniqueId id;
     std::memcpy(&id, rv_->blob().data(), sizeof id);
     RT_NCCL_CHECK(ncclCommInitRank(&comm_, rv_->world(), id, rv_->rank()));
+    start_watchdog();
   }
   // Abort, not destroy: it never waits for peers that may be gone.
   ~NcclCollective() override {
-    if (comm_ != nullptr) ncclCommAbort(comm_);
+    stop_watchdog();
+    if (comm_ != nullptr && !aborted_.exchange(true)) ncclCommAbort(comm_);
   }
 
   void all_reduce_sum(StreamRaw stream, float* buf, std::size_t count) override {
@@ -49,8 +56,21 @@ class NcclCollective final : public Collective {
   }
   std::optional<std::size_t> nodes_per_call() const override { return std::nullopt; }
 
+ protected:
+  std::optional<std::string> async_error() noexcept override {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+    if (r != ncclSuccess) state = r;
+    if (state == ncclSuccess || state == ncclInProgress) return std::nullopt;
+    return std::string("NCCL asynchronous error: ") + ncclGetErrorString(state) + " (" + ncclGetLastError(comm_) + ")";
+  }
+  void abort_in_flight() noexcept override {
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+  }
+
  private:
   ncclComm_t comm_ = nullptr;
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace

@@ -353,6 +353,43 @@ void Rendezvous::lost(int peer, const std::string& what) {
   rank_lost("rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + " " + what);
 }
 
+std::optional<int> Rendezvous::hung_up_peer(std::chrono::milliseconds wait) const {
+  std::vector<pollfd> fds;
+  for (int fd : fds_) fds.push_back(pollfd{fd, POLLRDHUP, 0});  // fd -1 (rank 0's own slot): ignored
+  for (;;) {
+    const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    break;
+  }
+  for (std::size_t i = 0; i < fds.size(); ++i)
+    if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) return rank_ == 0 ? static_cast<int>(i) : 0;
+  return std::nullopt;
+}
+
+std::optional<int> Rendezvous::abort_notice() const {
+  if (rank_ == 0) return std::nullopt;
+  // Rank 0 answers each call before the next one starts, so at most one result (and the abort
+  // after it) lies unread: a peek of 64 KiB sees the abort unless a result is larger than that.
+  std::vector<char> bytes(64 * 1024);
+  const ssize_t got = ::recv(fds_[0], bytes.data(), bytes.size(), MSG_PEEK | MSG_DONTWAIT);
+  std::size_t at = 0;
+  while (got > 0 && at + sizeof(Frame) <= static_cast<std::size_t>(got)) {
+    Frame f;
+    std::memcpy(&f, bytes.data() + at, sizeof f);
+    if (f.magic != kMagic) return std::nullopt;
+    if (f.op == kAbort) return static_cast<int>(f.a);
+    at += sizeof f + (f.op == kResult ? f.b * sizeof(float) : 0);
+  }
+  return std::nullopt;
+}
+
+void Rendezvous::tell_lost(int lost_rank, std::chrono::milliseconds wait) noexcept {
+  if (rank_ != 0) return;
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (lock.try_lock_for(wait)) abort_others(lost_rank);
+}
+
 void Rendezvous::all_reduce_sum(float* buf, std::size_t count) {
   std::lock_guard lock(mutex_);
   const std::uint64_t seq = ++seq_;

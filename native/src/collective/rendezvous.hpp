@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ class Rendezvous {
   // gone, RtError(Internal) when the ranks are out of step.
   void all_reduce_sum(float* buf, std::size_t count);
 
+  // The watchdog's view (Collective's watchdog thread, collective.cpp): none of these consumes a
+  // byte of the stream, so they never race all_reduce_sum for a frame.
+  // Waits up to `wait` for a peer's connection to hang up (it exited or was killed); its rank.
+  std::optional<int> hung_up_peer(std::chrono::milliseconds wait) const;
+  // Rank > 0: the lost rank named by an abort frame rank 0 left unread on its connection.
+  std::optional<int> abort_notice() const;
+  // Rank 0: tells the other ranks which rank was lost. Skipped while an all-reduce holds the
+  // connections past `wait` (a frame written into the middle of another garbles the stream): the
+  // others then see rank 0's own connection close.
+  void tell_lost(int lost_rank, std::chrono::milliseconds wait) noexcept;
+
  private:
   [[noreturn]] void lost(int peer, const std::string& what);
   void abort_others(int lost_rank) noexcept;
@@ -64,7 +76,7 @@ class Rendezvous {
   std::vector<int> fds_;  // rank 0: fds_[r] is rank r's socket (fds_[0] = -1); others: fds_[0]
   std::uint64_t seq_ = 0;
   std::vector<float> scratch_;
-  std::mutex mutex_;
+  std::timed_mutex mutex_;
 };
 
 }  // namespace graphrt
