@@ -21,7 +21,7 @@ interface Ev {
   event: Record<string, unknown>;
 }
 
-async function submit(env: Record<string, string>): Promise<{ summary: { state: string; accounting: { planned: number; measured: number } }; events: Ev[] }> {
+async function submit(env: Record<string, string>): Promise<{ summary: { state: string; accounting: { planned: number; measured: number } }; events: Ev[]; report: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'orch-multirank-'));
   try {
     const r = await runOrch(['submit', SPEC, '--results', dir], { ...embedded, ...env }, 60_000);
@@ -30,7 +30,7 @@ async function submit(env: Record<string, string>): Promise<{ summary: { state: 
     assert.ok(id, `no results written: ${r.stderr}`);
     const summary = JSON.parse(readFileSync(join(dir, id, 'summary.json'), 'utf8'));
     const events = readFileSync(join(dir, id, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);
-    return { summary, events };
+    return { summary, events, report: readFileSync(join(dir, id, 'report.md'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -41,7 +41,7 @@ const ofType = (events: Ev[], type: string) => events.filter((e) => e.event.type
 describe('orch submit: one block of 4 ranks (cpu)', { skip: skipWithoutBinary }, () => {
   test('4 ranks started together, identity gate passing on every rank, every rep measured, same sums on every rank', async () => {
     const t0 = Date.now();
-    const { summary, events } = await submit({});
+    const { summary, events, report } = await submit({});
     console.log(`# orch submit of a 4-rank block: ${Date.now() - t0} ms`);
     assert.equal(summary.state, 'done');
     assert.deepEqual([summary.accounting.planned, summary.accounting.measured], [4, 4]);
@@ -59,6 +59,10 @@ describe('orch submit: one block of 4 ranks (cpu)', { skip: skipWithoutBinary },
       const want = same[0]?.event.arm === 'graph' ? 'graph' : 'eager';
       assert.ok(same.every((e) => e.event.mode === want && e.event.collectives_per_step === 2));
     }
+    // The report's ranks section: per arm and rank the gate, hashes against rank 0's, collectives, nodes.
+    assert.match(report, /## Ranks\n\n.*Every rank holds rank 0's hashes\./);
+    for (let r = 0; r < 4; r++) assert.match(report, new RegExp(`\\| graph \\| ${r} \\| 1 / 1 \\| 2 \\| graph \\| 3 / 3 \\| 2 \\| \\d+ \\| \\d+ \\|`));
+    assert.match(report, /## Card time/);
   });
 
   test('a capture failure planted on rank 2: every rank runs eager, gates pass, the experiment ends', async () => {
