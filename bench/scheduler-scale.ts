@@ -12,10 +12,15 @@
  * BENCH_BLOCKS (blocks per experiment, 32), BENCH_REPS (reps per arm, 2), BENCH_RUN_MS
  * (a block's run time on the stand-in hosts, "lo-hi" ms, 20-200), BENCH_RUNS (3),
  * BENCH_SEED (1), BENCH_SLACK_MS (pass latency allowed over the backfill bound, 1000),
- * BENCH_LOG (the scheduler's pino level, silent).
+ * BENCH_LOG (the scheduler's pino level, silent), BENCH_PROFILE=1 (awaited time per store method and grant pass).
  */
 import { loadavg } from 'node:os';
 import type { Level } from 'pino';
+import { GrantLoop } from '../orchestrator/scheduler/grant-loop.ts';
+import { CardRegistry } from '../store/card-registry.ts';
+import { ExperimentStore } from '../store/experiment-store.ts';
+import { LeaseStore } from '../store/lease-store.ts';
+import { MethodTimers } from './lib/method-timers.ts';
 import { median } from './lib/scale-metrics.ts';
 import { runScale, type ScaleRun } from './lib/scale-run.ts';
 
@@ -35,6 +40,14 @@ const opts = {
 };
 const RUNS = num('BENCH_RUNS', 3);
 const SEED = num('BENCH_SEED', 1);
+
+const timers = env.BENCH_PROFILE === '1' ? new MethodTimers() : null;
+if (timers) {
+  timers.wrap('GrantLoop', GrantLoop.prototype, ['pass', 'expectedMs']);
+  timers.wrap('ExperimentStore', ExperimentStore.prototype, ['active', 'state', 'get', 'blocks', 'block', 'transitionBlock', 'beginAttempt']);
+  timers.wrap('CardRegistry', CardRegistry.prototype, ['liveCards']);
+  timers.wrap('LeaseStore', LeaseStore.prototype, ['held', 'acquireGang', 'revoke']);
+}
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -66,6 +79,12 @@ const rows: [string, string, string][] = [
   ['card held by two gangs (all runs)', String(runs.reduce((n, r) => n + r.metrics.overlaps.length, 0)), '0'],
   ['Redis MiB per 10 000 reps', f(med((r) => (r.redisBytes / r.reps) * 10_000 / 2 ** 20), 2), ''],
   ['scheduler CPU % of a core', f(med((r) => (100 * r.cpuMs) / r.wallMs)), ''],
+  ['redis-server CPU % of a core', f(med((r) => (100 * r.redisCpuMs) / r.wallMs)), ''],
   ['scheduler CPU ms per block', f(med((r) => r.cpuMs / r.metrics.blocks), 2), ''],
 ];
 for (const row of rows) console.log(row.join(' | '));
+if (timers) {
+  console.log('\nBENCH_PROFILE: awaited wall time per method, all runs (the driver\'s own reads included)');
+  console.log(['method', 'calls', 'total s', 'ms per call'].join(' | '));
+  for (const t of timers.table()) console.log([t.name, String(t.calls), f(t.ms / 1000, 2), f(t.ms / t.calls, 2)].join(' | '));
+}

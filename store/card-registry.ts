@@ -78,8 +78,12 @@ export class CardRegistry {
   async liveCards(host?: string): Promise<Card[]> {
     const cards = (await this.all()).filter((c) => host === undefined || c.host === host);
     const hosts = [...new Set(cards.map((c) => c.host))];
-    const alive = new Set<string>();
-    for (const h of hosts) if ((await this.redis.exists(this.keys.hostAlive(h))) === 1) alive.add(h);
+    // every host's alive key in one round trip: the grant pass reads them all on each pass
+    const p = this.redis.pipeline();
+    for (const h of hosts) p.exists(this.keys.hostAlive(h));
+    const replies = hosts.length === 0 ? [] : ((await p.exec()) ?? []);
+    for (const [err] of replies) if (err) throw err;
+    const alive = new Set(hosts.filter((_, i) => replies[i]?.[1] === 1));
     return cards
       .filter((c) => alive.has(c.host))
       .sort((a, b) => (a.host === b.host ? a.index - b.index : a.host < b.host ? -1 : 1));

@@ -6,7 +6,7 @@
  * saw (host-job records) into scale-metrics.ts.
  */
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -49,6 +49,8 @@ export interface ScaleRun {
   /** this process's CPU (the scheduler; the hosts are a child) from its start to the last end, ms */
   cpuMs: number;
   wallMs: number;
+  /** the redis-server's CPU over the same span, ms (is Redis the limit?) */
+  redisCpuMs: number;
   /** blocks that did not end done */
   notDone: number;
 }
@@ -70,6 +72,16 @@ function specText(name: string, ranks: number, blocks: number, reps: number): st
     'metric: { name: ms_per_step, better: lower }',
     '',
   ].join('\n');
+}
+
+/** A process's user + system CPU so far, ms (Linux /proc; NaN elsewhere). */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 async function usedMemory(redis: Redis): Promise<number> {
@@ -120,6 +132,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     });
 
     const cpu0 = process.cpuUsage();
+    const redisCpu0 = processCpuMs(server.child.pid);
     const t0 = Date.now();
     scheduler = new Scheduler({ url: server.url, prefix, log, secret: Buffer.from(secret, 'utf8') });
     scheduler.start();
@@ -135,10 +148,12 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
       const states = await Promise.all(ids.map((id) => store.state(id)));
       if (states.every((s) => s !== null && TERMINAL_EXPERIMENT_STATES.has(s))) break;
       if (Date.now() - t0 > o.timeoutMs) throw new Error(`not every experiment ended within ${o.timeoutMs} ms: ${states.filter((s) => s === 'done').length}/${ids.length} done`);
-      await new Promise((r) => setTimeout(r, 250));
+      // slow: this process is the scheduler's, and its CPU is what is measured
+      await new Promise((r) => setTimeout(r, 1000));
     }
     const wallMs = Date.now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    const redisCpuMs = processCpuMs(server.child.pid) - redisCpu0;
     const after = await usedMemory(redis);
 
     const blocks: BlockTimeline[] = [];
@@ -161,6 +176,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
       redisBytes: after - before,
       cpuMs: (cpu.user + cpu.system) / 1000,
       wallMs,
+      redisCpuMs,
       notDone,
     };
   } finally {
