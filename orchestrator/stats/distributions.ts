@@ -11,6 +11,11 @@ export function studentQuantile(p: number, df: number): number {
   return tQuantile(p, df);
 }
 
+/** P(T ≤ t) for Student's t with `df` degrees of freedom. */
+export function studentCdf(t: number, df: number): number {
+  return tCdf(t, df);
+}
+
 /** Two-sided p-value of a t statistic. */
 export function studentTwoSidedP(t: number, df: number): number {
   return Math.min(1, 2 * tCdf(-Math.abs(t), df));

@@ -25,7 +25,7 @@ export interface MdeQuery {
 export const noiseFromCv = (cv: number): number => Math.SQRT2 * cv;
 
 /** Log distance from the effect to the edge of the min_effect band on its side; ≤ 0: inside. */
-function distanceToBand(effect: number, min_effect: number): number {
+export function distanceToBand(effect: number, min_effect: number): number {
   return effect < 0 ? Math.log1p(-min_effect) - Math.log1p(effect) : Math.log1p(effect) - Math.log1p(min_effect);
 }
 

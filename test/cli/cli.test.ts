@@ -15,7 +15,7 @@ describe('orch CLI', () => {
     const r = runOrch(['--help']);
     assert.equal(r.status, 0);
     assert.match(r.stdout, /orch validate <files\.\.>/);
-    assert.match(r.stdout, /orch plan <file>/);
+    assert.match(r.stdout, /orch plan \[file\]/);
     assert.match(r.stdout, /--json/);
     assert.match(r.stdout, /^ {2}ORCH_PREFIX +key prefix in that Redis/m);
     assert.match(r.stdout, /^ {2}REDIS_URL /m);
@@ -34,7 +34,7 @@ describe('orch CLI', () => {
   it('npx orch resolves the package bin', () => {
     const r = spawnSync('npx', ['--no-install', 'orch', '--help'], { encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /orch plan <file>/);
+    assert.match(r.stdout, /orch plan \[file\]/);
   });
 
   it('no command, an unknown command and an unknown flag are usage errors: exit 2, no stack', () => {
@@ -43,7 +43,7 @@ describe('orch CLI', () => {
       [['valdate', 'x.yaml'], /unknown command "valdate": Did you mean validate\?/],
       [['frobnicate'], /Unknown argument: frobnicate/],
       [['validate', 'configs/ab.yaml', '--colour'], /Unknown argument: colour/],
-      [['plan'], /Not enough non-option arguments/],
+      [['plan'], /orch plan needs a spec file/],
     ] as const) {
       const r = runOrch([...args]);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);

@@ -5,7 +5,9 @@
  *
  *   ln(step) = ln(mu_arm) + block_b + drift · position + order[position] + eps_rep + eps_step
  *
- * block_b ~ N(0, blockSd), eps_rep ~ N(0, sigma), eps_step ~ N(0, stepSigma). The truth a test
+ * block_b ~ N(0, blockSd), eps_rep ~ N(0, sigma), eps_step ~ N(0, stepSigma); with `blockArmSd`
+ * also an arm × block term arm_b ~ N(0, blockArmSd) per arm and block (a block on which the arms
+ * differ by more or less: the part of block noise that pairing cannot remove). The truth a test
  * checks against is computed from the planted `mu`s, never written by hand.
  */
 import { balancedBlocks } from '../../jobs/plan.ts';
@@ -39,6 +41,8 @@ export interface SimParams {
   /** Rep-to-rep log sd. */
   sigma: number;
   blockSd: number;
+  /** Per arm and block log sd (arm × block interaction); default 0. */
+  blockArmSd?: number;
   /** Log change per position in a block. */
   drift: number;
   /** Log offset of the first position of every block (a cold start). */
@@ -91,12 +95,14 @@ export function simulateReps(p: SimParams, plan: PlanLike, rng: Rng): RepResult[
   const out: RepResult[] = [];
   for (const b of plan.blocks) {
     const blockEffect = p.blockSd * gaussian(rng);
+    // drawn only when planted, so the seeded streams of the other tests stay as they were
+    const armEffect = new Map(p.blockArmSd ? p.arms.map((a) => [a.name, p.blockArmSd! * gaussian(rng)]) : []);
     const seen = new Map<string, number>();
     b.sequence.forEach((arm, position) => {
       const rep = seen.get(arm) ?? 0;
       seen.set(arm, rep + 1);
       const level =
-        Math.log(mu.get(arm)!) + blockEffect + p.drift * position + (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) + p.sigma * gaussian(rng);
+        Math.log(mu.get(arm)!) + blockEffect + (armEffect.get(arm) ?? 0) + p.drift * position + (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) + p.sigma * gaussian(rng);
       const step_ms = Array.from({ length: steps }, () => Math.exp(level + stepSigma * gaussian(rng)));
       out.push({ experiment: 'sim', block: b.index, attempt: 1, epoch: 1, arm, rep, position, step_ms, backend: 'cpu', mode: 'graph' });
     });
