@@ -4,11 +4,28 @@ import { NameSchema, strictObject } from './spec/strict-object.ts';
 
 export const HostSchema = strictObject({
   name: NameSchema,
+  /**
+   * How to reach the host. `host` may be an alias of ~/.ssh/config: its HostName, User, Port,
+   * IdentityFile and ProxyJump apply where this entry leaves them out (what is written here
+   * wins, as on ssh's command line). Without a key_file or IdentityFile, ssh-agent
+   * (SSH_AUTH_SOCK) and ~/.ssh/id_ed25519, id_ecdsa, id_rsa are tried.
+   */
   ssh: strictObject({
     host: z.string().min(1),
-    port: z.int().min(1).max(65535).default(22),
-    user: z.string().min(1),
-    key_file: z.string().min(1),
+    port: z.int().min(1).max(65535).optional(),
+    user: z.string().min(1).optional(),
+    key_file: z.string().min(1).optional(),
+    /**
+     * The host's public key as `ssh-keyscan` or a host's /etc/ssh/ssh_host_*_key.pub print it
+     * (`ssh-ed25519 AAAA…`), trusted besides ~/.ssh/known_hosts; a host whose key is in neither
+     * is refused.
+     */
+    host_key: z
+      .string()
+      .regex(/^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( .*)?$/, {
+        error: 'expected a public key line such as "ssh-ed25519 AAAAC3Nza…" (ssh-keyscan -p PORT HOST prints it)',
+      })
+      .optional(),
   }),
   /** Card ids (GPU indices or UUIDs) orch may lease on this host; omitted: all it finds. */
   cards: z.array(z.union([z.int().min(0), z.string().min(1)])).optional(),

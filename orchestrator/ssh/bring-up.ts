@@ -30,6 +30,8 @@ export interface HostsOptions {
   /** how long a worker may take to register (up) or to drain and exit (down) */
   timeoutMs?: number;
   prefix?: string;
+  /** the cluster secret (store/cluster-secret.ts) each worker verifies grants with: sent on stdin to a 0600 file */
+  secret?: Buffer;
 }
 
 /** A single-quoted shell word; a leading `~/` stays the remote user's home. */
@@ -44,11 +46,11 @@ export function shellWord(s: string): string {
  * a per-user directory, never a shared /tmp path another user could prepare (a symlinked log
  * truncating their victim's file, a swapped pid file getting an unrelated process signalled).
  */
-function paths(host: Host): string {
+export function workerPaths(host: Host): string {
   const base = shellWord(`worker-${host.name}`);
   return [
     host.run_dir !== undefined ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}` : 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}',
-    `pid="$d"/${base}.pid; log="$d"/${base}.log; url="$d"/${base}.redis-url`,
+    `pid="$d"/${base}.pid; log="$d"/${base}.log; url="$d"/${base}.redis-url; sec="$d"/${base}.secret`,
     // field 22 of /proc/<pid>/stat (the start time): after "pid (comm) " it is the 20th
     "starttime() { sed 's/^.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -d' ' -f20; }",
   ].join('\n');
@@ -63,8 +65,9 @@ const CHECK_RUN_DIR = [
 
 /**
  * The shell line that starts the worker in the background and prints its pid. The Redis URL
- * (with its password) arrives on stdin and goes to a 0600 file the worker reads with
- * --redis-url-file: never in a command line, which every user of the host can read in `ps`.
+ * (with its password) and the cluster secret arrive on stdin, one line each, and go to 0600
+ * files the worker reads with --redis-url-file and --secret-file: never in a command line,
+ * which every user of the host can read in `ps`.
  * The log is created afresh with O_EXCL (set -C after rm), so a symlink there is not followed;
  * the pid file records the worker's start time, so `down` signals only that process.
  */
@@ -77,14 +80,15 @@ export function startCommand(host: Host, prefix?: string): string {
   const worker = [shellWord(host.node), ...args.map(shellWord)].join(' ');
   return [
     'umask 077',
-    paths(host),
+    workerPaths(host),
     'mkdir -p "$d" || exit 4',
     CHECK_RUN_DIR,
     `cd ${shellWord(host.repo_dir)} || exit 3`,
     'if [ -f "$pid" ]; then read -r p st <"$pid"; if [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ]; then echo "running $p"; exit 0; fi; fi',
-    'rm -f "$url" "$log" "$pid.new" || exit 6',
-    '(set -C; cat >"$url") || exit 6',
-    `(set -C; exec nohup ${worker} --redis-url-file "$url" >"$log" 2>&1 </dev/null) &`,
+    'rm -f "$url" "$sec" "$log" "$pid.new" || exit 6',
+    // printf is a shell builtin: neither line is ever an argument another user's ps could see
+    '(set -C; IFS= read -r u && printf \'%s\\n\' "$u" >"$url" && cat >"$sec") || exit 6',
+    `(set -C; exec nohup ${worker} --redis-url-file "$url" --secret-file "$sec" >"$log" 2>&1 </dev/null) &`,
     'p=$!',
     '(set -C; echo "$p $(starttime "$p")" >"$pid.new") && mv -f "$pid.new" "$pid" || exit 6',
     'echo "started $p"',
@@ -101,7 +105,7 @@ async function waitFor<T>(timeoutMs: number, what: () => Promise<T | undefined>)
 }
 
 async function logTail(ssh: SshHost, host: Host): Promise<string[]> {
-  const r = await ssh.exec(`${paths(host)}\ntail -n 20 "$log" 2>/dev/null`).catch(() => undefined);
+  const r = await ssh.exec(`${workerPaths(host)}\ntail -n 20 "$log" 2>/dev/null`).catch(() => undefined);
   return r ? r.stdout.split('\n').filter(Boolean) : [];
 }
 
@@ -140,7 +144,7 @@ async function eachHost(opts: HostsOptions, one: (ssh: SshHost, host: Host, regi
 export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return eachHost(opts, async (ssh, host, registry) => {
-    const r = await ssh.exec(startCommand(host, opts.prefix), { stdin: `${opts.cluster.redis.url}\n` });
+    const r = await ssh.exec(startCommand(host, opts.prefix), { stdin: `${opts.cluster.redis.url}\n${opts.secret?.toString('utf8') ?? ''}\n` });
     const m = /^(started|running) (\d+)$/m.exec(r.stdout);
     if (r.code !== 0 || !m) {
       const why =
@@ -175,7 +179,7 @@ export function hostsDown(opts: HostsOptions): Promise<HostReport[]> {
     // time): a pid file from an older format, or a pid since reused, names someone else
     const r = await ssh.exec(
       [
-        paths(host),
+        workerPaths(host),
         '[ -f "$pid" ] || exit 0',
         'read -r p st <"$pid"',
         'if [ -z "$st" ] || [ "$(starttime "$p")" != "$st" ]; then echo "stale $p"; rm -f "$pid"; exit 0; fi',
@@ -190,7 +194,7 @@ export function hostsDown(opts: HostsOptions): Promise<HostReport[]> {
       return !alive && !(await isRunning(ssh, pid)) ? true : undefined;
     });
     if (gone) {
-      await ssh.exec(`${paths(host)}\nrm -f "$pid" "$url"`);
+      await ssh.exec(`${workerPaths(host)}\nrm -f "$pid" "$url" "$sec"`);
       return { host: host.name, status: 'down', pid };
     }
     return {

@@ -7,7 +7,7 @@ import { CardRegistry } from '../../store/card-registry.ts';
 import { connectRedis } from '../../store/connect.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
-import { keygen, startSshd, type SshdProcess } from './sshd-process.ts';
+import { keygen, startSshd, SECRET_ENV, type SshdProcess } from './sshd-process.ts';
 
 /** Alive and not a zombie (pid 1 here may never reap an orphaned worker). */
 function running(pid: number): boolean {
@@ -50,7 +50,7 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
         `redis: { url: "${redis!.url}" }`,
         'hosts:',
         '  - name: sshhost',
-        `    ssh: { host: 127.0.0.1, port: ${s.port}, user: ${s.user}, key_file: "${keyFile}" }`,
+        `    ssh: { host: 127.0.0.1, port: ${s.port}, user: ${s.user}, key_file: "${keyFile}", host_key: "${s.hostKeyLine()}" }`,
         `    build_dir: "${join(s.dir, 'builds')}"`,
         `    repo_dir: "${process.cwd()}"`,
         `    node: "${process.execPath}"`,
@@ -63,7 +63,7 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
 
   it('up starts a worker that registers its cards as host sshhost; down stops it', async () => {
     const file = clusterFile('sshtest', sshd!.clientKey);
-    const up = runOrch(['hosts', 'up', file, '--json', '--timeout', '60']);
+    const up = runOrch(['hosts', 'up', file, '--json', '--timeout', '60'], SECRET_ENV);
     const upReport = up.stdout ? JSON.parse(up.stdout) : undefined;
     const pid: number | undefined = upReport?.hosts?.[0]?.pid;
     if (pid) workerPids.push(pid);
@@ -81,11 +81,11 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
       assert.equal((await registry.hostInfo('sshhost')).pid, pid);
 
       // a second up finds the worker running and starts no other
-      const again = runOrch(['hosts', 'up', file, '--json']);
+      const again = runOrch(['hosts', 'up', file, '--json'], SECRET_ENV);
       assert.equal(again.status, 0, again.stderr);
       assert.equal(JSON.parse(again.stdout).hosts[0].pid, pid);
 
-      const down = runOrch(['hosts', 'down', file, '--json', '--timeout', '60']);
+      const down = runOrch(['hosts', 'down', file, '--json', '--timeout', '60'], SECRET_ENV);
       assert.equal(down.status, 0, `${down.stdout}\n${down.stderr}`);
       assert.deepEqual(JSON.parse(down.stdout).hosts[0], { host: 'sshhost', status: 'down', pid });
       assert.equal(running(pid), false, `worker pid ${pid} still runs after hosts down`);
@@ -99,7 +99,7 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
   it('a key sshd does not accept fails with the cluster file path and the fix, no stack', () => {
     const stranger = join(sshd!.dir, 'stranger_key');
     keygen(stranger);
-    const r = runOrch(['hosts', 'up', clusterFile('badkey', stranger)]);
+    const r = runOrch(['hosts', 'up', clusterFile('badkey', stranger)], SECRET_ENV);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stdout, /sshhost: failed: .*hosts\[0\]\.ssh: .* refused the key .*stranger_key/);
     assert.match(r.stdout, /fix: add the public key of .*hosts\[0\]\.ssh\.key_file to .*authorized_keys/);
@@ -108,13 +108,13 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
   });
 
   it('a missing key file and an unreachable port fail clearly too', () => {
-    const missing = runOrch(['hosts', 'up', clusterFile('nokey', join(sshd!.dir, 'no_such_key'))]);
+    const missing = runOrch(['hosts', 'up', clusterFile('nokey', join(sshd!.dir, 'no_such_key'))], SECRET_ENV);
     assert.equal(missing.status, 2, missing.stderr);
     assert.match(missing.stdout, /hosts\[0\]\.ssh\.key_file: cannot read .*no_such_key \(ENOENT\)/);
 
     const file = clusterFile('noport', sshd!.clientKey);
     writeFileSync(file, readFileSync(file, 'utf8').replace(`port: ${sshd!.port}`, 'port: 1'));
-    const unreachable = runOrch(['hosts', 'up', file]);
+    const unreachable = runOrch(['hosts', 'up', file], SECRET_ENV);
     assert.equal(unreachable.status, 2, unreachable.stderr);
     assert.match(unreachable.stdout, /hosts\[0\]\.ssh: cannot reach .*127\.0\.0\.1:1 \(ECONNREFUSED/);
     assert.match(unreachable.stdout, /fix: check .*hosts\[0\]\.ssh\.host and .*\.port/);

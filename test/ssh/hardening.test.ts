@@ -17,7 +17,7 @@ import { SshHost } from '../../orchestrator/ssh/ssh-host.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { isAlive } from '../utils/processes.ts';
-import { startSshd, type SshdProcess } from './sshd-process.ts';
+import { startSshd, SECRET_ENV, type SshdProcess } from './sshd-process.ts';
 
 describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
   let sshd: SshdProcess;
@@ -41,7 +41,7 @@ describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
       `redis: { url: "${redis.url}" }`,
       'hosts:',
       `  - name: ${name}`,
-      `    ssh: { host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}" }`,
+      `    ssh: { host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}", host_key: "${sshd.hostKeyLine()}" }`,
       `    build_dir: "${join(sshd.dir, 'builds')}"`,
       `    repo_dir: "${process.cwd()}"`,
       `    node: "${process.execPath}"`,
@@ -58,12 +58,12 @@ describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
     writeFileSync(victim, 'precious\n');
     symlinkSync(victim, join(run, 'worker-hsym.log'));
     const file = clusterFile('hsym', run);
-    const up = runOrch(['hosts', 'up', file, '--json', '--timeout', '60']);
+    const up = runOrch(['hosts', 'up', file, '--json', '--timeout', '60'], SECRET_ENV);
     const pid = JSON.parse(up.stdout || '{}').hosts?.[0]?.pid as number | undefined;
     if (pid) pids.push(pid);
     assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'the victim file was not truncated through the link');
     assert.equal(up.status, 0, `${up.stdout}\n${up.stderr}`);
-    const down = runOrch(['hosts', 'down', file, '--json', '--timeout', '60']);
+    const down = runOrch(['hosts', 'down', file, '--json', '--timeout', '60'], SECRET_ENV);
     assert.equal(down.status, 0, down.stderr);
   });
 
@@ -75,7 +75,7 @@ describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
     const exited = new Promise((r) => bystander.once('exit', r));
     for (const content of [`${bystander.pid}\n`, `${bystander.pid} 1\n`]) {
       writeFileSync(join(run, 'worker-hpid.pid'), content);
-      const down = runOrch(['hosts', 'down', clusterFile('hpid', run), '--json', '--timeout', '5']);
+      const down = runOrch(['hosts', 'down', clusterFile('hpid', run), '--json', '--timeout', '5'], SECRET_ENV);
       assert.equal(down.status, 0, down.stderr);
       // /proc, not the child's exit event: runOrch blocks this event loop while it runs
       assert.ok(isAlive(bystander.pid!), `the bystander (pid file "${content.trim()}") was not signalled`);
@@ -88,7 +88,7 @@ describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
     const run = join(sshd.dir, 'run-open');
     mkdirSync(run);
     chmodSync(run, 0o777);
-    const up = runOrch(['hosts', 'up', clusterFile('hopen', run)]);
+    const up = runOrch(['hosts', 'up', clusterFile('hopen', run)], SECRET_ENV);
     assert.equal(up.status, 2, up.stderr);
     assert.match(up.stdout, /hopen: failed: its run_dir is not private: run_dir .*run-open is not a private directory of \S+ \(owner uid \d+, mode 777\)/);
   });
@@ -102,7 +102,7 @@ describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
   });
 
   it('an ssh exec that times out says so without the password it ran with', async () => {
-    const cluster = ClusterSchema.parse({ kind: 'cluster', redis: { url: redis.url }, hosts: [{ name: 'h', ssh: { host: '127.0.0.1', port: sshd.port, user: sshd.user, key_file: sshd.clientKey }, build_dir: '/b' }] });
+    const cluster = ClusterSchema.parse({ kind: 'cluster', redis: { url: redis.url }, hosts: [{ name: 'h', ssh: { host: '127.0.0.1', port: sshd.port, user: sshd.user, key_file: sshd.clientKey, host_key: sshd.hostKeyLine() }, build_dir: '/b' }] });
     const ssh = await SshHost.connect({ file: 'c.yaml', index: 0, host: cluster.hosts[0]! }, pino({ level: 'silent' }));
     try {
       const err = await ssh.exec(`REDIS_URL='${redis.url}' sleep 30`, { timeoutMs: 500 }).then(() => null, (e: Error) => e);
