@@ -23,6 +23,17 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'XDG_RUNTIME_DIR', describe: "orch worker: its private state dir is $XDG_RUNTIME_DIR/orch\n(default ~/.cache/orch)" },
   { name: 'USER', describe: 'named in the refusal of a Redis without a password' },
   { name: 'HOME', describe: 'nightly provenance: expands ~/ in a build directory' },
+  { name: 'ORCH_CLUSTER_SECRET', describe: 'the cluster secret that signs block jobs (orch serve, orch worker;\nor ORCH_CLUSTER_SECRET_FILE); never stored in Redis' },
+  { name: 'ORCH_CLUSTER_SECRET_FILE', describe: 'a 0600 file holding the cluster secret (as --secret-file)' },
+  { name: 'ORCH_ADVERTISE_ADDR', describe: 'orch worker: the address rank 0 of a gang across hosts listens on\n(default the first non-internal IPv4 address)' },
+  { name: 'ORCH_DB_URL', describe: 'nightly history in PostgreSQL (postgres://...); unset, SQLite' },
+  { name: 'ORCH_HISTORY_DB', describe: 'the SQLite history file (default $XDG_DATA_HOME/orch/history.sqlite)' },
+  { name: 'XDG_DATA_HOME', describe: 'where the SQLite history lives (default ~/.local/share)' },
+  { name: 'ORCH_ALERT_WEBHOOK', describe: 'nightly alerts: a webhook URL (JSON with a Slack-style text field)' },
+  { name: 'ORCH_DASHBOARD_TOKEN', describe: 'orch dashboard: the token every page needs off loopback and cancel\nalways needs' },
+  { name: 'SSH_AUTH_SOCK', describe: "orch hosts: ssh-agent's keys are offered too" },
+  { name: 'CHAOS_SIZE', describe: 'npm test / npm run chaos: ci (reduced) or full' },
+  { name: 'CHAOS_ONLY', describe: 'npm run chaos: run only the scenarios whose name holds this text' },
   { name: 'GRAPHRT_CUDA', describe: 'npm run build: ON, OFF or AUTO (default): build the CUDA backend' },
 ];
 
