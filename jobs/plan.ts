@@ -50,9 +50,14 @@ export interface Plan {
   blocks: PlannedBlock[];
   reps: number;
   ranks: number;
-  placement: 'host' | 'spread';
+  placement: Spec['blocks']['placement'];
   order: Spec['order'];
   seed?: number;
+}
+
+/** A plan's placement as the grant planner takes it: host_then_spread is host with the spread fallback. */
+export function gangPlacement(placement: Plan['placement']): { placement: 'host' | 'spread'; spreadFallback?: true } {
+  return placement === 'host_then_spread' ? { placement: 'host', spreadFallback: true } : { placement };
 }
 
 export function planExperiment(spec: Spec, hash: string): Plan {

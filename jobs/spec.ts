@@ -49,8 +49,13 @@ export const BlocksSchema = strictObject({
   count: intIn(LIMITS.orch.blocks, 'each block is a gang of cards run to the end; more do not fit a plan').default(1),
   /** Ranks (one card each) per block. */
   ranks: intIn(LIMITS.graphrt.world, "graphrt's --world refuses larger gangs").default(1),
-  /** host: all of a block's cards on one host; spread: any hosts — accepted, but until a gang can span hosts (grant-planner.ts) it is scheduled on one host too. */
-  placement: z.enum(['host', 'spread']).default('host'),
+  /**
+   * host: all of a block's cards on one host. spread: one host when one has the cards free,
+   * else across the fewest hosts (ranks talk over the network: NCCL over sockets or IB).
+   * host_then_spread: one host, and across hosts only when no registered host has enough
+   * cards for the gang. A new value, not a new field: existing specs keep their hash.
+   */
+  placement: z.enum(['host', 'spread', 'host_then_spread']).default('host'),
 });
 
 export const GatesSchema = strictObject({

@@ -42,6 +42,8 @@ import { GraphrtRunner } from './graphrt-runner.ts';
 import { BuildCache } from './build/build-cache.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
 import type { RankRunner } from './rank-runner.ts';
+import { preflightGraphrt } from './preflight/preflight.ts';
+import { formatWorkerVersion } from '../jobs/worker-version.ts';
 
 export interface WorkerOptions {
   redisUrl: string;
@@ -70,6 +72,11 @@ export interface WorkerOptions {
   secret?: Buffer;
   /** run command workloads (a user's binary) at all; default false: only graphrt */
   allowCommand?: boolean;
+  /**
+   * The orch this worker runs (version and commit, cli/version.ts): registered with the cards,
+   * together with graphrt's hello version, as the worker's version (jobs/worker-version.ts).
+   */
+  orchVersion?: { version: string; commit: string };
   log: Logger;
   /** seams for other workloads and for tests on machines without nvidia-smi */
   runner?: RankRunner;
@@ -94,6 +101,8 @@ export class Worker {
   private executor: BlockExecutor | null = null;
   private readonly secret: Buffer;
   cards: Card[] = [];
+  /** what this worker registers as its version (jobs/worker-version.ts) */
+  private version: string | undefined;
 
   constructor(private readonly opts: WorkerOptions) {
     this.host = opts.host ?? defaultHost();
@@ -127,6 +136,20 @@ export class Worker {
     }
   }
 
+  private registration(ttlMs: number): { ttlMs: number; pid: number; version?: string } {
+    return { ttlMs, pid: process.pid, ...(this.version ? { version: this.version } : {}) };
+  }
+
+  /** graphrt's hello version; `none` where hello fails (not built yet): the host still serves command workloads. */
+  private async graphrtBuild(): Promise<string> {
+    try {
+      return (await preflightGraphrt(this.opts.graphrt, 'auto')).version;
+    } catch (err) {
+      this.log.warn({ err, graphrt: this.opts.graphrt }, 'graphrt hello failed: registering graphrt version none');
+      return 'none';
+    }
+  }
+
   async start(): Promise<void> {
     const redis = connectRedis(this.opts.redisUrl, { log: this.log, name: `orch-worker-${this.host}` });
     this.redis = redis;
@@ -144,7 +167,8 @@ export class Worker {
     await warnIfNotPersistent(redis, this.log, 'this worker');
     const instance = new RedisInstance(redis, this.prefix);
     await instance.claim();
-    await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
+    this.version = this.opts.orchVersion ? formatWorkerVersion({ orch: this.opts.orchVersion.version, commit: this.opts.orchVersion.commit, graphrt: await this.graphrtBuild() }) : undefined;
+    await registry.register(this.host, this.cards, this.registration(ttl));
     let beating = false;
     this.heartbeat = setInterval(() => {
       // one at a time: to a Redis that does not answer, a beat per period would only queue up
@@ -231,7 +255,7 @@ export class Worker {
   private async beat(registry: CardRegistry, instance: RedisInstance, ttl: number): Promise<void> {
     if (await instance.lostSinceLastCheck()) {
       this.log.error({ running: this.executor?.running ?? 0 }, 'Redis lost its data (restarted without persistence?): its instance marker changed; registering the cards again, the running blocks fail on their lost leases');
-      await registry.register(this.host, this.cards, { ttlMs: ttl, pid: process.pid });
+      await registry.register(this.host, this.cards, this.registration(ttl));
       return;
     }
     const wasAlive = await registry.heartbeat(this.host, ttl);

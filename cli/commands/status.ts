@@ -16,9 +16,10 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const { formatBuildState, readBuildState } = await import('../../store/build-state.ts');
     const { nightlyTrouble, renderNightlyTrouble } = await import('../../orchestrator/nightly/nightly-trouble.ts');
+    const { orchVersion } = await import('../version.ts');
     const target = await requireTarget('status', orchLog('status'));
     try {
-      const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all });
+      const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all, own: orchVersion() });
       if (argv.id && s.experiments.length === 0) {
         throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
       }

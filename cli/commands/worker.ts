@@ -61,6 +61,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
     if (!Number.isInteger(argv.cpuCards) || argv.cpuCards < 1) throw new UserInputError('CLI_USAGE', `--cpu-cards ${argv.cpuCards}: expected a positive integer`);
     if (!(argv.heartbeatMs >= 50)) throw new UserInputError('CLI_USAGE', `--heartbeat-ms ${argv.heartbeatMs}: expected at least 50`);
     const { requireClusterSecret, SECRET_ENV } = await import('../../store/cluster-secret.ts');
+    const { orchVersion } = await import('../version.ts');
     const secret = requireClusterSecret('orch worker', argv.secretFile);
     // the ranks are children of this process: the user's command must not inherit the secret
     delete process.env[SECRET_ENV];
@@ -77,6 +78,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       prefix: argv.prefix ?? prefixFromEnv(),
       heartbeatMs: argv.heartbeatMs,
       insecureRedis: argv.insecureRedis,
+      orchVersion: orchVersion(),
       log: orchLog('worker', process.env.ORCH_LOG ?? 'info'),
     });
     const stopped = new Promise<void>((resolve) => {

@@ -42,6 +42,8 @@ export async function renderCluster(ctx: DashboardContext): Promise<Html> {
       hostNames.map(async (h) => ({ info: await registry.hostInfo(h), ttl: await ctx.redis.pttl(orchKeys(ctx.prefix).hostAlive(h)) })),
     );
     const builds = await readBuildState(ctx.redis, { prefix: ctx.prefix });
+    // hosts of different versions never share a gang: marked when there are several
+    const versions = new Set(cards.map((c) => c.card.version ?? ''));
     return html`<h2>Cards</h2>
 <table id="cards"><tr><th>card</th><th>host</th><th>backend</th><th>alive</th><th>held by</th><th>block</th><th>rank</th><th>since</th><th>lease expires in</th></tr>
 ${cards.length === 0 ? html`<tr><td colspan="9" class="muted">no card registered: start orch worker on a host</td></tr>` : ''}
@@ -52,8 +54,8 @@ ${c.holder
   : html`<td class="muted">free</td><td></td><td></td><td></td><td></td>`}</tr>`)}
 </table>
 <h2>Hosts</h2>
-<table id="hosts"><tr><th>host</th><th>heartbeat</th><th>worker pid</th><th>started</th><th>cards</th></tr>
-${hosts.map(({ info, ttl }) => html`<tr><td>${info.host}</td><td class="${info.alive ? 'ok' : 'bad'}">${info.alive ? `alive (expires in ${(ttl / 1000).toFixed(1)} s)` : 'missed: no heartbeat'}</td><td>${info.pid ?? '–'}</td><td>${ago(info.started)}</td><td>${info.cards.length}</td></tr>`)}
+<table id="hosts"><tr><th>host</th><th>heartbeat</th><th>worker pid</th><th>started</th><th>cards</th><th>version</th></tr>
+${hosts.map(({ info, ttl }) => html`<tr><td>${info.host}</td><td class="${info.alive ? 'ok' : 'bad'}">${info.alive ? `alive (expires in ${(ttl / 1000).toFixed(1)} s)` : 'missed: no heartbeat'}</td><td>${info.pid ?? '–'}</td><td>${ago(info.started)}</td><td>${info.cards.length}</td><td class="${versions.size > 1 ? 'bad' : ''}">${cards.find((c) => c.card.host === info.host)?.card.version ?? '–'}</td></tr>`)}
 </table>
 <h2>Build locks</h2>
 ${builds.length === 0 ? html`<p class="muted">no host has built anything yet</p>` : ''}

@@ -12,12 +12,18 @@ import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { neverFits } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-loop.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState } from '../../store/experiment-store.ts';
+import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
+import { gangPlacement } from '../../jobs/plan.ts';
 
 export interface CardStatus {
   id: string;
   host: string;
   backend: string;
   alive: boolean;
+  /** what its host's worker registered (orch, commit, graphrt); null: none (an older worker) */
+  version: string | null;
+  /** the host's orch (version, commit) is not the one reading the status */
+  version_differs: boolean;
   holder: { experiment: string; block: number; epoch: number; owner: string; expires_in_ms: number } | null;
 }
 
@@ -34,12 +40,18 @@ export interface ExperimentStatus {
 
 export interface ClusterStatus {
   leader: string | null;
+  /** the orch that read this status, which the hosts' versions are compared with */
+  reader: string | null;
   queues: Record<string, Record<string, number>>;
   cards: CardStatus[];
   experiments: ExperimentStatus[];
 }
 
-export async function clusterStatus(redis: Redis, prefix: string, opts: { experiment?: string; all?: boolean } = {}): Promise<ClusterStatus> {
+export async function clusterStatus(
+  redis: Redis,
+  prefix: string,
+  opts: { experiment?: string; all?: boolean; /** this orch's version, to flag hosts that run another */ own?: { version: string; commit: string } } = {},
+): Promise<ClusterStatus> {
   const registry = new CardRegistry(redis, { prefix });
   const leases = new LeaseStore(redis, { prefix });
   const store = new ExperimentStore(redis, prefix);
@@ -54,6 +66,8 @@ export async function clusterStatus(redis: Redis, prefix: string, opts: { experi
       host: c.host,
       backend: c.backend,
       alive: live.has(c.id),
+      version: c.version ?? null,
+      version_differs: opts.own !== undefined && differsFrom(c.version, opts.own),
       holder: l ? { experiment: l.experiment, block: l.block, epoch: l.epoch, owner: l.owner, expires_in_ms: l.expires - now } : null,
     };
   });
@@ -80,7 +94,7 @@ export async function clusterStatus(redis: Redis, prefix: string, opts: { experi
     const blocks = await store.blocks(id);
     // Without a leader nobody writes `why`; say what the cards allow.
     const fallbackWhy = neverFits(
-      { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), placement: exp.plan.placement, expectedMs: 0 },
+      { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement), expectedMs: 0 },
       liveSlots,
     );
     experiments.push({
@@ -101,7 +115,8 @@ export async function clusterStatus(redis: Redis, prefix: string, opts: { experi
       planned: exp.plan.blocks.reduce((n, b) => n + b.sequence.length, 0),
     });
   }
-  return { leader: await LeaderLease.holder(redis, prefix), queues, cards, experiments };
+  const reader = opts.own ? formatWorkerVersion({ orch: opts.own.version, commit: opts.own.commit, graphrt: '' }).replace(/ graphrt $/, '') : null;
+  return { leader: await LeaderLease.holder(redis, prefix), reader, queues, cards, experiments };
 }
 
 export function renderStatus(s: ClusterStatus): string {
@@ -112,11 +127,17 @@ export function renderStatus(s: ClusterStatus): string {
     const parts = Object.entries(c).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
     lines.push(`  ${name.padEnd(16)} ${parts.join(', ') || 'empty'}`);
   }
+  // a host of another orch than this one: told once per host, before its cards
+  const differing = new Map(s.cards.filter((c) => c.version_differs).map((c) => [c.host, c.version] as const));
+  for (const [host, version] of differing) {
+    lines.push(`host ${host} runs ${version ?? 'an unknown version (an older worker)'}, not ${s.reader ?? 'this orch'}: its cards never join a gang with other versions; update its checkout and restart its worker (orch hosts down/up)`);
+  }
   lines.push('', 'cards');
   if (s.cards.length === 0) lines.push('  none registered (start orch worker on a host)');
   for (const c of s.cards) {
     const who = c.holder ? `held by ${c.holder.experiment} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)` : 'free';
-    lines.push(`  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}`);
+    const version = c.version_differs ? `  version ${c.version ?? 'unknown'} DIFFERS` : '';
+    lines.push(`  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}`);
   }
   lines.push('', 'experiments');
   if (s.experiments.length === 0) lines.push('  none');

@@ -10,7 +10,7 @@ import { FlowProducer } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
-import { planExperiment, type Plan } from '../../jobs/plan.ts';
+import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { QUEUES } from '../../store/keys.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
@@ -90,14 +90,14 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
   const registry = new CardRegistry(redis, { prefix });
   const all = await registry.all();
   const live = await registry.liveCards();
-  const block = { key: 'b0', ranks: plan.ranks, backend: wantedBackend(loaded), placement: plan.placement, expectedMs: 0 };
+  const block = { key: 'b0', ranks: plan.ranks, backend: wantedBackend(loaded), ...gangPlacement(plan.placement), expectedMs: 0 };
   const toSlot = (c: (typeof all)[number]): CardSlot => ({ id: c.id, host: c.host, backend: c.backend, index: c.index });
   const where = `${loaded.file}: blocks.ranks = ${plan.ranks}, placement ${plan.placement}`;
   // Too many ranks for every registered host, whatever backend: no waiting helps.
   const anyBackend = neverFits({ ...block, backend: 'any' }, all.map(toSlot));
   if (anyBackend && all.length > 0) {
     throw new UserInputError('TOO_MANY_RANKS', `${where}: ${anyBackend}`, {
-      hint: 'lower blocks.ranks or register a larger host (a gang runs on one host)',
+      hint: plan.placement === 'host' ? 'lower blocks.ranks, register a larger host, or set blocks.placement: spread (or host_then_spread) to run the gang across hosts' : 'lower blocks.ranks or register more cards (all hosts together have fewer than the gang needs)',
     });
   }
   const why = neverFits(block, live.map(toSlot));

@@ -10,6 +10,7 @@ import { readStepHistory } from '../../store/step-history.ts';
 import { expectedBlockMs, workloadKey } from './expected-duration.ts';
 import { compareQueued, planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
 import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
+import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 
 export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
@@ -131,7 +132,7 @@ export class GrantLoop {
       cards: slots,
       busy,
       running: [...this.running.entries()].map(([key, r]) => ({ key, ...r })),
-      waiting: queue.map((q) => ({ key: q.key, ranks: q.exp.plan.ranks, backend: wantedBackend(q.exp), placement: q.exp.plan.placement, expectedMs: q.expectedMs })),
+      waiting: queue.map((q) => ({ key: q.key, ranks: q.exp.plan.ranks, backend: wantedBackend(q.exp), ...gangPlacement(q.exp.plan.placement), expectedMs: q.expectedMs })),
     });
     if (term !== this.term || term.aborted) return;
     for (const g of decision.grants) {
