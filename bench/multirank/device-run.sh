@@ -13,7 +13,7 @@
 #      of the last rank's pid mid-replay: the others' exit time, the block's failure reason, and
 #      `orch status --json` (every card free);
 #  (c) a short table, printed last.
-# Logs and results under $OUT (8 files come back: build.log, loo-report.md, loo-events.jsonl,
+# SKIP_LOO=1 skips (a). Logs and results under $OUT (8 files come back: build.log, loo-report.md, loo-events.jsonl,
 # loo.stdout, kill.log, orch-kill.log, table.txt).
 set -u
 W=${1:-2}
@@ -40,6 +40,8 @@ nvidia-smi --query-gpu=index,name --format=csv,noheader
 native/build/graphrt hello --backend cuda | cut -c1-300
 
 # --- (a) leave-one-out at world W, embedded default ---
+loo_rc=skipped; loo_s=0
+if [ "${SKIP_LOO:-0}" != 1 ]; then  # SKIP_LOO=1: the kill tests alone
 SPEC=/tmp/loo-world-$W.yaml
 sed "s/ranks: 2 }/ranks: $W }/" bench/multirank/loo-world.yaml >"$SPEC"
 ta=$(date +%s)
@@ -50,9 +52,10 @@ echo "== (a) loo world $W: exit $loo_rc in $loo_s s"
 LOO=$(ls -d /tmp/loo/*/ 2>/dev/null | head -1)
 [ -n "$LOO" ] && cp "$LOO/report.md" "$OUT/loo-report.md" && cp "$LOO/events.jsonl" "$OUT/loo-events.jsonl"
 [ -n "$LOO" ] && sed -n '/^## Gates/,/^## Paired/p;/^## Leave-one-out/,/^## Order/p;/^## Ranks/,$p' "$LOO/report.md" | head -80
+fi
 
 # --- (b1) graphrt alone: the watchdog ---
-LONG='{"id":"long","workload":"decode","params":{"layers":8,"kernels_per_layer":12},"toggles":{"graph":true,"allreduce":true},"warmup":2,"steps":200000}'
+LONG='{"id":"long","workload":"decode","params":{"layers":8,"kernels_per_layer":12},"toggles":{"graph":true,"allreduce":true},"warmup":2,"steps":100000}'
 RV=$(mktemp -d)
 pids=()
 for r in $(seq 0 $((W - 1))); do
@@ -96,7 +99,7 @@ workload:
 toggles: [graph, allreduce]
 arms:
   - { name: a, toggles: { graph: true, allreduce: true } }
-  - { name: b, toggles: { graph: true, allreduce: true } }
+  - { name: b, toggles: { allreduce: true } }
 reps: 2
 blocks: { count: 1, ranks: $W }
 gates:
@@ -128,7 +131,7 @@ sleep 1
   echo "-- submit output"; tail -c 2500 /tmp/submit-kill.out
   echo "-- orch status --json"; node bin/orch.mjs status --json 2>&1 | head -c 3000
   echo; echo "-- GPU processes"; nvidia-smi --query-compute-apps=pid,name --format=csv,noheader
-  echo "-- worker errors"; grep -h '"level":[56]0' /tmp/w-kill.log | cut -c1-600 | tail -5
+  echo "-- worker log tail"; tail -c 3000 /tmp/w-kill.log
 } >"$OUT/orch-kill.log" 2>&1
 kill "$wpid" "$spid" 2>/dev/null; wait "$wpid" "$spid" 2>/dev/null
 redis-cli -p 6392 -a "$PASS" --no-auth-warning shutdown nosave >/dev/null 2>&1
