@@ -73,6 +73,7 @@ const rows: [string, string, string][] = [
   ['grants/s (median 1 s window, queue non-empty)', f(med((r) => r.metrics.grants_per_s_median)), '≥ 500'],
   ['grants/s (first to last grant)', f(med((r) => r.metrics.grants_per_s_overall)), ''],
   ['card utilisation % (work waiting)', f(100 * med((r) => r.metrics.utilisation)), '≥ 95'],
+  ['  held by a host % (job received → release)', f(100 * med((r) => r.metrics.busy)), ''],
   ['longest 8-rank head wait s', f(med((r) => (r.metrics.worst8?.wait_ms ?? NaN) / 1000), 2), '≤ bound'],
   ['  its backfill bound s', f(med((r) => (r.metrics.worst8?.bound_ms ?? NaN) / 1000), 2), ''],
   ['blocks over bound + slack (all runs)', String(runs.reduce((n, r) => n + r.metrics.starved.length, 0)), '0'],

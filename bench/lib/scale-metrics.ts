@@ -5,7 +5,8 @@
  * - grants/s: grants per 1 s window from the first grant to the last (the queue is non-empty
  *   until the last grant: every block was submitted before it).
  * - card utilisation: leased card-seconds (grant → release of each attempt) over available
- *   card-seconds from the first submission to the last grant (work was waiting all along).
+ *   card-seconds from the first submission to the last grant (work was waiting all along); busy:
+ *   the same from the host's receipt of its job, so the difference is the dispatch lag.
  * - head wait of a block: from when it became the oldest waiting block (every block ahead of it
  *   in queue order granted, and itself submitted) to its grant. Backfill guarantees it starts by
  *   its reservation, which is no later than the latest expected end (granted_at + expected_ms) of
@@ -43,6 +44,8 @@ export interface ScaleMetrics {
   grants_per_s_median: number;
   grants_per_s_overall: number;
   utilisation: number;
+  /** the same over the time the hosts held the block (job received → release): leased minus dispatch lag */
+  busy: number;
   /** the longest head wait among 8-rank blocks (the largest gangs starve first) and its bound */
   worst8: HeadWait | null;
   /** blocks (any size) whose head wait exceeded bound + slack */
@@ -69,6 +72,11 @@ export function scaleMetrics(blocks: BlockTimeline[], jobs: HostJobRecord[], car
 
   const grantedAt = new Map(blocks.map((b) => [`${b.experiment}.b${b.block}`, b.granted_at]));
   let leased = 0;
+  let busy = 0;
+  for (const j of jobs) {
+    const [from, to] = [Math.max(t0, j.received), Math.min(last, j.releasing)];
+    if (to > from) busy += (to - from) * j.cards.length;
+  }
   for (const j of jobs) {
     const from = Math.max(t0, grantedAt.get(`${j.experiment}.b${j.block}`) ?? j.received);
     const to = Math.min(last, j.released);
@@ -97,6 +105,7 @@ export function scaleMetrics(blocks: BlockTimeline[], jobs: HostJobRecord[], car
     grants_per_s_median: median(windows),
     grants_per_s_overall: last > first ? (grants.length - 1) / ((last - first) / 1000) : NaN,
     utilisation: last > t0 ? leased / (cards * (last - t0)) : NaN,
+    busy: last > t0 ? busy / (cards * (last - t0)) : NaN,
     worst8: eights[0] ?? null,
     starved: waits.filter((w) => w.wait_ms > w.bound_ms + slackMs),
     overlaps: overlaps(jobs),
