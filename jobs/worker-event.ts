@@ -13,7 +13,18 @@ export const WorkerEventSchema = z.discriminatedUnion('event', [
   z.strictObject({ ...base, event: z.literal('rank-exit'), code: z.int().nullable(), signal: z.string().nullable(), pid: z.int().nullable() }),
   z.strictObject({ ...base, event: z.literal('foreign-wait'), found: z.array(z.string()) }),
   z.strictObject({ ...base, event: z.literal('foreign-gone'), waited_ms: z.number().min(0) }),
+  // A command workload's build (worker/build/build-cache.ts), one per request of this block:
+  // asked for (its content address, recipe and git commit; null when not keyed by git) ...
+  z.strictObject({ ...base, event: z.literal('build-start'), key: z.string(), recipe: z.string(), commit: z.string().nullable() }),
+  // ... waiting for the host build lock, `position` in line by arrival (1: next; null: unknown without Redis) ...
+  z.strictObject({ ...base, event: z.literal('build-wait'), key: z.string(), position: z.int().min(1).nullable() }),
+  // ... and done: `ms` from build-start, of which `wait_ms` waiting for the lock.
+  z.strictObject({ ...base, event: z.literal('build-end'), key: z.string(), ms: z.number().min(0), wait_ms: z.number().min(0), ok: z.boolean(), outcome: z.enum(['cached', 'shared', 'built', 'failed']) }),
 ]);
 export type WorkerEvent = z.infer<typeof WorkerEventSchema>;
 /** The fields of one event, without its envelope. */
 export type WorkerEventFields<E extends WorkerEvent['event']> = Omit<Extract<WorkerEvent, { event: E }>, 'v' | 'type' | 'event'>;
+
+type BuildEventName = 'build-start' | 'build-wait' | 'build-end';
+/** A build event without its envelope, as the build cache reports it for the stream. */
+export type BuildEvent = { [E in BuildEventName]: { event: E } & WorkerEventFields<E> }[BuildEventName];

@@ -49,6 +49,12 @@ export class BuildStateMirror {
       .exec();
   }
 
+  /** The request's place in line for the lock by arrival (1: next to take it); null: not waiting. */
+  async position(r: BuildRequestInfo): Promise<number | null> {
+    const rank = await this.redis.zrank(this.k.waiters(this.host), r.id);
+    return rank === null ? null : rank + 1;
+  }
+
   async refreshWaiting(r: BuildRequestInfo): Promise<void> {
     await this.redis.pexpire(this.k.waiter(this.host, r.id), BUILD_STATE_TTL_MS);
   }

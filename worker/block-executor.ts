@@ -439,6 +439,8 @@ class GangRun {
         if (line.type === 'probe') this.probeLines[i]?.push(line);
         this.events.emit(tags, raw);
       },
+      // a build serves the whole gang: on the host's worker track, not the rank's
+      onBuild: ({ event, ...fields }) => this.events.worker(this.tags(''), event, fields as never),
     });
     void handle.exited.then((exit) => {
       this.events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });

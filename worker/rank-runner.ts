@@ -25,6 +25,7 @@ import { OrchError } from '../jobs/errors.ts';
 import { DETERMINISTIC_EXITS } from '../jobs/graphrt-exit-codes.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine, RankLine } from '../jobs/rank-line.ts';
+import type { BuildEvent } from '../jobs/worker-event.ts';
 
 export type { RankLine } from '../jobs/rank-line.ts';
 
@@ -40,6 +41,8 @@ export interface RankStart {
   log: Logger;
   /** every line of the rank that passed its schema, as it arrives (hello included); `raw` as printed */
   onLine: (line: RankLine, raw: string) => void;
+  /** a build the rank waits for (command workloads): its events, for the stream's worker track */
+  onBuild?: (e: BuildEvent) => void;
 }
 
 export interface RankOp {

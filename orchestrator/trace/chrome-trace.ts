@@ -5,8 +5,9 @@
  * each rep and gate (from the rank's previous event to its answer: the request's wall time on
  * that rank), each capture (capture + instantiate time, ending at its line); instants ("i") for
  * the worker's events (rank exits, failures, foreign processes); counters ("C") for the clocks a
- * rep line carries. Time is the stream entry id's milliseconds (Redis' clock), in µs from the
- * first event.
+ * rep line carries; on the host's worker track a slice per build a block waited for (build-start to
+ * build-end, the wait for the host build lock inside it). Time is the stream entry id's
+ * milliseconds (Redis' clock), in µs from the first event.
  */
 import type { StreamEvent } from '../results/collect-results.ts';
 
@@ -44,6 +45,22 @@ interface Line {
   code?: string;
   message?: string;
   clocks?: { start: Record<string, number | string[]>; end: Record<string, number | string[]> };
+  key?: string;
+  recipe?: string;
+  commit?: string | null;
+  position?: number | null;
+  outcome?: string;
+  wait_ms?: number;
+}
+
+/** A build between its build-start and build-end events. */
+interface OpenBuild {
+  pid: number;
+  tid: number;
+  start: number;
+  line: Line;
+  base: Record<string, unknown>;
+  wait: { ts: number; position: number | null } | null;
 }
 
 /** µs of a stream id `ms-seq` (seq keeps entries of one millisecond apart and in order). */
@@ -82,6 +99,15 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
   // per (block, attempt, card, rank): the attempt's span and the rank's previous event
   const spans = new Map<string, { pid: number; tid: number; first: number; last: number; e: StreamEvent; outcome: string | null }>();
   const previous = new Map<string, number>();
+  const builds = new Map<string, OpenBuild>();
+  const buildSlices = (b: OpenBuild, end: number, last: Line | null) => {
+    const key = b.line.key ?? '?';
+    out.push({ pid: b.pid, tid: b.tid, name: `build ${key.slice(0, 12)}`, cat: 'build', ph: 'X', ts: b.start, dur: end - b.start,
+      args: { ...b.base, key, recipe: b.line.recipe, commit: b.line.commit ?? null, outcome: last?.outcome ?? 'unfinished', ok: last?.ok ?? null, wait_ms: last?.wait_ms ?? null } });
+    if (b.wait === null) return;
+    const waitEnd = last?.wait_ms === undefined ? end : Math.min(end, b.wait.ts + Math.round(last.wait_ms * 1000));
+    out.push({ pid: b.pid, tid: b.tid, name: `wait for build lock${b.wait.position === null ? '' : ` #${b.wait.position}`}`, cat: 'build', ph: 'X', ts: b.wait.ts, dur: Math.max(0, waitEnd - b.wait.ts), args: { ...b.base, key, position: b.wait.position } });
+  };
   for (const e of events) {
     const ts = micros(e.id) - t0;
     const pid = pidOf(e);
@@ -113,10 +139,25 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
         out.push({ ...base, name: `capture ${line.arm ?? '?'}`, cat: 'capture', ph: 'X', ts: start, dur: ts - start, args: { ...base.args, arm: line.arm, ok: line.ok, nodes: line.nodes ?? null, reason: line.reason ?? null } });
         break;
       }
-      case 'worker':
+      case 'worker': {
+        const build = `${key}/${line.key ?? ''}`;
+        if (line.event === 'build-start') {
+          builds.set(build, { pid, tid, start: ts, line, base: base.args, wait: null });
+          break;
+        }
+        if (line.event === 'build-wait' || line.event === 'build-end') {
+          const open = builds.get(build);
+          if (open && line.event === 'build-wait') open.wait = { ts, position: line.position ?? null };
+          if (open && line.event === 'build-end') {
+            builds.delete(build);
+            buildSlices(open, ts, line);
+          }
+          break;
+        }
         if (line.event === 'block-committed' || line.event === 'block-failed') span.outcome = line.event === 'block-committed' ? 'committed' : `failed: ${line.reason ?? ''}`;
         if (line.event !== 'block-start') out.push({ ...base, name: line.event ?? 'worker', cat: 'worker', ph: 'i', s: 't', ts, args: { ...base.args, ...line } });
         break;
+      }
       case 'error':
         out.push({ ...base, name: `error ${line.code ?? ''}`, cat: 'error', ph: 'i', s: 't', ts, args: { ...base.args, message: line.message } });
         break;
@@ -124,6 +165,8 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
         break;
     }
   }
+  // a build whose end never reached the stream (its worker died): up to its attempt's last event
+  for (const [k, b] of builds) buildSlices(b, spans.get(k.slice(0, k.lastIndexOf('/')))?.last ?? b.start, null);
   for (const s of spans.values()) {
     out.push({
       pid: s.pid,

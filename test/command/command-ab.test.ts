@@ -13,54 +13,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ORCH_BIN } from '../utils/worker-process.ts';
 import { FIXTURES, gitCheckout } from '../build/build-helpers.ts';
-
-interface SpecOptions {
-  dir: string;
-  buildCmd?: string;
-  artifact?: string;
-  runCmd?: string;
-  pattern?: string;
-  reps?: number;
-  steps?: number;
-  build?: boolean;
-  /** extra top-level spec lines */
-  extra?: string;
-}
-
-/** The A/B spec of the fixture: arm `fast` sets SPEEDY_FAST=1, which halves every step's work. */
-function speedySpec(o: SpecOptions): string {
-  const build = o.build === false ? '' : `
-  build:
-    dir: ${o.dir}
-    cmd: ${o.buildCmd ?? 'sh build.sh'}
-    artifacts: [${o.artifact ?? 'out/speedy'}]
-    key: { git: true, dirty_diff: true, flags: [-O2], toolchain: [g++ --version] }`;
-  return `name: speedy-fast-env
-design: ab
-workload:
-  runtime: command${build}
-  run:
-    cmd: ${o.runCmd ?? '$ORCH_ARTIFACTS/out/speedy'}
-    env: { SPEEDY_ITERS: "6000000" }
-    timeout_s: 120
-  toggles:
-    FAST: { env: SPEEDY_FAST, on: "1", off: "0" }
-  metric_source:
-    format: regex
-    pattern: '${o.pattern ?? 'timer step (?<step>\\d+): total=(?<value>[0-9.]+)ms'}'
-    value_group: value
-    step_group: step
-  warmup: 2
-  steps: ${o.steps ?? 8}
-toggles: [FAST]
-arms:
-  - { name: slow, toggles: { FAST: false } }
-  - { name: fast, toggles: { FAST: true } }
-reps: ${o.reps ?? 4}
-gates: { identity: false, aa: true }
-metric: { name: ms, better: lower }
-${o.extra ?? ''}`;
-}
+import { speedySpec } from './speedy-spec.ts';
 
 interface Submitted {
   code: number | null;
@@ -127,7 +80,8 @@ describe('command workloads through orch submit', () => {
 
     // A later experiment with the same build key reuses the artifact: no second build.
     const again = await submit(speedySpec({ dir: src, reps: 2, steps: 3 }), buildDir);
-    assert.equal(again.code, 0, again.output);
+    // two pairs decide no verdict on a loaded box (t with 1 df): this run checks the cache, not the effect
+    assert.ok(again.code === 0 || again.code === 3, again.output);
     assert.deepEqual(again.hellos.map((h) => h.build?.outcome), ['cached']);
     assert.equal(again.hellos[0]!.build!.key, r.hellos[0]!.build!.key);
     assert.equal(buildLogs(buildDir).length, 1);

@@ -28,6 +28,7 @@ import { acquireBuildLock } from './build-lock.ts';
 import { computeBuildKey, type BuildKey, type BuildKeySpec } from './build-key.ts';
 import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from '../../store/build-state.ts';
 import { artifactEscape } from '../../jobs/artifact-path.ts';
+import type { BuildEvent } from '../../jobs/worker-event.ts';
 
 export const COMPLETE_MARKER = '.complete';
 const LOG_TAIL_LINES = 20;
@@ -46,6 +47,8 @@ export interface BuildRequest {
   experiment?: string;
   /** Dotted spec path of the build, for messages. */
   path?: string;
+  /** The request's build events, for the experiment's stream (a trace's build slices). */
+  onEvent?: (e: BuildEvent) => void;
 }
 
 export interface EnsuredBuild {
@@ -130,19 +133,34 @@ export class BuildCache {
       wait_ms,
       build_ms,
     });
-    if (this.isComplete(bk.key)) return done('cached', 0, null);
+    const asked = Date.now();
+    const emit = req.onEvent ?? (() => {});
+    emit({ event: 'build-start', key: bk.key, recipe: bk.recipe, commit: bk.parts.commit });
+    const end = (outcome: EnsuredBuild['outcome'] | 'failed', wait_ms: number) => emit({ event: 'build-end', key: bk.key, ms: Date.now() - asked, wait_ms, ok: outcome !== 'failed', outcome });
+    if (this.isComplete(bk.key)) {
+      end('cached', 0);
+      return done('cached', 0, null);
+    }
 
     for (const d of ['tmp', 'artifacts', 'logs', 'failed']) await mkdir(join(this.root, d), { recursive: true });
     const info: BuildRequestInfo = { id: `${process.pid}.${++requestSeq}.${randomBytes(3).toString('hex')}`, key: bk.key, recipe: bk.recipe, experiment: req.experiment ?? '', pid: process.pid, since: Date.now() };
     await this.view((m) => m.waiting(info));
+    let position: number | null = null;
+    await this.view(async (m) => void (position = await m.position(info)));
+    emit({ event: 'build-wait', key: bk.key, position });
     let holding = false;
     const refresh = setInterval(() => void this.view((m) => (holding ? m.refreshHolding() : m.refreshWaiting(info))), BUILD_STATE_TTL_MS / 3);
     let built: { ms: number; ok: boolean } | undefined;
+    let wait_ms = 0;
+    let outcome: EnsuredBuild['outcome'] | 'failed' = 'failed';
     try {
       const lock = await acquireBuildLock(join(this.root, '.build.lock'));
       try {
-        const wait_ms = Date.now() - info.since;
-        if (this.isComplete(bk.key)) return done('shared', wait_ms, null);
+        wait_ms = Date.now() - info.since;
+        if (this.isComplete(bk.key)) {
+          outcome = 'shared';
+          return done('shared', wait_ms, null);
+        }
         const failure = await this.recentFailure(bk.key, info.since);
         if (failure) {
           throw new UserInputError(failure.code, `${failure.message}\n(this request waited for that build of key ${bk.key.slice(0, 12)}, run by pid ${failure.pid}, and fails with it)`);
@@ -161,6 +179,7 @@ export class BuildCache {
           }
           throw err;
         }
+        outcome = 'built';
         return done('built', wait_ms, built.ms);
       } finally {
         await lock.release();
@@ -168,6 +187,7 @@ export class BuildCache {
     } finally {
       clearInterval(refresh);
       await this.view((m) => m.done(info, built));
+      end(outcome, wait_ms);
     }
   }
 

@@ -15,7 +15,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
-import type { BuildCache, BuildSpecInput, EnsuredBuild } from './build-cache.ts';
+import type { BuildCache, BuildRequest, BuildSpecInput, EnsuredBuild } from './build-cache.ts';
 import { acquireBuildLock } from './build-lock.ts';
 
 export interface CommitBuildRequest {
@@ -28,6 +28,7 @@ export interface CommitBuildRequest {
   /** The workload's build recipe; its `dir` is replaced by the worktree. */
   build: BuildSpecInput;
   experiment?: string;
+  onEvent?: BuildRequest['onEvent'];
 }
 
 export interface CommitBuild extends EnsuredBuild {
@@ -70,7 +71,7 @@ export async function ensureCommitBuild(cache: BuildCache, req: CommitBuildReque
   const worktree = await ensureWorktree(cache.root, req.repo, req.commit, req.name);
   const build: BuildSpecInput = { ...req.build, dir: worktree, key: { ...req.build.key, git: true, dirty_diff: false } };
   try {
-    const b = await cache.ensure({ build, path: 'workload.build', ...(req.experiment ? { experiment: req.experiment } : {}) });
+    const b = await cache.ensure({ build, path: 'workload.build', ...(req.experiment ? { experiment: req.experiment } : {}), ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
     return { ...b, name: req.name, commit: req.commit, worktree };
   } catch (err) {
     if (err instanceof UserInputError) {

@@ -38,15 +38,19 @@ export class CommandRankRunner implements RankRunner {
 
   constructor(private readonly opts: CommandRankRunnerOptions) {}
 
-  private ensure(job: BlockJob, workload: CommandWorkload, name?: string): Promise<EnsuredBuild> {
+  /**
+   * Only the request that starts a build reports its events (`onEvent`): the ranks of a gang
+   * that join it would draw the same slice again.
+   */
+  private ensure(job: BlockJob, workload: CommandWorkload, onEvent: RankStart['onBuild'], name?: string): Promise<EnsuredBuild> {
     const build = workload.build!;
     const commit = name === undefined ? undefined : job.builds!.builds[name]!;
     const id = JSON.stringify([build, commit?.commit ?? null]);
     let p = this.inFlight.get(id);
     if (!p) {
       p = (commit === undefined || name === undefined
-        ? this.opts.cache.ensure({ build, experiment: job.experiment })
-        : ensureCommitBuild(this.opts.cache, { name, ref: commit.ref, commit: commit.commit, repo: job.builds!.repo, build, experiment: job.experiment })
+        ? this.opts.cache.ensure({ build, experiment: job.experiment, ...(onEvent ? { onEvent } : {}) })
+        : ensureCommitBuild(this.opts.cache, { name, ref: commit.ref, commit: commit.commit, repo: job.builds!.repo, build, experiment: job.experiment, ...(onEvent ? { onEvent } : {}) })
       ).finally(() => this.inFlight.delete(id));
       this.inFlight.set(id, p);
     }
@@ -82,11 +86,11 @@ export class CommandRankRunner implements RankRunner {
         // when some arm names none.
         const named = [...new Set(job.arms.flatMap((a) => (a.build === undefined ? [] : [a.build])))];
         if (workload.build && job.arms.some((a) => a.build === undefined)) {
-          build = await this.ensure(job, workload);
+          build = await this.ensure(job, workload, s.onBuild);
           artifactDir = build.dir;
         }
         for (const name of named) {
-          const b = await this.ensure(job, workload, name);
+          const b = await this.ensure(job, workload, s.onBuild, name);
           build ??= b;
           buildDirs.set(name, b.dir);
           builds[name] = { commit: job.builds!.builds[name]!.commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms };
