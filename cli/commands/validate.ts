@@ -39,15 +39,19 @@ export const validateCommand = defineCommand<{ files: string[] }>({
 });
 
 /**
- * ORCH_VALIDATE_STATS=1: after each file, one stderr line `orch-validate-stats {file, ms,
- * maxrss_kb}` (maxrss: the process's peak so far, the kernel's ru_maxrss), so a test can show
- * that no file, however hostile, costs the reader time or memory.
+ * ORCH_VALIDATE_STATS=1: after each file, one stderr line `orch-validate-stats {file, ms, cpu_ms,
+ * maxrss_kb}` (wall time; the process's CPU time, user + system, which a loaded machine does not
+ * inflate; maxrss: the process's peak so far, the kernel's ru_maxrss), so a test can show that no
+ * file, however hostile, costs the reader time or memory.
  */
 function withStats(file: string, check: (file: string) => FileResult): FileResult {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const result = check(file);
   const ms = Math.round((performance.now() - started) * 10) / 10;
-  process.stderr.write(`orch-validate-stats ${JSON.stringify({ file, ms, maxrss_kb: process.resourceUsage().maxRSS })}\n`);
+  const used = process.cpuUsage(cpu);
+  const cpu_ms = Math.round((used.user + used.system) / 100) / 10;
+  process.stderr.write(`orch-validate-stats ${JSON.stringify({ file, ms, cpu_ms, maxrss_kb: process.resourceUsage().maxRSS })}\n`);
   return result;
 }
 

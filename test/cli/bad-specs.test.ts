@@ -109,6 +109,7 @@ function generatedCases(dir: string): Generated[] {
 interface Stats {
   file: string;
   ms: number;
+  cpu_ms: number;
   maxrss_kb: number;
 }
 
@@ -127,13 +128,15 @@ function validateWithStats(files: string[]): { status: number | null; stderr: st
   return { status: r.status, stderr: r.stderr, stats };
 }
 
+// The bound is on the reader's CPU time (the table prints wall time too): on a shared, loaded
+// machine wall time measures the neighbours, CPU time what the case costs.
 const MAX_MS = 1000;
 const MAX_RSS_KB = 200 * 1024;
 
-function printTable(title: string, rows: { name: string; ms: number; maxrss_kb: number }[]): void {
+function printTable(title: string, rows: { name: string; ms: number; cpu_ms: number; maxrss_kb: number }[]): void {
   const width = Math.max(...rows.map((r) => r.name.length), 4);
-  const lines = [`${title}`, `  ${'case'.padEnd(width)}  ${'ms'.padStart(8)}  ${'peak RSS MB'.padStart(11)}`];
-  for (const r of rows) lines.push(`  ${r.name.padEnd(width)}  ${r.ms.toFixed(1).padStart(8)}  ${(r.maxrss_kb / 1024).toFixed(1).padStart(11)}`);
+  const lines = [`${title}`, `  ${'case'.padEnd(width)}  ${'ms'.padStart(8)}  ${'cpu ms'.padStart(8)}  ${'peak RSS MB'.padStart(11)}`];
+  for (const r of rows) lines.push(`  ${r.name.padEnd(width)}  ${r.ms.toFixed(1).padStart(8)}  ${r.cpu_ms.toFixed(1).padStart(8)}  ${(r.maxrss_kb / 1024).toFixed(1).padStart(11)}`);
   console.log(lines.join('\n'));
 }
 
@@ -181,7 +184,7 @@ describe('hostile inputs through `orch validate`: refused, fast and small', () =
     // maxrss is the process's peak so far: each row bounds that case and every case before it.
     printTable('orch validate, all cases in one process (peak RSS: the process so far, startup included)', r.stats.map((s, i) => ({ ...s, name: all[i]!.name })));
     for (const [i, s] of r.stats.entries()) {
-      assert.ok(s.ms < MAX_MS, `${all[i]!.name}: ${s.ms} ms`);
+      assert.ok(s.cpu_ms < MAX_MS, `${all[i]!.name}: ${s.cpu_ms} ms of CPU`);
       assert.ok(s.maxrss_kb < MAX_RSS_KB, `${all[i]!.name}: peak RSS ${s.maxrss_kb} KB`);
     }
   });
@@ -197,7 +200,7 @@ describe('hostile inputs through `orch validate`: refused, fast and small', () =
     });
     printTable('orch validate, one process per hostile case (peak RSS of that process, startup included)', rows);
     for (const row of rows) {
-      assert.ok(row.ms < MAX_MS, `${row.name}: ${row.ms} ms`);
+      assert.ok(row.cpu_ms < MAX_MS, `${row.name}: ${row.cpu_ms} ms of CPU`);
       assert.ok(row.maxrss_kb < MAX_RSS_KB, `${row.name}: peak RSS ${row.maxrss_kb} KB`);
     }
   });
