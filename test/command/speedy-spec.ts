@@ -7,6 +7,8 @@ export interface SpecOptions {
   buildCmd?: string;
   artifact?: string;
   runCmd?: string;
+  /** workload.run.cwd */
+  runCwd?: string;
   pattern?: string;
   reps?: number;
   steps?: number;
@@ -27,7 +29,7 @@ design: ab
 workload:
   runtime: command${build}
   run:
-    cmd: ${o.runCmd ?? '$ORCH_ARTIFACTS/out/speedy'}
+    cmd: ${o.runCmd ?? '$ORCH_ARTIFACTS/out/speedy'}${o.runCwd === undefined ? '' : `\n    cwd: ${o.runCwd}`}
     env: { SPEEDY_ITERS: "6000000" }
     timeout_s: 120
   toggles:
