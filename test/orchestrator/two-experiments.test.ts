@@ -38,10 +38,13 @@ test('two experiments on two cards: both finish, FIFO interleaving, one rank per
   console.log(`both ended ${Date.now() - t0} ms after submit`);
   const w = await watch.exited;
   assert.equal(w.code, 0, watch.out());
-  const lastFrame = watch.out().slice(watch.out().lastIndexOf(ids[0]!));
-  console.log(`orch watch, last frame:\n${lastFrame}`);
-  assert.match(lastFrame, new RegExp(`^${ids[0]}  done`));
-  for (const b of [0, 1, 2]) assert.match(lastFrame, new RegExp(`block ${b}  \\[#{24}\\]   4/4  done a1  last (eager|graph) (eager|graph)/cpu median [0-9.]+ ms/step`));
+  // off a terminal, watch prints one line per change, each led by the experiment id: the last
+  // line of each block and of the state is its final one
+  const lines = watch.out().split('\n').filter((l) => l.startsWith(`${ids[0]}  `));
+  const last = (prefix: string) => lines.filter((l) => l.startsWith(`${ids[0]}  ${prefix}`)).at(-1) ?? '';
+  console.log(`orch watch, its lines:\n${lines.join('\n')}`);
+  assert.equal(lines.filter((l) => !/  block \d+  /.test(l)).at(-1), `${ids[0]}  done`);
+  for (const b of [0, 1, 2]) assert.match(last(`block ${b}  `), new RegExp(`block ${b}  \\[#{24}\\]   4/4  done a1  last (eager|graph) (eager|graph)/cpu median [0-9.]+ ms/step`));
 
   const grants = (await Promise.all(ids.map(async (id) => (await store.blocks(id)).map((b) => ({ key: `${id}.b${b.block}`, exp: id, block: b.block, at: b.granted_at!, attempts: b.attempts.length, cards: b.attempts[0]!.gang.flatMap((g) => g.cards) })))))
     .flat()
