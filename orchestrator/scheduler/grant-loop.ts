@@ -5,7 +5,7 @@
  * ended — and on a slow safety tick for what sends no event (cards registering, leases expiring).
  * Passes are coalesced: one at a time.
  */
-import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
+import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 import { readStepHistory } from '../../store/step-history.ts';
 import { expectedBlockMs, workloadKey } from './expected-duration.ts';
 import { compareQueued, planGrants, type CardSlot, type WantedBackend } from './grant-planner.ts';
@@ -38,6 +38,7 @@ export class GrantLoop {
   private readonly lastWhy = new Map<string, string>();
   private term: Term | null = null;
   private granting: Promise<void> | null = null;
+  private kickedWhileGranting = false;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly ctx: SchedulerContext) {}
@@ -63,13 +64,25 @@ export class GrantLoop {
     this.lastWhy.clear();
   }
 
-  /** Runs a grant pass now (coalesced: one at a time). */
+  /**
+   * Runs a grant pass now (coalesced: one at a time). A kick during a pass runs one more pass
+   * after it: what it announced (cards freed, a block waiting) may have come after the pass's
+   * reads, and dropping it left those cards idle until the safety tick.
+   */
   kick(): void {
     const term = this.term;
-    if (this.granting || !term || term.aborted) return;
+    if (!term || term.aborted) return;
+    if (this.granting) {
+      this.kickedWhileGranting = true;
+      return;
+    }
+    this.kickedWhileGranting = false;
     this.granting = this.pass(term)
       .catch((err) => this.ctx.log.error({ err }, 'scheduler: grant pass failed'))
-      .finally(() => (this.granting = null));
+      .finally(() => {
+        this.granting = null;
+        if (this.kickedWhileGranting) this.kick();
+      });
   }
 
   /** Resolves with the gang leased for the block, or why it was cancelled while waiting. */
@@ -106,20 +119,28 @@ export class GrantLoop {
    */
   private async pass(term: Term): Promise<void> {
     const { store, registry, leases } = this.ctx;
-    const queue: { key: string; exp: ExperimentRecord; block: number; expectedMs: number }[] = [];
-    for (const id of await store.active()) {
-      const state = await store.state(id);
+    const queue: { key: string; exp: ExperimentRecord; block: number; st: BlockState; expectedMs: number }[] = [];
+    // Every experiment's reads at once (one round trip's wait, not a few per experiment), and
+    // one estimate per experiment for its blocks no processor waits for yet: at scale the
+    // sequential reads made a pass take longer than the grants it decides.
+    const read = await Promise.all(
+      (await store.active()).map(async (id) => {
+        const [state, exp, blocks] = await Promise.all([store.state(id), this.experiment(id), store.blocks(id)]);
+        const waiting = blocks.filter((b) => b.phase === 'waiting');
+        const undelivered = exp && waiting.some((b) => !this.waiters.has(blockKey(id, b.block))) ? await this.expectedMs(exp) : 0;
+        return { id, state, exp, waiting, undelivered };
+      }),
+    );
+    for (const { id, state, exp, waiting, undelivered } of read) {
       if (state === 'cancelling' || state === 'cancelled') {
         this.cancelWaiters(id);
         continue;
       }
       if (state !== 'queued' && state !== 'running') continue;
-      const exp = await this.experiment(id);
       if (!exp) continue;
-      for (const b of await store.blocks(id)) {
-        if (b.phase !== 'waiting') continue;
+      for (const b of waiting) {
         const key = blockKey(id, b.block);
-        queue.push({ key, exp, block: b.block, expectedMs: this.waiters.get(key)?.expectedMs ?? (await this.expectedMs(exp)) });
+        queue.push({ key, exp, block: b.block, st: b, expectedMs: this.waiters.get(key)?.expectedMs ?? undelivered });
       }
     }
     if (queue.length === 0) return;
@@ -135,23 +156,29 @@ export class GrantLoop {
       waiting: queue.map((q) => ({ key: q.key, ranks: q.exp.plan.ranks, backend: wantedBackend(q.exp), ...gangPlacement(q.exp.plan.placement), expectedMs: q.expectedMs })),
     });
     if (term !== this.term || term.aborted) return;
-    for (const g of decision.grants) {
+    // The planned gangs are disjoint: their acquire calls go out together (each still all or none).
+    const acquiring = decision.grants.flatMap((g) => {
       const w = this.waiters.get(g.key);
-      if (!w) continue; // not delivered yet: its cards wait for it
-      const gang = await this.acquire(w, g.cards);
-      if (!gang) continue;
-      this.waiters.delete(g.key);
-      w.resolve({ gang });
+      return w ? [{ w, gang: this.acquire(w, g.cards) }] : []; // not delivered yet: its cards wait for it
+    });
+    for (const { w, gang } of acquiring) {
+      // a failed call is this grant's alone: the others went out with it and must still be answered
+      const got = await gang.catch((err: unknown) => (this.ctx.log.error({ err, key: w.key }, 'scheduler: lease grant failed; retrying next pass'), null));
+      if (!got) continue;
+      this.waiters.delete(w.key);
+      this.lastWhy.delete(w.key);
+      w.resolve({ gang: got });
     }
     const byKey = new Map(queue.map((q) => [q.key, q]));
-    for (const [key, why] of decision.why) {
-      const q = byKey.get(key)!;
-      if (this.lastWhy.get(key) === why) continue;
-      this.lastWhy.set(key, why);
-      const st = await store.block(q.exp.id, q.block);
-      // a compare-and-set: the block may have been granted since the read
-      if (st && st.phase === 'waiting') await store.transitionBlock(q.exp.id, st, { ...st, why });
-    }
+    await Promise.all(
+      [...decision.why].map(async ([key, why]) => {
+        const q = byKey.get(key)!;
+        if (this.lastWhy.get(key) === why) return;
+        this.lastWhy.set(key, why);
+        // a compare-and-set on the state this pass read: the block may have been granted since
+        await store.transitionBlock(q.exp.id, q.st, { ...q.st, why });
+      }),
+    );
   }
 
   private cancelWaiters(id: string): void {
