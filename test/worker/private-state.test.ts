@@ -84,7 +84,8 @@ describe('private state directories', { timeout: 180_000 }, () => {
     const r = await runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', results], {
       REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_GRAPHRT: FIXTURE_RANK, ORCH_CPU_CARDS: '2',
     }, 120_000);
-    assert.equal(r.code, 0, r.stderr);
+    // the submit exits with the verdict's code: two arms of the same fixture are inconclusive (3)
+    assert.ok([0, 3, 4].includes(r.code ?? -1), `exit ${r.code}: ${r.stderr}`);
     const [id] = readdirSync(results);
     const out = join(results, id!);
     assert.equal(mode(out), '700');
