@@ -1,5 +1,5 @@
 // The README's main command on a fresh clone, with no Redis running and REDIS_URL unset:
-// `npm ci && npx orch submit configs/leave-one-out.yaml` exits 0 and writes results/<id>/ whose
+// `npm ci && npx orch submit configs/leave-one-out.yaml` ends with a verdict and writes results/<id>/ whose
 // report has every arm of the plan with n = reps × blocks.
 //
 // The clone is a real `git clone` of this repository's committed HEAD. `npm ci` is replaced by
@@ -21,7 +21,7 @@ const sh = (cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = p
   return { ...r, ms: Date.now() - t0 };
 };
 
-test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → exit 0, every arm n = reps × blocks', { timeout: 900_000 }, async () => {
+test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → a verdict, every arm n = reps × blocks', { timeout: 900_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-e2e-'));
   try {
     const repo = join(dir, 'orch');
@@ -41,7 +41,9 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
     delete env.ORCH_GRAPHRT;
     const run = sh('npx', ['orch', 'submit', 'configs/leave-one-out.yaml'], repo, env);
     console.log(`clone ${clone.ms} ms, node_modules copy ${cp.ms} ms, native build ${build.ms} ms, orch submit ${run.ms} ms (exit ${run.status})`);
-    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+    // orch submit exits with the verdict's code: 0 faster, 3 inconclusive, 4 slower — each a run that
+    // ended with a report; 5 (a gate failed), 1 or 2 are not
+    assert.ok([0, 3, 4].includes(run.status ?? -1), `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
 
     const ids = readdirSync(join(repo, 'results'));
     assert.equal(ids.length, 1);
