@@ -7,6 +7,9 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { orchKeys } from '../../store/keys.ts';
 import { runScript } from '../../store/scripts.ts';
+import { settleWithin } from '../../jobs/settle-within.ts';
+
+const RELEASE_WAIT_MS = 2000;
 
 
 export interface LeaderLeaseOptions {
@@ -85,7 +88,8 @@ export class LeaderLease {
     if (this.timer) clearTimeout(this.timer);
     if (this.leading) {
       this.leading = false;
-      await runScript(this.redis, 'leader-release', [this.key], [this.id]).catch(() => undefined);
+      // the lease's TTL frees it anyway: a Redis that is gone never holds up a stop
+      await settleWithin(runScript(this.redis, 'leader-release', [this.key], [this.id]), RELEASE_WAIT_MS);
     }
   }
 

@@ -12,6 +12,9 @@ import { connectRedis } from '../../store/connect.ts';
 import { QUEUES } from '../../store/keys.ts';
 import { LeaderLease } from './leader-lease.ts';
 import type { BlockJobData, SchedulerTuning, Term } from './scheduler-context.ts';
+import { settleWithin } from '../../jobs/settle-within.ts';
+
+const WORKER_CLOSE_WAIT_MS = 5000;
 
 export interface TermHandlers {
   block: (job: Job<BlockJobData>, term: Term) => Promise<unknown>;
@@ -117,7 +120,9 @@ export class Leadership {
     this.workers = [];
     await Promise.all(
       workers.map(async (w) => {
-        await w.close(true).catch(() => undefined);
+        // a forced close still waits on the worker's connection: bounded, then cut, so a stop
+        // against a Redis that is gone ends (the block jobs' locks lapse and a new leader re-attaches)
+        await settleWithin(w.close(true), WORKER_CLOSE_WAIT_MS);
         (w.opts.connection as Redis).disconnect?.();
       }),
     );

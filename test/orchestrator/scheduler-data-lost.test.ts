@@ -25,22 +25,27 @@ describe('the scheduler and a Redis that lost its data', () => {
     const prefix = freshPrefix();
     await env.spawn({ prefix, host: 'dl', cards: 'cpu:0', heartbeatMs: 300, env: { FIXTURE_REP_MS: '300' } });
     const sched = await startScheduler({ url: env.server.url, prefix, grantTtlMs: 3000, safetyPollMs: 300 });
-    extra.push(() => sched.stop());
-    const lost = await submitYaml(env.redis, prefix, env.dir, 'lost', abSpec('lost', 2, 10));
-    await waitFor('the experiment runs', async () => (await env.redis.hget(`${prefix}:experiment:${lost}`, 'state')) === 'running', { timeoutMs: 30_000 });
+    // stopped in the test, while its Redis still runs: the worker env's own after() stops the
+    // server first, and a scheduler stopping against a Redis gone kept the test process alive
+    try {
+      const lost = await submitYaml(env.redis, prefix, env.dir, 'lost', abSpec('lost', 2, 10));
+      await waitFor('the experiment runs', async () => (await env.redis.hget(`${prefix}:experiment:${lost}`, 'state')) === 'running', { timeoutMs: 30_000 });
 
-    const { port, password } = env.server;
-    await env.server.stop();
-    env.server = await startRedisServer({ port, password });
+      const { port, password } = env.server;
+      await env.server.stop();
+      env.server = await startRedisServer({ port, password });
 
-    const reported = (l: { msg: string }) => l.msg.includes(`experiment ${lost} failed: it no longer exists: Redis lost its data`);
-    await waitFor('the scheduler to report the lost experiment', () => sched.log().some(reported), { timeoutMs: 30_000 });
-    await waitFor('a fresh term', () => sched.log().filter((l) => l.msg === 'scheduler: elected leader').length >= 2, { timeoutMs: 30_000 });
+      const reported = (l: { msg: string }) => l.msg.includes(`experiment ${lost} failed: it no longer exists: Redis lost its data`);
+      await waitFor('the scheduler to report the lost experiment', () => sched.log().some(reported), { timeoutMs: 30_000 });
+      await waitFor('a fresh term', () => sched.log().filter((l) => l.msg === 'scheduler: elected leader').length >= 2, { timeoutMs: 30_000 });
 
-    const next = await submitYaml(env.redis, prefix, env.dir, 'next', abSpec('next', 1, 2));
-    assert.equal(await waitEnded(env.redis, prefix, next, 60_000), 'done', 'the experiment submitted after the loss ran to the end');
-    assert.equal(sched.log().filter(reported).length, 1, 'the lost experiment was reported once, not in a loop');
-    assert.equal(sched.log().filter((l) => l.msg.startsWith('scheduler: Redis lost its data')).length, 1);
+      const next = await submitYaml(env.redis, prefix, env.dir, 'next', abSpec('next', 1, 2));
+      assert.equal(await waitEnded(env.redis, prefix, next, 60_000), 'done', 'the experiment submitted after the loss ran to the end');
+      assert.equal(sched.log().filter(reported).length, 1, 'the lost experiment was reported once, not in a loop');
+      assert.equal(sched.log().filter((l) => l.msg.startsWith('scheduler: Redis lost its data')).length, 1);
+    } finally {
+      await sched.stop();
+    }
   });
 
   test('orch serve warns at start about a Redis without RDB and AOF', async () => {
