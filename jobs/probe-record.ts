@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { GRAPHRT_PROBES } from './graphrt-protocol.ts';
+import { RepIdentitySchema } from './rep-result.ts';
 
 const count = z.int().min(0);
 
@@ -26,14 +27,7 @@ export const ProbeRankSchema = z.object({
 });
 export type ProbeRank = z.infer<typeof ProbeRankSchema>;
 
-export const ProbeRecordSchema = z.object({
-  experiment: z.string(),
-  block: count,
-  attempt: z.int().positive(),
-  epoch: count,
-  arm: z.string(),
-  rep: count,
-  position: count,
+export const ProbeRecordSchema = RepIdentitySchema.extend({
   backend: z.enum(['cpu', 'cuda']),
   host: z.string(),
   ranks: z.array(ProbeRankSchema).min(1),

@@ -7,7 +7,8 @@ import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 
 const count = z.int().min(0);
 
-export const RepResultSchema = z.object({
+/** Which planned rep of which block attempt a committed record is: shared by reps and probes. */
+export const RepIdentitySchema = z.object({
   experiment: z.string(),
   block: count,
   attempt: z.int().positive(),
@@ -17,6 +18,9 @@ export const RepResultSchema = z.object({
   rep: count,
   /** Index in the block's sequence. */
   position: count,
+});
+
+export const RepResultSchema = RepIdentitySchema.extend({
   /** Measured steps only, warm-up excluded; the gang's slowest rank per step. Finite numbers only. */
   step_ms: z.array(z.number()),
   /** `cpu`, `cuda` or `command` */
