@@ -25,6 +25,8 @@ export interface NightlyRun {
   alerts: number;
   orch_version: string | null;
   orch_commit: string | null;
+  /** orch's checkout had uncommitted changes to tracked files; null: unknown (no checkout, or recorded before this was) */
+  orch_dirty: boolean | null;
   serve_host: string | null;
 }
 
@@ -81,13 +83,21 @@ export class HistoryStore {
    * attempt (a stalled job retried, a second `orch serve`) got there first: then `run` is that
    * attempt's row and nothing may be submitted again.
    */
-  async claimRun(r: { suite: string; scheduledAt: number; orchVersion: string | null; orchCommit: string | null; serveHost: string }): Promise<{ claimed: boolean; run: NightlyRun }> {
+  async claimRun(r: {
+    suite: string;
+    scheduledAt: number;
+    orchVersion: string | null;
+    orchCommit: string | null;
+    /** absent: unknown */
+    orchDirty?: boolean | null;
+    serveHost: string;
+  }): Promise<{ claimed: boolean; run: NightlyRun }> {
     const id = runId(r.suite, r.scheduledAt);
     const now = Date.now();
     const changed = await this.db.run(
-      `INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state, orch_version, orch_commit, serve_host)
-       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT DO NOTHING`,
-      [id, r.suite, r.scheduledAt, now, now, r.orchVersion, r.orchCommit, r.serveHost],
+      `INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state, orch_version, orch_commit, orch_dirty, serve_host)
+       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [id, r.suite, r.scheduledAt, now, now, r.orchVersion, r.orchCommit, toColumn(r.orchDirty), r.serveHost],
     );
     return { claimed: changed === 1, run: (await this.run(id))! };
   }
@@ -168,7 +178,7 @@ export class HistoryStore {
   }
 }
 
-type RawRun = Omit<NightlyRun, 'experiments'> & { experiments: string };
+type RawRun = Omit<NightlyRun, 'experiments' | 'orch_dirty'> & { experiments: string; orch_dirty: number | null };
 type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'commits'> & {
   aa_pass: number | null;
   gates_pass: number | null;
@@ -178,11 +188,14 @@ type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'c
 };
 
 function toRun(r: RawRun): NightlyRun {
-  return { ...r, experiments: JSON.parse(r.experiments || '[]') as SubmittedSpec[] };
+  return { ...r, experiments: JSON.parse(r.experiments || '[]') as SubmittedSpec[], orch_dirty: bool(r.orch_dirty) };
+}
+
+function bool(v: number | null | undefined): boolean | null {
+  return v === null || v === undefined ? null : Number(v) === 1;
 }
 
 function toRow(r: RawRow): NightlyRow {
-  const bool = (v: number | null) => (v === null ? null : v === 1);
   return {
     ...r,
     aa_pass: bool(r.aa_pass),

@@ -79,10 +79,23 @@ export const BlockJobSchema = z
   });
 export type BlockJob = z.infer<typeof BlockJobSchema>;
 
-/** Arms of the block whose toggles turn graph capture on: each gets the identity gate. */
+/**
+ * Arms of the block whose toggles turn graph capture on: each gets the identity gate, in the order
+ * the block's sequence first runs them. The gate's capture is the graph the arm's reps replay, and
+ * on the H200 a graph's speed depends on what was instantiated before it: of two identical chain
+ * graphs in one process the one captured second ran 0.35-0.58 % slower, and across two processes
+ * (two builds of one commit) 12 % slower (bench/h200-builds, native/BENCHMARKS.md). In arm order
+ * every block would capture the control first and carry that into every comparison as a bias;
+ * following the sequence, whose first arm alternates between blocks, counterbalances it over
+ * blocks, where the analysis sees it as block-to-block noise.
+ */
 export function armsNeedingIdentity(job: BlockJob): BlockJob['arms'] {
   if (job.gates.identity === null) return [];
-  return job.arms.filter((a) => a.toggles.graph === true || a.toggles.graph === 'true');
+  const first = (name: string) => {
+    const at = job.sequence.indexOf(name);
+    return at === -1 ? job.sequence.length : at;
+  };
+  return job.arms.filter((a) => a.toggles.graph === true || a.toggles.graph === 'true').sort((a, b) => first(a.name) - first(b.name));
 }
 
 /**

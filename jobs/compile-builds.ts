@@ -1,7 +1,8 @@
 /**
  * The compile checks of builds as arms (jobs/spec/builds.ts): every build an arm, the spec or
- * the base-reference gate names exists; a build needs the workload's build recipe to build
- * each commit with; and the reference arm's name is free.
+ * the base-reference gate names exists; a command workload's build needs its build recipe to
+ * build each commit with (a native spec's builds are graphrt of each commit, built by graphrt's
+ * own CMake); and the reference arm's name is free.
  */
 import { suggestion } from './did-you-mean.ts';
 import type { Spec } from './spec.ts';
@@ -26,9 +27,9 @@ export function checkBuilds(spec: Spec, problem: Report): void {
   }
   if (names.length === 0) return;
   const w = spec.workload;
-  if (w.runtime === 'native') {
-    problem(['builds'], 'builds as arms need a command workload for now: a native spec runs the graphrt of this checkout, one serve process per card for every arm of a block', 'measure graphrt builds with a command workload whose build runs scripts/build-native and whose run.cmd drives the built graphrt');
-  } else if (w.build === undefined) {
+  // A native spec's builds are commits of orch: graphrt's own CMake build is their recipe
+  // (worker/build/graphrt-build.ts). A command workload builds each commit with its own recipe.
+  if (w.runtime === 'command' && w.build === undefined) {
     problem(['builds'], 'builds name refs, but the workload has no build recipe to build each commit with', 'add workload.build: { cmd, artifacts } (run in a worktree of each commit)');
   }
   if (ref !== undefined) {

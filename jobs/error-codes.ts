@@ -80,7 +80,11 @@ export const ERROR_CODES = {
   PRIOR_RUN_NO_NOISE: { kind: 'user-input', meaning: 'orch plan --power was given a prior run whose values hold no paired noise to plan from (no comparison with two pairs in a block)' },
   COMPARE_NOT_COMPARABLE: { kind: 'user-input', meaning: 'orch compare: the two results measured different workloads (their workload hashes differ)' },
   BUILD_COMMIT_MISSING: { kind: 'user-input', meaning: "a build's commit cannot be checked out into a worktree of the spec's repository on the worker's host" },
+  GRAPHRT_BUILD_PROTOCOL: { kind: 'user-input', meaning: "the graphrt built from a build's commit speaks a line protocol this worker cannot read (its hello's version, fields or features differ)" },
+  GRAPHRT_CUDA_CHOICE: { kind: 'user-input', meaning: "GRAPHRT_CUDA in the worker's environment is not ON, OFF or AUTO, so graphrt of a commit cannot be built like the worker's own" },
   BUILD_LOCK_FAILED: { kind: 'transient', meaning: "the host build lock (flock) could not be taken", hint: 'flock(1) is in util-linux' },
+  BUILD_ATTEMPTS_EXHAUSTED: { kind: 'transient', meaning: "every host that could run an experiment failed to build it, transiently, as often as the scheduler tries (maxAttempts): the experiment ends before any card was leased to it" },
+  BUILD_JOB_INVALID: { kind: 'bug', meaning: 'a build job payload does not match jobs/build-job.ts' },
   PREFLIGHT_DISK: { kind: 'user-input', meaning: 'the build dir has less free disk than min_free_disk_gb' },
   PREFLIGHT_ARTIFACT_MISSING: { kind: 'user-input', meaning: 'an artifact of the build cache entry is gone' },
   PREFLIGHT_CPU_BUILD: { kind: 'user-input', meaning: 'the spec needs cuda but graphrt was built without the CUDA backend' },
@@ -100,6 +104,8 @@ export const ERROR_CODES = {
 
   // a block attempt on its gang
   CARD_BUSY: { kind: 'transient', meaning: "another process holds the card's flock" },
+  BUILDS_ACROSS_HOSTS: { kind: 'user-input', meaning: "a gang across hosts whose arms run graphrt of several builds (each build's ranks would need a rendezvous of their own across hosts)", hint: 'blocks.placement: host' },
+  CARD_LOCK_HANDOFF: { kind: 'user-input', meaning: "the worker could not lock the card for a rank of several graphrt builds (flock(1) on the card's lock file failed)", hint: 'flock(1) is in util-linux; the worker\'s lock dir must be writable' },
   FOREIGN_PROCESS: { kind: 'transient', meaning: 'a process orch did not start runs on a leased card (foreign_process: fail)' },
   WORKER_STOPPING: { kind: 'transient', meaning: 'the worker was stopped (SIGTERM) while the block waited' },
   LEASE_LOST: { kind: 'transient', meaning: "the gang's lease expired, was released or revoked; its results are refused" },

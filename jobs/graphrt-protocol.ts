@@ -91,6 +91,8 @@ export const RepSchema = z.strictObject({
   steps: z.int().positive(),
   /** finite numbers only: a null or a string is refused here, never committed as a measurement */
   step_ms: z.array(z.number().min(0)),
+  /** the warm-up steps' device times (one per warm-up step; not a measurement: card time only). Optional: older graphrt */
+  warmup_ms: z.array(z.number().min(0)).optional(),
   launches_per_step: count,
   dispatches_per_step: count,
   collectives_per_step: count,
@@ -124,6 +126,8 @@ export const GateSchema = z.strictObject({
   collectives_per_step: count,
   rank: count,
   world: z.int().positive(),
+  /** the gate's span on the rank's clock, as a rep's (optional: older graphrt) */
+  ...repSpanFields,
   /** absent only in `run` mode on a failed gate: the GATE_FAILED error line follows */
   final: finalTrue.optional(),
 });

@@ -35,6 +35,13 @@ export interface RankPlacement {
   uuid: string;
   /** the host guard: the flock file of the card, held by the rank for its whole life */
   lockPath: string;
+  /**
+   * The card's lock handed down instead (ranks of several builds on one card, worker/graphrt-runner.ts):
+   * the worker's open file description of `lockPath`, already locked, inherited as `fd`. `flag`:
+   * this graphrt knows `--card-lock-fd` (the checkout's own); a build of another commit may not,
+   * and holds the lock by inheriting the descriptor alone.
+   */
+  lockFd?: { fd: number; flag: boolean };
   /** world > 1: where the gang's ranks meet (PROTOCOL.md "Multi-rank") */
   rendezvous?: RankRendezvous;
 }
@@ -77,7 +84,8 @@ export function toNativeProcess(job: BlockJob, placement: RankPlacement): Native
   const w = job.workload;
   if (w.runtime !== 'native') throw new Error(`toNativeProcess: workload runtime is "${w.runtime}", not native`);
   const backend = placement.backend === 'cpu' ? 'cpu' : w.backend;
-  const args = ['serve', '--backend', backend, '--card-lock', placement.lockPath];
+  const lock = placement.lockFd === undefined ? ['--card-lock', placement.lockPath] : placement.lockFd.flag ? ['--card-lock-fd', String(placement.lockFd.fd)] : [];
+  const args = ['serve', '--backend', backend, ...lock];
   if (placement.world > 1) {
     args.push('--world', String(placement.world), '--rank', String(placement.rank));
     const rv = placement.rendezvous;

@@ -76,7 +76,11 @@ export class CardRegistry {
 
   /** Cards whose host heartbeats, optionally of one host; ordered by host, then index. */
   async liveCards(host?: string): Promise<Card[]> {
-    const cards = (await this.all()).filter((c) => host === undefined || c.host === host);
+    return this.liveOf((await this.all()).filter((c) => host === undefined || c.host === host));
+  }
+
+  /** Those of `cards` (read by `all`) whose host heartbeats; ordered by host, then index. */
+  async liveOf(cards: Card[]): Promise<Card[]> {
     const hosts = [...new Set(cards.map((c) => c.host))];
     // every host's alive key in one round trip: the grant pass reads them all on each pass
     const p = this.redis.pipeline();

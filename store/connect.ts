@@ -24,6 +24,12 @@ export interface ConnectOptions {
   maxBackoffMs?: number;
   /** connect only when first used (ioredis lazyConnect) */
   lazy?: boolean;
+  /**
+   * Send the commands issued in one tick of the event loop as one pipeline (ioredis
+   * enableAutoPipelining): for a connection many concurrent callers share, one socket write per
+   * tick instead of one per command. Never on a connection that blocks (BullMQ's workers).
+   */
+  autoPipelining?: boolean;
 }
 
 /** Delay before reconnect attempt `times` (1-based): min · 2^(times-1), capped at max. */
@@ -39,6 +45,7 @@ export function connectRedis(url: string, opts: ConnectOptions): Redis {
     enableReadyCheck: true,
     lazyConnect: opts.lazy ?? false,
     connectionName: opts.name,
+    enableAutoPipelining: opts.autoPipelining ?? false,
     retryStrategy: (times) => {
       const delay = backoffDelay(times, opts.minBackoffMs, opts.maxBackoffMs);
       log.warn({ attempt: times, retry_in_ms: delay, cause: lastError }, 'redis unreachable; retrying');

@@ -125,6 +125,13 @@ export class ExperimentStore {
     return (await this.redis.hget(this.keys.exp(id), 'state')) as ExperimentState | null;
   }
 
+  /** The states of several experiments in one call (null where one is gone), in the order of `ids`. */
+  async states(ids: string[]): Promise<(ExperimentState | null)[]> {
+    if (ids.length === 0) return [];
+    const reply = (await runScript(this.redis, 'experiment-states', ids.map((id) => this.keys.exp(id)), [])) as (string | null)[];
+    return reply.map((s) => (s ? (s as ExperimentState) : null));
+  }
+
   /** Moves to `state` unless the experiment already ended or is being cancelled. */
   async advance(id: string, state: 'running'): Promise<void> {
     await runScript(this.redis, 'experiment-advance', [this.keys.exp(id)], [state]);

@@ -14,10 +14,6 @@ export const DEFAULT_PREFIX = 'orch';
 
 /** BullMQ queue names (used together with `prefix`). */
 export const QUEUES = {
-  /** experiment parents (flows) */
-  exp: 'exp',
-  /** block children of an experiment flow */
-  blocks: 'blocks',
   /** nightly suite runs (one BullMQ job scheduler per suite; orch serve consumes) */
   nightly: 'nightly',
 } as const;
@@ -25,6 +21,20 @@ export const QUEUES = {
 /** The dispatch queue that one host's worker consumes. */
 export function hostQueue(host: string): string {
   return `host-${host}`;
+}
+
+/**
+ * The build queue of one host (orchestrator/scheduler/build-phase.ts): the builds of an
+ * experiment, made before any card of the host is leased to it. A queue of its own, so a build
+ * never takes a slot a granted block waits for.
+ */
+export function hostBuildQueue(host: string): string {
+  return `build-${host}`;
+}
+
+/** `<experiment>.build-a<attempt>-<host>`: one build job per host and attempt, deterministic like hostJobId. */
+export function buildJobId(experiment: string, attempt: number, host: string): string {
+  return `${experiment}.build-a${attempt}-${host}`;
 }
 
 /** `<experiment>.b<block>-a<attempt>-<host>`: deterministic, so a new leader re-attaches. */
@@ -67,6 +77,8 @@ export interface OrchKeys {
   commits(id: string): string;
   /** hash "<block>/<arm>/<rep>" → JSON ProbeRecord (design probe; read only for the block's committed attempt) */
   probes(id: string): string;
+  /** hash host → JSON HostBuilds, and `:failed` → JSON BuildFailure: the experiment's build phase (store/experiment-builds.ts) */
+  builds(id: string): string;
   /** string "HOST:PORT" with a TTL: where rank 0 of a spread gang's attempt listens (store/gang-staging.ts) */
   rendezvous(id: string, block: number, attempt: number): string;
   /** hash host → JSON StagedPart with a TTL: each non-leading part's results of a spread attempt */
@@ -92,6 +104,8 @@ export interface SchedulerKeys {
   blocks(experiment: string): string;
   /** hash "<workload key>" → JSON { ms_per_step, n }: what past reps took, for expected durations */
   history: string;
+  /** pub/sub channel: an experiment was submitted or cancelled, the leader's grant pass should run now (store/scheduler-wake.ts) */
+  wake: string;
 }
 
 export interface BuildKeys {
@@ -127,6 +141,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     gates: (id) => `${p}:experiment:${id}:gates`,
     commits: (id) => `${p}:experiment:${id}:commits`,
     probes: (id) => `${p}:experiment:${id}:probes`,
+    builds: (id) => `${p}:experiment:${id}:builds`,
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
@@ -137,6 +152,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
       active: `${p}:sched:active`,
       blocks: (id) => `${p}:experiment:${id}:blocks`,
       history: `${p}:sched:history`,
+      wake: `${p}:sched:wake`,
     },
     build: {
       hosts: `${p}:build:hosts`,

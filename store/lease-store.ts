@@ -124,6 +124,13 @@ export class LeaseStore {
     return leaseOf(card, await this.redis.hgetall(this.keys.lease(card)));
   }
 
+  /** Which of `cards` are leased now (by anyone, under any epoch), in one call (store/lua/leased-cards.lua). */
+  async leased(cards: string[]): Promise<Set<string>> {
+    if (cards.length === 0) return new Set();
+    const reply = (await runScript(this.redis, 'leased-cards', cards.map((c) => this.keys.lease(c)), [])) as number[];
+    return new Set(reply.map((i) => cards[i - 1] as string));
+  }
+
   /**
    * The leases currently held on `cards` (missing cards are free), in one round trip: the grant
    * pass reads every card of the cluster, and a round trip per card made it slower than the

@@ -146,6 +146,16 @@ export class ResultStore {
     return Number(await runScript(this.redis, 'account-reps', [this.keys.results(experiment), this.keys.failed(experiment), this.keys.sched.blocks(experiment)], args));
   }
 
+  /** The committed results of these fields (`<block>/<arm>/<rep>`) only, in one read; fields without one are left out. */
+  async repResults(experiment: string, fields: string[]): Promise<RepResult[]> {
+    if (fields.length === 0) return [];
+    const key = this.keys.results(experiment);
+    const raw = await this.redis.hmget(key, ...fields);
+    const some: Record<string, string> = {};
+    raw.forEach((v, i) => v !== null && (some[fields[i] as string] = v));
+    return Object.values(parseAll(some, RepResultSchema, key));
+  }
+
   async results(experiment: string): Promise<Record<string, RepResult>> {
     return parseAll(await this.redis.hgetall(this.keys.results(experiment)), RepResultSchema, this.keys.results(experiment));
   }

@@ -50,6 +50,16 @@ function commandName(name: string): string {
 }
 
 /**
+ * Defines every script on `redis` now, not at its first use: an auto-pipelining connection
+ * (connect.ts `autoPipelining`) copies the commands defined when each pipeline is made, and a
+ * script defined after that is missing from it (ioredis then answers the pipeline short).
+ */
+export function defineAllScripts(redis: Redis): void {
+  const r = redis as unknown as Record<string, unknown>;
+  for (const name of SCRIPT_NAMES) if (typeof r[commandName(name)] !== 'function') redis.defineCommand(commandName(name), { lua: scriptSource(name) });
+}
+
+/**
  * Runs script `name` with a variable number of keys. Defines it on `redis` the first time.
  * Returns the raw Lua reply.
  */

@@ -1,10 +1,11 @@
 /**
  * What one step of a workload took in past reps: `<prefix>:sched:history` hash workload key →
- * JSON { ms_per_step, n }, a running mean over committed reps, updated when a block ends. Read by
+ * JSON { ms_per_step, n }, a running mean over committed reps, updated when a sampled block ends. Read by
  * the scheduler to estimate how long a block holds its cards (backfill).
  */
 import type { Redis } from 'ioredis';
 import { orchKeys } from './keys.ts';
+import { runScript } from './scripts.ts';
 
 export interface StepHistory {
   ms_per_step: number;
@@ -16,11 +17,29 @@ export async function readStepHistory(redis: Redis, prefix: string, workloadKey:
   return v ? (JSON.parse(v) as StepHistory) : null;
 }
 
-/** Folds measured step times into the running mean of `workloadKey`. */
+/** Folds measured step times into the running mean of `workloadKey` (atomic: store/lua/step-history-fold.lua). */
 export async function recordStepHistory(redis: Redis, prefix: string, workloadKey: string, stepMs: number[]): Promise<void> {
   if (stepMs.length === 0) return;
-  const prior = (await readStepHistory(redis, prefix, workloadKey)) ?? { ms_per_step: 0, n: 0 };
-  const n = prior.n + stepMs.length;
-  const sum = prior.ms_per_step * prior.n + stepMs.reduce((a, b) => a + b, 0);
-  await redis.hset(orchKeys(prefix).sched.history, workloadKey, JSON.stringify({ ms_per_step: sum / n, n }));
+  const sum = stepMs.reduce((a, b) => a + b, 0);
+  await runScript(redis, 'step-history-fold', [orchKeys(prefix).sched.history], [workloadKey, sum, stepMs.length]);
+}
+
+/**
+ * Which ended blocks feed the history: at most one per workload every `intervalMs`. The history
+ * is a running mean for backfill's estimate; folding every block's reps in read them all back
+ * and parsed them (a twentieth of the scheduler's CPU at 300 grants/s), while a sample of a few
+ * blocks a second moves the mean as well.
+ */
+export class StepHistorySampler {
+  private readonly last = new Map<string, number>();
+
+  constructor(private readonly intervalMs = 500) {}
+
+  /** True when a block of `workloadKey` ending now should be folded in (and marks it so). */
+  take(workloadKey: string, now = Date.now()): boolean {
+    const at = this.last.get(workloadKey);
+    if (at !== undefined && now - at < this.intervalMs) return false;
+    this.last.set(workloadKey, now);
+    return true;
+  }
 }

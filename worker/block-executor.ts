@@ -295,19 +295,39 @@ class GangRun {
       // verdict is read once that rep has answered. A rep that ran while a look found a foreign
       // process is not kept: `fail` fails the block, `wait` waits for it to go and runs the rep again.
       let look: Promise<string[]> | null = null;
+      // One-deep pipeline of reps: the rep after the one being answered is already written to
+      // every rank, so graphrt starts it the moment it has written the answer before it; the
+      // worker's turnaround (the answer parsed and streamed, the result kept, the look started:
+      // a fork and exec of nvidia-smi on a GPU host) falls inside a rep, not between two. Only where
+      // every rank's process serves both in order (RankHandle.queues), never for probes (their
+      // lines are gathered per request). `inFlight` is planned[i], sent; `behind` is planned[i + 1].
+      type Sent = { p: PlannedRep; measuring: Promise<{ rep: CommitRep; record: ProbeRecord | null }> };
+      const send = (q: PlannedRep): Sent => {
+        const measuring = probing ? this.probe(q) : this.rep(q).then((rep) => ({ rep, record: null }));
+        // a rep sent behind one that fails is never awaited: the block fails with the first
+        measuring.catch(() => {});
+        return { p: q, measuring };
+      };
+      let inFlight: Sent | null = null;
+      let behind: Sent | null = null;
+      const mayStop = () => this.spread === null && (this.deps.stopping() || this.cancelReason !== null);
       this.measuring = true;
       for (let i = 0; i < planned.length; ) {
         const p = planned[i] as PlannedRep;
-        // a spread gang's hosts must run the same reps (their collectives meet): no early stop
-        if (this.spread === null && (this.deps.stopping() || this.cancelReason !== null)) {
-          stoppedAt = p.position;
-          break;
+        // a spread gang's hosts must run the same reps (their collectives meet): no early stop.
+        // A rep already sent is in flight: it runs to its end and is kept.
+        if (inFlight === null) {
+          if (mayStop()) {
+            stoppedAt = p.position;
+            break;
+          }
+          inFlight = send(p);
         }
-        const measuring = probing ? this.probe(p) : this.rep(p).then((rep) => ({ rep, record: null }));
-        const measured = await Promise.race([measuring, this.cancelledSignal]);
+        const next = planned[i + 1];
+        if (behind === null && next !== undefined && !probing && !mayStop() && this.queues(p, next)) behind = send(next);
+        const measured = await Promise.race([inFlight.measuring, this.cancelledSignal]);
         if (measured === null) {
-          // cancelled mid-rep: its ranks die, the rep is not kept, nor the look at the rep before
-          measuring.catch(() => {});
+          // cancelled mid-rep: its ranks die, the rep is not kept (nor the one behind it), nor the look at the rep before
           this.abortRanks();
           look = null;
           stoppedAt = p.position;
@@ -316,12 +336,18 @@ class GangRun {
         const found = look === null ? [] : await this.race(look);
         look = null;
         if (found.length > 0) {
+          // this rep ran beside a foreign process, and the one behind it ran after it before
+          // anyone looked again: neither is kept; both run again once the card is ours
           await this.guard(this.ourPids(), found);
+          if (behind !== null) await this.race(behind.measuring);
+          inFlight = behind = null;
           continue;
         }
         reps.push(measured.rep);
         if (measured.record !== null) probes.push(measured.record);
         i++;
+        inFlight = behind;
+        behind = null;
         look = this.look(this.ourPids());
         look.catch(() => {});
       }
@@ -488,6 +514,13 @@ class GangRun {
       }),
     );
     return found.filter((f): f is string => f !== null);
+  }
+
+  /** Whether the rep `next` may be sent to every rank while `current` is answered (RankHandle.queues). */
+  private queues(current: PlannedRep, next: PlannedRep): boolean {
+    const op = (q: PlannedRep): RankOp => ({ id: opId(this.job, 'rep', q.position), op: 'rep', arm: armOf(this.job, q.arm) });
+    const [a, b] = [op(current), op(next)];
+    return this.ranks.length > 0 && this.ranks.every((r) => r.queues?.(a, b) === true);
   }
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */

@@ -41,10 +41,11 @@ export function ensurePrivateDir(dir: string, what: string): string {
 }
 
 /**
- * Creates the card's lock file (0600) without following a symlink, so the rank that opens it
- * later opens this regular file; a symlink or another user's file there is refused.
+ * Opens (creating, 0600) the card's lock file without following a symlink and returns the open
+ * file description; a symlink or another user's file there is refused. The worker opens it so to
+ * hand one description to the processes of a rank (worker/graphrt-runner.ts).
  */
-export function ensureLockFile(path: string): void {
+export function openLockFile(path: string): number {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
@@ -63,7 +64,14 @@ export function ensureLockFile(path: string): void {
         hint: `remove ${path}; the lock directory must hold only orch's lock files`,
       });
     }
-  } finally {
+  } catch (err) {
     closeSync(fd);
+    throw err;
   }
+  return fd;
+}
+
+/** Creates the card's lock file, so the rank that opens it later opens this regular file. */
+export function ensureLockFile(path: string): void {
+  closeSync(openLockFile(path));
 }

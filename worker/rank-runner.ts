@@ -8,7 +8,9 @@
  *
  * Implementations:
  * - GraphrtRunner (worker/graphrt-runner.ts): one resident `graphrt serve` per rank, requests
- *   made by jobs/native-args.ts.
+ *   made by jobs/native-args.ts; when the block's arms run graphrt of several builds, one per build
+ *   on the card, sharing the card's lock (handed down as one open file description), each
+ *   request to its arm's build.
  * - CommandRankRunner (worker/command/) plugs in here: its `start` may return a
  *   handle whose `request` spawns one process per rep (run-command-rep.ts) under the card lock and
  *   answers with a protocol-shaped `rep` line ({ type: 'rep', arm, step_ms, backend, mode, ... });
@@ -72,6 +74,12 @@ export interface RankHandle {
   ready: Promise<RankHelloLine>;
   /** sends one op; resolves with its final line (rep, gate or error) */
   request(op: RankOp, timeoutMs: number): Promise<RankLine>;
+  /**
+   * Whether `next` may be sent while `current` is still being answered (a one-deep pipeline: the
+   * same process reads `next` once it has answered `current`, so no turnaround of the worker
+   * falls between them). Absent: one request at a time.
+   */
+  queues?(current: RankOp, next: RankOp): boolean;
   /** resolves once the rank's processes are gone */
   exited: Promise<RankExit>;
   /** SIGKILL to the rank's process group, now */

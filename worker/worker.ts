@@ -10,6 +10,10 @@
  *   the host alive key and every renewed lease live 2 × heartbeatMs, so a worker killed with -9
  *   frees its cards within two heartbeats.
  *
+ * Builds: a second queue, `build-<name>`, carries an experiment's builds before any card of this
+ * host is leased to it (worker/build/build-job-processor.ts); it holds no lease and takes no
+ * block's slot.
+ *
  * Graceful stop (SIGTERM → stop()): no new job is taken, each running block finishes its rep in
  * flight, commits what it measured with the rest reported "not run", releases its leases; then
  * the host goes offline and the connections close. All of that needs Redis: when it has not
@@ -23,7 +27,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
 import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '../store/connect.ts';
-import { DEFAULT_PREFIX, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
+import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
 import { LeaseStore } from '../store/lease-store.ts';
 import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
 import { ResultStore } from '../store/result-store.ts';
@@ -40,6 +44,7 @@ import { EventStream } from './event-stream.ts';
 import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
 import { GraphrtRunner } from './graphrt-runner.ts';
 import { BuildCache } from './build/build-cache.ts';
+import { runBuildJob } from './build/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
 import type { RankRunner } from './rank-runner.ts';
 import { preflightGraphrt } from './preflight/preflight.ts';
@@ -95,6 +100,8 @@ export class Worker {
   private redis: Redis | null = null;
   private sub: Redis | null = null;
   private bull: BullWorker | null = null;
+  /** the host's build queue (store/keys.ts hostBuildQueue): an experiment's builds, before any card is leased to it */
+  private builds: BullWorker | null = null;
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping = false;
   private stopped: Promise<void> | null = null;
@@ -125,7 +132,7 @@ export class Worker {
     const data = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown } };
     const about = { job: job.id, experiment: data.experiment, block: data.block, epoch: data.epoch };
     if (!check.ok) {
-      this.log.error({ ...about, code: check.code, why: check.why }, 'refused a block job without a valid grant: nothing ran');
+      this.log.error({ ...about, code: check.code, why: check.why }, 'refused a job without a valid grant: nothing ran');
       throw new OrchError(check.code, `job ${job.id ?? '?'} on host-${this.host} refused: ${check.why}; nothing ran`);
     }
     if (data.workload?.runtime === 'command' && !(this.opts.allowCommand ?? false)) {
@@ -180,6 +187,8 @@ export class Worker {
     }, this.heartbeatMs);
 
     const keys = orchKeys(this.prefix);
+    const cache = new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix });
+    const events = (experiment: string) => new EventStream(redis, keys.events(experiment), this.log, keys.exp(experiment));
     const executor = new BlockExecutor(
       {
         host: this.host,
@@ -198,11 +207,11 @@ export class Worker {
         runner:
           this.opts.runner ??
           runnerByRuntime({
-            native: new GraphrtRunner(this.opts.graphrt),
-            command: new CommandRankRunner({ cache: new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix }) }),
+            native: new GraphrtRunner(this.opts.graphrt, { cache }),
+            command: new CommandRankRunner({ cache }),
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
-        events: (experiment) => new EventStream(redis, keys.events(experiment), this.log, keys.exp(experiment)),
+        events,
         log: this.log,
         stopping: () => this.stopping,
         staging: new GangStaging(redis, { prefix: this.prefix }),
@@ -243,6 +252,23 @@ export class Worker {
       maxStalledCount: 0,
     });
     this.bull.on('error', (err) => this.log.error({ err }, 'queue worker error'));
+    this.builds = new BullWorker(hostBuildQueue(this.host), async (job) => {
+      try {
+        this.admit(job);
+        return await runBuildJob(job.data, { host: this.host, cache, events, log: this.log });
+      } catch (err) {
+        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
+      }
+    }, {
+      connection: redis,
+      prefix: this.prefix,
+      // the host build lock serializes the builds themselves; more than one job lets a cached
+      // experiment's builds answer while another's build runs
+      concurrency: 4,
+      // a build whose worker died is tried again by the scheduler as attempt + 1
+      maxStalledCount: 0,
+    });
+    this.builds.on('error', (err) => this.log.error({ err }, 'build queue worker error'));
     this.bull.on('failed', (job, err) => this.log.warn({ job: job?.id, reason: err.message }, 'block attempt failed'));
     this.log.info({ cards: this.cards.map((c) => c.id), queue: hostQueue(this.host) }, 'worker ready');
   }
@@ -281,6 +307,7 @@ export class Worker {
       clearInterval(this.heartbeat);
       this.executor?.abortAll(`the worker of host ${this.host} was stopped and could not finish gracefully within ${limitMs} ms`);
       void this.bull?.close(true).catch(() => {});
+      void this.builds?.close(true).catch(() => {});
       this.sub?.disconnect();
       this.redis?.disconnect();
       // a moment for the ranks' exits; pending Redis calls may never settle, so no waiting on them
@@ -290,7 +317,8 @@ export class Worker {
   }
 
   private async drain(): Promise<void> {
-    await this.bull?.close();
+    // a build in progress is not waited for: its job stalls and the scheduler tries it again
+    await Promise.all([this.bull?.close(), this.builds?.close(true)]);
     clearInterval(this.heartbeat);
     if (this.redis) {
       await new CardRegistry(this.redis, { prefix: this.prefix }).goOffline(this.host).catch(() => {});

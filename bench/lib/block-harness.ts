@@ -15,7 +15,7 @@ import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { BlockExecutor } from '../../worker/block-executor.ts';
 import { StampedEventStream } from './stamped-event-stream.ts';
-import { HostForeignProcessProbe } from '../../worker/foreign-processes.ts';
+import { HostForeignProcessProbe, type ForeignProcessProbe } from '../../worker/foreign-processes.ts';
 import type { RankRunner } from '../../worker/rank-runner.ts';
 import { SlowProbe } from './slow-probe.ts';
 
@@ -38,8 +38,8 @@ export class BlockHarness {
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly lockDir: string,
-    /** extra ms per foreign-process look (bench/lib/slow-probe.ts): a GPU host's nvidia-smi, emulated */
-    private readonly probeMs = 0,
+    /** extra ms per foreign-process look (bench/lib/slow-probe.ts): a GPU host's nvidia-smi, emulated; or the probe itself */
+    private readonly probeMs: number | ForeignProcessProbe = 0,
   ) {
     this.leases = new LeaseStore(redis, { prefix });
     this.results = new ResultStore(redis, { prefix });
@@ -60,7 +60,7 @@ export class BlockHarness {
         leaseTtlMs: 30_000, renewEveryMs: 5_000, requestTimeoutMs: 120_000, foreignPollMs: 100, closeGraceMs: 5_000,
       },
       {
-        leases: this.leases, results: this.results, runner, probe: this.probeMs > 0 ? new SlowProbe(new HostForeignProcessProbe(), this.probeMs) : new HostForeignProcessProbe(),
+        leases: this.leases, results: this.results, runner, probe: typeof this.probeMs !== 'number' ? this.probeMs : this.probeMs > 0 ? new SlowProbe(new HostForeignProcessProbe(), this.probeMs) : new HostForeignProcessProbe(),
         events: () => stream,
         log: this.log, stopping: () => false,
       },

@@ -39,6 +39,8 @@ export interface ScaleOptions {
   logLevel?: Level | 'silent';
   /** how long the whole run may take */
   timeoutMs: number;
+  /** stand-in host processes the fleet is split over (default 1: on 2 cores more only contend) */
+  fleetProcs?: number;
 }
 
 export interface ScaleRun {
@@ -51,8 +53,20 @@ export interface ScaleRun {
   wallMs: number;
   /** the redis-server's CPU over the same span, ms (is Redis the limit?) */
   redisCpuMs: number;
+  /** the stand-in hosts' process's CPU over the same span, ms: on real hosts each has its own CPU, here they share this machine's */
+  fleetCpuMs: number;
   /** blocks that did not end done */
   notDone: number;
+  /** why attempts that did not commit ended (the first few), so a retry is explained */
+  lostAttempts: string[];
+  /**
+   * CPU ms per grant of each process while granting (from the first grant to the last, between
+   * 200 ms samples), without the start, the submissions before the first grant and the tail:
+   * what bounds the grant rate once it runs (each of the scheduler and redis-server is one thread).
+   */
+  steady: { grants: number; ms: number; scheduler: number; redis: number; fleet: number };
+  /** Redis INFO commandstats over the run (every client: scheduler, hosts, driver): calls and µs per command */
+  commands: { command: string; calls: number; usec: number }[];
 }
 
 const RANKS = [1, 2, 4, 8];
@@ -88,7 +102,7 @@ async function usedMemory(redis: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? NaN);
 }
 
-function startFleet(config: FleetConfig): { ready: Promise<void>; stop: () => Promise<HostJobRecord[]>; kill: () => void } {
+function startFleet(config: FleetConfig): { pid: number | undefined; ready: Promise<void>; stop: () => Promise<HostJobRecord[]>; kill: () => void } {
   const child = fork(new URL('./stand-in-fleet.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = () =>
     new Promise<FleetMessage>((resolve, reject) => {
@@ -98,6 +112,7 @@ function startFleet(config: FleetConfig): { ready: Promise<void>; stop: () => Pr
   const ready = next().then(() => undefined);
   child.send({ config });
   return {
+    pid: child.pid,
     ready,
     stop: async () => {
       const got = next();
@@ -116,12 +131,19 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
   const redis = connectRedis(server.url, { log, name: 'bench-driver' });
   const dir = mkdtempSync(join(tmpdir(), 'orch-scale-'));
   const secret = newClusterSecret().toString('hex');
-  const fleet = startFleet({ url: server.url, prefix, hosts: o.hosts, cardsPerHost: o.cardsPerHost, secret, heartbeatMs: 1000, runMs: o.runMs, seed: o.seed });
+  const procs = Math.max(1, Math.min(o.fleetProcs ?? 1, o.hosts));
+  const fleets = Array.from({ length: procs }, (_, k) => {
+    const first = Math.floor((k * o.hosts) / procs);
+    const hosts = Math.floor(((k + 1) * o.hosts) / procs) - first;
+    return startFleet({ url: server.url, prefix, first, hosts, cardsPerHost: o.cardsPerHost, secret, heartbeatMs: 1000, runMs: o.runMs, seed: o.seed });
+  });
+  const fleetCpu = () => fleets.reduce((ms, f) => ms + processCpuMs(f.pid), 0);
   let scheduler: Scheduler | null = null;
+  let sampler: NodeJS.Timeout | undefined;
   let stopped = false;
   try {
     await waitReady(redis);
-    await fleet.ready;
+    await Promise.all(fleets.map((f) => f.ready));
     const random = mulberry32(o.seed);
     const specs: LoadedSpec[] = Array.from({ length: o.experiments }, (_, i) => {
       const ranks = RANKS[Math.floor(random() * RANKS.length)] as number;
@@ -133,13 +155,21 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
 
     const cpu0 = process.cpuUsage();
     const redisCpu0 = processCpuMs(server.child.pid);
+    const fleetCpu0 = fleetCpu();
     const t0 = Date.now();
+    const samples: { t: number; s: number; r: number; f: number }[] = [];
+    const sample = () => {
+      const u = process.cpuUsage();
+      samples.push({ t: Date.now(), s: (u.user + u.system) / 1000, r: processCpuMs(server.child.pid), f: fleetCpu() });
+    };
+    sampler = setInterval(sample, 200);
     scheduler = new Scheduler({ url: server.url, prefix, log, secret: Buffer.from(secret, 'utf8') });
     scheduler.start();
     const leader = scheduler;
     while (!leader.isLeader) await new Promise((r) => setTimeout(r, 20));
     // after every connection is open: what grows from here is the experiments' data
     const before = await usedMemory(redis);
+    await redis.config('RESETSTAT');
     const ids: string[] = [];
     for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, specText: '' })).id);
 
@@ -151,25 +181,37 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
       // slow: this process is the scheduler's, and its CPU is what is measured
       await new Promise((r) => setTimeout(r, 1000));
     }
+    clearInterval(sampler);
+    sample();
     const wallMs = Date.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     const redisCpuMs = processCpuMs(server.child.pid) - redisCpu0;
+    const fleetCpuMs = fleetCpu() - fleetCpu0;
     const after = await usedMemory(redis);
+    const commands = [...(await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map((m) => ({ command: m[1] as string, calls: Number(m[2]), usec: Number(m[3]) }));
 
     const blocks: BlockTimeline[] = [];
     let notDone = 0;
+    const lostAttempts: string[] = [];
     for (const id of ids) {
       const exp = await store.get(id);
       if (!exp) throw new Error(`experiment ${id} is gone`);
       for (const b of await store.blocks(id)) {
         if (b.phase !== 'done') notDone++;
+        for (const a of b.attempts) if (a.outcome !== 'committed' && lostAttempts.length < 5) lostAttempts.push(`${id}.b${b.block}-a${a.attempt}: ${a.outcome}: ${a.reason ?? ''}`);
         if (b.granted_at === null) continue;
         blocks.push({ experiment: id, block: b.block, seq: exp.seq, priority: exp.priority, ranks: exp.plan.ranks, created: exp.created, granted_at: b.granted_at, expected_ms: b.expected_ms ?? 0, attempts: b.attempts.length });
       }
     }
+    const grantTimes = blocks.map((b) => b.granted_at);
+    const [g0, g1] = [Math.min(...grantTimes), Math.max(...grantTimes)];
+    const a = samples.find((x) => x.t >= g0) ?? samples[0]!;
+    const b = [...samples].reverse().find((x) => x.t <= g1) ?? samples[samples.length - 1]!;
+    const n = grantTimes.filter((t) => t > a.t && t <= b.t).length;
+    const steady = { grants: n, ms: b.t - a.t, scheduler: (b.s - a.s) / n, redis: (b.r - a.r) / n, fleet: (b.f - a.f) / n };
     await scheduler.stop();
     stopped = true;
-    const jobs = await fleet.stop();
+    const jobs = (await Promise.all(fleets.map((f) => f.stop()))).flat();
     return {
       metrics: scaleMetrics(blocks, jobs, o.hosts * o.cardsPerHost, o.slackMs),
       reps: blocks.length * 2 * o.reps,
@@ -177,11 +219,16 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
       cpuMs: (cpu.user + cpu.system) / 1000,
       wallMs,
       redisCpuMs,
+      fleetCpuMs,
       notDone,
+      lostAttempts,
+      steady,
+      commands,
     };
   } finally {
+    clearInterval(sampler);
     if (scheduler && !stopped) await scheduler.stop().catch(() => undefined);
-    fleet.kill();
+    for (const f of fleets) f.kill();
     redis.disconnect();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -14,6 +14,8 @@ import { StandInHost, type HostJobRecord } from './stand-in-host.ts';
 export interface FleetConfig {
   url: string;
   prefix: string;
+  /** this process's hosts: `first` .. `first + hosts - 1` of the fleet (BENCH_FLEET_PROCS splits it) */
+  first: number;
   hosts: number;
   cardsPerHost: number;
   /** hex of the cluster secret (the parent's scheduler signs with the same) */
@@ -33,7 +35,7 @@ export function fleetHostName(i: number): string {
 async function serve(c: FleetConfig): Promise<void> {
   const connections: Redis[] = [];
   const hosts: StandInHost[] = [];
-  for (let i = 0; i < c.hosts; i++) {
+  for (let i = c.first; i < c.first + c.hosts; i++) {
     const redis = new Redis(c.url, { maxRetriesPerRequest: null });
     connections.push(redis);
     const random = mulberry32(c.seed + i);

@@ -26,6 +26,10 @@ export interface HostJobRecord {
   epoch: number;
   /** the processor started (Date.now()) */
   received: number;
+  /** the grant checked and the first renew answered: the block "runs" from here (0: never) */
+  started: number;
+  /** the run (the sleep) ended: commit and release follow (0: never) */
+  ran: number;
   /** the release began (Date.now()): the leases were held until at least then */
   releasing: number;
   /** the leases were released (Date.now()) */
@@ -86,7 +90,7 @@ export class StandInHost {
     const check = verifyPayload(data, this.o.secret);
     if (!check.ok) throw new Error(`refused: ${check.why}`);
     const job = BlockJobSchema.parse(data);
-    const rec: HostJobRecord = { experiment: job.experiment, block: job.block, attempt: job.attempt, host: this.o.host, cards: job.cards, epoch: job.epoch, received, releasing: 0, released: 0, committed: false };
+    const rec: HostJobRecord = { experiment: job.experiment, block: job.block, attempt: job.attempt, host: this.o.host, cards: job.cards, epoch: job.epoch, received, started: 0, ran: 0, releasing: 0, released: 0, committed: false };
     this.records.push(rec);
     const ttlMs = 2 * this.o.heartbeatMs;
     const owner = leaseOwnerOf({ ...job, host: this.o.host });
@@ -97,12 +101,14 @@ export class StandInHost {
     };
     try {
       await renew();
+      rec.started = Date.now();
       const timer = setInterval(() => void renew().catch(() => undefined), this.o.heartbeatMs);
       try {
         await new Promise((r) => setTimeout(r, this.o.runMs()));
       } finally {
         clearInterval(timer);
       }
+      rec.ran = Date.now();
       if (lost) throw new Error(lost);
       const reps = sequenceReps(job.sequence).map((p) => ({
         block: job.block,

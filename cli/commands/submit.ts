@@ -7,7 +7,9 @@
  *
  * Exit code when it waits: the verdict's (orchestrator/report/verdict-exit-code.ts: 0 faster,
  * 3 inconclusive, 4 slower, 5 invalid) once the experiment is done, as `orch report` gives it;
- * 1 when it failed or was cancelled; 130/143 when an embedded run was interrupted.
+ * 2 when it failed on the user's input before any card was leased (a build that failed: the
+ * error registry's kind of its code, orchestrator/experiment/failed-exit-code.ts); 1 when it
+ * failed otherwise or was cancelled; 130/143 when an embedded run was interrupted.
  */
 import { readFileSync } from 'node:fs';
 import { UserInputError } from '../../jobs/errors.ts';
@@ -76,7 +78,8 @@ export const submitCommand = defineCommand<SubmitArgs>({
       const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {});
       const written = await writeResults(target.redis, target.prefix, sub.id, argv.results);
       out(json ? `${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
-      process.exitCode = state === 'done' ? verdictExitCode(written.analysis) : 1;
+      const { failedExitCode } = await import('../../orchestrator/experiment/failed-exit-code.ts');
+      process.exitCode = state === 'done' ? verdictExitCode(written.analysis) : state === 'failed' ? await failedExitCode(target.redis, target.prefix, sub.id) : 1;
     } finally {
       await target.close();
     }

@@ -23,6 +23,7 @@ import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 import { progressPrinter, waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { failedExitCode } from '../../orchestrator/experiment/failed-exit-code.ts';
 import { writeResults, type WrittenResults } from '../../orchestrator/results/write-results.ts';
 import { Worker } from '../../worker/worker.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
@@ -130,7 +131,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     } else {
       out(`${written.report}\nresults: ${written.dir}\n`);
     }
-    const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : 1;
+    const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : state === 'failed' ? await failedExitCode(redis, prefix, sub.id) : 1;
     if (state !== 'done' && !interrupted) {
       // read now: `exp` is the record as submitted, before any block failed
       const reason = (await new ExperimentStore(redis, prefix).get(sub.id))?.reason;

@@ -27,6 +27,15 @@ void GraphSlot::prepare(Context& ctx, Workload& w, std::uint64_t seed, const std
   key_ = key;
 }
 
+void GraphSlot::prepared_by(std::size_t launches, std::size_t collectives, const std::string& key) {
+  if (live())
+    RT_THROW(Errc::CaptureRefused, "RECAPTURE_OVER_LIVE_GRAPH",
+             "prepare over a live graph: destroy the old graph first (destroy, prepare, capture)");
+  prepared_launches_ = launches;
+  prepared_collectives_ = collectives;
+  key_ = key;
+}
+
 CaptureOutcome GraphSlot::capture(Context& ctx, Workload& w) {
   if (live())
     RT_THROW(Errc::CaptureRefused, "RECAPTURE_OVER_LIVE_GRAPH",

@@ -35,6 +35,10 @@ class GraphSlot {
 
   // Resets the workload, runs the eager reference step, resets again. Refused over a live graph.
   void prepare(Context& ctx, Workload& w, std::uint64_t seed, const std::string& key);
+  // The prepare of a caller that has just run eager steps from the reset state itself (the
+  // identity gate's eager side): its first step is the reference step, counted as prepare()
+  // counts its own. Refused over a live graph; the caller resets the workload before capture.
+  void prepared_by(std::size_t launches, std::size_t collectives, const std::string& key);
   // Captures one run_step under a CaptureGuard. Refused without a fresh prepare or over a live
   // graph. The workload's host-side state moved during capture: reset before replaying.
   CaptureOutcome capture(Context& ctx, Workload& w);

@@ -44,6 +44,7 @@ int fail(const std::optional<std::string>& id, const RtError& e) {
 struct ProcessOptions {
   std::string backend = "auto";
   std::string card_lock;
+  long card_lock_fd = -1;  // --card-lock-fd: inherited from the worker (card_lock.hpp)
   long world = 1;
   long rank = 0;
   std::string rendezvous;
@@ -70,7 +71,7 @@ ProcessOptions parse_process_options(const std::vector<std::string>& args) {
       name = a.substr(0, eq);
       value = a.substr(eq + 1);
     }
-    if (name != "--backend" && name != "--card-lock" && name != "--world" && name != "--rank" &&
+    if (name != "--backend" && name != "--card-lock" && name != "--card-lock-fd" && name != "--world" && name != "--rank" &&
         name != "--rendezvous" && name != "--rendezvous-timeout-ms" && name != "--rendezvous-publish") {
       o.rest.push_back(a);
       continue;
@@ -81,12 +82,15 @@ ProcessOptions parse_process_options(const std::vector<std::string>& args) {
     }
     if (name == "--backend") o.backend = *value;
     else if (name == "--card-lock") o.card_lock = *value;
+    else if (name == "--card-lock-fd") o.card_lock_fd = rank_number(name, *value);
     else if (name == "--world") o.world = rank_number(name, *value);
     else if (name == "--rendezvous") o.rendezvous = *value;
     else if (name == "--rendezvous-publish") o.rendezvous_publish = *value;
     else if (name == "--rendezvous-timeout-ms") o.rendezvous_timeout_ms = rank_number(name, *value);
     else o.rank = rank_number(name, *value);
   }
+  if (!o.card_lock.empty() && o.card_lock_fd >= 0)
+    user_error(Errc::BadFlag, "--card-lock and --card-lock-fd name the same lock: give one");
   if (o.world < 1 || o.rank >= o.world)
     user_error(Errc::BadFlag, "--rank " + std::to_string(o.rank) + " must be below --world " + std::to_string(o.world));
   if (o.world > 1 && o.rendezvous.empty())
@@ -182,6 +186,7 @@ int main_impl(int argc, char** argv) {
     }
     std::unique_ptr<CardLock> lock;
     if (!opts.card_lock.empty()) lock = std::make_unique<CardLock>(opts.card_lock);
+    if (opts.card_lock_fd >= 0) lock = std::make_unique<CardLock>(CardLock::from_fd(static_cast<int>(opts.card_lock_fd)));
     std::unique_ptr<Backend> backend = make_backend(opts.backend);
     // The rendezvous is the barrier: hello comes once every rank of the gang is connected.
     RankSetup ranks = connect_ranks(*backend, opts, mode != "hello");

@@ -43,6 +43,7 @@ Session::Session(std::unique_ptr<Backend> backend, RankSetup ranks, SessionOptio
       ctx_(std::make_unique<Context>(*backend_)),
       options_(std::move(options)) {
   info_.features.collectives = collectives_available(info_.backend);
+  shelf_.plant_shared_write = options_.plant_shared_write;
   if (comm_) shard_ = Shard{comm_->rank(), comm_->world()};
   ctx_->comm = comm_.get();
 }
@@ -74,7 +75,7 @@ Session::Entry& Session::entry_for(const Request& req) {
     if (plant_lazy_init_) as_made.toggles.lazy_init = true;
     Entry e;
     e.made_for = req;
-    e.workload = make_workload(*backend_, as_made, shard_);
+    e.workload = make_workload(*backend_, as_made, shard_, &shelf_);
     e.slot = std::make_unique<GraphSlot>(*backend_);
     it = cache_.emplace(key, std::move(e)).first;
   }
@@ -84,12 +85,20 @@ Session::Entry& Session::entry_for(const Request& req) {
   return it->second;
 }
 
-Session::GraphUse Session::ensure_graph(Entry& e, const Request& req, const Emit& emit, bool fresh) {
+Session::GraphUse Session::ensure_graph(Entry& e, const Request& req, const Emit& emit, bool fresh, const StepRun* eager) {
   if (!req.toggles.graph || !info_.features.graph) return GraphUse::Eager;
   GraphSlot& slot = *e.slot;
-  if (slot.live() && !fresh) return GraphUse::Reused;
+  if (slot.live() && !fresh && e.graph_seed == req.seed) return GraphUse::Reused;
   slot.destroy();
-  slot.prepare(*ctx_, *e.workload, req.seed, options_.key(req));
+  e.graph_seed.reset();
+  if (eager != nullptr) {
+    // The gate's eager step 1 ran from the reset state as prepare()'s own step would (the same
+    // launches, collectives and lazy set-up before capture): one eager step per gate saved.
+    slot.prepared_by(eager->first_launches, eager->first_collectives, options_.key(req));
+    e.workload->reset(req.seed);
+  } else {
+    slot.prepare(*ctx_, *e.workload, req.seed, options_.key(req));
+  }
   CaptureOutcome c = slot.capture(*ctx_, *e.workload);
   std::vector<int> failed_ranks;
   if (comm_) {
@@ -104,6 +113,7 @@ Session::GraphUse Session::ensure_graph(Entry& e, const Request& req, const Emit
       c.reason = "capture failed on rank(s) " + which + "; every rank runs eager";
     }
   }
+  if (c.ok) e.graph_seed = req.seed;
   emit(capture_line(req, c, comm_ ? std::optional<std::vector<int>>(failed_ranks) : std::nullopt));
   return c.ok ? GraphUse::Fresh : GraphUse::Eager;
 }
@@ -149,6 +159,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
       .put("warmup", req.warmup)
       .put("steps", req.steps)
       .put("step_ms", run.step_ms)
+      .put("warmup_ms", run.warmup_ms)
       .put("launches_per_step", run.launches)
       .put("dispatches_per_step", run.dispatches)
       .put("collectives_per_step", run.collectives)
@@ -171,15 +182,17 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
 }
 
 GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool final) {
+  const std::uint64_t t_start = monotonic_ns();
   Entry& e = entry_for(req);
   Workload& w = *e.workload;
   w.reset(req.seed);
   const StepRun eager = run_steps(*ctx_, w, nullptr, 0, req.replays);
   Request as_graph = req;
   as_graph.toggles.graph = true;
-  const bool graph = ensure_graph(e, as_graph, emit, true) != GraphUse::Eager;
+  const bool graph = ensure_graph(e, as_graph, emit, true, &eager) != GraphUse::Eager;
   w.reset(req.seed);
   const StepRun replayed = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, 0, req.replays);
+  const std::uint64_t t_end = monotonic_ns();
   GateOutcome g;
   if (const std::size_t bad = first_difference(eager.hashes, replayed.hashes)) g.first_bad_replay = bad;
   g.pass = !g.first_bad_replay;
@@ -197,7 +210,9 @@ GateOutcome Session::answer_identity(const Request& req, const Emit& emit, bool 
   o.put("launches_per_step", eager.launches)
       .put("collectives_per_step", eager.collectives)
       .put("rank", shard_.rank)
-      .put("world", shard_.world);
+      .put("world", shard_.world)
+      .put("t_start_ns", t_start)
+      .put("t_end_ns", t_end);
   if (final || g.pass) o.put("final", true);
   emit(o.str());
   return g;

@@ -20,6 +20,7 @@
 #include "request.hpp"
 #include "steps.hpp"
 #include "workload.hpp"
+#include "workloads/decode.hpp"
 
 namespace graphrt {
 
@@ -47,6 +48,9 @@ struct SessionOptions {
   // but graph, compared field by field, independently of the key): else INTERNAL, never a replay
   // of another arm's graph. Off only to show what a bad key would do without it.
   bool verify_reuse = true;
+  // Planted bug for tests (WeightShelf::plant_shared_write): decode arms with `overlap` write the
+  // weights every arm of the process shares.
+  bool plant_shared_write = false;
 };
 
 class Session {
@@ -57,6 +61,8 @@ class Session {
   const DeviceInfo& info() const { return info_; }
   Shard shard() const { return shard_; }
   Backend& backend() { return *backend_; }
+  // The read-only weights the session's workloads share (tests read their digests).
+  const WeightShelf& shelf() const { return shelf_; }
 
   // Answers one request with lines on `emit`; the last one has "final":true unless the request
   // is a run-mode identity gate that failed (then the caller adds the GATE_FAILED error line).
@@ -71,13 +77,18 @@ class Session {
     Request made_for;
     std::unique_ptr<Workload> workload;
     std::unique_ptr<GraphSlot> slot;
+    // The seed the live graph was captured under: its weights' addresses are that seed's (the
+    // shelf's set), so a request of another seed captures again rather than replay it.
+    std::optional<std::uint64_t> graph_seed;
     std::uint64_t last_used = 0;
   };
   enum class GraphUse { Eager, Fresh, Reused };
 
   Entry& entry_for(const Request& req);
   // Capture when the graph toggle asks and the entry has no live graph (always when `fresh`).
-  GraphUse ensure_graph(Entry& e, const Request& req, const Emit& emit, bool fresh);
+  // `eager`: eager steps just run from the reset state (the identity gate's), whose first step
+  // stands for the prepare's reference step.
+  GraphUse ensure_graph(Entry& e, const Request& req, const Emit& emit, bool fresh, const StepRun* eager = nullptr);
   std::vector<std::string> unsupported(const Request& req, const Workload& w) const;
   void answer_rep(const Request& req, const Emit& emit);
   GateOutcome answer_identity(const Request& req, const Emit& emit, bool final);
@@ -89,6 +100,7 @@ class Session {
   bool plant_lazy_init_ = false;
   std::unique_ptr<Context> ctx_;
   SessionOptions options_;
+  WeightShelf shelf_;  // before cache_: outlives every workload that names it
   std::map<std::string, Entry> cache_;
   std::uint64_t uses_ = 0;
 };

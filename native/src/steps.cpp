@@ -22,7 +22,14 @@ StepRun run_steps(Context& ctx, Workload& w, GraphSlot* slot, std::int64_t warmu
     const std::uint64_t dispatched = ctx.dispatches - d0;
     const float ms = b.event_elapsed_ms(start.get(), end.get());
     const std::vector<std::byte> out = w.output();
-    if (i < warmup) continue;
+    if (i == 0) {
+      run.first_launches = slot != nullptr ? slot->launches() : ctx.step_log.size();
+      run.first_collectives = slot != nullptr ? slot->collectives() : ctx.step_collectives;
+    }
+    if (i < warmup) {
+      run.warmup_ms.push_back(ms);
+      continue;
+    }
     run.step_ms.push_back(ms);
     run.hashes.push_back(fnv1a64_hex(out.data(), out.size()));
     run.dispatches = dispatched;

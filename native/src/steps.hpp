@@ -14,10 +14,14 @@ namespace graphrt {
 
 struct StepRun {
   std::vector<double> step_ms;      // measured steps, from events on the compute stream
+  std::vector<double> warmup_ms;    // warm-up steps, the same way (card time, not a measurement)
   std::vector<std::string> hashes;  // measured steps, FNV-1a 64 of the output after each step
   std::uint64_t launches = 0;       // of one step (eager: launched; graph: nodes held)
   std::uint64_t dispatches = 0;     // host submissions of one step
   std::uint64_t collectives = 0;    // collective calls of one step
+  // Of the first step run (warm-up included): from a reset state, the count a capture must match.
+  std::uint64_t first_launches = 0;
+  std::uint64_t first_collectives = 0;
 };
 
 // Runs warmup + count steps from the workload's current state; `slot` null runs eager steps,

@@ -40,14 +40,21 @@ struct Shard {
   int world = 1;
 };
 
-// Allocates everything the workload's steps touch. `workload` is chain, decode or train.
-std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req, Shard shard = {});
+class WeightShelf;  // workloads/decode.hpp: read-only weights shared within the process
+
+// Allocates everything the workload's steps touch. `workload` is chain, decode or train. `shelf`
+// (optional): where decode takes its read-only weights, shared with the process's other decode
+// workloads of the same sizes and seed; without one the workload makes its own.
+std::unique_ptr<Workload> make_workload(Backend& backend, const Request& req, Shard shard = {},
+                                        WeightShelf* shelf = nullptr);
 
 // Anything that sizes a grid or changes the launch list: a graph is reusable only under the same
 // key (PROTOCOL.md: a change re-captures).
 std::string capture_key(const Request& req);
 
-// Deterministic initial data: values in [-scale, scale) from (seed, stream).
-std::vector<float> seeded_floats(std::uint64_t seed, std::uint64_t stream, std::size_t count, float scale);
+// Deterministic initial data: values in [-scale, scale) from (seed, stream). Large counts are made
+// on up to `threads` threads (0: the host's cores); the bytes do not depend on how many.
+std::vector<float> seeded_floats(std::uint64_t seed, std::uint64_t stream, std::size_t count, float scale,
+                                 std::size_t threads = 0);
 
 }  // namespace graphrt

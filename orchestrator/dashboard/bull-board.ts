@@ -1,7 +1,8 @@
 /**
  * `/bull`: BullMQ's own view of orch's queues (bull-board), read-only: no retry, clean or
- * remove buttons; the experiment, block and nightly queues and one dispatch queue per host,
- * refreshed as hosts register.
+ * remove buttons; the nightly queue and one dispatch queue per host, refreshed as hosts
+ * register (blocks have no queue of their own: the leader drives them from their state, and the
+ * dashboard's experiment and queue pages show them).
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -22,7 +23,7 @@ export async function registerBullBoard(app: FastifyInstance, ctx: DashboardCont
   const refresh = async () => {
     const hosts = await fromRedis(ctx, async () => [...new Set((await new CardRegistry(ctx.redis, { prefix: ctx.prefix }).all()).map((c) => c.host))]).catch(() => []);
     let added = false;
-    for (const name of [QUEUES.exp, QUEUES.blocks, QUEUES.nightly, ...hosts.map(hostQueue)]) {
+    for (const name of [QUEUES.nightly, ...hosts.map(hostQueue)]) {
       if (queues.has(name)) continue;
       queues.set(name, new Queue(name, { connection: ctx.redis, prefix: ctx.prefix }));
       added = true;

@@ -12,6 +12,7 @@
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { publishCancel } from '../../store/cancel-notice.ts';
+import { wakeScheduler } from '../../store/scheduler-wake.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 
 export interface CancelResult {
@@ -37,5 +38,7 @@ export async function cancelExperiment(redis: Redis, prefix: string, id: string,
       notified++;
     }
   }
+  // its waiting blocks leave the queue at the leader's next pass: now, not at its safety tick
+  await wakeScheduler(redis, prefix);
   return { id, state, notified };
 }

@@ -6,7 +6,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CardRegistry } from '../../store/card-registry.ts';
-import { hostQueue, QUEUES } from '../../store/keys.ts';
+import { hostQueue } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { neverFits } from '../scheduler/grant-planner.ts';
@@ -73,7 +73,7 @@ export async function clusterStatus(
   });
 
   const queues: Record<string, Record<string, number>> = {};
-  const names = [QUEUES.exp, QUEUES.blocks, ...[...new Set(all.map((c) => c.host))].map(hostQueue)];
+  const names = [...new Set(all.map((c) => c.host))].map(hostQueue);
   for (const name of names) {
     const q = new Queue(name, { connection: redis, prefix });
     try {

@@ -11,6 +11,7 @@ import { RedisInstance } from '../../store/redis-instance.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, TERMINAL_BLOCK_PHASES, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
 import { toEvent, type StreamEvent } from '../results/collect-results.ts';
+import type { WorkerEvent } from '../../jobs/worker-event.ts';
 
 export interface LatestRep {
   arm: string;
@@ -30,16 +31,34 @@ export interface BlockProgress {
   why: string | null;
 }
 
+/**
+ * One build the experiment waited for, from its build events (worker/build/build-cache.ts): those
+ * of the build phase, made on a host before any card of it was leased (block -1,
+ * orchestrator/scheduler/build-phase.ts), and those a block's ranks asked for.
+ */
+export interface BuildProgress {
+  host: string;
+  key: string;
+  commit: string | null;
+  state: 'building' | 'waiting for the build lock' | 'built' | 'shared' | 'cached' | 'failed';
+  /** waiting for the build lock: the place in line */
+  position: number | null;
+  /** ended: from build-start */
+  ms: number | null;
+}
+
 export interface Progress {
   experiment: string;
   state: ExperimentState;
   blocks: BlockProgress[];
+  builds?: BuildProgress[];
 }
 
 export class ProgressTracker {
   private lastId = '0-0';
   private readonly done = new Map<string, number>();
   private readonly latest = new Map<number, LatestRep>();
+  private readonly builds = new Map<string, BuildProgress>();
   /** measured reps of each ended block: fixed once it ended */
   private readonly ended = new Map<number, number>();
   private readonly store: ExperimentStore;
@@ -84,6 +103,7 @@ export class ProgressTracker {
   /** Rank 0's final answer of a rep (or, design probe, of a probe request) is one planned rep done. */
   private fold(e: StreamEvent): void {
     const line = e.event;
+    if (line !== null && typeof line === 'object' && line.type === 'worker') this.foldBuild(e.host, line);
     if (line === null || typeof line !== 'object' || e.rank !== 0) return;
     const k = `${e.block}/${e.attempt}`;
     if (line.type === 'probe' && line.final === true) this.done.set(k, (this.done.get(k) ?? 0) + 1);
@@ -97,6 +117,20 @@ export class ProgressTracker {
       median_ms: ms.length ? ms[Math.floor(ms.length / 2)]! : null,
       steps: ms.length,
     });
+  }
+
+  /** A build's events, one entry per host and key; a cache hit after a build keeps the build's line. */
+  private foldBuild(host: string, line: WorkerEvent): void {
+    if (line.event !== 'build-start' && line.event !== 'build-wait' && line.event !== 'build-end') return;
+    const id = `${host}/${line.key}`;
+    const b = this.builds.get(id);
+    if (line.event === 'build-start') {
+      if (!b) this.builds.set(id, { host, key: line.key, commit: line.commit, state: 'building', position: null, ms: null });
+    } else if (line.event === 'build-wait') {
+      if (b?.state === 'building') this.builds.set(id, { ...b, state: 'waiting for the build lock', position: line.position });
+    } else if (b && (b.ms === null || line.outcome !== 'cached')) {
+      this.builds.set(id, { ...b, state: line.outcome, position: null, ms: line.ms });
+    }
   }
 
   async snapshot(): Promise<Progress> {
@@ -117,6 +151,7 @@ export class ProgressTracker {
           why: b.why,
         };
       }),
+      ...(this.builds.size > 0 ? { builds: [...this.builds.values()] } : {}),
     };
   }
 }
@@ -137,7 +172,15 @@ export function renderProgress(p: Progress, width = 24): string {
     const why = b.phase === 'waiting' && b.why ? `  (${b.why})` : '';
     lines.push(`  block ${b.block}  ${bar} ${String(b.done).padStart(3)}/${b.planned}  ${b.phase}${b.attempt > 0 ? ` a${b.attempt}` : ''}${last}${why}`);
   }
+  for (const b of p.builds ?? []) lines.push(`  ${buildLine(b)}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** `build 1a2b3c4d5e6f on host-a  built in 3.2 s` (the commit, else the build key). */
+export function buildLine(b: BuildProgress): string {
+  const what = b.state === 'waiting for the build lock' && b.position !== null ? `${b.state} (#${b.position})` : b.state;
+  const secs = b.ms === null ? '' : b.state === 'cached' ? '' : ` in ${(b.ms / 1000).toFixed(1)} s`;
+  return `build ${(b.commit ?? b.key).slice(0, 12)} on ${b.host}  ${what}${secs}`;
 }
 
 /**
@@ -200,7 +243,7 @@ export function progressPrinter(write: (s: string) => void, tty: boolean): (p: P
     const text = renderProgress(p);
     if (!tty) {
       const [head, ...blocks] = text.trimEnd().split('\n');
-      const lines: [string, string][] = [['state', head!], ...blocks.map((l, i): [string, string] => [`block ${p.blocks[i]?.block ?? i}`, `${p.experiment}  ${l.trim()}`])];
+      const lines: [string, string][] = [['state', head!], ...blocks.map((l, i): [string, string] => [i < p.blocks.length ? `block ${p.blocks[i]!.block}` : `build ${i}`, `${p.experiment}  ${l.trim()}`])];
       for (const [key, line] of lines) {
         if (printed.get(key) === line) continue;
         printed.set(key, line);

@@ -1,18 +1,18 @@
 /**
  * Submit an experiment: validate (the caller loaded the spec; a SpecError never gets here, so
  * an invalid spec writes nothing), plan, check it can ever run on the registered cards, then
- * register the spec, its hash and the plan in Redis *before* anything is enqueued, then add the
- * BullMQ flow: a parent on `exp` and one child per block on `blocks`
- * (`ignoreDependencyOnFailure`, so one failed block never leaves the parent stuck).
+ * register the spec, its hash, the plan and every block's state in Redis in one script
+ * (register-experiment.lua), which also puts it in the scheduler's active set. That is the whole
+ * submission: the leader's grant pass drives every block of an active experiment from its state
+ * (no job per block), and settles the experiment once every block ended.
  */
 import { randomBytes } from 'node:crypto';
-import { FlowProducer } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
 import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
-import { QUEUES } from '../../store/keys.ts';
+import { wakeScheduler } from '../../store/scheduler-wake.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-loop.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
@@ -58,26 +58,9 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
   const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
   await store.register(id, record, blocks);
 
-  const flows = new FlowProducer({ connection: redis, prefix });
-  try {
-    await flows.add({
-      name: 'experiment',
-      queueName: QUEUES.exp,
-      data: { experiment: id },
-      // A name of its own (BullMQ keeps the job under `<prefix>:exp:<jobId>`): the experiment's
-      // hash once lived at `<prefix>:exp:<id>` and swallowed a parent whose id was the experiment id;
-      // keys.exp has moved to `<prefix>:experiment:<id>`, and the suffix keeps the two apart anyway.
-      opts: { jobId: parentJobId(id) },
-      children: plan.blocks.map((b) => ({
-        name: 'block',
-        queueName: QUEUES.blocks,
-        data: { experiment: id, block: b.index },
-        opts: { jobId: `${id}.b${b.index}`, ignoreDependencyOnFailure: true },
-      })),
-    });
-  } finally {
-    await flows.close();
-  }
+  // The leader's grant pass finds the experiment in the active set and drives its blocks
+  // (grant-loop.ts); the wake only saves it waiting for its next tick.
+  await wakeScheduler(redis, prefix);
   return { id, plan, waitingFor };
 }
 
@@ -89,7 +72,7 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
 async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, plan: Plan, noWait: boolean): Promise<string | null> {
   const registry = new CardRegistry(redis, { prefix });
   const all = await registry.all();
-  const live = await registry.liveCards();
+  const live = await registry.liveOf(all);
   const block = { key: 'b0', ranks: plan.ranks, backend: wantedBackend(loaded), ...gangPlacement(plan.placement), expectedMs: 0 };
   const toSlot = (c: (typeof all)[number]): CardSlot => ({ id: c.id, host: c.host, backend: c.backend, index: c.index });
   const where = `${loaded.file}: blocks.ranks = ${plan.ranks}, placement ${plan.placement}`;
@@ -107,11 +90,6 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
     });
   }
   return why;
-}
-
-/** The id of the experiment's parent job on `exp`. */
-export function parentJobId(id: string): string {
-  return `${id}.parent`;
 }
 
 /** `<name>-<yyyymmdd-hhmmss>-<4 hex>`: sortable, unique, no ':' (BullMQ ids and file names). */

@@ -156,7 +156,7 @@ export async function runNight(ctx: NightContext, data: NightlyJobData, schedule
  */
 async function claimNight(ctx: NightContext, suite: string, scheduledAt: number, heartbeatMs: number): Promise<{ claimed: boolean; run: NightlyRun }> {
   const prov = orchProvenance();
-  const claim = { suite, scheduledAt, orchVersion: prov.version, orchCommit: prov.commit, serveHost: prov.host };
+  const claim = { suite, scheduledAt, orchVersion: prov.version, orchCommit: prov.commit, orchDirty: prov.dirty, serveHost: prov.host };
   if (await new NightlyClaims(ctx.redis, ctx.prefix).claim(suite, scheduledAt, `${prov.host}/${process.pid}/${randomBytes(4).toString('hex')}`)) {
     return ctx.history.claimRun(claim);
   }

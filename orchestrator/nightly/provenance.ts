@@ -15,12 +15,27 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export interface OrchProvenance {
   version: string | null;
   commit: string | null;
+  /** the checkout orch runs from differs from `commit` in tracked files (null: not a git checkout) */
+  dirty: boolean | null;
   host: string;
 }
 
 export function gitCommit(dir: string): string | null {
   try {
     return execFileSync('git', ['-C', dir, 'rev-parse', 'HEAD'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a checkout's tracked files differ from its HEAD. A copied tree whose .git is older
+ * than its files (a deployment that copies the working tree) would otherwise report the old
+ * commit as what ran.
+ */
+export function gitDirty(dir: string): boolean | null {
+  try {
+    return execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
   } catch {
     return null;
   }
@@ -33,7 +48,8 @@ export function orchProvenance(): OrchProvenance {
   } catch {
     // an install without package.json next to it: no version to record
   }
-  return { version, commit: gitCommit(ROOT), host: hostname() };
+  const commit = gitCommit(ROOT);
+  return { version, commit, dirty: commit === null ? null : gitDirty(ROOT), host: hostname() };
 }
 
 /** build dir → commit, for a command workload whose build key includes the commit. */

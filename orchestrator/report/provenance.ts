@@ -31,7 +31,8 @@ export interface CardProvenance {
 }
 
 export interface Provenance {
-  orch: { version: string | null; commit: string | null };
+  /** dirty: absent in results written before it was recorded */
+  orch: { version: string | null; commit: string | null; dirty?: boolean | null };
   spec_hash: string;
   /** sha256 of the canonical workload section alone: two runs measure the same thing only if it is equal. */
   workload_hash: string;
@@ -83,7 +84,7 @@ export interface ProvenanceInput {
   created: number;
   ended: number | null;
   events: StreamEvent[];
-  orch: { version: string | null; commit: string | null };
+  orch: Provenance['orch'];
 }
 
 export function collectProvenance(input: ProvenanceInput): Provenance {
@@ -143,6 +144,6 @@ export function collectProvenance(input: ProvenanceInput): Provenance {
 
 /** The provenance of collected results, with the orch that writes them. */
 export function provenanceOf(c: CollectedResults): Provenance {
-  const { version, commit } = orchProvenance();
-  return collectProvenance({ spec: c.exp.spec, hash: c.exp.hash, created: c.exp.created, ended: c.exp.ended, events: c.events, orch: { version, commit } });
+  const { version, commit, dirty } = orchProvenance();
+  return collectProvenance({ spec: c.exp.spec, hash: c.exp.hash, created: c.exp.created, ended: c.exp.ended, events: c.events, orch: { version, commit, dirty } });
 }

@@ -13,7 +13,7 @@ export function renderProvenance(analysis: object): string[] {
   const p = (analysis as WithProvenance).provenance;
   if (p === undefined) return [];
   const out = [
-    `Provenance: orch ${p.orch.version ?? 'unknown'} (commit ${p.orch.commit ?? 'unknown'}); spec hash ${p.spec_hash}, workload hash ${p.workload_hash}; ` +
+    `Provenance: orch ${p.orch.version ?? 'unknown'} (commit ${p.orch.commit ?? 'unknown'}${p.orch.dirty === true ? ', with uncommitted changes to tracked files' : ''}); spec hash ${p.spec_hash}, workload hash ${p.workload_hash}; ` +
       `run ${p.created} to ${p.ended ?? '(not ended)'} on ${p.hosts.length > 0 ? p.hosts.join(', ') : 'no host'}` +
       `${p.graphrt.length > 0 ? `; graphrt ${p.graphrt.join(', ')}` : ''}.`,
   ];

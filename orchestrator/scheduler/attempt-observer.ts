@@ -29,7 +29,18 @@ export type Outcome =
  */
 const CANCEL_GRACE_MS = 5000;
 
-export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecord, st: BlockState, term: Term): Promise<Outcome> {
+export interface ObserveOptions {
+  /**
+   * This processor recorded the attempt just now (block-begin-attempt.lua): no host job of it
+   * can exist and its leases were granted a moment ago, so it dispatches without first looking
+   * for a job to re-attach to (two reads per part on the path from grant to host start).
+   */
+  recorded?: boolean;
+  /** called when a part's host job ended (its cards are free again) */
+  partEnded?: () => void;
+}
+
+export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecord, st: BlockState, term: Term, opts: ObserveOptions = {}): Promise<Outcome> {
   const { dispatcher, store, leases } = ctx;
   const ends: (AttemptEnd | null)[] = st.gang.map(() => null);
   let signalled = false;
@@ -39,20 +50,31 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     wake();
   };
   void term.ended.then(settle);
-  for (const [i, part] of st.gang.entries()) {
-    const ref = { experiment: exp.id, block: st.block, attempt: st.attempt, host: part.host, cards: part.cards, epoch: part.epoch };
-    const held = await heldUnder(ctx, part);
-    const exists = await dispatcher.queue(part.host).getJob(part.job);
-    if (!exists && !held) {
-      ends[i] = { state: 'lost', jobId: part.job, reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched` };
-      continue;
-    }
-    if (!exists) await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
-    void dispatcher.waitEnd(ref).then(
-      (end) => ((ends[i] = end), settle()),
-      (err: unknown) => ((ends[i] = { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }), settle()),
-    );
-  }
+  const partEnded = (i: number, end: AttemptEnd) => {
+    ends[i] = end;
+    opts.partEnded?.();
+    settle();
+  };
+  // every part at once: a spread gang's parts go out together
+  await Promise.all(
+    st.gang.map(async (part, i) => {
+      const ref = { experiment: exp.id, block: st.block, attempt: st.attempt, host: part.host, cards: part.cards, epoch: part.epoch };
+      if (!opts.recorded) {
+        const [held, exists] = await Promise.all([heldUnder(ctx, part), dispatcher.queue(part.host).getJob(part.job)]);
+        if (!exists && !held) {
+          ends[i] = { state: 'lost', jobId: part.job, reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched` };
+          return;
+        }
+        if (!exists) await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
+      } else {
+        await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
+      }
+      void dispatcher.waitEnd(ref).then(
+        (end) => partEnded(i, end),
+        (err: unknown) => partEnded(i, { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }),
+      );
+    }),
+  );
   const committed = async () => (await ctx.results.committedAttempt(exp.id, st.block)) === st.attempt;
   let cancelledAt: number | null = null;
   for (;;) {

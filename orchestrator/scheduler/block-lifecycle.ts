@@ -1,80 +1,119 @@
 /**
- * A block's lifecycle, the processor of its job on `blocks`: wait for a grant (grant-loop.ts) →
- * record the attempt → observe it (attempt-observer.ts) → end the block, or wait again for
- * attempt + 1 when retry-decision.ts says so. A processor that finds its block running
- * re-attaches to the attempt in flight (a new leader after failover).
+ * A block's lifecycle, driven by the leader: the grant pass starts one processor per block it
+ * reads waiting or running (`drive`): wait for a grant (grant-loop.ts) → record the attempt →
+ * observe it (attempt-observer.ts) → end the block, or wait again for attempt + 1 when
+ * retry-decision.ts says so. A processor that finds its block running re-attaches to the attempt
+ * in flight (a new term after failover). The block's state in Redis is the whole record: there
+ * is no job per block (at scale the two BullMQ jobs per block, this one and its host job, were
+ * most of the scheduler's work, and delivering 1 500 block jobs kept cards idle for a second).
  *
- * One processor per block attempt: a second delivery of a block job whose processor still runs
- * in this process (its BullMQ lock lapsed in a Redis pause, the job stalled and came back) joins
- * that processor and returns its result instead of running beside it. Across processes (a
- * deposed leader still running), every change of the block's state is a compare-and-set on
- * (phase, attempt) in Lua: the loser of a race re-reads the state and follows it, and a grant
- * whose attempt was recorded by another processor is undone.
+ * One processor per block and term in this process. Across processes (a deposed leader still
+ * running), every change of the block's state is a compare-and-set on (phase, attempt) in Lua:
+ * the loser of a race re-reads the state and follows it, and a grant whose attempt was recorded
+ * by another processor is undone.
  */
-import type { Job } from 'bullmq';
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
-import { recordStepHistory } from '../../store/step-history.ts';
+import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
 import { gangWithJobs, observeAttempt } from './attempt-observer.ts';
 import { plannedReps } from './build-block-job.ts';
 import { workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
-import { blockKey, revokeGang, type BlockJobData, type SchedulerContext, type Term } from './scheduler-context.ts';
+import { blockKey, revokeGang, type BlockRef, type SchedulerContext, type Term } from './scheduler-context.ts';
 
 export interface BlockEnd {
   phase: BlockState['phase'];
   reason: string | null;
 }
 
-/** The processor's term ended: the job must never settle (the next leader picks it up). */
+/** The processor's term ended: it stops acting (the next term's processor re-attaches). */
 const DEPOSED = Symbol('deposed');
 type Run = Promise<BlockEnd | typeof DEPOSED>;
 
-const never = new Promise<never>(() => undefined);
-
 export class BlockLifecycle {
-  /** the live processor of each block key in this process */
-  private readonly live = new Map<string, Run>();
+  /** the live processor of each block key in this process, with its term */
+  private readonly live = new Map<string, { run: Run; term: Term }>();
+  /** live processors per experiment: when the last one ends, the grant pass looks at it again (settling) */
+  private readonly perExperiment = new Map<string, number>();
+  private readonly sampler = new StepHistorySampler();
 
   constructor(
     private readonly ctx: SchedulerContext,
     private readonly grants: GrantLoop,
   ) {}
 
-  async process(job: Job<BlockJobData>, term: Term): Promise<unknown> {
-    const key = blockKey(job.data.experiment, job.data.block);
-    for (let prior = this.live.get(key); prior; prior = this.live.get(key)) {
-      this.ctx.log.warn({ key, job: job.id }, 'block job delivered again while its processor runs (its lock lapsed): joining that processor');
-      const r = await prior;
-      if (r !== DEPOSED) return r;
-      if (term.aborted) return never;
-    }
-    const run = this.run(job.data, term);
-    this.live.set(key, run);
+  /**
+   * Starts the processor of a block the grant pass read in `st` (waiting, or running: a new term
+   * re-attaches to the attempt in flight), unless one of this term runs here already. A
+   * processor of an ended term may still be finishing a command; it acts no more, and every
+   * change it could still make is a compare-and-set that this term's processor wins or follows.
+   */
+  drive(experiment: string, st: BlockState, term: Term): void {
+    const key = blockKey(experiment, st.block);
+    const current = this.live.get(key);
+    if ((current && !current.term.aborted) || term.aborted) return;
+    const run: Run = this.run({ experiment, block: st.block }, term, st).catch(async (err: unknown): Promise<typeof DEPOSED> => {
+      await this.processorFailed(experiment, st.block, term, err);
+      return DEPOSED;
+    });
+    const entry = { run, term };
+    this.live.set(key, entry);
+    this.perExperiment.set(experiment, (this.perExperiment.get(experiment) ?? 0) + 1);
+    void run.then(() => {
+      if (this.live.get(key) === entry) this.live.delete(key);
+      const left = (this.perExperiment.get(experiment) ?? 1) - 1;
+      if (left > 0) this.perExperiment.set(experiment, left);
+      else {
+        // the last one here: the pass reads the experiment again (and settles it when all ended)
+        this.perExperiment.delete(experiment);
+        this.grants.reread(experiment);
+      }
+    });
+  }
+
+  /**
+   * A processor threw (a bug, or a store that refused it): its block ends failed with the error
+   * as the reason, and a gang it held is revoked, so the block never waits for a processor that
+   * is gone. When even that cannot be written (Redis unreachable), the block keeps its state and
+   * the next pass starts a processor for it again.
+   */
+  private async processorFailed(experiment: string, block: number, term: Term, err: unknown): Promise<void> {
+    const key = blockKey(experiment, block);
+    const reason = `the block's processor failed: ${err instanceof Error ? err.message : String(err)}`;
+    this.ctx.log.error({ err, key }, 'block processor failed; the block ends failed');
+    if (term.aborted) return;
     try {
-      const r = await run;
-      return r === DEPOSED ? never : r;
-    } finally {
-      if (this.live.get(key) === run) this.live.delete(key);
+      const st = await this.ctx.store.block(experiment, block);
+      if (!st || TERMINAL_BLOCK_PHASES.has(st.phase)) return;
+      if (st.gang.length > 0) await revokeGang(this.ctx.leases, st.gang, reason);
+      const w = await this.ctx.store.transitionBlock(experiment, st, { ...st, phase: 'failed', reason, why: null, ended_at: Date.now() });
+      if (!w.written) this.ctx.log.warn({ key }, 'block state moved while failing it; the next pass reads it again');
+    } catch (e: unknown) {
+      this.ctx.log.warn({ err: e, key }, 'a failed processor\'s block could not be ended; the next pass starts another');
     }
   }
 
-  private async run({ experiment, block }: BlockJobData, term: Term): Run {
+  private async run({ experiment, block }: BlockRef, term: Term, read: BlockState): Run {
     const { store, log: baseLog } = this.ctx;
     const key = blockKey(experiment, block);
     const log = baseLog.child({ experiment, block });
-    const exp = await store.get(experiment);
+    // the grant loop's copy: spec and plan never change after submit
+    const exp = await this.grants.experiment(experiment);
     if (!exp) throw new Error(`experiment ${experiment} is not registered`);
-    let st = await store.block(experiment, block);
+    // the state the grant pass read: a stale one only loses the compare-and-set of the attempt
+    // record and is read again
+    let st: BlockState | null = read;
     for (;;) {
       if (!st) throw new Error(`experiment ${experiment} has no state for block ${block}`);
       if (term.aborted) return DEPOSED;
       if (TERMINAL_BLOCK_PHASES.has(st.phase)) return { phase: st.phase, reason: st.reason };
+      // this processor recorded the attempt just now: no host job of it can exist yet
+      let recorded = false;
       if (st.phase === 'running' && st.gang.length > 0) {
         log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
       } else {
         const expectedMs = await this.grants.expectedMs(exp);
-        const got = await this.grants.waitForGrant({ exp, block, expectedMs });
+        const got = await this.grants.waitForGrant({ exp, block, st, expectedMs });
         if (term.aborted) return DEPOSED;
         if ('cancelled' in got) {
           const w = await this.endBlock(exp, st, st, 'cancelled', got.cancelled);
@@ -100,11 +139,14 @@ export class BlockLifecycle {
           continue;
         }
         st = next;
+        recorded = true;
         log.info({ attempt, gang: st.gang }, 'granted');
       }
       const running: BlockState = st;
       this.grants.attemptStarted(key, running.gang.flatMap((p) => p.cards), (running.granted_at ?? Date.now()) + (running.expected_ms ?? 0));
-      const outcome = await observeAttempt(this.ctx, exp, running, term);
+      // a part's end frees its cards (the host released them before ending its job): the grant
+      // pass runs on it, not after the attempt's own bookkeeping
+      const outcome = await observeAttempt(this.ctx, exp, running, term, { recorded, partEnded: () => this.grants.kick() });
       this.grants.attemptEnded(key);
       if (outcome.kind === 'deposed' || term.aborted) return DEPOSED;
       const record = (o: string, reason?: string) => ({
@@ -113,8 +155,12 @@ export class BlockLifecycle {
       });
       let w: { end: BlockEnd } | { current: BlockState | null };
       if (outcome.kind === 'committed') {
-        await this.recordStepTimes(exp, block);
+        // the estimate's input beside the block's end, not before it: a lost update of the
+        // history only makes one estimate staler, and never fails the block; a sample of the
+        // ended blocks (StepHistorySampler), not every one
+        const history = this.sampler.take(workloadKey(exp.spec)) ? this.recordStepTimes(exp, block).catch((err: unknown) => log.warn({ err }, 'step history not updated')) : null;
         w = await this.endBlock(exp, running, record('committed'), 'done', null);
+        await history;
       } else if (outcome.kind === 'cancelled' || outcome.kind === 'failed') {
         w = await this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
       } else {
@@ -126,6 +172,7 @@ export class BlockLifecycle {
           log.warn({ attempt: running.attempt, reason: d.reason }, 'attempt lost');
           const waiting: BlockState = { ...ended, phase: 'waiting', gang: [], reason: d.reason };
           const t = await store.transitionBlock(experiment, running, waiting);
+          this.grants.reread(experiment);
           w = { current: t.written ? waiting : t.current };
         }
       }
@@ -164,11 +211,10 @@ export class BlockLifecycle {
     return { end: { phase, reason } };
   }
 
+  /** Folds the ended block's step times into the history: its own planned reps only (reading every result of the experiment per block was quadratic in blocks). */
   private async recordStepTimes(exp: ExperimentRecord, block: number): Promise<void> {
-    const all = await this.ctx.results.results(exp.id);
-    const steps = Object.entries(all)
-      .filter(([k]) => k.startsWith(`${block}/`))
-      .flatMap(([, v]) => (v as { step_ms?: number[] }).step_ms ?? []);
+    const results = await this.ctx.results.repResults(exp.id, plannedReps(exp, block).map((r) => r.field));
+    const steps = results.flatMap((r) => r.step_ms);
     await recordStepHistory(this.ctx.redis, this.ctx.prefix, workloadKey(exp.spec), steps);
   }
 }

@@ -36,6 +36,20 @@ export interface WaitingBlock {
   /** placement host: spread across hosts when no host has enough cards */
   spreadFallback?: boolean;
   expectedMs: number;
+  /**
+   * Only cards of these hosts (the hosts where the experiment's builds are ready,
+   * build-phase.ts); a block that no set of them can hold waits with `hostsWhy` and takes no
+   * reservation, so the cards it cannot use yet go to the blocks behind it.
+   */
+  hosts?: ReadonlySet<string>;
+  hostsWhy?: string;
+  /** shapeKey(this block), when the caller made it once for many blocks */
+  shape?: string;
+}
+
+/** What decides whether a block fits a set of cards, but its allowed hosts: blocks of one shape fit alike. */
+export function shapeKey(block: Pick<WaitingBlock, 'ranks' | 'backend' | 'placement' | 'spreadFallback'>): string {
+  return `${block.ranks}/${block.backend}/${block.placement}/${block.spreadFallback === true}`;
 }
 
 export interface RunningBlock {
@@ -53,6 +67,12 @@ export interface GrantInput {
   running: RunningBlock[];
   /** in queue order: the first is the oldest */
   waiting: WaitingBlock[];
+  /**
+   * Whether the caller will read the reason of this waiting block (default: every block). The
+   * scheduler rewrites a block's reason at most every few seconds, and building 1 500 reason
+   * strings on every pass was a large share of its garbage.
+   */
+  wantWhy?: (key: string) => boolean;
 }
 
 export interface Grant {
@@ -172,44 +192,86 @@ export function planGrants(input: GrantInput): GrantDecision {
   let free = cards.filter((c) => !input.busy.has(c.id));
   const grants: Grant[] = [];
   const why = new Map<string, string>();
+  const wantWhy = input.wantWhy ?? (() => true);
   let reservation: { key: string; at: number; cards: Set<string> } | null = null;
   const nevers = new Map<string, string | null>();
+  // the same for every block of one experiment (one hosts set per experiment and pass)
+  const onHosts = new Map<ReadonlySet<string>, Map<string, string | null>>();
+  const neverOn = (hosts: ReadonlySet<string>, shape: string, f: () => string | null): string | null => {
+    let m = onHosts.get(hosts);
+    if (!m) onHosts.set(hosts, (m = new Map()));
+    if (!m.has(shape)) m.set(shape, f());
+    return m.get(shape)!;
+  };
+  // Free cards only shrink during a pass and the reservation, once made, stays: a shape (on one
+  // set of allowed hosts) that did not fit once does not fit any later block either. Without
+  // this every one of 1 500 waiting blocks grouped and sorted the free cards up to three times
+  // per pass; with it a saturated queue costs a map lookup per block. One memo for the free
+  // cards, one for the free cards outside the reservation; keyed by allowed hosts, then shape.
+  const noFitFree = new Map<ReadonlySet<string> | undefined, Set<string>>();
+  const noFitOutside = new Map<ReadonlySet<string> | undefined, Set<string>>();
+  const failed = (memo: typeof noFitFree, hosts: ReadonlySet<string> | undefined, shape: string) => memo.get(hosts)?.has(shape) === true;
+  const fail = (memo: typeof noFitFree, hosts: ReadonlySet<string> | undefined, shape: string) => {
+    let m = memo.get(hosts);
+    if (!m) memo.set(hosts, (m = new Set()));
+    m.add(shape);
+  };
+  const within = (allowed: ReadonlySet<string> | undefined, cs: CardSlot[]) => (allowed === undefined ? cs : cs.filter((c) => allowed.has(c.host)));
+  // fits the free cards now (memoised failure)
+  const fitsFree = (block: WaitingBlock, shape: string): CardSlot[] | null => {
+    if (free.length === 0 || failed(noFitFree, block.hosts, shape)) return null;
+    const gang = fitGang(block, within(block.hosts, free));
+    if (!gang) fail(noFitFree, block.hosts, shape);
+    return gang;
+  };
+  const take = (block: WaitingBlock, gang: CardSlot[]) => {
+    grants.push({ key: block.key, cards: gang });
+    const taken = new Set(gang.map((c) => c.id));
+    free = free.filter((c) => !taken.has(c.id));
+  };
 
   for (const block of input.waiting) {
     // the same answer for every block of one shape: once per shape, not once per waiting block
-    const shape = `${block.ranks}/${block.backend}/${block.placement}/${block.spreadFallback === true}`;
-    if (!nevers.has(shape)) nevers.set(shape, neverFits(block, cards));
-    const never = nevers.get(shape);
+    const shape = block.shape ?? shapeKey(block);
+    let never = nevers.get(shape);
+    if (never === undefined) nevers.set(shape, (never = neverFits(block, cards)));
     if (never) {
       why.set(block.key, never);
       continue;
     }
+    const allowed = block.hosts;
+    if (allowed !== undefined && neverOn(allowed, shape, () => neverFits(block, within(allowed, cards)))) {
+      why.set(block.key, block.hostsWhy ?? 'waiting for its builds');
+      continue;
+    }
     if (!reservation) {
-      const gang = fitGang(block, free);
+      const gang = fitsFree(block, shape);
       if (gang) {
-        grants.push({ key: block.key, cards: gang });
-        const taken = new Set(gang.map((c) => c.id));
-        free = free.filter((c) => !taken.has(c.id));
+        take(block, gang);
         continue;
       }
-      const r = reserve(block, free, input.running, alive, cards, now);
+      const r = reserve(block, within(allowed, free), input.running, alive, within(allowed, cards), now);
       reservation = r;
       why.set(block.key, r.reason);
       continue;
     }
-    // Backfill: only cards the reservation does not need, or an end before it starts.
-    const outside = free.filter((c) => !reservation!.cards.has(c.id));
-    let gang = fitGang(block, outside);
-    if (!gang && now + block.expectedMs <= reservation.at) gang = fitGang(block, free);
+    // Backfill: only cards the reservation does not need, or an end before it starts. With no
+    // free card left (most passes at scale, once their grants are made) nothing fits.
+    let gang: CardSlot[] | null = null;
+    if (free.length > 0 && !failed(noFitOutside, allowed, shape)) {
+      const res = reservation.cards;
+      gang = fitGang(block, within(allowed, free).filter((c) => !res.has(c.id)));
+      if (!gang) fail(noFitOutside, allowed, shape);
+    }
+    if (!gang && now + block.expectedMs <= reservation.at) gang = fitsFree(block, shape);
     if (gang) {
-      grants.push({ key: block.key, cards: gang });
-      const taken = new Set(gang.map((c) => c.id));
-      free = free.filter((c) => !taken.has(c.id));
+      take(block, gang);
       continue;
     }
+    if (!wantWhy(block.key)) continue;
     why.set(
       block.key,
-      fitGang(block, free)
+      fitsFree(block, shape)
         ? `behind ${reservation.key} (FIFO: starting now would delay it; expected ${Math.round(block.expectedMs / 1000)} s)`
         : `waiting for ${block.ranks} free card(s) (behind ${reservation.key})`,
     );
@@ -227,10 +289,24 @@ function reserve(
   now: number,
 ): { key: string; at: number; cards: Set<string>; reason: string } {
   const byId = new Map(cards.map((c) => [c.id, c]));
-  let pool = [...free];
+  const pool = [...free];
+  // Cards per host in the pool: a gang can fit only once some host (or, spread, all of them
+  // together) has `ranks` of them, so fitGang runs only then. Trying every running attempt's end
+  // in turn was most of a pass with 500 attempts running.
+  const perHost = new Map<string, number>();
+  for (const c of pool) perHost.set(c.host, (perHost.get(c.host) ?? 0) + 1);
+  let most = Math.max(0, ...perHost.values());
   const ends = [...running].sort((a, b) => a.expectedEndMs - b.expectedEndMs);
   for (const r of ends) {
-    pool = pool.concat(r.cards.filter((id) => alive.has(id)).map((id) => byId.get(id)!));
+    for (const id of r.cards) {
+      const c = alive.has(id) ? byId.get(id) : undefined;
+      if (!c) continue;
+      pool.push(c);
+      const n = (perHost.get(c.host) ?? 0) + 1;
+      perHost.set(c.host, n);
+      most = Math.max(most, n);
+    }
+    if ((spreads(block) ? pool.length : most) < block.ranks) continue;
     const gang = fitGang(block, pool);
     if (gang) {
       const at = Math.max(now, r.expectedEndMs);

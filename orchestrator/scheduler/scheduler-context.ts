@@ -26,8 +26,6 @@ export interface SchedulerOptions {
    * job never ended), cards registering or leases expiring, a cancel nobody revoked leases for.
    */
   safetyPollMs?: number;
-  /** BullMQ lock of the block and experiment jobs (see leadership.ts for the trade-off) */
-  lockMs?: number;
   /** the cluster secret that signs host jobs (jobs/grant.ts); default: from the environment (store/cluster-secret.ts) */
   secret?: Buffer;
 }
@@ -41,7 +39,6 @@ export function schedulerTuning(o: SchedulerOptions): SchedulerTuning {
     lostAfterMs: o.lostAfterMs ?? 2000,
     maxAttempts: o.maxAttempts ?? 3,
     safetyPollMs: o.safetyPollMs ?? 1000,
-    lockMs: o.lockMs ?? 10_000,
   };
 }
 
@@ -57,8 +54,8 @@ export interface SchedulerContext {
   dispatcher: BlockDispatcher;
 }
 
-/** The data of a job on `blocks` (and of the experiment parent on `exp`, without `block`). */
-export interface BlockJobData {
+/** A block of an experiment: what a processor (block-lifecycle.ts) drives. */
+export interface BlockRef {
   experiment: string;
   block: number;
 }
@@ -71,7 +68,7 @@ export interface Term {
   end: () => void;
 }
 
-/** A block's key in the scheduler's in-process maps, and its job id on `blocks`. */
+/** A block's key in the scheduler's in-process maps. */
 export function blockKey(experiment: string, block: number): string {
   return `${experiment}.b${block}`;
 }

@@ -2,15 +2,17 @@
  * The scheduler service (`orch serve`, and in-process in the embedded default): the composition
  * of its rooms, one job each.
  *
- * - leadership.ts: the leader's term (elected, deposed) and the BullMQ workers it runs.
- * - block-lifecycle.ts: a block job's processor (wait for a grant → attempt → observe → end),
- *   one per block; attempt-observer.ts follows an attempt, retry-decision.ts says what follows one.
- * - grant-loop.ts: granting cards to the waiting blocks (the pure grant-planner.ts decides).
- * - experiment-settling.ts: the experiment's parent job, once every block ended.
+ * - leadership.ts: the leader's term (elected, deposed).
+ * - grant-loop.ts: reads the active experiments' block states, starts a processor for every
+ *   block not ended, grants cards to the waiting ones (the pure grant-planner.ts decides), and
+ *   settles an experiment whose blocks all ended (experiment-settling.ts).
+ * - block-lifecycle.ts: a block's processor (wait for a grant → attempt → observe → end);
+ *   attempt-observer.ts follows an attempt, retry-decision.ts says what follows one.
+ * - build-phase.ts: an experiment's builds, made on each host before its blocks may get cards there.
  *
- * A standby that is elected picks up the blocks the dead leader held: their BullMQ locks expire,
- * the stalled check hands them back, and each processor finds its block's state in Redis and
- * re-attaches to the in-flight host jobs by their deterministic ids instead of dispatching again.
+ * A standby that is elected picks up where the dead leader stopped: its first pass reads every
+ * active experiment's block states, and each running block's processor re-attaches to the
+ * in-flight host jobs by their deterministic ids instead of dispatching again.
  */
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
@@ -20,8 +22,11 @@ import { connectRedis } from '../../store/connect.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { RedisInstance } from '../../store/redis-instance.ts';
+import { followWakes } from '../../store/scheduler-wake.ts';
 import { ResultStore } from '../../store/result-store.ts';
+import { defineAllScripts } from '../../store/scripts.ts';
 import { BlockLifecycle } from './block-lifecycle.ts';
+import { BuildPhase } from './build-phase.ts';
 import { settleExperiment } from './experiment-settling.ts';
 import { GrantLoop } from './grant-loop.ts';
 import type { LeaderLease } from './leader-lease.ts';
@@ -34,18 +39,24 @@ export class Scheduler extends EventEmitter {
   private readonly redis: Redis;
   private readonly ctx: SchedulerContext;
   private readonly grants: GrantLoop;
+  private readonly builds: BuildPhase;
   private readonly leadership: Leadership;
   /** the Redis's instance marker, checked on the safety tick */
   private readonly instance: RedisInstance;
   private instanceTimer: NodeJS.Timeout | null = null;
-  /** experiments whose block or experiment job this process followed, for the data-lost report */
+  private wakes: { close: () => void } | null = null;
+  /** experiments whose blocks this process drove, for the data-lost report */
   private readonly known = new Set<string>();
 
   constructor(options: SchedulerOptions) {
     super();
     const { url, prefix, log } = options;
     const tuning = schedulerTuning(options);
-    this.redis = connectRedis(url, { log, name: 'orch-scheduler' });
+    // Every block's processor, the grant pass and the dispatcher share this connection: at scale
+    // hundreds of their commands are issued in one tick, and one socket write each was a tenth
+    // of the scheduler's CPU.
+    this.redis = connectRedis(url, { log, name: 'orch-scheduler', autoPipelining: true });
+    defineAllScripts(this.redis);
     this.ctx = {
       redis: this.redis,
       prefix,
@@ -59,27 +70,29 @@ export class Scheduler extends EventEmitter {
     };
     this.instance = new RedisInstance(this.redis, prefix);
     this.grants = new GrantLoop(this.ctx);
+    this.builds = new BuildPhase(this.ctx, () => this.grants.kick(), options.secret);
+    this.grants.gate = (exp) => this.builds.gate(exp);
     const blocks = new BlockLifecycle(this.ctx, this.grants);
+    this.grants.drive = (experiment, st, term) => {
+      this.known.add(experiment);
+      blocks.drive(experiment, st, term);
+    };
+    this.grants.settle = async (experiment, term) => {
+      await settleExperiment(this.ctx, experiment, term);
+      this.grants.forgetExperiment(experiment);
+      this.known.delete(experiment);
+    };
     this.leadership = new Leadership(
-      { url, prefix, log, redis: this.redis, tuning },
+      { prefix, log, redis: this.redis, tuning },
       {
-        block: (job, term) => {
-          this.known.add(job.data.experiment);
-          return blocks.process(job, term);
-        },
-        experiment: async (job, term) => {
-          this.known.add(job.data.experiment);
-          const r = await settleExperiment(this.ctx, job, term);
-          this.grants.forgetExperiment(job.data.experiment);
-          this.known.delete(job.data.experiment);
-          return r;
-        },
         began: (term) => {
           this.grants.begin(term);
+          this.builds.begin(term);
           this.emit('leading');
         },
         ended: (why) => {
           this.grants.end();
+          this.builds.end();
           this.emit('deposed', why);
         },
       },
@@ -96,6 +109,8 @@ export class Scheduler extends EventEmitter {
 
   start(): void {
     this.leadership.start();
+    // a submission or a cancel: the pass now, not at its next safety tick
+    this.wakes = followWakes(this.redis, this.ctx.prefix, () => this.grants.kick());
     const tick = () => {
       this.checkInstance()
         .catch((err: unknown) => this.ctx.log.debug({ err }, 'scheduler: cannot check the Redis instance marker'))
@@ -128,7 +143,10 @@ export class Scheduler extends EventEmitter {
   async stop(): Promise<void> {
     if (this.instanceTimer) clearTimeout(this.instanceTimer);
     this.instanceTimer = null;
+    this.wakes?.close();
+    this.wakes = null;
     await this.leadership.stop();
+    await this.builds.close();
     await this.ctx.dispatcher.close();
     this.redis.disconnect();
   }

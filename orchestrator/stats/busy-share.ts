@@ -7,13 +7,26 @@
  *   the ranks' start, the identity gates, the reps, the guard checks and the commit; it misses
  *   the grant→pickup delay before and the ranks' exit and lease release after.
  * - step share: Σ over the block's reps of Σ measured `step_ms` (the gang's: per step the slowest
- *   rank, as committed) / leased. The share of card time that became a number.
+ *   rank, as committed) / leased. The share of card time that became a number. Warm-up steps are
+ *   not in it: this is the "measured steps" share.
+ * - busy share: (Σ measured steps + Σ warm-up steps) / leased, the warm-up steps' times from the
+ *   rep lines' `warmup_ms` (the gang's: per step the slowest rank). The "warm-up + measured steps"
+ *   share. Null when a rep line lacks `warmup_ms` (a graphrt older than the field).
  * - rep share: Σ over reps of the rep's gang span (latest rank `t_end_ns` − earliest rank
  *   `t_start_ns`: capture, warm-up and measured steps, on the ranks' CLOCK_MONOTONIC) / leased.
  *   The share of card time a rank was serving a rep at all.
  * - gap: between two consecutive reps of the block, the earliest rank's start of the next minus
- *   the latest rank's end of the previous (the worker's turnaround: rep line parsed, results and
- *   events handled, guard, next request written and read). p50 and p99 over the block's gaps.
+ *   the latest rank's end of the previous. With the next request queued behind the rep (the
+ *   worker's one-deep pipeline, worker/block-executor.ts) it is graphrt's alone: the answer
+ *   written, the next line read and parsed. Sent one at a time it also holds the worker's
+ *   turnaround: rep line parsed, results and events handled, the look started, next request
+ *   written. p50 and p99 over the block's gaps.
+ * - start-up, on the same Redis clock as leased (stream entry ids; a rank's line is appended as the
+ *   worker reads it): ranks ready = the last rank's `hello` − block-start (the worker's look for
+ *   foreign processes, process start, backend and context); gates = the last `gate` line − ranks
+ *   ready (every identity gate, sent one after another); start-up = ranks ready + gates, the card
+ *   time before the first rep could start. Null when the block has no hello lines (a command
+ *   workload).
  * A rep line without t_start_ns/t_end_ns (a graphrt older than the field) leaves rep share and
  * gaps null; step share needs only step_ms.
  */
@@ -37,9 +50,20 @@ export interface BusyShareRow {
   reps: number;
   leased_ms: number;
   step_ms: number;
+  /** Σ warm-up steps (null: a rep line without warmup_ms) */
+  warmup_ms: number | null;
   rep_ms: number | null;
+  /** measured steps / leased */
   step_share: number;
+  /** (warm-up + measured steps) / leased */
+  busy_share: number | null;
   rep_share: number | null;
+  /** block-start → the last rank's hello (Redis clock) */
+  ready_ms: number | null;
+  /** the last hello → the last gate line (0 without gates) */
+  gates_ms: number | null;
+  /** ranks ready + gates */
+  startup_ms: number | null;
   gap_p50_ms: number | null;
   gap_p99_ms: number | null;
 }
@@ -47,6 +71,7 @@ export interface BusyShareRow {
 interface RepSpan {
   id: string;
   step_ms: number[];
+  warmup_ms?: number[];
   t_start_ns?: number;
   t_end_ns?: number;
 }
@@ -61,6 +86,20 @@ export function quantile(xs: readonly number[], q: number): number {
 
 function isRep(e: unknown): e is RepSpan & { type: 'rep' } {
   return typeof e === 'object' && e !== null && (e as { type?: unknown }).type === 'rep' && Array.isArray((e as RepSpan).step_ms);
+}
+
+function lineType(e: unknown): string | null {
+  if (typeof e !== 'object' || e === null) return null;
+  const t = (e as { type?: unknown }).type;
+  return typeof t === 'string' ? t : null;
+}
+
+/** Σ over steps of the slowest rank's time (the gang's step), over the steps every rank has. */
+function gangSum(perRank: readonly (readonly number[])[]): number {
+  const steps = Math.min(...perRank.map((s) => s.length));
+  let sum = 0;
+  for (let k = 0; k < steps; k++) sum += Math.max(...perRank.map((s) => s[k] as number));
+  return sum;
 }
 
 function workerEvent(e: unknown): string | null {
@@ -93,26 +132,38 @@ export function busyShare(events: readonly BusyEvent[]): BusyShareRow[] {
       reps.set(e.event.id, list);
     }
     let stepSum = 0;
+    let warmSum: number | null = 0;
     const spans: { start: number; end: number }[] = [];
     let timed = true;
     for (const lines of reps.values()) {
-      const steps = Math.min(...lines.map((l) => l.step_ms.length));
-      for (let k = 0; k < steps; k++) stepSum += Math.max(...lines.map((l) => l.step_ms[k] as number));
+      stepSum += gangSum(lines.map((l) => l.step_ms));
+      if (warmSum !== null && lines.every((l) => Array.isArray(l.warmup_ms))) warmSum += gangSum(lines.map((l) => l.warmup_ms as number[]));
+      else warmSum = null;
       if (lines.some((l) => l.t_start_ns === undefined || l.t_end_ns === undefined)) timed = false;
       else spans.push({ start: Math.min(...lines.map((l) => l.t_start_ns as number)), end: Math.max(...lines.map((l) => l.t_end_ns as number)) });
     }
     spans.sort((a, b) => a.start - b.start);
     const repMs = timed ? spans.reduce((s, x) => s + (x.end - x.start) / 1e6, 0) : null;
     const gaps = timed ? spans.slice(1).map((x, i) => (x.start - (spans[i] as { end: number }).end) / 1e6) : [];
+    const lastOf = (type: string) => Math.max(-Infinity, ...evs.filter((e) => lineType(e.event) === type).map((e) => streamMs(e.id)));
+    const hello = lastOf('hello');
+    const gate = lastOf('gate');
+    const ready = Number.isFinite(hello) ? Math.max(hello - streamMs(start.id), 0) : null;
+    const gatesMs = ready === null ? null : Number.isFinite(gate) ? Math.max(gate - hello, 0) : 0;
     rows.push({
       block,
       attempt: start.attempt,
       reps: reps.size,
       leased_ms: leased,
       step_ms: stepSum,
+      warmup_ms: warmSum,
       rep_ms: repMs,
       step_share: leased > 0 ? stepSum / leased : 0,
+      busy_share: warmSum === null ? null : leased > 0 ? (stepSum + warmSum) / leased : 0,
       rep_share: repMs === null ? null : leased > 0 ? repMs / leased : 0,
+      ready_ms: ready,
+      gates_ms: gatesMs,
+      startup_ms: ready === null || gatesMs === null ? null : ready + gatesMs,
       gap_p50_ms: gaps.length > 0 ? median(gaps) : null,
       gap_p99_ms: gaps.length > 0 ? quantile(gaps, 0.99) : null,
     });

@@ -171,7 +171,8 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
     out.push({
       pid: s.pid,
       tid: s.tid,
-      name: `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
+      // block -1: the experiment's build phase on the host, before any card was leased (worker/build/build-job-processor.ts)
+      name: s.e.block < 0 ? `builds before any lease, attempt ${s.e.attempt}` : `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
       cat: 'attempt',
       ph: 'X',
       ts: s.first,

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -87,6 +87,17 @@ describe('build lock', () => {
     assert.equal(r6.outcome, 'cached');
     assert.equal(r6.dir, results[0]!.dir);
     assert.equal(readTrace(trace).length, 1);
+  });
+
+  test('the staging area is the lock holder\'s alone: a broken tmp/ left behind fails no request, the next build clears it', async () => {
+    // tmp/ as a dangling symlink: what a waiter touching tmp/ meets when the holder removes it
+    // under it (a recursive mkdir finds it, then its check finds nothing: ENOENT)
+    const root = tmp('staging');
+    symlinkSync(join(root, 'gone'), join(root, 'tmp'));
+    const r = built(await startBuildClient({ root, host: 'h1', request: slowBuild(['-Os']) }, { BUILD_TRACE: join(root, 'trace'), BUILD_SLEEP: '0' }).result);
+    assert.equal(r.outcome, 'built');
+    assert.ok(existsSync(r.artifacts[0]!));
+    assert.ok(lstatSync(join(root, 'tmp')).isDirectory(), 'the holder replaced the broken tmp/ with its own');
   });
 
   test('two keys on one host never overlap; on two hosts they run in parallel', async () => {

@@ -9,21 +9,30 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { PLANTED_ARMS, PLANTED_BUILDS, freshBuildDir, plantedRepo, plantedSpec, submitSpec } from './planted-repo.ts';
+import { missedTwice } from '../utils/statistical-retry.ts';
+import { ONE_CARD, PLANTED_ARMS, PLANTED_BUILDS, freshBuildDir, plantedRepo, plantedSpec, submitSpec } from './planted-repo.ts';
 
 describe('builds as arms: is my branch faster than main?', () => {
   test('one arm per commit: the planted difference, right sign, CI covering it; each commit built once in a worktree', async () => {
     const repo = plantedRepo();
     const buildDir = freshBuildDir();
-    const r = await submitSpec(join(repo.dir, 'branch-vs-main.yaml'), plantedSpec({ name: 'planted', builds: PLANTED_BUILDS, arms: PLANTED_ARMS }), buildDir);
-    assert.ok(r.summary, r.output);
-    const a = r.summary.analysis;
-    const cmp = a.comparisons.find((c: any) => c.arm === 'branch' && c.reference === 'main');
-    const [lo, hi] = cmp.relative.ci;
-    console.log(`branch vs main: ${(cmp.relative.estimate * 100).toFixed(2)} % (CI ${(lo * 100).toFixed(2)}..${(hi * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %, verdict ${cmp.verdict}; A/A ${a.aa.verdict}`);
-    assert.equal(cmp.verdict, repo.planted > 0 ? 'slower' : 'faster', JSON.stringify(cmp.reasons));
-    assert.ok(lo <= repo.planted && repo.planted <= hi, `CI ${lo}..${hi} covers the planted ${repo.planted}`);
-    assert.equal(a.aa.verdict, 'inconclusive');
+    // 30 pairs (10 reps x 3 blocks): with the 12 of plantedSpec's default a CI run on a busy box
+    // measured +3.41 % (CI -0.85..+7.86 %) for the planted +5 %, inconclusive: that run could only
+    // detect 7.1 % with 80 % power. The paired nightly test needed the same.
+    const submit = () => submitSpec(join(repo.dir, 'branch-vs-main.yaml'), plantedSpec({ name: 'planted', builds: PLANTED_BUILDS, arms: PLANTED_ARMS, reps: 10, blocks: 3 }), buildDir, ONE_CARD);
+    const misses = (r: Awaited<ReturnType<typeof submitSpec>>): string[] => {
+      assert.ok(r.summary, r.output);
+      const a = r.summary.analysis;
+      const cmp = a.comparisons.find((c: any) => c.arm === 'branch' && c.reference === 'main');
+      const [lo, hi] = cmp.relative.ci;
+      console.log(`branch vs main: ${(cmp.relative.estimate * 100).toFixed(2)} % (CI ${(lo * 100).toFixed(2)}..${(hi * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %, verdict ${cmp.verdict}; A/A ${a.aa.verdict}`);
+      return [
+        ...(cmp.verdict === (repo.planted > 0 ? 'slower' : 'faster') ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp.reasons)}`]),
+        ...(lo <= repo.planted && repo.planted <= hi ? [] : [`CI ${lo}..${hi} does not cover the planted ${repo.planted}`]),
+        ...(a.aa.verdict === 'inconclusive' ? [] : [`A/A ${a.aa.verdict}`]),
+      ];
+    };
+    assert.deepEqual(await missedTwice(submit, misses), []);
     // One worktree per commit, each built once; the user's checkout never built.
     const commits = [repo.git('rev-parse', 'main'), repo.git('rev-parse', 'branch')].sort();
     assert.deepEqual(readdirSync(join(buildDir, 'worktrees')).filter((f) => !f.endsWith('.ready')).sort(), commits);
@@ -36,10 +45,14 @@ describe('builds as arms: is my branch faster than main?', () => {
     const buildDir = freshBuildDir();
     const builds = '  one: { ref: main }\n  again: { ref: main }';
     const arms = '  - { name: one, build: one }\n  - { name: again, build: again }';
-    const r = await submitSpec(join(repo.dir, 'aa.yaml'), plantedSpec({ name: 'aa', builds, arms }), buildDir);
-    assert.ok(r.summary, r.output);
-    assert.equal(r.code, 3, 'exit code of an inconclusive verdict');
-    assert.equal(r.summary.analysis.primary.verdict, 'inconclusive', JSON.stringify(r.summary.analysis.primary.reasons));
+    const submit = () => submitSpec(join(repo.dir, 'aa.yaml'), plantedSpec({ name: 'aa', builds, arms }), buildDir, ONE_CARD);
+    const misses = (r: Awaited<ReturnType<typeof submitSpec>>): string[] => {
+      assert.ok(r.summary, r.output);
+      const primary = r.summary.analysis.primary;
+      // exit 3 is the inconclusive verdict's code
+      return primary.verdict === 'inconclusive' && r.code === 3 ? [] : [`verdict ${primary.verdict}, exit ${r.code}: ${JSON.stringify(primary.reasons)}`];
+    };
+    assert.deepEqual(await missedTwice(submit, misses), []);
     assert.equal(readdirSync(join(buildDir, 'logs')).length, 1, 'one commit, one build');
   });
 

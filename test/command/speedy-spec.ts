@@ -15,6 +15,8 @@ export interface SpecOptions {
   build?: boolean;
   /** extra top-level spec lines */
   extra?: string;
+  /** the A/A gate (default on); off where a run checks something other than the verdict */
+  aa?: boolean;
 }
 
 export function speedySpec(o: SpecOptions): string {
@@ -46,7 +48,7 @@ arms:
   - { name: slow, toggles: { FAST: false } }
   - { name: fast, toggles: { FAST: true } }
 reps: ${o.reps ?? 4}
-gates: { identity: false, aa: true }
+gates: { identity: false, aa: ${o.aa ?? true} }
 metric: { name: ms, better: lower }
 ${o.extra ?? ''}`;
 }

@@ -2,7 +2,8 @@
  * Builds in the trace: a command workload that builds, run by `orch submit` (the embedded
  * default: a private redis-server, the scheduler and a real worker), puts its build events on
  * the experiment's stream, and `orch trace` draws them as slices on the host's worker track:
- * the build with its key, commit and outcome, the wait for the host build lock inside it. A
+ * the build with its key, commit and outcome, the wait for the host build lock inside it (the
+ * build phase's, before any lease; the rank's own ensure is then a cache hit). A
  * second run of the same build key finds it cached: a build slice without a wait.
  */
 import assert from 'node:assert/strict';
@@ -19,7 +20,10 @@ import { ChromeTraceSchema } from './trace-schema.ts';
 
 interface Run {
   id: string;
+  /** the build phase's build events (block -1: before any lease) */
   builds: WorkerEvent[];
+  /** the rank path's (a block's): a cache hit of what the phase built */
+  rankBuilds: WorkerEvent[];
   trace: ReturnType<typeof ChromeTraceSchema.parse>;
 }
 
@@ -34,14 +38,15 @@ function submitAndTrace(spec: string, buildDir: string): Run {
   const [id] = readdirSync(results);
   assert.ok(id !== undefined, `no results: exit ${s.status}: ${s.stderr}`);
   assert.equal(JSON.parse(readFileSync(join(results, id, 'summary.json'), 'utf8')).state, 'done', s.stderr);
-  const events = readFileSync(join(results, id!, 'events.jsonl'), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { event: unknown });
-  const builds = events.flatMap((e) => {
+  const events = readFileSync(join(results, id!, 'events.jsonl'), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { block: number; event: unknown });
+  const buildsOf = (phase: boolean) => events.flatMap((e) => {
     const r = WorkerEventSchema.safeParse(e.event);
-    return r.success && r.data.event.startsWith('build-') ? [r.data] : [];
+    return r.success && r.data.event.startsWith('build-') && (e.block === -1) === phase ? [r.data] : [];
   });
+  const [builds, rankBuilds] = [buildsOf(true), buildsOf(false)];
   const t = runOrch(['trace', id!, '--from-results', '--results', results], env);
   assert.equal(t.status, 0, t.stderr);
-  return { id: id!, builds, trace: ChromeTraceSchema.parse(JSON.parse(t.stdout)) };
+  return { id: id!, builds, rankBuilds, trace: ChromeTraceSchema.parse(JSON.parse(t.stdout)) };
 }
 
 type Slice = Extract<Run['trace']['traceEvents'][number], { ph: 'X' }>;
@@ -77,9 +82,12 @@ test('a command workload that builds: build slices on the host track, from the s
   const lockWait = slice(first, 'wait for build lock #1');
   assert.ok(lockWait && lockWait.pid === pid, 'the lock wait inside it');
   assert.ok(lockWait.ts >= built.ts && lockWait.ts + lockWait.dur <= built.ts + built.dur, 'nested in the build slice');
+  // the checkout was built by the build phase before any lease: the rank's build is a cache hit
+  assert.deepEqual(first.rankBuilds.map((b) => [b.event, 'outcome' in b ? b.outcome : null]), [['build-start', null], ['build-end', 'cached']]);
 
   const again = submitAndTrace(spec, buildDir);
   assert.deepEqual(again.builds.map((b) => b.event), ['build-start', 'build-end']);
+  assert.deepEqual(again.rankBuilds.map((b) => b.event), ['build-start', 'build-end']);
   const cached = slice(again, `build ${start.key.slice(0, 12)}`);
   assert.equal(cached?.args?.outcome, 'cached');
   assert.ok(!again.trace.traceEvents.some((e) => e.name.startsWith('wait for build lock')), 'a cached build waits for no lock');

@@ -41,12 +41,9 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
     delete env.ORCH_GRAPHRT;
     const run = sh('npx', ['orch', 'submit', 'configs/leave-one-out.yaml'], repo, env);
     console.log(`clone ${clone.ms} ms, node_modules copy ${cp.ms} ms, native build ${build.ms} ms, orch submit ${run.ms} ms (exit ${run.status})`);
-    // orch submit exits with the verdict's code: 0 faster, 3 inconclusive, 4 slower — each a run that
-    // ended with a report; 5 (a gate failed), 1 or 2 are not
-    assert.ok([0, 3, 4].includes(run.status ?? -1), `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
-
-    const ids = readdirSync(join(repo, 'results'));
-    assert.equal(ids.length, 1);
+    // a run that ended before any results (exit 1 or 2) fails here, with its output
+    const ids = existsSync(join(repo, 'results')) ? readdirSync(join(repo, 'results')) : [];
+    assert.equal(ids.length, 1, `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
     const out = join(repo, 'results', ids[0]!);
     for (const f of ['spec.yaml', 'spec.hash', 'events.jsonl', 'summary.json', 'report.md', 'report.json', 'arms.csv', 'comparisons.csv', 'loo.csv', 'arms.svg', 'drift.svg', 'loo.svg']) assert.ok(existsSync(join(out, f)), f);
     assert.equal(readFileSync(join(out, 'spec.yaml'), 'utf8'), readFileSync(join(repo, 'configs/leave-one-out.yaml'), 'utf8'));
@@ -55,7 +52,17 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
       hash: string;
       plan: { arms: { name: string }[]; reps: number; blocks: unknown[] };
       accounting: { planned: number; measured: number };
+      analysis: { gates: { name: string; pass: boolean | null }[] };
     };
+    // orch submit exits with the verdict's code: 0 faster, 3 inconclusive, 4 slower — each a run that
+    // ended with a report. 5 (a gate failed) is one too only when the gate is the A/A alone: it
+    // fails one run in twenty by design (alpha 0.05; a fresh-clone CI read −3.98 %, p = 0.013, on
+    // the shared 2-core box). Identity or input failing, or 1 or 2, are not. The gates as the
+    // analysis recorded them (summary.json), not as the report renders them.
+    const gate = (name: string) => summary.analysis.gates.find((g) => g.name === name)?.pass;
+    const aaOnly = run.status === 5 && gate('aa') === false && gate('identity') === true && gate('input') === true;
+    assert.ok([0, 3, 4].includes(run.status ?? -1) || aaOnly, `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
+    if (aaOnly) console.log('the A/A gate failed (its false-positive rate is alpha); the run is checked as any other');
     assert.equal(summary.state, 'done');
     assert.equal(readFileSync(join(out, 'spec.hash'), 'utf8').trim(), summary.hash);
     const n = summary.plan.reps * summary.plan.blocks.length;

@@ -36,16 +36,49 @@ for (const name of BACKENDS) {
       await again.close();
     });
 
+    it('a database of an older schema is migrated in place: its runs read back, their orch_dirty unknown', async () => {
+      const old = await freshBackend(name);
+      try {
+        const db = old.target.url ? (await import('../../history/postgres-db.ts')).openPostgres(old.target.url) : (await import('../../history/sqlite-db.ts')).openSqlite(old.target.file);
+        try {
+          await migrate(db, migrations().filter((m) => m.version <= 2));
+          await db.run(
+            `INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state, orch_version, orch_commit, serve_host) VALUES (?, ?, ?, ?, ?, 'done', ?, ?, ?)`,
+            ['old@1', 'old', 1, 1, 1, '0.1.0', 'abc123', 'h'],
+          );
+        } finally {
+          await db.close();
+        }
+        const upgraded = await openHistory(old.target);
+        try {
+          const run = await upgraded.run('old@1');
+          assert.deepEqual([run?.orch_commit, run?.orch_dirty], ['abc123', null]);
+          const { run: next } = await upgraded.claimRun({ suite: 'old', scheduledAt: 2, orchVersion: '0.1.0', orchCommit: 'abc123', orchDirty: true, serveHost: 'h' });
+          assert.equal(next.orch_dirty, true);
+        } finally {
+          await upgraded.close();
+        }
+      } finally {
+        await old.drop();
+      }
+    });
+
     it('a run is claimed once per suite and scheduled time, also when two claim at once', async () => {
       const at = Date.UTC(2026, 0, 1, 2);
       const other = await openHistory(backend.target);
       try {
-        const claim = { suite: 'nightly', scheduledAt: at, orchVersion: '0.1.0', orchCommit: 'c0ffee', serveHost: 'h' };
+        const claim = { suite: 'nightly', scheduledAt: at, orchVersion: '0.1.0', orchCommit: 'c0ffee', orchDirty: true, serveHost: 'h' };
         const [a, b] = await Promise.all([store.claimRun(claim), other.claimRun(claim)]);
         assert.deepEqual([a.claimed, b.claimed].sort(), [false, true]);
         assert.equal(a.run.id, runId('nightly', at));
         assert.equal(a.run.state, 'running');
         assert.equal(a.run.scheduled_at, at);
+        // which orch ran the night: its commit and whether its checkout had uncommitted changes
+        assert.deepEqual([a.run.orch_commit, a.run.orch_dirty], ['c0ffee', true]);
+        const clean = await store.claimRun({ ...claim, scheduledAt: at + 1, orchDirty: false });
+        assert.equal(clean.run.orch_dirty, false);
+        const unknown = await store.claimRun({ ...claim, scheduledAt: at + 2, orchDirty: undefined });
+        assert.equal(unknown.run.orch_dirty, null);
         await store.setExperiments(a.run.id, [{ file: '/x/ab.yaml', experiment: 'e1' }]);
         const third = await other.claimRun(claim);
         assert.equal(third.claimed, false);

@@ -19,6 +19,7 @@ import { openHistory } from '../../history/open-history.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';
 import type { NightlyResult } from '../../orchestrator/nightly/nightly-processor.ts';
+import { orchProvenance } from '../../orchestrator/nightly/provenance.ts';
 import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
@@ -115,6 +116,10 @@ describe('orch nightly', { timeout: 60_000 }, () => {
         assert.equal(exp.file, s.file);
       }
       assert.equal(first.state, 'failed');
+      // which orch ran it: its commit, and whether that checkout had uncommitted changes
+      const prov = orchProvenance();
+      assert.deepEqual([first.orch_version, first.orch_commit, first.orch_dirty], [prov.version, prov.commit, prov.dirty]);
+      assert.equal(typeof first.orch_dirty, prov.commit === null ? 'object' : 'boolean');
       assert.deepEqual((await history.rows('nightly-run')).filter((r) => r.run_id === first.id).map((r) => r.experiment_state), ['cancelled', 'cancelled']);
 
       // Break one spec after install (atomically: a run never reads half a file): validated again at run time.

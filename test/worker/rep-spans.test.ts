@@ -63,6 +63,9 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       assert.ok(row.step_share > 0 && row.step_share <= 1, `step share ${row.step_share}`);
       assert.ok(row.rep_share !== null && row.rep_share >= row.step_share && row.rep_share <= 1, `rep share ${row.rep_share} ≥ step share`);
       assert.ok(row.gap_p50_ms !== null && row.gap_p50_ms >= 0 && (row.gap_p99_ms as number) >= row.gap_p50_ms);
+      // warm-up steps are card time too: the warm-up + measured share is at least the measured one
+      assert.ok(row.busy_share !== null && row.busy_share >= row.step_share && row.busy_share <= 1, `busy share ${row.busy_share}`);
+      assert.ok(row.ready_ms !== null && row.ready_ms >= 0 && (row.startup_ms as number) >= row.ready_ms, `start-up ${row.startup_ms} ≥ ranks ready ${row.ready_ms}`);
     } finally {
       await dispatcher.close();
       rmSync(dir, { recursive: true, force: true });

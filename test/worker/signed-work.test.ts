@@ -19,6 +19,7 @@ import { hostQueue, orchKeys } from '../../store/keys.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { TEST_CLUSTER_SECRET } from '../utils/cluster-secret.ts';
 import { freshPrefix } from '../utils/redis.ts';
+import { waitFor } from '../utils/wait-for.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
 
 function commandJob(host: string, marker: string, epoch: number, experiment: string): BlockJob {
@@ -81,7 +82,10 @@ describe('signed work', () => {
         assert.equal(end.state, 'failed', `${c.name}: ${JSON.stringify(end)}`);
         assert.ok(end.state === 'failed' && end.unrecoverable, `${c.name}: refused unrecoverably`);
         assert.ok(existsSync(marker) === false, `${c.name}: the command ran (${marker} exists)`);
-        assert.ok(w.log().includes(`"code":"${c.code}"`), `${c.name}: the worker logs ${c.code}\n${w.log().slice(-3000)}`);
+        // the job's end reaches Redis before the worker's log line has crossed its stderr pipe
+        // (a fresh-clone CI read the end first once): wait for the line, with a deadline
+        await waitFor(`${c.name}: the worker logs ${c.code}`, () => w.log().includes(`"code":"${c.code}"`), { timeoutMs: 10_000 })
+          .catch((err: Error) => assert.fail(`${err.message}\n${w.log().slice(-3000)}`));
       }
       // the log names what was refused but never the secret
       assert.ok(!w.log().includes(TEST_CLUSTER_SECRET.toString('utf8')), 'the secret appears in the worker log');

@@ -142,7 +142,11 @@ export class BuildCache {
       return done('cached', 0, null);
     }
 
-    for (const d of ['tmp', 'artifacts', 'logs', 'failed']) await mkdir(join(this.root, d), { recursive: true });
+    // Not tmp/: the staging area belongs to the lock holder, which removes it before each build
+    // (build()). A waiter that made it here raced that removal: a recursive mkdir that finds the
+    // directory, then loses it before its check, fails ENOENT (a fresh-clone CI failed a build
+    // request so, with two builds on one host).
+    for (const d of ['artifacts', 'logs', 'failed']) await mkdir(join(this.root, d), { recursive: true });
     const info: BuildRequestInfo = { id: `${process.pid}.${++requestSeq}.${randomBytes(3).toString('hex')}`, key: bk.key, recipe: bk.recipe, experiment: req.experiment ?? '', pid: process.pid, since: Date.now() };
     await this.view((m) => m.waiting(info));
     let position: number | null = null;

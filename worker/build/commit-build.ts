@@ -27,6 +27,8 @@ export interface CommitBuildRequest {
   repo: string;
   /** The workload's build recipe; its `dir` is replaced by the worktree. */
   build: BuildSpecInput;
+  /** Dotted name of the recipe in messages (default `workload.build`). */
+  path?: string;
   experiment?: string;
   onEvent?: BuildRequest['onEvent'];
 }
@@ -71,7 +73,7 @@ export async function ensureCommitBuild(cache: BuildCache, req: CommitBuildReque
   const worktree = await ensureWorktree(cache.root, req.repo, req.commit, req.name);
   const build: BuildSpecInput = { ...req.build, dir: worktree, key: { ...req.build.key, git: true, dirty_diff: false } };
   try {
-    const b = await cache.ensure({ build, path: 'workload.build', ...(req.experiment ? { experiment: req.experiment } : {}), ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
+    const b = await cache.ensure({ build, path: req.path ?? 'workload.build', ...(req.experiment ? { experiment: req.experiment } : {}), ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
     return { ...b, name: req.name, commit: req.commit, worktree };
   } catch (err) {
     if (err instanceof UserInputError) {

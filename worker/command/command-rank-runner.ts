@@ -3,7 +3,12 @@
  * workloads — the user's own binary, one process per rep (run-command-rep.ts).
  *
  * `ready` ensures the build (the host build lock and cache, worker/build/) and runs the
- * preflight (worker/preflight/) before the block's first rep; it resolves with a hello-shaped
+ * preflight (worker/preflight/) before the block's first rep. Every build — builds as arms and
+ * the checkout's own build of workload.build — was made before the gang's cards were leased
+ * (the experiment's build phase, orchestrator/scheduler/build-phase.ts: a block goes only to a
+ * host whose build job finished), so here each is a cache hit; the ensure stays as the safety
+ * net for a cache entry removed since, or a checkout changed since (its key differs: it is
+ * built here, on the leased cards, as before the build phase). `ready` resolves with a hello-shaped
  * line `{ type: 'hello', backend: 'command', artifacts, build }`. Each `rep` op spawns one process
  * under the card's flock, fate-shared with this worker, and answers a protocol-shaped `rep`
  * line (or an `error` line whose message names the spec path, e.g. METRIC_NO_LINES). Every
@@ -16,6 +21,7 @@
 import { OrchError } from '../../jobs/errors.ts';
 import { toJobError } from '../../store/job-error.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
+import { buildsOfArms } from '../../jobs/build-job.ts';
 import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import { BuildCache, type EnsuredBuild } from '../build/build-cache.ts';
@@ -83,9 +89,10 @@ export class CommandRankRunner implements RankRunner {
       const builds: NonNullable<CommandHello['builds']> = {};
       try {
         // Arms that name a build run its commit's artifacts; the checkout's own build only
-        // when some arm names none.
-        const named = [...new Set(job.arms.flatMap((a) => (a.build === undefined ? [] : [a.build])))];
-        if (workload.build && job.arms.some((a) => a.build === undefined)) {
+        // when some arm names none — as the build job decides it (jobs/build-job.ts), so the
+        // builds it made before the lease are what this finds in the cache.
+        const { named, own } = buildsOfArms(job.arms, workload.build !== undefined);
+        if (own) {
           build = await this.ensure(job, workload, s.onBuild);
           artifactDir = build.dir;
         }

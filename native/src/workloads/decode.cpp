@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "../collective/collective.hpp"
+#include <cstdio>
 
 namespace graphrt {
 namespace {
@@ -14,7 +15,58 @@ void upload(Backend& b, DeviceBuffer<T>& buf, const std::vector<T>& host) {
 
 }  // namespace
 
-DecodeWorkload::DecodeWorkload(Backend& b, const Request& req, Shard shard)
+DecodeWeights::DecodeWeights(Backend& b, const DecodeWeightsKey& k)
+    : emb_(b, std::size_t{k.max_pos} * k.hidden),
+      g_norm_(b, std::size_t{k.layers} * k.hidden),
+      g_final_(b, k.hidden),
+      wq_(b, std::size_t{k.layers} * k.hidden * k.hidden),
+      wkv_(b, std::size_t{k.layers} * 2 * k.hidden * k.hidden),
+      wo_(b, std::size_t{k.layers} * k.hidden * k.hidden),
+      w1_(b, std::size_t{k.layers} * k.hidden * k.hidden),
+      w2_(b, std::size_t{k.layers} * k.hidden * k.hidden),
+      bias_(b, std::size_t{k.layers} * k.hidden) {
+  // The streams and scales are the workload's since it had its own weights: the same bytes.
+  const float w = 1.0f / std::sqrt(static_cast<float>(k.hidden));
+  upload(b, emb_, seeded_floats(k.seed, 1, emb_.size(), 1.0f));
+  upload(b, g_norm_, seeded_floats(k.seed, 2, g_norm_.size(), 0.25f));
+  upload(b, g_final_, seeded_floats(k.seed, 3, g_final_.size(), 0.25f));
+  upload(b, wq_, seeded_floats(k.seed, 4, wq_.size(), w));
+  upload(b, wkv_, seeded_floats(k.seed, 5, wkv_.size(), w));
+  upload(b, wo_, seeded_floats(k.seed, 6, wo_.size(), w));
+  upload(b, w1_, seeded_floats(k.seed, k.w1_stream, w1_.size(), w));
+  upload(b, w2_, seeded_floats(k.seed, 8, w2_.size(), w));
+  upload(b, bias_, seeded_floats(k.seed, 9, bias_.size(), 0.01f));
+}
+
+std::string DecodeWeights::digest() const {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64, as hash.hpp's, over the buffers in turn
+  for (const DeviceBuffer<float>* buf : {&emb_, &g_norm_, &g_final_, &wq_, &wkv_, &wo_, &w1_, &w2_, &bias_})
+    for (const std::byte c : buf->to_host_bytes()) h = (h ^ static_cast<std::uint64_t>(c)) * 0x100000001b3ULL;
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+std::shared_ptr<const DecodeWeights> WeightShelf::decode(Backend& b, const DecodeWeightsKey& k) {
+  if (auto it = decode_.find(k); it != decode_.end()) {
+    if (auto alive = it->second.lock()) return alive;
+  }
+  // Sets nobody holds any more are forgotten before a new one is made.
+  std::erase_if(decode_, [](const auto& kv) { return kv.second.expired(); });
+  auto made = std::make_shared<const DecodeWeights>(b, k);
+  decode_[k] = made;
+  ++made_;
+  return made;
+}
+
+std::vector<std::string> WeightShelf::digests() const {
+  std::vector<std::string> out;
+  for (const auto& [k, weak] : decode_)
+    if (auto alive = weak.lock()) out.push_back(alive->digest());
+  return out;
+}
+
+DecodeWorkload::DecodeWorkload(Backend& b, const Request& req, Shard shard, WeightShelf* shelf)
     : backend_(b),
       toggles_(req.toggles),
       shard_(shard),
@@ -23,15 +75,8 @@ DecodeWorkload::DecodeWorkload(Backend& b, const Request& req, Shard shard)
       kpl_(req.params.kernels_per_layer),
       h_(req.params.hidden),
       max_pos_(req.params.max_pos),
-      emb_(b, std::size_t{max_pos_} * h_),
-      g_norm_(b, std::size_t{layers_} * h_),
-      g_final_(b, h_),
-      wq_(b, std::size_t{layers_} * h_ * h_),
-      wkv_(b, std::size_t{layers_} * 2 * h_ * h_),
-      wo_(b, std::size_t{layers_} * h_ * h_),
-      w1_(b, std::size_t{layers_} * h_ * h_),
-      w2_(b, std::size_t{layers_} * h_ * h_),
-      bias_(b, std::size_t{layers_} * h_),
+      own_shelf_(shelf == nullptr ? std::make_unique<WeightShelf>() : nullptr),
+      shelf_(shelf == nullptr ? own_shelf_.get() : shelf),
       k_cache_(b, std::size_t{layers_} * max_pos_ * h_),
       v_cache_(b, std::size_t{layers_} * max_pos_ * h_),
       x_(b, h_),
@@ -47,12 +92,16 @@ DecodeWorkload::DecodeWorkload(Backend& b, const Request& req, Shard shard)
     part_a_ = DeviceBuffer<float>(b, std::size_t{kernels::attn_chunks(max_pos_)} * h_);
     part_md_ = DeviceBuffer<float>(b, 2 * std::size_t{kernels::attn_chunks(max_pos_)});
   }
+  // Made in the seed's state, weights taken: a workload's buffers are never read uninitialized.
+  reset(req.seed);
 }
 
 void DecodeWorkload::reset(std::uint64_t seed) {
-  // The weights are read-only to every kernel: uploaded once per seed (generating them is most of
-  // a rep's overhead at 93 layers x hidden 256), not on every reset. The state is reset always.
-  if (weights_seed_ != seed) upload_weights(seed);
+  // The weights are read-only to every kernel: taken from the shelf once per seed (shared with
+  // every decode workload of the same sizes and seed: generating them is most of a new arm's
+  // start-up at 93 layers x hidden 256), not on every reset. The state is reset always. A new
+  // seed gives other weight addresses: the session captures again (Session::ensure_graph).
+  if (weights_seed_ != seed) take_weights(seed);
   backend_.memset(k_cache_.get(), 0, k_cache_.bytes());
   backend_.memset(v_cache_.get(), 0, v_cache_.bytes());
   backend_.memset(out_.get(), 0, out_.bytes());
@@ -61,20 +110,12 @@ void DecodeWorkload::reset(std::uint64_t seed) {
   lazy_scores_.reset();  // first use after a reset allocates again
 }
 
-void DecodeWorkload::upload_weights(std::uint64_t seed) {
-  weights_seed_.reset();  // a failed upload leaves no stale claim
-  const float w = 1.0f / std::sqrt(static_cast<float>(h_));
-  upload(backend_, emb_, seeded_floats(seed, 1, emb_.size(), 1.0f));
-  upload(backend_, g_norm_, seeded_floats(seed, 2, g_norm_.size(), 0.25f));
-  upload(backend_, g_final_, seeded_floats(seed, 3, g_final_.size(), 0.25f));
-  upload(backend_, wq_, seeded_floats(seed, 4, wq_.size(), w));
-  upload(backend_, wkv_, seeded_floats(seed, 5, wkv_.size(), w));
-  upload(backend_, wo_, seeded_floats(seed, 6, wo_.size(), w));
+void DecodeWorkload::take_weights(std::uint64_t seed) {
+  weights_.reset();  // a failed make leaves no stale claim, and the old set can go first
+  weights_seed_.reset();
   // A shard's own MLP-up weights (rank 0's are the single-rank weights).
   const std::uint64_t w1_stream = allreduce_ ? 7 + 1000 * static_cast<std::uint64_t>(shard_.rank) : 7;
-  upload(backend_, w1_, seeded_floats(seed, w1_stream, w1_.size(), w));
-  upload(backend_, w2_, seeded_floats(seed, 8, w2_.size(), w));
-  upload(backend_, bias_, seeded_floats(seed, 9, bias_.size(), 0.01f));
+  weights_ = shelf_->decode(backend_, DecodeWeightsKey{layers_, h_, max_pos_, seed, w1_stream});
   weights_seed_ = seed;
 }
 
@@ -90,7 +131,9 @@ void DecodeWorkload::run_step(Context& ctx) {
   const std::uint32_t h = h_;
   const std::size_t hh = std::size_t{h} * h;
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
-  launch<k::EmbedKernel>(ctx, main, h, {out_.get(), emb_.get(), pos_.get(), x_.get(), h});
+  const DecodeWeights& W = *weights_;
+  const bool plant_write = shelf_->plant_shared_write && toggles_.overlap;
+  launch<k::EmbedKernel>(ctx, main, h, {out_.get(), W.emb(), pos_.get(), x_.get(), h});
   for (std::uint32_t l = 0; l < layers_; ++l) {
     float* kc = k_cache_.get() + std::size_t{l} * max_pos_ * h;
     float* vc = v_cache_.get() + std::size_t{l} * max_pos_ * h;
@@ -100,12 +143,12 @@ void DecodeWorkload::run_step(Context& ctx) {
       k_frozen = kc + std::size_t{host_pos_} * h;
       v_frozen = vc + std::size_t{host_pos_} * h;
     }
-    launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), g_norm_.get() + std::size_t{l} * h, h_buf_.get(), h});
+    launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), W.g_norm() + std::size_t{l} * h, h_buf_.get(), h});
     ctx.fork();
     launch<k::MatvecKernel>(ctx, ctx.side(), 2 * h * k::kWarp,
-                            {wkv_.get() + 2 * hh * l, h_buf_.get(), nullptr, kv_.get(), 2 * h, h, 0});
+                            {W.wkv() + 2 * hh * l, h_buf_.get(), nullptr, kv_.get(), 2 * h, h, 0});
     launch<k::KvWriteKernel>(ctx, ctx.side(), h, {kv_.get(), pos_.get(), kc, vc, k_frozen, v_frozen, h});
-    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {wq_.get() + hh * l, h_buf_.get(), nullptr, q_.get(), h, h, 0});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {W.wq() + hh * l, h_buf_.get(), nullptr, q_.get(), h, h, 0});
     ctx.join();
     float* sc = scores(ctx);
     launch<k::AttnScoresKernel>(ctx, main, max_pos_ * k::kWarp, {q_.get(), kc, pos_.get(), sc, h, max_pos_, scale});
@@ -117,14 +160,19 @@ void DecodeWorkload::run_step(Context& ctx) {
     } else {
       launch<k::AttnCombineKernel>(ctx, main, h, {sc, vc, pos_.get(), att_.get(), h});
     }
-    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {wo_.get() + hh * l, att_.get(), x_.get(), x_.get(), h, h, 0});
-    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {w1_.get() + hh * l, x_.get(), nullptr, u_.get(), h, h, 1});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {W.wo() + hh * l, att_.get(), x_.get(), x_.get(), h, h, 0});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {W.w1() + hh * l, x_.get(), nullptr, u_.get(), h, h, 1});
     if (allreduce_) all_reduce(ctx, main, u_.get(), h);
-    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {w2_.get() + hh * l, u_.get(), x_.get(), x_.get(), h, h, 0});
-    for (std::uint32_t f = kDecodeBaseKernels; f < kpl_; ++f)
-      launch<k::BiasKernel>(ctx, main, h, {x_.get(), bias_.get() + std::size_t{l} * h, h});
+    launch<k::MatvecKernel>(ctx, main, h * k::kWarp, {W.w2() + hh * l, u_.get(), x_.get(), x_.get(), h, h, 0});
+    const float* bias = W.bias() + std::size_t{l} * h;
+    for (std::uint32_t f = kDecodeBaseKernels; f < kpl_; ++f) {
+      // The planted bug (WeightShelf::plant_shared_write): the first filler doubles the shared
+      // bias weights in place, the others add them as always.
+      const bool write = plant_write && f == kDecodeBaseKernels;
+      launch<k::BiasKernel>(ctx, main, h, {write ? const_cast<float*>(bias) : x_.get(), bias, h});
+    }
   }
-  launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), g_final_.get(), out_.get(), h});
+  launch<k::RmsNormKernel>(ctx, main, h, {x_.get(), W.g_final(), out_.get(), h});
   launch<k::AdvancePosKernel>(ctx, main, 1, {pos_.get(), max_pos_});
   host_pos_ = (host_pos_ + 1) % max_pos_;
 }
