@@ -22,6 +22,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pct, signedPct } from '../../orchestrator/stats/format-number.ts';
+import { runDecided } from '../utils/statistical-retry.ts';
 import { PLANTED_ARMS, PLANTED_BUILDS, freshBuildDir, plantedRepo, plantedSpec, submitSpec, type PlantedRepo, type Submitted } from './planted-repo.ts';
 
 /** The gate's tolerance in both cases (see above for why not tighter). */
@@ -55,8 +56,17 @@ describe('base-reference gate through orch submit', () => {
     const repo = plantedRepo({ effect: EFFECT });
     const buildDir = freshBuildDir();
     const tolerance = TOLERANCE;
-    const r = await withReference(repo, 'same-reference', 'main', tolerance, buildDir);
-    assert.equal(gateOf(r).pass, true, gateOf(r).message);
+    // The gate passing and the verdict are statistical: a run that misses is run once more (the
+    // builds come from the cache), and the second run's misses are what is asserted.
+    const decided = await runDecided(
+      () => withReference(repo, 'same-reference', 'main', tolerance, buildDir),
+      (run) => [
+        ...(gateOf(run).pass === true ? [] : [`gate: ${gateOf(run).message}`]),
+        ...(run.summary!.analysis.verdict === (repo.planted > 0 ? 'slower' : 'faster') ? [] : [`verdict ${run.summary!.analysis.verdict}: ${JSON.stringify(run.summary!.analysis.invalid_reasons)}`]),
+      ],
+    );
+    assert.deepEqual(decided.misses, []);
+    const r = decided.run;
     const a = r.summary!.analysis;
     const paired = a.base_reference;
     const [lo, hi] = paired.relative.ci;
@@ -77,21 +87,33 @@ describe('base-reference gate through orch submit', () => {
   test('a reference build 10 % slower, the same tolerance: the gate fails with change, CI and tolerance; verdict invalid, exit 5', async () => {
     const repo = plantedRepo({ effect: EFFECT });
     const tolerance = TOLERANCE;
-    const r = await withReference(repo, 'slower-reference', 'branch', tolerance);
+    const buildDir = freshBuildDir();
+    // main against the branch's commit: the planted effect, reversed
+    const expected = 1 / (1 + repo.planted) - 1;
+    // It fails for the difference, not for a CI too wide to decide: the CI lies wholly on the
+    // planted side of 0 and crosses −tolerance there (a 95 % CI covering the planted value would
+    // itself miss one run in twenty, more on a loaded box: not asserted). Statistical, so a run
+    // that misses is run once more and the second run's misses are asserted.
+    const decided = await runDecided(
+      () => withReference(repo, 'slower-reference', 'branch', tolerance, buildDir),
+      (run) => {
+        const p = run.summary!.analysis.base_reference;
+        const [l, h] = p.relative.ci;
+        console.log(`main vs main_ref: ${signedPct(p.relative.estimate)} (CI ${signedPct(l)} to ${signedPct(h)}, ${p.pairs} pairs), planted ${signedPct(expected)}, tolerance ±${pct(tolerance)}`);
+        return [
+          ...(gateOf(run).pass === false ? [] : [`gate: ${gateOf(run).message}`]),
+          ...(h < 0 ? [] : [`CI ${l}..${h} not below 0: main is faster than the slower reference`]),
+          ...(l < -tolerance ? [] : [`CI ${l}..${h} does not reach below −${tolerance}`]),
+          ...(Math.abs(p.relative.estimate - expected) < tolerance ? [] : [`estimate ${p.relative.estimate} not near the planted ${expected}`]),
+        ];
+      },
+    );
+    assert.deepEqual(decided.misses, []);
+    const r = decided.run;
     const gate = gateOf(r);
-    assert.equal(gate.pass, false, gate.message);
     const a = r.summary!.analysis;
     const paired = a.base_reference;
     const [lo, hi] = paired.relative.ci;
-    // main against the branch's commit: the planted effect, reversed
-    const expected = 1 / (1 + repo.planted) - 1;
-    console.log(`main vs main_ref: ${signedPct(paired.relative.estimate)} (CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), planted ${signedPct(expected)}, tolerance ±${pct(tolerance)}`);
-    // it fails for the difference, not for a CI too wide to decide: the CI lies wholly on the
-    // planted side of 0 and crosses −tolerance there (a 95 % CI covering the planted value would
-    // itself miss one run in twenty, more on a loaded box: not asserted)
-    assert.ok(hi < 0, `CI ${lo}..${hi} lies below 0: main is faster than the slower reference`);
-    assert.ok(lo < -tolerance, `CI ${lo}..${hi} reaches below −${tolerance}`);
-    assert.ok(Math.abs(paired.relative.estimate - expected) < tolerance, `estimate ${paired.relative.estimate} near the planted ${expected}`);
     assert.equal(a.verdict, 'invalid');
     assert.equal(r.code, 5, r.output);
     assert.equal(a.invalid_reasons[0], gate.message);

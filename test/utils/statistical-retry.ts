@@ -7,8 +7,15 @@
  * `firstRun`: the first run, made already (its other checks are the caller's).
  */
 export async function missedTwice<R>(run: () => Promise<R>, misses: (r: R) => string[], firstRun?: R): Promise<string[]> {
-  const first = misses(firstRun ?? (await run()));
-  if (first.length === 0) return first;
-  console.log(`a statistical miss (${first.join('; ')}): run once more`);
-  return misses(await run());
+  return (await runDecided(run, misses, firstRun)).misses;
+}
+
+/** As missedTwice, with the run its misses come from, for the checks that read that run further. */
+export async function runDecided<R>(run: () => Promise<R>, misses: (r: R) => string[], firstRun?: R): Promise<{ run: R; misses: string[] }> {
+  const first = firstRun ?? (await run());
+  const firstMisses = misses(first);
+  if (firstMisses.length === 0) return { run: first, misses: firstMisses };
+  console.log(`a statistical miss (${firstMisses.join('; ')}): run once more`);
+  const second = await run();
+  return { run: second, misses: misses(second) };
 }
