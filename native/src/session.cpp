@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "probe.hpp"
@@ -146,6 +147,17 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   Workload& w = *e.workload;
   const GraphUse use = ensure_graph(e, req, emit, false);
   const bool graph = use != GraphUse::Eager;
+  // The PDL settle (BENCHMARKS.md, "Where the bimodal reps come from"): on the H200, graph + PDL
+  // replays ran 17.5 % slower after launches made without the PDL attribute (an earlier arm's
+  // eager rep) and kept that state until an eager PDL launch, so an arm's speed depended on the
+  // arm before it in the block. A graph rep with pdl first runs one eager step of its own arm,
+  // from the seed's state and back to it (the identity gate's eager, reset, replay sequence), so
+  // the launch state its replays meet is its own arm's.
+  std::optional<double> settle_ms;
+  if (graph && req.toggles.pdl) {
+    w.reset(req.seed);
+    settle_ms = run_steps(*ctx_, w, nullptr, 1, 0).warmup_ms.at(0);
+  }
   w.reset(req.seed);
   const auto clocks_start = backend_->read_clocks();
   const StepRun run = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, req.warmup, req.steps);
@@ -169,6 +181,8 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   else o.put_null("nodes");
   if (graph) o.put("graph", use == GraphUse::Fresh ? "fresh" : "reused");
   else o.put_null("graph");
+  if (settle_ms) o.put("settle_ms", *settle_ms);
+  else o.put_null("settle_ms");
   o.put("hashes", run.hashes).put("unsupported", unsupported(req, w));
   o.put("t_start_ns", t_start).put("t_end_ns", t_end);
   if (const auto tr = w.train_report()) {

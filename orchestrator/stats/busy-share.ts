@@ -10,8 +10,8 @@
  *   rank, as committed) / leased. The share of card time that became a number. Warm-up steps are
  *   not in it: this is the "measured steps" share.
  * - busy share: (Σ measured steps + Σ warm-up steps) / leased, the warm-up steps' times from the
- *   rep lines' `warmup_ms` (the gang's: per step the slowest rank). The "warm-up + measured steps"
- *   share. Null when a rep line lacks `warmup_ms` (a graphrt older than the field).
+ *   rep lines' `warmup_ms` and `settle_ms` (the gang's: per step the slowest rank). The "warm-up +
+ *   measured steps" share. Null when a rep line lacks `warmup_ms` (a graphrt older than the field).
  * - rep share: Σ over reps of the rep's gang span (latest rank `t_end_ns` − earliest rank
  *   `t_start_ns`: capture, warm-up and measured steps, on the ranks' CLOCK_MONOTONIC) / leased.
  *   The share of card time a rank was serving a rep at all.
@@ -72,6 +72,8 @@ interface RepSpan {
   id: string;
   step_ms: number[];
   warmup_ms?: number[];
+  /** graph + pdl reps: the settling eager step (native/PROTOCOL.md), card time as a warm-up step is */
+  settle_ms?: number | null;
   t_start_ns?: number;
   t_end_ns?: number;
 }
@@ -95,6 +97,11 @@ function lineType(e: unknown): string | null {
 }
 
 /** Σ over steps of the slowest rank's time (the gang's step), over the steps every rank has. */
+/** A rep line's unmeasured steps: its warm-up steps and, on a graph + pdl rep, the settling eager step. */
+function warmupSteps(l: RepSpan): number[] {
+  return typeof l.settle_ms === 'number' ? [...(l.warmup_ms as number[]), l.settle_ms] : (l.warmup_ms as number[]);
+}
+
 function gangSum(perRank: readonly (readonly number[])[]): number {
   const steps = Math.min(...perRank.map((s) => s.length));
   let sum = 0;
@@ -137,7 +144,7 @@ export function busyShare(events: readonly BusyEvent[]): BusyShareRow[] {
     let timed = true;
     for (const lines of reps.values()) {
       stepSum += gangSum(lines.map((l) => l.step_ms));
-      if (warmSum !== null && lines.every((l) => Array.isArray(l.warmup_ms))) warmSum += gangSum(lines.map((l) => l.warmup_ms as number[]));
+      if (warmSum !== null && lines.every((l) => Array.isArray(l.warmup_ms))) warmSum += gangSum(lines.map(warmupSteps));
       else warmSum = null;
       if (lines.some((l) => l.t_start_ns === undefined || l.t_end_ns === undefined)) timed = false;
       else spans.push({ start: Math.min(...lines.map((l) => l.t_start_ns as number)), end: Math.max(...lines.map((l) => l.t_end_ns as number)) });
