@@ -38,8 +38,8 @@ for r in results-before results results-2; do
       node --import tsx bench/h200/account.ts "$d"; } >>"$work/tables.txt" 2>&1
   done
 done
-# The gap's split on this host: the loo's sizes and steps, one block each way.
-for q in 0 1; do
+# The gap's split on this host: the loo's sizes and steps, one block each way (BENCH_CARD_BUSY=0: not run).
+[ "${BENCH_CARD_BUSY:-1}" = 0 ] || for q in 0 1; do
   BENCH_QUEUE=$q BENCH_BACKEND=cuda BENCH_GPU=0 BENCH_MODES=loo BENCH_BLOCKS=1 BENCH_LOO_LAYERS=93 BENCH_LOO_STEPS=40 \
     timeout 120 node --import tsx bench/card-busy.ts >"$work/card-busy-q$q.txt" 2>&1
   echo "card-busy bench (BENCH_QUEUE=$q): exit $?" | tee -a "$sum"
