@@ -93,7 +93,7 @@ export const RepSchema = z.strictObject({
   step_ms: z.array(z.number().min(0)),
   /** the warm-up steps' device times (one per warm-up step; not a measurement: card time only). Optional: older graphrt */
   warmup_ms: z.array(z.number().min(0)).optional(),
-  /** graph + pdl reps: the device time of the eager step that settles the launch state (PROTOCOL.md); null otherwise. Optional: older graphrt */
+  /** graph reps: the device time of the eager PDL step that settles the launch state (native/PROTOCOL.md); null on eager reps. Optional: older graphrt */
   settle_ms: z.number().min(0).nullable().optional(),
   launches_per_step: count,
   dispatches_per_step: count,

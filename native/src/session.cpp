@@ -147,16 +147,20 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   Workload& w = *e.workload;
   const GraphUse use = ensure_graph(e, req, emit, false);
   const bool graph = use != GraphUse::Eager;
-  // The PDL settle (BENCHMARKS.md, "Where the bimodal reps come from"): on the H200, graph + PDL
-  // replays ran 17.5 % slower after launches made without the PDL attribute (an earlier arm's
-  // eager rep) and kept that state until an eager PDL launch, so an arm's speed depended on the
-  // arm before it in the block. A graph rep with pdl first runs one eager step of its own arm,
-  // from the seed's state and back to it (the identity gate's eager, reset, replay sequence), so
-  // the launch state its replays meet is its own arm's.
+  // The settle (BENCHMARKS.md, "The launch state a rep inherits"): on the H200, graph replays ran
+  // 18 % (graph + PDL) and 25 % (graph without PDL) slower after eager launches made without the
+  // PDL attribute, and kept that state until an eager PDL launch, so a graph arm's speed depended
+  // on the arm before it in the block. Every graph rep first runs one eager step of its own arm
+  // with PDL on (PDL changes no bit), from the seed's state and back to it (the identity gate's
+  // eager, reset, replay sequence): the launch state its replays meet is the same for every arm,
+  // whatever ran before.
   std::optional<double> settle_ms;
-  if (graph && req.toggles.pdl) {
+  if (graph) {
+    const bool arm_pdl = ctx_->opts.pdl;
+    ctx_->opts.pdl = info_.features.pdl;
     w.reset(req.seed);
     settle_ms = run_steps(*ctx_, w, nullptr, 1, 0).warmup_ms.at(0);
+    ctx_->opts.pdl = arm_pdl;
   }
   w.reset(req.seed);
   const auto clocks_start = backend_->read_clocks();

@@ -72,7 +72,7 @@ interface RepSpan {
   id: string;
   step_ms: number[];
   warmup_ms?: number[];
-  /** graph + pdl reps: the settling eager step (native/PROTOCOL.md), card time as a warm-up step is */
+  /** graph reps: the settling eager step (native/PROTOCOL.md), card time as a warm-up step is */
   settle_ms?: number | null;
   t_start_ns?: number;
   t_end_ns?: number;
@@ -97,7 +97,7 @@ function lineType(e: unknown): string | null {
 }
 
 /** Σ over steps of the slowest rank's time (the gang's step), over the steps every rank has. */
-/** A rep line's unmeasured steps: its warm-up steps and, on a graph + pdl rep, the settling eager step. */
+/** A rep line's unmeasured steps: its warm-up steps and, on a graph rep, the settling eager step. */
 function warmupSteps(l: RepSpan): number[] {
   return typeof l.settle_ms === 'number' ? [...(l.warmup_ms as number[]), l.settle_ms] : (l.warmup_ms as number[]);
 }
