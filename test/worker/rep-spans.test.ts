@@ -43,7 +43,9 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       assert.equal(end.state, 'completed', JSON.stringify(end));
 
       const events = await readEvents(env.redis, orchKeys(prefix).events('sp'), await results.commits('sp'));
-      const reps = events.map((e) => e.event as { type?: string; t_start_ns?: number; t_end_ns?: number; step_ms?: number[] }).filter((e) => e.type === 'rep');
+      const reps = events
+        .map((e) => e.event as { type?: string; mode?: string; t_start_ns?: number; t_end_ns?: number; step_ms?: number[]; warmup_ms?: number[]; settle_ms?: number | null })
+        .filter((e) => e.type === 'rep');
       assert.equal(reps.length, job.sequence.length);
       for (const r of reps) {
         assert.equal(typeof r.t_start_ns, 'number', 'every rep line has t_start_ns');
@@ -52,6 +54,10 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
         assert.ok(((r.t_end_ns as number) - (r.t_start_ns as number)) / 1e6 >= steps * 0.99, 'the span holds the measured steps');
       }
       for (let i = 1; i < reps.length; i++) assert.ok((reps[i]!.t_start_ns as number) >= (reps[i - 1]!.t_end_ns as number), 'one rank serves one rep at a time, in order');
+
+      // a graph rep's settle step (native/PROTOCOL.md) is on its line; an eager rep has none
+      assert.ok(reps.some((r) => r.mode === 'graph') && reps.some((r) => r.mode === 'eager'), 'the block has graph and eager reps');
+      for (const r of reps) assert.equal(typeof r.settle_ms, r.mode === 'graph' ? 'number' : 'object', `settle_ms of a ${r.mode} rep: ${r.settle_ms}`);
 
       writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
       const rows = busyShareOfDir(dir);
@@ -65,6 +71,9 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       assert.ok(row.gap_p50_ms !== null && row.gap_p50_ms >= 0 && (row.gap_p99_ms as number) >= row.gap_p50_ms);
       // warm-up steps are card time too: the warm-up + measured share is at least the measured one
       assert.ok(row.busy_share !== null && row.busy_share >= row.step_share && row.busy_share <= 1, `busy share ${row.busy_share}`);
+      // the unmeasured card time: every warm-up step and every graph rep's settle step (one rank)
+      const unmeasured = reps.reduce((s, r) => s + (r.warmup_ms ?? []).reduce((a, b) => a + b, 0) + (r.settle_ms ?? 0), 0);
+      assert.ok(Math.abs((row.warmup_ms as number) - unmeasured) < 1e-6, `warm-up ${row.warmup_ms} ms = Σ warm-up + settle ${unmeasured} ms`);
       assert.ok(row.ready_ms !== null && row.ready_ms >= 0 && (row.startup_ms as number) >= row.ready_ms, `start-up ${row.startup_ms} ≥ ranks ready ${row.ready_ms}`);
     } finally {
       await dispatcher.close();
