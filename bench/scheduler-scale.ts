@@ -21,6 +21,7 @@ import { GrantLoop } from '../orchestrator/scheduler/grant-loop.ts';
 import { CardRegistry } from '../store/card-registry.ts';
 import { ExperimentStore } from '../store/experiment-store.ts';
 import { LeaseStore } from '../store/lease-store.ts';
+import { CommandCounter } from './lib/command-counter.ts';
 import { MethodTimers } from './lib/method-timers.ts';
 import { median, STEADY_WAITING } from './lib/scale-metrics.ts';
 import { runScale, type ScaleRun } from './lib/scale-run.ts';
@@ -44,6 +45,8 @@ const RUNS = num('BENCH_RUNS', 3);
 const SEED = num('BENCH_SEED', 1);
 
 const timers = env.BENCH_PROFILE === '1' ? new MethodTimers() : null;
+const sent = timers ? new CommandCounter() : null;
+sent?.start();
 if (timers) {
   timers.wrap('GrantLoop', GrantLoop.prototype, ['pass', 'expectedMs']);
   timers.wrap('ExperimentStore', ExperimentStore.prototype, ['active', 'state', 'get', 'blocks', 'block', 'transitionBlock', 'beginAttempt']);
@@ -110,6 +113,10 @@ if (timers) {
   console.log(`\nBENCH_PROFILE: Redis commands per block (INFO commandstats, every client, last run: ${last.metrics.blocks} blocks)`);
   console.log(['command', 'calls per block', 'µs per block', 'µs per call'].join(' | '));
   for (const c of [...last.commands].sort((a, b) => b.usec - a.usec).slice(0, 15)) console.log([c.command, f(c.calls / last.metrics.blocks, 2), f(c.usec / last.metrics.blocks), f(c.usec / c.calls, 2)].join(' | '));
+  const blocks = runs.reduce((n, r) => n + r.metrics.blocks, 0);
+  console.log(`\nBENCH_PROFILE: Redis commands sent by this process (the scheduler; the driver's submissions and 1 s polls too), per block, all runs (${blocks} blocks)`);
+  console.log(['command', 'per block'].join(' | '));
+  for (const c of sent!.table().slice(0, 30)) console.log([c.command, f(c.calls / blocks, 2)].join(' | '));
   console.log('\nBENCH_PROFILE: awaited wall time per method, all runs (the driver\'s own reads included)');
   console.log(['method', 'calls', 'total s', 'ms per call'].join(' | '));
   for (const t of timers.table()) console.log([t.name, String(t.calls), f(t.ms / 1000, 2), f(t.ms / t.calls, 2)].join(' | '));
