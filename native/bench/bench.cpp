@@ -133,11 +133,14 @@ std::unique_ptr<Arm> make_arm(Backend& b, const std::string& name, const Request
 
 // Rounds of chunks, arm order rotating each round; round 0 is warm-up and not recorded, except
 // that its hashes (every arm from the same reset state, same step count) are kept to compare.
+// A graph arm's chunk starts with the settle (steps.hpp), as a graph rep of `graphrt serve` does:
+// without it a graph arm's speed depended on the arm before it in the rotation.
 void interleave(std::vector<std::unique_ptr<Arm>>& arms, int rounds, std::int64_t warmup, std::int64_t steps) {
   const std::size_t n = arms.size();
   for (int r = 0; r <= rounds; ++r) {
     for (std::size_t i = 0; i < n; ++i) {
       Arm& a = *arms[(r % 2 == 0) ? (i + r) % n : (n - 1 - i + r) % n];
+      if (a.graph() != nullptr) settle_launch_state(*a.ctx, *a.w, a.req.seed);
       const StepRun run = run_steps(*a.ctx, *a.w, a.graph(), warmup, steps);
       a.launches = run.launches;
       if (r == 0) a.first_hashes = run.hashes;

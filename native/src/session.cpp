@@ -147,22 +147,11 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   Workload& w = *e.workload;
   const GraphUse use = ensure_graph(e, req, emit, false);
   const bool graph = use != GraphUse::Eager;
-  // The settle (BENCHMARKS.md, "The launch state a rep inherits"): on the H200, graph replays ran
-  // 18 % (graph + PDL) and 25 % (graph without PDL) slower after eager launches made without the
-  // PDL attribute, and kept that state until an eager PDL launch, so a graph arm's speed depended
-  // on the arm before it in the block. Every graph rep first runs one eager step of its own arm
-  // with PDL on (PDL changes no bit), from the seed's state and back to it (the identity gate's
-  // eager, reset, replay sequence): the launch state its replays meet is the same for every arm,
-  // whatever ran before.
+  // Every graph rep settles the launch state first (steps.hpp: settle_launch_state), so its
+  // replays meet the same launch state whatever arm ran before it in the block.
   std::optional<double> settle_ms;
-  if (graph) {
-    const bool arm_pdl = ctx_->opts.pdl;
-    ctx_->opts.pdl = info_.features.pdl;
-    w.reset(req.seed);
-    settle_ms = run_steps(*ctx_, w, nullptr, 1, 0).warmup_ms.at(0);
-    ctx_->opts.pdl = arm_pdl;
-  }
-  w.reset(req.seed);
+  if (graph) settle_ms = settle_launch_state(*ctx_, w, req.seed);
+  else w.reset(req.seed);
   const auto clocks_start = backend_->read_clocks();
   const StepRun run = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, req.warmup, req.steps);
   const auto clocks_end = backend_->read_clocks();

@@ -39,6 +39,22 @@ StepRun run_steps(Context& ctx, Workload& w, GraphSlot* slot, std::int64_t warmu
   return run;
 }
 
+double settle_launch_state(Context& ctx, Workload& w, std::uint64_t seed) {
+  const bool arm_pdl = ctx.opts.pdl;
+  ctx.opts.pdl = ctx.backend.info().features.pdl;
+  w.reset(seed);
+  double ms = 0;
+  try {
+    ms = run_steps(ctx, w, nullptr, 1, 0).warmup_ms.at(0);
+  } catch (...) {
+    ctx.opts.pdl = arm_pdl;
+    throw;
+  }
+  ctx.opts.pdl = arm_pdl;
+  w.reset(seed);
+  return ms;
+}
+
 std::size_t first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   for (std::size_t k = 0; k < a.size() || k < b.size(); ++k)
     if (k >= a.size() || k >= b.size() || a[k] != b[k]) return k + 1;

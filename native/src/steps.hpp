@@ -29,6 +29,15 @@ struct StepRun {
 // capture) a synchronous D2H of the output, hashed on the host.
 StepRun run_steps(Context& ctx, Workload& w, GraphSlot* slot, std::int64_t warmup, std::int64_t count);
 
+// The settle (BENCHMARKS.md, "The launch state a rep inherits"): on the H200, graph replays ran
+// 18-22 % slower after eager launches made without the PDL attribute, with PDL edges or without,
+// and kept that state until an eager PDL launch, so a graph arm's speed depended on what ran
+// before it. This runs one eager step of the workload's arm with PDL on (where the backend has
+// it; PDL changes no bit) from the seed's state, and resets to the seed's state again (the
+// identity gate's eager, reset, replay sequence): graph replays after it meet the same launch
+// state whatever ran before. Returns the step's device time (card time, not a measurement).
+double settle_launch_state(Context& ctx, Workload& w, std::uint64_t seed);
+
 // The 1-based index of the first differing hash, or 0 when the two agree.
 std::size_t first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b);
 
