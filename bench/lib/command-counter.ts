@@ -15,8 +15,8 @@ interface CommandLike {
 export class CommandCounter {
   private readonly counts = new Map<string, number>();
   private readonly scriptNames = new Map<string, string>();
-  private restore: (() => void) | null = null;
 
+  /** Counts from now on, for the rest of the process (a bench's life). */
   start(): void {
     const proto = Redis.prototype as unknown as { sendCommand: (this: Redis, command: CommandLike, ...rest: unknown[]) => unknown };
     const original = proto.sendCommand;
@@ -25,14 +25,6 @@ export class CommandCounter {
       self.count(this, command);
       return original.call(this, command, ...rest);
     };
-    this.restore = () => {
-      proto.sendCommand = original;
-    };
-  }
-
-  stop(): void {
-    this.restore?.();
-    this.restore = null;
   }
 
   /** Commands by name, most first. */

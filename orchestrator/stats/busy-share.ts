@@ -96,12 +96,12 @@ function lineType(e: unknown): string | null {
   return typeof t === 'string' ? t : null;
 }
 
-/** Σ over steps of the slowest rank's time (the gang's step), over the steps every rank has. */
 /** A rep line's unmeasured steps: its warm-up steps and, on a graph rep, the settling eager step. */
 function warmupSteps(l: RepSpan): number[] {
   return typeof l.settle_ms === 'number' ? [...(l.warmup_ms as number[]), l.settle_ms] : (l.warmup_ms as number[]);
 }
 
+/** Σ over steps of the slowest rank's time (the gang's step), over the steps every rank has. */
 function gangSum(perRank: readonly (readonly number[])[]): number {
   const steps = Math.min(...perRank.map((s) => s.length));
   let sum = 0;
