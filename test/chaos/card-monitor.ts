@@ -108,6 +108,11 @@ export class CardMonitor {
     return this.report;
   }
 
+  /** The rank processes alive now (not zombies), read from /proc at the call. */
+  liveRankPids(): number[] {
+    return rankProcs(this.lockDir).flatMap((p) => (p.zombie ? [] : [p.pid]));
+  }
+
   private refreshLeases(): void {
     if (this.refreshing) return;
     this.refreshing = true;

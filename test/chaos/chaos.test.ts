@@ -226,9 +226,9 @@ async function runScenario(s: Scenario): Promise<Row> {
       await waitFor(`${n} reps measured`, async () => (await redis.hlen(`${prefix}:experiment:${ctx.id}:results`)) >= n, { timeoutMs: 60_000, intervalMs: 20 });
     },
     async rankPid() {
-      const { rankPids } = monitor.stop();
-      monitor.start();
-      return waitFor('a live rank', () => rankPids.find((p) => { try { process.kill(p, 0); return true; } catch { return false; } }), { timeoutMs: 10_000 });
+      // read afresh on every poll: taken between two blocks, a list of the ranks seen until then
+      // holds only ended ones, and waiting on it never finds a live rank (CI: timed out after 10 s)
+      return waitFor('a live rank', () => monitor.liveRankPids()[0], { timeoutMs: 10_000 });
     },
   };
   let report: MonitorReport | null = null;
