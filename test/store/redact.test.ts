@@ -28,6 +28,17 @@ describe('redactUrl / redactText', () => {
     assert.equal(redactUrl('redis://u:p@h:1?name=x&password=a%40b'), 'redis://u:***@h:1?name=x&password=***');
   });
 
+  test('every parameter that names a secret, in URLs and libpq key/value strings: sslpassword too', () => {
+    assert.equal(
+      redactUrl('postgres://u:pw@db.example/x?sslmode=verify-full&sslpassword=keypass&application_name=a'),
+      'postgres://u:***@db.example/x?sslmode=verify-full&sslpassword=***&application_name=a',
+    );
+    assert.equal(redactText("host=db.example user=u password=hunter2 sslpassword='k p' dbname=x"), 'host=db.example user=u password=*** sslpassword=*** dbname=x');
+    assert.equal(redactText('orch worker --password=abc --port 1'), 'orch worker --password=*** --port 1');
+    assert.equal(redactText('postgres://db.example/x?access_token=t0k&x=1'), 'postgres://db.example/x?access_token=***&x=1');
+    assert.equal(redactText('the password is masked; sslmode=require'), 'the password is masked; sslmode=require');
+  });
+
   test('a URL without credentials is unchanged', () => {
     assert.equal(redactUrl('redis://127.0.0.1:6379'), 'redis://127.0.0.1:6379');
     assert.equal(urlHasPassword('redis://127.0.0.1:6379'), false);
