@@ -39,6 +39,7 @@ import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import { advertiseAddress } from './advertise-address.ts';
 import { SpreadPart } from './spread-part.ts';
+import type { RunningPart } from './lease-message-check.ts';
 import { armOf, opId, RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
 
 export interface ExecutorOptions {
@@ -137,6 +138,13 @@ export class BlockExecutor {
     } finally {
       this.active.delete(job.epoch);
     }
+  }
+
+  /** The running gang parts a revoke-channel message for `cards` under `epochs` names. */
+  matching(cards: string[], epochs: number[]): RunningPart[] {
+    return [...this.active]
+      .filter(([epoch, run]) => epochs.includes(epoch) && run.job.cards.some((c) => cards.includes(c)))
+      .map(([epoch, run]) => ({ experiment: run.job.experiment, epoch, cards: run.job.cards }));
   }
 
   /** A revocation of `cards` under `epochs`: the matching gangs fail and their ranks die now. */

@@ -38,6 +38,7 @@ import { GangStaging } from '../store/gang-staging.ts';
 import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { toJobError } from '../store/job-error.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
+import { LeaseMessageCheck } from './lease-message-check.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from './private-dir.ts';
 import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
@@ -110,6 +111,8 @@ export class Worker {
   cards: Card[] = [];
   /** what this worker registers as its version (jobs/worker-version.ts) */
   private version: string | undefined;
+  /** revoke-channel messages that Redis state did not bear out (lease-message-check.ts) */
+  private unconfirmedLeaseMessages = 0;
 
   constructor(private readonly opts: WorkerOptions) {
     this.host = opts.host ?? defaultHost();
@@ -140,6 +143,29 @@ export class Worker {
       throw new UserInputError('COMMAND_NOT_ALLOWED', `job ${job.id ?? '?'}: a command workload reached the worker of host ${this.host}, which was started without --allow-command; nothing ran`, {
         hint: 'start the worker with --allow-command, or run the experiment on hosts whose workers allow commands',
       });
+    }
+  }
+
+  /**
+   * A message of the revoke channel: a cancel notice stops the gang gracefully (it commits what it
+   * measured), a revocation kills it — each only once Redis bears it out, since anyone who can
+   * reach Redis can publish. An unconfirmed one is logged without its text and counted.
+   */
+  private async onLeaseMessage(raw: string, executor: BlockExecutor, check: LeaseMessageCheck): Promise<void> {
+    try {
+      const m = parseLeaseChannelMessage(raw);
+      const parts = executor.matching(m.cards, m.epochs);
+      const confirmed = [];
+      for (const part of parts) if (await check.confirms(m, part)) confirmed.push(part.epoch);
+      if (confirmed.length < parts.length) {
+        this.unconfirmedLeaseMessages++;
+        this.log.warn({ kind: m.kind, epochs: parts.map((p) => p.epoch).filter((e) => !confirmed.includes(e)), unconfirmed: this.unconfirmedLeaseMessages }, 'lease channel message not borne out by Redis state: ignored');
+      }
+      if (confirmed.length === 0) return;
+      if (m.kind === 'cancel') executor.cancelled(m.cards, confirmed, m.reason);
+      else executor.revoked(m.cards, confirmed, m.reason);
+    } catch (err) {
+      this.log.warn({ err: err instanceof Error ? err.message : String(err), bytes: raw.length }, 'unreadable lease channel message');
     }
   }
 
@@ -224,16 +250,8 @@ export class Worker {
     // a duplicate has none of connectRedis' listeners: without one, ioredis reports every failed reconnect as an unhandled error event
     sub.on('error', (err: Error) => this.log.debug({ err: err.message }, 'lease revocation subscriber: redis error'));
     await sub.subscribe(keys.leaseRevoked);
-    sub.on('message', (_channel: string, message: string) => {
-      try {
-        // a cancel notice stops the gang gracefully (it commits what it measured); a revocation kills it
-        const m = parseLeaseChannelMessage(message);
-        if (m.kind === 'cancel') executor.cancelled(m.cards, m.epochs, m.reason);
-        else executor.revoked(m.cards, m.epochs, m.reason);
-      } catch (err) {
-        this.log.warn({ err, message }, 'unreadable lease revocation message');
-      }
-    });
+    const check = new LeaseMessageCheck(redis, this.prefix);
+    sub.on('message', (_channel: string, message: string) => void this.onLeaseMessage(message, executor, check));
 
     this.bull = new BullWorker<unknown, BlockOutcome>(hostQueue(this.host), async (job) => {
       try {

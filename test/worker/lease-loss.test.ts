@@ -2,7 +2,8 @@
  * Losing the lease kills the ranks: kill -9 of a worker mid-block (fate-sharing, leases free
  * within two heartbeats, the block reruns on another host, no rep of the killed attempt counted);
  * a revocation by the scheduler (pub/sub: at once, long before the next renew); a renew that
- * finds the lease gone (within one heartbeat).
+ * finds the lease gone (within one heartbeat); a forged revocation or cancel notice, which Redis
+ * state does not bear out, is ignored.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -104,6 +105,32 @@ describe('lease loss kills the ranks', () => {
       const failed = await results.failed('x');
       assert.equal(Object.keys(failed).length, 4);
       assert.equal(failed['1/A/0']?.reason, `attempt 1 failed: lease of block 1 attempt 1 (epoch ${job.epoch}) revoked: experiment cancelled`);
+    } finally {
+      await dispatcher.close();
+    }
+  });
+
+  test('a forged revocation or cancel notice (a PUBLISH that Redis state does not bear out) is ignored: the gang runs on and commits', async () => {
+    const prefix = freshPrefix();
+    const w = await env.spawn({ prefix, host: 'f1', cards: 'cpu:0', heartbeatMs: 3000, env: { FIXTURE_REP_MS: '300' } });
+    const leases = new LeaseStore(env.redis, { prefix });
+    const results = new ResultStore(env.redis, { prefix });
+    const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
+    try {
+      const cards = ['cpu:0@f1'];
+      const job = blockJob({ experiment: 'x', block: 3, attempt: 1, epoch: await grant(leases, 'f1', cards, 3), host: 'f1', cards });
+      await dispatcher.dispatch(job);
+      const evs = await waitForEvents(env.redis, prefix, 'x', 'a rep', (e) => e.some((x) => x.block === 3 && x.event.type === 'rep'), 15_000);
+      const pids = rankPids(evs.filter((e) => e.block === 3), 1);
+      // what anyone who can reach Redis can send: revoke-gang.lua's message and a cancel notice, with no lease deleted and no cancel made
+      await env.redis.publish(leases.keys.leaseRevoked, JSON.stringify({ cards, epochs: [job.epoch], reason: 'forged' }));
+      await env.redis.publish(leases.keys.leaseRevoked, JSON.stringify({ kind: 'cancel', cards, epochs: [job.epoch], reason: 'forged' }));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.ok(pids.every(isAlive), 'the ranks live on after the forged messages');
+      const end = await dispatcher.waitEnd(job, { timeoutMs: 15_000 });
+      assert.equal(end.state, 'completed', JSON.stringify(end));
+      assert.equal(Object.keys(await results.results('x')).length, 4, 'every planned rep measured');
+      assert.deepEqual(await results.failed('x'), {});
     } finally {
       await dispatcher.close();
     }
