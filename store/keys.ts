@@ -96,6 +96,8 @@ export interface SchedulerKeys {
   leader: string;
   /** counter: submission order of experiments (FIFO across experiments) */
   seq: string;
+  /** counter: the last part of every experiment id (store/experiment-store.ts newId) */
+  ids: string;
   /** sorted set: experiment id by submission order */
   experiments: string;
   /** sorted set: experiments not yet ended, by submission order (the scheduler's queue) */
@@ -148,6 +150,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,
+      ids: `${p}:sched:ids`,
       experiments: `${p}:exps`,
       active: `${p}:sched:active`,
       blocks: (id) => `${p}:experiment:${id}:blocks`,

@@ -6,7 +6,6 @@
  * submission: the leader's grant pass drives every block of an active experiment from its state
  * (no job per block), and settles the experiment once every block ended.
  */
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
@@ -25,7 +24,7 @@ export interface SubmitInput {
   specText: string;
   /** refuse now when no registered card can run a block, instead of waiting for one */
   noWait?: boolean;
-  /** the experiment's id, chosen by a caller that records it before submitting (a nightly run); default experimentId(name) */
+  /** the experiment's id, chosen by a caller that records it before submitting (a nightly run); default ExperimentStore.newId(name) */
   id?: string;
 }
 
@@ -42,7 +41,7 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
   const store = new ExperimentStore(redis, prefix);
   const waitingFor = await checkPlacement(redis, prefix, loaded, plan, input.noWait ?? false);
 
-  const id = input.id ?? experimentId(plan.name);
+  const id = input.id ?? (await store.newId(plan.name));
   const record: Record<string, string> = {
     id,
     name: plan.name,
@@ -92,8 +91,3 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
   return why;
 }
 
-/** `<name>-<yyyymmdd-hhmmss>-<4 hex>`: sortable, unique, no ':' (BullMQ ids and file names). */
-export function experimentId(name: string, now = new Date()): string {
-  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${name}-${t}-${randomBytes(2).toString('hex')}`;
-}

@@ -20,7 +20,7 @@ import { runId, type HistoryStore, type NightlyRow, type NightlyRun, type RunSta
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
 import { waitForEnd } from '../experiment/progress.ts';
-import { experimentId, submitExperiment } from '../experiment/submit.ts';
+import { submitExperiment } from '../experiment/submit.ts';
 import { writeResults } from '../results/write-results.ts';
 import type { AlertSend } from './alert-sinks.ts';
 import { findings } from './night-findings.ts';
@@ -85,7 +85,7 @@ export async function runNight(ctx: NightContext, data: NightlyJobData, schedule
           }
           // The intent is recorded before the submit: an attempt that dies in between leaves an
           // id a retry finds in Redis (and waits for) or not (never submitted), never an orphan.
-          const id = experimentId(loaded.spec.name);
+          const id = await new ExperimentStore(ctx.redis, ctx.prefix).newId(loaded.spec.name);
           intents.push({ file, experiment: id });
           await ctx.history.setExperiments(run.id, intents);
           try {
