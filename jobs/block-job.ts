@@ -6,9 +6,10 @@
  */
 import { z } from 'zod';
 import { WorkloadSchema } from './spec.ts';
+import { CARD_PATTERN, HOST_NAME_PATTERN } from './name-patterns.ts';
 
 /** Names that become Redis keys, queue names, job ids and file names. */
-const KeyNameSchema = z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'only letters, digits and _ . @ -');
+const KeyNameSchema = z.string().regex(HOST_NAME_PATTERN, 'only letters, digits and _ . @ -');
 
 export const BlockArmSchema = z.object({
   name: KeyNameSchema,
@@ -34,7 +35,7 @@ export const BlockJobSchema = z
     epoch: z.int().min(1),
     host: KeyNameSchema,
     /** One card id per rank, in rank order; all leased under `epoch`. */
-    cards: z.array(z.string().regex(/^[A-Za-z0-9_.@:-]+$/)).min(1),
+    cards: z.array(z.string().regex(CARD_PATTERN)).min(1),
     /** placement spread: ranks of the whole gang (all hosts) and this host's first; default cards.length, 0 */
     world: z.int().min(1).optional(),
     first_rank: z.int().min(0).optional(),

@@ -11,7 +11,7 @@ import { armBuild, checkBuilds } from './compile-builds.ts';
 import { suggestion } from './did-you-mean.ts';
 import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
 import { NATIVE_TOGGLES, type Spec } from './spec.ts';
-import { NAME_PATTERN } from './spec/strict-object.ts';
+import { NAME_PATTERN } from './name-patterns.ts';
 import type { PathSegment } from './yaml-source.ts';
 
 export interface CompileProblem {

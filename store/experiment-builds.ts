@@ -31,7 +31,7 @@ export const BuildFailureSchema = z.object({
 });
 export type BuildFailure = z.infer<typeof BuildFailureSchema>;
 
-/** The field of the failure: ':' never appears in a host name (keys.ts NAME_PATTERN). */
+/** The field of the failure: ':' never appears in a host name (jobs/name-patterns.ts HOST_NAME_PATTERN). */
 const FAILED = ':failed';
 
 export interface ExperimentBuilds {

@@ -42,10 +42,6 @@ export function hostJobId(experiment: string, block: number, attempt: number, ho
   return `${experiment}.b${block}-a${attempt}-${host}`;
 }
 
-/** Host names and card ids become key parts, queue names and file names. */
-export const NAME_PATTERN = /^[A-Za-z0-9_.@-]+$/;
-/** Card ids additionally may hold ':' (`cpu:0@host`, GPU UUIDs never do but are allowed). */
-export const CARD_PATTERN = /^[A-Za-z0-9_.@:-]+$/;
 
 export interface OrchKeys {
   prefix: string;

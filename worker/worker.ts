@@ -27,7 +27,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
 import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '../store/connect.ts';
-import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
+import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, orchKeys } from '../store/keys.ts';
+import { HOST_NAME_PATTERN } from '../jobs/name-patterns.ts';
 import { LeaseStore } from '../store/lease-store.ts';
 import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
 import { ResultStore } from '../store/result-store.ts';
@@ -116,7 +117,7 @@ export class Worker {
 
   constructor(private readonly opts: WorkerOptions) {
     this.host = opts.host ?? defaultHost();
-    if (!NAME_PATTERN.test(this.host)) {
+    if (!HOST_NAME_PATTERN.test(this.host)) {
       throw new UserInputError('HOST_NAME', `--host "${this.host}": use only letters, digits and _ . @ - (it becomes a queue name)`);
     }
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
@@ -155,7 +156,7 @@ export class Worker {
     try {
       const m = parseLeaseChannelMessage(raw);
       const parts = executor.matching(m.cards, m.epochs);
-      const confirmed = [];
+      const confirmed: number[] = [];
       for (const part of parts) if (await check.confirms(m, part)) confirmed.push(part.epoch);
       if (confirmed.length < parts.length) {
         this.unconfirmedLeaseMessages++;

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { LIMITS, LIMITS_FILE } from '../limits.ts';
+import { ENV_NAME_PATTERN } from '../name-patterns.ts';
 
 interface Range {
   min: number;
@@ -40,8 +41,6 @@ export const PathSchema = processString(LIMITS.orch.path_length.max, 'a path is 
 /** A shell command line: one argument of /bin/sh -c, far below the kernel's per-argument limit. */
 export const CommandSchema = processString(LIMITS.orch.command_length.max, "the command is one argument of /bin/sh -c, whose length the kernel bounds").pipe(z.string().min(1));
 
-/** An environment variable's name as a POSIX shell and every exec'd program read it. */
-export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const EnvNameSchema = z
   .string()
   .max(LIMITS.orch.env.name_length, { error: `an environment name this long is not read back by programs (${LIMITS_FILE} orch.env.name_length)` })

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS, LIMITS_FILE } from '../limits.ts';
+import { NAME_PATTERN } from '../name-patterns.ts';
 
 /**
  * The keys each strict object accepts, recorded by the object that failed (zod's
@@ -30,7 +31,6 @@ export function knownKeysOf(value: unknown): readonly string[] {
  * Names that become Redis keys and file names: an experiment id is the name plus 21 characters
  * and a results directory, so the name is bounded well below a file name's 255 bytes.
  */
-export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
 export const NAME_MAX_LENGTH = LIMITS.orch.name_length.max;
 export const NameSchema = z
   .string()

@@ -6,7 +6,7 @@
 import { createReadStream, existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { extname, join, relative, resolve, sep } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { NAME_PATTERN } from '../../store/keys.ts';
+import { NAME_PATTERN } from '../../jobs/name-patterns.ts';
 import type { DashboardContext } from './dashboard-context.ts';
 
 const TYPES: Record<string, string> = {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { planExperiment, type Plan } from '../../jobs/plan.ts';
 import { williamsRows } from '../../jobs/williams.ts';
-import { NAME_PATTERN } from '../../jobs/spec/strict-object.ts';
+import { NAME_PATTERN } from '../../jobs/name-patterns.ts';
 import { balanceViolations, designRows, repsViolations, rounds } from './plan-properties.ts';
 import { generateSpecs, loadRaw } from './spec-generator.ts';
 
