@@ -5,7 +5,8 @@
  * largest keys by MEMORY USAGE) and what to do.
  */
 import type { Redis } from 'ioredis';
-import { UserInputError } from '../jobs/errors.ts';
+import { ERROR_CODES } from '../jobs/error-codes.ts';
+import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { formatBytes } from '../jobs/limits.ts';
 
 /** Whether `err` is Redis refusing a write for want of memory. */
@@ -20,6 +21,15 @@ export function isRedisOom(err: unknown): boolean {
 export function isRedisCondition(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   return /^(OOM|LOADING|READONLY|BUSY|MISCONF|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message) || /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Stream isn't writeable/.test(err.message);
+}
+
+/**
+ * REDIS_OOM for a refused write met where no connection is at hand to say what filled Redis (the
+ * CLI's last resort); an OrchError already is what it is.
+ */
+export function asRedisOom(err: unknown): unknown {
+  if (!isRedisOom(err) || err instanceof OrchError) return err;
+  return new UserInputError('REDIS_OOM', `Redis refused a write: ${(err as Error).message.split('\n')[0]}`, { cause: err, hint: ERROR_CODES.REDIS_OOM.hint });
 }
 
 /** How many of orch's keys a diagnosis looks at (SCAN), and how many it names. */

@@ -206,11 +206,21 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   assert.match(output, /hint: orch's \d+ keys under "oom[0-9a-f]+" hold .* of the .* used, the largest .*:events .*; raise maxmemory .*orch cancel/);
   assert.doesNotMatch(output, /internal error|    at /);
 
+  // any other command that meets the full Redis (a worker registering its cards): the same code
+  const refused = await spawnWorker({ redisUrl: server.url, host: 'h3', prefix, lockDir: join(dir, 'locks-h3'), noWait: true });
+  workers.push(refused);
+  const exit = await refused.exited;
+  const said = refused.log().split('\n').filter((l) => l.startsWith('orch:') || l.startsWith('  hint:')).join('\n');
+  console.log(`a worker starting on the full Redis: exit ${exit.code}\n${said}`);
+  assert.equal(exit.code, 2, refused.log().slice(-2000));
+  assert.match(said, /^orch: Redis refused a write: OOM command not allowed .*\n  hint: raise maxmemory/);
+  assert.doesNotMatch(refused.log(), /internal error/);
+
   await freeRedis(filled);
   await worker(prefix, 'h2', { FIXTURE_REP_MS: '20' });
   const freedAt = Date.now();
   const state = await waitEnded(redis, prefix, id, 60_000);
-  console.log(`freed: experiment ${state} after ${((Date.now() - freedAt) / 1000).toFixed(1)} s; scheduler log ${sched.log().length} lines in all`);
+  console.log(`freed: experiment ${state} after ${((Date.now() - freedAt) / 1000).toFixed(1)} s; the scheduler's log, all of it:\n${sched.log().map((l) => `  ${l.msg}`).join('\n')}`);
   assert.equal(state, 'done');
   assert.ok(sched.log().some((l) => / recovered \(\d+ repeated failures were not logged\)/.test(l.msg)), 'the recovery is logged');
 });
