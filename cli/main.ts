@@ -62,7 +62,9 @@ export async function runCli(argv: string[]): Promise<number> {
     await buildParser(argv).parseAsync();
     // A command whose outcome is a code, not an error (orch report's verdict), sets exitCode.
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
-  } catch (err) {
+  } catch (caught) {
+    // a full Redis refusing a write, wherever a command met it: REDIS_OOM, not a bug's stack
+    const err = /^OOM\b/.test((caught as Error | null)?.message ?? '') ? (await import('../store/redis-oom.ts')).asRedisOom(caught) : caught;
     if (wantsJson(argv)) {
       process.stdout.write(`${JSON.stringify(jsonError(err))}\n`);
       // the stack of a bug stays readable for whoever reports it, off stdout

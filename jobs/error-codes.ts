@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   SSH_HOST_KEY_CHANGED: { kind: 'user-input', meaning: "a host presented another key than the one known for it (possible man-in-the-middle): refused, never trusted automatically" },
   SSH_CONFIG_INVALID: { kind: 'user-input', meaning: '~/.ssh/config cannot be read or a ProxyJump in it cannot be followed' },
   CLUSTER_SECRET: { kind: 'user-input', meaning: 'the cluster secret that signs block jobs is missing, too short, or in a file others may read' },
+  REDIS_OOM: { kind: 'user-input', meaning: "Redis is at maxmemory and refuses writes (OOM command not allowed): orch cannot record anything until memory is freed", hint: 'raise maxmemory, lower what the experiments print, or orch cancel the experiment that fills it' },
   REDIS_DATA_LOST: { kind: 'user-input', meaning: "the Redis restarted without its data: the experiment's plan, leases and results are gone", hint: 'give Redis persistence (appendonly yes) and submit again' },
 
   // the spec and what the cluster can do with it

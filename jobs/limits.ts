@@ -3,6 +3,8 @@
  * `graphrt` part is compiled into graphrt (native/cmake/limits.cmake), which refuses a request
  * beyond it with BAD_PARAM; reading the same file here is what keeps the two from drifting.
  * The `orch` part bounds what only orch enforces (plan size, timers, names, environment).
+ * What a rank may print (a line's length, the output stored in the event stream per rep and per
+ * experiment) is bounded in jobs/line-limit.ts.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';

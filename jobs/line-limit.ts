@@ -12,3 +12,25 @@ export const QUOTED_LINE_CHARS = 300;
 export function quoteLine(line: string): string {
   return line.length > QUOTED_LINE_CHARS ? `${line.slice(0, QUOTED_LINE_CHARS)}… (${line.length} chars)` : line;
 }
+
+/**
+ * The bounds on what a rank's output may store in the experiment's event stream (Redis), beside
+ * the per-line bound above. "Output" is every line that is not a request's final answer: a
+ * command workload's stdout/stderr lines, graphrt's non-final lines. Final answers (one per
+ * request, so bounded by the plan) and the worker's own events are always stored.
+ *
+ * - Per rep: a rank stores at most OUTPUT_PER_REP lines / bytes of one request's output; the
+ *   rest is dropped by the worker and counted, and one `output-truncated` event (scope `rep`)
+ *   before the final answer says how much.
+ * - Per experiment: all ranks of all blocks together store at most OUTPUT_PER_EXPERIMENT, counted
+ *   in Redis by store/lua/append-event.lua, so many ranks cannot fill Redis between them; the
+ *   first output refused writes one `output-truncated` event (scope `experiment`), and everything
+ *   dropped is counted in the experiment's budget hash (store/event-budget.ts), which
+ *   `orch submit` reports at the end.
+ *
+ * An event's stored size is its fields' bytes (the tags and the line, capped at MAX_EVENT_BYTES)
+ * plus EVENT_OVERHEAD_BYTES, near what a stream entry costs Redis beyond its values.
+ */
+export const OUTPUT_PER_REP = { lines: 2000, bytes: 256 * 1024 } as const;
+export const OUTPUT_PER_EXPERIMENT = { lines: 20_000, bytes: 4 * 1024 * 1024 } as const;
+export const EVENT_OVERHEAD_BYTES = 32;

@@ -20,6 +20,14 @@ export const WorkerEventSchema = z.discriminatedUnion('event', [
   z.strictObject({ ...base, event: z.literal('build-wait'), key: z.string(), position: z.int().min(1).nullable() }),
   // ... and done: `ms` from build-start, of which `wait_ms` waiting for the lock.
   z.strictObject({ ...base, event: z.literal('build-end'), key: z.string(), ms: z.number().min(0), wait_ms: z.number().min(0), ok: z.boolean(), outcome: z.enum(['cached', 'shared', 'built', 'failed']) }),
+  // A rank's output past a bound of jobs/line-limit.ts: `rep`, that rank's output of request
+  // `id` (what it dropped, written before the answer); `experiment`, the budget of every rank
+  // together was spent (written once, by store/lua/append-event.lua, in place of the first line
+  // dropped: what follows is counted in the budget hash, not here).
+  z.strictObject({
+    ...base, event: z.literal('output-truncated'), scope: z.enum(['rep', 'experiment']), id: z.string().nullable(),
+    limit_lines: z.int().min(0), limit_bytes: z.int().min(0), dropped_lines: z.int().min(0).nullable(), dropped_bytes: z.int().min(0).nullable(),
+  }),
 ]);
 export type WorkerEvent = z.infer<typeof WorkerEventSchema>;
 /** The fields of one event, without its envelope. */

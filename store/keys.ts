@@ -63,6 +63,8 @@ export interface OrchKeys {
   exp(id: string): string;
   /** stream: block attempt epoch host card rank event */
   events(id: string): string;
+  /** hash lines bytes dropped_lines dropped_bytes noted: the experiment's output budget (store/event-budget.ts) */
+  eventBudget(id: string): string;
   /** hash "<block>/<arm>/<rep>" → JSON RepResult (committed attempts only) */
   results(id: string): string;
   /** hash "<block>/<arm>/<rep>" → JSON { reason, attempt } */
@@ -134,6 +136,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     // experiment hash at `<prefix>:exp:<id>` was the same key as a job whose id is the experiment id.
     exp: (id) => `${p}:experiment:${id}`,
     events: (id) => `${p}:experiment:${id}:events`,
+    eventBudget: (id) => `${p}:experiment:${id}:event-budget`,
     results: (id) => `${p}:experiment:${id}:results`,
     failed: (id) => `${p}:experiment:${id}:failed`,
     gates: (id) => `${p}:experiment:${id}:gates`,

@@ -471,7 +471,7 @@ class GangRun {
       log: this.log.child({ card: id, rank }),
       onLine: (line: RankLine, raw: string) => {
         if (line.type === 'probe') this.probeLines[i]?.push(line);
-        this.events.emit(tags, raw);
+        this.events.rankLine(tags, line, raw);
       },
       // a build serves the whole gang: on the host's worker track, not the rank's
       onBuild: ({ event, ...fields }) => this.events.worker(this.tags(''), event, fields as never),

@@ -8,12 +8,18 @@
  * them. Each goes through store/lua/append-event.lua, which writes nothing once the experiment
  * is gone (a Redis that lost its data). An event longer than MAX_EVENT_BYTES keeps its head and
  * a note of what was cut: a rank's 1 MiB lines, thousands of them, would otherwise fill Redis.
+ * A rank's output (every line but a request's final answer) is bounded twice (jobs/line-limit.ts):
+ * per rep here, and per experiment in the script; what either drops is counted, never silent.
+ * Once the script says the experiment's budget is spent, output is dropped here without a round
+ * trip (a flooding rank would otherwise queue one command per line) and counted at `flush()`.
  * A failed append is logged, never fails the block: the stream is for watching, the
  * committed results are the record.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { runScript } from '../store/scripts.ts';
+import { EVENT_OVERHEAD_BYTES, OUTPUT_PER_EXPERIMENT, OUTPUT_PER_REP } from '../jobs/line-limit.ts';
+import type { RankLine } from '../jobs/rank-line.ts';
 import { WorkerEventSchema, type WorkerEvent, type WorkerEventFields } from '../jobs/worker-event.ts';
 
 export interface EventTags {
@@ -37,32 +43,140 @@ export function capEvent(event: string, max = MAX_EVENT_BYTES): string {
   return `${head}… [orch: event cut: ${bytes} bytes, the first ${Buffer.byteLength(head)} kept]`;
 }
 
+/** The keys of one experiment's stream, its existence and its output budget (store/keys.ts). */
+export interface EventStreamKeys {
+  stream: string;
+  /** the experiment hash: appends stop once it is gone */
+  exp: string;
+  budget: string;
+}
+
+interface RepOutput {
+  tags: EventTags;
+  id: string;
+  lines: number;
+  bytes: number;
+  droppedLines: number;
+  droppedBytes: number;
+}
+
 export class EventStream {
   private pending = new Set<Promise<unknown>>();
+  /** each rank's output of the request it is answering, against OUTPUT_PER_REP */
+  private readonly reps = new Map<string, RepOutput>();
+  /** the script refused output: the experiment's budget is spent */
+  private spent = false;
+  /** output dropped here that the budget hash does not count yet */
+  private uncounted = { lines: 0, bytes: 0 };
 
   constructor(
     private readonly redis: Redis,
-    private readonly key: string,
+    private readonly keys: EventStreamKeys,
     private readonly log: Logger,
-    /** the experiment hash: appends stop once it is gone */
-    private readonly expKey: string,
+    private readonly limits: { rep: { lines: number; bytes: number }; experiment: { lines: number; bytes: number } } = { rep: OUTPUT_PER_REP, experiment: OUTPUT_PER_EXPERIMENT },
   ) {}
 
-  /** Appends one event (a JSON line, as the rank printed it). */
+  /** Appends one event that is always stored (a worker event, a request's final answer). */
   emit(tags: EventTags, event: string): void {
-    const p = runScript(this.redis, 'append-event', [this.expKey, this.key], ['block', String(tags.block), 'attempt', String(tags.attempt), 'epoch', String(tags.epoch),
-        'host', tags.host, 'card', tags.card, 'rank', String(tags.rank), 'event', capEvent(event)])
-      .catch((err: unknown) => this.log.warn({ err }, 'event not appended to the experiment stream'))
-      .finally(() => this.pending.delete(p));
-    this.pending.add(p);
+    this.append('essential', tags, capEvent(event), []);
+  }
+
+  /**
+   * Appends one line of a rank as it printed it: a final answer always (after the note of what its
+   * request's output lost, if anything); any other line as output, within the bounds.
+   */
+  rankLine(tags: EventTags, line: RankLine, raw: string): void {
+    const id = 'id' in line && typeof line.id === 'string' ? line.id : '';
+    const scope = `${tags.rank}/${id}`;
+    if ('final' in line && line.final === true) {
+      this.endRep(scope);
+      this.emit(tags, raw);
+      return;
+    }
+    const event = capEvent(raw);
+    const size = eventSize(tags, event);
+    let rep = this.reps.get(scope);
+    if (!rep) {
+      rep = { tags, id, lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 };
+      this.reps.set(scope, rep);
+    }
+    if (rep.lines + 1 > this.limits.rep.lines || rep.bytes + size > this.limits.rep.bytes) {
+      rep.droppedLines++;
+      rep.droppedBytes += size;
+      this.uncount(size);
+      return;
+    }
+    rep.lines++;
+    rep.bytes += size;
+    if (this.spent) {
+      this.uncount(size);
+      return;
+    }
+    this.append('output', tags, event, [this.limits.experiment.lines, this.limits.experiment.bytes, this.experimentNote()]);
   }
 
   /** Appends a worker event `{ v: 1, type: 'worker', event, ...fields }`, checked against its schema. */
   worker<E extends WorkerEvent['event']>(tags: EventTags, event: E, fields: WorkerEventFields<E>): void {
-    this.emit(tags, JSON.stringify(WorkerEventSchema.parse({ v: 1, type: 'worker', event, ...fields })));
+    this.emit(tags, workerEvent(event, fields));
   }
 
+  /** Awaits every append; notes what requests never answered lost, and counts what was dropped here. */
   async flush(): Promise<void> {
+    for (const scope of [...this.reps.keys()]) this.endRep(scope);
+    const { lines, bytes } = this.uncounted;
+    if (lines > 0) {
+      this.uncounted = { lines: 0, bytes: 0 };
+      this.track(runScript(this.redis, 'append-event', [this.keys.exp, this.keys.stream, this.keys.budget], ['dropped', lines, bytes, '', 0]), 'dropped output not counted in the experiment\'s budget');
+    }
     await Promise.all([...this.pending]);
   }
+
+  /** A request answered (or the block ended): one note if its output passed OUTPUT_PER_REP. */
+  private endRep(scope: string): void {
+    const rep = this.reps.get(scope);
+    if (!rep) return;
+    this.reps.delete(scope);
+    if (rep.droppedLines === 0) return;
+    this.worker(rep.tags, 'output-truncated', {
+      scope: 'rep', id: rep.id, limit_lines: this.limits.rep.lines, limit_bytes: this.limits.rep.bytes, dropped_lines: rep.droppedLines, dropped_bytes: rep.droppedBytes,
+    });
+  }
+
+  private experimentNote(): string {
+    const { lines, bytes } = this.limits.experiment;
+    return workerEvent('output-truncated', { scope: 'experiment', id: null, limit_lines: lines, limit_bytes: bytes, dropped_lines: null, dropped_bytes: null });
+  }
+
+  private uncount(size: number): void {
+    this.uncounted.lines++;
+    this.uncounted.bytes += size;
+  }
+
+  private append(cls: 'essential' | 'output', tags: EventTags, event: string, budget: (string | number)[]): void {
+    const args = [cls, ...(budget.length > 0 ? budget : [0, 0, '']), EVENT_OVERHEAD_BYTES, ...tagFields(tags), 'event', event];
+    const p = runScript(this.redis, 'append-event', [this.keys.exp, this.keys.stream, this.keys.budget], args).then((reply) => {
+      if (reply === 'dropped') this.spent = true;
+    });
+    this.track(p, 'event not appended to the experiment stream');
+  }
+
+  private track(p: Promise<unknown>, what: string): void {
+    const t = p.catch((err: unknown) => this.log.warn({ err }, what)).finally(() => this.pending.delete(t));
+    this.pending.add(t);
+  }
+}
+
+function tagFields(tags: EventTags): string[] {
+  return ['block', String(tags.block), 'attempt', String(tags.attempt), 'epoch', String(tags.epoch), 'host', tags.host, 'card', tags.card, 'rank', String(tags.rank)];
+}
+
+/** What an event costs the budget: its fields' bytes as the script counts them, and the entry's overhead. */
+function eventSize(tags: EventTags, event: string): number {
+  let bytes = EVENT_OVERHEAD_BYTES + Buffer.byteLength(event) + 'event'.length;
+  for (const f of tagFields(tags)) bytes += Buffer.byteLength(f);
+  return bytes;
+}
+
+function workerEvent<E extends WorkerEvent['event']>(event: E, fields: WorkerEventFields<E>): string {
+  return JSON.stringify(WorkerEventSchema.parse({ v: 1, type: 'worker', event, ...fields }));
 }

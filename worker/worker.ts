@@ -215,7 +215,7 @@ export class Worker {
 
     const keys = orchKeys(this.prefix);
     const cache = new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix });
-    const events = (experiment: string) => new EventStream(redis, keys.events(experiment), this.log, keys.exp(experiment));
+    const events = (experiment: string) => new EventStream(redis, { stream: keys.events(experiment), exp: keys.exp(experiment), budget: keys.eventBudget(experiment) }, this.log);
     const executor = new BlockExecutor(
       {
         host: this.host,

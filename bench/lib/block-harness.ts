@@ -53,7 +53,7 @@ export class BlockHarness {
     const ids = cards.map((c) => c.id);
     const g = await this.leases.acquireGang({ cards: ids, owner: HOST, ttlMs: 30_000, experiment: job.experiment, block: job.block });
     if (!g.granted) throw new Error(`cards busy: ${JSON.stringify(g.busy)}`);
-    const stream = new StampedEventStream(this.redis, keys.events(job.experiment), this.log, keys.exp(job.experiment));
+    const stream = new StampedEventStream(this.redis, { stream: keys.events(job.experiment), exp: keys.exp(job.experiment), budget: keys.eventBudget(job.experiment) }, this.log);
     const executor = new BlockExecutor(
       {
         host: HOST, cards: new Map(cards.map((c) => [c.id, c])), lockDir: this.lockDir,

@@ -4,14 +4,14 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { EventStream, type EventTags } from '../../worker/event-stream.ts';
+import { EventStream, type EventStreamKeys, type EventTags } from '../../worker/event-stream.ts';
 
 export class StampedEventStream extends EventStream {
   /** rep request id → CLOCK_MONOTONIC ns when its line's append was answered */
   readonly written = new Map<string, number>();
 
-  constructor(private readonly conn: Redis, key: string, log: Logger, expKey: string) {
-    super(conn, key, log, expKey);
+  constructor(private readonly conn: Redis, keys: EventStreamKeys, log: Logger) {
+    super(conn, keys, log);
   }
 
   override emit(tags: EventTags, event: string): void {

@@ -63,7 +63,9 @@ export const submitCommand = defineCommand<SubmitArgs>({
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
     const { ExperimentStore } = await import('../../store/experiment-store.ts');
-    const { progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { droppedOutputLine, progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { readOutputBudget } = await import('../../store/event-budget.ts');
+    const { isRedisOom, redisOomError } = await import('../../store/redis-oom.ts');
     const { submitExperiment } = await import('../../orchestrator/experiment/submit.ts');
     const log = orchLog('submit');
     const target = await connectTarget(url, prefixFromEnv(), log);
@@ -75,11 +77,15 @@ export const submitCommand = defineCommand<SubmitArgs>({
       }
       if (!json) out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`);
       const exp = (await new ExperimentStore(target.redis, target.prefix).get(sub.id))!;
-      const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {});
+      const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : { onWaiting: (why) => process.stderr.write(`${why}\n`) });
       const written = await writeResults(target.redis, target.prefix, sub.id, argv.results);
       out(json ? `${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
+      if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, sub.id)) ?? '');
       const { failedExitCode } = await import('../../orchestrator/experiment/failed-exit-code.ts');
       process.exitCode = state === 'done' ? verdictExitCode(written.analysis) : state === 'failed' ? await failedExitCode(target.redis, target.prefix, sub.id) : 1;
+    } catch (err) {
+      // a full Redis is the cluster's condition, not a bug: REDIS_OOM, with what filled it
+      throw isRedisOom(err) ? await redisOomError(target.redis, target.prefix, err, `submitting ${argv.spec}`) : err;
     } finally {
       await target.close();
     }

@@ -3,11 +3,14 @@
  * done in the current attempt out of the planned ones, and the latest rep's metrics. Once a
  * block ended, its reps done are the committed ones (a cancelled block keeps what it measured
  * before the cancel; a rep aborted by it answered nothing). Used by `orch watch` and
- * `orch submit --watch`.
+ * `orch submit --watch`. A submit that waits without --watch says every WAIT_REPORT_MS why it
+ * still waits (`waitingReason`): Redis refusing writes, no scheduler leading, the blocks' reasons.
  */
 import type { Redis } from 'ioredis';
 import { orchKeys } from '../../store/keys.ts';
 import { RedisInstance } from '../../store/redis-instance.ts';
+import { isRedisOom } from '../../store/redis-oom.ts';
+import { formatBytes } from '../../jobs/limits.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, TERMINAL_BLOCK_PHASES, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
 import { toEvent, type StreamEvent } from '../results/collect-results.ts';
@@ -183,24 +186,58 @@ export function buildLine(b: BuildProgress): string {
   return `build ${(b.commit ?? b.key).slice(0, 12)} on ${b.host}  ${what}${secs}`;
 }
 
+/** How often a submit that waits without --watch says why it still waits. */
+export const WAIT_REPORT_MS = 15_000;
+
+/**
+ * Why an experiment that has not ended still waits, in one line: Redis refusing writes (nothing
+ * can move until memory is freed), no scheduler leading, else what its blocks do (each waiting
+ * block's reason from the grant pass, the running ones, the ended ones).
+ */
+export async function waitingReason(redis: Redis, prefix: string, p: Progress): Promise<string> {
+  const keys = orchKeys(prefix);
+  const [memory, leader] = await Promise.all([redis.info('memory').catch(() => ''), redis.exists(keys.sched.leader).catch(() => 1)]);
+  const used = Number(/used_memory:(\d+)/.exec(memory)?.[1] ?? 0);
+  const max = Number(/maxmemory:(\d+)/.exec(memory)?.[1] ?? 0);
+  if (max > 0 && used >= max) {
+    return `waiting: Redis refuses writes (OOM: used ${formatBytes(used)} of maxmemory ${formatBytes(max)}), so no block can start, end or commit; raise maxmemory, or orch cancel ${p.experiment}`;
+  }
+  if (leader === 0) return 'waiting: no scheduler leads (start `orch serve` against this Redis and prefix)';
+  const ended = p.blocks.filter((b) => TERMINAL_BLOCK_PHASES.has(b.phase as BlockState['phase'])).length;
+  const parts: string[] = [];
+  const waiting = p.blocks.filter((b) => b.phase === 'waiting');
+  for (const b of waiting.slice(0, 3)) parts.push(`block ${b.block} ${b.attempt > 0 ? `waiting for attempt ${b.attempt + 1}` : 'queued'}: ${b.why ?? 'no card granted yet'}`);
+  if (waiting.length > 3) parts.push(`${waiting.length - 3} more blocks waiting`);
+  const running = p.blocks.filter((b) => b.phase === 'running');
+  if (running.length > 0) parts.push(`${running.length} block${running.length === 1 ? '' : 's'} running (${running.slice(0, 3).map((b) => `block ${b.block} attempt ${b.attempt}: ${b.done}/${b.planned} reps`).join(', ')})`);
+  parts.push(`${ended}/${p.blocks.length} blocks ended`);
+  return `waiting: experiment ${p.state}; ${parts.join('; ')}`;
+}
+
 /**
  * Waits until the experiment ended; `onProgress` (if given) gets a snapshot at most every
- * `everyMs` and on every rep. Returns the final state.
+ * `everyMs` and on every rep; `onWaiting` (if given) gets `waitingReason` every `waitReportMs`
+ * (WAIT_REPORT_MS) while it waits. Returns the final state.
  */
 export async function waitForEnd(
   redis: Redis,
   prefix: string,
   exp: ExperimentRecord,
-  opts: { onProgress?: (p: Progress, events: StreamEvent[]) => void; everyMs?: number; signal?: AbortSignal } = {},
+  opts: { onProgress?: (p: Progress, events: StreamEvent[]) => void; everyMs?: number; signal?: AbortSignal; onWaiting?: (why: string) => void; waitReportMs?: number } = {},
 ): Promise<ExperimentState> {
   // XREAD BLOCK holds its connection: the tracker gets its own.
   const conn = redis.duplicate();
   const tracker = new ProgressTracker(conn, prefix, exp);
   const store = new ExperimentStore(redis, prefix);
   const instance = new RedisInstance(redis, prefix);
-  await instance.claim();
+  // a full Redis refuses even the marker's SET NX; the wait only reads, and says why it waits
+  await instance.claim().catch((err: unknown) => {
+    if (!isRedisOom(err)) throw err;
+  });
   const every = opts.everyMs ?? 500;
+  const reportEvery = opts.waitReportMs ?? WAIT_REPORT_MS;
   let last = 0;
+  let reported = Date.now();
   try {
     for (;;) {
       if (opts.signal?.aborted) return (await store.state(exp.id)) ?? 'queued';
@@ -214,10 +251,23 @@ export async function waitForEnd(
         opts.onProgress(await tracker.snapshot(), events);
       }
       if (isEnded(state)) return state!;
+      if (opts.onWaiting && Date.now() - reported >= reportEvery) {
+        reported = Date.now();
+        opts.onWaiting(await waitingReason(redis, prefix, await tracker.snapshot()));
+      }
     }
   } finally {
     conn.disconnect();
   }
+}
+
+/**
+ * `output: 123 456 lines (12.0 MiB) of the ranks' output were not stored …`, or null when
+ * nothing was dropped: the report of the output bounds (jobs/line-limit.ts), once, at the end.
+ */
+export function droppedOutputLine(b: { lines: number; bytes: number; dropped_lines: number; dropped_bytes: number }): string | null {
+  if (b.dropped_lines === 0) return null;
+  return `output truncated: ${b.dropped_lines} lines (${formatBytes(b.dropped_bytes)}) of the ranks' output were not stored in the event stream (bounds: OUTPUT_PER_REP, OUTPUT_PER_EXPERIMENT in jobs/line-limit.ts); ${b.lines} lines (${formatBytes(b.bytes)}) were stored\n`;
 }
 
 async function goneError(instance: RedisInstance, id: string): Promise<UserInputError> {

@@ -11,6 +11,11 @@
  * running), every change of the block's state is a compare-and-set on (phase, attempt) in Lua:
  * the loser of a race re-reads the state and follows it, and a grant whose attempt was recorded
  * by another processor is undone.
+ *
+ * A processor that fails on Redis (full: OOM, or not answering) leaves its block as it is and
+ * its block gets no new processor before a capped exponential back-off (failure-backoff.ts): a
+ * lost attempt whose end could not be written was re-attached, found lost and failed again in a
+ * tight loop. The log says so once per change, not per retry.
  */
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
@@ -20,6 +25,10 @@ import { workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
 import { blockKey, revokeGang, type BlockRef, type SchedulerContext, type Term } from './scheduler-context.ts';
+import { isRedisCondition } from '../../store/redis-oom.ts';
+
+/** The back-off channel of block processors (failure-backoff.ts). */
+const PROCESSOR = 'scheduler: block processor';
 
 export interface BlockEnd {
   phase: BlockState['phase'];
@@ -52,10 +61,18 @@ export class BlockLifecycle {
     const key = blockKey(experiment, st.block);
     const current = this.live.get(key);
     if ((current && !current.term.aborted) || term.aborted) return;
-    const run: Run = this.run({ experiment, block: st.block }, term, st).catch(async (err: unknown): Promise<typeof DEPOSED> => {
-      await this.processorFailed(experiment, st.block, term, err);
-      return DEPOSED;
-    });
+    // in its back-off after a failure: the pass at its end starts the processor (processorFailed)
+    if (this.ctx.backoff.waitMs(key) > 0) return;
+    const run: Run = this.run({ experiment, block: st.block }, term, st).then(
+      (end) => {
+        if (end !== DEPOSED) this.ctx.backoff.succeeded(PROCESSOR, key);
+        return end;
+      },
+      async (err: unknown): Promise<typeof DEPOSED> => {
+        await this.processorFailed(experiment, st.block, term, err);
+        return DEPOSED;
+      },
+    );
     const entry = { run, term };
     this.live.set(key, entry);
     this.perExperiment.set(experiment, (this.perExperiment.get(experiment) ?? 0) + 1);
@@ -79,6 +96,13 @@ export class BlockLifecycle {
    */
   private async processorFailed(experiment: string, block: number, term: Term, err: unknown): Promise<void> {
     const key = blockKey(experiment, block);
+    const retryLater = (e: unknown) => {
+      const delay = this.ctx.backoff.failed(PROCESSOR, key, e, { key });
+      // the pass after the back-off reads the block again and starts its processor
+      setTimeout(() => this.grants.reread(experiment), delay).unref();
+    };
+    // Redis refused or did not answer: the block's state is still right, only not moved on
+    if (isRedisCondition(err)) return retryLater(err);
     const reason = `the block's processor failed: ${err instanceof Error ? err.message : String(err)}`;
     this.ctx.log.error({ err, key }, 'block processor failed; the block ends failed');
     if (term.aborted) return;
@@ -89,7 +113,7 @@ export class BlockLifecycle {
       const w = await this.ctx.store.transitionBlock(experiment, st, { ...st, phase: 'failed', reason, why: null, ended_at: Date.now() });
       if (!w.written) this.ctx.log.warn({ key }, 'block state moved while failing it; the next pass reads it again');
     } catch (e: unknown) {
-      this.ctx.log.warn({ err: e, key }, 'a failed processor\'s block could not be ended; the next pass starts another');
+      retryLater(e);
     }
   }
 
@@ -110,7 +134,8 @@ export class BlockLifecycle {
       // this processor recorded the attempt just now: no host job of it can exist yet
       let recorded = false;
       if (st.phase === 'running' && st.gang.length > 0) {
-        log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
+        // said once, not at each try of a back-off
+        if (this.ctx.backoff.failures(key) === 0) log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
       } else {
         const expectedMs = await this.grants.expectedMs(exp);
         const got = await this.grants.waitForGrant({ exp, block, st, expectedMs });
@@ -169,9 +194,10 @@ export class BlockLifecycle {
         if (!d.retry) {
           w = await this.endBlock(exp, running, ended, 'failed', d.reason);
         } else {
-          log.warn({ attempt: running.attempt, reason: d.reason }, 'attempt lost');
+          if (this.ctx.backoff.failures(key) === 0) log.warn({ attempt: running.attempt, reason: d.reason }, 'attempt lost');
           const waiting: BlockState = { ...ended, phase: 'waiting', gang: [], reason: d.reason };
           const t = await store.transitionBlock(experiment, running, waiting);
+          this.ctx.backoff.succeeded(PROCESSOR, key);
           this.grants.reread(experiment);
           w = { current: t.written ? waiting : t.current };
         }

@@ -3,7 +3,8 @@
  * grant-planner.ts; this file reads its inputs and carries out its grants). A pass runs when
  * something may have freed or wanted cards — a block processor started waiting, an attempt
  * ended — and on a slow safety tick for what sends no event (cards registering, leases expiring).
- * Passes are coalesced: one at a time.
+ * Passes are coalesced: one at a time. A pass that fails (Redis full or gone) is not run again
+ * before its back-off (failure-backoff.ts): a kick meanwhile runs it when the back-off ends.
  */
 import type { Card } from '../../jobs/card.ts';
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord, type GangPart } from '../../store/experiment-store.ts';
@@ -56,6 +57,12 @@ const WHY_FIRST_MS = 1000;
  */
 const WHY_WRITES_PER_PASS = 32;
 
+/** The back-off channels of the grant loop (failure-backoff.ts). */
+const PASS = 'scheduler: grant pass';
+const GRANT = 'scheduler: lease grant (retried next pass)';
+const WHY = "scheduler: a waiting block's reason (not written)";
+const SETTLE = 'scheduler: settling an experiment (tried again next pass)';
+
 /** How long an experiment's duration estimate is reused: the step history moves slowly. */
 const ESTIMATE_TTL_MS = 1000;
 
@@ -107,6 +114,8 @@ export class GrantLoop {
   private granting: Promise<void> | null = null;
   private kickedWhileGranting = false;
   private timer: NodeJS.Timeout | null = null;
+  /** the pass after a failed one, at the end of its back-off */
+  private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly ctx: SchedulerContext) {}
 
@@ -124,6 +133,8 @@ export class GrantLoop {
   /** The term ended: forget what it knew (the next term reads it all again). */
   end(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     this.term = null;
     // each waiting processor returns (it sees its term ended), so the next term's pass starts
     // one of its own for the block
@@ -152,6 +163,14 @@ export class GrantLoop {
       this.kickedWhileGranting = true;
       return;
     }
+    const wait = this.ctx.backoff.waitMs(PASS);
+    if (wait > 0) {
+      this.retryTimer ??= setTimeout(() => {
+        this.retryTimer = null;
+        this.kick();
+      }, wait);
+      return;
+    }
     // The pass starts once the events being handled now are handled (setImmediate: after this
     // turn's I/O callbacks, no timer delay): one read of the events streams brings the ends of
     // many attempts, each of which kicks, and with a long queue a pass costs the same for one
@@ -162,7 +181,10 @@ export class GrantLoop {
         this.kickedWhileGranting = false;
         return term.aborted ? undefined : this.pass(term);
       })
-      .catch((err) => this.ctx.log.error({ err }, 'scheduler: grant pass failed'))
+      .then(
+        () => this.ctx.backoff.succeeded(PASS, PASS),
+        (err: unknown) => void this.ctx.backoff.failed(PASS, PASS, err),
+      )
       .finally(() => {
         this.granting = null;
         if (this.kickedWhileGranting) this.kick();
@@ -361,7 +383,15 @@ export class GrantLoop {
     // lease is answered, so the pass's records and job adds go out together too.
     const acquiring = decision.grants.flatMap((g) => {
       const w = this.waiters.get(g.key);
-      return w ? [this.acquire(w, g.cards).then((gang) => gang && this.granted(w, gang), (err: unknown) => this.ctx.log.error({ err, key: w.key }, 'scheduler: lease grant failed; retrying next pass'))] : []; // its processor is not waiting yet: its cards wait for it
+      const granting = (w: Waiter) =>
+        this.acquire(w, g.cards).then(
+          (gang) => {
+            this.ctx.backoff.succeeded(GRANT, GRANT);
+            if (gang) this.granted(w, gang);
+          },
+          (err: unknown) => void this.ctx.backoff.failed(GRANT, GRANT, err, { key: w.key }),
+        );
+      return w ? [granting(w)] : []; // its processor is not waiting yet: its cards wait for it
     });
     if (decision.why.size > 0) {
       const byKey = new Map(queue.map((q) => [q.key, q]));
@@ -372,7 +402,10 @@ export class GrantLoop {
         this.lastWhy.set(key, { why, at: now });
         // A compare-and-set on the state this pass read: the block may have been granted since.
         // Not awaited: the next pass need not wait for what only the user reads.
-        void store.transitionBlock(q.exp.id, q.st, { ...q.st, why }).catch((err: unknown) => this.ctx.log.warn({ err, key }, 'scheduler: waiting reason not written'));
+        void store.transitionBlock(q.exp.id, q.st, { ...q.st, why }).then(
+          () => this.ctx.backoff.succeeded(WHY, WHY),
+          (err: unknown) => void this.ctx.backoff.failed(WHY, WHY, err, { key }),
+        );
       }
     }
     await Promise.all(acquiring);
@@ -380,11 +413,15 @@ export class GrantLoop {
 
   private settleOnce(id: string, term: Term): void {
     if (!this.settle || this.settling.has(id)) return;
+    if (this.ctx.backoff.waitMs(`settle:${id}`) > 0) return;
     this.settling.add(id);
-    this.settle(id, term).catch((err: unknown) => {
-      this.ctx.log.error({ err, experiment: id }, 'scheduler: settling the experiment failed; the next pass tries again');
-      this.settling.delete(id);
-    });
+    this.settle(id, term).then(
+      () => this.ctx.backoff.succeeded(SETTLE, `settle:${id}`),
+      (err: unknown) => {
+        this.ctx.backoff.failed(SETTLE, `settle:${id}`, err, { experiment: id });
+        this.settling.delete(id);
+      },
+    );
   }
 
   /** The planner's view of the live cards: one copy per list read (see `cards`), not one per pass. */

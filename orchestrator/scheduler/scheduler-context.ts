@@ -9,6 +9,7 @@ import type { CardRegistry } from '../../store/card-registry.ts';
 import type { ExperimentStore, GangPart } from '../../store/experiment-store.ts';
 import type { LeaseStore } from '../../store/lease-store.ts';
 import type { ResultStore } from '../../store/result-store.ts';
+import type { FailureBackoff } from './failure-backoff.ts';
 
 export interface SchedulerOptions {
   url: string;
@@ -52,6 +53,8 @@ export interface SchedulerContext {
   leases: LeaseStore;
   results: ResultStore;
   dispatcher: BlockDispatcher;
+  /** the back-off of loops that fail on Redis, and their one log line per change (failure-backoff.ts) */
+  backoff: FailureBackoff;
 }
 
 /** A block of an experiment: what a processor (block-lifecycle.ts) drives. */

@@ -28,6 +28,7 @@ import { defineAllScripts } from '../../store/scripts.ts';
 import { BlockLifecycle } from './block-lifecycle.ts';
 import { BuildPhase } from './build-phase.ts';
 import { settleExperiment } from './experiment-settling.ts';
+import { FailureBackoff } from './failure-backoff.ts';
 import { GrantLoop } from './grant-loop.ts';
 import type { LeaderLease } from './leader-lease.ts';
 import { Leadership } from './leadership.ts';
@@ -67,6 +68,7 @@ export class Scheduler extends EventEmitter {
       leases: new LeaseStore(this.redis, { prefix }),
       results: new ResultStore(this.redis, { prefix }),
       dispatcher: new BlockDispatcher(this.redis, { prefix, pollMs: tuning.safetyPollMs, lostGraceMs: tuning.lostAfterMs, secret: options.secret }),
+      backoff: new FailureBackoff(log),
     };
     this.instance = new RedisInstance(this.redis, prefix);
     this.grants = new GrantLoop(this.ctx);
