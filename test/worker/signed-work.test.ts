@@ -167,12 +167,14 @@ describe('signed work', () => {
       for (const c of await copies()) assert.equal(c.failedReason?.includes('refused') ?? false, true, `copy ${c.id}: ${c.failedReason ?? 'completed'}`);
 
       // 2. the same data under a new job id
+      await leaseByHand(prefix, job);
       await q.add('block', signed, { jobId: `${id}-again`, attempts: 1 });
       await waitFor('the copy under a new id ends', async () => ((await q.getJobState(`${id}-again`)) === 'failed' || (await q.getJobState(`${id}-again`)) === 'completed' ? true : null), { timeoutMs: 30_000, intervalMs: 100 });
       assert.equal(runs(), 1, `a copy under a new job id ran the command (${runs()} runs)`);
 
       // 3. the original removed, the same data added again under its own id and options: the nonce was used
       await original.remove();
+      await leaseByHand(prefix, job);
       await q.add('block', signed, { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
       await waitFor('the replay ends', async () => ((await q.getJobState(id)) === 'failed' || (await q.getJobState(id)) === 'completed' ? true : null), { timeoutMs: 30_000, intervalMs: 100 });
       assert.equal(runs(), 1, `a replay under its own id ran the command (${runs()} runs)`);
