@@ -6,11 +6,12 @@
  * hand-written lease hash for its card, so only the grant stands between it and a run; its
  * command would create a marker file, which must stay absent. A copy of a signed job — re-added
  * under a job scheduler (`repeat`), under another id, or under its own id after the original was
- * removed — must not run its command again: the marker has exactly one line.
+ * removed — must not run its command again: the marker has exactly one line. Build jobs
+ * (`build-<name>`) pass the same gate.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Job, Queue } from 'bullmq';
@@ -192,6 +193,53 @@ describe('signed work', () => {
     } finally {
       await q.close();
       await dispatcher.close();
+    }
+  });
+
+  test('build jobs too: an unsigned one builds nothing; a signed one builds, and its replay is refused before the build cache is asked', async () => {
+    const { signJob } = await import('../../jobs/grant.ts');
+    const { hostBuildQueue } = await import('../../store/keys.ts');
+    const prefix = freshPrefix();
+    const host = 's4';
+    const w = await env.spawn({ host, prefix, allowCommand: true, env: { ORCH_BUILD_DIR: join(env.dir, 'builds-s4') } });
+    const q = new Queue(hostBuildQueue(host), { connection: env.redis, prefix });
+    const src = join(env.dir, 'src-s4');
+    const marker = join(env.dir, 'built-s4');
+    mkdirSync(src);
+    const build = (experiment: string) => ({
+      experiment, host, attempt: 1, epoch: 1, own: true,
+      workload: WorkloadSchema.parse({
+        runtime: 'command',
+        build: { cmd: `echo built >> ${marker}; mkdir -p out; echo ${experiment} > out/a`, artifacts: ['out/a'], key: { git: false, dirty_diff: false }, dir: src },
+        run: { cmd: 'true', timeout_s: 30 },
+        toggles: { FAST: { env: 'FAST', on: '1', off: '0' } },
+        metric_source: { format: 'regex', pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: 'value', step_group: 'step' },
+        warmup: 1,
+        steps: 2,
+      }),
+    });
+    const end = (id: string) => waitFor(`build job ${id} ends`, async () => {
+      const state = await q.getJobState(id);
+      return state === 'completed' || state === 'failed' ? (await Job.fromId(q, id))! : null;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    try {
+      await q.add('build', build('unsigned'), { jobId: 'unsigned.build-a1-s4', attempts: 1 });
+      assert.match((await end('unsigned.build-a1-s4')).failedReason ?? '(completed)', /GRANT_MISSING/);
+      assert.equal(existsSync(marker), false, 'an unsigned build job ran its build');
+
+      const signed = signJob(hostBuildQueue(host), 'build', 'signed.build-a1-s4', build('signed'), TEST_CLUSTER_SECRET);
+      await q.add(signed.name, signed.data, signed.opts);
+      const first = await end('signed.build-a1-s4');
+      assert.equal(first.failedReason, undefined, `the signed build failed: ${first.failedReason}`);
+      assert.equal(readFileSync(marker, 'utf8'), 'built\n');
+      await first.remove();
+      await q.add(signed.name, signed.data, signed.opts);
+      assert.match((await end('signed.build-a1-s4')).failedReason ?? '(completed)', /GRANT_REPLAYED/);
+      await waitFor('the worker logs the replay', () => w.log().includes('"code":"GRANT_REPLAYED"'), { timeoutMs: 10_000 });
+      const { RefusedJobs } = await import('../../store/refused-jobs.ts');
+      assert.deepEqual(await new RefusedJobs(env.redis, prefix).counts(), { 'build/GRANT_MISSING': 1, 'build/GRANT_REPLAYED': 1 });
+    } finally {
+      await q.close();
     }
   });
 });
