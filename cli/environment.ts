@@ -29,6 +29,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'ORCH_DB_URL', describe: 'nightly history in PostgreSQL (postgres://...); unset, SQLite' },
   { name: 'ORCH_HISTORY_DB', describe: 'the SQLite history file (default $XDG_DATA_HOME/orch/history.sqlite)' },
   { name: 'XDG_DATA_HOME', describe: 'where the SQLite history lives (default ~/.local/share)' },
+  { name: 'ORCH_ALERT_DIR', describe: 'orch serve: directories (:-separated) nightly alert files may be in\nbesides each suite\'s results root' },
   { name: 'ORCH_ALERT_WEBHOOK', describe: 'nightly alerts: a webhook URL (JSON with a Slack-style text field)' },
   { name: 'ORCH_DASHBOARD_TOKEN', describe: 'orch dashboard: the token every page needs off loopback and cancel\nalways needs' },
   { name: 'SSH_AUTH_SOCK', describe: "orch hosts: ssh-agent's keys are offered too" },

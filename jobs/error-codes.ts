@@ -123,6 +123,8 @@ export const ERROR_CODES = {
   BLOCK_FOREIGN_CARDS: { kind: 'bug', meaning: 'a block job names cards its host does not have' },
   GRANT_MISSING: { kind: 'deterministic', meaning: 'a block job carries no grant signed by the scheduler; the worker ran nothing', hint: 'something other than the scheduler wrote to the host queue' },
   GRANT_INVALID: { kind: 'deterministic', meaning: "a block job's grant does not verify with this worker's cluster secret; the worker ran nothing", hint: 'give the scheduler and every worker the same cluster secret' },
+  GRANT_REPLAYED: { kind: 'deterministic', meaning: "a signed job's nonce was already consumed: a copy of a job that ran (or was taken) once; the worker ran nothing", hint: 'something other than the scheduler re-added a job it had seen' },
+  NIGHTLY_JOB_REFUSED: { kind: 'deterministic', meaning: 'a job on queue nightly is not one its suite\'s signed scheduler made (no or a bad signature, another schedule, name, id or time); orch serve ran nothing', hint: 'install the suite with orch nightly install, with the cluster secret orch serve has' },
   COMMAND_NOT_ALLOWED: { kind: 'user-input', meaning: 'a command workload reached a worker started without --allow-command; nothing ran', hint: 'start the worker with --allow-command to run users\' commands on it' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 

@@ -83,6 +83,10 @@ export interface OrchKeys {
   staged(id: string, block: number, attempt: number): string;
   /** string: the attempt that claimed a suite's night, SET NX with a TTL (store/nightly-claims.ts) */
   nightlyClaim(suite: string, scheduledAt: number): string;
+  /** string: a signed job's nonce, consumed once with a TTL past its grant's expiry (store/job-nonces.ts) */
+  grantNonce(nonce: string): string;
+  /** hash "<queue kind>/<code>" → count of jobs refused by a worker or orch serve (store/refused-jobs.ts) */
+  refusedJobs: string;
   /** the scheduler's own keys */
   sched: SchedulerKeys;
   /** the build lock's view, mirrored by each host (store/build-state.ts) */
@@ -146,6 +150,8 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
+    grantNonce: (nonce) => `${p}:grant-nonce:${nonce}`,
+    refusedJobs: `${p}:refused-jobs`,
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,

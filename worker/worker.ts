@@ -22,7 +22,7 @@
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Worker as BullWorker } from 'bullmq';
+import { Queue, Worker as BullWorker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
@@ -33,11 +33,13 @@ import { LeaseStore } from '../store/lease-store.ts';
 import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
 import { ResultStore } from '../store/result-store.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
-import { verifyPayload } from '../jobs/grant.ts';
 import { requireClusterSecret } from '../store/cluster-secret.ts';
 import { GangStaging } from '../store/gang-staging.ts';
 import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { toJobError } from '../store/job-error.ts';
+import { JobNonces } from '../store/job-nonces.ts';
+import { RefusedJobs } from '../store/refused-jobs.ts';
+import { JobAdmission } from './job-admission.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
 import { LeaseMessageCheck } from './lease-message-check.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from './private-dir.ts';
@@ -104,6 +106,8 @@ export class Worker {
   private bull: BullWorker | null = null;
   /** the host's build queue (store/keys.ts hostBuildQueue): an experiment's builds, before any card is leased to it */
   private builds: BullWorker | null = null;
+  /** the host and build queues as producers: only to remove a job scheduler someone else put there (job-admission.ts) */
+  private admissionQueues: Queue[] = [];
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping = false;
   private stopped: Promise<void> | null = null;
@@ -128,17 +132,15 @@ export class Worker {
 
   /**
    * The gate in front of the executor: a job runs only with a grant the scheduler signed with
-   * the cluster secret, and a command workload only on a worker that allows commands. Anything
-   * else fails unrecoverably before a card, a rank or a build is touched.
+   * the cluster secret over everything BullMQ acts on, whose nonce is unused (job-admission.ts),
+   * and a command workload only on a worker that allows commands. Anything else fails
+   * unrecoverably before a card, a rank or a build is touched.
    */
-  private admit(job: { id?: string; data: unknown }): void {
-    const check = verifyPayload(job.data, this.secret);
-    const data = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown } };
+  private async admit(gate: JobAdmission, job: Job): Promise<void> {
+    await gate.admit(job);
+    // verified: the payload is the scheduler's own
+    const data = job.data as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown } };
     const about = { job: job.id, experiment: data.experiment, block: data.block, epoch: data.epoch };
-    if (!check.ok) {
-      this.log.error({ ...about, code: check.code, why: check.why }, 'refused a job without a valid grant: nothing ran');
-      throw new OrchError(check.code, `job ${job.id ?? '?'} on host-${this.host} refused: ${check.why}; nothing ran`);
-    }
     if (data.workload?.runtime === 'command' && !(this.opts.allowCommand ?? false)) {
       this.log.error({ ...about, code: 'COMMAND_NOT_ALLOWED' }, 'refused a command workload: this worker runs no commands');
       throw new UserInputError('COMMAND_NOT_ALLOWED', `job ${job.id ?? '?'}: a command workload reached the worker of host ${this.host}, which was started without --allow-command; nothing ran`, {
@@ -254,9 +256,14 @@ export class Worker {
     const check = new LeaseMessageCheck(redis, this.prefix);
     sub.on('message', (_channel: string, message: string) => void this.onLeaseMessage(message, executor, check));
 
+    const admission = { secret: this.secret, nonces: new JobNonces(redis, this.prefix), refused: new RefusedJobs(redis, this.prefix), log: this.log };
+    const producer = (name: string) => new Queue(name, { connection: redis, prefix: this.prefix });
+    this.admissionQueues = [producer(hostQueue(this.host)), producer(hostBuildQueue(this.host))];
+    const blockGate = new JobAdmission('host', this.admissionQueues[0]!, admission);
+    const buildGate = new JobAdmission('build', this.admissionQueues[1]!, admission);
     this.bull = new BullWorker<unknown, BlockOutcome>(hostQueue(this.host), async (job) => {
       try {
-        this.admit(job);
+        await this.admit(blockGate, job);
       } catch (err) {
         throw toJobError(err);
       }
@@ -273,7 +280,7 @@ export class Worker {
     this.bull.on('error', (err) => this.log.error({ err }, 'queue worker error'));
     this.builds = new BullWorker(hostBuildQueue(this.host), async (job) => {
       try {
-        this.admit(job);
+        await this.admit(buildGate, job);
         return await runBuildJob(job.data, { host: this.host, cache, events, log: this.log });
       } catch (err) {
         throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
@@ -337,7 +344,7 @@ export class Worker {
 
   private async drain(): Promise<void> {
     // a build in progress is not waited for: its job stalls and the scheduler tries it again
-    await Promise.all([this.bull?.close(), this.builds?.close(true)]);
+    await Promise.all([this.bull?.close(), this.builds?.close(true), ...this.admissionQueues.map((q) => q.close())]);
     clearInterval(this.heartbeat);
     if (this.redis) {
       await new CardRegistry(this.redis, { prefix: this.prefix }).goOffline(this.host).catch(() => {});

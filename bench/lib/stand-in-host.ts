@@ -5,11 +5,11 @@
  * through the real ResultStore.commitBlock (commit-block.lua, fenced by the epoch) and releases
  * the leases. So the scheduler's and the store's costs are the real ones; only graphrt is gone.
  */
-import { Worker as BullWorker } from 'bullmq';
+import { Worker as BullWorker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { BlockJobSchema, sequenceReps } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
-import { verifyPayload } from '../../jobs/grant.ts';
+import { verifyJob } from '../../jobs/grant.ts';
 import { leaseOwnerOf } from '../../jobs/spread-gang.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { hostQueue } from '../../store/keys.ts';
@@ -76,7 +76,7 @@ export class StandInHost {
     const ttl = 2 * this.o.heartbeatMs;
     await this.registry.register(this.o.host, this.cards, { ttlMs: ttl, pid: process.pid });
     this.beat = setInterval(() => void this.registry.heartbeat(this.o.host, ttl).catch(() => undefined), this.o.heartbeatMs);
-    this.bull = new BullWorker(hostQueue(this.o.host), (job) => this.run(job.data), {
+    this.bull = new BullWorker(hostQueue(this.o.host), (job) => this.run(job), {
       connection: this.redis,
       prefix: this.o.prefix,
       concurrency: this.o.cards + 1,
@@ -85,9 +85,10 @@ export class StandInHost {
     this.bull.on('error', () => undefined);
   }
 
-  private async run(data: unknown): Promise<unknown> {
+  private async run(bull: Job): Promise<unknown> {
     const received = Date.now();
-    const check = verifyPayload(data, this.o.secret);
+    const data: unknown = bull.data;
+    const check = verifyJob({ queue: hostQueue(this.o.host), name: bull.name, id: bull.id, data, opts: bull.opts as Record<string, unknown>, repeatJobKey: bull.repeatJobKey }, this.o.secret);
     if (!check.ok) throw new Error(`refused: ${check.why}`);
     const job = BlockJobSchema.parse(data);
     const rec: HostJobRecord = { experiment: job.experiment, block: job.block, attempt: job.attempt, host: this.o.host, cards: job.cards, epoch: job.epoch, received, started: 0, ran: 0, releasing: 0, released: 0, committed: false };

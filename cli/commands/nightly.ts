@@ -6,7 +6,9 @@
  * database: one that cannot be reached is refused with its URL (password masked) and the fix.
  * install validates the suite and every spec it names first (exit 2, nothing written, when one
  * is invalid, a cron expression BullMQ cannot schedule included) and upserts: installing a
- * suite again replaces its schedule. list prints each suite's next run times (jobs/cron.ts).
+ * suite again replaces its schedule; it signs the suite's schedule, specs and alert sinks with the
+ * cluster secret (--secret-file, else the environment), the one `orch serve` verifies each night
+ * with. list prints each suite's next run times (jobs/cron.ts).
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import type { InstalledSuite } from '../../orchestrator/nightly/nightly-suites.ts';
@@ -20,6 +22,7 @@ interface NightlyArgs {
   target?: string;
   every?: number;
   limit: number;
+  secretFile?: string;
 }
 
 export const nightlyCommand = defineCommand<NightlyArgs>({
@@ -30,6 +33,7 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
       .positional('action', { choices: ['install', 'list', 'remove', 'status', 'history'] as const, demandOption: true, describe: 'what to do' })
       .positional('target', { type: 'string', describe: 'install: the suite file; remove, status, history: the suite name' })
       .option('limit', { type: 'number', default: 20, describe: 'status: how many runs; history: how many rows' })
+      .option('secret-file', { type: 'string', describe: 'install: file (mode 0600) holding the cluster secret the suite is signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('every', { type: 'number', hidden: true, describe: 'install: run every N ms instead of the cron (tests)' }) as never,
   handler: async (argv) => {
     const json = argv.json;
@@ -44,6 +48,8 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
     if (argv.action === 'install') (await import('../../jobs/load-spec.ts')).loadConfigFile(argv.target!);
     // The history database next: a night that could not be recorded would be lost.
     if (argv.action === 'install') await (await (await import('../../history/open-history.ts')).openHistory()).close();
+    // The signature orch serve checks each night with: no secret, nothing installed.
+    const secret = argv.action === 'install' ? (await import('../../store/cluster-secret.ts')).requireClusterSecret('orch nightly install', argv.secretFile) : undefined;
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
@@ -51,7 +57,7 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
     const { nextCronRuns } = await import('../../jobs/cron.ts');
     const withNext = (s: InstalledSuite) => ({ ...s, next_runs: s.cron !== null ? nextCronRuns(s.cron, s.tz ?? 'UTC', NEXT_RUNS).map((d) => d.toISOString()) : [] });
     const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'));
-    const suites = new NightlySuites(target.redis, target.prefix);
+    const suites = new NightlySuites(target.redis, target.prefix, secret);
     try {
       if (argv.action === 'install') {
         const s = await suites.install(argv.target!, argv.every !== undefined ? { every: argv.every } : {});

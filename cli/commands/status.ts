@@ -29,7 +29,11 @@ export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
       // Failed and stalled nightly runs of the last week, from the history database.
       const nightly = await nightlyTrouble();
       const nightlyLines = renderNightlyTrouble(nightly);
-      process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds, nightly }, null, 2)}\n` : `${renderStatus(s)}${[...buildLines, ...nightlyLines].map((l) => `${l}\n`).join('')}`);
+      // Jobs the workers and orch serve refused before anything ran (unsigned, altered, replayed).
+      const { RefusedJobs } = await import('../../store/refused-jobs.ts');
+      const refused = await new RefusedJobs(target.redis, target.prefix).counts();
+      const refusedLines = Object.keys(refused).length === 0 ? [] : ['', 'refused jobs (nothing ran)', ...Object.entries(refused).map(([k, n]) => `  ${k}: ${n}`)];
+      process.stdout.write(argv.json ? `${JSON.stringify({ ...s, builds, nightly, refused }, null, 2)}\n` : `${renderStatus(s)}${[...buildLines, ...nightlyLines, ...refusedLines].map((l) => `${l}\n`).join('')}`);
     } finally {
       await target.close();
     }

@@ -3,6 +3,7 @@
  * BlockJob with its cards and epoch), enqueue its host job and observe how it ends.
  *
  * - The host job has the deterministic id `<experiment>.b<block>-a<attempt>-<host>` (keys.ts),
+ *   a grant over its queue, name, id, options and payload with a nonce of one use (jobs/grant.ts),
  *   one BullMQ attempt (a retry is a new attempt with a new epoch, decided by the caller), and is
  *   kept after it ends so a new leader can read the outcome.
  * - `waitEnd` resolves `completed` (the worker committed the block; outcome has measured/not_run),
@@ -21,7 +22,7 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { signPayload } from '../../jobs/grant.ts';
+import { signJob } from '../../jobs/grant.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
 import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
@@ -192,7 +193,9 @@ export class BlockDispatcher {
     this.secret ??= requireClusterSecret('the scheduler');
     // its end is read from the host's events stream: followed from before the job exists
     await this.followHost(job.host);
-    await this.queue(job.host).add('block', signPayload(job, this.secret), { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
+    // the grant covers the name, id and options it is added with (jobs/grant.ts)
+    const signed = signJob(hostQueue(job.host), 'block', id, job, this.secret);
+    await this.queue(job.host).add(signed.name, signed.data, signed.opts);
     this.added.add(id);
     return id;
   }

@@ -1,17 +1,20 @@
 /**
  * Where alerts go: a webhook (POST JSON with a Slack-compatible `text`, retried with backoff,
- * every failure logged) and a file of JSON lines, or stdout for `-`. A sink that fails never
+ * every failure logged) and a file of JSON lines (only under the allowed roots, never through a
+ * link: alert-file.ts), or stdout for `-`. A sink that fails never
  * fails the nightly run: the run is recorded either way and the log says what was lost.
  */
-import { appendFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { redactUrl } from '../../store/redact.ts';
+import { appendAlertLine } from './alert-file.ts';
 import type { NightlyAlert } from './nightly-alert.ts';
 
 export interface AlertSinksConfig {
   webhooks: string[];
   /** absolute path, or `-` for stdout */
   file: string | null;
+  /** the directories `file` must be under (alert-file.ts alertRoots) */
+  roots: string[];
   /** webhook attempts and the first backoff (doubled after each failure) */
   attempts?: number;
   backoffMs?: number;
@@ -25,7 +28,7 @@ export function alertSinks(cfg: AlertSinksConfig, log: Logger): AlertSend {
     if (cfg.file === '-') process.stdout.write(`${JSON.stringify(alert)}\n`);
     else if (cfg.file) {
       try {
-        appendFileSync(cfg.file, `${JSON.stringify(alert)}\n`, { mode: 0o600 });
+        appendAlertLine(cfg.file, cfg.roots, `${JSON.stringify(alert)}\n`);
       } catch (err) {
         log.error({ err, file: cfg.file, alert: alert.text }, 'nightly alert: could not append to the alert file; the alert is only in this log');
       }

@@ -1,38 +1,38 @@
 /**
  * The consumer of queue `nightly`, run by `orch serve`: each job is one night of one suite
- * (nightly-run.ts: submit, wait, write results, record in the history, alert). The night's
+ * (nightly-run.ts: submit, wait, write results, record in the history, alert). A job runs only
+ * when its suite's signed scheduler made it (nightly-grant.ts); any other is refused before a
+ * file is read, counted (store/refused-jobs.ts) and logged by its id alone. The night's
  * scheduled time comes from the scheduler's job id, so a stalled job taken over by another
  * `orch serve` maps to the same history row and never submits twice. A spec that stopped
  * validating is recorded as that spec's failed night, the others run; the job then fails with
  * each spec's error (NIGHTLY_SPECS_REJECTED, never retried).
  */
-import { dirname, join } from 'node:path';
 import { Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { UserInputError } from '../../jobs/errors.ts';
+import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { openHistory } from '../../history/open-history.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
 import { connectRedis } from '../../store/connect.ts';
 import { toJobError } from '../../store/job-error.ts';
 import { QUEUES } from '../../store/keys.ts';
+import { RefusedJobs } from '../../store/refused-jobs.ts';
+import { loggableJobId } from '../../worker/job-admission.ts';
+import { alertRoots } from './alert-file.ts';
+import { admitNightlyJob } from './nightly-grant.ts';
 import { alertSinks } from './alert-sinks.ts';
 import { runNight, type NightContext, type NightOutcome } from './nightly-run.ts';
-import type { NightlyJobData } from './nightly-suites.ts';
+import { NIGHTLY_JOB, resultsRootOf, type NightlyJobData } from './nightly-suites.ts';
 
 export type NightlyResult = NightOutcome & { suite: string };
 
-/** A job scheduler's job id ends in the millisecond it was scheduled for. */
-export function scheduledAt(job: Pick<Job, 'id' | 'timestamp' | 'opts'>): number {
-  const m = /:(\d{12,})$/.exec(job.id ?? '');
-  return m ? Number(m[1]) : job.timestamp + (job.opts.delay ?? 0);
-}
-
 export async function runSuiteJob(base: Omit<NightContext, 'send' | 'resultsRoot'>, data: NightlyJobData, at: number): Promise<NightlyResult> {
+  const resultsRoot = resultsRootOf(data);
   const ctx: NightContext = {
     ...base,
-    resultsRoot: data.results ?? join(dirname(data.file), 'results'),
+    resultsRoot,
     send: alertSinks(
-      { webhooks: [data.alerts?.webhook, process.env.ORCH_ALERT_WEBHOOK].filter((u): u is string => !!u), file: data.alerts?.file ?? null },
+      { webhooks: [data.alerts?.webhook, process.env.ORCH_ALERT_WEBHOOK].filter((u): u is string => !!u), file: data.alerts?.file ?? null, roots: alertRoots(resultsRoot) },
       base.log,
     ),
   };
@@ -49,10 +49,11 @@ export async function runSuiteJob(base: Omit<NightContext, 'send' | 'resultsRoot
 }
 
 /** One worker on `nightly` (concurrency 1); several `orch serve` each run one, a job runs once. */
-export function startNightlyWorker(opts: { url: string; prefix: string; log: Logger }): { close(): Promise<void> } {
+export function startNightlyWorker(opts: { url: string; prefix: string; log: Logger; /** the cluster secret suites are signed with at install */ secret: Buffer }): { close(): Promise<void> } {
   const log = opts.log.child({ component: 'nightly' });
   const redis = connectRedis(opts.url, { log, name: 'orch-nightly-submit' });
   const blocking = connectRedis(opts.url, { log, name: 'orch-nightly' });
+  const refused = new RefusedJobs(redis, opts.prefix);
   let history: Promise<HistoryStore> | null = null;
   // Opened at the first night, and again after a failure: the database may come up later than orch serve.
   const openOnce = () => (history ??= openHistory().catch((err) => {
@@ -61,11 +62,21 @@ export function startNightlyWorker(opts: { url: string; prefix: string; log: Log
   }));
   const worker = new Worker<NightlyJobData, NightlyResult>(
     QUEUES.nightly,
-    async (job: Job<NightlyJobData>) => runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log }, job.data, scheduledAt(job)),
+    async (job: Job<NightlyJobData>) => {
+      const admitted = admitNightlyJob(job, opts.secret, NIGHTLY_JOB);
+      if (!admitted.ok) {
+        const id = loggableJobId(job.id);
+        await refused.count('nightly', 'NIGHTLY_JOB_REFUSED').catch((err: unknown) => log.warn({ err }, 'could not count a refused nightly job'));
+        log.error({ job: id, code: 'NIGHTLY_JOB_REFUSED', why: admitted.why }, 'refused a nightly job its suite\'s signed scheduler did not make: nothing ran');
+        throw toJobError(new OrchError('NIGHTLY_JOB_REFUSED', `nightly job ${id} refused: ${admitted.why}; nothing ran`));
+      }
+      return runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log }, job.data, admitted.scheduledAt);
+    },
     { connection: blocking, prefix: opts.prefix, concurrency: 1 },
   );
   worker.on('error', (err) => log.error({ err }, 'nightly worker error'));
-  worker.on('failed', (job, err) => log.error({ suite: job?.data.suite, err: err.message }, 'nightly run failed'));
+  // the job's id only: a refused job's data is whoever wrote it, never logged
+  worker.on('failed', (job, err) => log.error({ job: loggableJobId(job?.id), err: err.message }, 'nightly run failed'));
   return {
     close: async () => {
       await worker.close();

@@ -25,6 +25,7 @@ import { writeResults } from '../results/write-results.ts';
 import type { AlertSend } from './alert-sinks.ts';
 import { findings } from './night-findings.ts';
 import { makeAlert } from './nightly-alert.ts';
+import { contentFreeReason } from './content-free-reason.ts';
 import { notRunRow, rowsFromResults, type RowContext } from './night-rows.ts';
 import { NIGHTLY_HEARTBEAT_MS, staleAfter } from './heartbeat.ts';
 import { lastGoodCommit, pairedCommits, pairSpec } from './paired-night.ts';
@@ -52,7 +53,10 @@ export interface NightOutcome {
   alerts: number;
 }
 
-export async function runNight(ctx: NightContext, data: NightlyJobData, scheduledAt: number): Promise<NightOutcome> {
+/** What a night reads of its job: the admitted template data, less its schedule and grant. */
+export type NightData = Omit<NightlyJobData, 'schedule' | 'grant'>;
+
+export async function runNight(ctx: NightContext, data: NightData, scheduledAt: number): Promise<NightOutcome> {
   const heartbeatMs = ctx.heartbeatMs ?? NIGHTLY_HEARTBEAT_MS;
   const { claimed, run: found } = await claimNight(ctx, data.suite, scheduledAt, heartbeatMs);
   let run = found;
@@ -100,9 +104,11 @@ export async function runNight(ctx: NightContext, data: NightlyJobData, schedule
           log.info({ experiment: id, file, ...(extra.pairing ? { pairing: extra.pairing } : {}) }, 'nightly: submitted');
         } catch (err) {
           if (!(err instanceof UserInputError)) throw err;
-          rejected.push(`${file}: ${err.message}`);
-          rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null }, null, `not submitted: ${err.message}`));
-          log.error({ file, err }, 'nightly: spec not submitted');
+          // what reaches Redis, the history, the alerts and this log names the file, never its lines
+          const reason = contentFreeReason(err);
+          rejected.push(`${file}: ${reason}`);
+          rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null }, null, `not submitted: ${reason}`));
+          log.error({ file, code: err.code, reason }, 'nightly: spec not submitted');
         }
       }
     } else {
@@ -139,7 +145,7 @@ export async function runNight(ctx: NightContext, data: NightlyJobData, schedule
     return { run: run.id, state, claimed, submitted, rejected, alerts: judged.alerts.length };
   } catch (err) {
     // Whatever stopped the run is recorded and said: a night is never silently lost.
-    const message = err instanceof Error ? err.message : String(err);
+    const message = contentFreeReason(err);
     await ctx.history.finishRun(run.id, { state: 'failed', error: message, alerts: 1, rows: [] }).catch((e) => log.error({ err: e }, 'nightly: could not record the failed run'));
     await ctx.send(failedNight(data, scheduledAt, message));
     throw err;
@@ -199,7 +205,7 @@ async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log:
   }
 }
 
-function failedNight(data: NightlyJobData, scheduledAt: number, message: string) {
+function failedNight(data: NightData, scheduledAt: number, message: string) {
   return makeAlert({
     kind: 'failed', suite: data.suite, spec: '(the whole suite)', spec_file: data.file, scheduled_at: new Date(scheduledAt).toISOString(),
     experiment: null, comparison: null, change: null, ci: null, commits: {}, results_dir: null,

@@ -1,16 +1,20 @@
 /**
  * Nightly suites as BullMQ job schedulers (queue names in store/keys.ts): one scheduler per
  * suite on queue `nightly`, id = the suite's name, cron + time zone from the suite file. The
- * scheduler's job carries where the suite's specs, results and alert sinks are; `orch serve`
- * consumes it (nightly-processor.ts): one night submits, waits, records and alerts.
+ * scheduler's job carries where the suite's specs, results and alert sinks are, and its
+ * schedule, signed at install with the cluster secret (nightly-grant.ts); `orch serve` consumes
+ * it (nightly-processor.ts) when the signature holds: one night submits, waits, records and
+ * alerts. An alert file outside the results root (and ORCH_ALERT_DIR) is refused at install.
  */
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfigFile, loadSpec } from '../../jobs/load-spec.ts';
-import { SpecError } from '../../jobs/errors.ts';
+import { SpecError, UserInputError } from '../../jobs/errors.ts';
 import { entryFile, type PairedEntry, type Suite } from '../../jobs/suite.ts';
 import { pairingProblem } from './paired-night.ts';
+import { alertFileProblem, alertRoots } from './alert-file.ts';
+import { signNightlyTemplate, type NightlyGrant, type NightlySchedule } from './nightly-grant.ts';
 import { QUEUES } from '../../store/keys.ts';
 
 /** The data of every job a suite's scheduler produces. */
@@ -26,6 +30,10 @@ export interface NightlyJobData {
   results?: string;
   /** alert sinks; `file` absolute, or `-` for stdout */
   alerts?: { webhook?: string; file?: string };
+  /** the schedule the scheduler was installed with: a job whose repeat options differ is refused */
+  schedule: NightlySchedule;
+  /** the installer's signature over every other field (nightly-grant.ts) */
+  grant: NightlyGrant;
 }
 
 export interface InstalledSuite {
@@ -43,7 +51,8 @@ export const NIGHTLY_JOB = 'nightly-suite';
 export class NightlySuites {
   private readonly queue: Queue<NightlyJobData>;
 
-  constructor(redis: Redis, prefix: string) {
+  /** `secret`: the cluster secret a suite's template is signed with; install needs it, nothing else does */
+  constructor(redis: Redis, prefix: string, private readonly secret?: Buffer) {
     this.queue = new Queue<NightlyJobData>(QUEUES.nightly, { connection: redis, prefix });
   }
 
@@ -62,7 +71,9 @@ export class NightlySuites {
     const at = (rel: string) => resolve(dirname(absolute), rel);
     const paired = suite.experiments.filter((e): e is PairedEntry => typeof e !== 'string').map((e) => ({ file: at(e.spec), ref: e.ref ?? null }));
     checkPaired(file, suite, paired);
-    const data: NightlyJobData = {
+    if (!this.secret) throw new UserInputError('CLUSTER_SECRET', 'orch nightly install has no cluster secret to sign the suite with', { hint: 'give it the secret orch serve has: --secret-file FILE or ORCH_CLUSTER_SECRET' });
+    const schedule: NightlySchedule = opts.every !== undefined ? { every: opts.every } : { cron: suite.schedule.cron, tz: suite.schedule.tz };
+    const data: Omit<NightlyJobData, 'grant'> = {
       suite: suite.name,
       file: absolute,
       experiments: suite.experiments.map((e) => at(entryFile(e))),
@@ -76,9 +87,11 @@ export class NightlySuites {
             },
           }
         : {}),
+      schedule,
     };
-    const repeat = opts.every !== undefined ? { every: opts.every } : { pattern: suite.schedule.cron, tz: suite.schedule.tz };
-    await this.queue.upsertJobScheduler(suite.name, repeat, { name: NIGHTLY_JOB, data });
+    checkAlertFile(file, data);
+    const repeat = 'every' in schedule ? { every: schedule.every } : { pattern: schedule.cron, tz: schedule.tz };
+    await this.queue.upsertJobScheduler(suite.name, repeat, { name: NIGHTLY_JOB, data: signNightlyTemplate(data, this.secret) });
     return (await this.get(suite.name))!;
   }
 
@@ -100,6 +113,19 @@ export class NightlySuites {
   async close(): Promise<void> {
     await this.queue.close();
   }
+}
+
+/** The results root of a night: the suite's `results`, else results next to the suite file. */
+export function resultsRootOf(data: Pick<NightlyJobData, 'results' | 'file'>): string {
+  return data.results ?? resolve(dirname(data.file), 'results');
+}
+
+/** An alert file must be where alerts may be written (alert-file.ts); refused at install, nothing written. */
+function checkAlertFile(file: string, data: Omit<NightlyJobData, 'grant'>): void {
+  const alert = data.alerts?.file;
+  if (alert === undefined || alert === '-') return;
+  const problem = alertFileProblem(alert, alertRoots(resultsRootOf(data)));
+  if (problem) throw new SpecError([{ file, line: 1, path: 'alerts.file', message: problem, fix: `put it under the results directory (e.g. results/alerts.jsonl) or under a directory orch serve names in ORCH_ALERT_DIR` }]);
 }
 
 /** A paired entry's spec must have the two builds the night sets; refused at install, nothing written. */

@@ -28,7 +28,7 @@ import { Job, Queue } from 'bullmq';
 import { blockBuilds } from '../../jobs/build-refs.ts';
 import { buildsOfArms, BuildJobSchema, type BuildJob } from '../../jobs/build-job.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
-import { signPayload } from '../../jobs/grant.ts';
+import { signJob } from '../../jobs/grant.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import type { Card } from '../../store/card-registry.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
@@ -286,7 +286,8 @@ export class BuildPhase {
     this.secret ??= requireClusterSecret('the scheduler');
     const job = buildJobId(exp.id, attempt, host);
     // a no-op when the job exists (a new leader dispatching what the last one did)
-    await this.queue(host).add('build', signPayload(buildJobOf(exp, host, attempt), this.secret), { jobId: job, attempts: 1, removeOnComplete: false, removeOnFail: false });
+    const signed = signJob(hostBuildQueue(host), 'build', job, buildJobOf(exp, host, attempt), this.secret);
+    await this.queue(host).add(signed.name, signed.data, signed.opts);
     const h: HostBuilds = { state: 'building', attempt, job, since: Date.now() };
     await this.builds.setHost(exp.id, host, h);
     this.ctx.log.info({ experiment: exp.id, host, attempt }, 'build job dispatched');

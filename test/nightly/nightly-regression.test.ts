@@ -109,7 +109,7 @@ for (const name of BACKENDS) {
       writeFileSync(join(dir, 'candidate.yaml'), spec(join(dir, 'ms.txt')));
       writeFileSync(
         join(dir, 'suite.yaml'),
-        `kind: suite\nname: loop\nschedule: { cron: "0 2 * * *" }\nexperiments: [candidate.yaml]\nresults: results\nalerts:\n  webhook: ${hook.url}\n  file: alerts.jsonl\n`,
+        `kind: suite\nname: loop\nschedule: { cron: "0 2 * * *" }\nexperiments: [candidate.yaml]\nresults: results\nalerts:\n  webhook: ${hook.url}\n  file: results/alerts.jsonl\n`,
       );
       setMs(BASE_MS);
       cluster.startServe();
@@ -140,7 +140,7 @@ for (const name of BACKENDS) {
         assert.match(alert!.text, /regression: suite loop, spec nightly-candidate, candidate vs control/);
         assert.match(alert!.text, /change: \+\d\.\d % \(CI \+\d\.\d % to \+\d\.\d %\)/);
         assert.ok(alert!.text.includes(`results: ${alert!.results_dir}`), alert!.text);
-        const fileAlerts = readFileSync(join(dir, 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
+        const fileAlerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
         assert.deepEqual(fileAlerts.map((a) => a.text), [alert!.text]);
         const regressed = (await history.rows('loop')).filter((r) => r.finding === 'regression');
         assert.equal(regressed.length, 1);

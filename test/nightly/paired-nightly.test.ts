@@ -72,7 +72,7 @@ for (const name of BACKENDS) {
       }));
       writeFileSync(
         join(dir, 'suite.yaml'),
-        'kind: suite\nname: paired\nschedule: { cron: "0 2 * * *" }\nexperiments:\n  - { spec: perf.yaml, against: last_good }\nresults: results\nalerts:\n  file: alerts.jsonl\n',
+        'kind: suite\nname: paired\nschedule: { cron: "0 2 * * *" }\nexperiments:\n  - { spec: perf.yaml, against: last_good }\nresults: results\nalerts:\n  file: results/alerts.jsonl\n',
       );
       cluster.startServe();
       const worker = spawnOrch(['worker', '--host', 'h1', '--cpu-cards', '1', '--heartbeat-ms', '1000', '--lock-dir', join(dir, 'locks'), '--prefix', cluster.prefix, '--allow-command'], cluster.env);
@@ -102,7 +102,7 @@ for (const name of BACKENDS) {
         // Later nights at B stay paired against A (a regressed night is not good), and are not alerted again.
         for (const r of atB) assert.equal(r.commits.last_good, a);
 
-        const alerts = readFileSync(join(dir, 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
+        const alerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
         assert.equal(alerts.length, 1, JSON.stringify(alerts.map((x) => x.text)));
         assert.equal(alerts[0]!.kind, 'regression');
         assert.equal(alerts[0]!.comparison, 'tonight vs last_good');
