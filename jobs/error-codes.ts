@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   NO_REDIS_URL: { kind: 'user-input', meaning: 'a command that needs the cluster ran without REDIS_URL' },
   REDIS_URL_MISSING: { kind: 'user-input', meaning: 'orch worker started with neither --redis nor REDIS_URL' },
   REDIS_UNREACHABLE: { kind: 'user-input', meaning: 'REDIS_URL (or the cluster file) names a Redis that does not answer within the command\'s timeout (10 s)' },
+  HOST_CLAIMED: { kind: 'user-input', meaning: 'a worker started with a --host name another live worker already serves' },
   REDIS_AUTH: { kind: 'user-input', meaning: "Redis refused the password of REDIS_URL (WRONGPASS), or needs one the URL lacks (NOAUTH)" },
   REDIS_EVICTION_POLICY: { kind: 'user-input', meaning: 'the Redis may evict keys; orch needs maxmemory-policy noeviction' },
   REDIS_NO_PASSWORD: { kind: 'user-input', meaning: 'the Redis accepts clients without a password and --insecure-redis was not given' },
