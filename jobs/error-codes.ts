@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   REDIS_URL_FILE: { kind: 'user-input', meaning: '--redis-url-file is unreadable, readable by others, or holds no redis:// URL' },
   DASHBOARD_TOKEN: { kind: 'user-input', meaning: 'orch dashboard: no token for an address beyond loopback, or a token file/variable that is unsafe or too short' },
   PRIVATE_DIR_UNSAFE: { kind: 'user-input', meaning: 'a state directory (card locks) or lock file is a symlink, owned by another user, or group/world-writable' },
+  EMBEDDED_REDIS_DIED: { kind: 'transient', meaning: "the private redis-server of an embedded run exited under it (killed from outside): the run's plan, leases and results are gone" },
   REDIS_SERVER_MISSING: { kind: 'user-input', meaning: 'the embedded default found no redis-server binary to start' },
   NO_WAIT_EMBEDDED: { kind: 'user-input', meaning: 'submit --no-wait without REDIS_URL: the embedded Redis would die with the command' },
   GRAPHRT_MISSING: { kind: 'user-input', meaning: 'the graphrt binary is not built', hint: 'npm run build' },
