@@ -84,7 +84,7 @@ export async function waitReady(redis: Redis): Promise<void> {
 const AUTH_REFUSED = /^(WRONGPASS|NOAUTH)\b/;
 
 export interface ReadyWithinOptions {
-  /** default 10 s */
+  /** default 10 s; Infinity: wait as long as it takes (a daemon started before its Redis) */
   timeoutMs?: number;
   /** what to do when it is unreachable (the fix of REDIS_URL differs per command) */
   hint?: string;
@@ -104,7 +104,7 @@ export async function readyWithin(redis: Redis, url: string, opts: ReadyWithinOp
   await new Promise<void>((resolve, reject) => {
     let last = '';
     const unreachable = (why: string) =>
-      new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${where} within ${timeoutMs / 1000} s${why ? `: ${why}` : ''}`, {
+      new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${where}${Number.isFinite(timeoutMs) ? ` within ${timeoutMs / 1000} s` : ''}${why ? `: ${why}` : ''}`, {
         hint: opts.hint ?? 'check REDIS_URL (redis://:PASSWORD@host:port) and that redis-server is running there',
       });
     const done = (err?: Error) => {
@@ -127,8 +127,8 @@ export async function readyWithin(redis: Redis, url: string, opts: ReadyWithinOp
       }
     };
     const onEnd = () => done(unreachable(last || 'the connection was closed'));
-    const timer = setTimeout(() => done(unreachable(last)), timeoutMs);
-    timer.unref();
+    const timer = Number.isFinite(timeoutMs) ? setTimeout(() => done(unreachable(last)), timeoutMs) : undefined;
+    timer?.unref();
     redis.on('ready', onReady);
     redis.on('error', onError);
     redis.once('end', onEnd);

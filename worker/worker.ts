@@ -26,7 +26,7 @@ import { Worker as BullWorker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
-import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '../store/connect.ts';
+import { connectRedis, readyWithin, requireNoEviction, requireRedisAuth } from '../store/connect.ts';
 import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, NAME_PATTERN, orchKeys } from '../store/keys.ts';
 import { LeaseStore } from '../store/lease-store.ts';
 import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
@@ -164,7 +164,8 @@ export class Worker {
     const redis = connectRedis(this.opts.redisUrl, { log: this.log, name: `orch-worker-${this.host}` });
     this.redis = redis;
     this.log.info('connecting to redis');
-    await waitReady(redis);
+    // as long as Redis takes to come up, but a refused password is an error at once
+    await readyWithin(redis, this.opts.redisUrl, { timeoutMs: Infinity });
     await requireNoEviction(redis, this.opts.redisUrl);
     await requireRedisAuth(redis, this.opts.redisUrl, { allowInsecure: this.opts.insecureRedis ?? false, log: this.log, who: 'this worker' });
     const ttl = 2 * this.heartbeatMs;

@@ -1,7 +1,8 @@
 /**
  * A command whose Redis refuses it or never answers says which, within its timeout, and exits 2:
  * a wrong password is WRONGPASS named as such (not "cannot reach"), a URL without the password a
- * protected Redis needs is NOAUTH, and `orch hosts status` on a cluster file whose Redis is down
+ * protected Redis needs is NOAUTH (`orch worker` too: it waits for a Redis that is not up yet, never
+ * for a password that will not change), and `orch hosts status` on a cluster file whose Redis is down
  * gives up after 10 s naming the address instead of waiting for a reconnect forever.
  */
 import assert from 'node:assert/strict';
@@ -10,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { freePort, startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { spawnWorker } from '../utils/worker-process.ts';
 import { runOrch, STACK_FRAME } from './run-orch.ts';
 
 describe('Redis refusals reach the user as what they are', { timeout: 120_000 }, () => {
@@ -34,6 +37,14 @@ describe('Redis refusals reach the user as what they are', { timeout: 120_000 },
     assert.doesNotMatch(r.stderr, /cannot reach|not-the-password/);
     assert.doesNotMatch(r.stderr, STACK_FRAME);
     assert.ok(took < 8000, `took ${took} ms`);
+  });
+
+  it('orch worker with a wrong password exits 2 naming WRONGPASS instead of retrying forever', async () => {
+    const w = await spawnWorker({ redisUrl: `redis://:not-the-password@127.0.0.1:${server.port}`, host: 'wp', prefix: freshPrefix(), lockDir: join(dir, 'locks'), noWait: true });
+    const end = await Promise.race([w.exited, new Promise<'running'>((res) => setTimeout(() => res('running'), 15_000))]);
+    w.kill();
+    assert.deepEqual(end, { code: 2, signal: null }, w.log().slice(-2000));
+    assert.match(w.log(), /refused the password: WRONGPASS/);
   });
 
   it('no password for a Redis that needs one: REDIS_AUTH naming NOAUTH', () => {
