@@ -2,7 +2,8 @@
 // of its own, signalled the way a terminal's Ctrl-C is (the whole group): the private
 // redis-server is not in that group, so the cancel still reaches it and the run exits 130 with
 // its results; a second signal exits at once; a private Redis killed from outside ends the run
-// with an error naming it instead of "redis unreachable; retrying" forever.
+// with an error naming it instead of "redis unreachable; retrying" forever; and an orch killed
+// with -9 still takes its redis-server with it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -106,6 +107,17 @@ test('embedded: the private redis-server killed from outside ends the run with a
     assert.deepEqual(end, { code: 1, signal: null }, `${took} ms after kill -9 of redis-server:\n${run.out().slice(-3000)}`);
     assert.match(run.out(), new RegExp(`the private redis-server \\(pid ${run.redisPid}\\) exited \\(SIGKILL\\) while \\S+ ran`));
     assert.ok(took < 10_000, `gave up ${took} ms after the kill`);
+  } finally {
+    rmSync(run.dir, { recursive: true, force: true });
+  }
+});
+
+test('embedded: kill -9 of orch\'s process group still takes the private redis-server down (its parent-death signal)', async () => {
+  const run = await submit();
+  try {
+    process.kill(-run.pid, 'SIGKILL');
+    await run.exitWithin(5000);
+    await waitFor('redis-server gone with its orch', () => !alive(run.redisPid), { timeoutMs: 5000 });
   } finally {
     rmSync(run.dir, { recursive: true, force: true });
   }
