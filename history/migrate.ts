@@ -1,6 +1,8 @@
 /**
  * Applies history/migrations/NNN_name.sql in order, each once, all pending ones in one
- * transaction under the database's write lock; `schema_version` records which ran. A database
+ * transaction under the database's write lock (PostgreSQL: an advisory lock held to COMMIT;
+ * SQLite: BEGIN EXCLUSIVE), schema_version's own creation included, so any number of processes
+ * may open a fresh database at once; `schema_version` records which ran. A database
  * newer than this orch (a version it has no file for) is refused rather than written to.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -26,8 +28,10 @@ export function migrations(dir = DIR): Migration[] {
 
 /** Returns the versions applied now (empty when the schema was current). */
 export async function migrate(db: SqlDb, all = migrations()): Promise<number[]> {
-  await db.script('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
   return db.transaction(async (tx) => {
+    // Inside the lock: PostgreSQL's CREATE TABLE IF NOT EXISTS is not atomic, and two processes
+    // creating the table at once fail the loser on a duplicate key in pg_type.
+    await tx.script('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
     const [row] = await tx.all<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_version');
     const current = row?.v ?? 0;
     const latest = all.at(-1)?.version ?? 0;

@@ -14,8 +14,9 @@ type Db = InstanceType<typeof Database>;
 export function openSqlite(file: string): SqlDb {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const db = new Database(file);
-  db.pragma('journal_mode = WAL');
+  // The timeout first: switching a fresh file to WAL takes a lock another opener may hold.
   db.pragma('busy_timeout = 5000');
+  db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
   return new SqliteDb(db, file);
 }

@@ -13,7 +13,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../jobs/errors.ts';
-import { redactUrl } from './redact.ts';
+import { redactUrl, urlHasPassword } from './redact.ts';
 
 export interface ConnectOptions {
   log: Logger;
@@ -48,7 +48,7 @@ export function connectRedis(url: string, opts: ConnectOptions): Redis {
     enableAutoPipelining: opts.autoPipelining ?? false,
     retryStrategy: (times) => {
       const delay = backoffDelay(times, opts.minBackoffMs, opts.maxBackoffMs);
-      log.warn({ attempt: times, retry_in_ms: delay, cause: lastError }, 'redis unreachable; retrying');
+      log.warn({ attempt: times, retry_in_ms: delay, cause: lastError }, AUTH_REFUSED.test(lastError) ? 'redis refused the password; retrying' : 'redis unreachable; retrying');
       return delay;
     },
   });
@@ -77,6 +77,62 @@ export async function waitReady(redis: Redis): Promise<void> {
     };
     redis.once('ready', onReady);
     redis.once('end', onEnd);
+  });
+}
+
+/** A refusal no reconnect fixes: the URL's password is wrong, or Redis needs one it lacks. */
+const AUTH_REFUSED = /^(WRONGPASS|NOAUTH)\b/;
+
+export interface ReadyWithinOptions {
+  /** default 10 s; Infinity: wait as long as it takes (a daemon started before its Redis) */
+  timeoutMs?: number;
+  /** what to do when it is unreachable (the fix of REDIS_URL differs per command) */
+  hint?: string;
+}
+
+/**
+ * Resolves once `redis` is ready. Rejects at once with REDIS_AUTH when Redis refuses the
+ * password (WRONGPASS) or asks for one (NOAUTH): retrying cannot fix that, and "unreachable"
+ * would send the user to the network. Rejects with REDIS_UNREACHABLE, naming the last
+ * connection error, once `timeoutMs` has passed or the connection has ended for good. The
+ * connection is left to the caller to close either way.
+ */
+export async function readyWithin(redis: Redis, url: string, opts: ReadyWithinOptions = {}): Promise<void> {
+  if (redis.status === 'ready') return;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const where = redactUrl(url);
+  await new Promise<void>((resolve, reject) => {
+    let last = '';
+    const unreachable = (why: string) =>
+      new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${where}${Number.isFinite(timeoutMs) ? ` within ${timeoutMs / 1000} s` : ''}${why ? `: ${why}` : ''}`, {
+        hint: opts.hint ?? 'check REDIS_URL (redis://:PASSWORD@host:port) and that redis-server is running there',
+      });
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      redis.off('end', onEnd);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => done();
+    const onError = (err: Error) => {
+      last = err.message;
+      if (AUTH_REFUSED.test(err.message)) {
+        const what = urlHasPassword(url) ? 'refused the password' : 'needs a password and the URL gives none';
+        done(new UserInputError('REDIS_AUTH', `Redis at ${where} ${what}: ${err.message.split('\n')[0]}`, {
+          hint: "check REDIS_URL's password (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user); it must match requirepass in the server's redis.conf",
+          cause: err,
+        }));
+      }
+    };
+    const onEnd = () => done(unreachable(last || 'the connection was closed'));
+    const timer = Number.isFinite(timeoutMs) ? setTimeout(() => done(unreachable(last)), timeoutMs) : undefined;
+    timer?.unref();
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+    redis.once('end', onEnd);
+    if (redis.status === 'wait') redis.connect().catch(() => undefined);
   });
 }
 

@@ -51,6 +51,8 @@ export interface OrchKeys {
   host(name: string): string;
   /** string with a TTL; present while the host's worker heartbeats */
   hostAlive(name: string): string;
+  /** hash { token, pid, machine, started } with a TTL: the one worker serving the host name (store/host-claim.ts) */
+  hostClaim(name: string): string;
   /** hash { owner, epoch, block, experiment, expires } with a PX TTL; written only by Lua */
   lease(card: string): string;
   /** counter; INCR once per granted gang: the fencing token */
@@ -132,6 +134,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     cards: `${p}:cards`,
     host: (name) => `${p}:host:${name}`,
     hostAlive: (name) => `${p}:host:${name}:alive`,
+    hostClaim: (name) => `${p}:host:${name}:claim`,
     lease: (card) => `${p}:lease:${card}`,
     leaseEpoch: `${p}:lease-epoch`,
     instance: `${p}:instance`,

@@ -7,7 +7,11 @@
  * 0700 directory — never in the server's argv, which every local user can read in `ps`. Used by the embedded default of `orch submit`
  * and by every test that needs control over its Redis (restarts, config).
  *
- * Ownership: the caller must `stop()` it; the child is also killed when this process exits.
+ * Ownership: the caller must `stop()` it; the child is also killed when this process exits. It
+ * runs in a session and process group of its own, so a Ctrl-C at the terminal (SIGINT to the whole
+ * foreground group) or a signal to the caller's group does not take Redis down under a caller
+ * that is still cancelling and writing results through it; under `setpriv --pdeathsig KILL`
+ * (Linux) it dies with the caller even when that is killed with -9.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -81,7 +85,8 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
   // mkdtemp made dir 0700; the file is 0600 besides, as it holds the password
   const confFile = join(dir, 'redis.conf');
   writeFileSync(confFile, Object.entries(config).map(([k, v]) => `${k} ${confValue(v)}\n`).join(''), { mode: 0o600 });
-  const child = spawn(binary, [confFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [file, argv] = hasSetpriv() ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, confFile]] : [binary, [confFile]];
+  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let log = '';
   child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
   child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
@@ -125,6 +130,13 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
   };
   const url = password === null ? `redis://127.0.0.1:${port}` : `redis://:${password}@127.0.0.1:${port}`;
   return { url, password, port, dir, child, stop };
+}
+
+let setpriv: boolean | undefined;
+/** Whether setpriv(1) can set a parent-death signal here (util-linux; asked once). */
+function hasSetpriv(): boolean {
+  setpriv ??= spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true']).status === 0;
+  return setpriv;
 }
 
 /** A redis.conf value: quoted, so an empty one (`save ""`) stays a value. */

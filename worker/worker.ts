@@ -26,7 +26,7 @@ import { Queue, Worker as BullWorker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { CardRegistry, type Card } from '../store/card-registry.ts';
-import { connectRedis, requireNoEviction, requireRedisAuth, waitReady } from '../store/connect.ts';
+import { connectRedis, readyWithin, requireNoEviction, requireRedisAuth } from '../store/connect.ts';
 import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, orchKeys } from '../store/keys.ts';
 import { HOST_NAME_PATTERN } from '../jobs/name-patterns.ts';
 import { LeaseStore } from '../store/lease-store.ts';
@@ -35,6 +35,7 @@ import { ResultStore } from '../store/result-store.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { requireClusterSecret } from '../store/cluster-secret.ts';
 import { GangStaging } from '../store/gang-staging.ts';
+import { HostClaim } from '../store/host-claim.ts';
 import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { toJobError } from '../store/job-error.ts';
 import { JobNonces } from '../store/job-nonces.ts';
@@ -112,6 +113,8 @@ export class Worker {
   private stopping = false;
   private stopped: Promise<void> | null = null;
   private executor: BlockExecutor | null = null;
+  /** this worker's claim of its host name, held from start to a clean stop */
+  private claim: HostClaim | null = null;
   private readonly secret: Buffer;
   cards: Card[] = [];
   /** what this worker registers as its version (jobs/worker-version.ts) */
@@ -190,16 +193,21 @@ export class Worker {
     const redis = connectRedis(this.opts.redisUrl, { log: this.log, name: `orch-worker-${this.host}` });
     this.redis = redis;
     this.log.info('connecting to redis');
-    await waitReady(redis);
+    // as long as Redis takes to come up, but a refused password is an error at once
+    await readyWithin(redis, this.opts.redisUrl, { timeoutMs: Infinity });
     await requireNoEviction(redis, this.opts.redisUrl);
     await requireRedisAuth(redis, this.opts.redisUrl, { allowInsecure: this.opts.insecureRedis ?? false, log: this.log, who: 'this worker' });
+    const ttl = 2 * this.heartbeatMs;
+    // before anything of the host is registered: a second worker under this name is refused here
+    const claim = new HostClaim(redis, this.host, { prefix: this.prefix });
+    await claim.take(ttl, (h) => this.log.warn({ holder: h }, `host name ${this.host}: the worker that held it (pid ${h.pid}) is gone without releasing it; waiting up to ${ttl} ms for its claim to expire`));
+    this.claim = claim;
 
     this.cards = await discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
     // the host guard's lock files: in a private directory, created here without following links
     const lockDir = ensurePrivateDir(this.opts.lockDir ?? join(defaultStateDir(), 'cards'), 'the card lock directory');
     for (const c of this.cards) ensureLockFile(cardLockPath(lockDir, c.id));
     const registry = new CardRegistry(redis, { prefix: this.prefix });
-    const ttl = 2 * this.heartbeatMs;
     await warnIfNotPersistent(redis, this.log, 'this worker');
     const instance = new RedisInstance(redis, this.prefix);
     await instance.claim();
@@ -305,6 +313,13 @@ export class Worker {
    * there lose their leases and fail by the lease keeper.
    */
   private async beat(registry: CardRegistry, instance: RedisInstance, ttl: number): Promise<void> {
+    const other = await this.claim?.takeOrKeep(ttl);
+    if (other) {
+      // This worker's claim expired (Redis unreachable past two heartbeats) and another worker
+      // took the name: registering again would take its cards away.
+      this.log.error({ holder: other }, `another worker (pid ${other.pid} on ${other.machine}) now serves host name ${this.host}: this worker no longer registers its cards; stop it`);
+      return;
+    }
     if (await instance.lostSinceLastCheck()) {
       this.log.error({ running: this.executor?.running ?? 0 }, 'Redis lost its data (restarted without persistence?): its instance marker changed; registering the cards again, the running blocks fail on their lost leases');
       await registry.register(this.host, this.cards, this.registration(ttl));
@@ -348,6 +363,7 @@ export class Worker {
     clearInterval(this.heartbeat);
     if (this.redis) {
       await new CardRegistry(this.redis, { prefix: this.prefix }).goOffline(this.host).catch(() => {});
+      await this.claim?.release().catch(() => {});
     }
     this.sub?.disconnect();
     this.redis?.disconnect();

@@ -8,7 +8,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
-import { connectRedis, requireNoEviction, waitReady } from '../../store/connect.ts';
+import { connectRedis, readyWithin, requireNoEviction } from '../../store/connect.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
 import { redactUrl, urlHasPassword } from '../../store/redact.ts';
 
@@ -68,14 +68,8 @@ export function prefixFromEnv(): string {
 
 export async function connectTarget(url: string, prefix: string, log: Logger, name = 'orch-cli'): Promise<RedisTarget> {
   const redis = connectRedis(url, { log, name, maxBackoffMs: 2000 });
-  const ready = waitReady(redis);
-  const timeout = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${redactUrl(url)} within 10 s`, {
-      hint: 'check REDIS_URL, or unset it to run embedded (a private redis-server for this command)',
-    })), 10_000).unref(),
-  );
   try {
-    await Promise.race([ready, timeout]);
+    await readyWithin(redis, url, { hint: 'check REDIS_URL, or unset it to run embedded (a private redis-server for this command)' });
     await requireNoEviction(redis, url);
   } catch (err) {
     redis.disconnect();

@@ -4,7 +4,11 @@
  * scheduler, and a local worker (in-process; its ranks are graphrt children that die with it),
  * on the local cards (graphrt's CPU backend where no GPU is visible). It submits, waits, writes
  * results/<id>/, prints the report and shuts everything down — also on Ctrl-C / SIGTERM, which
- * cancel the experiment first so the results say what was and was not measured.
+ * cancel the experiment first so the results say what was and was not measured (the redis-server
+ * runs in a process group of its own, so the terminal's Ctrl-C does not kill it under the
+ * cancel). A second Ctrl-C exits at once; a private Redis that dies anyway ends the run with an
+ * error (run-interrupts.ts). The shutdown is bounded: a part that does not stop in time is left
+ * to the process's exit.
  */
 import { existsSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -28,6 +32,7 @@ import { writeResults, type WrittenResults } from '../../orchestrator/results/wr
 import { Worker } from '../../worker/worker.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
+import { EndedBySignal, RunInterrupts } from './run-interrupts.ts';
 import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
 
 export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
@@ -71,26 +76,33 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
   const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
 
   const stack: (() => Promise<void>)[] = [];
-  const shutdown = async () => {
-    for (const f of stack.reverse()) await f().catch((err: unknown) => log.warn({ err }, 'embedded: shutdown step failed'));
+  // Steps run in reverse order of start; one still running at the deadline is left to finish
+  // (or not) on its own, and the later ones start anyway: the server's stop must not wait on a
+  // worker that waits on a dead Redis.
+  const shutdown = async (limitMs: number) => {
+    const deadline = Date.now() + limitMs;
+    for (const f of stack.reverse()) {
+      const step = f().catch((err: unknown) => log.warn({ err }, 'embedded: shutdown step failed'));
+      const left = deadline - Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      if (left > 0) await Promise.race([step, new Promise((r) => (timer = setTimeout(r, left)))]);
+      clearTimeout(timer);
+    }
     stack.length = 0;
   };
-  let interrupted: NodeJS.Signals | null = null;
   let id: string | null = null;
   let redis: Redis | null = null;
-  const abort = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (interrupted) return;
-    interrupted = sig;
-    note(`${sig}: cancelling ${id ?? 'the experiment'} and shutting down`);
-    abort.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const interrupts = new RunInterrupts(note, () => id ?? 'the experiment');
+  const guard = <T>(p: Promise<T>) => interrupts.guard(p);
+  let stoppingServer = false;
 
   try {
     const server: RedisServerProcess = await startRedisServer();
-    stack.push(() => server.stop());
+    interrupts.watch(server, () => stoppingServer);
+    stack.push(() => {
+      stoppingServer = true;
+      return server.stop();
+    });
     const prefix = DEFAULT_PREFIX;
     const lockDir = mkdtempSync(join(tmpdir(), 'orch-embedded-locks-'));
     stack.push(async () => rmSync(lockDir, { recursive: true, force: true }));
@@ -102,46 +114,51 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     const secret = newClusterSecret();
     // the spec is the user's own, run as the user: the embedded worker runs command workloads
     const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, log: log.child({ part: 'worker' }) });
-    await worker.start();
     stack.push(() => worker.stop());
+    await guard(worker.start());
     const scheduler = new Scheduler({ url: server.url, prefix, secret, log: log.child({ part: 'scheduler' }) });
     scheduler.start();
     stack.push(() => scheduler.stop());
 
-    if (interrupted) return { id: null, state: null, written: null, exitCode: signalExit(interrupted) };
-    const sub = await submitExperiment({ redis, prefix, loaded: input.loaded, specText: input.specText });
+    if (interrupts.interrupted) return { id: null, state: null, written: null, exitCode: signalExit(interrupts.interrupted) };
+    const sub = await guard(submitExperiment({ redis, prefix, loaded: input.loaded, specText: input.specText }));
     id = sub.id;
     if (!input.json) {
       out(`experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`);
     }
-    const exp = (await new ExperimentStore(redis, prefix).get(sub.id))!;
-    let state = await waitForEnd(redis, prefix, exp, {
-      signal: abort.signal,
+    const exp = (await guard(new ExperimentStore(redis, prefix).get(sub.id)))!;
+    let state = await guard(waitForEnd(redis, prefix, exp, {
+      signal: interrupts.abort.signal,
       ...(input.watch ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {}),
-    });
+    }));
+    const interrupted = interrupts.interrupted;
     if (interrupted) {
-      await cancelExperiment(redis, prefix, sub.id, `interrupted (${interrupted})`);
-      state = await waitForEnd(redis, prefix, exp, {
+      await guard(cancelExperiment(redis, prefix, sub.id, `interrupted (${interrupted})`));
+      state = await guard(waitForEnd(redis, prefix, exp, {
         signal: AbortSignal.timeout(10_000),
-      });
+      }));
     }
-    const written = await writeResults(redis, prefix, sub.id, input.resultsRoot);
+    const written = await guard(writeResults(redis, prefix, sub.id, input.resultsRoot));
     if (input.json) {
       out(`${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`);
     } else {
       out(`${written.report}\nresults: ${written.dir}\n`);
     }
-    const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : state === 'failed' ? await failedExitCode(redis, prefix, sub.id) : 1;
+    const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : state === 'failed' ? await guard(failedExitCode(redis, prefix, sub.id)) : 1;
     if (state !== 'done' && !interrupted) {
       // read now: `exp` is the record as submitted, before any block failed
-      const reason = (await new ExperimentStore(redis, prefix).get(sub.id))?.reason;
+      const reason = (await guard(new ExperimentStore(redis, prefix).get(sub.id)))?.reason;
       note(`experiment ${sub.id} ended ${state}${reason ? `: ${reason}` : ''}`);
     }
     return { id, state, written, exitCode };
+  } catch (err) {
+    if (err instanceof EndedBySignal) return { id, state: null, written: null, exitCode: signalExit(err.signal) };
+    throw err;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await shutdown();
+    // A second signal during the shutdown cuts it short too; what is left dies with the process.
+    const limitMs = interrupts.endedBy ? 1000 : 30_000;
+    await interrupts.guard(shutdown(limitMs)).catch(() => undefined);
+    interrupts.dispose();
   }
 }
 

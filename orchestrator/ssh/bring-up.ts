@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Cluster, Host } from '../../jobs/cluster.ts';
 import { OrchError } from '../../jobs/errors.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
-import { connectRedis } from '../../store/connect.ts';
+import { connectRedis, readyWithin } from '../../store/connect.ts';
 import { SshHost } from './ssh-host.ts';
 
 export interface HostReport {
@@ -122,6 +122,8 @@ function failure(host: Host, err: unknown): HostReport {
 async function eachHost(opts: HostsOptions, one: (ssh: SshHost, host: Host, registry: CardRegistry) => Promise<HostReport>): Promise<HostReport[]> {
   const redis = connectRedis(opts.cluster.redis.url, { log: opts.log, name: 'orch-hosts' });
   try {
+    // Every command below would wait for a reconnect forever: a Redis that never answers is an error.
+    await readyWithin(redis, opts.cluster.redis.url, { hint: `check redis.url in ${opts.file} and that redis-server is running there` });
     const registry = new CardRegistry(redis, { prefix: opts.prefix });
     return await Promise.all(
       opts.cluster.hosts.map(async (host, index) => {

@@ -9,7 +9,7 @@ import type { Cluster, Host } from '../../jobs/cluster.ts';
 import { OrchError } from '../../jobs/errors.ts';
 import { differsFrom } from '../../jobs/worker-version.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
-import { connectRedis } from '../../store/connect.ts';
+import { connectRedis, readyWithin } from '../../store/connect.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { workerPaths } from './bring-up.ts';
 import { SshHost } from './ssh-host.ts';
@@ -49,6 +49,8 @@ async function processState(ssh: SshHost, host: Host): Promise<HostStatus['proce
 export async function hostsStatus(opts: HostsStatusOptions): Promise<HostStatus[]> {
   const redis = connectRedis(opts.cluster.redis.url, { log: opts.log, name: 'orch-hosts-status' });
   try {
+    // Every command below would wait for a reconnect forever: a Redis that never answers is an error.
+    await readyWithin(redis, opts.cluster.redis.url, { hint: `check redis.url in ${opts.file} and that redis-server is running there` });
     const registry = new CardRegistry(redis, { prefix: opts.prefix });
     const keys = orchKeys(opts.prefix ?? 'orch');
     const all = await registry.all();

@@ -6,10 +6,13 @@ export interface OrchRun {
   stderr: string;
 }
 
-/** Runs the real CLI (`node bin/orch.mjs …`) from the repository root; `env` is laid over this process's. */
-export function runOrch(args: string[], env: Record<string, string> = {}): OrchRun {
-  const r = spawnSync(process.execPath, ['bin/orch.mjs', ...args], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
-  if (r.error) throw r.error;
+/**
+ * Runs the real CLI (`node bin/orch.mjs …`) from the repository root; `env` is laid over this
+ * process's. Past `timeoutMs` it is killed and `status` is null.
+ */
+export function runOrch(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000): OrchRun {
+  const r = spawnSync(process.execPath, ['bin/orch.mjs', ...args], { encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, ...env } });
+  if (r.error && (r.error as NodeJS.ErrnoException).code !== 'ETIMEDOUT') throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -6,12 +6,15 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "graphrt/error.hpp"
 
@@ -257,6 +260,148 @@ bool same_secret(const Secret& a, const Secret& b) {
   return diff == 0;
 }
 
+// A hello is the frame header, then the secret: a fixed size, so nothing a peer says before it is
+// authenticated sizes a read.
+constexpr std::size_t kHelloBytes = sizeof(Frame) + kRendezvousSecretBytes;
+// A rank sends its hello the moment it connects: a connection whose hello is not whole this long
+// after it was accepted (or by the rendezvous deadline, if sooner) is dropped.
+constexpr std::chrono::milliseconds kHelloWithin{5000};
+// Connections saying hello at one time; a newer one drops the oldest, so a flood of idle
+// connections can exhaust neither rank 0's descriptors nor its patience with an honest rank.
+constexpr std::size_t kMaxPendingHellos = 64;
+
+// Reads `n` bytes unless the peer closes, fails or `deadline` passes first: a poll before every
+// recv, so a peer that sends part of a frame and stalls holds the reader no longer than that.
+bool read_all_before(int fd, void* data, std::size_t n, Clock::time_point deadline) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    if (!readable_before(fd, deadline)) return false;
+    const ssize_t r = ::recv(fd, p, n, MSG_DONTWAIT);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// An authenticated hello: the connection (blocking, now the caller's) and what it claims.
+struct Hello {
+  int fd;
+  std::uint64_t world;
+  std::uint64_t rank;
+};
+
+// Rank 0's door: accepts connections and reads their hellos side by side, in one poll over the
+// listener and every connection still saying hello, so no connection, however slow, holds up
+// another. A connection is dropped (closed and logged with its address, never what it sent) when
+// it is not speaking the protocol, presents a wrong secret, closes, or has not sent its whole
+// hello within kHelloWithin.
+class HelloGate {
+ public:
+  HelloGate(int listener, const Secret& secret, Clock::time_point deadline, std::string me)
+      : listener_(listener), secret_(secret), deadline_(deadline), me_(std::move(me)) {
+    // A connection reset between poll and accept must not block accept.
+    ::fcntl(listener_, F_SETFL, ::fcntl(listener_, F_GETFL) | O_NONBLOCK);
+  }
+  ~HelloGate() {
+    for (const Pending& p : pending_) ::close(p.fd);
+  }
+  HelloGate(const HelloGate&) = delete;
+  HelloGate& operator=(const HelloGate&) = delete;
+
+  // The next authenticated hello; nullopt once the rendezvous deadline has passed.
+  std::optional<Hello> next() {
+    for (;;) {
+      const auto now = Clock::now();
+      auto wake = deadline_;
+      for (std::size_t i = pending_.size(); i-- > 0;) {
+        if (pending_[i].until <= now)
+          drop(i, "stalled: " + std::to_string(pending_[i].got) + " of " + std::to_string(kHelloBytes) + " hello bytes within " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - pending_[i].since).count()) + " ms");
+        else
+          wake = std::min(wake, pending_[i].until);
+      }
+      if (now >= deadline_) return std::nullopt;
+      std::vector<pollfd> fds{pollfd{listener_, POLLIN, 0}};
+      for (const Pending& p : pending_) fds.push_back(pollfd{p.fd, POLLIN, 0});
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
+      const int n = ::poll(fds.data(), fds.size(), static_cast<int>(left));
+      if (n < 0 && errno != EINTR) rank_lost(me_ + ": poll on the rendezvous: " + std::strerror(errno));
+      if (n <= 0) continue;
+      for (std::size_t i = pending_.size(); i-- > 0;)
+        if (fds[i + 1].revents != 0)
+          if (auto hello = read_from(i)) return hello;
+      if ((fds[0].revents & POLLIN) != 0) accept_one();
+    }
+  }
+
+ private:
+  struct Pending {
+    int fd;
+    Clock::time_point since;
+    Clock::time_point until;
+    std::array<char, kHelloBytes> bytes{};
+    std::size_t got = 0;
+  };
+
+  void accept_one() {
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (pending_.size() >= kMaxPendingHellos)
+      drop(0, "dropped for a newer one: " + std::to_string(kMaxPendingHellos) + " connections were saying hello at once");
+    const auto now = Clock::now();
+    pending_.push_back(Pending{fd, now, std::min(deadline_, now + kHelloWithin)});
+  }
+
+  // Reads what connection `i` has sent; its hello once whole and ours (it leaves the gate then).
+  std::optional<Hello> read_from(std::size_t i) {
+    Pending& p = pending_[i];
+    const ssize_t r = ::recv(p.fd, p.bytes.data() + p.got, kHelloBytes - p.got, MSG_DONTWAIT);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+    if (r <= 0) {
+      drop(i, "closed after " + std::to_string(p.got) + " of " + std::to_string(kHelloBytes) + " hello bytes");
+      return std::nullopt;
+    }
+    p.got += static_cast<std::size_t>(r);
+    if (p.got >= 2 * sizeof(std::uint32_t)) {  // magic and op: a stranger is dropped before it sends more
+      std::uint32_t head[2];
+      std::memcpy(head, p.bytes.data(), sizeof head);
+      if (head[0] != kMagic || head[1] != kHello) {
+        drop(i, "not a rendezvous hello");
+        return std::nullopt;
+      }
+    }
+    if (p.got < kHelloBytes) return std::nullopt;
+    Frame f;
+    std::memcpy(&f, p.bytes.data(), sizeof f);
+    Secret presented{};
+    std::memcpy(presented.data(), p.bytes.data() + sizeof f, presented.size());
+    if (!same_secret(presented, secret_)) {
+      // Logged without what was presented: a near miss must not teach the secret.
+      drop(i, "claiming rank " + std::to_string(f.b) + ": wrong secret");
+      return std::nullopt;
+    }
+    const Hello hello{p.fd, f.a, f.b};
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    return hello;
+  }
+
+  void drop(std::size_t i, const std::string& why) {
+    std::fprintf(stderr, "graphrt %s: refused a rendezvous connection from %s: %s\n", me_.c_str(), peer_of(pending_[i].fd).c_str(),
+                 why.c_str());
+    std::fflush(stderr);
+    ::close(pending_[i].fd);
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
+  int listener_;
+  Secret secret_;
+  Clock::time_point deadline_;
+  std::string me_;
+  std::vector<Pending> pending_;
+};
+
 }  // namespace
 
 Rendezvous::Rendezvous(const std::string& address, int world, int rank, std::chrono::milliseconds timeout,
@@ -274,41 +419,30 @@ Rendezvous::Rendezvous(const std::string& address, int world, int rank, std::chr
     blob_ = blob;
     fds_.assign(static_cast<std::size_t>(world), -1);
     const int listener = listen_on(ep, world, auth, me);
-    int joined = 1;
-    while (joined < world) {
-      if (!readable_before(listener, deadline)) {
-        stop_listening(listener);
-        rank_lost(me + ": rank(s) " + missing_ranks(fds_) + " did not reach the rendezvous " + ep.text + " within " +
-                  std::to_string(timeout.count()) + " ms");
+    try {
+      HelloGate gate(listener, secret, deadline, me);
+      for (int joined = 1; joined < world;) {
+        const auto hello = gate.next();
+        if (!hello) {
+          rank_lost(me + ": rank(s) " + missing_ranks(fds_) + " did not reach the rendezvous " + ep.text + " within " +
+                    std::to_string(timeout.count()) + " ms");
+        }
+        const auto r = static_cast<std::int64_t>(hello->rank);
+        if (hello->world != static_cast<std::uint64_t>(world) || r <= 0 || r >= world || fds_[static_cast<std::size_t>(r)] >= 0) {
+          ::close(hello->fd);
+          throw RtError(Errc::BadFlag, "BAD_FLAG",
+                        me + ": a process joined the rendezvous as rank " + std::to_string(r) + " of " +
+                            std::to_string(hello->world) + ": --world and --rank must make one gang (each rank once)");
+        }
+        if (ep.tcp) no_delay(hello->fd);
+        fds_[static_cast<std::size_t>(r)] = hello->fd;
+        ++joined;
       }
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      if (ep.tcp) no_delay(fd);
-      Frame hello;
-      Secret presented{};
-      if (!readable_before(fd, deadline) || !read_all(fd, &hello, sizeof hello) || hello.magic != kMagic ||
-          hello.op != kHello || !read_all(fd, presented.data(), presented.size())) {
-        ::close(fd);  // not one of ours, or it died while saying hello: its rank stays missing
-        continue;
-      }
-      if (!same_secret(presented, secret)) {
-        // Logged without what was presented: a near miss must not teach the secret.
-        std::fprintf(stderr, "graphrt %s: refused a rendezvous connection from %s (claiming rank %llu): wrong secret\n",
-                     me.c_str(), peer_of(fd).c_str(), static_cast<unsigned long long>(hello.b));
-        std::fflush(stderr);
-        ::close(fd);
-        continue;
-      }
-      const auto r = static_cast<std::int64_t>(hello.b);
-      if (hello.a != static_cast<std::uint64_t>(world) || r <= 0 || r >= world || fds_[static_cast<std::size_t>(r)] >= 0) {
-        ::close(fd);
-        stop_listening(listener);
-        throw RtError(Errc::BadFlag, "BAD_FLAG",
-                      me + ": a process joined the rendezvous as rank " + std::to_string(r) + " of " +
-                          std::to_string(hello.a) + ": --world and --rank must make one gang (each rank once)");
-      }
-      fds_[static_cast<std::size_t>(r)] = fd;
-      ++joined;
+    } catch (...) {
+      stop_listening(listener);
+      for (int& fd : fds_)
+        if (fd >= 0) ::close(std::exchange(fd, -1));
+      throw;
     }
     stop_listening(listener);
     for (int r = 1; r < world; ++r)
@@ -330,11 +464,12 @@ Rendezvous::Rendezvous(const std::string& address, int world, int rank, std::chr
   fds_.push_back(fd);
   Frame welcome;
   if (!send_frame(fd, kHello, static_cast<std::uint64_t>(world), static_cast<std::uint64_t>(rank), secret.data(), secret.size()) ||
-      !readable_before(fd, deadline) || !read_all(fd, &welcome, sizeof welcome))
-    lost(0, "closed the rendezvous before every rank had joined (a rank never came, rank 0 died, or it refused this rank's secret)");
+      !read_all_before(fd, &welcome, sizeof welcome, deadline))
+    lost(0, "closed the rendezvous, or sent no welcome within " + std::to_string(timeout.count()) +
+                " ms (a rank never came, rank 0 died, or it refused this rank's secret)");
   if (welcome.magic != kMagic || welcome.op != kWelcome || welcome.b != blob_.size() ||
-      !read_all(fd, blob_.data(), blob_.size()))
-    lost(0, "sent a malformed welcome");
+      !read_all_before(fd, blob_.data(), blob_.size(), deadline))
+    lost(0, "sent a malformed or partial welcome");
 }
 
 Rendezvous::~Rendezvous() {

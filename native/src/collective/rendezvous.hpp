@@ -3,8 +3,9 @@
 // fresh directory per block attempt) or `tcp://HOST:PORT` (a gang across hosts: rank 0 listens on
 // HOST, port 0 meaning an ephemeral one, and writes `HOST:PORT` to `publish` for its worker to
 // hand to the other hosts' ranks). Every other rank connects and says who it is, presenting the
-// attempt's secret; a connection with a wrong secret is refused and logged (never the secret) and
-// rank 0 goes on waiting. Once all `world` ranks are in, rank 0 closes the listener and sends each
+// attempt's secret; a connection with a wrong secret, or one that stalls or garbles its hello, is
+// refused and logged (never the secret) and rank 0 goes on waiting, reading the other hellos
+// meanwhile: no connection delays another or the deadline. Once all `world` ranks are in, rank 0 closes the listener and sends each
 // one its 128-byte blob (the NCCL unique id where NCCL is used). The constructor returns on every
 // rank only then: it is the barrier before the first rep.
 //
