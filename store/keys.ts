@@ -81,6 +81,8 @@ export interface OrchKeys {
   staged(id: string, block: number, attempt: number): string;
   /** string: the attempt that claimed a suite's night, SET NX with a TTL (store/nightly-claims.ts) */
   nightlyClaim(suite: string, scheduledAt: number): string;
+  /** string with a TTL: why a suite's night could not be recorded in the history (store/nightly-claims.ts) */
+  nightlyFault(suite: string, scheduledAt: number): string;
   /** the scheduler's own keys */
   sched: SchedulerKeys;
   /** the build lock's view, mirrored by each host (store/build-state.ts) */
@@ -143,6 +145,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
+    nightlyFault: (suite, scheduledAt) => `${p}:nightly:fault:${suite}:${scheduledAt}`,
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,

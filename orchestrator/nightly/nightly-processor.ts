@@ -61,7 +61,7 @@ export function startNightlyWorker(opts: { url: string; prefix: string; log: Log
   }));
   const worker = new Worker<NightlyJobData, NightlyResult>(
     QUEUES.nightly,
-    async (job: Job<NightlyJobData>) => runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log }, job.data, scheduledAt(job)),
+    async (job: Job<NightlyJobData>) => runSuiteJob({ redis, prefix: opts.prefix, history: openOnce, log }, job.data, scheduledAt(job)),
     { connection: blocking, prefix: opts.prefix, concurrency: 1 },
   );
   worker.on('error', (err) => log.error({ err }, 'nightly worker error'));
