@@ -60,7 +60,7 @@ export interface NightOutcome {
   alerts: number;
 }
 
-/** Which night this attempt runs, and whether it holds it (its claim or a takeover): only then does it record the night's end. */
+/** Whether this attempt holds its night (its claim, or a takeover): only then does it record the night's end. */
 interface NightState {
   owns: boolean;
 }
@@ -204,7 +204,9 @@ async function claimNight(ctx: NightContext, history: NightHistory, suite: strin
   if (await claims.claim(suite, scheduledAt, `${prov.host}/${process.pid}/${randomBytes(4).toString('hex')}`)) {
     // Held from here: a history that fails the row's insert leaves its reason for whoever ends the night.
     night.owns = true;
-    return history.op('claim the night (insert its run)', (h) => h.claimRun(claim));
+    const held = await history.op('claim the night (insert its run)', (h) => h.claimRun(claim));
+    night.owns = held.claimed;
+    return held;
   }
   const id = runId(suite, scheduledAt);
   const until = Date.now() + staleAfter(heartbeatMs);
