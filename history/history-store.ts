@@ -131,6 +131,28 @@ export class HistoryStore {
     });
   }
 
+  /** A suite's runs still `running` whose heartbeat is older than `staleBefore`, oldest first. */
+  async stalled(suite: string, staleBefore: number, limit = 50): Promise<NightlyRun[]> {
+    const rows = await this.db.all<RawRun>(
+      "SELECT * FROM nightly_runs WHERE suite = ? AND state = 'running' AND heartbeat_at < ? ORDER BY scheduled_at LIMIT ?",
+      [suite, staleBefore, limit],
+    );
+    return rows.map(toRun);
+  }
+
+  /**
+   * Ends a run as failed unless its attempt came back: only while it is still `running` with a
+   * heartbeat older than `staleBefore` (a late finishRun of a live attempt is never overwritten).
+   * True when it was ended here.
+   */
+  async endStale(id: string, staleBefore: number, error: string): Promise<boolean> {
+    const now = Date.now();
+    return (await this.db.run(
+      "UPDATE nightly_runs SET state = 'failed', error = ?, ended_at = ? WHERE id = ? AND state = 'running' AND heartbeat_at < ?",
+      [error, now, id, staleBefore],
+    )) === 1;
+  }
+
   /** The last `limit` runs, newest first; of one suite or of all. */
   async runs(suite: string | null, limit = 20): Promise<NightlyRun[]> {
     const rows = suite === null

@@ -8,7 +8,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { UserInputError } from '../jobs/errors.ts';
-import { redactText, redactUrl } from '../store/redact.ts';
+import { redactUrl } from '../store/redact.ts';
+import { dbFault } from './db-fault.ts';
 import { HistoryStore } from './history-store.ts';
 import { migrate } from './migrate.ts';
 import type { SqlDb } from './sql-db.ts';
@@ -18,6 +19,8 @@ export interface HistoryTarget {
   url: string | null;
   /** the SQLite file when url is null */
   file: string;
+  /** SQLite: how long a statement waits for another process's write lock (default SQLITE_BUSY_TIMEOUT_MS) */
+  busyTimeoutMs?: number;
 }
 
 export function historyTargetFromEnv(env: NodeJS.ProcessEnv = process.env): HistoryTarget {
@@ -37,18 +40,18 @@ export async function openHistory(target: HistoryTarget = historyTargetFromEnv()
       db = openPostgres(target.url);
     } else {
       const { openSqlite } = await import('./sqlite-db.ts');
-      db = openSqlite(target.file);
+      db = openSqlite(target.file, target.busyTimeoutMs);
     }
     await migrate(db);
     return new HistoryStore(db);
   } catch (err) {
     await db?.close().catch(() => undefined);
     if (err instanceof UserInputError) throw err;
-    const why = redactText(err instanceof Error ? err.message : String(err));
-    throw new UserInputError('HISTORY_UNREACHABLE', `cannot open the nightly history database ${describeTarget(target)}: ${why}`, {
+    const fault = dbFault(err, { engine: target.url ? 'postgres' : 'sqlite', where: describeTarget(target) });
+    throw new UserInputError('HISTORY_UNREACHABLE', `cannot open the nightly history database ${describeTarget(target)}: it ${fault.reason}: ${fault.fix}`, {
       hint: target.url
-        ? 'start PostgreSQL there or fix ORCH_DB_URL (postgres://USER:PASSWORD@HOST:5432/DB); unset ORCH_DB_URL to keep the history in a local SQLite file'
-        : 'make the directory writable or set ORCH_HISTORY_DB=/path/history.sqlite',
+        ? `${fault.fix}; unset ORCH_DB_URL to keep the history in a local SQLite file`
+        : `${fault.fix}; or set ORCH_HISTORY_DB=/path/history.sqlite`,
       cause: err,
     });
   }

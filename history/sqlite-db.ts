@@ -11,12 +11,21 @@ import type { SqlDb } from './sql-db.ts';
 
 type Db = InstanceType<typeof Database>;
 
-export function openSqlite(file: string): SqlDb {
+/** How long one statement waits for another process's write lock before it fails SQLITE_BUSY. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+export function openSqlite(file: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_MS): SqlDb {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const db = new Database(file);
-  // The timeout first: switching a fresh file to WAL takes a lock another opener may hold.
-  db.pragma('busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
+  try {
+    // The timeout first: switching a fresh file to WAL takes a lock another opener may hold.
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    db.pragma('journal_mode = WAL');
+  } catch (err) {
+    // A file that is not SQLite opens lazily and fails here: the handle must not leak.
+    db.close();
+    throw err;
+  }
   db.pragma('foreign_keys = ON');
   return new SqliteDb(db, file);
 }

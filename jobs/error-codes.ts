@@ -71,6 +71,8 @@ export const ERROR_CODES = {
   NIGHTLY_SPECS_REJECTED: { kind: 'user-input', meaning: "a nightly suite run could not submit some of its specs (the others were submitted)" },
   HISTORY_UNREACHABLE: { kind: 'user-input', meaning: 'the nightly history database (ORCH_DB_URL, or the SQLite file) cannot be opened', hint: 'start the database or fix ORCH_DB_URL / ORCH_HISTORY_DB' },
   HISTORY_SCHEMA_NEWER: { kind: 'user-input', meaning: 'the nightly history database was migrated by a newer orch than this one' },
+  HISTORY_UNUSABLE: { kind: 'user-input', meaning: 'a nightly run could not use the history database as it is (a file that is not SQLite or is corrupt, read-only, a login refused): retrying cannot help; the night alerted and failed' },
+  HISTORY_UNAVAILABLE: { kind: 'transient', meaning: 'the nightly history database did not answer, or stayed locked, through every retry of a night\'s read or write; the night alerted and failed' },
   ANALYSIS_INPUT: { kind: 'user-input', meaning: 'the results cannot be analyzed (an arm without reps, a missing control)' },
 
   // the user's command workload: build, preflight, run

@@ -89,6 +89,8 @@ export interface OrchKeys {
   grantNonce(nonce: string): string;
   /** hash "<queue kind>/<code>" → count of jobs refused by a worker or orch serve (store/refused-jobs.ts) */
   refusedJobs: string;
+  /** string with a TTL: why a suite's night could not be recorded in the history (store/nightly-claims.ts) */
+  nightlyFault(suite: string, scheduledAt: number): string;
   /** the scheduler's own keys */
   sched: SchedulerKeys;
   /** the build lock's view, mirrored by each host (store/build-state.ts) */
@@ -155,6 +157,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
     grantNonce: (nonce) => `${p}:grant-nonce:${nonce}`,
     refusedJobs: `${p}:refused-jobs`,
+    nightlyFault: (suite, scheduledAt) => `${p}:nightly:fault:${suite}:${scheduledAt}`,
     sched: {
       leader: `${p}:sched:leader`,
       seq: `${p}:sched:seq`,

@@ -70,7 +70,7 @@ export function startNightlyWorker(opts: { url: string; prefix: string; log: Log
         log.error({ job: id, code: 'NIGHTLY_JOB_REFUSED', why: admitted.why }, 'refused a nightly job its suite\'s signed scheduler did not make: nothing ran');
         throw toJobError(new OrchError('NIGHTLY_JOB_REFUSED', `nightly job ${id} refused: ${admitted.why}; nothing ran`));
       }
-      return runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log }, job.data, admitted.scheduledAt);
+      return runSuiteJob({ redis, prefix: opts.prefix, history: openOnce, log }, job.data, admitted.scheduledAt);
     },
     { connection: blocking, prefix: opts.prefix, concurrency: 1 },
   );

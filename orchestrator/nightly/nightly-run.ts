@@ -8,6 +8,10 @@
  * every experiment, write results/<id>/ as `orch submit` does, record one row per comparison,
  * judge them against the nights before (night-findings.ts) and send the alerts. A spec that
  * stopped validating is that spec's failure (a not-run row, a `failed` alert); the others run.
+ * Every history read and write is retried while the database is away (night-history.ts); one
+ * that still fails ends the night with an alert naming the database and the fix, and the reason
+ * is left beside the claim in Redis, so the next night that claims ends the stalled run `failed`
+ * with it once the database answers again: no night is left `running`.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -16,7 +20,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { loadSpec } from '../../jobs/load-spec.ts';
-import { runId, type HistoryStore, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
+import { codeOf } from '../../jobs/error-codes.ts';
+import { runId, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
 import { waitForEnd } from '../experiment/progress.ts';
@@ -28,6 +33,7 @@ import { makeAlert } from './nightly-alert.ts';
 import { contentFreeReason } from './content-free-reason.ts';
 import { notRunRow, rowsFromResults, type RowContext } from './night-rows.ts';
 import { NIGHTLY_HEARTBEAT_MS, staleAfter } from './heartbeat.ts';
+import { HISTORY_RETRY, NightHistory, type HistoryRetry, type HistorySource } from './night-history.ts';
 import { lastGoodCommit, pairedCommits, pairSpec } from './paired-night.ts';
 import { orchProvenance, specCommits } from './provenance.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
@@ -35,11 +41,13 @@ import type { NightlyJobData } from './nightly-suites.ts';
 export interface NightContext {
   redis: Redis;
   prefix: string;
-  history: HistoryStore;
+  history: HistorySource;
   log: Logger;
   send: AlertSend;
   resultsRoot: string;
   heartbeatMs?: number;
+  /** how each history read and write is retried (default HISTORY_RETRY: 5 tries over 30 s) */
+  historyRetry?: HistoryRetry;
 }
 
 export interface NightOutcome {
@@ -56,24 +64,65 @@ export interface NightOutcome {
 /** What a night reads of its job: the admitted template data, less its schedule and grant. */
 export type NightData = Omit<NightlyJobData, 'schedule' | 'grant'>;
 
+/** Whether this attempt holds its night (its claim, or a takeover): only then does it record the night's end. */
+interface NightState {
+  owns: boolean;
+}
+
 export async function runNight(ctx: NightContext, data: NightData, scheduledAt: number): Promise<NightOutcome> {
+  const log = ctx.log.child({ suite: data.suite, run: runId(data.suite, scheduledAt) });
+  const history = new NightHistory(ctx.history, ctx.historyRetry ?? HISTORY_RETRY, log);
+  const night: NightState = { owns: false };
+  try {
+    return await runHeldNight(ctx, history, data, scheduledAt, night, log);
+  } catch (err) {
+    // Whatever stopped the run is said first (the alert sink needs no database) and then
+    // recorded: a night is never silently lost.
+    const message = contentFreeReason(err);
+    await ctx.send(failedNight(data, scheduledAt, message)).catch((e) => log.error({ err: e }, 'nightly: the failed night could not be alerted'));
+    await recordFailure(ctx, history, data.suite, scheduledAt, message, night, isHistoryFault(err), log);
+    throw err;
+  }
+}
+
+function isHistoryFault(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === 'HISTORY_UNAVAILABLE' || code === 'HISTORY_UNUSABLE';
+}
+
+/**
+ * The failed night in the history (retried like every write) and, when the history is what
+ * failed, its reason in Redis beside the claim: the night that ends this run later says why.
+ */
+async function recordFailure(ctx: NightContext, history: NightHistory, suite: string, scheduledAt: number, message: string, night: NightState, historyFault: boolean, log: Logger): Promise<void> {
+  if (historyFault && night.owns) {
+    await new NightlyClaims(ctx.redis, ctx.prefix).recordFault(suite, scheduledAt, message).catch((e) => log.error({ err: e }, 'nightly: the history fault could not be kept in Redis either'));
+  }
+  if (!night.owns) return;
+  const id = runId(suite, scheduledAt);
+  await history.op('record the night as failed', (h) => h.finishRun(id, { state: 'failed', error: message, alerts: 1, rows: [] }))
+    .catch((e) => log.error({ err: e }, 'nightly: could not record the failed run; the next night of this suite ends it as failed'));
+}
+
+async function runHeldNight(ctx: NightContext, history: NightHistory, data: NightData, scheduledAt: number, night: NightState, log: Logger): Promise<NightOutcome> {
   const heartbeatMs = ctx.heartbeatMs ?? NIGHTLY_HEARTBEAT_MS;
-  const { claimed, run: found } = await claimNight(ctx, data.suite, scheduledAt, heartbeatMs);
+  const { claimed, run: found } = await claimNight(ctx, history, data.suite, scheduledAt, heartbeatMs, night);
   let run = found;
-  const log = ctx.log.child({ suite: data.suite, run: run.id });
-  if (!claimed && run.state === 'running') run = await whileAlive(ctx.history, run, heartbeatMs);
+  if (!claimed && run.state === 'running') run = await whileAlive(history, run, heartbeatMs);
   if (!claimed && run.state !== 'running') {
     log.info({ state: run.state }, 'nightly: this night was run by another attempt; nothing submitted again');
     return { run: run.id, state: run.state, claimed, submitted: [], rejected: [], alerts: 0 };
   }
-  const beat = setInterval(() => void ctx.history.heartbeat(run.id).catch(() => undefined), heartbeatMs);
+  night.owns = true;
+  const beat = setInterval(() => void history.beat(run.id), heartbeatMs);
   try {
+    if (claimed) await endStalledNights(ctx, history, run, heartbeatMs, log);
     const rows: NightlyRow[] = [];
     const submitted: NightOutcome['submitted'] = [];
     const rejected: string[] = [];
     const context = new Map<string, RowContext>();
     const base = { run_id: run.id, suite: data.suite, scheduled_at: scheduledAt };
-    const before = await ctx.history.rows(data.suite);
+    const before = await history.op("read the suite's earlier nights", (h) => h.rows(data.suite));
     const paired = (file: string) => data.paired?.find((p) => p.file === file);
     if (claimed) {
       const intents: SubmittedSpec[] = [];
@@ -91,12 +140,12 @@ export async function runNight(ctx: NightContext, data: NightData, scheduledAt: 
           // id a retry finds in Redis (and waits for) or not (never submitted), never an orphan.
           const id = await new ExperimentStore(ctx.redis, ctx.prefix).newId(loaded.spec.name);
           intents.push({ file, experiment: id });
-          await ctx.history.setExperiments(run.id, intents);
+          await history.op(`record experiment ${id} before submitting it`, (h) => h.setExperiments(run.id, intents));
           try {
             await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id });
           } catch (err) {
             intents.pop();
-            await ctx.history.setExperiments(run.id, intents);
+            await history.op(`record that experiment ${id} was not submitted`, (h) => h.setExperiments(run.id, intents));
             throw err;
           }
           submitted.push({ file, experiment: id, hash: loaded.hash });
@@ -140,15 +189,9 @@ export async function runNight(ctx: NightContext, data: NightData, scheduledAt: 
     }
     const state: RunState = judged.rows.some((r) => r.experiment_state !== 'done') ? 'failed' : judged.rows.some((r) => r.gates_pass === false) ? 'invalid' : 'done';
     const errors = judged.rows.filter((r) => r.error).map((r) => `${r.spec_file}${r.arm ? ` (${r.arm} vs ${r.reference})` : ''}: ${r.error}`);
-    await ctx.history.finishRun(run.id, { state, error: errors.length ? [...new Set(errors)].join('\n') : null, alerts: judged.alerts.length, rows: judged.rows });
+    await history.op(`record the night's ${judged.rows.length} rows and its end (${state})`, (h) => h.finishRun(run.id, { state, error: errors.length ? [...new Set(errors)].join('\n') : null, alerts: judged.alerts.length, rows: judged.rows }));
     log.info({ state, rows: judged.rows.length, alerts: judged.alerts.length }, 'nightly: run recorded');
     return { run: run.id, state, claimed, submitted, rejected, alerts: judged.alerts.length };
-  } catch (err) {
-    // Whatever stopped the run is recorded and said: a night is never silently lost.
-    const message = contentFreeReason(err);
-    await ctx.history.finishRun(run.id, { state: 'failed', error: message, alerts: 1, rows: [] }).catch((e) => log.error({ err: e }, 'nightly: could not record the failed run'));
-    await ctx.send(failedNight(data, scheduledAt, message));
-    throw err;
   } finally {
     clearInterval(beat);
   }
@@ -160,35 +203,61 @@ export async function runNight(ctx: NightContext, data: NightData, scheduledAt: 
  * holder's row, and if none comes within the staleness window the holder died before writing it
  * — the night is then recorded as failed here, so it is never silently lost.
  */
-async function claimNight(ctx: NightContext, suite: string, scheduledAt: number, heartbeatMs: number): Promise<{ claimed: boolean; run: NightlyRun }> {
+async function claimNight(ctx: NightContext, history: NightHistory, suite: string, scheduledAt: number, heartbeatMs: number, night: NightState): Promise<{ claimed: boolean; run: NightlyRun }> {
   const prov = orchProvenance();
   const claim = { suite, scheduledAt, orchVersion: prov.version, orchCommit: prov.commit, orchDirty: prov.dirty, serveHost: prov.host };
-  if (await new NightlyClaims(ctx.redis, ctx.prefix).claim(suite, scheduledAt, `${prov.host}/${process.pid}/${randomBytes(4).toString('hex')}`)) {
-    return ctx.history.claimRun(claim);
+  const claims = new NightlyClaims(ctx.redis, ctx.prefix);
+  if (await claims.claim(suite, scheduledAt, `${prov.host}/${process.pid}/${randomBytes(4).toString('hex')}`)) {
+    // Held from here: a history that fails the row's insert leaves its reason for whoever ends the night.
+    night.owns = true;
+    const held = await history.op('claim the night (insert its run)', (h) => h.claimRun(claim));
+    night.owns = held.claimed;
+    return held;
   }
   const id = runId(suite, scheduledAt);
   const until = Date.now() + staleAfter(heartbeatMs);
   for (;;) {
-    const run = await ctx.history.run(id);
+    const run = await history.op('read the run of the attempt that claimed this night', (h) => h.run(id));
     if (run) return { claimed: false, run };
     if (Date.now() > until) break;
     await sleep(Math.min(1000, heartbeatMs));
   }
-  const { claimed, run } = await ctx.history.claimRun(claim);
+  const { claimed, run } = await history.op('claim the night (insert its run)', (h) => h.claimRun(claim));
   if (!claimed) return { claimed: false, run };
-  const error = 'another attempt took this night in Redis but never recorded it (it stopped before writing its run); nothing was submitted';
-  await ctx.history.finishRun(run.id, { state: 'failed', error, alerts: 0, rows: [] });
-  return { claimed: false, run: (await ctx.history.run(run.id))! };
+  const fault = await claims.fault(suite, scheduledAt);
+  const error = fault ?? 'another attempt took this night in Redis but never recorded it (it stopped before writing its run); nothing was submitted';
+  await history.op('record the night as failed', (h) => h.finishRun(run.id, { state: 'failed', error, alerts: 0, rows: [] }));
+  return { claimed: false, run: (await history.op('read the run', (h) => h.run(run.id)))! };
 }
 
 /** Waits while the run's own attempt is alive (its heartbeat fresh); returns the run as it ended or went stale. */
-async function whileAlive(history: HistoryStore, run: NightlyRun, heartbeatMs: number): Promise<NightlyRun> {
+async function whileAlive(history: NightHistory, run: NightlyRun, heartbeatMs: number): Promise<NightlyRun> {
   let r = run;
   while (r.state === 'running' && Date.now() - r.heartbeat_at < staleAfter(heartbeatMs)) {
     await sleep(Math.min(1000, heartbeatMs));
-    r = (await history.run(r.id)) ?? r;
+    r = (await history.op('read the run of the attempt that claimed this night', (h) => h.run(r.id))) ?? r;
   }
   return r;
+}
+
+/**
+ * Ends the suite's earlier runs whose attempt is gone — still `running`, heartbeat older than the
+ * staleness window — as failed, with the reason their attempt left in Redis when the history
+ * would not take it (its database was down), else with what is known: when and where it last
+ * beat. Guarded in SQL (HistoryStore.endStale): an attempt that beats again is left alone.
+ */
+async function endStalledNights(ctx: NightContext, history: NightHistory, own: NightlyRun, heartbeatMs: number, log: Logger): Promise<void> {
+  const staleBefore = Date.now() - staleAfter(heartbeatMs);
+  const stalled = (await history.op('read the stalled runs of this suite', (h) => h.stalled(own.suite, staleBefore))).filter((r) => r.id !== own.id);
+  const claims = new NightlyClaims(ctx.redis, ctx.prefix);
+  for (const r of stalled) {
+    const why = (await claims.fault(r.suite, r.scheduled_at))
+      ?? `its attempt stopped beating at ${new Date(r.heartbeat_at).toISOString()}${r.serve_host ? ` on ${r.serve_host}` : ''} (its orch serve stopped) and nothing recorded its end`;
+    const error = `${why}\n(ended as failed by the run ${own.id}, which found it stalled)`;
+    if (await history.op(`end the stalled run ${r.id}`, (h) => h.endStale(r.id, staleBefore, error))) {
+      log.warn({ stalled: r.id, error }, 'nightly: an earlier night was left running; ended it as failed');
+    }
+  }
 }
 
 async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log: Logger): Promise<NightlyRow[]> {

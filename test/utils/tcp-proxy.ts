@@ -3,7 +3,8 @@
  * connection (the client sees ECONNRESET and reconnects), `blackhole(true)` keeps connections
  * open but forwards nothing either way and leaves new ones unanswered (a network partition: the
  * client's commands hang), `blackhole(false)` heals it (what was sent meanwhile is dropped, the
- * connections are cut so clients start clean).
+ * connections are cut so clients start clean), `refuse(true)` cuts every connection and resets
+ * each new one at once (the server stopped: the client fails fast) until `refuse(false)`.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -13,13 +14,19 @@ export interface TcpProxy {
   urlFor(url: string): string;
   sever(): void;
   blackhole(on: boolean): void;
+  refuse(on: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host?: string; port: number }): Promise<TcpProxy> {
   const pairs = new Set<[Socket, Socket]>();
   let holed = false;
+  let refusing = false;
   const server: Server = createServer((client) => {
+    if (refusing) {
+      client.on('error', () => undefined).resetAndDestroy();
+      return;
+    }
     const upstream = connect(target.port, target.host ?? '127.0.0.1');
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -58,6 +65,10 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
     blackhole(on) {
       if (holed && !on) sever();
       holed = on;
+    },
+    refuse(on) {
+      refusing = on;
+      if (on) sever();
     },
     close: async () => {
       sever();
