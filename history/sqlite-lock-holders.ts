@@ -37,7 +37,7 @@ export function sqliteLockHolders(file: string, locks = readProc('/proc/locks'))
     if (m && ids.has(m[2]!) && Number(m[1]) !== process.pid) pids.add(Number(m[1]));
   }
   return [...pids].slice(0, MAX_HOLDERS).map((pid) => {
-    const cmd = readProc(`/proc/${pid}/cmdline`)?.split('\0').filter(Boolean).join(' ') ?? null;
+    const cmd = readProc(`/proc/${pid}/cmdline`)?.split('\0').filter(Boolean).join(' ').replace(/\s+/g, ' ') ?? null;
     return { pid, command: cmd ? cmd.slice(0, MAX_COMMAND_CHARS) : null };
   });
 }

@@ -14,14 +14,14 @@ const MAX_ISSUES = 5;
 const SCHEMA_PATH = /^[A-Za-z_][A-Za-z0-9_]{0,40}(\.[A-Za-z_][A-Za-z0-9_]{0,40}|\[\d{1,6}\]){0,8}$/;
 
 /** Quoted text (the file's values and keys) left out; the first line only (a YAML code frame follows it). */
-function withoutQuotes(text: string): string {
-  return (text.split('\n')[0] ?? '').replace(/"(?:[^"\\]|\\.)*"/g, '"…"').slice(0, 300);
+function withoutQuotes(text: string, max: number): string {
+  return (text.split('\n')[0] ?? '').replace(/"(?:[^"\\]|\\.)*"/g, '"…"').slice(0, max);
 }
 
 function issueLine(i: SpecIssue): string {
   const where = i.line === null ? i.file : `${i.file}:${i.line}`;
   const path = i.path === '' ? '(root)' : SCHEMA_PATH.test(i.path) ? i.path : '(a key of the file)';
-  return `${where} ${path}: ${withoutQuotes(i.message)}`;
+  return `${where} ${path}: ${withoutQuotes(i.message, 300)}`;
 }
 
 /** `err` as a failure reason that quotes nothing read from a file. */
@@ -32,5 +32,6 @@ export function contentFreeReason(err: unknown): string {
     const file = err.issues[0]?.file;
     return [...shown, ...more, ...(file ? [`(orch validate ${file} shows each problem and its fix)`] : [])].join('\n');
   }
-  return withoutQuotes(err instanceof Error ? err.message : String(err));
+  // orch's own errors (a history fault names the database, what failed and the fix) need more room
+  return withoutQuotes(err instanceof Error ? err.message : String(err), 1000);
 }

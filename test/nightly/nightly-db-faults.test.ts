@@ -134,9 +134,9 @@ describe('a night whose SQLite history file is garbage', { timeout: 90_000 }, ()
     const garbage = join(dir, 'history.sqlite');
     const bytes = Buffer.alloc(16_384, 0x5a);
     writeFileSync(garbage, bytes);
-    const alertFile = join(dir, 'alerts.jsonl');
+    const alertFile = join(dir, 'results', 'alerts.jsonl');
     const suite = join(dir, 'notadb.yaml');
-    writeFileSync(suite, `kind: suite\nname: notadb\nschedule:\n  cron: "0 2 * * *"\nexperiments:\n  - ab.yaml\nalerts:\n  file: alerts.jsonl\n`);
+    writeFileSync(suite, `kind: suite\nname: notadb\nschedule:\n  cron: "0 2 * * *"\nexperiments:\n  - ab.yaml\nalerts:\n  file: results/alerts.jsonl\n`);
     cluster.env.ORCH_HISTORY_DB = garbage;
     cluster.startServe();
     // Installed from a shell whose history is sound: the night meets the garbage in orch serve.
