@@ -5,13 +5,15 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; secretFile?: string }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; httpTokenFile?: string; httpOpenLoopback: boolean; secretFile?: string }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
     y
       .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
-      .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT' })
+      .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT, behind its token' })
+      .option('http-token-file', { type: 'string', describe: 'the dashboard\'s token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own)' })
+      .option('http-open-loopback', { type: 'boolean', default: false, describe: 'serve the dashboard without a token (orch dashboard --open-loopback)' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
@@ -46,8 +48,13 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     scheduler.start();
     // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
     const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log });
-    const dashboard = argv.http === undefined ? null : await (await import('./dashboard.ts')).startDashboardFromArgs({ port: argv.http, host: '127.0.0.1', results: 'results' }, log);
-    if (dashboard) say('dashboard', { why: dashboard.address });
+    let dashboard: { close(): Promise<void> } | null = null;
+    if (argv.http !== undefined) {
+      const { describeStart, startDashboardFromArgs } = await import('./dashboard.ts');
+      const started = await startDashboardFromArgs({ port: argv.http, host: '127.0.0.1', tokenFile: argv.httpTokenFile, openLoopback: argv.httpOpenLoopback, results: 'results' }, log);
+      dashboard = started.dashboard;
+      say('dashboard', { why: describeStart(started), address: started.dashboard.address, open: started.signIn });
+    }
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);
