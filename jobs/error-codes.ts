@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   REDIS_URL_FILE: { kind: 'user-input', meaning: '--redis-url-file is unreadable, readable by others, or holds no redis:// URL' },
   DASHBOARD_TOKEN: { kind: 'user-input', meaning: 'orch dashboard: no token (beyond loopback, or on loopback without --open-loopback), or a token file/variable that is unsafe or too short' },
   DASHBOARD_HOST: { kind: 'user-input', meaning: 'orch dashboard --allow-host: a value that is not a bare host name or address' },
+  DASHBOARD_PROCESS: { kind: 'user-input', meaning: 'orch serve --http: the dashboard process exited before it listened (a port in use), or printed no address' },
   PRIVATE_DIR_UNSAFE: { kind: 'user-input', meaning: 'a state directory (card locks) or lock file is a symlink, owned by another user, or group/world-writable' },
   REDIS_SERVER_MISSING: { kind: 'user-input', meaning: 'the embedded default found no redis-server binary to start' },
   NO_WAIT_EMBEDDED: { kind: 'user-input', meaning: 'submit --no-wait without REDIS_URL: the embedded Redis would die with the command' },

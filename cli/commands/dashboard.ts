@@ -6,7 +6,6 @@
  * serves loopback without a token (and then takes no write action). Runs until SIGINT/SIGTERM.
  */
 import type { Logger } from 'pino';
-import type { Dashboard } from '../../orchestrator/dashboard/server.ts';
 import { defineCommand } from '../command.ts';
 
 export interface DashboardArgs {
@@ -19,19 +18,43 @@ export interface DashboardArgs {
 }
 
 export interface StartedDashboard {
-  dashboard: Dashboard;
+  dashboard: { address: string; close(): Promise<void> };
   /** where the token came from: a file's path, or ORCH_DASHBOARD_TOKEN; null: --open-loopback */
   tokenFrom: string | null;
   /** the address with `?token=`: printed once when the token is the dashboard's own */
   signIn: string | null;
 }
 
-/** Starts the dashboard from REDIS_URL and the flags (also used by `orch serve --http`). */
-export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): Promise<StartedDashboard> {
-  // Loaded here: fastify and bull-board are no part of every other command's start.
+export interface DashboardToken {
+  /** null: --open-loopback */
+  token: string | null;
+  /** where it came from: a file's path, or ORCH_DASHBOARD_TOKEN; null: --open-loopback */
+  from: string | null;
+  /** the dashboard's own (made or read from its default file): its sign-in URL is printed */
+  own: boolean;
+}
+
+/** The token the flags and the environment give, else the dashboard's own; none with --open-loopback. */
+export async function resolveDashboardToken(args: Pick<DashboardArgs, 'tokenFile' | 'openLoopback'>): Promise<DashboardToken> {
   const { UserInputError } = await import('../../jobs/errors.ts');
   const { readToken } = await import('../../orchestrator/dashboard/auth.ts');
   const { ensureDashboardToken } = await import('../../orchestrator/dashboard/dashboard-token-file.ts');
+  const given = readToken({ tokenFile: args.tokenFile });
+  if (given !== null && args.openLoopback) {
+    throw new UserInputError('DASHBOARD_TOKEN', `--open-loopback with a token (${args.tokenFile ? `--token-file ${args.tokenFile}` : 'ORCH_DASHBOARD_TOKEN'}): an open dashboard has none`, {
+      hint: 'drop --open-loopback to use the token, or unset ORCH_DASHBOARD_TOKEN / drop --token-file to serve loopback without one',
+    });
+  }
+  if (given !== null) return { token: given, from: args.tokenFile ?? 'ORCH_DASHBOARD_TOKEN', own: false };
+  if (args.openLoopback) return { token: null, from: null, own: false };
+  const own = ensureDashboardToken();
+  return { token: own.token, from: own.file, own: true };
+}
+
+/** Starts the dashboard from REDIS_URL and the flags. */
+export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): Promise<StartedDashboard> {
+  // Loaded here: fastify and bull-board are no part of every other command's start.
+  const { UserInputError } = await import('../../jobs/errors.ts');
   const { startDashboard } = await import('../../orchestrator/dashboard/server.ts');
   const { prefixFromEnv, redisUrlFromEnv } = await import('../embedded/redis-target.ts');
   const url = redisUrlFromEnv();
@@ -40,30 +63,19 @@ export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): 
       hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, then run orch dashboard again',
     });
   }
-  const given = readToken({ tokenFile: args.tokenFile });
-  if (given !== null && args.openLoopback) {
-    throw new UserInputError('DASHBOARD_TOKEN', `--open-loopback with a token (${args.tokenFile ? `--token-file ${args.tokenFile}` : 'ORCH_DASHBOARD_TOKEN'}): an open dashboard has none`, {
-      hint: 'drop --open-loopback to use the token, or unset ORCH_DASHBOARD_TOKEN / drop --token-file to serve loopback without one',
-    });
-  }
-  const own = given === null && !args.openLoopback ? ensureDashboardToken() : null;
-  const token = given ?? own?.token ?? null;
+  const t = await resolveDashboardToken(args);
   const dashboard = await startDashboard({
     url,
     prefix: prefixFromEnv(),
     host: args.host,
     port: args.port,
-    token,
+    token: t.token,
     openLoopback: args.openLoopback ?? false,
     allowHosts: args.allowHost ?? [],
     resultsRoot: args.results,
     log,
   });
-  return {
-    dashboard,
-    tokenFrom: own ? own.file : given === null ? null : (args.tokenFile ?? 'ORCH_DASHBOARD_TOKEN'),
-    signIn: own ? `${dashboard.address}/?token=${own.token}` : null,
-  };
+  return { dashboard, tokenFrom: t.from, signIn: t.own ? `${dashboard.address}/?token=${t.token}` : null };
 }
 
 /** The start-up line: the address, where the token is, and (its own token) the sign-in URL. */
@@ -95,6 +107,8 @@ export const dashboardCommand = defineCommand<DashboardArgs>({
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
+      // started by orch serve --http (dashboard-process.ts): it ends with the serve that started it
+      if (process.send) process.once('disconnect', () => resolve());
     });
     await s.dashboard.close();
   },

@@ -35,6 +35,8 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     }
     const { requireClusterSecret } = await import('../../store/cluster-secret.ts');
     const secret = requireClusterSecret('orch serve', argv.secretFile);
+    // before the scheduler starts: a bad token file stops serve before it leads
+    const httpToken = argv.http === undefined ? null : await (await import('./dashboard.ts')).resolveDashboardToken({ tokenFile: argv.httpTokenFile, openLoopback: argv.httpOpenLoopback });
     const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
@@ -48,12 +50,15 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     scheduler.start();
     // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
     const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log });
+    // The dashboard runs in a process of its own: its load never delays the lease renewals.
     let dashboard: { close(): Promise<void> } | null = null;
-    if (argv.http !== undefined) {
-      const { describeStart, startDashboardFromArgs } = await import('./dashboard.ts');
-      const started = await startDashboardFromArgs({ port: argv.http, host: '127.0.0.1', tokenFile: argv.httpTokenFile, openLoopback: argv.httpOpenLoopback, results: 'results' }, log);
-      dashboard = started.dashboard;
-      say('dashboard', { why: describeStart(started), address: started.dashboard.address, open: started.signIn });
+    if (argv.http !== undefined && httpToken !== null) {
+      const { describeStart } = await import('./dashboard.ts');
+      const { startDashboardProcess } = await import('../../orchestrator/dashboard/dashboard-process.ts');
+      const child = await startDashboardProcess({ port: argv.http, token: httpToken.token, results: 'results', log });
+      dashboard = child;
+      const started = { dashboard: child, tokenFrom: httpToken.from, signIn: httpToken.own ? `${child.address}/?token=${httpToken.token}` : null };
+      say('dashboard', { why: describeStart(started), address: child.address, pid: child.pid, open: started.signIn });
     }
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
