@@ -16,7 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { DashboardContext } from './dashboard-context.ts';
 
-export const TOKEN_COOKIE = 'orch_dashboard_session';
+const SESSION_COOKIE = 'orch_dashboard_session';
 /** The form field (or `x-csrf-token` header) an action taken with the cookie carries. */
 export const CSRF_FIELD = 'csrf';
 /** The shortest token accepted: shorter ones can be guessed. */
@@ -99,17 +99,20 @@ export function csrfValue(token: string): string {
 
 /** The Set-Cookie header that signs a browser in. */
 export function sessionCookie(token: string): string {
-  return `${TOKEN_COOKIE}=${sessionValue(token)}; HttpOnly; SameSite=Strict; Path=/`;
+  return `${SESSION_COOKIE}=${sessionValue(token)}; HttpOnly; SameSite=Strict; Path=/`;
 }
 
-export type Credential = { via: 'bearer' | 'query' | 'body'; value: string } | { via: 'cookie'; value: string };
+export interface Credential {
+  via: 'bearer' | 'query' | 'body' | 'cookie';
+  value: string;
+}
 
 function cookieValue(req: FastifyRequest): string | null {
   const cookie = req.headers.cookie
     ?.split(';')
     .map((c) => c.trim())
-    .find((c) => c.startsWith(`${TOKEN_COOKIE}=`));
-  return cookie ? cookie.slice(TOKEN_COOKIE.length + 1) : null;
+    .find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+  return cookie ? cookie.slice(SESSION_COOKIE.length + 1) : null;
 }
 
 /** What the request presents, in order of precedence; `query`: the `?token=` of a GET. */

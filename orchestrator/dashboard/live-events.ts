@@ -86,7 +86,7 @@ export function registerLiveEvents(app: FastifyInstance, ctx: DashboardContext, 
         .send(`No live feed for now: ${a.why}. Try again in ${SSE_RETRY_AFTER_S} s, or close other dashboard tabs.\n`);
       return null;
     }
-    const ch = new SseChannel(req, reply);
+    const ch = new SseChannel(reply);
     void ch.closed.then(a.release);
     hub.attach(ch);
     return ch;

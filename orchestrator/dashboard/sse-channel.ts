@@ -3,7 +3,7 @@
  * written to every channel (live-hub.ts); a client that stops reading is cut off once `maxBuffered`
  * bytes wait for it, so a stalled reader holds at most that much memory, never a growing queue.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 
 /** Bytes queued for one client past which it is disconnected (a few fragments). */
 export const MAX_BUFFERED_BYTES = 256 * 1024;
@@ -19,7 +19,7 @@ export class SseChannel {
   private done = false;
   private readonly res: FastifyReply['raw'];
 
-  constructor(_req: FastifyRequest, reply: FastifyReply, private readonly maxBuffered = MAX_BUFFERED_BYTES) {
+  constructor(reply: FastifyReply, private readonly maxBuffered = MAX_BUFFERED_BYTES) {
     reply.hijack();
     this.res = reply.raw;
     this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
