@@ -1,24 +1,60 @@
 /**
  * `orch dashboard`: the cluster and its results in a browser (orchestrator/dashboard/), /metrics
- * for Prometheus. Loopback by default; any other address needs a token (ORCH_DASHBOARD_TOKEN or
- * --token-file), and cancel needs it everywhere. Runs until SIGINT/SIGTERM.
+ * for Prometheus. Loopback by default, and every page needs the token there too: the one given
+ * (ORCH_DASHBOARD_TOKEN or --token-file), else its own, made once in a 0600 file of the user's
+ * state directory; the URL that signs a browser in is printed once at start. --open-loopback
+ * serves loopback without a token (and then takes no write action). Runs until SIGINT/SIGTERM.
  */
 import type { Logger } from 'pino';
-import type { Dashboard } from '../../orchestrator/dashboard/server.ts';
 import { defineCommand } from '../command.ts';
 
 export interface DashboardArgs {
   port: number;
   host: string;
-  tokenFile?: string;
+  tokenFile?: string | undefined;
+  openLoopback?: boolean;
+  allowHost?: string[] | undefined;
   results: string;
 }
 
-/** Starts the dashboard from REDIS_URL and the flags (also used by `orch serve --http`). */
-export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): Promise<Dashboard> {
-  // Loaded here: fastify and bull-board are no part of every other command's start.
+export interface StartedDashboard {
+  dashboard: { address: string; close(): Promise<void> };
+  /** where the token came from: a file's path, or ORCH_DASHBOARD_TOKEN; null: --open-loopback */
+  tokenFrom: string | null;
+  /** the address with `?token=`: printed once when the token is the dashboard's own */
+  signIn: string | null;
+}
+
+export interface DashboardToken {
+  /** null: --open-loopback */
+  token: string | null;
+  /** where it came from: a file's path, or ORCH_DASHBOARD_TOKEN; null: --open-loopback */
+  from: string | null;
+  /** the dashboard's own (made or read from its default file): its sign-in URL is printed */
+  own: boolean;
+}
+
+/** The token the flags and the environment give, else the dashboard's own; none with --open-loopback. */
+export async function resolveDashboardToken(args: Pick<DashboardArgs, 'tokenFile' | 'openLoopback'>): Promise<DashboardToken> {
   const { UserInputError } = await import('../../jobs/errors.ts');
   const { readToken } = await import('../../orchestrator/dashboard/auth.ts');
+  const { ensureDashboardToken } = await import('../../orchestrator/dashboard/dashboard-token-file.ts');
+  const given = readToken({ tokenFile: args.tokenFile });
+  if (given !== null && args.openLoopback) {
+    throw new UserInputError('DASHBOARD_TOKEN', `--open-loopback with a token (${args.tokenFile ? `--token-file ${args.tokenFile}` : 'ORCH_DASHBOARD_TOKEN'}): an open dashboard has none`, {
+      hint: 'drop --open-loopback to use the token, or unset ORCH_DASHBOARD_TOKEN / drop --token-file to serve loopback without one',
+    });
+  }
+  if (given !== null) return { token: given, from: args.tokenFile ?? 'ORCH_DASHBOARD_TOKEN', own: false };
+  if (args.openLoopback) return { token: null, from: null, own: false };
+  const own = ensureDashboardToken();
+  return { token: own.token, from: own.file, own: true };
+}
+
+/** Starts the dashboard from REDIS_URL and the flags. */
+export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): Promise<StartedDashboard> {
+  // Loaded here: fastify and bull-board are no part of every other command's start.
+  const { UserInputError } = await import('../../jobs/errors.ts');
   const { startDashboard } = await import('../../orchestrator/dashboard/server.ts');
   const { prefixFromEnv, redisUrlFromEnv } = await import('../embedded/redis-target.ts');
   const url = redisUrlFromEnv();
@@ -27,8 +63,25 @@ export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): 
       hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, then run orch dashboard again',
     });
   }
-  const token = readToken({ tokenFile: args.tokenFile });
-  return startDashboard({ url, prefix: prefixFromEnv(), host: args.host, port: args.port, token, resultsRoot: args.results, log });
+  const t = await resolveDashboardToken(args);
+  const dashboard = await startDashboard({
+    url,
+    prefix: prefixFromEnv(),
+    host: args.host,
+    port: args.port,
+    token: t.token,
+    openLoopback: args.openLoopback ?? false,
+    allowHosts: args.allowHost ?? [],
+    resultsRoot: args.results,
+    log,
+  });
+  return { dashboard, tokenFrom: t.from, signIn: t.own ? `${dashboard.address}/?token=${t.token}` : null };
+}
+
+/** The start-up line: the address, where the token is, and (its own token) the sign-in URL. */
+export function describeStart(s: StartedDashboard): string {
+  const token = s.tokenFrom === null ? 'no token (--open-loopback): read-only, loopback only' : `token from ${s.tokenFrom}`;
+  return `${s.dashboard.address} (${token})${s.signIn ? `; open ${s.signIn}` : ''}`;
 }
 
 export const dashboardCommand = defineCommand<DashboardArgs>({
@@ -37,18 +90,26 @@ export const dashboardCommand = defineCommand<DashboardArgs>({
   builder: (y) =>
     y
       .option('port', { type: 'number', default: 7777, describe: 'port to listen on (0: any free one)' })
-      .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind; anything but loopback needs a token' })
-      .option('token-file', { type: 'string', describe: 'file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind; anything but loopback needs a token given (ORCH_DASHBOARD_TOKEN or --token-file)' })
+      .option('token-file', { type: 'string', describe: 'file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own ($XDG_RUNTIME_DIR/orch/dashboard-token, else ~/.cache/orch/dashboard-token)' })
+      .option('open-loopback', { type: 'boolean', default: false, describe: 'serve loopback without a token: every local user reads the cluster; no write action' })
+      .option('allow-host', { type: 'string', array: true, describe: 'a host name browsers use for the dashboard besides its address (repeat); any other Host is refused (421)' })
       .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/ to link and serve read-only' }) as never,
   handler: async (argv) => {
     const { orchLog } = await import('../embedded/log.ts');
     const log = orchLog('dashboard', process.env.ORCH_LOG ?? 'info');
-    const d = await startDashboardFromArgs(argv, log);
-    process.stdout.write(argv.json ? `${JSON.stringify({ event: 'listening', address: d.address })}\n` : `orch dashboard listening on ${d.address}\n`);
+    const s = await startDashboardFromArgs(argv, log);
+    process.stdout.write(
+      argv.json
+        ? `${JSON.stringify({ event: 'listening', address: s.dashboard.address, token_from: s.tokenFrom, open: s.signIn })}\n`
+        : `orch dashboard listening on ${describeStart(s)}\n`,
+    );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
+      // started by orch serve --http (dashboard-process.ts): it ends with the serve that started it
+      if (process.send) process.once('disconnect', () => resolve());
     });
-    await d.close();
+    await s.dashboard.close();
   },
 });

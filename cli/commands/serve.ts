@@ -5,13 +5,15 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; secretFile?: string }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; httpTokenFile?: string; httpOpenLoopback: boolean; secretFile?: string }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
     y
       .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
-      .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT' })
+      .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT, behind its token' })
+      .option('http-token-file', { type: 'string', describe: 'the dashboard\'s token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own)' })
+      .option('http-open-loopback', { type: 'boolean', default: false, describe: 'serve the dashboard without a token (orch dashboard --open-loopback)' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
@@ -33,6 +35,8 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     }
     const { requireClusterSecret } = await import('../../store/cluster-secret.ts');
     const secret = requireClusterSecret('orch serve', argv.secretFile);
+    // before the scheduler starts: a bad token file stops serve before it leads
+    const httpToken = argv.http === undefined ? null : await (await import('./dashboard.ts')).resolveDashboardToken({ tokenFile: argv.httpTokenFile, openLoopback: argv.httpOpenLoopback });
     const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
@@ -46,8 +50,16 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     scheduler.start();
     // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
     const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log, secret });
-    const dashboard = argv.http === undefined ? null : await (await import('./dashboard.ts')).startDashboardFromArgs({ port: argv.http, host: '127.0.0.1', results: 'results' }, log);
-    if (dashboard) say('dashboard', { why: dashboard.address });
+    // The dashboard runs in a process of its own: its load never delays the lease renewals.
+    let dashboard: { close(): Promise<void> } | null = null;
+    if (argv.http !== undefined && httpToken !== null) {
+      const { describeStart } = await import('./dashboard.ts');
+      const { startDashboardProcess } = await import('../../orchestrator/dashboard/dashboard-process.ts');
+      const child = await startDashboardProcess({ port: argv.http, token: httpToken.token, results: 'results', log });
+      dashboard = child;
+      const started = { dashboard: child, tokenFrom: httpToken.from, signIn: httpToken.own ? `${child.address}/?token=${httpToken.token}` : null };
+      say('dashboard', { why: describeStart(started), address: child.address, pid: child.pid, open: started.signIn });
+    }
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);

@@ -2,7 +2,9 @@
  * `/bull`: BullMQ's own view of orch's queues (bull-board), read-only: no retry, clean or
  * remove buttons; the nightly queue and one dispatch queue per host, refreshed as hosts
  * register (blocks have no queue of their own: the leader drives them from their state, and the
- * dashboard's experiment and queue pages show them).
+ * dashboard's experiment and queue pages show them). Job data and scheduler templates are shown
+ * with their secrets masked (redact-secrets.ts): a host job carries the spec's run.env and the
+ * scheduler's grant MAC, a nightly suite its alert webhook.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -12,8 +14,22 @@ import type { FastifyInstance } from 'fastify';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { hostQueue, QUEUES } from '../../store/keys.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { redactJobData } from './redact-secrets.ts';
 
 export const BULL_BASE = '/bull';
+
+/** bull-board's BullMQ adapter, read-only, with every job's data and return value masked. */
+class RedactedAdapter extends BullMQAdapter {
+  constructor(queue: Queue) {
+    super(queue, { readOnlyMode: true });
+    this.setFormatter('data', redactJobData);
+    this.setFormatter('returnValue', redactJobData);
+  }
+
+  override async getJobSchedulers(): ReturnType<BullMQAdapter['getJobSchedulers']> {
+    return (await super.getJobSchedulers()).map((s) => (s.template ? { ...s, template: redactJobData(s.template) as typeof s.template } : s));
+  }
+}
 
 export async function registerBullBoard(app: FastifyInstance, ctx: DashboardContext): Promise<{ refresh(): Promise<void>; close(): Promise<void> }> {
   const adapter = new FastifyAdapter();
@@ -28,7 +44,7 @@ export async function registerBullBoard(app: FastifyInstance, ctx: DashboardCont
       queues.set(name, new Queue(name, { connection: ctx.redis, prefix: ctx.prefix }));
       added = true;
     }
-    if (added) board.replaceQueues([...queues.values()].map((q) => new BullMQAdapter(q, { readOnlyMode: true })));
+    if (added) board.replaceQueues([...queues.values()].map((q) => new RedactedAdapter(q)));
   };
   await refresh();
   await app.register(adapter.registerPlugin(), { prefix: BULL_BASE });

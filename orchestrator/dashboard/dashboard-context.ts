@@ -1,7 +1,7 @@
 /**
  * What every route of the dashboard shares: the Redis connection (commands fail fast while it
  * is down, instead of waiting for the reconnect as orch's other connections do), the prefix, the
- * results directory, the token and the logger.
+ * results directory, the token with its CSRF value, and the logger.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -13,10 +13,10 @@ export interface DashboardContext {
   prefix: string;
   /** the folder holding results/<id>/ */
   resultsRoot: string;
-  /** null: no token configured (loopback only, and no write action) */
+  /** null: no token (--open-loopback: loopback only, and no write action) */
   token: string | null;
-  /** true when bound to loopback: pages are readable without the token */
-  loopback: boolean;
+  /** the CSRF field's value the pages' forms carry (auth.ts csrfValue); null without a token */
+  csrf: string | null;
   log: Logger;
 }
 

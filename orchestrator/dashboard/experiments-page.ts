@@ -13,7 +13,7 @@ import { analyzeCollected } from '../results/write-results.ts';
 import type { Analysis } from '../stats/types.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
 import { ago, html, num, pct, raw, type Html } from './html.ts';
-import { progressBar, readProgress } from './queue-page.ts';
+import { cancelForm, progressBar, readProgress } from './queue-page.ts';
 import type { Progress } from '../experiment/progress.ts';
 import { listResultFiles } from './results-files.ts';
 import { NotFound, sendPage } from './send-page.ts';
@@ -105,7 +105,7 @@ async function renderExperiment(ctx: DashboardContext, id: string): Promise<Html
 <tr><th>file</th><td>${exp.file}</td></tr><tr><th>submitted</th><td>${new Date(exp.created).toISOString()}</td></tr>
 <tr><th>ended</th><td>${exp.ended ? new Date(exp.ended).toISOString() : '–'}${exp.reason ? ` (${exp.reason})` : ''}</td></tr>
 <tr><th>hosts</th><td>${(await hostsOf(store, id)).join(', ')}</td></tr><tr><th>priority</th><td>${exp.priority}</td></tr></table>
-${ended ? '' : html`<form class="inline cancel" method="post" action="/experiments/${encodeURIComponent(id)}/cancel"><input type="password" name="token" placeholder="dashboard token" autocomplete="off"> <button type="submit">Cancel</button></form>`}
+${ended ? '' : cancelForm(ctx, id)}
 <div data-live>${renderExperimentProgress(await readProgress(ctx, exp))}</div>
 ${analysis ? renderAnalysis(analysis) : html`<p class="muted">No rep committed yet: the tables and plots appear when a block commits.</p>`}
 <h2>Results directory</h2>

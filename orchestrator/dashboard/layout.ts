@@ -2,8 +2,9 @@
  * The page frame: navigation, the Redis state banner, and the live-update client. A page names
  * its SSE source (`live`); the source sends `fragment` events (new HTML for the `[data-live]`
  * element, rendered by the same function as the page), `redis` events (up/down: the page reloads
- * when the state differs from the one it was rendered in) and `reload` (e.g. an experiment
- * ended, so its tables and plots exist now).
+ * when the state differs from the one it was rendered in), `reload` (e.g. an experiment
+ * ended, so its tables and plots exist now) and `ended` (it had ended already: nothing more comes,
+ * so the page stops following instead of reconnecting).
  */
 import { html, raw, type Html } from './html.ts';
 
@@ -39,14 +40,16 @@ td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}t
 .bar span{display:block;height:100%;background:#2563eb}.plot svg{max-width:100%;height:auto}
 .muted{color:#6b7280}form.inline{display:inline}`;
 
+// The fragment's element is the [data-live] inside main: the body's data-live names the feed.
 const CLIENT = `
 (function(){
-  var body=document.body, el=document.querySelector('[data-live]'), banner=document.getElementById('redis-state');
+  var body=document.body, el=document.querySelector('main [data-live]'), banner=document.getElementById('redis-state');
   var src=new EventSource(body.dataset.live);
   src.addEventListener('fragment',function(e){ if(el) el.innerHTML=JSON.parse(e.data).html; });
   src.addEventListener('redis',function(e){ var s=JSON.parse(e.data);
     if(s.state!==body.dataset.redis){ location.reload(); } });
   src.addEventListener('reload',function(){ src.close(); location.reload(); });
+  src.addEventListener('ended',function(){ src.close(); });
   src.onerror=function(){ banner.className='down'; banner.textContent='Dashboard connection lost: retrying'; };
   src.onopen=function(){ if(body.dataset.redis==='up'){ banner.className='up'; } };
 })();`;

@@ -1,112 +1,119 @@
 /**
- * Server-Sent Events for the pages' live parts (layout.ts has the client):
+ * Server-Sent Events for the pages' live parts (layout.ts has the client), through one LiveHub:
  *   /live?view=cluster|queue   the Redis state, and the view's fragment re-rendered each second
  *                              and sent when it changed (the same render function as the page)
  *   /live/experiments/:id      the Redis state, and the progress fragment on every new entry of
- *                              the experiment's event stream: XREAD BLOCK on a connection of its
- *                              own per client; `reload` once the experiment ended
+ *                              the experiment's event stream (one blocking reader for all
+ *                              streams: stream-wakeups.ts); `reload` once the experiment ended
+ * A feed beyond the limits (sse-admission.ts) is refused with 503 and Retry-After.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { orchKeys } from '../../store/keys.ts';
 import { ProgressTracker } from '../experiment/progress.ts';
 import { renderCluster } from './cluster-page.ts';
-import { fromRedis, redisUp, type DashboardContext } from './dashboard-context.ts';
+import { fromRedis, type DashboardContext } from './dashboard-context.ts';
 import { renderExperimentProgress } from './experiments-page.ts';
 import type { Html } from './html.ts';
+import { LiveHub, type TopicSource } from './live-hub.ts';
 import { renderQueue } from './queue-page.ts';
+import { SSE_RETRY_AFTER_S, SseAdmission, type SseLimits } from './sse-admission.ts';
+import { SseChannel } from './sse-channel.ts';
+import { StreamWakeups } from './stream-wakeups.ts';
 
 const TICK_MS = 1000;
-
-interface Channel {
-  send(event: string, data: unknown): void;
-  closed: Promise<void>;
-  isClosed(): boolean;
-}
-
-function open(req: FastifyRequest, reply: FastifyReply): Channel {
-  reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  let closed = false;
-  const done = new Promise<void>((resolve) => req.raw.once('close', () => ((closed = true), resolve())));
-  const keepAlive = setInterval(() => reply.raw.write(': keep-alive\n\n'), 15_000);
-  void done.then(() => clearInterval(keepAlive));
-  return {
-    send: (event, data) => {
-      if (!closed) reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    },
-    closed: done,
-    isClosed: () => closed,
-  };
-}
-
-/** Sends the Redis state at once and on every change, until the client leaves. */
-function watchRedis(ctx: DashboardContext, ch: Channel): void {
-  let last = '';
-  const tick = () => {
-    const state = redisUp(ctx) ? 'up' : 'down';
-    if (state !== last) ch.send('redis', { state });
-    last = state;
-  };
-  tick();
-  const timer = setInterval(tick, 250);
-  void ch.closed.then(() => clearInterval(timer));
-}
+/** Entries one XREAD of a drain returns (ProgressTracker.poll's COUNT): fewer means caught up. */
+const POLL_COUNT = 500;
+/** Reads one render drains at most; the rest waits for the next render. */
+const MAX_DRAIN_READS = 20;
+/** At most one refusal log line per this many ms (a flood would otherwise flood the log). */
+const REFUSAL_LOG_MS = 10_000;
 
 const VIEWS: Record<string, (ctx: DashboardContext) => Promise<Html>> = { cluster: renderCluster, queue: renderQueue };
 
-export function registerLiveEvents(app: FastifyInstance, ctx: DashboardContext): void {
+function viewSource(ctx: DashboardContext, render: (ctx: DashboardContext) => Promise<Html>): TopicSource {
+  return { render: async () => ({ html: (await render(ctx)).text, ended: false }) };
+}
+
+/** An experiment's progress: its stream read on the shared connection when the reader wakes it. */
+function experimentSource(ctx: DashboardContext, wakeups: StreamWakeups, exp: ExperimentRecord): TopicSource {
+  const tracker = new ProgressTracker(ctx.redis, ctx.prefix, exp);
+  const key = orchKeys(ctx.prefix).events(exp.id);
+  let drained = false;
+  return {
+    start: (wake) => wakeups.watch(key, wake),
+    stop: () => wakeups.unwatch(key),
+    render: async (woken) => {
+      if (woken || !drained) {
+        // BLOCK 1: returns at once while entries remain
+        for (let i = 0; i < MAX_DRAIN_READS; i++) if ((await tracker.poll(1)).length < POLL_COUNT) break;
+        drained = true;
+      }
+      const p = await tracker.snapshot();
+      return { html: renderExperimentProgress(p).text, ended: TERMINAL_EXPERIMENT_STATES.has(p.state) };
+    },
+  };
+}
+
+export interface LiveEvents {
+  hub: LiveHub;
+  admission: SseAdmission;
+  close(): Promise<void>;
+}
+
+export function registerLiveEvents(app: FastifyInstance, ctx: DashboardContext, limits: SseLimits): LiveEvents {
+  const hub = new LiveHub(ctx, TICK_MS);
+  const admission = new SseAdmission(limits);
+  const wakeups = new StreamWakeups(ctx.redis, ctx.log);
+  let refused = 0;
+  let loggedAt = 0;
+
+  /** The channel, or null when the request was answered 503 (a limit reached). */
+  const open = (req: FastifyRequest, reply: FastifyReply): SseChannel | null => {
+    const a = admission.admit(req.ip);
+    if (!a.ok) {
+      refused++;
+      if (Date.now() - loggedAt >= REFUSAL_LOG_MS) {
+        ctx.log.warn({ ip: req.ip, refused, held: admission.total }, `live feed refused with 503: ${a.why}`);
+        loggedAt = Date.now();
+        refused = 0;
+      }
+      void reply
+        .code(503)
+        .header('retry-after', String(SSE_RETRY_AFTER_S))
+        .header('connection', 'close')
+        .type('text/plain')
+        .send(`No live feed for now: ${a.why}. Try again in ${SSE_RETRY_AFTER_S} s, or close other dashboard tabs.\n`);
+      return null;
+    }
+    const ch = new SseChannel(reply);
+    void ch.closed.then(a.release);
+    hub.attach(ch);
+    return ch;
+  };
+
   app.get<{ Querystring: { view?: string } }>('/live', async (req, reply) => {
     const ch = open(req, reply);
-    watchRedis(ctx, ch);
-    const render = VIEWS[req.query.view ?? ''];
-    if (!render) return;
-    let last = '';
-    while (!ch.isClosed()) {
-      if (redisUp(ctx)) {
-        const fragment = await render(ctx).then((h) => h.text, () => null);
-        if (fragment !== null && fragment !== last) ch.send('fragment', { html: fragment });
-        if (fragment !== null) last = fragment;
-      }
-      await Promise.race([new Promise((r) => setTimeout(r, TICK_MS)), ch.closed]);
-    }
+    if (ch === null) return reply;
+    const view = req.query.view ?? '';
+    const render = VIEWS[view];
+    if (render) hub.subscribe(`view:${view}`, ch, () => viewSource(ctx, render));
   });
 
   app.get<{ Params: { id: string } }>('/live/experiments/:id', async (req, reply) => {
     const ch = open(req, reply);
-    watchRedis(ctx, ch);
-    const store = new ExperimentStore(ctx.redis, ctx.prefix);
-    const exp = await fromRedis(ctx, () => store.get(req.params.id)).catch(() => null);
-    if (!exp) return;
-    // XREAD BLOCK holds its connection: one of its own, closed when the client leaves
-    const conn = ctx.redis.duplicate();
-    conn.on('error', () => {});
-    void ch.closed.then(() => conn.disconnect());
-    const tracker = new ProgressTracker(conn, ctx.prefix, exp);
-    let last = '';
-    let first = true;
-    try {
-      while (!ch.isClosed()) {
-        if (!redisUp(ctx) || conn.status !== 'ready') {
-          await Promise.race([new Promise((r) => setTimeout(r, TICK_MS)), ch.closed]);
-          continue;
-        }
-        await tracker.poll(TICK_MS);
-        const p = await tracker.snapshot();
-        const fragment = renderExperimentProgress(p).text;
-        if (fragment !== last) ch.send('fragment', { html: fragment });
-        last = fragment;
-        if (TERMINAL_EXPERIMENT_STATES.has(p.state)) {
-          // ended while this page watched: reload for the tables and plots (not when it had ended already)
-          if (!first) ch.send('reload', { state: p.state });
-          break;
-        }
-        first = false;
-      }
-    } catch (err) {
-      if (!ch.isClosed()) ctx.log.warn({ err: (err as Error).message, experiment: exp.id }, 'live feed stopped');
-    } finally {
-      conn.disconnect();
-      reply.raw.end();
-    }
+    if (ch === null) return reply;
+    const exp = await fromRedis(ctx, () => new ExperimentStore(ctx.redis, ctx.prefix).get(req.params.id)).catch(() => null);
+    if (!exp || ch.isClosed) return;
+    hub.subscribe(`experiment:${exp.id}`, ch, () => experimentSource(ctx, wakeups, exp));
   });
+
+  return {
+    hub,
+    admission,
+    close: async () => {
+      hub.close();
+      await wakeups.close();
+    },
+  };
 }

@@ -11,7 +11,7 @@ import { cancelExperiment } from '../experiment/cancel.ts';
 import { ProgressTracker, type Progress } from '../experiment/progress.ts';
 import { compareQueued } from '../scheduler/grant-planner.ts';
 import { expectedBlockMs, workloadKey } from '../scheduler/expected-duration.ts';
-import { checkToken, refuse } from './auth.ts';
+import { CSRF_FIELD, refuse } from './auth.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
 import { ago, html, type Html } from './html.ts';
 import { sendPage } from './send-page.ts';
@@ -22,6 +22,15 @@ export async function readProgress(ctx: DashboardContext, exp: ExperimentRecord)
   // BLOCK 1: returns at once while entries remain; the page's live feed blocks on its own connection
   while ((await tracker.poll(1)).length > 0);
   return tracker.snapshot();
+}
+
+/**
+ * The cancel button: posts the page's CSRF field, the browser adds the session cookie
+ * (request-guard.ts checks both, and the origin). Without a token the dashboard takes no action.
+ */
+export function cancelForm(ctx: DashboardContext, id: string): Html {
+  if (ctx.csrf === null) return html`<span class="muted">(cancel: this dashboard has no token)</span>`;
+  return html`<form class="inline cancel" method="post" action="/experiments/${encodeURIComponent(id)}/cancel"><input type="hidden" name="${CSRF_FIELD}" value="${ctx.csrf}"> <button type="submit">Cancel</button></form>`;
 }
 
 export function progressBar(done: number, planned: number): Html {
@@ -74,7 +83,7 @@ export async function renderQueue(ctx: DashboardContext): Promise<Html> {
     if (queued.length === 0) return html`<p class="muted" id="queue-empty">The queue is empty: no experiment is waiting or running.</p>`;
     return html`${queued.map(({ exp, blocks, progress }) => html`<section class="queued" data-experiment="${exp.id}">
 <h2><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a> <span class="muted">${exp.state}, priority ${exp.priority}, submitted ${ago(exp.created, now)}</span></h2>
-<form class="inline cancel" method="post" action="/experiments/${encodeURIComponent(exp.id)}/cancel"><input type="password" name="token" placeholder="dashboard token" autocomplete="off"> <button type="submit">Cancel</button></form>
+${cancelForm(ctx, exp.id)}
 <table><tr><th>block</th><th>phase</th><th>progress</th><th>detail</th></tr>
 ${blocks.map((b) => {
   const p = progress.blocks.find((x) => x.block === b.block);
@@ -93,10 +102,9 @@ ${blocks.map((b) => {
 export function registerQueuePage(app: FastifyInstance, ctx: DashboardContext): void {
   app.get('/queue', (_req, reply) => sendPage(ctx, reply, { title: 'Queue', nav: 'queue', live: '/live?view=queue' }, async () => html`<div data-live>${await renderQueue(ctx)}</div>`));
 
-  // The one write action: always behind the token, on loopback too.
+  // The one write action: the request guard checked its origin, token and CSRF field.
   app.post<{ Params: { id: string } }>('/experiments/:id/cancel', async (req, reply) => {
-    const auth = checkToken(ctx, req);
-    if (auth !== 'ok') return refuse(ctx, req, reply, auth);
+    if (ctx.token === null) return refuse(ctx, req, reply, 'unconfigured');
     try {
       const r = await fromRedis(ctx, () => cancelExperiment(ctx.redis, ctx.prefix, req.params.id, 'cancelled from the dashboard'));
       ctx.log.info({ experiment: r.id, state: r.state, notified: r.notified }, 'cancel requested from the dashboard');

@@ -1,13 +1,16 @@
 // The dashboard in a real browser: Debian's chromium (never a downloaded one) driven by
 // playwright-core, against a real cluster (redis-server, orch serve, orch worker with the fixture
-// rank). An experiment is submitted; its page follows the progress live to done, then shows the
-// arm table and a plot; the cluster, queue, experiments and nightly pages render; bull-board
-// lists the queues. A screenshot of each page is saved in a temp dir, and copied to the folder
+// rank). The browser signs in once through the printed `?token=` URL (the cookie does the rest);
+// a page on another loopback port that posts a cancel form to the dashboard is refused (403) and
+// cancels nothing, while the queue page's own Cancel button cancels a second experiment. The
+// first experiment's page follows the progress live to done, then shows the arm table and a
+// plot; the cluster, queue, experiments and nightly pages render; bull-board lists the queues. A screenshot of each page is saved in a temp dir, and copied to the folder
 // ORCH_DASHBOARD_SCREENSHOTS names (e.g. docs/screenshots) only when it is set.
 // Without /usr/bin/chromium the test is skipped, except under CI, where it fails.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
@@ -19,7 +22,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const missing = !existsSync(CHROMIUM);
 if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing under CI: .ci/run installs chromium (apt-get install -y chromium)`);
 
-test('dashboard in chromium: live progress to done, arm table, plot, bull-board', { skip: missing ? `${CHROMIUM} not installed (apt-get install -y chromium): the browser test needs Debian's chromium` : false }, async () => {
+test('dashboard in chromium: token sign-in, cross-origin cancel refused, own cancel works, live progress to done, arm table, plot, bull-board', { skip: missing ? `${CHROMIUM} not installed (apt-get install -y chromium): the browser test needs Debian's chromium` : false }, async () => {
   const c = await startCluster();
   const dir = mkdtempSync(join(tmpdir(), 'orch-dash-browser-'));
   const shots = join(dir, 'screenshots');
@@ -35,14 +38,36 @@ test('dashboard in chromium: live progress to done, arm table, plot, bull-board'
   const shoot = (page: Page, name: string) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
   try {
     c.startServe();
-    await c.startWorker({ cpuCards: 1, repMs: 600 });
+    await c.startWorker({ cpuCards: 1, repMs: 900 });
     const submit = spawnOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', results], c.env);
     const id = await waitFor('the experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0], { timeoutMs: 30_000, intervalMs: 50 });
+    // a second one waits behind it (one card): the cross-origin post aims at it, the Cancel button ends it
+    const second = spawnOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', results], c.env);
+    const other = await waitFor('a second experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1')).find((x) => x !== id), { timeoutMs: 30_000, intervalMs: 50 });
 
     const page = browser.pages()[0] ?? (await browser.newPage());
-    await page.goto(`${d.address}/experiments/${id}`);
-    const first = (await page.locator('#state').textContent()) ?? '';
-    console.log(`experiment page opened in state ${first}`);
+    assert.equal((await page.goto(`${d.address}/experiments/${id}`))?.status(), 401, 'no page without the token');
+    await page.goto(`${d.address}/?token=${d.token}`);
+    assert.equal(page.url(), `${d.address}/`, 'the token left the address bar');
+
+    // Another site on loopback (another port: the cookie goes along, ports do not separate
+    // cookies) posts the cancel form: the dashboard refuses it, and the experiment stays queued.
+    const evil = createServer((_req, res) =>
+      res.end(`<!doctype html><form id="f" method="post" action="${d.address}/experiments/${other}/cancel"><input name="csrf" value="guess"></form><script>document.getElementById('f').submit()</script>`),
+    );
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    try {
+      const port = (evil.address() as { port: number }).port;
+      const refused = page.waitForResponse((r) => r.url().endsWith(`/experiments/${other}/cancel`));
+      await page.goto(`http://127.0.0.1:${port}/`);
+      const answer = await refused;
+      assert.equal(answer.status(), 403, 'a cross-origin cancel is refused');
+      assert.match(await answer.text(), /from another origin \(Origin http:\/\/127\.0\.0\.1:\d+;/);
+      assert.equal(await c.redis.hget(`${c.prefix}:experiment:${other}`, 'state'), 'queued');
+    } finally {
+      evil.close();
+    }
+
     await page.goto(`${d.address}/`);
     await page.locator('#cards tr[data-card]').first().waitFor({ timeout: 30_000 });
     await page.locator('#cards', { hasText: String(id) }).waitFor({ timeout: 30_000 });
@@ -61,6 +86,7 @@ test('dashboard in chromium: live progress to done, arm table, plot, bull-board'
       return s === 'done';
     }, { timeoutMs: 120_000, intervalMs: 100 });
     console.log(`states shown on one page load: ${[...seen].join(' → ')}`);
+    assert.ok(seen.size > 1, `the page, opened while the experiment ran, changed by itself to done (SSE): it showed ${[...seen].join(' → ')}`);
     await page.locator('#arms').waitFor({ timeout: 30_000 });
     const arms = await page.locator('#arms tr').allTextContents();
     assert.ok(arms.some((r) => r.startsWith('eager')) && arms.some((r) => r.startsWith('graph')), arms.join('\n'));
@@ -80,6 +106,13 @@ test('dashboard in chromium: live progress to done, arm table, plot, bull-board'
     await page.goto(`${d.address}/nightly`);
     await page.locator('#no-history').waitFor({ timeout: 10_000 });
     await shoot(page, 'nightly');
+
+    // The queue page's own Cancel button (same origin, the page's CSRF field) cancels the second.
+    await page.goto(`${d.address}/queue`);
+    await page.locator(`section[data-experiment="${other}"] form.cancel button`).click();
+    await page.waitForURL(`${d.address}/experiments/${other}`);
+    await waitFor('the second experiment is cancelled', async () => ['cancelling', 'cancelled'].includes((await page.locator('#state').textContent()) ?? ''), { timeoutMs: 30_000, intervalMs: 100 });
+    await second.exited;
 
     await page.goto(`${d.address}/bull`);
     for (const q of ['nightly', 'host-h1']) await page.getByText(q, { exact: true }).first().waitFor({ timeout: 30_000 });

@@ -1,7 +1,7 @@
 // The dashboard over HTTP against real redis-servers: an unknown experiment is a 404 page that
 // says so; results files outside an experiment's directory are refused; cancel needs the token
-// on loopback too and a wrong one is a 401 whose log line holds no token; a dashboard beyond
-// loopback without a token refuses to start; Redis going away shows on every page and the pages
+// on loopback too and a wrong one is a 401 whose log line holds no token; a dashboard without a
+// token refuses to start (beyond loopback always, on loopback unless --open-loopback); Redis going away shows on every page and the pages
 // come back when it returns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,18 +28,18 @@ test('dashboard: 404 for an unknown experiment, traversal refused, cancel needs 
     writeFileSync(join(root, 'outside.txt'), 'not served\n');
     symlinkSync(join(root, 'outside.txt'), join(root, 'results', 'exp1', 'link.txt'));
 
-    const missing = await get(`${d.address}/experiments/no-such-exp`);
+    const missing = await d.get('/experiments/no-such-exp');
     assert.equal(missing.status, 404);
     assert.match(missing.type, /text\/html/);
     assert.match(missing.text, /No experiment &quot;no-such-exp&quot; in this Redis/);
 
-    assert.equal((await get(`${d.address}/results/exp1/report.md`)).text, '# report\n');
+    assert.equal((await d.get('/results/exp1/report.md')).text, '# report\n');
     for (const bad of ['/results/exp1/..%2f..%2foutside.txt', '/results/exp1/../../outside.txt', '/results/..%2foutside.txt/x', '/results/exp1/link.txt', '/results/exp1/%2e%2e/%2e%2e/outside.txt']) {
-      const r = await get(`${d.address}${bad}`);
+      const r = await d.get(bad);
       assert.equal(r.status, 404, `${bad}: ${r.status} ${r.text}`);
       assert.doesNotMatch(r.text, /not served/);
     }
-    assert.equal((await get(`${d.address}/results/exp1/report.md`, { method: 'DELETE' })).status, 404);
+    assert.equal((await d.get('/results/exp1/report.md', { method: 'DELETE' })).status, 404);
 
     const none = await get(`${d.address}/experiments/exp1/cancel`, { method: 'POST' });
     assert.equal(none.status, 401);
@@ -59,14 +59,14 @@ test('dashboard: 404 for an unknown experiment, traversal refused, cancel needs 
     rmSync(root, { recursive: true, force: true });
   }
 
-  // loopback without a token: reads open, cancel refused as untokened
+  // loopback with --open-loopback: reads open, cancel refused as untokened
   const srv2 = await startRedisServer();
-  const open = await testDashboard({ url: srv2.url, prefix: freshPrefix('d') });
+  const open = await testDashboard({ url: srv2.url, prefix: freshPrefix('d'), token: null });
   try {
     assert.equal((await get(`${open.address}/`)).status, 200);
     const r = await get(`${open.address}/experiments/x/cancel`, { method: 'POST' });
     assert.equal(r.status, 403);
-    assert.match(r.text, /no token, so it takes no write action/);
+    assert.match(r.text, /no token \(--open-loopback\), so it takes no write action/);
   } finally {
     await open.close();
     await srv2.stop();
@@ -75,6 +75,10 @@ test('dashboard: 404 for an unknown experiment, traversal refused, cancel needs 
     startDashboard({ url: 'redis://127.0.0.1:1', prefix: 'x', host: '0.0.0.0', port: 0, token: null, resultsRoot: 'results', log: pino({ level: 'silent' }) }),
     /an address other than loopback needs a token/,
   );
+  await assert.rejects(
+    startDashboard({ url: 'redis://127.0.0.1:1', prefix: 'x', host: '127.0.0.1', port: 0, token: null, resultsRoot: 'results', log: pino({ level: 'silent' }) }),
+    /no token, and --open-loopback was not given/,
+  );
 });
 
 test('dashboard: Redis unreachable shows on every page, and the pages recover when it returns', async () => {
@@ -82,22 +86,22 @@ test('dashboard: Redis unreachable shows on every page, and the pages recover wh
   const { port, password } = srv;
   const d = await testDashboard({ url: srv.url, prefix: freshPrefix('d') });
   try {
-    for (const p of PAGES) assert.equal((await get(`${d.address}${p}`)).status, 200, p);
+    for (const p of PAGES) assert.equal((await d.get(p)).status, 200, p);
     await srv.stop();
     await waitFor('the dashboard notices Redis is gone', async () => (await get(`${d.address}/healthz`)).text.includes('down'), { timeoutMs: 15_000, intervalMs: 100 });
     for (const p of [...PAGES, '/experiments/any']) {
-      const r = await get(`${d.address}${p}`);
+      const r = await d.get(p);
       assert.equal(r.status, 503, p);
       assert.match(r.text, /Redis unreachable/, p);
       assert.match(r.text, /data-redis="down"/, p);
     }
-    const metrics = await get(`${d.address}/metrics`);
+    const metrics = await d.get('/metrics');
     assert.match(metrics.text, /^orch_redis_up 0$/m);
 
     srv = await startRedisServer({ port, password });
-    await waitFor('pages answer again', async () => (await get(`${d.address}/`)).status === 200, { timeoutMs: 20_000, intervalMs: 200 });
+    await waitFor('pages answer again', async () => (await d.get('/')).status === 200, { timeoutMs: 20_000, intervalMs: 200 });
     for (const p of PAGES) {
-      const r = await get(`${d.address}${p}`);
+      const r = await d.get(p);
       assert.equal(r.status, 200, p);
       assert.doesNotMatch(r.text, /Redis unreachable/);
     }

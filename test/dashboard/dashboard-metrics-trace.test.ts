@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { get, testDashboard } from './dashboard-harness.ts';
+import { testDashboard, type TestDashboard } from './dashboard-harness.ts';
 import { ChromeTraceSchema } from './trace-schema.ts';
 
-async function scrape(address: string) {
-  const r = await get(`${address}/metrics`);
+async function scrape(d: TestDashboard) {
+  const r = await d.get('/metrics');
   assert.equal(r.status, 200);
   assert.match(r.type, /text\/plain; version=0\.0\.4/);
   const families = parsePrometheusTextFormat(r.text);
@@ -34,7 +34,7 @@ test('metrics move while reps run; orch trace is a valid Chrome trace', async ()
   try {
     c.startServe();
     await c.startWorker({ cpuCards: 1, repMs: 300 });
-    const before = await scrape(d.address);
+    const before = await scrape(d);
     assert.equal(value(before, 'orch_cards', { state: 'free' }), 1);
     assert.equal(before.get('orch_nightly_last_success_timestamp_seconds')?.metrics.length, 0, 'the nightly gauge exists with no samples');
     assert.ok((value(before, 'orch_redis_used_memory_bytes') ?? 0) > 0);
@@ -42,13 +42,13 @@ test('metrics move while reps run; orch trace is a valid Chrome trace', async ()
 
     const submit = spawnOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', results], c.env);
     const first = await waitFor('a rep counted', async () => {
-      const n = value(await scrape(d.address), 'orch_reps_total') ?? 0;
+      const n = value(await scrape(d), 'orch_reps_total') ?? 0;
       return n > 0 ? n : null;
     }, { timeoutMs: 60_000, intervalMs: 100 });
-    const during = await scrape(d.address);
+    const during = await scrape(d);
     console.log(`first scrape with reps: ${first}; cards held ${value(during, 'orch_cards', { state: 'held' })}`);
     const later = await waitFor('the rep counter moved', async () => {
-      const n = value(await scrape(d.address), 'orch_reps_total') ?? 0;
+      const n = value(await scrape(d), 'orch_reps_total') ?? 0;
       return n > first ? n : null;
     }, { timeoutMs: 60_000, intervalMs: 100 });
     const ids = await c.redis.zrange(`${c.prefix}:exps`, '0', '-1');
@@ -57,7 +57,7 @@ test('metrics move while reps run; orch trace is a valid Chrome trace', async ()
     await submit.exited;
     // submit's exit code is the verdict's (tiny fixture reps: usually inconclusive); the run itself ended done
     assert.equal(await c.redis.hget(`${c.prefix}:experiment:${id}`, 'state'), 'done', submit.out());
-    const after = await scrape(d.address);
+    const after = await scrape(d);
     assert.equal(value(after, 'orch_reps_total'), 12, `counter went ${first} → ${later} → 12`);
     const hist = after.get('orch_rep_duration_seconds');
     assert.equal(hist?.type, 'HISTOGRAM');

@@ -15,7 +15,7 @@ import { openHistory } from '../../history/open-history.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { row } from '../history/nightly-row.ts';
 import { freshPrefix } from '../utils/redis.ts';
-import { get, testDashboard, type TestDashboard } from './dashboard-harness.ts';
+import { testDashboard, type TestDashboard } from './dashboard-harness.ts';
 
 let dir: string;
 let history: HistoryStore;
@@ -52,7 +52,7 @@ after(async () => {
 });
 
 test('/nightly plots each comparison from the history: change, CI band, the alerted night ringed', async () => {
-  const r = await get(`${d.address}/nightly`);
+  const r = await d.get('/nightly');
   assert.equal(r.status, 200, r.text);
   assert.ok(!r.text.includes('id="no-history"'), 'the history is shown');
   assert.match(r.text, /<section class="suite" id="suite-dash"><h2>dash<\/h2>/);
@@ -69,7 +69,7 @@ test('/nightly plots each comparison from the history: change, CI band, the aler
 });
 
 test('/metrics: the last nightly success per suite', async () => {
-  const r = await get(`${d.address}/metrics`);
+  const r = await d.get('/metrics');
   assert.equal(r.status, 200);
   const family = parsePrometheusTextFormat(r.text).find((f) => f.name === 'orch_nightly_last_success_timestamp_seconds');
   const last = (await history.runs('dash', 1))[0]!;
