@@ -23,7 +23,7 @@ import { ensureGraphrtBuild } from './build/graphrt-build.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import { readLines } from './line-reader.ts';
-import { openLockFile } from './private-dir.ts';
+import { openLockFile } from '../store/private-dir.ts';
 import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
 
 const STDERR_KEEP = 20;

@@ -43,7 +43,7 @@ import { RefusedJobs } from '../store/refused-jobs.ts';
 import { JobAdmission } from './job-admission.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
 import { LeaseMessageCheck } from './lease-message-check.ts';
-import { defaultStateDir, ensureLockFile, ensurePrivateDir } from './private-dir.ts';
+import { defaultStateDir, ensureLockFile, ensurePrivateDir } from '../store/private-dir.ts';
 import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
 import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';

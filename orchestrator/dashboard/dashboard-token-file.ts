@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, lstatSync, openSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
-import { defaultStateDir, ensurePrivateDir } from '../../worker/private-dir.ts';
+import { defaultStateDir, ensurePrivateDir } from '../../store/private-dir.ts';
 import { readTokenFile } from './auth.ts';
 
 export const TOKEN_FILE_NAME = 'dashboard-token';
