@@ -6,7 +6,7 @@
  * what must change. Texts are redacted: a driver may echo its connection string.
  */
 import { isErrorCode } from '../jobs/error-codes.ts';
-import { redactText } from '../store/redact.ts';
+import { redactText } from '../jobs/redact.ts';
 import { sqliteLockHolders } from './sqlite-lock-holders.ts';
 
 export interface DbFault {

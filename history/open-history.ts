@@ -8,7 +8,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { UserInputError } from '../jobs/errors.ts';
-import { redactUrl } from '../store/redact.ts';
+import { redactUrl } from '../jobs/redact.ts';
 import { dbFault } from './db-fault.ts';
 import { HistoryStore } from './history-store.ts';
 import { migrate } from './migrate.ts';

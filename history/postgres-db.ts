@@ -3,7 +3,7 @@
  * `?` placeholders become $1, $2, … (the history's SQL never has a `?` inside a literal).
  */
 import pg from 'pg';
-import { redactUrl } from '../store/redact.ts';
+import { redactUrl } from '../jobs/redact.ts';
 import type { SqlDb } from './sql-db.ts';
 
 const INT8 = 20;

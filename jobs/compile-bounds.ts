@@ -4,7 +4,7 @@
  * the plan (arms × reps × blocks). Each would otherwise pass `orch validate` and fail later: on a
  * card with BAD_PARAM, or in the planner's own time and memory.
  */
-import type { CompileProblem } from './compile-spec.ts';
+import type { CompileProblem } from './compile-problem.ts';
 import { deviceBytes, formatBytes, LIMITS, LIMITS_FILE, maxDeviceBytes, paramLimit } from './limits.ts';
 import { plannedRepCount } from './plan.ts';
 import type { Spec } from './spec.ts';

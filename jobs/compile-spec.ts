@@ -13,12 +13,7 @@ import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
 import { NATIVE_TOGGLES, type Spec } from './spec.ts';
 import { NAME_PATTERN } from './name-patterns.ts';
 import type { PathSegment } from './yaml-source.ts';
-
-export interface CompileProblem {
-  path: PathSegment[];
-  message: string;
-  fix?: string;
-}
+import type { CompileProblem } from './compile-problem.ts';
 
 export interface CompiledSpec {
   spec: Spec;

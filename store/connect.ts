@@ -13,7 +13,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../jobs/errors.ts';
-import { redactUrl, urlHasPassword } from './redact.ts';
+import { redactUrl, urlHasPassword } from '../jobs/redact.ts';
 
 export interface ConnectOptions {
   log: Logger;
@@ -154,7 +154,7 @@ export async function requireNoEviction(redis: Redis, url: string): Promise<void
   }
 }
 
-export { redactUrl } from './redact.ts';
+export { redactUrl } from '../jobs/redact.ts';
 
 /**
  * Whether the Redis behind `redis` answers a client that presents no credentials: a second,

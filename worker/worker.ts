@@ -40,7 +40,7 @@ import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { toJobError } from '../store/job-error.ts';
 import { JobNonces } from '../store/job-nonces.ts';
 import { RefusedJobs } from '../store/refused-jobs.ts';
-import { JobAdmission } from './job-admission.ts';
+import { JobAdmission } from '../store/job-admission.ts';
 import { BlockExecutor, cardLockPath, type BlockOutcome } from './block-executor.ts';
 import { LeaseMessageCheck } from './lease-message-check.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from '../store/private-dir.ts';

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { connectRedis, readyWithin, requireNoEviction } from '../../store/connect.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
-import { redactUrl, urlHasPassword } from '../../store/redact.ts';
+import { redactUrl, urlHasPassword } from '../../jobs/redact.ts';
 
 export interface RedisTarget {
   url: string;

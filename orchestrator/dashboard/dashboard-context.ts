@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { redactUrl } from '../../store/redact.ts';
+import { redactUrl } from '../../jobs/redact.ts';
 
 export interface DashboardContext {
   redis: Redis;

@@ -10,7 +10,7 @@ import { hostQueue } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { neverFits } from '../scheduler/grant-planner.ts';
-import { wantedBackend } from '../scheduler/grant-loop.ts';
+import { wantedBackend } from '../scheduler/grant-planner.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState } from '../../store/experiment-store.ts';
 import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
 import { gangPlacement } from '../../jobs/plan.ts';

@@ -13,7 +13,7 @@ import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
-import { wantedBackend } from '../scheduler/grant-loop.ts';
+import { wantedBackend } from '../scheduler/grant-planner.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 
 export interface SubmitInput {

@@ -5,7 +5,7 @@
  * fails the nightly run: the run is recorded either way and the log says what was lost.
  */
 import type { Logger } from 'pino';
-import { redactUrl } from '../../store/redact.ts';
+import { redactUrl } from '../../jobs/redact.ts';
 import { appendAlertLine } from './alert-file.ts';
 import type { NightlyAlert } from './nightly-alert.ts';
 

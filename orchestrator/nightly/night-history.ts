@@ -13,7 +13,7 @@ import { codeOf } from '../../jobs/error-codes.ts';
 import { OrchError } from '../../jobs/errors.ts';
 import { dbFault, type DbFault } from '../../history/db-fault.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
-import { redactText } from '../../store/redact.ts';
+import { redactText } from '../../jobs/redact.ts';
 
 export interface HistoryRetry {
   /** tries of one read or write, the first included (at least 1) */

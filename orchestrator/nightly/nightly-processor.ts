@@ -17,7 +17,7 @@ import { connectRedis } from '../../store/connect.ts';
 import { toJobError } from '../../store/job-error.ts';
 import { QUEUES } from '../../store/keys.ts';
 import { RefusedJobs } from '../../store/refused-jobs.ts';
-import { loggableJobId } from '../../worker/job-admission.ts';
+import { loggableJobId } from '../../store/job-admission.ts';
 import { alertRoots } from './alert-file.ts';
 import { admitNightlyJob } from './nightly-grant.ts';
 import { alertSinks } from './alert-sinks.ts';

@@ -35,7 +35,7 @@ import { notRunRow, rowsFromResults, type RowContext } from './night-rows.ts';
 import { NIGHTLY_HEARTBEAT_MS, staleAfter } from './heartbeat.ts';
 import { HISTORY_RETRY, NightHistory, type HistoryRetry, type HistorySource } from './night-history.ts';
 import { lastGoodCommit, pairedCommits, pairSpec } from './paired-night.ts';
-import { orchProvenance, specCommits } from './provenance.ts';
+import { orchProvenance, specCommits } from '../report/orch-provenance.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
 
 export interface NightContext {

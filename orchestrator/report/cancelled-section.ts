@@ -2,7 +2,7 @@
  * The report's "Cancelled" section: when `orch cancel` cut the plan short, one line per arm with
  * its measured and cancelled reps — the numbers above rest on the measured ones only.
  */
-import type { CancelledArm } from '../stats/cancelled-reps.ts';
+import type { CancelledArm } from '../stats/types.ts';
 
 export function cancelledSection(a: { cancelled?: CancelledArm[] | undefined }): string[] {
   const arms = a.cancelled ?? [];

@@ -9,7 +9,7 @@
  */
 import { specHash } from '../../jobs/spec-hash.ts';
 import type { Spec } from '../../jobs/spec.ts';
-import { orchProvenance } from '../nightly/provenance.ts';
+import { orchProvenance } from './orch-provenance.ts';
 import type { CollectedResults, StreamEvent } from '../results/collect-results.ts';
 
 export interface ClockSample {

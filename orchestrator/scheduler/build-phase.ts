@@ -37,7 +37,7 @@ import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { buildJobId, hostBuildQueue } from '../../store/keys.ts';
 import { plannedReps } from './build-block-job.ts';
 import { backendMatches } from './grant-planner.ts';
-import { wantedBackend } from './grant-loop.ts';
+import { wantedBackend } from './grant-planner.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
 
 /** What the grant pass may do with an experiment's blocks: null when it has no build phase. */

@@ -10,7 +10,7 @@ import type { Card } from '../../jobs/card.ts';
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord, type GangPart } from '../../store/experiment-store.ts';
 import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
 import { expectedBlockMs, workloadKey } from './expected-duration.ts';
-import { compareQueued, planGrants, shapeKey, type CardSlot, type WaitingBlock, type WantedBackend } from './grant-planner.ts';
+import { compareQueued, planGrants, shapeKey, wantedBackend, type CardSlot, type WaitingBlock } from './grant-planner.ts';
 import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
@@ -68,12 +68,6 @@ const ESTIMATE_TTL_MS = 1000;
 
 /** How long a pass uses the live cards read before (see `cards`). */
 const CARDS_TTL_MS = 500;
-
-/** What a block of this experiment needs from a card's backend. */
-export function wantedBackend(exp: Pick<ExperimentRecord, 'spec'>): WantedBackend {
-  const w = exp.spec.workload;
-  return w.runtime === 'native' ? w.backend : 'any';
-}
 
 export class GrantLoop {
   private readonly waiters = new Map<string, Waiter>();

@@ -16,8 +16,16 @@
  * the protocol or on the numbers.
  */
 
+import type { Spec } from '../../jobs/spec.ts';
+
 export type Backend = 'cpu' | 'cuda';
 export type WantedBackend = Backend | 'auto' | 'any';
+
+/** What a block of this experiment needs from a card's backend: a native spec names one, a command runs anywhere. */
+export function wantedBackend(exp: { spec: Pick<Spec, 'workload'> }): WantedBackend {
+  const w = exp.spec.workload;
+  return w.runtime === 'native' ? w.backend : 'any';
+}
 
 export interface CardSlot {
   id: string;

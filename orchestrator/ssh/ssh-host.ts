@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import ssh2, { Client, type AgentAuthMethod, type PublicKeyAuthMethod } from 'ssh2';
 import type { Host } from '../../jobs/cluster.ts';
 import { UserInputError } from '../../jobs/errors.ts';
-import { redactText } from '../../store/redact.ts';
+import { redactText } from '../../jobs/redact.ts';
 import { clusterHostKey, knownHostsName, knownKeys, preferredHostKeyAlgorithms, verifyHostKey, type HostKeyVerdict } from './known-hosts.ts';
 import { describeTarget, resolveTarget, type SshTarget } from './ssh-target.ts';
 

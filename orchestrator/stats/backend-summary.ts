@@ -3,14 +3,8 @@
  * (`cpu` is graphrt's CPU emulation, not a GPU), the devices the ranks' hello lines named, and the
  * toggles some arm turned on that the backend did not have (those arms measured without them).
  */
-import type { ArmSummary } from './types.ts';
+import type { ArmSummary, BackendSummary } from './types.ts';
 
-export interface BackendSummary {
-  backends: string[];
-  devices: string[];
-  /** per toggle, the backends that reported it unsupported */
-  unsupported: { toggle: string; backends: string[] }[];
-}
 
 export function summarizeBackend(backends: Iterable<string>, devices: Iterable<string>, arms: readonly ArmSummary[]): BackendSummary {
   const unsupported = new Map<string, Set<string>>();

@@ -4,16 +4,8 @@
  * the cancelled reps are summed here instead of being listed one by one among the input issues.
  */
 import { failedKind } from '../../jobs/failed-rep.ts';
-import type { PlannedRep } from './rep-values.ts';
-import type { AnalysisInput } from './types.ts';
+import type { AnalysisInput, CancelledArm, PlannedRep } from './types.ts';
 
-export interface CancelledArm {
-  arm: string;
-  planned: number;
-  /** planned reps with a committed result */
-  measured: number;
-  cancelled: number;
-}
 
 const repKey = (block: number, arm: string, rep: number): string => `${block}/${arm}/${rep}`;
 

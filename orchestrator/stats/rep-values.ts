@@ -7,14 +7,8 @@
 import { sequenceReps } from '../../jobs/block-job.ts';
 import { isCancelled } from './cancelled-reps.ts';
 import { mean, median } from './descriptive.ts';
-import type { AnalysisInput, RepResult, RepValue } from './types.ts';
+import type { AnalysisInput, PlannedRep, RepResult, RepValue } from './types.ts';
 
-export interface PlannedRep {
-  block: number;
-  arm: string;
-  rep: number;
-  position: number;
-}
 
 export interface RepValues {
   planned: PlannedRep[];

@@ -12,10 +12,8 @@
  */
 
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
-import type { BackendSummary } from './backend-summary.ts';
 import type { ProbeSummary } from './probe-summary.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
-import type { CancelledArm } from './cancelled-reps.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
@@ -272,4 +270,29 @@ export interface Analysis {
   backend: BackendSummary;
   /** design probe only: what the capture probes found */
   probe: ProbeSummary | null;
+}
+
+/** The backends and devices the reps ran on, and the toggles some backend could not honour. */
+export interface BackendSummary {
+  backends: string[];
+  devices: string[];
+  /** per toggle, the backends that reported it unsupported */
+  unsupported: { toggle: string; backends: string[] }[];
+}
+
+/** An arm's planned reps that a cancel left unmeasured. */
+export interface CancelledArm {
+  arm: string;
+  planned: number;
+  /** planned reps with a committed result */
+  measured: number;
+  cancelled: number;
+}
+
+/** One planned rep: its block, arm, index within the arm, and position in the block's sequence. */
+export interface PlannedRep {
+  block: number;
+  arm: string;
+  rep: number;
+  position: number;
 }

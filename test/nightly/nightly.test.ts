@@ -19,7 +19,7 @@ import { openHistory } from '../../history/open-history.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';
 import type { NightlyResult } from '../../orchestrator/nightly/nightly-processor.ts';
-import { orchProvenance } from '../../orchestrator/nightly/provenance.ts';
+import { orchProvenance } from '../../orchestrator/report/orch-provenance.ts';
 import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { gitCommit, gitDirty } from '../../orchestrator/nightly/provenance.ts';
+import { gitCommit, gitDirty } from '../../orchestrator/report/orch-provenance.ts';
 import { renderProvenance } from '../../orchestrator/report/render-provenance.ts';
 import type { Provenance } from '../../orchestrator/report/provenance.ts';
 

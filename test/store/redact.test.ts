@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { redactText, redactUrl, urlHasPassword } from '../../store/redact.ts';
+import { redactText, redactUrl, urlHasPassword } from '../../jobs/redact.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { freePort } from '../../store/redis-server-process.ts';
 

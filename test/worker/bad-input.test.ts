@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { freePort, startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { redactUrl } from '../../store/redact.ts';
+import { redactUrl } from '../../jobs/redact.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { client, freshPrefix } from '../utils/redis.ts';

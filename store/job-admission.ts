@@ -11,8 +11,8 @@ import type { Job, Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { OrchError } from '../jobs/errors.ts';
 import { verifyJob } from '../jobs/grant.ts';
-import type { JobNonces } from '../store/job-nonces.ts';
-import type { RefusedJobs, RefusedQueue } from '../store/refused-jobs.ts';
+import type { JobNonces } from './job-nonces.ts';
+import type { RefusedJobs, RefusedQueue } from './refused-jobs.ts';
 
 export interface AdmissionContext {
   secret: Buffer;

@@ -1,5 +1,5 @@
 /**
- * What a nightly row can say about where its numbers came from today: orch's version and
+ * Where a run's numbers came from, for the report's header and each nightly row: orch's version and
  * commit, this host, and for a command workload built from a git checkout, that checkout's
  * commit when the run was submitted (read where `orch serve` runs; a build on another host reads
  * its own checkout, which the build key records).
