@@ -25,6 +25,7 @@ import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import { readLines } from './line-reader.ts';
 import { openLockFile } from './private-dir.ts';
 import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
+import { programEnv } from './command/program-env.ts';
 
 const STDERR_KEEP = 20;
 /** after an error answer, how long to wait for the exit that makes it fatal */
@@ -235,7 +236,7 @@ function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; fla
   const child = spawn(file, argv, {
     detached: true,
     stdio: lock === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', lock.lockFd],
-    env: { ...process.env, ...env },
+    env: programEnv(env),
   }) as ChildProcessWithoutNullStreams;
   s.log.debug({ pid: child.pid, cmd: [binary, ...args].join(' ') }, 'rank started');
   child.stdin.on('error', () => {

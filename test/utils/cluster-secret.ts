@@ -9,3 +9,7 @@ import { SECRET_ENV } from '../../store/cluster-secret.ts';
 process.env[SECRET_ENV] ??= randomBytes(32).toString('hex');
 
 export const TEST_CLUSTER_SECRET = Buffer.from(process.env[SECRET_ENV]!, 'utf8');
+
+// The fixture rank (test/fixtures/ranks/rank.mjs) is told how to misbehave by FIXTURE_* variables
+// set on the worker; a worker passes a rank only the variables its operator names (program-env.ts).
+process.env.ORCH_RANK_ENV ??= 'FIXTURE_*';
