@@ -123,6 +123,10 @@ export const ERROR_CODES = {
   GRANT_MISSING: { kind: 'deterministic', meaning: 'a block job carries no grant signed by the scheduler; the worker ran nothing', hint: 'something other than the scheduler wrote to the host queue' },
   GRANT_INVALID: { kind: 'deterministic', meaning: "a block job's grant does not verify with this worker's cluster secret; the worker ran nothing", hint: 'give the scheduler and every worker the same cluster secret' },
   COMMAND_NOT_ALLOWED: { kind: 'user-input', meaning: 'a command workload reached a worker started without --allow-command; nothing ran', hint: 'start the worker with --allow-command to run users\' commands on it' },
+  BUILD_NOT_ALLOWED: { kind: 'user-input', meaning: 'a build of a commit (builds:) reached a worker started without --allow-build or --allow-command; nothing ran', hint: 'start the worker with --allow-build (or --allow-command) to build commits on it' },
+  WORK_NOT_ALLOWED: { kind: 'user-input', meaning: 'orch submit: no registered worker allows what the spec runs (a command workload, a build of a commit)', hint: 'start a worker with --allow-command (commands) or --allow-build (builds of commits), or change the spec' },
+  SUBMIT_TOKEN: { kind: 'user-input', meaning: 'the submit token is missing, too short, or in a file others may read', hint: 'give orch submit and orch serve the same token: ORCH_SUBMIT_TOKEN_FILE (mode 0600) or ORCH_SUBMIT_TOKEN' },
+  SUBMIT_UNAUTHORIZED: { kind: 'user-input', meaning: "the scheduler refused an experiment whose submit signature does not verify with its submit token; nothing was planned or granted", hint: 'submit with orch submit and the submit token orch serve holds (ORCH_SUBMIT_TOKEN_FILE)' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

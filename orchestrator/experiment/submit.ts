@@ -11,7 +11,8 @@ import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
 import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
-import { CardRegistry } from '../../store/card-registry.ts';
+import { CardRegistry, type Card } from '../../store/card-registry.ts';
+import { allows, CAPABILITY_FLAG, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-loop.ts';
@@ -83,6 +84,7 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
       hint: plan.placement === 'host' ? 'lower blocks.ranks, register a larger host, or set blocks.placement: spread (or host_then_spread) to run the gang across hosts' : 'lower blocks.ranks or register more cards (all hosts together have fewer than the gang needs)',
     });
   }
+  refuseDisallowed(loaded, all);
   const why = neverFits(block, live.map(toSlot));
   if (why && noWait) {
     throw new UserInputError('NO_MATCHING_CARDS', `${where}: cannot start now: ${why}`, {
@@ -90,6 +92,22 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
     });
   }
   return why;
+}
+
+/**
+ * Refuses a spec whose work no registered worker allows (jobs/worker-capabilities.ts): a command
+ * workload where no worker runs commands, builds of commits where none builds them. Waiting
+ * would not help: a worker's permissions are its operator's choice. With no worker registered
+ * at all the spec waits, as for cards.
+ */
+function refuseDisallowed(loaded: LoadedSpec, all: readonly Card[]): void {
+  const need = specNeeds(loaded.spec);
+  if (need.length === 0 || all.length === 0 || all.some((c) => allows(c, need))) return;
+  const hosts = [...new Set(all.map((c) => c.host))];
+  const missing = need.filter((cap) => !all.some((c) => allows(c, [cap])));
+  throw new UserInputError('WORK_NOT_ALLOWED', `${loaded.file}: the spec runs ${describeNeed(need)}, and no registered worker allows ${missing.length === need.length ? 'it' : describeNeed(missing)} (hosts: ${hosts.join(', ')}); nothing was registered`, {
+    hint: `start a worker with ${missing.map((c) => CAPABILITY_FLAG[c]).join(' ')} on a host that may run the submitter's code${need.includes('build') ? ', or drop builds: to measure the workers\' own graphrt' : ''}`,
+  });
 }
 
 /** `<name>-<yyyymmdd-hhmmss>-<4 hex>`: sortable, unique, no ':' (BullMQ ids and file names). */

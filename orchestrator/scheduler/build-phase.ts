@@ -30,6 +30,7 @@ import { buildsOfArms, BuildJobSchema, type BuildJob } from '../../jobs/build-jo
 import { codeOf } from '../../jobs/error-codes.ts';
 import { signPayload } from '../../jobs/grant.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
+import { allows, specNeeds } from '../../jobs/worker-capabilities.ts';
 import type { Card } from '../../store/card-registry.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
 import { ExperimentBuildStore, type BuildFailure, type ExperimentBuilds, type HostBuilds } from '../../store/experiment-builds.ts';
@@ -71,11 +72,15 @@ export function buildFailureReason(f: BuildFailure): string {
   return `a build failed on ${f.host} before any card was leased to the experiment: ${f.message}`;
 }
 
-/** Hosts whose live cards could hold one of the experiment's gangs. */
-export function candidateHosts(exp: Pick<ExperimentRecord, 'spec' | 'plan'>, cards: readonly Pick<Card, 'host' | 'backend'>[]): Set<string> {
+/**
+ * Hosts whose live cards could hold one of the experiment's gangs, of workers that allow what it
+ * runs (jobs/worker-capabilities.ts): a build job goes nowhere the build is not allowed.
+ */
+export function candidateHosts(exp: Pick<ExperimentRecord, 'spec' | 'plan'>, cards: readonly Pick<Card, 'host' | 'backend' | 'caps'>[]): Set<string> {
   const want = wantedBackend(exp);
+  const need = specNeeds(exp.spec);
   const per = new Map<string, number>();
-  for (const c of cards) if (backendMatches(want, c.backend)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
+  for (const c of cards) if (backendMatches(want, c.backend) && allows(c, need)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
   const { placement, spreadFallback } = gangPlacement(exp.plan.placement);
   const total = [...per.values()].reduce((a, n) => a + n, 0);
   const spreads = placement === 'spread' || (spreadFallback === true && ![...per.values()].some((n) => n >= exp.plan.ranks));

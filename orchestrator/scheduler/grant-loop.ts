@@ -14,6 +14,7 @@ import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 import type { BuildGate } from './build-phase.ts';
+import { allows, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
 
 export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
 
@@ -310,7 +311,21 @@ export class GrantLoop {
     // per experiment and copied into each of its queue entries (one object per waiting block)
     const shapeOf = (exp: ExperimentRecord): Omit<WaitingBlock, 'key' | 'expectedMs'> => {
       const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
-      return { ...fits, ...gates.get(exp.id), shape: shapeKey(fits) };
+      return { ...fits, ...(gates.get(exp.id) ?? capable(exp)), shape: shapeKey(fits) };
+    };
+    // An experiment without a build phase that runs a command goes only to hosts whose workers
+    // allow commands (one with a build phase builds only there, so its ready hosts are such).
+    const capableOf = new Map<string, { hosts: ReadonlySet<string>; hostsWhy: string } | undefined>();
+    const capable = (exp: ExperimentRecord) => {
+      const need = specNeeds(exp.spec);
+      const key = need.join(',');
+      if (!capableOf.has(key)) {
+        capableOf.set(key, need.length === 0 ? undefined : {
+          hosts: new Set(cards.filter((c) => allows(c, need)).map((c) => c.host)),
+          hostsWhy: `waiting for a host whose worker allows ${describeNeed(need)}`,
+        });
+      }
+      return capableOf.get(key);
     };
     const queue: QueuedBlock[] = [];
     for (const { exp, blocks } of runnable) {
