@@ -1,7 +1,8 @@
 /**
  * Submit an experiment: validate (the caller loaded the spec; a SpecError never gets here, so
  * an invalid spec writes nothing), plan, check it can ever run on the registered cards, then
- * register the spec, its hash, the plan and every block's state in Redis in one script
+ * register the spec, its hash, the plan, the submitter's signature over them (the submit token,
+ * jobs/submit-signature.ts: the scheduler acts on nothing unsigned) and every block's state in Redis in one script
  * (register-experiment.lua), which also puts it in the scheduler's active set. That is the whole
  * submission: the leader's grant pass drives every block of an active experiment from its state
  * (no job per block), and settles the experiment once every block ended.
@@ -14,6 +15,8 @@ import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry, type Card } from '../../store/card-registry.ts';
 import { allows, CAPABILITY_FLAG, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
+import { requireSubmitToken } from '../../store/submit-token.ts';
+import { signSubmission } from '../../jobs/submit-signature.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-loop.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
@@ -28,6 +31,8 @@ export interface SubmitInput {
   noWait?: boolean;
   /** the experiment's id, chosen by a caller that records it before submitting (a nightly run); default experimentId(name) */
   id?: string;
+  /** the submit token the record is signed with (jobs/submit-signature.ts); default: from the environment (store/submit-token.ts) */
+  submitToken?: Buffer;
 }
 
 export interface Submitted {
@@ -39,6 +44,8 @@ export interface Submitted {
 
 export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
   const { redis, prefix, loaded } = input;
+  // before anything is read or written: a submitter without a token has nothing to submit with
+  const token = input.submitToken ?? requireSubmitToken('orch submit');
   const plan = planExperiment(loaded.spec, loaded.hash);
   const store = new ExperimentStore(redis, prefix);
   const waitingFor = await checkPlacement(redis, prefix, loaded, plan, input.noWait ?? false);
@@ -56,6 +63,8 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
     plan: JSON.stringify(plan),
     file: loaded.file,
   };
+  // what the scheduler acts on, signed as it will read it back (JSON values of spec and plan)
+  record.submit_sig = signSubmission({ id, hash: loaded.hash, priority: loaded.spec.priority, specText: input.specText, spec: JSON.parse(record.spec_json!), plan: JSON.parse(record.plan!) }, token);
   const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
   await store.register(id, record, blocks);
 

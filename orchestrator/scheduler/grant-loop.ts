@@ -14,6 +14,7 @@ import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 import type { BuildGate } from './build-phase.ts';
+import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { allows, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
 
 export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
@@ -103,6 +104,8 @@ export class GrantLoop {
   /** Settles an experiment whose every block ended (experiment-settling.ts); once per term unless it fails. */
   settle: ((experiment: string, term: Term) => Promise<void>) | null = null;
   private readonly settling = new Set<string>();
+  /** refused experiments whose waiting blocks are being ended */
+  private readonly refusing = new Set<string>();
   /** The build phase's answer per experiment (build-phase.ts): which hosts may take its blocks, or its failure. */
   gate: ((exp: ExperimentRecord) => Promise<BuildGate | null>) | null = null;
   private granting: Promise<void> | null = null;
@@ -278,6 +281,9 @@ export class GrantLoop {
       // not read again while its reps are accounted for (at scale, settling took several passes,
       // and each read every block state of every experiment being settled).
       if (this.settling.has(id)) continue;
+      // A submission the scheduler refuses (submit-admission.ts) gets no processor for a waiting
+      // block: those end failed, and the experiment is settled once every block ended.
+      const refused = exp ? this.ctx.refusal(exp) : null;
       // Every block not ended has a processor (a new one starts waiting, or re-attaches to the
       // attempt in flight after a failover); an experiment whose blocks all ended is settled.
       if (blocks && exp) {
@@ -285,12 +291,16 @@ export class GrantLoop {
         for (const b of blocks) {
           if (TERMINAL_BLOCK_PHASES.has(b.phase)) continue;
           open++;
-          this.drive?.(id, b, term);
+          if (refused === null || b.phase !== 'waiting') this.drive?.(id, b, term);
         }
         if (open === 0) {
           this.settleOnce(id, term);
           continue;
         }
+      }
+      if (exp && refused !== null) {
+        this.refuse(exp, refused);
+        continue;
       }
       if (state === 'cancelling' || state === 'cancelled') {
         this.cancelWaiters(id);
@@ -391,6 +401,20 @@ export class GrantLoop {
       }
     }
     await Promise.all(acquiring);
+  }
+
+  /** Ends a refused experiment's waiting blocks (once at a time), then reads its blocks again to settle it. */
+  private refuse(exp: ExperimentRecord, reason: string): void {
+    if (this.refusing.has(exp.id)) return;
+    this.refusing.add(exp.id);
+    this.cancelWaiters(exp.id, reason);
+    this.ctx.log.warn({ experiment: exp.id, code: 'SUBMIT_UNAUTHORIZED' }, 'refused an experiment without a valid submit signature: nothing planned or granted');
+    failWaitingBlocks(this.ctx, exp, reason)
+      .catch((err: unknown) => this.ctx.log.error({ err, experiment: exp.id }, 'scheduler: ending a refused experiment\'s blocks failed; the next pass tries again'))
+      .finally(() => {
+        this.refusing.delete(exp.id);
+        this.reread(exp.id);
+      });
   }
 
   private settleOnce(id: string, term: Term): void {

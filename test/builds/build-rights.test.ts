@@ -147,7 +147,7 @@ metric: { name: ms, better: lower }
       assert.match(r.output, new RegExp(`the spec runs ${what} \\(${flag}\\), and no registered worker allows it \\(hosts: ns1\\); nothing was registered`));
       assert.ok(r.output.includes(`start a worker with ${flag}`), r.output);
     }
-    assert.deepEqual(await env.redis.smembers(orchKeys(prefix).active), [], 'a refused spec was registered');
+    assert.deepEqual(await env.redis.zrange(orchKeys(prefix).sched.active, '0', '-1'), [], 'a refused spec was registered');
     assert.ok(!existsSync(repo.cmakeMarker) && !existsSync(join(env.dir, 'command-ran')));
   });
 
