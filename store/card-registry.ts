@@ -43,7 +43,7 @@ export class CardRegistry {
     if (stale.length > 0) m.hdel(this.keys.cards, ...stale);
     // every card carries its worker's version: the grant planner never mixes two in one gang
     // and what that worker allows (jobs/worker-capabilities.ts): the scheduler grants only what it may run
-    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse({ ...c, ...(opts.version ? { version: opts.version } : {}), ...(opts.caps ? { caps: opts.caps } : {}) })));
+    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse({ ...c, ...(opts.version ? { version: opts.version } : {}), ...(opts.caps?.length ? { caps: opts.caps } : {}) })));
     m.del(this.keys.host(host));
     m.hset(this.keys.host(host), {
       pid: String(opts.pid),

@@ -8,7 +8,9 @@
  * - on a worker with --allow-build: CMake runs (the marker it makes is the build permitted), the
  *   hook does not (git runs hardened: jobs/hardened-git.ts);
  * - `orch submit` of that spec, or of a command spec, to a cluster whose only worker allows
- *   neither: refused at submit, exit 2, nothing registered.
+ *   neither: refused at submit, exit 2, nothing registered;
+ * - a command spec on a cluster where one worker allows commands and another does not: every
+ *   block is granted on the one that allows them.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -26,6 +28,8 @@ import { runOrch } from '../utils/orch-run.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
+import { startScheduler, submitYaml, waitEnded } from '../orchestrator/in-process-scheduler.ts';
 
 interface EvilRepo {
   dir: string;
@@ -149,6 +153,42 @@ metric: { name: ms, better: lower }
     }
     assert.deepEqual(await env.redis.zrange(orchKeys(prefix).sched.active, '0', '-1'), [], 'a refused spec was registered');
     assert.ok(!existsSync(repo.cmakeMarker) && !existsSync(join(env.dir, 'command-ran')));
+  });
+
+  test('the scheduler grants a command workload\'s blocks only to the host whose worker allows commands', async () => {
+    const prefix = freshPrefix();
+    const marker = join(env.dir, 'ran-on');
+    // the host without --allow-command registers first and has more cards: it would be granted first
+    await env.spawn({ host: 'deny', prefix, cards: 'cpu:0,cpu:1', allowCommand: false });
+    await env.spawn({ host: 'allow', prefix, cards: 'cpu:0', allowCommand: true });
+    const sched = await startScheduler({ url: env.server.url, prefix, safetyPollMs: 200 });
+    try {
+      const id = await submitYaml(env.redis, prefix, env.dir, 'granted-where-allowed', `name: granted-where-allowed
+design: ab
+workload:
+  runtime: command
+  run: { cmd: "echo $ORCH_ARM >> ${marker}; echo 'step 0: 1'; echo 'step 1: 1'", timeout_s: 30 }
+  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
+  metric_source: { format: regex, pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: value, step_group: step }
+  warmup: 1
+  steps: 1
+toggles: [FAST]
+arms:
+  - { name: a, toggles: { FAST: false } }
+  - { name: b, toggles: { FAST: true } }
+reps: 2
+blocks: { count: 3, ranks: 1 }
+gates: { identity: false, aa: false }
+metric: { name: ms, better: lower }
+`);
+      const state = await waitEnded(env.redis, prefix, id, 60_000);
+      const blocks = await new ExperimentStore(env.redis, prefix).blocks(id);
+      assert.equal(state, 'done', JSON.stringify(blocks.map((b) => b.reason)));
+      const hosts = new Set(blocks.flatMap((b) => b.attempts.flatMap((a) => a.gang.map((g) => g.host))));
+      assert.deepEqual([...hosts], ['allow'], 'a block of the command workload was granted to a worker without --allow-command');
+    } finally {
+      await sched.stop();
+    }
   });
 
   test('hardened git reads no home gitconfig', () => {

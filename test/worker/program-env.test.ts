@@ -89,5 +89,9 @@ describe('the environment of a user program', () => {
     const host = { PATH: '/bin', HOME: '/h', REDIS_URL: 'redis://:pw@h', ORCH_CLUSTER_SECRET_FILE: '/s', ORCH_SUBMIT_TOKEN: 't', NCCL_X: '1', OTHER: 'o', ORCH_RANK_ENV: 'NCCL_*,REDIS_URL' };
     assert.deepEqual(programEnv({ REDIS_URL: 'redis://spec', CUDA_VISIBLE_DEVICES: 'GPU-1' }, host), { PATH: '/bin', HOME: '/h', NCCL_X: '1', CUDA_VISIBLE_DEVICES: 'GPU-1' });
     assert.throws(() => programEnv({}, { ORCH_RANK_ENV: 'A B' }), /ORCH_RANK_ENV: "A B" is not a variable name/);
+    // graphrt's: its own knobs pass, the rendezvous secret only as the rank's own
+    const worker = { PATH: '/bin', GRAPHRT_PLANT: '2', GRAPHRT_RENDEZVOUS_SECRET: 'stale', REDIS_URL: 'redis://x' };
+    assert.deepEqual(programEnv({}, worker, ['GRAPHRT_*']), { PATH: '/bin', GRAPHRT_PLANT: '2' });
+    assert.deepEqual(programEnv({ GRAPHRT_RENDEZVOUS_SECRET: 'mine' }, worker, ['GRAPHRT_*']), { PATH: '/bin', GRAPHRT_PLANT: '2', GRAPHRT_RENDEZVOUS_SECRET: 'mine' });
   });
 });

@@ -8,7 +8,8 @@
  * - the host's basics a program needs to run at all (BASE_VARIABLES), from the worker's
  *   environment;
  * - the variables the host's operator names in ORCH_RANK_ENV (a comma list; `NAME*` for every
- *   variable beginning with NAME), e.g. CC for a build or NCCL_SOCKET_IFNAME for a gang;
+ *   variable beginning with NAME), e.g. CC for a build or a variable a command reads;
+ * - for graphrt, its own GRAPHRT_* and NCCL's NCCL_* configuration;
  * - what the caller sets: the variables the spec names (workload.run.env, env toggles), the
  *   card mapping (CUDA_VISIBLE_DEVICES), the ORCH_* of the rank and build protocols, graphrt's
  *   GRAPHRT_RENDEZVOUS_SECRET.
@@ -19,6 +20,8 @@ import { UserInputError } from '../../jobs/errors.ts';
 
 /** The operator's list of further variables passed to programs. */
 export const RANK_ENV = 'ORCH_RANK_ENV';
+/** graphrt's per-attempt secret (jobs/native-args.ts): a rank's own, never inherited. */
+const RENDEZVOUS_SECRET = 'GRAPHRT_RENDEZVOUS_SECRET';
 
 /** What a program needs of its host's environment to start and find its tools. */
 const BASE_VARIABLES = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'LD_LIBRARY_PATH', 'CUDA_DEVICE_ORDER'];
@@ -44,12 +47,16 @@ export function isCredential(name: string): boolean {
   return CREDENTIALS.test(name);
 }
 
-/** The environment of a program: the host's basics and the operator's names, then `set` on top; no credential. */
-export function programEnv(set: Record<string, string>, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  const patterns = operatorPatterns(env);
+/**
+ * The environment of a program: the host's basics, the operator's names and the caller's
+ * `inherit` patterns (graphrt's own GRAPHRT_*, NCCL's NCCL_*), then `set` on top; no credential,
+ * and of GRAPHRT_RENDEZVOUS_SECRET only the one `set` gives.
+ */
+export function programEnv(set: Record<string, string>, env: NodeJS.ProcessEnv = process.env, inherit: readonly string[] = []): Record<string, string> {
+  const patterns = [...operatorPatterns(env), ...inherit.map((p) => (n: string) => (p.endsWith('*') ? n.startsWith(p.slice(0, -1)) : n === p))];
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || isCredential(name)) continue;
+    if (value === undefined || isCredential(name) || name === RENDEZVOUS_SECRET) continue;
     if (BASE_VARIABLES.includes(name) || patterns.some((m) => m(name))) out[name] = value;
   }
   for (const [name, value] of Object.entries(set)) if (!isCredential(name)) out[name] = value;
