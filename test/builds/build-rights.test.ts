@@ -58,6 +58,28 @@ function evilRepo(root: string, tag: string): EvilRepo {
   return { dir, commit: git('rev-parse', 'HEAD'), cmakeMarker, hookMarker };
 }
 
+/** An A/B command spec whose run does `cmd`, then prints its one timed step. */
+function commandSpec(name: string, cmd: string, blocks: number): string {
+  return `name: ${name}
+design: ab
+workload:
+  runtime: command
+  run: { cmd: "${cmd}; echo 'step 0: 1'; echo 'step 1: 1'", timeout_s: 30 }
+  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
+  metric_source: { format: regex, pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: value, step_group: step }
+  warmup: 1
+  steps: 1
+toggles: [FAST]
+arms:
+  - { name: a, toggles: { FAST: false } }
+  - { name: b, toggles: { FAST: true } }
+reps: 2
+blocks: { count: ${blocks}, ranks: 1 }
+gates: { identity: false, aa: false }
+metric: { name: ms, better: lower }
+`;
+}
+
 const NATIVE = WorkloadSchema.parse({ runtime: 'native', backend: 'cpu', kind: 'chain', params: { kernels: 4 }, warmup: 1, steps: 2 });
 
 describe('building a commit needs the worker\'s permission and runs no git hook', () => {
@@ -126,24 +148,7 @@ gates: { identity: false, aa: false }
 metric: { name: ms_per_step, better: lower }
 `);
     const command = join(env.dir, 'command.yaml');
-    writeFileSync(command, `name: evil-command
-design: ab
-workload:
-  runtime: command
-  run: { cmd: "touch ${join(env.dir, 'command-ran')}; echo 'step 0: 1'", timeout_s: 30 }
-  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
-  metric_source: { format: regex, pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: value, step_group: step }
-  warmup: 0
-  steps: 1
-toggles: [FAST]
-arms:
-  - { name: a, toggles: { FAST: false } }
-  - { name: b, toggles: { FAST: true } }
-reps: 2
-blocks: { count: 1 }
-gates: { identity: false, aa: false }
-metric: { name: ms, better: lower }
-`);
+    writeFileSync(command, commandSpec('evil-command', `touch ${join(env.dir, 'command-ran')}`, 1));
     const cluster = { REDIS_URL: env.server.url, ORCH_PREFIX: prefix };
     for (const [file, what, flag] of [[native, 'a build of a commit', '--allow-build'], [command, 'a command workload', '--allow-command']] as const) {
       const r = await runOrch(['submit', file, '--no-wait'], cluster);
@@ -163,24 +168,7 @@ metric: { name: ms, better: lower }
     await env.spawn({ host: 'allow', prefix, cards: 'cpu:0', allowCommand: true });
     const sched = await startScheduler({ url: env.server.url, prefix, safetyPollMs: 200 });
     try {
-      const id = await submitYaml(env.redis, prefix, env.dir, 'granted-where-allowed', `name: granted-where-allowed
-design: ab
-workload:
-  runtime: command
-  run: { cmd: "echo $ORCH_ARM >> ${marker}; echo 'step 0: 1'; echo 'step 1: 1'", timeout_s: 30 }
-  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
-  metric_source: { format: regex, pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: value, step_group: step }
-  warmup: 1
-  steps: 1
-toggles: [FAST]
-arms:
-  - { name: a, toggles: { FAST: false } }
-  - { name: b, toggles: { FAST: true } }
-reps: 2
-blocks: { count: 3, ranks: 1 }
-gates: { identity: false, aa: false }
-metric: { name: ms, better: lower }
-`);
+      const id = await submitYaml(env.redis, prefix, env.dir, 'granted-where-allowed', commandSpec('granted-where-allowed', `echo $ORCH_ARM >> ${marker}`, 3));
       const state = await waitEnded(env.redis, prefix, id, 60_000);
       const blocks = await new ExperimentStore(env.redis, prefix).blocks(id);
       assert.equal(state, 'done', JSON.stringify(blocks.map((b) => b.reason)));
