@@ -5,7 +5,7 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; secretFile?: string }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; secretFile?: string; submitTokenFile?: string }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
@@ -13,6 +13,7 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
       .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
       .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
+      .option('submit-token-file', { type: 'string', describe: 'file (mode 0600) holding the submit token experiments must be signed with (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -33,7 +34,10 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     }
     const { requireClusterSecret } = await import('../../store/cluster-secret.ts');
     const secret = requireClusterSecret('orch serve', argv.secretFile);
-    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret });
+    const { requireSubmitToken } = await import('../../store/submit-token.ts');
+    // the scheduler acts only on experiments signed with it (orchestrator/scheduler/submit-admission.ts)
+    const submitToken = requireSubmitToken('orch serve', argv.submitTokenFile);
+    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret, submitToken });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
         argv.json
