@@ -49,7 +49,7 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     say('standby');
     scheduler.start();
     // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
-    const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log });
+    const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log, submitToken });
     const dashboard = argv.http === undefined ? null : await (await import('./dashboard.ts')).startDashboardFromArgs({ port: argv.http, host: '127.0.0.1', results: 'results' }, log);
     if (dashboard) say('dashboard', { why: dashboard.address });
     await new Promise<void>((resolve) => {

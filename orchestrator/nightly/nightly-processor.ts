@@ -49,7 +49,7 @@ export async function runSuiteJob(base: Omit<NightContext, 'send' | 'resultsRoot
 }
 
 /** One worker on `nightly` (concurrency 1); several `orch serve` each run one, a job runs once. */
-export function startNightlyWorker(opts: { url: string; prefix: string; log: Logger }): { close(): Promise<void> } {
+export function startNightlyWorker(opts: { url: string; prefix: string; log: Logger; submitToken?: Buffer }): { close(): Promise<void> } {
   const log = opts.log.child({ component: 'nightly' });
   const redis = connectRedis(opts.url, { log, name: 'orch-nightly-submit' });
   const blocking = connectRedis(opts.url, { log, name: 'orch-nightly' });
@@ -61,7 +61,7 @@ export function startNightlyWorker(opts: { url: string; prefix: string; log: Log
   }));
   const worker = new Worker<NightlyJobData, NightlyResult>(
     QUEUES.nightly,
-    async (job: Job<NightlyJobData>) => runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log }, job.data, scheduledAt(job)),
+    async (job: Job<NightlyJobData>) => runSuiteJob({ redis, prefix: opts.prefix, history: await openOnce(), log, ...(opts.submitToken ? { submitToken: opts.submitToken } : {}) }, job.data, scheduledAt(job)),
     { connection: blocking, prefix: opts.prefix, concurrency: 1 },
   );
   worker.on('error', (err) => log.error({ err }, 'nightly worker error'));

@@ -39,6 +39,8 @@ export interface NightContext {
   send: AlertSend;
   resultsRoot: string;
   heartbeatMs?: number;
+  /** the submit token the night's experiments are signed with (default: from the environment, store/submit-token.ts) */
+  submitToken?: Buffer;
 }
 
 export interface NightOutcome {
@@ -89,7 +91,7 @@ export async function runNight(ctx: NightContext, data: NightlyJobData, schedule
           intents.push({ file, experiment: id });
           await ctx.history.setExperiments(run.id, intents);
           try {
-            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id });
+            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
           } catch (err) {
             intents.pop();
             await ctx.history.setExperiments(run.id, intents);
