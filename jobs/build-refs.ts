@@ -13,6 +13,7 @@
 import { execFileSync } from 'node:child_process';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { Spec } from './spec.ts';
+import { HARDENED_GIT_ARGS, hardenedGitEnv } from './hardened-git.ts';
 import type { PathSegment } from './yaml-source.ts';
 
 export interface BuildRefProblem {
@@ -23,7 +24,7 @@ export interface BuildRefProblem {
 
 function git(args: string[], cwd: string): { ok: true; out: string } | { ok: false; err: string } {
   try {
-    return { ok: true, out: execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim() };
+    return { ok: true, out: execFileSync('git', [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim() };
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     return { ok: false, err: (e.stderr || e.message).trim().split('\n').slice(-2).join(' | ') };

@@ -1,5 +1,6 @@
 /** A card a worker offers (store/card-registry.ts keeps them in `<prefix>:cards`, one JSON each). */
 import { z } from 'zod';
+import { CapabilitySchema } from './worker-capabilities.ts';
 
 export const CardSchema = z.object({
   id: z.string().min(1),
@@ -12,5 +13,7 @@ export const CardSchema = z.object({
   name: z.string(),
   /** what its host's worker runs: orch version and commit, graphrt build; a gang never mixes two */
   version: z.string().optional(),
+  /** what its host's worker allows beyond graphrt (jobs/worker-capabilities.ts); absent: nothing */
+  caps: z.array(CapabilitySchema).optional(),
 });
 export type Card = z.infer<typeof CardSchema>;

@@ -133,6 +133,10 @@ export const ERROR_CODES = {
   GRANT_REPLAYED: { kind: 'deterministic', meaning: "a signed job's nonce was already consumed: a copy of a job that ran (or was taken) once; the worker ran nothing", hint: 'something other than the scheduler re-added a job it had seen' },
   NIGHTLY_JOB_REFUSED: { kind: 'deterministic', meaning: 'a job on queue nightly is not one its suite\'s signed scheduler made (no or a bad signature, another schedule, name, id or time); orch serve ran nothing', hint: 'install the suite with orch nightly install, with the cluster secret orch serve has' },
   COMMAND_NOT_ALLOWED: { kind: 'user-input', meaning: 'a command workload reached a worker started without --allow-command; nothing ran', hint: 'start the worker with --allow-command to run users\' commands on it' },
+  BUILD_NOT_ALLOWED: { kind: 'user-input', meaning: 'a build of a commit (builds:) reached a worker started without --allow-build or --allow-command; nothing ran', hint: 'start the worker with --allow-build (or --allow-command) to build commits on it' },
+  WORK_NOT_ALLOWED: { kind: 'user-input', meaning: 'orch submit: no registered worker allows what the spec runs (a command workload, a build of a commit)', hint: 'start a worker with --allow-command (commands) or --allow-build (builds of commits), or change the spec' },
+  SUBMIT_TOKEN: { kind: 'user-input', meaning: 'the submit token is missing, too short, or in a file others may read', hint: 'give orch submit and orch serve the same token: ORCH_SUBMIT_TOKEN_FILE (mode 0600) or ORCH_SUBMIT_TOKEN' },
+  SUBMIT_UNAUTHORIZED: { kind: 'user-input', meaning: "the scheduler refused an experiment whose submit signature does not verify with its submit token; nothing was planned or granted", hint: 'submit with orch submit and the submit token orch serve holds (ORCH_SUBMIT_TOKEN_FILE)' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,7 +1,7 @@
 /**
  * The card registry: which cards each host's worker offers, and whether that worker is alive.
  *
- *   <prefix>:cards              hash card id → JSON Card
+ *   <prefix>:cards              hash card id → JSON Card (with its worker's version and capabilities)
  *   <prefix>:host:<name>        hash { pid, started, cards (JSON id list), version }
  *   <prefix>:host:<name>:alive  "1" with a PX TTL, refreshed by the worker's heartbeat
  *
@@ -10,6 +10,7 @@
  */
 import type { Redis } from 'ioredis';
 import { CardSchema, type Card } from '../jobs/card.ts';
+import type { Capability } from '../jobs/worker-capabilities.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 
 export { CardSchema, type Card } from '../jobs/card.ts';
@@ -33,7 +34,7 @@ export class CardRegistry {
   }
 
   /** Replaces the host's cards with `cards` and marks the host alive for ttlMs. */
-  async register(host: string, cards: Card[], opts: { ttlMs: number; pid: number; version?: string }): Promise<void> {
+  async register(host: string, cards: Card[], opts: { ttlMs: number; pid: number; version?: string; caps?: Capability[] }): Promise<void> {
     for (const c of cards) {
       if (c.host !== host) throw new Error(`card ${c.id} belongs to host ${c.host}, not ${host}`);
     }
@@ -41,7 +42,8 @@ export class CardRegistry {
     const m = this.redis.multi();
     if (stale.length > 0) m.hdel(this.keys.cards, ...stale);
     // every card carries its worker's version: the grant planner never mixes two in one gang
-    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse(opts.version ? { ...c, version: opts.version } : c)));
+    // and what that worker allows (jobs/worker-capabilities.ts): the scheduler grants only what it may run
+    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse({ ...c, ...(opts.version ? { version: opts.version } : {}), ...(opts.caps?.length ? { caps: opts.caps } : {}) })));
     m.del(this.keys.host(host));
     m.hset(this.keys.host(host), {
       pid: String(opts.pid),

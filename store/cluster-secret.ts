@@ -5,7 +5,7 @@
  * to Redis must not be able to forge a grant. A file must be the caller's own and readable by
  * no one else, like the Redis URL file. The secret itself never appears in a message.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readPrivateFile } from './private-file.ts';
 import { MIN_SECRET_BYTES } from '../jobs/grant.ts';
 import { UserInputError } from '../jobs/errors.ts';
 
@@ -16,18 +16,7 @@ const HOW = `give every scheduler and worker of the cluster the same secret: --s
 
 /** The secret of `file`, refusing a file others may read or that belongs to someone else. */
 export function readSecretFile(file: string): Buffer {
-  let st;
-  try {
-    st = statSync(file);
-  } catch (err) {
-    throw new UserInputError('CLUSTER_SECRET', `cluster secret file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, { hint: HOW });
-  }
-  if (!st.isFile() || (st.mode & 0o077) !== 0 || (process.getuid !== undefined && st.uid !== process.getuid())) {
-    throw new UserInputError('CLUSTER_SECRET', `cluster secret file ${file}: mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}: it must be a regular file of yours readable by you alone`, {
-      hint: `chmod 600 ${file}`,
-    });
-  }
-  return checked(readFileSync(file, 'utf8'), `cluster secret file ${file}`);
+  return checked(readPrivateFile(file, { what: 'cluster secret', code: 'CLUSTER_SECRET', hint: HOW }), `cluster secret file ${file}`);
 }
 
 /** The cluster secret from `file`, else the environment; null when none is configured. */

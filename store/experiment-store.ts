@@ -29,6 +29,8 @@ export interface ExperimentRecord {
   spec: Spec;
   plan: Plan;
   file: string;
+  /** the submitter's signature under the submit token (jobs/submit-signature.ts); null when none */
+  submitSignature: string | null;
   ended: number | null;
   reason: string | null;
 }
@@ -126,6 +128,7 @@ export class ExperimentStore {
       spec: JSON.parse(h.spec_json) as Spec,
       plan: JSON.parse(h.plan) as Plan,
       file: h.file ?? '',
+      submitSignature: h.submit_sig || null,
       ended: h.ended ? Number(h.ended) : null,
       reason: h.reason || null,
     };

@@ -25,6 +25,10 @@ import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import { readLines } from './line-reader.ts';
 import { openLockFile } from '../store/private-dir.ts';
 import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
+import { programEnv } from './command/program-env.ts';
+
+/** What a graphrt process inherits of the worker's environment beyond a program's basics. */
+const GRAPHRT_INHERITS = ['GRAPHRT_*', 'NCCL_*'];
 
 const STDERR_KEEP = 20;
 /** after an error answer, how long to wait for the exit that makes it fatal */
@@ -235,7 +239,8 @@ function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; fla
   const child = spawn(file, argv, {
     detached: true,
     stdio: lock === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', lock.lockFd],
-    env: { ...process.env, ...env },
+    // graphrt's own knobs and NCCL's pass; the rest of the worker's environment does not (credentials)
+    env: programEnv(env, process.env, GRAPHRT_INHERITS),
   }) as ChildProcessWithoutNullStreams;
   s.log.debug({ pid: child.pid, cmd: [binary, ...args].join(' ') }, 'rank started');
   child.stdin.on('error', () => {

@@ -54,6 +54,7 @@ import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runne
 import type { RankRunner } from './rank-runner.ts';
 import { preflightGraphrt } from './preflight/preflight.ts';
 import { formatWorkerVersion } from '../jobs/worker-version.ts';
+import { workerCapabilities, type Capability } from '../jobs/worker-capabilities.ts';
 
 export interface WorkerOptions {
   redisUrl: string;
@@ -80,8 +81,10 @@ export interface WorkerOptions {
    * ORCH_CLUSTER_SECRET_FILE or ORCH_CLUSTER_SECRET (store/cluster-secret.ts).
    */
   secret?: Buffer;
-  /** run command workloads (a user's binary) at all; default false: only graphrt */
+  /** run command workloads (a user's binary) at all, and build commits; default false: only graphrt */
   allowCommand?: boolean;
+  /** build commits of a repository (`builds:`: their CMakeLists.txt or recipe runs here); default false */
+  allowBuild?: boolean;
   /**
    * The orch this worker runs (version and commit, cli/version.ts): registered with the cards,
    * together with graphrt's hello version, as the worker's version (jobs/worker-version.ts).
@@ -116,6 +119,8 @@ export class Worker {
   /** this worker's claim of its host name, held from start to a clean stop */
   private claim: HostClaim | null = null;
   private readonly secret: Buffer;
+  /** what this worker runs beyond graphrt of its own checkout, registered with its cards */
+  private readonly caps: Capability[];
   cards: Card[] = [];
   /** what this worker registers as its version (jobs/worker-version.ts) */
   private version: string | undefined;
@@ -131,23 +136,32 @@ export class Worker {
     this.heartbeatMs = opts.heartbeatMs ?? 2000;
     this.log = opts.log.child({ host: this.host });
     this.secret = opts.secret ?? requireClusterSecret(`the worker of host ${this.host}`);
+    this.caps = workerCapabilities(opts);
   }
 
   /**
    * The gate in front of the executor: a job runs only with a grant the scheduler signed with
    * the cluster secret over everything BullMQ acts on, whose nonce is unused (job-admission.ts),
-   * and a command workload only on a worker that allows commands. Anything else fails
-   * unrecoverably before a card, a rank or a build is touched.
+   * a command workload only on a worker that allows commands, a build of a commit only on one
+   * that allows builds (the scheduler grants them only there: this is the second line). Anything
+   * else fails unrecoverably before a card, a rank or a build is touched.
    */
   private async admit(gate: JobAdmission, job: Job): Promise<void> {
     await gate.admit(job);
     // verified: the payload is the scheduler's own
-    const data = job.data as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown } };
+    const data = job.data as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown }; builds?: { builds?: unknown } | null };
     const about = { job: job.id, experiment: data.experiment, block: data.block, epoch: data.epoch };
     if (data.workload?.runtime === 'command' && !(this.opts.allowCommand ?? false)) {
       this.log.error({ ...about, code: 'COMMAND_NOT_ALLOWED' }, 'refused a command workload: this worker runs no commands');
       throw new UserInputError('COMMAND_NOT_ALLOWED', `job ${job.id ?? '?'}: a command workload reached the worker of host ${this.host}, which was started without --allow-command; nothing ran`, {
         hint: 'start the worker with --allow-command, or run the experiment on hosts whose workers allow commands',
+      });
+    }
+    const commits = data.builds?.builds;
+    if (typeof commits === 'object' && commits !== null && Object.keys(commits).length > 0 && !this.caps.includes('build')) {
+      this.log.error({ ...about, code: 'BUILD_NOT_ALLOWED' }, 'refused a build of a commit: this worker builds no commits');
+      throw new UserInputError('BUILD_NOT_ALLOWED', `job ${job.id ?? '?'}: builds of commits (${Object.keys(commits).join(', ')}) reached the worker of host ${this.host}, which was started without --allow-build or --allow-command; building a commit runs its code (CMakeLists.txt, the build recipe), so nothing ran`, {
+        hint: 'start the worker with --allow-build (or --allow-command), or run the experiment on hosts whose workers allow builds',
       });
     }
   }
@@ -175,8 +189,8 @@ export class Worker {
     }
   }
 
-  private registration(ttlMs: number): { ttlMs: number; pid: number; version?: string } {
-    return { ttlMs, pid: process.pid, ...(this.version ? { version: this.version } : {}) };
+  private registration(ttlMs: number): { ttlMs: number; pid: number; version?: string; caps: Capability[] } {
+    return { ttlMs, pid: process.pid, ...(this.version ? { version: this.version } : {}), caps: this.caps };
   }
 
   /** graphrt's hello version; `none` where hello fails (not built yet): the host still serves command workloads. */

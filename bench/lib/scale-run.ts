@@ -15,6 +15,7 @@ import { newClusterSecret } from '../../jobs/grant.ts';
 import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { newSubmitToken } from '../../store/submit-token.ts';
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
 import { connectRedis, waitReady } from '../../store/connect.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
@@ -131,6 +132,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
   const redis = connectRedis(server.url, { log, name: 'bench-driver' });
   const dir = mkdtempSync(join(tmpdir(), 'orch-scale-'));
   const secret = newClusterSecret().toString('hex');
+  const submitToken = newSubmitToken();
   const procs = Math.max(1, Math.min(o.fleetProcs ?? 1, o.hosts));
   const fleets = Array.from({ length: procs }, (_, k) => {
     const first = Math.floor((k * o.hosts) / procs);
@@ -163,7 +165,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
       samples.push({ t: Date.now(), s: (u.user + u.system) / 1000, r: processCpuMs(server.child.pid), f: fleetCpu() });
     };
     sampler = setInterval(sample, 200);
-    scheduler = new Scheduler({ url: server.url, prefix, log, secret: Buffer.from(secret, 'utf8') });
+    scheduler = new Scheduler({ url: server.url, prefix, log, secret: Buffer.from(secret, 'utf8'), submitToken });
     scheduler.start();
     const leader = scheduler;
     while (!leader.isLeader) await new Promise((r) => setTimeout(r, 20));
@@ -171,7 +173,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     const before = await usedMemory(redis);
     await redis.config('RESETSTAT');
     const ids: string[] = [];
-    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, specText: '' })).id);
+    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, specText: '', submitToken })).id);
 
     const store = new ExperimentStore(redis, prefix);
     for (;;) {

@@ -5,7 +5,7 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; httpTokenFile?: string; httpOpenLoopback: boolean; secretFile?: string }>({
+export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; httpTokenFile?: string; httpOpenLoopback: boolean; secretFile?: string; submitTokenFile?: string }>({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
@@ -15,6 +15,7 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
       .option('http-token-file', { type: 'string', describe: 'the dashboard\'s token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own)' })
       .option('http-open-loopback', { type: 'boolean', default: false, describe: 'serve the dashboard without a token (orch dashboard --open-loopback)' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
+      .option('submit-token-file', { type: 'string', describe: 'file (mode 0600) holding the submit token experiments must be signed with (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -37,7 +38,10 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     const secret = requireClusterSecret('orch serve', argv.secretFile);
     // before the scheduler starts: a bad token file stops serve before it leads
     const httpToken = argv.http === undefined ? null : await (await import('./dashboard.ts')).resolveDashboardToken({ tokenFile: argv.httpTokenFile, openLoopback: argv.httpOpenLoopback });
-    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret });
+        const { requireSubmitToken } = await import('../../store/submit-token.ts');
+    // the scheduler acts only on experiments signed with it (orchestrator/scheduler/submit-admission.ts)
+    const submitToken = requireSubmitToken('orch serve', argv.submitTokenFile);
+    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret, submitToken });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
         argv.json
@@ -49,7 +53,7 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
     say('standby');
     scheduler.start();
     // Nightly suite runs (queue `nightly`): every serve consumes; each run is submitted once.
-    const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log, secret });
+    const nightly = startNightlyWorker({ url: target.url, prefix: target.prefix, log, secret, submitToken });
     // The dashboard runs in a process of its own: its load never delays the lease renewals.
     let dashboard: { close(): Promise<void> } | null = null;
     if (argv.http !== undefined && httpToken !== null) {

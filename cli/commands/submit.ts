@@ -5,6 +5,10 @@
  * refuse a spec no registered card can run now). Without REDIS_URL: the embedded default —
  * a private redis-server, a scheduler and a local worker for this one experiment.
  *
+ * With REDIS_URL it signs the experiment with the cluster's submit token (--submit-token-file,
+ * ORCH_SUBMIT_TOKEN_FILE or ORCH_SUBMIT_TOKEN; the scheduler acts on nothing unsigned) and is
+ * refused, exit 2, without one, as is a spec whose work no registered worker allows.
+ *
  * Exit code when it waits: the verdict's (orchestrator/report/verdict-exit-code.ts: 0 faster,
  * 3 inconclusive, 4 slower, 5 invalid) once the experiment is done, as `orch report` gives it;
  * 2 when it failed on the user's input before any card was leased (a build that failed: the
@@ -20,6 +24,7 @@ interface SubmitArgs {
   watch: boolean;
   wait: boolean;
   results: string;
+  submitTokenFile: string | undefined;
 }
 
 export const submitCommand = defineCommand<SubmitArgs>({
@@ -34,7 +39,8 @@ export const submitCommand = defineCommand<SubmitArgs>({
         default: true,
         describe: 'wait for the results (--no-wait: print the id once enqueued; refuse if no registered card can run it now)',
       })
-      .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' }) as never,
+      .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
+      .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }) as never,
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { loadSpec } = await import('../../jobs/load-spec.ts');
@@ -68,9 +74,12 @@ export const submitCommand = defineCommand<SubmitArgs>({
     const { isRedisOom, redisOomError } = await import('../../store/redis-oom.ts');
     const { submitExperiment } = await import('../../orchestrator/experiment/submit.ts');
     const log = orchLog('submit');
+    // before connecting: without the token the scheduler would refuse whatever this registered
+    const { requireSubmitToken } = await import('../../store/submit-token.ts');
+    const submitToken = requireSubmitToken('orch submit', argv.submitTokenFile);
     const target = await connectTarget(url, prefixFromEnv(), log);
     try {
-      const sub = await submitExperiment({ redis: target.redis, prefix: target.prefix, loaded, specText, noWait: !argv.wait });
+      const sub = await submitExperiment({ redis: target.redis, prefix: target.prefix, loaded, specText, noWait: !argv.wait, submitToken });
       if (!argv.wait) {
         out(json ? `${JSON.stringify({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor })}\n` : `${sub.id}\n`);
         return;

@@ -27,6 +27,7 @@ interface WorkerArgs {
   heartbeatMs: number;
   secretFile: string | undefined;
   allowCommand: boolean;
+  allowBuild: boolean;
 }
 
 export const workerCommand = defineCommand<WorkerArgs>({
@@ -46,7 +47,8 @@ export const workerCommand = defineCommand<WorkerArgs>({
       .option('prefix', { type: 'string', defaultDescription: '$ORCH_PREFIX, else orch', describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)' })
       .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
-      .option('allow-command', { type: 'boolean', default: false, describe: "run command workloads (users' own binaries) on this host; without it only graphrt runs" }) as never,
+      .option('allow-command', { type: 'boolean', default: false, describe: "run command workloads (users' own binaries) on this host, and builds of commits; without it only graphrt runs" })
+      .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }) as never,
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
@@ -68,6 +70,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
     const worker = new Worker({
       secret,
       allowCommand: argv.allowCommand,
+      allowBuild: argv.allowBuild,
       redisUrl,
       host: argv.host,
       cards: argv.cards === 'auto' ? 'auto' : argv.cards.split(',').map((s) => s.trim()).filter(Boolean),

@@ -22,6 +22,7 @@ import type { LoadedSpec } from '../../jobs/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { startRedisServer, redisServerBinary, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
+import { newSubmitToken } from '../../store/submit-token.ts';
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
@@ -112,16 +113,18 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
 
     // one secret per run, held only by this process: nothing written to the private Redis runs unsigned
     const secret = newClusterSecret();
+    // and one submit token, so the private scheduler accepts this process's submission alone
+    const submitToken = newSubmitToken();
     // the spec is the user's own, run as the user: the embedded worker runs command workloads
     const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, log: log.child({ part: 'worker' }) });
     stack.push(() => worker.stop());
     await guard(worker.start());
-    const scheduler = new Scheduler({ url: server.url, prefix, secret, log: log.child({ part: 'scheduler' }) });
+    const scheduler = new Scheduler({ url: server.url, prefix, secret, submitToken, log: log.child({ part: 'scheduler' }) });
     scheduler.start();
     stack.push(() => scheduler.stop());
 
     if (interrupts.interrupted) return { id: null, state: null, written: null, exitCode: signalExit(interrupts.interrupted) };
-    const sub = await guard(submitExperiment({ redis, prefix, loaded: input.loaded, specText: input.specText }));
+    const sub = await guard(submitExperiment({ redis, prefix, loaded: input.loaded, specText: input.specText, submitToken }));
     id = sub.id;
     if (!input.json) {
       out(`experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`);

@@ -1,7 +1,8 @@
 /**
  * Submit an experiment: validate (the caller loaded the spec; a SpecError never gets here, so
  * an invalid spec writes nothing), plan, check it can ever run on the registered cards, then
- * register the spec, its hash, the plan and every block's state in Redis in one script
+ * register the spec, its hash, the plan, the submitter's signature over them (the submit token,
+ * jobs/submit-signature.ts: the scheduler acts on nothing unsigned) and every block's state in Redis in one script
  * (register-experiment.lua), which also puts it in the scheduler's active set. That is the whole
  * submission: the leader's grant pass drives every block of an active experiment from its state
  * (no job per block), and settles the experiment once every block ended.
@@ -10,8 +11,11 @@ import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { LoadedSpec } from '../../jobs/load-spec.ts';
 import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
-import { CardRegistry } from '../../store/card-registry.ts';
+import { CardRegistry, type Card } from '../../store/card-registry.ts';
+import { allows, CAPABILITY_FLAG, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
+import { requireSubmitToken } from '../../store/submit-token.ts';
+import { signSubmission } from '../../jobs/submit-signature.ts';
 import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-planner.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
@@ -26,6 +30,8 @@ export interface SubmitInput {
   noWait?: boolean;
   /** the experiment's id, chosen by a caller that records it before submitting (a nightly run); default ExperimentStore.newId(name) */
   id?: string;
+  /** the submit token the record is signed with (jobs/submit-signature.ts); default: from the environment (store/submit-token.ts) */
+  submitToken?: Buffer;
 }
 
 export interface Submitted {
@@ -37,6 +43,8 @@ export interface Submitted {
 
 export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
   const { redis, prefix, loaded } = input;
+  // before anything is read or written: a submitter without a token has nothing to submit with
+  const token = input.submitToken ?? requireSubmitToken('orch submit');
   const plan = planExperiment(loaded.spec, loaded.hash);
   const store = new ExperimentStore(redis, prefix);
   const waitingFor = await checkPlacement(redis, prefix, loaded, plan, input.noWait ?? false);
@@ -54,6 +62,8 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
     plan: JSON.stringify(plan),
     file: loaded.file,
   };
+  // what the scheduler acts on, signed as it will read it back (JSON values of spec and plan)
+  record.submit_sig = signSubmission({ id, hash: loaded.hash, priority: loaded.spec.priority, specText: input.specText, spec: JSON.parse(record.spec_json!), plan: JSON.parse(record.plan!) }, token);
   const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
   await store.register(id, record, blocks);
 
@@ -82,6 +92,7 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
       hint: plan.placement === 'host' ? 'lower blocks.ranks, register a larger host, or set blocks.placement: spread (or host_then_spread) to run the gang across hosts' : 'lower blocks.ranks or register more cards (all hosts together have fewer than the gang needs)',
     });
   }
+  refuseDisallowed(loaded, all);
   const why = neverFits(block, live.map(toSlot));
   if (why && noWait) {
     throw new UserInputError('NO_MATCHING_CARDS', `${where}: cannot start now: ${why}`, {
@@ -91,3 +102,18 @@ async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, 
   return why;
 }
 
+/**
+ * Refuses a spec whose work no registered worker allows (jobs/worker-capabilities.ts): a command
+ * workload where no worker runs commands, builds of commits where none builds them. Waiting
+ * would not help: a worker's permissions are its operator's choice. With no worker registered
+ * at all the spec waits, as for cards.
+ */
+function refuseDisallowed(loaded: LoadedSpec, all: readonly Card[]): void {
+  const need = specNeeds(loaded.spec);
+  if (need.length === 0 || all.length === 0 || all.some((c) => allows(c, need))) return;
+  const hosts = [...new Set(all.map((c) => c.host))];
+  const missing = need.filter((cap) => !all.some((c) => allows(c, [cap])));
+  throw new UserInputError('WORK_NOT_ALLOWED', `${loaded.file}: the spec runs ${describeNeed(need)}, and no registered worker allows ${missing.length === need.length ? 'it' : describeNeed(missing)} (hosts: ${hosts.join(', ')}); nothing was registered`, {
+    hint: `start a worker with ${missing.map((c) => CAPABILITY_FLAG[c]).join(' ')} on a host that may run the submitter's code${need.includes('build') ? ', or drop builds: to measure the workers\' own graphrt' : ''}`,
+  });
+}

@@ -49,7 +49,7 @@ export async function runSuiteJob(base: Omit<NightContext, 'send' | 'resultsRoot
 }
 
 /** One worker on `nightly` (concurrency 1); several `orch serve` each run one, a job runs once. */
-export function startNightlyWorker(opts: { url: string; prefix: string; log: Logger; /** the cluster secret suites are signed with at install */ secret: Buffer }): { close(): Promise<void> } {
+export function startNightlyWorker(opts: { url: string; prefix: string; log: Logger; /** the cluster secret suites are signed with at install */ secret: Buffer; submitToken?: Buffer }): { close(): Promise<void> } {
   const log = opts.log.child({ component: 'nightly' });
   const redis = connectRedis(opts.url, { log, name: 'orch-nightly-submit' });
   const blocking = connectRedis(opts.url, { log, name: 'orch-nightly' });
@@ -70,7 +70,7 @@ export function startNightlyWorker(opts: { url: string; prefix: string; log: Log
         log.error({ job: id, code: 'NIGHTLY_JOB_REFUSED', why: admitted.why }, 'refused a nightly job its suite\'s signed scheduler did not make: nothing ran');
         throw toJobError(new OrchError('NIGHTLY_JOB_REFUSED', `nightly job ${id} refused: ${admitted.why}; nothing ran`));
       }
-      return runSuiteJob({ redis, prefix: opts.prefix, history: openOnce, log }, job.data, admitted.scheduledAt);
+      return runSuiteJob({ redis, prefix: opts.prefix, history: openOnce, log, ...(opts.submitToken ? { submitToken: opts.submitToken } : {}) }, job.data, admitted.scheduledAt);
     },
     { connection: blocking, prefix: opts.prefix, concurrency: 1 },
   );

@@ -48,6 +48,8 @@ export interface NightContext {
   heartbeatMs?: number;
   /** how each history read and write is retried (default HISTORY_RETRY: 5 tries over 30 s) */
   historyRetry?: HistoryRetry;
+  /** the submit token the night's experiments are signed with (default: from the environment, store/submit-token.ts) */
+  submitToken?: Buffer;
 }
 
 export interface NightOutcome {
@@ -142,7 +144,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
           intents.push({ file, experiment: id });
           await history.op(`record experiment ${id} before submitting it`, (h) => h.setExperiments(run.id, intents));
           try {
-            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id });
+            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
           } catch (err) {
             intents.pop();
             await history.op(`record that experiment ${id} was not submitted`, (h) => h.setExperiments(run.id, intents));

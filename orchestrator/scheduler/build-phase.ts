@@ -30,12 +30,13 @@ import { buildsOfArms, BuildJobSchema, type BuildJob } from '../../jobs/build-jo
 import { codeOf } from '../../jobs/error-codes.ts';
 import { signJob } from '../../jobs/grant.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
+import { allows, specNeeds } from '../../jobs/worker-capabilities.ts';
 import type { Card } from '../../store/card-registry.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
 import { ExperimentBuildStore, type BuildFailure, type ExperimentBuilds, type HostBuilds } from '../../store/experiment-builds.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { buildJobId, hostBuildQueue } from '../../store/keys.ts';
-import { plannedReps } from './build-block-job.ts';
+import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { backendMatches } from './grant-planner.ts';
 import { wantedBackend } from './grant-planner.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
@@ -71,11 +72,15 @@ export function buildFailureReason(f: BuildFailure): string {
   return `a build failed on ${f.host} before any card was leased to the experiment: ${f.message}`;
 }
 
-/** Hosts whose live cards could hold one of the experiment's gangs. */
-export function candidateHosts(exp: Pick<ExperimentRecord, 'spec' | 'plan'>, cards: readonly Pick<Card, 'host' | 'backend'>[]): Set<string> {
+/**
+ * Hosts whose live cards could hold one of the experiment's gangs, of workers that allow what it
+ * runs (jobs/worker-capabilities.ts): a build job goes nowhere the build is not allowed.
+ */
+export function candidateHosts(exp: Pick<ExperimentRecord, 'spec' | 'plan'>, cards: readonly Pick<Card, 'host' | 'backend' | 'caps'>[]): Set<string> {
   const want = wantedBackend(exp);
+  const need = specNeeds(exp.spec);
   const per = new Map<string, number>();
-  for (const c of cards) if (backendMatches(want, c.backend)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
+  for (const c of cards) if (backendMatches(want, c.backend) && allows(c, need)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
   const { placement, spreadFallback } = gangPlacement(exp.plan.placement);
   const total = [...per.values()].reduce((a, n) => a + n, 0);
   const spreads = placement === 'spread' || (spreadFallback === true && ![...per.values()].some((n) => n >= exp.plan.ranks));
@@ -173,7 +178,8 @@ export class BuildPhase {
     for (const id of ids) {
       if (term.aborted) return false;
       const exp = await this.experiment(id);
-      if (!exp || !hasBuildPhase(exp)) continue;
+      // a submission the scheduler refused builds nothing (submit-admission.ts)
+      if (!exp || !hasBuildPhase(exp) || this.ctx.refusal(exp) !== null) continue;
       const state = await store.state(id);
       if (state !== 'queued' && state !== 'running') continue;
       cards ??= await registry.liveCards();
@@ -329,21 +335,9 @@ export class BuildPhase {
     this.kick();
   }
 
-  /**
-   * Every waiting block ends failed with the build's failure and its planned reps not run (a
-   * compare-and-set: a block granted meanwhile on a host that was ready runs to its end).
-   */
+  /** Every waiting block ends failed with the build's failure (fail-waiting-blocks.ts). */
   private async failBlocks(exp: ExperimentRecord, reason: string): Promise<void> {
-    const { store, results } = this.ctx;
-    for (const st of await store.blocks(exp.id)) {
-      if (st.phase !== 'waiting') continue;
-      const w = await store.transitionBlock(exp.id, st, { ...st, phase: 'failed', reason, why: null, ended_at: Date.now() });
-      if (!w.written) continue;
-      // each rep names the build, its commit and the command; the log's tail is in the block's and the experiment's reason, once
-      const line = reason.split('\n')[0]!;
-      const notRun = plannedReps(exp, st.block).map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, reason: `not run: ${line}` }));
-      await results.failReps(exp.id, st.block, st.attempt, notRun);
-    }
+    await failWaitingBlocks(this.ctx, exp, reason);
   }
 }
 

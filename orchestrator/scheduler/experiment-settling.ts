@@ -40,8 +40,12 @@ export async function settleExperiment(ctx: SchedulerContext, experiment: string
   const bad = blocks.filter((b) => b.phase === 'failed');
   // A build that failed before any card was leased ended every block with one reason: say it once.
   const build = await new ExperimentBuildStore(ctx.redis, ctx.prefix).failure(experiment);
+  const refused = ctx.refusal(exp);
   if (state === 'cancelling' || state === 'cancelled') {
     await store.finish(experiment, 'cancelled', exp.reason ?? 'cancelled');
+  } else if (refused !== null) {
+    // a submission the scheduler refused (submit-admission.ts): its one reason, said once
+    await store.finish(experiment, 'failed', refused);
   } else if (build) {
     await store.finish(experiment, 'failed', buildFailureReason(build));
   } else if (blocks.some((b) => b.phase === 'cancelled')) {

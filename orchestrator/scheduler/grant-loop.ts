@@ -15,6 +15,8 @@ import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 import type { BuildGate } from './build-phase.ts';
+import { failWaitingBlocks } from './fail-waiting-blocks.ts';
+import { allows, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
 
 export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
 
@@ -103,6 +105,8 @@ export class GrantLoop {
   /** Settles an experiment whose every block ended (experiment-settling.ts); once per term unless it fails. */
   settle: ((experiment: string, term: Term) => Promise<void>) | null = null;
   private readonly settling = new Set<string>();
+  /** refused experiments whose waiting blocks are being ended */
+  private readonly refusing = new Set<string>();
   /** The build phase's answer per experiment (build-phase.ts): which hosts may take its blocks, or its failure. */
   gate: ((exp: ExperimentRecord) => Promise<BuildGate | null>) | null = null;
   private granting: Promise<void> | null = null;
@@ -293,6 +297,9 @@ export class GrantLoop {
       // not read again while its reps are accounted for (at scale, settling took several passes,
       // and each read every block state of every experiment being settled).
       if (this.settling.has(id)) continue;
+      // A submission the scheduler refuses (submit-admission.ts) gets no processor for a waiting
+      // block: those end failed, and the experiment is settled once every block ended.
+      const refused = exp ? this.ctx.refusal(exp) : null;
       // Every block not ended has a processor (a new one starts waiting, or re-attaches to the
       // attempt in flight after a failover); an experiment whose blocks all ended is settled.
       if (blocks && exp) {
@@ -300,12 +307,16 @@ export class GrantLoop {
         for (const b of blocks) {
           if (TERMINAL_BLOCK_PHASES.has(b.phase)) continue;
           open++;
-          this.drive?.(id, b, term);
+          if (refused === null || b.phase !== 'waiting') this.drive?.(id, b, term);
         }
         if (open === 0) {
           this.settleOnce(id, term);
           continue;
         }
+      }
+      if (exp && refused !== null) {
+        this.refuse(exp, refused);
+        continue;
       }
       if (state === 'cancelling' || state === 'cancelled') {
         this.cancelWaiters(id);
@@ -326,7 +337,21 @@ export class GrantLoop {
     // per experiment and copied into each of its queue entries (one object per waiting block)
     const shapeOf = (exp: ExperimentRecord): Omit<WaitingBlock, 'key' | 'expectedMs'> => {
       const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
-      return { ...fits, ...gates.get(exp.id), shape: shapeKey(fits) };
+      return { ...fits, ...(gates.get(exp.id) ?? capable(exp)), shape: shapeKey(fits) };
+    };
+    // An experiment without a build phase that runs a command goes only to hosts whose workers
+    // allow commands (one with a build phase builds only there, so its ready hosts are such).
+    const capableOf = new Map<string, { hosts: ReadonlySet<string>; hostsWhy: string } | undefined>();
+    const capable = (exp: ExperimentRecord) => {
+      const need = specNeeds(exp.spec);
+      const key = need.join(',');
+      if (!capableOf.has(key)) {
+        capableOf.set(key, need.length === 0 ? undefined : {
+          hosts: new Set(cards.filter((c) => allows(c, need)).map((c) => c.host)),
+          hostsWhy: `waiting for a host whose worker allows ${describeNeed(need)}`,
+        });
+      }
+      return capableOf.get(key);
     };
     const queue: QueuedBlock[] = [];
     for (const { exp, blocks } of runnable) {
@@ -403,6 +428,20 @@ export class GrantLoop {
       }
     }
     await Promise.all(acquiring);
+  }
+
+  /** Ends a refused experiment's waiting blocks (once at a time), then reads its blocks again to settle it. */
+  private refuse(exp: ExperimentRecord, reason: string): void {
+    if (this.refusing.has(exp.id)) return;
+    this.refusing.add(exp.id);
+    this.cancelWaiters(exp.id, reason);
+    this.ctx.log.warn({ experiment: exp.id, code: 'SUBMIT_UNAUTHORIZED' }, 'refused an experiment without a valid submit signature: nothing planned or granted');
+    failWaitingBlocks(this.ctx, exp, reason)
+      .catch((err: unknown) => this.ctx.log.error({ err, experiment: exp.id }, 'scheduler: ending a refused experiment\'s blocks failed; the next pass tries again'))
+      .finally(() => {
+        this.refusing.delete(exp.id);
+        this.reread(exp.id);
+      });
   }
 
   private settleOnce(id: string, term: Term): void {

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import type { CardRegistry } from '../../store/card-registry.ts';
-import type { ExperimentStore, GangPart } from '../../store/experiment-store.ts';
+import type { ExperimentRecord, ExperimentStore, GangPart } from '../../store/experiment-store.ts';
 import type { LeaseStore } from '../../store/lease-store.ts';
 import type { ResultStore } from '../../store/result-store.ts';
 import type { FailureBackoff } from './failure-backoff.ts';
@@ -29,9 +29,11 @@ export interface SchedulerOptions {
   safetyPollMs?: number;
   /** the cluster secret that signs host jobs (jobs/grant.ts); default: from the environment (store/cluster-secret.ts) */
   secret?: Buffer;
+  /** the submit token experiments must be signed with (jobs/submit-signature.ts); default: from the environment (store/submit-token.ts) */
+  submitToken?: Buffer;
 }
 
-export type SchedulerTuning = Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix' | 'secret'>>;
+export type SchedulerTuning = Required<Omit<SchedulerOptions, 'log' | 'url' | 'prefix' | 'secret' | 'submitToken'>>;
 
 export function schedulerTuning(o: SchedulerOptions): SchedulerTuning {
   return {
@@ -55,6 +57,8 @@ export interface SchedulerContext {
   dispatcher: BlockDispatcher;
   /** the back-off of loops that fail on Redis, and their one log line per change (failure-backoff.ts) */
   backoff: FailureBackoff;
+  /** why the experiment's submission is refused (submit-admission.ts), or null: nothing is planned for a refused one */
+  refusal: (exp: ExperimentRecord) => string | null;
 }
 
 /** A block of an experiment: what a processor (block-lifecycle.ts) drives. */

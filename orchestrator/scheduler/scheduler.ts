@@ -9,6 +9,8 @@
  * - block-lifecycle.ts: a block's processor (wait for a grant → attempt → observe → end);
  *   attempt-observer.ts follows an attempt, retry-decision.ts says what follows one.
  * - build-phase.ts: an experiment's builds, made on each host before its blocks may get cards there.
+ * - submit-admission.ts: an experiment is acted on only when its submitter signed it with the
+ *   submit token; the grant pass ends a refused one before any build or grant.
  *
  * A standby that is elected picks up where the dead leader stopped: its first pass reads every
  * active experiment's block states, and each running block's processor re-attaches to the
@@ -29,6 +31,8 @@ import { BlockLifecycle } from './block-lifecycle.ts';
 import { BuildPhase } from './build-phase.ts';
 import { settleExperiment } from './experiment-settling.ts';
 import { FailureBackoff } from './failure-backoff.ts';
+import { SubmitAdmission } from './submit-admission.ts';
+import { requireSubmitToken } from '../../store/submit-token.ts';
 import { GrantLoop } from './grant-loop.ts';
 import type { LeaderLease } from './leader-lease.ts';
 import { Leadership } from './leadership.ts';
@@ -58,6 +62,7 @@ export class Scheduler extends EventEmitter {
     // of the scheduler's CPU.
     this.redis = connectRedis(url, { log, name: 'orch-scheduler', autoPipelining: true });
     defineAllScripts(this.redis);
+    const admission = new SubmitAdmission(options.submitToken ?? requireSubmitToken('the scheduler'));
     this.ctx = {
       redis: this.redis,
       prefix,
@@ -69,6 +74,7 @@ export class Scheduler extends EventEmitter {
       results: new ResultStore(this.redis, { prefix }),
       dispatcher: new BlockDispatcher(this.redis, { prefix, pollMs: tuning.safetyPollMs, lostGraceMs: tuning.lostAfterMs, secret: options.secret }),
       backoff: new FailureBackoff(log),
+      refusal: (exp) => admission.refusal(exp),
     };
     this.instance = new RedisInstance(this.redis, prefix);
     this.grants = new GrantLoop(this.ctx);

@@ -35,7 +35,8 @@ export interface BuildClient {
 
 export function startBuildClient(cfg: { root: string; host: string; redisUrl?: string; prefix?: string; request: BuildRequest }, env: Record<string, string> = {}): BuildClient {
   const child = spawn(process.execPath, ['--import', 'tsx', CLIENT], {
-    env: { ...process.env, ...env, ORCH_TEST_BUILD: JSON.stringify(cfg) },
+    // the fixture build reads BUILD_TRACE and BUILD_SLEEP: a build gets only the variables the operator names (program-env.ts)
+    env: { ...process.env, ORCH_RANK_ENV: 'BUILD_*', ...env, ORCH_TEST_BUILD: JSON.stringify(cfg) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -34,6 +34,8 @@ describe('preflight', () => {
     const cache = new BuildCache({ root: mkdtempSync(join(tmpdir(), 'orch-pre-')), host: 'h1' });
     process.env.BUILD_TRACE = join(cache.root, 'trace');
     process.env.BUILD_SLEEP = '0';
+    // the build gets only the variables the operator names (worker/command/program-env.ts)
+    process.env.ORCH_RANK_ENV = 'BUILD_*';
     const b = await cache.ensure({
       build: { cmd: 'sh build.sh', artifacts: ['out/tool'], key: { git: false, dirty_diff: false, flags: [], toolchain: [] }, dir: join(FIXTURES, 'cmd-slow-build') },
     });

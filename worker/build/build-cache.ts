@@ -24,6 +24,7 @@ import type { Redis } from 'ioredis';
 import type { UserInputCode } from '../../jobs/error-codes.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { spawnTethered } from '../command/tether.ts';
+import { programEnv } from '../command/program-env.ts';
 import { acquireBuildLock } from './build-lock.ts';
 import { computeBuildKey, type BuildKey, type BuildKeySpec } from './build-key.ts';
 import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from '../../store/build-state.ts';
@@ -218,7 +219,7 @@ export class BuildCache {
     try {
       const p = spawnTethered('/bin/sh', ['-c', build.cmd], {
         cwd: dir,
-        env: { ...process.env, ORCH_BUILD_OUT: staging, ORCH_BUILD_KEY: bk.key },
+        env: programEnv({ ORCH_BUILD_OUT: staging, ORCH_BUILD_KEY: bk.key }),
         stdout: log.fd,
         stderr: log.fd,
       });

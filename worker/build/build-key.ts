@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
+import { HARDENED_GIT_ARGS, hardenedGitEnv } from '../../jobs/hardened-git.ts';
+import { programEnv } from '../command/program-env.ts';
 
 export interface BuildKeySpec {
   git: boolean;
@@ -38,8 +40,11 @@ export interface BuildKey {
 const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
 
 function run(file: string, args: string[], cwd: string): Promise<{ code: number; out: Buffer; err: string }> {
+  // git reads the user's checkout, hardened: no hook, no home or system gitconfig (jobs/hardened-git.ts);
+  // a toolchain command is the spec's, so it gets a program's environment
+  const [argv, env] = file === 'git' ? [[...HARDENED_GIT_ARGS, ...args], hardenedGitEnv()] : [args, programEnv({})];
   return new Promise((resolve) => {
-    execFile(file, args, { cwd, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(file, argv, { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
       resolve({ code, out: stdout, err: stderr.toString() });
     });
@@ -65,7 +70,7 @@ export async function computeBuildKey(input: BuildKeyInput): Promise<BuildKey> {
     h.update(`commit\0${commit}\0`);
   }
   if (input.key.dirty_diff) {
-    const diff = await run('git', ['diff', 'HEAD', '--binary', '--no-ext-diff'], input.dir);
+    const diff = await run('git', ['diff', 'HEAD', '--binary', '--no-ext-diff', '--no-textconv'], input.dir);
     const others = await run('git', ['ls-files', '--others', '--exclude-standard', '-z'], input.dir);
     if (diff.code !== 0 || others.code !== 0) {
       throw new UserInputError('BUILD_GIT_FAILED', `${path}.key.dirty_diff: git diff failed in ${input.dir}: ${diff.err || others.err}`);

@@ -15,6 +15,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
+import { HARDENED_GIT_ARGS, hardenedGitEnv } from '../../jobs/hardened-git.ts';
 import type { BuildCache, BuildRequest, BuildSpecInput, EnsuredBuild } from './build-cache.ts';
 import { acquireBuildLock } from './build-lock.ts';
 
@@ -41,7 +42,7 @@ export interface CommitBuild extends EnsuredBuild {
 
 function git(args: string[], cwd: string): Promise<{ code: number; err: string }> {
   return new Promise((resolve) => {
-    execFile('git', args, { cwd }, (error, _out, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 127) : 0, err: String(stderr) }));
+    execFile('git', [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv() }, (error, _out, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 127) : 0, err: String(stderr) }));
   });
 }
 

@@ -20,6 +20,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { HelloSchema, parseGraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
 import type { BuildCache, BuildRequest, BuildSpecInput } from './build-cache.ts';
 import { ensureCommitBuild, type CommitBuild } from './commit-build.ts';
+import { programEnv } from '../command/program-env.ts';
 
 export type GraphrtCuda = 'ON' | 'OFF' | 'AUTO';
 
@@ -92,7 +93,7 @@ export async function ensureGraphrtBuild(
 
 function runHello(binary: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(binary, ['hello', '--backend', 'cpu'], { timeout: 60_000, env: { ...process.env, CUDA_VISIBLE_DEVICES: '' } }, (err, stdout, stderr) => {
+    execFile(binary, ['hello', '--backend', 'cpu'], { timeout: 60_000, env: programEnv({ CUDA_VISIBLE_DEVICES: '' }) }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
     });
   });

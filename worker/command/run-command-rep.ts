@@ -18,6 +18,7 @@ import { toCommandInvocation, type CommandRunInput, type ToggleMappingInput } fr
 import { readLines } from '../line-reader.ts';
 import { MetricRegexThread, type RegexGroups } from './metric-regex-thread.ts';
 import { spawnTethered } from './tether.ts';
+import { programEnv } from './program-env.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
 export const CARD_BUSY_EXIT = 199;
@@ -74,7 +75,7 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const started = Date.now();
   const p = spawnTethered('flock', ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
     cwd,
-    env: { ...process.env, ...inv.env, ...input.env },
+    env: programEnv({ ...inv.env, ...input.env }),
   });
   if (p.child.pid !== undefined) input.onStart?.(p.child.pid);
   const tail: string[] = [];
