@@ -18,7 +18,8 @@ import { exitCodesHelp } from './exit-codes.ts';
 import { exitCodeOf, formatError, jsonError } from './print-error.ts';
 import { versionLine } from './version.ts';
 
-export function buildParser(argv: string[]) {
+/** The parser of one command line; `exit` receives the exit code of the command that ran. */
+export function buildParser(argv: string[], exit: (code: number) => void = () => undefined) {
   let parser = yargs(argv)
     .scriptName('orch')
     .usage('$0 <command> [options]')
@@ -38,7 +39,7 @@ export function buildParser(argv: string[]) {
       throw new UserInputError('CLI_USAGE', message, { hint: 'run orch --help for the commands and their options' });
     });
   parser = withCompletion(parser);
-  for (const c of commands) parser = parser.command(c as never);
+  for (const c of commands) parser = c.register(parser, exit);
   return parser as unknown as { parseAsync(): Promise<GlobalOptions> };
 }
 
@@ -59,9 +60,10 @@ export function wantsJson(argv: string[]): boolean {
 /** Runs one command line; returns the exit code instead of exiting (tests call this). */
 export async function runCli(argv: string[]): Promise<number> {
   try {
-    await buildParser(argv).parseAsync();
-    // A command whose outcome is a code, not an error (orch report's verdict), sets exitCode.
-    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+    // A command whose outcome is a code, not an error (orch report's verdict), returns it.
+    let code = 0;
+    await buildParser(argv, (c) => (code = c)).parseAsync();
+    return code;
   } catch (caught) {
     // a full Redis refusing a write, wherever a command met it: REDIS_OOM, not a bug's stack
     const err = /^OOM\b/.test((caught as Error | null)?.message ?? '') ? (await import('../store/redis-oom.ts')).asRedisOom(caught) : caught;

@@ -5,13 +5,13 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const cancelCommand = defineCommand<{ id: string; timeout: number }>({
+export const cancelCommand = defineCommand({
   command: 'cancel <id>',
   describe: 'cancel an experiment: stop its running blocks (keeping the reps measured), end its blocks cancelled',
   builder: (y) =>
     y
       .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
-      .option('timeout', { type: 'number', default: 30, describe: 'seconds to wait for the scheduler to settle it' }) as never,
+      .option('timeout', { type: 'number', default: 30, describe: 'seconds to wait for the scheduler to settle it' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { cancelExperiment } = await import('../../orchestrator/experiment/cancel.ts');

@@ -5,14 +5,14 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const compareCommand = defineCommand<{ a: string; b: string; results: string }>({
+export const compareCommand = defineCommand({
   command: 'compare <a> <b>',
   describe: 'compare two finished experiments unpaired (results dirs or ids), after checking they measured the same workload',
   builder: (y) =>
     y
       .positional('a', { type: 'string', demandOption: true, describe: 'results directory or experiment id (A)' })
       .positional('b', { type: 'string', demandOption: true, describe: 'results directory or experiment id (B)' })
-      .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' }) as never,
+      .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' }),
   handler: async (argv) => {
     const { compareResults } = await import('../../orchestrator/report/compare-results.ts');
     const { resolveResultsDir } = await import('../../orchestrator/report/results-dir.ts');

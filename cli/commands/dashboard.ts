@@ -84,7 +84,7 @@ export function describeStart(s: StartedDashboard): string {
   return `${s.dashboard.address} (${token})${s.signIn ? `; open ${s.signIn}` : ''}`;
 }
 
-export const dashboardCommand = defineCommand<DashboardArgs>({
+export const dashboardCommand = defineCommand({
   command: 'dashboard',
   describe: 'serve the cluster, queue, experiments and /metrics over HTTP',
   builder: (y) =>
@@ -94,7 +94,7 @@ export const dashboardCommand = defineCommand<DashboardArgs>({
       .option('token-file', { type: 'string', describe: 'file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own ($XDG_RUNTIME_DIR/orch/dashboard-token, else ~/.cache/orch/dashboard-token)' })
       .option('open-loopback', { type: 'boolean', default: false, describe: 'serve loopback without a token: every local user reads the cluster; no write action' })
       .option('allow-host', { type: 'string', array: true, describe: 'a host name browsers use for the dashboard besides its address (repeat); any other Host is refused (421)' })
-      .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/ to link and serve read-only' }) as never,
+      .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/ to link and serve read-only' }),
   handler: async (argv) => {
     const { orchLog } = await import('../embedded/log.ts');
     const log = orchLog('dashboard', process.env.ORCH_LOG ?? 'info');

@@ -10,14 +10,6 @@ import type { HostStatus } from '../../orchestrator/ssh/host-status.ts';
 import type { TrustReport } from '../../orchestrator/ssh/trust.ts';
 import { defineCommand } from '../command.ts';
 
-interface HostsArgs {
-  action: 'up' | 'down' | 'status' | 'trust';
-  file: string;
-  host?: string;
-  timeout: number;
-  yes: boolean;
-}
-
 function line(r: HostReport): string {
   if (r.status === 'up') return `${r.host}: up (pid ${r.pid}) cards ${r.cards?.join(', ') || '(none)'}\n`;
   if (r.status === 'down') return `${r.host}: down${r.pid ? ` (pid ${r.pid} stopped)` : ' (was not running)'}\n`;
@@ -61,7 +53,7 @@ async function confirmOnTerminal(question: string): Promise<boolean> {
   }
 }
 
-export const hostsCommand = defineCommand<HostsArgs>({
+export const hostsCommand = defineCommand({
   command: 'hosts <action> <file> [host]',
   describe: 'start (up), stop (down) or show (status) orch worker on every host of a cluster file over ssh, or trust a host key (trust)',
   builder: (y) =>
@@ -74,7 +66,7 @@ export const hostsCommand = defineCommand<HostsArgs>({
       .positional('file', { type: 'string', demandOption: true, describe: 'cluster file (kind: cluster)' })
       .positional('host', { type: 'string', describe: 'trust: only this host of the cluster file (default: all)' })
       .option('yes', { type: 'boolean', default: false, describe: 'trust: add unknown keys without asking (check their fingerprints first); a changed key is never added' })
-      .option('timeout', { type: 'number', default: 60, describe: 'seconds a worker may take to register (up) or to drain and exit (down)' }) as never,
+      .option('timeout', { type: 'number', default: 60, describe: 'seconds a worker may take to register (up) or to drain and exit (down)' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { loadConfigFile } = await import('../../jobs/load-spec.ts');

@@ -1,5 +1,5 @@
 /** Every `orch` command, one module per file; adding a command is adding one line here. */
-import type { OrchCommand } from '../command.ts';
+import type { RegisteredCommand } from '../command.ts';
 import { cancelCommand } from './cancel.ts';
 import { compareCommand } from './compare.ts';
 import { dashboardCommand } from './dashboard.ts';
@@ -15,7 +15,7 @@ import { validateCommand } from './validate.ts';
 import { watchCommand } from './watch.ts';
 import { workerCommand } from './worker.ts';
 
-export const commands: OrchCommand[] = [
+export const commands: RegisteredCommand[] = [
   validateCommand,
   planCommand,
   submitCommand,

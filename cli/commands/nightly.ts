@@ -25,7 +25,7 @@ interface NightlyArgs {
   secretFile?: string;
 }
 
-export const nightlyCommand = defineCommand<NightlyArgs>({
+export const nightlyCommand = defineCommand({
   command: 'nightly <action> [target]',
   describe: 'nightly suites: install SUITE.yaml | list | remove NAME | status [SUITE] | history SUITE (orch serve runs them on schedule)',
   builder: (y) =>
@@ -34,7 +34,7 @@ export const nightlyCommand = defineCommand<NightlyArgs>({
       .positional('target', { type: 'string', describe: 'install: the suite file; remove, status, history: the suite name' })
       .option('limit', { type: 'number', default: 20, describe: 'status: how many runs; history: how many rows' })
       .option('secret-file', { type: 'string', describe: 'install: file (mode 0600) holding the cluster secret the suite is signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
-      .option('every', { type: 'number', hidden: true, describe: 'install: run every N ms instead of the cron (tests)' }) as never,
+      .option('every', { type: 'number', hidden: true, describe: 'install: run every N ms instead of the cron (tests)' }),
   handler: async (argv) => {
     const json = argv.json;
     const out = (s: string) => process.stdout.write(s);

@@ -8,19 +8,11 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { williamsRowCount } from '../../jobs/williams.ts';
 import { defineCommand } from '../command.ts';
 
-interface PlanArgs {
-  file?: string;
-  power?: string | string[];
-  noiseFrom?: string;
-  effect?: string[];
-  results: string;
-}
-
 /** The effects a power plan shows when --effect is not given. */
 const DEFAULT_EFFECTS = ['1%', '2%', '5%'];
 const DEFAULT_POWER = 0.8;
 
-export const planCommand = defineCommand<PlanArgs>({
+export const planCommand = defineCommand({
   command: 'plan [file]',
   describe: 'print the arms, blocks and order of reps of a spec, and its hash; with --power, the reps and blocks an effect needs',
   builder: (y) =>
@@ -29,7 +21,7 @@ export const planCommand = defineCommand<PlanArgs>({
       .option('power', { type: 'string', describe: 'plan for power: `--power SPEC`, or `--power 0.9` for a target other than 0.8' })
       .option('noise-from', { type: 'string', describe: 'the prior run whose noise and times to plan from: its results directory, or its experiment id (results/<id>, else Redis)' })
       .option('effect', { type: 'string', array: true, describe: `effects to plan for, e.g. 2% (repeat or comma-separate; default ${DEFAULT_EFFECTS.join(', ')})` })
-      .option('results', { type: 'string', default: 'results', describe: 'where results/<id>/ directories are' }) as never,
+      .option('results', { type: 'string', default: 'results', describe: 'where results/<id>/ directories are' }),
   handler: async (argv) => {
     // Loaded here, not at the top: `orch --help` starts without the spec schemas (cli/main.ts).
     const { loadSpec } = await import('../../jobs/load-spec.ts');

@@ -6,19 +6,18 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const reportCommand = defineCommand<{ id?: string; results: string; from?: string }>({
+export const reportCommand = defineCommand({
   command: 'report [id]',
   describe: 'write results/<id>/ and print the report (exit code = verdict: 0 faster, 3 inconclusive, 4 slower, 5 invalid)',
   builder: (y) =>
     y
       .positional('id', { type: 'string', describe: 'experiment id' })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
-      .option('from', { type: 'string', describe: 'rebuild every report file of this results directory from the directory alone (no Redis)' }) as never,
+      .option('from', { type: 'string', describe: 'rebuild every report file of this results directory from the directory alone (no Redis)' }),
   handler: async (argv) => {
     if (argv.from !== undefined || argv.id === undefined) {
       const { reportFromResults } = await import('../../orchestrator/report/report-from-results.ts');
-      process.exitCode = reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
-      return;
+      return reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
     }
     const id = argv.id;
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -34,7 +33,7 @@ export const reportCommand = defineCommand<{ id?: string; results: string; from?
           ? `${JSON.stringify({ experiment: id, state: w.state, dir: w.dir, accounting: w.accounting, analysis: w.analysis })}\n`
           : `${w.report}\nresults: ${w.dir}\n`,
       );
-      process.exitCode = verdictExitCode(w.analysis);
+      return verdictExitCode(w.analysis);
     } finally {
       await target.close();
     }

@@ -5,7 +5,7 @@
  */
 import { defineCommand } from '../command.ts';
 
-export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: boolean; http?: number; httpTokenFile?: string; httpOpenLoopback: boolean; secretFile?: string; submitTokenFile?: string }>({
+export const serveCommand = defineCommand({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
@@ -16,7 +16,7 @@ export const serveCommand = defineCommand<{ leaderTtl: number; insecureRedis: bo
       .option('http-open-loopback', { type: 'boolean', default: false, describe: 'serve the dashboard without a token (orch dashboard --open-loopback)' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('submit-token-file', { type: 'string', describe: 'file (mode 0600) holding the submit token experiments must be signed with (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)' })
-      .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }) as never,
+      .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { startNightlyWorker } = await import('../../orchestrator/nightly/nightly-processor.ts');

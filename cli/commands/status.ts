@@ -2,13 +2,13 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
-export const statusCommand = defineCommand<{ id?: string; all: boolean }>({
+export const statusCommand = defineCommand({
   command: 'status [id]',
   describe: 'show the scheduler, queues, cards and their holders, experiments and why blocks wait',
   builder: (y) =>
     y
       .positional('id', { type: 'string', describe: 'one experiment' })
-      .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' }) as never,
+      .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { clusterStatus, renderStatus } = await import('../../orchestrator/experiment/cluster-status.ts');

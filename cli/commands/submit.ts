@@ -19,15 +19,7 @@ import { readFileSync } from 'node:fs';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
-interface SubmitArgs {
-  spec: string;
-  watch: boolean;
-  wait: boolean;
-  results: string;
-  submitTokenFile: string | undefined;
-}
-
-export const submitCommand = defineCommand<SubmitArgs>({
+export const submitCommand = defineCommand({
   command: 'submit <spec>',
   describe: 'run an experiment: validate, register, schedule, write results/<id>/ and print the report',
   builder: (y) =>
@@ -40,7 +32,7 @@ export const submitCommand = defineCommand<SubmitArgs>({
         describe: 'wait for the results (--no-wait: print the id once enqueued; refuse if no registered card can run it now)',
       })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
-      .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }) as never,
+      .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { loadSpec } = await import('../../jobs/load-spec.ts');
@@ -62,8 +54,7 @@ export const submitCommand = defineCommand<SubmitArgs>({
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
       const r = await runEmbedded({ loaded, specText, watch: argv.watch && !json, resultsRoot: argv.results, json });
-      process.exitCode = r.exitCode === 0 && r.state === 'done' && r.written ? verdictExitCode(r.written.analysis) : r.exitCode;
-      return;
+      return r.exitCode === 0 && r.state === 'done' && r.written ? verdictExitCode(r.written.analysis) : r.exitCode;
     }
     const { writeResults } = await import('../../orchestrator/results/write-results.ts');
     const { orchLog } = await import('../embedded/log.ts');
@@ -91,7 +82,7 @@ export const submitCommand = defineCommand<SubmitArgs>({
       out(json ? `${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
       if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, sub.id)) ?? '');
       const { failedExitCode } = await import('../../orchestrator/experiment/failed-exit-code.ts');
-      process.exitCode = state === 'done' ? verdictExitCode(written.analysis) : state === 'failed' ? await failedExitCode(target.redis, target.prefix, sub.id) : 1;
+      return state === 'done' ? verdictExitCode(written.analysis) : state === 'failed' ? await failedExitCode(target.redis, target.prefix, sub.id) : 1;
     } catch (err) {
       // a full Redis is the cluster's condition, not a bug: REDIS_OOM, with what filled it
       throw isRedisOom(err) ? await redisOomError(target.redis, target.prefix, err, `submitting ${argv.spec}`) : err;

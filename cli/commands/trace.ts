@@ -19,14 +19,14 @@ async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
   return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as StreamEvent);
 }
 
-export const traceCommand = defineCommand<{ id: string; results: string; fromResults: boolean }>({
+export const traceCommand = defineCommand({
   command: 'trace <id>',
   describe: 'write an experiment as a Chrome/Perfetto trace (JSON) on stdout',
   builder: (y) =>
     y
       .positional('id', { type: 'string', demandOption: true, describe: 'the experiment' })
       .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/events.jsonl' })
-      .option('from-results', { type: 'boolean', default: false, describe: 'read events.jsonl even when REDIS_URL is set' }) as never,
+      .option('from-results', { type: 'boolean', default: false, describe: 'read events.jsonl even when REDIS_URL is set' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them.
     const { redisUrlFromEnv, requireTarget } = await import('../embedded/redis-target.ts');

@@ -16,10 +16,10 @@ interface FileResult {
   issues: SpecIssue[];
 }
 
-export const validateCommand = defineCommand<{ files: string[] }>({
+export const validateCommand = defineCommand({
   command: 'validate <files..>',
   describe: 'check spec, suite and cluster files (exit 0: all valid, 2: problems listed)',
-  builder: (y) => y.positional('files', { type: 'string', array: true, demandOption: true, describe: 'YAML files' }) as never,
+  builder: (y) => y.positional('files', { type: 'string', array: true, demandOption: true, describe: 'YAML files' }),
   handler: async (argv) => {
     // Loaded here, not at the top: `orch --help` starts without the spec schemas (cli/main.ts).
     const { loadConfigFile } = await import('../../jobs/load-spec.ts');

@@ -5,10 +5,10 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
-export const watchCommand = defineCommand<{ id: string }>({
+export const watchCommand = defineCommand({
   command: 'watch <id>',
   describe: 'follow an experiment: a progress bar per block and the latest rep metrics',
-  builder: (y) => y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }) as never,
+  builder: (y) => y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { ExperimentStore } = await import('../../store/experiment-store.ts');

@@ -13,24 +13,7 @@ import { defineCommand } from '../command.ts';
 
 const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
-interface WorkerArgs {
-  host: string | undefined;
-  cards: string;
-  graphrt: string;
-  cpuCards: number;
-  redis: string | undefined;
-  redisUrlFile: string | undefined;
-  insecureRedis: boolean;
-  lockDir: string | undefined;
-  buildDir: string | undefined;
-  prefix: string | undefined;
-  heartbeatMs: number;
-  secretFile: string | undefined;
-  allowCommand: boolean;
-  allowBuild: boolean;
-}
-
-export const workerCommand = defineCommand<WorkerArgs>({
+export const workerCommand = defineCommand({
   command: 'worker',
   describe: "run this host's worker: register its cards and run the blocks dispatched to it",
   builder: (y) =>
@@ -48,7 +31,7 @@ export const workerCommand = defineCommand<WorkerArgs>({
       .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('allow-command', { type: 'boolean', default: false, describe: "run command workloads (users' own binaries) on this host, and builds of commits; without it only graphrt runs" })
-      .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }) as never,
+      .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
