@@ -17,7 +17,7 @@ export const reportCommand = defineCommand<{ id?: string; results: string; from?
   handler: async (argv) => {
     if (argv.from !== undefined || argv.id === undefined) {
       const { reportFromResults } = await import('../../orchestrator/report/report-from-results.ts');
-      process.exitCode = reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
+      process.exitCode = await reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
       return;
     }
     const id = argv.id;
