@@ -85,6 +85,7 @@ export const ERROR_CODES = {
   BUILD_ARTIFACT_OUTSIDE: { kind: 'user-input', meaning: 'build.artifacts names a path outside the build directory (absolute, or through ..)' },
   BUILD_ARTIFACT_MISSING: { kind: 'user-input', meaning: 'the build exited 0 without producing a listed artifact' },
   RESULTS_DIR_INVALID: { kind: 'user-input', meaning: 'orch report --from or orch compare was given a directory that is not an orch results directory' },
+  EVENTS_FILE_INVALID: { kind: 'user-input', meaning: 'a results directory\'s events.jsonl holds a line that is not an event record (jobs/stream-event.ts): the message names the file, the line and the schema path' },
   PRIOR_RUN_NO_NOISE: { kind: 'user-input', meaning: 'orch plan --power was given a prior run whose values hold no paired noise to plan from (no comparison with two pairs in a block)' },
   COMPARE_NOT_COMPARABLE: { kind: 'user-input', meaning: 'orch compare: the two results measured different workloads (their workload hashes differ)' },
   BUILD_COMMIT_MISSING: { kind: 'user-input', meaning: "a build's commit cannot be checked out into a worktree of the spec's repository on the worker's host" },

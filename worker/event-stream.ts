@@ -5,7 +5,7 @@
  * with card/rank empty when they concern the whole gang.
  *
  * Appends are fire-and-forget on one connection (ioredis keeps their order); `flush()` awaits
- * them. Each goes through store/lua/append-event.lua, which writes nothing once the experiment
+ * them. Each goes through the record's owner (store/event-log.ts) and store/lua/append-event.lua, which writes nothing once the experiment
  * is gone (a Redis that lost its data). An event longer than MAX_EVENT_BYTES keeps its head and
  * a note of what was cut: a rank's 1 MiB lines, thousands of them, would otherwise fill Redis.
  * A rank's output (every line but a request's final answer) is bounded twice (jobs/line-limit.ts):
@@ -17,19 +17,12 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { runScript } from '../store/scripts.ts';
+import { EventLog, tagBytes, type EventLogKeys, type EventTags } from '../store/event-log.ts';
 import { EVENT_OVERHEAD_BYTES, OUTPUT_PER_EXPERIMENT, OUTPUT_PER_REP } from '../jobs/line-limit.ts';
 import type { RankLine } from '../jobs/rank-line.ts';
 import { WorkerEventSchema, type WorkerEvent, type WorkerEventFields } from '../jobs/worker-event.ts';
 
-export interface EventTags {
-  block: number;
-  attempt: number;
-  epoch: number;
-  host: string;
-  card: string;
-  rank: number | '';
-}
+export type { EventTags } from '../store/event-log.ts';
 
 /** The longest event stored whole in the stream; a longer one is cut (capEvent). */
 export const MAX_EVENT_BYTES = 16 * 1024;
@@ -44,12 +37,7 @@ export function capEvent(event: string, max = MAX_EVENT_BYTES): string {
 }
 
 /** The keys of one experiment's stream, its existence and its output budget (store/keys.ts). */
-export interface EventStreamKeys {
-  stream: string;
-  /** the experiment hash: appends stop once it is gone */
-  exp: string;
-  budget: string;
-}
+export type EventStreamKeys = EventLogKeys;
 
 interface RepOutput {
   tags: EventTags;
@@ -68,17 +56,20 @@ export class EventStream {
   private spent = false;
   /** output dropped here that the budget hash does not count yet */
   private uncounted = { lines: 0, bytes: 0 };
+  private readonly record: EventLog;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: EventStreamKeys,
+    redis: Redis,
+    keys: EventStreamKeys,
     private readonly log: Logger,
     private readonly limits: { rep: { lines: number; bytes: number }; experiment: { lines: number; bytes: number } } = { rep: OUTPUT_PER_REP, experiment: OUTPUT_PER_EXPERIMENT },
-  ) {}
+  ) {
+    this.record = new EventLog(redis, keys);
+  }
 
   /** Appends one event that is always stored (a worker event, a request's final answer). */
   emit(tags: EventTags, event: string): void {
-    this.append('essential', tags, capEvent(event), []);
+    this.append('essential', tags, capEvent(event), null);
   }
 
   /**
@@ -112,7 +103,7 @@ export class EventStream {
       this.uncount(size);
       return;
     }
-    this.append('output', tags, event, [this.limits.experiment.lines, this.limits.experiment.bytes, this.experimentNote()]);
+    this.append('output', tags, event, { ...this.limits.experiment, note: this.experimentNote() });
   }
 
   /** Appends a worker event `{ v: 1, type: 'worker', event, ...fields }`, checked against its schema. */
@@ -126,7 +117,7 @@ export class EventStream {
     const { lines, bytes } = this.uncounted;
     if (lines > 0) {
       this.uncounted = { lines: 0, bytes: 0 };
-      this.track(runScript(this.redis, 'append-event', [this.keys.exp, this.keys.stream, this.keys.budget], ['dropped', lines, bytes, '', 0]), 'dropped output not counted in the experiment\'s budget');
+      this.track(this.record.countDropped(lines, bytes), 'dropped output not counted in the experiment\'s budget');
     }
     await Promise.all([...this.pending]);
   }
@@ -152,9 +143,8 @@ export class EventStream {
     this.uncounted.bytes += size;
   }
 
-  private append(cls: 'essential' | 'output', tags: EventTags, event: string, budget: (string | number)[]): void {
-    const args = [cls, ...(budget.length > 0 ? budget : [0, 0, '']), EVENT_OVERHEAD_BYTES, ...tagFields(tags), 'event', event];
-    const p = runScript(this.redis, 'append-event', [this.keys.exp, this.keys.stream, this.keys.budget], args).then((reply) => {
+  private append(cls: 'essential' | 'output', tags: EventTags, event: string, budget: { lines: number; bytes: number; note: string } | null): void {
+    const p = this.record.append(cls, tags, event, EVENT_OVERHEAD_BYTES, budget).then((reply) => {
       if (reply === 'dropped') this.spent = true;
     });
     this.track(p, 'event not appended to the experiment stream');
@@ -166,15 +156,9 @@ export class EventStream {
   }
 }
 
-function tagFields(tags: EventTags): string[] {
-  return ['block', String(tags.block), 'attempt', String(tags.attempt), 'epoch', String(tags.epoch), 'host', tags.host, 'card', tags.card, 'rank', String(tags.rank)];
-}
-
 /** What an event costs the budget: its fields' bytes as the script counts them, and the entry's overhead. */
 function eventSize(tags: EventTags, event: string): number {
-  let bytes = EVENT_OVERHEAD_BYTES + Buffer.byteLength(event) + 'event'.length;
-  for (const f of tagFields(tags)) bytes += Buffer.byteLength(f);
-  return bytes;
+  return EVENT_OVERHEAD_BYTES + Buffer.byteLength(event) + 'event'.length + tagBytes(tags);
 }
 
 function workerEvent<E extends WorkerEvent['event']>(event: E, fields: WorkerEventFields<E>): string {

@@ -53,7 +53,7 @@ export const planCommand = defineCommand({
 /** A results directory (or an id under --results), else the experiment from Redis by id. */
 async function readPrior(ref: string, root: string) {
   const { priorRunFromDir, priorRunFromRedis } = await import('../../orchestrator/report/prior-run.ts');
-  const fromDir = priorRunFromDir(ref, root);
+  const fromDir = await priorRunFromDir(ref, root);
   if (fromDir !== null) return fromDir;
   if (ref.includes('/')) {
     throw new UserInputError('RESULTS_DIR_INVALID', `--noise-from ${ref}: no such results directory`, { hint: 'give results/<experiment-id> as orch submit or orch report wrote it, or an experiment id' });

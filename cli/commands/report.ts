@@ -17,7 +17,7 @@ export const reportCommand = defineCommand({
   handler: async (argv) => {
     if (argv.from !== undefined || argv.id === undefined) {
       const { reportFromResults } = await import('../../orchestrator/report/report-from-results.ts');
-      return reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
+      return await reportFromResults(argv.from, argv.id, (s) => process.stdout.write(s), argv.json === true);
     }
     const id = argv.id;
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).

@@ -3,9 +3,9 @@
  * ui.perfetto.dev or chrome://tracing), from its event stream in Redis, or — without REDIS_URL,
  * or with --from-results — from results/<id>/events.jsonl.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { StreamEvent } from '../../orchestrator/results/collect-results.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { defineCommand } from '../command.ts';
 
 async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
@@ -16,7 +16,10 @@ async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
       hint: 'pass --results DIR holding results/<id>/, or export REDIS_URL of the cluster that ran it',
     });
   }
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as StreamEvent);
+  const { importJsonl } = await import('../../store/event-log.ts');
+  const events: StreamEvent[] = [];
+  for await (const e of importJsonl(file)) events.push(e);
+  return events;
 }
 
 export const traceCommand = defineCommand({

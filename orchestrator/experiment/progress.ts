@@ -13,7 +13,8 @@ import { isRedisOom } from '../../store/redis-oom.ts';
 import { formatBytes } from '../../jobs/limits.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, TERMINAL_BLOCK_PHASES, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
-import { toEvent, type StreamEvent } from '../results/collect-results.ts';
+import { EventLog } from '../../store/event-log.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { WorkerEvent } from '../../jobs/worker-event.ts';
 
 export interface LatestRep {
@@ -65,7 +66,7 @@ export class ProgressTracker {
   /** measured reps of each ended block: fixed once it ended */
   private readonly ended = new Map<number, number>();
   private readonly store: ExperimentStore;
-  private readonly streamKey: string;
+  private readonly log: EventLog;
   private readonly resultsKey: string;
 
   constructor(
@@ -74,7 +75,7 @@ export class ProgressTracker {
     private readonly exp: ExperimentRecord,
   ) {
     this.store = new ExperimentStore(redis, prefix);
-    this.streamKey = orchKeys(prefix).events(exp.id);
+    this.log = EventLog.of(redis, prefix, exp.id);
     this.resultsKey = orchKeys(prefix).results(exp.id);
   }
 
@@ -88,17 +89,10 @@ export class ProgressTracker {
 
   /** Reads new stream entries (blocking up to `blockMs`); returns them. */
   async poll(blockMs: number): Promise<StreamEvent[]> {
-    const reply = (await this.redis.xread('COUNT', 500, 'BLOCK', blockMs, 'STREAMS', this.streamKey, this.lastId)) as
-      | [string, [string, string[]][]][]
-      | null;
-    const out: StreamEvent[] = [];
-    for (const [, entries] of reply ?? []) {
-      for (const [id, flat] of entries) {
-        this.lastId = id;
-        const e = toEvent(id, flat, {});
-        out.push(e);
-        this.fold(e);
-      }
+    const out = await this.log.follow(this.lastId, blockMs);
+    for (const e of out) {
+      this.lastId = e.id;
+      this.fold(e);
     }
     return out;
   }

@@ -11,7 +11,7 @@ import type { Spec } from '../../jobs/spec.ts';
 import { pct } from '../stats/format-number.ts';
 import { pairNoise, type PairNoise } from '../stats/pair-noise.ts';
 import { cheapestDesign, pairedPower, wallMs, type BlockCost, type Design } from '../stats/power.ts';
-import { runTiming, type RunTiming } from '../stats/run-timing.ts';
+import type { RunTiming } from '../stats/run-timing.ts';
 import type { PriorRun } from './prior-run.ts';
 
 export interface PowerRow {
@@ -68,7 +68,7 @@ function noiseOf(prior: PriorRun): PairNoise {
 
 export function powerPlan(i: PowerPlanInput): PowerPlan {
   const noise = noiseOf(i.prior);
-  const timing = runTiming(i.prior.events);
+  const timing = i.prior.timing;
   const notes: string[] = [];
   if (noise.between === null) notes.push(`the prior run had pairs in one block only: between-block noise is unknown and taken as 0 (run blocks.count >= 2 to measure it)`);
   if (timing.step_ms === null) notes.push('the prior run has no rep times in its events: wall times are unknown (0)');

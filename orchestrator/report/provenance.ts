@@ -10,7 +10,8 @@
 import { specHash } from '../../jobs/spec-hash.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { orchProvenance } from './orch-provenance.ts';
-import type { CollectedResults, StreamEvent } from '../results/collect-results.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
+import type { ExperimentRecord } from '../../store/experiment-store.ts';
 
 export interface ClockSample {
   sm_mhz: number;
@@ -54,96 +55,84 @@ export interface Provenance {
 /** NVML reasons that do not slow a busy card (idle, a clock setting, boost sync, the display). */
 const NOT_THROTTLE = new Set(['gpu_idle', 'applications_clocks_setting', 'sync_boost', 'display_clock_setting']);
 
-interface ClockReading extends ClockSample {
-  reasons: string[];
-}
-
-interface HelloLine {
-  type: 'hello';
-  backend: string;
-  device?: string;
-  sm?: string | null;
-  driver?: string;
-  version?: string;
-}
-
-interface RepLine {
-  type: 'rep';
-  arm: string;
-  clocks?: { start: ClockReading; end: ClockReading };
-}
-
-const eventLine = (e: StreamEvent): { type?: unknown } | null => {
-  const ev = typeof e.event === 'string' ? (() => { try { return JSON.parse(e.event as string) as unknown; } catch { return null; } })() : e.event;
-  return typeof ev === 'object' && ev !== null ? (ev as { type?: unknown }) : null;
-};
 
 export interface ProvenanceInput {
   spec: Spec;
   hash: string;
   created: number;
   ended: number | null;
-  events: StreamEvent[];
   orch: Provenance['orch'];
 }
 
-export function collectProvenance(input: ProvenanceInput): Provenance {
-  const cards = new Map<string, CardProvenance>();
-  const graphrt = new Set<string>();
-  const hosts = new Set<string>();
-  const reasons: Record<string, number> = {};
-  const throttled: string[] = [];
-  const repCount = new Map<string, number>();
-  const clock = (c: ClockReading): ClockSample => ({ sm_mhz: c.sm_mhz, mem_mhz: c.mem_mhz });
-  for (const e of input.events) {
-    const line = eventLine(e);
-    if (line === null || e.card === '') continue;
-    hosts.add(e.host);
+/** The provenance's part that comes from the events, folded one event at a time as a reader streams them. */
+export class ProvenanceFold {
+  private readonly cards = new Map<string, CardProvenance>();
+  private readonly graphrt = new Set<string>();
+  private readonly hosts = new Set<string>();
+  private readonly reasons: Record<string, number> = {};
+  private readonly throttled = new Set<string>();
+  private readonly repCount = new Map<string, number>();
+
+  add(e: StreamEvent): void {
+    const line = e.event;
+    if (line === null || typeof line !== 'object' || e.card === '') return;
+    this.hosts.add(e.host);
     const id = `${e.host}/${e.card}`;
     if (line.type === 'hello') {
-      const h = line as HelloLine;
-      if (h.version !== undefined) graphrt.add(h.version);
-      if (!cards.has(id)) {
-        cards.set(id, {
-          host: e.host, card: e.card, backend: h.backend, name: h.device ?? null, sm: h.sm ?? null, driver: h.driver ?? null,
-          cuda_runtime: /runtime (\S+)/.exec(h.driver ?? '')?.[1] ?? null, clocks: { start: null, end: null },
+      if ('version' in line) this.graphrt.add(line.version);
+      if (!this.cards.has(id)) {
+        const g = line.backend === 'command' ? null : line;
+        const driver = g?.driver ?? null;
+        this.cards.set(id, {
+          host: e.host, card: e.card, backend: line.backend, name: g?.device ?? null, sm: g?.sm ?? null, driver,
+          cuda_runtime: /runtime (\S+)/.exec(driver ?? '')?.[1] ?? null, clocks: { start: null, end: null },
         });
       }
     } else if (line.type === 'rep' && e.committed) {
-      const r = line as RepLine;
       // The rep's index among its arm's reps of the block, as results number them (rank 0's lines).
-      const key = `${e.block}/${r.arm}/${e.rank}`;
-      const rep = repCount.get(key) ?? 0;
-      repCount.set(key, rep + 1);
-      if (r.clocks === undefined) continue;
-      const card = cards.get(id);
+      const key = `${e.block}/${line.arm}/${e.rank}`;
+      const rep = this.repCount.get(key) ?? 0;
+      this.repCount.set(key, rep + 1);
+      const clocks = 'clocks' in line ? line.clocks : undefined;
+      if (clocks === undefined) return;
+      const card = this.cards.get(id);
       if (card) {
-        card.clocks.start ??= clock(r.clocks.start);
-        card.clocks.end = clock(r.clocks.end);
+        card.clocks.start ??= clock(clocks.start);
+        card.clocks.end = clock(clocks.end);
       }
-      const seen = new Set([...r.clocks.start.reasons, ...r.clocks.end.reasons]);
-      for (const why of seen) reasons[why] = (reasons[why] ?? 0) + 1;
-      const field = `${e.block}/${r.arm}/${rep}`;
-      if ([...seen].some((why) => !NOT_THROTTLE.has(why)) && !throttled.includes(field)) throttled.push(field);
+      const seen = new Set([...clocks.start.reasons, ...clocks.end.reasons]);
+      for (const why of seen) this.reasons[why] = (this.reasons[why] ?? 0) + 1;
+      if ([...seen].some((why) => !NOT_THROTTLE.has(why))) this.throttled.add(`${e.block}/${line.arm}/${rep}`);
     }
   }
-  const { spec } = input;
-  return {
-    orch: input.orch,
-    spec_hash: input.hash,
-    workload_hash: specHash(spec.workload),
-    created: new Date(input.created).toISOString(),
-    ended: input.ended === null ? null : new Date(input.ended).toISOString(),
-    builds: Object.entries(spec.builds ?? {}).map(([name, b]) => ({ name, ref: b.ref, commit: b.commit ?? null, dirty: b.dirty ?? false })),
-    graphrt: [...graphrt].sort(),
-    hosts: [...hosts].sort(),
-    cards: [...cards.values()].sort((a, b) => `${a.host}/${a.card}`.localeCompare(`${b.host}/${b.card}`)),
-    throttle: { reasons, reps: throttled },
-  };
+
+  result(input: ProvenanceInput): Provenance {
+    const { spec } = input;
+    return {
+      orch: input.orch,
+      spec_hash: input.hash,
+      workload_hash: specHash(spec.workload),
+      created: new Date(input.created).toISOString(),
+      ended: input.ended === null ? null : new Date(input.ended).toISOString(),
+      builds: Object.entries(spec.builds ?? {}).map(([name, b]) => ({ name, ref: b.ref, commit: b.commit ?? null, dirty: b.dirty ?? false })),
+      graphrt: [...this.graphrt].sort(),
+      hosts: [...this.hosts].sort(),
+      cards: [...this.cards.values()].sort((a, b) => `${a.host}/${a.card}`.localeCompare(`${b.host}/${b.card}`)),
+      throttle: { reasons: this.reasons, reps: [...this.throttled] },
+    };
+  }
 }
 
-/** The provenance of collected results, with the orch that writes them. */
-export function provenanceOf(c: CollectedResults): Provenance {
+const clock = (c: ClockSample): ClockSample => ({ sm_mhz: c.sm_mhz, mem_mhz: c.mem_mhz });
+
+export function collectProvenance(input: ProvenanceInput & { events: Iterable<StreamEvent> }): Provenance {
+  const f = new ProvenanceFold();
+  for (const e of input.events) f.add(e);
+  return f.result(input);
+}
+
+/** The provenance of an experiment's record, with the orch that writes it. */
+export function provenanceOf(exp: Pick<ExperimentRecord, 'spec' | 'hash' | 'created' | 'ended'>, events: ProvenanceFold): Provenance {
   const { version, commit, dirty } = orchProvenance();
-  return collectProvenance({ spec: c.exp.spec, hash: c.exp.hash, created: c.exp.created, ended: c.exp.ended, events: c.events, orch: { version, commit, dirty } });
+  return events.result({ spec: exp.spec, hash: exp.hash, created: exp.created, ended: exp.ended, orch: { version, commit, dirty } });
 }

@@ -1,11 +1,11 @@
 /**
- * Every report file of a results directory, from its analysis and its events alone: report.md
- * (with the ranks of a multi-rank experiment and the busy share of the cards), report.json, one CSV per table, the SVG plots. The writer
- * of results and `orch report --from` both render through here, so a rebuilt directory is byte
- * for byte what the run wrote.
+ * Every report file of a results directory, from its analysis and the tables of its events
+ * (orchestrator/results/event-digest.ts): report.md (with the ranks of a multi-rank experiment
+ * and the busy share of the cards), report.json, one CSV per table, the SVG plots. The writer of
+ * results and `orch report --from` both render through here, so a rebuilt directory is byte for
+ * byte what the run wrote.
  */
-import { busyShare, type BusyEvent } from '../stats/busy-share.ts';
-import { rankSummary } from '../stats/rank-summary.ts';
+import type { EventTables } from '../results/event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderBusyShare } from './render-busy-share.ts';
 import { renderCsv } from './render-csv.ts';
@@ -15,9 +15,9 @@ import { renderPlots } from './render-plots.ts';
 import { renderRanks } from './render-ranks.ts';
 
 /** file name → content; report.md first. */
-export function renderReportFiles(analysis: Analysis, events: readonly BusyEvent[]): Record<string, string> {
+export function renderReportFiles(analysis: Analysis, events: EventTables): Record<string, string> {
   const files: Record<string, string> = {
-    'report.md': renderMarkdown(analysis) + renderRanks(rankSummary(events)) + renderBusyShare(busyShare(events)),
+    'report.md': renderMarkdown(analysis) + renderRanks(events.ranks) + renderBusyShare(events.busy),
     'report.json': renderJson(analysis),
   };
   for (const [table, csv] of Object.entries(renderCsv(analysis))) files[`${table}.csv`] = csv;

@@ -2,12 +2,14 @@
  * Reading a results directory back (what orchestrator/results/write-results.ts wrote): its
  * summary.json (the recorded analysis, with provenance) and events.jsonl. `orch report --from`
  * and `orch compare` read results only through here, so a directory that is not one is refused
- * the same way by both.
+ * the same way by both. The events are not read here: `events()` streams them, line by line
+ * through their schema (store/event-log.ts), for a reader that folds them.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
-import type { BusyEvent } from '../stats/busy-share.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
+import { importJsonl } from '../../store/event-log.ts';
 import type { Analysis } from '../stats/types.ts';
 import type { Provenance } from './provenance.ts';
 
@@ -21,7 +23,10 @@ export interface ResultsDir {
     plan: { arms: { name: string; build?: string; toggles: Record<string, boolean | string> }[] };
     analysis: Analysis & { provenance?: Provenance };
   };
-  events: BusyEvent[];
+  /** results/<id>/events.jsonl */
+  eventsFile: string;
+  /** the events, streamed from eventsFile (each line through its schema) */
+  events(): AsyncGenerator<StreamEvent>;
 }
 
 const notResults = (dir: string, why: string) =>
@@ -52,6 +57,5 @@ export function readResultsDir(dir: string): ResultsDir {
   }
   const eventsFile = join(dir, 'events.jsonl');
   if (!existsSync(eventsFile)) throw notResults(dir, 'it has no events.jsonl');
-  const events = readFileSync(eventsFile, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as BusyEvent);
-  return { dir, summary, events };
+  return { dir, summary, eventsFile, events: () => importJsonl(eventsFile) };
 }

@@ -1,59 +1,25 @@
 /**
- * Everything an experiment left in Redis, read once: the registered spec and plan, the block
- * states, the committed reps and gates, the reps recorded as not run, and every event of the
- * stream — committed or not — tagged with whether its attempt is the block's committed one.
+ * Everything an experiment left in Redis: the registered spec and plan, the block states, the
+ * committed reps and gates, the reps recorded as not run (`collectRecords`), and its event record
+ * (store/event-log.ts), which a writer streams page by page (`EventLog.pages`) with the commits
+ * saying which attempt of each block counts. `collectResults` adds every event in one array, for
+ * the readers of a small experiment (a dashboard page, a trace).
  */
 import type { Redis } from 'ioredis';
 import type { CommitRecord } from '../../jobs/commit-record.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { FailedRecord } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
-import { CommandLineSchema, type CommandLine } from '../../jobs/command-line.ts';
-import { GraphrtLineSchema, type GraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
-import { WorkerEventSchema, type WorkerEvent } from '../../jobs/worker-event.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
+import { EventLog } from '../../store/event-log.ts';
 import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 
-export interface StreamEvent {
-  /** the stream entry id */
-  id: string;
-  block: number;
-  attempt: number;
-  epoch: number;
-  host: string;
-  card: string;
-  rank: number;
-  /** true when this attempt is the block's committed one (only those are counted) */
-  committed: boolean;
-  event: StreamEventBody;
-}
+export type { StreamEvent, StreamEventBody } from '../../jobs/stream-event.ts';
 
-/**
- * What an entry held, through its schema: a worker event, a graphrt line, a command rank's line;
- * anything else (an event cut for length, a line of another version) verbatim as its text, so
- * nothing the stream held is dropped; null for an entry without an event.
- */
-export type StreamEventBody = WorkerEvent | GraphrtLine | CommandLine | string | null;
-
-export function parseEventBody(text: string | undefined): StreamEventBody {
-  if (text === undefined) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return text;
-  }
-  const type = typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined;
-  for (const schema of type === 'worker' ? [WorkerEventSchema] : [GraphrtLineSchema, CommandLineSchema]) {
-    const r = schema.safeParse(json);
-    if (r.success) return r.data;
-  }
-  return text;
-}
-
-export interface CollectedResults {
+export interface CollectedRecords {
   exp: ExperimentRecord;
   blocks: BlockState[];
   /** field `<block>/<arm>/<rep>` → RepResult */
@@ -63,10 +29,15 @@ export interface CollectedResults {
   commits: Record<string, CommitRecord>;
   /** design probe: the committed attempts' probe records, field `<block>/<arm>/<rep>` */
   probes: Record<string, ProbeRecord>;
+  /** the experiment's event record */
+  log: EventLog;
+}
+
+export interface CollectedResults extends CollectedRecords {
   events: StreamEvent[];
 }
 
-export async function collectResults(redis: Redis, prefix: string, id: string): Promise<CollectedResults> {
+export async function collectRecords(redis: Redis, prefix: string, id: string): Promise<CollectedRecords> {
   const store = new ExperimentStore(redis, prefix);
   const exp = await store.get(id);
   if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, { hint: 'run orch status to list experiments' });
@@ -79,42 +50,15 @@ export async function collectResults(redis: Redis, prefix: string, id: string): 
     rs.commits(id),
     rs.probes(id),
   ]);
-  return { exp, blocks, reps, failed, gates, commits, probes, events: await readEvents(redis, store.keys.events(id), commits) };
+  return { exp, blocks, reps, failed, gates, commits, probes, log: EventLog.of(redis, prefix, id) };
 }
 
-/** The whole stream, in pages, in order. */
-export async function readEvents(
-  redis: Redis,
-  key: string,
-  commits: Record<string, { attempt: number }>,
-  from = '-',
-  count = 1000,
-): Promise<StreamEvent[]> {
-  const out: StreamEvent[] = [];
-  let start = from;
-  for (;;) {
-    const page = (await redis.xrange(key, start, '+', 'COUNT', count)) as [string, string[]][];
-    for (const [id, flat] of page) out.push(toEvent(id, flat, commits));
-    if (page.length < count) return out;
-    start = `(${page[page.length - 1]![0]}`;
-  }
+export async function collectResults(redis: Redis, prefix: string, id: string): Promise<CollectedResults> {
+  const c = await collectRecords(redis, prefix, id);
+  return { ...c, events: await c.log.all(c.commits) };
 }
 
-export function toEvent(id: string, flat: string[], commits: Record<string, { attempt: number }>): StreamEvent {
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]!] = flat[i + 1]!;
-  const block = Number(f.block ?? -1);
-  const attempt = Number(f.attempt ?? 0);
-  const event = parseEventBody(f.event);
-  return {
-    id,
-    block,
-    attempt,
-    epoch: Number(f.epoch ?? 0),
-    host: f.host ?? '',
-    card: f.card ?? '',
-    rank: Number(f.rank ?? 0),
-    committed: commits[String(block)]?.attempt === attempt,
-    event,
-  };
+/** The stream at `key` from `from` ('-', or `(<id>`: after it), in one array, through the record's owner. */
+export async function readEvents(redis: Redis, key: string, commits: Record<string, { attempt: number }>, from = '-'): Promise<StreamEvent[]> {
+  return EventLog.reader(redis, key).all(commits, from);
 }

@@ -6,6 +6,9 @@
  *   summary.json  state, blocks and their attempts, every planned rep accounted for, the analysis
  *   report.md     the statistics module's report
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
+ * The events are streamed: each page of the stream (store/event-log.ts) is written to
+ * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
+ * read, so memory does not grow with the events.
  */
 import { chmodSync, mkdirSync, writeFileSync as fsWriteFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,10 +16,11 @@ import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis, FailedRep } from '../stats/types.ts';
 import { accountReps, type Accounting } from './rep-fates.ts';
-import { collectResults, type CollectedResults } from './collect-results.ts';
+import { collectRecords, type CollectedRecords, type CollectedResults } from './collect-results.ts';
 import { provenanceOf } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
-import { writeJsonLines } from './write-jsonl.ts';
+import { exportJsonl } from '../../store/event-log.ts';
+import { EventDigest } from './event-digest.ts';
 
 export const DEFAULT_ALPHA = 0.05;
 
@@ -39,7 +43,15 @@ export interface WrittenResults {
   state: string;
 }
 
+/** The analysis of collected results, every event in memory (a dashboard page). */
 export function analyzeCollected(c: CollectedResults): Analysis {
+  const digest = new EventDigest();
+  for (const e of c.events) digest.add(e);
+  return analyzeRecords(c, digest.devices);
+}
+
+/** The analysis of an experiment's records; `devices`, those its committed hello lines named. */
+export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): Analysis {
   const { exp } = c;
   const failed: FailedRep[] = Object.entries(c.failed).map(([field, f]) => {
     const [block, arm, rep] = field.split('/');
@@ -56,29 +68,30 @@ export function analyzeCollected(c: CollectedResults): Analysis {
     min_effect: exp.spec.metric.min_effect,
     alpha: DEFAULT_ALPHA,
     probes: Object.values(c.probes),
-    devices: c.events.flatMap((e) => (e.committed && e.event !== null && typeof e.event === 'object' && e.event.type === 'hello' && 'device' in e.event ? [e.event.device] : [])),
+    devices: [...devices],
     ...(ref === undefined
       ? {}
       : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),
   });
 }
 
-export function accountFor(c: CollectedResults): Accounting {
+export function accountFor(c: CollectedRecords): Accounting {
   return accountReps(c.exp, c.reps, c.failed);
 }
 
 export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
-  const c = await collectResults(redis, prefix, id);
+  const c = await collectRecords(redis, prefix, id);
   const dir = join(root, id);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
-  const analysis = Object.assign(analyzeCollected(c), { provenance: provenanceOf(c) });
+  const digest = new EventDigest();
+  await exportJsonl(join(dir, 'events.jsonl'), c.log.pages(c.commits), digest.add);
+  const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
-  const files = renderReportFiles(analysis, c.events);
+  const files = renderReportFiles(analysis, digest.tables());
   const report = files['report.md']!;
   writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
   writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
-  writeJsonLines(join(dir, 'events.jsonl'), c.events);
   const summary = {
     experiment: c.exp.id,
     name: c.exp.name,
@@ -92,7 +105,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
     blocks: c.blocks,
     commits: c.commits,
     accounting,
-    events: { total: c.events.length, committed: c.events.filter((e) => e.committed).length },
+    events: { total: digest.total, committed: digest.committed },
     analysis,
   };
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);

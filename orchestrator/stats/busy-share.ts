@@ -29,20 +29,15 @@
  *   workload).
  * A rep line without t_start_ns/t_end_ns (a graphrt older than the field) leaves rep share and
  * gaps null; step share needs only step_ms.
+ *
+ * A fold (`BusyShareFold`): events are added one at a time, as a reader streams them; a rep's
+ * lines are reduced as they come (the gang's step: per step the slowest rank so far) and the rep
+ * to its sums once its world's lines came; a block's state is reduced to its row at its
+ * `block-committed`. What is held is the reps being answered and each block's spans, never the
+ * events.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { streamMs, type RepLine, type StreamEvent } from '../../jobs/stream-event.ts';
 import { median } from './descriptive.ts';
-
-/** One events.jsonl record (orchestrator/results/collect-results.ts `StreamEvent`), as much as is read here. */
-export interface BusyEvent {
-  id: string;
-  block: number;
-  attempt: number;
-  rank: number | string;
-  committed: boolean;
-  event: unknown;
-}
 
 export interface BusyShareRow {
   block: number;
@@ -68,99 +63,130 @@ export interface BusyShareRow {
   gap_p99_ms: number | null;
 }
 
-interface RepSpan {
-  id: string;
-  step_ms: number[];
-  warmup_ms?: number[];
-  /** graph reps: the settling eager step (native/PROTOCOL.md), card time as a warm-up step is */
-  settle_ms?: number | null;
-  t_start_ns?: number;
-  t_end_ns?: number;
-}
-
-const streamMs = (id: string) => Number(id.split('-')[0]);
-
 /** Nearest-rank quantile (q in [0, 1]) of a non-empty sample. */
 export function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] as number;
 }
 
-function isRep(e: unknown): e is RepSpan & { type: 'rep' } {
-  return typeof e === 'object' && e !== null && (e as { type?: unknown }).type === 'rep' && Array.isArray((e as RepSpan).step_ms);
+/** A rep line's unmeasured steps: its warm-up steps and, on a graph rep, the settling eager step; null without warmup_ms. */
+function warmupSteps(l: RepLine): number[] | null {
+  if (!('warmup_ms' in l) || l.warmup_ms === undefined) return null;
+  return typeof l.settle_ms === 'number' ? [...l.warmup_ms, l.settle_ms] : l.warmup_ms;
 }
 
-function lineType(e: unknown): string | null {
-  if (typeof e !== 'object' || e === null) return null;
-  const t = (e as { type?: unknown }).type;
-  return typeof t === 'string' ? t : null;
+/** Per step the slowest rank's time so far, over the steps every rank so far has: the gang's steps. */
+function gangMax(acc: number[] | null, steps: readonly number[]): number[] {
+  if (acc === null) return [...steps];
+  const n = Math.min(acc.length, steps.length);
+  acc.length = n;
+  for (let k = 0; k < n; k++) if (steps[k]! > acc[k]!) acc[k] = steps[k]!;
+  return acc;
 }
 
-/** A rep line's unmeasured steps: its warm-up steps and, on a graph rep, the settling eager step. */
-function warmupSteps(l: RepSpan): number[] {
-  return typeof l.settle_ms === 'number' ? [...(l.warmup_ms as number[]), l.settle_ms] : (l.warmup_ms as number[]);
+const sum = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0);
+
+/** One rep of the gang, its ranks' lines reduced as they arrive. */
+interface RepAcc {
+  lines: number;
+  steps: number[] | null;
+  /** null once a line lacked warmup_ms */
+  warm: number[] | null;
+  warmKnown: boolean;
+  start: number;
+  end: number;
+  timed: boolean;
 }
 
-/** Σ over steps of the slowest rank's time (the gang's step), over the steps every rank has. */
-function gangSum(perRank: readonly (readonly number[])[]): number {
-  const steps = Math.min(...perRank.map((s) => s.length));
-  let sum = 0;
-  for (let k = 0; k < steps; k++) sum += Math.max(...perRank.map((s) => s[k] as number));
-  return sum;
+/** One committed block attempt in flight: its reps being answered, and the sums of those answered. */
+interface BlockAcc {
+  attempt: number;
+  start: string | null;
+  reps: Map<string, RepAcc>;
+  /** reps reduced */
+  answered: number;
+  stepSum: number;
+  /** null once a rep lacked warm-up times */
+  warmSum: number | null;
+  timed: boolean;
+  spans: { start: number; end: number }[];
+  hello: number;
+  gate: number;
 }
 
-function workerEvent(e: unknown): string | null {
-  if (typeof e !== 'object' || e === null || (e as { type?: unknown }).type !== 'worker') return null;
-  const ev = (e as { event?: unknown }).event;
-  return typeof ev === 'string' ? ev : null;
-}
+export class BusyShareFold {
+  private readonly blocks = new Map<number, BlockAcc>();
+  private readonly done: BusyShareRow[] = [];
+  /** blocks whose row is made: the first start/commit pair counts, as the stream holds them */
+  private readonly closed = new Set<number>();
 
-/** One row per committed block attempt that has both its start and its commit event, by block. */
-export function busyShare(events: readonly BusyEvent[]): BusyShareRow[] {
-  const byBlock = new Map<number, BusyEvent[]>();
-  for (const e of events) {
-    if (!e.committed) continue;
-    const list = byBlock.get(e.block) ?? [];
-    list.push(e);
-    byBlock.set(e.block, list);
+  add(e: StreamEvent): void {
+    if (!e.committed || this.closed.has(e.block)) return;
+    let b = this.blocks.get(e.block);
+    if (!b) {
+      b = { attempt: e.attempt, start: null, reps: new Map(), answered: 0, stepSum: 0, warmSum: 0, timed: true, spans: [], hello: -Infinity, gate: -Infinity };
+      this.blocks.set(e.block, b);
+    }
+    const body = e.event;
+    if (body === null || typeof body !== 'object') return;
+    if (body.type === 'worker') {
+      if (body.event === 'block-start' && b.start === null) b.start = e.id;
+      else if (body.event === 'block-committed' && b.start !== null) this.close(e.block, b, e.id);
+      return;
+    }
+    if (body.type === 'hello') b.hello = Math.max(b.hello, streamMs(e.id));
+    else if (body.type === 'gate') b.gate = Math.max(b.gate, streamMs(e.id));
+    else if (body.type === 'rep') this.addRep(b, body);
   }
-  const rows: BusyShareRow[] = [];
-  for (const [block, evs] of [...byBlock].sort((a, b) => a[0] - b[0])) {
-    const start = evs.find((e) => workerEvent(e.event) === 'block-start');
-    const end = evs.find((e) => workerEvent(e.event) === 'block-committed');
-    if (!start || !end) continue;
-    const leased = Math.max(streamMs(end.id) - streamMs(start.id), 0);
+
+  private addRep(b: BlockAcc, l: RepLine): void {
     // one rep = the lines of one request id, one per rank
-    const reps = new Map<string, RepSpan[]>();
-    for (const e of evs) {
-      if (!isRep(e.event)) continue;
-      const list = reps.get(e.event.id) ?? [];
-      list.push(e.event);
-      reps.set(e.event.id, list);
+    let r = b.reps.get(l.id);
+    if (!r) {
+      r = { lines: 0, steps: null, warm: null, warmKnown: true, start: Infinity, end: -Infinity, timed: true };
+      b.reps.set(l.id, r);
     }
-    let stepSum = 0;
-    let warmSum: number | null = 0;
-    const spans: { start: number; end: number }[] = [];
-    let timed = true;
-    for (const lines of reps.values()) {
-      stepSum += gangSum(lines.map((l) => l.step_ms));
-      if (warmSum !== null && lines.every((l) => Array.isArray(l.warmup_ms))) warmSum += gangSum(lines.map(warmupSteps));
-      else warmSum = null;
-      if (lines.some((l) => l.t_start_ns === undefined || l.t_end_ns === undefined)) timed = false;
-      else spans.push({ start: Math.min(...lines.map((l) => l.t_start_ns as number)), end: Math.max(...lines.map((l) => l.t_end_ns as number)) });
+    r.lines++;
+    r.steps = gangMax(r.steps, l.step_ms);
+    const w = warmupSteps(l);
+    if (w === null) r.warmKnown = false;
+    else if (r.warmKnown) r.warm = gangMax(r.warm, w);
+    const t0 = 't_start_ns' in l ? l.t_start_ns : undefined;
+    const t1 = 't_end_ns' in l ? l.t_end_ns : undefined;
+    if (t0 === undefined || t1 === undefined) r.timed = false;
+    else {
+      r.start = Math.min(r.start, t0);
+      r.end = Math.max(r.end, t1);
     }
-    spans.sort((a, b) => a.start - b.start);
+    if (r.lines >= ('world' in l ? l.world : 1)) this.answer(b, l.id, r);
+  }
+
+  /** A rep every rank answered: its sums join the block's. */
+  private answer(b: BlockAcc, id: string, r: RepAcc): void {
+    b.reps.delete(id);
+    b.answered++;
+    b.stepSum += sum(r.steps ?? []);
+    b.warmSum = b.warmSum !== null && r.warmKnown ? b.warmSum + sum(r.warm ?? []) : null;
+    if (!r.timed) b.timed = false;
+    else b.spans.push({ start: r.start, end: r.end });
+  }
+
+  private close(block: number, b: BlockAcc, endId: string): void {
+    this.blocks.delete(block);
+    this.closed.add(block);
+    const leased = Math.max(streamMs(endId) - streamMs(b.start!), 0);
+    // reps some rank never answered count with the ranks that did
+    for (const [id, r] of [...b.reps]) this.answer(b, id, r);
+    const { stepSum, warmSum, timed, spans } = b;
+    spans.sort((x, y) => x.start - y.start);
     const repMs = timed ? spans.reduce((s, x) => s + (x.end - x.start) / 1e6, 0) : null;
-    const gaps = timed ? spans.slice(1).map((x, i) => (x.start - (spans[i] as { end: number }).end) / 1e6) : [];
-    const lastOf = (type: string) => Math.max(-Infinity, ...evs.filter((e) => lineType(e.event) === type).map((e) => streamMs(e.id)));
-    const hello = lastOf('hello');
-    const gate = lastOf('gate');
-    const ready = Number.isFinite(hello) ? Math.max(hello - streamMs(start.id), 0) : null;
-    const gatesMs = ready === null ? null : Number.isFinite(gate) ? Math.max(gate - hello, 0) : 0;
-    rows.push({
+    const gaps = timed ? spans.slice(1).map((x, i) => (x.start - spans[i]!.end) / 1e6) : [];
+    const ready = Number.isFinite(b.hello) ? Math.max(b.hello - streamMs(b.start!), 0) : null;
+    const gatesMs = ready === null ? null : Number.isFinite(b.gate) ? Math.max(b.gate - b.hello, 0) : 0;
+    this.done.push({
       block,
-      attempt: start.attempt,
-      reps: reps.size,
+      attempt: b.attempt,
+      reps: b.answered,
       leased_ms: leased,
       step_ms: stepSum,
       warmup_ms: warmSum,
@@ -175,11 +201,15 @@ export function busyShare(events: readonly BusyEvent[]): BusyShareRow[] {
       gap_p99_ms: gaps.length > 0 ? quantile(gaps, 0.99) : null,
     });
   }
-  return rows;
+
+  /** One row per committed block attempt that has both its start and its commit event, by block. */
+  rows(): BusyShareRow[] {
+    return [...this.done].sort((a, b) => a.block - b.block);
+  }
 }
 
-/** The rows of a results directory (its events.jsonl, as orchestrator/results/write-results.ts writes it). */
-export function busyShareOfDir(dir: string): BusyShareRow[] {
-  const text = readFileSync(join(dir, 'events.jsonl'), 'utf8');
-  return busyShare(text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as BusyEvent));
+export function busyShare(events: Iterable<StreamEvent>): BusyShareRow[] {
+  const f = new BusyShareFold();
+  for (const e of events) f.add(e);
+  return f.rows();
 }

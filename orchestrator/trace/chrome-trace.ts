@@ -9,7 +9,8 @@
  * build-end, the wait for the host build lock inside it). Time is the stream entry id's
  * milliseconds (Redis' clock), in µs from the first event.
  */
-import type { StreamEvent } from '../results/collect-results.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
+import type { WorkerEvent } from '../../jobs/worker-event.ts';
 
 export interface TraceEvent {
   name: string;
@@ -29,36 +30,15 @@ export interface ChromeTrace {
   otherData: Record<string, string>;
 }
 
-interface Line {
-  type?: string;
-  event?: string;
-  arm?: string;
-  mode?: string;
-  backend?: string;
-  step_ms?: number[];
-  pass?: boolean;
-  ok?: boolean;
-  capture_ms?: number;
-  instantiate_ms?: number;
-  nodes?: number;
-  reason?: string;
-  code?: string;
-  message?: string;
-  clocks?: { start: Record<string, number | string[]>; end: Record<string, number | string[]> };
-  key?: string;
-  recipe?: string;
-  commit?: string | null;
-  position?: number | null;
-  outcome?: string;
-  wait_ms?: number;
-}
+type BuildStart = Extract<WorkerEvent, { event: 'build-start' }>;
+type BuildEnd = Extract<WorkerEvent, { event: 'build-end' }>;
 
 /** A build between its build-start and build-end events. */
 interface OpenBuild {
   pid: number;
   tid: number;
   start: number;
-  line: Line;
+  line: BuildStart;
   base: Record<string, unknown>;
   wait: { ts: number; position: number | null } | null;
 }
@@ -77,7 +57,9 @@ function median(xs: number[]): number | null {
 
 export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTrace {
   const out: TraceEvent[] = [];
-  const t0 = events.length > 0 ? Math.min(...events.map((e) => micros(e.id))) : 0;
+  // a loop, not Math.min(...): a spread of a long stream overruns the call stack
+  let t0 = events.length > 0 ? Infinity : 0;
+  for (const e of events) t0 = Math.min(t0, micros(e.id));
   const pids = new Map<string, number>();
   const threads = new Set<string>();
   const pidOf = (e: StreamEvent): number => {
@@ -100,12 +82,12 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
   const spans = new Map<string, { pid: number; tid: number; first: number; last: number; e: StreamEvent; outcome: string | null }>();
   const previous = new Map<string, number>();
   const builds = new Map<string, OpenBuild>();
-  const buildSlices = (b: OpenBuild, end: number, last: Line | null) => {
-    const key = b.line.key ?? '?';
+  const buildSlices = (b: OpenBuild, end: number, last: BuildEnd | null) => {
+    const key = b.line.key;
     out.push({ pid: b.pid, tid: b.tid, name: `build ${key.slice(0, 12)}`, cat: 'build', ph: 'X', ts: b.start, dur: end - b.start,
-      args: { ...b.base, key, recipe: b.line.recipe, commit: b.line.commit ?? null, outcome: last?.outcome ?? 'unfinished', ok: last?.ok ?? null, wait_ms: last?.wait_ms ?? null } });
+      args: { ...b.base, key, recipe: b.line.recipe, commit: b.line.commit, outcome: last?.outcome ?? 'unfinished', ok: last?.ok ?? null, wait_ms: last?.wait_ms ?? null } });
     if (b.wait === null) return;
-    const waitEnd = last?.wait_ms === undefined ? end : Math.min(end, b.wait.ts + Math.round(last.wait_ms * 1000));
+    const waitEnd = last === null ? end : Math.min(end, b.wait.ts + Math.round(last.wait_ms * 1000));
     out.push({ pid: b.pid, tid: b.tid, name: `wait for build lock${b.wait.position === null ? '' : ` #${b.wait.position}`}`, cat: 'build', ph: 'X', ts: b.wait.ts, dur: Math.max(0, waitEnd - b.wait.ts), args: { ...b.base, key, position: b.wait.position } });
   };
   for (const e of events) {
@@ -118,12 +100,13 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
     spans.set(key, span);
     const since = previous.get(key) ?? span.first;
     previous.set(key, ts);
-    const line = (typeof e.event === 'object' && e.event !== null ? e.event : {}) as Line;
+    const line = e.event;
+    if (line === null || typeof line !== 'object') continue;
     const base = { pid, tid, args: { block: e.block, attempt: e.attempt, epoch: e.epoch, committed: e.committed } };
     switch (line.type) {
       case 'rep': {
-        out.push({ ...base, name: `rep ${line.arm ?? '?'}`, cat: 'rep', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, mode: line.mode, backend: line.backend, steps: line.step_ms?.length ?? 0, median_step_ms: median(line.step_ms ?? []) } });
-        if (line.clocks) {
+        out.push({ ...base, name: `rep ${line.arm}`, cat: 'rep', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, mode: line.mode, backend: line.backend, steps: line.step_ms.length, median_step_ms: median(line.step_ms) } });
+        if ('clocks' in line && line.clocks) {
           for (const [at, reading] of [[since, line.clocks.start], [ts, line.clocks.end]] as const) {
             out.push({ pid, tid, name: 'clocks', ph: 'C', ts: at, args: { sm_mhz: reading.sm_mhz, mem_mhz: reading.mem_mhz } });
           }
@@ -131,35 +114,36 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
         break;
       }
       case 'gate':
-        out.push({ ...base, name: `gate identity ${line.arm ?? '?'}`, cat: 'gate', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, pass: line.pass } });
+        out.push({ ...base, name: `gate identity ${line.arm}`, cat: 'gate', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, pass: line.pass } });
         break;
       case 'capture': {
-        const dur = Math.round(((line.capture_ms ?? 0) + (line.instantiate_ms ?? 0)) * 1000);
+        const dur = line.ok ? Math.round((line.capture_ms + line.instantiate_ms) * 1000) : 0;
         const start = Math.max(since, ts - dur);
-        out.push({ ...base, name: `capture ${line.arm ?? '?'}`, cat: 'capture', ph: 'X', ts: start, dur: ts - start, args: { ...base.args, arm: line.arm, ok: line.ok, nodes: line.nodes ?? null, reason: line.reason ?? null } });
+        out.push({ ...base, name: `capture ${line.arm}`, cat: 'capture', ph: 'X', ts: start, dur: ts - start, args: { ...base.args, arm: line.arm, ok: line.ok, nodes: line.ok ? line.nodes : null, reason: line.ok ? null : line.reason } });
         break;
       }
       case 'worker': {
-        const build = `${key}/${line.key ?? ''}`;
+        const build = `${key}/${'key' in line ? line.key : ''}`;
         if (line.event === 'build-start') {
           builds.set(build, { pid, tid, start: ts, line, base: base.args, wait: null });
           break;
         }
         if (line.event === 'build-wait' || line.event === 'build-end') {
           const open = builds.get(build);
-          if (open && line.event === 'build-wait') open.wait = { ts, position: line.position ?? null };
+          if (open && line.event === 'build-wait') open.wait = { ts, position: line.position };
           if (open && line.event === 'build-end') {
             builds.delete(build);
             buildSlices(open, ts, line);
           }
           break;
         }
-        if (line.event === 'block-committed' || line.event === 'block-failed') span.outcome = line.event === 'block-committed' ? 'committed' : `failed: ${line.reason ?? ''}`;
-        if (line.event !== 'block-start') out.push({ ...base, name: line.event ?? 'worker', cat: 'worker', ph: 'i', s: 't', ts, args: { ...base.args, ...line } });
+        if (line.event === 'block-committed') span.outcome = 'committed';
+        else if (line.event === 'block-failed') span.outcome = `failed: ${line.reason}`;
+        if (line.event !== 'block-start') out.push({ ...base, name: line.event, cat: 'worker', ph: 'i', s: 't', ts, args: { ...base.args, ...line } });
         break;
       }
       case 'error':
-        out.push({ ...base, name: `error ${line.code ?? ''}`, cat: 'error', ph: 'i', s: 't', ts, args: { ...base.args, message: line.message } });
+        out.push({ ...base, name: `error ${line.code}`, cat: 'error', ph: 'i', s: 't', ts, args: { ...base.args, message: line.message } });
         break;
       default:
         break;

@@ -28,7 +28,10 @@ export function writeSimulatedResultsDir(dir: string, input: AnalysisInput, timi
     for (const r of reps) {
       const mean = r.step_ms.reduce((s, x) => s + x, 0) / r.step_ms.length;
       now += mean * (timing.warmup + r.step_ms.length);
-      entry(b.index, { v: 1, type: 'rep', id: `b${b.index}-a1-rep${r.position}`, arm: r.arm, warmup: timing.warmup, steps: r.step_ms.length, step_ms: r.step_ms });
+      entry(b.index, {
+        v: 1, type: 'rep', id: `b${b.index}-a1-rep${r.position}`, arm: r.arm, workload: 'decode', backend: 'cpu', mode: 'eager', warmup: timing.warmup, steps: r.step_ms.length, step_ms: r.step_ms,
+        launches_per_step: 1, dispatches_per_step: 1, collectives_per_step: 0, rank: 0, world: 1, nodes: null, hashes: [], unsupported: [], final: true,
+      });
     }
     entry(b.index, { v: 1, type: 'worker', event: 'block-committed', measured: reps.length, not_run: 0 });
   }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEvents } from '../../orchestrator/results/collect-results.ts';
-import { busyShareOfDir } from '../../orchestrator/stats/busy-share.ts';
+import { digestOfDir } from '../../orchestrator/results/event-digest.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
@@ -60,7 +60,7 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       for (const r of reps) assert.equal(typeof r.settle_ms, r.mode === 'graph' ? 'number' : 'object', `settle_ms of a ${r.mode} rep: ${r.settle_ms}`);
 
       writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
-      const rows = busyShareOfDir(dir);
+      const rows = (await digestOfDir(dir)).tables().busy;
       assert.equal(rows.length, 1);
       const row = rows[0]!;
       assert.equal(row.block, 0);

@@ -1,0 +1,58 @@
+/**
+ * What the results and the report need of an experiment's events, folded one event at a time as
+ * a reader streams them (from Redis page by page, or events.jsonl line by line): the ranks'
+ * table, the card time, the provenance's cards and clocks, the devices the committed hello lines
+ * named, and the counts. Memory holds the folds' state (the blocks in flight, one entry per card
+ * and per arm and rank), never the events: a record of millions of events is read in one pass.
+ */
+import { join } from 'node:path';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
+import { importJsonl } from '../../store/event-log.ts';
+import { ProvenanceFold } from '../report/provenance.ts';
+import { BusyShareFold, type BusyShareRow } from '../stats/busy-share.ts';
+import { RankSummaryFold, type RankRow } from '../stats/rank-summary.ts';
+import { RunTimingFold } from '../stats/run-timing.ts';
+
+/** The tables of report.md that come from the events (orchestrator/report/render-report-files.ts). */
+export interface EventTables {
+  ranks: RankRow[];
+  busy: BusyShareRow[];
+}
+
+export class EventDigest {
+  readonly provenance = new ProvenanceFold();
+  readonly timing = new RunTimingFold();
+  private readonly busy = new BusyShareFold();
+  private readonly ranks = new RankSummaryFold();
+  /** the devices the committed attempts' graphrt hello lines named */
+  readonly devices = new Set<string>();
+  total = 0;
+  committed = 0;
+
+  add = (e: StreamEvent): void => {
+    this.total++;
+    if (e.committed) {
+      this.committed++;
+      if (typeof e.event === 'object' && e.event?.type === 'hello' && e.event.backend !== 'command') this.devices.add(e.event.device);
+    }
+    this.busy.add(e);
+    this.ranks.add(e);
+    this.provenance.add(e);
+    this.timing.add(e);
+  };
+
+  tables(): EventTables {
+    return { ranks: this.ranks.result(), busy: this.busy.rows() };
+  }
+
+  static async of(events: AsyncIterable<StreamEvent> | Iterable<StreamEvent>): Promise<EventDigest> {
+    const d = new EventDigest();
+    for await (const e of events) d.add(e);
+    return d;
+  }
+}
+
+/** The digest of a results directory's events.jsonl, streamed line by line through the schema. */
+export async function digestOfDir(dir: string): Promise<EventDigest> {
+  return EventDigest.of(importJsonl(join(dir, 'events.jsonl')));
+}
