@@ -6,7 +6,7 @@
  * line); gate and rep spans on the rank's CLOCK_MONOTONIC (t_start_ns/t_end_ns). Shares: of leased.
  *   node --import tsx bench/h200/account.ts RESULTS_DIR
  */
-import { digestOfDir } from '../../orchestrator/results/event-digest.ts';
+import { digestOfDir } from '../../orchestrator/report/event-digest.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -52,7 +52,7 @@ export const planCommand = defineCommand({
 
 /** A results directory (or an id under --results), else the experiment from Redis by id. */
 async function readPrior(ref: string, root: string) {
-  const { priorRunFromDir, priorRunFromRedis } = await import('../../orchestrator/report/prior-run.ts');
+  const { priorRunFromDir, priorRunFromRedis } = await import('../../orchestrator/results/prior-run.ts');
   const fromDir = await priorRunFromDir(ref, root);
   if (fromDir !== null) return fromDir;
   if (ref.includes('/')) {

@@ -12,7 +12,17 @@ import { pct } from '../stats/format-number.ts';
 import { pairNoise, type PairNoise } from '../stats/pair-noise.ts';
 import { cheapestDesign, pairedPower, wallMs, type BlockCost, type Design } from '../stats/power.ts';
 import type { RunTiming } from '../stats/run-timing.ts';
-import type { PriorRun } from './prior-run.ts';
+import type { Analysis, PlanLike } from '../stats/types.ts';
+
+/** A run the power plan learns from: its noise (analysis) and its card time (timing); read by results/prior-run.ts. */
+export interface PriorRun {
+  /** the directory, or `redis:<id>` */
+  source: string;
+  experiment: string;
+  plan: PlanLike;
+  analysis: Analysis;
+  timing: RunTiming;
+}
 
 export interface PowerRow {
   /** relative effect, signed in the metric's better direction */

@@ -6,7 +6,7 @@
  */
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EventDigest } from '../results/event-digest.ts';
+import { EventDigest } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';

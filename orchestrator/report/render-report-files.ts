@@ -5,7 +5,7 @@
  * results and `orch report --from` both render through here, so a rebuilt directory is byte for
  * byte what the run wrote.
  */
-import type { EventTables } from '../results/event-digest.ts';
+import type { EventTables } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderBusyShare } from './render-busy-share.ts';
 import { renderCsv } from './render-csv.ts';

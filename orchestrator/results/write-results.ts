@@ -20,7 +20,7 @@ import { collectRecords, type CollectedRecords, type CollectedResults } from './
 import { provenanceOf } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
 import { exportJsonl } from '../../store/event-log.ts';
-import { EventDigest } from './event-digest.ts';
+import { EventDigest } from '../report/event-digest.ts';
 
 export const DEFAULT_ALPHA = 0.05;
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEvents } from '../../orchestrator/results/collect-results.ts';
-import { digestOfDir } from '../../orchestrator/results/event-digest.ts';
+import { digestOfDir } from '../../orchestrator/report/event-digest.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
-import { ProvenanceFold } from '../report/provenance.ts';
+import { ProvenanceFold } from './provenance.ts';
 import { BusyShareFold, type BusyShareRow } from '../stats/busy-share.ts';
 import { RankSummaryFold, type RankRow } from '../stats/rank-summary.ts';
 import { RunTimingFold } from '../stats/run-timing.ts';

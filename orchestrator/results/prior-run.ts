@@ -6,21 +6,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { analyzeRecords } from '../results/write-results.ts';
-import { collectRecords } from '../results/collect-results.ts';
-import { EventDigest } from '../results/event-digest.ts';
-import type { RunTiming } from '../stats/run-timing.ts';
-import type { Analysis, PlanLike } from '../stats/types.ts';
-import { readResultsDir } from './results-dir.ts';
+import { analyzeRecords } from './write-results.ts';
+import { collectRecords } from './collect-results.ts';
+import { EventDigest } from '../report/event-digest.ts';
+import type { PriorRun } from '../report/power-plan.ts';
+import { readResultsDir } from '../report/results-dir.ts';
 
-export interface PriorRun {
-  /** the directory, or `redis:<id>` */
-  source: string;
-  experiment: string;
-  plan: PlanLike;
-  analysis: Analysis;
-  timing: RunTiming;
-}
 
 /**
  * `ref` as a results directory when it is one's path (or an id under `root`); else null: the
