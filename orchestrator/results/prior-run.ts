@@ -10,6 +10,7 @@ import { analyzeRecords } from './write-results.ts';
 import { collectRecords } from './collect-results.ts';
 import { EventDigest } from '../report/event-digest.ts';
 import type { PriorRun } from '../report/power-plan.ts';
+import type { PlanLike } from '../stats/types.ts';
 import { readResultsDir } from '../report/results-dir.ts';
 
 
