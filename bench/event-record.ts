@@ -11,7 +11,7 @@
  * Needs node, redis-server on PATH (or ORCH_REDIS_SERVER); no graphrt, no network.
  *
  *   npm run bench -- event-record
- *   BENCH_EVENTS=3000000 BENCH_BASE=/work/old node --import tsx bench/event-record.ts
+ *   BENCH_EVENTS=3000000 BENCH_BASE=<worktree of the base commit> node --import tsx bench/event-record.ts
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -21,8 +21,10 @@ import { client } from '../test/utils/redis.ts';
 import { measureOrch, type MeasuredRun } from '../test/utils/measure-orch.ts';
 import { plantRecord } from '../test/utils/synthetic-record.ts';
 
-const N = Number(process.env.BENCH_EVENTS ?? 100_000);
-const base = process.env.BENCH_BASE ? resolve(process.env.BENCH_BASE) : null;
+// bench knobs, not orch's environment (cli/environment.ts lists orch's own)
+const env = process.env;
+const N = Number(env.BENCH_EVENTS ?? 100_000);
+const base = env.BENCH_BASE ? resolve(env.BENCH_BASE) : null;
 const trees: [string, string][] = [...(base ? [['base', base] as [string, string]] : []), ['this', process.cwd()]];
 
 const server = await startRedisServer();
