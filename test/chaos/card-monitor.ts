@@ -3,15 +3,17 @@
  * orch process:
  * - the card locks: /proc/locks (FLOCK entries) mapped by inode to the lock files of the lock
  *   directory, recording which pid held each card's lock and when it changed hands;
- * - the rank processes (fixture ranks, found by their command line: rank.mjs with --card-lock):
- *   two live ranks on one card at one sample is an overlap;
+ * - the rank processes (fixture ranks or graphrt, found by their command line: --card-lock with
+ *   a lock file of the lock directory): two live ranks on one card at one sample is an overlap;
  * - each rank's CPU time (/proc/<pid>/stat utime + stime), charged as unleased when its card has
  *   no live lease (store/lease-store.ts, read through a direct connection; while Redis does not
  *   answer, the expiry read last decides: a lease is live until it expires);
- * - every rank pid and process group seen, for the leftovers check after teardown.
+ * - every rank pid and process group seen, for the leftovers check after teardown;
+ * - the peak resident memory (VmHWM of /proc/<pid>/status: the kernel's high-water mark, so a
+ *   spike between two samples is not missed) of every rank and of each process given to watch().
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { cardLockPath } from '../../worker/block-executor.ts';
@@ -36,6 +38,20 @@ export interface MonitorReport {
   /** per lock file: the holders in order, with when they took it */
   lockHolders: Map<string, { pid: number; t: number }[]>;
   samples: number;
+  /** the highest VmHWM of any rank, MiB */
+  rankPeakMiB: number;
+  /** per watched label (e.g. "worker"), the highest VmHWM of its processes, MiB */
+  peakMiB: Map<string, number>;
+}
+
+/** VmHWM of `pid` in MiB; 0 when it is gone (or a zombie: it has no memory left). */
+export function peakRssMiB(pid: number): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 function rankProcs(lockDir: string): RankProc[] {
@@ -44,9 +60,12 @@ function rankProcs(lockDir: string): RankProc[] {
     if (!/^\d+$/.test(name)) continue;
     try {
       const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (!argv.some((a) => a.endsWith('rank.mjs'))) continue;
-      const lock = argv[argv.indexOf('--card-lock') + 1] ?? '';
-      if (!lock.startsWith(lockDir)) continue;
+      // a rank is whatever carries a card's lock flag: rank.mjs, graphrt. setpriv and rank.sh are
+      // the same pid a moment before their exec (rank.sh may still be refused the lock): not yet
+      if (['setpriv', 'bash', 'sh'].includes(basename(argv[0] ?? ''))) continue;
+      const at = argv.indexOf('--card-lock');
+      const lock = at >= 0 ? (argv[at + 1] ?? '') : '';
+      if (!lock.startsWith(`${lockDir}/`)) continue;
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       out.push({ pid: Number(name), pgid: Number(f[2]), lock, cpuS: (Number(f[11]) + Number(f[12])) / CLK_TCK, zombie: f[0] === 'Z' });
@@ -76,7 +95,9 @@ export class CardMonitor {
   private readonly expires = new Map<string, number>();
   private refreshing = false;
   private readonly lastCpu = new Map<number, number>();
-  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0 };
+  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
+  /** pid → label of the processes whose memory is watched besides the ranks */
+  private readonly watched = new Map<number, string>();
   private readonly pids = new Set<number>();
   private readonly pgids = new Set<number>();
 
@@ -108,6 +129,17 @@ export class CardMonitor {
     return this.report;
   }
 
+  /** Watches the peak memory of `pid` (its VmHWM, sampled with the ranks) under `label`. */
+  watch(pid: number, label: string): void {
+    this.watched.set(pid, label);
+    this.samplePeak(pid, label);
+  }
+
+  private samplePeak(pid: number, label: string): void {
+    const mib = peakRssMiB(pid);
+    if (mib > (this.report.peakMiB.get(label) ?? 0)) this.report.peakMiB.set(label, mib);
+  }
+
   /** The rank processes alive now (not zombies), read from /proc at the call. */
   liveRankPids(): number[] {
     return rankProcs(this.lockDir).flatMap((p) => (p.zombie ? [] : [p.pid]));
@@ -131,6 +163,7 @@ export class CardMonitor {
       this.pids.add(p.pid);
       this.pgids.add(p.pgid);
       if (p.zombie) continue;
+      this.report.rankPeakMiB = Math.max(this.report.rankPeakMiB, peakRssMiB(p.pid));
       byLock.set(p.lock, [...(byLock.get(p.lock) ?? []), p.pid]);
       const prev = this.lastCpu.get(p.pid) ?? 0;
       this.lastCpu.set(p.pid, p.cpuS);
@@ -138,6 +171,7 @@ export class CardMonitor {
       const live = card !== undefined && (this.expires.get(card) ?? 0) > now;
       if (!live) r.unleasedCpuS += p.cpuS - prev;
     }
+    for (const [pid, label] of this.watched) this.samplePeak(pid, label);
     for (const [lock, pids] of byLock) {
       if (pids.length > 1) {
         r.overlaps += 1;
