@@ -6,8 +6,11 @@
  * - the rank processes (fixture ranks or graphrt, found by their command line: --card-lock with
  *   a lock file of the lock directory): two live ranks on one card at one sample is an overlap;
  * - each rank's CPU time (/proc/<pid>/stat utime + stime), charged as unleased when its card has
- *   no live lease (store/lease-store.ts, read through a direct connection; while Redis does not
- *   answer, the expiry read last decides: a lease is live until it expires);
+ *   no live lease of the rank's own epoch (store/lease-store.ts, read through a direct
+ *   connection; while Redis does not answer, the lease read last decides: live until it
+ *   expires). A rank's epoch is the first live lease seen on its card while it runs (a rank
+ *   starts only once its gang is granted): a rank outliving its lease into the next grant of the
+ *   card runs under another epoch's lease, and that is unleased too;
  * - every rank pid and process group seen, for the leftovers check after teardown;
  * - the peak resident memory (VmHWM of /proc/<pid>/status: the kernel's high-water mark, so a
  *   spike between two samples is not missed) of every rank and of each process given to watch().
@@ -91,8 +94,10 @@ function flockHolders(): Map<number, number[]> {
 export class CardMonitor {
   private timer: NodeJS.Timeout | null = null;
   private readonly leases: LeaseStore;
-  /** lease card id → expiry (Redis clock ms) of the lease read last; 0: none */
-  private readonly expires = new Map<string, number>();
+  /** lease card id → the lease read last (expiry by Redis clock ms, epoch); absent: none */
+  private readonly lastRead = new Map<string, { expires: number; epoch: number }>();
+  /** rank pid → the epoch of the lease it runs under */
+  private readonly rankEpoch = new Map<number, number>();
   private refreshing = false;
   private readonly lastCpu = new Map<number, number>();
   private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
@@ -148,7 +153,13 @@ export class CardMonitor {
   private refreshLeases(): void {
     if (this.refreshing) return;
     this.refreshing = true;
-    void Promise.all(this.cards.map(async (c) => this.expires.set(c, (await this.leases.get(c))?.expires ?? 0)))
+    void Promise.all(
+      this.cards.map(async (c) => {
+        const l = await this.leases.get(c);
+        if (l === null) this.lastRead.delete(c);
+        else this.lastRead.set(c, { expires: l.expires, epoch: l.epoch });
+      }),
+    )
       .catch(() => undefined)
       .finally(() => (this.refreshing = false));
   }
@@ -168,8 +179,10 @@ export class CardMonitor {
       const prev = this.lastCpu.get(p.pid) ?? 0;
       this.lastCpu.set(p.pid, p.cpuS);
       const card = this.cards.find((c) => cardLockPath(this.lockDir, c) === p.lock);
-      const live = card !== undefined && (this.expires.get(card) ?? 0) > now;
-      if (!live) r.unleasedCpuS += p.cpuS - prev;
+      const lease = card === undefined ? undefined : this.lastRead.get(card);
+      const live = lease !== undefined && lease.expires > now;
+      if (live && !this.rankEpoch.has(p.pid)) this.rankEpoch.set(p.pid, lease.epoch);
+      if (!live || this.rankEpoch.get(p.pid) !== lease.epoch) r.unleasedCpuS += p.cpuS - prev;
     }
     for (const [pid, label] of this.watched) this.samplePeak(pid, label);
     for (const [lock, pids] of byLock) {
