@@ -177,7 +177,8 @@ async function refused(c: Ctx, jobId: string, why: RegExp): Promise<void> {
     const j = await c.queue().getJob(jobId);
     return j && (j.failedReason || j.finishedOn) ? j : null;
   }, { timeoutMs: 30_000 });
-  assert.match(job.failedReason ?? `it ran to its end: ${JSON.stringify(job.returnvalue)}`, why, `${jobId} refused`);
+  const got = job.failedReason ?? `it ran to its end: ${JSON.stringify(job.returnvalue)}`;
+  assert.match(got, why, `${jobId} was to be refused (${why}), got: ${got.slice(0, 200)}`);
 }
 
 const SCENARIOS: Scenario[] = [
