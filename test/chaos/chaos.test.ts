@@ -77,9 +77,10 @@ const PLANTED = new Map([['A', 2], ['B', 3]]);
  */
 const UNLEASED_CPU_S = TTL / 2000;
 /**
- * Peak resident memory (VmHWM) ceilings. The worker's: its own heap with a 1 MiB line buffer and
- * a 16 KiB event cap, whatever a rank prints (the 96 MiB line of the ci size held whole is
- * ~300 MiB more: buffers, their concatenation, its string). A fixture rank's: node itself.
+ * Peak resident memory (VmHWM) ceilings. The worker's (and an `orch serve` or `orch submit`
+ * process's): its own heap with a 1 MiB line buffer and a 16 KiB event cap, whatever a rank
+ * prints (the 96 MiB line of the ci size held whole is ~300 MiB more: buffers, their
+ * concatenation, its string). A fixture rank's: node itself.
  */
 const WORKER_MIB = 256;
 const RANK_MIB = 128;
@@ -100,6 +101,8 @@ interface Row {
   overlaps: number;
   unleasedCpuS: number;
   workerMiB: number;
+  /** `orch serve` and `orch submit` processes, where the scenario runs them (0: none) */
+  orchMiB: number;
   rankMiB: number;
   leftBehind: number;
   /** findings of the rep ledger and the scenario's own checks */
@@ -458,6 +461,7 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
     if (s.serves) {
       const env = { REDIS_URL: server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn' };
       for (let i = 0; i < 2; i++) ctx.serves.push(spawnOrch(['serve', '--leader-ttl', '1500', '--json'], env));
+      for (const x of ctx.serves) monitor.watch(x.child.pid!, 'orch');
       await waitFor('a leader', () => ctx.serves.some((x) => x.out().includes('"event":"leader"')), { timeoutMs: 60_000 });
     } else {
       ctx.sched = await startScheduler({ url: server.url, prefix, grantTtlMs: 3000, safetyPollMs: 300 });
@@ -465,6 +469,7 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
     if (s.cliSubmit) {
       writeFileSync(join(dir, 'chaos.yaml'), spec);
       ctx.submit = spawnOrch(['submit', join(dir, 'chaos.yaml'), '--results', join(dir, 'results')], { REDIS_URL: server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn' });
+      monitor.watch(ctx.submit.child.pid!, 'orch');
       ctx.id = await waitFor('orch submit printed the experiment id', () => /^experiment (\S+)/m.exec(ctx.submit!.out())?.[1], { timeoutMs: 30_000 });
     } else {
       ctx.id = await submitYaml(redis, prefix, dir, 'chaos', spec);
@@ -503,7 +508,7 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
 
   mark('torn down');
   const planned = plannedReps(ctx.exp!, 0).length * blocks;
-  const watchedRow = { overlaps: report.overlaps, unleasedCpuS: report.unleasedCpuS, workerMiB: report.peakMiB.get('worker') ?? 0, rankMiB: report.rankPeakMiB, leftBehind: left.length };
+  const watchedRow = { overlaps: report.overlaps, unleasedCpuS: report.unleasedCpuS, workerMiB: report.peakMiB.get('worker') ?? 0, orchMiB: report.peakMiB.get('orch') ?? 0, rankMiB: report.rankPeakMiB, leftBehind: left.length };
   let row: Row;
   if (s.dataLost) {
     assert.ok(lostReported);
@@ -535,12 +540,12 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
 }
 
 function line(r: Row): string {
-  return `${r.fault}: planned ${r.planned}, measured ${r.measured}, failed ${r.failed}${r.reasons ? ` (${r.reasons})` : ''}, measured twice ${r.twice}${r.resent ? ` (rep lines re-sent ${r.resent})` : ''}, misattributed ${r.misattributed}, overlaps ${r.overlaps}, unleased rank CPU ${r.unleasedCpuS.toFixed(2)} s, peak RSS worker ${r.workerMiB.toFixed(0)} MiB / rank ${r.rankMiB.toFixed(0)} MiB, left behind ${r.leftBehind}`;
+  return `${r.fault}: planned ${r.planned}, measured ${r.measured}, failed ${r.failed}${r.reasons ? ` (${r.reasons})` : ''}, measured twice ${r.twice}${r.resent ? ` (rep lines re-sent ${r.resent})` : ''}, misattributed ${r.misattributed}, overlaps ${r.overlaps}, unleased rank CPU ${r.unleasedCpuS.toFixed(2)} s, peak RSS worker ${r.workerMiB.toFixed(0)} MiB / rank ${r.rankMiB.toFixed(0)} MiB${r.orchMiB ? ` / orch ${r.orchMiB.toFixed(0)} MiB` : ''}, left behind ${r.leftBehind}`;
 }
 
 function table(rows: Row[]): string {
-  const head = '| fault | planned | measured | failed (reason) | measured twice | misattributed | overlaps | unleased rank CPU s | peak RSS worker / rank MiB | left behind |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
-  return [head, ...rows.map((r) => `| ${r.fault} | ${r.planned} | ${r.measured} | ${r.failed}${r.reasons ? ` (${r.reasons.replace(/\|/g, '\\|')})` : ''} | ${r.twice}${r.resent ? ` (re-sent ${r.resent})` : ''} | ${r.misattributed} | ${r.overlaps} | ${r.unleasedCpuS.toFixed(2)} | ${r.workerMiB.toFixed(0)} / ${r.rankMiB.toFixed(0)} | ${r.leftBehind} |`)].join('\n');
+  const head = '| fault | planned | measured | failed (reason) | measured twice | misattributed | overlaps | unleased rank CPU s | peak RSS worker / rank (/ orch) MiB | left behind |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+  return [head, ...rows.map((r) => `| ${r.fault} | ${r.planned} | ${r.measured} | ${r.failed}${r.reasons ? ` (${r.reasons.replace(/\|/g, '\\|')})` : ''} | ${r.twice}${r.resent ? ` (re-sent ${r.resent})` : ''} | ${r.misattributed} | ${r.overlaps} | ${r.unleasedCpuS.toFixed(2)} | ${r.workerMiB.toFixed(0)} / ${r.rankMiB.toFixed(0)}${r.orchMiB ? ` / ${r.orchMiB.toFixed(0)}` : ''} | ${r.leftBehind} |`)].join('\n');
 }
 
 describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
@@ -560,6 +565,7 @@ describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
       assert.equal(row.overlaps, 0, 'two processes on one card at once');
       assert.ok(row.unleasedCpuS <= UNLEASED_CPU_S, `unleased rank CPU ${row.unleasedCpuS.toFixed(2)} s is over ${UNLEASED_CPU_S} s (half a lease TTL of one core)`);
       assert.ok(row.workerMiB <= WORKER_MIB, `the worker's peak RSS ${row.workerMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
+      assert.ok(row.orchMiB <= WORKER_MIB, `an orch serve or submit process's peak RSS ${row.orchMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
       assert.ok(row.rankMiB <= RANK_MIB, `a rank's peak RSS ${row.rankMiB.toFixed(0)} MiB is over its ceiling of ${RANK_MIB} MiB`);
       assert.equal(row.leftBehind, 0, 'ranks or workers left behind');
       assert.equal(row.measured + row.failed, row.planned);
