@@ -8,9 +8,10 @@
  * - each rank's CPU time (/proc/<pid>/stat utime + stime), charged as unleased when its card has
  *   no live lease of the rank's own epoch (store/lease-store.ts, read through a direct
  *   connection; while Redis does not answer, the lease read last decides: live until it
- *   expires). A rank's epoch is the first live lease seen on its card while it runs (a rank
- *   starts only once its gang is granted): a rank outliving its lease into the next grant of the
- *   card runs under another epoch's lease, and that is unleased too;
+ *   expires). A rank's epoch is that of the first live lease of its card read after the rank was
+ *   first seen (a rank starts only once its gang is granted; a read begun before it may still
+ *   hold the card's previous lease): a rank outliving its lease into the next grant of the card
+ *   runs under another epoch's lease, and that is unleased too;
  * - every rank pid and process group seen, for the leftovers check after teardown;
  * - the peak resident memory (VmHWM of /proc/<pid>/status: the kernel's high-water mark, so a
  *   spike between two samples is not missed) of every rank and of each process given to watch().
@@ -94,10 +95,12 @@ function flockHolders(): Map<number, number[]> {
 export class CardMonitor {
   private timer: NodeJS.Timeout | null = null;
   private readonly leases: LeaseStore;
-  /** lease card id → the lease read last (expiry by Redis clock ms, epoch); absent: none */
-  private readonly lastRead = new Map<string, { expires: number; epoch: number }>();
+  /** lease card id → the lease read last (expiry by Redis clock ms, epoch, when the read began); absent: none */
+  private readonly lastRead = new Map<string, { expires: number; epoch: number; readAt: number }>();
   /** rank pid → the epoch of the lease it runs under */
   private readonly rankEpoch = new Map<number, number>();
+  /** rank pid → when a sample first saw it */
+  private readonly firstSeen = new Map<number, number>();
   private refreshing = false;
   private readonly lastCpu = new Map<number, number>();
   private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
@@ -153,11 +156,12 @@ export class CardMonitor {
   private refreshLeases(): void {
     if (this.refreshing) return;
     this.refreshing = true;
+    const readAt = Date.now();
     void Promise.all(
       this.cards.map(async (c) => {
         const l = await this.leases.get(c);
         if (l === null) this.lastRead.delete(c);
-        else this.lastRead.set(c, { expires: l.expires, epoch: l.epoch });
+        else this.lastRead.set(c, { expires: l.expires, epoch: l.epoch, readAt });
       }),
     )
       .catch(() => undefined)
@@ -181,8 +185,10 @@ export class CardMonitor {
       const card = this.cards.find((c) => cardLockPath(this.lockDir, c) === p.lock);
       const lease = card === undefined ? undefined : this.lastRead.get(card);
       const live = lease !== undefined && lease.expires > now;
-      if (live && !this.rankEpoch.has(p.pid)) this.rankEpoch.set(p.pid, lease.epoch);
-      if (!live || this.rankEpoch.get(p.pid) !== lease.epoch) r.unleasedCpuS += p.cpuS - prev;
+      if (!this.firstSeen.has(p.pid)) this.firstSeen.set(p.pid, now);
+      if (live && !this.rankEpoch.has(p.pid) && lease.readAt > (this.firstSeen.get(p.pid) as number)) this.rankEpoch.set(p.pid, lease.epoch);
+      const own = this.rankEpoch.get(p.pid);
+      if (!live || (own !== undefined && own !== lease.epoch)) r.unleasedCpuS += p.cpuS - prev;
     }
     for (const [pid, label] of this.watched) this.samplePeak(pid, label);
     for (const [lock, pids] of byLock) {
