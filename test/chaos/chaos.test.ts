@@ -155,6 +155,8 @@ interface Scenario {
   cliSubmit?: boolean;
   /** the experiment vanishes with Redis's data: the scheduler's report ends the scenario */
   dataLost?: boolean;
+  /** unleased rank CPU allowed, s (default UNLEASED_CPU_S) */
+  unleasedAllowS?: number;
   /** the scenario cannot run here (what is missing) */
   skip?: string | false;
   /** a known open hole (what is missing): the scenario runs, its failure is reported, not counted */
@@ -309,10 +311,12 @@ const SCENARIOS: Scenario[] = [
   {
     fault: 'a lease gone from Redis mid-rep (a revocation whose message was lost)',
     blocks: 2,
-    reps: 3,
+    // 4 reps an arm: the 4.9 s of reps left after the first are what a rank left running burns
+    reps: 4,
     repMs: LONG_REP_MS,
-    // the worker learns it at its next renew: up to one renew period (HB, half the TTL) of its
-    // rank's CPU is the design's, within UNLEASED_CPU_S
+    // the worker learns it at its next renew: up to one renew period (HB) of each rank's CPU is
+    // the design's (the full-size run measured 0.46 s for the two)
+    unleasedAllowS: (2 * HB) / 1000,
     async fault_(c) {
       await c.repAnswered();
       // both blocks' (one per card)
@@ -563,7 +567,8 @@ describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
       assert.equal(row.misattributed, 0, `reps stored under another request or arm: ${row.detail.join('; ')}`);
       assert.deepEqual(row.detail, [], 'the scenario\'s own checks');
       assert.equal(row.overlaps, 0, 'two processes on one card at once');
-      assert.ok(row.unleasedCpuS <= UNLEASED_CPU_S, `unleased rank CPU ${row.unleasedCpuS.toFixed(2)} s is over ${UNLEASED_CPU_S} s (half a lease TTL of one core)`);
+      const allowS = s.unleasedAllowS ?? UNLEASED_CPU_S;
+      assert.ok(row.unleasedCpuS <= allowS, `unleased rank CPU ${row.unleasedCpuS.toFixed(2)} s is over ${allowS} s${s.unleasedAllowS === undefined ? ' (half a lease TTL of one core)' : ''}`);
       assert.ok(row.workerMiB <= WORKER_MIB, `the worker's peak RSS ${row.workerMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
       assert.ok(row.orchMiB <= WORKER_MIB, `an orch serve or submit process's peak RSS ${row.orchMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
       assert.ok(row.rankMiB <= RANK_MIB, `a rank's peak RSS ${row.rankMiB.toFixed(0)} MiB is over its ceiling of ${RANK_MIB} MiB`);
