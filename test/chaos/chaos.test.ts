@@ -204,7 +204,16 @@ const SCENARIOS: Scenario[] = [
     fault: 'kill -9 of a rank',
     async fault_(c) {
       await c.measured(2);
-      process.kill(await c.rankPid(), 'SIGKILL');
+      // a rank found live may end (its block done) before the kill reaches it: then the next one
+      await waitFor('a live rank killed', async () => {
+        try {
+          process.kill(await c.rankPid(), 'SIGKILL');
+          return true;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+          throw err;
+        }
+      }, { timeoutMs: 20_000 });
     },
   },
   {
