@@ -37,6 +37,8 @@ export interface MonitorReport {
   overlaps: number;
   overlapDetail: string[];
   unleasedCpuS: number;
+  /** rank-seconds of wall time ranks were alive (not zombies) while unleased, burning or idle */
+  unleasedAliveS: number;
   rankPids: number[];
   rankPgids: number[];
   /** per lock file: the holders in order, with when they took it */
@@ -101,9 +103,10 @@ export class CardMonitor {
   private readonly rankEpoch = new Map<number, number>();
   /** rank pid → when a sample first saw it */
   private readonly firstSeen = new Map<number, number>();
+  private lastSampleAt = 0;
   private refreshing = false;
   private readonly lastCpu = new Map<number, number>();
-  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
+  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, unleasedAliveS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
   /** pid → label of the processes whose memory is watched besides the ranks */
   private readonly watched = new Map<number, string>();
   private readonly pids = new Set<number>();
@@ -172,6 +175,8 @@ export class CardMonitor {
     const r = this.report;
     r.samples += 1;
     const now = Date.now();
+    const dt = this.lastSampleAt === 0 ? 0 : (now - this.lastSampleAt) / 1000;
+    this.lastSampleAt = now;
     const procs = rankProcs(this.lockDir);
     const byLock = new Map<string, number[]>();
     for (const p of procs) {
@@ -188,7 +193,10 @@ export class CardMonitor {
       if (!this.firstSeen.has(p.pid)) this.firstSeen.set(p.pid, now);
       if (live && !this.rankEpoch.has(p.pid) && lease.readAt > (this.firstSeen.get(p.pid) as number)) this.rankEpoch.set(p.pid, lease.epoch);
       const own = this.rankEpoch.get(p.pid);
-      if (!live || (own !== undefined && own !== lease.epoch)) r.unleasedCpuS += p.cpuS - prev;
+      if (!live || (own !== undefined && own !== lease.epoch)) {
+        r.unleasedCpuS += p.cpuS - prev;
+        r.unleasedAliveS += dt;
+      }
     }
     for (const [pid, label] of this.watched) this.samplePeak(pid, label);
     for (const [lock, pids] of byLock) {

@@ -100,6 +100,7 @@ interface Row {
   misattributed: number;
   overlaps: number;
   unleasedCpuS: number;
+  unleasedAliveS: number;
   workerMiB: number;
   /** `orch serve` and `orch submit` processes, where the scenario runs them (0: none) */
   orchMiB: number;
@@ -155,6 +156,12 @@ interface Scenario {
   cliSubmit?: boolean;
   /** the experiment vanishes with Redis's data: the scheduler's report ends the scenario */
   dataLost?: boolean;
+  /**
+   * Rank-seconds a rank may stay alive unleased, asserted where the worker can act (it runs, its
+   * deadline fires): a rank left alive holds the card (its lock, a GPU's memory) even idle. Not
+   * asserted elsewhere: a stopped worker cannot end its ranks (they idle, no request comes).
+   */
+  unleasedAliveS?: number;
   /** unleased rank CPU allowed, s (default UNLEASED_CPU_S) */
   unleasedAllowS?: number;
   /** the scenario cannot run here (what is missing) */
@@ -228,6 +235,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     fault: 'Redis paused (SIGSTOP) past the lease TTL, mid-rep',
+    unleasedAliveS: UNLEASED_CPU_S,
     blocks: 2,
     reps: 3,
     repMs: LONG_REP_MS,
@@ -291,6 +299,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     fault: 'worker cut off from Redis (TCP proxy black hole), mid-rep',
+    unleasedAliveS: UNLEASED_CPU_S,
     viaProxy: true,
     blocks: 2,
     reps: 3,
@@ -304,6 +313,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     fault: 'worker cut off from Redis mid-rep, graphrt CPU ranks',
+    unleasedAliveS: UNLEASED_CPU_S,
     viaProxy: true,
     blocks: 2,
     reps: 3,
@@ -353,8 +363,8 @@ const SCENARIOS: Scenario[] = [
       // the scheduler's own grant over a payload with another arm's toggles
       const altered = { ...real, arms: real.arms.map((a) => ({ ...a, toggles: { ...a.toggles, graph: !a.toggles.graph } })) };
       await c.queue().add('block', altered, { jobId: `${c.id}.altered`, attempts: 1 });
-      await refused(c, `${c.id}.wrong-key`, /grant does not match the payload/);
-      await refused(c, `${c.id}.altered`, /grant does not match the payload/);
+      await refused(c, `${c.id}.wrong-key`, /the grant does not match the (payload|job)/);
+      await refused(c, `${c.id}.altered`, /the grant does not match the (payload|job)/);
     },
   },
   {
@@ -521,7 +531,7 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
 
   mark('torn down');
   const planned = plannedReps(ctx.exp!, 0).length * blocks;
-  const watchedRow = { overlaps: report.overlaps, unleasedCpuS: report.unleasedCpuS, workerMiB: report.peakMiB.get('worker') ?? 0, orchMiB: report.peakMiB.get('orch') ?? 0, rankMiB: report.rankPeakMiB, leftBehind: left.length };
+  const watchedRow = { overlaps: report.overlaps, unleasedCpuS: report.unleasedCpuS, unleasedAliveS: report.unleasedAliveS, workerMiB: report.peakMiB.get('worker') ?? 0, orchMiB: report.peakMiB.get('orch') ?? 0, rankMiB: report.rankPeakMiB, leftBehind: left.length };
   let row: Row;
   if (s.dataLost) {
     assert.ok(lostReported);
@@ -553,12 +563,12 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
 }
 
 function line(r: Row): string {
-  return `${r.fault}: planned ${r.planned}, measured ${r.measured}, failed ${r.failed}${r.reasons ? ` (${r.reasons})` : ''}, measured twice ${r.twice}${r.resent ? ` (rep lines re-sent ${r.resent})` : ''}, misattributed ${r.misattributed}, overlaps ${r.overlaps}, unleased rank CPU ${r.unleasedCpuS.toFixed(2)} s, peak RSS worker ${r.workerMiB.toFixed(0)} MiB / rank ${r.rankMiB.toFixed(0)} MiB${r.orchMiB ? ` / orch ${r.orchMiB.toFixed(0)} MiB` : ''}, left behind ${r.leftBehind}`;
+  return `${r.fault}: planned ${r.planned}, measured ${r.measured}, failed ${r.failed}${r.reasons ? ` (${r.reasons})` : ''}, measured twice ${r.twice}${r.resent ? ` (rep lines re-sent ${r.resent})` : ''}, misattributed ${r.misattributed}, overlaps ${r.overlaps}, unleased rank CPU ${r.unleasedCpuS.toFixed(2)} s (alive ${r.unleasedAliveS.toFixed(2)} s), peak RSS worker ${r.workerMiB.toFixed(0)} MiB / rank ${r.rankMiB.toFixed(0)} MiB${r.orchMiB ? ` / orch ${r.orchMiB.toFixed(0)} MiB` : ''}, left behind ${r.leftBehind}`;
 }
 
 function table(rows: Row[]): string {
-  const head = '| fault | planned | measured | failed (reason) | measured twice | misattributed | overlaps | unleased rank CPU s | peak RSS worker / rank (/ orch) MiB | left behind |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
-  return [head, ...rows.map((r) => `| ${r.fault} | ${r.planned} | ${r.measured} | ${r.failed}${r.reasons ? ` (${r.reasons.replace(/\|/g, '\\|')})` : ''} | ${r.twice}${r.resent ? ` (re-sent ${r.resent})` : ''} | ${r.misattributed} | ${r.overlaps} | ${r.unleasedCpuS.toFixed(2)} | ${r.workerMiB.toFixed(0)} / ${r.rankMiB.toFixed(0)}${r.orchMiB ? ` / ${r.orchMiB.toFixed(0)}` : ''} | ${r.leftBehind} |`)].join('\n');
+  const head = '| fault | planned | measured | failed (reason) | measured twice | misattributed | overlaps | unleased rank CPU s (alive s) | peak RSS worker / rank (/ orch) MiB | left behind |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+  return [head, ...rows.map((r) => `| ${r.fault} | ${r.planned} | ${r.measured} | ${r.failed}${r.reasons ? ` (${r.reasons.replace(/\|/g, '\\|')})` : ''} | ${r.twice}${r.resent ? ` (re-sent ${r.resent})` : ''} | ${r.misattributed} | ${r.overlaps} | ${r.unleasedCpuS.toFixed(2)} (${r.unleasedAliveS.toFixed(2)}) | ${r.workerMiB.toFixed(0)} / ${r.rankMiB.toFixed(0)}${r.orchMiB ? ` / ${r.orchMiB.toFixed(0)}` : ''} | ${r.leftBehind} |`)].join('\n');
 }
 
 describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
@@ -576,6 +586,7 @@ describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
       assert.equal(row.misattributed, 0, `reps stored under another request or arm: ${row.detail.join('; ')}`);
       assert.deepEqual(row.detail, [], 'the scenario\'s own checks');
       assert.equal(row.overlaps, 0, 'two processes on one card at once');
+      if (s.unleasedAliveS !== undefined) assert.ok(row.unleasedAliveS <= s.unleasedAliveS, `ranks alive unleased for ${row.unleasedAliveS.toFixed(2)} rank-s, over ${s.unleasedAliveS} s`);
       const allowS = s.unleasedAllowS ?? UNLEASED_CPU_S;
       assert.ok(row.unleasedCpuS <= allowS, `unleased rank CPU ${row.unleasedCpuS.toFixed(2)} s is over ${allowS} s${s.unleasedAllowS === undefined ? ' (half a lease TTL of one core)' : ''}`);
       assert.ok(row.workerMiB <= WORKER_MIB, `the worker's peak RSS ${row.workerMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
