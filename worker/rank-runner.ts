@@ -131,7 +131,7 @@ export function describeRankExit(e: RankExit): string {
 }
 
 /** The op's request id: unique inside the block attempt, echoed by graphrt on every line. */
-export function opId(job: BlockJob, kind: RankOp['op'], position: number): string {
+export function opId(job: Pick<BlockJob, 'block' | 'attempt'>, kind: RankOp['op'], position: number): string {
   return `b${job.block}-a${job.attempt}-${kind}${position}`;
 }
 

@@ -3,15 +3,21 @@
  * orch process:
  * - the card locks: /proc/locks (FLOCK entries) mapped by inode to the lock files of the lock
  *   directory, recording which pid held each card's lock and when it changed hands;
- * - the rank processes (fixture ranks, found by their command line: rank.mjs with --card-lock):
- *   two live ranks on one card at one sample is an overlap;
+ * - the rank processes (fixture ranks or graphrt, found by their command line: --card-lock with
+ *   a lock file of the lock directory): two live ranks on one card at one sample is an overlap;
  * - each rank's CPU time (/proc/<pid>/stat utime + stime), charged as unleased when its card has
- *   no live lease (store/lease-store.ts, read through a direct connection; while Redis does not
- *   answer, the expiry read last decides: a lease is live until it expires);
- * - every rank pid and process group seen, for the leftovers check after teardown.
+ *   no live lease of the rank's own epoch (store/lease-store.ts, read through a direct
+ *   connection; while Redis does not answer, the lease read last decides: live until it
+ *   expires). A rank's epoch is that of the first live lease of its card read after the rank was
+ *   first seen (a rank starts only once its gang is granted; a read begun before it may still
+ *   hold the card's previous lease): a rank outliving its lease into the next grant of the card
+ *   runs under another epoch's lease, and that is unleased too;
+ * - every rank pid and process group seen, for the leftovers check after teardown;
+ * - the peak resident memory (VmHWM of /proc/<pid>/status: the kernel's high-water mark, so a
+ *   spike between two samples is not missed) of every rank and of each process given to watch().
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { cardLockPath } from '../../worker/block-executor.ts';
@@ -31,11 +37,27 @@ export interface MonitorReport {
   overlaps: number;
   overlapDetail: string[];
   unleasedCpuS: number;
+  /** rank-seconds of wall time ranks were alive (not zombies) while unleased, burning or idle */
+  unleasedAliveS: number;
   rankPids: number[];
   rankPgids: number[];
   /** per lock file: the holders in order, with when they took it */
   lockHolders: Map<string, { pid: number; t: number }[]>;
   samples: number;
+  /** the highest VmHWM of any rank, MiB */
+  rankPeakMiB: number;
+  /** per watched label (e.g. "worker"), the highest VmHWM of its processes, MiB */
+  peakMiB: Map<string, number>;
+}
+
+/** VmHWM of `pid` in MiB; 0 when it is gone (or a zombie: it has no memory left). */
+export function peakRssMiB(pid: number): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 function rankProcs(lockDir: string): RankProc[] {
@@ -44,9 +66,12 @@ function rankProcs(lockDir: string): RankProc[] {
     if (!/^\d+$/.test(name)) continue;
     try {
       const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (!argv.some((a) => a.endsWith('rank.mjs'))) continue;
-      const lock = argv[argv.indexOf('--card-lock') + 1] ?? '';
-      if (!lock.startsWith(lockDir)) continue;
+      // a rank is whatever carries a card's lock flag: rank.mjs, graphrt. setpriv and rank.sh are
+      // the same pid a moment before their exec (rank.sh may still be refused the lock): not yet
+      if (['setpriv', 'bash', 'sh'].includes(basename(argv[0] ?? ''))) continue;
+      const at = argv.indexOf('--card-lock');
+      const lock = at >= 0 ? (argv[at + 1] ?? '') : '';
+      if (!lock.startsWith(`${lockDir}/`)) continue;
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       out.push({ pid: Number(name), pgid: Number(f[2]), lock, cpuS: (Number(f[11]) + Number(f[12])) / CLK_TCK, zombie: f[0] === 'Z' });
@@ -72,11 +97,18 @@ function flockHolders(): Map<number, number[]> {
 export class CardMonitor {
   private timer: NodeJS.Timeout | null = null;
   private readonly leases: LeaseStore;
-  /** lease card id → expiry (Redis clock ms) of the lease read last; 0: none */
-  private readonly expires = new Map<string, number>();
+  /** lease card id → the lease read last (expiry by Redis clock ms, epoch, when the read began); absent: none */
+  private readonly lastRead = new Map<string, { expires: number; epoch: number; readAt: number }>();
+  /** rank pid → the epoch of the lease it runs under */
+  private readonly rankEpoch = new Map<number, number>();
+  /** rank pid → when a sample first saw it */
+  private readonly firstSeen = new Map<number, number>();
+  private lastSampleAt = 0;
   private refreshing = false;
   private readonly lastCpu = new Map<number, number>();
-  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0 };
+  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, unleasedAliveS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
+  /** pid → label of the processes whose memory is watched besides the ranks */
+  private readonly watched = new Map<number, string>();
   private readonly pids = new Set<number>();
   private readonly pgids = new Set<number>();
 
@@ -108,6 +140,17 @@ export class CardMonitor {
     return this.report;
   }
 
+  /** Watches the peak memory of `pid` (its VmHWM, sampled with the ranks) under `label`. */
+  watch(pid: number, label: string): void {
+    this.watched.set(pid, label);
+    this.samplePeak(pid, label);
+  }
+
+  private samplePeak(pid: number, label: string): void {
+    const mib = peakRssMiB(pid);
+    if (mib > (this.report.peakMiB.get(label) ?? 0)) this.report.peakMiB.set(label, mib);
+  }
+
   /** The rank processes alive now (not zombies), read from /proc at the call. */
   liveRankPids(): number[] {
     return rankProcs(this.lockDir).flatMap((p) => (p.zombie ? [] : [p.pid]));
@@ -116,7 +159,14 @@ export class CardMonitor {
   private refreshLeases(): void {
     if (this.refreshing) return;
     this.refreshing = true;
-    void Promise.all(this.cards.map(async (c) => this.expires.set(c, (await this.leases.get(c))?.expires ?? 0)))
+    const readAt = Date.now();
+    void Promise.all(
+      this.cards.map(async (c) => {
+        const l = await this.leases.get(c);
+        if (l === null) this.lastRead.delete(c);
+        else this.lastRead.set(c, { expires: l.expires, epoch: l.epoch, readAt });
+      }),
+    )
       .catch(() => undefined)
       .finally(() => (this.refreshing = false));
   }
@@ -125,19 +175,30 @@ export class CardMonitor {
     const r = this.report;
     r.samples += 1;
     const now = Date.now();
+    const dt = this.lastSampleAt === 0 ? 0 : (now - this.lastSampleAt) / 1000;
+    this.lastSampleAt = now;
     const procs = rankProcs(this.lockDir);
     const byLock = new Map<string, number[]>();
     for (const p of procs) {
       this.pids.add(p.pid);
       this.pgids.add(p.pgid);
       if (p.zombie) continue;
+      this.report.rankPeakMiB = Math.max(this.report.rankPeakMiB, peakRssMiB(p.pid));
       byLock.set(p.lock, [...(byLock.get(p.lock) ?? []), p.pid]);
       const prev = this.lastCpu.get(p.pid) ?? 0;
       this.lastCpu.set(p.pid, p.cpuS);
       const card = this.cards.find((c) => cardLockPath(this.lockDir, c) === p.lock);
-      const live = card !== undefined && (this.expires.get(card) ?? 0) > now;
-      if (!live) r.unleasedCpuS += p.cpuS - prev;
+      const lease = card === undefined ? undefined : this.lastRead.get(card);
+      const live = lease !== undefined && lease.expires > now;
+      if (!this.firstSeen.has(p.pid)) this.firstSeen.set(p.pid, now);
+      if (live && !this.rankEpoch.has(p.pid) && lease.readAt > (this.firstSeen.get(p.pid) as number)) this.rankEpoch.set(p.pid, lease.epoch);
+      const own = this.rankEpoch.get(p.pid);
+      if (!live || (own !== undefined && own !== lease.epoch)) {
+        r.unleasedCpuS += p.cpuS - prev;
+        r.unleasedAliveS += dt;
+      }
     }
+    for (const [pid, label] of this.watched) this.samplePeak(pid, label);
     for (const [lock, pids] of byLock) {
       if (pids.length > 1) {
         r.overlaps += 1;
