@@ -5,11 +5,14 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { PackageJsonSchema } from '../jobs/package-json.ts';
+import { parseStored } from '../jobs/parse-stored.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export function orchVersion(root = ROOT): { version: string; commit: string } {
-  const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { version: string };
+  const file = `${root}package.json`;
+  const pkg = parseStored(PackageJsonSchema, readFileSync(file, 'utf8'), file);
   return { version: pkg.version, commit: gitCommit(root) ?? 'unknown' };
 }
 

@@ -3,14 +3,22 @@
  * rows (one per spec and comparison). Everything a nightly writes or `orch nightly status|history`
  * and `orch status` read goes through here; the SQL is the same for SQLite and PostgreSQL.
  */
+import { z } from 'zod';
+import { parseStored } from '../jobs/parse-stored.ts';
 import type { SqlDb } from './sql-db.ts';
 
 export type RunState = 'running' | 'done' | 'invalid' | 'failed';
 
-export interface SubmittedSpec {
-  file: string;
-  experiment: string;
-}
+export const SubmittedSpecSchema = z.object({
+  file: z.string(),
+  experiment: z.string(),
+});
+export type SubmittedSpec = z.infer<typeof SubmittedSpecSchema>;
+
+/** The JSON columns, each through its schema as it is read back. */
+const SubmittedSpecsSchema = z.array(SubmittedSpecSchema);
+const NamesSchema = z.array(z.string());
+const CommitsSchema = z.record(z.string(), z.string());
 
 export interface NightlyRun {
   id: string;
@@ -210,7 +218,7 @@ type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'c
 };
 
 function toRun(r: RawRun): NightlyRun {
-  return { ...r, experiments: JSON.parse(r.experiments || '[]') as SubmittedSpec[], orch_dirty: bool(r.orch_dirty) };
+  return { ...r, experiments: parseStored(SubmittedSpecsSchema, r.experiments || '[]', `nightly_runs ${r.id} column experiments`), orch_dirty: bool(r.orch_dirty) };
 }
 
 function bool(v: number | null | undefined): boolean | null {
@@ -222,10 +230,15 @@ function toRow(r: RawRow): NightlyRow {
     ...r,
     aa_pass: bool(r.aa_pass),
     gates_pass: bool(r.gates_pass),
-    cards: JSON.parse(r.cards ?? '[]') as string[],
-    hosts: JSON.parse(r.hosts ?? '[]') as string[],
-    commits: JSON.parse(r.commits ?? '{}') as Record<string, string>,
+    cards: parseStored(NamesSchema, r.cards ?? '[]', `${rowAt(r)} column cards`),
+    hosts: parseStored(NamesSchema, r.hosts ?? '[]', `${rowAt(r)} column hosts`),
+    commits: parseStored(CommitsSchema, r.commits ?? '{}', `${rowAt(r)} column commits`),
   };
+}
+
+/** Where a nightly row rests, for an error about one of its columns. */
+function rowAt(r: RawRow): string {
+  return `nightly_rows of run ${r.run_id} (spec ${r.spec_file}, arm ${r.arm || '-'})`;
 }
 
 function toColumn(v: unknown): unknown {

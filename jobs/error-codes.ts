@@ -124,6 +124,7 @@ export const ERROR_CODES = {
   RANK_ANSWERED_ERROR: { kind: 'deterministic', meaning: 'a rank answered a rep or gate with an error line' },
   BLOCK_ALREADY_COMMITTED: { kind: 'deterministic', meaning: "another attempt already committed this block; this attempt's results are refused" },
   RANK_PROTOCOL: { kind: 'deterministic', meaning: 'a rank broke the protocol: a line failing its schema, longer than MAX_RANK_LINE_BYTES, or answering another request' },
+  STORED_RECORD_INVALID: { kind: 'deterministic', meaning: 'a record at rest (a Redis field, a file orch wrote, a reply of one of its Lua scripts) is not JSON or does not match its schema: the message names the key or file and the schema path', hint: 'the record was written by hand or by another orch version: delete the key (or file) or rewrite it as the schema says' },
   RESULT_MALFORMED: { kind: 'deterministic', meaning: 'a committed result in Redis does not match its schema (jobs/rep-result.ts, jobs/gate-result.ts)' },
   GRAPHRT_PROTOCOL: { kind: 'deterministic', meaning: 'graphrt wrote a line that is not a protocol line (a version skew)', hint: 'npm run build' },
   BLOCK_PAYLOAD_INVALID: { kind: 'bug', meaning: 'a block job payload does not match jobs/block-job.ts' },

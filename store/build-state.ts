@@ -13,20 +13,26 @@
  * order; the kernel does not promise FIFO wake-ups, so a position is an estimate.
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { parseStored } from '../jobs/parse-stored.ts';
 import { orchKeys, type BuildKeys } from './keys.ts';
 
 export const BUILD_STATE_TTL_MS = 15_000;
 const DURATIONS_KEPT = 20;
 
+/** One build request, as a waiter key holds it. */
+export const BuildRequestInfoSchema = z.object({
+  id: z.string(),
+  key: z.string(),
+  recipe: z.string(),
+  experiment: z.string(),
+  pid: z.int(),
+  since: z.number(),
+});
+export type BuildRequestInfo = z.infer<typeof BuildRequestInfoSchema>;
 
-export interface BuildRequestInfo {
-  id: string;
-  key: string;
-  recipe: string;
-  experiment: string;
-  pid: number;
-  since: number;
-}
+/** One entry of a recipe's durations list (the readers use ms and ok). */
+const BuildDurationSchema = z.object({ ms: z.number().nonnegative(), ok: z.boolean(), key: z.string().optional(), host: z.string().optional(), at: z.number().optional() });
 
 /** Writes one request's part of the view; every call is best effort (see BuildCache). */
 export class BuildStateMirror {
@@ -122,8 +128,9 @@ export interface HostBuildState {
 }
 
 async function pastBuilds(redis: Redis, k: BuildKeys, recipe: string): Promise<PastBuilds> {
-  const raw = await redis.lrange(k.durations(recipe), 0, -1);
-  const ok = raw.map((s) => JSON.parse(s) as { ms: number; ok: boolean }).filter((d) => d.ok).map((d) => d.ms);
+  const key = k.durations(recipe);
+  const raw = await redis.lrange(key, 0, -1);
+  const ok = raw.map((s, i) => parseStored(BuildDurationSchema, s, `${key} entry ${i}`)).filter((d) => d.ok).map((d) => d.ms);
   if (ok.length === 0) return { n: 0, median_ms: null, last_ms: null };
   const sorted = [...ok].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -153,7 +160,7 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
         stale.push(ids[i]!);
         continue;
       }
-      const w = JSON.parse(raw) as BuildRequestInfo;
+      const w = parseStored(BuildRequestInfoSchema, raw, k.waiter(host, ids[i]!));
       waiters.push({ position: waiters.length + 1, key: w.key, experiment: w.experiment, pid: w.pid, since: w.since, waited_ms: Math.max(0, now - w.since), past: await pastBuilds(redis, k, w.recipe) });
     }
     if (stale.length > 0) await redis.zrem(k.waiters(host), ...stale);

@@ -10,6 +10,8 @@
  * A notice is not a change of state (the cancel itself is experiment-cancel.lua): one PUBLISH.
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { describeIssues } from '../jobs/schema-issues.ts';
 import type { RevokeMessage } from './lease-store.ts';
 import { orchKeys } from './keys.ts';
 
@@ -28,11 +30,18 @@ export async function publishCancel(redis: Redis, prefix: string, part: { cards:
   return Number(await redis.publish(orchKeys(prefix).leaseRevoked, JSON.stringify(notice)));
 }
 
+/** What the channel carries: a cancel notice, or (no kind) revoke-gang.lua's revocation. */
+const LeaseChannelMessageSchema = z.object({
+  kind: z.literal('cancel').optional(),
+  cards: z.array(z.string()),
+  epochs: z.array(z.number()),
+  reason: z.string(),
+});
+
 /** A message of the revoke channel: a cancel notice, or (no kind) revoke-gang.lua's revocation. */
 export function parseLeaseChannelMessage(raw: string): LeaseChannelMessage {
-  const m = JSON.parse(raw) as Partial<CancelNotice> & RevokeMessage;
-  if (!Array.isArray(m.cards) || !Array.isArray(m.epochs) || typeof m.reason !== 'string') {
-    throw new Error('not a revocation or cancel notice: it needs cards, epochs and reason');
-  }
-  return m.kind === 'cancel' ? { kind: 'cancel', cards: m.cards, epochs: m.epochs.map(Number), reason: m.reason } : { kind: 'revoke', cards: m.cards, epochs: m.epochs, reason: m.reason };
+  const r = LeaseChannelMessageSchema.safeParse(JSON.parse(raw));
+  if (!r.success) throw new Error(`not a revocation or cancel notice (it needs cards, epochs and reason): ${describeIssues(r.error)}`);
+  const { kind, cards, epochs, reason } = r.data;
+  return kind === 'cancel' ? { kind, cards, epochs, reason } : { kind: 'revoke', cards, epochs, reason };
 }

@@ -9,7 +9,9 @@
  * per host), so it is a MULTI, not a script; leases (lease-store.ts) are what is contended.
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { CardSchema, type Card } from '../jobs/card.ts';
+import { parseStored } from '../jobs/parse-stored.ts';
 import type { Capability } from '../jobs/worker-capabilities.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 
@@ -22,6 +24,9 @@ export interface HostInfo {
   started: number | null;
   cards: string[];
 }
+
+/** The `cards` field of a host's hash: the ids it registered, in its order. */
+const CardIdsSchema = z.array(z.string().min(1));
 
 export class CardRegistry {
   readonly keys: OrchKeys;
@@ -107,13 +112,14 @@ export class CardRegistry {
   }
 
   async hostInfo(host: string): Promise<HostInfo> {
-    const [h, alive] = await Promise.all([this.redis.hgetall(this.keys.host(host)), this.redis.exists(this.keys.hostAlive(host))]);
+    const key = this.keys.host(host);
+    const [h, alive] = await Promise.all([this.redis.hgetall(key), this.redis.exists(this.keys.hostAlive(host))]);
     return {
       host,
       alive: alive === 1,
       pid: h.pid ? Number(h.pid) : null,
       started: h.started ? Number(h.started) : null,
-      cards: h.cards ? (JSON.parse(h.cards) as string[]) : [],
+      cards: h.cards ? parseStored(CardIdsSchema, h.cards, `${key} field cards`) : [],
     };
   }
 }

@@ -7,6 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { parseStored } from '../jobs/parse-stored.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 
 export const HostBuildsSchema = z.object({
@@ -50,12 +51,13 @@ export class ExperimentBuildStore {
   }
 
   async read(id: string): Promise<ExperimentBuilds> {
-    const raw = await this.redis.hgetall(this.keys.builds(id));
+    const key = this.keys.builds(id);
+    const raw = await this.redis.hgetall(key);
     const hosts = new Map<string, HostBuilds>();
     let failed: BuildFailure | null = null;
     for (const [field, json] of Object.entries(raw)) {
-      if (field === FAILED) failed = BuildFailureSchema.parse(JSON.parse(json));
-      else hosts.set(field, HostBuildsSchema.parse(JSON.parse(json)));
+      if (field === FAILED) failed = parseStored(BuildFailureSchema, json, `${key} field ${field}`);
+      else hosts.set(field, parseStored(HostBuildsSchema, json, `${key} field ${field}`));
     }
     return { hosts, failed };
   }
@@ -70,7 +72,8 @@ export class ExperimentBuildStore {
   }
 
   async failure(id: string): Promise<BuildFailure | null> {
-    const raw = await this.redis.hget(this.keys.builds(id), FAILED);
-    return raw === null ? null : BuildFailureSchema.parse(JSON.parse(raw));
+    const key = this.keys.builds(id);
+    const raw = await this.redis.hget(key, FAILED);
+    return raw === null ? null : parseStored(BuildFailureSchema, raw, `${key} field ${FAILED}`);
   }
 }

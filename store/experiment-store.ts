@@ -7,13 +7,17 @@
  * `waiting`), then only by the scheduler leader, and by `orch cancel` (state → cancelling).
  */
 import type { Redis } from 'ioredis';
-import type { Spec } from '../jobs/spec.ts';
+import { z } from 'zod';
+import { checkStored, parseStored } from '../jobs/parse-stored.ts';
+import { PlanSchema } from '../jobs/plan-schema.ts';
+import { SpecSchema, type Spec } from '../jobs/spec.ts';
 import type { Plan } from '../jobs/plan.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
 export const EXPERIMENT_STATES = ['queued', 'running', 'cancelling', 'done', 'failed', 'cancelled'] as const;
 export type ExperimentState = (typeof EXPERIMENT_STATES)[number];
+const ExperimentStateSchema = z.enum(EXPERIMENT_STATES);
 export const TERMINAL_EXPERIMENT_STATES: ReadonlySet<ExperimentState> = new Set(['done', 'failed', 'cancelled']);
 
 export interface ExperimentRecord {
@@ -35,37 +39,41 @@ export interface ExperimentRecord {
   reason: string | null;
 }
 
-export type BlockPhase = 'waiting' | 'running' | 'done' | 'failed' | 'cancelled';
+export const BLOCK_PHASES = ['waiting', 'running', 'done', 'failed', 'cancelled'] as const;
+export type BlockPhase = (typeof BLOCK_PHASES)[number];
 export const TERMINAL_BLOCK_PHASES: ReadonlySet<BlockPhase> = new Set(['done', 'failed', 'cancelled']);
 
-export interface BlockState {
-  block: number;
-  phase: BlockPhase;
-  /** the attempt running or last run; 0 before the first grant */
-  attempt: number;
-  /** the leased gang of the current attempt: one part per host, each with its own epoch */
-  gang: GangPart[];
-  /** why it is waiting (set by the scheduler at each grant pass) */
-  why: string | null;
-  /** why it ended failed or cancelled, or why the last attempt was lost */
-  reason: string | null;
-  expected_ms: number | null;
-  granted_at: number | null;
-  ended_at: number | null;
-  /** every attempt with how it ended: the audit trail of re-dispatches */
-  attempts: { attempt: number; gang: GangPart[]; outcome: string; reason?: string }[];
-}
-
 /** One host's share of a block's gang: one host job, one lease epoch. */
-export interface GangPart {
-  host: string;
-  cards: string[];
-  epoch: number;
-  job: string;
+export const GangPartSchema = z.strictObject({
+  host: z.string().min(1),
+  cards: z.array(z.string().min(1)),
+  epoch: z.int().min(0),
+  job: z.string(),
   /** a gang across hosts: its ranks in all, and this part's first (rank order: the parts' order) */
-  world?: number;
-  first_rank?: number;
-}
+  world: z.int().min(1).optional(),
+  first_rank: z.int().min(0).optional(),
+});
+export type GangPart = z.infer<typeof GangPartSchema>;
+
+/** A block's scheduling state, the value of its field in the blocks hash. */
+export const BlockStateSchema = z.strictObject({
+  block: z.int().min(0),
+  phase: z.enum(BLOCK_PHASES),
+  /** the attempt running or last run; 0 before the first grant */
+  attempt: z.int().min(0),
+  /** the leased gang of the current attempt: one part per host, each with its own epoch */
+  gang: z.array(GangPartSchema),
+  /** why it is waiting (set by the scheduler at each grant pass) */
+  why: z.string().nullable(),
+  /** why it ended failed or cancelled, or why the last attempt was lost */
+  reason: z.string().nullable(),
+  expected_ms: z.number().nullable(),
+  granted_at: z.number().nullable(),
+  ended_at: z.number().nullable(),
+  /** every attempt with how it ended: the audit trail of re-dispatches */
+  attempts: z.array(z.strictObject({ attempt: z.int().min(0), gang: z.array(GangPartSchema), outcome: z.string(), reason: z.string().optional() })),
+});
+export type BlockState = z.infer<typeof BlockStateSchema>;
 
 export function initialBlockState(block: number): BlockState {
   return {
@@ -85,11 +93,20 @@ export function initialBlockState(block: number): BlockState {
 /** A compare-and-set on a block: written, or refused with the state stored now (null: none). */
 export type BlockWrite = { written: true } | { written: false; current: BlockState | null };
 
-function blockWrite(reply: [number, string?]): BlockWrite {
-  if (reply[0] === 1) return { written: true };
-  const raw = reply[1] ?? '';
-  return { written: false, current: raw === '' ? null : (JSON.parse(raw) as BlockState) };
+/** The reply of block-transition.lua and block-begin-attempt.lua: { 1 } or { 0, current JSON ('' when absent) }. */
+const BlockWriteReplySchema = z.union([z.tuple([z.literal(1)]), z.tuple([z.literal(0), z.string()])]);
+
+/** Decodes a compare-and-set's reply from `script`; the refused state comes back parsed. */
+export function decodeBlockWrite(reply: unknown, script: string, where: string): BlockWrite {
+  const r = checkStored(BlockWriteReplySchema, reply, `reply of store/lua/${script}.lua`);
+  if (r[0] === 1) return { written: true };
+  return { written: false, current: r[1] === '' ? null : parseStored(BlockStateSchema, r[1], where) };
 }
+
+/** experiment-states.lua: one state per key, null where the experiment is gone. */
+const StatesReplySchema = z.array(ExperimentStateSchema.nullable());
+/** experiment-cancel.lua: the state after the call, null when the experiment does not exist. */
+const CancelReplySchema = ExperimentStateSchema.nullable();
 
 export class ExperimentStore {
   readonly keys;
@@ -114,19 +131,20 @@ export class ExperimentStore {
   }
 
   async get(id: string): Promise<ExperimentRecord | null> {
-    const h = await this.redis.hgetall(this.keys.exp(id));
+    const key = this.keys.exp(id);
+    const h = await this.redis.hgetall(key);
     if (!h.hash || !h.plan || !h.spec_json) return null;
     return {
       id,
       name: h.name ?? id,
       hash: h.hash,
-      state: (h.state ?? 'queued') as ExperimentState,
+      state: checkStored(ExperimentStateSchema, h.state ?? 'queued', `${key} field state`),
       created: Number(h.created ?? 0),
       seq: Number(h.seq ?? 0),
       priority: Number(h.priority ?? 0),
       specText: h.spec ?? '',
-      spec: JSON.parse(h.spec_json) as Spec,
-      plan: JSON.parse(h.plan) as Plan,
+      spec: parseStored(SpecSchema, h.spec_json, `${key} field spec_json`),
+      plan: parseStored(PlanSchema, h.plan, `${key} field plan`),
       file: h.file ?? '',
       submitSignature: h.submit_sig || null,
       ended: h.ended ? Number(h.ended) : null,
@@ -135,14 +153,14 @@ export class ExperimentStore {
   }
 
   async state(id: string): Promise<ExperimentState | null> {
-    return (await this.redis.hget(this.keys.exp(id), 'state')) as ExperimentState | null;
+    const key = this.keys.exp(id);
+    return checkStored(ExperimentStateSchema.nullable(), await this.redis.hget(key, 'state'), `${key} field state`);
   }
 
   /** The states of several experiments in one call (null where one is gone), in the order of `ids`. */
   async states(ids: string[]): Promise<(ExperimentState | null)[]> {
     if (ids.length === 0) return [];
-    const reply = (await runScript(this.redis, 'experiment-states', ids.map((id) => this.keys.exp(id)), [])) as (string | null)[];
-    return reply.map((s) => (s ? (s as ExperimentState) : null));
+    return checkStored(StatesReplySchema, await runScript(this.redis, 'experiment-states', ids.map((id) => this.keys.exp(id)), []), 'reply of store/lua/experiment-states.lua');
   }
 
   /** Moves to `state` unless the experiment already ended or is being cancelled. */
@@ -156,19 +174,21 @@ export class ExperimentStore {
 
   /** Marks the experiment cancelling; false when it already ended. */
   async requestCancel(id: string, reason: string): Promise<ExperimentState | null> {
-    return (await runScript(this.redis, 'experiment-cancel', [this.keys.exp(id)], [reason])) as ExperimentState | null;
+    return checkStored(CancelReplySchema, await runScript(this.redis, 'experiment-cancel', [this.keys.exp(id)], [reason]), 'reply of store/lua/experiment-cancel.lua');
   }
 
   async blocks(id: string): Promise<BlockState[]> {
-    const h = await this.redis.hgetall(this.sched.blocks(id));
-    return Object.values(h)
-      .map((v) => JSON.parse(v) as BlockState)
+    const key = this.sched.blocks(id);
+    const h = await this.redis.hgetall(key);
+    return Object.entries(h)
+      .map(([field, v]) => parseStored(BlockStateSchema, v, `${key} field ${field}`))
       .sort((a, b) => a.block - b.block);
   }
 
   async block(id: string, block: number): Promise<BlockState | null> {
-    const v = await this.redis.hget(this.sched.blocks(id), String(block));
-    return v ? (JSON.parse(v) as BlockState) : null;
+    const key = this.sched.blocks(id);
+    const v = await this.redis.hget(key, String(block));
+    return v ? parseStored(BlockStateSchema, v, `${key} field ${block}`) : null;
   }
 
   /**
@@ -177,8 +197,9 @@ export class ExperimentStore {
    * written and the stored state comes back, for the caller to act on instead.
    */
   async transitionBlock(id: string, from: Pick<BlockState, 'phase' | 'attempt'>, to: BlockState): Promise<BlockWrite> {
-    const reply = (await runScript(this.redis, 'block-transition', [this.sched.blocks(id)], [String(to.block), from.phase, from.attempt, JSON.stringify(to)])) as [number, string?];
-    return blockWrite(reply);
+    const key = this.sched.blocks(id);
+    const reply = await runScript(this.redis, 'block-transition', [key], [String(to.block), from.phase, from.attempt, JSON.stringify(to)]);
+    return decodeBlockWrite(reply, 'block-transition', `${key} field ${to.block}`);
   }
 
   /**
@@ -186,8 +207,9 @@ export class ExperimentStore {
    * (waiting, N) (store/lua/block-begin-attempt.lua), and moves the experiment to running.
    */
   async beginAttempt(id: string, waitingAttempt: number, to: BlockState): Promise<BlockWrite> {
-    const reply = (await runScript(this.redis, 'block-begin-attempt', [this.sched.blocks(id), this.keys.exp(id)], [String(to.block), waitingAttempt, JSON.stringify(to)])) as [number, string?];
-    return blockWrite(reply);
+    const key = this.sched.blocks(id);
+    const reply = await runScript(this.redis, 'block-begin-attempt', [key, this.keys.exp(id)], [String(to.block), waitingAttempt, JSON.stringify(to)]);
+    return decodeBlockWrite(reply, 'block-begin-attempt', `${key} field ${to.block}`);
   }
 
   /**

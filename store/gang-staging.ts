@@ -10,6 +10,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { GateResultSchema } from '../jobs/gate-result.ts';
+import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { RepResultSchema } from '../jobs/rep-result.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 import type { CommitGate, CommitRep } from './result-store.ts';
@@ -36,6 +37,16 @@ export interface StagedPart {
 
 export type StageResult = { staged: true } | { staged: false; card: string; holder: number | null };
 
+/** stage-part.lua's reply: { 1 } staged, or { 0, i, epoch held ('' when gone) } from its lease fence. */
+const StagePartReplySchema = z.union([z.tuple([z.literal(1)]), z.tuple([z.literal(0), z.int().min(1), z.string()])]);
+
+/** Decodes stage-part.lua's reply for a part of `cards`. */
+export function decodeStagePart(reply: unknown, cards: string[]): StageResult {
+  const r = checkStored(StagePartReplySchema, reply, 'reply of store/lua/stage-part.lua');
+  if (r[0] === 1) return { staged: true };
+  return { staged: false, card: cards[r[1] - 1] ?? '?', holder: r[2] === '' ? null : Number(r[2]) };
+}
+
 export class GangStaging {
   readonly keys: OrchKeys;
 
@@ -59,20 +70,20 @@ export class GangStaging {
   /** Stages a part's results; refused when its leases are not held under `epoch`. */
   async stage(ref: AttemptRef, epoch: number, part: StagedPart, ttlMs: number): Promise<StageResult> {
     const json = JSON.stringify(StagedPartSchema.parse(part));
-    const reply = (await runScript(
+    const reply = await runScript(
       this.redis,
       'stage-part',
       [this.keys.staged(ref.experiment, ref.block, ref.attempt), ...part.cards.map((c) => this.keys.lease(c))],
       [epoch, part.host, json, Math.ceil(ttlMs)],
-    )) as [number, number?, string?];
-    if (reply[0] === 1) return { staged: true };
-    return { staged: false, card: part.cards[Number(reply[1]) - 1] ?? '?', holder: reply[2] ? Number(reply[2]) : null };
+    );
+    return decodeStagePart(reply, part.cards);
   }
 
   /** Every part staged for the attempt so far. */
   async staged(ref: AttemptRef): Promise<StagedPart[]> {
-    const all = await this.redis.hgetall(this.keys.staged(ref.experiment, ref.block, ref.attempt));
-    return Object.values(all).map((raw) => StagedPartSchema.parse(JSON.parse(raw)));
+    const key = this.keys.staged(ref.experiment, ref.block, ref.attempt);
+    const all = await this.redis.hgetall(key);
+    return Object.entries(all).map(([host, raw]) => parseStored(StagedPartSchema, raw, `${key} field ${host}`));
   }
 
   /** The attempt's keys, once its block is committed or failed. */

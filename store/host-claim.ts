@@ -15,7 +15,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { UserInputError } from '../jobs/errors.ts';
+import { checkStored } from '../jobs/parse-stored.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
@@ -25,6 +27,9 @@ export interface ClaimHolder {
   machine: string;
   started: number;
 }
+
+/** host-claim.lua: { 1 } held, or { 0, pid, machine, started } of the holder (as stored: strings). */
+const HostClaimReplySchema = z.union([z.tuple([z.literal(1)]), z.tuple([z.literal(0), z.string(), z.string(), z.string()])]);
 
 export class HostClaim {
   private readonly key: string;
@@ -41,9 +46,9 @@ export class HostClaim {
 
   /** Takes or keeps the claim for ttlMs; the holder when another worker has it. */
   async takeOrKeep(ttlMs: number): Promise<ClaimHolder | null> {
-    const reply = (await runScript(this.redis, 'host-claim', [this.key], [this.token, process.pid, hostname(), this.started, Math.ceil(ttlMs)])) as (number | string)[];
-    if (Number(reply[0]) === 1) return null;
-    return { pid: Number(reply[1]), machine: String(reply[2]), started: Number(reply[3]) };
+    const reply = checkStored(HostClaimReplySchema, await runScript(this.redis, 'host-claim', [this.key], [this.token, process.pid, hostname(), this.started, Math.ceil(ttlMs)]), 'reply of store/lua/host-claim.lua');
+    if (reply[0] === 1) return null;
+    return { pid: Number(reply[1]), machine: reply[2], started: Number(reply[3]) };
   }
 
   /**

@@ -9,6 +9,8 @@
  * ranks live and releases at the end of the block. Every method is one round trip.
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { checkStored } from '../jobs/parse-stored.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
@@ -65,37 +67,21 @@ export class LeaseStore {
     if (new Set(input.cards).size !== input.cards.length) {
       throw new Error(`acquireGang: a card appears twice in ${JSON.stringify(input.cards)}`);
     }
-    const reply = (await runScript(
+    const reply = await runScript(
       this.redis,
       'acquire-gang',
       [this.keys.leaseEpoch, ...input.cards.map((c) => this.keys.lease(c))],
       [input.owner, Math.ceil(input.ttlMs), input.experiment, input.block],
-    )) as [number, ...(string | number)[]];
-    if (reply[0] === 1) return { granted: true, epoch: Number(reply[1]) };
-    const [, i, owner, epoch, experiment, block] = reply;
-    return {
-      granted: false,
-      busy: {
-        card: input.cards[Number(i) - 1] ?? '?',
-        owner: String(owner),
-        epoch: Number(epoch),
-        experiment: String(experiment),
-        block: Number(block),
-      },
-    };
+    );
+    return decodeAcquireGang(reply, input.cards);
   }
 
   /** Extends every lease of the gang by ttlMs, or none (then the gang is lost: kill its ranks). */
   async renew(gang: GangRef & { owner: string; ttlMs: number }): Promise<RenewResult> {
     checkCards(gang.cards);
-    const reply = (await runScript(
-      this.redis,
-      'renew-gang',
-      gang.cards.map((c) => this.keys.lease(c)),
-      [gang.owner, gang.epoch, Math.ceil(gang.ttlMs)],
-    )) as [number, ...(string | number)[]];
+    const reply = checkStored(RenewReplySchema, await runScript(this.redis, 'renew-gang', gang.cards.map((c) => this.keys.lease(c)), [gang.owner, gang.epoch, Math.ceil(gang.ttlMs)]), 'reply of store/lua/renew-gang.lua');
     if (reply[0] === 1) return { ok: true };
-    return { ok: false, card: gang.cards[Number(reply[1]) - 1] ?? '?', reason: String(reply[2]) };
+    return { ok: false, card: gang.cards[reply[1] - 1] ?? '?', reason: reply[2] };
   }
 
   /** Deletes the leases still held under gang.epoch; returns how many. */
@@ -127,8 +113,8 @@ export class LeaseStore {
   /** Which of `cards` are leased now (by anyone, under any epoch), in one call (store/lua/leased-cards.lua). */
   async leased(cards: string[]): Promise<Set<string>> {
     if (cards.length === 0) return new Set();
-    const reply = (await runScript(this.redis, 'leased-cards', cards.map((c) => this.keys.lease(c)), [])) as number[];
-    return new Set(reply.map((i) => cards[i - 1] as string));
+    const reply = checkStored(LeasedCardsReplySchema, await runScript(this.redis, 'leased-cards', cards.map((c) => this.keys.lease(c)), []), 'reply of store/lua/leased-cards.lua');
+    return new Set(reply.flatMap((i) => cards[i - 1] ?? []));
   }
 
   /**
@@ -148,6 +134,24 @@ export class LeaseStore {
       return l ? [l] : [];
     });
   }
+}
+
+/** acquire-gang.lua: { 1, epoch } granted, or { 0, i, owner, epoch, experiment, block } of the card held. */
+const AcquireReplySchema = z.union([
+  z.tuple([z.literal(1), z.int()]),
+  z.tuple([z.literal(0), z.int().min(1), z.string(), z.string(), z.string(), z.string()]),
+]);
+/** renew-gang.lua: { 1 } extended, or { 0, i, reason }. */
+const RenewReplySchema = z.union([z.tuple([z.literal(1)]), z.tuple([z.literal(0), z.int().min(1), z.string()])]);
+/** leased-cards.lua: the 1-based indexes of the lease keys that exist. */
+const LeasedCardsReplySchema = z.array(z.int().min(1));
+
+/** Decodes acquire-gang.lua's reply for a gang of `cards`. */
+export function decodeAcquireGang(reply: unknown, cards: string[]): AcquireResult {
+  const r = checkStored(AcquireReplySchema, reply, 'reply of store/lua/acquire-gang.lua');
+  if (r[0] === 1) return { granted: true, epoch: r[1] };
+  const [, i, owner, epoch, experiment, block] = r;
+  return { granted: false, busy: { card: cards[i - 1] ?? '?', owner, epoch: Number(epoch), experiment, block: Number(block) } };
 }
 
 function leaseOf(card: string, h: Record<string, string>): Lease | null {

@@ -4,7 +4,7 @@
  * not measured (lua/fail-block.lua). The aggregator reads only `results`, `gates` and `failed`.
  */
 import type { Redis } from 'ioredis';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { CommitRecordSchema, type CommitRecord } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { FailedRecordSchema, type FailedKind, type FailedRecord } from '../jobs/failed-rep.ts';
@@ -12,6 +12,7 @@ import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
 import { ProbeRecordSchema, type ProbeRecord } from '../jobs/probe-record.ts';
 import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
+import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
 import { gateField, orchKeys, repField, type OrchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
@@ -80,18 +81,13 @@ export class ResultStore {
     for (const r of c.reps) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(RepResultSchema.parse(r.result)));
     for (const f of c.notRun) args.push(repField(f.block, f.arm, f.rep), failedJson(f, c.attempt));
     for (const g of c.gates) args.push(gateField(g.block, g.arm), JSON.stringify(GateResultSchema.parse(g.result)));
-    const reply = (await runScript(
+    const reply = await runScript(
       this.redis,
       'commit-block',
       [k.results(c.experiment), k.failed(c.experiment), k.gates(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))],
       args,
-    )) as [number, ...(string | number)[]];
-    if (reply[0] === 1) return { committed: true };
-    if (reply[1] === 'GONE') return { committed: false, why: 'gone' };
-    if (reply[1] === 'EPOCH') {
-      return { committed: false, why: 'epoch', card: c.cards[Number(reply[2]) - 1] ?? '?', holder: reply[3] === '' ? null : Number(reply[3]) };
-    }
-    return { committed: false, why: 'committed', prior: JSON.parse(String(reply[2])) };
+    );
+    return decodeCommitBlock(reply, c.cards, `${k.commits(c.experiment)} field ${c.block}`);
   }
 
   /**
@@ -102,10 +98,10 @@ export class ResultStore {
     const k = this.keys;
     const args: (string | number)[] = [c.epoch, String(c.block)];
     for (const r of c.records) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(ProbeRecordSchema.parse(r)));
-    const reply = (await runScript(this.redis, 'commit-probes', [k.probes(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))], args)) as [number, ...(string | number)[]];
+    const reply = checkStored(CommitProbesReplySchema, await runScript(this.redis, 'commit-probes', [k.probes(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))], args), 'reply of store/lua/commit-probes.lua');
     if (reply[0] === 1) return { written: true };
     if (reply[1] === 'GONE') return { written: false, why: `experiment ${c.experiment} no longer exists in Redis` };
-    if (reply[1] === 'EPOCH') return { written: false, why: `card ${c.cards[Number(reply[2]) - 1] ?? '?'} is ${reply[3] === '' ? 'no longer leased' : `leased under epoch ${reply[3]}`}, not epoch ${c.epoch}` };
+    if (reply[1] === 'EPOCH') return { written: false, why: `card ${c.cards[reply[2] - 1] ?? '?'} is ${reply[3] === '' ? 'no longer leased' : `leased under epoch ${reply[3]}`}, not epoch ${c.epoch}` };
     return { written: false, why: `another attempt already committed block ${c.block}` };
   }
 
@@ -125,8 +121,9 @@ export class ResultStore {
 
   /** The attempt of the block that committed, or null while none has. */
   async committedAttempt(experiment: string, block: number): Promise<number | null> {
-    const raw = await this.redis.hget(this.keys.commits(experiment), String(block));
-    return raw === null ? null : Number((JSON.parse(raw) as { attempt: number }).attempt);
+    const key = this.keys.commits(experiment);
+    const raw = await this.redis.hget(key, String(block));
+    return raw === null ? null : parseStored(CommitRecordSchema, raw, `${key} field ${block}`).attempt;
   }
 
   /** The fields ("<block>/<arm>/<rep>") that have a committed result. */
@@ -168,6 +165,35 @@ export class ResultStore {
   async commits(experiment: string): Promise<Record<string, CommitRecord>> {
     return parseAll(await this.redis.hgetall(this.keys.commits(experiment)), CommitRecordSchema, this.keys.commits(experiment));
   }
+}
+
+/** The lease fence's refusal (include/lease-fence.lua): { 0, 'EPOCH', i, epoch held ('' when gone) }. */
+const EpochRefusalSchema = z.tuple([z.literal(0), z.literal('EPOCH'), z.int().min(1), z.string()]);
+
+/** commit-block.lua's reply, one tuple per outcome of its header. */
+const CommitBlockReplySchema = z.union([
+  z.tuple([z.literal(1)]),
+  EpochRefusalSchema,
+  z.tuple([z.literal(0), z.literal('GONE')]),
+  z.tuple([z.literal(0), z.literal('COMMITTED'), z.string()]),
+]);
+
+/** commit-probes.lua's reply, one tuple per outcome of its header. */
+const CommitProbesReplySchema = z.union([
+  z.tuple([z.literal(1)]),
+  EpochRefusalSchema,
+  z.tuple([z.literal(0), z.literal('GONE')]),
+  z.tuple([z.literal(0), z.literal('COMMITTED')]),
+]);
+
+/** Decodes commit-block.lua's reply for a commit over `cards`; `commitsField` names where a prior commit rests. */
+export function decodeCommitBlock(reply: unknown, cards: string[], commitsField: string): CommitResult {
+  const r = checkStored(CommitBlockReplySchema, reply, 'reply of store/lua/commit-block.lua');
+  if (r[0] === 1) return { committed: true };
+  if (r[1] === 'GONE') return { committed: false, why: 'gone' };
+  if (r[1] === 'EPOCH') return { committed: false, why: 'epoch', card: cards[r[2] - 1] ?? '?', holder: r[3] === '' ? null : Number(r[3]) };
+  const prior = parseStored(CommitRecordSchema, r[2], commitsField);
+  return { committed: false, why: 'committed', prior: { attempt: prior.attempt, epoch: prior.epoch, host: prior.host } };
 }
 
 /** A failure record as stored: reason, attempt, and the kind when it is not a plain failure. */

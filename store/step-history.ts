@@ -4,17 +4,21 @@
  * the scheduler to estimate how long a block holds its cards (backfill).
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { parseStored } from '../jobs/parse-stored.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
-export interface StepHistory {
-  ms_per_step: number;
-  n: number;
-}
+export const StepHistorySchema = z.object({
+  ms_per_step: z.number().nonnegative(),
+  n: z.int().min(1),
+});
+export type StepHistory = z.infer<typeof StepHistorySchema>;
 
 export async function readStepHistory(redis: Redis, prefix: string, workloadKey: string): Promise<StepHistory | null> {
-  const v = await redis.hget(orchKeys(prefix).sched.history, workloadKey);
-  return v ? (JSON.parse(v) as StepHistory) : null;
+  const key = orchKeys(prefix).sched.history;
+  const v = await redis.hget(key, workloadKey);
+  return v ? parseStored(StepHistorySchema, v, `${key} field ${workloadKey}`) : null;
 }
 
 /** Folds measured step times into the running mean of `workloadKey` (atomic: store/lua/step-history-fold.lua). */

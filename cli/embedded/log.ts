@@ -6,6 +6,7 @@
  * stack); unset, pretty on a terminal and JSON anywhere else.
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { z } from 'zod';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -15,19 +16,24 @@ export function logFormat(env = process.env.ORCH_LOG_FORMAT, tty = process.stder
 }
 
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+/** A pino record: a JSON object, its `err` when that is one (a line that is not one is printed as it came). */
+const PinoRecordSchema = z.looseObject({ err: z.looseObject({ code: z.unknown(), message: z.unknown() }).optional().catch(undefined) });
 /** record fields that are the envelope, not the story */
 const ENVELOPE = new Set(['level', 'time', 'pid', 'hostname', 'role', 'msg', 'err', 'v']);
 
 /** One pino JSON record as one human line: `orch worker warn: msg (CODE: message) key=value`. */
 export function prettyRecord(json: string): string {
-  let r: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    r = JSON.parse(json) as Record<string, unknown>;
+    parsed = JSON.parse(json);
   } catch {
     return json.trimEnd();
   }
+  const record = PinoRecordSchema.safeParse(parsed);
+  if (!record.success) return json.trimEnd();
+  const r = record.data;
   const level = LEVELS[Number(r.level)] ?? String(r.level);
-  const err = r.err as { code?: unknown; message?: unknown } | undefined;
+  const err = r.err;
   const why = err && typeof err.message === 'string' ? ` (${typeof err.code === 'string' ? `${err.code}: ` : ''}${err.message.split('\n')[0]})` : '';
   const extra = Object.entries(r)
     .filter(([k]) => !ENVELOPE.has(k))

@@ -10,10 +10,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { UserInputError } from '../../jobs/errors.ts';
 
 const ORCH_BIN = fileURLToPath(new URL('../../bin/orch.mjs', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
+/** The dashboard's `--json` line that says where it listens. */
+const ListeningSchema = z.object({ event: z.literal('listening'), address: z.string().min(1) });
 const STOP_WAIT_MS = 5000;
 
 export interface DashboardProcessOptions {
@@ -48,7 +51,9 @@ export async function startDashboardProcess(opts: DashboardProcessOptions): Prom
         child.stdout!.off('data', read);
         // nothing else comes on its stdout; drained, so it never blocks on a full pipe
         child.stdout!.resume();
-        resolve((JSON.parse(line) as { address: string }).address);
+        const listening = ListeningSchema.safeParse(JSON.parse(line));
+        if (listening.success) resolve(listening.data.address);
+        else reject(new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard's listening line has no address: ${line.slice(0, 300)}`, { hint: 'run orch dashboard --json alone to see what it prints' }));
       } else if (out.length > 64 * 1024) {
         clearTimeout(timer);
         reject(new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard printed no address`, { hint: 'run orch dashboard --json alone to see what it prints' }));

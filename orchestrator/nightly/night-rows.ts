@@ -5,6 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
+import { parseStored } from '../../jobs/parse-stored.ts';
 import type { NightlyRow } from '../../history/history-store.ts';
 import type { WrittenResults } from '../results/write-results.ts';
 
@@ -58,10 +60,16 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenR
   }));
 }
 
-/** The cards and hosts every block's gang held, from summary.json. */
+/** The part of summary.json the row reads: every block's gang. */
+const GangSummarySchema = z.object({
+  blocks: z.array(z.object({ gang: z.array(z.object({ host: z.string(), cards: z.array(z.string()) })).optional() })).optional(),
+});
+
+/** The cards and hosts every block's gang held, from summary.json (none when it cannot be read: the row is kept). */
 function readGang(dir: string): { cards: string[]; hosts: string[] } {
   try {
-    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { blocks?: { gang?: { host: string; cards: string[] }[] }[] };
+    const file = join(dir, 'summary.json');
+    const summary = parseStored(GangSummarySchema, readFileSync(file, 'utf8'), file);
     const parts = (summary.blocks ?? []).flatMap((b) => b.gang ?? []);
     return {
       cards: [...new Set(parts.flatMap((p) => p.cards.map((c) => `${p.host}/${c}`)))].sort(),

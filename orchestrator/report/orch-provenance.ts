@@ -8,6 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { PackageJsonSchema } from '../../jobs/package-json.ts';
+import { parseStored } from '../../jobs/parse-stored.ts';
 import type { Spec } from '../../jobs/spec.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -44,9 +46,9 @@ export function gitDirty(dir: string): boolean | null {
 export function orchProvenance(): OrchProvenance {
   let version: string | null = null;
   try {
-    version = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version?: string }).version ?? null;
+    version = parseStored(PackageJsonSchema, readFileSync(`${ROOT}package.json`, 'utf8'), `${ROOT}package.json`).version;
   } catch {
-    // an install without package.json next to it: no version to record
+    // an install without package.json next to it (or one without a version): no version to record
   }
   const commit = gitCommit(ROOT);
   return { version, commit, dirty: commit === null ? null : gitDirty(ROOT), host: hostname() };

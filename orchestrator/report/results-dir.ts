@@ -7,22 +7,34 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { UserInputError } from '../../jobs/errors.ts';
+import { describeIssues } from '../../jobs/schema-issues.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
 import type { Analysis } from '../stats/types.ts';
 import type { Provenance } from './provenance.ts';
 
+/**
+ * What readers of summary.json use: the envelope is parsed field by field, the rest kept as
+ * written (a reader of the plan's blocks reads them there); the analysis (written by
+ * orchestrator/stats, no schema of its own) is checked for the parts every reader walks.
+ */
+const SummarySchema = z.looseObject({
+  experiment: z.string(),
+  hash: z.string(),
+  state: z.string(),
+  accounting: z.unknown(),
+  plan: z.looseObject({ arms: z.array(z.looseObject({ name: z.string(), build: z.string().optional(), toggles: z.record(z.string(), z.union([z.boolean(), z.string()])) })) }),
+  analysis: z.custom<Analysis & { provenance?: Provenance }>(
+    (a) => typeof a === 'object' && a !== null && ['values', 'arms', 'comparisons'].every((f) => Array.isArray((a as Record<string, unknown>)[f])),
+    'the analysis needs values, arms and comparisons (lists)',
+  ),
+});
+
 export interface ResultsDir {
   dir: string;
-  summary: {
-    experiment: string;
-    hash: string;
-    state: string;
-    accounting: unknown;
-    plan: { arms: { name: string; build?: string; toggles: Record<string, boolean | string> }[] };
-    analysis: Analysis & { provenance?: Provenance };
-  };
+  summary: z.infer<typeof SummarySchema>;
   /** results/<id>/events.jsonl */
   eventsFile: string;
   /** the events, streamed from eventsFile (each line through its schema) */
@@ -46,15 +58,15 @@ export function readResultsDir(dir: string): ResultsDir {
   if (!statSync(dir).isDirectory()) throw notResults(dir, 'not a directory');
   const file = join(dir, 'summary.json');
   if (!existsSync(file)) throw notResults(dir, 'it has no summary.json');
-  let summary: ResultsDir['summary'];
+  let json: unknown;
   try {
-    summary = JSON.parse(readFileSync(file, 'utf8')) as ResultsDir['summary'];
+    json = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
     throw notResults(dir, `summary.json is not JSON (${(err as Error).message})`);
   }
-  if (typeof summary !== 'object' || summary === null || typeof summary.analysis !== 'object' || summary.analysis === null || !Array.isArray(summary.analysis.values)) {
-    throw notResults(dir, 'summary.json holds no analysis');
-  }
+  const parsed = SummarySchema.safeParse(json);
+  if (!parsed.success) throw notResults(dir, `summary.json ${describeIssues(parsed.error)}`);
+  const summary = parsed.data;
   const eventsFile = join(dir, 'events.jsonl');
   if (!existsSync(eventsFile)) throw notResults(dir, 'it has no events.jsonl');
   return { dir, summary, eventsFile, events: () => importJsonl(eventsFile) };

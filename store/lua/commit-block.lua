@@ -1,7 +1,8 @@
 --[[
-  Commit the results of one block attempt, once, fenced by the lease epoch: refused when any
-  card of the gang is no longer leased under this epoch (a revoked or expired attempt is never
-  counted) or when another attempt of the block already committed.
+  Commit the results of one block attempt, once, fenced by the lease epoch
+  (include/lease-fence.lua): refused when any card of the gang is no longer leased under this
+  epoch (a revoked or expired attempt is never counted) or when another attempt of the block
+  already committed.
 
   Input:
     KEYS[1] results hash  ('<prefix>:experiment:<id>:results', field "<block>/<arm>/<rep>")
@@ -26,12 +27,11 @@
     { 0, 'GONE' }              the experiment hash does not exist: refused
     { 0, 'COMMITTED', record } the block already has a committed attempt: refused
 ]]
+--@include lease-fence
 local rcall = redis.call
-for i = 6, #KEYS do
-  local e = rcall("HGET", KEYS[i], "epoch")
-  if e ~= ARGV[1] then
-    return { 0, "EPOCH", i - 5, e or "" }
-  end
+local stale, held = lease_fence(6, ARGV[1])
+if stale then
+  return { 0, "EPOCH", stale, held }
 end
 if rcall("EXISTS", KEYS[5]) == 0 then
   return { 0, "GONE" }

@@ -21,12 +21,11 @@
     { 0, 'GONE' }              the experiment hash does not exist: refused
     { 0, 'COMMITTED' }         the block already has a committed attempt: refused
 ]]
+--@include lease-fence
 local rcall = redis.call
-for i = 4, #KEYS do
-  local e = rcall("HGET", KEYS[i], "epoch")
-  if e ~= ARGV[1] then
-    return { 0, "EPOCH", i - 3, e or "" }
-  end
+local stale, held = lease_fence(4, ARGV[1])
+if stale then
+  return { 0, "EPOCH", stale, held }
 end
 if rcall("EXISTS", KEYS[3]) == 0 then
   return { 0, "GONE" }

@@ -17,12 +17,11 @@
     { 1 }                     staged
     { 0, i, epoch }           lease KEYS[1 + i] holds another epoch ('' when gone): refused
 ]]
+--@include lease-fence
 local rcall = redis.call
-for i = 2, #KEYS do
-  local e = rcall("HGET", KEYS[i], "epoch")
-  if e ~= ARGV[1] then
-    return { 0, i - 1, e or "" }
-  end
+local stale, held = lease_fence(2, ARGV[1])
+if stale then
+  return { 0, stale, held }
 end
 rcall("HSET", KEYS[1], ARGV[2], ARGV[3])
 rcall("PEXPIRE", KEYS[1], tonumber(ARGV[4]))

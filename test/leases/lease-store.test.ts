@@ -5,6 +5,9 @@ import { startRedisServer, type RedisServerProcess } from '../../store/redis-ser
 import { LeaseStore, type RevokeMessage } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
+import { GangStaging } from '../../store/gang-staging.ts';
+import { scriptSource } from '../../store/scripts.ts';
+import { readFileSync } from 'node:fs';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
@@ -127,6 +130,66 @@ describe('card leases (Lua, real redis-server)', () => {
     assert.equal(again.committed, false);
     assert.equal(again.committed === false && again.why, 'committed');
     assert.equal(await results.failReps('x', 3, 3, [{ block: 3, arm: 'A', rep: 0, reason: 'late' }]), 0);
+  });
+
+  /**
+   * The three writes of an attempt's results under a stale epoch (card f1 of the gang re-granted
+   * to another), each through its store on `conn`: what each answered and what reached Redis.
+   */
+  async function staleWrites(conn: Redis) {
+    const prefix = freshPrefix();
+    const leases = new LeaseStore(conn, { prefix });
+    const results = new ResultStore(conn, { prefix });
+    const staging = new GangStaging(conn, { prefix });
+    const a = await leases.acquireGang({ cards: ['f0', 'f1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
+    assert.ok(a.granted);
+    await conn.hset(results.keys.exp('x'), 'state', 'running');
+    await leases.revoke({ cards: ['f1'], reason: 'test' });
+    const b = await leases.acquireGang({ cards: ['f1'], owner: 'h2', ttlMs: 5000, experiment: 'x', block: 4 });
+    assert.ok(b.granted);
+    const id = { experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, arm: 'A', rep: 0, position: 0 };
+    const rep = { ...id, step_ms: [1], backend: 'cpu', mode: 'eager' as const };
+    const probe = { ...id, backend: 'cpu' as const, host: 'h1', ranks: [{ rank: 0, card: 'f0', device: 'cpu', probes: [] }] };
+    const cards = ['f0', 'f1'];
+    const ref = { experiment: 'x', block: 3, attempt: 2 };
+    return {
+      stale: a.epoch,
+      holder: b.epoch,
+      // in the order of a real attempt: probes, then the part staged, then the commit
+      probes: await results.commitProbes({ ...ref, epoch: a.epoch, cards, records: [probe] }),
+      stage: await staging.stage(ref, a.epoch, { host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], gates: [] }, 5000),
+      commit: await results.commitBlock({ ...ref, epoch: a.epoch, host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], notRun: [], gates: [] }),
+      written: {
+        results: await conn.hlen(results.keys.results('x')),
+        probes: await conn.hlen(results.keys.probes('x')),
+        staged: await conn.hlen(staging.keys.staged('x', 3, 2)),
+      },
+    };
+  }
+
+  test('the lease fence (include/lease-fence.lua) refuses commit-block, commit-probes and stage-part under a stale epoch', async () => {
+    const w = await staleWrites(redis);
+    assert.deepEqual(w.commit, { committed: false, why: 'epoch', card: 'f1', holder: w.holder });
+    assert.deepEqual(w.probes, { written: false, why: `card f1 is leased under epoch ${w.holder}, not epoch ${w.stale}` });
+    assert.deepEqual(w.stage, { staged: false, card: 'f1', holder: w.holder });
+    assert.deepEqual(w.written, { results: 0, probes: 0, staged: 0 }, 'nothing of a stale attempt reached Redis');
+
+    // the planted bug: the same scripts with the fence include emptied write all three, so the
+    // assertions above are what the fence alone decides
+    const fence = readFileSync(new URL('../../store/lua/include/lease-fence.lua', import.meta.url), 'utf8');
+    const unfenced = client(server.url);
+    try {
+      for (const name of ['commit-block', 'commit-probes', 'stage-part']) {
+        const lua = scriptSource(name);
+        assert.ok(lua.includes(fence), `${name}.lua takes its fence from the include`);
+        unfenced.defineCommand(`orch_${name.replace(/-/g, '_')}`, { lua: lua.replace(fence, 'local function lease_fence() return nil end\n') });
+      }
+      const u = await staleWrites(unfenced);
+      assert.deepEqual([u.commit, u.probes, u.stage], [{ committed: true }, { written: true }, { staged: true }]);
+      assert.deepEqual(u.written, { results: 1, probes: 1, staged: 1 });
+    } finally {
+      unfenced.disconnect();
+    }
   });
 
   test('card registry: live cards are those of heartbeating hosts', async () => {

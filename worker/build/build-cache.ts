@@ -21,7 +21,9 @@ import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { UserInputCode } from '../../jobs/error-codes.ts';
+import { z } from 'zod';
+import { ERROR_CODES, isErrorCode, type UserInputCode } from '../../jobs/error-codes.ts';
+import { parseStored } from '../../jobs/parse-stored.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { spawnTethered } from '../command/tether.ts';
 import { programEnv } from '../command/program-env.ts';
@@ -78,12 +80,14 @@ export function defaultBuildRoot(): string {
   return process.env.ORCH_BUILD_DIR ?? join(homedir(), '.cache', 'orch', 'builds');
 }
 
-interface FailureRecord {
-  finished_at: number;
-  pid: number;
-  message: string;
-  code: UserInputCode;
-}
+/** failed/<key>.json: the build of `key` that failed, for the requests that waited on it. */
+const FailureRecordSchema = z.object({
+  finished_at: z.number(),
+  pid: z.int(),
+  message: z.string(),
+  code: z.custom<UserInputCode>((c) => isErrorCode(c) && ERROR_CODES[c].kind === 'user-input', 'a registered code of kind user-input'),
+});
+type FailureRecord = z.infer<typeof FailureRecordSchema>;
 
 let requestSeq = 0;
 
@@ -196,10 +200,16 @@ export class BuildCache {
     }
   }
 
-  /** A failure of `key` that finished after `since` (the build this request was waiting for). */
+  /**
+   * A failure of `key` that finished after `since` (the build this request was waiting for). The
+   * record only spares a waiter a second build of the same failure: one that is missing or fails
+   * its schema (a write cut short by a crash) counts as none, so the build runs again and writes
+   * a fresh one, never a failure with a code or message the record does not truly hold.
+   */
   private async recentFailure(key: string, since: number): Promise<FailureRecord | null> {
+    const file = join(this.root, 'failed', `${key}.json`);
     try {
-      const rec = JSON.parse(await readFile(join(this.root, 'failed', `${key}.json`), 'utf8')) as FailureRecord;
+      const rec = parseStored(FailureRecordSchema, await readFile(file, 'utf8'), file);
       return rec.finished_at >= since ? rec : null;
     } catch {
       return null;
