@@ -3,7 +3,8 @@
  * (test/fixtures/ranks/rank.mjs, spoken to in graphrt's dialect): a repeated final line never
  * answers the next request (a fault, RANK_PROTOCOL); a request not answered in time fails with
  * RANK_TIMEOUT (transient: retried); an error line followed by its exit fails the request with the
- * exit's code and the line's `CODE: message`; a rank that dies mid-request fails it with
+ * exit's code and the line's `CODE: message`, one without an exit answers the request with the
+ * line (its code kept) and serving goes on; a rank that dies mid-request fails it with
  * RANK_EXITED (a deterministic exit code) or RANK_DIED (a signal).
  */
 import assert from 'node:assert/strict';
@@ -86,6 +87,25 @@ describe('RankProtocol with a fixture rank', () => {
     assert.equal(err.exit.lastError, 'INTERNAL: fixture rank 0 failing at request 1');
     assert.match(err.message, /exited with code 1, signal none; last error: INTERNAL: fixture rank 0 failing at request 1$/);
     assert.deepEqual(lines.map((l) => l.type), ['hello', 'error'], 'the error line reached the stream');
+  });
+
+  test('an error line without an exit answers its request with the line and its code; serving goes on', async () => {
+    // a rank that answers every request with BAD_PARAM and serves on (graphrt's answer to a bad request)
+    const script = `
+      const out = (o) => process.stdout.write(JSON.stringify({ v: 1, ...o }) + '\\n');
+      out({ type: 'hello', backend: 'cpu', device: 'e', sm: null, sms: 1, driver: 'e', features: { graph: true, pdl: false, overlap: false, collectives: false }, version: 'e', pid: process.pid, world: 1, rank: 0, final: true });
+      require('node:readline').createInterface({ input: process.stdin }).on('line', (l) => out({ type: 'error', id: JSON.parse(l).id, code: 'BAD_PARAM', message: 'kernels too few', exit_code: 2, final: true }));`;
+    const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: 'pipe' });
+    const p = new RankProtocol(child, graphrtLines(job), { rank: 0, card, log: pino({ level: 'silent' }), onLine: () => {}, program: 'node', errorExitWaitMs: 50 });
+    try {
+      await p.ready;
+      const [a, b] = await Promise.all([p.request(rep(0), 10_000), p.request(rep(1), 10_000)]);
+      assert.deepEqual([a, b].map((l) => (l.type === 'error' ? [l.id, l.code, l.message] : l.type)), [['r0', 'BAD_PARAM', 'kernels too few'], ['r1', 'BAD_PARAM', 'kernels too few']]);
+      assert.equal(p.state, 'serving');
+      assert.equal(p.pids().length, 1, 'the rank serves on');
+    } finally {
+      await p.close(2_000);
+    }
   });
 
   test('a rank that dies mid-request: RANK_DIED (a signal)', async () => {
