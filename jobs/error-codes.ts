@@ -120,6 +120,8 @@ export const ERROR_CODES = {
   LEASE_LOST: { kind: 'transient', meaning: "the gang's lease expired, was released or revoked; its results are refused" },
   GANG_PART_TIMEOUT: { kind: 'transient', meaning: "a part of a gang across hosts waited too long for another host's part (its rendezvous, its staged results, the commit)" },
   RANK_DIED: { kind: 'transient', meaning: 'a rank was killed by a signal or exited with a code a retry may not see again' },
+  RANK_TIMEOUT: { kind: 'transient', meaning: "a rank did not answer a request within the worker's request timeout (or a request written behind one that did not): nothing says a retry would hang again, as graphrt's own RANK_LOST exit is retried" },
+  RANK_REQUEST_INVALID: { kind: 'bug', meaning: "the executor asked a rank for what its handle cannot serve (a third request in flight, an arm of a build the rank did not start, a workload of another runtime)" },
   RANK_EXITED: { kind: 'deterministic', meaning: 'a rank exited with a code native/PROTOCOL.md calls deterministic (bug, bad input, no backend, gate, CUDA fault)' },
   RANK_ANSWERED_ERROR: { kind: 'deterministic', meaning: 'a rank answered a rep or gate with an error line' },
   BLOCK_ALREADY_COMMITTED: { kind: 'deterministic', meaning: "another attempt already committed this block; this attempt's results are refused" },

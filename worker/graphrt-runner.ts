@@ -15,24 +15,19 @@ import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:chil
 import { closeSync } from 'node:fs';
 import type { BlockJob } from '../jobs/block-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
-import { isFinal, parseGraphrtLine, type GraphrtLine, type Hello } from '../jobs/graphrt-protocol.ts';
+import { parseGraphrtLine, type GraphrtLine, type Hello } from '../jobs/graphrt-protocol.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import { toJobError } from '../store/job-error.ts';
 import { BuildCache } from './build/build-cache.ts';
 import { ensureGraphrtBuild } from './build/graphrt-build.ts';
-import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
-import { readLines } from './line-reader.ts';
 import { openLockFile } from '../store/private-dir.ts';
-import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
+import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
+import { RankProtocol, type RankLineSchema } from './rank-protocol.ts';
 import { programEnv } from './command/program-env.ts';
 
 /** What a graphrt process inherits of the worker's environment beyond a program's basics. */
 const GRAPHRT_INHERITS = ['GRAPHRT_*', 'NCCL_*'];
-
-const STDERR_KEEP = 20;
-/** after an error answer, how long to wait for the exit that makes it fatal */
-const ERROR_EXIT_WAIT_MS = 500;
 
 let setprivChecked: boolean | undefined;
 function hasSetpriv(): boolean {
@@ -96,98 +91,137 @@ export class GraphrtRunner implements RankRunner {
     return p;
   }
 
-  /**
-   * A rank whose arms run several graphrt binaries: one resident `graphrt serve` per build on the
-   * card, each arm's requests to its build's process (interleaved arms never restart one). The
-   * card's lock is handed over: the worker opens the lock file (one open file description),
-   * locks it with flock(1) — so an older build that knows no lock flag starts on a locked card —
-   * passes it to every process as fd 3, and closes its own copy, so the lock lives exactly as
-   * long as some process of the rank. A flock belongs to the description: the rank's processes
-   * hold it together, and any other process on the card is CARD_BUSY.
-   */
+  /** A rank whose arms run several graphrt binaries (BuildsRank). */
   private startBuilds(s: RankStart, keys: string[]): RankHandle {
-    const procs = new Map<string, RankHandle>();
-    const named = (key: string) => (key === '' ? "this worker's graphrt" : `graphrt of build "${key}" (commit ${s.job.builds?.builds[key]?.commit.slice(0, 12) ?? '?'})`);
-    let ending = false;
-    let first: RankExit | null = null;
-    let resolveExited!: (e: RankExit) => void;
-    const exited = new Promise<RankExit>((r) => (resolveExited = r));
-    const noProcess = (code: number | null, signal: string | null, lastError: string | null): RankExit => ({ rank: s.rank, card: s.card.id, pid: null, code, signal, lastError, fault: null });
-    /** the rank ended before any of its processes started (a build failed, the card was busy): ended when the executor ends it */
-    let preStart: RankExit | null = null;
+    return new BuildsRank(s, keys, async (key) => (key === '' ? this.binary : (await this.ensure(s.job, key, s.onBuild)).binary));
+  }
+}
 
-    const ready = (async (): Promise<Hello> => {
-      const binaries = new Map<string, string>();
-      try {
-        for (const key of keys) binaries.set(key, key === '' ? this.binary : (await this.ensure(s.job, key, s.onBuild)).binary);
-      } catch (err) {
-        preStart = noProcess(null, null, err instanceof Error ? err.message : String(err));
-        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
-      }
-      if (ending) throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while its builds were made`);
-      if (s.rendezvous?.address.startsWith('tcp://')) {
-        preStart = noProcess(null, null, 'builds across hosts');
-        throw toJobError(new UserInputError('BUILDS_ACROSS_HOSTS', `block ${s.job.block}: its gang spreads across hosts, and its arms run graphrt of several builds (${keys.map(named).join(', ')}); a gang across hosts runs one graphrt per rank for now`, {
-          hint: 'give the spec blocks.placement: host (a gang on one host), or measure one build per experiment',
-        }));
-      }
-      const fd = openLockFile(s.lockPath);
-      try {
-        await lockDescription(fd, s.lockPath);
-        if (ending) throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while it took the card's lock`);
-        for (const [i, key] of keys.entries()) {
-          const h = startProcess(binaries.get(key) as string, { ...s, ...buildRendezvous(s, i) }, { lockFd: fd, flag: key === '' });
-          procs.set(key, h);
-          void h.exited.then((e) => {
-            if (first !== null) return;
-            first = e.lastError === null || key === '' ? e : { ...e, lastError: `${named(key)}: ${e.lastError}` };
-            // one process of the rank ended: the rank has ended, its other processes with it
-            if (!ending) for (const p of procs.values()) p.kill();
-          });
-        }
-      } catch (err) {
-        preStart ??= noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
-        throw err;
-      } finally {
-        // the ranks hold the description now; the worker's copy would keep the card locked after them
-        closeSync(fd);
-      }
-      void Promise.all([...procs.values()].map((p) => p.exited)).then((all) => resolveExited(first ?? (all[0] as RankExit)));
-      const hellos = await Promise.all([...procs.values()].map((p) => p.ready.catch((err: unknown) => Promise.reject(first === null ? err : new RankExitError(first)))));
-      return hellos[0] as Hello;
-    })();
-    ready.catch(() => {});
-    const endBeforeStart = (signal: string | null) => {
-      ending = true;
-      if (procs.size === 0) void ready.catch(() => undefined).then(() => procs.size === 0 && resolveExited(preStart ?? noProcess(null, signal, null)));
-    };
+/**
+ * A rank whose arms run several graphrt binaries: one resident `graphrt serve` per build on the
+ * card, each arm's requests to its build's process (interleaved arms never restart one). The
+ * card's lock is handed over: the worker opens the lock file (one open file description),
+ * locks it with flock(1) — so an older build that knows no lock flag starts on a locked card —
+ * passes it to every process as fd 3, and closes its own copy, so the lock lives exactly as
+ * long as some process of the rank. A flock belongs to the description: the rank's processes
+ * hold it together, and any other process on the card is CARD_BUSY. One process of the rank
+ * ending ends the rank: its other processes are killed, and its exit is the rank's.
+ */
+class BuildsRank implements RankHandle {
+  readonly rank: number;
+  readonly card: RankStart['card'];
+  readonly ready: Promise<RankHelloLine>;
+  readonly exited: Promise<RankExit>;
+  private readonly procs = new Map<string, RankHandle>();
+  /** the executor ended the rank (kill or close) */
+  private ending = false;
+  /** the first process of the rank to end: the rank's exit */
+  private first: RankExit | null = null;
+  /** the rank ended before any of its processes started (a build failed, the card was busy): ended when the executor ends it */
+  private preStart: RankExit | null = null;
+  private resolveExited!: (e: RankExit) => void;
 
-    return {
-      rank: s.rank,
-      card: s.card,
-      pids: () => [...procs.values()].flatMap((p) => p.pids()),
-      ready: ready as Promise<RankHelloLine>,
-      exited,
-      // Two builds are two processes on one card: a request written to one while the other
-      // answers would run beside it. Only requests of the same build queue behind each other.
-      queues: (current: RankOp, next: RankOp) => (current.arm.build ?? '') === (next.arm.build ?? ''),
-      request: (op: RankOp, timeoutMs: number) => {
-        const key = op.arm.build ?? '';
-        const p = procs.get(key);
-        if (p === undefined) return Promise.reject(new Error(`rank ${s.rank}: arm ${op.arm.name} runs ${named(key)}, which this rank did not start`));
-        // a process killed because another of the rank ended reports that one's exit
-        return p.request(op, timeoutMs).catch((err: unknown) => Promise.reject(first !== null && err instanceof RankExitError ? new RankExitError(first) : err));
-      },
-      kill: () => {
-        endBeforeStart('SIGKILL');
-        for (const p of procs.values()) p.kill();
-      },
-      close: async (graceMs: number) => {
-        endBeforeStart(null);
-        await Promise.all([...procs.values()].map((p) => p.close(graceMs)));
-        return exited;
-      },
-    };
+  constructor(
+    private readonly s: RankStart,
+    private readonly keys: string[],
+    /** the graphrt binary of a build key ('' the worker's own) */
+    private readonly binaryOf: (key: string) => Promise<string>,
+  ) {
+    this.rank = s.rank;
+    this.card = s.card;
+    this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
+    this.ready = this.start() as Promise<RankHelloLine>;
+    this.ready.catch(() => {});
+  }
+
+  pids(): number[] {
+    return [...this.procs.values()].flatMap((p) => p.pids());
+  }
+
+  // Two builds are two processes on one card: a request written to one while the other
+  // answers would run beside it. Only requests of the same build queue behind each other.
+  queues(current: RankOp, next: RankOp): boolean {
+    return (current.arm.build ?? '') === (next.arm.build ?? '');
+  }
+
+  request(op: RankOp, timeoutMs: number): Promise<RankLine> {
+    const key = op.arm.build ?? '';
+    const p = this.procs.get(key);
+    if (p === undefined) return Promise.reject(new OrchError('RANK_REQUEST_INVALID', `rank ${this.s.rank}: arm ${op.arm.name} runs ${this.named(key)}, which this rank did not start`));
+    // a process killed because another of the rank ended reports that one's exit
+    return p.request(op, timeoutMs).catch((err: unknown) => Promise.reject(this.first !== null && err instanceof RankExitError ? new RankExitError(this.first) : err));
+  }
+
+  kill(): void {
+    this.endBeforeStart('SIGKILL');
+    for (const p of this.procs.values()) p.kill();
+  }
+
+  async close(graceMs: number): Promise<RankExit> {
+    this.endBeforeStart(null);
+    await Promise.all([...this.procs.values()].map((p) => p.close(graceMs)));
+    return this.exited;
+  }
+
+  private named(key: string): string {
+    return key === '' ? "this worker's graphrt" : `graphrt of build "${key}" (commit ${this.s.job.builds?.builds[key]?.commit.slice(0, 12) ?? '?'})`;
+  }
+
+  private noProcess(code: number | null, signal: string | null, lastError: string | null): RankExit {
+    return { rank: this.s.rank, card: this.s.card.id, pid: null, code, signal, lastError, fault: null };
+  }
+
+  private endBeforeStart(signal: string | null): void {
+    this.ending = true;
+    if (this.procs.size === 0) void this.ready.catch(() => undefined).then(() => this.procs.size === 0 && this.resolveExited(this.preStart ?? this.noProcess(null, signal, null)));
+  }
+
+  private async start(): Promise<Hello> {
+    const s = this.s;
+    const binaries = new Map<string, string>();
+    try {
+      for (const key of this.keys) binaries.set(key, await this.binaryOf(key));
+    } catch (err) {
+      this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
+      throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
+    }
+    if (this.ending) throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while its builds were made`);
+    if (s.rendezvous?.address.startsWith('tcp://')) {
+      this.preStart = this.noProcess(null, null, 'builds across hosts');
+      throw toJobError(new UserInputError('BUILDS_ACROSS_HOSTS', `block ${s.job.block}: its gang spreads across hosts, and its arms run graphrt of several builds (${this.keys.map((k) => this.named(k)).join(', ')}); a gang across hosts runs one graphrt per rank for now`, {
+        hint: 'give the spec blocks.placement: host (a gang on one host), or measure one build per experiment',
+      }));
+    }
+    await this.startUnderLock(binaries);
+    void Promise.all([...this.procs.values()].map((p) => p.exited)).then((all) => this.resolveExited(this.first ?? (all[0] as RankExit)));
+    const hellos = await Promise.all([...this.procs.values()].map((p) => p.ready.catch((err: unknown) => Promise.reject(this.first === null ? err : new RankExitError(this.first)))));
+    return hellos[0] as Hello;
+  }
+
+  /** Locks the card's description and starts every build's process on it (fd 3). */
+  private async startUnderLock(binaries: Map<string, string>): Promise<void> {
+    const s = this.s;
+    const fd = openLockFile(s.lockPath);
+    try {
+      await lockDescription(fd, s.lockPath);
+      if (this.ending) throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while it took the card's lock`);
+      for (const [i, key] of this.keys.entries()) {
+        const h = startProcess(binaries.get(key) as string, { ...s, ...buildRendezvous(s, i) }, { lockFd: fd, flag: key === '' });
+        this.procs.set(key, h);
+        void h.exited.then((e) => {
+          if (this.first !== null) return;
+          this.first = e.lastError === null || key === '' ? e : { ...e, lastError: `${this.named(key)}: ${e.lastError}` };
+          // one process of the rank ended: the rank has ended, its other processes with it
+          if (!this.ending) for (const p of this.procs.values()) p.kill();
+        });
+      }
+    } catch (err) {
+      this.preStart ??= this.noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
+      throw err;
+    } finally {
+      // the ranks hold the description now; the worker's copy would keep the card locked after them
+      closeSync(fd);
+    }
   }
 }
 
@@ -219,11 +253,20 @@ function lockDescription(fd: number, path: string): Promise<void> {
   });
 }
 
+/** graphrt's dialect of the rank protocol: its line schemas, its requests made by jobs/native-args.ts. */
+export function graphrtLines(job: BlockJob): RankLineSchema<GraphrtLine> {
+  return {
+    parse: parseGraphrtLine,
+    request: (op) => JSON.stringify(toNativeRequest(job, op.arm, { op: op.op, id: op.id })),
+  };
+}
+
 /**
- * One resident `graphrt serve` of `binary` for a rank. `lock`: the card's lock handed down as an
- * open file description (`lockFd`, inherited as fd 3), else the process takes `--card-lock PATH`.
+ * One resident `graphrt serve` of `binary` for a rank, speaking the rank protocol
+ * (worker/rank-protocol.ts). `lock`: the card's lock handed down as an open file description
+ * (`lockFd`, inherited as fd 3), else the process takes `--card-lock PATH`.
  */
-function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; flag: boolean }): RankHandle {
+function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; flag: boolean }): RankProtocol<GraphrtLine> {
   const { args, env } = toNativeProcess(s.job, {
     rank: s.rank,
     world: s.world,
@@ -243,190 +286,5 @@ function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; fla
     env: programEnv(env, process.env, GRAPHRT_INHERITS),
   }) as ChildProcessWithoutNullStreams;
   s.log.debug({ pid: child.pid, cmd: [binary, ...args].join(' ') }, 'rank started');
-  child.stdin.on('error', () => {
-    // EPIPE after the rank died: its exit is reported through `exited`
-  });
-
-  let lastErrorLine: string | null = null;
-  const stderrTail: string[] = [];
-  type Pending = { op: RankOp; timeoutMs: number; resolve: (l: RankLine) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout };
-  // The request graphrt answers now (queue[0]) and at most one written behind it: graphrt reads a
-  // line only after the final line of the one before (PROTOCOL.md "Modes"), so the one behind
-  // starts the moment the answer before it is written, without the worker's turnaround between
-  // them. Lines are matched to queue[0] alone, by id and arm; the timeout of a request runs from
-  // when it becomes queue[0] (the rep before it is not its time).
-  const queue: Pending[] = [];
-  // requests answered with an error line, each waiting for the exit that would make it fatal
-  const erroring = new Set<Pending>();
-  const rejectAll = (err: Error) => {
-    for (const q of [...erroring, ...queue.splice(0)]) {
-      clearTimeout(q.timer);
-      q.reject(err);
-    }
-    erroring.clear();
-  };
-  const startClock = (p: Pending | undefined) => {
-    if (p === undefined) return;
-    p.timer = setTimeout(() => {
-      if (queue[0] !== p) return;
-      queue.shift();
-      p.reject(new Error(`rank ${s.rank} on card ${s.card.id} did not answer ${p.op.op} ${p.op.id} (arm ${p.op.arm.name}) within ${p.timeoutMs} ms`));
-      // the one written behind it would be answered only after it: it fails with it
-      for (const q of queue.splice(0)) q.reject(new Error(`rank ${s.rank} on card ${s.card.id}: ${q.op.op} ${q.op.id} not answered: ${p.op.id}, written before it, timed out`));
-    }, p.timeoutMs);
-  };
-  let exit: RankExit | null = null;
-  let fault: string | null = null;
-  let helloSeen = false;
-  let resolveReady!: (l: Hello) => void;
-  let rejectReady!: (e: Error) => void;
-  const ready = new Promise<Hello>((res, rej) => {
-    resolveReady = res;
-    rejectReady = rej;
-  });
-  ready.catch(() => {});
-
-  const kill = () => {
-    if (exit || child.pid === undefined) return;
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // the group is already gone
-    }
-  };
-  // The rank is ended at once: its exit reports the fault (RankExit.fault), and the request in
-  // flight (or the wait for hello) fails with it now.
-  const breakProtocol = (why: string) => {
-    if (fault !== null || exit) return;
-    fault = why;
-    const err = new RankProtocolError({ rank: s.rank, card: s.card.id, pid: child.pid ?? null }, why);
-    rejectReady(err);
-    rejectAll(err);
-    kill();
-  };
-
-  const onLine = (raw: string) => {
-    if (fault !== null || raw.trim() === '') return;
-    let line: GraphrtLine;
-    try {
-      line = parseGraphrtLine(raw);
-    } catch (err) {
-      breakProtocol((err as Error).message);
-      return;
-    }
-    if (line.type === 'error') lastErrorLine = `${line.code}: ${line.message}`;
-    if (!helloSeen) {
-      if (line.type === 'hello') {
-        helloSeen = true;
-        s.onLine(line, raw);
-        resolveReady(line);
-      } else if (line.type === 'error') {
-        // a final error before hello (CARD_BUSY) is followed by the exit, which rejects `ready`
-        s.onLine(line, raw);
-      } else breakProtocol(`a "${line.type}" line before hello: ${quoteLine(raw)}`);
-      return;
-    }
-    const p = queue[0] ?? null;
-    // A line of another request (a repeated final line, a late answer) must never answer this one.
-    const stray = line.type === 'hello' || (line.id !== undefined && (p === null || line.id !== p.op.id)) || (isFinal(line) && line.type !== 'error' && p === null);
-    const wrongArm = p !== null && 'arm' in line && line.arm !== p.op.arm.name;
-    if (stray || wrongArm) {
-      const expected = p === null ? 'no request in flight' : `request ${p.op.id} (arm ${p.op.arm.name}) in flight`;
-      const got = 'arm' in line ? `id ${line.id ?? 'none'}, arm ${line.arm}` : `id ${line.id ?? 'none'}`;
-      breakProtocol(`a "${line.type}" line of ${got} with ${expected}: ${quoteLine(raw)}`);
-      return;
-    }
-    s.onLine(line, raw);
-    if (!isFinal(line) || !p) return;
-    clearTimeout(p.timer);
-    queue.shift();
-    startClock(queue[0]);
-    if (line.type === 'error') {
-      // A fatal error (CUDA_ERROR...) is followed by the exit, which rejects with the exit code
-      // and this line; a bad request is answered and serving goes on.
-      erroring.add(p);
-      p.timer = setTimeout(() => {
-        if (erroring.delete(p)) p.resolve(line);
-      }, ERROR_EXIT_WAIT_MS);
-      return;
-    }
-    p.resolve(line);
-  };
-  readLines(child.stdout, MAX_RANK_LINE_BYTES, {
-    onLine,
-    onTooLong: (head) => breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${head}`),
-  });
-  const keepStderr = (l: string) => {
-    if (l.trim() === '') return;
-    stderrTail.push(l);
-    if (stderrTail.length > STDERR_KEEP) stderrTail.shift();
-    s.log.debug({ stderr: l }, 'rank stderr');
-  };
-  // stderr is for people: an overlong line is kept by its head, not a protocol fault
-  readLines(child.stderr, MAX_RANK_LINE_BYTES, { onLine: keepStderr, onTooLong: (head) => keepStderr(`${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
-
-  const exited = new Promise<RankExit>((resolve) => {
-    const done = (code: number | null, signal: NodeJS.Signals | null) => {
-      if (exit) return;
-      exit = {
-        rank: s.rank,
-        card: s.card.id,
-        pid: child.pid ?? null,
-        code,
-        signal,
-        lastError: lastErrorLine ?? stderrLastError(stderrTail),
-        fault,
-      };
-      const err = new RankExitError(exit);
-      rejectReady(err);
-      rejectAll(err);
-      resolve(exit);
-    };
-    child.once('error', (e) => {
-      lastErrorLine = `cannot start ${binary}: ${e.message}`;
-      done(null, null);
-    });
-    child.once('close', done);
-  });
-
-  return {
-    rank: s.rank,
-    card: s.card,
-    pids: () => (exit || child.pid === undefined ? [] : [child.pid]),
-    ready,
-    exited,
-    kill,
-    queues: () => true,
-    request: (op: RankOp, timeoutMs: number) =>
-      new Promise<RankLine>((resolve, reject) => {
-        if (exit) return reject(new RankExitError(exit));
-        if (fault !== null) return reject(new RankProtocolError({ rank: s.rank, card: s.card.id, pid: child.pid ?? null }, fault));
-        if (queue.length >= 2) return reject(new Error(`rank ${s.rank}: ${queue[0]!.op.id} and ${queue[1]!.op.id} already in flight (one request at most behind the one answered now)`));
-        const p: Pending = { op, timeoutMs, resolve, reject };
-        queue.push(p);
-        if (queue.length === 1) startClock(p);
-        child.stdin.write(`${JSON.stringify(toNativeRequest(s.job, op.arm, { op: op.op, id: op.id }))}\n`);
-      }),
-    close: async (graceMs: number) => {
-      child.stdin.end();
-      const t = setTimeout(kill, graceMs);
-      const e = await exited;
-      clearTimeout(t);
-      return e;
-    },
-  };
-}
-
-/** The last stderr line, preferring a JSON error line (PROTOCOL.md: the final error goes to stderr too). */
-function stderrLastError(tail: string[]): string | null {
-  for (let i = tail.length - 1; i >= 0; i--) {
-    const l = tail[i] as string;
-    try {
-      const j = JSON.parse(l) as { type?: string; code?: string; message?: string };
-      if (j.type === 'error') return `${j.code ?? 'ERROR'}: ${j.message ?? ''}`;
-    } catch {
-      // not JSON
-    }
-  }
-  return tail.length > 0 ? (tail[tail.length - 1] as string).slice(0, 500) : null;
+  return new RankProtocol(child, graphrtLines(s.job), { rank: s.rank, card: s.card, log: s.log, onLine: s.onLine, program: binary });
 }

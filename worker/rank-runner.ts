@@ -138,6 +138,6 @@ export function opId(job: Pick<BlockJob, 'block' | 'attempt'>, kind: RankOp['op'
 /** Helper for runners: the arm of a job by name. */
 export function armOf(job: BlockJob, name: string): BlockArm {
   const arm = job.arms.find((a) => a.name === name);
-  if (!arm) throw new Error(`arm "${name}" is not in the block job`);
+  if (!arm) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block}: arm "${name}" is not in the block job (its arms: ${job.arms.map((a) => a.name).join(', ')})`);
   return arm;
 }

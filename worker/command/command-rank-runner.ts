@@ -65,113 +65,140 @@ export class CommandRankRunner implements RankRunner {
 
   start(s: RankStart): RankHandle {
     const job = s.job;
-    if (job.workload.runtime !== 'command') throw new Error(`CommandRankRunner got a ${job.workload.runtime} workload`);
+    if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
-    const wl: CommandWorkloadInput = { ...workload, warmup: job.warmup, steps: job.steps };
-    const abort = new AbortController();
-    let current: number | null = null;
-    let inflight: Promise<unknown> = Promise.resolve();
-    let resolveExited!: (e: RankExit) => void;
-    const exited = new Promise<RankExit>((r) => (resolveExited = r));
-    let ended = false;
-    const end = (signal: string | null) => {
-      if (ended) return;
-      ended = true;
-      resolveExited({ rank: s.rank, card: s.card.id, pid: current, code: signal ? null : 0, signal, lastError: null, fault: null });
-    };
-    let artifactDir: string | null = null;
-    /** Builds as arms: the artifact dir of each build the block's arms name. */
-    const buildDirs = new Map<string, string>();
-    const env: Record<string, string> = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
+    return new CommandRank(s, workload, this.opts, (onEvent, name) => this.ensure(job, workload, onEvent, name));
+  }
+}
 
-    const ready = (async (): Promise<CommandHello> => {
-      let build: EnsuredBuild | null = null;
-      const builds: NonNullable<CommandHello['builds']> = {};
-      try {
-        // Arms that name a build run its commit's artifacts; the checkout's own build only
-        // when some arm names none — as the build job decides it (jobs/build-job.ts), so the
-        // builds it made before the lease are what this finds in the cache.
-        const { named, own } = buildsOfArms(job.arms, workload.build !== undefined);
-        if (own) {
-          build = await this.ensure(job, workload, s.onBuild);
-          artifactDir = build.dir;
-        }
-        for (const name of named) {
-          const b = await this.ensure(job, workload, s.onBuild, name);
-          build ??= b;
-          buildDirs.set(name, b.dir);
-          builds[name] = { commit: job.builds!.builds[name]!.commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms };
-        }
-        await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: job.min_free_disk_gb ?? this.opts.minFreeDiskGb ?? 1 });
-      } catch (err) {
-        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
-      }
-      const hello: CommandHello = {
-        v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
-        artifacts: build?.artifacts ?? [],
-        build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
-        ...(buildDirs.size > 0 ? { builds } : {}),
-      };
-      s.onLine(hello, JSON.stringify(hello));
-      return hello;
-    })();
-    ready.catch(() => {});
+/** One rank of a command workload: its builds and preflight (`ready`), then one process per rep. */
+class CommandRank implements RankHandle {
+  readonly rank: number;
+  readonly card: RankStart['card'];
+  readonly ready: Promise<CommandHello>;
+  readonly exited: Promise<RankExit>;
+  private readonly abort = new AbortController();
+  /** the pid of the rep's process while one runs */
+  private current: number | null = null;
+  private inflight: Promise<unknown> = Promise.resolve();
+  private resolveExited!: (e: RankExit) => void;
+  private ended = false;
+  private artifactDir: string | null = null;
+  /** Builds as arms: the artifact dir of each build the block's arms name. */
+  private readonly buildDirs = new Map<string, string>();
+  private readonly env: Record<string, string>;
+  private readonly wl: CommandWorkloadInput;
 
-    const request = async (op: RankOp, timeoutMs: number): Promise<RankLine> => {
-      const answer = (line: CommandLine): RankLine => {
-        s.onLine(line, JSON.stringify(line));
-        return line;
-      };
-      const fail = (code: string, message: string): RankLine => answer({ v: 1, type: 'error', id: op.id, code, message, final: true });
-      if (op.op !== 'rep') {
-        return fail('UNSUPPORTED', `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`);
-      }
-      const timer = setTimeout(() => abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
-      try {
-        const running = runCommandRep({
-          workload: wl, arm: op.arm, artifactDir: op.arm.build === undefined ? artifactDir : (buildDirs.get(op.arm.build) ?? null), cardLock: s.lockPath, env, signal: abort.signal,
-          onStart: (pid) => (current = pid),
-          onLine: (stream, line) => {
-            const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };
-            s.onLine(out, JSON.stringify(out));
-          },
-        });
-        inflight = running.catch(() => {});
-        const r = await running;
-        // The metric values become a measurement only through the schema: a NaN or an
-        // infinity the metric source let through is refused, not committed.
-        const rep = CommandRepSchema.safeParse({
-          v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
-          warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms, final: true,
-        });
-        if (!rep.success) return fail('METRIC_NOT_A_NUMBER', `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`);
-        return answer(rep.data);
-      } catch (err) {
-        const e = err as { code?: string; message: string };
-        return fail(e.code ?? 'INTERNAL', e.message);
-      } finally {
-        clearTimeout(timer);
-        current = null;
-      }
-    };
+  constructor(
+    private readonly s: RankStart,
+    private readonly workload: CommandWorkload,
+    private readonly opts: CommandRankRunnerOptions,
+    private readonly ensure: (onEvent: RankStart['onBuild'], name?: string) => Promise<EnsuredBuild>,
+  ) {
+    this.rank = s.rank;
+    this.card = s.card;
+    this.wl = { ...workload, warmup: s.job.warmup, steps: s.job.steps };
+    this.env = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
+    this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
+    this.ready = this.hello();
+    this.ready.catch(() => {});
+  }
 
-    return {
-      rank: s.rank,
-      card: s.card,
-      pids: () => (current === null ? [] : [current]),
-      ready,
-      request,
-      exited,
-      kill: () => {
-        abort.abort(new Error('killed'));
-        void inflight.finally(() => end('SIGKILL'));
-      },
-      close: async () => {
-        await inflight;
-        end(null);
-        return exited;
-      },
+  pids(): number[] {
+    return this.current === null ? [] : [this.current];
+  }
+
+  kill(): void {
+    this.abort.abort(new Error('killed'));
+    void this.inflight.finally(() => this.end('SIGKILL'));
+  }
+
+  async close(): Promise<RankExit> {
+    await this.inflight;
+    this.end(null);
+    return this.exited;
+  }
+
+  private end(signal: string | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.resolveExited({ rank: this.s.rank, card: this.s.card.id, pid: this.current, code: signal ? null : 0, signal, lastError: null, fault: null });
+  }
+
+  private async hello(): Promise<CommandHello> {
+    const { job } = this.s;
+    let build: EnsuredBuild | null = null;
+    const builds: NonNullable<CommandHello['builds']> = {};
+    try {
+      // Arms that name a build run its commit's artifacts; the checkout's own build only
+      // when some arm names none — as the build job decides it (jobs/build-job.ts), so the
+      // builds it made before the lease are what this finds in the cache.
+      const { named, own } = buildsOfArms(job.arms, this.workload.build !== undefined);
+      if (own) {
+        build = await this.ensure(this.s.onBuild);
+        this.artifactDir = build.dir;
+      }
+      for (const name of named) {
+        const b = await this.ensure(this.s.onBuild, name);
+        build ??= b;
+        this.buildDirs.set(name, b.dir);
+        builds[name] = { commit: job.builds!.builds[name]!.commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms };
+      }
+      await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: job.min_free_disk_gb ?? this.opts.minFreeDiskGb ?? 1 });
+    } catch (err) {
+      throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
+    }
+    const hello: CommandHello = {
+      v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
+      artifacts: build?.artifacts ?? [],
+      build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
+      ...(this.buildDirs.size > 0 ? { builds } : {}),
     };
+    this.s.onLine(hello, JSON.stringify(hello));
+    return hello;
+  }
+
+  private answer(line: CommandLine): RankLine {
+    this.s.onLine(line, JSON.stringify(line));
+    return line;
+  }
+
+  private fail(op: RankOp, code: string, message: string): RankLine {
+    return this.answer({ v: 1, type: 'error', id: op.id, code, message, final: true });
+  }
+
+  async request(op: RankOp, timeoutMs: number): Promise<RankLine> {
+    if (op.op !== 'rep') {
+      return this.fail(op, 'UNSUPPORTED', `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`);
+    }
+    const { job } = this.s;
+    const timer = setTimeout(() => this.abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+    try {
+      const running = runCommandRep({
+        workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: this.env, signal: this.abort.signal,
+        onStart: (pid) => (this.current = pid),
+        onLine: (stream, line) => {
+          const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };
+          this.s.onLine(out, JSON.stringify(out));
+        },
+      });
+      this.inflight = running.catch(() => {});
+      const r = await running;
+      // The metric values become a measurement only through the schema: a NaN or an
+      // infinity the metric source let through is refused, not committed.
+      const rep = CommandRepSchema.safeParse({
+        v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
+        warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms, final: true,
+      });
+      if (!rep.success) return this.fail(op, 'METRIC_NOT_A_NUMBER', `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`);
+      return this.answer(rep.data);
+    } catch (err) {
+      const e = err as { code?: string; message: string };
+      return this.fail(op, e.code ?? 'INTERNAL', e.message);
+    } finally {
+      clearTimeout(timer);
+      this.current = null;
+    }
   }
 }
 

@@ -1,0 +1,44 @@
+/**
+ * The identity gates of a block attempt: for each arm that needs one, an `identity` op on every
+ * rank; the gang passes when every rank passes, its first bad replay the earliest of any rank's.
+ */
+import { armsNeedingIdentity, type BlockArm } from '../jobs/block-job.ts';
+import type { CommitGate } from '../store/result-store.ts';
+import type { GangContext } from './gang-context.ts';
+import type { GangRanks } from './gang-ranks.ts';
+import { opId } from './rank-runner.ts';
+
+export class GangGates {
+  constructor(
+    private readonly gang: GangContext,
+    private readonly ranks: GangRanks,
+  ) {}
+
+  /** Every gate the job's arms need, one after another. */
+  async run(): Promise<CommitGate[]> {
+    const gates: CommitGate[] = [];
+    for (const [i, arm] of armsNeedingIdentity(this.gang.job).entries()) gates.push(await this.gate(arm, i));
+    return gates;
+  }
+
+  private async gate(arm: BlockArm, i: number): Promise<CommitGate> {
+    const { job } = this.gang;
+    const lines = await this.ranks.all({ id: opId(job, 'identity', i), op: 'identity', arm }, 'gate');
+    const bad = lines.map((l) => l.first_bad_replay).filter((x): x is number => x !== null);
+    return {
+      block: job.block,
+      arm: arm.name,
+      result: {
+        block: job.block,
+        arm: arm.name,
+        name: 'identity',
+        pass: lines.every((l) => l.pass),
+        first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
+        detail: lines.map((l, r) => ({
+          rank: this.gang.rankOf(r), card: job.cards[r] as string, pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay,
+          eager_hashes: l.eager_hashes, graph_hashes: l.graph_hashes, nodes: l.nodes, launches_per_step: l.launches_per_step,
+        })),
+      },
+    };
+  }
+}

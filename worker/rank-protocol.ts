@@ -1,0 +1,313 @@
+/**
+ * RankProtocol: the worker's side of the rank JSON-lines protocol (native/PROTOCOL.md "Modes",
+ * "Lines") with one resident, line-oriented rank process. It knows nothing of what the process
+ * is (graphrt serve, a user's program speaking the same protocol): the runner spawns the child
+ * and hands over a RankLineSchema, which parses a stdout line and writes a request line.
+ *
+ * States, each with what it does with a stdout line:
+ * - `awaiting-hello`: a `hello` resolves `ready` (serving); an `error` line is reported and kept
+ *   as the last error (the exit that follows rejects `ready`); any other line is a fault;
+ * - `serving`: a line answers the request in flight (`pending[0]`) only when its id and arm are
+ *   that request's; a final line of another request, a repeated one, a second hello, a line with
+ *   nothing in flight is a fault, never an answer;
+ * - `faulted`: the rank broke the protocol; it is killed, every pending request and `ready`
+ *   failed with RankProtocolError, later lines ignored, the exit record carries the fault;
+ * - `exited`: the process is gone; every pending request (and `ready`) failed with
+ *   RankExitError (RANK_EXITED or RANK_DIED by its exit, RANK_PROTOCOL after a fault).
+ *
+ * The pipeline is one deep: at most one request written behind the one answered now (the rank
+ * reads a line only after the final line of the one before), so the next starts the moment the
+ * answer before it is written. A request's clock runs from when it becomes `pending[0]`; one not
+ * answered in time fails with RankTimeoutError (RANK_TIMEOUT), and the one written behind it
+ * with it (it would be answered only after it).
+ *
+ * The child must lead its own process group (spawned `detached`): `kill()` SIGKILLs the group.
+ */
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { Logger } from 'pino';
+import type { Card } from '../jobs/card.ts';
+import { OrchError } from '../jobs/errors.ts';
+import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
+import { readLines } from './line-reader.ts';
+import type { RankLine } from '../jobs/rank-line.ts';
+import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankOp } from './rank-runner.ts';
+
+/** What the protocol reads of every line; the schema's own types narrow the rest. */
+export interface ProtocolLine {
+  type: string;
+  id?: string | undefined;
+  final?: boolean | undefined;
+}
+
+/** The runner's dialect of the protocol: how a stdout line is parsed, how a request is written. */
+export interface RankLineSchema<L extends RankLine> {
+  /** one stdout line, validated; throws an Error whose message says what is wrong with it */
+  parse(raw: string): L;
+  /** the stdin line (without its newline) that asks the rank for `op` */
+  request(op: RankOp): string;
+}
+
+export type RankProtocolState = 'awaiting-hello' | 'serving' | 'faulted' | 'exited';
+
+export interface RankProtocolOptions<L extends RankLine> {
+  rank: number;
+  card: Card;
+  log: Logger;
+  /** every line that passed the schema and belongs where it arrived (hello included); `raw` as printed */
+  onLine: (line: L, raw: string) => void;
+  /** names the program in the exit record when it cannot be started at all */
+  program: string;
+  /** after an error answer, how long to wait for the exit that makes it fatal (default 500 ms) */
+  errorExitWaitMs?: number;
+}
+
+/** A rank that did not answer a request in time, or a request behind it that it took along. */
+export class RankTimeoutError extends OrchError {
+  constructor(message: string) {
+    super('RANK_TIMEOUT', message, { hint: 'raise the worker\'s request timeout if a rep of this workload takes longer; else the rank hung (a stalled collective, a stuck card)' });
+  }
+}
+
+interface Pending<L> {
+  op: RankOp;
+  timeoutMs: number;
+  resolve: (l: L) => void;
+  reject: (e: Error) => void;
+  timer?: NodeJS.Timeout;
+}
+
+const STDERR_KEEP = 20;
+const MAX_PENDING = 2;
+
+type HelloOf<L> = Extract<L, { type: 'hello' }>;
+
+export class RankProtocol<L extends RankLine> implements RankHandle {
+  readonly rank: number;
+  readonly card: Card;
+  readonly ready: Promise<HelloOf<L>>;
+  readonly exited: Promise<RankExit>;
+  private stateNow: RankProtocolState = 'awaiting-hello';
+  /** the request answered now, and at most one written behind it */
+  private readonly pending: Pending<L>[] = [];
+  /** requests answered with an error line, each waiting for the exit that would make it fatal */
+  private readonly erroring = new Set<Pending<L>>();
+  private fault: string | null = null;
+  private exit: RankExit | null = null;
+  private lastErrorLine: string | null = null;
+  private readonly stderrTail: string[] = [];
+  private readonly errorExitWaitMs: number;
+  private resolveReady!: (l: HelloOf<L>) => void;
+  private rejectReady!: (e: Error) => void;
+
+  constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly schema: RankLineSchema<L>,
+    private readonly opts: RankProtocolOptions<L>,
+  ) {
+    this.rank = opts.rank;
+    this.card = opts.card;
+    this.errorExitWaitMs = opts.errorExitWaitMs ?? 500;
+    this.ready = new Promise<HelloOf<L>>((res, rej) => {
+      this.resolveReady = res;
+      this.rejectReady = rej;
+    });
+    this.ready.catch(() => {});
+    child.stdin.on('error', () => {
+      // EPIPE after the rank died: its exit is reported through `exited`
+    });
+    readLines(child.stdout, MAX_RANK_LINE_BYTES, {
+      onLine: (raw) => this.onStdout(raw),
+      onTooLong: (head) => this.breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${head}`),
+    });
+    // stderr is for people: an overlong line is kept by its head, not a protocol fault
+    readLines(child.stderr, MAX_RANK_LINE_BYTES, { onLine: (l) => this.keepStderr(l), onTooLong: (head) => this.keepStderr(`${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
+    this.exited = new Promise<RankExit>((resolve) => {
+      child.once('error', (e) => {
+        this.lastErrorLine = `cannot start ${opts.program}: ${e.message}`;
+        resolve(this.onExit(null, null));
+      });
+      child.once('close', (code, signal) => resolve(this.onExit(code, signal)));
+    });
+  }
+
+  get state(): RankProtocolState {
+    return this.stateNow;
+  }
+
+  pids(): number[] {
+    return this.exit || this.child.pid === undefined ? [] : [this.child.pid];
+  }
+
+  /** One process serves every request in order: any request may queue behind another. */
+  queues(): boolean {
+    return true;
+  }
+
+  request(op: RankOp, timeoutMs: number): Promise<L> {
+    return new Promise<L>((resolve, reject) => {
+      if (this.exit) return reject(new RankExitError(this.exit));
+      if (this.fault !== null) return reject(this.protocolError(this.fault));
+      if (this.pending.length >= MAX_PENDING) {
+        const [a, b] = this.pending as [Pending<L>, Pending<L>];
+        return reject(new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: ${a.op.id} and ${b.op.id} already in flight (one request at most behind the one answered now); ${op.op} ${op.id} not sent`));
+      }
+      const p: Pending<L> = { op, timeoutMs, resolve, reject };
+      this.pending.push(p);
+      if (this.pending.length === 1) this.startClock(p);
+      this.child.stdin.write(`${this.schema.request(op)}\n`);
+    });
+  }
+
+  kill(): void {
+    if (this.exit || this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, 'SIGKILL');
+    } catch {
+      // the group is already gone
+    }
+  }
+
+  /** Closes stdin (the rank ends when it has answered), SIGKILL after `graceMs`. */
+  async close(graceMs: number): Promise<RankExit> {
+    this.child.stdin.end();
+    const t = setTimeout(() => this.kill(), graceMs);
+    const e = await this.exited;
+    clearTimeout(t);
+    return e;
+  }
+
+  private onStdout(raw: string): void {
+    if (this.stateNow === 'faulted' || this.stateNow === 'exited' || raw.trim() === '') return;
+    let line: L;
+    try {
+      line = this.schema.parse(raw);
+    } catch (err) {
+      this.breakProtocol((err as Error).message);
+      return;
+    }
+    if (line.type === 'error') this.lastErrorLine = errorText(line);
+    if (this.stateNow === 'awaiting-hello') this.beforeHello(line, raw);
+    else this.answer(line, raw);
+  }
+
+  private beforeHello(line: L, raw: string): void {
+    if (line.type === 'hello') {
+      this.stateNow = 'serving';
+      this.opts.onLine(line, raw);
+      this.resolveReady(line as HelloOf<L>);
+    } else if (line.type === 'error') {
+      // a final error before hello (CARD_BUSY) is followed by the exit, which rejects `ready`
+      this.opts.onLine(line, raw);
+    } else this.breakProtocol(`a "${line.type}" line before hello: ${quoteLine(raw)}`);
+  }
+
+  private answer(line: L, raw: string): void {
+    const p = this.pending[0] ?? null;
+    const { type, id, final } = line as ProtocolLine;
+    const arm = 'arm' in line ? String(line.arm) : undefined;
+    // A line of another request (a repeated final line, a late answer) must never answer this one.
+    const stray = type === 'hello' || (id !== undefined && (p === null || id !== p.op.id)) || (final === true && type !== 'error' && p === null);
+    const wrongArm = p !== null && arm !== undefined && arm !== p.op.arm.name;
+    if (stray || wrongArm) {
+      const expected = p === null ? 'no request in flight' : `request ${p.op.id} (arm ${p.op.arm.name}) in flight`;
+      const got = arm !== undefined ? `id ${id ?? 'none'}, arm ${arm}` : `id ${id ?? 'none'}`;
+      this.breakProtocol(`a "${type}" line of ${got} with ${expected}: ${quoteLine(raw)}`);
+      return;
+    }
+    this.opts.onLine(line, raw);
+    if (final !== true || p === null) return;
+    clearTimeout(p.timer);
+    this.pending.shift();
+    this.startClock(this.pending[0]);
+    if (type === 'error') {
+      // A fatal error (CUDA_ERROR...) is followed by the exit, which rejects with the exit code
+      // and this line; a bad request is answered and serving goes on.
+      this.erroring.add(p);
+      p.timer = setTimeout(() => {
+        if (this.erroring.delete(p)) p.resolve(line);
+      }, this.errorExitWaitMs);
+      return;
+    }
+    p.resolve(line);
+  }
+
+  private startClock(p: Pending<L> | undefined): void {
+    if (p === undefined) return;
+    p.timer = setTimeout(() => {
+      if (this.pending[0] !== p) return;
+      this.pending.shift();
+      const where = `rank ${this.rank} on card ${this.card.id}`;
+      p.reject(new RankTimeoutError(`${where} did not answer ${p.op.op} ${p.op.id} (arm ${p.op.arm.name}) within ${p.timeoutMs} ms`));
+      // the one written behind it would be answered only after it: it fails with it
+      for (const q of this.pending.splice(0)) q.reject(new RankTimeoutError(`${where}: ${q.op.op} ${q.op.id} not answered: ${p.op.id}, written before it, timed out`));
+    }, p.timeoutMs);
+  }
+
+  /** The rank is ended at once: its exit reports the fault, the request in flight (or the wait for hello) fails with it now. */
+  private breakProtocol(why: string): void {
+    if (this.fault !== null || this.exit) return;
+    this.fault = why;
+    this.stateNow = 'faulted';
+    const err = this.protocolError(why);
+    this.rejectReady(err);
+    this.rejectAll(err);
+    this.kill();
+  }
+
+  private onExit(code: number | null, signal: NodeJS.Signals | null): RankExit {
+    if (this.exit) return this.exit;
+    this.stateNow = 'exited';
+    this.exit = {
+      rank: this.rank,
+      card: this.card.id,
+      pid: this.child.pid ?? null,
+      code,
+      signal,
+      lastError: this.lastErrorLine ?? stderrLastError(this.stderrTail),
+      fault: this.fault,
+    };
+    const err = new RankExitError(this.exit);
+    this.rejectReady(err);
+    this.rejectAll(err);
+    return this.exit;
+  }
+
+  private rejectAll(err: Error): void {
+    for (const q of [...this.erroring, ...this.pending.splice(0)]) {
+      clearTimeout(q.timer);
+      q.reject(err);
+    }
+    this.erroring.clear();
+  }
+
+  private protocolError(fault: string): RankProtocolError {
+    return new RankProtocolError({ rank: this.rank, card: this.card.id, pid: this.child.pid ?? null }, fault);
+  }
+
+  private keepStderr(l: string): void {
+    if (l.trim() === '') return;
+    this.stderrTail.push(l);
+    if (this.stderrTail.length > STDERR_KEEP) this.stderrTail.shift();
+    this.opts.log.debug({ stderr: l }, 'rank stderr');
+  }
+}
+
+/** `CODE: message` of an error line. */
+function errorText(line: ProtocolLine): string {
+  const e = line as { code?: unknown; message?: unknown };
+  return `${String(e.code ?? 'ERROR')}: ${String(e.message ?? '')}`;
+}
+
+/** The last stderr line, preferring a JSON error line (PROTOCOL.md: the final error goes to stderr too). */
+function stderrLastError(tail: string[]): string | null {
+  for (let i = tail.length - 1; i >= 0; i--) {
+    const l = tail[i] as string;
+    try {
+      const j = JSON.parse(l) as { type?: string; code?: string; message?: string };
+      if (j.type === 'error') return `${j.code ?? 'ERROR'}: ${j.message ?? ''}`;
+    } catch {
+      // not JSON
+    }
+  }
+  return tail.length > 0 ? (tail[tail.length - 1] as string).slice(0, 500) : null;
+}

@@ -1,0 +1,84 @@
+/**
+ * One planned rep measured on the whole gang: a `rep` op on every rank, the gang's step time the
+ * slowest rank's per step; or, for the design probe, a `probe` op whose probe lines per rank
+ * become the probe record (and a rep without steps, committed, so the rep counts as measured).
+ */
+import { armOf, opId } from './rank-runner.ts';
+import { OrchError } from '../jobs/errors.ts';
+import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
+import type { ProbeRecord } from '../jobs/probe-record.ts';
+import type { RankHelloLine } from '../jobs/rank-line.ts';
+import type { CommitRep } from '../store/result-store.ts';
+import type { PlannedRep } from './block-executor.ts';
+import type { GangContext } from './gang-context.ts';
+import type { GangRanks } from './gang-ranks.ts';
+
+export interface Measured {
+  rep: CommitRep;
+  record: ProbeRecord | null;
+}
+
+export class RepMeasure {
+  constructor(
+    private readonly gang: GangContext,
+    private readonly ranks: GangRanks,
+  ) {}
+
+  /** The planned rep `p`, measured as its workload measures (a probe workload: a probe). */
+  measure(p: PlannedRep): Promise<Measured> {
+    return this.probing ? this.probe(p) : this.rep(p).then((rep) => ({ rep, record: null }));
+  }
+
+  /** design probe: each planned rep is one `probe` request (five probe lines per rank) */
+  get probing(): boolean {
+    const w = this.gang.job.workload;
+    return w.runtime === 'native' && w.kind === 'probe';
+  }
+
+  private async probe(p: PlannedRep): Promise<{ rep: CommitRep; record: ProbeRecord }> {
+    const { job, host } = this.gang;
+    const lines = await this.ranks.probe({ id: opId(job, 'probe', p.position), op: 'probe', arm: armOf(job, p.arm) });
+    const hellos = this.ranks.hellos;
+    const backend = hellos[0]?.backend;
+    if (backend !== 'cpu' && backend !== 'cuda') throw new OrchError('RANK_ANSWERED_ERROR', `block ${job.block}: probe answered by a rank whose hello says backend ${backend ?? 'none'}, not graphrt's cpu or cuda`);
+    const ranks = lines.map((probes, i) => ({
+      rank: this.gang.rankOf(i),
+      card: job.cards[i] as string,
+      device: deviceOf(hellos[i]),
+      probes: probes.map((l) => ({ name: l.name, pass: l.pass, detail: l.detail })),
+    }));
+    const common = { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep, position: p.position };
+    return {
+      record: { ...common, backend, host, ranks },
+      rep: { block: job.block, arm: p.arm, rep: p.rep, result: { ...common, step_ms: [], backend, mode: 'graph', host, cards: job.cards } },
+    };
+  }
+
+  /** One rep on every rank; the gang's step time is the slowest rank's, per step. */
+  private async rep(p: PlannedRep): Promise<CommitRep> {
+    const { job, host } = this.gang;
+    const lines = await this.ranks.all({ id: opId(job, 'rep', p.position), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
+    const first = lines[0]!;
+    const perRank = lines.map((l) => l.step_ms);
+    const steps = Math.min(...perRank.map((s) => s.length));
+    const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
+    // A toggle without effect on any rank was not measured by this rep: the report must say so.
+    const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
+    return {
+      block: job.block,
+      arm: p.arm,
+      rep: p.rep,
+      result: {
+        experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
+        position: p.position, step_ms, backend: first.backend, mode: first.mode,
+        ...(first.backend === 'command' ? {} : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported }),
+        host, cards: job.cards,
+      },
+    };
+  }
+}
+
+/** The device a rank's hello names (graphrt's `device`), `?` for a rank without one. */
+function deviceOf(hello: RankHelloLine | undefined): string {
+  return hello !== undefined && 'device' in hello && typeof hello.device === 'string' ? hello.device : '?';
+}

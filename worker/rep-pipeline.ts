@@ -1,0 +1,117 @@
+/**
+ * The rep loop of a block attempt: the planned reps in order, one-deep pipelined, each followed by
+ * a foreign-process look, until the plan ends, the worker stops, or a cancel notice arrives.
+ *
+ * One-deep pipeline: the rep after the one being answered is already written to every rank, so
+ * the rank starts it the moment it has written the answer before it; the worker's turnaround (the
+ * answer parsed and streamed, the result kept, the look started: a fork and exec of nvidia-smi on
+ * a GPU host) falls inside a rep, not between two. Only where every rank's process serves both in
+ * order (RankHandle.queues), never for probes (their lines are gathered per request).
+ *
+ * The look after a rep runs while the next rep measures (on a GPU host 0.1-0.5 s of card time
+ * otherwise idle between every two reps); its verdict is read once that rep has answered. A rep
+ * that ran while a look found a foreign process is not kept: `fail` fails the block, `wait` waits
+ * for it to go and runs the rep again.
+ *
+ * A spread gang's hosts must run the same reps (their collectives meet): no early stop. A rep
+ * already sent is in flight: it runs to its end and is kept — except on cancel, which kills the
+ * ranks mid-rep (a half rep is not measured) and keeps neither it nor the one behind it.
+ */
+import type { ProbeRecord } from '../jobs/probe-record.ts';
+import type { CommitRep } from '../store/result-store.ts';
+import type { PlannedRep } from './block-executor.ts';
+import type { ForeignGuard } from './foreign-guard.ts';
+import type { GangContext } from './gang-context.ts';
+import type { GangFate } from './gang-fate.ts';
+import type { GangRanks } from './gang-ranks.ts';
+import { armOf, opId, type RankOp } from './rank-runner.ts';
+import type { Measured, RepMeasure } from './rep-measure.ts';
+
+export interface MeasuredReps {
+  reps: CommitRep[];
+  probes: ProbeRecord[];
+  /** the position of the first planned rep not run (the worker stopped, or a cancel), else null */
+  stoppedAt: number | null;
+}
+
+interface Sent {
+  p: PlannedRep;
+  measuring: Promise<Measured>;
+}
+
+export class RepPipeline {
+  constructor(
+    private readonly gang: GangContext,
+    private readonly ranks: GangRanks,
+    private readonly measure: RepMeasure,
+    private readonly foreign: ForeignGuard,
+    private readonly fate: GangFate,
+    private readonly opts: { spread: boolean; stopping: () => boolean },
+  ) {}
+
+  async run(planned: PlannedRep[]): Promise<MeasuredReps> {
+    const out: MeasuredReps = { reps: [], probes: [], stoppedAt: null };
+    let look: Promise<string[]> | null = null;
+    // `inFlight` is planned[i], sent; `behind` is planned[i + 1]
+    let inFlight: Sent | null = null;
+    let behind: Sent | null = null;
+    this.fate.measuring = true;
+    for (let i = 0; i < planned.length; ) {
+      const p = planned[i] as PlannedRep;
+      if (inFlight === null) {
+        if (this.mayStop()) {
+          out.stoppedAt = p.position;
+          break;
+        }
+        inFlight = this.send(p);
+      }
+      const next = planned[i + 1];
+      if (behind === null && next !== undefined && !this.measure.probing && !this.mayStop() && this.queues(p, next)) behind = this.send(next);
+      const measured = await Promise.race([inFlight.measuring, this.fate.cancelled]);
+      if (measured === null) {
+        // cancelled mid-rep: its ranks die, the rep is not kept (nor the one behind it), nor the look at the rep before
+        this.fate.abortRanks();
+        look = null;
+        out.stoppedAt = p.position;
+        break;
+      }
+      const found = look === null ? [] : await this.fate.race(look);
+      look = null;
+      if (found.length > 0) {
+        // this rep ran beside a foreign process, and the one behind it ran after it before
+        // anyone looked again: neither is kept; both run again once the card is ours
+        await this.foreign.guard(this.ranks.pids(), found);
+        if (behind !== null) await this.fate.race(behind.measuring);
+        inFlight = behind = null;
+        continue;
+      }
+      out.reps.push(measured.rep);
+      if (measured.record !== null) out.probes.push(measured.record);
+      i++;
+      inFlight = behind;
+      behind = null;
+      look = this.foreign.look(this.ranks.pids());
+      look.catch(() => {});
+    }
+    if (look !== null) await this.foreign.guard(this.ranks.pids(), await this.fate.race(look));
+    return out;
+  }
+
+  private send(p: PlannedRep): Sent {
+    const measuring = this.measure.measure(p);
+    // a rep sent behind one that fails is never awaited: the block fails with the first
+    measuring.catch(() => {});
+    return { p, measuring };
+  }
+
+  private mayStop(): boolean {
+    return !this.opts.spread && (this.opts.stopping() || this.fate.cancelReason !== null);
+  }
+
+  /** Whether the rep `next` may be sent to every rank while `current` is answered. */
+  private queues(current: PlannedRep, next: PlannedRep): boolean {
+    const job = this.gang.job;
+    const op = (q: PlannedRep): RankOp => ({ id: opId(job, 'rep', q.position), op: 'rep', arm: armOf(job, q.arm) });
+    return this.ranks.queues(op(current), op(next));
+  }
+}
