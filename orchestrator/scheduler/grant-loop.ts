@@ -257,13 +257,21 @@ export class GrantLoop {
    * cards stay free for it), never given to a younger block.
    */
   private async read(term: Term): Promise<PassRead> {
+    const { store, leases } = this.ctx;
     const cards = await this.cards.current();
     const budget = Math.max(MIN_WINDOW_BLOCKS, WINDOW_BLOCKS_PER_CARD * cards.length);
-    const [entries, busy] = await Promise.all([
-      this.window.read(budget, (id) => this.driven.has(id) || this.settling.has(id)),
-      this.ctx.leases.leased(cards.map((c) => c.id)),
-    ]);
-    const blocks = await Promise.all(entries.map((e) => (this.delivered.has(e.id) || this.settling.has(e.id) ? null : this.ctx.store.blocks(e.id))));
+    const keep = (id: string) => this.driven.has(id) || this.settling.has(id);
+    const needsBlocks = (id: string) => !this.delivered.has(id) && !this.settling.has(id);
+    // Every read of the pass in one round trip (autopipelined on the scheduler's connection): the
+    // queue's news, the window's states and blocks, the cards' leases; only an experiment new
+    // since the last pass costs a second one. Every sequential round trip here is card time idle
+    // on every card freed since the last pass.
+    const known = this.window.pick(budget, keep);
+    const reads = new Map(known.filter((e) => needsBlocks(e.id)).map((e) => [e.id, store.blocks(e.id)] as const));
+    const [, busy] = await Promise.all([this.window.refresh(known), leases.leased(cards.map((c) => c.id)), ...reads.values()]);
+    const entries = this.window.entries(this.window.pick(budget, keep));
+    for (const e of entries) if (needsBlocks(e.id) && !reads.has(e.id)) reads.set(e.id, store.blocks(e.id));
+    const blocks = await Promise.all(entries.map((e) => (needsBlocks(e.id) ? (reads.get(e.id) ?? null) : null)));
     // a pass of an ended term writes nothing into the next term's sets (it would mark the next
     // term's experiments delivered, and none of their blocks would be driven)
     if (term !== this.term || term.aborted) return { cards, busy, queue: [] };

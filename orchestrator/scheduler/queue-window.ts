@@ -12,6 +12,8 @@
  *   granted only by backfill past that many blocks; it waits until the head moves up to it.
  * - The window's states are read on every pass (one script), the rest of the queue's at most every
  *   `tailEveryMs`: a cancel of a queued experiment far behind the head is seen that much later.
+ *   The reads of a pass go out together: the new experiments, the states of the window as the
+ *   last pass left it (a new experiment is queued until its state is read on the next pass).
  */
 import type { ExperimentRecord, ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
 import { compareQueued } from './grant-planner.ts';
@@ -54,14 +56,15 @@ export class QueueWindow {
     return exp;
   }
 
-  /** The experiments this pass looks at, in queue order, each with its state read now. */
-  async read(blockBudget: number, keep: (id: string) => boolean): Promise<WindowEntry[]> {
-    await this.readNew();
+  /**
+   * The window from what is known now, in queue order: the head until its experiments hold
+   * `blockBudget` blocks, and every one `keep` names or not queued at its last read.
+   */
+  pick(blockBudget: number, keep: (id: string) => boolean): ExperimentRecord[] {
     if (!this.sorted) {
       this.ordered.sort((a, b) => compareQueued({ priority: a.priority, seq: a.seq, block: 0 }, { priority: b.priority, seq: b.seq, block: 0 }));
       this.sorted = true;
     }
-    if (Date.now() - this.tailReadAt >= this.tailEveryMs) await this.readStates(this.ordered);
     const picked: ExperimentRecord[] = [];
     let budget = blockBudget;
     for (const exp of this.ordered) {
@@ -71,10 +74,24 @@ export class QueueWindow {
       picked.push(exp);
       budget -= exp.plan.blocks.length;
     }
-    await this.readStates(picked);
+    return picked;
+  }
+
+  /**
+   * One round trip of reads: the experiments registered since the last one (their records, once
+   * each, cost a second), the states of `window` (what `pick` gave), and every known state when
+   * the last such read is `tailEveryMs` old.
+   */
+  async refresh(window: ExperimentRecord[]): Promise<void> {
+    const tail = Date.now() - this.tailReadAt >= this.tailEveryMs;
+    await Promise.all([this.readNew(), this.readStates(tail ? this.ordered : window)]);
+  }
+
+  /** Each experiment of `window` with its state at its last read (a new one's: queued); gone ones leave. */
+  entries(window: ExperimentRecord[]): WindowEntry[] {
     const entries: WindowEntry[] = [];
-    for (const exp of picked) {
-      const state = this.states.get(exp.id) ?? null;
+    for (const exp of window) {
+      const state = this.states.has(exp.id) ? (this.states.get(exp.id) ?? null) : 'queued';
       if (state === null) this.forget(exp.id);
       else entries.push({ id: exp.id, exp, state });
     }
@@ -102,7 +119,8 @@ export class QueueWindow {
 
   private async readStates(exps: ExperimentRecord[]): Promise<void> {
     if (exps === this.ordered) this.tailReadAt = Date.now();
-    const states = await this.store.states(exps.map((e) => e.id));
-    exps.forEach((e, i) => this.states.set(e.id, states[i] ?? null));
+    const ids = exps.map((e) => e.id);
+    const states = await this.store.states(ids);
+    ids.forEach((id, i) => this.states.set(id, states[i] ?? null));
   }
 }
