@@ -233,6 +233,17 @@ export class ExperimentStore {
     return this.redis.zrange(this.sched.active, '0', '-1');
   }
 
+  /**
+   * Up to `limit` active experiments registered after `seq` (exclusive), in submission order, with
+   * their seq: what the leader reads of the queue on each pass instead of all of it.
+   */
+  async activeAfter(seq: number, limit: number): Promise<{ id: string; seq: number }[]> {
+    const flat = await this.redis.zrangebyscore(this.sched.active, `(${seq}`, '+inf', 'WITHSCORES', 'LIMIT', 0, limit);
+    const out: { id: string; seq: number }[] = [];
+    for (let i = 0; i < flat.length; i += 2) out.push({ id: flat[i] as string, seq: Number(flat[i + 1]) });
+    return out;
+  }
+
   /** Takes an ended experiment out of the scheduler's queue. */
   async deactivate(id: string): Promise<void> {
     await this.redis.zrem(this.sched.active, id);

@@ -72,7 +72,7 @@ export interface ScaleRun {
 
 const RANKS = [1, 2, 4, 8];
 
-function specText(name: string, ranks: number, blocks: number, reps: number): string {
+export function specText(name: string, ranks: number, blocks: number, reps: number): string {
   return [
     `name: ${name}`,
     'design: ab',
@@ -90,7 +90,7 @@ function specText(name: string, ranks: number, blocks: number, reps: number): st
 }
 
 /** A process's user + system CPU so far, ms (Linux /proc; NaN elsewhere). */
-function processCpuMs(pid: number | undefined): number {
+export function processCpuMs(pid: number | undefined): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
@@ -99,11 +99,11 @@ function processCpuMs(pid: number | undefined): number {
   }
 }
 
-async function usedMemory(redis: Redis): Promise<number> {
+export async function usedMemory(redis: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? NaN);
 }
 
-function startFleet(config: FleetConfig): { pid: number | undefined; ready: Promise<void>; stop: () => Promise<HostJobRecord[]>; kill: () => void } {
+export function startFleet(config: FleetConfig): { pid: number | undefined; ready: Promise<void>; stop: () => Promise<HostJobRecord[]>; kill: () => void } {
   const child = fork(new URL('./stand-in-fleet.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = () =>
     new Promise<FleetMessage>((resolve, reject) => {

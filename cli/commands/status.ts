@@ -8,7 +8,8 @@ export const statusCommand = defineCommand({
   builder: (y) =>
     y
       .positional('id', { type: 'string', describe: 'one experiment' })
-      .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' }),
+      .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' })
+      .option('limit', { type: 'number', default: 20, describe: 'experiments shown, oldest first (the counts per state cover all of them)' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { clusterStatus, renderStatus } = await import('../../orchestrator/experiment/cluster-status.ts');
@@ -17,9 +18,12 @@ export const statusCommand = defineCommand({
     const { formatBuildState, readBuildState } = await import('../../store/build-state.ts');
     const { nightlyTrouble, renderNightlyTrouble } = await import('../../orchestrator/nightly/nightly-trouble.ts');
     const { orchVersion } = await import('../version.ts');
+    if (!Number.isInteger(argv.limit) || argv.limit < 1 || argv.limit > 100_000) {
+      throw new UserInputError('CLI_USAGE', `orch status --limit ${argv.limit}: not a whole number from 1 to 100000`, { hint: 'orch status --limit 50 (the counts per state always cover every experiment)' });
+    }
     const target = await requireTarget('status', orchLog('status'));
     try {
-      const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all, own: orchVersion() });
+      const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all, limit: argv.limit, own: orchVersion() });
       if (argv.id && s.experiments.length === 0) {
         throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
       }

@@ -2,6 +2,8 @@
  * What `orch status` shows: the scheduler leader, the queues, every card with its host's
  * liveness and who holds it, and the experiments with their blocks — for a waiting block the
  * reason the scheduler wrote at its last grant pass (or, with no leader, what it would be).
+ * The experiments are a page (`limit`, oldest first) with the count of every state: with 10 000
+ * queued, reading and printing every one took 3.8 s and 4.5 MB.
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -11,7 +13,7 @@ import { LeaseStore } from '../../store/lease-store.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { neverFits } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-planner.ts';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState } from '../../store/experiment-store.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentState } from '../../store/experiment-store.ts';
 import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 
@@ -44,13 +46,21 @@ export interface ClusterStatus {
   reader: string | null;
   queues: Record<string, Record<string, number>>;
   cards: CardStatus[];
+  /** the page of experiments shown (at most `limit`) */
   experiments: ExperimentStatus[];
+  /** every experiment `experiments` was paged from (all, or those not ended over an hour ago), by state */
+  counts: Record<string, number>;
+  /** how many of them `experiments` leaves out */
+  not_shown: number;
 }
+
+/** Experiments shown by default: a page, not the whole queue. */
+export const DEFAULT_STATUS_LIMIT = 20;
 
 export async function clusterStatus(
   redis: Redis,
   prefix: string,
-  opts: { experiment?: string; all?: boolean; /** this orch's version, to flag hosts that run another */ own?: { version: string; commit: string } } = {},
+  opts: { experiment?: string; all?: boolean; /** experiments shown (default DEFAULT_STATUS_LIMIT) */ limit?: number; /** this orch's version, to flag hosts that run another */ own?: { version: string; commit: string } } = {},
 ): Promise<ClusterStatus> {
   const registry = new CardRegistry(redis, { prefix });
   const leases = new LeaseStore(redis, { prefix });
@@ -84,21 +94,19 @@ export async function clusterStatus(
   }
 
   const ids = opts.experiment ? [opts.experiment] : await store.list();
-  const experiments: ExperimentStatus[] = [];
   const liveSlots = (await registry.liveCards()).map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
-  const measuredCount = async (id: string) => redis.hlen(store.keys.results(id));
-  for (const id of ids) {
-    const exp = await store.get(id);
+  const page = await pageOf(store, ids, { all: opts.all === true || opts.experiment !== undefined, limit: opts.limit ?? DEFAULT_STATUS_LIMIT, now });
+  const read = await Promise.all(page.ids.map(async (id) => ({ exp: await store.get(id), blocks: await store.blocks(id), measured: await redis.hlen(store.keys.results(id)) })));
+  const experiments: ExperimentStatus[] = [];
+  for (const { exp, blocks, measured } of read) {
     if (!exp) continue;
-    if (!opts.experiment && !opts.all && TERMINAL_EXPERIMENT_STATES.has(exp.state) && exp.ended && now - exp.ended > 3_600_000) continue;
-    const blocks = await store.blocks(id);
     // Without a leader nobody writes `why`; say what the cards allow.
     const fallbackWhy = neverFits(
       { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement), expectedMs: 0 },
       liveSlots,
     );
     experiments.push({
-      id,
+      id: exp.id,
       name: exp.name,
       state: exp.state,
       reason: exp.reason,
@@ -111,12 +119,39 @@ export async function clusterStatus(
         reason: b.reason,
         cards: b.gang.flatMap((p) => p.cards),
       })),
-      measured: await measuredCount(id),
+      measured,
       planned: exp.plan.blocks.reduce((n, b) => n + b.sequence.length, 0),
     });
   }
   const reader = opts.own ? formatWorkerVersion({ orch: opts.own.version, commit: opts.own.commit, graphrt: '' }).replace(/ graphrt $/, '') : null;
-  return { leader: await LeaderLease.holder(redis, prefix), reader, queues, cards, experiments };
+  return { leader: await LeaderLease.holder(redis, prefix), reader, queues, cards, experiments, counts: page.counts, not_shown: page.notShown };
+}
+
+/** Ended this long ago, an experiment is left out unless `all`. */
+const ENDED_SHOWN_MS = 3_600_000;
+
+/**
+ * Which experiments of `ids` (oldest first) a status shows: every state in one script, the end
+ * time of the ended ones in one more, then the first `limit` of those not ended over an hour ago
+ * (or of all). Two commands for any number of experiments, and `limit` records read after.
+ */
+async function pageOf(store: ExperimentStore, ids: string[], o: { all: boolean; limit: number; now: number }): Promise<{ ids: string[]; counts: Record<string, number>; notShown: number }> {
+  const states = await store.states(ids);
+  const ended = ids.filter((_, i) => TERMINAL_EXPERIMENT_STATES.has(states[i] as ExperimentState));
+  const endedAt = o.all || ended.length === 0 ? [] : await store.redis.pipeline(ended.map((id) => ['hget', store.keys.exp(id), 'ended'])).exec();
+  const old = new Set(ended.filter((_, i) => {
+    const at = Number(endedAt?.[i]?.[1] ?? 0);
+    return !o.all && at > 0 && o.now - at > ENDED_SHOWN_MS;
+  }));
+  const counts: Record<string, number> = {};
+  const listed: string[] = [];
+  ids.forEach((id, i) => {
+    const state = states[i];
+    if (!state || old.has(id)) return;
+    counts[state] = (counts[state] ?? 0) + 1;
+    listed.push(id);
+  });
+  return { ids: listed.slice(0, o.limit), counts, notShown: Math.max(0, listed.length - o.limit) };
 }
 
 export function renderStatus(s: ClusterStatus): string {
@@ -139,7 +174,8 @@ export function renderStatus(s: ClusterStatus): string {
     const version = c.version_differs ? `  version ${c.version ?? 'unknown'} DIFFERS` : '';
     lines.push(`  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}`);
   }
-  lines.push('', 'experiments');
+  const counts = Object.entries(s.counts).map(([state, n]) => `${state} ${n}`).join(', ');
+  lines.push('', `experiments${counts ? ` (${counts})` : ''}`);
   if (s.experiments.length === 0) lines.push('  none');
   for (const e of s.experiments) {
     lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.reason ? `  (${e.reason})` : ''}`);
@@ -148,5 +184,6 @@ export function renderStatus(s: ClusterStatus): string {
       lines.push(`    block ${b.block}  ${detail}`);
     }
   }
+  if (s.not_shown > 0) lines.push(`  … ${s.not_shown} more not shown (orch status --limit N, or orch status ID)`);
   return `${lines.join('\n')}\n`;
 }

@@ -19,7 +19,8 @@
  */
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
-import { gangWithJobs, observeAttempt } from './attempt-observer.ts';
+import { gangWithJobs, observeAttempt, type Outcome } from './attempt-observer.ts';
+import type { Logger } from 'pino';
 import { plannedReps } from './build-block-job.ts';
 import { workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
@@ -38,6 +39,8 @@ export interface BlockEnd {
 /** The processor's term ended: it stops acting (the next term's processor re-attaches). */
 const DEPOSED = Symbol('deposed');
 type Run = Promise<BlockEnd | typeof DEPOSED>;
+/** Where a processor goes on from: the block ended, or the state to act on next. */
+type Step = { end: BlockEnd } | { current: BlockState | null };
 
 export class BlockLifecycle {
   /** the live processor of each block key in this process, with its term */
@@ -118,9 +121,8 @@ export class BlockLifecycle {
   }
 
   private async run({ experiment, block }: BlockRef, term: Term, read: BlockState): Run {
-    const { store, log: baseLog } = this.ctx;
     const key = blockKey(experiment, block);
-    const log = baseLog.child({ experiment, block });
+    const log = this.ctx.log.child({ experiment, block });
     // the grant loop's copy: spec and plan never change after submit
     const exp = await this.grants.experiment(experiment);
     if (!exp) throw new Error(`experiment ${experiment} is not registered`);
@@ -137,35 +139,15 @@ export class BlockLifecycle {
         // said once, not at each try of a back-off
         if (this.ctx.backoff.failures(key) === 0) log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
       } else {
-        const expectedMs = await this.grants.expectedMs(exp);
-        const got = await this.grants.waitForGrant({ exp, block, st, expectedMs });
-        if (term.aborted) return DEPOSED;
-        if ('cancelled' in got) {
-          const w = await this.endBlock(exp, st, st, 'cancelled', got.cancelled);
-          if ('end' in w) return w.end;
-          st = w.current;
+        const g = await this.grantAttempt(exp, st, term, log);
+        if (g === DEPOSED) return DEPOSED;
+        if ('end' in g) return g.end;
+        if ('current' in g) {
+          st = g.current;
           continue;
         }
-        const attempt = st.attempt + 1;
-        const next: BlockState = {
-          ...st,
-          phase: 'running',
-          attempt,
-          gang: gangWithJobs(experiment, block, attempt, got.gang),
-          why: null,
-          expected_ms: expectedMs,
-          granted_at: Date.now(),
-        };
-        const w = await store.beginAttempt(experiment, st.attempt, next);
-        if (!w.written) {
-          log.warn({ attempt, stored: w.current && { phase: w.current.phase, attempt: w.current.attempt } }, 'block state moved since it was read: grant undone');
-          await revokeGang(this.ctx.leases, got.gang, `grant undone: block ${block} attempt ${attempt} was recorded by another processor`);
-          st = w.current;
-          continue;
-        }
-        st = next;
+        st = g.granted;
         recorded = true;
-        log.info({ attempt, gang: st.gang }, 'granted');
       }
       const running: BlockState = st;
       this.grants.attemptStarted(key, running.gang.flatMap((p) => p.cards), (running.granted_at ?? Date.now()) + (running.expected_ms ?? 0));
@@ -174,37 +156,66 @@ export class BlockLifecycle {
       const outcome = await observeAttempt(this.ctx, exp, running, term, { recorded, partEnded: () => this.grants.kick() });
       this.grants.attemptEnded(key);
       if (outcome.kind === 'deposed' || term.aborted) return DEPOSED;
-      const record = (o: string, reason?: string) => ({
-        ...running,
-        attempts: [...running.attempts, { attempt: running.attempt, gang: running.gang, outcome: o, ...(reason === undefined ? {} : { reason }) }],
-      });
-      let w: { end: BlockEnd } | { current: BlockState | null };
-      if (outcome.kind === 'committed') {
-        // the estimate's input beside the block's end, not before it: a lost update of the
-        // history only makes one estimate staler, and never fails the block; a sample of the
-        // ended blocks (StepHistorySampler), not every one
-        const history = this.sampler.take(workloadKey(exp.spec)) ? this.recordStepTimes(exp, block).catch((err: unknown) => log.warn({ err }, 'step history not updated')) : null;
-        w = await this.endBlock(exp, running, record('committed'), 'done', null);
-        await history;
-      } else if (outcome.kind === 'cancelled' || outcome.kind === 'failed') {
-        w = await this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
-      } else {
-        const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts);
-        const ended = record(d.outcome, outcome.end.reason);
-        if (!d.retry) {
-          w = await this.endBlock(exp, running, ended, 'failed', d.reason);
-        } else {
-          if (this.ctx.backoff.failures(key) === 0) log.warn({ attempt: running.attempt, reason: d.reason }, 'attempt lost');
-          const waiting: BlockState = { ...ended, phase: 'waiting', gang: [], reason: d.reason };
-          const t = await store.transitionBlock(experiment, running, waiting);
-          this.ctx.backoff.succeeded(PROCESSOR, key);
-          this.grants.reread(experiment);
-          w = { current: t.written ? waiting : t.current };
-        }
-      }
+      const w = await this.attemptEnded(exp, running, outcome, log);
       if ('end' in w) return w.end;
       st = w.current;
     }
+  }
+
+  /** Waits for the block's grant and records the attempt: the running state, or what to go on from. */
+  private async grantAttempt(exp: ExperimentRecord, st: BlockState, term: Term, log: Logger): Promise<Step | { granted: BlockState } | typeof DEPOSED> {
+    const experiment = exp.id;
+    const block = st.block;
+    const expectedMs = await this.grants.expectedMs(exp);
+    const got = await this.grants.waitForGrant({ exp, block, st, expectedMs });
+    if (term.aborted) return DEPOSED;
+    if ('cancelled' in got) return this.endBlock(exp, st, st, 'cancelled', got.cancelled);
+    const attempt = st.attempt + 1;
+    const next: BlockState = {
+      ...st,
+      phase: 'running',
+      attempt,
+      gang: gangWithJobs(experiment, block, attempt, got.gang),
+      why: null,
+      expected_ms: expectedMs,
+      granted_at: Date.now(),
+    };
+    const w = await this.ctx.store.beginAttempt(experiment, st.attempt, next);
+    if (!w.written) {
+      log.warn({ attempt, stored: w.current && { phase: w.current.phase, attempt: w.current.attempt } }, 'block state moved since it was read: grant undone');
+      await revokeGang(this.ctx.leases, got.gang, `grant undone: block ${block} attempt ${attempt} was recorded by another processor`);
+      return { current: w.current };
+    }
+    log.info({ attempt, gang: next.gang }, 'granted');
+    return { granted: next };
+  }
+
+  /** Records how an attempt ended, and ends the block or puts it back to waiting (a retry). */
+  private async attemptEnded(exp: ExperimentRecord, running: BlockState, outcome: Exclude<Outcome, { kind: 'deposed' }>, log: Logger): Promise<Step> {
+    const key = blockKey(exp.id, running.block);
+    const record = (o: string, reason?: string) => ({
+      ...running,
+      attempts: [...running.attempts, { attempt: running.attempt, gang: running.gang, outcome: o, ...(reason === undefined ? {} : { reason }) }],
+    });
+    if (outcome.kind === 'committed') {
+      // the estimate's input beside the block's end, not before it: a lost update of the
+      // history only makes one estimate staler, and never fails the block; a sample of the
+      // ended blocks (StepHistorySampler), not every one
+      const history = this.sampler.take(workloadKey(exp.spec)) ? this.recordStepTimes(exp, running.block).catch((err: unknown) => log.warn({ err }, 'step history not updated')) : null;
+      const w = await this.endBlock(exp, running, record('committed'), 'done', null);
+      await history;
+      return w;
+    }
+    if (outcome.kind === 'cancelled' || outcome.kind === 'failed') return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
+    const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts);
+    const ended = record(d.outcome, outcome.end.reason);
+    if (!d.retry) return this.endBlock(exp, running, ended, 'failed', d.reason);
+    if (this.ctx.backoff.failures(key) === 0) log.warn({ attempt: running.attempt, reason: d.reason }, 'attempt lost');
+    const waiting: BlockState = { ...ended, phase: 'waiting', gang: [], reason: d.reason };
+    const t = await this.ctx.store.transitionBlock(exp.id, running, waiting);
+    this.ctx.backoff.succeeded(PROCESSOR, key);
+    this.grants.reread(exp.id);
+    return { current: t.written ? waiting : t.current };
   }
 
   /**
@@ -218,7 +229,7 @@ export class BlockLifecycle {
     st: BlockState,
     phase: 'done' | 'failed' | 'cancelled',
     reason: string | null,
-  ): Promise<{ end: BlockEnd } | { current: BlockState | null }> {
+  ): Promise<Step> {
     const final: BlockState = { ...st, phase, reason, why: null, ended_at: Date.now() };
     const w = await this.ctx.store.transitionBlock(exp.id, from, final);
     if (!w.written) return { current: w.current };

@@ -1,6 +1,7 @@
 /**
  * The grant loop: FIFO granting of cards to the waiting blocks (the decision is the pure
- * grant-planner.ts; this file reads its inputs and carries out its grants). A pass runs when
+ * grant-planner.ts): a pass reads the head of the queue (queue-window.ts), plans, and carries the
+ * plan out (grant-apply.ts). A pass runs when
  * something may have freed or wanted cards — a block processor started waiting, an attempt
  * ended — and on a slow safety tick for what sends no event (cards registering, leases expiring).
  * Passes are coalesced: one at a time. A pass that fails (Redis full or gone) is not run again
@@ -10,76 +11,67 @@ import type { Card } from '../../jobs/card.ts';
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord, type GangPart } from '../../store/experiment-store.ts';
 import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
 import { expectedBlockMs, workloadKey } from './expected-duration.ts';
-import { compareQueued, planGrants, shapeKey, wantedBackend, type CardSlot, type WaitingBlock } from './grant-planner.ts';
-import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
+import { compareQueued, planGrants, shapeKey, wantedBackend, type WaitingBlock } from './grant-planner.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 import type { BuildGate } from './build-phase.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { allows, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
+import { GrantApplier, type GrantResult, type QueuedBlock, type Waiter } from './grant-apply.ts';
+import { LiveCards } from './live-cards.ts';
+import { QueueWindow, type WindowEntry } from './queue-window.ts';
 
-export type GrantResult = { gang: Omit<GangPart, 'job'>[] } | { cancelled: string };
+export type { GrantResult } from './grant-apply.ts';
 
-/** A waiting block in the pass's queue: what the planner reads of it, and where it came from. */
-interface QueuedBlock extends WaitingBlock {
-  exp: ExperimentRecord;
-  block: number;
-  st: BlockState;
+/** What the grant loop calls out to, given at construction (scheduler.ts wires them). */
+export interface GrantLoopRooms {
+  /** Starts the processor of a block the pass read waiting or running, when none of this term runs (block-lifecycle.ts `drive`). */
+  drive: (experiment: string, st: BlockState, term: Term) => void;
+  /** Settles an experiment whose every block ended (experiment-settling.ts); once per term unless it fails. */
+  settle: (experiment: string, term: Term) => Promise<void>;
+  /** The build phase's answer per experiment (build-phase.ts): which hosts may take its blocks, or its failure. */
+  gate: (exp: ExperimentRecord) => Promise<BuildGate | null>;
 }
-
-interface Waiter {
-  key: string;
-  exp: ExperimentRecord;
-  block: number;
-  /** the waiting state the processor read: the base of the pass's compare-and-set of `why` */
-  st: BlockState;
-  expectedMs: number;
-  resolve: (r: GrantResult) => void;
-}
-
-/**
- * A block's stored `why` is rewritten at most this often: at scale the head of the queue moves
- * every pass and every waiting block's reason ("behind <the new head>") with it, and rewriting
- * every waiting block's state on every pass cost more than the grants it decided (16 000 writes
- * for 1 536 blocks). What the user reads is at most this much behind.
- */
-const WHY_REFRESH_MS = 5000;
-
-/**
- * A block's first reason is written once it has waited this long: most blocks at scale are
- * granted within a pass or two, and writing a reason for each (a compare-and-set of its state)
- * was one of the scheduler's few commands per block. Until then the user reads it waiting.
- */
-const WHY_FIRST_MS = 1000;
-
-/**
- * At most this many waiting reasons are written per pass (the head of the queue first): 1 500
- * blocks first seen in one pass all came due together a second later, and writing them in one
- * pass held the next grants back behind 1 500 compare-and-sets.
- */
-const WHY_WRITES_PER_PASS = 32;
 
 /** The back-off channels of the grant loop (failure-backoff.ts). */
 const PASS = 'scheduler: grant pass';
-const GRANT = 'scheduler: lease grant (retried next pass)';
-const WHY = "scheduler: a waiting block's reason (not written)";
 const SETTLE = 'scheduler: settling an experiment (tried again next pass)';
 
 /** How long an experiment's duration estimate is reused: the step history moves slowly. */
 const ESTIMATE_TTL_MS = 1000;
 
-/** How long a pass uses the live cards read before (see `cards`). */
-const CARDS_TTL_MS = 500;
+/**
+ * The queue window (queue-window.ts) holds at least this many blocks, and four per live card:
+ * backfill looks that far behind the head, and a pass's reads and plan are bounded by it, not by
+ * the length of the queue.
+ */
+const MIN_WINDOW_BLOCKS = 256;
+/**
+ * The states of the queue behind the window are read every this many safety polls (one script
+ * over all of them): what changes them from outside is a cancel, seen that much later there.
+ */
+const TAIL_STATES_POLLS = 5;
+const WINDOW_BLOCKS_PER_CARD = 4;
+
+/** An active experiment of the pass's window with its block states (null: not read, its waiters are its waiting blocks). */
+interface ReadExperiment extends WindowEntry {
+  blocks: BlockState[] | null;
+}
+
+/** What a pass read: the planner's input but for its clock. */
+interface PassRead {
+  cards: Card[];
+  busy: ReadonlySet<string>;
+  queue: QueuedBlock[];
+}
 
 export class GrantLoop {
   private readonly waiters = new Map<string, Waiter>();
   /** attempts in flight, for backfill: their cards and when they should end */
   private readonly running = new Map<string, { cards: string[]; expectedEndMs: number }>();
-  /**
-   * Registered experiments: spec and plan are immutable after submit, so the record is read once
-   * per term (its state and reason are always read fresh elsewhere); dropped when it settles.
-   */
-  private readonly experiments = new Map<string, Promise<ExperimentRecord | null>>();
+  private window: QueueWindow;
+  private readonly cards: LiveCards;
+  private readonly applier: GrantApplier;
   /**
    * Experiments whose every waiting block, at the last read of their block states, had a waiting
    * processor here. A block only becomes waiting again through a processor of this term (a
@@ -87,35 +79,33 @@ export class GrantLoop {
    * block states need not be read on every pass.
    */
   private readonly delivered = new Set<string>();
+  /** experiments whose blocks this term drives: they stay in the pass's window until settled */
+  private readonly driven = new Set<string>();
   private readonly histories = new Map<string, { at: number; history: Promise<StepHistory | null> }>();
-  private readonly lastWhy = new Map<string, { why: string; at: number }>();
   /**
    * Blocks granted by a pass whose processor has not recorded the attempt yet: their state still
    * reads waiting, but they hold their cards. A pass that queued them again held cards back for
    * them (no waiter) and read their experiment's blocks again on every pass.
    */
   private readonly recording = new Set<string>();
-  /** the active experiments the last pass read */
-  private activeIds: string[] = [];
-  private liveCards: { at: number; cards: Promise<Card[]> } | null = null;
-  private readonly slotsOf = new WeakMap<Card[], CardSlot[]>();
-  private term: Term | null = null;
-  /** Starts the processor of a block the pass read waiting or running, when none of this term runs (block-lifecycle.ts `drive`). */
-  drive: ((experiment: string, st: BlockState, term: Term) => void) | null = null;
-  /** Settles an experiment whose every block ended (experiment-settling.ts); once per term unless it fails. */
-  settle: ((experiment: string, term: Term) => Promise<void>) | null = null;
   private readonly settling = new Set<string>();
   /** refused experiments whose waiting blocks are being ended */
   private readonly refusing = new Set<string>();
-  /** The build phase's answer per experiment (build-phase.ts): which hosts may take its blocks, or its failure. */
-  gate: ((exp: ExperimentRecord) => Promise<BuildGate | null>) | null = null;
+  private term: Term | null = null;
   private granting: Promise<void> | null = null;
   private kickedWhileGranting = false;
   private timer: NodeJS.Timeout | null = null;
   /** the pass after a failed one, at the end of its back-off */
   private retryTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly ctx: SchedulerContext) {}
+  constructor(
+    private readonly ctx: SchedulerContext,
+    private readonly rooms: GrantLoopRooms,
+  ) {
+    this.window = new QueueWindow(ctx.store, TAIL_STATES_POLLS * ctx.tuning.safetyPollMs);
+    this.cards = new LiveCards(ctx.registry, () => this.kick());
+    this.applier = new GrantApplier(ctx);
+  }
 
   /** Starts the safety tick for a term. */
   begin(term: Term): void {
@@ -138,15 +128,12 @@ export class GrantLoop {
     // one of its own for the block
     for (const w of this.waiters.values()) w.resolve({ cancelled: 'the leader\'s term ended' });
     this.waiters.clear();
-    this.settling.clear();
-    this.recording.clear();
+    for (const set of [this.settling, this.recording, this.delivered, this.driven]) set.clear();
     this.running.clear();
-    this.experiments.clear();
-    this.delivered.clear();
-    this.activeIds = [];
-    this.liveCards = null;
+    this.window = new QueueWindow(this.ctx.store, TAIL_STATES_POLLS * this.ctx.tuning.safetyPollMs);
+    this.cards.forget();
     this.histories.clear();
-    this.lastWhy.clear();
+    this.applier.forget();
   }
 
   /**
@@ -220,20 +207,14 @@ export class GrantLoop {
   }
 
   forgetExperiment(id: string): void {
-    this.experiments.delete(id);
+    this.window.forget(id);
     this.delivered.delete(id);
+    this.driven.delete(id);
   }
 
   /** The registered experiment (spec and plan; not a fresh state), read once per term. */
   experiment(id: string): Promise<ExperimentRecord | null> {
-    let exp = this.experiments.get(id);
-    if (!exp) {
-      exp = this.ctx.store.get(id);
-      this.experiments.set(id, exp);
-      // a failed or missing read is not remembered: the next caller reads again
-      exp.then((e) => e ?? this.experiments.delete(id), () => this.experiments.delete(id));
-    }
-    return exp;
+    return this.window.record(id);
   }
 
   /** The expected duration of a block of `exp` (backfill), from a step history at most ESTIMATE_TTL_MS old. */
@@ -251,119 +232,133 @@ export class GrantLoop {
     return expectedBlockMs(exp.plan, exp.spec, await h.history);
   }
 
-  /**
-   * One pass of FIFO granting. The queue is every `waiting` block of every active experiment,
-   * read from Redis — not only the blocks whose processor already waits — so a block whose
-   * processor is still starting never loses its place: a grant that falls to it is held back
-   * this pass (its cards stay free for it), never given to a younger block. An experiment whose
-   * waiting blocks all have processors waiting here (`delivered`) is not read again: its waiters
-   * are its waiting blocks.
-   */
+  /** One pass of FIFO granting: read the queue's head, plan (grant-planner.ts), carry the plan out. */
   private async pass(term: Term): Promise<void> {
+    const read = await this.read(term);
+    if (read.queue.length === 0) return;
+    const now = Date.now();
+    const decision = planGrants({
+      now,
+      cards: this.cards.slots(read.cards),
+      busy: read.busy,
+      running: [...this.running.entries()].map(([key, r]) => ({ key, ...r })),
+      waiting: read.queue,
+      wantWhy: this.applier.wantWhy(now),
+    });
+    if (term !== this.term || term.aborted) return;
+    await this.applier.apply(decision, read.queue, now, this.waiters, (w, gang) => this.granted(w, gang));
+  }
+
+  /**
+   * The pass's reads: the live cards and their leases, the queue window (queue-window.ts) and the
+   * block states of each of its experiments not `delivered`. The queue is every `waiting` block of
+   * the window — not only the blocks whose processor already waits — so a block whose processor
+   * is still starting never loses its place: a grant that falls to it is held back this pass (its
+   * cards stay free for it), never given to a younger block.
+   */
+  private async read(term: Term): Promise<PassRead> {
     const { store, leases } = this.ctx;
+    const cards = await this.cards.current();
+    const budget = Math.max(MIN_WINDOW_BLOCKS, WINDOW_BLOCKS_PER_CARD * cards.length);
+    const keep = (id: string) => this.driven.has(id) || this.settling.has(id);
+    const needsBlocks = (id: string) => !this.delivered.has(id) && !this.settling.has(id);
+    // Every read of the pass in one round trip (autopipelined on the scheduler's connection): the
+    // queue's news, the window's states and blocks, the cards' leases; only an experiment new
+    // since the last pass costs a second one. Every sequential round trip here is card time idle
+    // on every card freed since the last pass.
+    const known = this.window.pick(budget, keep);
+    const reads = new Map(known.filter((e) => needsBlocks(e.id)).map((e) => [e.id, store.blocks(e.id)] as const));
+    const [, busy] = await Promise.all([this.window.refresh(known), leases.leased(cards.map((c) => c.id)), ...reads.values()]);
+    const entries = this.window.entries(this.window.pick(budget, keep));
+    for (const e of entries) if (needsBlocks(e.id) && !reads.has(e.id)) reads.set(e.id, store.blocks(e.id));
+    const blocks = await Promise.all(entries.map((e) => (needsBlocks(e.id) ? (reads.get(e.id) ?? null) : null)));
+    // a pass of an ended term writes nothing into the next term's sets (it would mark the next
+    // term's experiments delivered, and none of their blocks would be driven)
+    if (term !== this.term || term.aborted) return { cards, busy, queue: [] };
     const gates = new Map<string, Exclude<BuildGate, { failed: string }>>();
+    const runnable: ReadExperiment[] = [];
+    for (const [i, e] of entries.entries()) {
+      const r = { ...e, blocks: blocks[i] ?? null };
+      const gate = await this.admit(r, term);
+      if (gate === false) continue;
+      if (gate) gates.set(e.id, gate);
+      runnable.push(r);
+    }
+    return { cards, busy, queue: await this.queue(runnable, cards, gates, term) };
+  }
+
+  /**
+   * What the pass does with one experiment of its window before queueing it: drives a processor
+   * for each block not ended, settles it when none is left, ends a refused one's waiting blocks,
+   * cancels its waiters when it is being cancelled or its build failed. False: nothing of it is
+   * queued; otherwise its build gate (null: none).
+   */
+  private async admit(r: ReadExperiment, term: Term): Promise<Exclude<BuildGate, { failed: string }> | null | false> {
+    const { id, exp, state, blocks } = r;
+    // Being settled: every block ended, and nothing is left to grant or drive. Its blocks are
+    // not read again while its reps are accounted for.
+    if (this.settling.has(id)) return false;
+    // A submission the scheduler refuses (submit-admission.ts) gets no processor for a waiting
+    // block: those end failed, and the experiment is settled once every block ended.
+    const refused = this.ctx.refusal(exp);
+    // Every block not ended has a processor (a new one starts waiting, or re-attaches to the
+    // attempt in flight after a failover); an experiment whose blocks all ended is settled.
+    if (blocks) {
+      let open = 0;
+      for (const b of blocks) {
+        if (TERMINAL_BLOCK_PHASES.has(b.phase)) continue;
+        open++;
+        if (refused === null || b.phase !== 'waiting') this.drive(id, b, term);
+      }
+      if (open === 0) {
+        this.settleOnce(id, term);
+        return false;
+      }
+    }
+    if (refused !== null) {
+      this.refuse(exp, refused);
+      return false;
+    }
+    if (state === 'cancelling' || state === 'cancelled') {
+      this.cancelWaiters(id);
+      return false;
+    }
+    if (state !== 'queued' && state !== 'running') return false;
+    const gate = await this.rooms.gate(exp);
+    if (gate && 'failed' in gate) {
+      this.cancelWaiters(id, gate.failed);
+      return false;
+    }
+    return gate;
+  }
+
+  /**
+   * The queue in order (compareQueued): experiments by priority then submission, each one's
+   * blocks by index. Sorting the experiments and then each one's blocks, instead of every block
+   * of the queue against every other through the comparator, is most of a pass's sort.
+   */
+  private async queue(runnable: ReadExperiment[], cards: Card[], gates: Map<string, Exclude<BuildGate, { failed: string }>>, term: Term): Promise<QueuedBlock[]> {
+    runnable.sort((a, b) => compareQueued({ priority: a.exp.priority, seq: a.exp.seq, block: 0 }, { priority: b.exp.priority, seq: b.exp.seq, block: 0 }));
+    const capable = capableHosts(cards);
     const waitersOf = new Map<string, Waiter[]>();
     for (const w of this.waiters.values()) {
       const of = waitersOf.get(w.exp.id);
       if (of) of.push(w);
       else waitersOf.set(w.exp.id, [w]);
     }
-    // Every read of the pass in one round trip (one pipeline on the scheduler's connection): the
-    // queue, each experiment the last pass knew (its state, and its blocks unless delivered) and
-    // the leases of the cards the last pass knew; only an experiment new since then costs a
-    // second one. Every sequential round trip here is card time idle on every card freed since
-    // the last pass.
-    // the states in one command; the records from this term's cache; the blocks unless delivered
-    const readMany = async (ids: string[]) => {
-      const [states, rest] = await Promise.all([
-        store.states(ids),
-        Promise.all(ids.map((id) => Promise.all([this.experiment(id), this.delivered.has(id) || this.settling.has(id) ? null : store.blocks(id)]))),
-      ]);
-      return ids.map((id, i) => ({ id, state: states[i] ?? null, exp: rest[i]![0], blocks: rest[i]![1] }));
-    };
-    const cards = await this.cards();
-    const knownIds = this.activeIds;
-    const [ids, known, busy] = await Promise.all([store.active(), readMany(knownIds), leases.leased(cards.map((c) => c.id))]);
-    this.activeIds = ids;
-    const before = new Set(knownIds);
-    const active = new Set(ids);
-    const read = [...known.filter((r) => active.has(r.id)), ...(await readMany(ids.filter((id) => !before.has(id))))];
-    // The queue in order (compareQueued): experiments by priority then submission, each one's
-    // blocks by index. Sorting the experiments and then each one's blocks, instead of every
-    // block of the queue against every other through the comparator, is most of a pass's sort.
-    const runnable: { exp: ExperimentRecord; blocks: BlockState[] | null }[] = [];
-    for (const { id, state, exp, blocks } of read) {
-      // Being settled: every block ended, and nothing is left to grant or drive. Its blocks are
-      // not read again while its reps are accounted for (at scale, settling took several passes,
-      // and each read every block state of every experiment being settled).
-      if (this.settling.has(id)) continue;
-      // A submission the scheduler refuses (submit-admission.ts) gets no processor for a waiting
-      // block: those end failed, and the experiment is settled once every block ended.
-      const refused = exp ? this.ctx.refusal(exp) : null;
-      // Every block not ended has a processor (a new one starts waiting, or re-attaches to the
-      // attempt in flight after a failover); an experiment whose blocks all ended is settled.
-      if (blocks && exp) {
-        let open = 0;
-        for (const b of blocks) {
-          if (TERMINAL_BLOCK_PHASES.has(b.phase)) continue;
-          open++;
-          if (refused === null || b.phase !== 'waiting') this.drive?.(id, b, term);
-        }
-        if (open === 0) {
-          this.settleOnce(id, term);
-          continue;
-        }
-      }
-      if (exp && refused !== null) {
-        this.refuse(exp, refused);
-        continue;
-      }
-      if (state === 'cancelling' || state === 'cancelled') {
-        this.cancelWaiters(id);
-        continue;
-      }
-      if (state !== 'queued' && state !== 'running') continue;
-      if (!exp) continue;
-      const gate = this.gate ? await this.gate(exp) : null;
-      if (gate && 'failed' in gate) {
-        this.cancelWaiters(id, gate.failed);
-        continue;
-      }
-      if (gate) gates.set(id, gate);
-      runnable.push({ exp, blocks });
-    }
-    runnable.sort((a, b) => compareQueued({ priority: a.exp.priority, seq: a.exp.seq, block: 0 }, { priority: b.exp.priority, seq: b.exp.seq, block: 0 }));
-    // what the planner needs of a block: the same for every block of one experiment, made once
-    // per experiment and copied into each of its queue entries (one object per waiting block)
-    const shapeOf = (exp: ExperimentRecord): Omit<WaitingBlock, 'key' | 'expectedMs'> => {
-      const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
-      return { ...fits, ...(gates.get(exp.id) ?? capable(exp)), shape: shapeKey(fits) };
-    };
-    // An experiment without a build phase that runs a command goes only to hosts whose workers
-    // allow commands (one with a build phase builds only there, so its ready hosts are such).
-    const capableOf = new Map<string, { hosts: ReadonlySet<string>; hostsWhy: string } | undefined>();
-    const capable = (exp: ExperimentRecord) => {
-      const need = specNeeds(exp.spec);
-      const key = need.join(',');
-      if (!capableOf.has(key)) {
-        capableOf.set(key, need.length === 0 ? undefined : {
-          hosts: new Set(cards.filter((c) => allows(c, need)).map((c) => c.host)),
-          hostsWhy: `waiting for a host whose worker allows ${describeNeed(need)}`,
-        });
-      }
-      return capableOf.get(key);
-    };
     const queue: QueuedBlock[] = [];
-    for (const { exp, blocks } of runnable) {
-      const id = exp.id;
-      const shape = shapeOf(exp);
+    for (const { id, exp, blocks } of runnable) {
+      // what the planner needs of a block: the same for every block of one experiment, made once
+      // per experiment and copied into each of its queue entries
+      const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
+      const shape: Omit<WaitingBlock, 'key' | 'expectedMs'> = { ...fits, ...(gates.get(id) ?? capable(exp)), shape: shapeKey(fits) };
       const mine: QueuedBlock[] = [];
       if (!blocks) {
         for (const w of waitersOf.get(id) ?? []) mine.push({ ...shape, key: w.key, expectedMs: w.expectedMs, exp, block: w.block, st: w.st });
       } else {
         const waiting = blocks.filter((b) => b.phase === 'waiting' && !this.recording.has(blockKey(id, b.block)));
         const undelivered = waiting.some((b) => !this.waiters.has(blockKey(id, b.block)));
-        if (!undelivered) this.delivered.add(id);
+        if (!undelivered && term === this.term) this.delivered.add(id);
         // one estimate per experiment for its blocks no processor waits for yet
         const estimate = undelivered ? await this.expectedMs(exp) : 0;
         for (const b of waiting) {
@@ -374,60 +369,13 @@ export class GrantLoop {
       mine.sort((a, b) => a.block - b.block);
       for (const q of mine) queue.push(q);
     }
-    if (queue.length === 0) return;
-    const now = Date.now();
-    let whyBudget = WHY_WRITES_PER_PASS;
-    const decision = planGrants({
-      now,
-      cards: this.slots(cards),
-      busy,
-      running: [...this.running.entries()].map(([key, r]) => ({ key, ...r })),
-      waiting: queue,
-      // only the reasons this pass may write (see WHY_REFRESH_MS)
-      wantWhy: (key) => {
-        const last = this.lastWhy.get(key);
-        if (!last) {
-          // first seen waiting: its first reason is due after WHY_FIRST_MS
-          this.lastWhy.set(key, { why: '', at: now - WHY_REFRESH_MS + WHY_FIRST_MS });
-          return false;
-        }
-        if (now - last.at < WHY_REFRESH_MS || whyBudget === 0) return false;
-        whyBudget--;
-        return true;
-      },
-    });
-    if (term !== this.term || term.aborted) return;
-    // The planned gangs are disjoint: their acquire calls go out together (each still all or none),
-    // and each granted processor goes on (its attempt record, its host job) as soon as its own
-    // lease is answered, so the pass's records and job adds go out together too.
-    const acquiring = decision.grants.flatMap((g) => {
-      const w = this.waiters.get(g.key);
-      const granting = (w: Waiter) =>
-        this.acquire(w, g.cards).then(
-          (gang) => {
-            this.ctx.backoff.succeeded(GRANT, GRANT);
-            if (gang) this.granted(w, gang);
-          },
-          (err: unknown) => void this.ctx.backoff.failed(GRANT, GRANT, err, { key: w.key }),
-        );
-      return w ? [granting(w)] : []; // its processor is not waiting yet: its cards wait for it
-    });
-    if (decision.why.size > 0) {
-      const byKey = new Map(queue.map((q) => [q.key, q]));
-      for (const [key, why] of decision.why) {
-        const q = byKey.get(key)!;
-        const last = this.lastWhy.get(key);
-        if (last && (last.why === why || now - last.at < WHY_REFRESH_MS)) continue;
-        this.lastWhy.set(key, { why, at: now });
-        // A compare-and-set on the state this pass read: the block may have been granted since.
-        // Not awaited: the next pass need not wait for what only the user reads.
-        void store.transitionBlock(q.exp.id, q.st, { ...q.st, why }).then(
-          () => this.ctx.backoff.succeeded(WHY, WHY),
-          (err: unknown) => void this.ctx.backoff.failed(WHY, WHY, err, { key }),
-        );
-      }
-    }
-    await Promise.all(acquiring);
+    return queue;
+  }
+
+  private drive(id: string, st: BlockState, term: Term): void {
+    if (term !== this.term) return;
+    this.driven.add(id);
+    this.rooms.drive(id, st, term);
   }
 
   /** Ends a refused experiment's waiting blocks (once at a time), then reads its blocks again to settle it. */
@@ -445,10 +393,10 @@ export class GrantLoop {
   }
 
   private settleOnce(id: string, term: Term): void {
-    if (!this.settle || this.settling.has(id)) return;
+    if (this.settling.has(id)) return;
     if (this.ctx.backoff.waitMs(`settle:${id}`) > 0) return;
     this.settling.add(id);
-    this.settle(id, term).then(
+    this.rooms.settle(id, term).then(
       () => this.ctx.backoff.succeeded(SETTLE, `settle:${id}`),
       (err: unknown) => {
         this.ctx.backoff.failed(SETTLE, `settle:${id}`, err, { experiment: id });
@@ -457,45 +405,9 @@ export class GrantLoop {
     );
   }
 
-  /** The planner's view of the live cards: one copy per list read (see `cards`), not one per pass. */
-  private slots(cards: Card[]): CardSlot[] {
-    let slots = this.slotsOf.get(cards);
-    if (!slots) {
-      slots = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index, version: c.version }));
-      this.slotsOf.set(cards, slots);
-    }
-    return slots;
-  }
-
-  /**
-   * The live cards, read again at most every CARDS_TTL_MS and in the background (the pass goes
-   * on with the last list): they change when a host registers or stops heartbeating, and reading
-   * and validating every card on every pass cost a round trip and a tenth of the scheduler's CPU.
-   * A card of a host that just died may be granted meanwhile, as within its alive key's TTL
-   * before; the attempt is lost and tried again.
-   */
-  private async cards(): Promise<Card[]> {
-    const now = Date.now();
-    if (!this.liveCards || now - this.liveCards.at > CARDS_TTL_MS) {
-      const refresh = { at: now, cards: this.ctx.registry.liveCards() };
-      const prior = this.liveCards;
-      this.liveCards = refresh;
-      refresh.cards.catch(() => this.liveCards === refresh && (this.liveCards = prior));
-      // the first read of a term is waited for; later ones serve the next pass
-      if (prior) {
-        // cards that came or went: a pass on them now, not at the next event or tick
-        const ids = (cs: Card[]) => cs.map((c) => c.id).join(',');
-        void Promise.all([prior.cards, refresh.cards]).then(([a, b]) => ids(a) !== ids(b) && this.kick(), () => undefined);
-        return prior.cards.catch(() => refresh.cards);
-      }
-    }
-    return this.liveCards.cards;
-  }
-
   private granted(w: Waiter, gang: Omit<GangPart, 'job'>[]): void {
     this.waiters.delete(w.key);
     this.recording.add(w.key);
-    this.lastWhy.delete(w.key);
     w.resolve({ gang });
   }
 
@@ -506,28 +418,24 @@ export class GrantLoop {
       w.resolve({ cancelled: reason });
     }
   }
+}
 
-  /**
-   * Leases the granted cards all or none. A gang across hosts is one lease call too: its parts
-   * share one epoch, so the leading part's one commit is fenced by every part's leases, and its
-   * owner is the block (jobs/spread-gang.ts), under which every part renews its own cards.
-   */
-  private async acquire(w: Waiter, slots: CardSlot[]): Promise<Omit<GangPart, 'job'>[] | null> {
-    const byHost = new Map<string, string[]>();
-    for (const s of slots) byHost.set(s.host, [...(byHost.get(s.host) ?? []), s.id]);
-    const spread = byHost.size > 1;
-    const [onlyHost] = byHost.keys();
-    const owner = spread ? spreadLeaseOwner(w.exp.id, w.block) : (onlyHost as string);
-    const r = await this.ctx.leases.acquireGang({ cards: slots.map((s) => s.id), owner, ttlMs: this.ctx.tuning.grantTtlMs, experiment: w.exp.id, block: w.block });
-    if (!r.granted) {
-      this.ctx.log.info({ key: w.key, busy: r.busy }, 'grant raced with another lease; retrying next pass');
-      return null;
+/**
+ * An experiment without a build phase that runs a command goes only to hosts whose workers allow
+ * commands (one with a build phase builds only there, so its ready hosts are such): per need, the
+ * hosts of `cards` that allow it, made once per pass.
+ */
+function capableHosts(cards: Card[]): (exp: ExperimentRecord) => { hosts: ReadonlySet<string>; hostsWhy: string } | undefined {
+  const byNeed = new Map<string, { hosts: ReadonlySet<string>; hostsWhy: string } | undefined>();
+  return (exp) => {
+    const need = specNeeds(exp.spec);
+    const key = need.join(',');
+    if (!byNeed.has(key)) {
+      byNeed.set(key, need.length === 0 ? undefined : {
+        hosts: new Set(cards.filter((c) => allows(c, need)).map((c) => c.host)),
+        hostsWhy: `waiting for a host whose worker allows ${describeNeed(need)}`,
+      });
     }
-    let first = 0;
-    return [...byHost].map(([host, cards]) => {
-      const part = spread ? { host, cards, epoch: r.epoch, world: slots.length, first_rank: first } : { host, cards, epoch: r.epoch };
-      first += cards.length;
-      return part;
-    });
-  }
+    return byNeed.get(key);
+  };
 }

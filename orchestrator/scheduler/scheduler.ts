@@ -3,7 +3,7 @@
  * of its rooms, one job each.
  *
  * - leadership.ts: the leader's term (elected, deposed).
- * - grant-loop.ts: reads the active experiments' block states, starts a processor for every
+ * - grant-loop.ts: reads the head of the queue (queue-window.ts), starts a processor for every
  *   block not ended, grants cards to the waiting ones (the pure grant-planner.ts decides), and
  *   settles an experiment whose blocks all ended (experiment-settling.ts).
  * - block-lifecycle.ts: a block's processor (wait for a grant → attempt → observe → end);
@@ -45,6 +45,7 @@ export class Scheduler extends EventEmitter {
   private readonly ctx: SchedulerContext;
   private readonly grants: GrantLoop;
   private readonly builds: BuildPhase;
+  private readonly blocks: BlockLifecycle;
   private readonly leadership: Leadership;
   /** the Redis's instance marker, checked on the safety tick */
   private readonly instance: RedisInstance;
@@ -77,19 +78,21 @@ export class Scheduler extends EventEmitter {
       refusal: (exp) => admission.refusal(exp),
     };
     this.instance = new RedisInstance(this.redis, prefix);
-    this.grants = new GrantLoop(this.ctx);
+    // the rooms call each other only once a term began, after every one of them is built here
+    this.grants = new GrantLoop(this.ctx, {
+      gate: (exp) => this.builds.gate(exp),
+      drive: (experiment, st, term) => {
+        this.known.add(experiment);
+        this.blocks.drive(experiment, st, term);
+      },
+      settle: async (experiment, term) => {
+        await settleExperiment(this.ctx, experiment, term);
+        this.grants.forgetExperiment(experiment);
+        this.known.delete(experiment);
+      },
+    });
     this.builds = new BuildPhase(this.ctx, () => this.grants.kick(), options.secret);
-    this.grants.gate = (exp) => this.builds.gate(exp);
-    const blocks = new BlockLifecycle(this.ctx, this.grants);
-    this.grants.drive = (experiment, st, term) => {
-      this.known.add(experiment);
-      blocks.drive(experiment, st, term);
-    };
-    this.grants.settle = async (experiment, term) => {
-      await settleExperiment(this.ctx, experiment, term);
-      this.grants.forgetExperiment(experiment);
-      this.known.delete(experiment);
-    };
+    this.blocks = new BlockLifecycle(this.ctx, this.grants);
     this.leadership = new Leadership(
       { prefix, log, redis: this.redis, tuning },
       {
