@@ -10,7 +10,8 @@
  */
 import { OrchError } from '../jobs/errors.ts';
 import type { CommitGate, FailedRep, ResultStore } from '../store/result-store.ts';
-import type { BlockOutcome, PlannedRep } from './block-executor.ts';
+import type { BlockOutcome } from '../jobs/block-outcome.ts';
+import type { PlannedRep } from './block-executor.ts';
 import type { GangContext } from './gang-context.ts';
 import { LeaseLostError, type GangFate } from './gang-fate.ts';
 import type { MeasuredReps } from './rep-pipeline.ts';

@@ -43,6 +43,7 @@ import type { RankRunner } from './rank-runner.ts';
 import { RepMeasure } from './rep-measure.ts';
 import { RepPipeline } from './rep-pipeline.ts';
 import { SpreadPart } from './spread-part.ts';
+import type { BlockOutcome } from '../jobs/block-outcome.ts';
 
 export interface ExecutorOptions {
   host: string;
@@ -78,16 +79,6 @@ export interface ExecutorDeps {
   stopping: () => boolean;
   /** where a spread gang's parts meet (needed only for gangs across hosts) */
   staging?: GangStaging;
-}
-
-export interface BlockOutcome {
-  experiment: string;
-  block: number;
-  attempt: number;
-  epoch: number;
-  measured: number;
-  not_run: number;
-  gates: { arm: string; pass: boolean }[];
 }
 
 export interface PlannedRep {
