@@ -22,7 +22,7 @@ import { ExperimentStore, type ExperimentRecord } from '../../store/experiment-s
 import { hostQueue } from '../../store/keys.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { plannedReps } from '../../orchestrator/scheduler/build-block-job.ts';
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { startTcpProxy, type TcpProxy } from '../utils/tcp-proxy.ts';
@@ -275,7 +275,7 @@ async function runScenario(s: Scenario): Promise<Row> {
   for (const pid of left) process.kill(pid, 'SIGKILL');
 
   mark('torn down');
-  const planned = plannedReps(ctx.exp!, 0).length * (s.blocks ?? BLOCKS);
+  const planned = plannedReps(ctx.exp!.plan, 0).length * (s.blocks ?? BLOCKS);
   let row: Row;
   if (s.dataLost) {
     assert.ok(lostReported);
@@ -287,7 +287,7 @@ async function runScenario(s: Scenario): Promise<Row> {
     const measured = new Set(Object.keys(await results.results(ctx.id)));
     const failed = await results.failed(ctx.id);
     const blocks = await new ExperimentStore(redis, prefix).blocks(ctx.id);
-    const fields = ctx.exp!.plan.blocks.flatMap((b) => plannedReps(ctx.exp!, b.index).map((r) => r.field));
+    const fields = ctx.exp!.plan.blocks.flatMap((b) => plannedReps(ctx.exp!.plan, b.index).map(repKey));
     const twice = fields.filter((f) => measured.has(f) && f in failed).length + blocks.reduce((n, b) => n + Math.max(0, b.attempts.filter((a) => a.outcome === 'committed').length - 1), 0);
     const withReason = fields.filter((f) => !measured.has(f) && (failed[f]?.reason ?? '') !== '');
     const unaccounted = fields.filter((f) => !measured.has(f) && !withReason.includes(f));
