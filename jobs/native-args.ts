@@ -79,6 +79,14 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
   return req;
 }
 
+/**
+ * `graphrt hello` on a backend: what the binary is and what it can run. `cpu` hides every GPU,
+ * as a cpu card's `serve` does, so the answer is the one a cpu rank would get.
+ */
+export function toNativeHello(backend: 'auto' | 'cuda' | 'cpu'): NativeProcess {
+  return { args: ['hello', '--backend', backend], env: backend === 'cpu' ? { CUDA_VISIBLE_DEVICES: '' } : {} };
+}
+
 /** `graphrt serve` for one rank of the gang; a cpu card hides every GPU from the process. */
 export function toNativeProcess(job: BlockJob, placement: RankPlacement): NativeProcess {
   const w = job.workload;
