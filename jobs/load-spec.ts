@@ -22,8 +22,16 @@ import { zodIssuesToSpecIssues } from './zod-issues.ts';
 export const CONFIG_KINDS = ['experiment', 'suite', 'cluster'] as const;
 export type ConfigKind = (typeof CONFIG_KINDS)[number];
 
+/**
+ * A loaded experiment spec: the text it was read from and what it compiled to. `text` is what is
+ * registered at submit (and written to results/<id>/spec.yaml), `hash` the hash of `spec`: a
+ * caller that changes the spec (a paired night's builds) changes the text too, so the two always
+ * describe the same spec.
+ */
 export interface LoadedSpec {
   file: string;
+  /** the YAML as written, verbatim */
+  text: string;
   spec: Spec;
   hash: string;
 }
@@ -39,7 +47,7 @@ export function loadSpec(file: string): LoadedSpec {
   if (loaded.kind !== 'experiment') {
     throw new SpecError([{ file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not an experiment spec`, fix: 'pass an experiment spec' }]);
   }
-  return { file: loaded.file, spec: loaded.spec, hash: loaded.hash };
+  return { file: loaded.file, text: loaded.text, spec: loaded.spec, hash: loaded.hash };
 }
 
 /** Reads and validates a config file of any kind; throws SpecError with every issue. */
@@ -74,7 +82,7 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
           problems.map((p) => ({ file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) })),
         );
       }
-      return { kind: 'experiment', file, spec, hash: specHash(hashableSpec(spec)) };
+      return { kind: 'experiment', file, text, spec, hash: specHash(hashableSpec(spec)) };
     }
     case 'suite': {
       const suite = validate(file, source, SuiteSchema);

@@ -173,7 +173,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     const before = await usedMemory(redis);
     await redis.config('RESETSTAT');
     const ids: string[] = [];
-    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, specText: '', submitToken })).id);
+    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, submitToken })).id);
 
     const store = new ExperimentStore(redis, prefix);
     for (;;) {

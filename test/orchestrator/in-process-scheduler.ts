@@ -43,7 +43,7 @@ export async function startScheduler(o: Omit<SchedulerOptions, 'log'>): Promise<
 export async function submitYaml(redis: Redis, prefix: string, dir: string, name: string, yaml: string): Promise<string> {
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, yaml);
-  const { id } = await submitExperiment({ redis, prefix, loaded: loadSpec(file), specText: yaml });
+  const { id } = await submitExperiment({ redis, prefix, loaded: loadSpec(file) });
   return id;
 }
 

@@ -7,7 +7,6 @@
  * The entries are written with XADD directly (pipelined), as a worker before the output bounds
  * could leave them: the point is the size of the record, not how it got there.
  */
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { loadSpec } from '../../jobs/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
@@ -21,7 +20,7 @@ const HASH = '0123456789abcdef';
 
 export async function plantRecord(redis: Redis, prefix: string, events: number): Promise<string> {
   const loaded = loadSpec(SPEC);
-  const { id } = await submitExperiment({ redis, prefix, loaded, specText: readFileSync(SPEC, 'utf8') });
+  const { id } = await submitExperiment({ redis, prefix, loaded });
   const exp = (await new ExperimentStore(redis, prefix).get(id))!;
   const keys = orchKeys(prefix);
   const blocks = exp.plan.blocks.map((b) => b.index);
