@@ -2,7 +2,7 @@
  * The only place that turns a compiled block job into graphrt requests, flags and environment
  * (native/PROTOCOL.md). The worker never spells a graphrt flag or request field itself.
  */
-import { NATIVE_TOGGLES } from './spec.ts';
+import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import type { BlockArm, BlockJob } from './block-job.ts';
 
 export type NativeOp = 'rep' | 'identity' | 'probe';
@@ -59,7 +59,7 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
   const w = job.workload;
   if (w.runtime !== 'native') throw new Error(`toNativeRequest: workload runtime is "${w.runtime}", not native`);
   const toggles: Record<string, boolean> = {};
-  for (const t of NATIVE_TOGGLES) toggles[t] = arm.toggles[t] === true || arm.toggles[t] === 'true';
+  for (const t of GRAPHRT_TOGGLES) toggles[t] = arm.toggles[t] === true || arm.toggles[t] === 'true';
   const req: NativeRequest = {
     id: op.id,
     op: op.op,
