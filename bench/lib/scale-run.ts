@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { pino, type Level } from 'pino';
 import { newClusterSecret } from '../../jobs/grant.ts';
-import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
+import { parseConfigText, type LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { newSubmitToken } from '../../store/submit-token.ts';

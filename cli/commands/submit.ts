@@ -34,7 +34,7 @@ export const submitCommand = defineCommand({
       .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
-    const { loadSpec } = await import('../../jobs/load-spec.ts');
+    const { loadSpec } = await import('../../orchestrator/spec/load-spec.ts');
     const { redisUrlFromEnv } = await import('../embedded/redis-target.ts');
     // Validation first: an invalid spec throws here, before any connection exists.
     const loaded = loadSpec(argv.spec);

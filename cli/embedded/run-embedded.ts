@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { newClusterSecret } from '../../jobs/grant.ts';
-import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import type { LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { startRedisServer, redisServerBinary, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';

@@ -9,7 +9,7 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import type { LoadedSpec } from '../spec/load-spec.ts';
 import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry, type Card } from '../../store/card-registry.ts';
 import { allows, CAPABILITY_FLAG, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
@@ -23,7 +23,7 @@ import { ExperimentStore, initialBlockState } from '../../store/experiment-store
 export interface SubmitInput {
   redis: Redis;
   prefix: string;
-  /** its `text` is registered verbatim: the spec its hash is of (jobs/load-spec.ts) */
+  /** its `text` is registered verbatim: the spec its hash is of (orchestrator/spec/load-spec.ts) */
   loaded: LoadedSpec;
   /** refuse now when no registered card can run a block, instead of waiting for one */
   noWait?: boolean;

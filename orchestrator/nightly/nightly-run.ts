@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../spec/load-spec.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { runId, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';

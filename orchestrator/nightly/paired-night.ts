@@ -6,9 +6,10 @@
  * (the reference) gets the last good commit, the second's tonight's. Both refs are resolved
  * here, when the night submits, and the commits enter the spec hash as for any build.
  */
-import { hashableSpec, resolveBuildRefs } from '../../jobs/build-refs.ts';
+import { hashableSpec } from '../../jobs/build-refs.ts';
+import { resolveBuildRefs } from '../spec/resolve-build-refs.ts';
 import { SpecError } from '../../jobs/errors.ts';
-import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import type { LoadedSpec } from '../spec/load-spec.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { specHash } from '../../jobs/spec-hash.ts';
 import type { NightlyRow } from '../../history/history-store.ts';

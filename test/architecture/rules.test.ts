@@ -4,7 +4,7 @@
  *   - only jobs/native-args.ts spells a graphrt flag (the flags are the ones it spells itself);
  *   - only store/event-log.ts reads a Redis stream (XRANGE, XREVRANGE, XREAD), but for the
  *     known exceptions listed below with why;
- *   - jobs/ runs no process (no child_process import), but for the known exception below.
+ *   - jobs/ runs no process (no child_process import).
  * Each rule is a function of the files' text, so the last tests plant a violation of each and
  * see it caught.
  */
@@ -96,17 +96,11 @@ function streamReaders(files: Sources): string[] {
   return out;
 }
 
-/**
- * jobs/ files known to run a process, not yet moved: the git resolution of a spec's build refs
- * runs inside loadSpec (jobs/load-spec.ts), whose callers are on every side of the boundaries.
- */
-const PROCESS_RUNNERS_KNOWN = ['jobs/build-refs.ts'];
-
 function jobsProcessRunners(files: Sources): string[] {
   const spawn = /from\s+['"](node:)?child_process['"]|import\(\s*['"](node:)?child_process['"]\s*\)|require\(\s*['"](node:)?child_process['"]\s*\)/;
   const out: string[] = [];
   for (const [file, text] of files) {
-    if (!file.startsWith('jobs/') || PROCESS_RUNNERS_KNOWN.includes(file)) continue;
+    if (!file.startsWith('jobs/')) continue;
     for (const { line, code } of codeLines(text)) if (spawn.test(code)) out.push(`${file}:${line} imports child_process`);
   }
   return out;
@@ -130,12 +124,8 @@ describe('architecture rules', () => {
     }
   });
 
-  test('jobs/ runs no process (but for the known exception)', () => {
+  test('jobs/ runs no process', () => {
     assert.deepEqual(jobsProcessRunners(files), []);
-    for (const f of PROCESS_RUNNERS_KNOWN) {
-      const asNew = jobsProcessRunners(new Map([['jobs/as-new.ts', files.get(f) ?? '']]));
-      assert.ok(asNew.length > 0, `${f} is listed as running a process but imports no child_process: remove it from PROCESS_RUNNERS_KNOWN`);
-    }
   });
 
   test('each rule fails on a planted violation, and not on a comment', () => {

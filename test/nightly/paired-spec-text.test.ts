@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { loadSpec, parseConfigText } from '../../jobs/load-spec.ts';
+import { loadSpec, parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { pairSpec } from '../../orchestrator/nightly/paired-night.ts';
 import { plantedRepo, plantedSpec } from '../builds/planted-repo.ts';
 

@@ -3,7 +3,7 @@
  * for the property tests of the planner and the hash. Same seed, same specs.
  */
 import { stringify, type ToStringOptions } from 'yaml';
-import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
+import { parseConfigText, type LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
 import { mulberry32, shuffled } from '../../jobs/seeded-random.ts';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { CardRegistry } from '../../store/card-registry.ts';

@@ -8,7 +8,7 @@
  * could leave them: the point is the size of the record, not how it got there.
  */
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
