@@ -10,7 +10,8 @@ import { checkNativeBounds, checkPlanSize } from './compile-bounds.ts';
 import { armBuild, checkBuilds } from './compile-builds.ts';
 import { suggestion } from './did-you-mean.ts';
 import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
-import { NATIVE_TOGGLES, type Spec } from './spec.ts';
+import type { Spec } from './spec.ts';
+import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import { NAME_PATTERN } from './name-patterns.ts';
 import type { PathSegment } from './yaml-source.ts';
 import type { CompileProblem } from './compile-problem.ts';
@@ -22,7 +23,7 @@ export interface CompiledSpec {
 
 /** The toggle names a workload accepts: graphrt's for native, the toggle map's for command. */
 export function availableToggles(spec: Spec): string[] {
-  return spec.workload.runtime === 'native' ? [...NATIVE_TOGGLES] : Object.keys(spec.workload.toggles);
+  return spec.workload.runtime === 'native' ? [...GRAPHRT_TOGGLES] : Object.keys(spec.workload.toggles);
 }
 
 export function compileSpec(parsed: Spec): CompiledSpec {

@@ -1,22 +1,29 @@
 /**
  * A planned rep that ended without a measurement (`<prefix>:experiment:<id>:failed`, field
- * `<block>/<arm>/<rep>` → FailedRecord): why, and its kind —
+ * `repKey` of jobs/rep-ref.ts → FailedRecord): which rep it is, why, and its kind —
  *   failed     its attempt failed (the reason is the attempt's failure)
  *   not_run    a graceful stop (SIGTERM) committed the block before it ran
  *   cancelled  `orch cancel` stopped the block before it ran (or while it ran: a half rep is not measured)
  * Records written before kinds existed have none: `failedKind` reads it from the reason.
  */
 import { z } from 'zod';
+import { RepRefSchema } from './rep-ref.ts';
 
 export const FAILED_KINDS = ['failed', 'not_run', 'cancelled'] as const;
 export const FailedKindSchema = z.enum(FAILED_KINDS);
 export type FailedKind = z.infer<typeof FailedKindSchema>;
 
-export const FailedRecordSchema = z.object({ reason: z.string(), attempt: z.int().min(0), kind: FailedKindSchema.optional() });
-export type FailedRecord = z.infer<typeof FailedRecordSchema>;
-
-export const FailedRepSchema = z.object({ block: z.int().min(0), arm: z.string(), rep: z.int().min(0), reason: z.string(), kind: FailedKindSchema.optional() });
+/**
+ * A rep that was not measured, and why. It carries its identity like a committed rep does, so a
+ * reader never parses one back out of the hash field. `position` is optional: the worker's
+ * graceful stop names a rep by block, arm and rep alone.
+ */
+export const FailedRepSchema = RepRefSchema.extend({ position: RepRefSchema.shape.position.optional(), reason: z.string(), kind: FailedKindSchema.optional() });
 export type FailedRep = z.infer<typeof FailedRepSchema>;
+
+/** A failed rep as stored: the attempt whose failure (or stop) it records, too. */
+export const FailedRecordSchema = FailedRepSchema.extend({ attempt: z.int().min(0) });
+export type FailedRecord = z.infer<typeof FailedRecordSchema>;
 
 /** The kind of a failure record; one without a kind is `not_run` when its reason says so, else `failed`. */
 export function failedKind(f: { reason: string; kind?: FailedKind | undefined }): FailedKind {

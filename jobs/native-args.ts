@@ -2,7 +2,7 @@
  * The only place that turns a compiled block job into graphrt requests, flags and environment
  * (native/PROTOCOL.md). The worker never spells a graphrt flag or request field itself.
  */
-import { NATIVE_TOGGLES } from './spec.ts';
+import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import type { BlockArm, BlockJob } from './block-job.ts';
 
 export type NativeOp = 'rep' | 'identity' | 'probe';
@@ -59,7 +59,7 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
   const w = job.workload;
   if (w.runtime !== 'native') throw new Error(`toNativeRequest: workload runtime is "${w.runtime}", not native`);
   const toggles: Record<string, boolean> = {};
-  for (const t of NATIVE_TOGGLES) toggles[t] = arm.toggles[t] === true || arm.toggles[t] === 'true';
+  for (const t of GRAPHRT_TOGGLES) toggles[t] = arm.toggles[t] === true || arm.toggles[t] === 'true';
   const req: NativeRequest = {
     id: op.id,
     op: op.op,
@@ -77,6 +77,14 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
     req.replays = job.gates.identity.replays;
   }
   return req;
+}
+
+/**
+ * `graphrt hello` on a backend: what the binary is and what it can run. `cpu` hides every GPU,
+ * as a cpu card's `serve` does, so the answer is the one a cpu rank would get.
+ */
+export function toNativeHello(backend: 'auto' | 'cuda' | 'cpu'): NativeProcess {
+  return { args: ['hello', '--backend', backend], env: backend === 'cpu' ? { CUDA_VISIBLE_DEVICES: '' } : {} };
 }
 
 /** `graphrt serve` for one rank of the gang; a cpu card hides every GPU from the process. */

@@ -1,23 +1,18 @@
 /**
- * One committed rep (`<prefix>:experiment:<id>:results`, field `<block>/<arm>/<rep>`): what the
+ * One committed rep (`<prefix>:experiment:<id>:results`, field `repKey`, jobs/rep-ref.ts): what the
  * worker commits (worker/block-executor.ts), the result store reads back and the statistics use.
  */
 import { z } from 'zod';
 import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
+import { RepRefSchema } from './rep-ref.ts';
 
 const count = z.int().min(0);
 
-/** Which planned rep of which block attempt a committed record is: shared by reps and probes. */
-export const RepIdentitySchema = z.object({
+/** Which planned rep (jobs/rep-ref.ts) of which block attempt a committed record is: shared by reps and probes. */
+export const RepIdentitySchema = RepRefSchema.extend({
   experiment: z.string(),
-  block: count,
   attempt: z.int().positive(),
   epoch: count,
-  arm: z.string(),
-  /** 0-based occurrence of `arm` in the block's sequence. */
-  rep: count,
-  /** Index in the block's sequence. */
-  position: count,
 });
 
 export const RepResultSchema = RepIdentitySchema.extend({

@@ -13,7 +13,6 @@ import { boundedList, EnvValueSchema, intIn } from './spec/bounded.ts';
 import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec/strict-object.ts';
 import { BuildsSchema, RepoSchema } from './spec/builds.ts';
 
-export { NATIVE_TOGGLES } from './spec/native-workload.ts';
 
 export const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
 export type Design = (typeof DESIGNS)[number];

@@ -178,10 +178,8 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
   };
 }
 
-/** `"<block>/<arm>/<rep>"`: the field of results and failed. */
-export function repField(block: number, arm: string, rep: number): string {
-  return `${block}/${arm}/${rep}`;
-}
+/** `"<block>/<arm>/<rep>"`: the field of results and failed is a rep's one key, made with its identity (jobs/rep-ref.ts). */
+export { repKey } from '../jobs/rep-ref.ts';
 
 /** `"<block>/<arm>"`: the field of gates. */
 export function gateField(block: number, arm: string): string {

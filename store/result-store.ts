@@ -7,14 +7,14 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { CommitRecordSchema, type CommitRecord } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
-import { FailedRecordSchema, type FailedKind, type FailedRecord } from '../jobs/failed-rep.ts';
+import { FailedRecordSchema, type FailedRecord, type FailedRep } from '../jobs/failed-rep.ts';
 import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
 import { ProbeRecordSchema, type ProbeRecord } from '../jobs/probe-record.ts';
 import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
-import { gateField, orchKeys, repField, type OrchKeys } from './keys.ts';
+import { gateField, orchKeys, repKey, type OrchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
 export interface CommitRep {
@@ -28,14 +28,8 @@ export interface CommitGate {
   arm: string;
   result: GateResult;
 }
-export interface FailedRep {
-  block: number;
-  arm: string;
-  rep: number;
-  reason: string;
-  /** failed (default), not_run (graceful stop) or cancelled (jobs/failed-rep.ts) */
-  kind?: FailedKind;
-}
+/** A rep that was not measured: failed (default), not_run (graceful stop) or cancelled (jobs/failed-rep.ts). */
+export type { FailedRep } from '../jobs/failed-rep.ts';
 
 export interface CommitInput {
   experiment: string;
@@ -78,8 +72,8 @@ export class ResultStore {
       c.gates.length,
     ];
     // the same schemas as the reads: a record that could not be read back is never written
-    for (const r of c.reps) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(RepResultSchema.parse(r.result)));
-    for (const f of c.notRun) args.push(repField(f.block, f.arm, f.rep), failedJson(f, c.attempt));
+    for (const r of c.reps) args.push(repKey(r), JSON.stringify(RepResultSchema.parse(r.result)));
+    for (const f of c.notRun) args.push(repKey(f), failedJson(f, c.attempt));
     for (const g of c.gates) args.push(gateField(g.block, g.arm), JSON.stringify(GateResultSchema.parse(g.result)));
     const reply = await runScript(
       this.redis,
@@ -97,7 +91,7 @@ export class ResultStore {
   async commitProbes(c: { experiment: string; block: number; epoch: number; cards: string[]; records: ProbeRecord[] }): Promise<{ written: true } | { written: false; why: string }> {
     const k = this.keys;
     const args: (string | number)[] = [c.epoch, String(c.block)];
-    for (const r of c.records) args.push(repField(r.block, r.arm, r.rep), JSON.stringify(ProbeRecordSchema.parse(r)));
+    for (const r of c.records) args.push(repKey(r), JSON.stringify(ProbeRecordSchema.parse(r)));
     const reply = checkStored(CommitProbesReplySchema, await runScript(this.redis, 'commit-probes', [k.probes(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))], args), 'reply of store/lua/commit-probes.lua');
     if (reply[0] === 1) return { written: true };
     if (reply[1] === 'GONE') return { written: false, why: `experiment ${c.experiment} no longer exists in Redis` };
@@ -115,7 +109,7 @@ export class ResultStore {
   async failReps(experiment: string, block: number, attempt: number, reps: FailedRep[]): Promise<number> {
     if (reps.length === 0) return 0;
     const args: (string | number)[] = [String(block), attempt];
-    for (const f of reps) args.push(repField(f.block, f.arm, f.rep), failedJson(f, attempt));
+    for (const f of reps) args.push(repKey(f), failedJson(f, attempt));
     return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment), this.keys.exp(experiment)], args));
   }
 
@@ -136,10 +130,10 @@ export class ResultStore {
    * result nor a failure record of the same or a newer attempt (store/lua/account-reps.lua).
    * Returns the fields written; -1 when the block is not stored ended at `attempt`.
    */
-  async accountReps(experiment: string, block: number, attempt: number, reps: { field: string; reason: string }[]): Promise<number> {
+  async accountReps(experiment: string, block: number, attempt: number, reps: FailedRep[]): Promise<number> {
     if (reps.length === 0) return 0;
     const args: (string | number)[] = [String(block), attempt];
-    for (const r of reps) args.push(r.field, JSON.stringify({ reason: r.reason, attempt }));
+    for (const r of reps) args.push(repKey(r), failedJson(r, attempt));
     return Number(await runScript(this.redis, 'account-reps', [this.keys.results(experiment), this.keys.failed(experiment), this.keys.sched.blocks(experiment)], args));
   }
 
@@ -196,9 +190,9 @@ export function decodeCommitBlock(reply: unknown, cards: string[], commitsField:
   return { committed: false, why: 'committed', prior: { attempt: prior.attempt, epoch: prior.epoch, host: prior.host } };
 }
 
-/** A failure record as stored: reason, attempt, and the kind when it is not a plain failure. */
+/** A failure record as stored: the rep it is, reason, attempt, and the kind when it is not a plain failure. */
 function failedJson(f: FailedRep, attempt: number): string {
-  return JSON.stringify({ reason: f.reason, attempt, ...(f.kind === undefined ? {} : { kind: f.kind }) });
+  return JSON.stringify(FailedRecordSchema.parse({ ...f, attempt }));
 }
 
 /** Every field of a hash through its schema: a record that does not match is never analyzed. */

@@ -23,7 +23,7 @@ const windowMs = Number(env.BENCH_WINDOW_MS ?? 10_000);
 
 const { startRedisServer } = (await import(`${tree}/store/redis-server-process.ts`)) as typeof import('../../store/redis-server-process.ts');
 const { connectRedis, waitReady } = (await import(`${tree}/store/connect.ts`)) as typeof import('../../store/connect.ts');
-const { loadSpec } = (await import(`${tree}/jobs/load-spec.ts`)) as typeof import('../../jobs/load-spec.ts');
+const { loadSpec } = (await import(`${tree}/jobs/load-spec.ts`)) as typeof import('../../orchestrator/spec/load-spec.ts');
 const { submitExperiment } = (await import(`${tree}/orchestrator/experiment/submit.ts`)) as typeof import('../../orchestrator/experiment/submit.ts');
 const { Scheduler } = (await import(`${tree}/orchestrator/scheduler/scheduler.ts`)) as typeof import('../../orchestrator/scheduler/scheduler.ts');
 const { clusterStatus, renderStatus } = (await import(`${tree}/orchestrator/experiment/cluster-status.ts`)) as typeof import('../../orchestrator/experiment/cluster-status.ts');
@@ -45,7 +45,7 @@ try {
   const mem0 = await usedMemory(redis);
   const t0 = performance.now();
   for (let i = 0; i < queued; i += 100) {
-    await Promise.all(Array.from({ length: Math.min(100, queued - i) }, (_, k) => submitExperiment({ redis, prefix, loaded, specText: text, submitToken, id: `q-${i + k}` })));
+    await Promise.all(Array.from({ length: Math.min(100, queued - i) }, (_, k) => submitExperiment({ redis, prefix, loaded, submitToken, id: `q-${i + k}` })));
   }
   const registerMs = performance.now() - t0;
   const mem1 = await usedMemory(redis);

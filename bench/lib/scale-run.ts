@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { pino, type Level } from 'pino';
 import { newClusterSecret } from '../../jobs/grant.ts';
-import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
+import { parseConfigText, type LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { newSubmitToken } from '../../store/submit-token.ts';
@@ -173,7 +173,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     const before = await usedMemory(redis);
     await redis.config('RESETSTAT');
     const ids: string[] = [];
-    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, specText: '', submitToken })).id);
+    for (const loaded of specs) ids.push((await submitExperiment({ redis, prefix, loaded, submitToken })).id);
 
     const store = new ExperimentStore(redis, prefix);
     for (;;) {

@@ -69,7 +69,7 @@ export const hostsCommand = defineCommand({
       .option('timeout', { type: 'number', default: 60, describe: 'seconds a worker may take to register (up) or to drain and exit (down)' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
-    const { loadConfigFile } = await import('../../jobs/load-spec.ts');
+    const { loadConfigFile } = await import('../../orchestrator/spec/load-spec.ts');
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv } = await import('../embedded/redis-target.ts');
     const { hostsDown, hostsUp } = await import('../../orchestrator/ssh/bring-up.ts');

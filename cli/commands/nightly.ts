@@ -45,7 +45,7 @@ export const nightlyCommand = defineCommand({
       });
     }
     // Validation before any connection: an invalid suite or spec exits 2 with file and path.
-    if (argv.action === 'install') (await import('../../jobs/load-spec.ts')).loadConfigFile(argv.target!);
+    if (argv.action === 'install') (await import('../../orchestrator/spec/load-spec.ts')).loadConfigFile(argv.target!);
     // The history database next: a night that could not be recorded would be lost.
     if (argv.action === 'install') await (await (await import('../../history/open-history.ts')).openHistory()).close();
     // The signature orch serve checks each night with: no secret, nothing installed.

@@ -24,7 +24,7 @@ export const planCommand = defineCommand({
       .option('results', { type: 'string', default: 'results', describe: 'where results/<id>/ directories are' }),
   handler: async (argv) => {
     // Loaded here, not at the top: `orch --help` starts without the spec schemas (cli/main.ts).
-    const { loadSpec } = await import('../../jobs/load-spec.ts');
+    const { loadSpec } = await import('../../orchestrator/spec/load-spec.ts');
     const { planExperiment } = await import('../../jobs/plan.ts');
     if (argv.power === undefined) {
       if (argv.file === undefined) throw new UserInputError('CLI_USAGE', 'orch plan needs a spec file', { hint: 'run orch --help for the options: orch plan SPEC, or orch plan --power SPEC --noise-from results/<id>' });

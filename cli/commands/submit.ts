@@ -15,7 +15,6 @@
  * error registry's kind of its code, orchestrator/experiment/failed-exit-code.ts); 1 when it
  * failed otherwise or was cancelled; 130/143 when an embedded run was interrupted.
  */
-import { readFileSync } from 'node:fs';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
@@ -35,12 +34,10 @@ export const submitCommand = defineCommand({
       .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
-    const { loadSpec } = await import('../../jobs/load-spec.ts');
+    const { loadSpec } = await import('../../orchestrator/spec/load-spec.ts');
     const { redisUrlFromEnv } = await import('../embedded/redis-target.ts');
-    const { verdictExitCode } = await import('../../orchestrator/report/verdict-exit-code.ts');
     // Validation first: an invalid spec throws here, before any connection exists.
     const loaded = loadSpec(argv.spec);
-    const specText = readFileSync(argv.spec, 'utf8');
     const out = (s: string) => process.stdout.write(s);
     const json = argv.json;
     const url = redisUrlFromEnv();
@@ -53,36 +50,36 @@ export const submitCommand = defineCommand({
         );
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
-      const r = await runEmbedded({ loaded, specText, watch: argv.watch && !json, resultsRoot: argv.results, json });
-      return r.exitCode === 0 && r.state === 'done' && r.written ? verdictExitCode(r.written.analysis) : r.exitCode;
+      return (await runEmbedded({ loaded, watch: argv.watch && !json, resultsRoot: argv.results, json })).exitCode;
     }
-    const { writeResults } = await import('../../orchestrator/results/write-results.ts');
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
-    const { ExperimentStore } = await import('../../store/experiment-store.ts');
-    const { droppedOutputLine, progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { droppedOutputLine, progressPrinter } = await import('../../orchestrator/experiment/progress.ts');
     const { readOutputBudget } = await import('../../store/event-budget.ts');
     const { isRedisOom, redisOomError } = await import('../../store/redis-oom.ts');
     const { submitExperiment } = await import('../../orchestrator/experiment/submit.ts');
+    const { runExperiment } = await import('../../orchestrator/experiment/run-experiment.ts');
     const log = orchLog('submit');
     // before connecting: without the token the scheduler would refuse whatever this registered
     const { requireSubmitToken } = await import('../../store/submit-token.ts');
     const submitToken = requireSubmitToken('orch submit', argv.submitTokenFile);
     const target = await connectTarget(url, prefixFromEnv(), log);
     try {
-      const sub = await submitExperiment({ redis: target.redis, prefix: target.prefix, loaded, specText, noWait: !argv.wait, submitToken });
+      const input = { redis: target.redis, prefix: target.prefix, loaded, submitToken };
       if (!argv.wait) {
+        const sub = await submitExperiment({ ...input, noWait: true });
         out(json ? `${JSON.stringify({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor })}\n` : `${sub.id}\n`);
         return;
       }
-      if (!json) out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`);
-      const exp = (await new ExperimentStore(target.redis, target.prefix).get(sub.id))!;
-      const state = await waitForEnd(target.redis, target.prefix, exp, argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : { onWaiting: (why) => process.stderr.write(`${why}\n`) });
-      const written = await writeResults(target.redis, target.prefix, sub.id, argv.results);
-      out(json ? `${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
-      if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, sub.id)) ?? '');
-      const { failedExitCode } = await import('../../orchestrator/experiment/failed-exit-code.ts');
-      return state === 'done' ? verdictExitCode(written.analysis) : state === 'failed' ? await failedExitCode(target.redis, target.prefix, sub.id) : 1;
+      const { id, state, written, exitCode } = await runExperiment({
+        ...input,
+        resultsRoot: argv.results,
+        wait: argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : { onWaiting: (why) => process.stderr.write(`${why}\n`) },
+        onSubmitted: (sub) => json || out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`),
+      });
+      out(json ? `${JSON.stringify({ experiment: id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
+      if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, id)) ?? '');
+      return exitCode;
     } catch (err) {
       // a full Redis is the cluster's condition, not a bug: REDIS_OOM, with what filled it
       throw isRedisOom(err) ? await redisOomError(target.redis, target.prefix, err, `submitting ${argv.spec}`) : err;

@@ -4,7 +4,7 @@
  * cli/print-error.ts, with every issue and every file's result in it.
  */
 import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
-import type { ConfigKind, loadConfigFile as LoadConfigFile } from '../../jobs/load-spec.ts';
+import type { ConfigKind, loadConfigFile as LoadConfigFile } from '../../orchestrator/spec/load-spec.ts';
 import { defineCommand } from '../command.ts';
 import { withJsonExtra } from '../print-error.ts';
 
@@ -22,7 +22,7 @@ export const validateCommand = defineCommand({
   builder: (y) => y.positional('files', { type: 'string', array: true, demandOption: true, describe: 'YAML files' }),
   handler: async (argv) => {
     // Loaded here, not at the top: `orch --help` starts without the spec schemas (cli/main.ts).
-    const { loadConfigFile } = await import('../../jobs/load-spec.ts');
+    const { loadConfigFile } = await import('../../orchestrator/spec/load-spec.ts');
     const check = (file: string) => validateFile(loadConfigFile, file);
     const results = argv.files.map(process.env.ORCH_VALIDATE_STATS === '1' ? (f) => withStats(f, check) : check);
     const issues = results.flatMap((r) => r.issues);

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { newClusterSecret } from '../../jobs/grant.ts';
-import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import type { LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { startRedisServer, redisServerBinary, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
@@ -27,9 +27,8 @@ import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 import { progressPrinter, waitForEnd } from '../../orchestrator/experiment/progress.ts';
-import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
-import { failedExitCode } from '../../orchestrator/experiment/failed-exit-code.ts';
-import { writeResults, type WrittenResults } from '../../orchestrator/results/write-results.ts';
+import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
+import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
 import { Worker } from '../../worker/worker.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
@@ -40,7 +39,6 @@ export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt
 
 export interface EmbeddedInput {
   loaded: LoadedSpec;
-  specText: string;
   watch: boolean;
   json: boolean;
   resultsRoot: string;
@@ -57,6 +55,7 @@ export interface EmbeddedResult {
   id: string | null;
   state: ExperimentState | null;
   written: WrittenResults | null;
+  /** the verdict's exit code once done (orchestrator/experiment/run-experiment.ts), 130/143 when interrupted */
   exitCode: number;
 }
 
@@ -124,36 +123,39 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     stack.push(() => scheduler.stop());
 
     if (interrupts.interrupted) return { id: null, state: null, written: null, exitCode: signalExit(interrupts.interrupted) };
-    const sub = await guard(submitExperiment({ redis, prefix, loaded: input.loaded, specText: input.specText, submitToken }));
-    id = sub.id;
-    if (!input.json) {
-      out(`experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`);
-    }
-    const exp = (await guard(new ExperimentStore(redis, prefix).get(sub.id)))!;
-    let state = await guard(waitForEnd(redis, prefix, exp, {
-      signal: interrupts.abort.signal,
-      ...(input.watch ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {}),
+    const outcome = await guard(runExperiment({
+      redis,
+      prefix,
+      loaded: input.loaded,
+      submitToken,
+      resultsRoot: input.resultsRoot,
+      wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {}) },
+      onSubmitted: (sub) => {
+        id = sub.id;
+        if (input.json) return;
+        out(`experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`);
+      },
+      // an interrupted run is cancelled and settles, so its results say what was and was not measured
+      settle: async (sid, state) => {
+        const interrupted = interrupts.interrupted;
+        if (!interrupted) return state;
+        await cancelExperiment(conn, prefix, sid, `interrupted (${interrupted})`);
+        const exp = (await new ExperimentStore(conn, prefix).get(sid))!;
+        return waitForEnd(conn, prefix, exp, { signal: AbortSignal.timeout(10_000) });
+      },
     }));
-    const interrupted = interrupts.interrupted;
-    if (interrupted) {
-      await guard(cancelExperiment(redis, prefix, sub.id, `interrupted (${interrupted})`));
-      state = await guard(waitForEnd(redis, prefix, exp, {
-        signal: AbortSignal.timeout(10_000),
-      }));
-    }
-    const written = await guard(writeResults(redis, prefix, sub.id, input.resultsRoot));
+    const { state, written } = outcome;
     if (input.json) {
-      out(`${JSON.stringify({ experiment: sub.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`);
+      out(`${JSON.stringify({ experiment: outcome.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`);
     } else {
       out(`${written.report}\nresults: ${written.dir}\n`);
     }
-    const exitCode = interrupted ? signalExit(interrupted) : state === 'done' ? 0 : state === 'failed' ? await guard(failedExitCode(redis, prefix, sub.id)) : 1;
+    const interrupted = interrupts.interrupted;
     if (state !== 'done' && !interrupted) {
-      // read now: `exp` is the record as submitted, before any block failed
-      const reason = (await guard(new ExperimentStore(redis, prefix).get(sub.id)))?.reason;
-      note(`experiment ${sub.id} ended ${state}${reason ? `: ${reason}` : ''}`);
+      const reason = (await guard(new ExperimentStore(redis, prefix).get(outcome.id)))?.reason;
+      note(`experiment ${outcome.id} ended ${state}${reason ? `: ${reason}` : ''}`);
     }
-    return { id, state, written, exitCode };
+    return { id, state, written, exitCode: interrupted ? signalExit(interrupted) : outcome.exitCode };
   } catch (err) {
     if (err instanceof EndedBySignal) return { id, state: null, written: null, exitCode: signalExit(err.signal) };
     throw err;

@@ -6,7 +6,7 @@
  * each naming a build). Toggles and builds combine: an arm sets both.
  *
  * A ref means nothing without its repository, so it is resolved to a commit when the spec is
- * loaded (jobs/build-refs.ts); the commit, not the ref, enters the spec hash.
+ * loaded (orchestrator/spec/resolve-build-refs.ts); the commit, not the ref, enters the spec hash.
  */
 import { z } from 'zod';
 import { PathSchema } from './bounded.ts';

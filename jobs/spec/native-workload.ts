@@ -1,12 +1,7 @@
 import { z } from 'zod';
-import { GRAPHRT_TOGGLES, type GraphrtToggle } from '../graphrt-toggles.ts';
 import { LIMITS, LIMITS_FILE, paramLimit } from '../limits.ts';
 import { intIn } from './bounded.ts';
 import { strictObject } from './strict-object.ts';
-
-/** graphrt's toggles (native/PROTOCOL.md "Requests"); a native spec may name only these. */
-export const NATIVE_TOGGLES = GRAPHRT_TOGGLES;
-export type NativeToggle = GraphrtToggle;
 
 /**
  * A size within graphrt's accepted range (native/limits.json, compiled into graphrt): checked

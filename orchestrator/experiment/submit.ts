@@ -9,7 +9,7 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import type { LoadedSpec } from '../spec/load-spec.ts';
 import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
 import { CardRegistry, type Card } from '../../store/card-registry.ts';
 import { allows, CAPABILITY_FLAG, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
@@ -23,9 +23,8 @@ import { ExperimentStore, initialBlockState } from '../../store/experiment-store
 export interface SubmitInput {
   redis: Redis;
   prefix: string;
+  /** its `text` is registered verbatim: the spec its hash is of (orchestrator/spec/load-spec.ts) */
   loaded: LoadedSpec;
-  /** the YAML as the user wrote it (registered verbatim) */
-  specText: string;
   /** refuse now when no registered card can run a block, instead of waiting for one */
   noWait?: boolean;
   /** the experiment's id, chosen by a caller that records it before submitting (a nightly run); default ExperimentStore.newId(name) */
@@ -57,13 +56,13 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
     state: 'queued',
     created: String(Date.now()),
     priority: String(loaded.spec.priority),
-    spec: input.specText,
+    spec: loaded.text,
     spec_json: JSON.stringify(loaded.spec),
     plan: JSON.stringify(plan),
     file: loaded.file,
   };
   // what the scheduler acts on, signed as it will read it back (JSON values of spec and plan)
-  record.submit_sig = signSubmission({ id, hash: loaded.hash, priority: loaded.spec.priority, specText: input.specText, spec: JSON.parse(record.spec_json!), plan: JSON.parse(record.plan!) }, token);
+  record.submit_sig = signSubmission({ id, hash: loaded.hash, priority: loaded.spec.priority, specText: loaded.text, spec: JSON.parse(record.spec_json!), plan: JSON.parse(record.plan!) }, token);
   const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
   await store.register(id, record, blocks);
 

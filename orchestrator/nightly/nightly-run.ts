@@ -14,19 +14,17 @@
  * with it once the database answers again: no night is left `running`.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../spec/load-spec.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { runId, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
-import { waitForEnd } from '../experiment/progress.ts';
+import { awaitResults } from '../experiment/run-experiment.ts';
 import { submitExperiment } from '../experiment/submit.ts';
-import { writeResults } from '../results/write-results.ts';
 import type { AlertSend } from './alert-sinks.ts';
 import { findings } from './night-findings.ts';
 import { makeAlert } from './nightly-alert.ts';
@@ -144,7 +142,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
           intents.push({ file, experiment: id });
           await history.op(`record experiment ${id} before submitting it`, (h) => h.setExperiments(run.id, intents));
           try {
-            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, specText: readFileSync(file, 'utf8'), id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
+            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
           } catch (err) {
             intents.pop();
             await history.op(`record that experiment ${id} was not submitted`, (h) => h.setExperiments(run.id, intents));
@@ -264,10 +262,8 @@ async function endStalledNights(ctx: NightContext, history: NightHistory, own: N
 
 async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log: Logger): Promise<NightlyRow[]> {
   try {
-    const exp = await new ExperimentStore(ctx.redis, ctx.prefix).get(s.experiment);
-    if (!exp) return [notRunRow(rc, s.experiment, `experiment ${s.experiment} is gone from Redis (restarted without its data?)`)];
-    await waitForEnd(ctx.redis, ctx.prefix, exp);
-    const written = await writeResults(ctx.redis, ctx.prefix, s.experiment, ctx.resultsRoot);
+    if (!(await new ExperimentStore(ctx.redis, ctx.prefix).get(s.experiment))) return [notRunRow(rc, s.experiment, `experiment ${s.experiment} is gone from Redis (restarted without its data?)`)];
+    const { written } = await awaitResults(ctx.redis, ctx.prefix, s.experiment, { resultsRoot: ctx.resultsRoot });
     return rowsFromResults(rc, s.experiment, written);
   } catch (err) {
     if (!(err instanceof UserInputError)) throw err;

@@ -9,7 +9,7 @@
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadConfigFile, loadSpec } from '../../jobs/load-spec.ts';
+import { loadConfigFile, loadSpec } from '../spec/load-spec.ts';
 import { SpecError, UserInputError } from '../../jobs/errors.ts';
 import { entryFile, type PairedEntry, type Suite } from '../../jobs/suite.ts';
 import { pairingProblem } from './paired-night.ts';

@@ -6,12 +6,14 @@
  * (the reference) gets the last good commit, the second's tonight's. Both refs are resolved
  * here, when the night submits, and the commits enter the spec hash as for any build.
  */
-import { hashableSpec, resolveBuildRefs } from '../../jobs/build-refs.ts';
+import { hashableSpec } from '../../jobs/build-refs.ts';
+import { resolveBuildRefs } from '../spec/resolve-build-refs.ts';
 import { SpecError } from '../../jobs/errors.ts';
-import type { LoadedSpec } from '../../jobs/load-spec.ts';
+import type { LoadedSpec } from '../spec/load-spec.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { specHash } from '../../jobs/spec-hash.ts';
 import type { NightlyRow } from '../../history/history-store.ts';
+import { parseDocument, Scalar } from 'yaml';
 
 /** The keys a paired row's `commits` carries. */
 export const TONIGHT = 'tonight';
@@ -74,10 +76,26 @@ export function pairSpec(loaded: LoadedSpec, lastGood: { commit: string; schedul
     ? `paired: ${candidate} ${tonight.slice(0, 12)} (${tonightRef}) against ${reference} ${last.slice(0, 12)}, the last good night's commit (${new Date(lastGood.scheduledAt).toISOString()})`
     : `unpaired: no night of this spec has passed yet, so tonight's commit ${tonight.slice(0, 12)} (${tonightRef}) runs against itself (an A/A)`;
   return {
-    loaded: { file: loaded.file, spec, hash: specHash(hashableSpec(spec)) },
+    loaded: { file: loaded.file, text: pairedText(loaded.text, { [reference]: last, [candidate]: tonight }), spec, hash: specHash(hashableSpec(spec)) },
     commits: { [LAST_GOOD]: last, [TONIGHT]: tonight },
     pairing,
   };
+}
+
+/**
+ * The spec's text with each named build's `ref` set to its resolved commit, the rest as written
+ * (comments too): the text registered for a paired night then names the commits its hash covers,
+ * and loading it again resolves to the same spec and the same hash.
+ */
+export function pairedText(text: string, commits: Record<string, string>): string {
+  const doc = parseDocument(text);
+  for (const [name, commit] of Object.entries(commits)) {
+    // quoted: an all-digit commit (with an `e`, say) must not read back as a number
+    const ref = new Scalar(commit);
+    ref.type = Scalar.QUOTE_DOUBLE;
+    doc.setIn(['builds', name, 'ref'], ref);
+  }
+  return doc.toString();
 }
 
 /** The commits of a paired experiment already submitted (a retried night reads them from its spec). */

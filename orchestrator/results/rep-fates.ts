@@ -6,7 +6,7 @@
  */
 import { failedKind, type FailedRecord } from '../../jobs/failed-rep.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
-import { plannedReps } from '../scheduler/build-block-job.ts';
+import { allPlannedReps, repKey } from '../../jobs/rep-ref.ts';
 
 export type RepFate = { fate: 'measured' } | { fate: 'failed' | 'not_run' | 'cancelled'; reason: string; attempt: number };
 
@@ -25,21 +25,22 @@ export interface Accounting {
 }
 
 export function accountReps(exp: Pick<ExperimentRecord, 'plan'>, reps: Record<string, unknown>, failed: Record<string, FailedRecord>): Accounting {
-  const planned = exp.plan.blocks.flatMap((b) => plannedReps(exp, b.index));
+  const planned = allPlannedReps(exp.plan);
   const a: Accounting = { planned: planned.length, measured: 0, not_run: 0, cancelled: 0, unaccounted: [], not_run_reasons: {}, cancelled_reasons: {}, reps: {} };
   for (const r of planned) {
-    const f = failed[r.field];
-    if (reps[r.field] !== undefined) {
+    const field = repKey(r);
+    const f = failed[field];
+    if (reps[field] !== undefined) {
       a.measured++;
-      a.reps[r.field] = { fate: 'measured' };
+      a.reps[field] = { fate: 'measured' };
     } else if (f) {
       const fate = failedKind(f);
-      a.reps[r.field] = { fate, reason: f.reason, attempt: f.attempt };
+      a.reps[field] = { fate, reason: f.reason, attempt: f.attempt };
       const reasons = fate === 'cancelled' ? a.cancelled_reasons : a.not_run_reasons;
       reasons[f.reason] = (reasons[f.reason] ?? 0) + 1;
       if (fate === 'cancelled') a.cancelled++;
       else a.not_run++;
-    } else a.unaccounted.push(r.field);
+    } else a.unaccounted.push(field);
   }
   return a;
 }

@@ -53,10 +53,8 @@ export function analyzeCollected(c: CollectedResults): Analysis {
 /** The analysis of an experiment's records; `devices`, those its committed hello lines named. */
 export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): Analysis {
   const { exp } = c;
-  const failed: FailedRep[] = Object.entries(c.failed).map(([field, f]) => {
-    const [block, arm, rep] = field.split('/');
-    return { block: Number(block), arm: arm ?? '', rep: Number(rep), reason: f.reason, ...(f.kind === undefined ? {} : { kind: f.kind }) };
-  });
+  // a failed record carries its rep's identity (jobs/failed-rep.ts): nothing is read back from the field
+  const failed: FailedRep[] = Object.values(c.failed);
   const ref = exp.spec.gates.base_reference;
   return analyzeExperiment({
     plan: exp.plan,

@@ -9,7 +9,8 @@ import type { AttemptEnd } from '../dispatch/block-dispatcher.ts';
 import { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 import { publishCancel } from '../../store/cancel-notice.ts';
-import { buildBlockJob, plannedReps } from './build-block-job.ts';
+import { buildBlockJob } from './build-block-job.ts';
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import type { UnsuccessfulEnd } from './retry-decision.ts';
 import { revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
 
@@ -125,7 +126,7 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
 
 async function fullyMeasured(ctx: SchedulerContext, exp: ExperimentRecord, block: number): Promise<boolean> {
   const measured = await ctx.results.measuredFields(exp.id);
-  return plannedReps(exp, block).every((r) => measured.has(r.field));
+  return plannedReps(exp.plan, block).every((r) => measured.has(repKey(r)));
 }
 
 async function heldUnder(ctx: SchedulerContext, part: Omit<GangPart, 'job'>): Promise<boolean> {

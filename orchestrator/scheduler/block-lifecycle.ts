@@ -21,7 +21,7 @@ import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord } from '.
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
 import { gangWithJobs, observeAttempt, type Outcome } from './attempt-observer.ts';
 import type { Logger } from 'pino';
-import { plannedReps } from './build-block-job.ts';
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
@@ -235,12 +235,12 @@ export class BlockLifecycle {
     if (!w.written) return { current: w.current };
     if (phase !== 'done') {
       const measured = await this.ctx.results.measuredFields(exp.id);
-      const notRun = plannedReps(exp, st.block)
-        .filter((r) => !measured.has(r.field))
+      const notRun = plannedReps(exp.plan, st.block)
+        .filter((r) => !measured.has(repKey(r)))
         .map((r) =>
           phase === 'cancelled'
-            ? { block: r.block, arm: r.arm, rep: r.rep, kind: 'cancelled' as const, reason: `cancelled: ${reason ?? 'cancelled by orch cancel'}` }
-            : { block: r.block, arm: r.arm, rep: r.rep, reason: `not run: ${reason ?? phase}` },
+            ? { ...r, kind: 'cancelled' as const, reason: `cancelled: ${reason ?? 'cancelled by orch cancel'}` }
+            : { ...r, reason: `not run: ${reason ?? phase}` },
         );
       await this.ctx.results.failReps(exp.id, st.block, st.attempt, notRun);
     }
@@ -250,7 +250,7 @@ export class BlockLifecycle {
 
   /** Folds the ended block's step times into the history: its own planned reps only (reading every result of the experiment per block was quadratic in blocks). */
   private async recordStepTimes(exp: ExperimentRecord, block: number): Promise<void> {
-    const results = await this.ctx.results.repResults(exp.id, plannedReps(exp, block).map((r) => r.field));
+    const results = await this.ctx.results.repResults(exp.id, plannedReps(exp.plan, block).map(repKey));
     const steps = results.flatMap((r) => r.step_ms);
     await recordStepHistory(this.ctx.redis, this.ctx.prefix, workloadKey(exp.spec), steps);
   }

@@ -2,10 +2,9 @@
  * The host job payload for one host's part of a granted block attempt (jobs/block-job.ts),
  * from the registered experiment — the only place the scheduler turns a plan into a BlockJob.
  */
-import { BlockJobSchema, sequenceReps, type BlockJob } from '../../jobs/block-job.ts';
+import { BlockJobSchema, type BlockJob } from '../../jobs/block-job.ts';
 import { blockBuilds } from '../../jobs/build-refs.ts';
 import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
-import { repField } from '../../store/keys.ts';
 
 export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: number, part: Omit<GangPart, 'job'>): BlockJob {
   const planned = exp.plan.blocks.find((b) => b.index === block);
@@ -32,20 +31,4 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     min_free_disk_gb: spec.min_free_disk_gb,
     builds: blockBuilds(spec) ?? undefined,
   });
-}
-
-export interface PlannedRep {
-  block: number;
-  arm: string;
-  /** 0-based occurrence of the arm in the block */
-  rep: number;
-  /** `<block>/<arm>/<rep>`: its field in the results and failed hashes */
-  field: string;
-}
-
-/** Every planned rep of a block, in run order. */
-export function plannedReps(exp: Pick<ExperimentRecord, 'plan'>, block: number): PlannedRep[] {
-  const planned = exp.plan.blocks.find((b) => b.index === block);
-  if (!planned) return [];
-  return sequenceReps(planned.sequence).map(({ arm, rep }) => ({ block, arm, rep, field: repField(block, arm, rep) }));
 }

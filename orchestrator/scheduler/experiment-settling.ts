@@ -6,7 +6,7 @@
  */
 import { TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
 import { ExperimentBuildStore } from '../../store/experiment-builds.ts';
-import { plannedReps } from './build-block-job.ts';
+import { plannedReps } from '../../jobs/rep-ref.ts';
 import { buildFailureReason } from './build-phase.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
 
@@ -32,7 +32,7 @@ export async function settleExperiment(ctx: SchedulerContext, experiment: string
       const st = byIndex.get(b.index);
       if (!st) return null;
       const reason = `not measured: block ${b.index} ended ${st.phase} without this rep`;
-      const reps = plannedReps(exp, b.index).map((r) => ({ field: r.field, reason }));
+      const reps = plannedReps(exp.plan, b.index).map((r) => ({ ...r, reason }));
       return results.accountReps(experiment, b.index, st.attempt, reps);
     }),
   );

@@ -4,7 +4,7 @@
  * recorded not run with it. A compare-and-set per block: one granted meanwhile runs to its end.
  */
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
-import { plannedReps } from './build-block-job.ts';
+import { plannedReps } from '../../jobs/rep-ref.ts';
 import type { SchedulerContext } from './scheduler-context.ts';
 
 export async function failWaitingBlocks(ctx: Pick<SchedulerContext, 'store' | 'results'>, exp: ExperimentRecord, reason: string): Promise<void> {
@@ -15,7 +15,7 @@ export async function failWaitingBlocks(ctx: Pick<SchedulerContext, 'store' | 'r
     if (!w.written) continue;
     // each rep names the reason's first line; the whole of it is in the block's and the experiment's reason, once
     const line = reason.split('\n')[0]!;
-    const notRun = plannedReps(exp, st.block).map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, reason: `not run: ${line}` }));
+    const notRun = plannedReps(exp.plan, st.block).map((r) => ({ ...r, reason: `not run: ${line}` }));
     await results.failReps(exp.id, st.block, st.attempt, notRun);
   }
 }

@@ -4,21 +4,19 @@
  * the cancelled reps are summed here instead of being listed one by one among the input issues.
  */
 import { failedKind } from '../../jobs/failed-rep.ts';
-import type { AnalysisInput, CancelledArm, PlannedRep } from './types.ts';
-
-
-const repKey = (block: number, arm: string, rep: number): string => `${block}/${arm}/${rep}`;
+import { repKey, type RepRef } from '../../jobs/rep-ref.ts';
+import type { AnalysisInput, CancelledArm } from './types.ts';
 
 /** Per arm of the plan, in plan order; empty when no rep was cancelled. */
-export function cancelledByArm(planned: readonly PlannedRep[], input: Pick<AnalysisInput, 'reps' | 'failed'>): CancelledArm[] {
-  const measured = new Set(input.reps.map((r) => repKey(r.block, r.arm, r.rep)));
-  const cancelled = new Set(input.failed.filter((f) => failedKind(f) === 'cancelled').map((f) => repKey(f.block, f.arm, f.rep)));
+export function cancelledByArm(planned: readonly RepRef[], input: Pick<AnalysisInput, 'reps' | 'failed'>): CancelledArm[] {
+  const measured = new Set(input.reps.map((r) => repKey(r)));
+  const cancelled = new Set(input.failed.filter((f) => failedKind(f) === 'cancelled').map((f) => repKey(f)));
   const byArm = new Map<string, CancelledArm>();
   for (const p of planned) {
     const a = byArm.get(p.arm) ?? { arm: p.arm, planned: 0, measured: 0, cancelled: 0 };
     byArm.set(p.arm, a);
     a.planned++;
-    const key = repKey(p.block, p.arm, p.rep);
+    const key = repKey(p);
     if (measured.has(key)) a.measured++;
     else if (cancelled.has(key)) a.cancelled++;
   }

@@ -6,7 +6,7 @@
  */
 import { pairedT } from './paired-test.ts';
 import { num, pClause, pct } from './format-number.ts';
-import { repKey } from './rep-values.ts';
+import { repKey } from '../../jobs/rep-ref.ts';
 import type { Comparison, LooRow, LooTable, PlanLike, RepValue } from './types.ts';
 
 export const LOO_BASE = 'base';
@@ -17,7 +17,7 @@ function interactionUnits(plan: PlanLike, index: Map<string, RepValue>): number[
   const out: number[] = [];
   for (const b of plan.blocks) {
     for (let k = 0; k < plan.reps; k++) {
-      const v = (arm: string) => index.get(repKey(b.index, arm, k))?.value;
+      const v = (arm: string) => index.get(repKey({ block: b.index, arm, rep: k }))?.value;
       const base = v(LOO_BASE);
       const all = v(LOO_ALL_ON);
       const loo = plan.toggles.map((t) => v(looArm(t)));

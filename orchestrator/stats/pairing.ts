@@ -5,7 +5,7 @@
  * unit of every comparison. Pairs across blocks would carry the block-to-block variance (the
  * 15 % session drift of an eager baseline) that the interleaving exists to remove.
  */
-import { repKey } from './rep-values.ts';
+import { repKey } from '../../jobs/rep-ref.ts';
 import type { PlanLike, RepValue } from './types.ts';
 
 export interface Pair {
@@ -21,7 +21,7 @@ export interface Pairing {
 }
 
 export function valueIndex(values: readonly RepValue[]): Map<string, RepValue> {
-  return new Map(values.map((v) => [repKey(v.block, v.arm, v.rep), v]));
+  return new Map(values.map((v) => [repKey(v), v]));
 }
 
 function occurrences(sequence: readonly string[], arm: string): number {
@@ -34,8 +34,8 @@ export function pairArms(plan: PlanLike, index: Map<string, RepValue>, arm: stri
   for (const b of plan.blocks) {
     const n = Math.max(occurrences(b.sequence, arm), occurrences(b.sequence, reference));
     for (let k = 0; k < n; k++) {
-      const x = index.get(repKey(b.index, arm, k));
-      const y = index.get(repKey(b.index, reference, k));
+      const x = index.get(repKey({ block: b.index, arm, rep: k }));
+      const y = index.get(repKey({ block: b.index, arm: reference, rep: k }));
       if (x && y) pairs.push({ block: b.index, k, x: x.value, y: y.value });
       else {
         const gone = [x ? null : arm, y ? null : reference].filter((a) => a !== null).join(' and ');

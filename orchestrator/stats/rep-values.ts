@@ -4,28 +4,18 @@
  * cancelled — counted in its arm's cancelled summary (cancelled-reps.ts). Nothing is dropped
  * silently and nothing is counted twice.
  */
-import { sequenceReps } from '../../jobs/block-job.ts';
+import { allPlannedReps, repKey, type RepRef } from '../../jobs/rep-ref.ts';
 import { isCancelled } from './cancelled-reps.ts';
 import { mean, median } from './descriptive.ts';
-import type { AnalysisInput, PlannedRep, RepResult, RepValue } from './types.ts';
+import type { AnalysisInput, RepResult, RepValue } from './types.ts';
 
 
 export interface RepValues {
-  planned: PlannedRep[];
+  planned: RepRef[];
   values: RepValue[];
   issues: string[];
   /** Planned reps per arm that did not yield a value. */
   missing: Map<string, number>;
-}
-
-export const repKey = (block: number, arm: string, rep: number): string => `b${block}/${arm}/${rep}`;
-
-export function plannedReps(plan: AnalysisInput['plan']): PlannedRep[] {
-  const out: PlannedRep[] = [];
-  for (const b of plan.blocks) {
-    for (const r of sequenceReps(b.sequence)) out.push({ block: b.index, ...r });
-  }
-  return out;
 }
 
 /** Why a rep's timings cannot be used, or null when they can. */
@@ -38,12 +28,12 @@ export function badTimings(r: RepResult): string | null {
 }
 
 export function repValues(input: AnalysisInput): RepValues {
-  const planned = plannedReps(input.plan);
-  const byKey = new Map(planned.map((p) => [repKey(p.block, p.arm, p.rep), p]));
+  const planned = allPlannedReps(input.plan);
+  const byKey = new Map(planned.map((p) => [repKey(p), p]));
   const issues: string[] = [];
   const chosen = new Map<string, RepResult>();
   for (const r of input.reps) {
-    const key = repKey(r.block, r.arm, r.rep);
+    const key = repKey(r);
     if (!byKey.has(key)) {
       issues.push(`result ${key} is not a rep of the plan; not used`);
       continue;
@@ -57,12 +47,12 @@ export function repValues(input: AnalysisInput): RepValues {
       chosen.set(key, keep);
     } else chosen.set(key, r);
   }
-  const failed = new Map(input.failed.map((f) => [repKey(f.block, f.arm, f.rep), f]));
+  const failed = new Map(input.failed.map((f) => [repKey(f), f]));
   const values: RepValue[] = [];
   const missing = new Map<string, number>();
   const miss = (arm: string) => missing.set(arm, (missing.get(arm) ?? 0) + 1);
   for (const p of planned) {
-    const key = repKey(p.block, p.arm, p.rep);
+    const key = repKey(p);
     const r = chosen.get(key);
     if (!r) {
       miss(p.arm);

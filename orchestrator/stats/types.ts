@@ -289,10 +289,5 @@ export interface CancelledArm {
   cancelled: number;
 }
 
-/** One planned rep: its block, arm, index within the arm, and position in the block's sequence. */
-export interface PlannedRep {
-  block: number;
-  arm: string;
-  rep: number;
-  position: number;
-}
+/** A planned rep is its identity (jobs/rep-ref.ts). */
+export type { RepRef } from '../../jobs/rep-ref.ts';

@@ -30,7 +30,7 @@ import { ExperimentStore, type ExperimentRecord } from '../../store/experiment-s
 import { hostJobId, hostQueue, orchKeys } from '../../store/keys.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { plannedReps } from '../../orchestrator/scheduler/build-block-job.ts';
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { readEvents, waitForEvents, type StreamEvent } from '../utils/events.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
@@ -529,7 +529,7 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
   for (const pid of left) process.kill(pid, 'SIGKILL');
 
   mark('torn down');
-  const planned = plannedReps(ctx.exp!, 0).length * blocks;
+  const planned = plannedReps(ctx.exp!.plan, 0).length * blocks;
   const watchedRow = { overlaps: report.overlaps, unleasedCpuS: report.unleasedCpuS, unleasedAliveS: report.unleasedAliveS, workerMiB: report.peakMiB.get('worker') ?? 0, orchMiB: report.peakMiB.get('orch') ?? 0, rankMiB: report.rankPeakMiB, leftBehind: left.length };
   let row: Row;
   if (s.dataLost) {
@@ -543,7 +543,7 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
     const measured = new Set(Object.keys(committed));
     const failed = await results.failed(ctx.id);
     const states = await new ExperimentStore(redis, prefix).blocks(ctx.id);
-    const fields = ctx.exp!.plan.blocks.flatMap((b) => plannedReps(ctx.exp!, b.index).map((r) => r.field));
+    const fields = ctx.exp!.plan.blocks.flatMap((b) => plannedReps(ctx.exp!.plan, b.index).map(repKey));
     const audit = auditReps(await readEvents(redis, prefix, ctx.id), Object.values(committed), s.graphrt ? new Map() : PLANTED);
     const twice =
       fields.filter((f) => measured.has(f) && f in failed).length +

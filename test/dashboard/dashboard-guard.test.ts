@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { hostQueue } from '../../store/keys.ts';
@@ -92,7 +92,7 @@ test('cancel from another origin with the session cookie is refused (403) and ca
       for (const secret of [d.token!, cookie.split('=')[1]!, csrf]) assert.ok(!log.includes(secret), 'the log holds a credential');
     },
     async (prefix) => {
-      id = (await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec('test/fixtures/specs/tiny-ab.yaml'), specText: 'name: tiny-ab\n' })).id;
+      id = (await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec('test/fixtures/specs/tiny-ab.yaml') })).id;
     },
   );
 });

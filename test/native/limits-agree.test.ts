@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
-import { parseConfigText } from '../../jobs/load-spec.ts';
+import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { deviceBytes, LIMITS } from '../../jobs/limits.ts';
 import { only, runGraphrt, skipWithoutBinary as skip } from './graphrt.ts';
 

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Queue } from 'bullmq';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { openHistory } from '../../history/open-history.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { Scheduler, type SchedulerOptions } from '../../orchestrator/scheduler/scheduler.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
@@ -43,7 +43,7 @@ export async function startScheduler(o: Omit<SchedulerOptions, 'log'>): Promise<
 export async function submitYaml(redis: Redis, prefix: string, dir: string, name: string, yaml: string): Promise<string> {
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, yaml);
-  const { id } = await submitExperiment({ redis, prefix, loaded: loadSpec(file), specText: yaml });
+  const { id } = await submitExperiment({ redis, prefix, loaded: loadSpec(file) });
   return id;
 }
 

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 
 /**
@@ -13,6 +13,6 @@ export async function submitMany(redis: Redis, prefix: string, dir: string, name
   writeFileSync(file, yaml);
   const loaded = loadSpec(file);
   for (let i = 0; i < count; i += 100) {
-    await Promise.all(Array.from({ length: Math.min(100, count - i) }, (_, k) => submitExperiment({ redis, prefix, loaded, specText: yaml, id: `${name}-${i + k}` })));
+    await Promise.all(Array.from({ length: Math.min(100, count - i) }, (_, k) => submitExperiment({ redis, prefix, loaded, id: `${name}-${i + k}` })));
   }
 }

@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
@@ -64,7 +64,7 @@ describe('submitting needs the submit token', () => {
     const store = new ExperimentStore(c.redis, c.prefix);
     const loaded = loadSpec(SPEC);
     // signed, then its spec altered: what anyone who can write to Redis could do to a queued one
-    const sub = await submitExperiment({ redis: c.redis, prefix: c.prefix, loaded, specText: 'name: other\n', submitToken: TEST_SUBMIT_TOKEN, id: 'altered-1' });
+    const sub = await submitExperiment({ redis: c.redis, prefix: c.prefix, loaded: { ...loaded, text: 'name: other\n' }, submitToken: TEST_SUBMIT_TOKEN, id: 'altered-1' });
     const unsigned = 'unsigned-1';
     const record = await c.redis.hgetall(orchKeys(c.prefix).exp(sub.id));
     // the scheduler may have read the first before the change: the test alters a copy registered under a fresh id

@@ -3,8 +3,8 @@
  * for the property tests of the planner and the hash. Same seed, same specs.
  */
 import { stringify, type ToStringOptions } from 'yaml';
-import { parseConfigText, type LoadedSpec } from '../../jobs/load-spec.ts';
-import { NATIVE_TOGGLES } from '../../jobs/spec.ts';
+import { parseConfigText, type LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
+import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
 import { mulberry32, shuffled } from '../../jobs/seeded-random.ts';
 
 export type Random = () => number;
@@ -18,7 +18,7 @@ const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
 export function generateRawSpec(random: Random, index: number): Record<string, unknown> {
   const design = pick(random, DESIGNS);
   const command = design !== 'probe' && chance(random, 0.35);
-  const toggleNames = command ? ['GRAPH', 'PDL', 'OVERLAP', 'SPLIT', 'PIN'] : [...NATIVE_TOGGLES];
+  const toggleNames = command ? ['GRAPH', 'PDL', 'OVERLAP', 'SPLIT', 'PIN'] : [...GRAPHRT_TOGGLES];
   const k = design === 'leave-one-out' ? int(random, 2, 5) : int(random, 1, 4);
   const toggles = shuffled(toggleNames, random).slice(0, k);
   const spec: Record<string, unknown> = { name: `gen-${index}`, design };

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfigFile, loadSpec } from '../../jobs/load-spec.ts';
+import { loadConfigFile, loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 
 const files = readdirSync('configs').filter((f) => /\.ya?ml$/.test(f)).sort();

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { SpecError } from '../../jobs/errors.ts';
-import { parseConfigText } from '../../jobs/load-spec.ts';
+import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { gangPlacement, planExperiment } from '../../jobs/plan.ts';
 import { fitGang, neverFits, type CardSlot } from '../../orchestrator/scheduler/grant-planner.ts';
 

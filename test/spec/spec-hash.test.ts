@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
 import { compileSpec } from '../../jobs/compile-spec.ts';
-import { NATIVE_TOGGLES, SpecSchema, type Spec } from '../../jobs/spec.ts';
+import { SpecSchema, type Spec } from '../../jobs/spec.ts';
+import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
 import { canonicalJson, specHash } from '../../jobs/spec-hash.ts';
 import { generateSpecs, loadRaw, type Random } from '../planner/spec-generator.ts';
 
@@ -34,7 +35,7 @@ function setAt(root: unknown, path: Path, v: unknown): unknown {
   return copy;
 }
 
-const STRING_ALTERNATIVES = ['balanced', 'random', 'layers', 'max_pos', 'cpu', 'cuda', 'auto', 'higher', 'lower', 'mean', 'median', 'spread', 'host', 'wait', 'fail', 'chain', ...NATIVE_TOGGLES, 'GRAPH', 'PDL', 'OVERLAP', 'SPLIT', 'PIN'];
+const STRING_ALTERNATIVES = ['balanced', 'random', 'layers', 'max_pos', 'cpu', 'cuda', 'auto', 'higher', 'lower', 'mean', 'median', 'spread', 'host', 'wait', 'fail', 'chain', ...GRAPHRT_TOGGLES, 'GRAPH', 'PDL', 'OVERLAP', 'SPLIT', 'PIN'];
 
 function alternatives(v: unknown): unknown[] {
   if (typeof v === 'boolean') return [!v, { replays: 3 }]; // gates.identity: false → on

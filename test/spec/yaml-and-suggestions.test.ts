@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { didYouMean, levenshtein, suggestion } from '../../jobs/did-you-mean.ts';
 import { SpecError } from '../../jobs/errors.ts';
-import { parseConfigText } from '../../jobs/load-spec.ts';
+import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { formatPath, parseYamlSource } from '../../jobs/yaml-source.ts';
 
 describe('did-you-mean', () => {

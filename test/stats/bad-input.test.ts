@@ -50,9 +50,9 @@ test('a NaN, a negative and an empty timing each exclude their rep with a reason
   repOf(input, 1, 'B', 0).step_ms[0] = -3;
   repOf(input, 2, 'A', 2).step_ms = [];
   const a = analyzeExperiment(input);
-  assert.ok(a.issues.includes('rep b0/B/1 not used: step_ms[2] of 5 is NaN (timings must be finite and > 0)'), a.issues.join('\n'));
-  assert.ok(a.issues.includes('rep b1/B/0 not used: step_ms[0] of 5 is -3 (timings must be finite and > 0)'));
-  assert.ok(a.issues.includes('rep b2/A/2 not used: has no measured steps'));
+  assert.ok(a.issues.includes('rep 0/B/1 not used: step_ms[2] of 5 is NaN (timings must be finite and > 0)'), a.issues.join('\n'));
+  assert.ok(a.issues.includes('rep 1/B/0 not used: step_ms[0] of 5 is -3 (timings must be finite and > 0)'));
+  assert.ok(a.issues.includes('rep 2/A/2 not used: has no measured steps'));
   const B = a.arms.find((s) => s.arm === 'B')!;
   assert.equal(B.n, B.planned - 2);
   assert.equal(B.missing, 2);
@@ -62,7 +62,7 @@ test('a NaN, a negative and an empty timing each exclude their rep with a reason
   assert.equal(c.unpaired.length, 3);
   assert.notEqual(a.verdict, 'invalid');
   const md = renderedClean(a);
-  assert.match(md, /rep b0\/B\/1 not used: step_ms\[2\] of 5 is NaN/);
+  assert.match(md, /rep 0\/B\/1 not used: step_ms\[2\] of 5 is NaN/);
 });
 
 test('an arm with no committed reps makes the experiment invalid, naming failed and missing reps', () => {
@@ -72,8 +72,8 @@ test('an arm with no committed reps makes the experiment invalid, naming failed 
   const a = analyzeExperiment(input);
   assert.equal(a.verdict, 'invalid');
   assert.match(a.invalid_reasons[0]!, /^arm B has no usable rep \(12 planned, 12 failed or rejected\)/);
-  assert.ok(a.issues.includes('rep b0/B/0 failed: graphrt exited 134 (SIGABRT) on rank 0'));
-  assert.ok(a.issues.includes('rep b3/B/2 never arrived (neither committed nor failed)'));
+  assert.ok(a.issues.includes('rep 0/B/0 failed: graphrt exited 134 (SIGABRT) on rank 0'));
+  assert.ok(a.issues.includes('rep 3/B/2 never arrived (neither committed nor failed)'));
   const B = a.arms.find((s) => s.arm === 'B')!;
   assert.deepEqual([B.n, B.mean, B.sem, B.ci, B.cv], [0, null, null, null, null]);
   const md = renderedClean(a);
@@ -102,8 +102,8 @@ test('a rep committed twice counts once (the later epoch); a stray result is nam
   const later = { ...first, epoch: 7, attempt: 2, step_ms: first.step_ms.map((x) => x * 1.001) };
   input.reps.push(later, { ...first, arm: 'C' });
   const a = analyzeExperiment(input);
-  assert.ok(a.issues.includes('rep b0/A/0 was committed twice (epochs 1 and 7); the later epoch 7 is used'));
-  assert.ok(a.issues.includes('result b0/C/0 is not a rep of the plan; not used'));
+  assert.ok(a.issues.includes('rep 0/A/0 was committed twice (epochs 1 and 7); the later epoch 7 is used'));
+  assert.ok(a.issues.includes('result 0/C/0 is not a rep of the plan; not used'));
   const A = a.arms.find((s) => s.arm === 'A')!;
   assert.equal(A.n, A.planned);
   const used = a.values.find((v) => v.block === 0 && v.arm === 'A' && v.rep === 0)!;

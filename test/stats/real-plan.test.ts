@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { codeOf, kindOf } from '../../jobs/error-codes.ts';
 import { OrchError } from '../../jobs/errors.ts';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
@@ -47,7 +47,7 @@ describe('records at rest, parsed as they are read back', () => {
     const prefix = freshPrefix();
     const file = join(dir, `${prefix}.yaml`);
     writeFileSync(file, SPEC);
-    const { id } = await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec(file), specText: SPEC });
+    const { id } = await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec(file) });
     return { prefix, id, store: new ExperimentStore(r.redis, prefix) };
   }
 

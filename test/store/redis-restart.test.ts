@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
@@ -72,7 +72,7 @@ describe('redis restart', () => {
     assert.ok(before.granted);
     writeFileSync(join(dir, 'restart.yaml'), SPEC);
     const loaded = loadSpec(join(dir, 'restart.yaml'));
-    const sub = await submitExperiment({ redis, prefix, loaded, specText: SPEC });
+    const sub = await submitExperiment({ redis, prefix, loaded });
     const exp = (await new ExperimentStore(redis, prefix).get(sub.id))!;
     const waiting = waitForEnd(redis, prefix, exp, { signal: AbortSignal.timeout(60_000) }).then(
       (state) => ({ state, err: null as unknown }),
@@ -112,7 +112,7 @@ describe('redis restart', () => {
     cleanup.push(() => worker.kill());
     writeFileSync(join(dir, 'restart-aof.yaml'), SPEC);
     const loaded = loadSpec(join(dir, 'restart-aof.yaml'));
-    const sub = await submitExperiment({ redis, prefix, loaded, specText: SPEC });
+    const sub = await submitExperiment({ redis, prefix, loaded });
 
     server = await restart(server, config);
     await waitFor('the worker heartbeats into the restarted Redis', async () => (await new CardRegistry(redis, { prefix }).liveCards('ra')).length === 1, { timeoutMs: 15_000 });

@@ -7,11 +7,10 @@
  * The entries are written with XADD directly (pipelined), as a worker before the output bounds
  * could leave them: the point is the size of the record, not how it got there.
  */
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../jobs/load-spec.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
-import { plannedReps } from '../../orchestrator/scheduler/build-block-job.ts';
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 
@@ -21,15 +20,15 @@ const HASH = '0123456789abcdef';
 
 export async function plantRecord(redis: Redis, prefix: string, events: number): Promise<string> {
   const loaded = loadSpec(SPEC);
-  const { id } = await submitExperiment({ redis, prefix, loaded, specText: readFileSync(SPEC, 'utf8') });
+  const { id } = await submitExperiment({ redis, prefix, loaded });
   const exp = (await new ExperimentStore(redis, prefix).get(id))!;
   const keys = orchKeys(prefix);
   const blocks = exp.plan.blocks.map((b) => b.index);
   for (const block of blocks) {
     await redis.hset(keys.commits(id), String(block), JSON.stringify({ attempt: 1, epoch: 1, host: 'h' }));
-    for (const [position, r] of plannedReps(exp, block).entries()) {
-      const step_ms = Array.from({ length: 8 }, (_, k) => 0.4 + ((block * 31 + position * 7 + k) % 13) / 100);
-      await redis.hset(keys.results(id), r.field, JSON.stringify({ experiment: id, block, attempt: 1, epoch: 1, arm: r.arm, rep: r.rep, position, step_ms, backend: 'cpu', mode: 'graph' }));
+    for (const r of plannedReps(exp.plan, block)) {
+      const step_ms = Array.from({ length: 8 }, (_, k) => 0.4 + ((block * 31 + r.position * 7 + k) % 13) / 100);
+      await redis.hset(keys.results(id), repKey(r), JSON.stringify({ experiment: id, ...r, attempt: 1, epoch: 1, step_ms, backend: 'cpu', mode: 'graph' }));
     }
   }
   const perBlock = Math.ceil(events / blocks.length);

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { repField } from '../../store/keys.ts';
+import { repKey } from '../../jobs/rep-ref.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { sequenceReps } from '../../jobs/block-job.ts';
@@ -56,10 +56,10 @@ describe('graceful stop', () => {
       const committed = await results.results('s');
       const failed = await results.failed('s');
       for (const p of sequenceReps(sequence)) {
-        const f = repField(0, p.arm, p.rep);
+        const f = repKey({ block: 0, ...p });
         assert.ok((f in committed) !== (f in failed), `rep ${f} is exactly one of measured / failed`);
         if (p.position >= outcome.measured) {
-          assert.deepEqual(failed[f], { reason: 'not run: the worker of host s1 was stopped (SIGTERM) before this rep (attempt 1)', attempt: 1 });
+          assert.deepEqual(failed[f], { block: 0, arm: p.arm, rep: p.rep, reason: 'not run: the worker of host s1 was stopped (SIGTERM) before this rep (attempt 1)', attempt: 1 });
         }
       }
       const ends = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string }).filter((e) => e.ev === 'end');

@@ -14,13 +14,17 @@
  * cannot read: `graphrt hello --backend cpu` once after the build, its line through the
  * protocol's schema (jobs/graphrt-protocol.ts).
  */
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { HelloSchema, parseGraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
 import type { BuildCache, BuildRequest, BuildSpecInput } from './build-cache.ts';
 import { ensureCommitBuild, type CommitBuild } from './commit-build.ts';
 import { programEnv } from '../command/program-env.ts';
+import { runHello } from '../graphrt-hello.ts';
+import { toNativeHello } from '../../jobs/native-args.ts';
+
+/** the command line named in a refusal */
+const HELLO_CPU = toNativeHello('cpu').args.join(' ');
 
 export type GraphrtCuda = 'ON' | 'OFF' | 'AUTO';
 
@@ -91,14 +95,6 @@ export async function ensureGraphrtBuild(
   return { ...b, binary };
 }
 
-function runHello(binary: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(binary, ['hello', '--backend', 'cpu'], { timeout: 60_000, env: programEnv({ CUDA_VISIBLE_DEVICES: '' }) }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
-    });
-  });
-}
-
 /**
  * The build's hello through this worker's protocol schema. What differs is named: the protocol
  * version `v`, a field this worker does not know or misses, a feature it lacks.
@@ -110,9 +106,10 @@ export async function checkGraphrtBuildProtocol(binary: string, req: { name: str
       hint: 'measure commits whose native/PROTOCOL.md matches this checkout\'s (version 1, the same hello fields and features), or run the worker from a checkout of that protocol',
     });
   };
-  const r = await runHello(binary);
+  // the program environment a rank of this build gets (worker/command/program-env.ts), on the cpu backend
+  const r = await runHello(binary, 'cpu', programEnv({}));
   const first = r.stdout.split('\n').find((l) => l.trim() !== '');
-  if (first === undefined) return refuse(`\`graphrt hello --backend cpu\` exited ${r.code} and printed no line (stderr: ${r.stderr.trim().split('\n').slice(-3).join(' | ') || 'empty'})`);
+  if (first === undefined) return refuse(`\`graphrt ${HELLO_CPU}\` exited ${r.code} and printed no line (stderr: ${r.stderr.trim().split('\n').slice(-3).join(' | ') || 'empty'})`);
   let json: unknown;
   try {
     json = JSON.parse(first);
@@ -138,7 +135,7 @@ export async function checkGraphrtBuildProtocol(binary: string, req: { name: str
   } catch (err) {
     return refuse((err as Error).message);
   }
-  if (r.code !== 0) return refuse(`\`graphrt hello --backend cpu\` exited ${r.code} after its hello`);
+  if (r.code !== 0) return refuse(`\`graphrt ${HELLO_CPU}\` exited ${r.code} after its hello`);
   return shape.data;
 }
 

@@ -10,12 +10,12 @@
  * - no foreign process on the card: that check is the worker's (worker/foreign-processes.ts,
  *   run by the block executor before the ranks start and after every rep), not repeated here.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { parseGraphrtLine, type ErrorLine, type GraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
 import { COMPLETE_MARKER } from '../build/build-cache.ts';
+import { runHello } from '../graphrt-hello.ts';
 
 export interface PreflightBuild {
   dir: string;
@@ -105,17 +105,9 @@ function helloOf(binary: string, stdout: string): Hello | ErrorLine | null {
   return null;
 }
 
-function runHello(binary: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(binary, ['hello', ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
-    });
-  });
-}
-
 /** `graphrt hello` and the backend check; returns the hello line. */
 export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | 'cpu'): Promise<Hello> {
-  const r = await runHello(binary, ['--backend', 'auto']);
+  const r = await runHello(binary, 'auto');
   const hello = helloOf(binary, r.stdout);
   if (!hello || hello.type !== 'hello' || r.code !== 0) {
     throw new OrchError('PREFLIGHT_HELLO', `${binary} hello exited ${r.code} without a hello line: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
@@ -123,7 +115,7 @@ export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | '
   const info = hello;
   if (need === 'cuda' && info.backend !== 'cuda') {
     // The binary's own reason: "not built into this graphrt" or "no visible GPU".
-    const forced = helloOf(binary, (await runHello(binary, ['--backend', 'cuda'])).stdout);
+    const forced = helloOf(binary, (await runHello(binary, 'cuda')).stdout);
     const detail = forced && forced.type === 'error' ? forced.message : '';
     checkBackend(info, need, binary, detail);
   }

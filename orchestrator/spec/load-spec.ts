@@ -7,23 +7,32 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { z } from 'zod';
-import { ClusterSchema, type Cluster } from './cluster.ts';
-import { hashableSpec, resolveBuildRefs } from './build-refs.ts';
-import { compileSpec } from './compile-spec.ts';
-import { suggestion } from './did-you-mean.ts';
-import { SpecError, type SpecIssue } from './errors.ts';
-import { readSpecFile } from './read-spec-file.ts';
-import { SpecSchema, type Spec } from './spec.ts';
-import { specHash } from './spec-hash.ts';
-import { entryFile, SuiteSchema, type Suite } from './suite.ts';
-import { formatPath, parseYamlSource, type YamlSource } from './yaml-source.ts';
-import { zodIssuesToSpecIssues } from './zod-issues.ts';
+import { ClusterSchema, type Cluster } from '../../jobs/cluster.ts';
+import { hashableSpec } from '../../jobs/build-refs.ts';
+import { resolveBuildRefs } from './resolve-build-refs.ts';
+import { compileSpec } from '../../jobs/compile-spec.ts';
+import { suggestion } from '../../jobs/did-you-mean.ts';
+import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
+import { readSpecFile } from '../../jobs/read-spec-file.ts';
+import { SpecSchema, type Spec } from '../../jobs/spec.ts';
+import { specHash } from '../../jobs/spec-hash.ts';
+import { entryFile, SuiteSchema, type Suite } from '../../jobs/suite.ts';
+import { formatPath, parseYamlSource, type YamlSource } from '../../jobs/yaml-source.ts';
+import { zodIssuesToSpecIssues } from '../../jobs/zod-issues.ts';
 
 export const CONFIG_KINDS = ['experiment', 'suite', 'cluster'] as const;
 export type ConfigKind = (typeof CONFIG_KINDS)[number];
 
+/**
+ * A loaded experiment spec: the text it was read from and what it compiled to. `text` is what is
+ * registered at submit (and written to results/<id>/spec.yaml), `hash` the hash of `spec`: a
+ * caller that changes the spec (a paired night's builds) changes the text too, so the two always
+ * describe the same spec.
+ */
 export interface LoadedSpec {
   file: string;
+  /** the YAML as written, verbatim */
+  text: string;
   spec: Spec;
   hash: string;
 }
@@ -39,7 +48,7 @@ export function loadSpec(file: string): LoadedSpec {
   if (loaded.kind !== 'experiment') {
     throw new SpecError([{ file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not an experiment spec`, fix: 'pass an experiment spec' }]);
   }
-  return { file: loaded.file, spec: loaded.spec, hash: loaded.hash };
+  return { file: loaded.file, text: loaded.text, spec: loaded.spec, hash: loaded.hash };
 }
 
 /** Reads and validates a config file of any kind; throws SpecError with every issue. */
@@ -74,7 +83,7 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
           problems.map((p) => ({ file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) })),
         );
       }
-      return { kind: 'experiment', file, spec, hash: specHash(hashableSpec(spec)) };
+      return { kind: 'experiment', file, text, spec, hash: specHash(hashableSpec(spec)) };
     }
     case 'suite': {
       const suite = validate(file, source, SuiteSchema);

@@ -1,0 +1,26 @@
+/**
+ * Runs `graphrt hello` (the args and env from jobs/native-args.ts) and returns what it printed:
+ * the worker's one way to ask a binary what it is, for preflight and for a built commit alike.
+ */
+import { execFile } from 'node:child_process';
+import { toNativeHello } from '../jobs/native-args.ts';
+
+export interface HelloRun {
+  /** the exit code; 127 when it could not be started or was killed */
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Bounded: a binary that hangs is killed after a minute (its hello is an instant answer). */
+const HELLO_TIMEOUT_MS = 60_000;
+
+/** `env` is the base environment the binary sees (default: this process's); the backend's own variables go on top. */
+export function runHello(binary: string, backend: 'auto' | 'cuda' | 'cpu', env: NodeJS.ProcessEnv = process.env): Promise<HelloRun> {
+  const hello = toNativeHello(backend);
+  return new Promise((resolve) => {
+    execFile(binary, hello.args, { timeout: HELLO_TIMEOUT_MS, env: { ...env, ...hello.env } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
+    });
+  });
+}
