@@ -14,11 +14,10 @@ export const FailedKindSchema = z.enum(FAILED_KINDS);
 export type FailedKind = z.infer<typeof FailedKindSchema>;
 
 /**
- * A rep that was not measured, and why. It carries its identity like a committed rep does, so a
- * reader never parses one back out of the hash field. `position` is optional: the worker's
- * graceful stop names a rep by block, arm and rep alone.
+ * A rep that was not measured, and why. It carries its whole identity (RepRef) like a committed
+ * rep does, so a reader never parses one back out of the hash field.
  */
-export const FailedRepSchema = RepRefSchema.extend({ position: RepRefSchema.shape.position.optional(), reason: z.string(), kind: FailedKindSchema.optional() });
+export const FailedRepSchema = RepRefSchema.extend({ reason: z.string(), kind: FailedKindSchema.optional() });
 export type FailedRep = z.infer<typeof FailedRepSchema>;
 
 /** A failed rep as stored: the attempt whose failure (or stop) it records, too. */

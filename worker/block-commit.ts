@@ -11,7 +11,7 @@
 import { OrchError } from '../jobs/errors.ts';
 import type { CommitGate, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
-import type { PlannedRep } from './block-executor.ts';
+import type { RepRef } from '../jobs/rep-ref.ts';
 import type { GangContext } from './gang-context.ts';
 import { LeaseLostError, type GangFate } from './gang-fate.ts';
 import type { MeasuredReps } from './rep-pipeline.ts';
@@ -26,7 +26,7 @@ export class BlockCommit {
   ) {}
 
   /** Commits what the attempt measured; throws when the commit is refused (a lost lease, another attempt's commit). */
-  async commit(planned: PlannedRep[], measured: MeasuredReps, gates: CommitGate[]): Promise<BlockOutcome> {
+  async commit(planned: RepRef[], measured: MeasuredReps, gates: CommitGate[]): Promise<BlockOutcome> {
     const { job, host, events, log } = this.gang;
     const { reps, probes } = measured;
     const notRun = this.notRun(planned, measured.stoppedAt);
@@ -67,16 +67,16 @@ export class BlockCommit {
   }
 
   /** The attempt failed before its commit: every planned rep fails with its reason (best effort). */
-  async failAll(planned: PlannedRep[], err: Error): Promise<void> {
+  async failAll(planned: RepRef[], err: Error): Promise<void> {
     const { job, log } = this.gang;
     const reason = `attempt ${job.attempt} failed: ${err.message}`;
     await this.results
-      .failReps(job.experiment, job.block, job.attempt, planned.map((p) => ({ block: job.block, arm: p.arm, rep: p.rep, reason })))
+      .failReps(job.experiment, job.block, job.attempt, planned.map((p) => ({ ...p, reason })))
       .catch((e: unknown) => log.warn({ err: e }, 'failed reps not recorded'));
   }
 
   /** The planned reps from `stoppedAt` on: `cancelled` after a cancel notice, else not run (the worker stopped). */
-  private notRun(planned: PlannedRep[], stoppedAt: number | null): FailedRep[] {
+  private notRun(planned: RepRef[], stoppedAt: number | null): FailedRep[] {
     const { job, host } = this.gang;
     const cancelled = this.fate.cancelReason;
     if (stoppedAt === null) return [];
@@ -84,6 +84,7 @@ export class BlockCommit {
       block: job.block,
       arm: p.arm,
       rep: p.rep,
+      position: p.position,
       ...(cancelled !== null
         ? { kind: 'cancelled' as const, reason: `cancelled: ${cancelled} (attempt ${job.attempt})` }
         : { reason: `not run: the worker of host ${host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})` }),

@@ -20,7 +20,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { BlockJobSchema, sequenceReps, type BlockJob } from '../jobs/block-job.ts';
+import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
+import { plannedReps } from '../jobs/rep-ref.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Card } from '../jobs/card.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
@@ -79,12 +80,6 @@ export interface ExecutorDeps {
   stopping: () => boolean;
   /** where a spread gang's parts meet (needed only for gangs across hosts) */
   staging?: GangStaging;
-}
-
-export interface PlannedRep {
-  position: number;
-  arm: string;
-  rep: number;
 }
 
 /** The card's flock file: the card id with anything but [A-Za-z0-9_.@-] replaced by '_'. */
@@ -207,7 +202,7 @@ class GangRun {
 
   async run(): Promise<BlockOutcome> {
     const { job, fate } = this;
-    const planned = sequenceReps(job.sequence);
+    const planned = plannedReps({ blocks: [{ index: job.block, sequence: job.sequence }] }, job.block);
     // the local lease deadline: ranks die when no renew succeeded within the TTL, even if Redis never answers
     const keeper = new LeaseKeeper({
       ttlMs: this.opts.leaseTtlMs,

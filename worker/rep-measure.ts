@@ -9,7 +9,7 @@ import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import type { CommitRep } from '../store/result-store.ts';
-import type { PlannedRep } from './block-executor.ts';
+import type { RepRef } from '../jobs/rep-ref.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
 
@@ -25,7 +25,7 @@ export class RepMeasure {
   ) {}
 
   /** The planned rep `p`, measured as its workload measures (a probe workload: a probe). */
-  measure(p: PlannedRep): Promise<Measured> {
+  measure(p: RepRef): Promise<Measured> {
     return this.probing ? this.probe(p) : this.rep(p).then((rep) => ({ rep, record: null }));
   }
 
@@ -35,7 +35,7 @@ export class RepMeasure {
     return w.runtime === 'native' && w.kind === 'probe';
   }
 
-  private async probe(p: PlannedRep): Promise<{ rep: CommitRep; record: ProbeRecord }> {
+  private async probe(p: RepRef): Promise<{ rep: CommitRep; record: ProbeRecord }> {
     const { job, host } = this.gang;
     const lines = await this.ranks.probe({ id: opId(job, 'probe', p.position), op: 'probe', arm: armOf(job, p.arm) });
     const hellos = this.ranks.hellos;
@@ -55,7 +55,7 @@ export class RepMeasure {
   }
 
   /** One rep on every rank; the gang's step time is the slowest rank's, per step. */
-  private async rep(p: PlannedRep): Promise<CommitRep> {
+  private async rep(p: RepRef): Promise<CommitRep> {
     const { job, host } = this.gang;
     const lines = await this.ranks.all({ id: opId(job, 'rep', p.position), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
     const first = lines[0]!;

@@ -19,7 +19,7 @@
  */
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { CommitRep } from '../store/result-store.ts';
-import type { PlannedRep } from './block-executor.ts';
+import type { RepRef } from '../jobs/rep-ref.ts';
 import type { ForeignGuard } from './foreign-guard.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
@@ -35,7 +35,7 @@ export interface MeasuredReps {
 }
 
 interface Sent {
-  p: PlannedRep;
+  p: RepRef;
   measuring: Promise<Measured>;
 }
 
@@ -49,7 +49,7 @@ export class RepPipeline {
     private readonly opts: { spread: boolean; stopping: () => boolean },
   ) {}
 
-  async run(planned: PlannedRep[]): Promise<MeasuredReps> {
+  async run(planned: RepRef[]): Promise<MeasuredReps> {
     const out: MeasuredReps = { reps: [], probes: [], stoppedAt: null };
     let look: Promise<string[]> | null = null;
     // `inFlight` is planned[i], sent; `behind` is planned[i + 1]
@@ -57,7 +57,7 @@ export class RepPipeline {
     let behind: Sent | null = null;
     this.fate.measuring = true;
     for (let i = 0; i < planned.length; ) {
-      const p = planned[i] as PlannedRep;
+      const p = planned[i] as RepRef;
       if (inFlight === null) {
         if (this.mayStop()) {
           out.stoppedAt = p.position;
@@ -97,7 +97,7 @@ export class RepPipeline {
     return out;
   }
 
-  private send(p: PlannedRep): Sent {
+  private send(p: RepRef): Sent {
     const measuring = this.measure.measure(p);
     // a rep sent behind one that fails is never awaited: the block fails with the first
     measuring.catch(() => {});
@@ -109,9 +109,9 @@ export class RepPipeline {
   }
 
   /** Whether the rep `next` may be sent to every rank while `current` is answered. */
-  private queues(current: PlannedRep, next: PlannedRep): boolean {
+  private queues(current: RepRef, next: RepRef): boolean {
     const job = this.gang.job;
-    const op = (q: PlannedRep): RankOp => ({ id: opId(job, 'rep', q.position), op: 'rep', arm: armOf(job, q.arm) });
+    const op = (q: RepRef): RankOp => ({ id: opId(job, 'rep', q.position), op: 'rep', arm: armOf(job, q.arm) });
     return this.ranks.queues(op(current), op(next));
   }
 }

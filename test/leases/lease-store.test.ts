@@ -96,9 +96,9 @@ describe('card leases (Lua, real redis-server)', () => {
     const a = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
     assert.ok(a.granted);
     // every write of the worker needs the experiment to exist (a Redis that lost its data gets no orphan keys)
-    assert.equal(await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, reason: 'rank 1 exited 3' }]), -1);
+    assert.equal(await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'rank 1 exited 3' }]), -1);
     await redis.hset(results.keys.exp('x'), 'state', 'running');
-    await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, reason: 'rank 1 exited 3' }]);
+    await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'rank 1 exited 3' }]);
     const rep = { experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, arm: 'A', rep: 0, position: 0, step_ms: [1], backend: 'cpu', mode: 'eager' as const };
     const input = {
       experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, host: 'h1', cards: ['k0', 'k1'],
@@ -129,7 +129,7 @@ describe('card leases (Lua, real redis-server)', () => {
     const again = await results.commitBlock({ ...input, attempt: 3, epoch: e.epoch });
     assert.equal(again.committed, false);
     assert.equal(again.committed === false && again.why, 'committed');
-    assert.equal(await results.failReps('x', 3, 3, [{ block: 3, arm: 'A', rep: 0, reason: 'late' }]), 0);
+    assert.equal(await results.failReps('x', 3, 3, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'late' }]), 0);
   });
 
   /**

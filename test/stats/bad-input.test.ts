@@ -68,7 +68,7 @@ test('a NaN, a negative and an empty timing each exclude their rep with a reason
 test('an arm with no committed reps makes the experiment invalid, naming failed and missing reps', () => {
   const input = abWithAa(22);
   input.reps = input.reps.filter((r) => r.arm !== 'B');
-  input.failed = [{ block: 0, arm: 'B', rep: 0, reason: 'graphrt exited 134 (SIGABRT) on rank 0' }];
+  input.failed = [{ block: 0, arm: 'B', rep: 0, position: 1, reason: 'graphrt exited 134 (SIGABRT) on rank 0' }];
   const a = analyzeExperiment(input);
   assert.equal(a.verdict, 'invalid');
   assert.match(a.invalid_reasons[0]!, /^arm B has no usable rep \(12 planned, 12 failed or rejected\)/);

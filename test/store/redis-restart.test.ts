@@ -92,7 +92,7 @@ describe('redis restart', () => {
 
     // a stale worker's writes for the lost experiment land nothing
     const results = new ResultStore(redis, { prefix });
-    assert.equal(await results.failReps(sub.id, 0, 1, [{ block: 0, arm: 'eager', rep: 0, reason: 'x' }]), -1);
+    assert.equal(await results.failReps(sub.id, 0, 1, [{ block: 0, arm: 'eager', rep: 0, position: 0, reason: 'x' }]), -1);
     const events = new EventStream(redis, { stream: keys.events(sub.id), exp: keys.exp(sub.id), budget: keys.eventBudget(sub.id) }, pino({ level: 'silent' }));
     events.emit({ block: 0, attempt: 1, epoch: 1, host: 'rr', card: 'cpu:0@rr', rank: 0 }, '{"v":1}');
     await events.flush();

@@ -59,7 +59,7 @@ describe('graceful stop', () => {
         const f = repKey({ block: 0, ...p });
         assert.ok((f in committed) !== (f in failed), `rep ${f} is exactly one of measured / failed`);
         if (p.position >= outcome.measured) {
-          assert.deepEqual(failed[f], { block: 0, arm: p.arm, rep: p.rep, reason: 'not run: the worker of host s1 was stopped (SIGTERM) before this rep (attempt 1)', attempt: 1 });
+          assert.deepEqual(failed[f], { block: 0, arm: p.arm, rep: p.rep, position: p.position, reason: 'not run: the worker of host s1 was stopped (SIGTERM) before this rep (attempt 1)', attempt: 1 });
         }
       }
       const ends = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string }).filter((e) => e.ev === 'end');
