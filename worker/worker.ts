@@ -205,19 +205,40 @@ export class Worker {
   }
 
   async start(): Promise<void> {
+    const redis = await this.connect();
+    const ttl = 2 * this.heartbeatMs;
+    await this.claimHost(redis, ttl);
+    const lockDir = await this.registerCards(redis, ttl);
+    const keys = orchKeys(this.prefix);
+    const cache = new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix });
+    const events = (experiment: string) => new EventStream(redis, { stream: keys.events(experiment), exp: keys.exp(experiment), budget: keys.eventBudget(experiment) }, this.log);
+    const executor = this.blockExecutor(redis, lockDir, ttl, cache, events);
+    this.executor = executor;
+    await this.followLeaseChannel(redis, executor);
+    this.serveQueues(redis, executor, cache, events);
+    this.log.info({ cards: this.cards.map((c) => c.id), queue: hostQueue(this.host) }, 'worker ready');
+  }
+
+  /** Redis, as long as it takes to come up (a refused password is an error at once), checked for the policy and a password. */
+  private async connect(): Promise<Redis> {
     const redis = connectRedis(this.opts.redisUrl, { log: this.log, name: `orch-worker-${this.host}` });
     this.redis = redis;
     this.log.info('connecting to redis');
-    // as long as Redis takes to come up, but a refused password is an error at once
     await readyWithin(redis, this.opts.redisUrl, { timeoutMs: Infinity });
     await requireNoEviction(redis, this.opts.redisUrl);
     await requireRedisAuth(redis, this.opts.redisUrl, { allowInsecure: this.opts.insecureRedis ?? false, log: this.log, who: 'this worker' });
-    const ttl = 2 * this.heartbeatMs;
-    // before anything of the host is registered: a second worker under this name is refused here
+    return redis;
+  }
+
+  /** The host's name, before anything of the host is registered: a second worker under this name is refused here. */
+  private async claimHost(redis: Redis, ttl: number): Promise<void> {
     const claim = new HostClaim(redis, this.host, { prefix: this.prefix });
     await claim.take(ttl, (h) => this.log.warn({ holder: h }, `host name ${this.host}: the worker that held it (pid ${h.pid}) is gone without releasing it; waiting up to ${ttl} ms for its claim to expire`));
     this.claim = claim;
+  }
 
+  /** Discovers the cards, makes their lock files, registers them and keeps them registered; returns the lock directory. */
+  private async registerCards(redis: Redis, ttl: number): Promise<string> {
     this.cards = await discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
     // the host guard's lock files: in a private directory, created here without following links
     const lockDir = ensurePrivateDir(this.opts.lockDir ?? join(defaultStateDir(), 'cards'), 'the card lock directory');
@@ -237,11 +258,11 @@ export class Worker {
         .catch((err: unknown) => this.log.warn({ err }, 'heartbeat failed'))
         .finally(() => (beating = false));
     }, this.heartbeatMs);
+    return lockDir;
+  }
 
-    const keys = orchKeys(this.prefix);
-    const cache = new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix });
-    const events = (experiment: string) => new EventStream(redis, { stream: keys.events(experiment), exp: keys.exp(experiment), budget: keys.eventBudget(experiment) }, this.log);
-    const executor = new BlockExecutor(
+  private blockExecutor(redis: Redis, lockDir: string, ttl: number, cache: BuildCache, events: (experiment: string) => EventStream): BlockExecutor {
+    return new BlockExecutor(
       {
         host: this.host,
         cards: new Map(this.cards.map((c) => [c.id, c])),
@@ -269,8 +290,11 @@ export class Worker {
         staging: new GangStaging(redis, { prefix: this.prefix }),
       },
     );
-    this.executor = executor;
+  }
 
+  /** Revocations and cancel notices, on a connection of their own (a subscriber can do nothing else). */
+  private async followLeaseChannel(redis: Redis, executor: BlockExecutor): Promise<void> {
+    const keys = orchKeys(this.prefix);
     const sub = redis.duplicate();
     this.sub = sub;
     // a duplicate has none of connectRedis' listeners: without one, ioredis reports every failed reconnect as an unhandled error event
@@ -278,7 +302,10 @@ export class Worker {
     await sub.subscribe(keys.leaseRevoked);
     const check = new LeaseMessageCheck(redis, this.prefix);
     sub.on('message', (_channel: string, message: string) => void this.onLeaseMessage(message, executor, check));
+  }
 
+  /** The host's block and build queues, each job through its admission gate first. */
+  private serveQueues(redis: Redis, executor: BlockExecutor, cache: BuildCache, events: (experiment: string) => EventStream): void {
     const admission = { secret: this.secret, nonces: new JobNonces(redis, this.prefix), refused: new RefusedJobs(redis, this.prefix), log: this.log };
     const producer = (name: string) => new Queue(name, { connection: redis, prefix: this.prefix });
     this.admissionQueues = [producer(hostQueue(this.host)), producer(hostBuildQueue(this.host))];
@@ -319,8 +346,8 @@ export class Worker {
     });
     this.builds.on('error', (err) => this.log.error({ err }, 'build queue worker error'));
     this.bull.on('failed', (job, err) => this.log.warn({ job: job?.id, reason: err.message }, 'block attempt failed'));
-    this.log.info({ cards: this.cards.map((c) => c.id), queue: hostQueue(this.host) }, 'worker ready');
   }
+
 
   /**
    * One heartbeat. A Redis that lost its data (its instance marker changed) has no card of this

@@ -13,16 +13,15 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.ts';
-import { MetricParser, selectMeasured, type MetricSample, type MetricSourceInput } from '../../jobs/metric-source.ts';
+import { MetricParser, selectMeasured, type MetricSourceInput } from '../../jobs/metric-source.ts';
 import { toCommandInvocation, type CommandRunInput, type ToggleMappingInput } from './command-invocation.ts';
 import { readLines } from '../line-reader.ts';
-import { MetricRegexThread, type RegexGroups } from './metric-regex-thread.ts';
+import { RepOutput } from './rep-output.ts';
 import { spawnTethered } from './tether.ts';
 import { programEnv } from './program-env.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
 export const CARD_BUSY_EXIT = 199;
-const TAIL_LINES = 15;
 
 export interface CommandWorkloadInput {
   run: CommandRunInput & { timeout_s: number };
@@ -71,70 +70,21 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const base = input.baseDir ?? input.artifactDir ?? process.cwd();
   const cwd = workload.run.cwd === undefined ? base : isAbsolute(workload.run.cwd) ? workload.run.cwd : resolve(base, workload.run.cwd);
   checkCwd(workload.run.cwd, cwd, input.baseDir ?? (input.artifactDir !== null ? "the build's artifact dir" : "the worker's cwd"));
-  const parser = new MetricParser(workload.metric_source);
+  const what = `arm "${arm.name}", command: ${inv.cmd}`;
   const started = Date.now();
   const p = spawnTethered('flock', ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
     cwd,
     env: programEnv({ ...inv.env, ...input.env }),
   });
   if (p.child.pid !== undefined) input.onStart?.(p.child.pid);
-  const tail: string[] = [];
-  const samples: MetricSample[] = [];
-  let parseError: unknown = null;
-  let timedOut = false;
-  const keep = (stream: 'stdout' | 'stderr', line: string) => {
-    tail.push(stream === 'stderr' ? `[stderr] ${line}` : line);
-    if (tail.length > TAIL_LINES) tail.shift();
-    input.onLine?.(stream, line);
-  };
-  const failParse = (err: unknown) => {
-    if (parseError) return;
-    parseError = err;
-    p.killGroup();
-  };
-  // the user's regex runs off this event loop, under a per-line time budget
-  const regex = parser.pattern === null ? null : new MetricRegexThread(parser.pattern, input.regexBudgetMs);
-  let matched: Promise<void> = Promise.resolve();
-  readLines(p.child.stdout!, MAX_RANK_LINE_BYTES, {
-    onLine: (line) => {
-      keep('stdout', line);
-      if (parseError) return;
-      const take = (groups: RegexGroups) => {
-        const s = parser.parseMatched(line, groups);
-        if (s) samples.push(s);
-      };
-      if (regex === null) {
-        try {
-          take(null);
-        } catch (err) {
-          failParse(err);
-        }
-        return;
-      }
-      // matched in order: each line's answer is taken after the one before it
-      const groups = regex.match(line);
-      // after a failure every later line's match rejects too; the first one was already taken
-      groups.catch(() => undefined);
-      matched = matched.then(async () => {
-        if (parseError) return;
-        try {
-          take(await groups);
-        } catch (err) {
-          failParse(err);
-        }
-      });
-    },
-    onTooLong: (head) => {
-      keep('stdout', `${head}…`);
-      if (parseError) return;
-      parseError = new UserInputError('RANK_LINE_TOO_LONG', `workload.run.cmd printed a stdout line longer than ${MAX_RANK_LINE_LABEL}; killed (arm "${arm.name}", command: ${inv.cmd}); it starts: ${head}`, {
-        hint: 'print metric lines of sane length; send bulk output to a file',
-      });
-      p.killGroup();
-    },
+  const out = new RepOutput(new MetricParser(workload.metric_source), () => p.killGroup(), what, {
+    ...(input.regexBudgetMs !== undefined ? { regexBudgetMs: input.regexBudgetMs } : {}),
+    ...(input.onLine ? { onLine: input.onLine } : {}),
   });
+  readLines(p.child.stdout!, MAX_RANK_LINE_BYTES, { onLine: (line) => out.stdout(line), onTooLong: (head) => out.stdoutTooLong(head) });
   // stderr is only shown: an overlong line is kept by its head
-  readLines(p.child.stderr!, MAX_RANK_LINE_BYTES, { onLine: (line) => keep('stderr', line), onTooLong: (head) => keep('stderr', `${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
+  readLines(p.child.stderr!, MAX_RANK_LINE_BYTES, { onLine: (line) => out.keep('stderr', line), onTooLong: (head) => out.keep('stderr', `${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
+  let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
     p.killGroup();
@@ -145,33 +95,41 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
     exit = await p.exited;
-    // the last lines' matches (each bounded by the regex budget)
-    await matched;
   } finally {
     clearTimeout(timer);
     input.signal?.removeEventListener('abort', onAbort);
-    await regex?.close();
+    await out.settle();
   }
   const wall_ms = Date.now() - started;
-  const last = () => tail.map((l) => `  | ${l}`).join('\n') || '  | (no output)';
-  const what = `arm "${arm.name}", command: ${inv.cmd}`;
-  if (parseError) throw parseError;
-  if (input.signal?.aborted) {
-    const why = input.signal.reason instanceof Error ? input.signal.reason.message : String(input.signal.reason);
-    throw new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed (${why}) (${what})`, { cause: input.signal.reason });
+  out.throwIfFailed();
+  const failed = exitFailure({ exit, timedOut, signal: input.signal, wall_ms, what, out, cardLock: input.cardLock, timeout_s: workload.run.timeout_s });
+  if (failed) throw failed;
+  const m = selectMeasured(out.samples, { warmup: workload.warmup, steps: workload.steps, describe: what, tail: out.last() });
+  return { arm: arm.name, step_ms: m.values, steps: m.steps, excluded: m.excluded, metric_lines: out.samples.length, wall_ms, pid: p.child.pid! };
+}
+
+/** Why a rep's process ended without a measurement (aborted, timed out, card busy, a failed exit), or null when it exited 0. */
+function exitFailure(r: {
+  exit: { code: number | null; signal: NodeJS.Signals | null };
+  timedOut: boolean;
+  signal: AbortSignal | undefined;
+  wall_ms: number;
+  what: string;
+  out: RepOutput;
+  cardLock: string;
+  timeout_s: number;
+}): Error | null {
+  if (r.signal?.aborted) {
+    const why = r.signal.reason instanceof Error ? r.signal.reason.message : String(r.signal.reason);
+    return new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed (${why}) (${r.what})`, { cause: r.signal.reason });
   }
-  if (timedOut) {
-    throw new UserInputError('COMMAND_TIMEOUT', `workload.run.cmd: no exit after workload.run.timeout_s = ${workload.run.timeout_s} s, killed (${what}); last output:\n${last()}`);
+  if (r.timedOut) return new UserInputError('COMMAND_TIMEOUT', `workload.run.cmd: no exit after workload.run.timeout_s = ${r.timeout_s} s, killed (${r.what}); last output:\n${r.out.last()}`);
+  if (r.exit.code === CARD_BUSY_EXIT) return new OrchError('CARD_BUSY', `the card lock ${r.cardLock} is held by another process; refusing to run a second process on the card (${r.what})`);
+  if (r.exit.code !== 0) {
+    const how = r.exit.signal ? `was killed by ${r.exit.signal}` : `exited ${r.exit.code}`;
+    return new UserInputError('COMMAND_FAILED', `workload.run.cmd ${how} after ${(r.wall_ms / 1000).toFixed(1)} s (${r.what}); last output:\n${r.out.last()}`);
   }
-  if (exit.code === CARD_BUSY_EXIT) {
-    throw new OrchError('CARD_BUSY', `the card lock ${input.cardLock} is held by another process; refusing to run a second process on the card (${what})`);
-  }
-  if (exit.code !== 0) {
-    const how = exit.signal ? `was killed by ${exit.signal}` : `exited ${exit.code}`;
-    throw new UserInputError('COMMAND_FAILED', `workload.run.cmd ${how} after ${(wall_ms / 1000).toFixed(1)} s (${what}); last output:\n${last()}`);
-  }
-  const m = selectMeasured(samples, { warmup: workload.warmup, steps: workload.steps, describe: what, tail: last() });
-  return { arm: arm.name, step_ms: m.values, steps: m.steps, excluded: m.excluded, metric_lines: samples.length, wall_ms, pid: p.child.pid! };
+  return null;
 }
 
 /**
