@@ -56,26 +56,7 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     opts.partEnded?.();
     settle();
   };
-  // every part at once: a spread gang's parts go out together
-  await Promise.all(
-    st.gang.map(async (part, i) => {
-      const ref = { experiment: exp.id, block: st.block, attempt: st.attempt, host: part.host, cards: part.cards, epoch: part.epoch };
-      if (!opts.recorded) {
-        const [held, exists] = await Promise.all([heldUnder(ctx, part), dispatcher.queue(part.host).getJob(part.job)]);
-        if (!exists && !held) {
-          ends[i] = { state: 'lost', jobId: part.job, reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched` };
-          return;
-        }
-        if (!exists) await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
-      } else {
-        await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
-      }
-      void dispatcher.waitEnd(ref).then(
-        (end) => partEnded(i, end),
-        (err: unknown) => partEnded(i, { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }),
-      );
-    }),
-  );
+  await dispatchParts(ctx, exp, st, opts, ends, partEnded);
   const committed = async () => (await ctx.results.committedAttempt(exp.id, st.block)) === st.attempt;
   let cancelledAt: number | null = null;
   for (;;) {
@@ -122,6 +103,42 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     });
     wake = () => undefined;
   }
+}
+
+
+/**
+ * Each part's host job, every part at once (a spread gang's parts go out together): dispatched
+ * unless it is already queued, and followed to its end. A part whose leases ended before its job
+ * was ever dispatched is lost at once.
+ */
+async function dispatchParts(
+  ctx: SchedulerContext,
+  exp: ExperimentRecord,
+  st: BlockState,
+  opts: ObserveOptions,
+  ends: (AttemptEnd | null)[],
+  partEnded: (i: number, end: AttemptEnd) => void,
+): Promise<void> {
+  const { dispatcher } = ctx;
+  await Promise.all(
+    st.gang.map(async (part, i) => {
+      const ref = { experiment: exp.id, block: st.block, attempt: st.attempt, host: part.host, cards: part.cards, epoch: part.epoch };
+      if (!opts.recorded) {
+        const [held, exists] = await Promise.all([heldUnder(ctx, part), dispatcher.queue(part.host).getJob(part.job)]);
+        if (!exists && !held) {
+          ends[i] = { state: 'lost', jobId: part.job, reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched` };
+          return;
+        }
+        if (!exists) await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
+      } else {
+        await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
+      }
+      void dispatcher.waitEnd(ref).then(
+        (end) => partEnded(i, end),
+        (err: unknown) => partEnded(i, { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }),
+      );
+    }),
+  );
 }
 
 async function fullyMeasured(ctx: SchedulerContext, exp: ExperimentRecord, block: number): Promise<boolean> {

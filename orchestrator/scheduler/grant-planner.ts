@@ -195,96 +195,123 @@ export function summarizeCards(cards: CardSlot[]): string {
 }
 
 export function planGrants(input: GrantInput): GrantDecision {
-  const { now, cards } = input;
-  const alive = new Set(cards.map((c) => c.id));
-  let free = cards.filter((c) => !input.busy.has(c.id));
-  const grants: Grant[] = [];
-  const why = new Map<string, string>();
-  const wantWhy = input.wantWhy ?? (() => true);
-  let reservation: { key: string; at: number; cards: Set<string> } | null = null;
-  const nevers = new Map<string, string | null>();
-  // the same for every block of one experiment (one hosts set per experiment and pass)
-  const onHosts = new Map<ReadonlySet<string>, Map<string, string | null>>();
-  const neverOn = (hosts: ReadonlySet<string>, shape: string, f: () => string | null): string | null => {
-    let m = onHosts.get(hosts);
-    if (!m) onHosts.set(hosts, (m = new Map()));
-    if (!m.has(shape)) m.set(shape, f());
-    return m.get(shape)!;
-  };
+  const pass = new GrantPass(input);
+  for (const block of input.waiting) pass.decide(block);
+  return pass.decision();
+}
+
+type HostsKey = ReadonlySet<string> | undefined;
+
+/** One pass of planGrants: the free cards as grants take them, the reservation once made, and the memos that keep a saturated queue cheap. */
+class GrantPass {
+  private readonly alive: Set<string>;
+  private free: CardSlot[];
+  private readonly grants: Grant[] = [];
+  private readonly why = new Map<string, string>();
+  private readonly wantWhy: (key: string) => boolean;
+  private reservation: { key: string; at: number; cards: Set<string> } | null = null;
+  private readonly nevers = new Map<string, string | null>();
+  /** the same for every block of one experiment (one hosts set per experiment and pass) */
+  private readonly onHosts = new Map<ReadonlySet<string>, Map<string, string | null>>();
   // Free cards only shrink during a pass and the reservation, once made, stays: a shape (on one
   // set of allowed hosts) that did not fit once does not fit any later block either. Without
   // this every one of 1 500 waiting blocks grouped and sorted the free cards up to three times
   // per pass; with it a saturated queue costs a map lookup per block. One memo for the free
   // cards, one for the free cards outside the reservation; keyed by allowed hosts, then shape.
-  const noFitFree = new Map<ReadonlySet<string> | undefined, Set<string>>();
-  const noFitOutside = new Map<ReadonlySet<string> | undefined, Set<string>>();
-  const failed = (memo: typeof noFitFree, hosts: ReadonlySet<string> | undefined, shape: string) => memo.get(hosts)?.has(shape) === true;
-  const fail = (memo: typeof noFitFree, hosts: ReadonlySet<string> | undefined, shape: string) => {
-    let m = memo.get(hosts);
-    if (!m) memo.set(hosts, (m = new Set()));
-    m.add(shape);
-  };
-  const within = (allowed: ReadonlySet<string> | undefined, cs: CardSlot[]) => (allowed === undefined ? cs : cs.filter((c) => allowed.has(c.host)));
-  // fits the free cards now (memoised failure)
-  const fitsFree = (block: WaitingBlock, shape: string): CardSlot[] | null => {
-    if (free.length === 0 || failed(noFitFree, block.hosts, shape)) return null;
-    const gang = fitGang(block, within(block.hosts, free));
-    if (!gang) fail(noFitFree, block.hosts, shape);
-    return gang;
-  };
-  const take = (block: WaitingBlock, gang: CardSlot[]) => {
-    grants.push({ key: block.key, cards: gang });
-    const taken = new Set(gang.map((c) => c.id));
-    free = free.filter((c) => !taken.has(c.id));
-  };
+  private readonly noFitFree = new Map<HostsKey, Set<string>>();
+  private readonly noFitOutside = new Map<HostsKey, Set<string>>();
 
-  for (const block of input.waiting) {
+  constructor(private readonly input: GrantInput) {
+    this.alive = new Set(input.cards.map((c) => c.id));
+    this.free = input.cards.filter((c) => !input.busy.has(c.id));
+    this.wantWhy = input.wantWhy ?? (() => true);
+  }
+
+  decision(): GrantDecision {
+    return { grants: this.grants, why: this.why };
+  }
+
+  /** Grants `block` its gang now, reserves cards for it (the oldest that does not fit), backfills it, or says why it waits. */
+  decide(block: WaitingBlock): void {
+    const { cards, now } = this.input;
     // the same answer for every block of one shape: once per shape, not once per waiting block
     const shape = block.shape ?? shapeKey(block);
-    let never = nevers.get(shape);
-    if (never === undefined) nevers.set(shape, (never = neverFits(block, cards)));
+    let never = this.nevers.get(shape);
+    if (never === undefined) this.nevers.set(shape, (never = neverFits(block, cards)));
     if (never) {
-      why.set(block.key, never);
-      continue;
+      this.why.set(block.key, never);
+      return;
     }
     const allowed = block.hosts;
-    if (allowed !== undefined && neverOn(allowed, shape, () => neverFits(block, within(allowed, cards)))) {
-      why.set(block.key, block.hostsWhy ?? 'waiting for its builds');
-      continue;
+    if (allowed !== undefined && this.neverOn(allowed, shape, () => neverFits(block, within(allowed, cards)))) {
+      this.why.set(block.key, block.hostsWhy ?? 'waiting for its builds');
+      return;
     }
-    if (!reservation) {
-      const gang = fitsFree(block, shape);
-      if (gang) {
-        take(block, gang);
-        continue;
-      }
-      const r = reserve(block, within(allowed, free), input.running, alive, within(allowed, cards), now);
-      reservation = r;
-      why.set(block.key, r.reason);
-      continue;
+    if (!this.reservation) {
+      const gang = this.fitsFree(block, shape);
+      if (gang) return this.take(block, gang);
+      const r = reserve(block, within(allowed, this.free), this.input.running, this.alive, within(allowed, cards), now);
+      this.reservation = r;
+      this.why.set(block.key, r.reason);
+      return;
     }
-    // Backfill: only cards the reservation does not need, or an end before it starts. With no
-    // free card left (most passes at scale, once their grants are made) nothing fits.
+    this.backfill(block, shape, this.reservation);
+  }
+
+  /** Backfill: only cards the reservation does not need, or an end before it starts. With no free card left (most passes at scale, once their grants are made) nothing fits. */
+  private backfill(block: WaitingBlock, shape: string, reservation: { key: string; at: number; cards: Set<string> }): void {
+    const allowed = block.hosts;
     let gang: CardSlot[] | null = null;
-    if (free.length > 0 && !failed(noFitOutside, allowed, shape)) {
+    if (this.free.length > 0 && !failed(this.noFitOutside, allowed, shape)) {
       const res = reservation.cards;
-      gang = fitGang(block, within(allowed, free).filter((c) => !res.has(c.id)));
-      if (!gang) fail(noFitOutside, allowed, shape);
+      gang = fitGang(block, within(allowed, this.free).filter((c) => !res.has(c.id)));
+      if (!gang) fail(this.noFitOutside, allowed, shape);
     }
-    if (!gang && now + block.expectedMs <= reservation.at) gang = fitsFree(block, shape);
-    if (gang) {
-      take(block, gang);
-      continue;
-    }
-    if (!wantWhy(block.key)) continue;
-    why.set(
+    if (!gang && this.input.now + block.expectedMs <= reservation.at) gang = this.fitsFree(block, shape);
+    if (gang) return this.take(block, gang);
+    if (!this.wantWhy(block.key)) return;
+    this.why.set(
       block.key,
-      fitsFree(block, shape)
+      this.fitsFree(block, shape)
         ? `behind ${reservation.key} (FIFO: starting now would delay it; expected ${Math.round(block.expectedMs / 1000)} s)`
         : `waiting for ${block.ranks} free card(s) (behind ${reservation.key})`,
     );
   }
-  return { grants, why };
+
+  private neverOn(hosts: ReadonlySet<string>, shape: string, f: () => string | null): string | null {
+    let m = this.onHosts.get(hosts);
+    if (!m) this.onHosts.set(hosts, (m = new Map()));
+    if (!m.has(shape)) m.set(shape, f());
+    return m.get(shape)!;
+  }
+
+  /** A gang of the free cards now (a failure memoised by hosts and shape). */
+  private fitsFree(block: WaitingBlock, shape: string): CardSlot[] | null {
+    if (this.free.length === 0 || failed(this.noFitFree, block.hosts, shape)) return null;
+    const gang = fitGang(block, within(block.hosts, this.free));
+    if (!gang) fail(this.noFitFree, block.hosts, shape);
+    return gang;
+  }
+
+  private take(block: WaitingBlock, gang: CardSlot[]): void {
+    this.grants.push({ key: block.key, cards: gang });
+    const taken = new Set(gang.map((c) => c.id));
+    this.free = this.free.filter((c) => !taken.has(c.id));
+  }
+}
+
+function failed(memo: Map<HostsKey, Set<string>>, hosts: HostsKey, shape: string): boolean {
+  return memo.get(hosts)?.has(shape) === true;
+}
+
+function fail(memo: Map<HostsKey, Set<string>>, hosts: HostsKey, shape: string): void {
+  let m = memo.get(hosts);
+  if (!m) memo.set(hosts, (m = new Set()));
+  m.add(shape);
+}
+
+function within(allowed: HostsKey, cs: CardSlot[]): CardSlot[] {
+  return allowed === undefined ? cs : cs.filter((c) => allowed.has(c.host));
 }
 
 /** The earliest time the oldest block fits as running blocks end, and the cards it will take. */
