@@ -3,7 +3,7 @@
  * build an experiment's blocks will run on that host — the commits its arms name and the
  * checkout's own build (`workload.build`) — made before any card is leased to it
  * (orchestrator/scheduler/build-phase.ts; the worker's side is
- * worker/build/ensure-experiment-builds.ts). Signed like a block job (jobs/grant.ts), `epoch`
+ * worker/builds/ensure-experiment-builds.ts). Signed like a block job (jobs/grant.ts), `epoch`
  * being the build attempt: the worker runs the user's build command only for a payload the
  * scheduler made.
  */

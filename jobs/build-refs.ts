@@ -1,5 +1,5 @@
 /**
- * A spec's `builds:` (jobs/spec/builds.ts) once its refs are resolved to commits
+ * A spec's `builds:` (jobs/spec-schema/builds.ts) once its refs are resolved to commits
  * (orchestrator/spec/resolve-build-refs.ts, at load): what the spec hash covers of them and what a
  * block job carries. Pure: the git that resolves them runs outside jobs/.
  *

@@ -1,6 +1,6 @@
 /** A cluster file (`kind: cluster`): the hosts orch may use and how to reach them. */
 import { z } from 'zod';
-import { NameSchema, strictObject } from './spec/strict-object.ts';
+import { NameSchema, strictObject } from './spec-schema/strict-object.ts';
 
 export const HostSchema = strictObject({
   name: NameSchema,

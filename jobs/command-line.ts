@@ -18,7 +18,7 @@ export const CommandHelloSchema = z.strictObject({
   build: z
     .strictObject({ key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() })
     .nullable(),
-  /** Builds as arms: each build the block's arms run, by name (worker/build/commit-build.ts). */
+  /** Builds as arms: each build the block's arms run, by name (worker/builds/commit-build.ts). */
   builds: z
     .record(z.string(), z.strictObject({ commit: z.string(), key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() }))
     .optional(),

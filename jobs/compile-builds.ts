@@ -1,5 +1,5 @@
 /**
- * The compile checks of builds as arms (jobs/spec/builds.ts): every build an arm, the spec or
+ * The compile checks of builds as arms (jobs/spec-schema/builds.ts): every build an arm, the spec or
  * the base-reference gate names exists; a command workload's build needs its build recipe to
  * build each commit with (a native spec's builds are graphrt of each commit, built by graphrt's
  * own CMake); and the reference arm's name is free.
@@ -28,7 +28,7 @@ export function checkBuilds(spec: Spec, problem: Report): void {
   if (names.length === 0) return;
   const w = spec.workload;
   // A native spec's builds are commits of orch: graphrt's own CMake build is their recipe
-  // (worker/build/graphrt-build.ts). A command workload builds each commit with its own recipe.
+  // (worker/builds/graphrt-build.ts). A command workload builds each commit with its own recipe.
   if (w.runtime === 'command' && w.build === undefined) {
     problem(['builds'], 'builds name refs, but the workload has no build recipe to build each commit with', 'add workload.build: { cmd, artifacts } (run in a worktree of each commit)');
   }

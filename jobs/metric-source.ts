@@ -10,7 +10,7 @@
 import { UserInputError } from './errors.ts';
 import { nestedQuantifier } from './regex-backtracking.ts';
 
-/** Structurally the spec's `workload.metric_source` (jobs/spec/command-workload.ts). */
+/** Structurally the spec's `workload.metric_source` (jobs/spec-schema/command-workload.ts). */
 export type MetricSourceInput =
   | { format: 'jsonl'; field: string; step_field?: string | undefined }
   | { format: 'regex'; pattern: string; value_group: string; step_group?: string | undefined };

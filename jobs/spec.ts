@@ -6,12 +6,12 @@
  * when a user spells a default out.
  */
 import { z } from 'zod';
-import { CommandWorkloadSchema } from './spec/command-workload.ts';
-import { NativeWorkloadSchema } from './spec/native-workload.ts';
+import { CommandWorkloadSchema } from './spec-schema/command-workload.ts';
+import { NativeWorkloadSchema } from './spec-schema/native-workload.ts';
 import { LIMITS } from './limits.ts';
-import { boundedList, EnvValueSchema, intIn } from './spec/bounded.ts';
-import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec/strict-object.ts';
-import { BuildsSchema, RepoSchema } from './spec/builds.ts';
+import { boundedList, EnvValueSchema, intIn } from './spec-schema/bounded.ts';
+import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec-schema/strict-object.ts';
+import { BuildsSchema, RepoSchema } from './spec-schema/builds.ts';
 
 
 export const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
@@ -93,7 +93,7 @@ export const SpecSchema = strictObject({
   workload: WorkloadSchema,
   /** The repository `builds` name refs of (relative to the spec file); default: the spec file's git toplevel. */
   repo: RepoSchema.optional(),
-  /** Named builds of the workload, each a git ref resolved to a commit at submit (jobs/spec/builds.ts). */
+  /** Named builds of the workload, each a git ref resolved to a commit at submit (jobs/spec-schema/builds.ts). */
   builds: BuildsSchema.optional(),
   /** The build every arm runs unless it names its own (a key of `builds`). */
   build: NameSchema.optional(),

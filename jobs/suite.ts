@@ -1,7 +1,7 @@
 /** A nightly suite (`kind: suite`): experiments submitted together on a cron schedule. */
 import { z } from 'zod';
 import { cronProblem } from './cron.ts';
-import { NameSchema, strictObject } from './spec/strict-object.ts';
+import { NameSchema, strictObject } from './spec-schema/strict-object.ts';
 
 /**
  * A paired nightly entry: tonight's commit and the last commit whose nightly passed become the

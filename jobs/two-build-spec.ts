@@ -1,6 +1,6 @@
 /**
  * A two-arm spec that measures two commits paired, in the same blocks (builds as arms,
- * jobs/spec/builds.ts): the workload and settings of an existing spec, with `builds` and `arms`
+ * jobs/spec-schema/builds.ts): the workload and settings of an existing spec, with `builds` and `arms`
  * replaced. `orch compare` prints it (the paired measurement of what it compared unpaired); the
  * nightly's `against: last_good` submits it.
  */

@@ -13,7 +13,7 @@ export const WorkerEventSchema = z.discriminatedUnion('event', [
   z.strictObject({ ...base, event: z.literal('rank-exit'), code: z.int().nullable(), signal: z.string().nullable(), pid: z.int().nullable() }),
   z.strictObject({ ...base, event: z.literal('foreign-wait'), found: z.array(z.string()) }),
   z.strictObject({ ...base, event: z.literal('foreign-gone'), waited_ms: z.number().min(0) }),
-  // A command workload's build (worker/build/build-cache.ts), one per request of this block:
+  // A command workload's build (worker/builds/build-cache.ts), one per request of this block:
   // asked for (its content address, recipe and git commit; null when not keyed by git) ...
   z.strictObject({ ...base, event: z.literal('build-start'), key: z.string(), recipe: z.string(), commit: z.string().nullable() }),
   // ... waiting for the host build lock, `position` in line by arrival (1: next; null: unknown without Redis) ...

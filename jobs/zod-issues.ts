@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import { suggestion } from './did-you-mean.ts';
 import type { SpecIssue } from './errors.ts';
-import { knownKeysOf } from './spec/strict-object.ts';
+import { knownKeysOf } from './spec-schema/strict-object.ts';
 import { formatPath, type PathSegment, type YamlSource } from './yaml-source.ts';
 
 export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z.ZodError): SpecIssue[] {

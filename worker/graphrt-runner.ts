@@ -18,8 +18,8 @@ import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { parseGraphrtLine, type GraphrtLine, type Hello } from '../jobs/graphrt-protocol.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import { toJobError } from '../store/job-error.ts';
-import { BuildCache } from './build/build-cache.ts';
-import { ensureGraphrtBuild } from './build/graphrt-build.ts';
+import { BuildCache } from './builds/build-cache.ts';
+import { ensureGraphrtBuild } from './builds/graphrt-build.ts';
 import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import { openLockFile } from '../store/private-dir.ts';
 import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
@@ -46,7 +46,7 @@ const LOCK_BUSY_EXIT = 4;
 type GraphrtBuilder = (req: Parameters<typeof ensureGraphrtBuild>[1]) => Promise<{ binary: string }>;
 
 export interface GraphrtRunnerOptions {
-  /** the host build cache, where graphrt of a build's commit is built (default: ORCH_BUILD_DIR, worker/build/build-cache.ts) */
+  /** the host build cache, where graphrt of a build's commit is built (default: ORCH_BUILD_DIR, worker/builds/build-cache.ts) */
   cache?: BuildCache;
   /** graphrt of a build's commit (default: ensureGraphrtBuild in `cache`); a test hands over prebuilt binaries */
   build?: GraphrtBuilder;

@@ -11,7 +11,7 @@
  *   frees its cards within two heartbeats.
  *
  * Builds: a second queue, `build-<name>`, carries an experiment's builds before any card of this
- * host is leased to it (worker/build/build-job-processor.ts); it holds no lease and takes no
+ * host is leased to it (worker/builds/build-job-processor.ts); it holds no lease and takes no
  * block's slot.
  *
  * Graceful stop (SIGTERM → stop()): no new job is taken, each running block finishes its rep in
@@ -49,8 +49,8 @@ import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
 import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
 import { GraphrtRunner } from './graphrt-runner.ts';
-import { BuildCache } from './build/build-cache.ts';
-import { runBuildJob } from './build/build-job-processor.ts';
+import { BuildCache } from './builds/build-cache.ts';
+import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
 import type { RankRunner } from './rank-runner.ts';
 import { preflightGraphrt } from './preflight/preflight.ts';

@@ -36,7 +36,7 @@ export interface BlockProgress {
 }
 
 /**
- * One build the experiment waited for, from its build events (worker/build/build-cache.ts): those
+ * One build the experiment waited for, from its build events (worker/builds/build-cache.ts): those
  * of the build phase, made on a host before any card of it was leased (block -1,
  * orchestrator/scheduler/build-phase.ts), and those a block's ranks asked for.
  */

@@ -7,7 +7,7 @@
  * - Each candidate host (alive, with cards of the experiment's backend that can hold a gang)
  *   gets one build job on its build queue (`build-<host>`, jobs/build-job.ts), with a
  *   deterministic id per attempt. The worker makes every build into the host's cache
- *   (worker/build/ensure-experiment-builds.ts) holding no lease; the host build lock and the
+ *   (worker/builds/ensure-experiment-builds.ts) holding no lease; the host build lock and the
  *   cache serialize and share them with every other request on that host.
  * - The grant pass asks `gate()`: a block of the experiment may go only to a host whose job
  *   completed. A host still building is no candidate for it, and the block takes no

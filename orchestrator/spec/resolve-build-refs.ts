@@ -1,5 +1,5 @@
 /**
- * Resolving a spec's `builds:` (jobs/spec/builds.ts) against its repository, once, when the
+ * Resolving a spec's `builds:` (jobs/spec-schema/builds.ts) against its repository, once, when the
  * spec is loaded (load-spec.ts): each ref becomes the commit `git rev-parse --verify <ref>^{commit}`
  * names in the repository (`repo:`, relative to the spec file, else the spec file's git
  * toplevel). A ref means nothing without its repository, and resolving at load makes

@@ -155,7 +155,7 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
     out.push({
       pid: s.pid,
       tid: s.tid,
-      // block -1: the experiment's build phase on the host, before any card was leased (worker/build/build-job-processor.ts)
+      // block -1: the experiment's build phase on the host, before any card was leased (worker/builds/build-job-processor.ts)
       name: s.e.block < 0 ? `builds before any lease, attempt ${s.e.attempt}` : `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
       cat: 'attempt',
       ph: 'X',

@@ -1,7 +1,7 @@
 /**
  * build.artifacts are confined to the build directory: `../../..` (or an absolute path) would
  * make the cache copy a directory outside the build into a path outside the cache. Refused at
- * validate by the schema; the build cache refuses it again (worker/build/build-cache.ts).
+ * validate by the schema; the build cache refuses it again (worker/builds/build-cache.ts).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { OrchError } from '../../jobs/errors.ts';
-import { BuildCache, type BuildRequest } from '../../worker/build/build-cache.ts';
+import { BuildCache, type BuildRequest } from '../../worker/builds/build-cache.ts';
 
 const cfg = JSON.parse(process.env.ORCH_TEST_BUILD ?? "{}") as { root: string; host: string; redisUrl?: string; prefix?: string; request: BuildRequest };
 const redis = cfg.redisUrl ? new Redis(cfg.redisUrl, { maxRetriesPerRequest: null }) : undefined;

@@ -7,7 +7,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BuildRequest, EnsuredBuild } from '../../worker/build/build-cache.ts';
+import type { BuildRequest, EnsuredBuild } from '../../worker/builds/build-cache.ts';
 
 export const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 const CLIENT = fileURLToPath(new URL('./build-client.ts', import.meta.url));

@@ -1,5 +1,5 @@
 /**
- * The build key (worker/build/build-key.ts) on a real git checkout: each input it claims to
+ * The build key (worker/builds/build-key.ts) on a real git checkout: each input it claims to
  * hash changes it, and nothing else does (an ignored build output must not, or every build
  * would change its own key).
  */
@@ -9,7 +9,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { UserInputError } from '../../jobs/errors.ts';
-import { computeBuildKey, type BuildKeyInput } from '../../worker/build/build-key.ts';
+import { computeBuildKey, type BuildKeyInput } from '../../worker/builds/build-key.ts';
 import { gitCheckout } from './build-helpers.ts';
 
 const input = (dir: string, over: Partial<BuildKeyInput['key']> = {}, cmd = 'sh build.sh'): BuildKeyInput => ({

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Redis } from 'ioredis';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import type { BuildRequest } from '../../worker/build/build-cache.ts';
+import type { BuildRequest } from '../../worker/builds/build-cache.ts';
 import { formatBuildState, readBuildState, type HostBuildState } from '../../store/build-state.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { ORCH_BIN } from '../utils/worker-process.ts';

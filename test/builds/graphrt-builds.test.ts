@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
 import { UserInputError } from '../../jobs/errors.ts';
-import { checkGraphrtBuildProtocol, graphrtCudaChoice, graphrtRecipe } from '../../worker/build/graphrt-build.ts';
+import { checkGraphrtBuildProtocol, graphrtCudaChoice, graphrtRecipe } from '../../worker/builds/graphrt-build.ts';
 import { runOrch } from '../utils/orch-run.ts';
 import { missedTwice } from '../utils/statistical-retry.ts';
 import { ONE_CARD, freshBuildDir, submitSpec } from './planted-repo.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
-import { BuildCache } from '../../worker/build/build-cache.ts';
+import { BuildCache } from '../../worker/builds/build-cache.ts';
 import { checkArtifacts, checkBackend, checkFreeDisk, freeBytes, preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { FIXTURES } from '../build/build-helpers.ts';
 import { ORCH_BIN } from '../utils/worker-process.ts';

@@ -2,7 +2,7 @@
  * CommandRankRunner: the rank-runner seam (worker/rank-runner.ts) for `runtime: command`
  * workloads — the user's own binary, one process per rep (run-command-rep.ts).
  *
- * `ready` ensures the build (the host build lock and cache, worker/build/) and runs the
+ * `ready` ensures the build (the host build lock and cache, worker/builds/) and runs the
  * preflight (worker/preflight/) before the block's first rep. Every build — builds as arms and
  * the checkout's own build of workload.build — was made before the gang's cards were leased
  * (the experiment's build phase, orchestrator/scheduler/build-phase.ts: a block goes only to a
@@ -24,8 +24,8 @@ import type { BlockJob } from '../../jobs/block-job.ts';
 import { buildsOfArms } from '../../jobs/build-job.ts';
 import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
-import { BuildCache, type EnsuredBuild } from '../build/build-cache.ts';
-import { ensureCommitBuild } from '../build/commit-build.ts';
+import { BuildCache, type EnsuredBuild } from '../builds/build-cache.ts';
+import { ensureCommitBuild } from '../builds/commit-build.ts';
 import { preflightCommand } from '../preflight/preflight.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';

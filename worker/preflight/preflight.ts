@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { parseGraphrtLine, type ErrorLine, type GraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
-import { COMPLETE_MARKER } from '../build/build-cache.ts';
+import { COMPLETE_MARKER } from '../builds/build-cache.ts';
 import { runHello } from '../graphrt-hello.ts';
 
 export interface PreflightBuild {

@@ -2,7 +2,7 @@
  * The host's build cache (a build: docs/ARCHITECTURE.md "Words"). Layout under the build
  * directory (configurable, e.g. a big data disk: ORCH_BUILD_DIR or `root`):
  *
- *   .build.lock              the host build lock (worker/build/build-lock.ts)
+ *   .build.lock              the host build lock (worker/builds/build-lock.ts)
  *   artifacts/<key>/         a finished build: the artifacts at their relative paths + .complete
  *   tmp/<key>.<pid>.<n>/     staging of the build in progress; renamed into artifacts/ when whole
  *   logs/<key>.<ms>.log      the build's stdout+stderr

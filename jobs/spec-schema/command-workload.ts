@@ -4,7 +4,7 @@ import { boundedList, CommandSchema, EnvNameSchema, EnvSchema, EnvValueSchema, i
 import { strictObject } from './strict-object.ts';
 import { artifactEscape } from '../artifact-path.ts';
 
-/** What the build's content address is made of (worker/build/build-key.ts computes it). */
+/** What the build's content address is made of (worker/builds/build-key.ts computes it). */
 const BuildKeySchema = strictObject({
   /** The commit of the build directory's git checkout. */
   git: z.boolean().default(true),
