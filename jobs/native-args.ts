@@ -2,7 +2,8 @@
  * The only place that turns a compiled block job into graphrt requests, flags and environment
  * (native/PROTOCOL.md). The worker never spells a graphrt flag or request field itself.
  */
-import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
+import { OrchError } from './errors.ts';
+import { GRAPHRT_TOGGLES, type GraphrtToggle } from './graphrt-toggles.ts';
 import type { BlockArm, BlockJob } from './block-job.ts';
 
 export type NativeOp = 'rep' | 'identity' | 'probe';
@@ -14,7 +15,7 @@ export interface NativeRequest {
   arm: string;
   workload: string;
   params: Record<string, number>;
-  toggles: Record<string, boolean>;
+  toggles: Record<GraphrtToggle, boolean>;
   warmup: number;
   steps: number;
   replays?: number;
@@ -55,18 +56,31 @@ export interface RankRendezvous {
   secret?: string;
 }
 
+/**
+ * Every graphrt toggle of a native arm, on or off. A native arm's toggles are booleans (the
+ * planner makes them so; only a command workload's toggles carry strings), so a string here is
+ * a payload orch built wrong, not something to coerce.
+ */
+export function nativeToggles(arm: BlockArm): Record<GraphrtToggle, boolean> {
+  const out = {} as Record<GraphrtToggle, boolean>;
+  for (const t of GRAPHRT_TOGGLES) {
+    const v = arm.toggles[t] ?? false;
+    if (typeof v !== 'boolean') throw new OrchError('BLOCK_PAYLOAD_INVALID', `arm "${arm.name}": graphrt toggle ${t} is ${JSON.stringify(v)}, not a boolean`);
+    out[t] = v;
+  }
+  return out;
+}
+
 export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp; id: string }): NativeRequest {
   const w = job.workload;
   if (w.runtime !== 'native') throw new Error(`toNativeRequest: workload runtime is "${w.runtime}", not native`);
-  const toggles: Record<string, boolean> = {};
-  for (const t of GRAPHRT_TOGGLES) toggles[t] = arm.toggles[t] === true || arm.toggles[t] === 'true';
   const req: NativeRequest = {
     id: op.id,
     op: op.op,
     arm: arm.name,
     workload: w.kind,
     params: { ...(w.params as Record<string, number>), ...(arm.params ?? {}) },
-    toggles,
+    toggles: nativeToggles(arm),
     warmup: job.warmup,
     steps: job.steps,
     seed: 1,
