@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
+import { RepSchema } from './graphrt-protocol.ts';
 import { RepRefSchema } from './rep-ref.ts';
 
 const count = z.int().min(0);
@@ -31,5 +32,12 @@ export const RepResultSchema = RepIdentitySchema.extend({
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)).optional(),
   host: z.string().optional(),
   cards: z.array(z.string()).optional(),
+  /**
+   * Each graphrt rank's rep line as it said it (rank order): its span on the rank's clock,
+   * warm-up and settle times, per-rank hashes, counters. The fields above are the gang's view
+   * (slowest rank per step, rank 0's counters); these keep what each line said, so no reader
+   * goes back to the event stream for them. Absent for command ranks and older records.
+   */
+  ranks: z.array(RepSchema).optional(),
 });
 export type RepResult = z.infer<typeof RepResultSchema>;

@@ -7,7 +7,8 @@ import { armOf, opId } from './rank-runner.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
-import type { RankHelloLine } from '../jobs/rank-line.ts';
+import type { RankHelloLine, RankRepLine } from '../jobs/rank-line.ts';
+import type { Rep } from '../jobs/graphrt-protocol.ts';
 import type { CommitRep } from '../store/result-store.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { GangContext } from './gang-context.ts';
@@ -71,11 +72,16 @@ export class RepMeasure {
       result: {
         experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
         position: p.position, step_ms, backend: first.backend, mode: first.mode,
-        ...(first.backend === 'command' ? {} : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported }),
+        ...(first.backend === 'command' ? {} : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported, ranks: graphrtLines(lines) }),
         host, cards: job.cards,
       },
     };
   }
+}
+
+/** The gang's rep lines when every rank is graphrt (a gang never mixes runtimes). */
+function graphrtLines(lines: RankRepLine[]): Rep[] {
+  return lines.flatMap((l) => (l.backend === 'command' ? [] : [l]));
 }
 
 /** The device a rank's hello names (graphrt's `device`), `?` for a rank without one. */

@@ -59,6 +59,17 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       assert.ok(reps.some((r) => r.mode === 'graph') && reps.some((r) => r.mode === 'eager'), 'the block has graph and eager reps');
       for (const r of reps) assert.equal(typeof r.settle_ms, r.mode === 'graph' ? 'number' : 'object', `settle_ms of a ${r.mode} rep: ${r.settle_ms}`);
 
+      // the committed record keeps what each rank's line said: span, warm-up, settle and hashes
+      const committed = Object.values(await results.results('sp'));
+      assert.equal(committed.length, reps.length);
+      for (const c of committed) {
+        const line = reps[c.position]!;
+        assert.equal(c.ranks?.length, 1, 'one rank line per rank');
+        const rank = c.ranks![0]!;
+        assert.deepEqual([rank.t_start_ns, rank.t_end_ns, rank.warmup_ms, rank.settle_ms], [line.t_start_ns, line.t_end_ns, line.warmup_ms, line.settle_ms]);
+        assert.deepEqual(rank.hashes, c.hashes);
+      }
+
       writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
       const rows = (await digestOfDir(dir)).tables().busy;
       assert.equal(rows.length, 1);
