@@ -23,6 +23,7 @@
  *
  * The child must lead its own process group (spawned `detached`): `kill()` SIGKILLs the group.
  */
+import { z } from 'zod';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { Card } from '../jobs/card.ts';
@@ -298,16 +299,23 @@ function errorText(line: ProtocolLine): string {
   return `${String(e.code ?? 'ERROR')}: ${String(e.message ?? '')}`;
 }
 
+/** A JSON error line on stderr, as much of it as a message needs (PROTOCOL.md "Errors"). */
+const StderrErrorSchema = z.object({ type: z.literal('error'), code: z.string().optional(), message: z.string().optional() });
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The last stderr line, preferring a JSON error line (PROTOCOL.md: the final error goes to stderr too). */
 function stderrLastError(tail: string[]): string | null {
   for (let i = tail.length - 1; i >= 0; i--) {
     const l = tail[i] as string;
-    try {
-      const j = JSON.parse(l) as { type?: string; code?: string; message?: string };
-      if (j.type === 'error') return `${j.code ?? 'ERROR'}: ${j.message ?? ''}`;
-    } catch {
-      // not JSON
-    }
+    const j = StderrErrorSchema.safeParse(parseJson(l));
+    if (j.success) return `${j.data.code ?? 'ERROR'}: ${j.data.message ?? ''}`;
   }
   return tail.length > 0 ? (tail[tail.length - 1] as string).slice(0, 500) : null;
 }
