@@ -65,6 +65,11 @@ interface PassRead {
   queue: QueuedBlock[];
 }
 
+/** A term's queue window; an experiment whose stored record does not parse is failed and logged. */
+function queueWindow(ctx: SchedulerContext): QueueWindow {
+  return new QueueWindow(ctx.store, TAIL_STATES_POLLS * ctx.tuning.safetyPollMs, (id, err) => ctx.log.error({ experiment: id, err }, 'experiment failed: its record in Redis does not parse'));
+}
+
 export class GrantLoop {
   private readonly waiters = new Map<string, Waiter>();
   /** attempts in flight, for backfill: their cards and when they should end */
@@ -102,7 +107,7 @@ export class GrantLoop {
     private readonly ctx: SchedulerContext,
     private readonly rooms: GrantLoopRooms,
   ) {
-    this.window = new QueueWindow(ctx.store, TAIL_STATES_POLLS * ctx.tuning.safetyPollMs);
+    this.window = queueWindow(ctx);
     this.cards = new LiveCards(ctx.registry, () => this.kick());
     this.applier = new GrantApplier(ctx);
   }
@@ -130,7 +135,7 @@ export class GrantLoop {
     this.waiters.clear();
     for (const set of [this.settling, this.recording, this.delivered, this.driven]) set.clear();
     this.running.clear();
-    this.window = new QueueWindow(this.ctx.store, TAIL_STATES_POLLS * this.ctx.tuning.safetyPollMs);
+    this.window = queueWindow(this.ctx);
     this.cards.forget();
     this.histories.clear();
     this.applier.forget();

@@ -17,6 +17,7 @@
  */
 import type { ExperimentRecord, ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
 import { compareQueued } from './grant-planner.ts';
+import { codeOf } from '../../jobs/error-codes.ts';
 
 /** New active experiments read per pass: a term's first passes over a long queue catch up in steps of this. */
 const NEW_PER_PASS = 500;
@@ -42,6 +43,8 @@ export class QueueWindow {
   constructor(
     private readonly store: ExperimentStore,
     private readonly tailEveryMs: number,
+    /** an experiment whose stored record does not parse: it is failed, the queue goes on */
+    private readonly onRefused: (id: string, err: unknown) => void = () => undefined,
   ) {}
 
   /** The registered experiment (spec and plan; not a fresh state), read once per term. */
@@ -110,11 +113,20 @@ export class QueueWindow {
   private async readNew(): Promise<void> {
     const fresh = await this.store.activeAfter(this.lastSeq, NEW_PER_PASS);
     if (fresh.length === 0) return;
-    // a failed read fails the pass before lastSeq moves: the next pass reads the same ones again
-    const exps = await Promise.all(fresh.map((f) => this.record(f.id)));
+    // A failed read fails the pass before lastSeq moves: the next pass reads the same ones again.
+    // A record that is there but not a record (written by hand into Redis) fails its experiment
+    // alone: it would fail every later pass too, and hold up every experiment behind it.
+    const exps = await Promise.all(fresh.map((f) => this.record(f.id).catch((err: unknown) => this.refuseRecord(f.id, err))));
     this.lastSeq = Math.max(this.lastSeq, ...fresh.map((f) => f.seq));
     for (const exp of exps) if (exp) this.ordered.push(exp);
     this.sorted = false;
+  }
+
+  private async refuseRecord(id: string, err: unknown): Promise<null> {
+    if (codeOf(err) !== 'STORED_RECORD_INVALID') throw err;
+    this.onRefused(id, err);
+    await this.store.finish(id, 'failed', `STORED_RECORD_INVALID: ${(err as Error).message}`);
+    return null;
   }
 
   private async readStates(exps: ExperimentRecord[]): Promise<void> {

@@ -112,6 +112,25 @@ describe('records at rest, parsed as they are read back', () => {
     }
   });
 
+  test('the scheduler over a plan written by hand: that experiment fails with the code, the one behind it is still scheduled', async () => {
+    const { prefix, id, store } = await submitted();
+    await r.redis.hset(store.keys.exp(id), 'plan', JSON.stringify({ ...(await store.get(id))!.plan, blocks: [{ index: 0 }] }));
+    const file = join(dir, `${prefix}-next.yaml`);
+    writeFileSync(file, SPEC);
+    const { id: next } = await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec(file) });
+    const sched = await startScheduler({ url: r.server.url, prefix, grantTtlMs: 3000, safetyPollMs: 300 });
+    try {
+      await waitFor('the bad experiment to fail', async () => (await store.state(id)) === 'failed', { timeoutMs: 10_000 });
+      const reason = await r.redis.hget(store.keys.exp(id), 'reason');
+      assert.match(reason ?? '', /^STORED_RECORD_INVALID: .*field plan: blocks\.0\.sequence/);
+      // no card is registered: the next experiment waits with a reason the grant pass wrote
+      await waitFor('the next experiment to get a waiting reason', async () => (await store.blocks(next))[0]?.why ?? null, { timeoutMs: 10_000 });
+      assert.equal(await store.state(next), 'queued');
+    } finally {
+      await sched.stop();
+    }
+  });
+
   test('step history, a host\'s card list and a block\'s commit record written by hand fail their reads', async () => {
     const prefix = freshPrefix();
     const history = `${prefix}:sched:history`;
