@@ -104,8 +104,12 @@ export class EventLog {
   }
 
   /** The entries after `lastId`, at most `count`, waiting up to `blockMs` for one; [] when none came. */
-  async follow(lastId: string, blockMs: number, count = 500): Promise<StreamEvent[]> {
-    const reply = (await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.keys.stream, lastId)) as [string, [string, string[]][]][] | null;
+  async follow(lastId: string, blockMs: number | null, count = 500): Promise<StreamEvent[]> {
+    // null: no BLOCK at all. A short BLOCK is no substitute: Redis ends it at its next cron tick
+    // (up to 100 ms at the default hz), and the connection waits behind it.
+    const reply = (blockMs === null
+      ? await this.redis.xread('COUNT', count, 'STREAMS', this.keys.stream, lastId)
+      : await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.keys.stream, lastId)) as [string, [string, string[]][]][] | null;
     const out: StreamEvent[] = [];
     for (const [, entries] of reply ?? []) for (const [id, flat] of entries) out.push(fromEntry(id, flat, {}));
     return out;

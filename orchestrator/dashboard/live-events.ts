@@ -46,7 +46,7 @@ function experimentSource(ctx: DashboardContext, wakeups: StreamWakeups, exp: Ex
     render: async (woken) => {
       if (woken || !drained) {
         // BLOCK 1: returns at once while entries remain
-        for (let i = 0; i < MAX_DRAIN_READS; i++) if ((await tracker.poll(1)).length < POLL_COUNT) break;
+        for (let i = 0; i < MAX_DRAIN_READS; i++) if ((await tracker.poll(null)).length < POLL_COUNT) break;
         drained = true;
       }
       const p = await tracker.snapshot();

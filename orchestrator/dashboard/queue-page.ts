@@ -19,8 +19,8 @@ import { sendPage } from './send-page.ts';
 /** Reps done per block of the current attempt, from the whole stream read once. */
 export async function readProgress(ctx: DashboardContext, exp: ExperimentRecord): Promise<Progress> {
   const tracker = new ProgressTracker(ctx.redis, ctx.prefix, exp);
-  // BLOCK 1: returns at once while entries remain; the page's live feed blocks on its own connection
-  while ((await tracker.poll(1)).length > 0);
+  // no BLOCK: a page reads what is there; the page's live feed waits on its own connection
+  while ((await tracker.poll(null)).length > 0);
   return tracker.snapshot();
 }
 
@@ -66,22 +66,44 @@ function estimateStarts(queued: Queued[], now: number): Map<string, number> {
   return out;
 }
 
+/** How many experiments of the queue's head the page shows (estimated starts are for these). */
+const QUEUE_PAGE = 50;
+
+/**
+ * The head of the queue in the scheduler's order (priority, then submission), read cheaply: the
+ * active experiments' priorities in one pipeline, then only the page's records. With 10 000
+ * queued, reading every record, its blocks and its stream per request took the page past its
+ * timeout ("Redis unreachable" while Redis was fine).
+ */
+async function queueHead(store: ExperimentStore, limit: number): Promise<{ ids: string[]; total: number }> {
+  const scored = await store.redis.zrange(store.sched.active, '0', '-1', 'WITHSCORES');
+  const active: { id: string; seq: number; priority: number }[] = [];
+  for (let i = 0; i < scored.length; i += 2) active.push({ id: scored[i]!, seq: Number(scored[i + 1]), priority: 0 });
+  const p = store.redis.pipeline();
+  for (const a of active) p.hget(store.keys.exp(a.id), 'priority');
+  const replies = (await p.exec()) ?? [];
+  active.forEach((a, i) => (a.priority = Number(replies[i]?.[1] ?? 0) || 0));
+  const live = active.filter((_, i) => replies[i]?.[1] !== null);
+  live.sort((a, b) => compareQueued({ ...a, block: 0 }, { ...b, block: 0 }));
+  return { ids: live.slice(0, limit).map((a) => a.id), total: live.length };
+}
+
 export async function renderQueue(ctx: DashboardContext): Promise<Html> {
   return fromRedis(ctx, async () => {
     const store = new ExperimentStore(ctx.redis, ctx.prefix);
-    const ids = await ctx.redis.zrange(store.sched.active, '0', '-1');
-    const queued: Queued[] = [];
-    for (const id of ids) {
+    const head = await queueHead(store, QUEUE_PAGE);
+    const read = await Promise.all(head.ids.map(async (id): Promise<Queued | null> => {
       const exp = await store.get(id);
-      if (!exp) continue;
+      if (!exp) return null;
       const history = await readStepHistory(ctx.redis, ctx.prefix, workloadKey(exp.spec));
-      queued.push({ exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp), expectedMs: expectedBlockMs(exp.plan, exp.spec, history) });
-    }
-    queued.sort((a, b) => compareQueued({ ...a.exp, block: 0 }, { ...b.exp, block: 0 }));
+      return { exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp), expectedMs: expectedBlockMs(exp.plan, exp.spec, history) };
+    }));
+    const queued = read.filter((q): q is Queued => q !== null);
     const now = Date.now();
     const starts = estimateStarts(queued, now);
     if (queued.length === 0) return html`<p class="muted" id="queue-empty">The queue is empty: no experiment is waiting or running.</p>`;
-    return html`${queued.map(({ exp, blocks, progress }) => html`<section class="queued" data-experiment="${exp.id}">
+    const rest = head.total - queued.length;
+    return html`<p id="queue-count">${head.total} in the queue${rest > 0 ? `, the first ${queued.length} shown (${rest} more behind them; orch status --limit N lists them)` : ''}</p>${queued.map(({ exp, blocks, progress }) => html`<section class="queued" data-experiment="${exp.id}">
 <h2><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a> <span class="muted">${exp.state}, priority ${exp.priority}, submitted ${ago(exp.created, now)}</span></h2>
 ${cancelForm(ctx, exp.id)}
 <table><tr><th>block</th><th>phase</th><th>progress</th><th>detail</th></tr>

@@ -87,8 +87,8 @@ export class ProgressTracker {
     for (const b of fresh) this.ended.set(b.block, fields.filter((f) => f.startsWith(`${b.block}/`)).length);
   }
 
-  /** Reads new stream entries (blocking up to `blockMs`); returns them. */
-  async poll(blockMs: number): Promise<StreamEvent[]> {
+  /** The events since the last poll, waiting up to `blockMs` for one (null: not at all). */
+  async poll(blockMs: number | null): Promise<StreamEvent[]> {
     const out = await this.log.follow(this.lastId, blockMs);
     for (const e of out) {
       this.lastId = e.id;
