@@ -7,7 +7,7 @@
  * (clusterStatus + renderStatus) and output size.
  *
  * Run: npm run bench -- queue-scale
- * Environment: BENCH_BASE (the tree compared with, /work/old), BENCH_QUEUES ("10,1000,10000"),
+ * Environment: BENCH_BASE (the tree compared with: a worktree of the base commit, required), BENCH_QUEUES ("10,1000,10000"),
  * BENCH_WINDOW_MS (15000).
  */
 import { spawnSync } from 'node:child_process';
@@ -15,11 +15,11 @@ import { existsSync } from 'node:fs';
 
 // the bench's own knobs, not orch's environment (cli/environment.ts): read as the other benches do
 const env = process.env;
-const base = env.BENCH_BASE ?? '/work/old';
+const base = env.BENCH_BASE ?? '';
 const queues = (env.BENCH_QUEUES ?? '10,1000,10000').split(',').map(Number);
 const windowMs = env.BENCH_WINDOW_MS ?? '15000';
 if (!existsSync(`${base}/orchestrator/scheduler/scheduler.ts`)) {
-  console.error(`BENCH_BASE=${base} is not an orch tree (set it to a checkout of the base commit)`);
+  console.error(`BENCH_BASE=${base || '(unset)'} is not an orch tree: set it to a checkout of the base commit (git worktree add ../base <commit>)`);
   process.exit(1);
 }
 
