@@ -36,8 +36,12 @@ export interface PlanBlocks {
 /** Every planned rep of one block, in run order; none for a block the plan does not have. */
 export function plannedReps(plan: PlanBlocks, block: number): RepRef[] {
   const planned = plan.blocks.find((b) => b.index === block);
-  if (!planned) return [];
-  return sequenceReps(planned.sequence).map((r) => ({ block, ...r }));
+  return planned ? blockReps(block, planned.sequence) : [];
+}
+
+/** The reps of one block's sequence, in run order (what a block job carries: its block and sequence). */
+export function blockReps(block: number, sequence: readonly string[]): RepRef[] {
+  return sequenceReps(sequence).map((r) => ({ block, ...r }));
 }
 
 /** Every planned rep of the plan, block by block. */

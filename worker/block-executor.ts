@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
-import { plannedReps } from '../jobs/rep-ref.ts';
+import { blockReps } from '../jobs/rep-ref.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Card } from '../jobs/card.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
@@ -202,7 +202,7 @@ class GangRun {
 
   async run(): Promise<BlockOutcome> {
     const { job, fate } = this;
-    const planned = plannedReps({ blocks: [{ index: job.block, sequence: job.sequence }] }, job.block);
+    const planned = blockReps(job.block, job.sequence);
     // the local lease deadline: ranks die when no renew succeeded within the TTL, even if Redis never answers
     const keeper = new LeaseKeeper({
       ttlMs: this.opts.leaseTtlMs,

@@ -6,7 +6,7 @@ import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 
 /**
  * Submits `count` copies of `yaml` through the production submit path, 100 at a time, with ids
- * `<name>-<n>` given (at this rate a generated id's random suffix once collided).
+ * `<name>-<n>` given, so a test can name them.
  */
 export async function submitMany(redis: Redis, prefix: string, dir: string, name: string, yaml: string, count: number): Promise<void> {
   const file = join(dir, `${name}.yaml`);
