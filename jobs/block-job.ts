@@ -44,7 +44,8 @@ export const BlockJobSchema = z
     /** The planned order of this block: arm names, each arm `reps` times. */
     sequence: z.array(KeyNameSchema).min(1),
     gates: z.object({
-      identity: z.object({ replays: z.int().min(1) }).nullable(),
+      /** toggle: a command workload's capture toggle (native: graphrt's `graph`) */
+      identity: z.object({ replays: z.int().min(1), toggle: z.string().min(1).optional() }).nullable(),
       aa: z.boolean(),
     }),
     warmup: z.int().min(0),
@@ -81,7 +82,8 @@ export const BlockJobSchema = z
 export type BlockJob = z.infer<typeof BlockJobSchema>;
 
 /**
- * Arms of the block whose toggles turn graph capture on: each gets the identity gate, in the order
+ * Arms of the block whose toggles turn graph capture on (graphrt's `graph`, or the command
+ * workload's gates.identity.toggle): each gets the identity gate, in the order
  * the block's sequence first runs them. The gate's capture is the graph the arm's reps replay, and
  * on the H200 a graph's speed depends on what was instantiated before it: of two identical chain
  * graphs in one process the one captured second ran 0.35-0.58 % slower, and across two processes
@@ -96,7 +98,13 @@ export function armsNeedingIdentity(job: BlockJob): BlockJob['arms'] {
     const at = job.sequence.indexOf(name);
     return at === -1 ? job.sequence.length : at;
   };
-  return job.arms.filter((a) => a.toggles.graph === true || a.toggles.graph === 'true').sort((a, b) => first(a.name) - first(b.name));
+  const capture = job.gates.identity.toggle ?? 'graph';
+  return job.arms.filter((a) => isOn(a.toggles[capture])).sort((a, b) => first(a.name) - first(b.name));
+}
+
+/** A toggle's value as an arm carries it: a boolean, or a command toggle's string. */
+function isOn(value: boolean | string | undefined): boolean {
+  return value === true || value === 'true' || value === 'on';
 }
 
 /**

@@ -5,6 +5,7 @@
  * (jobs/metric-source.ts); each of its output lines reaches the event stream as an `output` line.
  */
 import { z } from 'zod';
+import { OrchRankHelloSchema } from './orch-rank-protocol.ts';
 
 const v = z.literal(1);
 const count = z.int().min(0);
@@ -18,6 +19,8 @@ export const CommandHelloSchema = z.strictObject({
   build: z
     .strictObject({ key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() })
     .nullable(),
+  /** run.mode resident: the program's own hello (jobs/orch-rank-protocol.ts) */
+  program: OrchRankHelloSchema.omit({ v: true, type: true, final: true }).optional(),
   /** Builds as arms: each build the block's arms run, by name (worker/builds/commit-build.ts). */
   builds: z
     .record(z.string(), z.strictObject({ commit: z.string(), key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() }))
@@ -33,7 +36,8 @@ export const CommandRepSchema = z.strictObject({
   arm: z.string(),
   workload: z.literal('command'),
   backend: z.literal('command'),
-  mode: z.literal('eager'),
+  /** per_rep: always eager (orch cannot see into the process); resident: what the rank library saw */
+  mode: z.enum(['eager', 'graph']),
   warmup: count,
   steps: z.int().positive(),
   /** finite numbers only: a metric that parsed to NaN is refused here, never committed */
@@ -42,9 +46,45 @@ export const CommandRepSchema = z.strictObject({
   step_index: z.array(count),
   excluded: count,
   wall_ms: z.number().min(0),
+  /** resident ranks (ranklib/PROTOCOL.md "rep"): the rest of what the program answered */
+  graph: z.enum(['fresh', 'reused']).nullable().optional(),
+  warmup_ms: z.array(z.number().min(0)).optional(),
+  /** per measured step: one hash over every output (jobs/output-hashes.ts) */
+  hashes: z.array(z.string()).optional(),
+  counters: z.record(z.string(), z.number()).optional(),
+  t_start_ns: z.number().min(0).optional(),
+  t_end_ns: z.number().min(0).optional(),
   final: z.literal(true),
 });
 export type CommandRep = z.infer<typeof CommandRepSchema>;
+
+/**
+ * A resident rank's identity gate as the worker judged it (the program returns hashes and never
+ * judges itself: jobs/output-hashes.ts compares them), shaped as graphrt's gate line.
+ */
+export const CommandGateSchema = z.strictObject({
+  v,
+  type: z.literal('gate'),
+  id: z.string(),
+  arm: z.string(),
+  name: z.literal('identity'),
+  backend: z.literal('command'),
+  pass: z.boolean(),
+  mode: z.enum(['graph', 'eager']),
+  replays: z.int().positive(),
+  first_bad_replay: z.int().positive().nullable(),
+  /** the first output (by the program's order) that differs at first_bad_replay */
+  first_bad_output: z.string().nullable(),
+  eager_hashes: z.array(z.string()),
+  graph_hashes: z.array(z.string()),
+  nodes: z.null(),
+  /** the program's counters.launches_per_step, if it reports one */
+  launches_per_step: count.nullable(),
+  t_start_ns: z.number().min(0).optional(),
+  t_end_ns: z.number().min(0).optional(),
+  final: z.literal(true),
+});
+export type CommandGate = z.infer<typeof CommandGateSchema>;
 
 /** One line the user's process printed, as the event stream carries it. */
 export const CommandOutputSchema = z.strictObject({
@@ -67,5 +107,5 @@ export const CommandErrorSchema = z.strictObject({
 });
 export type CommandError = z.infer<typeof CommandErrorSchema>;
 
-export const CommandLineSchema = z.discriminatedUnion('type', [CommandHelloSchema, CommandRepSchema, CommandOutputSchema, CommandErrorSchema]);
+export const CommandLineSchema = z.discriminatedUnion('type', [CommandHelloSchema, CommandRepSchema, CommandGateSchema, CommandOutputSchema, CommandErrorSchema]);
 export type CommandLine = z.infer<typeof CommandLineSchema>;

@@ -47,14 +47,12 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   if (spec.order === 'random' && spec.seed === undefined) {
     problem(['order'], 'random order needs a seed, so the same spec always gives the same plan', 'add seed: <integer>, or use order: balanced');
   }
-  if (spec.workload.runtime === 'command' && spec.gates.identity !== false) {
-    // The default is on (it guards every native spec); a command has no graph replay to compare.
-    problem(['gates', 'identity'], 'a command workload has no identity gate (byte identity of graph replay vs eager is a graphrt check)', 'set gates: { identity: false }');
+  checkIdentity(spec, problem);
+  if (spec.workload.runtime === 'command') {
+    checkRunMode(spec.workload, spec.builds !== undefined, problem);
+    if (spec.workload.metric_source?.format === 'regex') checkRegex(spec.workload.metric_source, problem);
+    checkCwd(spec.workload.run.cwd, problem);
   }
-  if (spec.workload.runtime === 'command' && spec.workload.metric_source.format === 'regex') {
-    checkRegex(spec.workload.metric_source, problem);
-  }
-  if (spec.workload.runtime === 'command') checkCwd(spec.workload.run.cwd, problem);
   checkNativeBounds(spec, problem);
   // The arms are only well defined once everything else holds (a sweep needs its section).
   if (problems.length === 0) checkPlanSize(spec, problem);
@@ -62,6 +60,54 @@ export function compileSpec(parsed: Spec): CompiledSpec {
 }
 
 type Report = (path: PathSegment[], message: string, fix?: string) => void;
+
+/**
+ * The identity gate: graphrt's is keyed by its own `graph` toggle; a command workload's needs a
+ * resident rank (the gate is a request) and names the toggle that turns its capture on.
+ */
+function checkIdentity(spec: Spec, problem: Report): void {
+  const gate = spec.gates.identity;
+  if (gate === false) return;
+  const w = spec.workload;
+  if (w.runtime === 'native') {
+    if (gate.toggle !== undefined) problem(['gates', 'identity', 'toggle'], `a native workload's identity gate follows graphrt's graph toggle; "${gate.toggle}" is not needed`, 'remove gates.identity.toggle');
+    return;
+  }
+  // The default is on (it guards every native spec): a command workload must ask for it.
+  if (w.run.mode !== 'resident') {
+    problem(['gates', 'identity'], 'a per_rep command workload has no identity gate: the gate is a request to a resident rank (ranklib/PROTOCOL.md)', 'set workload.run.mode: resident with a rank library, or gates: { identity: false }');
+  } else if (gate.toggle === undefined) {
+    problem(['gates', 'identity'], 'the identity gate of a command workload needs the toggle that turns capture on', `set gates.identity: { toggle: <one of ${Object.keys(w.toggles).join(', ') || 'workload.toggles'}>, replays: ${gate.replays} }, or gates: { identity: false }`);
+  } else if (!spec.toggles.includes(gate.toggle)) {
+    problem(['gates', 'identity', 'toggle'], `toggle "${gate.toggle}" is not in the spec's toggles`, spec.toggles.length > 0 ? suggestion(gate.toggle, spec.toggles) : 'list it under toggles');
+  }
+}
+
+type CommandWorkload = Extract<Spec['workload'], { runtime: 'command' }>;
+
+/**
+ * What a run mode needs: per_rep reads a metric and maps toggles to the command's env or
+ * arguments; resident gets toggles in each request (`request`) and reports its own step times.
+ */
+function checkRunMode(w: CommandWorkload, buildsAsArms: boolean, problem: Report): void {
+  const resident = w.run.mode === 'resident';
+  for (const [name, mapping] of Object.entries(w.toggles)) {
+    if (resident && mapping !== 'request') {
+      problem(['workload', 'toggles', name], `a resident rank is started once for the block: toggle "${name}" cannot change its ${typeof mapping === 'object' && 'env' in mapping ? 'environment' : 'arguments'} per arm`, `set workload.toggles.${name}: request (the rank library passes it to step(toggles))`);
+    } else if (!resident && mapping === 'request') {
+      problem(['workload', 'toggles', name], `toggle "${name}" travels in a request, which only a resident rank gets`, `set workload.run.mode: resident, or map it: { env: SOME_VAR, on: "1", off: "0" }`);
+    }
+  }
+  if (resident) {
+    if (w.metric_source !== undefined) problem(['workload', 'metric_source'], 'a resident rank reports its step times through the rank protocol; no metric is read from its output', 'remove workload.metric_source');
+    if (w.probe !== undefined) problem(['workload', 'probe'], 'design probe of a resident rank is not supported yet', 'remove workload.probe, or use run.mode: per_rep');
+    if (buildsAsArms) problem(['builds'], 'builds as arms run one process per build; a resident command rank runs one program per rank for now', 'measure one build per experiment, or use run.mode: per_rep');
+  } else {
+    if (w.metric_source === undefined) problem(['workload', 'metric_source'], 'a per_rep command workload reads one value per step from its output', 'add metric_source: { format: jsonl, field: ms }, or set run.mode: resident with a rank library');
+    if (w.params !== undefined) problem(['workload', 'params'], "params reach a resident rank's setup(params); a per_rep command gets its settings from run.env or its arguments", 'move them into run.env, or set run.mode: resident');
+    if (w.run.hello_timeout_s !== undefined) problem(['workload', 'run', 'hello_timeout_s'], 'only a resident rank says hello', 'remove it');
+  }
+}
 
 function checkToggles(spec: Spec, available: string[], problem: Report): void {
   const seen = new Map<string, number>();
@@ -113,8 +159,13 @@ function checkAbArms(spec: Spec, problem: Report): void {
 }
 
 /** A command toggle mapped to an env var can carry any string (the env var's value). */
+/** A command toggle mapped to an env var, or passed in each request, can carry any string. */
 function acceptsStringValue(spec: Spec, toggle: string): boolean {
-  return spec.workload.runtime === 'command' && 'env' in (spec.workload.toggles[toggle] ?? {});
+  return spec.workload.runtime === 'command' && carriesStrings(spec.workload.toggles[toggle]);
+}
+
+function carriesStrings(mapping: CommandWorkload['toggles'][string] | undefined): boolean {
+  return mapping === 'request' || (typeof mapping === 'object' && 'env' in mapping);
 }
 
 function checkSweep(spec: Spec, problem: Report): void {
@@ -149,9 +200,9 @@ function checkSweep(spec: Spec, problem: Report): void {
       if (typeof v !== 'number') problem(['sweep', 'values', i], `param values are positive integers; got ${JSON.stringify(v)}`);
     });
   } else if (sweep.toggle !== undefined) {
-    if (spec.workload.runtime !== 'command' || !('env' in (spec.workload.toggles[sweep.toggle] ?? {}))) {
+    if (spec.workload.runtime !== 'command' || !carriesStrings(spec.workload.toggles[sweep.toggle])) {
       const envToggles = spec.workload.runtime === 'command' ? Object.keys(spec.workload.toggles) : [];
-      problem(['sweep', 'toggle'], `sweep.toggle must name a command workload toggle mapped to an env var; "${sweep.toggle}" is not one`,
+      problem(['sweep', 'toggle'], `sweep.toggle must name a command workload toggle mapped to an env var (or passed in requests); "${sweep.toggle}" is not one`,
         envToggles.length > 0 ? suggestion(sweep.toggle, envToggles) : 'native toggles are on/off: use sweep.param');
     } else if (spec.toggles.includes(sweep.toggle)) {
       problem(['sweep', 'toggle'], `"${sweep.toggle}" is swept, so it cannot also be in toggles`, 'remove it from toggles');

@@ -13,7 +13,10 @@ export const GateRankDetailSchema = z.object({
   eager_hashes: z.array(z.string()),
   graph_hashes: z.array(z.string()),
   nodes: count.nullable(),
-  launches_per_step: count,
+  /** null: a command rank that reports no launch count */
+  launches_per_step: count.nullable(),
+  /** command ranks: the first output that differs at first_bad_replay */
+  first_bad_output: z.string().nullable().optional(),
 });
 export type GateRankDetail = z.infer<typeof GateRankDetailSchema>;
 

@@ -60,9 +60,17 @@ export const BlocksSchema = strictObject({
 export const GatesSchema = strictObject({
   /** Byte identity of graph replay vs eager: capture + `replays` replays; false turns it off. */
   identity: z
-    .union([strictObject({ replays: intIn({ min: LIMITS.orch.identity_replays.min, max: LIMITS.graphrt.replays.max }, 'graphrt refuses more replays (BAD_PARAM)').default(7) }), z.literal(false)], {
-      error: 'expected { replays: N } with N >= 3, or false',
-    })
+    .union(
+      [
+        strictObject({
+          replays: intIn({ min: LIMITS.orch.identity_replays.min, max: LIMITS.graphrt.replays.max }, 'graphrt refuses more replays (BAD_PARAM)').default(7),
+          /** a command workload's toggle that turns capture on (native: graphrt's `graph`, never named) */
+          toggle: z.string().min(1).max(NAME_MAX_LENGTH).optional(),
+        }),
+        z.literal(false),
+      ],
+      { error: 'expected { replays: N } with N >= 3 (and, for a command workload, toggle: <its capture toggle>), or false' },
+    )
     .default({ replays: 7 }),
   /** Adds the A/A arm `<control>_aa`: a copy of the control that must not differ from it. */
   aa: z.boolean().default(false),

@@ -37,6 +37,7 @@ export class GangGates {
         detail: lines.map((l, r) => ({
           rank: this.gang.rankOf(r), card: job.cards[r] as string, pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay,
           eager_hashes: l.eager_hashes, graph_hashes: l.graph_hashes, nodes: l.nodes, launches_per_step: l.launches_per_step,
+          ...('first_bad_output' in l ? { first_bad_output: l.first_bad_output } : {}),
         })),
       },
     };

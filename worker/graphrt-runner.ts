@@ -8,10 +8,9 @@
  *   (startBuilds below);
  * - `detached: true`: it leads its own process group, and kill() SIGKILLs the group;
  * - stdin is a pipe from this worker: graphrt exits when it closes (the worker died or the block
- *   ended); and, where util-linux `setpriv` exists, PR_SET_PDEATHSIG=SIGKILL, so a worker killed
- *   with -9 takes its ranks with it even in the middle of a long rep.
+ *   ended); and the worker's death signal (worker/rank-process.ts).
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import type { BlockJob } from '../jobs/block-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
@@ -25,23 +24,10 @@ import { openLockFile } from '../store/private-dir.ts';
 import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
 import { RankProtocol, type RankLineSchema } from './rank-protocol.ts';
 import { programEnv } from './command/program-env.ts';
+import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription } from './rank-process.ts';
 
 /** What a graphrt process inherits of the worker's environment beyond a program's basics. */
 const GRAPHRT_INHERITS = ['GRAPHRT_*', 'NCCL_*'];
-
-let setprivChecked: boolean | undefined;
-function hasSetpriv(): boolean {
-  if (setprivChecked === undefined) {
-    const r = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore' });
-    setprivChecked = !r.error && r.status === 0;
-  }
-  return setprivChecked;
-}
-
-/** The fd a rank process of several builds inherits the card's lock on (the first after stdio). */
-const INHERITED_LOCK_FD = 3;
-/** flock(1)'s exit code when the card's lock is held by another description (-E). */
-const LOCK_BUSY_EXIT = 4;
 
 type GraphrtBuilder = (req: Parameters<typeof ensureGraphrtBuild>[1]) => Promise<{ binary: string }>;
 
@@ -234,25 +220,6 @@ function buildRendezvous(s: RankStart, i: number): Pick<RankStart, 'rendezvous'>
   return { rendezvous: { ...s.rendezvous, address: s.rendezvous.address.replace(/\.sock$/, '') + `.${i}.sock` } };
 }
 
-/**
- * flock(LOCK_EX|LOCK_NB) on the worker's open file description of the card's lock, by flock(1)
- * on the inherited fd (Node has no flock): exit 0 locked, LOCK_BUSY_EXIT when another description
- * holds it. The lock stays on the description after flock(1) exits.
- */
-function lockDescription(fd: number, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('flock', ['-n', '-E', String(LOCK_BUSY_EXIT), String(INHERITED_LOCK_FD)], { stdio: ['ignore', 'ignore', 'pipe', fd] });
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-500)));
-    child.once('error', (err) => reject(new OrchError('CARD_LOCK_HANDOFF', `cannot run flock(1) to take the card lock ${path}: ${err.message}`, { cause: err })));
-    child.once('close', (code) => {
-      if (code === 0) resolve();
-      else if (code === LOCK_BUSY_EXIT) reject(new OrchError('CARD_BUSY', `card lock ${path}: held by another process; one rank per card`));
-      else reject(new OrchError('CARD_LOCK_HANDOFF', `flock(1) on the card lock ${path} exited ${code}: ${stderr.trim()}`));
-    });
-  });
-}
-
 /** graphrt's dialect of the rank protocol: its line schemas, its requests made by jobs/native-args.ts. */
 export function graphrtLines(job: BlockJob): RankLineSchema<GraphrtLine> {
   return {
@@ -276,9 +243,7 @@ function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; fla
     ...(lock === undefined ? {} : { lockFd: { fd: INHERITED_LOCK_FD, flag: lock.flag } }),
     rendezvous: s.rendezvous,
   });
-  const pdeath = hasSetpriv();
-  if (!pdeath) s.log.warn('setpriv not found: ranks exit when their stdin closes, not on the worker death signal');
-  const [file, argv] = pdeath ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, ...args]] : [binary, args];
+  const [file, argv] = fateShared(binary, args, (msg) => s.log.warn(msg));
   const child = spawn(file, argv, {
     detached: true,
     stdio: lock === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', lock.lockFd],

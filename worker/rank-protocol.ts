@@ -1,12 +1,14 @@
 /**
- * RankProtocol: the worker's side of the rank JSON-lines protocol (native/PROTOCOL.md "Modes",
- * "Lines") with one resident, line-oriented rank process. It knows nothing of what the process
- * is (graphrt serve, a user's program speaking the same protocol): the runner spawns the child
- * and hands over a RankLineSchema, which parses a stdout line and writes a request line.
+ * RankProtocol: the worker's side of the rank JSON-lines protocol (ranklib/PROTOCOL.md, and
+ * graphrt's dialect native/PROTOCOL.md) with one resident, line-oriented rank process. It knows
+ * nothing of what the process is (graphrt serve, a user's program through a rank library): the
+ * runner spawns the child and hands over a RankLineSchema, which parses a stdout line and writes
+ * a request line.
  *
  * States, each with what it does with a stdout line:
  * - `awaiting-hello`: a `hello` resolves `ready` (serving); an `error` line is reported and kept
- *   as the last error (the exit that follows rejects `ready`); any other line is a fault;
+ *   as the last error (the exit that follows rejects `ready`); any other line is a fault, and so
+ *   is no hello within `helloTimeoutMs` (a program that does not speak the protocol at all);
  * - `serving`: a line answers the request in flight (`pending[0]`) only when its id and arm are
  *   that request's; a final line of another request, a repeated one, a second hello, a line with
  *   nothing in flight is a fault, never an answer;
@@ -30,8 +32,7 @@ import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { readLines } from './line-reader.ts';
-import type { RankLine } from '../jobs/rank-line.ts';
-import { RankExitError, RankProtocolError, type RankExit, type RankHandle, type RankOp } from './rank-runner.ts';
+import { RankExitError, RankProtocolError, type RankExit, type RankOp } from './rank-runner.ts';
 
 /** What the protocol reads of every line; the schema's own types narrow the rest. */
 export interface ProtocolLine {
@@ -41,7 +42,7 @@ export interface ProtocolLine {
 }
 
 /** The runner's dialect of the protocol: how a stdout line is parsed, how a request is written. */
-export interface RankLineSchema<L extends RankLine> {
+export interface RankLineSchema<L extends ProtocolLine> {
   /** one stdout line, validated; throws an Error whose message says what is wrong with it */
   parse(raw: string): L;
   /** the stdin line (without its newline) that asks the rank for `op` */
@@ -50,7 +51,7 @@ export interface RankLineSchema<L extends RankLine> {
 
 export type RankProtocolState = 'awaiting-hello' | 'serving' | 'faulted' | 'exited';
 
-export interface RankProtocolOptions<L extends RankLine> {
+export interface RankProtocolOptions<L extends ProtocolLine> {
   rank: number;
   card: Card;
   log: Logger;
@@ -60,6 +61,14 @@ export interface RankProtocolOptions<L extends RankLine> {
   program: string;
   /** after an error answer, how long to wait for the exit that makes it fatal (default 500 ms) */
   errorExitWaitMs?: number;
+  /** how long the rank may take to say hello before it is a fault (default: no bound) */
+  helloTimeoutMs?: number;
+  /** what the fault of a missing hello says after "no hello within N ms" (which protocol, how to speak it) */
+  helloHint?: string;
+  /** every stderr line, as it arrives (for people: the event stream's output) */
+  onStderr?: (line: string) => void;
+  /** how many of the last stderr lines the exit record quotes when the rank printed no error line (default 1) */
+  stderrLinesInExit?: number;
 }
 
 /** A rank that did not answer a request in time, or a request behind it that it took along. */
@@ -82,7 +91,7 @@ const MAX_PENDING = 2;
 
 type HelloOf<L> = Extract<L, { type: 'hello' }>;
 
-export class RankProtocol<L extends RankLine> implements RankHandle {
+export class RankProtocol<L extends ProtocolLine> {
   readonly rank: number;
   readonly card: Card;
   readonly ready: Promise<HelloOf<L>>;
@@ -113,6 +122,7 @@ export class RankProtocol<L extends RankLine> implements RankHandle {
       this.rejectReady = rej;
     });
     this.ready.catch(() => {});
+    this.watchHello(opts.helloTimeoutMs);
     child.stdin.on('error', () => {
       // EPIPE after the rank died: its exit is reported through `exited`
     });
@@ -264,7 +274,7 @@ export class RankProtocol<L extends RankLine> implements RankHandle {
       pid: this.child.pid ?? null,
       code,
       signal,
-      lastError: this.lastErrorLine ?? stderrLastError(this.stderrTail),
+      lastError: this.lastErrorLine ?? stderrLastError(this.stderrTail, this.opts.stderrLinesInExit ?? 1),
       fault: this.fault,
     };
     const err = new RankExitError(this.exit);
@@ -290,6 +300,15 @@ export class RankProtocol<L extends RankLine> implements RankHandle {
     this.stderrTail.push(l);
     if (this.stderrTail.length > STDERR_KEEP) this.stderrTail.shift();
     this.opts.log.debug({ stderr: l }, 'rank stderr');
+    this.opts.onStderr?.(l);
+  }
+
+  private watchHello(ms: number | undefined): void {
+    if (ms === undefined) return;
+    const t = setTimeout(() => {
+      if (this.stateNow === 'awaiting-hello') this.breakProtocol(`no hello within ${ms} ms${this.opts.helloHint === undefined ? '' : `: ${this.opts.helloHint}`}`);
+    }, ms);
+    void this.ready.catch(() => undefined).finally(() => clearTimeout(t));
   }
 }
 
@@ -310,12 +329,12 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The last stderr line, preferring a JSON error line (PROTOCOL.md: the final error goes to stderr too). */
-function stderrLastError(tail: string[]): string | null {
+/** The last `lines` stderr lines, preferring a JSON error line (PROTOCOL.md: the final error goes to stderr too). */
+function stderrLastError(tail: string[], lines: number): string | null {
   for (let i = tail.length - 1; i >= 0; i--) {
     const l = tail[i] as string;
     const j = StderrErrorSchema.safeParse(parseJson(l));
     if (j.success) return `${j.data.code ?? 'ERROR'}: ${j.data.message ?? ''}`;
   }
-  return tail.length > 0 ? (tail[tail.length - 1] as string).slice(0, 500) : null;
+  return tail.length > 0 ? tail.slice(-lines).map((l) => l.slice(0, 500)).join(' | ') : null;
 }

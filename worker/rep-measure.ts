@@ -72,7 +72,9 @@ export class RepMeasure {
       result: {
         experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
         position: p.position, step_ms, backend: first.backend, mode: first.mode,
-        ...(first.backend === 'command' ? {} : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported, ranks: graphrtLines(lines) }),
+        ...(first.backend === 'command'
+          ? first.hashes === undefined ? {} : { hashes: first.hashes }
+          : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported, ranks: graphrtLines(lines) }),
         host, cards: job.cards,
       },
     };

@@ -24,8 +24,19 @@ const BuildSchema = strictObject({
   dir: PathSchema.optional(),
 });
 
+/**
+ * per_rep (the default when absent, so specs written before `mode` keep their hash): one process
+ * per rep, its metric read from its output (`metric_source`). resident: the program is started
+ * once per rank for the block attempt and speaks the rank protocol (ranklib/PROTOCOL.md) through
+ * a rank library; it gets toggles per request, and the identity gate.
+ */
+export const RUN_MODES = ['per_rep', 'resident'] as const;
+
 const RunSchema = strictObject({
   cmd: CommandSchema,
+  mode: z.enum(RUN_MODES).optional(),
+  /** resident: how long the program may take to say hello (its imports and setup are in it); default 120 s */
+  hello_timeout_s: TimeoutSchema.optional(),
   /** Absolute: checked to exist by `orch validate`; relative: resolved on the worker (against the build's artifact dir, else its cwd). */
   cwd: PathSchema.optional(),
   env: EnvSchema.optional(),
@@ -36,8 +47,10 @@ const RunSchema = strictObject({
 const EnvToggleSchema = strictObject({ env: EnvNameSchema, on: EnvValueSchema, off: EnvValueSchema });
 const ToggleArgSchema = processString(LIMITS.orch.command_length.max, 'the toggle\'s argument joins the /bin/sh -c command line');
 const ArgToggleSchema = strictObject({ arg_on: ToggleArgSchema, arg_off: ToggleArgSchema });
-export const ToggleMappingSchema = z.union([EnvToggleSchema, ArgToggleSchema], {
-  error: 'expected { env, on, off } or { arg_on, arg_off } (quote values: on: "1")',
+/** resident: the toggle travels in each request; the program's hello must list it. */
+export const REQUEST_TOGGLE = 'request';
+export const ToggleMappingSchema = z.union([EnvToggleSchema, ArgToggleSchema, z.literal(REQUEST_TOGGLE)], {
+  error: 'expected { env, on, off } or { arg_on, arg_off } (quote values: on: "1"), or request (run.mode: resident)',
 });
 export type ToggleMapping = z.infer<typeof ToggleMappingSchema>;
 
@@ -62,7 +75,13 @@ export const CommandWorkloadSchema = strictObject({
     .record(z.string().max(LIMITS.orch.name_length.max).regex(/^[A-Za-z0-9_]+$/), ToggleMappingSchema)
     .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, { error: `more toggles than orch plans for (${LIMITS_FILE} orch.list_length)` })
     .default({}),
-  metric_source: MetricSourceSchema,
+  /** per_rep only (resident ranks report their step times): how each step's value is read. */
+  metric_source: MetricSourceSchema.optional(),
+  /** resident: what the program's setup(params) gets (ORCH_PARAMS, one JSON object) */
+  params: z
+    .record(z.string().max(LIMITS.orch.name_length.max).regex(/^[A-Za-z0-9_]+$/), z.union([z.number(), z.boolean(), EnvValueSchema]))
+    .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, { error: `more params than orch plans for (${LIMITS_FILE} orch.list_length)` })
+    .optional(),
   /** Steps with an index below `warmup` are excluded (by the parsed step index, else by order). */
   warmup: intIn(LIMITS.graphrt.warmup, 'as for a native workload, warm-up steps per rep are bounded').default(8),
   steps: intIn(LIMITS.graphrt.steps, 'as for a native workload, steps per rep are bounded').default(64),

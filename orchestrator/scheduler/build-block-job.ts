@@ -24,7 +24,7 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     workload: spec.workload,
     arms: exp.plan.arms,
     sequence: planned.sequence,
-    gates: { identity: identity === false ? null : { replays: identity.replays }, aa: spec.gates.aa },
+    gates: { identity: identity === false ? null : { replays: identity.replays, ...(identity.toggle === undefined ? {} : { toggle: identity.toggle }) }, aa: spec.gates.aa },
     warmup: spec.workload.warmup,
     steps: spec.workload.steps,
     foreign_process: spec.foreign_process,

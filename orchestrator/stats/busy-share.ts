@@ -72,7 +72,7 @@ export function quantile(xs: readonly number[], q: number): number {
 /** A rep line's unmeasured steps: its warm-up steps and, on a graph rep, the settling eager step; null without warmup_ms. */
 function warmupSteps(l: RepLine): number[] | null {
   if (!('warmup_ms' in l) || l.warmup_ms === undefined) return null;
-  return typeof l.settle_ms === 'number' ? [...l.warmup_ms, l.settle_ms] : l.warmup_ms;
+  return 'settle_ms' in l && typeof l.settle_ms === 'number' ? [...l.warmup_ms, l.settle_ms] : l.warmup_ms;
 }
 
 /** Per step the slowest rank's time so far, over the steps every rank so far has: the gang's steps. */

@@ -34,13 +34,19 @@ export function identityGate(gates: AnalysisInput['gates']): GateSummary {
   const bad = gates.filter((g) => !g.pass);
   if (bad.length === 0) return { name: 'identity', pass: true, message: `graph replay byte-identical to eager in ${gates.length} check(s)` };
   const each = bad.map(
-    (g) => `block ${g.block} arm ${g.arm}${g.first_bad_replay === null ? '' : ` first differing replay ${g.first_bad_replay}`}`,
+    (g) => `block ${g.block} arm ${g.arm}${g.first_bad_replay === null ? '' : ` first differing replay ${g.first_bad_replay}`}${badOutput(g)}`,
   );
   return {
     name: 'identity',
     pass: false,
     message: `identity gate failed: graph replay differs from eager (${each.join('; ')}) — a stale captured value makes any timing meaningless`,
   };
+}
+
+/** A command rank's gate names the output that differed first (`output logits`), over its ranks. */
+function badOutput(g: AnalysisInput['gates'][number]): string {
+  const out = g.detail?.find((d) => d.first_bad_replay === g.first_bad_replay && typeof d.first_bad_output === 'string')?.first_bad_output;
+  return out === undefined || out === null ? '' : `, output ${out}`;
 }
 
 export function aaGate(aa: Comparison | null, alpha: number): GateSummary {

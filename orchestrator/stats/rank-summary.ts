@@ -27,7 +27,7 @@ export interface RankRow {
   compared: number;
 }
 
-/** The lines compared: graphrt's gates and reps (a command rep has no ranks' hashes). */
+/** The lines compared: graphrt's gates and reps (command ranks' lines are not in this table yet). */
 type RankLine = Gate | Rep;
 
 const hashesOf = (l: RankLine): string => JSON.stringify(l.type === 'gate' ? [l.eager_hashes, l.graph_hashes] : l.hashes);
@@ -43,8 +43,7 @@ function check(row: RankRow, hashes: string, rank0: string): void {
 function rankLine(e: StreamEvent): RankLine | null {
   const l = e.event;
   if (l === null || typeof l !== 'object') return null;
-  if (l.type === 'gate') return l;
-  return l.type === 'rep' && l.backend !== 'command' ? l : null;
+  return (l.type === 'gate' || l.type === 'rep') && !('backend' in l && l.backend === 'command') ? l : null;
 }
 
 /** One line (a gate or rep of one request id) across the ranks: rank 0's hashes once seen, the lines waiting for them. */

@@ -13,7 +13,7 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 
-export type ToggleMappingInput = { env: string; on: string; off: string } | { arg_on: string; arg_off: string };
+export type ToggleMappingInput = { env: string; on: string; off: string } | { arg_on: string; arg_off: string } | 'request';
 
 export interface CommandRunInput {
   cmd: string;
@@ -52,6 +52,9 @@ export function toCommandInvocation(
       throw new UserInputError('TOGGLE_UNMAPPED', `workload.toggles: arm "${arm.name}" sets toggle "${name}" but workload.toggles has no mapping for it (mapped: ${Object.keys(workload.toggles).join(', ') || 'none'})`, {
         hint: `add workload.toggles.${name}: { env: SOME_VAR, on: "1", off: "0" }`,
       });
+    }
+    if (mapping === 'request') {
+      throw new UserInputError('TOGGLE_UNMAPPED', `workload.toggles.${name}: a request toggle reaches only a resident rank, and this command runs once per rep`, { hint: 'set workload.run.mode: resident, or map the toggle to an env var or arguments' });
     }
     const on = value === true || value === 'on';
     if ('env' in mapping) env[mapping.env] = on ? mapping.on : mapping.off;

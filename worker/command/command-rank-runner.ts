@@ -1,32 +1,24 @@
 /**
  * CommandRankRunner: the rank-runner seam (worker/rank-runner.ts) for `runtime: command`
- * workloads — the user's own binary, one process per rep (run-command-rep.ts).
+ * workloads — the user's own binary: `run.mode: resident`, one program per rank speaking the
+ * rank protocol (resident-command-rank.ts); else one process per rep (run-command-rep.ts).
  *
- * `ready` ensures the build (the host build lock and cache, worker/builds/) and runs the
- * preflight (worker/preflight/) before the block's first rep. Every build — builds as arms and
- * the checkout's own build of workload.build — was made before the gang's cards were leased
- * (the experiment's build phase, orchestrator/scheduler/build-phase.ts: a block goes only to a
- * host whose build job finished), so here each is a cache hit; the ensure stays as the safety
- * net for a cache entry removed since, or a checkout changed since (its key differs: it is
- * built here, on the leased cards, as before the build phase). `ready` resolves with a hello-shaped
+ * Per rep: `ready` ensures the builds and runs the preflight (command-builds.ts) before the
+ * block's first rep, and resolves with a hello-shaped
  * line `{ type: 'hello', backend: 'command', artifacts, build }`. Each `rep` op spawns one process
  * under the card's flock, fate-shared with this worker, and answers a protocol-shaped `rep`
  * line (or an `error` line whose message names the spec path, e.g. METRIC_NO_LINES). Every
  * output line of the user's process reaches the event stream as `{ type: 'output', stream, line }`.
- *
- * A failure of build or preflight that the error registry (jobs/error-codes.ts) does not retry
- * rejects `ready` with BullMQ's UnrecoverableError (store/job-error.ts), so no retry is wasted on
- * a build that fails the same way again.
  */
 import { OrchError } from '../../jobs/errors.ts';
 import { toJobError } from '../../store/job-error.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { buildsOfArms } from '../../jobs/build-job.ts';
 import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import { BuildCache, type EnsuredBuild } from '../builds/build-cache.ts';
 import { ensureCommitBuild } from '../builds/commit-build.ts';
-import { preflightCommand } from '../preflight/preflight.ts';
+import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './command-builds.ts';
+import { ResidentCommandRank } from './resident-command-rank.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
 
@@ -36,7 +28,6 @@ export interface CommandRankRunnerOptions {
   minFreeDiskGb?: number;
 }
 
-type CommandWorkload = Extract<BlockJob['workload'], { runtime: 'command' }>;
 
 export class CommandRankRunner implements RankRunner {
   /** One build per workload in flight in this worker, shared by the ranks of a gang. */
@@ -67,7 +58,9 @@ export class CommandRankRunner implements RankRunner {
     const job = s.job;
     if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
-    return new CommandRank(s, workload, this.opts, (onEvent, name) => this.ensure(job, workload, onEvent, name));
+    const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
+    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb }, ensure);
+    return new CommandRank(s, workload, this.opts, ensure);
   }
 }
 
@@ -93,11 +86,14 @@ class CommandRank implements RankHandle {
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
     private readonly opts: CommandRankRunnerOptions,
-    private readonly ensure: (onEvent: RankStart['onBuild'], name?: string) => Promise<EnsuredBuild>,
+    private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
     this.card = s.card;
-    this.wl = { ...workload, warmup: s.job.warmup, steps: s.job.steps };
+    const metric = workload.metric_source;
+    // compile-spec requires it of a per_rep workload: a payload without one was built wrong upstream
+    if (metric === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${s.job.block}: a per_rep command workload without workload.metric_source`);
+    this.wl = { ...workload, metric_source: metric, warmup: s.job.warmup, steps: s.job.steps };
     this.env = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
     this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
     this.ready = this.hello();
@@ -126,34 +122,10 @@ class CommandRank implements RankHandle {
   }
 
   private async hello(): Promise<CommandHello> {
-    const { job } = this.s;
-    let build: EnsuredBuild | null = null;
-    const builds: NonNullable<CommandHello['builds']> = {};
-    try {
-      // Arms that name a build run its commit's artifacts; the checkout's own build only
-      // when some arm names none — as the build job decides it (jobs/build-job.ts), so the
-      // builds it made before the lease are what this finds in the cache.
-      const { named, own } = buildsOfArms(job.arms, this.workload.build !== undefined);
-      if (own) {
-        build = await this.ensure(this.s.onBuild);
-        this.artifactDir = build.dir;
-      }
-      for (const name of named) {
-        const b = await this.ensure(this.s.onBuild, name);
-        build ??= b;
-        this.buildDirs.set(name, b.dir);
-        builds[name] = { commit: job.builds!.builds[name]!.commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms };
-      }
-      await preflightCommand({ build, buildRoot: this.opts.cache.root, minFreeDiskGb: job.min_free_disk_gb ?? this.opts.minFreeDiskGb ?? 1 });
-    } catch (err) {
-      throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
-    }
-    const hello: CommandHello = {
-      v: 1, type: 'hello', backend: 'command', pid: process.pid, final: true,
-      artifacts: build?.artifacts ?? [],
-      build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
-      ...(this.buildDirs.size > 0 ? { builds } : {}),
-    };
+    const prepared = await prepareCommandBuilds(this.s, this.workload, this.ensure, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb });
+    this.artifactDir = prepared.artifactDir;
+    for (const [name, dir] of prepared.buildDirs) this.buildDirs.set(name, dir);
+    const hello: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: process.pid, ...prepared.hello, final: true };
     this.s.onLine(hello, JSON.stringify(hello));
     return hello;
   }

@@ -64,12 +64,18 @@ export interface CommandRepResult {
   pid: number;
 }
 
+/** Where the command runs: run.cwd, a relative one against `baseDir`, else the artifact dir, else the worker's cwd; checked to exist. */
+export function commandCwd(given: string | undefined, artifactDir: string | null, baseDir?: string): string {
+  const base = baseDir ?? artifactDir ?? process.cwd();
+  const cwd = given === undefined ? base : isAbsolute(given) ? given : resolve(base, given);
+  checkCwd(given, cwd, baseDir ?? (artifactDir !== null ? "the build's artifact dir" : "the worker's cwd"));
+  return cwd;
+}
+
 export async function runCommandRep(input: CommandRepInput): Promise<CommandRepResult> {
   const { workload, arm } = input;
   const inv = toCommandInvocation(workload, arm, input.artifactDir);
-  const base = input.baseDir ?? input.artifactDir ?? process.cwd();
-  const cwd = workload.run.cwd === undefined ? base : isAbsolute(workload.run.cwd) ? workload.run.cwd : resolve(base, workload.run.cwd);
-  checkCwd(workload.run.cwd, cwd, input.baseDir ?? (input.artifactDir !== null ? "the build's artifact dir" : "the worker's cwd"));
+  const cwd = commandCwd(workload.run.cwd, input.artifactDir, input.baseDir);
   const what = `arm "${arm.name}", command: ${inv.cmd}`;
   const started = Date.now();
   const p = spawnTethered('flock', ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {

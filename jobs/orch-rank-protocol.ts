@@ -1,0 +1,130 @@
+/**
+ * The orch-rank dialect of the rank protocol (ranklib/PROTOCOL.md; a change there is a change
+ * here, in the same commit): what a user's program speaks through a rank library, the Python
+ * `orch_rank` or `orch_rank.h`. Its lines are parsed here, strictly, and its requests written
+ * here; the worker turns its answers into command-runtime lines (jobs/command-line.ts) before
+ * anything else reads them (worker/command/resident-answer.ts).
+ */
+import { z } from 'zod';
+import type { BlockArm, BlockJob } from './block-job.ts';
+import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
+import { describeIssues } from './schema-issues.ts';
+
+export const ORCH_RANK_PROTOCOL = 'orch-rank';
+/** The protocol version this worker speaks (ORCH_RANK_PROTOCOL in the rank's environment). */
+export const ORCH_RANK_VERSION = 1;
+
+const v = z.literal(1);
+const hash = z.string().regex(/^[0-9a-f]{16}$/, '16 lowercase hex digits');
+const name = z.string().min(1).max(128);
+/** One measured step's output hashes, by output name. */
+const stepHashes = z.record(name, hash);
+const ms = z.number().min(0);
+const counters = z.record(name, z.number()).optional();
+const span = { t_start_ns: z.number().min(0), t_end_ns: z.number().min(0) };
+
+export const OrchRankHelloSchema = z.strictObject({
+  v,
+  type: z.literal('hello'),
+  protocol: z.literal(ORCH_RANK_PROTOCOL),
+  version: z.literal(ORCH_RANK_VERSION),
+  name,
+  library: z.string().min(1).max(128),
+  backend: z.enum(['cuda', 'cpu']),
+  device: z.string().max(256),
+  pid: z.int().positive(),
+  timing: z.enum(['cuda-events', 'host-clock']),
+  hash: z.string().min(1).max(64),
+  toggles: z.array(name).max(256),
+  outputs: z.array(name).min(1).max(256),
+  final: z.literal(true),
+});
+export type OrchRankHello = z.infer<typeof OrchRankHelloSchema>;
+
+export const OrchRankRepSchema = z.strictObject({
+  v,
+  type: z.literal('rep'),
+  id: z.string(),
+  arm: z.string(),
+  mode: z.enum(['graph', 'eager']),
+  graph: z.enum(['fresh', 'reused']).nullable(),
+  warmup_ms: z.array(ms),
+  step_ms: z.array(ms).min(1),
+  hashes: z.array(stepHashes),
+  counters,
+  ...span,
+  final: z.literal(true),
+});
+export type OrchRankRep = z.infer<typeof OrchRankRepSchema>;
+
+export const OrchRankIdentitySchema = z.strictObject({
+  v,
+  type: z.literal('identity'),
+  id: z.string(),
+  arm: z.string(),
+  mode: z.enum(['graph', 'eager']),
+  replays: z.int().positive(),
+  eager: z.array(stepHashes),
+  graph: z.array(stepHashes),
+  counters,
+  t_start_ns: z.number().min(0).optional(),
+  t_end_ns: z.number().min(0).optional(),
+  final: z.literal(true),
+});
+export type OrchRankIdentity = z.infer<typeof OrchRankIdentitySchema>;
+
+export const ORCH_RANK_ERROR_CODES = ['BAD_REQUEST', 'UNKNOWN_TOGGLE', 'CAPTURE_FAILED', 'STEP_FAILED', 'INTERNAL'] as const;
+
+export const OrchRankErrorSchema = z.strictObject({
+  v,
+  type: z.literal('error'),
+  id: z.string().optional(),
+  code: z.enum(ORCH_RANK_ERROR_CODES),
+  message: z.string().min(1),
+  fatal: z.boolean(),
+  final: z.literal(true),
+});
+export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;
+
+export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankErrorSchema]);
+export type OrchRankLine = z.infer<typeof OrchRankLineSchema>;
+
+/** What a hello must say before the rest of it is read: another version's hello has other fields. */
+const VersionSchema = z.object({ type: z.literal('hello'), protocol: z.unknown(), version: z.unknown() });
+
+/**
+ * One line of the protocol stream, validated; throws an Error whose message says what is wrong
+ * (the worker quotes it as the rank's protocol fault). A hello of another protocol or version is
+ * named as such, not as a field mismatch.
+ */
+export function parseOrchRankLine(raw: string): OrchRankLine {
+  if (Buffer.byteLength(raw) > MAX_RANK_LINE_BYTES) throw new Error(`a line longer than ${MAX_RANK_LINE_BYTES} bytes`);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new Error(`not a JSON line of the orch-rank protocol (the program printed to its protocol stream; print to stderr, or let orch_rank move stdout there): ${raw.slice(0, 300)}`);
+  }
+  const hello = VersionSchema.safeParse(json);
+  if (hello.success && (hello.data.protocol !== ORCH_RANK_PROTOCOL || hello.data.version !== ORCH_RANK_VERSION)) {
+    throw new Error(`the program speaks ${JSON.stringify(hello.data.protocol)} version ${JSON.stringify(hello.data.version)}; this worker speaks ${ORCH_RANK_PROTOCOL} version ${ORCH_RANK_VERSION} (build the program against this checkout's ranklib/)`);
+  }
+  const r = OrchRankLineSchema.safeParse(json);
+  if (!r.success) {
+    const type = typeof json === 'object' && json !== null && typeof (json as { type?: unknown }).type === 'string' ? (json as { type: string }).type : '';
+    throw new Error(`not an orch-rank line: ${describeIssues(r.error, type)}`);
+  }
+  return r.data;
+}
+
+/** One request line: a rep, or the identity gate of `job.gates.identity`'s toggle. */
+export function orchRankRequest(job: BlockJob, op: { id: string; op: 'rep' | 'identity' | 'probe'; arm: BlockArm }): string {
+  const common = { v: 1, id: op.id, op: op.op, arm: op.arm.name, toggles: op.arm.toggles, seed: 1 };
+  if (op.op === 'rep') return JSON.stringify({ ...common, warmup: job.warmup, steps: job.steps });
+  if (op.op === 'identity') {
+    const gate = job.gates.identity;
+    if (gate === null || gate.toggle === undefined) throw new Error(`orchRankRequest: identity op ${op.id} for block ${job.block}, whose gate names no toggle`);
+    return JSON.stringify({ ...common, toggle: gate.toggle, replays: gate.replays });
+  }
+  throw new Error(`orchRankRequest: a resident command rank has no ${op.op} op`);
+}

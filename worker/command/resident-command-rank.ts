@@ -1,0 +1,221 @@
+/**
+ * A resident command rank (`workload.run.mode: resident`): the user's program, started once per
+ * rank for the block attempt, speaking the rank protocol through a rank library
+ * (ranklib/PROTOCOL.md). The protocol itself — hello, the one-deep pipeline, id and arm matching,
+ * faults, timeouts — is worker/rank-protocol.ts, the same class graphrt's ranks run on; this file
+ * is what differs:
+ *
+ * - before the program starts: its builds and the preflight (command-builds.ts), then the card's
+ *   lock, taken by the worker on one open file description and handed to the program as fd 3
+ *   (worker/rank-process.ts), so the lock lives exactly as long as the program;
+ * - the program's environment: minimal (program-env.ts: never a credential), with the spec's
+ *   run.env, the card (CUDA_VISIBLE_DEVICES) and the protocol's ORCH_* variables;
+ * - its hello is checked against the block (every toggle an arm sets must be one it understands)
+ *   and becomes the command runtime's hello line, with the builds and the program's own hello;
+ * - its answers become command-runtime lines (resident-answer.ts), the identity gate judged here;
+ * - its stderr lines reach the event stream as `output` lines of the request in flight.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { closeSync } from 'node:fs';
+import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
+import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
+import { openLockFile } from '../../store/private-dir.ts';
+import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
+import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription, processGroupPids } from '../rank-process.ts';
+import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
+import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
+import { programEnv } from './program-env.ts';
+import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
+import { commandCwd } from './run-command-rep.ts';
+
+/** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
+const DEFAULT_HELLO_TIMEOUT_S = 120;
+/** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
+const STDERR_LINES_IN_EXIT = 5;
+
+const HELLO_HINT = `a resident command rank speaks the orch-rank protocol (ranklib/PROTOCOL.md) on stdout: serve the program through orch_rank (Python, ranklib/python) or orch_rank.h (C++, ranklib/cpp); its setup runs before hello, so raise workload.run.hello_timeout_s if it takes longer`;
+
+export class ResidentCommandRank implements RankHandle {
+  readonly rank: number;
+  readonly card: RankStart['card'];
+  readonly ready: Promise<CommandHello>;
+  readonly exited: Promise<RankExit>;
+  private proto: RankProtocol<OrchRankLine> | null = null;
+  private program: OrchRankHello | null = null;
+  /** the requests written and not yet answered, oldest first (stderr lines belong to the first) */
+  private readonly inFlight: RankOp[] = [];
+  /** the executor ended the rank (kill or close) */
+  private ending = false;
+  /** the rank ended before its program started (a build failed, the card was busy) */
+  private preStart: RankExit | null = null;
+  private resolveExited!: (e: RankExit) => void;
+
+  constructor(
+    private readonly s: RankStart,
+    private readonly workload: CommandWorkload,
+    private readonly opts: PrepareOptions,
+    private readonly ensure: EnsureBuild,
+  ) {
+    this.rank = s.rank;
+    this.card = s.card;
+    this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
+    this.ready = this.start();
+    this.ready.catch(() => {});
+  }
+
+  pids(): number[] {
+    const pid = this.proto?.pids()[0];
+    return pid === undefined ? [] : processGroupPids(pid);
+  }
+
+  /** One program serves every request in order. */
+  queues(): boolean {
+    return true;
+  }
+
+  async request(op: RankOp, timeoutMs: number): Promise<RankLine> {
+    const proto = this.proto;
+    const program = this.program;
+    if (proto === null || program === null) throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: ${op.op} ${op.id} sent before the program said hello`);
+    if (op.op === 'probe') return this.answer(residentError({ v: 1, type: 'error', code: 'BAD_REQUEST', message: 'design probe: a resident command rank has no probe op', fatal: false, final: true }, op.id));
+    this.inFlight.push(op);
+    try {
+      const line = await proto.request(op, Math.min(timeoutMs, this.workload.run.timeout_s * 1000));
+      return this.answer(this.translate(line, op, program));
+    } finally {
+      this.inFlight.splice(this.inFlight.indexOf(op), 1);
+    }
+  }
+
+  kill(): void {
+    this.ending = true;
+    if (this.proto !== null) this.proto.kill();
+    else this.endBeforeStart('SIGKILL');
+  }
+
+  async close(graceMs: number): Promise<RankExit> {
+    this.ending = true;
+    if (this.proto !== null) return this.proto.close(graceMs);
+    this.endBeforeStart(null);
+    return this.exited;
+  }
+
+  private endBeforeStart(signal: string | null): void {
+    void this.ready.catch(() => undefined).then(() => {
+      if (this.proto === null) this.resolveExited(this.preStart ?? this.noProcess(null, signal, null));
+    });
+  }
+
+  private noProcess(code: number | null, signal: string | null, lastError: string | null): RankExit {
+    return { rank: this.rank, card: this.card.id, pid: null, code, signal, lastError, fault: null };
+  }
+
+  private async start(): Promise<CommandHello> {
+    let prepared;
+    try {
+      prepared = await prepareCommandBuilds(this.s, this.workload, this.ensure, this.opts);
+    } catch (err) {
+      this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    const proto = await this.startUnderLock(prepared.artifactDir);
+    void proto.exited.then((e) => this.resolveExited(e));
+    const hello = await proto.ready;
+    if (hello.type !== 'hello') throw new OrchError('RANK_PROTOCOL', `rank ${this.rank}: ready without a hello`);
+    this.checkToggles(hello);
+    this.program = hello;
+    const { v: _v, type: _t, final: _f, ...program } = hello;
+    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, final: true };
+    this.s.onLine(line, JSON.stringify(line));
+    return line;
+  }
+
+  /** Locks the card's description and starts the program on it (fd 3); the worker's copy is closed either way. */
+  private async startUnderLock(artifactDir: string | null): Promise<RankProtocol<OrchRankLine>> {
+    const fd = openLockFile(this.s.lockPath);
+    try {
+      await lockDescription(fd, this.s.lockPath);
+      if (this.ending) throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
+      this.proto = this.spawnProgram(artifactDir, fd);
+      return this.proto;
+    } catch (err) {
+      this.preStart = this.noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
+      throw err;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private spawnProgram(artifactDir: string | null, lockFd: number): RankProtocol<OrchRankLine> {
+    const { s, workload } = this;
+    const run = workload.run;
+    const env = programEnv({
+      ...(run.env ?? {}),
+      ORCH_RANK_PROTOCOL: String(ORCH_RANK_VERSION),
+      ORCH_PARAMS: JSON.stringify(workload.params ?? {}),
+      ORCH_RANK: String(s.rank),
+      ORCH_WORLD: String(s.world),
+      ...(artifactDir === null ? {} : { ORCH_ARTIFACTS: artifactDir }),
+      // a cpu card hides every GPU, as graphrt's cpu ranks do
+      CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
+    });
+    const [file, argv] = fateShared('/bin/sh', ['-c', run.cmd], (msg) => s.log.warn(msg));
+    const child = spawn(file, argv, { cwd: commandCwd(run.cwd, artifactDir), detached: true, stdio: ['pipe', 'pipe', 'pipe', lockFd], env }) as ChildProcessWithoutNullStreams;
+    s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
+    const schema: RankLineSchema<OrchRankLine> = { parse: parseOrchRankLine, request: (op) => orchRankRequest(s.job, op) };
+    return new RankProtocol(child, schema, {
+      rank: s.rank,
+      card: s.card,
+      log: s.log,
+      program: run.cmd,
+      // answers reach the stream once translated (request); a fatal error before hello, as it came
+      onLine: (line) => {
+        if (line.type === 'error' && this.program === null) this.answer(residentError(line, 'hello'));
+      },
+      onStderr: (l) => this.output(l),
+      helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
+      helloHint: HELLO_HINT,
+      stderrLinesInExit: STDERR_LINES_IN_EXIT,
+    });
+  }
+
+  /** Every toggle an arm sets (and the gate's) must be one the program understands: refused before any rep. */
+  private checkToggles(hello: OrchRankHello): void {
+    const known = new Set(hello.toggles);
+    const used = new Set([...this.s.job.arms.flatMap((a) => Object.keys(a.toggles)), ...(this.s.job.gates.identity?.toggle === undefined ? [] : [this.s.job.gates.identity.toggle])]);
+    const unknown = [...used].filter((t) => !known.has(t));
+    if (unknown.length === 0) return;
+    this.proto?.kill();
+    throw new UserInputError('RANK_TOGGLE_UNKNOWN', `toggles: the program "${hello.name}" (${hello.library}) does not understand ${unknown.map((t) => `"${t}"`).join(', ')}; it understands ${hello.toggles.join(', ') || 'no toggles'}`, {
+      hint: `add ${unknown.join(', ')} to the program's toggles, or remove ${unknown.length === 1 ? 'it' : 'them'} from the spec's toggles and workload.toggles`,
+    });
+  }
+
+  private translate(line: OrchRankLine, op: RankOp, program: OrchRankHello): CommandLine {
+    if (line.type === 'error') return residentError(line, op.id);
+    if (line.type === 'hello') throw this.fault(`a second hello answering ${op.op} ${op.id}`);
+    const wrong = line.type === 'rep' ? op.op !== 'rep' : op.op !== 'identity';
+    if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
+    const bad = misfit(line, this.s.job);
+    if (bad !== null) throw this.fault(bad);
+    return line.type === 'rep' ? residentRep(line, this.s.job) : residentGate(line, program.outputs);
+  }
+
+  /** The program answered what its request did not ask for: it is killed, as for any protocol break. */
+  private fault(why: string): RankProtocolError {
+    const pid = this.proto?.pids()[0] ?? null;
+    this.proto?.kill();
+    return new RankProtocolError({ rank: this.rank, card: this.card.id, pid }, why);
+  }
+
+  private answer(line: CommandLine): CommandLine {
+    this.s.onLine(line, JSON.stringify(line));
+    return line;
+  }
+
+  private output(l: string): void {
+    const out: CommandOutput = { v: 1, type: 'output', id: this.inFlight[0]?.id ?? '', stream: 'stderr', line: l };
+    this.s.onLine(out, JSON.stringify(out));
+  }
+}
