@@ -79,10 +79,10 @@ describe('a resident command rank', () => {
       assert.deepEqual(eager.hashes, fresh.hashes, 'one hash per step over the outputs, equal for equal steps');
       assert.ok(typeof eager.t_start_ns === 'number' && typeof eager.t_end_ns === 'number');
       const gate = await rank.request(op(j, 'identity', 'graph'), 10_000);
-      assert.ok(gate.type === 'gate');
+      assert.ok(gate.type === 'gate' && 'first_bad_output' in gate);
       assert.deepEqual([gate.pass, gate.first_bad_replay, gate.first_bad_output, gate.replays], [true, null, null, 7]);
       const stale = await rank.request(op(j, 'identity', 'stale', 1), 10_000);
-      assert.ok(stale.type === 'gate');
+      assert.ok(stale.type === 'gate' && 'first_bad_output' in stale);
       assert.deepEqual([stale.pass, stale.first_bad_replay, stale.first_bad_output], [false, 2, 'y'], 'the planted stale input fails at replay 2, naming the output');
       const output = lines.filter((l) => l.type === 'output');
       assert.ok(output.some((l) => l.type === 'output' && l.stream === 'stderr' && /fixture rank up with params \{"layers":2\}/.test(l.line)), 'setup saw ORCH_PARAMS; stderr reached the stream');

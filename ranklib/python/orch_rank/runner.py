@@ -1,0 +1,147 @@
+"""The order of operations of a rep and of an identity gate (ranklib/PROTOCOL.md), over a
+program's four functions, with no protocol around it: serve() answers requests with it, and a
+program's own standalone timing (examples/torch-decode/decode.py --standalone) uses it as is.
+
+The program: setup(params), reset(), step(toggles), outputs(); attributes name, toggles,
+optionally graph_toggle (the toggle that turns capture on), backend ("cpu" to stay off the GPU)
+and counters() (a dict of numbers reported with every rep).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+from . import graphs
+from .backend import Backend, detect
+from .errors import RankError, StepFailed
+from .hashing import hash_outputs
+from .timing import CudaEvents, HostClock, clock_for, monotonic_ns
+
+Toggles = Mapping[str, "bool | str"]
+
+
+def _user(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Calls the program's own code: what it raises is STEP_FAILED (a graph's CAPTURE_FAILED kept)."""
+    try:
+        return fn(*args)
+    except RankError:
+        raise
+    except Exception as e:
+        raise StepFailed(f"{what} raised {type(e).__name__}: {e}") from e
+
+
+class Runner:
+    def __init__(self, program: Any) -> None:
+        missing = [f for f in ("setup", "reset", "step", "outputs") if not callable(getattr(program, f, None))]
+        if missing:
+            raise TypeError(f"the program has no {', '.join(f + '()' for f in missing)}")
+        self.program = program
+        self.name = str(getattr(program, "name", None) or type(program).__name__)
+        self.toggles = list(getattr(program, "toggles", []))
+        self.graph_toggle = getattr(program, "graph_toggle", None)
+        if not all(isinstance(t, str) for t in self.toggles) or len(set(self.toggles)) != len(self.toggles):
+            raise ValueError(f"program.toggles must be distinct strings, not {self.toggles!r}")
+        if self.graph_toggle is not None and self.graph_toggle not in self.toggles:
+            raise ValueError(f"program.graph_toggle {self.graph_toggle!r} is not among its toggles {self.toggles}")
+        self.backend: Backend | None = None
+        self.clock: HostClock | CudaEvents = HostClock()
+        self.outputs: list[str] = []
+
+    def start(self, params: Mapping[str, Any]) -> None:
+        """setup(params), then the backend (what setup imported decides it) and the output names."""
+        self.program.setup(dict(params))
+        self.backend = detect(self.program)
+        graphs.use_backend(self.backend.name)
+        self.clock = clock_for(self.backend)
+        outputs = self.program.outputs()
+        if not isinstance(outputs, Mapping) or not outputs or not all(isinstance(k, str) and k for k in outputs):
+            raise TypeError(f"outputs() after setup must be a dict of at least one named output, not {outputs!r:.200}")
+        self.outputs = list(outputs)
+
+    # the pieces
+
+    def _reset(self) -> None:
+        _user("reset()", self.program.reset)
+
+    def _step(self, toggles: Toggles) -> None:
+        _user("step()", self.program.step, dict(toggles))
+
+    def _timed_step(self, toggles: Toggles) -> float:
+        return self.clock.time_ms(lambda: self._step(toggles))
+
+    def _hashes(self) -> dict[str, str]:
+        outputs = _user("outputs()", self.program.outputs)
+        if not isinstance(outputs, Mapping) or list(outputs) != self.outputs:
+            names = list(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
+            raise StepFailed(f"outputs() returned {names}, not the outputs of hello {self.outputs}")
+        return hash_outputs(outputs)
+
+    def _counters(self) -> dict[str, float]:
+        counters = getattr(self.program, "counters", None)
+        if counters is None:
+            return {}
+        out = _user("counters()", counters)
+        if not isinstance(out, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for k, v in out.items()
+        ):
+            raise StepFailed(f"counters() must return a dict of finite numbers, not {out!r}")
+        return dict(out)
+
+    def _full_toggles(self, toggles: Toggles) -> dict[str, "bool | str"]:
+        """The step's toggles: every toggle the program knows, absent ones off."""
+        return {**{t: False for t in self.toggles}, **toggles}
+
+    # the two requests
+
+    def rep(self, toggles: Toggles, warmup: int, steps: int) -> dict[str, Any]:
+        t_start = monotonic_ns()
+        toggles = self._full_toggles(toggles)
+        captures0, _ = graphs.counts()
+        self._reset()
+        if self.graph_toggle is not None and toggles[self.graph_toggle]:
+            # the prepare: captures when the graph is new (a replay otherwise), output discarded
+            self._step(toggles)
+            self._reset()
+        warmup_ms = [self._timed_step(toggles) for _ in range(warmup)]
+        _, replays0 = graphs.counts()
+        step_ms: list[float] = []
+        hashes: list[dict[str, str]] = []
+        for _ in range(steps):
+            step_ms.append(self._timed_step(toggles))
+            hashes.append(self._hashes())
+        t_end = monotonic_ns()
+        captures, replays = graphs.counts()
+        mode = "graph" if replays > replays0 else "eager"
+        return {
+            "mode": mode,
+            "graph": None if mode == "eager" else "fresh" if captures > captures0 else "reused",
+            "warmup_ms": warmup_ms,
+            "step_ms": step_ms,
+            "hashes": hashes,
+            "counters": self._counters(),
+            "t_start_ns": t_start,
+            "t_end_ns": t_end,
+        }
+
+    def identity(self, toggles: Toggles, toggle: str, replays: int) -> dict[str, Any]:
+        toggles = self._full_toggles(toggles)
+        self._reset()
+        eager = []
+        for _ in range(replays):
+            self._step({**toggles, toggle: False})
+            eager.append(self._hashes())
+        # the gate always captures afresh; what it captures is what the arm's next reps replay
+        graphs.drop_graphs()
+        self._reset()
+        self._step(toggles)  # the capture, output discarded
+        self._reset()
+        _, replays0 = graphs.counts()
+        graph = []
+        for _ in range(replays):
+            self._step(toggles)
+            graph.append(self._hashes())
+        _, replayed = graphs.counts()
+        return {"mode": "graph" if replayed > replays0 else "eager", "replays": replays, "eager": eager, "graph": graph}
+
