@@ -14,6 +14,7 @@ that GRAPH captures through the library's host emulation of a CUDA graph. Either
 
     python3 decode.py                  # serves the orch-rank protocol (ORCH_PARAMS: the params)
     python3 decode.py --standalone     # times eager and graph by themselves, one JSON line
+    python3 decode.py --per-rep        # one rep as a per_rep command (DECODE_GRAPH=1: graph), metric lines
 """
 
 from __future__ import annotations
@@ -280,15 +281,29 @@ def standalone(steps: int, warmup: int, reps: int) -> None:
     }))  # fmt: skip
 
 
+def per_rep() -> None:
+    """One rep the way a per_rep command workload runs it (a fresh process per rep: the baseline a
+    resident rank replaces): sizes from ORCH_PARAMS, steps from ORCH_WARMUP/ORCH_STEPS, the graph
+    arm by DECODE_GRAPH=1; one JSON line per step on stdout, {"step": i, "ms": t}, warm-up first."""
+    runner = orch_rank.Runner(Decode())
+    runner.start(json.loads(os.environ.get("ORCH_PARAMS") or "{}"))
+    rep = runner.rep({"GRAPH": os.environ.get("DECODE_GRAPH") == "1"}, int(os.environ.get("ORCH_WARMUP", "8")), int(os.environ.get("ORCH_STEPS", "64")))
+    for i, ms in enumerate(rep["warmup_ms"] + rep["step_ms"]):
+        print(json.dumps({"step": i, "ms": ms}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--standalone", action="store_true", help="time eager and graph outside orch")
+    ap.add_argument("--per-rep", action="store_true", help="one rep as a per_rep command workload (metric lines on stdout)")
     ap.add_argument("--steps", type=int, default=64, help="measured steps per rep (standalone)")
     ap.add_argument("--warmup", type=int, default=8, help="warm-up steps per rep (standalone)")
     ap.add_argument("--reps", type=int, default=10, help="reps per arm (standalone)")
     args = ap.parse_args()
     if args.standalone:
         standalone(args.steps, args.warmup, args.reps)
+    elif args.per_rep:
+        per_rep()
     else:
         orch_rank.serve(Decode())
 

@@ -1,0 +1,1026 @@
+// orch_rank.h 1.0: the C++17 rank library of orch's rank protocol, orch-rank version 1
+// (ranklib/PROTOCOL.md). Header-only; it needs the standard library, POSIX and, with CUDA on,
+// the CUDA runtime. CUDA is on when nvcc compiles it (__CUDACC__) or when ORCH_RANK_CUDA is
+// defined before the include (a host compiler linking cudart).
+//
+//   struct MyProgram : orch_rank::Program { ... };
+//   int main() { MyProgram p; return orch_rank::serve(p); }
+//
+// serve() owns the protocol: hello, requests on stdin, answers on the stdout the process started
+// with (fd 1 then points at stderr, so the program's printf cannot break the protocol), timing,
+// output hashes, the graph registry and the error codes. ranklib/cpp/README.md shows a program.
+#pragma once
+
+#if defined(__CUDACC__) && !defined(ORCH_RANK_CUDA)
+#define ORCH_RANK_CUDA 1
+#endif
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifdef ORCH_RANK_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace orch_rank {
+
+inline constexpr const char* kLibrary = "orch_rank.h 1.0";
+inline constexpr std::size_t kMaxLineBytes = 1024 * 1024;  // MAX_RANK_LINE_BYTES, newline included
+
+// ---------------------------------------------------------------------------------------------
+// JSON: a reader for request lines and ORCH_PARAMS, and the writer's string and number forms.
+// graphrt has its own (native/src/json.cpp, native/src/hash.hpp for FNV-1a): this header is copied
+// into users' programs and may include nothing of orch's, so it carries its own small copies.
+
+namespace json {
+
+struct Value {
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<std::string> keys;  // an object's keys in order; items[i] is keys[i]'s value
+  std::vector<Value> items;       // an array's elements or an object's values
+
+  const Value* find(const std::string& key) const {
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &items[i];
+    return nullptr;
+  }
+};
+
+inline const char* kind_name(Value::Kind k) {
+  switch (k) {
+    case Value::Kind::Null: return "null";
+    case Value::Kind::Bool: return "a boolean";
+    case Value::Kind::Number: return "a number";
+    case Value::Kind::String: return "a string";
+    case Value::Kind::Array: return "an array";
+    case Value::Kind::Object: return "an object";
+  }
+  return "?";
+}
+
+// RFC 8259, strictly: one value, no trailing text, no duplicate keys, escapes decoded to UTF-8.
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : s_(text) {}
+
+  Value document() {
+    Value v = value(0);
+    skip_ws();
+    if (i_ != s_.size()) fail("text after the JSON value");
+    return v;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;  // bounds the recursion a hostile line could ask for
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::invalid_argument(why + " at byte " + std::to_string(i_));
+  }
+  bool at_end() const { return i_ >= s_.size(); }
+  char peek() const { return at_end() ? '\0' : s_[i_]; }
+  bool digit() const { return peek() >= '0' && peek() <= '9'; }
+  void skip_ws() {
+    while (!at_end() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  bool eat(char c) {
+    skip_ws();
+    if (peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  void expect(char c) {
+    if (!eat(c)) fail(std::string("expected '") + c + "'");
+  }
+
+  Value value(int depth) {
+    if (depth > kMaxDepth) fail("nested deeper than 64 levels");
+    skip_ws();
+    if (at_end()) fail("unexpected end of input");
+    Value v;
+    const char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      v.kind = Value::Kind::Object;
+      if (eat('}')) return v;
+      do {
+        skip_ws();
+        if (peek() != '"') fail("expected a string key");
+        std::string key = string();
+        if (v.find(key) != nullptr) fail("duplicate key \"" + key + "\"");
+        expect(':');
+        v.keys.push_back(std::move(key));
+        v.items.push_back(value(depth + 1));
+      } while (eat(','));
+      expect('}');
+    } else if (c == '[') {
+      ++i_;
+      v.kind = Value::Kind::Array;
+      if (eat(']')) return v;
+      do v.items.push_back(value(depth + 1));
+      while (eat(','));
+      expect(']');
+    } else if (c == '"') {
+      v.kind = Value::Kind::String;
+      v.string = string();
+    } else if (literal("true")) {
+      v.kind = Value::Kind::Bool;
+      v.boolean = true;
+    } else if (literal("false")) {
+      v.kind = Value::Kind::Bool;
+    } else if (!literal("null")) {
+      v.kind = Value::Kind::Number;
+      v.number = number();
+    }
+    return v;
+  }
+
+  bool literal(const char* word) {
+    const std::size_t n = std::strlen(word);
+    if (s_.compare(i_, n, word) != 0) return false;
+    i_ += n;
+    return true;
+  }
+
+  double number() {
+    const std::size_t start = i_;
+    if (peek() == '-') ++i_;
+    if (peek() == '0') {
+      ++i_;
+    } else if (digit()) {
+      while (digit()) ++i_;
+    } else {
+      fail("invalid value");
+    }
+    if (peek() == '.') {
+      ++i_;
+      if (!digit()) fail("expected a digit after '.'");
+      while (digit()) ++i_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (!digit()) fail("expected a digit in the exponent");
+      while (digit()) ++i_;
+    }
+    const double d = std::strtod(s_.substr(start, i_ - start).c_str(), nullptr);
+    if (!std::isfinite(d)) fail("number out of range");
+    return d;
+  }
+
+  std::string string() {
+    ++i_;  // the opening quote
+    std::string out;
+    for (;;) {
+      if (at_end()) fail("unterminated string");
+      const unsigned char c = static_cast<unsigned char>(s_[i_++]);
+      if (c == '"') return out;
+      if (c < 0x20) fail("control character in a string");
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        continue;
+      }
+      if (at_end()) fail("unterminated string");
+      switch (s_[i_++]) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': append_utf8(out, code_point()); break;
+        default: fail("invalid escape");
+      }
+    }
+  }
+
+  std::uint32_t hex4() {
+    if (i_ + 4 > s_.size()) fail("short \\u escape");
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = s_[i_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= static_cast<std::uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f') v |= static_cast<std::uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') v |= static_cast<std::uint32_t>(c - 'A' + 10);
+      else fail("invalid \\u escape");
+    }
+    return v;
+  }
+
+  // A \u escape; a UTF-16 surrogate pair (two escapes) makes one code point.
+  std::uint32_t code_point() {
+    const std::uint32_t hi = hex4();
+    if (hi >= 0xDC00 && hi <= 0xDFFF) fail("unpaired surrogate");
+    if (hi < 0xD800 || hi > 0xDBFF) return hi;
+    if (s_.compare(i_, 2, "\\u") != 0) fail("unpaired surrogate");
+    i_ += 2;
+    const std::uint32_t lo = hex4();
+    if (lo < 0xDC00 || lo > 0xDFFF) fail("unpaired surrogate");
+    return 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+  }
+
+  static void append_utf8(std::string& out, std::uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+// Throws std::invalid_argument saying what is wrong and where.
+inline Value parse(const std::string& text) { return Parser(text).document(); }
+
+inline std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+inline std::string number(double d) {
+  if (!std::isfinite(d)) throw std::domain_error("a number that is not finite has no JSON form");
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", d);
+  return buf;
+}
+
+}  // namespace json
+
+// ---------------------------------------------------------------------------------------------
+// What the program sees: its params, the request's toggles, its outputs.
+
+// ORCH_PARAMS (workload.params) with typed getters: an absent param gives the fallback, a param
+// of another type throws std::invalid_argument (from setup: the rank fails to start, saying so).
+class Params {
+ public:
+  Params() { v_.kind = json::Value::Kind::Object; }
+  explicit Params(json::Value object) : v_(std::move(object)) {
+    if (v_.kind != json::Value::Kind::Object) throw std::invalid_argument("params must be a JSON object");
+  }
+
+  static Params from_env() {
+    const char* text = std::getenv("ORCH_PARAMS");
+    if (text == nullptr || *text == '\0') return Params();
+    try {
+      return Params(json::parse(text));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("ORCH_PARAMS: ") + e.what());
+    }
+  }
+
+  bool has(const std::string& name) const { return v_.find(name) != nullptr; }
+
+  long long get_int(const std::string& name, long long fallback) const {
+    const json::Value* v = typed(name, json::Value::Kind::Number, "an integer");
+    if (v == nullptr) return fallback;
+    if (v->number != std::floor(v->number) || std::fabs(v->number) > 9007199254740992.0)
+      throw std::invalid_argument("param \"" + name + "\" must be an integer, got " + json::number(v->number));
+    return static_cast<long long>(v->number);
+  }
+  double get_double(const std::string& name, double fallback) const {
+    const json::Value* v = typed(name, json::Value::Kind::Number, "a number");
+    return v == nullptr ? fallback : v->number;
+  }
+  std::string get_string(const std::string& name, const std::string& fallback) const {
+    const json::Value* v = typed(name, json::Value::Kind::String, "a string");
+    return v == nullptr ? fallback : v->string;
+  }
+  bool get_bool(const std::string& name, bool fallback) const {
+    const json::Value* v = typed(name, json::Value::Kind::Bool, "a boolean");
+    return v == nullptr ? fallback : v->boolean;
+  }
+
+ private:
+  const json::Value* typed(const std::string& name, json::Value::Kind kind, const char* what) const {
+    const json::Value* v = v_.find(name);
+    if (v != nullptr && v->kind != kind)
+      throw std::invalid_argument("param \"" + name + "\" must be " + what + ", got " + json::kind_name(v->kind));
+    return v;
+  }
+
+  json::Value v_;
+};
+
+// A request's toggles. A toggle absent from the request is off; a value is a boolean or a string
+// (a toggle the spec sweeps). on() reads a value as orch reads an arm's toggle: true, "true", "on".
+class Toggles {
+ public:
+  bool on(const std::string& name) const {
+    const std::string v = value(name);
+    return v == "true" || v == "on";
+  }
+  // The value as sent: "true" / "false" for a boolean, "" when absent.
+  std::string value(const std::string& name) const {
+    const auto it = values_.find(name);
+    return it == values_.end() ? std::string() : it->second;
+  }
+  void set(const std::string& name, bool on) { values_[name] = on ? "true" : "false"; }
+  // Not an overload of set(): a string literal would convert to bool and pick that one.
+  void set_value(const std::string& name, const std::string& value) { values_[name] = value; }
+  void erase(const std::string& name) { values_.erase(name); }
+  const std::map<std::string, std::string>& all() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// A buffer hashed after every measured step. on_device: `data` is device memory (copied to the
+// host for hashing); it is ignored in a build without CUDA.
+struct Output {
+  std::string name;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  bool on_device = false;
+};
+
+// The user's program. A graph keeps the pointers it captured: reset() must write the seed's state
+// into the buffers it has, not allocate new ones.
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual std::string name() const = 0;
+  // Every toggle the program understands (hello's `toggles`).
+  virtual std::vector<std::string> toggles() const { return {}; }
+  // The toggle that makes step() replay a graph (e.g. "GRAPH"), or "" for none: a rep with it on
+  // runs one untimed step first, so that the graph is captured before the warm-up.
+  virtual std::string graph_toggle() const { return {}; }
+  virtual void setup(const Params&) {}
+  // Back to the state of orch_rank::seed(): every rep and both sides of the identity gate start here.
+  virtual void reset() = 0;
+  virtual void step(const Toggles&) = 0;
+  virtual std::vector<Output> outputs() = 0;
+  // Numbers the answers report (`counters`, e.g. launches_per_step), read at the end of a request.
+  virtual std::map<std::string, double> counters() { return {}; }
+};
+
+// Thrown by graph() (or by the program) when a step cannot be captured: CAPTURE_FAILED.
+class CaptureFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+#ifdef ORCH_RANK_CUDA
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(cudaError_t error, const std::string& what) : std::runtime_error(what), code(error) {}
+  cudaError_t code;
+};
+
+namespace detail {
+inline void cuda_check(cudaError_t e, const char* expr, const char* file, int line) {
+  if (e != cudaSuccess)
+    throw CudaError(e, std::string(expr) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " +
+                           file + ":" + std::to_string(line));
+}
+}  // namespace detail
+
+// Throws orch_rank::CudaError when a CUDA call fails; from step(), that is STEP_FAILED.
+#define ORCH_CUDA(expr) ::orch_rank::detail::cuda_check((expr), #expr, __FILE__, __LINE__)
+#endif
+
+// FNV-1a 64 (as graphrt) as 16 lowercase hex digits: hello's hash "fnv1a-64".
+inline std::string fnv1a64_hex(const void* data, std::size_t bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime: the stream, the graph registry, the request's seed.
+
+namespace detail {
+
+#ifdef ORCH_RANK_CUDA
+inline bool cuda_device_visible() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+#endif
+
+struct Runtime {
+  std::uint64_t seed = 0;
+  // Counted since the request began: a rep's mode and graph fields read them.
+  std::size_t captures = 0;
+  std::size_t replays = 0;
+#ifdef ORCH_RANK_CUDA
+  bool cuda = cuda_device_visible();
+  cudaStream_t stream = nullptr;
+  bool capturing = false;
+  std::map<std::string, cudaGraphExec_t> graphs;
+#else
+  // The host emulation: a graph is the list of launch() calls its capture recorded.
+  std::vector<std::function<void()>>* recording = nullptr;
+  std::map<std::string, std::vector<std::function<void()>>> graphs;
+#endif
+};
+
+// One per process, never destroyed: CUDA's own teardown at exit may already have run.
+inline Runtime& rt() {
+  static Runtime* r = new Runtime();
+  return *r;
+}
+
+}  // namespace detail
+
+// The seed of the request being served (0 before the first): reset() builds its state from it.
+inline std::uint64_t seed() { return detail::rt().seed; }
+
+#ifdef ORCH_RANK_CUDA
+// The stream every step runs on, created non-blocking on first use: the step's time is measured
+// with events on it and its outputs are copied on it, so work on another stream must join it.
+inline cudaStream_t stream() {
+  auto& r = detail::rt();
+  if (r.stream == nullptr) ORCH_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  return r.stream;
+}
+#endif
+
+// Drops every captured graph; the next graph() of each key captures again. The identity gate
+// does this before its graph side.
+inline void drop_graphs() {
+  auto& r = detail::rt();
+#ifdef ORCH_RANK_CUDA
+  for (auto& kv : r.graphs) (void)cudaGraphExecDestroy(kv.second);
+#endif
+  r.graphs.clear();
+}
+
+namespace detail {
+
+#ifdef ORCH_RANK_CUDA
+// Ends a capture that the body left by throwing; true when CUDA had invalidated it (the body
+// called something a capture cannot hold), so that the error is the capture's.
+inline bool abandon_capture() {
+  auto& r = rt();
+  cudaGraph_t partial = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(r.stream, &partial);
+  r.capturing = false;
+  if (partial != nullptr) (void)cudaGraphDestroy(partial);
+  (void)cudaGetLastError();
+  return e == cudaErrorStreamCaptureInvalidated;
+}
+
+inline cudaGraphExec_t capture(const std::string& key, const std::function<void()>& body) {
+  auto& r = rt();
+  const std::string who = "graph(\"" + key + "\")";
+  if (r.capturing) throw CaptureFailed(who + " inside another graph's capture");
+  ORCH_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+  r.capturing = true;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    if (abandon_capture()) throw CaptureFailed(who + ": the capture was invalidated: " + e.what());
+    throw;
+  } catch (...) {
+    abandon_capture();
+    throw;
+  }
+  cudaGraph_t g = nullptr;
+  cudaError_t e = cudaStreamEndCapture(r.stream, &g);
+  r.capturing = false;
+  if (e != cudaSuccess) {
+    if (g != nullptr) (void)cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    throw CaptureFailed(who + ": cudaStreamEndCapture: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                        "): the body called something a stream capture cannot hold, such as a synchronous "
+                        "copy or a synchronization");
+  }
+  cudaGraphExec_t exec = nullptr;
+  e = cudaGraphInstantiate(&exec, g, 0);
+  (void)cudaGraphDestroy(g);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw CaptureFailed(who + ": cudaGraphInstantiate: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  }
+  ++r.captures;
+  return exec;
+}
+#else
+inline std::vector<std::function<void()>> capture(const std::string& key, const std::function<void()>& body) {
+  auto& r = rt();
+  if (r.recording != nullptr) throw CaptureFailed("graph(\"" + key + "\") inside another graph's capture");
+  std::vector<std::function<void()>> calls;
+  r.recording = &calls;
+  try {
+    body();
+  } catch (...) {
+    r.recording = nullptr;
+    throw;
+  }
+  r.recording = nullptr;
+  ++r.captures;
+  return calls;
+}
+#endif
+
+}  // namespace detail
+
+#ifndef ORCH_RANK_CUDA
+// The host emulation's kernel launch: outside a capture it runs now; inside one it is only
+// recorded, and each replay runs it again. Host code of the step that is not a launch is not
+// replayed, as on a GPU. A kernel should capture scalars by value, as a kernel's arguments are
+// copied at launch, and buffers by pointer.
+inline void launch(std::function<void()> kernel) {
+  auto& r = detail::rt();
+  if (r.recording != nullptr) r.recording->push_back(std::move(kernel));
+  else kernel();
+}
+#endif
+
+// Runs `body` as a graph: the first call for a key captures it (the body's launches are recorded,
+// not run) and replays it; every later call replays what was captured. Anything the key does not
+// name (a toggle that changes the launches, a size) must be in the key.
+inline void graph(const std::string& key, const std::function<void()>& body) {
+  auto& r = detail::rt();
+#ifdef ORCH_RANK_CUDA
+  if (!r.cuda) {  // no device: nothing to capture, the step runs eagerly (the gate says mode eager)
+    body();
+    return;
+  }
+  auto it = r.graphs.find(key);
+  if (it == r.graphs.end()) it = r.graphs.emplace(key, detail::capture(key, body)).first;
+  ORCH_CUDA(cudaGraphLaunch(it->second, stream()));
+#else
+  auto it = r.graphs.find(key);
+  if (it == r.graphs.end()) it = r.graphs.emplace(key, detail::capture(key, body)).first;
+  for (const auto& call : it->second) launch(call);  // recorded again when another capture is live, as CUDA nests a graph
+#endif
+  ++r.replays;
+}
+
+// ---------------------------------------------------------------------------------------------
+// serve(): the protocol.
+
+namespace detail {
+
+inline std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// A request the rank refuses: BAD_REQUEST or UNKNOWN_TOGGLE.
+struct RequestError : std::runtime_error {
+  RequestError(const char* error_code, const std::string& what) : std::runtime_error(what), code(error_code) {}
+  const char* code;
+};
+
+// The program's own code threw: STEP_FAILED.
+struct StepFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Request {
+  std::string id, op, arm, toggle;
+  Toggles toggles;
+  long long warmup = 0, steps = 0, replays = 0;
+  std::uint64_t seed = 0;
+};
+
+class Server {
+ public:
+  Server(Program& program, int out_fd) : p_(program), out_(out_fd) {}
+
+  int run() {
+    try {
+      start();
+    } catch (const std::exception& e) {
+      // No protocol line may come before hello: the worker quotes stderr's last line when we exit.
+      std::fprintf(stderr, "orch_rank: %s failed to start: %s\n", program_name().c_str(), e.what());
+      return 1;
+    }
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      if (!handle(line)) return 1;
+    }
+    return 0;
+  }
+
+ private:
+  std::string program_name() const {
+    try {
+      return p_.name();
+    } catch (...) {
+      return "the program";
+    }
+  }
+
+  // CUDA first (setup may allocate and launch on the stream), then setup, then hello.
+  void start() {
+    std::string backend = "cpu", device = "host cpu (a build without CUDA)", timing = "host-clock";
+#ifdef ORCH_RANK_CUDA
+    device = "host cpu (no CUDA device visible)";
+    if (rt().cuda) {
+      int dev = 0;
+      ORCH_CUDA(cudaGetDevice(&dev));
+      cudaDeviceProp prop{};
+      ORCH_CUDA(cudaGetDeviceProperties(&prop, dev));
+      ORCH_CUDA(cudaEventCreate(&ev_start_));
+      ORCH_CUDA(cudaEventCreate(&ev_end_));
+      (void)stream();
+      backend = "cuda";
+      device = prop.name;
+      timing = "cuda-events";
+    }
+#endif
+    p_.setup(Params::from_env());
+    toggles_ = p_.toggles();
+    graph_toggle_ = p_.graph_toggle();
+    if (!graph_toggle_.empty() && std::find(toggles_.begin(), toggles_.end(), graph_toggle_) == toggles_.end())
+      toggles_.push_back(graph_toggle_);
+    std::string outputs;
+    for (const Output& o : p_.outputs()) outputs += (outputs.empty() ? "" : ",") + json::quote(o.name);
+    if (outputs.empty()) throw std::invalid_argument("outputs() names no buffer: the identity gate would compare nothing");
+    std::string toggles;
+    for (const std::string& t : toggles_) toggles += (toggles.empty() ? "" : ",") + json::quote(t);
+    emit("{\"v\":1,\"type\":\"hello\",\"protocol\":\"orch-rank\",\"version\":1,\"name\":" + json::quote(p_.name()) +
+         ",\"library\":" + json::quote(kLibrary) + ",\"backend\":" + json::quote(backend) +
+         ",\"device\":" + json::quote(device) + ",\"pid\":" + std::to_string(::getpid()) +
+         ",\"timing\":" + json::quote(timing) + ",\"hash\":\"fnv1a-64\",\"toggles\":[" + toggles +
+         "],\"outputs\":[" + outputs + "],\"final\":true}");
+  }
+
+  // One request, answered with its answer or an error line; false when the rank must exit.
+  bool handle(const std::string& line) {
+    std::string id;
+    const char* code = "INTERNAL";
+    std::string message;
+    try {
+      if (line.size() + 1 > kMaxLineBytes) throw RequestError("BAD_REQUEST", "a request line over 1 MiB");
+      json::Value req;
+      try {
+        req = json::parse(line);
+      } catch (const std::invalid_argument& e) {
+        throw RequestError("BAD_REQUEST", std::string("not a JSON line: ") + e.what());
+      }
+      if (req.kind != json::Value::Kind::Object) throw RequestError("BAD_REQUEST", "a request is a JSON object");
+      if (const json::Value* v = req.find("id"); v != nullptr && v->kind == json::Value::Kind::String) id = v->string;
+      const Request r = parse_request(req);
+      const std::string answer = r.op == "rep" ? rep(r) : identity(r);
+      if (answer.size() + 1 > kMaxLineBytes)
+        throw RequestError("BAD_REQUEST", "the answer would be " + std::to_string(answer.size() + 1) +
+                                              " bytes, over the 1 MiB line limit: ask for fewer steps");
+      emit(answer);
+      return true;
+    } catch (const RequestError& e) {
+      code = e.code;
+      message = e.what();
+    } catch (const CaptureFailed& e) {
+      code = "CAPTURE_FAILED";
+      message = e.what();
+    } catch (const StepFailed& e) {
+      code = "STEP_FAILED";
+      message = e.what();
+#ifdef ORCH_RANK_CUDA
+    } catch (const CudaError& e) {
+      code = "STEP_FAILED";
+      message = std::string("the step's work failed on the device: ") + e.what();
+#endif
+    } catch (const std::exception& e) {
+      message = std::string("orch_rank.h: ") + e.what();
+    }
+    const bool fatal = device_lost();
+    if (fatal) message += " (a sticky CUDA error: the rank exits)";
+    emit("{\"v\":1,\"type\":\"error\"" + (id.empty() ? std::string() : ",\"id\":" + json::quote(id)) +
+         ",\"code\":\"" + code + "\",\"message\":" + json::quote(bounded(message)) +
+         ",\"fatal\":" + (fatal ? "true" : "false") + ",\"final\":true}");
+    return !fatal;
+  }
+
+  // A message short enough for its line, cut on a UTF-8 character boundary.
+  static std::string bounded(std::string m) {
+    constexpr std::size_t kMax = 4096;
+    if (m.empty()) return "(no message)";
+    if (m.size() <= kMax) return m;
+    std::size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(m[cut]) & 0xC0) == 0x80) --cut;
+    return m.substr(0, cut) + "...";
+  }
+
+  bool device_lost() {
+#ifdef ORCH_RANK_CUDA
+    if (!rt().cuda) return false;
+    (void)cudaGetLastError();  // clears an error CUDA lets us clear; a sticky one every call reports again
+    return cudaDeviceSynchronize() != cudaSuccess;
+#else
+    return false;
+#endif
+  }
+
+  // Field names, types and ranges; then toggle names (UNKNOWN_TOGGLE only for a well-formed request).
+  Request parse_request(const json::Value& req) const {
+    using Kind = json::Value::Kind;
+    const auto field = [&](const char* name, Kind kind, const char* what) -> const json::Value& {
+      const json::Value* v = req.find(name);
+      if (v == nullptr) throw RequestError("BAD_REQUEST", std::string("missing field \"") + name + "\"");
+      if (v->kind != kind)
+        throw RequestError("BAD_REQUEST", std::string("field \"") + name + "\" must be " + what + ", got " + json::kind_name(v->kind));
+      return *v;
+    };
+    const auto integer = [&](const char* name, long long min) {
+      const double d = field(name, Kind::Number, "an integer").number;
+      if (d != std::floor(d) || d < static_cast<double>(min) || d > 9007199254740992.0)
+        throw RequestError("BAD_REQUEST", std::string("field \"") + name + "\" must be an integer >= " + std::to_string(min) + ", got " + json::number(d));
+      return static_cast<long long>(d);
+    };
+    if (field("v", Kind::Number, "1").number != 1) throw RequestError("BAD_REQUEST", "field \"v\" must be 1");
+    Request r;
+    r.id = field("id", Kind::String, "a string").string;
+    r.op = field("op", Kind::String, "a string").string;
+    // The framing gives every line a "type"; a request names its kind in "op", so a "type" is allowed, not read.
+    std::set<std::string> known{"v", "id", "op", "type", "arm", "toggles", "seed"};
+    if (r.op == "rep") known.insert({"warmup", "steps"});
+    else if (r.op == "identity") known.insert({"toggle", "replays"});
+    else throw RequestError("BAD_REQUEST", "unknown op \"" + r.op + "\" (rep or identity)");
+    for (const std::string& k : req.keys)
+      if (known.count(k) == 0) throw RequestError("BAD_REQUEST", "unknown field \"" + k + "\" in a " + r.op + " request");
+    if (const json::Value* t = req.find("type"); t != nullptr && t->kind != Kind::String)
+      throw RequestError("BAD_REQUEST", "field \"type\" must be a string");
+    r.arm = field("arm", Kind::String, "a string").string;
+    r.seed = static_cast<std::uint64_t>(integer("seed", 0));
+    const json::Value& toggles = field("toggles", Kind::Object, "an object");
+    for (std::size_t i = 0; i < toggles.keys.size(); ++i) {
+      const json::Value& v = toggles.items[i];
+      if (v.kind == Kind::Bool) r.toggles.set(toggles.keys[i], v.boolean);
+      else if (v.kind == Kind::String) r.toggles.set_value(toggles.keys[i], v.string);
+      else throw RequestError("BAD_REQUEST", "toggle \"" + toggles.keys[i] + "\" must be a boolean or a string, got " + json::kind_name(v.kind));
+    }
+    if (r.op == "rep") {
+      r.warmup = integer("warmup", 0);
+      r.steps = integer("steps", 1);
+    } else {
+      r.toggle = field("toggle", Kind::String, "a string").string;
+      r.replays = integer("replays", 1);
+    }
+    for (const auto& kv : r.toggles.all()) known_toggle(kv.first);
+    if (r.op == "identity") known_toggle(r.toggle);
+    return r;
+  }
+
+  void known_toggle(const std::string& name) const {
+    if (std::find(toggles_.begin(), toggles_.end(), name) != toggles_.end()) return;
+    std::string list;
+    for (const std::string& t : toggles_) list += (list.empty() ? "" : ", ") + t;
+    throw RequestError("UNKNOWN_TOGGLE", "unknown toggle \"" + name + "\"; " + program_name() + " understands: " +
+                                             (list.empty() ? "none" : list));
+  }
+
+  // Runs the program's code; what it throws is STEP_FAILED, except a capture's failure.
+  template <class F>
+  static void user(const std::string& what, F&& f) {
+    try {
+      f();
+    } catch (const CaptureFailed&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw StepFailed(what + " threw: " + e.what());
+    } catch (...) {
+      throw StepFailed(what + " threw something that is not a std::exception");
+    }
+  }
+
+  void reset() { user("reset()", [&] { p_.reset(); }); }
+
+  // One step, timed on its own; its work is done (and checked) when this returns.
+  double step(const Toggles& t, const std::string& which) {
+    const std::string what = "step() (" + which + ")";
+#ifdef ORCH_RANK_CUDA
+    if (rt().cuda) {
+      ORCH_CUDA(cudaEventRecord(ev_start_, rt().stream));
+      user(what, [&] { p_.step(t); });
+      ORCH_CUDA(cudaEventRecord(ev_end_, rt().stream));
+      ORCH_CUDA(cudaGetLastError());
+      ORCH_CUDA(cudaStreamSynchronize(rt().stream));
+      float ms = 0;
+      ORCH_CUDA(cudaEventElapsedTime(&ms, ev_start_, ev_end_));
+      return ms;
+    }
+#endif
+    const auto t0 = std::chrono::steady_clock::now();
+    user(what, [&] { p_.step(t); });
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // {"name":"hash",...} of the outputs as they are now; outside any timed interval.
+  std::string hashes() {
+    std::vector<Output> outs;
+    user("outputs()", [&] { outs = p_.outputs(); });
+    std::vector<const void*> host(outs.size());
+    for (std::size_t i = 0; i < outs.size(); ++i) host[i] = outs[i].data;
+#ifdef ORCH_RANK_CUDA
+    if (rt().cuda) {
+      std::size_t total = 0;
+      for (const Output& o : outs) total += o.on_device ? o.bytes : 0;
+      staging_.resize(total);
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < outs.size(); ++i) {
+        if (!outs[i].on_device) continue;
+        ORCH_CUDA(cudaMemcpyAsync(staging_.data() + at, outs[i].data, outs[i].bytes, cudaMemcpyDeviceToHost, rt().stream));
+        host[i] = staging_.data() + at;
+        at += outs[i].bytes;
+      }
+      ORCH_CUDA(cudaStreamSynchronize(rt().stream));  // host outputs may be written by the stream's copies too
+    }
+#endif
+    std::string obj;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      obj += (obj.empty() ? "" : ",") + json::quote(outs[i].name) + ":\"" + fnv1a64_hex(host[i], outs[i].bytes) + "\"";
+    return "{" + obj + "}";
+  }
+
+  void begin(const Request& r) {
+    rt().seed = r.seed;
+    rt().captures = 0;
+    rt().replays = 0;
+  }
+
+  std::string rep(const Request& r) {
+    const std::int64_t t_start = monotonic_ns();
+    begin(r);
+    reset();
+    // The graph is captured here, before the warm-up, so no timed step pays for a capture.
+    if (!graph_toggle_.empty() && r.toggles.on(graph_toggle_)) {
+      step(r.toggles, "the capture step");
+      reset();
+    }
+    std::vector<double> warmup_ms, step_ms;
+    std::vector<std::string> hashes_of;
+    for (long long i = 0; i < r.warmup; ++i) warmup_ms.push_back(step(r.toggles, "warm-up step " + std::to_string(i + 1)));
+    const std::size_t replays_before = rt().replays;
+    std::int64_t t_end = t_start;
+    for (long long i = 0; i < r.steps; ++i) {
+      step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1)));
+      t_end = monotonic_ns();
+      hashes_of.push_back(hashes());
+    }
+    const bool replayed = rt().replays > replays_before;
+    const std::string graph = !replayed ? "null" : rt().captures > 0 ? "\"fresh\"" : "\"reused\"";
+    return "{\"v\":1,\"type\":\"rep\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) +
+           ",\"mode\":\"" + (replayed ? "graph" : "eager") + "\",\"graph\":" + graph + ",\"warmup_ms\":" + list(warmup_ms) +
+           ",\"step_ms\":" + list(step_ms) + ",\"hashes\":" + list(hashes_of) + ",\"counters\":" + counters() +
+           ",\"t_start_ns\":" + std::to_string(t_start) + ",\"t_end_ns\":" + std::to_string(t_end) + ",\"final\":true}";
+  }
+
+  // The gate's two sides from one reset state each; the worker compares them.
+  std::string identity(const Request& r) {
+    const std::int64_t t_start = monotonic_ns();
+    begin(r);
+    Toggles eager = r.toggles;
+    eager.erase(r.toggle);
+    std::vector<std::string> eager_hashes, graph_hashes;
+    reset();
+    for (long long k = 0; k < r.replays; ++k) {
+      step(eager, "eager step " + std::to_string(k + 1));
+      eager_hashes.push_back(hashes());
+    }
+    drop_graphs();  // the gate always captures afresh
+    reset();
+    step(r.toggles, "the capture step");
+    reset();
+    const std::size_t replays_before = rt().replays;
+    for (long long k = 0; k < r.replays; ++k) {
+      step(r.toggles, "replay " + std::to_string(k + 1));
+      graph_hashes.push_back(hashes());
+    }
+    const std::int64_t t_end = monotonic_ns();
+    const bool replayed = rt().replays > replays_before;
+    return "{\"v\":1,\"type\":\"identity\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) +
+           ",\"mode\":\"" + (replayed ? "graph" : "eager") + "\",\"replays\":" + std::to_string(r.replays) +
+           ",\"eager\":" + list(eager_hashes) + ",\"graph\":" + list(graph_hashes) + ",\"counters\":" + counters() +
+           ",\"t_start_ns\":" + std::to_string(t_start) + ",\"t_end_ns\":" + std::to_string(t_end) + ",\"final\":true}";
+  }
+
+  // The program's counters as a JSON object (the worker's gate reads launches_per_step from them too).
+  std::string counters() {
+    std::map<std::string, double> counters;
+    user("counters()", [&] { counters = p_.counters(); });
+    std::string s;
+    for (const auto& kv : counters) {
+      if (!std::isfinite(kv.second)) throw StepFailed("counters(): \"" + kv.first + "\" is not a finite number");
+      s += (s.empty() ? "" : ",") + json::quote(kv.first) + ":" + json::number(kv.second);
+    }
+    return "{" + s + "}";
+  }
+
+  static std::string list(const std::vector<double>& xs) {
+    std::string s;
+    for (double x : xs) s += (s.empty() ? "" : ",") + json::number(x);
+    return "[" + s + "]";
+  }
+  static std::string list(const std::vector<std::string>& objects) {
+    std::string s;
+    for (const std::string& o : objects) s += (s.empty() ? "" : ",") + o;
+    return "[" + s + "]";
+  }
+
+  // One whole line per write(2) call sequence; a failed write means the worker is gone.
+  void emit(const std::string& line) {
+    const std::string s = line + "\n";
+    std::size_t done = 0;
+    while (done < s.size()) {
+      const ssize_t n = ::write(out_, s.data() + done, s.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error(std::string("writing the protocol stream: ") + std::strerror(errno));
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+  Program& p_;
+  const int out_;
+  std::vector<std::string> toggles_;
+  std::string graph_toggle_;
+#ifdef ORCH_RANK_CUDA
+  cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
+  std::vector<unsigned char> staging_;
+#endif
+};
+
+}  // namespace detail
+
+// Serves the protocol until stdin closes (0), or until a sticky CUDA error or a failed start (1).
+inline int serve(Program& program) {
+  // The protocol stream is the stdout we started with; fd 1 becomes stderr so that a printf of
+  // the program or of a library it loads cannot reach the protocol. What stdio buffered before
+  // this is not flushed now: it goes wherever fd 1 points when it is flushed, stderr.
+  const int out = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (out < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    std::fprintf(stderr, "orch_rank: cannot set up the protocol stream: %s\n", std::strerror(errno));
+    return 1;
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);  // stderr lines reach people as they are printed
+  try {
+    return detail::Server(program, out).run();
+  } catch (const std::exception& e) {  // only the protocol stream's own failure reaches here
+    std::fprintf(stderr, "orch_rank: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace orch_rank
