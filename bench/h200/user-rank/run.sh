@@ -42,7 +42,7 @@ nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_th
 
 args=()
 for n in torch-per-rep torch-resident torch-stale; do d=$(dir $n); [ -n "$d" ] && args+=("$n=$d:$work/torch-alone.json"); done
-for n in cuda-resident cuda-stale; do d=$(dir $n); [ -n "$d" ] && args+=("$n=$d:$work/cuda-alone.json"); done
+for n in cuda-resident cuda-stale; do d=$(dir $n); [ -n "$d" ] && args+=("$n=$d:$work/cuda-alone.json#speedup_graph_pdl"); done
 node --import tsx $here/table.ts "${args[@]}" >"$work/table.md" 2>&1
 for n in torch-per-rep torch-resident cuda-resident; do
   d=$(dir $n); [ -n "$d" ] && { echo "== $n: card time"; sed -n '/^## Card time/,$p' "$d/report.md" | sed -n '5,12p'; } >>"$work/card-time.txt"

@@ -5,7 +5,9 @@
  * between measured windows), the A/A twin's 95 % CI, the eager arm's CV, the identity
  * gate, and graph/eager speedup (from the paired comparison's ratio) beside the same program timed
  * by itself outside orch (its --standalone JSON line), with their ratio.
- *   node --import tsx bench/h200/user-rank/table.ts NAME=RESULTS_DIR[:STANDALONE_JSON] ...
+ *   node --import tsx bench/h200/user-rank/table.ts NAME=RESULTS_DIR[:STANDALONE_JSON[#FIELD]] ...
+ * FIELD: which speedup of the standalone line the graph arm is (default `speedup`; the CUDA
+ * example's graph arm with PDL is `speedup_graph_pdl`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,10 +26,12 @@ const pct = (x: number | null | undefined, d = 1) => (x === null || x === undefi
 const num = (x: number | null | undefined, d = 2) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d));
 
 /** The speedup of the program's --standalone JSON line, null when it printed none (it failed: see its .err). */
-function standaloneSpeedup(file: string | undefined): number | null {
-  if (file === undefined) return null;
+function standaloneSpeedup(spec: string | undefined): number | null {
+  if (spec === undefined) return null;
+  const [file, field = 'speedup'] = spec.split('#') as [string, string | undefined];
   try {
-    return (JSON.parse(readFileSync(file, 'utf8').trim().split('\n').pop() as string) as { speedup: number }).speedup;
+    const v = (JSON.parse(readFileSync(file, 'utf8').trim().split('\n').pop() as string) as Record<string, unknown>)[field];
+    return typeof v === 'number' ? v : null;
   } catch {
     return null;
   }
