@@ -16,6 +16,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'ORCH_LOG_FORMAT', describe: 'json or pretty: log lines on stderr (default pretty on a terminal,\njson elsewhere)' },
   { name: 'ORCH_BUILD_DIR', describe: 'build cache of command workloads (default ~/.cache/orch/builds)' },
   { name: 'ORCH_GRAPHRT', describe: 'embedded submit: the graphrt binary (default native/build/graphrt)' },
+  { name: 'ORCH_INJECT_LIB', describe: "orch's CUPTI injection library for resident command ranks on cuda\ncards (default liborch_inject.so beside graphrt)" },
   { name: 'ORCH_CPU_CARDS', describe: 'embedded submit: how many cpu cards the local worker offers' },
   { name: 'ORCH_REDIS_SERVER', describe: 'embedded submit: the redis-server binary (default: from PATH)' },
   { name: 'ORCH_VALIDATE_STATS', describe: '1: orch validate prints time and peak memory per file on stderr' },

@@ -5,7 +5,7 @@
  * (jobs/metric-source.ts); each of its output lines reaches the event stream as an `output` line.
  */
 import { z } from 'zod';
-import { OrchRankHelloSchema } from './orch-rank-protocol.ts';
+import { LaunchCountsSchema, OrchRankHelloSchema, RepClocksSchema } from './orch-rank-protocol.ts';
 
 const v = z.literal(1);
 const count = z.int().min(0);
@@ -52,6 +52,9 @@ export const CommandRepSchema = z.strictObject({
   /** per measured step: one hash over every output (jobs/output-hashes.ts) */
   hashes: z.array(z.string()).optional(),
   counters: z.record(z.string(), z.number()).optional(),
+  launches: LaunchCountsSchema.optional(),
+  clocks: RepClocksSchema.optional(),
+  xid_events: z.int().min(0).optional(),
   t_start_ns: z.number().min(0).optional(),
   t_end_ns: z.number().min(0).optional(),
   final: z.literal(true),

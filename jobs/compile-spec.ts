@@ -15,6 +15,7 @@ import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import { NAME_PATTERN } from './name-patterns.ts';
 import type { PathSegment } from './yaml-source.ts';
 import type { CompileProblem } from './compile-problem.ts';
+import { INJECTION_VARIABLE } from './spec-schema/command-workload.ts';
 
 export interface CompiledSpec {
   spec: Spec;
@@ -99,6 +100,9 @@ function checkRunMode(w: CommandWorkload, buildsAsArms: boolean, problem: Report
     }
   }
   if (resident) {
+    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts !== false) {
+      problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or set workload.run.launch_counts: false to run the program under your profiler without orch\'s counts');
+    }
     if (w.metric_source !== undefined) problem(['workload', 'metric_source'], 'a resident rank reports its step times through the rank protocol; no metric is read from its output', 'remove workload.metric_source');
     if (w.probe !== undefined) problem(['workload', 'probe'], 'design probe of a resident rank is not supported yet', 'remove workload.probe, or use run.mode: per_rep');
     if (buildsAsArms) problem(['builds'], 'builds as arms run one process per build; a resident command rank runs one program per rank for now', 'measure one build per experiment, or use run.mode: per_rep');
@@ -106,6 +110,7 @@ function checkRunMode(w: CommandWorkload, buildsAsArms: boolean, problem: Report
     if (w.metric_source === undefined) problem(['workload', 'metric_source'], 'a per_rep command workload reads one value per step from its output', 'add metric_source: { format: jsonl, field: ms }, or set run.mode: resident with a rank library');
     if (w.params !== undefined) problem(['workload', 'params'], "params reach a resident rank's setup(params); a per_rep command gets its settings from run.env or its arguments", 'move them into run.env, or set run.mode: resident');
     if (w.run.hello_timeout_s !== undefined) problem(['workload', 'run', 'hello_timeout_s'], 'only a resident rank says hello', 'remove it');
+    if (w.run.launch_counts !== undefined) problem(['workload', 'run', 'launch_counts'], 'launch counts are read by the rank library of a resident rank', 'remove it, or set run.mode: resident');
   }
 }
 

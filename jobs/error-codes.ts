@@ -100,6 +100,7 @@ export const ERROR_CODES = {
   PREFLIGHT_NO_GPU: { kind: 'user-input', meaning: 'the spec needs cuda but graphrt sees no usable GPU on this host' },
   PREFLIGHT_HELLO: { kind: 'deterministic', meaning: 'graphrt hello exited without a hello line (a broken binary)' },
   TOGGLE_UNMAPPED: { kind: 'user-input', meaning: 'an arm sets a toggle that workload.toggles does not map to a flag or env' },
+  RANK_INJECTION_TAKEN: { kind: 'user-input', meaning: "a resident rank on a cuda card would get a CUDA_INJECTION64_PATH of another profiler, which orch's launch counts need and never replace" },
   RANK_TOGGLE_UNKNOWN: { kind: 'user-input', meaning: "an arm sets a toggle that the resident program's hello does not list among the toggles it understands (ranklib/PROTOCOL.md)" },
   COMMAND_FAILED: { kind: 'user-input', meaning: "the user's command exited non-zero or was killed by a signal" },
   COMMAND_CWD_MISSING: { kind: 'user-input', meaning: "workload.run.cwd names a directory that does not exist on the worker" },

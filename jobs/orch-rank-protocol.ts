@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
+import { ClockReadingSchema } from './graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
 import { describeIssues } from './schema-issues.ts';
 
@@ -22,6 +23,21 @@ const stepHashes = z.record(name, hash);
 const ms = z.number().min(0);
 const counters = z.record(name, z.number()).optional();
 const span = { t_start_ns: z.number().min(0), t_end_ns: z.number().min(0) };
+
+const perStep = z.array(z.int().min(0));
+
+/**
+ * What orch's CUPTI injection library counted, per measured step (ranklib/PROTOCOL.md "Launch
+ * counts and clocks"), or why nothing was counted: never zeros standing in for "not available".
+ */
+export const LaunchCountsSchema = z.discriminatedUnion('source', [
+  z.strictObject({ source: z.literal('cupti'), kernels: perStep, captured: z.int().min(0), graphs: perStep, memcpy: perStep, memset: perStep, syncs: perStep }),
+  z.strictObject({ source: z.literal('none'), reason: z.string().min(1).max(1000) }),
+]);
+export type LaunchCounts = z.infer<typeof LaunchCountsSchema>;
+
+/** Device clocks read before the rep's first step and after its last (graphrt's shape). */
+export const RepClocksSchema = z.strictObject({ start: ClockReadingSchema, end: ClockReadingSchema });
 
 export const OrchRankHelloSchema = z.strictObject({
   v,
@@ -52,6 +68,9 @@ export const OrchRankRepSchema = z.strictObject({
   step_ms: z.array(ms).min(1),
   hashes: z.array(stepHashes),
   counters,
+  launches: LaunchCountsSchema.optional(),
+  clocks: RepClocksSchema.optional(),
+  xid_events: z.int().min(0).optional(),
   ...span,
   final: z.literal(true),
 });

@@ -32,6 +32,8 @@ export const RepResultSchema = RepIdentitySchema.extend({
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)).optional(),
   host: z.string().optional(),
   cards: z.array(z.string()).optional(),
+  /** jobs/clock-hygiene.ts: why the card was throttled during the rep (any rank); absent or empty when it was not */
+  throttled: z.array(z.string()).optional(),
   /**
    * Each graphrt rank's rep line as it said it (rank order): its span on the rank's clock,
    * warm-up and settle times, per-rank hashes, counters. The fields above are the gang's view

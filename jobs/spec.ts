@@ -12,6 +12,7 @@ import { LIMITS } from './limits.ts';
 import { boundedList, EnvValueSchema, intIn } from './spec-schema/bounded.ts';
 import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec-schema/strict-object.ts';
 import { BuildsSchema, RepoSchema } from './spec-schema/builds.ts';
+import { HYGIENE_POLICIES } from './clock-hygiene.ts';
 
 
 export const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
@@ -122,6 +123,11 @@ export const SpecSchema = strictObject({
   priority: intIn(LIMITS.orch.priority, 'priorities are compared as plain numbers; keep them small').default(0),
   /** Another process on a leased card: fail the block, or wait for it to go. */
   foreign_process: z.enum(['fail', 'wait']).default('fail'),
+  /**
+   * A rep whose card was throttled (jobs/clock-hygiene.ts): warn, flag (absent: flag; optional so
+   * that specs written before it keep their hash) or discard (not used, its pair neither).
+   */
+  hygiene: z.enum(HYGIENE_POLICIES).optional(),
   /** Preflight refuses a host with less free disk than this. */
   min_free_disk_gb: z.number().min(0).default(1),
 });

@@ -6,6 +6,7 @@
 import { armOf, opId } from './rank-runner.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
+import { throttleOf } from '../jobs/clock-hygiene.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RankHelloLine, RankRepLine } from '../jobs/rank-line.ts';
 import type { Rep } from '../jobs/graphrt-protocol.ts';
@@ -65,6 +66,7 @@ export class RepMeasure {
     const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
     // A toggle without effect on any rank was not measured by this rep: the report must say so.
     const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
+    const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined })));
     return {
       block: job.block,
       arm: p.arm,
@@ -76,6 +78,7 @@ export class RepMeasure {
           ? first.hashes === undefined ? {} : { hashes: first.hashes }
           : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported, ranks: graphrtLines(lines) }),
         host, cards: job.cards,
+        ...(throttled.length > 0 ? { throttled } : {}),
       },
     };
   }

@@ -49,6 +49,7 @@ import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
 import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
 import { GraphrtRunner } from './graphrt-runner.ts';
+import { injectLibPath } from './command/launch-counter.ts';
 import { BuildCache } from './builds/build-cache.ts';
 import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
@@ -281,7 +282,7 @@ export class Worker {
           this.opts.runner ??
           runnerByRuntime({
             native: new GraphrtRunner(this.opts.graphrt, { cache }),
-            command: new CommandRankRunner({ cache }),
+            command: new CommandRankRunner({ cache, injectLib: injectLibPath(this.opts.graphrt) }),
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
         events,

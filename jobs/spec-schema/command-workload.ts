@@ -32,11 +32,19 @@ const BuildSchema = strictObject({
  */
 export const RUN_MODES = ['per_rep', 'resident'] as const;
 
+/** The variable the CUDA driver loads an injection library from at cuInit (one per process). */
+export const INJECTION_VARIABLE = 'CUDA_INJECTION64_PATH';
+
 const RunSchema = strictObject({
   cmd: CommandSchema,
   mode: z.enum(RUN_MODES).optional(),
   /** resident: how long the program may take to say hello (its imports and setup are in it); default 120 s */
   hello_timeout_s: TimeoutSchema.optional(),
+  /**
+   * resident, cuda cards: orch's CUPTI injection library counts every launch of each measured step
+   * (ranklib/PROTOCOL.md "Launch counts and clocks"); false runs the program without it. Absent: on.
+   */
+  launch_counts: z.boolean().optional(),
   /** Absolute: checked to exist by `orch validate`; relative: resolved on the worker (against the build's artifact dir, else its cwd). */
   cwd: PathSchema.optional(),
   env: EnvSchema.optional(),

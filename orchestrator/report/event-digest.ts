@@ -1,7 +1,7 @@
 /**
  * What the results and the report need of an experiment's events, folded one event at a time as
  * a reader streams them (from Redis page by page, or events.jsonl line by line): the ranks'
- * table, the card time, the provenance's cards and clocks, the devices the committed hello lines
+ * table, the card time, the launches, the provenance's cards and clocks, the devices the committed hello lines
  * named, and the counts. Memory holds the folds' state (the blocks in flight, one entry per card
  * and per arm and rank), never the events: a record of millions of events is read in one pass.
  */
@@ -11,12 +11,14 @@ import { importJsonl } from '../../store/event-log.ts';
 import { ProvenanceFold } from './provenance.ts';
 import { BusyShareFold, type BusyShareRow } from '../stats/busy-share.ts';
 import { RankSummaryFold, type RankRow } from '../stats/rank-summary.ts';
+import { LaunchSummaryFold, type LaunchRow } from '../stats/launch-summary.ts';
 import { RunTimingFold } from '../stats/run-timing.ts';
 
 /** The tables of report.md that come from the events (orchestrator/report/render-report-files.ts). */
 export interface EventTables {
   ranks: RankRow[];
   busy: BusyShareRow[];
+  launches: LaunchRow[];
 }
 
 export class EventDigest {
@@ -24,6 +26,7 @@ export class EventDigest {
   readonly timing = new RunTimingFold();
   private readonly busy = new BusyShareFold();
   private readonly ranks = new RankSummaryFold();
+  private readonly launches = new LaunchSummaryFold();
   /** the devices the committed attempts' graphrt hello lines named */
   readonly devices = new Set<string>();
   total = 0;
@@ -37,12 +40,13 @@ export class EventDigest {
     }
     this.busy.add(e);
     this.ranks.add(e);
+    this.launches.add(e);
     this.provenance.add(e);
     this.timing.add(e);
   };
 
   tables(): EventTables {
-    return { ranks: this.ranks.result(), busy: this.busy.rows() };
+    return { ranks: this.ranks.result(), busy: this.busy.rows(), launches: this.launches.rows() };
   }
 
   static async of(events: AsyncIterable<StreamEvent> | Iterable<StreamEvent>): Promise<EventDigest> {

@@ -8,6 +8,7 @@
 import type { EventTables } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderBusyShare } from './render-busy-share.ts';
+import { renderLaunches } from './render-launches.ts';
 import { renderCsv } from './render-csv.ts';
 import { renderJson } from './render-json.ts';
 import { renderMarkdown } from './render-markdown.ts';
@@ -17,7 +18,7 @@ import { renderRanks } from './render-ranks.ts';
 /** file name → content; report.md first. */
 export function renderReportFiles(analysis: Analysis, events: EventTables): Record<string, string> {
   const files: Record<string, string> = {
-    'report.md': renderMarkdown(analysis) + renderRanks(events.ranks) + renderBusyShare(events.busy),
+    'report.md': renderMarkdown(analysis) + renderRanks(events.ranks) + renderLaunches(events.launches) + renderBusyShare(events.busy),
     'report.json': renderJson(analysis),
   };
   for (const [table, csv] of Object.entries(renderCsv(analysis))) files[`${table}.csv`] = csv;

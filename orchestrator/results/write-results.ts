@@ -67,6 +67,7 @@ export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): 
     alpha: DEFAULT_ALPHA,
     probes: Object.values(c.probes),
     devices: [...devices],
+    ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
     ...(ref === undefined
       ? {}
       : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),

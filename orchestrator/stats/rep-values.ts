@@ -8,6 +8,7 @@ import { allPlannedReps, repKey, type RepRef } from '../../jobs/rep-ref.ts';
 import { isCancelled } from './cancelled-reps.ts';
 import { mean, median } from './descriptive.ts';
 import type { AnalysisInput, RepResult, RepValue } from './types.ts';
+import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
 
 
 export interface RepValues {
@@ -48,6 +49,7 @@ export function repValues(input: AnalysisInput): RepValues {
     } else chosen.set(key, r);
   }
   const failed = new Map(input.failed.map((f) => [repKey(f), f]));
+  const warned: string[] = [];
   const values: RepValue[] = [];
   const missing = new Map<string, number>();
   const miss = (arm: string) => missing.set(arm, (missing.get(arm) ?? 0) + 1);
@@ -68,8 +70,30 @@ export function repValues(input: AnalysisInput): RepValues {
       issues.push(`rep ${key} not used: ${bad}`);
       continue;
     }
+    if (!usable(r, key, input.hygiene ?? 'flag', issues, warned)) {
+      miss(p.arm);
+      continue;
+    }
     const value = input.metric.statistic === 'mean' ? mean(r.step_ms) : median(r.step_ms);
     values.push({ block: p.block, arm: p.arm, rep: p.rep, position: p.position, value });
   }
+  if (warned.length > 0) issues.push(`${warned.length} rep(s) ran on a throttled card and were used (hygiene: warn): ${warned.join('; ')}`);
   return { planned, values, issues, missing };
+}
+
+/**
+ * A throttled rep (jobs/clock-hygiene.ts) under the spec's hygiene policy: discard leaves it out
+ * (its pair with it), flag uses it and names it, warn uses it and counts it in one line.
+ */
+function usable(r: RepResult, key: string, policy: HygienePolicy, issues: string[], warned: string[]): boolean {
+  const why = r.throttled ?? [];
+  if (why.length === 0) return true;
+  const text = `the card was throttled (${why.join(', ')})`;
+  if (policy === 'discard') {
+    issues.push(`rep ${key} not used: ${text}; hygiene: discard`);
+    return false;
+  }
+  if (policy === 'flag') issues.push(`rep ${key} flagged: ${text}`);
+  else warned.push(`${key} (${why.join(', ')})`);
+  return true;
 }

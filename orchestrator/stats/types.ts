@@ -17,6 +17,7 @@ import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
+import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
 
 /** The subset of jobs/plan.ts `Arm` the statistics read. */
 export interface PlanArm {
@@ -79,6 +80,8 @@ export interface AnalysisInput {
   probes?: ProbeRecord[];
   /** the device names the ranks' hello lines gave (committed attempts) */
   devices?: string[];
+  /** spec.hygiene: what a rep on a throttled card is worth (default flag, jobs/clock-hygiene.ts) */
+  hygiene?: HygienePolicy;
 }
 
 /** The build the reference arm ran: its name in the spec and the commit it resolved to. */

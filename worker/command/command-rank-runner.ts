@@ -26,6 +26,8 @@ export interface CommandRankRunnerOptions {
   cache: BuildCache;
   /** Preflight floor of free disk on the build dir, in GB, when the job does not carry spec.min_free_disk_gb. */
   minFreeDiskGb?: number;
+  /** orch's CUPTI injection library on this host (launch-counter.ts), for resident ranks on cuda cards; null: none */
+  injectLib?: string | null;
 }
 
 
@@ -59,7 +61,7 @@ export class CommandRankRunner implements RankRunner {
     if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
     const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
-    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb }, ensure);
+    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null }, ensure);
     return new CommandRank(s, workload, this.opts, ensure);
   }
 }

@@ -16,6 +16,11 @@ export function misfit(line: OrchRankRep | OrchRankIdentity, job: Pick<BlockJob,
     if (line.step_ms.length !== job.steps) return `rep ${line.id} has ${line.step_ms.length} step times; ${job.steps} steps were asked`;
     if (line.warmup_ms.length !== job.warmup) return `rep ${line.id} has ${line.warmup_ms.length} warm-up times; ${job.warmup} warm-up steps were asked`;
     if (line.hashes.length !== line.step_ms.length) return `rep ${line.id} has ${line.hashes.length} steps of hashes for ${line.step_ms.length} steps`;
+    const l = line.launches;
+    if (l?.source === 'cupti') {
+      const short = (['kernels', 'graphs', 'memcpy', 'memset', 'syncs'] as const).find((k) => l[k].length !== line.step_ms.length);
+      if (short !== undefined) return `rep ${line.id} has ${l[short].length} launch counts (${short}) for ${line.step_ms.length} steps`;
+    }
     return null;
   }
   const replays = job.gates.identity?.replays ?? 0;
@@ -30,6 +35,9 @@ export function residentRep(line: OrchRankRep, job: Pick<BlockJob, 'warmup' | 's
     wall_ms: Math.max(0, line.t_end_ns - line.t_start_ns) / 1e6,
     graph: line.graph, warmup_ms: line.warmup_ms, hashes: line.hashes.map(stepHash),
     ...(line.counters === undefined ? {} : { counters: line.counters }),
+    ...(line.launches === undefined ? {} : { launches: line.launches }),
+    ...(line.clocks === undefined ? {} : { clocks: line.clocks }),
+    ...(line.xid_events === undefined ? {} : { xid_events: line.xid_events }),
     t_start_ns: line.t_start_ns, t_end_ns: line.t_end_ns, final: true,
   };
 }

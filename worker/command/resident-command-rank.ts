@@ -26,6 +26,7 @@ import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription, process
 import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
 import { programEnv } from './program-env.ts';
+import { launchCounterEnv } from './launch-counter.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { commandCwd } from './run-command-rep.ts';
 
@@ -54,7 +55,7 @@ export class ResidentCommandRank implements RankHandle {
   constructor(
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
-    private readonly opts: PrepareOptions,
+    private readonly opts: PrepareOptions & { injectLib?: string | null },
     private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
@@ -150,7 +151,7 @@ export class ResidentCommandRank implements RankHandle {
   private spawnProgram(artifactDir: string | null, lockFd: number): RankProtocol<OrchRankLine> {
     const { s, workload } = this;
     const run = workload.run;
-    const env = programEnv({
+    const base = programEnv({
       ...(run.env ?? {}),
       ORCH_RANK_PROTOCOL: String(ORCH_RANK_VERSION),
       ORCH_PARAMS: JSON.stringify(workload.params ?? {}),
@@ -160,6 +161,7 @@ export class ResidentCommandRank implements RankHandle {
       // a cpu card hides every GPU, as graphrt's cpu ranks do
       CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
     });
+    const env = { ...base, ...launchCounterEnv({ backend: s.card.backend, on: run.launch_counts !== false, lib: this.opts.injectLib ?? null, programEnv: base }) };
     const [file, argv] = fateShared('/bin/sh', ['-c', run.cmd], (msg) => s.log.warn(msg));
     const child = spawn(file, argv, { cwd: commandCwd(run.cwd, artifactDir), detached: true, stdio: ['pipe', 'pipe', 'pipe', lockFd], env }) as ChildProcessWithoutNullStreams;
     s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');

@@ -1,0 +1,24 @@
+/**
+ * The report's "Launches" section (orchestrator/stats/launch-summary.ts defines each column): is
+ * the program launch-bound, and did the graph arm replace its launches with one graph launch?
+ */
+import type { LaunchRow } from '../stats/launch-summary.ts';
+import { markdownTable } from './markdown-table.ts';
+
+const n = (x: number | null) => (x === null ? '—' : String(Math.round(x * 100) / 100));
+
+export function renderLaunches(rows: readonly LaunchRow[]): string {
+  if (rows.length === 0) return '';
+  const table = markdownTable(
+    ['arm', 'mode', 'reps', 'kernel launches / step', 'graph launches / step', 'copies / step', 'memsets / step', 'syncs / step', 'captured (graph nodes)', 'counted by'],
+    rows.map((r) => [r.arm, r.modes.join(', '), String(r.reps), n(r.kernels_per_step), n(r.graphs_per_step), n(r.memcpy_per_step), n(r.memset_per_step), n(r.syncs_per_step), n(r.captured), r.source]),
+  );
+  return [
+    '## Launches',
+    '',
+    "Per measured step, the median over the arm's reps: eager kernel launches, graph launches, copies, memsets and synchronising calls; captured: kernel launches made while a stream was capturing (graphrt: the graph's nodes). Counted by graphrt's own launch counter, or by orch's CUPTI injection library in a user's program (ranklib/PROTOCOL.md); `none` says why nothing was counted.",
+    '',
+    table,
+    '',
+  ].join('\n');
+}

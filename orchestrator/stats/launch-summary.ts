@@ -1,0 +1,94 @@
+/**
+ * The report's "Launches" section, folded from the committed rep lines: per arm, how many kernel
+ * launches, graph launches, copies, memsets and synchronising calls one measured step made, and
+ * who counted them — graphrt's own launch counter (`launches_per_step`, `dispatches_per_step`,
+ * `nodes`), or orch's CUPTI injection library in a user's program (a command rep's `launches`,
+ * ranklib/PROTOCOL.md), or nobody, and why ("not available: ..."), never a zero standing in for it.
+ * The numbers are medians over the arm's reps of each rep's per-step median (rank 0's lines: the
+ * ranks of a gang run the same launches).
+ */
+import type { StreamEvent } from '../../jobs/stream-event.ts';
+import { median } from './descriptive.ts';
+
+export interface LaunchRow {
+  arm: string;
+  /** `graphrt`, `cupti`, or `none: <why>` */
+  source: string;
+  modes: string[];
+  reps: number;
+  kernels_per_step: number | null;
+  graphs_per_step: number | null;
+  memcpy_per_step: number | null;
+  memset_per_step: number | null;
+  syncs_per_step: number | null;
+  /** graph nodes (graphrt) or kernel launches made while capturing (cupti), over the arm's reps */
+  captured: number | null;
+}
+
+interface ArmAcc {
+  source: Set<string>;
+  modes: Set<string>;
+  reps: number;
+  kernels: number[];
+  graphs: number[];
+  memcpy: number[];
+  memset: number[];
+  syncs: number[];
+  captured: number[];
+}
+
+const acc = (): ArmAcc => ({ source: new Set(), modes: new Set(), reps: 0, kernels: [], graphs: [], memcpy: [], memset: [], syncs: [], captured: [] });
+const mid = (xs: number[]): number | null => (xs.length === 0 ? null : median(xs));
+
+export class LaunchSummaryFold {
+  private readonly arms = new Map<string, ArmAcc>();
+
+  add(e: StreamEvent): void {
+    const l = e.event;
+    if (!e.committed || e.rank !== 0 || l === null || typeof l !== 'object' || l.type !== 'rep') return;
+    let a = this.arms.get(l.arm);
+    if (!a) this.arms.set(l.arm, (a = acc()));
+    a.reps++;
+    a.modes.add(l.mode);
+    if (l.backend !== 'command') {
+      a.source.add('graphrt');
+      // a graph replay is one dispatch holding the launches; eager, each launch is one
+      if (l.mode === 'graph') {
+        a.graphs.push(l.dispatches_per_step);
+        if (l.nodes !== null) a.captured.push(l.nodes);
+      } else a.kernels.push(l.launches_per_step);
+      return;
+    }
+    const c = l.launches;
+    if (c === undefined) {
+      a.source.add('none: the rank reported no counts (a per-rep command, or a rank library without them)');
+      return;
+    }
+    if (c.source === 'none') {
+      a.source.add(`none: ${c.reason}`);
+      return;
+    }
+    a.source.add('cupti');
+    a.kernels.push(median(c.kernels));
+    a.graphs.push(median(c.graphs));
+    a.memcpy.push(median(c.memcpy));
+    a.memset.push(median(c.memset));
+    a.syncs.push(median(c.syncs));
+    a.captured.push(c.captured);
+  }
+
+  rows(): LaunchRow[] {
+    return [...this.arms].map(([arm, a]) => ({
+      arm,
+      source: [...a.source].join('; '),
+      modes: [...a.modes],
+      reps: a.reps,
+      kernels_per_step: mid(a.kernels),
+      graphs_per_step: mid(a.graphs),
+      memcpy_per_step: mid(a.memcpy),
+      memset_per_step: mid(a.memset),
+      syncs_per_step: mid(a.syncs),
+      captured: a.captured.length === 0 ? null : Math.max(...a.captured),
+    }));
+  }
+}

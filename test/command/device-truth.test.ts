@@ -1,0 +1,90 @@
+/**
+ * Device truth for a user's program, on the CPU machine, through `orch submit` (the embedded
+ * default) with a fixture rank that plants what orch's injection library and NVML would answer on
+ * a GPU (test/fixtures/ranks/orch-rank.mjs): the report's "Launches" section says what one step
+ * launched and who counted it, "not available" (never zeros) where nobody could; a rep whose card
+ * was throttled, or saw an XID error, is flagged (hygiene: flag, the default) or not used
+ * (hygiene: discard). And the injection variable: named only for cuda cards, another profiler's
+ * refused rather than replaced.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import { launchCounterEnv } from '../../worker/command/launch-counter.ts';
+import { ORCH_BIN } from '../utils/worker-process.ts';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
+
+function submit(env: Record<string, string>, extra = ''): { code: number | null; output: string; report: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'orch-truth-'));
+  const file = join(dir, 'truth.yaml');
+  writeFileSync(file, `name: truth
+design: ab
+workload:
+  runtime: command
+  run:
+    cmd: ${JSON.stringify(`${process.execPath} ${FIXTURE}`)}
+    mode: resident
+    env: ${JSON.stringify(env)}
+  toggles: { GRAPH: request, STALE: request }
+  warmup: 1
+  steps: 4
+toggles: [GRAPH, STALE]
+arms:
+  - { name: eager, toggles: { GRAPH: false } }
+  - { name: graph, toggles: { GRAPH: true } }
+reps: 3
+gates: { identity: { toggle: GRAPH, replays: 3 } }
+${extra}`);
+  const results = join(dir, 'results');
+  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn' }, encoding: 'utf8', timeout: 120_000 });
+  const [exp] = readdirSync(results);
+  return { code: r.status, output: `${r.stdout}${r.stderr}`, report: readFileSync(join(results, exp as string, 'report.md'), 'utf8') };
+}
+
+const launchesSection = (report: string) => report.slice(report.indexOf('## Launches'), report.indexOf('## Card time'));
+
+describe('launch counts and clock hygiene of a resident command rank', () => {
+  test('counted launches per step per arm, and "none" with its reason where nothing counted', () => {
+    const counted = submit({ FIXTURE_LAUNCHES: '1' });
+    const table = launchesSection(counted.report);
+    assert.match(table, /\| eager \| eager \| 3 \| 12 \| 0 \| 1 \| 0 \| 0 \| 0 \| cupti \|/, table);
+    // the gate captured the graph its reps replay: the measured reps captured nothing
+    assert.match(table, /\| graph \| graph \| 3 \| 0 \| 1 \| 1 \| 0 \| 0 \| 0 \| cupti \|/, table);
+    const none = launchesSection(submit({}).report);
+    assert.match(none, /\| eager \| eager \| 3 \| — \| — \| — \| — \| — \| — \| none: no CUDA_INJECTION64_PATH: the worker gave this rank no injection library \(a cpu card\) \|/, none);
+    assert.doesNotMatch(none, /\| 0 \| 0 \|/, 'not available is never shown as zeros');
+  });
+
+  test('a throttled rep and an XID error: flagged and used by default', () => {
+    // requests: 1 the identity gate, then reps 2.. in the block's order
+    const r = submit({ FIXTURE_THROTTLE_AT: '3', FIXTURE_XID_AT: '5' });
+    assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(sw_thermal_slowdown\)/);
+    assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(xid ×1\)/);
+    assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
+  });
+
+  test('hygiene: discard leaves a throttled rep out, named, and counts it missing', () => {
+    const r = submit({ FIXTURE_THROTTLE_AT: '3' }, 'hygiene: discard');
+    assert.match(r.report, /rep 0\/\w+\/\d not used: the card was throttled \(sw_thermal_slowdown\); hygiene: discard/);
+    assert.match(r.report, /\| input \| pass \| 5 of 6 planned reps used \(see issues\) \|/);
+  });
+
+  test('hygiene: warn uses throttled reps and counts them in one line', () => {
+    const r = submit({ FIXTURE_THROTTLE_AT: '3', FIXTURE_XID_AT: '4' }, 'hygiene: warn');
+    assert.match(r.report, /2 rep\(s\) ran on a throttled card and were used \(hygiene: warn\): /);
+  });
+
+  test('the injection variable: cuda cards with counts on only; another profiler refused, not replaced', () => {
+    const lib = '/opt/orch/liborch_inject.so';
+    assert.deepEqual(launchCounterEnv({ backend: 'cuda', on: true, lib, programEnv: {} }), { CUDA_INJECTION64_PATH: lib });
+    assert.deepEqual(launchCounterEnv({ backend: 'cpu', on: true, lib, programEnv: {} }), {});
+    assert.deepEqual(launchCounterEnv({ backend: 'cuda', on: false, lib, programEnv: {} }), {});
+    assert.deepEqual(launchCounterEnv({ backend: 'cuda', on: true, lib: null, programEnv: {} }), {});
+    assert.throws(() => launchCounterEnv({ backend: 'cuda', on: true, lib, programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' } }), (e: Error & { code?: string }) => e.code === 'RANK_INJECTION_TAKEN' && /\/opt\/nsight\/libToolsInjection64\.so .*do not replace it/.test(e.message));
+  });
+});
