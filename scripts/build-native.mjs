@@ -27,3 +27,5 @@ const run = (args) => spawnSync('cmake', args, { stdio: 'inherit' }).status === 
 if (!run(['-S', src, '-B', build, '-DCMAKE_BUILD_TYPE=Release', `-DGRAPHRT_CUDA=${cuda}`])) fail('cmake configure failed (see above)');
 if (!run(['--build', build, '-j', String(Math.max(1, cpus().length))])) fail('cmake build failed (see above)');
 console.log(`[orch] graphrt built: ${build}/graphrt`);
+// liborch_inject.so (native/inject/) is built where CUPTI is found (ORCH_INJECT=AUTO).
+if (existsSync(`${build}/liborch_inject.so`)) console.log(`[orch] launch counter built: ${build}/liborch_inject.so`);

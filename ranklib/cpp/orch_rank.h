@@ -1,7 +1,7 @@
 // orch_rank.h 1.0: the C++17 rank library of orch's rank protocol, orch-rank version 1
 // (ranklib/PROTOCOL.md). Header-only; it needs the standard library, POSIX and, with CUDA on,
-// the CUDA runtime. CUDA is on when nvcc compiles it (__CUDACC__) or when ORCH_RANK_CUDA is
-// defined before the include (a host compiler linking cudart).
+// the CUDA runtime (and dlopen, for orch's injection library). CUDA is on when nvcc compiles it
+// (__CUDACC__) or when ORCH_RANK_CUDA is defined before the include (a host compiler linking cudart).
 //
 //   struct MyProgram : orch_rank::Program { ... };
 //   int main() { MyProgram p; return orch_rank::serve(p); }
@@ -38,6 +38,7 @@
 
 #ifdef ORCH_RANK_CUDA
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #endif
 
 namespace orch_rank {
@@ -636,6 +637,104 @@ struct StepFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// orch's CUPTI injection library (native/inject/orch_inject.h, ABI 1), mirrored: this header
+// includes nothing of orch's. On a cuda card the worker names it in CUDA_INJECTION64_PATH and the
+// driver loads it at cuInit; it counts the driver calls of the whole process.
+inline constexpr std::uint64_t kInjectAbi = 1;
+
+struct InjectCounts {  // struct orch_inject_counts
+  std::uint64_t abi = 0, initialized = 0, kernels = 0, captured = 0, graphs = 0, memcpy = 0, memset = 0, syncs = 0;
+};
+
+struct InjectClock {  // struct orch_inject_clock
+  int ok = 0, sm_mhz = -1, mem_mhz = -1, temp_c = -1;
+  double power_w = -1;
+  unsigned long long reasons = 0, xid_events = 0;
+};
+
+inline InjectCounts since(const InjectCounts& now, const InjectCounts& before) {
+  InjectCounts d = now;
+  d.kernels -= before.kernels;
+  d.captured -= before.captured;
+  d.graphs -= before.graphs;
+  d.memcpy -= before.memcpy;
+  d.memset -= before.memset;
+  d.syncs -= before.syncs;
+  return d;
+}
+
+// The library as this process has it: counting, or not and why (reason()); its clocks apart, as
+// NVML answers while another profiler holds CUPTI.
+class Inject {
+ public:
+#ifdef ORCH_RANK_CUDA
+  // After cuInit (CUDA's first call): by then the driver has loaded the library or never will.
+  void open() {
+    const char* path = std::getenv("CUDA_INJECTION64_PATH");
+    if (path == nullptr || *path == '\0') {
+      reason_ = "CUDA_INJECTION64_PATH is not set";
+      return;
+    }
+    void* lib = ::dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) {
+      reason_ = std::string("CUDA_INJECTION64_PATH names ") + path + ", which is not loaded in this process";
+      return;
+    }
+    const auto read_counts = reinterpret_cast<int (*)(InjectCounts*)>(::dlsym(lib, "orch_inject_read"));
+    const auto status = reinterpret_cast<const char* (*)()>(::dlsym(lib, "orch_inject_status"));
+    if (read_counts == nullptr || status == nullptr) {
+      reason_ = std::string(path) + " has no orch_inject_read: not orch's injection library";
+      return;
+    }
+    InjectCounts c;
+    const bool counting = read_counts(&c) == 1;
+    if (c.abi != kInjectAbi) {
+      reason_ = std::string(path) + " has ABI " + std::to_string(c.abi) + "; orch_rank.h reads ABI " + std::to_string(kInjectAbi);
+      return;
+    }
+    clocks_ = reinterpret_cast<int (*)(InjectClock*)>(::dlsym(lib, "orch_inject_clocks"));
+    reason_name_ = reinterpret_cast<const char* (*)(unsigned)>(::dlsym(lib, "orch_inject_reason_name"));
+    if (clocks_ == nullptr || reason_name_ == nullptr) clocks_ = nullptr;
+    if (counting) read_ = read_counts;
+    else reason_ = status();
+  }
+#else
+  void open() {}
+#endif
+
+  bool counting() const { return read_ != nullptr; }
+  const std::string& reason() const { return reason_; }
+  // Zeros while not counting: only differences are reported, and only while counting.
+  InjectCounts counts() const {
+    InjectCounts c;
+    if (read_ != nullptr) (void)read_(&c);
+    return c;
+  }
+  // NVML's reading of the current device; ok 0 without the library or NVML.
+  InjectClock clock() const {
+    InjectClock c;
+    if (clocks_ != nullptr) (void)clocks_(&c);
+    return c;
+  }
+  // {"sm_mhz":...,"reasons":[...]}, graphrt's form of a reading (native/PROTOCOL.md).
+  std::string clock_json(const InjectClock& c) const {
+    std::string reasons;
+    for (unsigned bit = 0; bit < 64; ++bit) {
+      const char* name = ((c.reasons >> bit) & 1ULL) != 0 ? reason_name_(bit) : nullptr;
+      if (name != nullptr) reasons += (reasons.empty() ? "" : ",") + json::quote(name);
+    }
+    return "{\"sm_mhz\":" + std::to_string(c.sm_mhz) + ",\"mem_mhz\":" + std::to_string(c.mem_mhz) +
+           ",\"temp_c\":" + std::to_string(c.temp_c) + ",\"power_w\":" + json::number(c.power_w) +
+           ",\"reasons\":[" + reasons + "]}";
+  }
+
+ private:
+  std::string reason_ = "no CUDA in this build";
+  int (*read_)(InjectCounts*) = nullptr;
+  int (*clocks_)(InjectClock*) = nullptr;
+  const char* (*reason_name_)(unsigned) = nullptr;
+};
+
 struct Request {
   std::string id, op, arm, toggle;
   Toggles toggles;
@@ -691,6 +790,7 @@ class Server {
     }
 #endif
     p_.setup(Params::from_env());
+    inject_.open();
     toggles_ = p_.toggles();
     graph_toggle_ = p_.graph_toggle();
     if (!graph_toggle_.empty() && std::find(toggles_.begin(), toggles_.end(), graph_toggle_) == toggles_.end())
@@ -848,13 +948,20 @@ class Server {
 
   void reset() { user("reset()", [&] { p_.reset(); }); }
 
-  // One step, timed on its own; its work is done (and checked) when this returns.
-  double step(const Toggles& t, const std::string& which) {
+  // One step, timed on its own; its work is done (and checked) when this returns. With `own`, the
+  // driver calls the program made in it, counted around p_.step() alone so that the header's own
+  // event records and synchronize are not the program's.
+  double step(const Toggles& t, const std::string& which, InjectCounts* own = nullptr) {
     const std::string what = "step() (" + which + ")";
+    const auto run = [&] {
+      const InjectCounts before = own != nullptr ? inject_.counts() : InjectCounts{};
+      user(what, [&] { p_.step(t); });
+      if (own != nullptr) *own = since(inject_.counts(), before);
+    };
 #ifdef ORCH_RANK_CUDA
     if (rt().cuda) {
       ORCH_CUDA(cudaEventRecord(ev_start_, rt().stream));
-      user(what, [&] { p_.step(t); });
+      run();
       ORCH_CUDA(cudaEventRecord(ev_end_, rt().stream));
       ORCH_CUDA(cudaGetLastError());
       ORCH_CUDA(cudaStreamSynchronize(rt().stream));
@@ -864,7 +971,7 @@ class Server {
     }
 #endif
     const auto t0 = std::chrono::steady_clock::now();
-    user(what, [&] { p_.step(t); });
+    run();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -904,6 +1011,9 @@ class Server {
   std::string rep(const Request& r) {
     const std::int64_t t_start = monotonic_ns();
     begin(r);
+    const InjectCounts counts_start = inject_.counts();
+    const InjectClock clock_start = inject_.clock();
+    InjectClock clock_end;
     reset();
     // The graph is captured here, before the warm-up, so no timed step pays for a capture.
     if (!graph_toggle_.empty() && r.toggles.on(graph_toggle_)) {
@@ -914,18 +1024,43 @@ class Server {
     std::vector<std::string> hashes_of;
     for (long long i = 0; i < r.warmup; ++i) warmup_ms.push_back(step(r.toggles, "warm-up step " + std::to_string(i + 1)));
     const std::size_t replays_before = rt().replays;
+    std::vector<InjectCounts> own(static_cast<std::size_t>(r.steps));
     std::int64_t t_end = t_start;
     for (long long i = 0; i < r.steps; ++i) {
-      step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1)));
+      step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1), &own[static_cast<std::size_t>(i)]));
       t_end = monotonic_ns();
+      if (i + 1 == r.steps) clock_end = inject_.clock();
       hashes_of.push_back(hashes());
     }
+    const std::uint64_t captured = since(inject_.counts(), counts_start).captured;
     const bool replayed = rt().replays > replays_before;
     const std::string graph = !replayed ? "null" : rt().captures > 0 ? "\"fresh\"" : "\"reused\"";
     return "{\"v\":1,\"type\":\"rep\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) +
            ",\"mode\":\"" + (replayed ? "graph" : "eager") + "\",\"graph\":" + graph + ",\"warmup_ms\":" + list(warmup_ms) +
            ",\"step_ms\":" + list(step_ms) + ",\"hashes\":" + list(hashes_of) + ",\"counters\":" + counters() +
+           ",\"launches\":" + launches(own, captured) + clocks(clock_start, clock_end) +
            ",\"t_start_ns\":" + std::to_string(t_start) + ",\"t_end_ns\":" + std::to_string(t_end) + ",\"final\":true}";
+  }
+
+  // PROTOCOL.md "Launch counts and clocks": one count per measured step, or why there are none.
+  std::string launches(const std::vector<InjectCounts>& own, std::uint64_t captured) const {
+    if (!inject_.counting()) return "{\"source\":\"none\",\"reason\":" + json::quote(inject_.reason()) + "}";
+    const auto column = [&](std::uint64_t InjectCounts::*field) {
+      std::string s;
+      for (const InjectCounts& c : own) s += (s.empty() ? "" : ",") + std::to_string(c.*field);
+      return "[" + s + "]";
+    };
+    return "{\"source\":\"cupti\",\"kernels\":" + column(&InjectCounts::kernels) + ",\"captured\":" +
+           std::to_string(captured) + ",\"graphs\":" + column(&InjectCounts::graphs) + ",\"memcpy\":" +
+           column(&InjectCounts::memcpy) + ",\"memset\":" + column(&InjectCounts::memset) + ",\"syncs\":" +
+           column(&InjectCounts::syncs) + "}";
+  }
+
+  // ,"clocks":{...},"xid_events":N; nothing where NVML did not answer both times.
+  std::string clocks(const InjectClock& start, const InjectClock& end) const {
+    if (start.ok == 0 || end.ok == 0) return {};
+    return ",\"clocks\":{\"start\":" + inject_.clock_json(start) + ",\"end\":" + inject_.clock_json(end) +
+           "},\"xid_events\":" + std::to_string(end.xid_events - start.xid_events);
   }
 
   // The gate's two sides from one reset state each; the worker compares them.
@@ -996,6 +1131,7 @@ class Server {
   const int out_;
   std::vector<std::string> toggles_;
   std::string graph_toggle_;
+  Inject inject_;
 #ifdef ORCH_RANK_CUDA
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
   std::vector<unsigned char> staging_;

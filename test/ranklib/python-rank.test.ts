@@ -7,12 +7,16 @@
  * one seed hash alike step by step, and so do two eager reps (A/A); the first graph rep captures
  * (`fresh`), the next replays (`reused`); the identity gate's two sides agree with STALE_INPUT
  * off and part at replay 2 with it on; a malformed request, an unknown toggle and a step that
- * raises are answered with an error and serving goes on; stdin closed, the rank exits 0. Last,
- * `pip install` of ranklib/python, when pip can build it offline.
+ * raises are answered with an error and serving goes on; stdin closed, the rank exits 0. Launch
+ * counts (PROTOCOL.md "Launch counts and clocks"): without an injection library a rep says why
+ * it has none and carries no clocks; with a stand-in library compiled here (planted counters
+ * that advance by fixed amounts per read, planted clocks) the per-step counts, the request's
+ * captured total, the clocks' reason names and xid_events are the library's. Last, `pip install`
+ * of ranklib/python, when pip can build it offline.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -36,12 +40,12 @@ class Rank {
   private readonly queued: Line[] = [];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(args: string[], params: Record<string, unknown> = {}) {
+  constructor(args: string[], params: Record<string, unknown> = {}, env: Record<string, string> = {}) {
     this.child = spawn('python3', args, {
       cwd: ROOT,
       stdio: 'pipe',
       // PYTHONDONTWRITEBYTECODE: no __pycache__ left in the checkout
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ORCH_PARAMS: JSON.stringify(params), PYTHONDONTWRITEBYTECODE: '1' },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ORCH_PARAMS: JSON.stringify(params), PYTHONDONTWRITEBYTECODE: '1', ...env },
     });
     this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     createInterface({ input: this.child.stdout }).on('line', (raw) => {
@@ -105,7 +109,12 @@ const identity = (id: string, toggles: Record<string, boolean>) => ({ id, op: 'i
 
 function assertRep(line: Line, id: string, arm: string, steps: number, warmup: number): Hashes {
   assert.equal(line.type, 'rep', JSON.stringify(line));
-  assert.deepEqual(Object.keys(line), ['v', 'type', 'id', 'arm', 'mode', 'graph', 'warmup_ms', 'step_ms', 'hashes', 'counters', 't_start_ns', 't_end_ns', 'final']);
+  // no injection library here (the rank's env names none): launches say why, and no clocks
+  assert.deepEqual(Object.keys(line), ['v', 'type', 'id', 'arm', 'mode', 'graph', 'warmup_ms', 'step_ms', 'hashes', 'counters', 'launches', 't_start_ns', 't_end_ns', 'final']);
+  const launches = line.launches as Record<string, unknown>;
+  assert.deepEqual(Object.keys(launches), ['source', 'reason']);
+  assert.equal(launches.source, 'none');
+  assert.ok(typeof launches.reason === 'string' && launches.reason.length > 0);
   assert.deepEqual([line.id, line.arm, line.final], [id, arm, true]);
   for (const [field, n] of [['step_ms', steps], ['warmup_ms', warmup]] as const) {
     const ms = line[field] as number[];
@@ -136,6 +145,10 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
     assert.equal(pid, r.child.pid);
     const first = await r.request(rep('r0', 'eager', {}, 2, 0));
     assert.equal(first.type, 'rep', JSON.stringify(first));
+    assert.deepEqual(first.launches, {
+      source: 'none',
+      reason: backend === 'cpu' ? 'cpu backend: no CUDA' : 'no CUDA_INJECTION64_PATH: no injection library was named',
+    });
     await r.close();
   });
 
@@ -248,6 +261,7 @@ describe('orch_rank.py with a program of its own', () => {
     assert.deepEqual([hello.type, hello.name, hello.backend, hello.toggles, hello.outputs], ['hello', 'chatty', 'cpu', ['BOOM'], ['n', 'twice']]);
     const ok = await r.request({ id: 'r0', op: 'rep', arm: 'A', toggles: {}, warmup: 1, steps: 2 });
     assert.deepEqual([ok.type, ok.mode, ok.graph, ok.counters], ['rep', 'eager', null, { launches_per_step: 1 }]);
+    assert.deepEqual([ok.launches, 'clocks' in ok], [{ source: 'none', reason: 'cpu backend: no CUDA' }, false]);
     assert.equal((ok.hashes as Hashes).length, 2);
     const boom = await r.request({ id: 'r1', op: 'rep', arm: 'B', toggles: { BOOM: true }, warmup: 0, steps: 1 });
     assert.deepEqual([boom.type, boom.id, boom.code, boom.fatal], ['error', 'r1', 'STEP_FAILED', false]);
@@ -259,6 +273,124 @@ describe('orch_rank.py with a program of its own', () => {
       assert.ok(r.stderr.includes(text), `stderr has ${JSON.stringify(text)}:\n${r.stderr}`);
     }
     assert.ok(r.stdout.every((l) => !l.includes('hello on stdout') && !l.includes('a write to')), r.stdout.join('\n'));
+  });
+});
+
+// A stand-in for native/inject's liborch_inject.so, its C ABI (native/inject/orch_inject.h) with
+// planted answers: each orch_inject_read adds 7 kernels, 5 captured, 1 graph, 2 memcpy, 3 syncs;
+// each orch_inject_clocks reports reasons 0x20 (named) and 0x1000 (a bit with no name) and one
+// more XID than the last. FAKE_INJECT_OFF=1: a library the driver never initialised.
+// FAKE_REASON_MASK=1: orch_inject_reason_name takes the mask (the brief's draft), not the index.
+const FAKE_INJECT_C = `
+#include <stdint.h>
+#include <stdlib.h>
+struct orch_inject_counts { uint64_t abi, initialized, kernels, captured, graphs, memcpy, memset, syncs; };
+struct orch_inject_clock { int ok; int sm_mhz; int mem_mhz; int temp_c; double power_w; unsigned long long reasons; unsigned long long xid_events; };
+static struct orch_inject_counts c = {1, 1, 0, 0, 0, 0, 0, 0};
+static unsigned long long xid = 40;
+static int off(void) { const char* s = getenv("FAKE_INJECT_OFF"); return s != NULL && s[0] == '1'; }
+int orch_inject_read(struct orch_inject_counts* out) {
+  if (off()) { struct orch_inject_counts z = {1, 0, 0, 0, 0, 0, 0, 0}; *out = z; return 0; }
+  c.kernels += 7; c.captured += 5; c.graphs += 1; c.memcpy += 2; c.syncs += 3;
+  *out = c;
+  return 1;
+}
+int orch_inject_clocks(struct orch_inject_clock* out) {
+  struct orch_inject_clock k = {1, 1980, 3201, 38, 121.5, 0x20ULL | 0x1000ULL, ++xid};
+  *out = k;
+  return 1;
+}
+const char* orch_inject_status(void) { return off() ? "the driver never called InitializeInjection" : "counting"; }
+/* orch_inject.h's: the bit's index (5 for 0x20); FAKE_REASON_MASK=1: the mask itself (0x20) */
+const char* orch_inject_reason_name(unsigned bit) {
+  const char* s = getenv("FAKE_REASON_MASK");
+  unsigned mask = s != NULL && s[0] == '1' ? bit : bit < 32 ? 1u << bit : 0;
+  return mask == 0x20 ? "sw_thermal_slowdown" : mask == 0x1 ? "gpu_idle" : 0;
+}
+`;
+
+// Loads the library itself first, as the driver would at cuInit (PRELOAD=1), and asks for the
+// counts on the cpu backend with device_counters = True (FORCE=1).
+const COUNTED = `
+import ctypes, os, sys
+if os.environ.get("PRELOAD") == "1":
+    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"], mode=ctypes.RTLD_GLOBAL)
+sys.path.insert(0, ${JSON.stringify(RANKLIB)})
+import orch_rank
+
+class Counted(orch_rank.Program):
+    name = "counted"
+    toggles = []
+    device_counters = True if os.environ.get("FORCE") == "1" else None
+    def setup(self, params):
+        self.n = bytearray(1)
+    def reset(self):
+        self.n[0] = 0
+    def step(self, toggles):
+        self.n[0] += 1
+    def outputs(self):
+        return {"n": self.n}
+
+orch_rank.serve(Counted())
+`;
+
+describe('orch_rank.py with an injection library (a stand-in, compiled here)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orch-inject-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const lib = join(dir, 'libfake_inject.so');
+  writeFileSync(join(dir, 'fake_inject.c'), FAKE_INJECT_C);
+  const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', lib, join(dir, 'fake_inject.c')], { encoding: 'utf8' });
+  const why = cc.status === 0 ? false : `no C compiler here: ${cc.error?.message ?? cc.stderr}`;
+  const counted = (env: Record<string, string>) => {
+    const r = new Rank(['-c', COUNTED], {}, { CUDA_INJECTION64_PATH: lib, ...env });
+    ranks.push(r);
+    return r;
+  };
+  const req = (id: string, steps: number) => ({ id, op: 'rep', arm: 'A', toggles: {}, warmup: 2, steps });
+  const clock = { sm_mhz: 1980, mem_mhz: 3201, temp_c: 38, power_w: 121.5, reasons: ['sw_thermal_slowdown'] };
+
+  test("each measured step's own counts, the request's captures, the clocks and the XIDs", { skip: why }, async () => {
+    const r = counted({ PRELOAD: '1', FORCE: '1' });
+    assert.equal((await r.next()).backend, 'cpu');
+    const a = await r.request(req('c0', 3));
+    assert.deepEqual(Object.keys(a), ['v', 'type', 'id', 'arm', 'mode', 'graph', 'warmup_ms', 'step_ms', 'hashes', 'counters', 'launches', 'clocks', 'xid_events', 't_start_ns', 't_end_ns', 'final']);
+    // one read before and one after each step: a step's count is one read's planted advance; the
+    // warm-up steps are not read; captured spans the request: reads 1 (its start) to 8 (its end)
+    assert.deepEqual(a.launches, { source: 'cupti', kernels: [7, 7, 7], captured: 7 * 5, graphs: [1, 1, 1], memcpy: [2, 2, 2], memset: [0, 0, 0], syncs: [3, 3, 3] });
+    assert.deepEqual(a.clocks, { start: clock, end: clock }, 'the named reason kept, the bit with no name left out');
+    assert.equal(a.xid_events, 1, 'one more XID at the end than at the start');
+    const b = await r.request(req('c1', 1));
+    assert.deepEqual(b.launches, { source: 'cupti', kernels: [7], captured: 3 * 5, graphs: [1], memcpy: [2], memset: [0], syncs: [3] });
+    assert.equal(b.xid_events, 1);
+    await r.close();
+    // a library whose orch_inject_reason_name takes the mask, not the index, names alike
+    const m = counted({ PRELOAD: '1', FORCE: '1', FAKE_REASON_MASK: '1' });
+    await m.next();
+    assert.deepEqual((await m.request(req('m0', 1))).clocks, { start: clock, end: clock });
+    await m.close();
+  });
+
+  test('no counts, and why: not loaded, never initialised, a cpu backend not forced', { skip: why }, async () => {
+    const cases: [Record<string, string>, string | RegExp, boolean][] = [
+      [{ FORCE: '1' }, /^the injection library .*libfake_inject\.so is not loaded in this process/, false],
+      [{ FORCE: '1', PRELOAD: '1', FAKE_INJECT_OFF: '1' }, 'the driver never called InitializeInjection', true],
+      [{ PRELOAD: '1' }, 'cpu backend: no CUDA', false],
+    ];
+    for (const [env, reason, clocks] of cases) {
+      const r = counted(env);
+      await r.next();
+      const a = await r.request(req('n0', 2));
+      assert.equal(a.type, 'rep', JSON.stringify(a));
+      const launches = a.launches as { source: string; reason: string };
+      assert.deepEqual(Object.keys(launches), ['source', 'reason'], JSON.stringify(env));
+      assert.equal(launches.source, 'none');
+      if (typeof reason === 'string') assert.equal(launches.reason, reason);
+      else assert.match(launches.reason, reason);
+      // NVML is no counter: a library that counts nothing may still read the clocks
+      assert.equal('clocks' in a, clocks, JSON.stringify(env));
+      assert.equal('xid_events' in a, clocks);
+      await r.close();
+    }
   });
 });
 

@@ -3,8 +3,9 @@ program's four functions, with no protocol around it: serve() answers requests w
 program's own standalone timing (examples/torch-decode/decode.py --standalone) uses it as is.
 
 The program: setup(params), reset(), step(toggles), outputs(); attributes name, toggles,
-optionally graph_toggle (the toggle that turns capture on), backend ("cpu" to stay off the GPU)
-and counters() (a dict of numbers reported with every rep).
+optionally graph_toggle (the toggle that turns capture on), backend ("cpu" to stay off the GPU),
+counters() (a dict of numbers reported with every rep) and device_counters (True: read the
+injection library's launch counts on any backend, not only cuda; False: never; device_counters.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from . import graphs
 from .backend import Backend, detect
+from .device_counters import DeviceCounters
 from .errors import RankError, StepFailed
 from .hashing import hash_outputs
 from .timing import CudaEvents, HostClock, clock_for, monotonic_ns
@@ -47,6 +49,7 @@ class Runner:
         self.backend: Backend | None = None
         self.clock: HostClock | CudaEvents = HostClock()
         self.outputs: list[str] = []
+        self.device_counters = DeviceCounters("cpu", getattr(program, "device_counters", None))
 
     def start(self, params: Mapping[str, Any]) -> None:
         """setup(params), then the backend (what setup imported decides it) and the output names."""
@@ -54,6 +57,7 @@ class Runner:
         self.backend = detect(self.program)
         graphs.use_backend(self.backend.name)
         self.clock = clock_for(self.backend)
+        self.device_counters = DeviceCounters(self.backend.name, self.device_counters.wanted)
         outputs = self.program.outputs()
         if not isinstance(outputs, Mapping) or not outputs or not all(isinstance(k, str) and k for k in outputs):
             raise TypeError(f"outputs() after setup must be a dict of at least one named output, not {outputs!r:.200}")
@@ -99,6 +103,8 @@ class Runner:
         t_start = monotonic_ns()
         toggles = self._full_toggles(toggles)
         captures0, _ = graphs.counts()
+        # the clocks before anything of the rep runs; the counts so far, for its captures
+        dev = self.device_counters.begin(steps)
         self._reset()
         if self.graph_toggle is not None and toggles[self.graph_toggle]:
             # the prepare: captures when the graph is new (a replay otherwise), output discarded
@@ -108,9 +114,14 @@ class Runner:
         _, replays0 = graphs.counts()
         step_ms: list[float] = []
         hashes: list[dict[str, str]] = []
-        for _ in range(steps):
+        for i in range(steps):
+            # each step's own counts: read after its end event synchronized, before the hash
+            # (a tensor's copy to the host is a memcpy of the library's, not of the step)
+            dev.before(i)
             step_ms.append(self._timed_step(toggles))
+            dev.after(i)
             hashes.append(self._hashes())
+        device = dev.finish(steps)
         t_end = monotonic_ns()
         captures, replays = graphs.counts()
         mode = "graph" if replays > replays0 else "eager"
@@ -121,6 +132,7 @@ class Runner:
             "step_ms": step_ms,
             "hashes": hashes,
             "counters": self._counters(),
+            **device,  # launches, and clocks and xid_events where NVML is there
             "t_start_ns": t_start,
             "t_end_ns": t_end,
         }

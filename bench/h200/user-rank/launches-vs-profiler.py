@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Do the injection library's launch counts (native/inject/, read by orch_rank per measured step)
+agree with torch.profiler's? One JSON line on stdout.
+
+    CUDA_INJECTION64_PATH=$PWD/build/liborch_inject.so \\
+    ORCH_PARAMS='{"layers":24,"hidden":1024,"max_pos":128}' \\
+        python3 bench/h200/user-rank/launches-vs-profiler.py [--steps 16] [--warmup 8]
+
+examples/torch-decode/decode.py's Decode, eager: reset, `warmup` steps, then `steps` steps
+- under torch.profiler, in a child process started without CUDA_INJECTION64_PATH: CUPTI takes
+  one subscriber per process, and the profiler (Kineto) and the injection library both subscribe,
+  so neither may see the other's process. A step's launches are the CPU-side launch API calls
+  (cudaLaunchKernel & co., the runtime/driver events Kineto records with ProfilerActivity.CUDA)
+  that start inside the step's record_function range;
+- through orch_rank.Runner.rep in this process, where the driver loaded the injection library at
+  cuInit: the rep's `launches.kernels`, one count per measured step.
+Then a graph rep, for the graph launches per replayed step and the kernels its prepare captured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+# the launch API calls, runtime and driver (a cuLaunchKernel comes from Triton or a library that
+# calls the driver itself); a cudaGraphLaunch is no kernel launch of the step's own
+KERNEL_LAUNCH_APIS = {
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+}  # fmt: skip
+GRAPH_LAUNCH_APIS = {"cudaGraphLaunch", "cuGraphLaunch"}
+
+
+def need_gpu():
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit("launches-vs-profiler.py: needs torch with CUDA and a GPU: torch is not installed") from None
+    if not torch.cuda.is_available():
+        raise SystemExit("launches-vs-profiler.py: needs a GPU: torch.cuda.is_available() is False (a CPU machine has no launches to count)")
+    return torch
+
+
+def load_decode():
+    spec = importlib.util.spec_from_file_location("decode", os.path.join(ROOT, "examples", "torch-decode", "decode.py"))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # its own sys.path line finds ranklib/python's orch_rank
+    return module
+
+
+def params() -> dict:
+    return json.loads(os.environ.get("ORCH_PARAMS") or "{}")
+
+
+def profiled(steps: int, warmup: int) -> dict:
+    """The child: `steps` eager steps under torch.profiler, the launch API calls of each."""
+    torch = need_gpu()
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    program = load_decode().Decode()
+    program.setup(params())
+    program.reset()
+    off = {"GRAPH": False, "STALE_INPUT": False}
+    for _ in range(warmup):  # as a rep's warm-up: lazy module loads and cuBLAS setup fall here
+        program.step(off)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            with record_function(f"orch_step_{i}"):
+                program.step(off)
+            torch.cuda.synchronize()  # as the rep's end-event synchronize: the next step starts idle
+    events = list(prof.events())
+    ranges = {int(e.name.rsplit("_", 1)[1]): e.time_range for e in events if e.name.startswith("orch_step_")}
+    kernels, graphs = [0] * steps, [0] * steps
+    for e in events:
+        counts = kernels if e.name in KERNEL_LAUNCH_APIS else graphs if e.name in GRAPH_LAUNCH_APIS else None
+        if counts is None:
+            continue
+        for i, r in ranges.items():
+            if r.start <= e.time_range.start <= r.end:
+                counts[i] += 1
+                break
+    device_kernels = sum(1 for e in events if str(e.device_type).endswith("CUDA") and not e.name.startswith(("Memcpy", "Memset")))
+    return {"kernels": kernels, "graphs": graphs, "device_kernels_total": device_kernels, "torch": torch.__version__}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=16)
+    ap.add_argument("--warmup", type=int, default=8)
+    ap.add_argument("--profiler-child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.profiler_child:
+        print(json.dumps(profiled(args.steps, args.warmup)))
+        return
+    need_gpu()
+    lib = os.environ.get("CUDA_INJECTION64_PATH")
+    if not lib:
+        raise SystemExit("launches-vs-profiler.py: set CUDA_INJECTION64_PATH to liborch_inject.so (native/inject/) before starting")
+
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_INJECTION64_PATH"}
+    child = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--profiler-child", "--steps", str(args.steps), "--warmup", str(args.warmup)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if child.returncode != 0:
+        raise SystemExit(f"launches-vs-profiler.py: the profiler run failed ({child.returncode}):\n{child.stderr[-4000:]}")
+    prof = json.loads(child.stdout.strip().splitlines()[-1])
+
+    decode = load_decode()
+    runner = decode.orch_rank.Runner(decode.Decode())  # the orch_rank decode.py imported
+    runner.start(params())
+    assert runner.backend is not None and runner.backend.name == "cuda", runner.backend
+    eager = runner.rep({"GRAPH": False}, args.warmup, args.steps)
+    if eager["launches"]["source"] != "cupti":
+        raise SystemExit(f"launches-vs-profiler.py: no counts from {lib}: {eager['launches']['reason']}")
+    graph = runner.rep({"GRAPH": True}, args.warmup, args.steps)
+    print(json.dumps({
+        "profiler_launches_per_step": prof["kernels"],
+        "injection_kernels_per_step": eager["launches"]["kernels"],
+        "equal": prof["kernels"] == eager["launches"]["kernels"],
+        "profiler_graph_launches_per_step_eager": prof["graphs"],
+        "profiler_device_kernels_total": prof["device_kernels_total"],
+        "injection_memcpy_per_step": eager["launches"]["memcpy"],
+        "injection_syncs_per_step": eager["launches"]["syncs"],
+        "graph_launches_per_step_in_graph_mode": graph["launches"]["graphs"],
+        "kernels_per_step_in_graph_mode": graph["launches"]["kernels"],
+        "captured_in_graph_rep": graph["launches"]["captured"],
+        "graph_rep": graph["graph"],
+        "clocks": eager.get("clocks"),
+        "xid_events": eager.get("xid_events"),
+        "params": params(), "steps": args.steps, "warmup": args.warmup, "torch": prof["torch"],
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

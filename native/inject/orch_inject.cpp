@@ -1,0 +1,295 @@
+// liborch_inject.so: counts the driver calls of an unmodified CUDA program through CUPTI callbacks
+// (orch_inject.h, ranklib/PROTOCOL.md "Launch counts and clocks"). Callbacks only: activity
+// tracing costs microseconds per launch, a counter on API enter costs an atomic add.
+//
+// The driver is not linked: the library must load (and say "never initialized") in a process
+// without CUDA, and where the driver calls InitializeInjection libcuda.so.1 is in the process
+// already, so its few entry points are looked up there. NVML is loaded with dlopen as graphrt
+// does (native/src/cuda/nvml_clocks.cpp).
+#include "orch_inject.h"
+
+#include <cuda.h>
+#include <cupti.h>  // and generated_cuda_meta.h: the cu*_params structs of a callback
+#include <dlfcn.h>
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#define ORCH_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// What a driver callback id counts as. A launch's kind says where its stream is in its params.
+enum class Kind : unsigned char { None, Launch, LaunchEx, LaunchCooperative, Graph, Memcpy, Memset, Sync };
+
+struct Entry {
+  Kind kind = Kind::None;
+  bool per_thread = false;  // a _ptsz entry point: its stream 0 is the calling thread's default stream
+};
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// By CUPTI's name for the callback id, so that no cbid number is written here.
+Entry classify(const std::string& name) {
+  const bool ptsz = name.size() > 5 && name.compare(name.size() - 5, 5, "_ptsz") == 0;
+  const std::string base = ptsz ? name.substr(0, name.size() - 5) : name;
+  if (base == "cuLaunchKernel") return {Kind::Launch, ptsz};
+  if (base == "cuLaunchKernelEx") return {Kind::LaunchEx, ptsz};
+  if (base == "cuLaunchCooperativeKernel") return {Kind::LaunchCooperative, ptsz};
+  if (base == "cuGraphLaunch") return {Kind::Graph, ptsz};
+  if (base == "cuCtxSynchronize" || base == "cuCtxSynchronize_v2" || base == "cuStreamSynchronize" ||
+      base == "cuEventSynchronize")
+    return {Kind::Sync, ptsz};
+  if (starts_with(name, "cuMemcpy")) return {Kind::Memcpy, ptsz};
+  if (starts_with(name, "cuMemset")) return {Kind::Memset, ptsz};
+  return {};
+}
+
+// Filled once by InitializeInjection before any callback is enabled; read-only after.
+std::array<Entry, CUPTI_DRIVER_TRACE_CBID_SIZE> g_table;
+
+std::atomic<std::uint64_t> g_kernels{0}, g_captured{0}, g_graphs{0}, g_memcpy{0}, g_memset{0}, g_syncs{0};
+
+// 0: InitializeInjection never ran; 1: counting; 2: it ran and failed (g_failure says why).
+std::atomic<int> g_state{0};
+std::string g_failure;  // written before g_state is stored (release), read after it is loaded (acquire)
+
+using IsCapturingFn = decltype(&cuStreamIsCapturing);
+using CtxGetDeviceFn = decltype(&cuCtxGetDevice);
+using PciBusIdFn = decltype(&cuDeviceGetPCIBusId);
+IsCapturingFn g_is_capturing = nullptr;
+
+// The driver already in the process; nullptr where there is none.
+void* driver() { return ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
+
+CUstream launch_stream(const Entry& e, const void* params) {
+  CUstream s = nullptr;
+  switch (e.kind) {
+    case Kind::Launch: s = static_cast<const cuLaunchKernel_params*>(params)->hStream; break;
+    case Kind::LaunchEx: {
+      const CUlaunchConfig* config = static_cast<const cuLaunchKernelEx_params*>(params)->config;
+      s = config != nullptr ? config->hStream : nullptr;
+      break;
+    }
+    case Kind::LaunchCooperative: s = static_cast<const cuLaunchCooperativeKernel_params*>(params)->hStream; break;
+    default: break;
+  }
+  // cuStreamIsCapturing (not _ptsz) reads stream 0 as the legacy stream; a _ptsz launch meant its own.
+  if (s == nullptr && e.per_thread) s = CU_STREAM_PER_THREAD;
+  return s;
+}
+
+void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= g_table.size()) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite != CUPTI_API_ENTER) return;  // counted once per call, failed calls too
+  const Entry e = g_table[cbid];
+  switch (e.kind) {
+    case Kind::Launch:
+    case Kind::LaunchEx:
+    case Kind::LaunchCooperative: {
+      // An invalidated capture is still a capture: its launch is not eager work either.
+      CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+      const bool capturing = g_is_capturing(launch_stream(e, cb->functionParams), &status) == CUDA_SUCCESS &&
+                             status != CU_STREAM_CAPTURE_STATUS_NONE;
+      (capturing ? g_captured : g_kernels).fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    case Kind::Graph: g_graphs.fetch_add(1, std::memory_order_relaxed); break;
+    case Kind::Memcpy: g_memcpy.fetch_add(1, std::memory_order_relaxed); break;
+    case Kind::Memset: g_memset.fetch_add(1, std::memory_order_relaxed); break;
+    case Kind::Sync: g_syncs.fetch_add(1, std::memory_order_relaxed); break;
+    case Kind::None: break;
+  }
+}
+
+std::string cupti_error(CUptiResult r) {
+  const char* s = nullptr;
+  return cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s != nullptr ? s : "CUPTI error " + std::to_string(r);
+}
+
+void fail(std::string why) {
+  g_failure = std::move(why);
+  g_state.store(2, std::memory_order_release);
+}
+
+void start() {
+  void* cuda = driver();
+  g_is_capturing = cuda != nullptr ? reinterpret_cast<IsCapturingFn>(::dlsym(cuda, "cuStreamIsCapturing")) : nullptr;
+  if (g_is_capturing == nullptr) return fail("cuStreamIsCapturing not found: libcuda.so.1 is not in the process");
+  for (std::uint32_t id = 1; id < g_table.size(); ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS && name != nullptr)
+      g_table[id] = classify(name);
+  }
+  CUpti_SubscriberHandle subscriber = nullptr;
+  CUptiResult r = cuptiSubscribe(&subscriber, on_driver_call, nullptr);
+  if (r != CUPTI_SUCCESS)
+    return fail("CUPTI subscribe failed: " + cupti_error(r) +
+                (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another profiler holds CUPTI)" : ""));
+  // Only the ids counted: every other driver call runs without a callback.
+  for (std::uint32_t id = 1; id < g_table.size(); ++id) {
+    if (g_table[id].kind == Kind::None) continue;
+    r = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    if (r != CUPTI_SUCCESS) {
+      const char* name = nullptr;
+      (void)cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name);
+      (void)cuptiUnsubscribe(subscriber);
+      return fail(std::string("CUPTI enable callback failed for ") + (name != nullptr ? name : "?") + ": " + cupti_error(r));
+    }
+  }
+  g_state.store(1, std::memory_order_release);
+}
+
+// ---------------------------------------------------------------------------------------------
+// NVML, declared here as graphrt declares it (nvml.h is not part of every CUDA toolkit); 0 is
+// NVML_SUCCESS.
+
+using NvmlDevice = void*;
+using NvmlEventSet = void*;
+struct NvmlEventData {  // nvmlEventData_t, as nvmlEventSetWait_v2 fills it
+  NvmlDevice device;
+  unsigned long long event_type;
+  unsigned long long event_data;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
+constexpr unsigned long long kXidCriticalError = 0x8ULL;  // nvmlEventTypeXidCriticalError
+constexpr int kClockSm = 1, kClockMem = 2, kTempGpu = 0;   // NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU
+
+// nvmlClocksEventReason* bits by bit index, named as native/src/cuda/nvml_clocks.cpp names them.
+constexpr const char* kReasonNames[] = {
+    "gpu_idle",           "applications_clocks_setting", "sw_power_cap",
+    "hw_slowdown",        "sync_boost",                  "sw_thermal_slowdown",
+    "hw_thermal_slowdown", "hw_power_brake_slowdown",    "display_clock_setting",
+};
+
+struct Nvml {
+  bool ok = false;
+  int (*by_pci)(const char*, NvmlDevice*) = nullptr;
+  int (*clock)(NvmlDevice, int, unsigned*) = nullptr;
+  int (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  int (*temperature)(NvmlDevice, int, unsigned*) = nullptr;
+  int (*power)(NvmlDevice, unsigned*) = nullptr;
+  int (*register_events)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
+  int (*wait)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
+  NvmlEventSet events = nullptr;
+  CtxGetDeviceFn ctx_device = nullptr;
+  PciBusIdFn pci_bus_id = nullptr;
+  std::map<NvmlDevice, unsigned long long> xids;  // per device seen: XID events so far
+
+  Nvml() {
+    void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* cuda = driver();
+    if (lib == nullptr || cuda == nullptr) return;
+    auto sym = [lib](const char* name) { return ::dlsym(lib, name); };
+    auto init = reinterpret_cast<int (*)()>(sym("nvmlInit_v2"));
+    by_pci = reinterpret_cast<decltype(by_pci)>(sym("nvmlDeviceGetHandleByPciBusId_v2"));
+    clock = reinterpret_cast<decltype(clock)>(sym("nvmlDeviceGetClockInfo"));
+    reasons = reinterpret_cast<decltype(reasons)>(sym("nvmlDeviceGetCurrentClocksEventReasons"));
+    if (reasons == nullptr) reasons = reinterpret_cast<decltype(reasons)>(sym("nvmlDeviceGetCurrentClocksThrottleReasons"));
+    temperature = reinterpret_cast<decltype(temperature)>(sym("nvmlDeviceGetTemperature"));
+    power = reinterpret_cast<decltype(power)>(sym("nvmlDeviceGetPowerUsage"));
+    register_events = reinterpret_cast<decltype(register_events)>(sym("nvmlDeviceRegisterEvents"));
+    wait = reinterpret_cast<decltype(wait)>(sym("nvmlEventSetWait_v2"));
+    auto create_set = reinterpret_cast<int (*)(NvmlEventSet*)>(sym("nvmlEventSetCreate"));
+    ctx_device = reinterpret_cast<CtxGetDeviceFn>(::dlsym(cuda, "cuCtxGetDevice"));
+    pci_bus_id = reinterpret_cast<PciBusIdFn>(::dlsym(cuda, "cuDeviceGetPCIBusId"));
+    if (init == nullptr || by_pci == nullptr || clock == nullptr || ctx_device == nullptr || pci_bus_id == nullptr ||
+        init() != 0)
+      return;
+    if (register_events == nullptr || wait == nullptr || create_set == nullptr || create_set(&events) != 0) events = nullptr;
+    ok = true;
+  }
+
+  // The XID counter of `dev`, registering the device for XID events the first time it is seen.
+  unsigned long long& xid_counter(NvmlDevice dev) {
+    const auto [it, added] = xids.emplace(dev, 0ULL);
+    if (added && events != nullptr) (void)register_events(dev, kXidCriticalError, events);
+    return it->second;
+  }
+
+  // Takes every event waiting, without blocking (timeout 0).
+  void drain() {
+    if (events == nullptr) return;
+    NvmlEventData e{};
+    while (wait(events, &e, 0) == 0)
+      if ((e.event_type & kXidCriticalError) != 0) ++xid_counter(e.device);
+  }
+};
+
+std::mutex g_nvml_mutex;
+
+// Made on the first call, never destroyed: NVML's and the driver's teardown at exit may run first.
+Nvml& nvml() {
+  static Nvml* n = new Nvml();
+  return *n;
+}
+
+}  // namespace
+
+ORCH_EXPORT int InitializeInjection(void) {
+  static std::once_flag once;
+  std::call_once(once, start);
+  return 1;
+}
+
+ORCH_EXPORT int orch_inject_read(struct orch_inject_counts* out) {
+  const bool counting = g_state.load(std::memory_order_acquire) == 1;
+  *out = {};
+  out->abi = ORCH_INJECT_ABI;
+  if (!counting) return 0;
+  out->initialized = 1;
+  out->kernels = g_kernels.load(std::memory_order_relaxed);
+  out->captured = g_captured.load(std::memory_order_relaxed);
+  out->graphs = g_graphs.load(std::memory_order_relaxed);
+  out->memcpy = g_memcpy.load(std::memory_order_relaxed);
+  out->memset = g_memset.load(std::memory_order_relaxed);
+  out->syncs = g_syncs.load(std::memory_order_relaxed);
+  return 1;
+}
+
+ORCH_EXPORT const char* orch_inject_status(void) {
+  switch (g_state.load(std::memory_order_acquire)) {
+    case 1: return "counting";
+    case 2: return g_failure.c_str();
+    default:
+      return "never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or "
+             "CUDA_INJECTION64_PATH not set)";
+  }
+}
+
+ORCH_EXPORT int orch_inject_clocks(struct orch_inject_clock* out) {
+  *out = {};
+  std::lock_guard<std::mutex> lock(g_nvml_mutex);
+  Nvml& n = nvml();
+  if (!n.ok) return 0;
+  CUdevice dev = 0;
+  char bus[32] = {};
+  NvmlDevice handle = nullptr;
+  if (n.ctx_device(&dev) != CUDA_SUCCESS || n.pci_bus_id(bus, sizeof bus, dev) != CUDA_SUCCESS ||
+      n.by_pci(bus, &handle) != 0)
+    return 0;
+  unsigned long long& xids = n.xid_counter(handle);  // registers first, so this drain sees its events
+  n.drain();
+  out->ok = 1;
+  out->sm_mhz = out->mem_mhz = out->temp_c = -1;
+  out->power_w = -1;
+  unsigned v = 0;
+  if (n.clock(handle, kClockSm, &v) == 0) out->sm_mhz = static_cast<int>(v);
+  if (n.clock(handle, kClockMem, &v) == 0) out->mem_mhz = static_cast<int>(v);
+  if (n.temperature != nullptr && n.temperature(handle, kTempGpu, &v) == 0) out->temp_c = static_cast<int>(v);
+  if (n.power != nullptr && n.power(handle, &v) == 0) out->power_w = v / 1000.0;
+  unsigned long long bits = 0;
+  if (n.reasons != nullptr && n.reasons(handle, &bits) == 0) out->reasons = bits;
+  out->xid_events = xids;
+  return 1;
+}
+
+ORCH_EXPORT const char* orch_inject_reason_name(unsigned bit) {
+  return bit < sizeof kReasonNames / sizeof kReasonNames[0] ? kReasonNames[bit] : nullptr;
+}
