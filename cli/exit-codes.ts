@@ -20,6 +20,7 @@ const VERDICT_WORDS: Record<keyof typeof EXIT_CODES, string> = {
   faster: 'submit (waiting) and report: the verdict is faster',
   inconclusive: 'submit and report: inconclusive',
   slower: 'submit and report: slower',
+  equivalent: 'submit and report: equivalent within ±min_effect (a sequential experiment decided it)',
   invalid: 'submit and report: invalid (a gate failed, or no verdict possible)',
 };
 

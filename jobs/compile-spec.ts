@@ -49,6 +49,7 @@ export function compileSpec(parsed: Spec): CompiledSpec {
     problem(['order'], 'random order needs a seed, so the same spec always gives the same plan', 'add seed: <integer>, or use order: balanced');
   }
   checkIdentity(spec, problem);
+  checkStopping(spec, problem);
   if (spec.workload.runtime === 'command') {
     checkRunMode(spec.workload, spec.builds !== undefined, problem);
     if (spec.workload.metric_source?.format === 'regex') checkRegex(spec.workload.metric_source, problem);
@@ -82,6 +83,23 @@ function checkIdentity(spec: Spec, problem: Report): void {
   } else if (!spec.toggles.includes(gate.toggle)) {
     problem(['gates', 'identity', 'toggle'], `toggle "${gate.toggle}" is not in the spec's toggles`, spec.toggles.length > 0 ? suggestion(gate.toggle, spec.toggles) : 'list it under toggles');
   }
+}
+
+/** stopping: sequential needs one primary comparison, a budget of blocks, and looks that fit in it. */
+function checkStopping(spec: Spec, problem: Report): void {
+  const st = spec.stopping;
+  if (st === undefined) return;
+  if (st.rule === 'fixed') {
+    if (st.max_blocks !== undefined) problem(['stopping', 'max_blocks'], 'a fixed experiment runs blocks.count blocks', 'remove stopping.max_blocks, or set stopping.rule: sequential');
+    return;
+  }
+  if (spec.design !== 'ab' && spec.design !== 'leave-one-out') problem(['stopping', 'rule'], `sequential stopping looks at one primary comparison; design ${spec.design} has none`, 'use design ab or leave-one-out, or stopping.rule: fixed');
+  if (st.max_blocks === undefined) problem(['stopping'], 'a sequential experiment needs its budget of blocks', 'add stopping.max_blocks: <the most blocks it may run>');
+  else {
+    if (st.max_blocks < 2) problem(['stopping', 'max_blocks'], 'a sequential experiment needs at least 2 blocks to look before the end', 'raise stopping.max_blocks, or use stopping.rule: fixed');
+    if (st.looks > st.max_blocks) problem(['stopping', 'looks'], `${st.looks} looks at ${st.max_blocks} blocks: looks happen at block boundaries`, `lower stopping.looks to ${st.max_blocks} or fewer`);
+  }
+  if (spec.blocks.count !== 1) problem(['blocks', 'count'], 'a sequential experiment plans stopping.max_blocks blocks and stops when a look decides', 'remove blocks.count (max_blocks is the budget)');
 }
 
 type CommandWorkload = Extract<Spec['workload'], { runtime: 'command' }>;

@@ -4,12 +4,13 @@
  *   failed     its attempt failed (the reason is the attempt's failure)
  *   not_run    a graceful stop (SIGTERM) committed the block before it ran
  *   cancelled  `orch cancel` stopped the block before it ran (or while it ran: a half rep is not measured)
+ *   stopped    a sequential experiment decided before its block ran (orchestrator/stats/sequential.ts)
  * Records written before kinds existed have none: `failedKind` reads it from the reason.
  */
 import { z } from 'zod';
 import { RepRefSchema } from './rep-ref.ts';
 
-export const FAILED_KINDS = ['failed', 'not_run', 'cancelled'] as const;
+export const FAILED_KINDS = ['failed', 'not_run', 'cancelled', 'stopped'] as const;
 export const FailedKindSchema = z.enum(FAILED_KINDS);
 export type FailedKind = z.infer<typeof FailedKindSchema>;
 

@@ -34,4 +34,5 @@ export const PlanSchema = z.strictObject({
   placement: z.enum(['host', 'spread', 'host_then_spread']),
   order: z.enum(['balanced', 'random']),
   seed: z.number().optional(),
+  sequential: z.strictObject({ looks: z.int().min(2) }).optional(),
 }) satisfies z.ZodType<Plan>;

@@ -53,6 +53,8 @@ export interface Plan {
   placement: Spec['blocks']['placement'];
   order: Spec['order'];
   seed?: number;
+  /** stopping: sequential: `blocks` is the budget; the looks' count */
+  sequential?: { looks: number };
 }
 
 /** A plan's placement as the grant planner takes it: host_then_spread is host with the spread fallback. */
@@ -63,10 +65,8 @@ export function gangPlacement(placement: Plan['placement']): { placement: 'host'
 export function planExperiment(spec: Spec, hash: string): Plan {
   const { arms, control } = planArms(spec);
   const names = arms.map((a) => a.name);
-  const blocks =
-    spec.order === 'random'
-      ? randomBlocks(names, spec.reps, spec.blocks.count, spec.seed ?? 0)
-      : balancedBlocks(names, spec.reps, spec.blocks.count);
+  const count = plannedBlockCount(spec);
+  const blocks = spec.order === 'random' ? randomBlocks(names, spec.reps, count, spec.seed ?? 0) : balancedBlocks(names, spec.reps, count);
   return {
     hash,
     name: spec.name,
@@ -80,7 +80,13 @@ export function planExperiment(spec: Spec, hash: string): Plan {
     placement: spec.blocks.placement,
     order: spec.order,
     ...(spec.seed === undefined ? {} : { seed: spec.seed }),
+    ...(spec.stopping?.rule === 'sequential' ? { sequential: { looks: spec.stopping.looks } } : {}),
   };
+}
+
+/** The blocks a plan holds: the sequential budget, else blocks.count. */
+export function plannedBlockCount(spec: Pick<Spec, 'blocks' | 'stopping'>): number {
+  return spec.stopping?.rule === 'sequential' ? (spec.stopping.max_blocks ?? spec.blocks.count) : spec.blocks.count;
 }
 
 /** The arms of a design, the control arm, and the A/A copy of the control when asked. */
@@ -137,7 +143,7 @@ export function baseArmName(spec: Spec, arms: readonly Arm[]): string {
 
 /** How many reps the plan of a compiled spec holds, without building it (the bound compile checks). */
 export function plannedRepCount(spec: Spec): number {
-  return planArms(spec).arms.length * spec.reps * spec.blocks.count;
+  return planArms(spec).arms.length * spec.reps * plannedBlockCount(spec);
 }
 
 /** Williams rows (ABBA for two arms), rotating across rounds and blocks (see the header). */

@@ -87,6 +87,20 @@ export const GatesSchema = strictObject({
   }).optional(),
 });
 
+/**
+ * fixed: every planned block runs. sequential (orchestrator/stats/sequential.ts): `max_blocks`
+ * blocks are planned, the primary comparison is looked at `looks` times at block boundaries
+ * (evenly over the budget), each against an O'Brien–Fleming-type alpha-spending boundary, and the
+ * experiment stops at the first look that decides (faster, slower, equivalent); the blocks it did
+ * not need end stopped, with the look that stopped them.
+ */
+export const StoppingSchema = strictObject({
+  rule: z.enum(['fixed', 'sequential']),
+  max_blocks: intIn(LIMITS.orch.blocks, 'each block is a gang of cards run to the end; more do not fit a plan').optional(),
+  looks: intIn({ min: 2, max: 20 }, 'each look spends alpha; more than 20 buy nothing').default(5),
+});
+export type Stopping = z.infer<typeof StoppingSchema>;
+
 export const MetricSchema = strictObject({
   name: z.string().min(1).default('ms_per_step'),
   better: z.enum(['lower', 'higher']).default('lower'),
@@ -113,6 +127,8 @@ export const SpecSchema = strictObject({
   /** design sweep only. */
   sweep: SweepSchema.optional(),
   reps: intIn(LIMITS.orch.reps, 'reps per arm per block are bounded so the plan stays small to compute and run').default(5),
+  /** Absent: fixed (optional, so specs written before it keep their hash). */
+  stopping: StoppingSchema.optional(),
   blocks: BlocksSchema.default({ count: 1, ranks: 1, placement: 'host' }),
   gates: GatesSchema.default({ identity: { replays: 7 }, aa: false }),
   metric: MetricSchema.default({ name: 'ms_per_step', better: 'lower', statistic: 'median', min_effect: 0.01 }),

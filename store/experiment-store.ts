@@ -39,9 +39,10 @@ export interface ExperimentRecord {
   reason: string | null;
 }
 
-export const BLOCK_PHASES = ['waiting', 'running', 'done', 'failed', 'cancelled'] as const;
+/** stopped: a sequential experiment decided before the block ran (orchestrator/scheduler/sequential-stop.ts) */
+export const BLOCK_PHASES = ['waiting', 'running', 'done', 'failed', 'cancelled', 'stopped'] as const;
 export type BlockPhase = (typeof BLOCK_PHASES)[number];
-export const TERMINAL_BLOCK_PHASES: ReadonlySet<BlockPhase> = new Set(['done', 'failed', 'cancelled']);
+export const TERMINAL_BLOCK_PHASES: ReadonlySet<BlockPhase> = new Set(['done', 'failed', 'cancelled', 'stopped']);
 
 /** One host's share of a block's gang: one host job, one lease epoch. */
 export const GangPartSchema = z.strictObject({

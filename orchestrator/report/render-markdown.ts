@@ -9,6 +9,7 @@ import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
 import { backendLine } from './backend-line.ts';
 import { markdownTable } from './markdown-table.ts';
+import { sequentialSection } from './sequential-section.ts';
 import { cancelledSection } from './cancelled-section.ts';
 import { renderProvenance } from './render-provenance.ts';
 import { probeSection } from './probe-section.ts';
@@ -82,6 +83,7 @@ export function renderMarkdown(a: Analysis): string {
   );
 
   if (a.probe) out.push(...probeSection(a.probe));
+  if (a.sequential) out.push(...sequentialSection(a.sequential, a.min_effect));
 
   const comps = allComparisons(a);
   if (comps.length > 0) {

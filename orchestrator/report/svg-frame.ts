@@ -38,7 +38,9 @@ export function linearScale(values: readonly number[], pixelFrom: number, pixelT
     lo = Math.min(lo, 0);
     hi = Math.max(hi, 0);
   }
-  if (hi === lo) {
+  // a range below the values' own precision (equal values but for rounding) is one value: its
+  // ticks would step by less than a unit in the last place, and never reach the end
+  if (hi - lo <= Math.max(Math.abs(hi), Math.abs(lo)) * 1e-9) {
     const d = Math.abs(hi) > 0 ? Math.abs(hi) * 0.05 : 1;
     lo -= d;
     hi += d;
@@ -50,10 +52,14 @@ export function linearScale(values: readonly number[], pixelFrom: number, pixelT
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
   const ticks: number[] = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
+  const first = Math.ceil(lo / step);
+  for (let i = first; i * step <= hi + step * 1e-9 && ticks.length < MAX_TICKS; i++) ticks.push(Number((i * step).toPrecision(12)));
   const at = (v: number) => pixelFrom + ((v - lo) / (hi - lo)) * (pixelTo - pixelFrom);
   return { lo, hi, ticks, at };
 }
+
+/** More ticks than an axis of 5 steps can have: a bound, whatever the floating point does. */
+const MAX_TICKS = 12;
 
 export function svgDocument(f: Frame, title: string, body: readonly string[]): string {
   return [

@@ -5,6 +5,7 @@
  *   3   inconclusive  no change beyond min_effect could be shown (see the report's bound)
  *   4   slower        a regression beyond min_effect
  *   5   invalid       a gate failed or the input cannot carry a verdict
+ *   6   equivalent    a sequential experiment showed the change inside ±min_effect (its repeated CI)
  *
  * 1 (a bug) and 2 (a user input error, jobs/errors.ts) keep their meaning across orch.
  */
@@ -15,6 +16,7 @@ export const EXIT_CODES: Readonly<Record<Verdict, number>> = Object.freeze({
   inconclusive: 3,
   slower: 4,
   invalid: 5,
+  equivalent: 6,
 });
 
 export function verdictExitCode(analysis: Pick<Analysis, 'verdict'>): number {

@@ -1,14 +1,14 @@
 /**
  * Every planned rep's fate, for summary.json and `orch report --json`: measured (a committed
  * result), failed (its attempt failed), not run (a graceful stop committed the block before it),
- * cancelled (`orch cancel` stopped it), or unaccounted (none of those: must not happen once the
+ * cancelled (`orch cancel` stopped it), stopped (a sequential experiment decided without it), or unaccounted (none of those: must not happen once the
  * experiment ended). The counts are for people; `reps` is for scripts.
  */
 import { failedKind, type FailedRecord } from '../../jobs/failed-rep.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { allPlannedReps, repKey } from '../../jobs/rep-ref.ts';
 
-export type RepFate = { fate: 'measured' } | { fate: 'failed' | 'not_run' | 'cancelled'; reason: string; attempt: number };
+export type RepFate = { fate: 'measured' } | { fate: 'failed' | 'not_run' | 'cancelled' | 'stopped'; reason: string; attempt: number };
 
 export interface Accounting {
   planned: number;
@@ -16,6 +16,8 @@ export interface Accounting {
   /** failed or not run: planned reps without a result that were not cancelled */
   not_run: number;
   cancelled: number;
+  /** not needed: a sequential experiment decided before their blocks ran */
+  stopped: number;
   /** planned reps neither measured nor recorded as not run: must be 0 once the experiment ended */
   unaccounted: string[];
   not_run_reasons: Record<string, number>;
@@ -26,7 +28,7 @@ export interface Accounting {
 
 export function accountReps(exp: Pick<ExperimentRecord, 'plan'>, reps: Record<string, unknown>, failed: Record<string, FailedRecord>): Accounting {
   const planned = allPlannedReps(exp.plan);
-  const a: Accounting = { planned: planned.length, measured: 0, not_run: 0, cancelled: 0, unaccounted: [], not_run_reasons: {}, cancelled_reasons: {}, reps: {} };
+  const a: Accounting = { planned: planned.length, measured: 0, not_run: 0, cancelled: 0, stopped: 0, unaccounted: [], not_run_reasons: {}, cancelled_reasons: {}, reps: {} };
   for (const r of planned) {
     const field = repKey(r);
     const f = failed[field];
@@ -36,6 +38,10 @@ export function accountReps(exp: Pick<ExperimentRecord, 'plan'>, reps: Record<st
     } else if (f) {
       const fate = failedKind(f);
       a.reps[field] = { fate, reason: f.reason, attempt: f.attempt };
+      if (fate === 'stopped') {
+        a.stopped++;
+        continue;
+      }
       const reasons = fate === 'cancelled' ? a.cancelled_reasons : a.not_run_reasons;
       reasons[f.reason] = (reasons[f.reason] ?? 0) + 1;
       if (fate === 'cancelled') a.cancelled++;

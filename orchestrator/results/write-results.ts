@@ -21,8 +21,9 @@ import { provenanceOf } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
+import { DEFAULT_ALPHA } from '../stats/defaults.ts';
 
-export const DEFAULT_ALPHA = 0.05;
+export { DEFAULT_ALPHA } from '../stats/defaults.ts';
 
 /**
  * Results hold the spec with its run.env values and every event: readable by their owner alone
@@ -68,6 +69,7 @@ export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): 
     probes: Object.values(c.probes),
     devices: [...devices],
     ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
+    ended: c.blocks.flatMap((b) => (b.phase === 'done' && b.ended_at !== null ? [{ block: b.block, ended_at: b.ended_at }] : [])),
     ...(ref === undefined
       ? {}
       : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),

@@ -25,6 +25,7 @@ import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
+import { sequentialStop } from './sequential-stop.ts';
 import { blockKey, revokeGang, type BlockRef, type SchedulerContext, type Term } from './scheduler-context.ts';
 import { isRedisCondition } from '../../store/redis-oom.ts';
 
@@ -204,6 +205,7 @@ export class BlockLifecycle {
       const history = this.sampler.take(workloadKey(exp.spec)) ? this.recordStepTimes(exp, running.block).catch((err: unknown) => log.warn({ err }, 'step history not updated')) : null;
       const w = await this.endBlock(exp, running, record('committed'), 'done', null);
       await history;
+      if ('end' in w) await this.look(exp, log);
       return w;
     }
     if (outcome.kind === 'cancelled' || outcome.kind === 'failed') return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
@@ -246,6 +248,14 @@ export class BlockLifecycle {
     }
     this.ctx.log.info({ experiment: exp.id, block: st.block, phase, reason }, 'block ended');
     return { end: { phase, reason } };
+  }
+
+  /** stopping: sequential: the look this block's end made due, and a decisive one stops the blocks still waiting. */
+  private async look(exp: ExperimentRecord, log: Logger): Promise<void> {
+    const stop = await sequentialStop(this.ctx, exp);
+    if (stop === null) return;
+    log.info({ reason: stop.reason }, 'sequential experiment decided: its waiting blocks stop');
+    await this.grants.stopWaiting(exp, stop.reason);
   }
 
   /** Folds the ended block's step times into the history: its own planned reps only (reading every result of the experiment per block was quadratic in blocks). */

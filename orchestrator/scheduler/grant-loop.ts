@@ -397,6 +397,14 @@ export class GrantLoop {
       });
   }
 
+  /** A sequential experiment decided (sequential-stop.ts): its waiting blocks end stopped, and their waiters with them. */
+  async stopWaiting(exp: ExperimentRecord, reason: string): Promise<void> {
+    // the blocks first: a waiter resolved after sees its block moved and writes nothing
+    await failWaitingBlocks(this.ctx, exp, reason, 'stopped');
+    this.cancelWaiters(exp.id, reason);
+    this.reread(exp.id);
+  }
+
   private settleOnce(id: string, term: Term): void {
     if (this.settling.has(id)) return;
     if (this.ctx.backoff.waitMs(`settle:${id}`) > 0) return;

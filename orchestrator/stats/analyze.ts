@@ -18,6 +18,8 @@ import { repValues } from './rep-values.ts';
 import { cancelledByArm } from './cancelled-reps.ts';
 import { summarizeBackend } from './backend-summary.ts';
 import { summarizeProbes } from './probe-summary.ts';
+import { sequentialLooks, type SequentialOutcome } from './sequential-looks.ts';
+import { pct, signedPct } from './format-number.ts';
 import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, UnsupportedToggle, Verdict } from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
@@ -110,6 +112,9 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
   }
   // ab: the treatment against the control is the primary comparison, the same object as listed.
   if (plan.design === 'ab') primary = comparisons[0] ?? null;
+  const sequential = plan.sequential !== undefined && primary !== null ? sequentialLooks({ plan, values: rv.values, ended: input.ended ?? [], arm: primary.arm, reference: primary.reference, metric, alpha, min_effect }) : null;
+  if (sequential !== null && primary !== null && primary.verdict !== 'invalid') primary = sequentialVerdict(primary, sequential, min_effect);
+  if (plan.design === 'ab' && primary !== null) comparisons = [primary, ...comparisons.slice(1)];
   const verdict: Verdict = invalid_reasons.length > 0 ? 'invalid' : primary ? primary.verdict : aggregate(comparisons);
   if (verdict === 'invalid' && invalid_reasons.length === 0) {
     const culprit = primary ?? comparisons.find((c) => c.verdict === 'invalid');
@@ -141,7 +146,28 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     values: rv.values,
     backend,
     probe: null,
+    sequential,
   };
+}
+
+/**
+ * A sequential experiment's primary comparison takes the decisive look's verdict and its repeated
+ * CI; while no look decided (the budget spent without one) it stays inconclusive, whatever the
+ * fixed-design CI over every block says: that CI was not the one the looks kept alpha for.
+ */
+function sequentialVerdict(c: Comparison, s: SequentialOutcome, minEffect: number): Comparison {
+  const look = s.decided_at === null ? null : s.looks[s.decided_at - 1]!;
+  if (look === null || look.rci === null || s.decision === 'continue' || s.decision === 'inconclusive') {
+    const at = s.looks.length === 0 ? 'no look yet' : `${s.looks.length} look(s), none decisive`;
+    return { ...c, verdict: 'inconclusive', reasons: [`sequential: ${at}`, ...c.reasons], statement: `inconclusive (sequential: ${at}); fixed-design view: ${c.statement}` };
+  }
+  const rci = `repeated CI ${signedPct(look.rci[0])} to ${signedPct(look.rci[1])}`;
+  const where = `look ${s.decided_at} of ${s.looks.length}, ${look.blocks.length} of ${s.max_blocks} blocks, ${look.pairs} pairs, boundary z ${look.boundary.toFixed(2)}`;
+  const statement =
+    s.decision === 'equivalent'
+      ? `equivalent: ${c.arm} is within ±${pct(minEffect)} of ${c.reference} (${rci}; ${where})`
+      : `${s.decision}: ${c.arm} is ${s.decision} than ${c.reference} by ${pct(Math.abs(look.estimate ?? 0))} (${rci}; ${where})`;
+  return { ...c, verdict: s.decision, reasons: [`sequential: decided at ${where}`, ...c.reasons], statement };
 }
 
 /**

@@ -3,7 +3,7 @@
  * many were cancelled (`orch cancel` stopped them). A cancel cuts off most of a plan at once, so
  * the cancelled reps are summed here instead of being listed one by one among the input issues.
  */
-import { failedKind } from '../../jobs/failed-rep.ts';
+import { failedKind, type FailedKind } from '../../jobs/failed-rep.ts';
 import { repKey, type RepRef } from '../../jobs/rep-ref.ts';
 import type { AnalysisInput, CancelledArm } from './types.ts';
 
@@ -25,6 +25,6 @@ export function cancelledByArm(planned: readonly RepRef[], input: Pick<AnalysisI
 }
 
 /** Whether a missing rep was cancelled (summed per arm, not an input issue of its own). */
-export function isCancelled(f: { reason: string; kind?: 'failed' | 'not_run' | 'cancelled' | undefined } | undefined): boolean {
+export function isCancelled(f: { reason: string; kind?: FailedKind | undefined } | undefined): boolean {
   return f !== undefined && failedKind(f) === 'cancelled';
 }

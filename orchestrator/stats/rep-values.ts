@@ -6,6 +6,7 @@
  */
 import { allPlannedReps, repKey, type RepRef } from '../../jobs/rep-ref.ts';
 import { isCancelled } from './cancelled-reps.ts';
+import { failedKind } from '../../jobs/failed-rep.ts';
 import { mean, median } from './descriptive.ts';
 import type { AnalysisInput, RepResult, RepValue } from './types.ts';
 import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
@@ -29,7 +30,9 @@ export function badTimings(r: RepResult): string | null {
 }
 
 export function repValues(input: AnalysisInput): RepValues {
-  const planned = allPlannedReps(input.plan);
+  // a rep a sequential experiment did not need was never part of what it measured
+  const stopped = new Set(input.failed.filter((f) => failedKind(f) === 'stopped').map((f) => repKey(f)));
+  const planned = allPlannedReps(input.plan).filter((p) => !stopped.has(repKey(p)));
   const byKey = new Map(planned.map((p) => [repKey(p), p]));
   const issues: string[] = [];
   const chosen = new Map<string, RepResult>();

@@ -18,6 +18,7 @@ import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
+import type { BlockEnd, SequentialOutcome } from './sequential-looks.ts';
 
 /** The subset of jobs/plan.ts `Arm` the statistics read. */
 export interface PlanArm {
@@ -45,6 +46,8 @@ export interface PlanLike {
   arms: PlanArm[];
   blocks: PlanBlock[];
   reps: number;
+  /** stopping: sequential (jobs/plan.ts) */
+  sequential?: { looks: number } | undefined;
 }
 
 /** The records the statistics read are the committed ones, as jobs/ defines them. */
@@ -82,6 +85,8 @@ export interface AnalysisInput {
   devices?: string[];
   /** spec.hygiene: what a rep on a throttled card is worth (default flag, jobs/clock-hygiene.ts) */
   hygiene?: HygienePolicy;
+  /** stopping: sequential: the blocks that ended committed, with when (the looks' order) */
+  ended?: BlockEnd[];
 }
 
 /** The build the reference arm ran: its name in the spec and the commit it resolved to. */
@@ -90,7 +95,8 @@ export interface ReferenceBuild {
   commit: string | null;
 }
 
-export type Verdict = 'faster' | 'slower' | 'inconclusive' | 'invalid';
+/** equivalent: only a sequential experiment says it (its repeated CI inside ±min_effect, sequential.ts) */
+export type Verdict = 'faster' | 'slower' | 'equivalent' | 'inconclusive' | 'invalid';
 
 /** Summary of one sample; every field null when the sample cannot carry it (n < 1 or n < 2). */
 export interface Descriptive {
@@ -273,6 +279,8 @@ export interface Analysis {
   backend: BackendSummary;
   /** design probe only: what the capture probes found */
   probe: ProbeSummary | null;
+  /** stopping: sequential: every look and the one that decided */
+  sequential?: SequentialOutcome | null;
 }
 
 /** The backends and devices the reps ran on, and the toggles some backend could not honour. */

@@ -1,0 +1,60 @@
+/**
+ * The looks of a sequential experiment, replayed from what is at rest: the blocks in the order
+ * they ended, a look each time the count of ended blocks reaches the schedule
+ * (sequential.ts lookSchedule), on the primary comparison of exactly those blocks' reps. The
+ * scheduler decides with this (orchestrator/scheduler/sequential-stop.ts) as each block ends, and
+ * the analysis replays it for the report, so both read one rule and the same data. The first look
+ * that decides is the verdict; blocks that ended after it (they were running when it decided) are
+ * reported, not used for the decision.
+ */
+import { compareArms } from './compare.ts';
+import { valueIndex } from './pairing.ts';
+import { decideLook, lookSchedule, sequentialBoundaries, type Look, type LookDecision } from './sequential.ts';
+import type { MetricSpec, PlanLike, RepValue } from './types.ts';
+
+export interface BlockEnd {
+  block: number;
+  ended_at: number;
+}
+
+export interface SequentialOutcome {
+  looks: (Look & { blocks: number[] })[];
+  /** the first decisive look's decision; `continue` while the budget is not spent */
+  decision: LookDecision;
+  /** 1-based index of the look that decided, null while none did */
+  decided_at: number | null;
+  max_blocks: number;
+}
+
+export interface SequentialInput {
+  plan: PlanLike & { sequential?: { looks: number } | undefined };
+  values: readonly RepValue[];
+  /** the blocks that ended with their reps committed, with when */
+  ended: readonly BlockEnd[];
+  arm: string;
+  reference: string;
+  metric: MetricSpec;
+  alpha: number;
+  min_effect: number;
+}
+
+export function sequentialLooks(x: SequentialInput): SequentialOutcome {
+  const maxBlocks = x.plan.blocks.length;
+  const schedule = lookSchedule(maxBlocks, x.plan.sequential?.looks ?? 1);
+  const order = [...x.ended].sort((a, b) => a.ended_at - b.ended_at || a.block - b.block).map((e) => e.block);
+  const counts = schedule.filter((c) => c <= order.length);
+  const bounds = counts.length === 0 ? [] : sequentialBoundaries(counts.map((c) => c / maxBlocks), x.alpha);
+  const looks: SequentialOutcome['looks'] = [];
+  for (const [j, c] of counts.entries()) {
+    const blocks = order.slice(0, c);
+    const inLook = new Set(blocks);
+    const cmp = compareArms(x.plan, valueIndex(x.values.filter((v) => inLook.has(v.block))), x.arm, x.reference, { metric: x.metric, alpha: x.alpha, min_effect: x.min_effect });
+    const look = decideLook({
+      pairs: cmp.pairs, maxPairs: cmp.pairs * (maxBlocks / c), mean: cmp.log_ratio.mean, se: cmp.log_ratio.se,
+      boundary: bounds[j] as number, last: c === maxBlocks, better: x.metric.better, min_effect: x.min_effect,
+    });
+    looks.push({ ...look, blocks: [...blocks].sort((a, b) => a - b) });
+    if (look.decision !== 'continue') return { looks, decision: look.decision, decided_at: j + 1, max_blocks: maxBlocks };
+  }
+  return { looks, decision: 'continue', decided_at: null, max_blocks: maxBlocks };
+}

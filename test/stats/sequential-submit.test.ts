@@ -1,0 +1,68 @@
+/**
+ * `stopping: sequential` end to end through `orch submit` (the embedded default, one cpu card so
+ * blocks run one after another) with a resident fixture rank whose graph arm is twice as fast
+ * (test/fixtures/ranks/orch-rank.mjs): a large planted effect stops at the first look and the
+ * blocks it did not need end stopped, each rep accounted for; a null (two arms of the same speed)
+ * with a min_effect below the noise runs to its budget and ends inconclusive.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import { ORCH_BIN } from '../utils/worker-process.ts';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
+
+function submit(treatment: string, minEffect: number): { code: number | null; output: string; report: string; summary: Record<string, any> } {
+  const dir = mkdtempSync(join(tmpdir(), 'orch-seq-'));
+  const file = join(dir, 'seq.yaml');
+  writeFileSync(file, `name: seq
+design: ab
+workload:
+  runtime: command
+  run: { cmd: ${JSON.stringify(`${process.execPath} ${FIXTURE}`)}, mode: resident }
+  toggles: { GRAPH: request, STALE: request }
+  warmup: 1
+  steps: 5
+toggles: [GRAPH, STALE]
+arms:
+  - { name: eager, toggles: { GRAPH: false } }
+  - { name: treated, toggles: ${treatment} }
+reps: 2
+gates: { identity: false }
+stopping: { rule: sequential, max_blocks: 6, looks: 3 }
+metric: { min_effect: ${minEffect} }
+`);
+  const results = join(dir, 'results');
+  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' }, encoding: 'utf8', timeout: 240_000 });
+  const [exp] = readdirSync(results);
+  const at = join(results, exp as string);
+  return { code: r.status, output: `${r.stdout}${r.stderr}`, report: readFileSync(join(at, 'report.md'), 'utf8'), summary: JSON.parse(readFileSync(join(at, 'summary.json'), 'utf8')) };
+}
+
+describe('sequential stopping through orch submit', () => {
+  test('a large planted effect stops at the first look; the blocks not needed end stopped', () => {
+    const r = submit('{ GRAPH: true }', 0.01);
+    assert.equal(r.code, 0, r.output);
+    assert.match(r.report, /\*\*treated vs eager:\*\* faster: treated is faster than eager by 50\.00 % \(repeated CI .*; look 1 of 1, 2 of 6 blocks, 4 pairs, boundary z 3\.71\)/);
+    assert.match(r.report, /\| 1 \| 2 of 6 \| 33 % \| 4 \| 3\.710 \|/);
+    const phases = (r.summary.blocks as { phase: string }[]).map((b) => b.phase);
+    const stopped = phases.filter((p) => p === 'stopped').length;
+    // the look came after 2 blocks; one more may have been granted before it decided (it runs to its end)
+    assert.ok(stopped >= 3 && phases.filter((p) => p === 'done').length + stopped === 6, phases.join(', '));
+    const a = r.summary.accounting as { planned: number; measured: number; stopped: number; not_run: number; unaccounted: string[] };
+    assert.deepEqual([a.planned, a.measured + a.stopped, a.not_run, a.unaccounted.length], [24, 24, 0, 0], 'every planned rep measured or stopped');
+    assert.match(r.report, /all \d+ planned reps used/);
+  });
+
+  test('a null with a min_effect below the noise runs to its budget, inconclusive', () => {
+    const r = submit('{ GRAPH: false, STALE: true }', 0.0001);
+    assert.equal(r.code, 3, r.output);
+    assert.deepEqual((r.summary.blocks as { phase: string }[]).map((b) => b.phase), ['done', 'done', 'done', 'done', 'done', 'done']);
+    assert.match(r.report, /no look decided: 3 look\(s\) so far|look 3 decided \*\*inconclusive\*\*/);
+    assert.match(r.report, /\| 3 \| 6 of 6 \| 100 % \|/);
+  });
+});
