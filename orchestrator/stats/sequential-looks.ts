@@ -9,22 +9,10 @@
  */
 import { compareArms } from './compare.ts';
 import { valueIndex } from './pairing.ts';
-import { decideLook, lookSchedule, sequentialBoundaries, type Look, type LookDecision } from './sequential.ts';
-import type { MetricSpec, PlanLike, RepValue } from './types.ts';
+import { decideLook, lookSchedule, sequentialBoundaries } from './sequential.ts';
+import type { BlockEnd, MetricSpec, PlanLike, RepValue, SequentialOutcome } from './types.ts';
 
-export interface BlockEnd {
-  block: number;
-  ended_at: number;
-}
-
-export interface SequentialOutcome {
-  looks: (Look & { blocks: number[] })[];
-  /** the first decisive look's decision; `continue` while the budget is not spent */
-  decision: LookDecision;
-  /** 1-based index of the look that decided, null while none did */
-  decided_at: number | null;
-  max_blocks: number;
-}
+export type { BlockEnd, SequentialOutcome } from './types.ts';
 
 export interface SequentialInput {
   plan: PlanLike & { sequential?: { looks: number } | undefined };

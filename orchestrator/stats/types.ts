@@ -18,7 +18,7 @@ import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
-import type { BlockEnd, SequentialOutcome } from './sequential-looks.ts';
+import type { Look, LookDecision } from './sequential.ts';
 
 /** The subset of jobs/plan.ts `Arm` the statistics read. */
 export interface PlanArm {
@@ -59,6 +59,22 @@ export interface MetricSpec {
   name: string;
   better: 'lower' | 'higher';
   statistic: 'median' | 'mean';
+}
+
+/** A block that ended with its reps committed, and when (the order of a sequential experiment's looks). */
+export interface BlockEnd {
+  block: number;
+  ended_at: number;
+}
+
+/** A sequential experiment's looks (orchestrator/stats/sequential-looks.ts). */
+export interface SequentialOutcome {
+  looks: (Look & { blocks: number[] })[];
+  /** the first decisive look's decision; `continue` while the budget is not spent */
+  decision: LookDecision;
+  /** 1-based index of the look that decided, null while none did */
+  decided_at: number | null;
+  max_blocks: number;
 }
 
 export interface AnalysisInput {
