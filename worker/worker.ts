@@ -65,6 +65,8 @@ export interface WorkerOptions {
   cpuCards?: number;
   /** the rank binary (graphrt, or a fixture that speaks its protocol) */
   graphrt: string;
+  /** the Redis is the embedded default's own (cli/embedded/): its not persisting is no warning */
+  privateRedis?: boolean;
   /** the card lock directory (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards); must be private */
   lockDir?: string;
   /** the host's build cache for command workloads (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds) */
@@ -245,7 +247,8 @@ export class Worker {
     const lockDir = ensurePrivateDir(this.opts.lockDir ?? join(defaultStateDir(), 'cards'), 'the card lock directory');
     for (const c of this.cards) ensureLockFile(cardLockPath(lockDir, c.id));
     const registry = new CardRegistry(redis, { prefix: this.prefix });
-    await warnIfNotPersistent(redis, this.log, 'this worker');
+    // the embedded default's Redis is private and lives as long as the command: nothing to keep
+    if (this.opts.privateRedis !== true) await warnIfNotPersistent(redis, this.log, 'this worker');
     const instance = new RedisInstance(redis, this.prefix);
     await instance.claim();
     this.version = this.opts.orchVersion ? formatWorkerVersion({ orch: this.opts.orchVersion.version, commit: this.opts.orchVersion.commit, graphrt: await this.graphrtBuild() }) : undefined;

@@ -115,7 +115,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     // and one submit token, so the private scheduler accepts this process's submission alone
     const submitToken = newSubmitToken();
     // the spec is the user's own, run as the user: the embedded worker runs command workloads
-    const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, log: log.child({ part: 'worker' }) });
+    const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, privateRedis: true, log: log.child({ part: 'worker' }) });
     stack.push(() => worker.stop());
     await guard(worker.start());
     const scheduler = new Scheduler({ url: server.url, prefix, secret, submitToken, log: log.child({ part: 'scheduler' }) });

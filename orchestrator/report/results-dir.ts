@@ -55,6 +55,7 @@ export function resolveResultsDir(ref: string, root = 'results'): string {
 }
 
 export function readResultsDir(dir: string): ResultsDir {
+  if (!existsSync(dir)) throw notResults(dir, 'it does not exist');
   if (!statSync(dir).isDirectory()) throw notResults(dir, 'not a directory');
   const file = join(dir, 'summary.json');
   if (!existsSync(file)) throw notResults(dir, 'it has no summary.json');
