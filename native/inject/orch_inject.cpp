@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <map>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -107,6 +108,18 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
   }
 }
 
+// ORCH_INJECT_ONLY=kernels,graphs,memcpy,memset,syncs (or none): count only these kinds, the
+// others' callbacks never enabled. For measuring what each kind of callback costs (bench/h200/
+// user-rank/isolate.sh); unset, everything is counted. A kind not counted reads 0.
+bool counted(Kind k) {
+  const char* only = std::getenv("ORCH_INJECT_ONLY");
+  if (only == nullptr) return true;
+  const bool launch = k == Kind::Launch || k == Kind::LaunchEx || k == Kind::LaunchCooperative;
+  const char* name = launch ? "kernels" : k == Kind::Graph ? "graphs" : k == Kind::Memcpy ? "memcpy" : k == Kind::Memset ? "memset" : "syncs";
+  const std::string list = std::string(",") + only + ",";
+  return list.find(std::string(",") + name + ",") != std::string::npos;
+}
+
 std::string cupti_error(CUptiResult r) {
   const char* s = nullptr;
   return cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s != nullptr ? s : "CUPTI error " + std::to_string(r);
@@ -133,7 +146,7 @@ void start() {
                 (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another profiler holds CUPTI)" : ""));
   // Only the ids counted: every other driver call runs without a callback.
   for (std::uint32_t id = 1; id < g_table.size(); ++id) {
-    if (g_table[id].kind == Kind::None) continue;
+    if (g_table[id].kind == Kind::None || !counted(g_table[id].kind)) continue;
     r = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     if (r != CUPTI_SUCCESS) {
       const char* name = nullptr;

@@ -28,3 +28,9 @@ for i in 1 2; do
 done
 CUDA_INJECTION64_PATH=$lib timeout 120 python3 examples/torch-decode/decode.py --standalone --steps 64 --warmup 8 --reps 6 >/tmp/t2.json 2>/dev/null; line "torch inject" /tmp/t2.json
 ( time nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name --format=csv,noheader ) 2>&1 | tail -3 | tee -a "$log"
+# What each kind of callback costs a graph step of PyTorch (per-step timing, as in orch's reps):
+# the injection library counting only one kind (native/inject ORCH_INJECT_ONLY), or none at all.
+for only in none graphs kernels memcpy,memset,syncs; do
+  ORCH_INJECT_ONLY=$only CUDA_INJECTION64_PATH=$lib timeout 120 python3 examples/torch-decode/decode.py --standalone --steps 64 --warmup 8 --reps 4 >/tmp/t3.json 2>/dev/null; line "torch inject only=$only" /tmp/t3.json
+done
+timeout 120 python3 examples/torch-decode/decode.py --standalone --steps 64 --warmup 8 --reps 4 >/tmp/t4.json 2>/dev/null; line "torch alone 3" /tmp/t4.json
