@@ -118,8 +118,8 @@ function checkRunMode(w: CommandWorkload, buildsAsArms: boolean, problem: Report
     }
   }
   if (resident) {
-    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts !== false) {
-      problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or set workload.run.launch_counts: false to run the program under your profiler without orch\'s counts');
+    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts === true) {
+      problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or remove workload.run.launch_counts to run the program under your profiler without orch\'s counts');
     }
     if (w.metric_source !== undefined) problem(['workload', 'metric_source'], 'a resident rank reports its step times through the rank protocol; no metric is read from its output', 'remove workload.metric_source');
     if (w.probe !== undefined) problem(['workload', 'probe'], 'design probe of a resident rank is not supported yet', 'remove workload.probe, or use run.mode: per_rep');

@@ -2,7 +2,8 @@
  * orch's CUPTI injection library (native/inject/, liborch_inject.so) for a resident rank: the CUDA
  * driver loads what CUDA_INJECTION64_PATH names at cuInit, and from there every launch of the
  * unmodified program is counted; the rank library reads the counts (ranklib/PROTOCOL.md "Launch
- * counts and clocks"). Only on cuda cards, and only when the spec does not turn it off. A
+ * counts and clocks"). Only on cuda cards, and only when the spec asks (workload.run.launch_counts:
+ * true; CUPTI in the process slows timed steps, so it is off by default). A
  * CUDA_INJECTION64_PATH the program would get anyway (the spec's run.env, the operator's
  * ORCH_RANK_ENV) is another profiler: refused, never replaced.
  */
@@ -29,7 +30,7 @@ export function launchCounterEnv(o: { backend: 'cpu' | 'cuda'; on: boolean; lib:
   const taken = o.programEnv[INJECTION_VARIABLE];
   if (taken !== undefined && taken !== o.lib) {
     throw new UserInputError('RANK_INJECTION_TAKEN', `${INJECTION_VARIABLE} is already ${taken} for this rank (another profiler's injection library, from workload.run.env or the worker's ORCH_RANK_ENV); orch's launch counts need it and do not replace it`, {
-      hint: 'remove it, or set workload.run.launch_counts: false',
+      hint: 'remove it, or remove workload.run.launch_counts (counting off)',
     });
   }
   return { [INJECTION_VARIABLE]: o.lib };

@@ -19,7 +19,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
-import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
+import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { openLockFile } from '../../store/private-dir.ts';
 import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
 import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription, processGroupPids } from '../rank-process.ts';
@@ -34,6 +34,8 @@ import { commandCwd } from './run-command-rep.ts';
 const DEFAULT_HELLO_TIMEOUT_S = 120;
 /** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
 const STDERR_LINES_IN_EXIT = 5;
+
+const COUNTS_OFF = 'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: 4–18 % per graph step on the H200)';
 
 const HELLO_HINT = `a resident command rank speaks the orch-rank protocol (ranklib/PROTOCOL.md) on stdout: serve the program through orch_rank (Python, ranklib/python) or orch_rank.h (C++, ranklib/cpp); its setup runs before hello, so raise workload.run.hello_timeout_s if it takes longer`;
 
@@ -161,7 +163,7 @@ export class ResidentCommandRank implements RankHandle {
       // a cpu card hides every GPU, as graphrt's cpu ranks do
       CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
     });
-    const env = { ...base, ...launchCounterEnv({ backend: s.card.backend, on: run.launch_counts !== false, lib: this.opts.injectLib ?? null, programEnv: base }) };
+    const env = { ...base, ...launchCounterEnv({ backend: s.card.backend, on: run.launch_counts === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
     const [file, argv] = fateShared('/bin/sh', ['-c', run.cmd], (msg) => s.log.warn(msg));
     const child = spawn(file, argv, { cwd: commandCwd(run.cwd, artifactDir), detached: true, stdio: ['pipe', 'pipe', 'pipe', lockFd], env }) as ChildProcessWithoutNullStreams;
     s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
@@ -201,7 +203,13 @@ export class ResidentCommandRank implements RankHandle {
     if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     const bad = misfit(line, this.s.job);
     if (bad !== null) throw this.fault(bad);
-    return line.type === 'rep' ? residentRep(line, this.s.job) : residentGate(line, program.outputs);
+    return line.type === 'rep' ? residentRep(this.countsOff(line), this.s.job) : residentGate(line, program.outputs);
+  }
+
+  /** Counting off (the spec's choice): the rank library's "none" says so in the spec's words. */
+  private countsOff(line: OrchRankRep): OrchRankRep {
+    if (this.workload.run.launch_counts === true || line.launches?.source !== 'none') return line;
+    return { ...line, launches: { source: 'none', reason: COUNTS_OFF } };
   }
 
   /** The program answered what its request did not ask for: it is killed, as for any protocol break. */
