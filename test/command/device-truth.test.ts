@@ -8,21 +8,15 @@
  * refused rather than replaced.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { launchCounterEnv } from '../../worker/command/launch-counter.ts';
-import { ORCH_BIN } from '../utils/worker-process.ts';
+import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 
-function submit(env: Record<string, string>, extra = ''): { code: number | null; output: string; report: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'orch-truth-'));
-  const file = join(dir, 'truth.yaml');
-  writeFileSync(file, `name: truth
+function submit(env: Record<string, string>, extra = ''): Submitted {
+  return submitSpec('truth', `name: truth
 design: ab
 workload:
   runtime: command
@@ -40,10 +34,6 @@ arms:
 reps: 3
 gates: { identity: { toggle: GRAPH, replays: 3 } }
 ${extra}`);
-  const results = join(dir, 'results');
-  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn' }, encoding: 'utf8', timeout: 120_000 });
-  const [exp] = readdirSync(results);
-  return { code: r.status, output: `${r.stdout}${r.stderr}`, report: readFileSync(join(results, exp as string, 'report.md'), 'utf8') };
 }
 
 const launchesSection = (report: string) => report.slice(report.indexOf('## Launches'), report.indexOf('## Card time'));

@@ -8,12 +8,8 @@
  * which makes the experiment INVALID (exit 5).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { ORCH_BIN } from '../utils/worker-process.ts';
+import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
 
 function spec(name: string, graphToggles: string): string {
   return `name: ${name}
@@ -36,25 +32,9 @@ gates:
 `;
 }
 
-interface Run {
-  code: number | null;
-  output: string;
-  report: string;
-  events: { block: number; card: string; event: { type?: string; pid?: number; mode?: string; graph?: string | null; pass?: boolean; first_bad_replay?: number | null; first_bad_output?: string | null; program?: { name: string; timing: string } } }[];
-}
+type Run = Submitted;
 
-function submit(name: string, graphToggles: string): Run {
-  const dir = mkdtempSync(join(tmpdir(), 'orch-resident-'));
-  const file = join(dir, `${name}.yaml`);
-  writeFileSync(file, spec(name, graphToggles));
-  const results = join(dir, 'results');
-  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn', PYTHONDONTWRITEBYTECODE: '1' }, encoding: 'utf8', timeout: 240_000 });
-  const output = `${r.stdout}${r.stderr}`;
-  const [exp] = readdirSync(results);
-  const at = join(results, exp as string);
-  const events = readFileSync(join(at, 'events.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Run['events'][number]);
-  return { code: r.status, output, report: readFileSync(join(at, 'report.md'), 'utf8'), events };
-}
+const submit = (name: string, graphToggles: string): Run => submitSpec(name, spec(name, graphToggles), { PYTHONDONTWRITEBYTECODE: '1' });
 
 const ofType = (r: Run, type: string) => r.events.filter((e) => e.event.type === type);
 

@@ -6,20 +6,14 @@
  * with a min_effect below the noise runs to its budget and ends inconclusive.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { ORCH_BIN } from '../utils/worker-process.ts';
+import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 
-function submit(treatment: string, minEffect: number): { code: number | null; output: string; report: string; summary: Record<string, any> } {
-  const dir = mkdtempSync(join(tmpdir(), 'orch-seq-'));
-  const file = join(dir, 'seq.yaml');
-  writeFileSync(file, `name: seq
+function submit(treatment: string, minEffect: number): Submitted {
+  return submitSpec('seq', `name: seq
 design: ab
 workload:
   runtime: command
@@ -35,12 +29,7 @@ reps: 2
 gates: { identity: false }
 stopping: { rule: sequential, max_blocks: 6, looks: 3 }
 metric: { min_effect: ${minEffect} }
-`);
-  const results = join(dir, 'results');
-  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' }, encoding: 'utf8', timeout: 240_000 });
-  const [exp] = readdirSync(results);
-  const at = join(results, exp as string);
-  return { code: r.status, output: `${r.stdout}${r.stderr}`, report: readFileSync(join(at, 'report.md'), 'utf8'), summary: JSON.parse(readFileSync(join(at, 'summary.json'), 'utf8')) };
+`, { ORCH_CPU_CARDS: '1' });
 }
 
 describe('sequential stopping through orch submit', () => {

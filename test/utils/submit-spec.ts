@@ -1,0 +1,39 @@
+/**
+ * `orch submit` of a spec written by a test (the embedded default), and the results directory it
+ * wrote: exit code, output, report.md, summary.json and the committed-or-not events, for tests
+ * that check what a user would read.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ORCH_BIN } from './worker-process.ts';
+
+export interface Submitted {
+  code: number | null;
+  output: string;
+  report: string;
+  summary: Record<string, any>;
+  /** events.jsonl, one parsed record per line */
+  events: { block: number; card: string; rank: number; committed: boolean; event: Record<string, any> }[];
+}
+
+export function submitSpec(name: string, yaml: string, env: Record<string, string> = {}, timeoutMs = 240_000): Submitted {
+  const dir = mkdtempSync(join(tmpdir(), `orch-${name}-`));
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(file, yaml);
+  const results = join(dir, 'results');
+  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn', ...env }, encoding: 'utf8', timeout: timeoutMs });
+  const output = `${r.stdout}${r.stderr}`;
+  const [exp] = readdirSync(results);
+  if (exp === undefined) throw new Error(`orch submit wrote no results (exit ${r.status}): ${output}`);
+  const at = join(results, exp);
+  const read = (f: string) => readFileSync(join(at, f), 'utf8');
+  return {
+    code: r.status,
+    output,
+    report: read('report.md'),
+    summary: JSON.parse(read('summary.json')) as Record<string, any>,
+    events: read('events.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Submitted['events'][number]),
+  };
+}
