@@ -132,7 +132,7 @@ test('orch cancel after some reps of a long block: those reps stay measured, the
   const report = JSON.parse(rep.stdout) as { accounting: { planned: number; measured: number; not_run: number; cancelled: number; unaccounted: string[] } };
   assert.deepEqual(
     { ...report.accounting, not_run_reasons: undefined, cancelled_reasons: undefined, reps: undefined },
-    { planned: 80, measured, not_run: 0, cancelled: 80 - measured, unaccounted: [], not_run_reasons: undefined, cancelled_reasons: undefined, reps: undefined },
+    { planned: 80, measured, not_run: 0, cancelled: 80 - measured, stopped: 0, unaccounted: [], not_run_reasons: undefined, cancelled_reasons: undefined, reps: undefined },
   );
   // summary.json: every rep's fate, for scripts
   const summary = JSON.parse(readFileSync(join(results, id, 'summary.json'), 'utf8')) as { accounting: { reps: Record<string, { fate: string; reason?: string }> } };
