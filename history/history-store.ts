@@ -55,6 +55,8 @@ export interface NightlyRow {
   change: number | null;
   ci_low: number | null;
   ci_high: number | null;
+  /** the paired comparison's two-sided p (history/migrations/004_p_value.sql); null without one */
+  p_value: number | null;
   arm_value: number | null;
   reference_value: number | null;
   aa_pass: boolean | null;
@@ -71,7 +73,7 @@ export interface NightlyRow {
 
 const ROW_COLUMNS = [
   'run_id', 'suite', 'scheduled_at', 'spec_file', 'spec_name', 'spec_hash', 'experiment', 'experiment_state', 'results_dir',
-  'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'arm_value', 'reference_value', 'aa_pass',
+  'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'p_value', 'arm_value', 'reference_value', 'aa_pass',
   'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'error',
 ] as const satisfies readonly (keyof NightlyRow)[];
 

@@ -41,6 +41,12 @@ export const SuiteSchema = strictObject({
   experiments: z.array(z.union([z.string().min(1), PairedEntrySchema])).min(1),
   /** Where each night writes results/<experiment>/, relative to the suite file (default: results next to it). */
   results: z.string().min(1).optional(),
+  /**
+   * The night's comparisons are corrected together (Benjamini–Hochberg) at this false discovery
+   * rate before a regression is alerted; absent: 0.01 (orchestrator/nightly/night-findings.ts
+   * says why; optional, so suites keep their hash).
+   */
+  false_discovery_rate: z.number().gt(0).lt(1).optional(),
   /** Who hears of a regression, an invalid night or a night that could not run (ORCH_ALERT_WEBHOOK adds a webhook). */
   alerts: strictObject({
     /** POSTed a JSON body with a Slack-compatible `text` field. */

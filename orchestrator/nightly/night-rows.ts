@@ -13,7 +13,7 @@ import type { WrittenResults } from '../results/write-results.ts';
 export type RowContext = Pick<NightlyRow, 'run_id' | 'suite' | 'scheduled_at' | 'spec_file' | 'spec_name' | 'spec_hash' | 'commits' | 'pairing'>;
 
 const EMPTY = {
-  metric: null, verdict: null, change: null, ci_low: null, ci_high: null, arm_value: null, reference_value: null,
+  metric: null, verdict: null, change: null, ci_low: null, ci_high: null, p_value: null, arm_value: null, reference_value: null,
   aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [],
 } as const;
 
@@ -45,7 +45,7 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenR
     error: w.state === 'done' ? (failedGates.length > 0 ? failedGates.map((g) => g.message).join('; ') : null) : `experiment ended ${w.state}`,
   };
   if (a.comparisons.length === 0) {
-    return [{ ...common, arm: '', reference: '', verdict: a.verdict, change: null, ci_low: null, ci_high: null, arm_value: null, reference_value: null }];
+    return [{ ...common, arm: '', reference: '', verdict: a.verdict, change: null, ci_low: null, ci_high: null, p_value: null, arm_value: null, reference_value: null }];
   }
   return a.comparisons.map((c) => ({
     ...common,
@@ -55,6 +55,7 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenR
     change: c.relative.estimate,
     ci_low: c.relative.ci?.[0] ?? null,
     ci_high: c.relative.ci?.[1] ?? null,
+    p_value: c.log_ratio.p,
     arm_value: value(c.arm),
     reference_value: value(c.reference),
   }));

@@ -182,7 +182,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
       }
     }
     for (const s of submitted) rows.push(...(await collect(ctx, s, context.get(s.file)!, log)));
-    const judged = findings(rows, before);
+    const judged = findings(rows, before, data.false_discovery_rate);
     for (const alert of judged.alerts) {
       log.warn({ alert: alert.kind, spec: alert.spec }, alert.text);
       await ctx.send(alert);

@@ -30,6 +30,8 @@ export interface NightlyJobData {
   results?: string;
   /** alert sinks; `file` absolute, or `-` for stdout */
   alerts?: { webhook?: string; file?: string };
+  /** the suite's false_discovery_rate: the night's comparisons corrected together (night-findings.ts) */
+  false_discovery_rate?: number;
   /** the schedule the scheduler was installed with: a job whose repeat options differ is refused */
   schedule: NightlySchedule;
   /** the installer's signature over every other field (nightly-grant.ts) */
@@ -87,6 +89,7 @@ export class NightlySuites {
             },
           }
         : {}),
+      ...(suite.false_discovery_rate === undefined ? {} : { false_discovery_rate: suite.false_discovery_rate }),
       schedule,
     };
     checkAlertFile(file, data);
