@@ -102,9 +102,14 @@ test('SVG: one point per rep in the strip plot; LOO error bars span the t interv
   }
 });
 
+/** The same experiment as a sequential one (stopping: sequential, two looks), its blocks ended in order. */
+function sequential(input: ReturnType<typeof abWithAa>): ReturnType<typeof abWithAa> {
+  return { ...input, plan: { ...input.plan, sequential: { looks: 2 } }, ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })) };
+}
+
 test('exit codes: distinct per verdict, clear of 1 (bug) and 2 (user input); each verdict reached', () => {
   const codes = Object.values(EXIT_CODES);
-  assert.equal(new Set(codes).size, 4);
+  assert.equal(new Set(codes).size, 5);
   assert.ok(!codes.includes(1) && !codes.includes(2));
   const seen = new Map<Verdict, number>();
   const cases: [Verdict, ReturnType<typeof abWithAa>][] = [
@@ -112,6 +117,7 @@ test('exit codes: distinct per verdict, clear of 1 (bug) and 2 (user input); eac
     ['slower', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] })],
     ['inconclusive', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] })],
     ['invalid', abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] })],
+    ['equivalent', sequential(abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] }))],
   ];
   for (const [want, input] of cases) {
     const a = analyzeExperiment(input);
