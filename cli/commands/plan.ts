@@ -30,7 +30,8 @@ export const planCommand = defineCommand({
       if (argv.file === undefined) throw new UserInputError('CLI_USAGE', 'orch plan needs a spec file', { hint: 'run orch --help for the options: orch plan SPEC, or orch plan --power SPEC --noise-from results/<id>' });
       const { spec, hash } = loadSpec(argv.file);
       const plan = planExperiment(spec, hash);
-      process.stdout.write(argv.json ? `${JSON.stringify(plan, null, 2)}\n` : formatPlan(plan));
+      const sequential = plan.sequential === undefined ? [] : (await import('../../orchestrator/report/sequential-plan.ts')).sequentialPlanLines(plan);
+      process.stdout.write(argv.json ? `${JSON.stringify(plan, null, 2)}\n` : formatPlan(plan, sequential));
       return;
     }
     const { file, target } = powerArgs(argv.file, argv.power);
@@ -117,11 +118,13 @@ function balanceNote(plan: Plan): string {
 }
 
 /** The plan as a table: one line per arm (its toggles), one line per block (rounds split by |). */
-export function formatPlan(plan: Plan): string {
+/** `sequential`: the lines a sequential plan adds (orchestrator/report/sequential-plan.ts). */
+export function formatPlan(plan: Plan, sequential: readonly string[] = []): string {
   const width = Math.max(...plan.arms.map((a) => a.name.length));
   const lines = [
     `experiment ${plan.name}  design ${plan.design}  hash ${plan.hash}`,
     `${plan.blocks.length} block(s) × ${plan.ranks} rank(s), placement ${plan.placement}, ${plan.reps} reps per arm, order ${plan.order}${plan.seed === undefined ? '' : ` (seed ${plan.seed})`}`,
+    ...sequential,
     '',
     `arms (control: ${plan.control})`,
     ...plan.arms.map((a) => {

@@ -77,3 +77,15 @@ describe('a look', () => {
     assert.deepEqual(lookSchedule(3, 3), [1, 2, 3]);
   });
 });
+
+describe('orch plan of a sequential spec', () => {
+  test('its budget, its earliest stop and every look\'s boundary', async () => {
+    const { sequentialPlanLines } = await import('../../orchestrator/report/sequential-plan.ts');
+    const { planExperiment } = await import('../../jobs/plan.ts');
+    const { SpecSchema } = await import('../../jobs/spec.ts');
+    const spec = SpecSchema.parse({ name: 's', design: 'ab', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph'], arms: [{ name: 'e' }, { name: 'g', toggles: { graph: true } }], stopping: { rule: 'sequential', max_blocks: 10, looks: 5 } });
+    const plan = planExperiment(spec, 'h');
+    assert.equal(plan.blocks.length, 10);
+    assert.deepEqual(sequentialPlanLines(plan), ['sequential: 10 block(s) at most, as few as 2; looks after 2, 4, 6, 8, 10 block(s), boundaries z 4.88, 3.36, 2.68, 2.29, 2.03 (two-sided alpha 0.05 over all looks)']);
+  });
+});
