@@ -27,7 +27,7 @@ export class EventDigest {
   private readonly busy = new BusyShareFold();
   private readonly ranks = new RankSummaryFold();
   private readonly launches = new LaunchSummaryFold();
-  /** the devices the committed attempts' graphrt hello lines named */
+  /** the devices the committed attempts' hello lines named (graphrt's, and a resident program's own) */
   readonly devices = new Set<string>();
   total = 0;
   committed = 0;
@@ -36,7 +36,12 @@ export class EventDigest {
     this.total++;
     if (e.committed) {
       this.committed++;
-      if (typeof e.event === 'object' && e.event?.type === 'hello' && e.event.backend !== 'command') this.devices.add(e.event.device);
+      if (typeof e.event === 'object' && e.event?.type === 'hello') {
+        const h = e.event;
+        if (h.backend !== 'command') this.devices.add(h.device);
+        // a resident program's own hello: where it ran, through what, on which clock
+        else if (h.program !== undefined) this.devices.add(`${h.program.device} (${h.program.name} through ${h.program.library}, ${h.program.backend}, timed by ${h.program.timing})`);
+      }
     }
     this.busy.add(e);
     this.ranks.add(e);

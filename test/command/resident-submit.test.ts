@@ -59,6 +59,7 @@ describe('a Python program as a resident rank through orch submit', () => {
     assert.deepEqual(gates.map((g) => [g.event.pass, g.event.first_bad_replay]), [[true, null], [true, null]]);
     assert.match(r.report, /\| identity \| pass \| graph replay byte-identical to eager in 2 check\(s\) \|/);
     assert.match(r.report, /\| input \| pass \| all 18 planned reps used \|/);
+    assert.match(r.report, /Backend: command \(the user's binary\); device: .* \(torch-decode through orch_rank\.py 1\.0, cpu, timed by host-clock\)\./);
   });
 
   test('the planted stale input: the gate fails at replay 2 naming the output, every verdict invalid (exit 5)', () => {
