@@ -45,7 +45,7 @@ export const planCommand = defineCommand({
     const plan = planExperiment(spec, hash);
     const prior = await readPrior(argv.noiseFrom, argv.results);
     const { powerPlan, formatPowerPlan } = await import('../../orchestrator/report/power-plan.ts');
-    const { DEFAULT_ALPHA } = await import('../../orchestrator/results/write-results.ts');
+    const { DEFAULT_ALPHA } = await import('../../orchestrator/stats/defaults.ts');
     const p = powerPlan({ file, spec, plan, prior, effects, target, alpha: DEFAULT_ALPHA });
     process.stdout.write(argv.json ? `${JSON.stringify(p, null, 2)}\n` : formatPowerPlan(p));
   },

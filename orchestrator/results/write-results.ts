@@ -14,16 +14,14 @@ import { chmodSync, mkdirSync, writeFileSync as fsWriteFileSync } from 'node:fs'
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
-import type { Analysis, FailedRep } from '../stats/types.ts';
+import type { Analysis } from '../stats/types.ts';
+import { analysisInput } from './analysis-input.ts';
 import { accountReps, type Accounting } from './rep-fates.ts';
 import { collectRecords, type CollectedRecords, type CollectedResults } from './collect-results.ts';
 import { provenanceOf } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { DEFAULT_ALPHA } from '../stats/defaults.ts';
-
-export { DEFAULT_ALPHA } from '../stats/defaults.ts';
 
 /**
  * Results hold the spec with its run.env values and every event: readable by their owner alone
@@ -53,27 +51,7 @@ export function analyzeCollected(c: CollectedResults): Analysis {
 
 /** The analysis of an experiment's records; `devices`, those its committed hello lines named. */
 export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): Analysis {
-  const { exp } = c;
-  // a failed record carries its rep's identity (jobs/failed-rep.ts): nothing is read back from the field
-  const failed: FailedRep[] = Object.values(c.failed);
-  const ref = exp.spec.gates.base_reference;
-  return analyzeExperiment({
-    plan: exp.plan,
-    experiment: exp.id,
-    reps: Object.values(c.reps),
-    failed,
-    gates: Object.values(c.gates),
-    metric: { name: exp.spec.metric.name, better: exp.spec.metric.better, statistic: exp.spec.metric.statistic },
-    min_effect: exp.spec.metric.min_effect,
-    alpha: DEFAULT_ALPHA,
-    probes: Object.values(c.probes),
-    devices: [...devices],
-    ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
-    ended: c.blocks.flatMap((b) => (b.phase === 'done' && b.ended_at !== null ? [{ block: b.block, ended_at: b.ended_at }] : [])),
-    ...(ref === undefined
-      ? {}
-      : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),
-  });
+  return analyzeExperiment(analysisInput(c, devices));
 }
 
 export function accountFor(c: CollectedRecords): Accounting {

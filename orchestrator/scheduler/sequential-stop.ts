@@ -1,8 +1,8 @@
 /**
  * The scheduler's side of `stopping: sequential`: each time a block of a sequential experiment
  * ends committed, and the count of ended blocks reaches the look schedule, the experiment's
- * committed records are analysed as the report will analyse them (orchestrator/stats/analyze.ts,
- * which replays the looks in sequential-looks.ts), and a decisive look ends every block still
+ * committed records are analysed as the report will analyse them (one input,
+ * orchestrator/results/analysis-input.ts; orchestrator/stats/analyze.ts replays the looks), and a decisive look ends every block still
  * waiting as stopped (grant-loop.ts stopWaiting). Blocks running at that moment run to their end;
  * the decision is the look's, on the blocks it saw. A gate that failed decides nothing: the
  * experiment runs on to its budget and ends invalid, as a fixed one would.
@@ -11,7 +11,7 @@ import { analyzeExperiment } from '../stats/analyze.ts';
 import { lookSchedule } from '../stats/sequential.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import type { SchedulerContext } from './scheduler-context.ts';
-import { DEFAULT_ALPHA } from '../stats/defaults.ts';
+import { analysisInput, endedBlocks } from '../results/analysis-input.ts';
 
 export interface StopDecision {
   /** the reason the stopped blocks and reps carry */
@@ -23,16 +23,10 @@ export async function sequentialStop(ctx: Pick<SchedulerContext, 'store' | 'resu
   const looks = exp.plan.sequential?.looks;
   if (looks === undefined) return null;
   const blocks = await ctx.store.blocks(exp.id);
-  const ended = blocks.flatMap((b) => (b.phase === 'done' && b.ended_at !== null ? [{ block: b.block, ended_at: b.ended_at }] : []));
-  if (!lookSchedule(exp.plan.blocks.length, looks).includes(ended.length)) return null;
+  if (!lookSchedule(exp.plan.blocks.length, looks).includes(endedBlocks(blocks).length)) return null;
   if (blocks.every((b) => b.phase !== 'waiting')) return null;
   const [reps, failed, gates] = await Promise.all([ctx.results.results(exp.id), ctx.results.failed(exp.id), ctx.results.gates(exp.id)]);
-  const analysis = analyzeExperiment({
-    plan: exp.plan, experiment: exp.id, reps: Object.values(reps), failed: Object.values(failed), gates: Object.values(gates),
-    metric: { name: exp.spec.metric.name, better: exp.spec.metric.better, statistic: exp.spec.metric.statistic },
-    min_effect: exp.spec.metric.min_effect, alpha: DEFAULT_ALPHA, ended,
-    ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
-  });
+  const analysis = analyzeExperiment(analysisInput({ exp, blocks, reps, failed, gates }));
   const s = analysis.sequential;
   if (analysis.verdict === 'invalid' || s === null || s === undefined || s.decided_at === null || s.decision === 'continue') return null;
   const look = s.looks[s.decided_at - 1]!;

@@ -113,8 +113,11 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
   // ab: the treatment against the control is the primary comparison, the same object as listed.
   if (plan.design === 'ab') primary = comparisons[0] ?? null;
   const sequential = plan.sequential !== undefined && primary !== null ? sequentialLooks({ plan, values: rv.values, ended: input.ended ?? [], arm: primary.arm, reference: primary.reference, metric, alpha, min_effect }) : null;
-  if (sequential !== null && primary !== null && primary.verdict !== 'invalid') primary = sequentialVerdict(primary, sequential, min_effect);
-  if (plan.design === 'ab' && primary !== null) comparisons = [primary, ...comparisons.slice(1)];
+  if (sequential !== null && primary !== null && primary.verdict !== 'invalid') {
+    primary = sequentialVerdict(primary, sequential, min_effect);
+    // ab lists its primary comparison first: the list shows the sequential verdict too
+    if (plan.design === 'ab') comparisons = [primary, ...comparisons.slice(1)];
+  }
   const verdict: Verdict = invalid_reasons.length > 0 ? 'invalid' : primary ? primary.verdict : aggregate(comparisons);
   if (verdict === 'invalid' && invalid_reasons.length === 0) {
     const culprit = primary ?? comparisons.find((c) => c.verdict === 'invalid');
