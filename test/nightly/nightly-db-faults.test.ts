@@ -79,8 +79,10 @@ describe('a night whose PostgreSQL stops mid-night', { timeout: 90_000 }, () => 
       const id = runId('pgdown', at);
       const run = await waitFor('the night recorded its experiment', async () => ((await direct.run(id))?.experiments.length ? direct.run(id) : null), { timeoutMs: 30_000 });
       proxy.refuse(true);
-      // The experiment ends while the database is away: the night's rows cannot be written.
-      await cancelExperiment(redis, cluster.prefix, run.experiments[0]!.experiment);
+      // The experiment ends while the database is away: the night's rows cannot be written. The
+      // night records an experiment's id before it submits it (nightly-run.ts), so the id can be
+      // in the history a moment before the experiment is in Redis: cancel once it is there.
+      await waitFor('the recorded experiment submitted and cancelled', () => cancelExperiment(redis, cluster.prefix, run.experiments[0]!.experiment), { timeoutMs: 30_000 });
       const err = await night;
       assert.equal((await direct.run(id))!.state, 'running', 'the database never took the end of the night');
 
