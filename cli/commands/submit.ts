@@ -13,7 +13,9 @@
  * 3 inconclusive, 4 slower, 5 invalid) once the experiment is done, as `orch report` gives it;
  * 2 when it failed on the user's input before any card was leased (a build that failed: the
  * error registry's kind of its code, orchestrator/experiment/failed-exit-code.ts); 1 when it
- * failed otherwise or was cancelled; 130/143 when an embedded run was interrupted.
+ * failed otherwise or was cancelled; 130/143 when an embedded run was interrupted. On a cluster,
+ * Ctrl-C while it waits stops the waiting, not the experiment: submit says so and how to follow,
+ * report or cancel it, and exits 130 (`--cancel-on-interrupt`: cancels it; cli/terminal/watch-interrupt.ts).
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
@@ -30,6 +32,7 @@ export const submitCommand = defineCommand({
         default: true,
         describe: 'wait for the results (--no-wait: print the id once enqueued; refuse if no registered card can run it now)',
       })
+      .option('cancel-on-interrupt', { type: 'boolean', default: false, describe: 'with REDIS_URL: Ctrl-C cancels the experiment (default: it keeps running on the cluster, and submit says how to follow or cancel it)' })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
       .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }),
   handler: async (argv) => {
@@ -54,11 +57,15 @@ export const submitCommand = defineCommand({
     }
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
-    const { droppedOutputLine, progressPrinter } = await import('../../orchestrator/experiment/progress.ts');
+    const { droppedOutputLine, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { progressPrinter } = await import('../terminal/progress-printer.ts');
+    const { terminalMode } = await import('../terminal/terminal-mode.ts');
+    const { WatchInterrupt } = await import('../terminal/watch-interrupt.ts');
     const { readOutputBudget } = await import('../../store/event-budget.ts');
     const { isRedisOom, redisOomError } = await import('../../store/redis-oom.ts');
     const { submitExperiment } = await import('../../orchestrator/experiment/submit.ts');
-    const { runExperiment } = await import('../../orchestrator/experiment/run-experiment.ts');
+    const { awaitResults } = await import('../../orchestrator/experiment/run-experiment.ts');
+    const { ExperimentStore } = await import('../../store/experiment-store.ts');
     const log = orchLog('submit');
     // before connecting: without the token the scheduler would refuse whatever this registered
     const { requireSubmitToken } = await import('../../store/submit-token.ts');
@@ -71,12 +78,23 @@ export const submitCommand = defineCommand({
         out(json ? `${JSON.stringify({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor })}\n` : `${sub.id}\n`);
         return;
       }
-      const { id, state, written, exitCode } = await runExperiment({
-        ...input,
-        resultsRoot: argv.results,
-        wait: argv.watch && !json ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : { onWaiting: (why) => process.stderr.write(`${why}\n`) },
-        onSubmitted: (sub) => json || out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`),
-      });
+      const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
+      try {
+        const sub = await submitExperiment(input);
+        interrupt.following(sub.id);
+        if (!json) out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`);
+        const exp = (await new ExperimentStore(target.redis, target.prefix).get(sub.id))!;
+        const watching = argv.watch && !json;
+        await waitForEnd(target.redis, target.prefix, exp, {
+          signal: interrupt.abort.signal,
+          ...(watching ? { onProgress: progressPrinter(out, terminalMode(process.stdout)) } : { onWaiting: (why: string) => process.stderr.write(`${why}\n`) }),
+        });
+      } finally {
+        interrupt.dispose();
+      }
+      if (interrupt.interrupted) return interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
+      // ended: the wait inside returns at once
+      const { id, state, written, exitCode } = await awaitResults(target.redis, target.prefix, interrupt.experiment!, { resultsRoot: argv.results });
       out(json ? `${JSON.stringify({ experiment: id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
       if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, id)) ?? '');
       return exitCode;

@@ -1,26 +1,37 @@
 /**
- * `orch watch ID`: a progress bar per block and the latest rep's metrics, live from the event
- * stream, until the experiment ends. `--json`: every stream event as one JSON line.
+ * `orch watch ID`: a progress bar per block, the latest rep's metrics, the time since submit and
+ * the ETA, live from the event stream, until the experiment ends (cli/terminal/: redrawn in place
+ * on a terminal, append-only lines in a pipe or under TERM=dumb). `--json`: every stream event as
+ * one JSON line. Ctrl-C stops watching, not the experiment (`--cancel-on-interrupt`: cancels it).
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
 export const watchCommand = defineCommand({
   command: 'watch <id>',
-  describe: 'follow an experiment: a progress bar per block and the latest rep metrics',
-  builder: (y) => y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }),
+  describe: 'follow an experiment: a progress bar per block, the latest rep metrics, elapsed time and ETA',
+  builder: (y) =>
+    y
+      .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
+      .option('cancel-on-interrupt', { type: 'boolean', default: false, describe: 'Ctrl-C cancels the experiment (default: it keeps running, and watch says how to cancel it)' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { ExperimentStore } = await import('../../store/experiment-store.ts');
-    const { progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
+    const { progressPrinter } = await import('../terminal/progress-printer.ts');
+    const { terminalMode } = await import('../terminal/terminal-mode.ts');
+    const { WatchInterrupt } = await import('../terminal/watch-interrupt.ts');
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const target = await requireTarget('watch', orchLog('watch'));
+    const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
     try {
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);
       if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
-      const print = progressPrinter((s) => process.stdout.write(s), process.stdout.isTTY === true);
+      interrupt.following(exp.id);
+      const print = progressPrinter((s) => process.stdout.write(s), terminalMode(process.stdout));
       const state = await waitForEnd(target.redis, target.prefix, exp, {
+        signal: interrupt.abort.signal,
         onProgress: (p, events) => {
           if (argv.json) {
             for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
@@ -29,8 +40,11 @@ export const watchCommand = defineCommand({
           print(p);
         },
       });
+      interrupt.dispose();
+      if (interrupt.interrupted) return await interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
       if (argv.json) process.stdout.write(`${JSON.stringify({ experiment: argv.id, state })}\n`);
     } finally {
+      interrupt.dispose();
       await target.close();
     }
   },

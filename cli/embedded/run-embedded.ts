@@ -26,7 +26,9 @@ import { newSubmitToken } from '../../store/submit-token.ts';
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
-import { progressPrinter, waitForEnd } from '../../orchestrator/experiment/progress.ts';
+import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
+import { progressPrinter } from '../terminal/progress-printer.ts';
+import { terminalMode } from '../terminal/terminal-mode.ts';
 import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
 import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
 import { Worker } from '../../worker/worker.ts';
@@ -129,7 +131,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
       loaded: input.loaded,
       submitToken,
       resultsRoot: input.resultsRoot,
-      wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, process.stdout.isTTY === true) } : {}) },
+      wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, terminalMode(process.stdout)) } : {}) },
       onSubmitted: (sub) => {
         id = sub.id;
         if (input.json) return;

@@ -6,11 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import { OrchError } from '../../jobs/errors.ts';
 import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
-import { readStepHistory } from '../../store/step-history.ts';
 import { cancelExperiment } from '../experiment/cancel.ts';
 import { ProgressTracker, type Progress } from '../experiment/progress.ts';
 import { compareQueued } from '../scheduler/grant-planner.ts';
-import { expectedBlockMs, workloadKey } from '../scheduler/expected-duration.ts';
+import { formatDuration } from '../experiment/eta.ts';
 import { CSRF_FIELD, refuse } from './auth.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
 import { ago, html, type Html } from './html.ts';
@@ -42,16 +41,18 @@ interface Queued {
   exp: ExperimentRecord;
   blocks: BlockState[];
   progress: Progress;
-  expectedMs: number;
 }
 
 /**
- * Estimated start of each waiting block: every running block frees its gang at its expected end;
- * waiting blocks, in queue order, take the earliest free gang (an estimate: gangs differ in size).
+ * Estimated start of each waiting block: every running block frees its gang once its reps left
+ * are done (progress.ts: measured rep times, else the step history); waiting blocks, in queue
+ * order, take the earliest free gang (an estimate: gangs differ in size). A block behind one
+ * whose time is unknown starts at an unknown time (Infinity), not at a guess.
  */
 function estimateStarts(queued: Queued[], now: number): Map<string, number> {
   const free: number[] = [];
-  for (const q of queued) for (const b of q.blocks) if (b.phase === 'running') free.push(Math.max(now, (b.granted_at ?? now) + (b.expected_ms ?? q.expectedMs)));
+  const etaOf = (q: Queued, block: number) => q.progress.blocks.find((x) => x.block === block)?.eta ?? null;
+  for (const q of queued) for (const b of q.blocks) if (b.phase === 'running') free.push(now + (etaOf(q, b.block)?.ms ?? Number.POSITIVE_INFINITY));
   if (free.length === 0) free.push(now);
   const waiting = queued
     .flatMap((q) => q.blocks.filter((b) => b.phase === 'waiting').map((b) => ({ q, b, priority: q.exp.priority, seq: q.exp.seq, block: b.block })))
@@ -61,9 +62,14 @@ function estimateStarts(queued: Queued[], now: number): Map<string, number> {
     free.sort((a, b) => a - b);
     const start = free.shift()!;
     out.set(`${w.q.exp.id}/${w.b.block}`, start);
-    free.push(start + w.q.expectedMs);
+    free.push(start + (etaOf(w.q, w.b.block)?.ms ?? Number.POSITIVE_INFINITY));
   }
   return out;
+}
+
+function startText(start: number | undefined, now: number): string {
+  if (start === undefined || start === Number.POSITIVE_INFINITY) return 'unknown (no rep of the blocks ahead measured yet)';
+  return start <= now ? 'now' : `in ~${formatDuration(start - now)}`;
 }
 
 /** How many experiments of the queue's head the page shows (estimated starts are for these). */
@@ -95,8 +101,7 @@ export async function renderQueue(ctx: DashboardContext): Promise<Html> {
     const read = await Promise.all(head.ids.map(async (id): Promise<Queued | null> => {
       const exp = await store.get(id);
       if (!exp) return null;
-      const history = await readStepHistory(ctx.redis, ctx.prefix, workloadKey(exp.spec));
-      return { exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp), expectedMs: expectedBlockMs(exp.plan, exp.spec, history) };
+      return { exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp) };
     }));
     const queued = read.filter((q): q is Queued => q !== null);
     const now = Date.now();
@@ -112,7 +117,7 @@ ${blocks.map((b) => {
   const start = starts.get(`${exp.id}/${b.block}`);
   const detail =
     b.phase === 'waiting'
-      ? html`${b.why ?? 'queued (no grant pass yet: is orch serve running?)'}; estimated start ${start === undefined || start <= now ? 'now' : `in ${Math.round((start - now) / 1000)} s`}`
+      ? html`${b.why ?? 'queued (no grant pass yet: is orch serve running?)'}; estimated start ${startText(start, now)}`
       : b.phase === 'running'
         ? html`attempt ${b.attempt} on ${b.gang.flatMap((g) => g.cards).join(', ')} since ${ago(b.granted_at, now)}${p?.latest ? html`; last rep ${p.latest.arm} ${p.latest.median_ms?.toFixed(3) ?? '–'} ms/step` : ''}`
         : html`${b.reason ?? ''}`;

@@ -14,7 +14,10 @@ import { formatBytes } from '../../jobs/limits.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, TERMINAL_BLOCK_PHASES, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
 import { EventLog } from '../../store/event-log.ts';
-import type { StreamEvent } from '../../jobs/stream-event.ts';
+import { streamMs, type StreamEvent } from '../../jobs/stream-event.ts';
+import { readStepHistory } from '../../store/step-history.ts';
+import { historyRepMs, workloadKey } from '../scheduler/expected-duration.ts';
+import { estimateRemaining, formatDuration, formatEta, RepClock, type Eta } from './eta.ts';
 import type { WorkerEvent } from '../../jobs/worker-event.ts';
 
 export interface LatestRep {
@@ -33,6 +36,8 @@ export interface BlockProgress {
   planned: number;
   latest: LatestRep | null;
   why: string | null;
+  /** the time this block still needs (eta.ts), null when nothing is measured yet */
+  eta: Eta | null;
 }
 
 /**
@@ -56,6 +61,10 @@ export interface Progress {
   state: ExperimentState;
   blocks: BlockProgress[];
   builds?: BuildProgress[];
+  /** since the experiment was submitted */
+  elapsedMs: number;
+  /** the time left for the whole experiment (eta.ts), null when nothing is measured yet */
+  eta: Eta | null;
 }
 
 export class ProgressTracker {
@@ -65,13 +74,15 @@ export class ProgressTracker {
   private readonly builds = new Map<string, BuildProgress>();
   /** measured reps of each ended block: fixed once it ended */
   private readonly ended = new Map<number, number>();
+  private readonly clock = new RepClock();
+  private history: Promise<{ ms: number; reps: number } | null> | null = null;
   private readonly store: ExperimentStore;
   private readonly log: EventLog;
   private readonly resultsKey: string;
 
   constructor(
     private readonly redis: Redis,
-    prefix: string,
+    private readonly prefix: string,
     private readonly exp: ExperimentRecord,
   ) {
     this.store = new ExperimentStore(redis, prefix);
@@ -106,6 +117,7 @@ export class ProgressTracker {
     if (line.type === 'probe' && line.final === true) this.done.set(k, (this.done.get(k) ?? 0) + 1);
     if (line.type !== 'rep') return;
     this.done.set(k, (this.done.get(k) ?? 0) + 1);
+    this.clock.rep(e.block, e.attempt, streamMs(e.id));
     const ms = [...line.step_ms].sort((a, b) => a - b);
     this.latest.set(e.block, {
       arm: line.arm,
@@ -130,54 +142,39 @@ export class ProgressTracker {
     }
   }
 
-  async snapshot(): Promise<Progress> {
-    const [state, blocks] = await Promise.all([this.store.state(this.exp.id), this.store.blocks(this.exp.id)]);
+  /** The workload's past rep time, read once: it stands in until this experiment measured a rep. */
+  private historyRep(): Promise<{ ms: number; reps: number } | null> {
+    this.history ??= readStepHistory(this.redis, this.prefix, workloadKey(this.exp.spec))
+      .then((h) => historyRepMs(this.exp.spec, h))
+      .catch(() => null);
+    return this.history;
+  }
+
+  async snapshot(now = Date.now()): Promise<Progress> {
+    const [state, blocks, history] = await Promise.all([this.store.state(this.exp.id), this.store.blocks(this.exp.id), this.historyRep()]);
     await this.endedCounts(blocks);
+    const repMs = this.clock.measured();
+    const rows = blocks.map((b: BlockState): BlockProgress => {
+      const planned = this.exp.plan.blocks.find((p) => p.index === b.block)?.sequence.length ?? 0;
+      const done = this.ended.get(b.block) ?? Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0);
+      const left = TERMINAL_BLOCK_PHASES.has(b.phase) ? 0 : planned - done;
+      return { block: b.block, phase: b.phase, attempt: b.attempt, done, planned, latest: this.latest.get(b.block) ?? null, why: b.why, eta: estimateRemaining({ repsLeft: left, parallel: 1, repMs, historyRepMs: history }) };
+    });
+    const repsLeft = rows.reduce((n, b) => n + (TERMINAL_BLOCK_PHASES.has(b.phase as BlockState['phase']) ? 0 : b.planned - b.done), 0);
+    const parallel = rows.filter((b) => b.phase === 'running').length;
     return {
       experiment: this.exp.id,
       state: state ?? 'queued',
-      blocks: blocks.map((b: BlockState) => {
-        const planned = this.exp.plan.blocks.find((p) => p.index === b.block)?.sequence.length ?? 0;
-        return {
-          block: b.block,
-          phase: b.phase,
-          attempt: b.attempt,
-          done: this.ended.get(b.block) ?? Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0),
-          planned,
-          latest: this.latest.get(b.block) ?? null,
-          why: b.why,
-        };
-      }),
+      blocks: rows,
       ...(this.builds.size > 0 ? { builds: [...this.builds.values()] } : {}),
+      elapsedMs: Math.max(0, now - this.exp.created),
+      eta: isEnded(state) ? null : estimateRemaining({ repsLeft, parallel, repMs, historyRepMs: history }),
     };
   }
 }
 
 export function isEnded(state: ExperimentState | null): boolean {
   return state !== null && TERMINAL_EXPERIMENT_STATES.has(state);
-}
-
-/** One line per block: `block 0  [#####.....]  5/21  running a1  last all_on graph 0.412 ms`. */
-export function renderProgress(p: Progress, width = 24): string {
-  const lines = [`${p.experiment}  ${p.state}`];
-  for (const b of p.blocks) {
-    const filled = b.planned === 0 ? 0 : Math.round((b.done / b.planned) * width);
-    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
-    const last = b.latest
-      ? `  last ${b.latest.arm} ${b.latest.mode}/${b.latest.backend} median ${b.latest.median_ms?.toFixed(3) ?? '-'} ms/step`
-      : '';
-    const why = b.phase === 'waiting' && b.why ? `  (${b.why})` : '';
-    lines.push(`  block ${b.block}  ${bar} ${String(b.done).padStart(3)}/${b.planned}  ${b.phase}${b.attempt > 0 ? ` a${b.attempt}` : ''}${last}${why}`);
-  }
-  for (const b of p.builds ?? []) lines.push(`  ${buildLine(b)}`);
-  return `${lines.join('\n')}\n`;
-}
-
-/** `build 1a2b3c4d5e6f on host-a  built in 3.2 s` (the commit, else the build key). */
-export function buildLine(b: BuildProgress): string {
-  const what = b.state === 'waiting for the build lock' && b.position !== null ? `${b.state} (#${b.position})` : b.state;
-  const secs = b.ms === null ? '' : b.state === 'cached' ? '' : ` in ${(b.ms / 1000).toFixed(1)} s`;
-  return `build ${(b.commit ?? b.key).slice(0, 12)} on ${b.host}  ${what}${secs}`;
 }
 
 /** How often a submit that waits without --watch says why it still waits. */
@@ -205,6 +202,7 @@ export async function waitingReason(redis: Redis, prefix: string, p: Progress): 
   const running = p.blocks.filter((b) => b.phase === 'running');
   if (running.length > 0) parts.push(`${running.length} block${running.length === 1 ? '' : 's'} running (${running.slice(0, 3).map((b) => `block ${b.block} attempt ${b.attempt}: ${b.done}/${b.planned} reps`).join(', ')})`);
   parts.push(`${ended}/${p.blocks.length} blocks ended`);
+  parts.push(`elapsed ${formatDuration(p.elapsedMs)}, ${formatEta(p.eta)}`);
   return `waiting: experiment ${p.state}; ${parts.join('; ')}`;
 }
 
@@ -273,30 +271,4 @@ async function goneError(instance: RedisInstance, id: string): Promise<UserInput
       : `experiment ${id} no longer exists in Redis (its keys were deleted)`,
     { hint: 'give Redis persistence (appendonly yes in redis.conf) and submit the spec again' },
   );
-}
-
-/**
- * Prints progress snapshots: on a terminal each one redraws the last in place; elsewhere (a pipe,
- * a log file) only what changed, one line per changed block or state, so a log grows with
- * progress rather than with time.
- */
-export function progressPrinter(write: (s: string) => void, tty: boolean): (p: Progress) => void {
-  let drawn = 0;
-  const printed = new Map<string, string>();
-  return (p) => {
-    const text = renderProgress(p);
-    if (!tty) {
-      const [head, ...blocks] = text.trimEnd().split('\n');
-      const lines: [string, string][] = [['state', head!], ...blocks.map((l, i): [string, string] => [i < p.blocks.length ? `block ${p.blocks[i]!.block}` : `build ${i}`, `${p.experiment}  ${l.trim()}`])];
-      for (const [key, line] of lines) {
-        if (printed.get(key) === line) continue;
-        printed.set(key, line);
-        write(`${line}\n`);
-      }
-      return;
-    }
-    if (drawn > 0) write(`\x1b[${drawn}A\x1b[J`);
-    write(text);
-    drawn = text.split('\n').length - 1;
-  };
 }

@@ -22,7 +22,7 @@ import { recordStepHistory, StepHistorySampler } from '../../store/step-history.
 import { gangWithJobs, observeAttempt, type Outcome } from './attempt-observer.ts';
 import type { Logger } from 'pino';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
-import { workloadKey } from './expected-duration.ts';
+import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
 import { sequentialStop } from './sequential-stop.ts';
@@ -151,7 +151,9 @@ export class BlockLifecycle {
         recorded = true;
       }
       const running: BlockState = st;
-      this.grants.attemptStarted(key, running.gang.flatMap((p) => p.cards), (running.granted_at ?? Date.now()) + (running.expected_ms ?? 0));
+      // expected_ms is stored only when measured; backfill still plans an unmeasured block with its guess
+      const planned = running.expected_ms ?? plannedBlockMs(exp.plan, exp.spec, null).ms;
+      this.grants.attemptStarted(key, running.gang.flatMap((p) => p.cards), (running.granted_at ?? Date.now()) + planned, running.expected_ms !== null);
       // a part's end frees its cards (the host released them before ending its job): the grant
       // pass runs on it, not after the attempt's own bookkeeping
       const outcome = await observeAttempt(this.ctx, exp, running, term, { recorded, partEnded: () => this.grants.kick() });
@@ -167,8 +169,8 @@ export class BlockLifecycle {
   private async grantAttempt(exp: ExperimentRecord, st: BlockState, term: Term, log: Logger): Promise<Step | { granted: BlockState } | typeof DEPOSED> {
     const experiment = exp.id;
     const block = st.block;
-    const expectedMs = await this.grants.expectedMs(exp);
-    const got = await this.grants.waitForGrant({ exp, block, st, expectedMs });
+    const expected = await this.grants.expectedMs(exp);
+    const got = await this.grants.waitForGrant({ exp, block, st, expectedMs: expected.ms });
     if (term.aborted) return DEPOSED;
     if ('cancelled' in got) return this.endBlock(exp, st, st, 'cancelled', got.cancelled);
     const attempt = st.attempt + 1;
@@ -178,7 +180,7 @@ export class BlockLifecycle {
       attempt,
       gang: gangWithJobs(experiment, block, attempt, got.gang),
       why: null,
-      expected_ms: expectedMs,
+      expected_ms: expected.known ? expected.ms : null,
       granted_at: Date.now(),
     };
     const w = await this.ctx.store.beginAttempt(experiment, st.attempt, next);

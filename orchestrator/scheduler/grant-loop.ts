@@ -10,7 +10,7 @@
 import type { Card } from '../../jobs/card.ts';
 import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord, type GangPart } from '../../store/experiment-store.ts';
 import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
-import { expectedBlockMs, workloadKey } from './expected-duration.ts';
+import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import { compareQueued, planGrants, shapeKey, wantedBackend, type WaitingBlock } from './grant-planner.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
@@ -73,7 +73,7 @@ function queueWindow(ctx: SchedulerContext): QueueWindow {
 export class GrantLoop {
   private readonly waiters = new Map<string, Waiter>();
   /** attempts in flight, for backfill: their cards and when they should end */
-  private readonly running = new Map<string, { cards: string[]; expectedEndMs: number }>();
+  private readonly running = new Map<string, { cards: string[]; expectedEndMs: number; known: boolean }>();
   private window: QueueWindow;
   private readonly cards: LiveCards;
   private readonly applier: GrantApplier;
@@ -191,9 +191,10 @@ export class GrantLoop {
     });
   }
 
-  attemptStarted(key: string, cards: string[], expectedEndMs: number): void {
+  /** `known`: the expected end rests on measured step times, not backfill's guess. */
+  attemptStarted(key: string, cards: string[], expectedEndMs: number, known: boolean): void {
     this.recording.delete(key);
-    this.running.set(key, { cards, expectedEndMs });
+    this.running.set(key, { cards, expectedEndMs, known });
   }
 
   attemptEnded(key: string): void {
@@ -222,8 +223,8 @@ export class GrantLoop {
     return this.window.record(id);
   }
 
-  /** The expected duration of a block of `exp` (backfill), from a step history at most ESTIMATE_TTL_MS old. */
-  async expectedMs(exp: ExperimentRecord): Promise<number> {
+  /** The planned duration of a block of `exp` (backfill), from a step history at most ESTIMATE_TTL_MS old. */
+  async expectedMs(exp: ExperimentRecord): Promise<{ ms: number; known: boolean }> {
     const key = workloadKey(exp.spec);
     const now = Date.now();
     let h = this.histories.get(key);
@@ -234,7 +235,7 @@ export class GrantLoop {
       // a failed read is not reused
       h.history.catch(() => this.histories.get(key) === mine && this.histories.delete(key));
     }
-    return expectedBlockMs(exp.plan, exp.spec, await h.history);
+    return plannedBlockMs(exp.plan, exp.spec, await h.history);
   }
 
   /** One pass of FIFO granting: read the queue's head, plan (grant-planner.ts), carry the plan out. */
@@ -365,7 +366,7 @@ export class GrantLoop {
         const undelivered = waiting.some((b) => !this.waiters.has(blockKey(id, b.block)));
         if (!undelivered && term === this.term) this.delivered.add(id);
         // one estimate per experiment for its blocks no processor waits for yet
-        const estimate = undelivered ? await this.expectedMs(exp) : 0;
+        const estimate = undelivered ? (await this.expectedMs(exp)).ms : 0;
         for (const b of waiting) {
           const key = blockKey(id, b.block);
           mine.push({ ...shape, key, expectedMs: this.waiters.get(key)?.expectedMs ?? estimate, exp, block: b.block, st: b });

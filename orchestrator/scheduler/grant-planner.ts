@@ -64,6 +64,8 @@ export interface RunningBlock {
   key: string;
   cards: string[];
   expectedEndMs: number;
+  /** false: the expected end is backfill's guess (no step time of the workload measured yet), never shown */
+  known?: boolean;
 }
 
 export interface GrantInput {
@@ -314,6 +316,13 @@ function within(allowed: HostsKey, cs: CardSlot[]): CardSlot[] {
   return allowed === undefined ? cs : cs.filter((c) => allowed.has(c.host));
 }
 
+/** When the holder's cards are expected free, as a user reads it: a guess or a passed estimate is said to be one. */
+function expectedFree(r: RunningBlock, at: number, now: number): string {
+  if (r.known === false) return `held by ${r.key}, its end unknown (no step time of its workload measured yet)`;
+  if (r.expectedEndMs <= now) return `held by ${r.key}, past its expected end`;
+  return `expected in ~${Math.ceil((at - now) / 1000)} s (held by ${r.key})`;
+}
+
 /** The earliest time the oldest block fits as running blocks end, and the cards it will take. */
 function reserve(
   block: WaitingBlock,
@@ -349,7 +358,7 @@ function reserve(
         key: block.key,
         at,
         cards: new Set(gang.map((c) => c.id)),
-        reason: `waiting for ${block.ranks} free card(s); expected in ~${Math.ceil((at - now) / 1000)} s (held by ${r.key})`,
+        reason: `waiting for ${block.ranks} free card(s); ${expectedFree(r, at, now)}`,
       };
     }
   }
