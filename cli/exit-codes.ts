@@ -32,7 +32,8 @@ export function exitCodeRows(): [number, string][] {
   for (const [verdict, code] of Object.entries(EXIT_CODES)) add(code, VERDICT_WORDS[verdict as keyof typeof EXIT_CODES]);
   for (const [kind, policy] of Object.entries(KIND_POLICY)) add(policy.exitCode, KIND_WORDS[kind as ErrorKind]);
   add(1, 'submit: the experiment failed or was cancelled');
-  for (const [sig, code] of Object.entries(SIGNAL_EXIT_CODES)) add(code, `submit: interrupted by ${sig} (the experiment is cancelled)`);
+  for (const [sig, code] of Object.entries(SIGNAL_EXIT_CODES)) add(code, `submit: interrupted by ${sig} (embedded: the experiment is cancelled)`);
+  add(SIGNAL_EXIT_CODES.SIGINT, 'submit and watch on a cluster: Ctrl-C (the experiment keeps running unless --cancel-on-interrupt)');
   return [...rows.entries()].sort(([a], [b]) => a - b).map(([code, whats]) => [code, whats.join('; ')]);
 }
 
