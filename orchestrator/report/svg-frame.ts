@@ -61,12 +61,64 @@ export function linearScale(values: readonly number[], pixelFrom: number, pixelT
 /** More ticks than an axis of 5 steps can have: a bound, whatever the floating point does. */
 const MAX_TICKS = 12;
 
-export function svgDocument(f: Frame, title: string, body: readonly string[]): string {
+/**
+ * The width a string takes in the plots' sans-serif at `fontSize`, from per-character classes of
+ * its glyphs (a little wider than Helvetica, DejaVu Sans and Arial measure): an SVG has no text
+ * layout of its own, so a title or a label that would not fit is wrapped, rotated or cut before it
+ * is drawn, never clipped by the viewer.
+ */
+export function textWidth(s: string, fontSize: number): number {
+  let em = 0;
+  for (const ch of s) {
+    if (/[ijlI.,:;'|!()[\] ]/.test(ch)) em += 0.32;
+    else if (/[ft1r-]/.test(ch)) em += 0.42;
+    else if (/[mwMW@%]/.test(ch)) em += 0.92;
+    else if (/[A-Z]/.test(ch)) em += 0.72;
+    else em += 0.6;
+  }
+  return em * fontSize;
+}
+
+export const TITLE_SIZE = 13;
+const TITLE_LINE = 16;
+
+/** The title's words in lines that each fit `width` (a word longer than a line is a line of its own, cut). */
+export function wrapText(text: string, width: number, fontSize: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && textWidth(next, fontSize) > width) {
+      lines.push(line);
+      line = word;
+    } else line = next;
+  }
+  lines.push(line);
+  return lines.map((l) => fitText(l, width, fontSize));
+}
+
+/** `s`, cut with … to fit `width`. */
+export function fitText(s: string, width: number, fontSize: number): string {
+  if (textWidth(s, fontSize) <= width) return s;
+  let out = s;
+  while (out.length > 1 && textWidth(`${out}…`, fontSize) > width) out = out.slice(0, -1);
+  return `${out}…`;
+}
+
+/** The frame made room for `title` wrapped to its width: the plot area starts below the title's last line. */
+export function titledFrame(f: Frame, title: string): Frame & { titleLines: string[] } {
+  const titleLines = wrapText(title, f.width - 16, TITLE_SIZE);
+  return { ...f, top: f.top + TITLE_LINE * (titleLines.length - 1), height: f.height + TITLE_LINE * (titleLines.length - 1), titleLines };
+}
+
+/** A frame from `titledFrame` draws its title in the room it made; any other wraps it in place. */
+export function svgDocument(f: Frame & { titleLines?: string[] }, title: string, body: readonly string[]): string {
+  const lines = f.titleLines ?? wrapText(title, f.width - 16, TITLE_SIZE);
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" viewBox="0 0 ${f.width} ${f.height}" font-family="sans-serif" font-size="11">`,
     `<title>${esc(title)}</title>`,
     `<rect width="${f.width}" height="${f.height}" fill="white"/>`,
-    `<text x="${px(f.width / 2)}" y="16" text-anchor="middle" font-size="13">${esc(title)}</text>`,
+    ...lines.map((l, i) => `<text x="${px(f.width / 2)}" y="${16 + TITLE_LINE * i}" text-anchor="middle" font-size="${TITLE_SIZE}">${esc(l)}</text>`),
     ...body,
     '</svg>',
     '',
