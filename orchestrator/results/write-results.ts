@@ -5,6 +5,7 @@
  *   events.jsonl  every event of the stream, committed or not, with block/attempt/epoch/host/card/rank
  *   summary.json  state, blocks and their attempts, every planned rep accounted for, the analysis
  *   report.md     the statistics module's report
+ *   samples.csv   every measured step of every committed rep (report/render-samples-csv.ts)
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
  * The events are streamed: each page of the stream (store/event-log.ts) is written to
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
@@ -20,6 +21,7 @@ import { accountReps, type Accounting } from './rep-fates.ts';
 import { collectRecords, type CollectedRecords, type CollectedResults } from './collect-results.ts';
 import { provenanceOf } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
+import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
 
@@ -88,6 +90,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
     analysis,
   };
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(join(dir, 'samples.csv'), renderSamplesCsv(Object.values(c.reps)));
   // The report, and the same analysis for machines (report.json, CSVs) and for eyes (SVG plots).
   for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
   return { dir, analysis, report, accounting, state: c.exp.state };
