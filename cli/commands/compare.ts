@@ -1,23 +1,33 @@
 /**
- * `orch compare A B`: two results directories (or experiment ids under --results) compared
+ * `orch compare A B [C …]`: results directories (or experiment ids under --results) compared
  * unpaired, after checking they measured the same workload (orchestrator/report/compare-results.ts).
- * Exit 2 when they are not comparable or one is not a results directory.
+ * Two runs: B against A. More: each against the first, with the arms that changed picked by
+ * Benjamini–Hochberg over every comparison (orchestrator/report/compare-runs.ts).
+ * Exit 2 when they are not comparable, fewer than two are given, or one is not a results directory.
  */
+import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 
 export const compareCommand = defineCommand({
-  command: 'compare <a> <b>',
-  describe: 'compare two finished experiments unpaired (results dirs or ids), after checking they measured the same workload',
+  command: 'compare <runs..>',
+  describe: 'compare finished experiments of one workload unpaired (results dirs or ids): B against A, or each of several against the first',
   builder: (y) =>
     y
-      .positional('a', { type: 'string', demandOption: true, describe: 'results directory or experiment id (A)' })
-      .positional('b', { type: 'string', demandOption: true, describe: 'results directory or experiment id (B)' })
+      .positional('runs', { type: 'string', array: true, demandOption: true, describe: 'results directories or experiment ids; the first is the baseline' })
       .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' }),
   handler: async (argv) => {
-    const { compareResults } = await import('../../orchestrator/report/compare-results.ts');
+    const runs = argv.runs;
+    if (runs.length < 2) throw new UserInputError('CLI_USAGE', `orch compare needs at least two runs, got ${runs.length}`, { hint: 'orch compare A B [C …]: results directories or experiment ids, the first the baseline' });
     const { resolveResultsDir } = await import('../../orchestrator/report/results-dir.ts');
-    const r = compareResults(resolveResultsDir(argv.a, argv.results), resolveResultsDir(argv.b, argv.results));
-    const { text, ...data } = r;
-    process.stdout.write(argv.json ? `${JSON.stringify(data)}\n` : text);
+    const dirs = runs.map((r) => resolveResultsDir(r, argv.results));
+    if (dirs.length === 2) {
+      const { compareResults } = await import('../../orchestrator/report/compare-results.ts');
+      const { text, ...data } = compareResults(dirs[0]!, dirs[1]!);
+      process.stdout.write(argv.json ? `${JSON.stringify(data)}\n` : text);
+      return;
+    }
+    const { compareRuns } = await import('../../orchestrator/report/compare-runs.ts');
+    const { text, ...data } = compareRuns(dirs);
+    process.stdout.write(argv.json ? `${JSON.stringify({ ...data, comparisons: data.comparisons.map(({ text: _t, ...c }) => c) })}\n` : text);
   },
 });
