@@ -3,11 +3,13 @@
  * lines: `{"v":1,"type":"worker","event":...}`, one shape per event.
  */
 import { z } from 'zod';
+import { MachineRecordSchema } from './machine-record.ts';
 
 const base = { v: z.literal(1), type: z.literal('worker') };
 
 export const WorkerEventSchema = z.discriminatedUnion('event', [
-  z.strictObject({ ...base, event: z.literal('block-start'), cards: z.array(z.string()), sequence: z.array(z.string()) }),
+  // `machine`: the host and its GPUs as the block started (jobs/machine-record.ts); absent in older records
+  z.strictObject({ ...base, event: z.literal('block-start'), cards: z.array(z.string()), sequence: z.array(z.string()), machine: MachineRecordSchema.optional() }),
   z.strictObject({ ...base, event: z.literal('block-committed'), measured: z.int().min(0), not_run: z.int().min(0) }),
   z.strictObject({ ...base, event: z.literal('block-failed'), reason: z.string() }),
   z.strictObject({ ...base, event: z.literal('rank-exit'), code: z.int().nullable(), signal: z.string().nullable(), pid: z.int().nullable() }),

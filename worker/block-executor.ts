@@ -16,6 +16,8 @@
  * notice aborts the rep in flight — a half rep is not measured — and the block commits what it
  * measured under its still-held epoch, before the scheduler revokes the gang).
  */
+import type { MachineRecord } from '../jobs/machine-record.ts';
+import { readMachineRecord } from './machine-record.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -80,6 +82,8 @@ export interface ExecutorDeps {
   stopping: () => boolean;
   /** where a spread gang's parts meet (needed only for gangs across hosts) */
   staging?: GangStaging;
+  /** the host and its GPUs as a block starts, for the block-start event (default: worker/machine-record.ts) */
+  machine?: (cards: Card[]) => Promise<MachineRecord>;
 }
 
 /** The card's flock file: the card id with anything but [A-Za-z0-9_.@-] replaced by '_'. */
@@ -213,8 +217,11 @@ class GangRun {
     let committed = false;
     this.gang.log.info({ cards: job.cards, reps: planned.length }, 'block attempt starting');
     try {
+      // read while the leases are taken: nvidia-smi takes a moment, and never fails (it says why instead)
+      const reading = (this.deps.machine ?? readMachineRecord)(job.cards.flatMap((id) => this.opts.cards.get(id) ?? []));
       await fate.race(keeper.start());
-      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence });
+      const machine = await fate.race(reading);
+      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, machine });
       await this.foreign.guard([]);
       await this.ranks.start();
       const gates = await new GangGates(this.gang, this.ranks).run();

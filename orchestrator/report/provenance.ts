@@ -12,6 +12,8 @@ import type { Spec } from '../../jobs/spec.ts';
 import { orchProvenance } from './orch-provenance.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
+import type { MachineRecord } from '../../jobs/machine-record.ts';
+import { workerEventOf } from '../../jobs/stream-event.ts';
 
 export interface ClockSample {
   sm_mhz: number;
@@ -50,7 +52,11 @@ export interface Provenance {
     /** Reps (`block/arm/rep`) taken while a card reported a reason that lowers clocks. */
     reps: string[];
   };
+  /** Each host as its worker saw it when its first committed block started (jobs/machine-record.ts); absent in older results. */
+  machines?: HostMachine[];
 }
+
+export type HostMachine = { host: string } & MachineRecord;
 
 /** NVML reasons that do not slow a busy card (idle, a clock setting, boost sync, the display). */
 const NOT_THROTTLE = new Set(['gpu_idle', 'applications_clocks_setting', 'sync_boost', 'display_clock_setting']);
@@ -72,8 +78,11 @@ export class ProvenanceFold {
   private readonly reasons: Record<string, number> = {};
   private readonly throttled = new Set<string>();
   private readonly repCount = new Map<string, number>();
+  private readonly machines = new Map<string, MachineRecord>();
 
   add(e: StreamEvent): void {
+    const start = e.committed ? workerEventOf(e, 'block-start') : null;
+    if (start?.machine && !this.machines.has(e.host)) this.machines.set(e.host, start.machine);
     const line = e.event;
     if (line === null || typeof line !== 'object' || e.card === '') return;
     this.hosts.add(e.host);
@@ -119,6 +128,7 @@ export class ProvenanceFold {
       hosts: [...this.hosts].sort(),
       cards: [...this.cards.values()].sort((a, b) => `${a.host}/${a.card}`.localeCompare(`${b.host}/${b.card}`)),
       throttle: { reasons: this.reasons, reps: [...this.throttled] },
+      machines: [...this.machines.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([host, m]) => ({ host, ...m })),
     };
   }
 }

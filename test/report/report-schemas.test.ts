@@ -2,12 +2,13 @@
  * The JSON Schemas of report.json and summary.json (docs/schemas/), checked against real files:
  * a results directory written by a real run (redis-server, `orch serve`, `orch worker` with
  * fixture ranks, `orch submit`), and the reports of the simulated leave-one-out and sequential
- * experiments (every optional section). Every number in either schema names its unit. samples.csv
+ * experiments (every optional section). Every number in either schema names its unit. The real
+ * run's provenance holds the machine record its worker reported (OS, kernel, CPU, Node). samples.csv
  * beside report.md holds every measured step of every committed rep, as Redis held them.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, release, tmpdir, type } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -83,7 +84,10 @@ test('a real run: report.json and summary.json validate; samples.csv holds every
   const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'));
   check('report', report);
   check('summary', summary);
-  assert.ok(report.provenance, 'a real report carries its provenance');
+  // the machine record, as the worker (on this machine) reported it at each block's start
+  const [m] = report.provenance.machines;
+  assert.deepEqual([m.host, m.os, m.kernel, m.node, m.cpu_model, m.gpus], ['h1', type(), release(), process.version, cpus()[0]!.model.trim(), []]);
+  assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), new RegExp(`^- machine h1: ${type()} .*; node ${process.version}; compiler `, 'm'));
 
   const reps = Object.values(await new ResultStore(c.redis, { prefix: c.prefix }).results(summary.experiment));
   const lines = readFileSync(join(dir, 'samples.csv'), 'utf8').trim().split('\n');
