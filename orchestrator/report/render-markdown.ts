@@ -111,7 +111,7 @@ export function renderMarkdown(a: Analysis): string {
       `worth = no_<toggle> − all_on: what removing the toggle costs with all others on. base − all_on = ${num(a.loo.total)} ± ${num(a.loo.total_se)} ${unit} (${signedPct(a.loo.total_rel)}).`,
       '',
       markdownTable(
-        ['toggle', `worth (${unit})`, 'se', 'worth %', 'se %', 't', 'p', 'share of base − all_on'],
+        ['toggle', `worth (${unit})`, `se (${unit})`, 'worth %', 'se %', 't', 'p', 'share of base − all_on'],
         a.loo.rows.map((r) =>
           r.unsupported !== null
             ? [r.toggle, r.unsupported, '—', '—', '—', '—', '—', '—']
