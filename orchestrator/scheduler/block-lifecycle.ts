@@ -170,7 +170,7 @@ export class BlockLifecycle {
     const experiment = exp.id;
     const block = st.block;
     const expected = await this.grants.expectedMs(exp);
-    const got = await this.grants.waitForGrant({ exp, block, st, expectedMs: expected.ms });
+    const got = await this.grants.waitForGrant({ exp, block, st, expectedMs: expected.ms, expectedKnown: expected.known });
     if (term.aborted) return DEPOSED;
     if ('cancelled' in got) return this.endBlock(exp, st, st, 'cancelled', got.cancelled);
     const attempt = st.attempt + 1;

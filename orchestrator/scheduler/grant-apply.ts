@@ -24,6 +24,8 @@ export interface Waiter {
   /** the waiting state the processor read: the base of the pass's compare-and-set of `why` */
   st: BlockState;
   expectedMs: number;
+  /** false: expectedMs is backfill's guess (expected-duration.ts plannedBlockMs) */
+  expectedKnown: boolean;
   resolve: (r: GrantResult) => void;
 }
 

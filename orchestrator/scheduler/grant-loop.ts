@@ -357,19 +357,20 @@ export class GrantLoop {
       // what the planner needs of a block: the same for every block of one experiment, made once
       // per experiment and copied into each of its queue entries
       const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
-      const shape: Omit<WaitingBlock, 'key' | 'expectedMs'> = { ...fits, ...(gates.get(id) ?? capable(exp)), shape: shapeKey(fits) };
+      const shape: Omit<WaitingBlock, 'key' | 'expectedMs' | 'expectedKnown'> = { ...fits, ...(gates.get(id) ?? capable(exp)), shape: shapeKey(fits) };
       const mine: QueuedBlock[] = [];
       if (!blocks) {
-        for (const w of waitersOf.get(id) ?? []) mine.push({ ...shape, key: w.key, expectedMs: w.expectedMs, exp, block: w.block, st: w.st });
+        for (const w of waitersOf.get(id) ?? []) mine.push({ ...shape, key: w.key, expectedMs: w.expectedMs, expectedKnown: w.expectedKnown, exp, block: w.block, st: w.st });
       } else {
         const waiting = blocks.filter((b) => b.phase === 'waiting' && !this.recording.has(blockKey(id, b.block)));
         const undelivered = waiting.some((b) => !this.waiters.has(blockKey(id, b.block)));
         if (!undelivered && term === this.term) this.delivered.add(id);
         // one estimate per experiment for its blocks no processor waits for yet
-        const estimate = undelivered ? (await this.expectedMs(exp)).ms : 0;
+        const estimate = undelivered ? await this.expectedMs(exp) : { ms: 0, known: true };
         for (const b of waiting) {
           const key = blockKey(id, b.block);
-          mine.push({ ...shape, key, expectedMs: this.waiters.get(key)?.expectedMs ?? estimate, exp, block: b.block, st: b });
+          const w = this.waiters.get(key);
+          mine.push({ ...shape, key, expectedMs: w?.expectedMs ?? estimate.ms, expectedKnown: w?.expectedKnown ?? estimate.known, exp, block: b.block, st: b });
         }
       }
       mine.sort((a, b) => a.block - b.block);

@@ -44,6 +44,8 @@ export interface WaitingBlock {
   /** placement host: spread across hosts when no host has enough cards */
   spreadFallback?: boolean;
   expectedMs: number;
+  /** false: expectedMs is backfill's guess (no step time of the workload measured yet), never shown */
+  expectedKnown?: boolean;
   /**
    * Only cards of these hosts (the hosts where the experiment's builds are ready,
    * build-phase.ts); a block that no set of them can hold waits with `hostsWhy` and takes no
@@ -275,7 +277,7 @@ class GrantPass {
     this.why.set(
       block.key,
       this.fitsFree(block, shape)
-        ? `behind ${reservation.key} (FIFO: starting now would delay it; expected ${Math.round(block.expectedMs / 1000)} s)`
+        ? `behind ${reservation.key} (FIFO: starting now would delay it; ${block.expectedKnown === false ? 'its duration unknown: no step time of its workload measured yet' : `expected ${Math.round(block.expectedMs / 1000)} s`})`
         : `waiting for ${block.ranks} free card(s) (behind ${reservation.key})`,
     );
   }

@@ -73,3 +73,14 @@ test("the scheduler's waiting reason: a holder's end from measured step times, '
   assert.match(why({ expectedEndMs: 90_000, known: true }), /held by e\/0, past its expected end/);
   assert.doesNotMatch(why({ expectedEndMs: 90_000, known: true }), /~0 s/);
 });
+
+test("the FIFO reason of a block behind the head: its own duration only when measured", () => {
+  const cards: CardSlot[] = [0, 1].map((i) => ({ id: `h-${i}`, host: 'h', backend: 'cpu', index: i }));
+  const why = (expectedKnown: boolean) =>
+    planGrants({
+      now: 0, cards, busy: new Set(['h-0']), running: [{ key: 'e/0', cards: ['h-0'], expectedEndMs: 60_000, known: true }],
+      waiting: [{ key: 'f/0', ranks: 2, backend: 'auto', placement: 'host', expectedMs: 1000 }, { key: 'g/0', ranks: 1, backend: 'auto', placement: 'host', expectedMs: 120_000, expectedKnown }],
+    }).why.get('g/0')!;
+  assert.match(why(true), /behind f\/0 \(FIFO: starting now would delay it; expected 120 s\)/);
+  assert.match(why(false), /behind f\/0 \(FIFO: starting now would delay it; its duration unknown: no step time of its workload measured yet\)/);
+});
