@@ -27,6 +27,9 @@ ${p.blocks.map((b) => html`<tr><td>${b.block}</td><td>${b.phase}${b.attempt > 1 
 </table>`;
 }
 
+/** Issues shown open; more (a running experiment lists every rep not yet arrived) are folded under their count. */
+const ISSUES_OPEN = 10;
+
 function renderAnalysis(a: Analysis): Html {
   const plots = renderPlots(a);
   return html`<h2>Verdict: <span class="${a.verdict === 'invalid' ? 'bad' : ''}">${a.verdict}</span></h2>
@@ -53,7 +56,7 @@ ${a.loo.rows.map((r) => html`<tr><td>${r.toggle}</td><td>${r.arm}</td><td class=
   : ''}
 <h2>Plots</h2>
 ${Object.entries(plots).map(([file, svg]) => html`<figure class="plot" data-plot="${file}">${raw(svg)}<figcaption>${file}</figcaption></figure>`)}
-${a.issues.length > 0 ? html`<h2>Issues</h2><ul>${a.issues.map((i) => html`<li>${i}</li>`)}</ul>` : ''}`;
+${a.issues.length > 0 ? html`<h2>Issues</h2><details id="issues"${a.issues.length <= ISSUES_OPEN ? raw(' open') : ''}><summary>${a.issues.length} issue${a.issues.length === 1 ? '' : 's'}</summary><ul>${a.issues.map((i) => html`<li>${i}</li>`)}</ul></details>` : ''}`;
 }
 
 async function renderExperiment(ctx: DashboardContext, id: string): Promise<Html> {

@@ -69,17 +69,26 @@ async function afterUpdates(page: Page, path: string, title: string, check: () =
   await check();
 }
 
+/** Four nights of two comparisons: last night one regressed (confirmed) and one was slower but not confirmed after correction. */
 async function seedNightly(file: string, experiment: string): Promise<void> {
   const history = await openHistory({ url: null, file });
+  const comparisons = [
+    { arm: 'graph-with-pdl', changes: [0.004, -0.002, 0.001, 0.05], last: { verdict: 'slower', finding: 'regression' } },
+    { arm: 'pdl-only', changes: [0.001, 0.003, -0.001, 0.012], last: { verdict: 'slower', finding: 'slower-uncorrected' } },
+  ];
   try {
     const now = Date.now();
-    const nights = [0.004, -0.002, 0.001, 0.05];
-    for (const [i, change] of nights.entries()) {
-      const at = now - (nights.length - 1 - i) * DAY;
+    const nights = comparisons[0]!.changes.length;
+    for (let i = 0; i < nights; i++) {
+      const at = now - (nights - 1 - i) * DAY;
+      const last = i === nights - 1;
       const { run } = await history.claimRun({ suite: 'live', scheduledAt: at, orchVersion: null, orchCommit: null, serveHost: 'h1' });
-      const last = i === nights.length - 1;
-      const r = row({ run_id: run.id, suite: 'live', scheduled_at: at, spec_name: 'a-long-spec-name', arm: 'graph-with-pdl', reference: 'eager-baseline', experiment, verdict: last ? 'slower' : 'inconclusive', change, ci_low: change - 0.01, ci_high: change + 0.01, finding: last ? 'regression' : null, commits: { '/src/app': `c0ffee${i}${'0'.repeat(33)}` } });
-      await history.finishRun(run.id, { state: 'done', error: null, alerts: last ? 1 : 0, rows: [r] });
+      const rows = comparisons.map(({ arm, changes, last: l }) => {
+        const change = changes[i]!;
+        const reference = 2 + 0.01 * Math.sin(i);
+        return row({ run_id: run.id, suite: 'live', scheduled_at: at, spec_name: 'a-long-spec-name', arm, reference: 'eager-baseline', experiment, verdict: last ? l.verdict : 'inconclusive', change, ci_low: change - 0.01, ci_high: change + 0.01, arm_value: reference * (1 + change), reference_value: reference, finding: last ? l.finding : null, commits: { '/src/app': `c0ffee${i}${'0'.repeat(33)}` } });
+      });
+      await history.finishRun(run.id, { state: 'done', error: null, alerts: last ? 1 : 0, rows });
     }
   } finally {
     await history.close();
@@ -197,8 +206,9 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
       assert.equal(await regressed.count(), 1, 'last night regressed');
       assert.equal(await regressed.locator(`a[href="/experiments/${done}"]`).count(), 1, 'a link to the night\'s experiment');
       assert.match((await regressed.locator('code.commit').textContent()) ?? '', /^c0ffee3/);
-      const svg = page.locator('figure.nightly-plot svg');
-      assert.equal(await svg.count(), 1);
+      assert.match((await page.locator('#last-night tr[data-finding="slower-uncorrected"]').textContent()) ?? '', /slower, not confirmed after correction.*pdl-only vs eager-baseline/);
+      assert.equal(await page.locator('figure.nightly-plot svg').count(), 2, 'a plot per comparison');
+      const svg = page.locator('figure.nightly-plot svg').first();
       assert.equal(await svg.locator('text.night-label').count(), 4, 'each of the four nights labelled');
       assert.deepEqual(await svg.locator('text.legend').allTextContents(), ['change graph-with-pdl vs eager-baseline (CI band)', 'graph-with-pdl', 'eager-baseline', 'alert (ringed)']);
       assert.equal(await svg.locator('a.night-link').count(), 12, 'every point of the three lines links to its night');
