@@ -26,7 +26,7 @@ import { WAIT_REASONS, waitReasonCode } from './wait-reason-code.ts';
 export const ATTEMPT_OUTCOMES = ['committed', 'cancelled', 'failed', 'lost', 'other'] as const;
 export const CARD_STATES = ['free', 'held', 'dead'] as const;
 /** Ended experiments read (outcome, last stream entries) per scrape at most: the first scrape of a long history is spread over several. */
-const SETTLE_PER_SCRAPE = 200;
+const SETTLE_PER_SCRAPE = 50;
 
 interface StreamLine {
   type?: string;
