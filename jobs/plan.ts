@@ -146,6 +146,11 @@ export function plannedRepCount(spec: Spec): number {
   return planArms(spec).arms.length * spec.reps * plannedBlockCount(spec);
 }
 
+/** How many reps a built plan holds: every block's sequence. */
+export function plannedReps(plan: Pick<Plan, 'blocks'>): number {
+  return plan.blocks.reduce((n, b) => n + b.sequence.length, 0);
+}
+
 /** Williams rows (ABBA for two arms), rotating across rounds and blocks (see the header). */
 export function balancedBlocks(names: string[], reps: number, count: number): PlannedBlock[] {
   const rows = williamsRows(names.length);

@@ -79,6 +79,8 @@ export interface OrchKeys {
   probes(id: string): string;
   /** hash host → JSON HostBuilds, and `:failed` → JSON BuildFailure: the experiment's build phase (store/experiment-builds.ts) */
   builds(id: string): string;
+  /** string: JSON ExperimentOutcome of an ended experiment, written once by its first reader (orchestrator/experiment/experiment-outcome.ts) */
+  outcome(id: string): string;
   /** string "HOST:PORT" with a TTL: where rank 0 of a spread gang's attempt listens (store/gang-staging.ts) */
   rendezvous(id: string, block: number, attempt: number): string;
   /** hash host → JSON StagedPart with a TTL: each non-leading part's results of a spread attempt */
@@ -152,6 +154,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     commits: (id) => `${p}:experiment:${id}:commits`,
     probes: (id) => `${p}:experiment:${id}:probes`,
     builds: (id) => `${p}:experiment:${id}:builds`,
+    outcome: (id) => `${p}:experiment:${id}:outcome`,
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,

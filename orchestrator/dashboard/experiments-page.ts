@@ -1,87 +1,22 @@
 /**
- * `/experiments`: every registered experiment, filterable by state, name, spec hash and host.
  * `/experiments/:id`: one experiment — live progress while it runs, then its gates with reasons,
  * the arm table, the paired comparisons, the leave-one-out table and the plots (the report's own
  * SVG renderers), and links to every file of its results directory.
  */
 import type { FastifyInstance } from 'fastify';
-import { EXPERIMENT_STATES, ExperimentStore, TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { allComparisons } from '../report/all-comparisons.ts';
 import { renderPlots } from '../report/render-plots.ts';
 import { collectResults } from '../results/collect-results.ts';
 import { analyzeCollected } from '../results/write-results.ts';
 import type { Analysis } from '../stats/types.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
-import { ago, html, num, pct, raw, type Html } from './html.ts';
+import { hostsOf } from './experiments-list-page.ts';
+import { html, num, pct, raw, type Html } from './html.ts';
 import { cancelForm, progressBar, readProgress } from './queue-page.ts';
 import type { Progress } from '../experiment/progress.ts';
 import { listResultFiles } from './results-files.ts';
 import { NotFound, sendPage } from './send-page.ts';
-
-interface Filter {
-  state?: string;
-  name?: string;
-  hash?: string;
-  host?: string;
-  /** 0-based page of PAGE_ROWS, newest first */
-  page?: string;
-}
-
-async function hostsOf(store: ExperimentStore, id: string): Promise<string[]> {
-  return [...new Set((await store.blocks(id)).flatMap((b) => [...b.gang, ...b.attempts.flatMap((a) => a.gang)].map((g) => g.host)))].sort();
-}
-
-/** Rows of one page of the list; the records are read a batch at a time, newest first, until the page is full. */
-const PAGE_ROWS = 50;
-const READ_BATCH = 200;
-
-async function renderList(ctx: DashboardContext, f: Filter): Promise<Html> {
-  return fromRedis(ctx, async () => {
-    const store = new ExperimentStore(ctx.redis, ctx.prefix);
-    const page = Math.max(0, Math.floor(Number(f.page ?? 0)) || 0);
-    const ids = (await store.list()).reverse();
-    // every experiment's state in one script: the counts, and the state filter without a record read
-    const states = await store.states(ids);
-    const counts = new Map<string, number>();
-    for (const s of states) if (s) counts.set(s, (counts.get(s) ?? 0) + 1);
-    const candidates = ids.filter((_, i) => states[i] !== null && (!f.state || states[i] === f.state));
-    const rows: { exp: ExperimentRecord; hosts: string[] }[] = [];
-    const skip = page * PAGE_ROWS;
-    let matched = 0;
-    let more = false;
-    for (let i = 0; i < candidates.length && !more; i += READ_BATCH) {
-      const batch = await Promise.all(candidates.slice(i, i + READ_BATCH).map(async (id) => {
-        const exp = await store.get(id);
-        return exp && { exp, hosts: f.host ? await hostsOf(store, id) : null };
-      }));
-      for (const r of batch) {
-        if (!r) continue;
-        const { exp } = r;
-        if (f.name && !exp.name.includes(f.name) && !exp.id.includes(f.name)) continue;
-        if (f.hash && !exp.hash.startsWith(f.hash)) continue;
-        if (f.host && !r.hosts!.includes(f.host)) continue;
-        if (matched++ < skip) continue;
-        if (rows.length === PAGE_ROWS) {
-          more = true;
-          break;
-        }
-        rows.push({ exp, hosts: r.hosts ?? [] });
-      }
-    }
-    await Promise.all(rows.map(async (r) => (r.hosts = f.host ? r.hosts : await hostsOf(store, r.exp.id))));
-    const link = (p: number) => `/experiments?${new URLSearchParams({ ...Object.fromEntries(Object.entries(f).filter(([k, v]) => k !== 'page' && v)), page: String(p) }).toString()}`;
-    return html`<p id="counts">${ids.length} experiments: ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}</p>
-<form method="get" action="/experiments" id="filter">
-<label>state <select name="state"><option value="">any</option>${EXPERIMENT_STATES.map((s) => html`<option${s === f.state ? raw(' selected') : ''}>${s}</option>`)}</select></label>
-<label>name <input name="name" value="${f.name ?? ''}"></label> <label>spec hash <input name="hash" value="${f.hash ?? ''}" size="12"></label>
-<label>host <input name="host" value="${f.host ?? ''}" size="10"></label> <button type="submit">Filter</button></form>
-<table id="experiments"><tr><th>experiment</th><th>name</th><th>state</th><th>spec hash</th><th>hosts</th><th>submitted</th><th>priority</th></tr>
-${rows.length === 0 ? html`<tr><td colspan="7" class="muted">no experiment matches</td></tr>` : ''}
-${rows.map(({ exp, hosts }) => html`<tr><td><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a></td><td>${exp.name}</td><td>${exp.state}</td><td><code>${exp.hash.slice(0, 12)}</code></td><td>${hosts.join(', ')}</td><td>${ago(exp.created)}</td><td>${exp.priority}</td></tr>`)}
-</table>
-<p id="pages">${page > 0 ? html`<a href="${link(page - 1)}" rel="prev">newer</a> ` : ''}page ${page + 1}${more ? html` <a href="${link(page + 1)}" rel="next">older</a>` : ''}</p>`;
-  });
-}
 
 /** The live part of an experiment's page: state and per-block progress. */
 export function renderExperimentProgress(p: Progress): Html {
@@ -91,6 +26,9 @@ ${p.blocks.map((b) => html`<tr><td>${b.block}</td><td>${b.phase}${b.attempt > 1 
 <td>${b.latest ? `${b.latest.arm} ${b.latest.mode}/${b.latest.backend} ${num(b.latest.median_ms)} ms/step` : ''}</td><td>${b.phase === 'waiting' ? (b.why ?? '') : ''}</td></tr>`)}
 </table>`;
 }
+
+/** Issues shown open; more (a running experiment lists every rep not yet arrived) are folded under their count. */
+const ISSUES_OPEN = 10;
 
 function renderAnalysis(a: Analysis): Html {
   const plots = renderPlots(a);
@@ -118,7 +56,7 @@ ${a.loo.rows.map((r) => html`<tr><td>${r.toggle}</td><td>${r.arm}</td><td class=
   : ''}
 <h2>Plots</h2>
 ${Object.entries(plots).map(([file, svg]) => html`<figure class="plot" data-plot="${file}">${raw(svg)}<figcaption>${file}</figcaption></figure>`)}
-${a.issues.length > 0 ? html`<h2>Issues</h2><ul>${a.issues.map((i) => html`<li>${i}</li>`)}</ul>` : ''}`;
+${a.issues.length > 0 ? html`<h2>Issues</h2><details id="issues"${a.issues.length <= ISSUES_OPEN ? raw(' open') : ''}><summary>${a.issues.length} issue${a.issues.length === 1 ? '' : 's'}</summary><ul>${a.issues.map((i) => html`<li>${i}</li>`)}</ul></details>` : ''}`;
 }
 
 async function renderExperiment(ctx: DashboardContext, id: string): Promise<Html> {
@@ -145,7 +83,6 @@ ${files.length === 0
 }
 
 export function registerExperimentPages(app: FastifyInstance, ctx: DashboardContext): void {
-  app.get<{ Querystring: Filter }>('/experiments', (req, reply) => sendPage(ctx, reply, { title: 'Experiments', nav: 'experiments' }, () => renderList(ctx, req.query)));
   app.get<{ Params: { id: string } }>('/experiments/:id', (req, reply) =>
     sendPage(ctx, reply, { title: `Experiment ${req.params.id}`, nav: 'experiments', live: `/live/experiments/${encodeURIComponent(req.params.id)}` }, () => renderExperiment(ctx, req.params.id)),
   );

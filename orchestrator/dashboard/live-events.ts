@@ -1,7 +1,9 @@
 /**
  * Server-Sent Events for the pages' live parts (layout.ts has the client), through one LiveHub:
- *   /live?view=cluster|queue   the Redis state, and the view's fragment re-rendered each second
- *                              and sent when it changed (the same render function as the page)
+ *   /live?view=cluster|queue|experiments|nightly
+ *                              the Redis state, and the view's fragment re-rendered each second
+ *                              and sent when it changed (the same render function as the page;
+ *                              experiments with the page's filter query: one topic per filter)
  *   /live/experiments/:id      the Redis state, and the progress fragment on every new entry of
  *                              the experiment's event stream (one blocking reader for all
  *                              streams: stream-wakeups.ts); `reload` once the experiment ended
@@ -13,9 +15,11 @@ import { orchKeys } from '../../store/keys.ts';
 import { ProgressTracker } from '../experiment/progress.ts';
 import { renderCluster } from './cluster-page.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { listQueryString, renderExperimentList, type ListQuery } from './experiments-list-page.ts';
 import { renderExperimentProgress } from './experiments-page.ts';
 import type { Html } from './html.ts';
 import { LiveHub, type TopicSource } from './live-hub.ts';
+import { renderNightly } from './nightly-page.ts';
 import { renderQueue } from './queue-page.ts';
 import { SSE_RETRY_AFTER_S, SseAdmission, type SseLimits } from './sse-admission.ts';
 import { SseChannel } from './sse-channel.ts';
@@ -29,10 +33,23 @@ const MAX_DRAIN_READS = 20;
 /** At most one refusal log line per this many ms (a flood would otherwise flood the log). */
 const REFUSAL_LOG_MS = 10_000;
 
-const VIEWS: Record<string, (ctx: DashboardContext) => Promise<Html>> = { cluster: renderCluster, queue: renderQueue };
+interface View {
+  render(ctx: DashboardContext, query: ListQuery): Promise<Html>;
+  /** the part of the query that makes a topic of its own ('' for a view without parameters) */
+  topic(query: ListQuery): string;
+}
 
-function viewSource(ctx: DashboardContext, render: (ctx: DashboardContext) => Promise<Html>): TopicSource {
-  return { render: async () => ({ html: (await render(ctx)).text, ended: false }) };
+const plain = (render: (ctx: DashboardContext) => Promise<Html>): View => ({ render: (ctx) => render(ctx), topic: () => '' });
+
+const VIEWS: Record<string, View> = {
+  cluster: plain(renderCluster),
+  queue: plain(renderQueue),
+  nightly: plain(renderNightly),
+  experiments: { render: renderExperimentList, topic: listQueryString },
+};
+
+function viewSource(ctx: DashboardContext, view: View, query: ListQuery): TopicSource {
+  return { render: async () => ({ html: (await view.render(ctx, query)).text, ended: false }) };
 }
 
 /** An experiment's progress: its stream read on the shared connection when the reader wakes it. */
@@ -92,12 +109,12 @@ export function registerLiveEvents(app: FastifyInstance, ctx: DashboardContext, 
     return ch;
   };
 
-  app.get<{ Querystring: { view?: string } }>('/live', async (req, reply) => {
+  app.get<{ Querystring: ListQuery & { view?: string } }>('/live', async (req, reply) => {
     const ch = open(req, reply);
     if (ch === null) return reply;
-    const view = req.query.view ?? '';
-    const render = VIEWS[view];
-    if (render) hub.subscribe(`view:${view}`, ch, () => viewSource(ctx, render));
+    const { view: name = '', ...query } = req.query;
+    const view = VIEWS[name];
+    if (view) hub.subscribe(`view:${name}?${view.topic(query)}`, ch, () => viewSource(ctx, view, query));
   });
 
   app.get<{ Params: { id: string } }>('/live/experiments/:id', async (req, reply) => {

@@ -1,18 +1,32 @@
 /**
- * `/metrics` in Prometheus' text format (prom-client, a registry of its own). Read at each
- * scrape from the stores: cards by state, waiting blocks by reason, block attempts by outcome,
- * the build locks' waits, card busy share per host, Redis memory; and from the experiments'
- * event streams, tailed from where the last scrape stopped: reps, their measured time, gate
- * failures; and from the nightly history, when each suite last succeeded. Counters start at what
- * the streams held when the dashboard started.
+ * `/metrics` in Prometheus' text format (prom-client, a registry of its own). Every label takes
+ * its values from a fixed set (a state, an outcome, a reason code: wait-reason-code.ts) or from
+ * the cluster's own hosts and cards, never an experiment id or a sentence, so the series stay
+ * as many as the fleet has cards. Read at each scrape from the stores: cards by state and each
+ * card's liveness and holder, each host's worker heartbeat, card busy ratio per host,
+ * experiments by state, waiting blocks by reason code, block attempts by outcome, the build
+ * locks' waits, Redis memory; and from the experiments' event streams, tailed from where the
+ * last scrape stopped: reps, their measured time, gate failures; experiments that ended, by
+ * outcome (experiment-outcome.ts); and from the nightly history, when each suite last
+ * succeeded. Counters start at what the stores held when the dashboard started. An ended
+ * experiment is read once, then only counted.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { readBuildState } from '../../store/build-state.ts';
-import { ExperimentStore } from '../../store/experiment-store.ts';
+import { EXPERIMENT_STATES, ExperimentStore, TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/experiment-store.ts';
 import { readEvents } from '../results/collect-results.ts';
 import { clusterStatus } from '../experiment/cluster-status.ts';
+import { experimentOutcomes } from '../experiment/experiment-outcome.ts';
+import { OUTCOMES } from '../experiment/outcome-codes.ts';
 import { fromRedis, type DashboardContext } from './dashboard-context.ts';
 import { dashboardHistory } from './dashboard-history.ts';
+import { WAIT_REASONS, waitReasonCode } from './wait-reason-code.ts';
+
+/** A block attempt's outcome as block-lifecycle.ts records it; anything else is counted as other. */
+export const ATTEMPT_OUTCOMES = ['committed', 'cancelled', 'failed', 'lost', 'other'] as const;
+export const CARD_STATES = ['free', 'held', 'dead'] as const;
+/** Ended experiments read (outcome, last stream entries) per scrape at most: the first scrape of a long history is spread over several. */
+const SETTLE_PER_SCRAPE = 50;
 
 interface StreamLine {
   type?: string;
@@ -25,6 +39,10 @@ export class DashboardMetrics {
   private readonly streamAt = new Map<string, string>();
   /** last totals of what the stores hold, so counters move by the difference */
   private readonly seen = new Map<string, number>();
+  /** ended experiments already counted: their blocks and outcome no longer change */
+  private readonly settled = new Set<string>();
+  /** attempts by outcome and retries of the settled experiments */
+  private readonly settledAttempts = new Map<string, number>();
   private readonly cards;
   private readonly waiting;
   private readonly attempts;
@@ -32,6 +50,12 @@ export class DashboardMetrics {
   private readonly buildWaiters;
   private readonly buildWait;
   private readonly busy;
+  private readonly cardUp;
+  private readonly cardHeld;
+  private readonly workerUp;
+  private readonly workerCards;
+  private readonly experiments;
+  private readonly ended;
   private readonly reps;
   private readonly repSeconds;
   private readonly gateFailures;
@@ -49,7 +73,14 @@ export class DashboardMetrics {
     this.retried = new Counter({ name: 'orch_blocks_retried_total', help: 'Block attempts started again after a lost one (attempt > 1)', registers });
     this.buildWaiters = new Gauge({ name: 'orch_build_lock_waiters', help: 'Requests waiting for the build lock, per host', labelNames: ['host'], registers });
     this.buildWait = new Gauge({ name: 'orch_build_lock_wait_seconds', help: 'Longest current wait for the build lock, per host', labelNames: ['host'], registers });
-    this.busy = new Gauge({ name: 'orch_card_busy_share', help: 'Share of a host\'s live cards held by a gang (0..1)', labelNames: ['host'], registers });
+    this.busy = new Gauge({ name: 'orch_card_busy_ratio', help: 'Ratio of a host\'s live cards held by a gang (0..1)', labelNames: ['host'], registers });
+    this.cardUp = new Gauge({ name: 'orch_card_up', help: '1 while the card\'s host heartbeats, else 0', labelNames: ['host', 'card', 'backend'], registers });
+    this.cardHeld = new Gauge({ name: 'orch_card_held', help: '1 while a gang holds the card\'s lease, else 0', labelNames: ['host', 'card', 'backend'], registers });
+    this.workerUp = new Gauge({ name: 'orch_worker_up', help: '1 while the host\'s worker heartbeats, else 0 (it missed its heartbeat)', labelNames: ['host'], registers });
+    this.workerCards = new Gauge({ name: 'orch_worker_cards', help: 'Cards the host\'s worker registered', labelNames: ['host'], registers });
+    this.experiments = new Gauge({ name: 'orch_experiments', help: 'Experiments in Redis by state', labelNames: ['state'], registers });
+    this.ended = new Counter({ name: 'orch_experiments_ended_total', help: 'Experiments that ended, by outcome: the verdict of a done one, else cancelled, failed or no-reps', labelNames: ['outcome'], registers });
+    for (const outcome of OUTCOMES) this.ended.inc({ outcome }, 0);
     this.reps = new Counter({ name: 'orch_reps_total', help: 'Reps answered (rank 0\'s rep lines on the experiments\' streams, committed or not)', registers });
     this.repSeconds = new Histogram({ name: 'orch_rep_duration_seconds', help: 'Measured time of a rep: the sum of its timed steps (rank 0)', buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120], registers });
     this.gateFailures = new Counter({ name: 'orch_gate_failures_total', help: 'Identity gates that failed (rank 0\'s gate lines with pass false)', registers });
@@ -90,35 +121,25 @@ export class DashboardMetrics {
 
   private async read(): Promise<void> {
     const { redis, prefix } = this.ctx;
-    const s = await clusterStatus(redis, prefix, { all: true });
-    this.cards.reset();
-    for (const state of ['free', 'held', 'dead']) this.cards.set({ state }, 0);
-    const perHost = new Map<string, { live: number; held: number }>();
-    for (const c of s.cards) {
-      this.cards.inc({ state: !c.alive ? 'dead' : c.holder ? 'held' : 'free' });
-      const h = perHost.get(c.host) ?? { live: 0, held: 0 };
-      if (c.alive) h.live++;
-      if (c.alive && c.holder) h.held++;
-      perHost.set(c.host, h);
-    }
-    this.busy.reset();
-    for (const [host, h] of perHost) this.busy.set({ host }, h.live === 0 ? 0 : h.held / h.live);
+    await this.readCards();
+    const store = new ExperimentStore(redis, prefix);
+    const ids = await store.list();
+    const states = await store.states(ids);
+    this.experiments.reset();
+    for (const state of EXPERIMENT_STATES) this.experiments.set({ state }, states.filter((s) => s === state).length);
 
     this.waiting.reset();
-    for (const e of s.experiments) for (const b of e.blocks) if (b.phase === 'waiting') this.waiting.inc({ reason: b.why ?? 'unknown' });
-
-    const store = new ExperimentStore(redis, prefix);
-    const outcomes = new Map<string, number>();
-    let retried = 0;
-    for (const e of s.experiments) {
-      for (const b of await store.blocks(e.id)) {
-        for (const a of b.attempts) outcomes.set(a.outcome, (outcomes.get(a.outcome) ?? 0) + 1);
-        retried += Math.max(0, b.attempt - 1);
-      }
-      await this.tail(store, e.id);
+    for (const reason of WAIT_REASONS) this.waiting.set({ reason }, 0);
+    const attempts = new Map(this.settledAttempts);
+    for (const id of ids.filter((_, i) => states[i] !== null && !TERMINAL_EXPERIMENT_STATES.has(states[i]!))) {
+      const blocks = await store.blocks(id);
+      for (const b of blocks) if (b.phase === 'waiting') this.waiting.inc({ reason: waitReasonCode(b.why) });
+      tallyAttempts(attempts, blocks);
+      await this.tail(store, id);
     }
-    for (const [outcome, n] of outcomes) this.countUp(`attempts/${outcome}`, n, (d) => this.attempts.inc({ outcome }, d));
-    this.countUp('retried', retried, (d) => this.retried.inc(d));
+    await this.settle(store, ids.filter((id, i) => TERMINAL_EXPERIMENT_STATES.has(states[i]!) && !this.settled.has(id)).slice(0, SETTLE_PER_SCRAPE), attempts);
+    for (const outcome of ATTEMPT_OUTCOMES) this.countUp(`attempts/${outcome}`, attempts.get(outcome) ?? 0, (d) => this.attempts.inc({ outcome }, d));
+    this.countUp('retried', attempts.get('retried') ?? 0, (d) => this.retried.inc(d));
 
     this.buildWaiters.reset();
     this.buildWait.reset();
@@ -130,6 +151,48 @@ export class DashboardMetrics {
     const info = await redis.info('memory');
     const used = /^used_memory:(\d+)/m.exec(info);
     if (used) this.redisMemory.set(Number(used[1]));
+  }
+
+  /** Cards by state, each card and each host's worker. */
+  private async readCards(): Promise<void> {
+    const s = await clusterStatus(this.ctx.redis, this.ctx.prefix, { all: false, limit: 1 });
+    for (const g of [this.cards, this.cardUp, this.cardHeld, this.busy, this.workerUp, this.workerCards]) g.reset();
+    for (const state of CARD_STATES) this.cards.set({ state }, 0);
+    const perHost = new Map<string, { live: number; held: number; cards: number }>();
+    for (const c of s.cards) {
+      this.cards.inc({ state: !c.alive ? 'dead' : c.holder ? 'held' : 'free' });
+      const card = { host: c.host, card: c.id, backend: c.backend };
+      this.cardUp.set(card, c.alive ? 1 : 0);
+      this.cardHeld.set(card, c.holder ? 1 : 0);
+      const h = perHost.get(c.host) ?? { live: 0, held: 0, cards: 0 };
+      h.cards++;
+      if (c.alive) h.live++;
+      if (c.alive && c.holder) h.held++;
+      perHost.set(c.host, h);
+    }
+    for (const [host, h] of perHost) {
+      this.busy.set({ host }, h.live === 0 ? 0 : h.held / h.live);
+      // a host's cards share its heartbeat: any live card means its worker is up
+      this.workerUp.set({ host }, h.live > 0 ? 1 : 0);
+      this.workerCards.set({ host }, h.cards);
+    }
+  }
+
+  /** Counts experiments that ended since the last scrape, once: their attempts, last stream entries and outcome. */
+  private async settle(store: ExperimentStore, ids: string[], attempts: Map<string, number>): Promise<void> {
+    const exps = (await Promise.all(ids.map((id) => store.get(id)))).filter((e): e is ExperimentRecord => e !== null);
+    const outcomes = await experimentOutcomes(this.ctx.redis, this.ctx.prefix, exps);
+    for (const [i, exp] of exps.entries()) {
+      const outcome = outcomes[i];
+      if (!outcome) continue;
+      const blocks = await store.blocks(exp.id);
+      tallyAttempts(this.settledAttempts, blocks);
+      tallyAttempts(attempts, blocks);
+      await this.tail(store, exp.id);
+      this.streamAt.delete(exp.id);
+      this.settled.add(exp.id);
+      this.ended.inc({ outcome: outcome.outcome });
+    }
   }
 
   /** The stream's entries since the last scrape. */
@@ -145,5 +208,14 @@ export class DashboardMetrics {
         this.repSeconds.observe((line.step_ms ?? []).reduce((a, b) => a + b, 0) / 1000);
       } else if (line.type === 'gate' && line.pass === false) this.gateFailures.inc();
     }
+  }
+}
+
+/** Adds `blocks`' ended attempts by outcome (ATTEMPT_OUTCOMES) and their retries (`retried`) to `into`. */
+function tallyAttempts(into: Map<string, number>, blocks: readonly { attempt: number; attempts: readonly { outcome: string }[] }[]): void {
+  const add = (k: string, n: number) => into.set(k, (into.get(k) ?? 0) + n);
+  for (const b of blocks) {
+    for (const a of b.attempts) add((ATTEMPT_OUTCOMES as readonly string[]).includes(a.outcome) ? a.outcome : 'other', 1);
+    add('retried', Math.max(0, b.attempt - 1));
   }
 }

@@ -12,6 +12,7 @@ import { checkCredential, csrfValue, presented, refuse, requireTokenFor, session
 import { registerBullBoard } from './bull-board.ts';
 import { registerClusterPage } from './cluster-page.ts';
 import type { DashboardContext } from './dashboard-context.ts';
+import { registerExperimentListPage } from './experiments-list-page.ts';
 import { registerExperimentPages } from './experiments-page.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
@@ -89,6 +90,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
 
   registerClusterPage(app, ctx);
   registerQueuePage(app, ctx);
+  registerExperimentListPage(app, ctx);
   registerExperimentPages(app, ctx);
   registerNightlyPage(app, ctx);
   registerResultFiles(app, ctx);

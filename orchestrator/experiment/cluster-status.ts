@@ -15,7 +15,9 @@ import { neverFits } from '../scheduler/grant-planner.ts';
 import { wantedBackend } from '../scheduler/grant-planner.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentState } from '../../store/experiment-store.ts';
 import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
-import { gangPlacement } from '../../jobs/plan.ts';
+import { selectExperiments, type ExperimentFilter } from './experiment-filter.ts';
+import { experimentOutcomes, formatChange, formatDuration, type ExperimentOutcome } from './experiment-outcome.ts';
+import { gangPlacement, plannedReps } from '../../jobs/plan.ts';
 
 export interface CardStatus {
   id: string;
@@ -38,6 +40,8 @@ export interface ExperimentStatus {
   blocks: (Pick<BlockState, 'block' | 'phase' | 'attempt' | 'why' | 'reason'> & { cards: string[] })[];
   measured: number;
   planned: number;
+  /** what it came to once it ended (verdict, change, CI, duration); null while it runs, or when not asked for */
+  outcome: ExperimentOutcome | null;
 }
 
 export interface ClusterStatus {
@@ -50,7 +54,7 @@ export interface ClusterStatus {
   experiments: ExperimentStatus[];
   /** every experiment `experiments` was paged from (all, or those not ended over an hour ago), by state */
   counts: Record<string, number>;
-  /** how many of them `experiments` leaves out */
+  /** how many of them (that match the filter) `experiments` leaves out */
   not_shown: number;
 }
 
@@ -60,7 +64,18 @@ export const DEFAULT_STATUS_LIMIT = 20;
 export async function clusterStatus(
   redis: Redis,
   prefix: string,
-  opts: { experiment?: string; all?: boolean; /** experiments shown (default DEFAULT_STATUS_LIMIT) */ limit?: number; /** this orch's version, to flag hosts that run another */ own?: { version: string; commit: string } } = {},
+  opts: {
+    experiment?: string;
+    all?: boolean;
+    /** experiments shown (default DEFAULT_STATUS_LIMIT) */
+    limit?: number;
+    /** this orch's version, to flag hosts that run another */
+    own?: { version: string; commit: string };
+    /** only experiments that match (state, outcome, name) */
+    filter?: ExperimentFilter;
+    /** the ended experiments' outcomes (experiment-outcome.ts: analysed once, then kept) */
+    outcomes?: boolean;
+  } = {},
 ): Promise<ClusterStatus> {
   const registry = new CardRegistry(redis, { prefix });
   const leases = new LeaseStore(redis, { prefix });
@@ -95,11 +110,13 @@ export async function clusterStatus(
 
   const ids = opts.experiment ? [opts.experiment] : await store.list();
   const liveSlots = (await registry.liveCards()).map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
-  const page = await pageOf(store, ids, { all: opts.all === true || opts.experiment !== undefined, limit: opts.limit ?? DEFAULT_STATUS_LIMIT, now });
-  const read = await Promise.all(page.ids.map(async (id) => ({ exp: await store.get(id), blocks: await store.blocks(id), measured: await redis.hlen(store.keys.results(id)) })));
+  const page = await pageOf(store, ids, { all: opts.all === true || opts.experiment !== undefined, now, ...(opts.filter?.state ? { state: opts.filter.state } : {}) });
+  const limit = opts.limit ?? DEFAULT_STATUS_LIMIT;
+  const chosen = await selectExperiments(redis, prefix, page.ids, opts.filter ?? {}, { limit, countAll: true });
+  const outcomes = opts.outcomes ? await experimentOutcomes(redis, prefix, chosen.exps) : chosen.exps.map(() => null);
+  const read = await Promise.all(chosen.exps.map(async (exp, i) => ({ exp, outcome: outcomes[i]!, blocks: await store.blocks(exp.id), measured: await redis.hlen(store.keys.results(exp.id)) })));
   const experiments: ExperimentStatus[] = [];
-  for (const { exp, blocks, measured } of read) {
-    if (!exp) continue;
+  for (const { exp, outcome, blocks, measured } of read) {
     // Without a leader nobody writes `why`; say what the cards allow.
     const fallbackWhy = neverFits(
       { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement), expectedMs: 0 },
@@ -120,22 +137,23 @@ export async function clusterStatus(
         cards: b.gang.flatMap((p) => p.cards),
       })),
       measured,
-      planned: exp.plan.blocks.reduce((n, b) => n + b.sequence.length, 0),
+      planned: plannedReps(exp.plan),
+      outcome,
     });
   }
   const reader = opts.own ? formatWorkerVersion({ orch: opts.own.version, commit: opts.own.commit, graphrt: '' }).replace(/ graphrt $/, '') : null;
-  return { leader: await LeaderLease.holder(redis, prefix), reader, queues, cards, experiments, counts: page.counts, not_shown: page.notShown };
+  return { leader: await LeaderLease.holder(redis, prefix), reader, queues, cards, experiments, counts: page.counts, not_shown: Math.max(0, chosen.matched - experiments.length) };
 }
 
 /** Ended this long ago, an experiment is left out unless `all`. */
 const ENDED_SHOWN_MS = 3_600_000;
 
 /**
- * Which experiments of `ids` (oldest first) a status shows: every state in one script, the end
- * time of the ended ones in one more, then the first `limit` of those not ended over an hour ago
- * (or of all). Two commands for any number of experiments, and `limit` records read after.
+ * Which experiments of `ids` (oldest first) a status may show: every state in one script, the end
+ * time of the ended ones in one more, then those not ended over an hour ago (or all), of `state`
+ * when given. Two commands for any number of experiments; the counts are of every state.
  */
-async function pageOf(store: ExperimentStore, ids: string[], o: { all: boolean; limit: number; now: number }): Promise<{ ids: string[]; counts: Record<string, number>; notShown: number }> {
+async function pageOf(store: ExperimentStore, ids: string[], o: { all: boolean; now: number; state?: ExperimentState }): Promise<{ ids: string[]; counts: Record<string, number> }> {
   const states = await store.states(ids);
   const ended = ids.filter((_, i) => TERMINAL_EXPERIMENT_STATES.has(states[i] as ExperimentState));
   const endedAt = o.all || ended.length === 0 ? [] : await store.redis.pipeline(ended.map((id) => ['hget', store.keys.exp(id), 'ended'])).exec();
@@ -149,9 +167,9 @@ async function pageOf(store: ExperimentStore, ids: string[], o: { all: boolean; 
     const state = states[i];
     if (!state || old.has(id)) return;
     counts[state] = (counts[state] ?? 0) + 1;
-    listed.push(id);
+    if (!o.state || state === o.state) listed.push(id);
   });
-  return { ids: listed.slice(0, o.limit), counts, notShown: Math.max(0, listed.length - o.limit) };
+  return { ids: listed, counts };
 }
 
 export function renderStatus(s: ClusterStatus): string {
@@ -178,7 +196,7 @@ export function renderStatus(s: ClusterStatus): string {
   lines.push('', `experiments${counts ? ` (${counts})` : ''}`);
   if (s.experiments.length === 0) lines.push('  none');
   for (const e of s.experiments) {
-    lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.reason ? `  (${e.reason})` : ''}`);
+    lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${e.reason})` : ''}`);
     for (const b of e.blocks) {
       const detail = b.phase === 'waiting' ? `waiting: ${b.why}` : b.phase === 'running' ? `running attempt ${b.attempt} on ${b.cards.join(', ')}` : `${b.phase}${b.reason ? `: ${b.reason}` : ''}`;
       lines.push(`    block ${b.block}  ${detail}`);
@@ -186,4 +204,10 @@ export function renderStatus(s: ClusterStatus): string {
   }
   if (s.not_shown > 0) lines.push(`  … ${s.not_shown} more not shown (orch status --limit N, or orch status ID)`);
   return `${lines.join('\n')}\n`;
+}
+
+/** "slower +5.02 % (CI +4.10 % – +5.90 %) in 4 min 12 s", or the outcome and duration without a change. */
+function outcomeText(o: ExperimentOutcome): string {
+  const { change, ci } = formatChange(o);
+  return `${o.outcome}${o.change === null ? '' : ` ${change} (CI ${ci})`} in ${formatDuration(o.duration_ms)}`;
 }

@@ -2,7 +2,9 @@
  * One comparison's nights as an SVG (the report's toolkit, orchestrator/report/svg-frame.ts):
  * above, the paired change of arm against reference per night with its CI as a band and the
  * zero line; below, the absolute values of both arms. A night that raised an alert is ringed
- * in red in both panels, its finding in the tooltip. The x axis is the scheduled time.
+ * in black in both panels, its finding in the tooltip; a point links to its night's experiment
+ * when the caller says where. The x axis is the scheduled time, each night labelled (up to
+ * seven, spread); the legend is under the plot, its labels whole.
  */
 import type { NightlyRow } from '../../history/history-store.ts';
 import { esc, linearScale, PALETTE, px, svgDocument, valueAxisY, type Frame } from '../report/svg-frame.ts';
@@ -10,13 +12,49 @@ import { signedPct } from './nightly-alert.ts';
 
 /** The findings that raise an alert (night-findings.ts); absolute-shift is recorded only. */
 const ALERTED = new Set(['regression', 'invalid', 'failed', 'machine-change']);
+/** The alert ring: black, so it is never read as one of the lines (the arm's line is PALETTE[1], a red). */
+const RING = '#111827';
+/** Night labels on the x axis, at most: each is about 60 px wide at the toolkit's 11 px font. */
+const MAX_NIGHT_LABELS = 7;
+const LEGEND_ROW = 15;
 
 const day = (t: number) => new Date(t).toISOString().slice(0, 16).replace('T', ' ');
 
+/** The nights that get a label: all of them up to MAX_NIGHT_LABELS, else evenly spread, first and last included. */
+function labelledNights(times: readonly number[]): number[] {
+  const distinct = [...new Set(times)];
+  if (distinct.length <= MAX_NIGHT_LABELS) return distinct;
+  return [...new Set(Array.from({ length: MAX_NIGHT_LABELS }, (_, i) => distinct[Math.round((i * (distinct.length - 1)) / (MAX_NIGHT_LABELS - 1))]!))];
+}
+
+/** Tick marks and labels under the plot: the date, and the time of day under it when the nights differ in it. */
+function nightAxis(f: Frame, x: (t: number) => number, times: readonly number[]): string[] {
+  const clock = (t: number) => new Date(t).toISOString().slice(11, 16);
+  const clocks = new Set(times.map(clock));
+  const y = f.height - f.bottom;
+  return labelledNights(times).map((t) => {
+    const date = new Date(t).toISOString().slice(0, 10);
+    const at = px(x(t));
+    return `<line class="night-tick" x1="${at}" x2="${at}" y1="${y}" y2="${y + 4}" stroke="#888"/>` +
+      `<text class="night-label" x="${at}" y="${y + 15}" text-anchor="middle">${esc(date)}${clocks.size > 1 ? `<tspan x="${at}" dy="12">${esc(clock(t))}</tspan>` : ''}</text>`;
+  });
+}
+
+/** Where a night's point links (its experiment's page); null: no link. */
+export type NightLink = (row: NightlyRow) => string | null;
+
 /** `rows`: one comparison's rows (same spec, arm and reference), oldest first. */
-export function renderHistoryPlot(rows: NightlyRow[]): string {
+export function renderHistoryPlot(rows: NightlyRow[], link: NightLink = () => null): string {
   const first = rows[0]!;
-  const f: Frame = { width: 640, height: 420, left: 64, right: 110, top: 28, bottom: 40 };
+  const legend = [
+    [PALETTE[0]!, `change ${first.arm} vs ${first.reference} (CI band)`],
+    [PALETTE[1]!, first.arm],
+    [PALETTE[2]!, first.reference],
+    [RING, 'alert (ringed)'],
+  ] as const;
+  // the legend sits under the x axis, one full line per entry: labels are never cut
+  const legendTop = 420 - 8;
+  const f: Frame = { width: 640, height: legendTop + legend.length * LEGEND_ROW + 8, left: 64, right: 24, top: 28, bottom: 40 + legend.length * LEGEND_ROW + 8 };
   const split = 220;
   const changePanel: Frame = { ...f, bottom: f.height - split + 12 };
   const absPanel: Frame = { ...f, top: split + 12 };
@@ -39,30 +77,27 @@ export function renderHistoryPlot(rows: NightlyRow[]): string {
     if (pts.length > 1) body.push(`<polyline class="${cls}" fill="none" stroke="${colour}" points="${pts.join(' ')}"/>`);
     for (const r of rows.filter((q) => pick(q) !== null)) {
       const alerted = r.finding !== null && ALERTED.has(r.finding);
-      const tip = `${day(r.scheduled_at)} ${r.verdict ?? r.experiment_state} ${signedPct(r.change)}${r.finding ? ` [${r.finding}]` : ''}`;
-      body.push(`<circle cx="${px(x.at(r.scheduled_at))}" cy="${px(y(pick(r)!))}" r="3" fill="${colour}"><title>${esc(tip)}</title></circle>`);
-      if (alerted) body.push(`<circle class="alert" cx="${px(x.at(r.scheduled_at))}" cy="${px(y(pick(r)!))}" r="7" fill="none" stroke="#d62728" stroke-width="2"><title>${esc(`alert: ${tip}`)}</title></circle>`);
+      const commits = Object.values(r.commits).map((c) => c.slice(0, 10)).join(', ');
+      const tip = `${day(r.scheduled_at)} ${r.verdict ?? r.experiment_state} ${signedPct(r.change)}${r.finding ? ` [${r.finding}]` : ''}${r.experiment ? ` ${r.experiment}` : ''}${commits ? ` commit ${commits}` : ''}`;
+      const cx = px(x.at(r.scheduled_at));
+      const pyv = px(y(pick(r)!));
+      const point = `<circle cx="${cx}" cy="${pyv}" r="3" fill="${colour}"><title>${esc(tip)}</title></circle>` +
+        (alerted ? `<circle class="alert" cx="${cx}" cy="${pyv}" r="7" fill="none" stroke="${RING}" stroke-width="2"><title>${esc(`alert: ${tip}`)}</title></circle>` : '');
+      const href = link(r);
+      body.push(href ? `<a class="night-link" href="${esc(href)}">${point}</a>` : point);
     }
   };
   line((r) => (r.change === null ? null : r.change * 100), cy.at, PALETTE[0]!, 'change');
   line((r) => r.arm_value, ay.at, PALETTE[1]!, 'arm-value');
   line((r) => r.reference_value, ay.at, PALETTE[2]!, 'reference-value');
 
-  const legend = [
-    [PALETTE[0]!, `change ${first.arm} vs ${first.reference} (CI band)`],
-    [PALETTE[1]!, first.arm],
-    [PALETTE[2]!, first.reference],
-    ['#d62728', 'alert'],
-  ] as const;
   legend.forEach(([colour, label], i) => {
+    const y = legendTop + LEGEND_ROW * i;
     body.push(
-      `<circle cx="${f.width - f.right + 12}" cy="${f.top + 14 * i + 6}" r="4" fill="${colour}"/>`,
-      `<text x="${f.width - f.right + 20}" y="${f.top + 14 * i + 10}">${esc(label.length > 14 ? `${label.slice(0, 13)}…` : label)}</text>`,
+      colour === RING ? `<circle cx="${f.left + 4}" cy="${y - 4}" r="5" fill="none" stroke="${RING}" stroke-width="2"/>` : `<circle cx="${f.left + 4}" cy="${y - 4}" r="4" fill="${colour}"/>`,
+      `<text class="legend" x="${f.left + 16}" y="${y}">${esc(label)}</text>`,
     );
   });
-  body.push(
-    `<text x="${f.left}" y="${f.height - 6}">${esc(day(times[0]!))}</text>`,
-    `<text x="${f.width - f.right}" y="${f.height - 6}" text-anchor="end">${esc(day(times.at(-1)!))}</text>`,
-  );
+  body.push(...nightAxis(f, x.at, times));
   return svgDocument(f, `${first.spec_name ?? first.spec_file}: ${first.arm} vs ${first.reference}`, body);
 }

@@ -4,16 +4,17 @@
 // a page on another loopback port that posts a cancel form to the dashboard is refused (403) and
 // cancels nothing, while the queue page's own Cancel button cancels a second experiment. The
 // first experiment's page follows the progress live to done, then shows the arm table and a
-// plot; the cluster, queue, experiments and nightly pages render; bull-board lists the queues. A screenshot of each page is saved in a temp dir, and copied to the folder
-// ORCH_DASHBOARD_SCREENSHOTS names (e.g. docs/screenshots) only when it is set.
+// plot; the cluster, queue, experiments and nightly pages render; bull-board lists the queues.
+// The screenshots in docs/screenshots come from dashboard-live-updates.test.ts, taken after each
+// page's live updates (this test looks at pages before their first update).
 // Without /usr/bin/chromium the test is skipped, except under CI, where it fails.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
 import { spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { testDashboard } from './dashboard-harness.ts';
@@ -25,8 +26,6 @@ if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing under CI:
 test('dashboard in chromium: token sign-in, cross-origin cancel refused, own cancel works, live progress to done, arm table, plot, bull-board', { skip: missing ? `${CHROMIUM} not installed (apt-get install -y chromium): the browser test needs Debian's chromium` : false }, async () => {
   const c = await startCluster();
   const dir = mkdtempSync(join(tmpdir(), 'orch-dash-browser-'));
-  const shots = join(dir, 'screenshots');
-  mkdirSync(shots);
   const results = join(dir, 'results');
   const d = await testDashboard({ url: c.url, prefix: c.prefix, resultsRoot: results });
   const browser = await chromium.launchPersistentContext(join(dir, 'profile'), {
@@ -35,7 +34,6 @@ test('dashboard in chromium: token sign-in, cross-origin cancel refused, own can
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1280, height: 900 },
   });
-  const shoot = (page: Page, name: string) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
   try {
     c.startServe();
     await c.startWorker({ cpuCards: 1, repMs: 900 });
@@ -71,10 +69,8 @@ test('dashboard in chromium: token sign-in, cross-origin cancel refused, own can
     await page.goto(`${d.address}/`);
     await page.locator('#cards tr[data-card]').first().waitFor({ timeout: 30_000 });
     await page.locator('#cards', { hasText: String(id) }).waitFor({ timeout: 30_000 });
-    await shoot(page, 'cluster');
     await page.goto(`${d.address}/queue`);
     await page.locator(`section[data-experiment="${id}"]`).waitFor({ timeout: 30_000 });
-    await shoot(page, 'queue');
 
     // The experiment's page, opened while it runs, follows it to done by itself (SSE), then
     // reloads to show the tables and plots.
@@ -96,16 +92,13 @@ test('dashboard in chromium: token sign-in, cross-origin cancel refused, own can
     await submit.exited;
     await page.reload();
     await page.locator('#files a', { hasText: 'report.md' }).waitFor({ timeout: 30_000 });
-    await shoot(page, 'experiment');
     const report = await page.request.get(`${d.address}/results/${id}/report.md`);
     assert.equal(report.status(), 200);
 
     await page.goto(`${d.address}/experiments?state=done`);
     await page.locator('#experiments', { hasText: String(id) }).waitFor({ timeout: 10_000 });
-    await shoot(page, 'experiments');
     await page.goto(`${d.address}/nightly`);
     await page.locator('#no-history').waitFor({ timeout: 10_000 });
-    await shoot(page, 'nightly');
 
     // The queue page's own Cancel button (same origin, the page's CSRF field) cancels the second.
     await page.goto(`${d.address}/queue`);
@@ -116,16 +109,7 @@ test('dashboard in chromium: token sign-in, cross-origin cancel refused, own can
 
     await page.goto(`${d.address}/bull`);
     for (const q of ['nightly', 'host-h1']) await page.getByText(q, { exact: true }).first().waitFor({ timeout: 30_000 });
-    await shoot(page, 'bull-board');
 
-    const saved = readdirSync(shots).sort();
-    assert.deepEqual(saved, ['bull-board.png', 'cluster.png', 'experiment.png', 'experiments.png', 'nightly.png', 'queue.png']);
-    const to = process.env.ORCH_DASHBOARD_SCREENSHOTS;
-    if (to) {
-      mkdirSync(to, { recursive: true });
-      for (const f of saved) copyFileSync(join(shots, f), join(to, f));
-      console.log(`screenshots copied to ${to}`);
-    }
   } finally {
     await browser.close();
     await d.close();

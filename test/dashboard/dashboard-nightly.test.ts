@@ -1,7 +1,9 @@
 /**
  * The dashboard's nightly page and gauge read a real SQLite history file: three nights of one
- * comparison, the last a regression. /nightly draws the comparison's SVG (the change line, its
- * CI band, the alerted night ringed with its finding) and lists the runs; /metrics carries
+ * comparison, the last a regression. /nightly heads with what last night found (the regression,
+ * its experiment, report and commit), draws the comparison's SVG (the change line, its CI band,
+ * the alerted night ringed with its finding, each night labelled, the legend whole, each point a
+ * link to its night's experiment) and lists the runs; /metrics carries
  * orch_nightly_last_success_timestamp_seconds for the suite at its last done run's end.
  */
 import assert from 'node:assert/strict';
@@ -63,9 +65,16 @@ test('/nightly plots each comparison from the history: change, CI band, the aler
   assert.match(svg, /<polygon class="ci-band" points="(\S+,\S+ ){5}\S+,\S+"/, 'a band over three nights: six corners');
   assert.match(svg, /<polyline class="change" fill="none" stroke="[^"]+" points="\S+ \S+ \S+"/);
   assert.match(svg, /<polyline class="arm-value"/);
-  assert.match(svg, /<circle class="alert"[^>]*><title>alert: 2030-01-03 02:00 slower \+5\.0 % \[regression\]<\/title>/);
+  assert.match(svg, /<circle class="alert"[^>]*><title>alert: 2030-01-03 02:00 slower \+5\.0 % \[regression\] e1 commit abc<\/title>/);
   assert.equal((svg.match(/class="alert"/g) ?? []).length, 3, 'the alerted night ringed on the change and both absolute lines');
+  assert.ok(!/class="alert"[^>]*stroke="#d62728"/.test(svg), 'the ring is not the arm line\'s red');
+  assert.equal((svg.match(/<a class="night-link" href="\/experiments\/e1">/g) ?? []).length, 9, 'each point of the three lines links to its night\'s experiment');
+  assert.deepEqual([...svg.matchAll(/<text class="night-label"[^>]*>([^<]+)</g)].map((m) => m[1]), ['2030-01-01', '2030-01-02', '2030-01-03'], 'every night labelled');
+  assert.deepEqual([...svg.matchAll(/<text class="legend"[^>]*>([^<]+)</g)].map((m) => m[1]), ['change b vs a (CI band)', 'b', 'a', 'alert (ringed)'], 'the legend whole');
   assert.equal((r.text.match(/<tr><td>2030-01-0\d/g) ?? []).length, 3, 'the three runs listed');
+  const lastNight = /<section id="last-night">[\s\S]*?<\/section>/.exec(r.text)?.[0] ?? '';
+  assert.match(lastNight, /dash: night of 2030-01-03 02:00 UTC — done/);
+  assert.match(lastNight, /<tr data-finding="regression"><td class="bad">regressed \(confirmed after correction\)<\/td><td>ab: b vs a<\/td><td class="num">\+5\.0 % \(CI \+4\.0 % to \+6\.0 %\)<\/td><td><a href="\/experiments\/e1">e1<\/a> \(<a href="\/results\/e1\/report\.md">report<\/a>\)<\/td><td><code class="commit" title="\/src">abc<\/code>/);
 });
 
 test('/metrics: the last nightly success per suite', async () => {
