@@ -9,22 +9,23 @@
  * ORCH_SUBMIT_TOKEN_FILE or ORCH_SUBMIT_TOKEN; the scheduler acts on nothing unsigned) and is
  * refused, exit 2, without one, as is a spec whose work no registered worker allows.
  *
- * Exit code when it waits: the verdict's (orchestrator/report/verdict-exit-code.ts: 0 faster,
- * 3 inconclusive, 4 slower, 5 invalid) once the experiment is done, as `orch report` gives it;
- * 2 when it failed on the user's input before any card was leased (a build that failed: the
- * error registry's kind of its code, orchestrator/experiment/failed-exit-code.ts); 1 when it
- * failed otherwise or was cancelled; 130/143 when an embedded run was interrupted. On a cluster,
- * Ctrl-C while it waits stops the waiting, not the experiment: submit says so and how to follow,
- * report or cancel it, and exits 130 (`--cancel-on-interrupt`: cancels it; cli/terminal/watch-interrupt.ts).
+ * Exit code when it waits: the outcome's under --fail-on (orchestrator/report/outcome-exit-code.ts:
+ * 0 faster or pass; inconclusive 3, slower 4, invalid 5, equivalent 6, a probe's fail 7 when
+ * --fail-on has them, else 0; failed 8, cancelled 9), as `orch report` and `orch watch` give it;
+ * 2 when it failed on the user's input before any card was leased (a build that failed,
+ * orchestrator/results/stopped-experiment.ts); 130/143 when an embedded run was interrupted.
+ * On a cluster, Ctrl-C while it waits stops the waiting, not the experiment: submit says so and how
+ * to follow, report or cancel it, and exits 130 (`--cancel-on-interrupt`: cancels it; cli/terminal/watch-interrupt.ts).
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { parseFailOn, withFailOn } from '../fail-on.ts';
 
 export const submitCommand = defineCommand({
   command: 'submit <spec>',
   describe: 'run an experiment: validate, register, schedule, write results/<id>/ and print the report',
   builder: (y) =>
-    y
+    withFailOn(y)
       .positional('spec', { type: 'string', demandOption: true, describe: 'experiment spec (YAML)' })
       .option('watch', { type: 'boolean', default: false, describe: 'show a progress bar per block while it runs' })
       .option('wait', {
@@ -41,6 +42,7 @@ export const submitCommand = defineCommand({
     const { redisUrlFromEnv } = await import('../embedded/redis-target.ts');
     // Validation first: an invalid spec throws here, before any connection exists.
     const loaded = loadSpec(argv.spec);
+    const failOn = parseFailOn(argv.failOn);
     const out = (s: string) => process.stdout.write(s);
     const json = argv.json;
     const url = redisUrlFromEnv();
@@ -53,7 +55,7 @@ export const submitCommand = defineCommand({
         );
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
-      return (await runEmbedded({ loaded, watch: argv.watch && !json, resultsRoot: argv.results, json })).exitCode;
+      return (await runEmbedded({ loaded, watch: argv.watch && !json, resultsRoot: argv.results, json, failOn })).exitCode;
     }
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
@@ -94,7 +96,7 @@ export const submitCommand = defineCommand({
       }
       if (interrupt.interrupted) return interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
       // ended: the wait inside returns at once
-      const { id, state, written, exitCode } = await awaitResults(target.redis, target.prefix, interrupt.experiment!, { resultsRoot: argv.results });
+      const { id, state, written, exitCode } = await awaitResults(target.redis, target.prefix, interrupt.experiment!, { resultsRoot: argv.results, failOn });
       out(json ? `${JSON.stringify({ experiment: id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
       if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, id)) ?? '');
       return exitCode;

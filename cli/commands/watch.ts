@@ -3,18 +3,21 @@
  * the ETA, live from the event stream, until the experiment ends (cli/terminal/: redrawn in place
  * on a terminal, append-only lines in a pipe or under TERM=dumb). `--json`: every stream event as
  * one JSON line. Ctrl-C stops watching, not the experiment (`--cancel-on-interrupt`: cancels it).
+ * Exit code: the outcome's under --fail-on (orchestrator/report/outcome-exit-code.ts), the same
+ * `orch submit` and `orch report` give: a cancelled run exits 9, never 0.
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { parseFailOn, withFailOn } from '../fail-on.ts';
 
 export const watchCommand = defineCommand({
   command: 'watch <id>',
   describe: 'follow an experiment: a progress bar per block, the latest rep metrics, elapsed time and ETA',
   builder: (y) =>
-    y
-      .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
+    withFailOn(y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }))
       .option('cancel-on-interrupt', { type: 'boolean', default: false, describe: 'Ctrl-C cancels the experiment (default: it keeps running, and watch says how to cancel it)' }),
   handler: async (argv) => {
+    const failOn = parseFailOn(argv.failOn);
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { ExperimentStore } = await import('../../store/experiment-store.ts');
     const { waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
@@ -23,6 +26,9 @@ export const watchCommand = defineCommand({
     const { WatchInterrupt } = await import('../terminal/watch-interrupt.ts');
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
+    const { collectRecords } = await import('../../orchestrator/results/collect-results.ts');
+    const { analyzeRecords } = await import('../../orchestrator/results/write-results.ts');
+    const { outcomeExitCode } = await import('../../orchestrator/report/outcome-exit-code.ts');
     const target = await requireTarget('watch', orchLog('watch'));
     const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
     try {
@@ -42,7 +48,11 @@ export const watchCommand = defineCommand({
       });
       interrupt.dispose();
       if (interrupt.interrupted) return await interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
-      if (argv.json) process.stdout.write(`${JSON.stringify({ experiment: argv.id, state })}\n`);
+      // the outcome as `orch report` would judge it, without writing results/<id>/
+      const analysis = analyzeRecords(await collectRecords(target.redis, target.prefix, argv.id), []);
+      const exitCode = outcomeExitCode(analysis, failOn);
+      process.stdout.write(argv.json ? `${JSON.stringify({ experiment: argv.id, state, verdict: analysis.verdict, exit_code: exitCode })}\n` : `experiment ${argv.id} ended ${state}: ${analysis.verdict} (exit ${exitCode})\n`);
+      return exitCode;
     } finally {
       interrupt.dispose();
       await target.close();

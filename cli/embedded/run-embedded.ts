@@ -36,6 +36,7 @@ import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
 import { EndedBySignal, RunInterrupts } from './run-interrupts.ts';
 import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
+import type { FailOnSet } from '../../orchestrator/report/outcome-exit-code.ts';
 
 export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
@@ -51,13 +52,15 @@ export interface EmbeddedInput {
    * compare arms only inside themselves, so they may run side by side.
    */
   cpuCards?: number;
+  /** the outcomes that exit non-zero (default: orchestrator/report/outcome-exit-code.ts DEFAULT_FAIL_ON) */
+  failOn?: FailOnSet;
 }
 
 export interface EmbeddedResult {
   id: string | null;
   state: ExperimentState | null;
   written: WrittenResults | null;
-  /** the verdict's exit code once done (orchestrator/experiment/run-experiment.ts), 130/143 when interrupted */
+  /** the outcome's exit code under failOn (orchestrator/experiment/run-experiment.ts), 130/143 when interrupted */
   exitCode: number;
 }
 
@@ -131,6 +134,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
       loaded: input.loaded,
       submitToken,
       resultsRoot: input.resultsRoot,
+      ...(input.failOn ? { failOn: input.failOn } : {}),
       wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, terminalMode(process.stdout)) } : {}) },
       onSubmitted: (sub) => {
         id = sub.id;

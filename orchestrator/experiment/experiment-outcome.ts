@@ -12,11 +12,11 @@ import { TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/e
 import { orchKeys } from '../../store/keys.ts';
 import { collectResults } from '../results/collect-results.ts';
 import { analyzeCollected } from '../results/write-results.ts';
-import { OUTCOMES, VERDICT_CODES } from './outcome-codes.ts';
+import { isVerdict, OUTCOMES, VERDICT_CODES } from './outcome-codes.ts';
 
 export const ExperimentOutcomeSchema = z.strictObject({
   outcome: z.enum(OUTCOMES),
-  /** the analysis' verdict; null for a cancelled, failed or empty experiment */
+  /** the analysis' speed verdict; null for a probe, a cancelled, failed or empty experiment */
   verdict: z.enum(VERDICT_CODES).nullable(),
   /** the primary comparison's relative change (arm / reference − 1) and its CI */
   change: z.number().nullable(),
@@ -31,7 +31,7 @@ async function analyse(redis: Redis, prefix: string, exp: ExperimentRecord): Pro
   const collected = await collectResults(redis, prefix, exp.id);
   if (Object.keys(collected.reps).length === 0) return { outcome: 'no-reps', verdict: null, change: null, ci: null, duration_ms };
   const a = analyzeCollected(collected);
-  return { outcome: a.verdict, verdict: a.verdict, change: a.primary?.relative.estimate ?? null, ci: a.primary?.relative.ci ?? null, duration_ms };
+  return { outcome: a.verdict, verdict: isVerdict(a.verdict) ? a.verdict : null, change: a.primary?.relative.estimate ?? null, ci: a.primary?.relative.ci ?? null, duration_ms };
 }
 
 /** A kept outcome, or null when there is none or it does not parse (then it is computed again and overwritten). */

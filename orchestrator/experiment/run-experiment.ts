@@ -1,20 +1,18 @@
 /**
  * An experiment from submit to exit code, written once for `orch submit` on a cluster, the
  * embedded default and the nightly: submit (submit.ts), wait for the end (progress.ts), write
- * results/<id>/ (orchestrator/results/write-results.ts), and pick the exit code —
- *   done     the verdict's (orchestrator/report/verdict-exit-code.ts: 0 faster, 3 inconclusive,
- *            4 slower, 5 invalid), as `orch report` gives it;
- *   failed   the kind of its failure's code (failed-exit-code.ts: 2 for the user's input);
- *   else     1 (cancelled).
+ * results/<id>/ (orchestrator/results/write-results.ts), and pick the exit code: the outcome's
+ * under --fail-on (orchestrator/report/outcome-exit-code.ts), as `orch report` and `orch watch`
+ * give it — a cancelled or failed experiment's outcome is that, never a verdict of its partial
+ * data (orchestrator/results/stopped-experiment.ts).
  * `awaitResults` is the half after the submit, for a caller that submits several experiments
  * before waiting on any (the nightly).
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
-import { verdictExitCode } from '../report/verdict-exit-code.ts';
+import { DEFAULT_FAIL_ON_SET, outcomeExitCode, type FailOnSet } from '../report/outcome-exit-code.ts';
 import { writeResults, type WrittenResults } from '../results/write-results.ts';
-import { failedExitCode } from './failed-exit-code.ts';
 import { waitForEnd } from './progress.ts';
 import { submitExperiment, type SubmitInput, type Submitted } from './submit.ts';
 
@@ -24,6 +22,8 @@ export interface AwaitOptions {
   /** the directory results/<id>/ is written under */
   resultsRoot: string;
   wait?: WaitOptions;
+  /** the outcomes that exit non-zero (default DEFAULT_FAIL_ON) */
+  failOn?: FailOnSet;
   /**
    * After the wait, before the results are written: the state to write them in. The embedded
    * default cancels an interrupted run here and waits for it to settle, so its results say what
@@ -43,10 +43,10 @@ export interface ExperimentOutcome {
 export async function runExperiment(
   input: SubmitInput & AwaitOptions & { onSubmitted?: (sub: Submitted) => void },
 ): Promise<ExperimentOutcome> {
-  const { resultsRoot, wait, settle, onSubmitted, ...submit } = input;
+  const { resultsRoot, wait, settle, failOn, onSubmitted, ...submit } = input;
   const sub = await submitExperiment(submit);
   onSubmitted?.(sub);
-  return awaitResults(input.redis, input.prefix, sub.id, { resultsRoot, ...(wait ? { wait } : {}), ...(settle ? { settle } : {}) });
+  return awaitResults(input.redis, input.prefix, sub.id, { resultsRoot, ...(wait ? { wait } : {}), ...(settle ? { settle } : {}), ...(failOn ? { failOn } : {}) });
 }
 
 /** Wait for a submitted experiment's end, write its results, pick its exit code. */
@@ -56,10 +56,5 @@ export async function awaitResults(redis: Redis, prefix: string, id: string, opt
   let state = await waitForEnd(redis, prefix, exp, opts.wait);
   if (opts.settle) state = await opts.settle(id, state);
   const written = await writeResults(redis, prefix, id, opts.resultsRoot);
-  return { id, state, written, exitCode: await exitCodeOf(redis, prefix, id, state, written) };
-}
-
-async function exitCodeOf(redis: Redis, prefix: string, id: string, state: ExperimentState, written: WrittenResults): Promise<number> {
-  if (state === 'done') return verdictExitCode(written.analysis);
-  return state === 'failed' ? failedExitCode(redis, prefix, id) : 1;
+  return { id, state, written, exitCode: outcomeExitCode(written.analysis, opts.failOn ?? DEFAULT_FAIL_ON_SET) };
 }

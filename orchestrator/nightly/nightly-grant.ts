@@ -40,16 +40,28 @@ export function signNightlyTemplate<T extends { schedule: NightlySchedule }>(dat
 
 export type NightlyAdmission = { ok: true; scheduledAt: number } | { ok: false; why: string };
 
-/** Whether `job` is a night of a suite installed with `secret` (see the file comment). */
-export function admitNightlyJob(job: Pick<Job, 'id' | 'name' | 'data' | 'opts' | 'repeatJobKey'>, secret: Buffer, jobName: string, now = Date.now()): NightlyAdmission {
-  const data = job.data as unknown;
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { ok: false, why: 'its data is not an object' };
+/**
+ * Whether `data` carries a grant over everything else in it, made with `secret`: what `orch
+ * nightly install` signed, unaltered. `orch nightly run` runs a night from the installed template
+ * on this alone (it is no scheduler's job: the job checks below do not apply).
+ */
+export function verifyNightlyTemplate(data: object, secret: Buffer): { ok: true } | { ok: false; why: string } {
   const { grant, ...rest } = data as Record<string, unknown>;
   if (grant === undefined) return { ok: false, why: 'its data carries no grant (a suite is installed with orch nightly install)' };
   const g = grant as Partial<NightlyGrant> | null;
   if (typeof g !== 'object' || g === null || g.v !== 1 || !macMatches(g.mac, macOf(TAG, rest, secret))) {
     return { ok: false, why: 'its grant does not match its data (another secret, or the data was altered)' };
   }
+  return { ok: true };
+}
+
+/** Whether `job` is a night of a suite installed with `secret` (see the file comment). */
+export function admitNightlyJob(job: Pick<Job, 'id' | 'name' | 'data' | 'opts' | 'repeatJobKey'>, secret: Buffer, jobName: string, now = Date.now()): NightlyAdmission {
+  const data = job.data as unknown;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { ok: false, why: 'its data is not an object' };
+  const signed = verifyNightlyTemplate(data, secret);
+  if (!signed.ok) return signed;
+  const rest = data as Record<string, unknown>;
   // signed: the suite and its schedule are the installer's own from here on
   const suite = rest.suite as string;
   const schedule = rest.schedule as NightlySchedule;

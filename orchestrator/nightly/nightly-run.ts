@@ -59,6 +59,8 @@ export interface NightOutcome {
   /** `file: error` of each spec that could not be submitted */
   rejected: string[];
   alerts: number;
+  /** the rows this attempt recorded (none when another attempt ran the night) */
+  rows: NightlyRow[];
 }
 
 /** What a night reads of its job: the admitted template data, less its schedule and grant. */
@@ -111,7 +113,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
   if (!claimed && run.state === 'running') run = await whileAlive(history, run, heartbeatMs);
   if (!claimed && run.state !== 'running') {
     log.info({ state: run.state }, 'nightly: this night was run by another attempt; nothing submitted again');
-    return { run: run.id, state: run.state, claimed, submitted: [], rejected: [], alerts: 0 };
+    return { run: run.id, state: run.state, claimed, submitted: [], rejected: [], alerts: 0, rows: [] };
   }
   night.owns = true;
   const beat = setInterval(() => void history.beat(run.id), heartbeatMs);
@@ -191,7 +193,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
     const errors = judged.rows.filter((r) => r.error).map((r) => `${r.spec_file}${r.arm ? ` (${r.arm} vs ${r.reference})` : ''}: ${r.error}`);
     await history.op(`record the night's ${judged.rows.length} rows and its end (${state})`, (h) => h.finishRun(run.id, { state, error: errors.length ? [...new Set(errors)].join('\n') : null, alerts: judged.alerts.length, rows: judged.rows }));
     log.info({ state, rows: judged.rows.length, alerts: judged.alerts.length }, 'nightly: run recorded');
-    return { run: run.id, state, claimed, submitted, rejected, alerts: judged.alerts.length };
+    return { run: run.id, state, claimed, submitted, rejected, alerts: judged.alerts.length, rows: judged.rows };
   } finally {
     clearInterval(beat);
   }

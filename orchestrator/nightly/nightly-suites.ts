@@ -103,6 +103,11 @@ export class NightlySuites {
     return s ? toInstalled(s) : null;
   }
 
+  /** The installed suite's signed job data, as each night's job carries it; null when none of that name is installed. */
+  async template(name: string): Promise<NightlyJobData | null> {
+    return (await this.queue.getJobScheduler(name))?.template?.data ?? null;
+  }
+
   async list(): Promise<InstalledSuite[]> {
     const all = await this.queue.getJobSchedulers(0, -1, true);
     return all.map(toInstalled).sort((a, b) => a.name.localeCompare(b.name));

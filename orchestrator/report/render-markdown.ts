@@ -13,7 +13,7 @@ import { sequentialSection } from './sequential-section.ts';
 import { cancelledSection } from './cancelled-section.ts';
 import { renderProvenance } from './render-provenance.ts';
 import { probeSection } from './probe-section.ts';
-import { EXIT_CODES, verdictExitCode } from './verdict-exit-code.ts';
+import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
 
 const gateResult = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'pass' : '**FAIL**');
 
@@ -43,14 +43,16 @@ export function renderMarkdown(a: Analysis): string {
   const level = `${Math.round((1 - a.alpha) * 100)} %`;
   const out: string[] = [];
   out.push(`# ${a.experiment}: ${a.verdict.toUpperCase()}`, '');
+  out.push(...stoppedLines(a));
   if (a.invalid_reasons.length > 0) {
     out.push('**Invalid — no verdict can be believed:**', '', ...a.invalid_reasons.map((r) => `- ${r}`), '');
   }
-  if (a.primary) out.push(`**${a.primary.arm} vs ${a.primary.reference}:** ${a.primary.statement}`, '');
+  // an experiment that ended early shows what it measured, never as its verdict
+  if (a.primary) out.push(`**${a.primary.arm} vs ${a.primary.reference}${a.stopped ? ' (partial data, no verdict)' : ''}:** ${a.primary.statement}`, '');
   out.push(
     `Plan ${a.plan.name} (${a.plan.design}, hash ${a.plan.hash}): ${a.plan.blocks} block(s) × ${a.plan.reps} rep(s) per arm, control ${a.plan.control}. ` +
       `Metric ${unit} (${a.metric.better} is better), rep value = ${a.metric.statistic} of its measured steps; ` +
-      `alpha ${a.alpha}, min_effect ${pct(a.min_effect)}. Exit code ${verdictExitCode(a)} (${a.verdict}).`,
+      `alpha ${a.alpha}, min_effect ${pct(a.min_effect)}. ${exitCodeLine(a)}`,
     '',
     backendLine(a),
     '',
@@ -150,11 +152,6 @@ export function renderMarkdown(a: Analysis): string {
   out.push(...cancelledSection(a));
   const allUsed = a.issues.length === 0 && (a.cancelled ?? []).length === 0;
   out.push('## Input', '', ...(allUsed ? ['Every planned rep was measured and used.'] : a.issues.length === 0 ? ['Every measured rep was used.'] : a.issues.map((i) => `- ${i}`)), '');
-  out.push(
-    '## Exit codes of `orch report`',
-    '',
-    Object.entries(EXIT_CODES).map(([v, c]) => `${v} ${c}`).join(' · '),
-    '',
-  );
+  out.push(...exitCodesSection());
   return out.join('\n');
 }

@@ -1,7 +1,8 @@
 /**
  * An experiment's records as the analysis takes them (orchestrator/stats/types.ts AnalysisInput):
  * the spec's metric, gates, hygiene and base reference, the committed reps, failures, gates and
- * probes, and the blocks that ended committed (a sequential plan's looks). One place, so the
+ * probes, the blocks that ended committed (a sequential plan's looks) and, for an experiment that
+ * ended cancelled or failed, why (its outcome, never a speed verdict). One place, so the
  * report and the scheduler's sequential look (orchestrator/scheduler/sequential-stop.ts) judge the
  * same input.
  */
@@ -9,6 +10,7 @@ import type { BlockState } from '../../store/experiment-store.ts';
 import type { AnalysisInput, BlockEnd } from '../stats/types.ts';
 import { DEFAULT_ALPHA } from '../stats/defaults.ts';
 import type { CollectedRecords } from './collect-results.ts';
+import { stoppedExperiment } from './stopped-experiment.ts';
 
 export type AnalysisRecords = Pick<CollectedRecords, 'exp' | 'blocks' | 'reps' | 'failed' | 'gates'> & Partial<Pick<CollectedRecords, 'probes'>>;
 
@@ -30,6 +32,7 @@ export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []
     devices: [...devices],
     ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
     ended: endedBlocks(c.blocks),
+    stopped: stoppedExperiment(exp),
     ...(ref === undefined
       ? {}
       : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),

@@ -65,6 +65,12 @@ function unsupportedToggles(input: AnalysisInput): Map<string, UnsupportedToggle
 }
 
 export function analyzeExperiment(input: AnalysisInput): Analysis {
+  const a = analyzeRan(input);
+  // partial data is shown as measured, but it never decides: the outcome is how the run ended
+  return input.stopped ? { ...a, verdict: input.stopped.state, stopped: input.stopped } : a;
+}
+
+function analyzeRan(input: AnalysisInput): Analysis {
   checkOptions(input);
   const { plan, alpha, min_effect, metric } = input;
   const rv = repValues(input);
@@ -191,8 +197,8 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     metric: input.metric,
     alpha: input.alpha,
     min_effect: input.min_effect,
-    // a probe claims no speed: the best it can say is that every self-check held
-    verdict: invalid_reasons.length > 0 ? 'invalid' : 'inconclusive',
+    // a probe claims no speed: its self-checks held, or not
+    verdict: invalid_reasons.length > 0 ? 'fail' : 'pass',
     invalid_reasons,
     gates,
     arms: arms.map((a) => ({ ...a, missing: Math.max(0, a.planned - (input.probes ?? []).filter((r) => r.arm === a.arm).length) })),

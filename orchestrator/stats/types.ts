@@ -103,6 +103,8 @@ export interface AnalysisInput {
   hygiene?: HygienePolicy;
   /** stopping: sequential: the blocks that ended committed, with when (the looks' order) */
   ended?: BlockEnd[];
+  /** set when the experiment ended cancelled or failed: its outcome is that, never a speed verdict */
+  stopped?: StoppedExperiment | null;
 }
 
 /** The build the reference arm ran: its name in the spec and the commit it resolved to. */
@@ -113,6 +115,21 @@ export interface ReferenceBuild {
 
 /** equivalent: only a sequential experiment says it (its repeated CI inside ±min_effect, sequential.ts) */
 export type Verdict = 'faster' | 'slower' | 'equivalent' | 'inconclusive' | 'invalid';
+
+/**
+ * What an experiment came to: a speed verdict when it ran to its end; `pass` or `fail` for a
+ * capture probe (it claims no speed: its self-checks held or not); `cancelled` or `failed` when
+ * it ended early — partial data never carries a speed verdict.
+ */
+export type Outcome = Verdict | 'pass' | 'fail' | 'cancelled' | 'failed';
+
+/** An experiment that ended without running its plan to the end: why, as its record says. */
+export interface StoppedExperiment {
+  state: 'cancelled' | 'failed';
+  reason: string;
+  /** the failure is the user's input (a build that failed, a refused submission): exit 2, as any input error */
+  user_input: boolean;
+}
 
 /** Summary of one sample; every field null when the sample cannot carry it (n < 1 or n < 2). */
 export interface Descriptive {
@@ -269,8 +286,13 @@ export interface Analysis {
   metric: MetricSpec;
   alpha: number;
   min_effect: number;
-  /** The experiment's verdict: invalid if any gate failed, else the primary comparison's. */
-  verdict: Verdict;
+  /**
+   * The experiment's outcome: cancelled or failed when it ended early (`stopped`); a probe's pass
+   * or fail; else invalid if any gate failed, else the primary comparison's verdict.
+   */
+  verdict: Outcome;
+  /** why an experiment that ended early has no verdict (absent or null when it ran to its end) */
+  stopped?: StoppedExperiment | null;
   /** When invalid: why, in the order a reader must see them (gate failures first). */
   invalid_reasons: string[];
   gates: GateSummary[];

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../utils/wait-for.ts';
+import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
 import { FIXTURE_RANK, runOrch, spawnOrch, isAlive as alive } from './orch-cluster.ts';
 
 const noCluster = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn' };
@@ -50,7 +51,7 @@ test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', 
   }
 });
 
-test('embedded: a failed experiment ends with exit 1 and its blocks\' reasons on stderr', async () => {
+test('embedded: a failed experiment ends with the failed outcome\'s exit code and its blocks\' reasons on stderr', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-embedded-'));
   try {
     // rank 0 answers its first request with an error and exits 2 (bad input): unrecoverable
@@ -60,8 +61,11 @@ test('embedded: a failed experiment ends with exit 1 and its blocks\' reasons on
       ORCH_CPU_CARDS: '2',
       FIXTURE_FAIL: '0:1:2',
     });
-    assert.equal(r.code, 1, r.stderr);
+    // the failed outcome's own code (it was 1, a bug's, while the report said "Exit code 5")
+    assert.equal(r.code, EXIT_CODES.failed, r.stderr);
     assert.match(r.stderr, /orch: experiment \S+ ended failed: block 0: .*rank 0 on card /);
+    assert.match(r.stdout, /^# \S+: FAILED$/m, 'the report heads the outcome, not a verdict of the partial data');
+    assert.match(r.stdout, new RegExp(`Exit code ${EXIT_CODES.failed} \\(failed\\)\\.`), r.stdout);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import { waitFor } from '../utils/wait-for.ts';
 import { runOrch, spawnOrch, startCluster, type Cluster } from './orch-cluster.ts';
+import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
@@ -58,6 +59,7 @@ test('bad input at submit', async () => {
   const cancel = await runOrch(['cancel', id], c.env);
   assert.equal(cancel.code, 0, cancel.stderr);
   const end = await waiting.exited;
-  assert.equal(end.code, 1, waiting.out());
-  assert.match(waiting.out(), /INCONCLUSIVE|INVALID|cancel/i);
+  // a cancelled run exits with the cancelled outcome's code (orchestrator/report/outcome-exit-code.ts), headed CANCELLED
+  assert.equal(end.code, EXIT_CODES.cancelled, waiting.out());
+  assert.match(waiting.out(), /^# \S+: CANCELLED$/m);
 });

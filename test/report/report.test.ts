@@ -9,10 +9,10 @@ import { renderCsv } from '../../orchestrator/report/render-csv.ts';
 import { renderJson, REPORT_JSON_VERSION } from '../../orchestrator/report/render-json.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { renderLooChart, renderPlots, renderStripPlot } from '../../orchestrator/report/render-plots.ts';
-import { EXIT_CODES, verdictExitCode } from '../../orchestrator/report/verdict-exit-code.ts';
+import { EXIT_CODES, FAIL_ON_CHOICES, outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { studentQuantile } from '../../orchestrator/stats/distributions.ts';
-import type { Verdict } from '../../orchestrator/stats/types.ts';
+import type { AnalysisInput, Outcome, Verdict } from '../../orchestrator/stats/types.ts';
 import { abWithAa, looExperiment } from '../stats/fixtures.ts';
 
 /** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */
@@ -73,7 +73,7 @@ test('JSON round-trips the analysis with its version and exit code', () => {
   const a = analyzeExperiment(abWithAa(63));
   const doc = JSON.parse(renderJson(a)) as Record<string, unknown>;
   assert.equal(doc.version, REPORT_JSON_VERSION);
-  assert.equal(doc.exit_code, verdictExitCode(a));
+  assert.equal(doc.exit_code, outcomeExitCode(a));
   const { version: _v, exit_code: _e, ...rest } = doc;
   assert.deepEqual(rest, JSON.parse(JSON.stringify(a)));
 });
@@ -107,22 +107,48 @@ function sequential(input: ReturnType<typeof abWithAa>): ReturnType<typeof abWit
   return { ...input, plan: { ...input.plan, sequential: { looks: 2 } }, ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })) };
 }
 
-test('exit codes: distinct per verdict, clear of 1 (bug) and 2 (user input); each verdict reached', () => {
-  const codes = Object.values(EXIT_CODES);
-  assert.equal(new Set(codes).size, 5);
-  assert.ok(!codes.includes(1) && !codes.includes(2));
-  const seen = new Map<Verdict, number>();
-  const cases: [Verdict, ReturnType<typeof abWithAa>][] = [
+test('exit codes: one per outcome, clear of 1 (bug) and 2 (user input); each outcome reached; partial data never decides', () => {
+  const failing = Object.entries(EXIT_CODES).filter(([, c]) => c !== 0);
+  assert.equal(new Set(failing.map(([, c]) => c)).size, failing.length, 'every outcome that fails has its own code');
+  assert.ok(failing.every(([, c]) => c !== 1 && c !== 2));
+  const seen = new Map<Outcome, number>();
+  const every = new Set(FAIL_ON_CHOICES);
+  const stopped = (state: 'cancelled' | 'failed') => ({ state, reason: `${state} for the test`, user_input: false });
+  const cases: [Outcome, AnalysisInput][] = [
     ['faster', abWithAa(65)],
     ['slower', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] })],
     ['inconclusive', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] })],
     ['invalid', abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] })],
     ['equivalent', sequential(abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] }))],
+    // the data of a planted +4 % regression, cut short: no speed verdict, never 4
+    ['cancelled', { ...abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }), stopped: stopped('cancelled') }],
+    ['failed', { ...abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }), stopped: stopped('failed') }],
   ];
   for (const [want, input] of cases) {
     const a = analyzeExperiment(input);
     assert.equal(a.verdict, want);
-    seen.set(want, verdictExitCode(a));
+    seen.set(want, outcomeExitCode(a, every));
+    if (want === 'cancelled' || want === 'failed') {
+      assert.equal(a.primary?.verdict, 'slower', 'the partial data is still shown as measured');
+      const md = renderMarkdown(a);
+      assert.match(md, new RegExp(`^# \\S+: ${want.toUpperCase()}$`, 'm'), md);
+      assert.match(md, new RegExp(`no verdict: the plan did not run to its end.*${want} for the test`), md);
+      assert.equal(outcomeExitCode(a, new Set()), EXIT_CODES[want], '--fail-on cannot let a run that ended early pass');
+    }
   }
-  assert.deepEqual(Object.fromEntries(seen), EXIT_CODES);
+  assert.deepEqual(Object.fromEntries(seen), Object.fromEntries(Object.entries(EXIT_CODES).filter(([o]) => o !== 'pass' && o !== 'fail')));
+  // a failure on the user's input (a build that failed) exits 2, as any input error
+  assert.equal(outcomeExitCode(analyzeExperiment({ ...abWithAa(65), stopped: { ...stopped('failed'), user_input: true } })), 2);
+});
+
+test('--fail-on: an outcome it leaves out exits 0; the default fails slower and invalid, passes inconclusive and equivalent', () => {
+  const flat = abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] });
+  const slower = analyzeExperiment(abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }));
+  const inconclusive = analyzeExperiment(flat);
+  const equivalent = analyzeExperiment(sequential(flat));
+  const invalid = analyzeExperiment(abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] }));
+  assert.deepEqual([slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a)), [EXIT_CODES.slower, 0, 0, EXIT_CODES.invalid]);
+  assert.deepEqual([slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a, new Set(['inconclusive']))), [0, EXIT_CODES.inconclusive, 0, 0]);
+  assert.equal(outcomeExitCode(equivalent, new Set(['equivalent'])), EXIT_CODES.equivalent);
+  assert.match(renderMarkdown(inconclusive), /Exit code 0 \(inconclusive\) with the default --fail-on slower,invalid,fail; 3 with --fail-on inconclusive\./);
 });

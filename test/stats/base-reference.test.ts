@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
-import { verdictExitCode } from '../../orchestrator/report/verdict-exit-code.ts';
+import { outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { withinTolerance } from '../../orchestrator/stats/equivalence.ts';
 import { pct, signedPct } from '../../orchestrator/stats/format-number.ts';
@@ -50,7 +50,7 @@ describe('base-reference gate: base vs the same arm from the reference build, pa
     assert.deepEqual(a.comparisons.map((c) => `${c.arm} vs ${c.reference}`), ['B vs A']);
     assert.equal(a.primary!.arm, 'B');
     assert.equal(a.verdict, 'faster');
-    assert.equal(verdictExitCode(a), 0);
+    assert.equal(outcomeExitCode(a), 0);
     assert.ok(a.arms.some((s) => s.arm === 'A_ref' && s.n === 12), 'its reps are still summarized');
   });
 
@@ -63,7 +63,7 @@ describe('base-reference gate: base vs the same arm from the reference build, pa
     const gate = gateOf(a);
     assert.equal(gate.pass, false);
     assert.equal(a.verdict, 'invalid');
-    assert.equal(verdictExitCode(a), 5);
+    assert.equal(outcomeExitCode(a), 5);
     const first = a.invalid_reasons[0]!;
     assert.equal(first, gate.message);
     assert.ok(

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
-import { verdictExitCode } from '../../orchestrator/report/verdict-exit-code.ts';
+import { outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { pct, signedPct } from '../../orchestrator/stats/format-number.ts';
 import { NO_DISCRIMINATING_POWER } from '../../orchestrator/stats/gates.ts';
@@ -20,7 +20,7 @@ test('A/A gate passes when the copy is identical, and the A/B verdict stands', (
   assert.equal(gate.pass, true);
   assert.equal(a.aa!.verdict, 'inconclusive');
   assert.equal(a.verdict, 'faster');
-  assert.equal(verdictExitCode(a), 0);
+  assert.equal(outcomeExitCode(a), 0);
 });
 
 test('A/A gate: a copy that differs from its twin makes every verdict invalid, reason and numbers first', () => {
@@ -29,7 +29,7 @@ test('A/A gate: a copy that differs from its twin makes every verdict invalid, r
   const a = analyzeExperiment(input);
   assert.equal(a.aa!.verdict, 'slower');
   assert.equal(a.verdict, 'invalid');
-  assert.equal(verdictExitCode(a), 5);
+  assert.equal(outcomeExitCode(a), 5);
   const first = a.invalid_reasons[0]!;
   assert.ok(first.startsWith(`${NO_DISCRIMINATING_POWER}: `), first);
   assert.ok(first.includes(signedPct(a.aa!.relative.estimate)), first);
