@@ -14,6 +14,12 @@ export const THROTTLE_REASONS = ['sw_power_cap', 'hw_slowdown', 'sw_thermal_slow
 export const HYGIENE_POLICIES = ['warn', 'flag', 'discard'] as const;
 export type HygienePolicy = (typeof HYGIENE_POLICIES)[number];
 
+/** Pairs a block may run again under hygiene: discard: the spec's hygiene_reruns, else half its reps rounded up. */
+export function rerunBudget(spec: { hygiene?: HygienePolicy | undefined; hygiene_reruns?: number | undefined; reps: number }): number {
+  if (spec.hygiene !== 'discard') return 0;
+  return spec.hygiene_reruns ?? Math.ceil(spec.reps / 2);
+}
+
 export interface RepDeviceReadings {
   clocks?: { start: ClockReading; end: ClockReading } | undefined;
   xid_events?: number | undefined;
