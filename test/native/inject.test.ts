@@ -11,30 +11,21 @@
  * Counting itself needs a GPU and the driver: it is not run here.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { parseOrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { buildInjectLibrary, CUDA, NATIVE, NO_CUPTI, sh } from '../utils/inject-build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const NATIVE = join(ROOT, 'native');
 const INJECT_INCLUDE = join(NATIVE, 'inject');
 const RANKLIB = join(ROOT, 'ranklib', 'cpp');
 const HOST_RANK = join(ROOT, 'test', 'fixtures', 'ranks', 'host-rank.cpp');
-const CUDA = process.env.CUDA_HOME ?? '/usr/local/cuda';
 const NVCC = join(CUDA, 'bin', 'nvcc');
 const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
-const hasCupti = ['include/cupti.h', 'extras/CUPTI/include/cupti.h'].some((p) => existsSync(join(CUDA, p)));
 const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status'];
-
-function sh(cmd: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', input: opts.input, env: opts.env ?? process.env, timeout: 300_000 });
-  assert.equal(r.status, 0, `${cmd} ${args.join(' ')} failed: ${r.error?.message ?? ''}${r.stdout}${r.stderr}`);
-  return r.stdout;
-}
 
 /** The rep answer of a rank given one small rep request (stdin then closed), as the worker's schema reads it. */
 function repOf(bin: string, env: NodeJS.ProcessEnv): OrchRankRep {
@@ -121,15 +112,13 @@ int main() {
 }
 `;
 
-describe('liborch_inject.so without a GPU', { skip: hasCupti ? false : `no cupti.h under ${CUDA}: the library is not built here` }, () => {
+describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
   let dir = '';
   let lib = '';
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'orch-inject-'));
-    sh('cmake', ['-S', NATIVE, '-B', join(dir, 'build'), '-DCMAKE_BUILD_TYPE=Release', '-DGRAPHRT_CUDA=OFF', '-DORCH_INJECT=ON']);
-    sh('cmake', ['--build', join(dir, 'build'), '--target', 'orch_inject']);
-    lib = join(dir, 'build', 'liborch_inject.so');
+    lib = buildInjectLibrary(dir);
   });
 
   after(() => rmSync(dir, { recursive: true, force: true }));
