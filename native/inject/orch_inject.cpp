@@ -7,6 +7,7 @@
 // already, so its few entry points are looked up there. NVML is loaded with dlopen as graphrt
 // does (native/src/cuda/nvml_clocks.cpp).
 #include "orch_inject.h"
+#include "orch_trace.hpp"
 
 #include <cuda.h>
 #include <cupti.h>  // and generated_cuda_meta.h: the cu*_params structs of a callback
@@ -25,7 +26,7 @@
 namespace {
 
 // What a driver callback id counts as. A launch's kind says where its stream is in its params.
-enum class Kind : unsigned char { None, Launch, LaunchEx, LaunchCooperative, Graph, Memcpy, Memset, Sync };
+enum class Kind : unsigned char { None, Launch, LaunchEx, LaunchCooperative, Graph, Memcpy, Memset, Sync, Instantiate };
 
 struct Entry {
   Kind kind = Kind::None;
@@ -45,6 +46,7 @@ Entry classify(const std::string& name) {
   if (base == "cuCtxSynchronize" || base == "cuCtxSynchronize_v2" || base == "cuStreamSynchronize" ||
       base == "cuEventSynchronize")
     return {Kind::Sync, ptsz};
+  if (orch_inject::is_instantiate(name)) return {Kind::Instantiate, ptsz};
   if (starts_with(name, "cuMemcpy")) return {Kind::Memcpy, ptsz};
   if (starts_with(name, "cuMemset")) return {Kind::Memset, ptsz};
   return {};
@@ -87,8 +89,9 @@ CUstream launch_stream(const Entry& e, const void* params) {
 void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= g_table.size()) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_ENTER) return;  // counted once per call, failed calls too
   const Entry e = g_table[cbid];
+  if (e.kind == Kind::Instantiate) return orch_inject::on_instantiate(cb);  // timed: enter and exit
+  if (cb->callbackSite != CUPTI_API_ENTER) return;  // counted once per call, failed calls too
   switch (e.kind) {
     case Kind::Launch:
     case Kind::LaunchEx:
@@ -104,6 +107,7 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
     case Kind::Memcpy: g_memcpy.fetch_add(1, std::memory_order_relaxed); break;
     case Kind::Memset: g_memset.fetch_add(1, std::memory_order_relaxed); break;
     case Kind::Sync: g_syncs.fetch_add(1, std::memory_order_relaxed); break;
+    case Kind::Instantiate:
     case Kind::None: break;
   }
 }
@@ -112,6 +116,7 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
 // others' callbacks never enabled. For measuring what each kind of callback costs (bench/h200/
 // user-rank/isolate.sh); unset, everything is counted. A kind not counted reads 0.
 bool counted(Kind k) {
+  if (k == Kind::Instantiate) return orch_inject::trace_wanted();  // timed in trace mode only
   const char* only = std::getenv("ORCH_INJECT_ONLY");
   if (only == nullptr) return true;
   const bool launch = k == Kind::Launch || k == Kind::LaunchEx || k == Kind::LaunchCooperative;
@@ -153,6 +158,13 @@ void start() {
       (void)cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name);
       (void)cuptiUnsubscribe(subscriber);
       return fail(std::string("CUPTI enable callback failed for ") + (name != nullptr ? name : "?") + ": " + cupti_error(r));
+    }
+  }
+  if (orch_inject::trace_wanted()) {
+    const std::string why = orch_inject::trace_start();
+    if (!why.empty()) {
+      (void)cuptiUnsubscribe(subscriber);
+      return fail("ORCH_INJECT_TRACE=1: " + why);
     }
   }
   g_state.store(1, std::memory_order_release);

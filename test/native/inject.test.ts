@@ -25,7 +25,7 @@ const RANKLIB = join(ROOT, 'ranklib', 'cpp');
 const HOST_RANK = join(ROOT, 'test', 'fixtures', 'ranks', 'host-rank.cpp');
 const NVCC = join(CUDA, 'bin', 'nvcc');
 const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
-const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status'];
+const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
 
 /** The rep answer of a rank given one small rep request (stdin then closed), as the worker's schema reads it. */
 function repOf(bin: string, env: NodeJS.ProcessEnv): OrchRankRep {
@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
   SYM(orch_inject_clocks);
   SYM(orch_inject_reason_name);
   SYM(InitializeInjection);
+  SYM(orch_inject_tracing);
+  SYM(orch_inject_timestamp);
+  SYM(orch_inject_kernels);
+  SYM(orch_inject_graphs);
   struct orch_inject_counts c;
   memset(&c, 0xff, sizeof c); /* proves the call filled it */
   int r = p_orch_inject_read(&c);
@@ -65,6 +69,12 @@ int main(int argc, char** argv) {
   printf("init=%d\\n", p_InitializeInjection());
   r = p_orch_inject_read(&c);
   printf("read=%d initialized=%llu\\nstatus=%s\\n", r, (unsigned long long)c.initialized, p_orch_inject_status());
+  struct orch_inject_kernel kernels[4];
+  struct orch_inject_graph graphs[4];
+  unsigned long long dropped = 7; /* untouched when not tracing */
+  const size_t nk = p_orch_inject_kernels(kernels, 4, &dropped);
+  printf("tracing=%d timestamp=%llu kernels=%zu dropped=%llu graphs=%zu\\n", p_orch_inject_tracing(), p_orch_inject_timestamp(), nk, dropped,
+         p_orch_inject_graphs(graphs, 4));
   return 0;
 }
 `;
@@ -129,7 +139,7 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     assert.deepEqual(defined, EXPORTS);
   });
 
-  test('dlopened without CUDA: not counting and saying why, never zeros as counts; no clocks', () => {
+  test('dlopened without CUDA: not counting and saying why, never zeros as counts; no clocks; not tracing', () => {
     const probe = join(dir, 'probe');
     writeFileSync(`${probe}.c`, PROBE_C);
     sh('cc', ['-std=c11', '-Wall', '-Wextra', '-Werror', '-I', INJECT_INCLUDE, `${probe}.c`, '-o', probe, '-ldl']);
@@ -141,6 +151,7 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     assert.equal(out[4], 'init=1');
     assert.equal(out[5], 'read=0 initialized=0', 'InitializeInjection with no driver in the process: still not counting');
     assert.equal(out[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process');
+    assert.equal(out[7], 'tracing=0 timestamp=0 kernels=0 dropped=7 graphs=0', 'trace mode off: no clock, no records, nothing written');
   });
 
   test('orch_rank.h with CUDA on and no GPU: launches says why, for each way of not counting', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
