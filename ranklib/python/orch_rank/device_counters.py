@@ -38,6 +38,7 @@ class _Library:
     """The injection library's four functions, typed."""
 
     def __init__(self, lib: ctypes.CDLL) -> None:
+        self.cdll = lib  # device_trace.py looks up trace mode's functions in it
         self.read = lib.orch_inject_read
         self.read.argtypes, self.read.restype = [ctypes.POINTER(_Counts)], ctypes.c_int
         self.clocks = lib.orch_inject_clocks
@@ -87,7 +88,7 @@ class DeviceCounters:
         self.wanted = wanted
         self._lib: _Library | None = None
 
-    def _find(self) -> tuple[_Library | None, str]:
+    def find(self) -> tuple[_Library | None, str]:
         """The library, or None and why there is none."""
         if self._lib is not None:
             return self._lib, ""
@@ -110,7 +111,7 @@ class DeviceCounters:
 
     def begin(self, steps: int) -> "RepCounts":
         """At the rep's start, before its reset and warm-up: its clocks and the counts so far."""
-        lib, why = self._find()
+        lib, why = self.find()
         if lib is None:
             return RepCounts(None, None, why, steps)
         first = _Counts()
