@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { parseOrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { OrchRankTraceSchema, parseOrchRankLine, type OrchRankRep, type OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
 import { buildInjectLibrary, CUDA, NATIVE, NO_CUPTI, sh } from '../utils/inject-build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -27,14 +27,17 @@ const NVCC = join(CUDA, 'bin', 'nvcc');
 const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
 const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
 
-/** The rep answer of a rank given one small rep request (stdin then closed), as the worker's schema reads it. */
-function repOf(bin: string, env: NodeJS.ProcessEnv): OrchRankRep {
-  const request = { v: 1, id: 'r0', op: 'rep', arm: 'A', toggles: {}, warmup: 1, steps: 3, seed: 1 };
-  const out = sh(bin, [], { input: `${JSON.stringify(request)}\n`, env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env } });
-  const lines = out.trim().split('\n').map(parseOrchRankLine);
-  assert.deepEqual(lines.map((l) => l.type), ['hello', 'rep'], out);
-  return lines[1] as OrchRankRep;
+/** The answers of a rank to one small rep request and one trace request (stdin then closed), as the worker's schemas read them. */
+function answersOf(bin: string, env: NodeJS.ProcessEnv): { rep: OrchRankRep; trace: OrchRankTrace } {
+  const request = (id: string, op: string) => JSON.stringify({ v: 1, id, op, arm: 'A', toggles: {}, warmup: 1, steps: 3, seed: 1 });
+  const out = sh(bin, [], { input: `${request('r0', 'rep')}\n${request('t0', 'trace')}\n`, env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env } });
+  const lines = out.trim().split('\n');
+  const hello = parseOrchRankLine(lines[0] ?? '');
+  assert.equal(hello.type, 'hello', out);
+  return { rep: parseOrchRankLine(lines[1] ?? '') as OrchRankRep, trace: OrchRankTraceSchema.parse(JSON.parse(lines[2] ?? 'null')) };
 }
+
+const repOf = (bin: string, env: NodeJS.ProcessEnv): OrchRankRep => answersOf(bin, env).rep;
 
 // Opens the library as a rank library would, with no CUDA anywhere in the process.
 const PROBE_C = `#include <dlfcn.h>
@@ -166,15 +169,19 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     assert.equal(unset.xid_events, undefined);
     assert.deepEqual(repOf(bin, { CUDA_INJECTION64_PATH: lib }).launches, { source: 'none', reason: `CUDA_INJECTION64_PATH names ${lib}, which is not loaded in this process` });
     // Loaded (as the driver would load it) but never called: the library's own sentence.
-    const loaded = repOf(bin, { CUDA_INJECTION64_PATH: lib, LD_PRELOAD: lib });
-    assert.deepEqual(loaded.launches, { source: 'none', reason: 'never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or CUDA_INJECTION64_PATH not set)' });
+    const loaded = answersOf(bin, { CUDA_INJECTION64_PATH: lib, LD_PRELOAD: lib, ORCH_INJECT_TRACE: '1' });
+    const never = 'never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or CUDA_INJECTION64_PATH not set)';
+    assert.deepEqual(loaded.rep.launches, { source: 'none', reason: never });
+    // a trace request: not tracing, and why (trace mode starts only where the driver calls the library)
+    assert.deepEqual(loaded.trace.trace, { source: 'none', reason: `the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): ${never}` });
   });
 
   test('the host rank (no CUDA in the build): source none, and why', () => {
     const bin = join(dir, 'host-rank');
     sh('g++', ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Werror', '-I', RANKLIB, HOST_RANK, '-o', bin]);
-    const a = repOf(bin, { CUDA_INJECTION64_PATH: lib });
+    const { rep: a, trace } = answersOf(bin, { CUDA_INJECTION64_PATH: lib });
     assert.deepEqual(a.launches, { source: 'none', reason: 'no CUDA in this build' });
+    assert.deepEqual(trace.trace, { source: 'none', reason: 'no CUDA in this build' });
     assert.equal(a.clocks, undefined);
     assert.equal(a.xid_events, undefined);
   });
