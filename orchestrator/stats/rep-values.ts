@@ -84,7 +84,12 @@ export function repValues(input: AnalysisInput): RepValues {
       continue;
     }
     const value = input.metric.statistic === 'mean' ? mean(r.step_ms) : median(r.step_ms);
-    values.push({ block: p.block, arm: p.arm, rep: p.rep, position: p.position, value });
+    const throttled = r.throttled ?? [];
+    values.push({
+      block: p.block, arm: p.arm, rep: p.rep, position: p.position, value,
+      ...(throttled.length > 0 ? { throttled } : {}),
+      ...(runs.length > 0 ? { reruns: runs.length } : {}),
+    });
   }
   if (warned.length > 0) issues.push(`${warned.length} rep(s) ran on a throttled card and were used (hygiene: warn): ${warned.join('; ')}`);
   const counted = hygieneCounts(input.hygiene ?? 'flag', hygiene);

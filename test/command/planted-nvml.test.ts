@@ -103,6 +103,9 @@ ${extra}`);
     assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(xid ×1\)/);
     assert.match(r.report, /hygiene: flag: 2 throttled rep\(s\) flagged, 0 discarded/);
     assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
+    // marked in the rep values the tables are made of (reps.csv, report.json), too
+    const marked = (r.summary.analysis.values as { throttled?: string[] }[]).map((v) => (v.throttled ?? []).join());
+    assert.deepEqual(marked.filter((m) => m !== '').sort(), ['sw_thermal_slowdown', 'xid ×1']);
     // the planted card's clocks, as NVML answered them, reached the report's provenance
     assert.match(r.report, /clocks at start SM 1980 \/ mem 3201 MHz/);
   });
@@ -117,6 +120,7 @@ ${extra}`);
     const r = submit(twoBad, 'hygiene: discard');
     assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
     assert.match(r.report, /hygiene: discard: 0 throttled rep\(s\) flagged, 0 discarded, 4 re-run at their block's end \(2 throttled measurement\(s\) thrown away\)/);
+    assert.equal((r.summary.analysis.values as { reruns?: number }[]).filter((v) => v.reruns === 1).length, 4, 'each re-run rep marked');
   });
 
   test('discard with a budget of one pair, whose re-run is throttled again: that rep is left out', () => {
