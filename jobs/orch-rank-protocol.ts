@@ -71,6 +71,8 @@ export const OrchRankRepSchema = z.strictObject({
   launches: LaunchCountsSchema.optional(),
   clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
+  /** volatile uncorrected ECC errors of the card during the rep (absent where NVML does not count them) */
+  ecc_errors: z.int().min(0).optional(),
   ...span,
   final: z.literal(true),
 });

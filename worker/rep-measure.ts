@@ -66,7 +66,7 @@ export class RepMeasure {
     const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
     // A toggle without effect on any rank was not measured by this rep: the report must say so.
     const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
-    const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined })));
+    const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined, ecc_errors: 'ecc_errors' in l ? l.ecc_errors : undefined })));
     return {
       block: job.block,
       arm: p.arm,

@@ -185,6 +185,7 @@ struct NvmlEventData {  // nvmlEventData_t, as nvmlEventSetWait_v2 fills it
 };
 constexpr unsigned long long kXidCriticalError = 0x8ULL;  // nvmlEventTypeXidCriticalError
 constexpr int kClockSm = 1, kClockMem = 2, kTempGpu = 0;   // NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU
+constexpr int kEccUncorrected = 1, kEccVolatile = 0;       // NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC
 
 // nvmlClocksEventReason* bits by bit index, named as native/src/cuda/nvml_clocks.cpp names them.
 constexpr const char* kReasonNames[] = {
@@ -200,6 +201,7 @@ struct Nvml {
   int (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
   int (*temperature)(NvmlDevice, int, unsigned*) = nullptr;
   int (*power)(NvmlDevice, unsigned*) = nullptr;
+  int (*ecc)(NvmlDevice, int, int, unsigned long long*) = nullptr;
   int (*register_events)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
   int (*wait)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
   NvmlEventSet events = nullptr;
@@ -219,6 +221,7 @@ struct Nvml {
     if (reasons == nullptr) reasons = reinterpret_cast<decltype(reasons)>(sym("nvmlDeviceGetCurrentClocksThrottleReasons"));
     temperature = reinterpret_cast<decltype(temperature)>(sym("nvmlDeviceGetTemperature"));
     power = reinterpret_cast<decltype(power)>(sym("nvmlDeviceGetPowerUsage"));
+    ecc = reinterpret_cast<decltype(ecc)>(sym("nvmlDeviceGetTotalEccErrors"));
     register_events = reinterpret_cast<decltype(register_events)>(sym("nvmlDeviceRegisterEvents"));
     wait = reinterpret_cast<decltype(wait)>(sym("nvmlEventSetWait_v2"));
     auto create_set = reinterpret_cast<int (*)(NvmlEventSet*)>(sym("nvmlEventSetCreate"));
@@ -288,17 +291,35 @@ ORCH_EXPORT const char* orch_inject_status(void) {
   }
 }
 
+namespace {
+
+// NVML's handle of the calling thread's current CUDA device; nullptr without one. Under g_nvml_mutex.
+NvmlDevice current_device(Nvml& n) {
+  CUdevice dev = 0;
+  char bus[32] = {};
+  NvmlDevice handle = nullptr;
+  if (!n.ok || n.ctx_device(&dev) != CUDA_SUCCESS || n.pci_bus_id(bus, sizeof bus, dev) != CUDA_SUCCESS ||
+      n.by_pci(bus, &handle) != 0)
+    return nullptr;
+  return handle;
+}
+
+}  // namespace
+
+ORCH_EXPORT int orch_inject_ecc(unsigned long long* volatile_uncorrected) {
+  *volatile_uncorrected = 0;
+  std::lock_guard<std::mutex> lock(g_nvml_mutex);
+  Nvml& n = nvml();
+  const NvmlDevice handle = current_device(n);
+  return handle != nullptr && n.ecc != nullptr && n.ecc(handle, kEccUncorrected, kEccVolatile, volatile_uncorrected) == 0 ? 1 : 0;
+}
+
 ORCH_EXPORT int orch_inject_clocks(struct orch_inject_clock* out) {
   *out = {};
   std::lock_guard<std::mutex> lock(g_nvml_mutex);
   Nvml& n = nvml();
-  if (!n.ok) return 0;
-  CUdevice dev = 0;
-  char bus[32] = {};
-  NvmlDevice handle = nullptr;
-  if (n.ctx_device(&dev) != CUDA_SUCCESS || n.pci_bus_id(bus, sizeof bus, dev) != CUDA_SUCCESS ||
-      n.by_pci(bus, &handle) != 0)
-    return 0;
+  const NvmlDevice handle = current_device(n);
+  if (handle == nullptr) return 0;
   unsigned long long& xids = n.xid_counter(handle);  // registers first, so this drain sees its events
   n.drain();
   out->ok = 1;

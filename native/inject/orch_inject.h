@@ -52,6 +52,11 @@ struct orch_inject_clock {
 /* Returns ok. */
 int orch_inject_clocks(struct orch_inject_clock* out);
 
+/* Volatile uncorrected ECC errors of the current context's device since its last driver reload
+ * (nvmlDeviceGetTotalEccErrors); 1 when NVML gave the count, 0 otherwise (no NVML, no ECC). A
+ * function of its own so that struct orch_inject_clock, and ABI 1, stay as they are. */
+int orch_inject_ecc(unsigned long long* volatile_uncorrected);
+
 /* The name of clock-event reason bit `bit` (the mask 1 << bit) as graphrt names it ("gpu_idle",
  * "sw_power_cap", ...), or NULL for a bit without a name. */
 const char* orch_inject_reason_name(unsigned bit);

@@ -3,7 +3,7 @@
  * resident Python rank (ranklib/python orch_rank), whose device counters read the clocks from
  * liborch_inject.so (built here with its CMake target), whose NVML code reads a stand-in
  * libnvidia-ml.so.1 answering from a file (test/fixtures/planted-nvml/: a throttle reason at the
- * end of one rep, an XID error during another). Nothing in orch or the libraries is told it is a
+ * end of one rep, an XID and a volatile ECC error during another). Nothing in orch or the libraries is told it is a
  * test: the clocks of a card may not be changed, so the card's answer is what is planted. Each
  * policy: warn uses and counts, flag uses and marks, discard re-runs the pair at the block's end
  * and, with the budget spent, leaves the rep out.
@@ -43,10 +43,10 @@ orch_rank.serve(Counter())
 `;
 
 /** Two readings per rep (its start and its end), in the order the rank serves reps; `at` plants one. */
-function readings(reps: number, at: Record<number, { reasons?: number; xid?: number }>): string {
+function readings(reps: number, at: Record<number, { reasons?: number; xid?: number; ecc?: number }>): string {
   return Array.from({ length: 2 * reps }, (_, i) => {
     const planted = i % 2 === 1 ? at[(i - 1) / 2] : undefined;
-    return `${(planted?.reasons ?? 0).toString(16)} ${planted?.xid ?? 0}`;
+    return `${(planted?.reasons ?? 0).toString(16)} ${planted?.xid ?? 0} ${planted?.ecc ?? 0}`;
   }).join('\n');
 }
 
@@ -94,18 +94,18 @@ gates: { identity: false }
 ${extra}`);
   }
 
-  // reps served 1 (a throttle reason at its end) and 4 (an XID during it), of 6
-  const twoBad = readings(6, { 1: { reasons: SW_THERMAL }, 4: { xid: 1 } });
+  // reps served 1 (a throttle reason at its end) and 4 (an XID and an ECC error during it), of 6
+  const twoBad = readings(6, { 1: { reasons: SW_THERMAL }, 4: { xid: 1, ecc: 1 } });
 
   test('flag (the default): both reps used and marked, the clocks read through the library', () => {
     const r = submit(twoBad, '');
     assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(sw_thermal_slowdown\)/);
-    assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(xid ×1\)/);
+    assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(xid ×1, ecc ×1\)/);
     assert.match(r.report, /hygiene: flag: 2 throttled rep\(s\) flagged, 0 discarded/);
     assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
     // marked in the rep values the tables are made of (reps.csv, report.json), too
     const marked = (r.summary.analysis.values as { throttled?: string[] }[]).map((v) => (v.throttled ?? []).join());
-    assert.deepEqual(marked.filter((m) => m !== '').sort(), ['sw_thermal_slowdown', 'xid ×1']);
+    assert.deepEqual(marked.filter((m) => m !== '').sort(), ['sw_thermal_slowdown', 'xid ×1,ecc ×1']);
     // the planted card's clocks, as NVML answered them, reached the report's provenance
     assert.match(r.report, /clocks at start SM 1980 \/ mem 3201 MHz/);
   });
