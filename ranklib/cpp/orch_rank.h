@@ -652,6 +652,11 @@ struct InjectClock {  // struct orch_inject_clock
   unsigned long long reasons = 0, xid_events = 0;
 };
 
+struct InjectEcc {  // orch_inject_ecc's answer: read beside each clock reading
+  bool ok = false;
+  unsigned long long volatile_uncorrected = 0;
+};
+
 struct InjectKernel {  // struct orch_inject_kernel (trace mode)
   std::uint64_t start_ns = 0, end_ns = 0;
   std::uint32_t graph_id = 0, stream_id = 0;
@@ -705,6 +710,7 @@ class Inject {
     clocks_ = reinterpret_cast<int (*)(InjectClock*)>(::dlsym(lib, "orch_inject_clocks"));
     reason_name_ = reinterpret_cast<const char* (*)(unsigned)>(::dlsym(lib, "orch_inject_reason_name"));
     if (clocks_ == nullptr || reason_name_ == nullptr) clocks_ = nullptr;
+    ecc_ = reinterpret_cast<int (*)(unsigned long long*)>(::dlsym(lib, "orch_inject_ecc"));  // absent before it
     open_trace(lib, path, status);
     if (counting) read_ = read_counts;
     else reason_ = status();
@@ -754,6 +760,12 @@ class Inject {
     if (clocks_ != nullptr) (void)clocks_(&c);
     return c;
   }
+  // The card's volatile uncorrected ECC errors so far; ok false without NVML's count.
+  InjectEcc ecc() const {
+    InjectEcc e;
+    if (ecc_ != nullptr) e.ok = ecc_(&e.volatile_uncorrected) == 1;
+    return e;
+  }
   // {"sm_mhz":...,"reasons":[...]}, graphrt's form of a reading (native/PROTOCOL.md).
   std::string clock_json(const InjectClock& c) const {
     std::string reasons;
@@ -788,6 +800,7 @@ class Inject {
   std::size_t (*graphs_)(InjectGraph*, std::size_t) = nullptr;
   int (*read_)(InjectCounts*) = nullptr;
   int (*clocks_)(InjectClock*) = nullptr;
+  int (*ecc_)(unsigned long long*) = nullptr;
   const char* (*reason_name_)(unsigned) = nullptr;
 };
 
@@ -1069,7 +1082,9 @@ class Server {
     begin(r);
     const InjectCounts counts_start = inject_.counts();
     const InjectClock clock_start = inject_.clock();
+    const InjectEcc ecc_start = inject_.ecc();
     InjectClock clock_end;
+    InjectEcc ecc_end;
     reset();
     // The graph is captured here, before the warm-up, so no timed step pays for a capture.
     if (!graph_toggle_.empty() && r.toggles.on(graph_toggle_)) {
@@ -1085,7 +1100,10 @@ class Server {
     for (long long i = 0; i < r.steps; ++i) {
       step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1), &own[static_cast<std::size_t>(i)]));
       t_end = monotonic_ns();
-      if (i + 1 == r.steps) clock_end = inject_.clock();
+      if (i + 1 == r.steps) {
+        clock_end = inject_.clock();
+        ecc_end = inject_.ecc();
+      }
       hashes_of.push_back(hashes());
     }
     const std::uint64_t captured = since(inject_.counts(), counts_start).captured;
@@ -1094,7 +1112,7 @@ class Server {
     return "{\"v\":1,\"type\":\"rep\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) +
            ",\"mode\":\"" + (replayed ? "graph" : "eager") + "\",\"graph\":" + graph + ",\"warmup_ms\":" + list(warmup_ms) +
            ",\"step_ms\":" + list(step_ms) + ",\"hashes\":" + list(hashes_of) + ",\"counters\":" + counters() +
-           ",\"launches\":" + launches(own, captured) + clocks(clock_start, clock_end) +
+           ",\"launches\":" + launches(own, captured) + clocks(clock_start, clock_end) + ecc_errors(ecc_start, ecc_end) +
            ",\"t_start_ns\":" + std::to_string(t_start) + ",\"t_end_ns\":" + std::to_string(t_end) + ",\"final\":true}";
   }
 
@@ -1160,6 +1178,12 @@ class Server {
                 std::to_string(g.exec_id) + ",\"nodes\":" + std::to_string(g.nodes) + ",\"instantiate_ns\":" + std::to_string(g.instantiate_ns) + "}";
     return "{\"source\":\"cupti\",\"steps\":[" + steps + "],\"kernels\":[" + kernels + "],\"graphs\":[" + graphs +
            "],\"dropped\":" + std::to_string(dropped) + "}";
+  }
+
+  // ,"ecc_errors":N, the rep's volatile uncorrected ECC errors; nothing where NVML did not count them twice.
+  static std::string ecc_errors(const InjectEcc& start, const InjectEcc& end) {
+    if (!start.ok || !end.ok) return {};
+    return ",\"ecc_errors\":" + std::to_string(end.volatile_uncorrected >= start.volatile_uncorrected ? end.volatile_uncorrected - start.volatile_uncorrected : 0);
   }
 
   // The gate's two sides from one reset state each; the worker compares them.
