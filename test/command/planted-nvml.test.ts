@@ -9,18 +9,17 @@
  * and, with the budget spent, leaves the rep out.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { buildInjectLibrary, CUDA, NO_CUPTI, sh } from '../utils/inject-build.ts';
+import { buildIdleRank, buildInjectLibrary, CUDA, CUDART_DIR, NO_CUPTI, sh } from '../utils/inject-build.ts';
 import { parseOrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/planted-nvml/', import.meta.url));
 const RANKLIB = fileURLToPath(new URL('../../ranklib/python/', import.meta.url));
-const RANKLIB_CPP = fileURLToPath(new URL('../../ranklib/cpp/', import.meta.url));
 const PYTHON = process.env.PYTHON ?? 'python3';
 
 // device_counters = True: the cpu backend reads the injection library too (device_counters.py)
@@ -54,21 +53,6 @@ function readings(reps: number, at: Record<number, { reasons?: number; xid?: num
 
 const SW_THERMAL = 1 << 5; // nvmlClocksEventReasonSwThermalSlowdown, bit 5
 
-// orch_rank.h built with CUDA on (it runs without a device here): the header's reading of NVML
-const IDLE_CPP = `#include "orch_rank.h"
-struct Idle : orch_rank::Program {
-  std::string name() const override { return "idle"; }
-  void reset() override { x_ = 0; }
-  void step(const orch_rank::Toggles&) override { ++x_; }
-  std::vector<orch_rank::Output> outputs() override { return {{"x", &x_, sizeof x_, false}}; }
-  int x_ = 0;
-};
-int main() {
-  Idle p;
-  return orch_rank::serve(p);
-}
-`;
-const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
 
 describe('clock hygiene from a planted NVML answer, through liborch_inject.so and orch_rank', { skip: NO_CUPTI }, () => {
   let dir = '';
@@ -150,9 +134,7 @@ ${extra}`);
   });
 
   test('orch_rank.h reads the same planted answer: the end reasons, the XID and the ECC error of its rep', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
-    const bin = join(dir, 'idle');
-    writeFileSync(`${bin}.cpp`, IDLE_CPP);
-    sh('g++', ['-O2', '-std=c++17', '-DORCH_RANK_CUDA', '-I', RANKLIB_CPP, '-I', join(CUDA, 'include'), `${bin}.cpp`, '-o', bin, '-L', CUDART_DIR as string, '-lcudart', `-Wl,-rpath,${CUDART_DIR as string}`, '-ldl']);
+    const bin = buildIdleRank(dir);
     const file = join(dir, 'planted-cpp.txt');
     writeFileSync(file, readings(1, { 0: { reasons: SW_THERMAL, xid: 2, ecc: 1 } }));
     const request = { v: 1, id: 'r0', op: 'rep', arm: 'A', toggles: {}, warmup: 1, steps: 2, seed: 1 };

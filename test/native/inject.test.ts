@@ -17,14 +17,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { OrchRankTraceSchema, parseOrchRankLine, type OrchRankRep, type OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
-import { buildInjectLibrary, CUDA, NATIVE, NO_CUPTI, sh } from '../utils/inject-build.ts';
+import { buildIdleRank, buildInjectLibrary, CUDA, CUDART_DIR, NATIVE, NO_CUPTI, sh } from '../utils/inject-build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INJECT_INCLUDE = join(NATIVE, 'inject');
 const RANKLIB = join(ROOT, 'ranklib', 'cpp');
 const HOST_RANK = join(ROOT, 'test', 'fixtures', 'ranks', 'host-rank.cpp');
 const NVCC = join(CUDA, 'bin', 'nvcc');
-const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
 const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_ecc', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
 
 /** The answers of a rank to one small rep request and one trace request (stdin then closed), as the worker's schemas read them. */
@@ -110,21 +109,6 @@ int main() {
 }
 `;
 
-// orch_rank.h with CUDA on, compiled by a host compiler; a program that needs no device.
-const RANK_CPP = `#include "orch_rank.h"
-struct Idle : orch_rank::Program {
-  std::string name() const override { return "idle"; }
-  void reset() override { x_ = 0; }
-  void step(const orch_rank::Toggles&) override { ++x_; }
-  std::vector<orch_rank::Output> outputs() override { return {{"x", &x_, sizeof x_, false}}; }
-  int x_ = 0;
-};
-int main() {
-  Idle p;
-  return orch_rank::serve(p);
-}
-`;
-
 describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
   let dir = '';
   let lib = '';
@@ -158,11 +142,7 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
   });
 
   test('orch_rank.h with CUDA on and no GPU: launches says why, for each way of not counting', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
-    const src = join(dir, 'idle.cpp');
-    const bin = join(dir, 'idle');
-    writeFileSync(src, RANK_CPP);
-    sh('g++', ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Wpedantic', '-Werror', '-DORCH_RANK_CUDA', '-I', RANKLIB, '-I', join(CUDA, 'include'), src, '-o', bin,
-      '-L', CUDART_DIR as string, '-lcudart', `-Wl,-rpath,${CUDART_DIR as string}`, '-ldl']);
+    const bin = buildIdleRank(dir);
     const unset = repOf(bin, {});
     assert.deepEqual(unset.launches, { source: 'none', reason: 'CUDA_INJECTION64_PATH is not set' });
     assert.equal(unset.clocks, undefined, 'no NVML here: clocks absent');

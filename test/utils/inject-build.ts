@@ -20,6 +20,19 @@ export function sh(cmd: string, args: string[], opts: { input?: string; env?: No
   return r.stdout;
 }
 
+/** The CUDA runtime's library directory, or null where the toolkit has none. */
+export const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
+
+/** test/fixtures/ranks/idle-rank.cpp built with CUDA on (no warnings) into `dir`; the binary's path. Needs CUDART_DIR. */
+export function buildIdleRank(dir: string): string {
+  const bin = join(dir, 'idle-rank');
+  const src = fileURLToPath(new URL('../fixtures/ranks/idle-rank.cpp', import.meta.url));
+  const ranklib = fileURLToPath(new URL('../../ranklib/cpp/', import.meta.url));
+  sh('g++', ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Wpedantic', '-Werror', '-DORCH_RANK_CUDA', '-I', ranklib, '-I', join(CUDA, 'include'), src, '-o', bin,
+    '-L', CUDART_DIR as string, '-lcudart', `-Wl,-rpath,${CUDART_DIR as string}`, '-ldl']);
+  return bin;
+}
+
 /** Configures and builds the orch_inject target under `dir`/build; the library's path. */
 export function buildInjectLibrary(dir: string): string {
   sh('cmake', ['-S', NATIVE, '-B', join(dir, 'build'), '-DCMAKE_BUILD_TYPE=Release', '-DGRAPHRT_CUDA=OFF', '-DORCH_INJECT=ON']);
