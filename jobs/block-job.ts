@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { WorkloadSchema } from './spec.ts';
 import { CARD_PATTERN, HOST_NAME_PATTERN } from './name-patterns.ts';
+import { HYGIENE_POLICIES } from './clock-hygiene.ts';
 
 /** Names that become Redis keys, queue names, job ids and file names. */
 const KeyNameSchema = z.string().regex(HOST_NAME_PATTERN, 'only letters, digits and _ . @ -');
@@ -51,6 +52,8 @@ export const BlockJobSchema = z
     warmup: z.int().min(0),
     steps: z.int().min(1),
     foreign_process: z.enum(['fail', 'wait']),
+    /** spec.hygiene: discard makes the worker run a throttled pair again at the block's end, `reruns` pairs at most */
+    hygiene: z.object({ policy: z.enum(HYGIENE_POLICIES), reruns: z.int().min(0) }).optional(),
     /** spec.min_free_disk_gb: preflight refuses a host with less free disk (worker/preflight/). */
     min_free_disk_gb: z.number().min(0).optional(),
     /** Builds as arms (jobs/build-refs.ts): the repository and each build's commit, built in a worktree per commit. */

@@ -55,6 +55,7 @@ export const CommandRepSchema = z.strictObject({
   launches: LaunchCountsSchema.optional(),
   clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
+  ecc_errors: z.int().min(0).optional(),
   t_start_ns: z.number().min(0).optional(),
   t_end_ns: z.number().min(0).optional(),
   final: z.literal(true),

@@ -50,6 +50,9 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   }
   checkIdentity(spec, problem);
   checkStopping(spec, problem);
+  if (spec.hygiene_reruns !== undefined && spec.hygiene !== 'discard') {
+    problem(['hygiene_reruns'], `hygiene_reruns budgets the re-runs of discarded pairs; hygiene is ${spec.hygiene ?? 'flag (the default)'}, which discards none`, 'remove it, or set hygiene: discard');
+  }
   if (spec.workload.runtime === 'command') {
     checkRunMode(spec.workload, spec.builds !== undefined, problem);
     if (spec.workload.metric_source?.format === 'regex') checkRegex(spec.workload.metric_source, problem);

@@ -71,6 +71,8 @@ export const OrchRankRepSchema = z.strictObject({
   launches: LaunchCountsSchema.optional(),
   clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
+  /** volatile uncorrected ECC errors of the card during the rep (absent where NVML does not count them) */
+  ecc_errors: z.int().min(0).optional(),
   ...span,
   final: z.literal(true),
 });
@@ -91,6 +93,36 @@ export const OrchRankIdentitySchema = z.strictObject({
   final: z.literal(true),
 });
 export type OrchRankIdentity = z.infer<typeof OrchRankIdentitySchema>;
+
+const ns = z.int().min(0);
+
+/**
+ * The answer to a `trace` request (ranklib/PROTOCOL.md "trace"): the steps the rank library
+ * delimited and the kernels orch's injection library traced in trace mode, on one clock (CUPTI's),
+ * and each graph instantiated; or why nothing was traced. Only in a `design: probe` of a command
+ * workload: tracing slows every launch, so its steps are never a measurement.
+ */
+export const OrchRankTraceSchema = z.strictObject({
+  v,
+  type: z.literal('trace'),
+  id: z.string(),
+  arm: z.string(),
+  mode: z.enum(['graph', 'eager']),
+  trace: z.discriminatedUnion('source', [
+    z.strictObject({
+      source: z.literal('cupti'),
+      steps: z.array(z.strictObject({ start_ns: ns, end_ns: ns })).min(1),
+      kernels: z.array(z.strictObject({ start_ns: ns, end_ns: ns, graph_id: ns, stream_id: ns })),
+      graphs: z.array(z.strictObject({ graph_id: ns, exec_id: ns, nodes: ns, instantiate_ns: ns })),
+      /** records CUPTI or the library's store lost: the busy share is a lower bound when > 0 */
+      dropped: ns,
+    }),
+    z.strictObject({ source: z.literal('none'), reason: z.string().min(1).max(1000) }),
+  ]),
+  ...span,
+  final: z.literal(true),
+});
+export type OrchRankTrace = z.infer<typeof OrchRankTraceSchema>;
 
 export const ORCH_RANK_ERROR_CODES = ['BAD_REQUEST', 'UNKNOWN_TOGGLE', 'CAPTURE_FAILED', 'STEP_FAILED', 'INTERNAL'] as const;
 

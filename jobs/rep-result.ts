@@ -35,6 +35,12 @@ export const RepResultSchema = RepIdentitySchema.extend({
   /** jobs/clock-hygiene.ts: why the card was throttled during the rep (any rank); absent or empty when it was not */
   throttled: z.array(z.string()).optional(),
   /**
+   * hygiene: discard: this is a re-run at the block's end (worker/hygiene-reruns.ts); each earlier
+   * measurement of the rep that was thrown away, by why its card was throttled (empty: it was not,
+   * its pair's rep was). Absent: measured once.
+   */
+  discarded_runs: z.array(z.array(z.string())).optional(),
+  /**
    * Each graphrt rank's rep line as it said it (rank order): its span on the rank's clock,
    * warm-up and settle times, per-rank hashes, counters. The fields above are the gang's view
    * (slowest rank per step, rank 0's counters); these keep what each line said, so no reader

@@ -144,6 +144,12 @@ export const SpecSchema = strictObject({
    * that specs written before it keep their hash) or discard (not used, its pair neither).
    */
   hygiene: z.enum(HYGIENE_POLICIES).optional(),
+  /**
+   * hygiene: discard only: how many pairs (every arm's k-th rep of a block) a block runs again at
+   * its end when a rep of theirs was throttled; absent: ceil(reps / 2) (jobs/clock-hygiene.ts
+   * `rerunBudget`), so a throttled card can lengthen a block by half at most.
+   */
+  hygiene_reruns: intIn({ min: 0, max: LIMITS.orch.reps.max }, 'a block re-runs at most as many pairs as it has').optional(),
   /** Preflight refuses a host with less free disk than this. */
   min_free_disk_gb: z.number().min(0).default(1),
 });

@@ -4,6 +4,9 @@
  * every rep; the block fails naming the process, or waits for it to go (spec.foreign_process).
  *
  * - cuda cards: `nvidia-smi --query-compute-apps` rows of the card's UUID whose pid is not a rank.
+ *   In a container the driver names processes by the host's pids, which are not processes of the
+ *   worker's PID namespace: where no row's pid is a process here, the rows are counted instead
+ *   (a gang runs one rank per card), so neither are the ranks foreign nor does a second process hide.
  * - every card (the cpu card's whole definition): a process that is not a rank and holds the
  *   card's host-guard flock or waits for it (lockUsers). Before the ranks start, any holder is
  *   foreign: a `graphrt --card-lock` run by hand, a command rep, a rank of a worker that does not
@@ -44,7 +47,7 @@ export class HostForeignProcessProbe implements ForeignProcessProbe {
     const found = new Map<number, ForeignProcess>();
     for (const p of lockUsers(lockPath)) if (!ours.has(p.pid)) found.set(p.pid, p);
     if (card.backend === 'cuda') {
-      for (const p of await this.computeApps(card.uuid)) if (!ours.has(p.pid) && !found.has(p.pid)) found.set(p.pid, p);
+      for (const p of foreignApps(await this.computeApps(card.uuid), ours)) if (!found.has(p.pid)) found.set(p.pid, p);
     }
     return [...found.values()];
   }
@@ -57,6 +60,21 @@ export class HostForeignProcessProbe implements ForeignProcessProbe {
       .filter((f) => f[0] === uuid && f[1] !== undefined && /^\d+$/.test(f[1]))
       .map((f) => ({ pid: Number(f[1]), name: f[2] ?? '?', via: 'nvidia-smi' as const }));
   }
+}
+
+/**
+ * The compute apps that are not ours. By pid where the pids are this namespace's; else by count:
+ * more rows than ranks on the card (one once the gang's ranks run, none before) means a foreign
+ * one, which cannot be told apart from ours, so all are named with the count.
+ */
+export function foreignApps(rows: readonly ForeignProcess[], ours: ReadonlySet<number>): ForeignProcess[] {
+  const notOurs = rows.filter((p) => !ours.has(p.pid));
+  const otherNamespace = rows.length > 0 && rows.every((p) => !ours.has(p.pid) && !existsSync(`/proc/${p.pid}`));
+  if (!otherNamespace || ours.size === 0) return notOurs;
+  const ranks = 1;
+  if (rows.length <= ranks) return [];
+  const why = `${rows.length} processes on the card for ${ranks} rank; nvidia-smi's pids are of another PID namespace (a container), so compared by count`;
+  return rows.map((p) => ({ ...p, name: `${p.name}; ${why}` }));
 }
 
 /**

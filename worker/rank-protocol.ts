@@ -69,6 +69,8 @@ export interface RankProtocolOptions<L extends ProtocolLine> {
   onStderr?: (line: string) => void;
   /** how many of the last stderr lines the exit record quotes when the rank printed no error line (default 1) */
   stderrLinesInExit?: number;
+  /** false: a user's program, whose exit codes say nothing about a retry (RankExit.codesKnown) */
+  exitCodesKnown?: false;
 }
 
 /** A rank that did not answer a request in time, or a request behind it that it took along. */
@@ -276,6 +278,7 @@ export class RankProtocol<L extends ProtocolLine> {
       signal,
       lastError: this.lastErrorLine ?? stderrLastError(this.stderrTail, this.opts.stderrLinesInExit ?? 1),
       fault: this.fault,
+      ...(this.opts.exitCodesKnown === false ? { codesKnown: false as const } : {}),
     };
     const err = new RankExitError(this.exit);
     this.rejectReady(err);

@@ -63,6 +63,11 @@ export interface RankExit {
   lastError: string | null;
   /** the worker ended the rank because it broke the protocol (a malformed, overlong or mismatched line): why */
   fault: string | null;
+  /**
+   * false: the program's exit codes mean nothing to orch (a user's program: its code 3 is not
+   * graphrt's), so an exit is retried as any death is; absent: graphrt's (native/PROTOCOL.md)
+   */
+  codesKnown?: false;
 }
 
 export interface RankHandle {
@@ -100,7 +105,7 @@ export class RankExitError extends OrchError {
 
   constructor(exit: RankExit, context = '') {
     // a rank ended for breaking the protocol would break it again: never retried
-    const deterministic = exit.fault !== null || (exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
+    const deterministic = exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
     super(exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED', `${describeRankExit(exit)}${context}`);
     this.exit = exit;
     this.deterministic = deterministic;

@@ -27,8 +27,8 @@ export class RepMeasure {
   ) {}
 
   /** The planned rep `p`, measured as its workload measures (a probe workload: a probe). */
-  measure(p: RepRef): Promise<Measured> {
-    return this.probing ? this.probe(p) : this.rep(p).then((rep) => ({ rep, record: null }));
+  measure(p: RepRef, round = 0): Promise<Measured> {
+    return this.probing ? this.probe(p) : this.rep(p, round).then((rep) => ({ rep, record: null }));
   }
 
   /** design probe: each planned rep is one `probe` request (five probe lines per rank) */
@@ -57,16 +57,16 @@ export class RepMeasure {
   }
 
   /** One rep on every rank; the gang's step time is the slowest rank's, per step. */
-  private async rep(p: RepRef): Promise<CommitRep> {
+  private async rep(p: RepRef, round: number): Promise<CommitRep> {
     const { job, host } = this.gang;
-    const lines = await this.ranks.all({ id: opId(job, 'rep', p.position), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
+    const lines = await this.ranks.all({ id: repOpId(job, p.position, round), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
     const first = lines[0]!;
     const perRank = lines.map((l) => l.step_ms);
     const steps = Math.min(...perRank.map((s) => s.length));
     const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
     // A toggle without effect on any rank was not measured by this rep: the report must say so.
     const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
-    const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined })));
+    const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined, ecc_errors: 'ecc_errors' in l ? l.ecc_errors : undefined })));
     return {
       block: job.block,
       arm: p.arm,
@@ -82,6 +82,11 @@ export class RepMeasure {
       },
     };
   }
+}
+
+/** A rep request's id: re-run `round` of a rep (hygiene: discard) has its own, so no answer is taken for another's. */
+export function repOpId(job: Parameters<typeof opId>[0], position: number, round: number): string {
+  return round === 0 ? opId(job, 'rep', position) : `${opId(job, 'rep', position)}-rerun${round}`;
 }
 
 /** The gang's rep lines when every rank is graphrt (a gang never mixes runtimes). */

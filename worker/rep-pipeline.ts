@@ -13,6 +13,9 @@
  * that ran while a look found a foreign process is not kept: `fail` fails the block, `wait` waits
  * for it to go and runs the rep again.
  *
+ * hygiene: discard: a pair with a throttled rep runs again at the block's end, within the block
+ * job's budget (worker/hygiene-reruns.ts), through the same loop.
+ *
  * A spread gang's hosts must run the same reps (their collectives meet): no early stop. A rep
  * already sent is in flight: it runs to its end and is kept — except on cancel, which kills the
  * ranks mid-rep (a half rep is not measured) and keeps neither it nor the one behind it.
@@ -24,8 +27,9 @@ import type { ForeignGuard } from './foreign-guard.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
 import type { GangRanks } from './gang-ranks.ts';
-import { armOf, opId, type RankOp } from './rank-runner.ts';
-import type { Measured, RepMeasure } from './rep-measure.ts';
+import { armOf, type RankOp } from './rank-runner.ts';
+import { repOpId, type Measured, type RepMeasure } from './rep-measure.ts';
+import { rerunThrottled } from './hygiene-reruns.ts';
 
 export interface MeasuredReps {
   reps: CommitRep[];
@@ -50,6 +54,16 @@ export class RepPipeline {
   ) {}
 
   async run(planned: RepRef[]): Promise<MeasuredReps> {
+    const out = await this.measureList(planned, 0);
+    const hygiene = this.gang.job.hygiene;
+    // a spread gang's hosts would each re-run what their own cards saw: their collectives would not meet
+    if (out.stoppedAt !== null || this.opts.spread || hygiene?.policy !== 'discard' || hygiene.reruns === 0) return out;
+    const again = (list: RepRef[], round: number) => this.measureList(list, round).then((m) => (m.stoppedAt === null ? m.reps : null));
+    return { ...out, reps: await rerunThrottled(out.reps, planned, hygiene.reruns, again) };
+  }
+
+  /** `list` measured in order (re-run `round` of it, 0 the planned run); stoppedAt says where it stopped. */
+  private async measureList(planned: RepRef[], round: number): Promise<MeasuredReps> {
     const out: MeasuredReps = { reps: [], probes: [], stoppedAt: null };
     let look: Promise<string[]> | null = null;
     // `inFlight` is planned[i], sent; `behind` is planned[i + 1]
@@ -63,10 +77,10 @@ export class RepPipeline {
           out.stoppedAt = p.position;
           break;
         }
-        inFlight = this.send(p);
+        inFlight = this.send(p, round);
       }
       const next = planned[i + 1];
-      if (behind === null && next !== undefined && !this.measure.probing && !this.mayStop() && this.queues(p, next)) behind = this.send(next);
+      if (behind === null && next !== undefined && !this.measure.probing && !this.mayStop() && this.queues(p, next, round)) behind = this.send(next, round);
       const measured = await Promise.race([inFlight.measuring, this.fate.cancelled]);
       if (measured === null) {
         // cancelled mid-rep: its ranks die, the rep is not kept (nor the one behind it), nor the look at the rep before
@@ -97,8 +111,8 @@ export class RepPipeline {
     return out;
   }
 
-  private send(p: RepRef): Sent {
-    const measuring = this.measure.measure(p);
+  private send(p: RepRef, round: number): Sent {
+    const measuring = this.measure.measure(p, round);
     // a rep sent behind one that fails is never awaited: the block fails with the first
     measuring.catch(() => {});
     return { p, measuring };
@@ -109,9 +123,9 @@ export class RepPipeline {
   }
 
   /** Whether the rep `next` may be sent to every rank while `current` is answered. */
-  private queues(current: RepRef, next: RepRef): boolean {
+  private queues(current: RepRef, next: RepRef, round: number): boolean {
     const job = this.gang.job;
-    const op = (q: RepRef): RankOp => ({ id: opId(job, 'rep', q.position), op: 'rep', arm: armOf(job, q.arm) });
+    const op = (q: RepRef): RankOp => ({ id: repOpId(job, q.position, round), op: 'rep', arm: armOf(job, q.arm) });
     return this.ranks.queues(op(current), op(next));
   }
 }

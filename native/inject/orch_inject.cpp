@@ -7,6 +7,7 @@
 // already, so its few entry points are looked up there. NVML is loaded with dlopen as graphrt
 // does (native/src/cuda/nvml_clocks.cpp).
 #include "orch_inject.h"
+#include "orch_trace.hpp"
 
 #include <cuda.h>
 #include <cupti.h>  // and generated_cuda_meta.h: the cu*_params structs of a callback
@@ -25,7 +26,7 @@
 namespace {
 
 // What a driver callback id counts as. A launch's kind says where its stream is in its params.
-enum class Kind : unsigned char { None, Launch, LaunchEx, LaunchCooperative, Graph, Memcpy, Memset, Sync };
+enum class Kind : unsigned char { None, Launch, LaunchEx, LaunchCooperative, Graph, Memcpy, Memset, Sync, Instantiate };
 
 struct Entry {
   Kind kind = Kind::None;
@@ -45,6 +46,7 @@ Entry classify(const std::string& name) {
   if (base == "cuCtxSynchronize" || base == "cuCtxSynchronize_v2" || base == "cuStreamSynchronize" ||
       base == "cuEventSynchronize")
     return {Kind::Sync, ptsz};
+  if (orch_inject::is_instantiate(name)) return {Kind::Instantiate, ptsz};
   if (starts_with(name, "cuMemcpy")) return {Kind::Memcpy, ptsz};
   if (starts_with(name, "cuMemset")) return {Kind::Memset, ptsz};
   return {};
@@ -87,8 +89,9 @@ CUstream launch_stream(const Entry& e, const void* params) {
 void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= g_table.size()) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_ENTER) return;  // counted once per call, failed calls too
   const Entry e = g_table[cbid];
+  if (e.kind == Kind::Instantiate) return orch_inject::on_instantiate(cb);  // timed: enter and exit
+  if (cb->callbackSite != CUPTI_API_ENTER) return;  // counted once per call, failed calls too
   switch (e.kind) {
     case Kind::Launch:
     case Kind::LaunchEx:
@@ -104,6 +107,7 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
     case Kind::Memcpy: g_memcpy.fetch_add(1, std::memory_order_relaxed); break;
     case Kind::Memset: g_memset.fetch_add(1, std::memory_order_relaxed); break;
     case Kind::Sync: g_syncs.fetch_add(1, std::memory_order_relaxed); break;
+    case Kind::Instantiate:
     case Kind::None: break;
   }
 }
@@ -112,6 +116,7 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
 // others' callbacks never enabled. For measuring what each kind of callback costs (bench/h200/
 // user-rank/isolate.sh); unset, everything is counted. A kind not counted reads 0.
 bool counted(Kind k) {
+  if (k == Kind::Instantiate) return orch_inject::trace_wanted();  // timed in trace mode only
   const char* only = std::getenv("ORCH_INJECT_ONLY");
   if (only == nullptr) return true;
   const bool launch = k == Kind::Launch || k == Kind::LaunchEx || k == Kind::LaunchCooperative;
@@ -155,6 +160,13 @@ void start() {
       return fail(std::string("CUPTI enable callback failed for ") + (name != nullptr ? name : "?") + ": " + cupti_error(r));
     }
   }
+  if (orch_inject::trace_wanted()) {
+    const std::string why = orch_inject::trace_start();
+    if (!why.empty()) {
+      (void)cuptiUnsubscribe(subscriber);
+      return fail("ORCH_INJECT_TRACE=1: " + why);
+    }
+  }
   g_state.store(1, std::memory_order_release);
 }
 
@@ -173,6 +185,7 @@ struct NvmlEventData {  // nvmlEventData_t, as nvmlEventSetWait_v2 fills it
 };
 constexpr unsigned long long kXidCriticalError = 0x8ULL;  // nvmlEventTypeXidCriticalError
 constexpr int kClockSm = 1, kClockMem = 2, kTempGpu = 0;   // NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU
+constexpr int kEccUncorrected = 1, kEccVolatile = 0;       // NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC
 
 // nvmlClocksEventReason* bits by bit index, named as native/src/cuda/nvml_clocks.cpp names them.
 constexpr const char* kReasonNames[] = {
@@ -188,6 +201,7 @@ struct Nvml {
   int (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
   int (*temperature)(NvmlDevice, int, unsigned*) = nullptr;
   int (*power)(NvmlDevice, unsigned*) = nullptr;
+  int (*ecc)(NvmlDevice, int, int, unsigned long long*) = nullptr;
   int (*register_events)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
   int (*wait)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
   NvmlEventSet events = nullptr;
@@ -207,6 +221,7 @@ struct Nvml {
     if (reasons == nullptr) reasons = reinterpret_cast<decltype(reasons)>(sym("nvmlDeviceGetCurrentClocksThrottleReasons"));
     temperature = reinterpret_cast<decltype(temperature)>(sym("nvmlDeviceGetTemperature"));
     power = reinterpret_cast<decltype(power)>(sym("nvmlDeviceGetPowerUsage"));
+    ecc = reinterpret_cast<decltype(ecc)>(sym("nvmlDeviceGetTotalEccErrors"));
     register_events = reinterpret_cast<decltype(register_events)>(sym("nvmlDeviceRegisterEvents"));
     wait = reinterpret_cast<decltype(wait)>(sym("nvmlEventSetWait_v2"));
     auto create_set = reinterpret_cast<int (*)(NvmlEventSet*)>(sym("nvmlEventSetCreate"));
@@ -276,17 +291,35 @@ ORCH_EXPORT const char* orch_inject_status(void) {
   }
 }
 
+namespace {
+
+// NVML's handle of the calling thread's current CUDA device; nullptr without one. Under g_nvml_mutex.
+NvmlDevice current_device(Nvml& n) {
+  CUdevice dev = 0;
+  char bus[32] = {};
+  NvmlDevice handle = nullptr;
+  if (!n.ok || n.ctx_device(&dev) != CUDA_SUCCESS || n.pci_bus_id(bus, sizeof bus, dev) != CUDA_SUCCESS ||
+      n.by_pci(bus, &handle) != 0)
+    return nullptr;
+  return handle;
+}
+
+}  // namespace
+
+ORCH_EXPORT int orch_inject_ecc(unsigned long long* volatile_uncorrected) {
+  *volatile_uncorrected = 0;
+  std::lock_guard<std::mutex> lock(g_nvml_mutex);
+  Nvml& n = nvml();
+  const NvmlDevice handle = current_device(n);
+  return handle != nullptr && n.ecc != nullptr && n.ecc(handle, kEccUncorrected, kEccVolatile, volatile_uncorrected) == 0 ? 1 : 0;
+}
+
 ORCH_EXPORT int orch_inject_clocks(struct orch_inject_clock* out) {
   *out = {};
   std::lock_guard<std::mutex> lock(g_nvml_mutex);
   Nvml& n = nvml();
-  if (!n.ok) return 0;
-  CUdevice dev = 0;
-  char bus[32] = {};
-  NvmlDevice handle = nullptr;
-  if (n.ctx_device(&dev) != CUDA_SUCCESS || n.pci_bus_id(bus, sizeof bus, dev) != CUDA_SUCCESS ||
-      n.by_pci(bus, &handle) != 0)
-    return 0;
+  const NvmlDevice handle = current_device(n);
+  if (handle == nullptr) return 0;
   unsigned long long& xids = n.xid_counter(handle);  // registers first, so this drain sees its events
   n.drain();
   out->ok = 1;

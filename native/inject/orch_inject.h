@@ -7,6 +7,7 @@
 #ifndef ORCH_INJECT_H
 #define ORCH_INJECT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -51,9 +52,46 @@ struct orch_inject_clock {
 /* Returns ok. */
 int orch_inject_clocks(struct orch_inject_clock* out);
 
+/* Volatile uncorrected ECC errors of the current context's device since its last driver reload
+ * (nvmlDeviceGetTotalEccErrors); 1 when NVML gave the count, 0 otherwise (no NVML, no ECC). A
+ * function of its own so that struct orch_inject_clock, and ABI 1, stay as they are. */
+int orch_inject_ecc(unsigned long long* volatile_uncorrected);
+
 /* The name of clock-event reason bit `bit` (the mask 1 << bit) as graphrt names it ("gpu_idle",
  * "sw_power_cap", ...), or NULL for a bit without a name. */
 const char* orch_inject_reason_name(unsigned bit);
+
+/* Trace mode, for a `design: probe` of a command workload only (never a timed rep: kernel activity
+ * tracing costs +1.35-2.2 us per eager launch, +0.19-0.40 us per graph node on the H200). On when
+ * ORCH_INJECT_TRACE=1 is in the environment the driver loads the library in: CUPTI's kernel
+ * activity records and each graph instantiation are kept until taken. Times are CUPTI's clock
+ * (ns), the one orch_inject_timestamp reads, so a rank library's step markers delimit them. */
+struct orch_inject_kernel {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t graph_id; /* CUPTI's id of the graph that launched it; 0 for a launch of its own */
+  uint32_t stream_id;
+};
+
+struct orch_inject_graph {
+  uint32_t graph_id; /* cuptiGetGraphId of the graph instantiated */
+  uint32_t exec_id;  /* cuptiGetGraphExecId of the executable made (0 when it failed) */
+  uint64_t nodes;    /* cuGraphGetNodes' count */
+  uint64_t instantiate_ns; /* host time of the cuGraphInstantiate* call */
+};
+
+/* 1 when kernel activity is being traced. */
+int orch_inject_tracing(void);
+
+/* CUPTI's timestamp now, the kernels' clock: a step's start or end; 0 when not tracing. */
+unsigned long long orch_inject_timestamp(void);
+
+/* Flushes CUPTI's buffers, then moves up to `cap` kernel records (oldest first) into `out`;
+ * returns how many. *dropped (if not NULL): records lost so far (CUPTI's, or a full store). */
+size_t orch_inject_kernels(struct orch_inject_kernel* out, size_t cap, unsigned long long* dropped);
+
+/* Moves up to `cap` instantiations (oldest first) into `out`; returns how many. */
+size_t orch_inject_graphs(struct orch_inject_graph* out, size_t cap);
 
 /* Called by the CUDA driver at cuInit, once per process however often it is called; returns 1 as
  * CUPTI's injection samples do. Subscribing fails where another CUPTI subscriber is there first. */

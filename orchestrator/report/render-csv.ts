@@ -29,8 +29,8 @@ export function renderCsv(a: Analysis): CsvTables {
   const comps = allComparisons(a);
   return {
     reps: toCsv(
-      ['experiment', 'block', 'arm', 'rep', 'position', 'value'],
-      a.values.map((v) => [a.experiment, v.block, v.arm, v.rep, v.position, v.value]),
+      ['experiment', 'block', 'arm', 'rep', 'position', 'value', 'throttled', 'reruns'],
+      a.values.map((v) => [a.experiment, v.block, v.arm, v.rep, v.position, v.value, (v.throttled ?? []).join('; '), v.reruns ?? 0]),
     ),
     arms: toCsv(
       ['arm', 'aa_of', 'n', 'planned', 'missing', 'mean', 'median', 'sd', 'sem', 'ci_low', 'ci_high', 'min', 'max', 'cv', 'not_measured'],

@@ -53,6 +53,7 @@ export function repValues(input: AnalysisInput): RepValues {
   }
   const failed = new Map(input.failed.map((f) => [repKey(f), f]));
   const warned: string[] = [];
+  const hygiene = { flagged: 0, discarded: 0, rerun: 0, thrownAway: 0 };
   const values: RepValue[] = [];
   const missing = new Map<string, number>();
   const miss = (arm: string) => missing.set(arm, (missing.get(arm) ?? 0) + 1);
@@ -73,15 +74,35 @@ export function repValues(input: AnalysisInput): RepValues {
       issues.push(`rep ${key} not used: ${bad}`);
       continue;
     }
-    if (!usable(r, key, input.hygiene ?? 'flag', issues, warned)) {
+    const runs = r.discarded_runs ?? [];
+    if (runs.length > 0) hygiene.rerun += 1;
+    hygiene.thrownAway += runs.filter((why) => why.length > 0).length;
+    const use = usable(r, key, input.hygiene ?? 'flag', issues, warned);
+    if ((r.throttled ?? []).length > 0) hygiene[use ? 'flagged' : 'discarded'] += 1;
+    if (!use) {
       miss(p.arm);
       continue;
     }
     const value = input.metric.statistic === 'mean' ? mean(r.step_ms) : median(r.step_ms);
-    values.push({ block: p.block, arm: p.arm, rep: p.rep, position: p.position, value });
+    const throttled = r.throttled ?? [];
+    values.push({
+      block: p.block, arm: p.arm, rep: p.rep, position: p.position, value,
+      ...(throttled.length > 0 ? { throttled } : {}),
+      ...(runs.length > 0 ? { reruns: runs.length } : {}),
+    });
   }
   if (warned.length > 0) issues.push(`${warned.length} rep(s) ran on a throttled card and were used (hygiene: warn): ${warned.join('; ')}`);
+  const counted = hygieneCounts(input.hygiene ?? 'flag', hygiene);
+  if (counted !== null) issues.push(counted);
   return { planned, values, issues, missing };
+}
+
+/** One line that counts what the hygiene policy did, or null when no rep was throttled. */
+function hygieneCounts(policy: HygienePolicy, n: { flagged: number; discarded: number; rerun: number; thrownAway: number }): string | null {
+  if (n.flagged + n.discarded + n.rerun === 0) return null;
+  const used = policy === 'warn' ? 'used' : 'flagged';
+  const rerun = n.rerun === 0 ? '' : `, ${n.rerun} re-run at their block's end (${n.thrownAway} throttled measurement(s) thrown away)`;
+  return `hygiene: ${policy}: ${n.flagged} throttled rep(s) ${used}, ${n.discarded} discarded${rerun}`;
 }
 
 /**

@@ -155,6 +155,10 @@ export interface RepValue {
   rep: number;
   position: number;
   value: number;
+  /** jobs/clock-hygiene.ts: used although its card was throttled (hygiene flag or warn), and why */
+  throttled?: string[];
+  /** hygiene discard: how many earlier measurements of it were thrown away for a re-run */
+  reruns?: number;
 }
 
 /** A toggle the arm turns on that had no effect where it ran (graphrt's `unsupported`): not measured. */

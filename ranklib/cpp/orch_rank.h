@@ -652,6 +652,21 @@ struct InjectClock {  // struct orch_inject_clock
   unsigned long long reasons = 0, xid_events = 0;
 };
 
+struct InjectEcc {  // orch_inject_ecc's answer: read beside each clock reading
+  bool ok = false;
+  unsigned long long volatile_uncorrected = 0;
+};
+
+struct InjectKernel {  // struct orch_inject_kernel (trace mode)
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t graph_id = 0, stream_id = 0;
+};
+
+struct InjectGraph {  // struct orch_inject_graph (trace mode)
+  std::uint32_t graph_id = 0, exec_id = 0;
+  std::uint64_t nodes = 0, instantiate_ns = 0;
+};
+
 inline InjectCounts since(const InjectCounts& now, const InjectCounts& before) {
   InjectCounts d = now;
   d.kernels -= before.kernels;
@@ -695,8 +710,25 @@ class Inject {
     clocks_ = reinterpret_cast<int (*)(InjectClock*)>(::dlsym(lib, "orch_inject_clocks"));
     reason_name_ = reinterpret_cast<const char* (*)(unsigned)>(::dlsym(lib, "orch_inject_reason_name"));
     if (clocks_ == nullptr || reason_name_ == nullptr) clocks_ = nullptr;
+    ecc_ = reinterpret_cast<int (*)(unsigned long long*)>(::dlsym(lib, "orch_inject_ecc"));  // absent before it
+    open_trace(lib, path, status);
     if (counting) read_ = read_counts;
     else reason_ = status();
+  }
+
+  // Trace mode's functions (ORCH_INJECT_TRACE=1 when the driver loaded the library), or why not.
+  void open_trace(void* lib, const char* path, const char* (*status)()) {
+    const auto tracing = reinterpret_cast<int (*)()>(::dlsym(lib, "orch_inject_tracing"));
+    timestamp_ = reinterpret_cast<unsigned long long (*)()>(::dlsym(lib, "orch_inject_timestamp"));
+    kernels_ = reinterpret_cast<std::size_t (*)(InjectKernel*, std::size_t, unsigned long long*)>(::dlsym(lib, "orch_inject_kernels"));
+    graphs_ = reinterpret_cast<std::size_t (*)(InjectGraph*, std::size_t)>(::dlsym(lib, "orch_inject_graphs"));
+    if (tracing == nullptr || timestamp_ == nullptr || kernels_ == nullptr || graphs_ == nullptr) {
+      trace_reason_ = std::string(path) + " has no trace mode (built before it)";
+      timestamp_ = nullptr;
+    } else if (tracing() != 1) {
+      trace_reason_ = std::string("the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): ") + status();
+      timestamp_ = nullptr;
+    }
   }
 #else
   void open() {}
@@ -704,6 +736,18 @@ class Inject {
 
   bool counting() const { return read_ != nullptr; }
   const std::string& reason() const { return reason_; }
+  bool tracing() const { return timestamp_ != nullptr; }
+  // Why there is no trace: the library's absence (reason()) or trace mode's.
+  const std::string& trace_reason() const { return trace_reason_.empty() ? reason_ : trace_reason_; }
+  // CUPTI's clock, the kernel records' clock; 0 when not tracing.
+  std::uint64_t timestamp() const { return timestamp_ != nullptr ? timestamp_() : 0; }
+  // Every kernel record kept so far (moved out of the library); *dropped: records lost so far.
+  std::vector<InjectKernel> take_kernels(unsigned long long* dropped) const {
+    return take<InjectKernel>([&](InjectKernel* out, std::size_t cap) { return kernels_(out, cap, dropped); });
+  }
+  std::vector<InjectGraph> take_graphs() const {
+    return take<InjectGraph>([&](InjectGraph* out, std::size_t cap) { return graphs_(out, cap); });
+  }
   // Zeros while not counting: only differences are reported, and only while counting.
   InjectCounts counts() const {
     InjectCounts c;
@@ -715,6 +759,12 @@ class Inject {
     InjectClock c;
     if (clocks_ != nullptr) (void)clocks_(&c);
     return c;
+  }
+  // The card's volatile uncorrected ECC errors so far; ok false without NVML's count.
+  InjectEcc ecc() const {
+    InjectEcc e;
+    if (ecc_ != nullptr) e.ok = ecc_(&e.volatile_uncorrected) == 1;
+    return e;
   }
   // {"sm_mhz":...,"reasons":[...]}, graphrt's form of a reading (native/PROTOCOL.md).
   std::string clock_json(const InjectClock& c) const {
@@ -729,9 +779,28 @@ class Inject {
   }
 
  private:
+  template <class T, class F>
+  std::vector<T> take(F&& more) const {
+    std::vector<T> all;
+    if (timestamp_ == nullptr) return all;
+    constexpr std::size_t kChunk = std::size_t{1} << 16;
+    for (std::size_t n = kChunk; n == kChunk;) {
+      const std::size_t at = all.size();
+      all.resize(at + kChunk);
+      n = more(all.data() + at, kChunk);
+      all.resize(at + n);
+    }
+    return all;
+  }
+
   std::string reason_ = "no CUDA in this build";
+  std::string trace_reason_;
+  unsigned long long (*timestamp_)() = nullptr;
+  std::size_t (*kernels_)(InjectKernel*, std::size_t, unsigned long long*) = nullptr;
+  std::size_t (*graphs_)(InjectGraph*, std::size_t) = nullptr;
   int (*read_)(InjectCounts*) = nullptr;
   int (*clocks_)(InjectClock*) = nullptr;
+  int (*ecc_)(unsigned long long*) = nullptr;
   const char* (*reason_name_)(unsigned) = nullptr;
 };
 
@@ -823,7 +892,7 @@ class Server {
       if (req.kind != json::Value::Kind::Object) throw RequestError("BAD_REQUEST", "a request is a JSON object");
       if (const json::Value* v = req.find("id"); v != nullptr && v->kind == json::Value::Kind::String) id = v->string;
       const Request r = parse_request(req);
-      const std::string answer = r.op == "rep" ? rep(r) : identity(r);
+      const std::string answer = r.op == "rep" ? rep(r) : r.op == "trace" ? trace(r) : identity(r);
       if (answer.size() + 1 > kMaxLineBytes)
         throw RequestError("BAD_REQUEST", "the answer would be " + std::to_string(answer.size() + 1) +
                                               " bytes, over the 1 MiB line limit: ask for fewer steps");
@@ -896,9 +965,9 @@ class Server {
     r.op = field("op", Kind::String, "a string").string;
     // The framing gives every line a "type"; a request names its kind in "op", so a "type" is allowed, not read.
     std::set<std::string> known{"v", "id", "op", "type", "arm", "toggles", "seed"};
-    if (r.op == "rep") known.insert({"warmup", "steps"});
+    if (r.op == "rep" || r.op == "trace") known.insert({"warmup", "steps"});
     else if (r.op == "identity") known.insert({"toggle", "replays"});
-    else throw RequestError("BAD_REQUEST", "unknown op \"" + r.op + "\" (rep or identity)");
+    else throw RequestError("BAD_REQUEST", "unknown op \"" + r.op + "\" (rep, identity or trace)");
     for (const std::string& k : req.keys)
       if (known.count(k) == 0) throw RequestError("BAD_REQUEST", "unknown field \"" + k + "\" in a " + r.op + " request");
     if (const json::Value* t = req.find("type"); t != nullptr && t->kind != Kind::String)
@@ -912,7 +981,7 @@ class Server {
       else if (v.kind == Kind::String) r.toggles.set_value(toggles.keys[i], v.string);
       else throw RequestError("BAD_REQUEST", "toggle \"" + toggles.keys[i] + "\" must be a boolean or a string, got " + json::kind_name(v.kind));
     }
-    if (r.op == "rep") {
+    if (r.op == "rep" || r.op == "trace") {
       r.warmup = integer("warmup", 0);
       r.steps = integer("steps", 1);
     } else {
@@ -1013,7 +1082,9 @@ class Server {
     begin(r);
     const InjectCounts counts_start = inject_.counts();
     const InjectClock clock_start = inject_.clock();
+    const InjectEcc ecc_start = inject_.ecc();
     InjectClock clock_end;
+    InjectEcc ecc_end;
     reset();
     // The graph is captured here, before the warm-up, so no timed step pays for a capture.
     if (!graph_toggle_.empty() && r.toggles.on(graph_toggle_)) {
@@ -1029,7 +1100,10 @@ class Server {
     for (long long i = 0; i < r.steps; ++i) {
       step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1), &own[static_cast<std::size_t>(i)]));
       t_end = monotonic_ns();
-      if (i + 1 == r.steps) clock_end = inject_.clock();
+      if (i + 1 == r.steps) {
+        clock_end = inject_.clock();
+        ecc_end = inject_.ecc();
+      }
       hashes_of.push_back(hashes());
     }
     const std::uint64_t captured = since(inject_.counts(), counts_start).captured;
@@ -1038,7 +1112,7 @@ class Server {
     return "{\"v\":1,\"type\":\"rep\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) +
            ",\"mode\":\"" + (replayed ? "graph" : "eager") + "\",\"graph\":" + graph + ",\"warmup_ms\":" + list(warmup_ms) +
            ",\"step_ms\":" + list(step_ms) + ",\"hashes\":" + list(hashes_of) + ",\"counters\":" + counters() +
-           ",\"launches\":" + launches(own, captured) + clocks(clock_start, clock_end) +
+           ",\"launches\":" + launches(own, captured) + clocks(clock_start, clock_end) + ecc_errors(ecc_start, ecc_end) +
            ",\"t_start_ns\":" + std::to_string(t_start) + ",\"t_end_ns\":" + std::to_string(t_end) + ",\"final\":true}";
   }
 
@@ -1061,6 +1135,55 @@ class Server {
     if (start.ok == 0 || end.ok == 0) return {};
     return ",\"clocks\":{\"start\":" + inject_.clock_json(start) + ",\"end\":" + inject_.clock_json(end) +
            "},\"xid_events\":" + std::to_string(end.xid_events - start.xid_events);
+  }
+
+  // PROTOCOL.md "trace": a rep's order under the injection library's kernel tracing (a probe's,
+  // never timed): each measured step between two marks on CUPTI's clock, its work done (step()
+  // synchronizes) before the end mark; then the records the library kept.
+  std::string trace(const Request& r) {
+    const std::int64_t t_start = monotonic_ns();
+    begin(r);
+    unsigned long long dropped = 0;
+    (void)inject_.take_kernels(&dropped);  // what came before the request is not its own
+    (void)inject_.take_graphs();
+    reset();
+    if (!graph_toggle_.empty() && r.toggles.on(graph_toggle_)) {
+      step(r.toggles, "the capture step");
+      reset();
+    }
+    for (long long i = 0; i < r.warmup; ++i) step(r.toggles, "warm-up step " + std::to_string(i + 1));
+    (void)inject_.take_kernels(&dropped);  // the warm-up's kernels are no step's
+    const std::size_t replays_before = rt().replays;
+    std::string steps;
+    for (long long i = 0; i < r.steps; ++i) {
+      const std::uint64_t start = inject_.timestamp();
+      step(r.toggles, "traced step " + std::to_string(i + 1));
+      steps += std::string(steps.empty() ? "" : ",") + "{\"start_ns\":" + std::to_string(start) + ",\"end_ns\":" + std::to_string(inject_.timestamp()) + "}";
+    }
+    const bool replayed = rt().replays > replays_before;
+    return "{\"v\":1,\"type\":\"trace\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) + ",\"mode\":\"" +
+           (replayed ? "graph" : "eager") + "\",\"trace\":" + trace_json(steps) + ",\"t_start_ns\":" + std::to_string(t_start) +
+           ",\"t_end_ns\":" + std::to_string(monotonic_ns()) + ",\"final\":true}";
+  }
+
+  std::string trace_json(const std::string& steps) const {
+    if (!inject_.tracing()) return "{\"source\":\"none\",\"reason\":" + json::quote(inject_.trace_reason()) + "}";
+    unsigned long long dropped = 0;
+    std::string kernels, graphs;
+    for (const InjectKernel& k : inject_.take_kernels(&dropped))
+      kernels += std::string(kernels.empty() ? "" : ",") + "{\"start_ns\":" + std::to_string(k.start_ns) + ",\"end_ns\":" +
+                 std::to_string(k.end_ns) + ",\"graph_id\":" + std::to_string(k.graph_id) + ",\"stream_id\":" + std::to_string(k.stream_id) + "}";
+    for (const InjectGraph& g : inject_.take_graphs())
+      graphs += std::string(graphs.empty() ? "" : ",") + "{\"graph_id\":" + std::to_string(g.graph_id) + ",\"exec_id\":" +
+                std::to_string(g.exec_id) + ",\"nodes\":" + std::to_string(g.nodes) + ",\"instantiate_ns\":" + std::to_string(g.instantiate_ns) + "}";
+    return "{\"source\":\"cupti\",\"steps\":[" + steps + "],\"kernels\":[" + kernels + "],\"graphs\":[" + graphs +
+           "],\"dropped\":" + std::to_string(dropped) + "}";
+  }
+
+  // ,"ecc_errors":N, the rep's volatile uncorrected ECC errors; nothing where NVML did not count them twice.
+  static std::string ecc_errors(const InjectEcc& start, const InjectEcc& end) {
+    if (!start.ok || !end.ok) return {};
+    return ",\"ecc_errors\":" + std::to_string(end.volatile_uncorrected >= start.volatile_uncorrected ? end.volatile_uncorrected - start.volatile_uncorrected : 0);
   }
 
   // The gate's two sides from one reset state each; the worker compares them.

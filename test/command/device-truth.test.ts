@@ -56,12 +56,23 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
     assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(sw_thermal_slowdown\)/);
     assert.match(r.report, /rep 0\/\w+\/\d flagged: the card was throttled \(xid ×1\)/);
     assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
+    assert.match(r.report, /hygiene: flag: 2 throttled rep\(s\) flagged, 0 discarded/);
   });
 
-  test('hygiene: discard leaves a throttled rep out, named, and counts it missing', () => {
+  test('hygiene: discard runs a throttled pair again at the block end, and counts it', () => {
     const r = submit({ FIXTURE_THROTTLE_AT: '3' }, 'hygiene: discard');
+    // the re-run (a later request, not throttled) took the thrown-away rep's place, and its pair's
+    assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
+    assert.match(r.report, /hygiene: discard: 0 throttled rep\(s\) flagged, 0 discarded, 2 re-run at their block's end \(1 throttled measurement\(s\) thrown away\)/);
+    const reruns = r.events.filter((e) => e.event.type === 'rep' && /-rerun1$/.test(String(e.event.id)));
+    assert.equal(reruns.length, 2, 'both reps of the pair ran again, under their own request ids');
+  });
+
+  test('hygiene: discard with no budget left leaves a throttled rep out, named, and counts it missing', () => {
+    const r = submit({ FIXTURE_THROTTLE_AT: '3' }, 'hygiene: discard\nhygiene_reruns: 0');
     assert.match(r.report, /rep 0\/\w+\/\d not used: the card was throttled \(sw_thermal_slowdown\); hygiene: discard/);
     assert.match(r.report, /\| input \| pass \| 5 of 6 planned reps used \(see issues\) \|/);
+    assert.match(r.report, /hygiene: discard: 0 throttled rep\(s\) flagged, 1 discarded/);
   });
 
   test('hygiene: warn uses throttled reps and counts them in one line', () => {

@@ -27,31 +27,37 @@ import { blockJob } from '../utils/block-jobs.ts';
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 const card: Card = { id: 'cpu:0@rr', host: 'rr', backend: 'cpu', index: 0, uuid: 'cpu:0@rr', name: 'cpu' };
 
-function job(env: Record<string, string>, extra: { helloTimeoutS?: number; timeoutS?: number } = {}): BlockJob {
+interface Extra { helloTimeoutS?: number; timeoutS?: number; launchCounts?: boolean; card?: Card; injectLib?: string }
+
+function job(env: Record<string, string>, extra: Extra = {}): BlockJob {
   const workload = CommandWorkloadSchema.parse({
     runtime: 'command',
-    run: { cmd: `${JSON.stringify(process.execPath)} ${JSON.stringify(FIXTURE)}`, mode: 'resident', env, timeout_s: extra.timeoutS ?? 60, ...(extra.helloTimeoutS === undefined ? {} : { hello_timeout_s: extra.helloTimeoutS }) },
+    run: {
+      cmd: `${JSON.stringify(process.execPath)} ${JSON.stringify(FIXTURE)}`, mode: 'resident', env, timeout_s: extra.timeoutS ?? 60,
+      ...(extra.helloTimeoutS === undefined ? {} : { hello_timeout_s: extra.helloTimeoutS }),
+      ...(extra.launchCounts === undefined ? {} : { launch_counts: extra.launchCounts }),
+    },
     toggles: { GRAPH: 'request', STALE: 'request' },
     params: { layers: 2 },
     warmup: 2,
     steps: 3,
   });
   return blockJob({
-    experiment: 'rr', block: 0, attempt: 1, epoch: 1, host: 'rr', cards: [card.id], workload, warmup: 2, steps: 3,
+    experiment: 'rr', block: 0, attempt: 1, epoch: 1, host: 'rr', cards: [(extra.card ?? card).id], workload, warmup: 2, steps: 3,
     arms: [{ name: 'eager', toggles: { GRAPH: false, STALE: false } }, { name: 'graph', toggles: { GRAPH: true, STALE: false } }, { name: 'stale', toggles: { GRAPH: true, STALE: true } }],
     sequence: ['eager', 'graph', 'stale'],
     gates: { identity: { replays: 7, toggle: 'GRAPH' }, aa: false },
   });
 }
 
-function start(env: Record<string, string> = {}, extra: Parameters<typeof job>[1] = {}): { rank: ResidentCommandRank; lines: RankLine[]; j: BlockJob } {
+function start(env: Record<string, string> = {}, extra: Extra = {}): { rank: ResidentCommandRank; lines: RankLine[]; j: BlockJob } {
   const j = job(env, extra);
   const lines: RankLine[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'orch-rr-'));
   const rank = new ResidentCommandRank(
-    { job: j, rank: 0, world: 1, card, lockPath: join(dir, 'card.lock'), log: pino({ level: 'silent' }), onLine: (l) => lines.push(l) },
+    { job: j, rank: 0, world: 1, card: extra.card ?? card, lockPath: join(dir, 'card.lock'), log: pino({ level: 'silent' }), onLine: (l) => lines.push(l) },
     j.workload as Extract<BlockJob['workload'], { runtime: 'command' }>,
-    { buildRoot: dir, minFreeDiskGb: 0 },
+    { buildRoot: dir, minFreeDiskGb: 0, ...(extra.injectLib === undefined ? {} : { injectLib: extra.injectLib }) },
     () => Promise.reject(new Error('no build in these tests')),
   );
   return { rank, lines, j };
@@ -146,13 +152,26 @@ describe('a resident command rank', () => {
     await rank.exited;
   });
 
-  test('an exit 0 before the block ends: the rep in flight fails with the status and the last stderr lines (retried)', async () => {
-    const { rank, j } = start({ FIXTURE_MODE: 'exit0' });
-    await rank.ready;
-    await rank.request(op(j, 'rep', 'eager'), 10_000);
-    const err = await failure(rank.request(op(j, 'rep', 'graph', 1), 10_000));
-    assert.equal(err?.code, 'RANK_DIED', String(err));
-    assert.equal(kindOf(err!), 'transient', 'the block is retried, as for any rank that dies');
-    assert.match(err!.message, /exited with code 0, signal none; last error: traceback line 1 \| traceback line 2 \| traceback line 3 \| traceback line 4 \| traceback line 5$/);
+  test("another profiler's CUDA_INJECTION64_PATH on a cuda card with counts on: refused before the program starts, not replaced", async () => {
+    const gpu: Card = { id: 'GPU-rr', host: 'rr', backend: 'cuda', index: 0, uuid: 'GPU-rr', name: 'NVIDIA H200' };
+    const { rank } = start({ CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' }, { card: gpu, launchCounts: true, injectLib: '/opt/orch/liborch_inject.so' });
+    const err = await failure(rank.ready);
+    assert.equal(err?.code, 'RANK_INJECTION_TAKEN', String(err));
+    assert.match(err!.message, /^CUDA_INJECTION64_PATH is already \/opt\/nsight\/libToolsInjection64\.so for this rank .*do not replace it$/);
+    rank.kill();
+    assert.equal((await rank.exited).pid, null, 'no program was started');
   });
+
+  // 3 is a deterministic exit of graphrt's (native/PROTOCOL.md), which a user's program does not speak
+  for (const [mode, status] of [['exit0', 'code 0, signal none'], ['crash', 'code 3, signal none']] as const) {
+    test(`${mode}: a program that ends mid-block fails the rep in flight with its exit status and the last stderr lines (retried)`, async () => {
+      const { rank, j } = start({ FIXTURE_MODE: mode });
+      await rank.ready;
+      await rank.request(op(j, 'rep', 'eager'), 10_000);
+      const err = await failure(rank.request(op(j, 'rep', 'graph', 1), 10_000));
+      assert.equal(err?.code, 'RANK_DIED', String(err));
+      assert.equal(kindOf(err!), 'transient', 'the block is retried, as for any rank that dies');
+      assert.match(err!.message, new RegExp(`exited with ${status}; last error: traceback line 1 \\| traceback line 2 \\| traceback line 3 \\| traceback line 4 \\| traceback line 5$`));
+    });
+  }
 });

@@ -11,39 +11,32 @@
  * Counting itself needs a GPU and the driver: it is not run here.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { parseOrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { OrchRankTraceSchema, parseOrchRankLine, type OrchRankRep, type OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import { buildIdleRank, buildInjectLibrary, CUDA, CUDART_DIR, NATIVE, NO_CUPTI, sh } from '../utils/inject-build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const NATIVE = join(ROOT, 'native');
 const INJECT_INCLUDE = join(NATIVE, 'inject');
 const RANKLIB = join(ROOT, 'ranklib', 'cpp');
 const HOST_RANK = join(ROOT, 'test', 'fixtures', 'ranks', 'host-rank.cpp');
-const CUDA = process.env.CUDA_HOME ?? '/usr/local/cuda';
 const NVCC = join(CUDA, 'bin', 'nvcc');
-const CUDART_DIR = ['lib64', 'lib'].map((d) => join(CUDA, d)).find((d) => existsSync(join(d, 'libcudart.so'))) ?? null;
-const hasCupti = ['include/cupti.h', 'extras/CUPTI/include/cupti.h'].some((p) => existsSync(join(CUDA, p)));
-const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status'];
+const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_ecc', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
 
-function sh(cmd: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', input: opts.input, env: opts.env ?? process.env, timeout: 300_000 });
-  assert.equal(r.status, 0, `${cmd} ${args.join(' ')} failed: ${r.error?.message ?? ''}${r.stdout}${r.stderr}`);
-  return r.stdout;
+/** The answers of a rank to one small rep request and one trace request (stdin then closed), as the worker's schemas read them. */
+function answersOf(bin: string, env: NodeJS.ProcessEnv): { rep: OrchRankRep; trace: OrchRankTrace } {
+  const request = (id: string, op: string) => JSON.stringify({ v: 1, id, op, arm: 'A', toggles: {}, warmup: 1, steps: 3, seed: 1 });
+  const out = sh(bin, [], { input: `${request('r0', 'rep')}\n${request('t0', 'trace')}\n`, env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env } });
+  const lines = out.trim().split('\n');
+  const hello = parseOrchRankLine(lines[0] ?? '');
+  assert.equal(hello.type, 'hello', out);
+  return { rep: parseOrchRankLine(lines[1] ?? '') as OrchRankRep, trace: OrchRankTraceSchema.parse(JSON.parse(lines[2] ?? 'null')) };
 }
 
-/** The rep answer of a rank given one small rep request (stdin then closed), as the worker's schema reads it. */
-function repOf(bin: string, env: NodeJS.ProcessEnv): OrchRankRep {
-  const request = { v: 1, id: 'r0', op: 'rep', arm: 'A', toggles: {}, warmup: 1, steps: 3, seed: 1 };
-  const out = sh(bin, [], { input: `${JSON.stringify(request)}\n`, env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env } });
-  const lines = out.trim().split('\n').map(parseOrchRankLine);
-  assert.deepEqual(lines.map((l) => l.type), ['hello', 'rep'], out);
-  return lines[1] as OrchRankRep;
-}
+const repOf = (bin: string, env: NodeJS.ProcessEnv): OrchRankRep => answersOf(bin, env).rep;
 
 // Opens the library as a rank library would, with no CUDA anywhere in the process.
 const PROBE_C = `#include <dlfcn.h>
@@ -61,6 +54,10 @@ int main(int argc, char** argv) {
   SYM(orch_inject_clocks);
   SYM(orch_inject_reason_name);
   SYM(InitializeInjection);
+  SYM(orch_inject_tracing);
+  SYM(orch_inject_timestamp);
+  SYM(orch_inject_kernels);
+  SYM(orch_inject_graphs);
   struct orch_inject_counts c;
   memset(&c, 0xff, sizeof c); /* proves the call filled it */
   int r = p_orch_inject_read(&c);
@@ -74,6 +71,12 @@ int main(int argc, char** argv) {
   printf("init=%d\\n", p_InitializeInjection());
   r = p_orch_inject_read(&c);
   printf("read=%d initialized=%llu\\nstatus=%s\\n", r, (unsigned long long)c.initialized, p_orch_inject_status());
+  struct orch_inject_kernel kernels[4];
+  struct orch_inject_graph graphs[4];
+  unsigned long long dropped = 7; /* untouched when not tracing */
+  const size_t nk = p_orch_inject_kernels(kernels, 4, &dropped);
+  printf("tracing=%d timestamp=%llu kernels=%zu dropped=%llu graphs=%zu\\n", p_orch_inject_tracing(), p_orch_inject_timestamp(), nk, dropped,
+         p_orch_inject_graphs(graphs, 4));
   return 0;
 }
 `;
@@ -106,30 +109,13 @@ int main() {
 }
 `;
 
-// orch_rank.h with CUDA on, compiled by a host compiler; a program that needs no device.
-const RANK_CPP = `#include "orch_rank.h"
-struct Idle : orch_rank::Program {
-  std::string name() const override { return "idle"; }
-  void reset() override { x_ = 0; }
-  void step(const orch_rank::Toggles&) override { ++x_; }
-  std::vector<orch_rank::Output> outputs() override { return {{"x", &x_, sizeof x_, false}}; }
-  int x_ = 0;
-};
-int main() {
-  Idle p;
-  return orch_rank::serve(p);
-}
-`;
-
-describe('liborch_inject.so without a GPU', { skip: hasCupti ? false : `no cupti.h under ${CUDA}: the library is not built here` }, () => {
+describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
   let dir = '';
   let lib = '';
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'orch-inject-'));
-    sh('cmake', ['-S', NATIVE, '-B', join(dir, 'build'), '-DCMAKE_BUILD_TYPE=Release', '-DGRAPHRT_CUDA=OFF', '-DORCH_INJECT=ON']);
-    sh('cmake', ['--build', join(dir, 'build'), '--target', 'orch_inject']);
-    lib = join(dir, 'build', 'liborch_inject.so');
+    lib = buildInjectLibrary(dir);
   });
 
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -140,7 +126,7 @@ describe('liborch_inject.so without a GPU', { skip: hasCupti ? false : `no cupti
     assert.deepEqual(defined, EXPORTS);
   });
 
-  test('dlopened without CUDA: not counting and saying why, never zeros as counts; no clocks', () => {
+  test('dlopened without CUDA: not counting and saying why, never zeros as counts; no clocks; not tracing', () => {
     const probe = join(dir, 'probe');
     writeFileSync(`${probe}.c`, PROBE_C);
     sh('cc', ['-std=c11', '-Wall', '-Wextra', '-Werror', '-I', INJECT_INCLUDE, `${probe}.c`, '-o', probe, '-ldl']);
@@ -152,29 +138,30 @@ describe('liborch_inject.so without a GPU', { skip: hasCupti ? false : `no cupti
     assert.equal(out[4], 'init=1');
     assert.equal(out[5], 'read=0 initialized=0', 'InitializeInjection with no driver in the process: still not counting');
     assert.equal(out[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process');
+    assert.equal(out[7], 'tracing=0 timestamp=0 kernels=0 dropped=7 graphs=0', 'trace mode off: no clock, no records, nothing written');
   });
 
   test('orch_rank.h with CUDA on and no GPU: launches says why, for each way of not counting', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
-    const src = join(dir, 'idle.cpp');
-    const bin = join(dir, 'idle');
-    writeFileSync(src, RANK_CPP);
-    sh('g++', ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Wpedantic', '-Werror', '-DORCH_RANK_CUDA', '-I', RANKLIB, '-I', join(CUDA, 'include'), src, '-o', bin,
-      '-L', CUDART_DIR as string, '-lcudart', `-Wl,-rpath,${CUDART_DIR as string}`, '-ldl']);
+    const bin = buildIdleRank(dir);
     const unset = repOf(bin, {});
     assert.deepEqual(unset.launches, { source: 'none', reason: 'CUDA_INJECTION64_PATH is not set' });
     assert.equal(unset.clocks, undefined, 'no NVML here: clocks absent');
     assert.equal(unset.xid_events, undefined);
     assert.deepEqual(repOf(bin, { CUDA_INJECTION64_PATH: lib }).launches, { source: 'none', reason: `CUDA_INJECTION64_PATH names ${lib}, which is not loaded in this process` });
     // Loaded (as the driver would load it) but never called: the library's own sentence.
-    const loaded = repOf(bin, { CUDA_INJECTION64_PATH: lib, LD_PRELOAD: lib });
-    assert.deepEqual(loaded.launches, { source: 'none', reason: 'never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or CUDA_INJECTION64_PATH not set)' });
+    const loaded = answersOf(bin, { CUDA_INJECTION64_PATH: lib, LD_PRELOAD: lib, ORCH_INJECT_TRACE: '1' });
+    const never = 'never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or CUDA_INJECTION64_PATH not set)';
+    assert.deepEqual(loaded.rep.launches, { source: 'none', reason: never });
+    // a trace request: not tracing, and why (trace mode starts only where the driver calls the library)
+    assert.deepEqual(loaded.trace.trace, { source: 'none', reason: `the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): ${never}` });
   });
 
   test('the host rank (no CUDA in the build): source none, and why', () => {
     const bin = join(dir, 'host-rank');
     sh('g++', ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Werror', '-I', RANKLIB, HOST_RANK, '-o', bin]);
-    const a = repOf(bin, { CUDA_INJECTION64_PATH: lib });
+    const { rep: a, trace } = answersOf(bin, { CUDA_INJECTION64_PATH: lib });
     assert.deepEqual(a.launches, { source: 'none', reason: 'no CUDA in this build' });
+    assert.deepEqual(trace.trace, { source: 'none', reason: 'no CUDA in this build' });
     assert.equal(a.clocks, undefined);
     assert.equal(a.xid_events, undefined);
   });

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { OrchRankTraceSchema } from '../../jobs/orch-rank-protocol.ts';
 import { after, describe, test } from 'node:test';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -89,7 +90,7 @@ class Rank {
     for (const raw of this.stdout) {
       const line = JSON.parse(raw) as Line;
       assert.equal(line.v, 1, raw);
-      assert.ok(['hello', 'rep', 'identity', 'error'].includes(line.type), raw);
+      assert.ok(['hello', 'rep', 'identity', 'trace', 'error'].includes(line.type), raw);
     }
   }
 }
@@ -201,7 +202,7 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
       [rep('b2', 'A', {}, 0), 'b2', 'BAD_REQUEST', /"steps" must be an integer >= 1, not 0/],
       [{ ...rep('b3', 'A', {}), warmup: true }, 'b3', 'BAD_REQUEST', /"warmup" must be an integer >= 0, not true/],
       [{ ...rep('b4', 'A', { GRAPH: 1 as unknown as boolean }) }, 'b4', 'BAD_REQUEST', /"toggles" must be an object of booleans or strings/],
-      [{ ...rep('b5', 'A', {}), op: 'probe' }, 'b5', 'BAD_REQUEST', /"op" must be "rep" or "identity", not "probe"/],
+      [{ ...rep('b5', 'A', {}), op: 'probe' }, 'b5', 'BAD_REQUEST', /"op" must be "rep", "identity" or "trace", not "probe"/],
       [{ ...rep('b6', 'A', {}), v: 2 }, 'b6', 'BAD_REQUEST', /"v" must be 1, not 2/],
       ['{"v":1,"id":"b7",', undefined, 'BAD_REQUEST', /not a JSON line/],
       [rep('u0', 'A', { GRAPH: true, PDL: true }), 'u0', 'UNKNOWN_TOGGLE', /unknown toggle\(s\) "PDL": torch-decode understands GRAPH, STALE_INPUT/],
@@ -282,6 +283,7 @@ describe('orch_rank.py with a program of its own', () => {
 // more XID than the last. FAKE_INJECT_OFF=1: a library the driver never initialised.
 // FAKE_REASON_MASK=1: orch_inject_reason_name takes the mask (the brief's draft), not the index.
 const FAKE_INJECT_C = `
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 struct orch_inject_counts { uint64_t abi, initialized, kernels, captured, graphs, memcpy, memset, syncs; };
@@ -301,6 +303,31 @@ int orch_inject_clocks(struct orch_inject_clock* out) {
   return 1;
 }
 const char* orch_inject_status(void) { return off() ? "the driver never called InitializeInjection" : "counting"; }
+/* trace mode (FAKE_TRACE=1): timestamps 1000 ns apart; each pair of marks since the last take
+ * holds one kernel [start + 100, start + 900]; one graph instantiation once a mark was taken */
+static unsigned long long ts = 0, taken = 0;
+static int graph_given = 0;
+struct orch_inject_kernel { uint64_t start_ns, end_ns; uint32_t graph_id, stream_id; };
+struct orch_inject_graph { uint32_t graph_id, exec_id; uint64_t nodes, instantiate_ns; };
+int orch_inject_tracing(void) { const char* s = getenv("FAKE_TRACE"); return s != NULL && s[0] == '1'; }
+unsigned long long orch_inject_timestamp(void) { return orch_inject_tracing() ? (ts += 1000) : 0; }
+size_t orch_inject_kernels(struct orch_inject_kernel* out, size_t cap, unsigned long long* dropped) {
+  size_t n = 0;
+  for (unsigned long long t = taken + 1000; t + 1000 <= ts && n < cap; t += 2000) {
+    struct orch_inject_kernel k = {t + 100, t + 900, 0, 7};
+    out[n++] = k;
+  }
+  taken = ts;
+  if (dropped != NULL) *dropped = 0;
+  return n;
+}
+size_t orch_inject_graphs(struct orch_inject_graph* out, size_t cap) {
+  if (ts == 0 || graph_given || cap == 0) return 0;
+  struct orch_inject_graph g = {4, 9, 8, 150000};
+  out[0] = g;
+  graph_given = 1;
+  return 1;
+}
 /* orch_inject.h's: the bit's index (5 for 0x20); FAKE_REASON_MASK=1: the mask itself (0x20) */
 const char* orch_inject_reason_name(unsigned bit) {
   const char* s = getenv("FAKE_REASON_MASK");
@@ -368,6 +395,27 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
     await m.next();
     assert.deepEqual((await m.request(req('m0', 1))).clocks, { start: clock, end: clock });
     await m.close();
+  });
+
+  test('a trace request: each step between two marks, the kernels inside it, the graphs; not tracing says why', { skip: why }, async () => {
+    const r = counted({ PRELOAD: '1', FORCE: '1', FAKE_TRACE: '1' });
+    await r.next();
+    const a = OrchRankTraceSchema.parse(await r.request({ ...req('t0', 3), op: 'trace' }));
+    assert.equal(a.trace.source, 'cupti');
+    if (a.trace.source !== 'cupti') return;
+    assert.equal(a.trace.steps.length, 3);
+    assert.equal(a.trace.kernels.length, 3, 'the stand-in made one kernel per step; the warm-up made none');
+    a.trace.steps.forEach((st, i) => {
+      const k = a.trace.source === 'cupti' ? a.trace.kernels[i]! : null;
+      assert.ok(k !== null && st.start_ns <= k.start_ns && k.end_ns <= st.end_ns, `kernel ${i} lies inside step ${i}`);
+    });
+    assert.deepEqual(a.trace.graphs, [{ graph_id: 4, exec_id: 9, nodes: 8, instantiate_ns: 150000 }]);
+    await r.close();
+    const off = counted({ PRELOAD: '1', FORCE: '1' });
+    await off.next();
+    const b = OrchRankTraceSchema.parse(await off.request({ ...req('t1', 2), op: 'trace' }));
+    assert.deepEqual(b.trace, { source: 'none', reason: 'the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): counting' });
+    await off.close();
   });
 
   test('no counts, and why: not loaded, never initialised, a cpu backend not forced', { skip: why }, async () => {

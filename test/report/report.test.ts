@@ -51,7 +51,7 @@ test('CSV tables parse back to the analysis numbers', () => {
   const a = analyzeExperiment(looExperiment(62));
   const t = renderCsv(a);
   const reps = parseCsv(t.reps);
-  assert.deepEqual(reps[0], ['experiment', 'block', 'arm', 'rep', 'position', 'value']);
+  assert.deepEqual(reps[0], ['experiment', 'block', 'arm', 'rep', 'position', 'value', 'throttled', 'reruns']);
   assert.equal(reps.length - 1, a.values.length);
   reps.slice(1).forEach((r, i) => assert.equal(Number(r[5]), a.values[i]!.value));
   const arms = parseCsv(t.arms);

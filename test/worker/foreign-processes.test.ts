@@ -35,6 +35,24 @@ describe('foreign-process probe', () => {
     }
   });
 
+  test("cuda card in a container: nvidia-smi's pids are the host's, compared by count", async () => {
+    // pids no process here has: the driver's view from outside this PID namespace
+    const alien = (n: number) => `GPU-aaaa, ${4_194_400 + n}, python rank.py`;
+    const probe = new HostForeignProcessProbe(FAKE_SMI);
+    const ours = new Set([process.pid]);
+    try {
+      process.env.FAKE_SMI_APPS = `${alien(1)}\\n`;
+      assert.deepEqual(await probe.list(gpu, '/nonexistent.lock', ours), [], 'one process for one rank: ours, under the host pid');
+      assert.equal((await probe.list(gpu, '/nonexistent.lock', new Set())).length, 1, 'before the ranks start, any process is foreign');
+      process.env.FAKE_SMI_APPS = `${alien(1)}\\n${alien(2)}\\n`;
+      const two = await probe.list(gpu, '/nonexistent.lock', ours);
+      assert.equal(two.length, 2);
+      assert.match(two[0]!.name, /^python rank\.py; 2 processes on the card for 1 rank; nvidia-smi's pids are of another PID namespace \(a container\), so compared by count$/);
+    } finally {
+      delete process.env.FAKE_SMI_APPS;
+    }
+  });
+
   test('cpu card: the holder of its flock, unless it is ours', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'orch-probe-'));
     const lock = join(dir, 'cpu_0@h.lock');

@@ -38,6 +38,7 @@ export function residentRep(line: OrchRankRep, job: Pick<BlockJob, 'warmup' | 's
     ...(line.launches === undefined ? {} : { launches: line.launches }),
     ...(line.clocks === undefined ? {} : { clocks: line.clocks }),
     ...(line.xid_events === undefined ? {} : { xid_events: line.xid_events }),
+    ...(line.ecc_errors === undefined ? {} : { ecc_errors: line.ecc_errors }),
     t_start_ns: line.t_start_ns, t_end_ns: line.t_end_ns, final: true,
   };
 }

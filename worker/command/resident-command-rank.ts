@@ -181,6 +181,8 @@ export class ResidentCommandRank implements RankHandle {
       helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
       helloHint: HELLO_HINT,
       stderrLinesInExit: STDERR_LINES_IN_EXIT,
+      // graphrt's exit codes (native/PROTOCOL.md) are not the user's: a death mid-block is retried
+      exitCodesKnown: false,
     });
   }
 

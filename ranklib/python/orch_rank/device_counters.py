@@ -38,12 +38,17 @@ class _Library:
     """The injection library's four functions, typed."""
 
     def __init__(self, lib: ctypes.CDLL) -> None:
+        self.cdll = lib  # device_trace.py looks up trace mode's functions in it
         self.read = lib.orch_inject_read
         self.read.argtypes, self.read.restype = [ctypes.POINTER(_Counts)], ctypes.c_int
         self.clocks = lib.orch_inject_clocks
         self.clocks.argtypes, self.clocks.restype = [ctypes.POINTER(_Clock)], ctypes.c_int
         self.status = lib.orch_inject_status
         self.status.argtypes, self.status.restype = [], ctypes.c_char_p
+        # volatile uncorrected ECC errors: a function of its own, absent from a library built before it
+        self.ecc = getattr(lib, "orch_inject_ecc", None)
+        if self.ecc is not None:
+            self.ecc.argtypes, self.ecc.restype = [ctypes.POINTER(ctypes.c_ulonglong)], ctypes.c_int
         reason_name = lib.orch_inject_reason_name
         reason_name.argtypes, reason_name.restype = [ctypes.c_uint], ctypes.c_char_p
         # orch_inject.h takes the bit's index (0x20 is 5); an earlier draft of the contract took the
@@ -65,6 +70,8 @@ class _Library:
         self.clocks(ctypes.byref(c))
         if not c.ok:  # no NVML (or no device): the answer has no clocks, never made-up ones
             return None
+        ecc = ctypes.c_ulonglong(0)
+        has_ecc = self.ecc is not None and self.ecc(ctypes.byref(ecc)) == 1
         power = float(c.power_w)
         # as the library gives them: -1 is a value NVML did not give (orch_inject.h); JSON has no NaN
         return {
@@ -72,6 +79,7 @@ class _Library:
             "power_w": round(power, 3) if math.isfinite(power) else -1.0,
             "reasons": [name for bit, name in self.reasons.items() if c.reasons & bit],
             "_xid": int(c.xid_events),
+            "_ecc": int(ecc.value) if has_ecc else None,
         }  # fmt: skip
 
 
@@ -87,7 +95,7 @@ class DeviceCounters:
         self.wanted = wanted
         self._lib: _Library | None = None
 
-    def _find(self) -> tuple[_Library | None, str]:
+    def find(self) -> tuple[_Library | None, str]:
         """The library, or None and why there is none."""
         if self._lib is not None:
             return self._lib, ""
@@ -110,7 +118,7 @@ class DeviceCounters:
 
     def begin(self, steps: int) -> "RepCounts":
         """At the rep's start, before its reset and warm-up: its clocks and the counts so far."""
-        lib, why = self._find()
+        lib, why = self.find()
         if lib is None:
             return RepCounts(None, None, why, steps)
         first = _Counts()
@@ -147,7 +155,8 @@ class RepCounts:
             self._read(self._refs[2 * i + 1])
 
     def finish(self, steps: int) -> dict[str, Any]:
-        """The answer's `launches`, and `clocks` and `xid_events` where NVML answered twice."""
+        """The answer's `launches`, and `clocks`, `xid_events` (and `ecc_errors` where the card
+        counts them) where NVML answered twice."""
         out: dict[str, Any] = {}
         if self.lib is None or self.first is None:
             out["launches"] = {"source": "none", "reason": self.reason}
@@ -165,6 +174,9 @@ class RepCounts:
         stop = self.clock_lib.clock() if start is not None and self.clock_lib is not None else None
         if start is not None and stop is not None:
             xid = stop.pop("_xid") - start.pop("_xid")
+            ecc_start, ecc_end = start.pop("_ecc"), stop.pop("_ecc")
             out["clocks"] = {"start": start, "end": stop}
             out["xid_events"] = max(0, xid)
+            if ecc_start is not None and ecc_end is not None:
+                out["ecc_errors"] = max(0, ecc_end - ecc_start)
         return out

@@ -32,7 +32,7 @@ MAX_MESSAGE_CHARS = 4000  # an error message quoting a user's exception is cut h
 # The fields of a request by op, beside `v`, `id`, `op`, `arm` and `toggles`; `seed` may come
 # with either, `type` (every line's kind, PROTOCOL.md's framing) may come and must equal `op`.
 _COMMON = ("v", "id", "op", "arm", "toggles")
-_FIELDS = {"rep": ("warmup", "steps"), "identity": ("toggle", "replays")}
+_FIELDS = {"rep": ("warmup", "steps"), "trace": ("warmup", "steps"), "identity": ("toggle", "replays")}
 _OPTIONAL = ("seed", "type")
 _MIN = {"warmup": 0, "steps": 1, "replays": 1}
 
@@ -65,7 +65,7 @@ def parse(obj: Any, toggles: list[str], program: str) -> Request:
         raise BadRequest(f"a request is a JSON object, not {_show(obj)}")
     op = obj.get("op")
     if op not in _FIELDS:
-        raise BadRequest(f'"op" must be "rep" or "identity", not {_show(op)}' if "op" in obj else 'missing field "op"')
+        raise BadRequest(f'"op" must be "rep", "identity" or "trace", not {_show(op)}' if "op" in obj else 'missing field "op"')
     allowed = (*_COMMON, *_FIELDS[op], *_OPTIONAL)
     unknown = [k for k in obj if k not in allowed]
     if unknown:
@@ -132,6 +132,8 @@ class _Server:
             req = parse(obj, self.runner.toggles, self.runner.name)
             if req.op == "rep":
                 body = self.runner.rep(req.toggles, req.fields["warmup"], req.fields["steps"])
+            elif req.op == "trace":
+                body = self.runner.trace(req.toggles, req.fields["warmup"], req.fields["steps"])
             else:
                 body = self.runner.identity(req.toggles, req.fields["toggle"], req.fields["replays"])
             data = self.encode({"v": 1, "type": req.op, "id": req.id, "arm": req.arm, **body, "final": True})

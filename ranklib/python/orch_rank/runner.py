@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 from . import graphs
 from .backend import Backend, detect
 from .device_counters import DeviceCounters
+from .device_trace import begin_trace
 from .errors import RankError, StepFailed
 from .hashing import hash_outputs
 from .timing import CudaEvents, HostClock, clock_for, monotonic_ns
@@ -97,7 +98,20 @@ class Runner:
         """The step's toggles: every toggle the program knows, absent ones off."""
         return {**{t: False for t in self.toggles}, **toggles}
 
-    # the two requests
+    def _prepare(self, toggles: Toggles) -> None:
+        """A request's start: reset, and for a graph arm the prepare step (it captures when the
+        graph is new, replays otherwise; output discarded) and reset again."""
+        self._reset()
+        if self.graph_toggle is not None and toggles[self.graph_toggle]:
+            self._step(toggles)
+            self._reset()
+
+    def _mode(self, captures0: int, replays0: int) -> tuple[str, "str | None"]:
+        captures, replays = graphs.counts()
+        mode = "graph" if replays > replays0 else "eager"
+        return mode, None if mode == "eager" else "fresh" if captures > captures0 else "reused"
+
+    # the requests
 
     def rep(self, toggles: Toggles, warmup: int, steps: int) -> dict[str, Any]:
         t_start = monotonic_ns()
@@ -105,11 +119,7 @@ class Runner:
         captures0, _ = graphs.counts()
         # the clocks before anything of the rep runs; the counts so far, for its captures
         dev = self.device_counters.begin(steps)
-        self._reset()
-        if self.graph_toggle is not None and toggles[self.graph_toggle]:
-            # the prepare: captures when the graph is new (a replay otherwise), output discarded
-            self._step(toggles)
-            self._reset()
+        self._prepare(toggles)
         warmup_ms = [self._timed_step(toggles) for _ in range(warmup)]
         _, replays0 = graphs.counts()
         step_ms: list[float] = []
@@ -123,11 +133,10 @@ class Runner:
             hashes.append(self._hashes())
         device = dev.finish(steps)
         t_end = monotonic_ns()
-        captures, replays = graphs.counts()
-        mode = "graph" if replays > replays0 else "eager"
+        mode, graph = self._mode(captures0, replays0)
         return {
             "mode": mode,
-            "graph": None if mode == "eager" else "fresh" if captures > captures0 else "reused",
+            "graph": graph,
             "warmup_ms": warmup_ms,
             "step_ms": step_ms,
             "hashes": hashes,
@@ -136,6 +145,24 @@ class Runner:
             "t_start_ns": t_start,
             "t_end_ns": t_end,
         }
+
+    def trace(self, toggles: Toggles, warmup: int, steps: int) -> dict[str, Any]:
+        """A rep's order with the injection library tracing kernels (a probe, never timed): each
+        step between two marks on the records' clock, the step synchronized before its end mark."""
+        t_start = monotonic_ns()
+        toggles = self._full_toggles(toggles)
+        run = begin_trace(self.device_counters)
+        self._prepare(toggles)
+        for _ in range(warmup):
+            self._timed_step(toggles)
+        run.warmed()
+        _, replays0 = graphs.counts()
+        for _ in range(steps):
+            start = run.now()
+            self._timed_step(toggles)  # returns once the step's work is done on the device
+            run.step(start, run.now())
+        mode, _ = self._mode(0, replays0)
+        return {"mode": mode, "trace": run.finish(), "t_start_ns": t_start, "t_end_ns": monotonic_ns()}
 
     def identity(self, toggles: Toggles, toggle: str, replays: int) -> dict[str, Any]:
         toggles = self._full_toggles(toggles)

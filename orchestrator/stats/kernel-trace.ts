@@ -1,0 +1,174 @@
+/**
+ * Is the program launch-bound? The trace probe's answer (issue: device truth, trace mode): from the
+ * kernel intervals orch's injection library traced (native/inject trace mode) inside each step the
+ * rank library delimited, per step the device busy share (the union of the kernel intervals over
+ * the step: kernels of two streams that overlap count once), the idle gaps between busy stretches,
+ * the kernels shorter than SHORT_KERNEL_NS, and the estimate a user came for:
+ *
+ *   recoverable ≈ Σ gaps inside the step − kernels × the card's graph-node floor
+ *
+ * (a graph still pays the floor per node: capture can win the rest of each gap, never more), with
+ * the floor measured on the card by graphrt's chain (graph-node-floor.ts), never a constant. The
+ * PDL upside: a dependent kernel (one that starts after its stream's previous kernel ended) can
+ * hide at most the gap before it, and at most one floor of it once captured; their sum.
+ * The idle time before the step's first kernel and after its last is host time the step spends
+ * around its launches: reported apart (`edge_idle_ns`), not counted as recoverable.
+ */
+import { median } from './descriptive.ts';
+import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+
+export interface Interval {
+  start_ns: number;
+  end_ns: number;
+}
+
+export interface TracedKernel extends Interval {
+  /** CUPTI's id of the graph that launched it; 0: launched on its own */
+  graph_id: number;
+  stream_id: number;
+}
+
+export interface TracedStep extends Interval {
+  kernels: readonly TracedKernel[];
+}
+
+/** The kernels the issue calls short: a launch costs about as much as they run (3.9-4.4 µs per eager launch on the H200). */
+export const SHORT_KERNEL_NS = 5_000;
+
+export interface StepTrace {
+  duration_ns: number;
+  busy_ns: number;
+  busy_share: number;
+  kernels: number;
+  /** kernels launched by a graph */
+  graph_kernels: number;
+  short_kernels: number;
+  /** idle stretches between busy stretches, in order */
+  gaps_ns: number[];
+  edge_idle_ns: number;
+  recoverable_ns: number;
+  dependent_kernels: number;
+  pdl_upside_ns: number;
+}
+
+/** The union of `intervals` clipped to [from, to], as sorted disjoint intervals. */
+export function unionWithin(intervals: readonly Interval[], from: number, to: number): Interval[] {
+  const clipped = intervals
+    .map((i) => ({ start_ns: Math.max(i.start_ns, from), end_ns: Math.min(i.end_ns, to) }))
+    .filter((i) => i.end_ns > i.start_ns)
+    .sort((a, b) => a.start_ns - b.start_ns);
+  const out: Interval[] = [];
+  for (const i of clipped) {
+    const last = out.at(-1);
+    if (last !== undefined && i.start_ns <= last.end_ns) last.end_ns = Math.max(last.end_ns, i.end_ns);
+    else out.push({ ...i });
+  }
+  return out;
+}
+
+/** The idle stretches between consecutive busy intervals (sorted, disjoint). */
+export function gapsBetween(busy: readonly Interval[]): number[] {
+  return busy.slice(1).map((b, i) => b.start_ns - (busy[i] as Interval).end_ns);
+}
+
+/** One step's trace; `floorNs`: the card's graph-node floor. */
+export function summarizeStep(step: TracedStep, floorNs: number): StepTrace {
+  const inside = step.kernels.filter((k) => k.end_ns > step.start_ns && k.start_ns < step.end_ns);
+  const busy = unionWithin(inside, step.start_ns, step.end_ns);
+  const busy_ns = busy.reduce((s, b) => s + b.end_ns - b.start_ns, 0);
+  const gaps_ns = gapsBetween(busy);
+  const duration_ns = step.end_ns - step.start_ns;
+  const edge_idle_ns = busy.length === 0 ? duration_ns : (busy[0] as Interval).start_ns - step.start_ns + step.end_ns - (busy.at(-1) as Interval).end_ns;
+  const sumGaps = gaps_ns.reduce((s, g) => s + g, 0);
+  const pdl = dependentGaps(inside);
+  return {
+    duration_ns,
+    busy_ns,
+    busy_share: duration_ns > 0 ? busy_ns / duration_ns : 0,
+    kernels: inside.length,
+    graph_kernels: inside.filter((k) => k.graph_id !== 0).length,
+    short_kernels: inside.filter((k) => k.end_ns - k.start_ns < SHORT_KERNEL_NS).length,
+    gaps_ns,
+    edge_idle_ns,
+    recoverable_ns: Math.max(0, sumGaps - inside.length * floorNs),
+    dependent_kernels: pdl.length,
+    pdl_upside_ns: pdl.reduce((s, g) => s + Math.min(g, floorNs), 0),
+  };
+}
+
+/** For each kernel that starts after its stream's previous kernel ended: the gap before it. */
+function dependentGaps(kernels: readonly TracedKernel[]): number[] {
+  const byStream = new Map<number, TracedKernel[]>();
+  for (const k of kernels) byStream.set(k.stream_id, [...(byStream.get(k.stream_id) ?? []), k]);
+  const gaps: number[] = [];
+  for (const list of byStream.values()) {
+    const sorted = [...list].sort((a, b) => a.start_ns - b.start_ns);
+    sorted.slice(1).forEach((k, i) => {
+      const gap = k.start_ns - (sorted[i] as TracedKernel).end_ns;
+      if (gap >= 0) gaps.push(gap);
+    });
+  }
+  return gaps;
+}
+
+/** Upper edges (µs) of the gap histogram's bins; the last bin is open. */
+export const GAP_BINS_US = [1, 2, 5, 10, 20, 50, 100, 1000] as const;
+
+/** How many gaps fall in each bin of GAP_BINS_US (one more bin: ≥ the last edge). */
+export function gapHistogram(gapsNs: readonly number[]): number[] {
+  const counts = Array.from({ length: GAP_BINS_US.length + 1 }, () => 0);
+  for (const g of gapsNs) {
+    const bin = GAP_BINS_US.findIndex((edge) => g < edge * 1000);
+    counts[bin === -1 ? GAP_BINS_US.length : bin]! += 1;
+  }
+  return counts;
+}
+
+export interface TraceSummary {
+  steps: number;
+  /** medians over the steps */
+  step_ns: number;
+  busy_share: number;
+  kernels: number;
+  graph_kernels: number;
+  short_kernels: number;
+  gaps_ns: number;
+  edge_idle_ns: number;
+  recoverable_ns: number;
+  /** recoverable over the step time (medians of each step's ratio) */
+  recoverable_share: number;
+  /** the PDL upside per dependent kernel, over every step's dependent kernels (null: none) */
+  pdl_upside_per_kernel_ns: number | null;
+  floor_ns: number;
+  histogram: number[];
+}
+
+/** Every traced step of one arm, summarised (null without a step). */
+export function summarizeTrace(steps: readonly TracedStep[], floorNs: number): TraceSummary | null {
+  if (steps.length === 0) return null;
+  const each = steps.map((s) => summarizeStep(s, floorNs));
+  const med = (f: (s: StepTrace) => number) => median(each.map(f));
+  const dependent = each.reduce((n, s) => n + s.dependent_kernels, 0);
+  return {
+    steps: each.length,
+    step_ns: med((s) => s.duration_ns),
+    busy_share: med((s) => s.busy_share),
+    kernels: med((s) => s.kernels),
+    graph_kernels: med((s) => s.graph_kernels),
+    short_kernels: med((s) => s.short_kernels),
+    gaps_ns: med((s) => s.gaps_ns.reduce((a, g) => a + g, 0)),
+    edge_idle_ns: med((s) => s.edge_idle_ns),
+    recoverable_ns: med((s) => s.recoverable_ns),
+    recoverable_share: med((s) => (s.duration_ns > 0 ? s.recoverable_ns / s.duration_ns : 0)),
+    pdl_upside_per_kernel_ns: dependent === 0 ? null : each.reduce((n, s) => n + s.pdl_upside_ns, 0) / dependent,
+    floor_ns: floorNs,
+    histogram: gapHistogram(each.flatMap((s) => s.gaps_ns)),
+  };
+}
+
+/** A rank's trace answer as steps, each with the kernels that ran inside it (null: nothing was traced). */
+export function stepsOfTrace(answer: OrchRankTrace): TracedStep[] | null {
+  const t = answer.trace;
+  if (t.source === 'none') return null;
+  return t.steps.map((s) => ({ ...s, kernels: t.kernels.filter((k) => k.end_ns > s.start_ns && k.start_ns < s.end_ns) }));
+}

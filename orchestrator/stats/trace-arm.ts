@@ -1,0 +1,49 @@
+/**
+ * One arm of a trace probe from its ranks' `trace` answers (ranklib/PROTOCOL.md "trace"): every
+ * traced step summarised together (kernel-trace.ts), the graphs the program instantiated grouped
+ * by graph, the records lost counted; an arm no answer traced says why.
+ */
+import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import { median } from './descriptive.ts';
+import { stepsOfTrace, summarizeTrace, type TraceSummary } from './kernel-trace.ts';
+
+export interface TracedGraphRow {
+  graph_id: number;
+  nodes: number;
+  instantiations: number;
+  /** median host time of an instantiation */
+  instantiate_ns: number;
+}
+
+export interface TraceArm {
+  arm: string;
+  mode: string;
+  /** null: nothing traced, for `reason` */
+  summary: TraceSummary | null;
+  reason?: string;
+  graphs: readonly TracedGraphRow[];
+  dropped: number;
+}
+
+export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floorNs: number): TraceArm {
+  const mode = [...new Set(answers.map((a) => a.mode))].join(', ');
+  const steps = answers.flatMap((a) => stepsOfTrace(a) ?? []);
+  const none = answers.map((a) => a.trace).find((t) => t.source === 'none');
+  const traced = answers.flatMap((a) => (a.trace.source === 'cupti' ? [a.trace] : []));
+  const byGraph = new Map<number, { nodes: number; times: number[] }>();
+  for (const g of traced.flatMap((t) => t.graphs)) {
+    const seen = byGraph.get(g.graph_id) ?? { nodes: g.nodes, times: [] };
+    seen.times.push(g.instantiate_ns);
+    byGraph.set(g.graph_id, seen);
+  }
+  const graphs: TracedGraphRow[] = [...byGraph].map(([graph_id, g]) => ({ graph_id, nodes: g.nodes, instantiations: g.times.length, instantiate_ns: median(g.times) }));
+  const summary = summarizeTrace(steps, floorNs);
+  return {
+    arm,
+    mode,
+    summary,
+    ...(summary === null ? { reason: none?.source === 'none' ? none.reason : 'no trace answer' } : {}),
+    graphs,
+    dropped: traced.reduce((n, t) => n + t.dropped, 0),
+  };
+}
