@@ -35,7 +35,7 @@ test('a relative run.cwd missing on the worker: COMMAND_CWD_MISSING naming the d
   assert.equal(summary.state, 'failed');
   assert.ok(String(summary.reason).endsWith(message), summary.reason);
   assert.ok(r.stderr.includes(`experiment ${id} ended failed: block 0: `) && r.stderr.includes(message), r.stderr);
-  assert.equal(r.status, 1, 'the experiment ended failed');
+  assert.equal(r.status, 2, 'the experiment ended failed on the user\'s input (outcome-exit-code.ts: 2, as any input error)');
   assert.equal(summary.accounting.measured, 0);
   // a user's mistake fails the same way again: one attempt, no retry
   assert.equal(events.filter((e) => e.event.event === 'block-start').length, 1);
