@@ -1,0 +1,109 @@
+/**
+ * orch workers inside real Slurm allocations (.ci/slurm-up: slurmctld, slurmd, fake GPU GRES),
+ * each started by `orch slurm up` under real srun: an experiment end to end, scancel mid-block,
+ * an allocation that ends mid-experiment. Each fault prints the chaos table's row (planned,
+ * measured, failed with a reason, measured twice) and asserts nothing lost, nothing measured twice.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { abSpec, submitYaml, waitEnded } from '../orchestrator/in-process-scheduler.ts';
+import { CardRegistry } from '../../store/card-registry.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
+import { readEvents } from '../utils/events.ts';
+import { waitFor } from '../utils/wait-for.ts';
+import { ledger, slurmMissing, startSlurmWorld, type SlurmWorld } from './slurm-harness.ts';
+
+const missing = slurmMissing();
+
+describe('orch workers under Slurm', { skip: missing ?? false }, () => {
+  let w: SlurmWorld;
+  before(async () => (w = await startSlurmWorld()));
+  after(async () => w?.stop());
+
+  test('orch slurm up: the workers register the GRES cards with the job as provenance, run an experiment, and down drains then cancels', async () => {
+    const job = await w.up({ gpus: 2, time: '10', repMs: 20 });
+    const hosts = await w.registered(job, 2);
+    const node = execFileSync('hostname', ['-s'], { encoding: 'utf8' }).trim();
+    assert.equal(hosts.length, 1);
+    assert.equal(hosts[0]!.host, `${node}-slurm${job}`);
+    // fake GRES: the cpu cards of the GRES indexes Slurm gave the step
+    assert.deepEqual(hosts[0]!.cards, [`cpu:0@${node}-slurm${job}`, `cpu:1@${node}-slurm${job}`]);
+    assert.deepEqual({ ...hosts[0]!.slurm, end: typeof hosts[0]!.slurm!.end }, { job, nodes: node, partition: 'debug', node, end: 'number' });
+    // the credentials reach the job as files only: neither Slurm's view of the job nor its script holds them
+    const shown = execFileSync('scontrol', ['show', 'job', '-d', job], { encoding: 'utf8' }) + execFileSync('scontrol', ['write', 'batch_script', job, '-'], { encoding: 'utf8' });
+    assert.ok(!shown.includes(w.srv.password!), 'the Redis password is not in scontrol show job or the batch script');
+    assert.ok(!shown.includes(process.env.ORCH_CLUSTER_SECRET!), 'the cluster secret is not in scontrol show job or the batch script');
+
+    const status = await w.orch(['status', '--job', job]);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, new RegExp(`job ${job}: RUNNING on ${node}`));
+    assert.match(status.stdout, new RegExp(`${node}-slurm${job}: heartbeat alive; cards cpu:0@${node}-slurm${job}, cpu:1@${node}-slurm${job}; node ${node}, partition debug`));
+
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-e2e', abSpec('slurm-e2e', 4, 2));
+    assert.equal(await waitEnded(w.redis, w.prefix, id, 120_000), 'done');
+    const row = await ledger(w, id, 'none (an experiment inside the allocation)');
+    assert.deepEqual(row.unaccounted, []);
+    assert.equal(row.measured, row.planned);
+    assert.equal(row.twice, 0);
+    const hostsSeen = new Set((await readEvents(w.redis, w.prefix, id)).map((e) => e.host).filter(Boolean));
+    assert.deepEqual([...hostsSeen], [`${node}-slurm${job}`]);
+
+    const down = await w.orch(['down', '--job', job, '--json']);
+    assert.equal(down.code, 0, down.stderr);
+    // drained: the workers stopped, so the batch script and the job ended with them (nothing left to scancel)
+    assert.deepEqual(JSON.parse(down.stdout), { action: 'down', job, drained: true, cancelled: false });
+    assert.doesNotMatch(execFileSync('squeue', ['-h', '-j', job, '-o', '%T'], { encoding: 'utf8' }), /RUNNING/);
+  });
+
+  test('scancel mid-block: the block in flight is re-tried or its reps failed with a reason, the rest move to another allocation; nothing measured twice', async () => {
+    const first = await w.up({ gpus: 1, time: '10', repMs: 400 });
+    await w.registered(first, 1);
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-scancel', abSpec('slurm-scancel', 3, 2));
+    await waitFor('a rep measured on the first allocation', async () => (await readEvents(w.redis, w.prefix, id)).some((e) => e.event.type === 'rep'), { timeoutMs: 60_000, intervalMs: 100 });
+    execFileSync('scancel', [first]);
+    const second = await w.up({ gpus: 1, time: '10', repMs: 20 });
+    await w.registered(second, 1);
+    assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
+    const row = await ledger(w, id, 'scancel of the allocation mid-block');
+    assert.deepEqual(row.unaccounted, [], 'every planned rep measured or failed with a reason');
+    assert.equal(row.twice, 0, 'nothing measured twice');
+    assert.equal(row.measured + row.failed, row.planned);
+    execFileSync('scancel', [second]);
+  });
+
+  test("an allocation that ends mid-experiment: no block is granted past its end, the waiting ones say why, the worker drains before Slurm's limit, and the blocks move to the next allocation", async () => {
+    // one minute (Slurm's smallest limit), the last 10 s drained: the worker holds no lease after 50 s
+    const t0 = Date.now();
+    const short = await w.up({ gpus: 1, time: '1', repMs: 20, drainS: 10 });
+    const [host] = await w.registered(short, 1);
+    console.log(`# slurm: orch slurm up to a registered worker: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    // 2 arms × 20 reps × 401 steps at the planner's default 5 ms a step: each block is expected to take over 80 s
+    const spec = abSpec('slurm-timelimit', 3, 20).replace('warmup: 1, steps: 2', 'warmup: 1, steps: 400');
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-timelimit', spec);
+    const store = new ExperimentStore(w.redis, w.prefix);
+    const seen = new Set<string>();
+    const why = await waitFor('a block waiting on the allocation end', async () => {
+      const blocks = await store.blocks(id);
+      for (const b of blocks) seen.add(`${b.phase}: ${b.why} (${b.attempts.length} attempts)`);
+      return blocks.find((b) => b.phase === 'waiting' && /longer than the allocations left/.test(b.why ?? ''))?.why ?? null;
+    }, { timeoutMs: 60_000, intervalMs: 200 }).catch((err: Error) => {
+      throw new Error(`${err.message}; the blocks were: ${[...seen].join(" | ")}; scheduler: ${JSON.stringify(w.sched.log().filter((l) => Number(l.level) >= 40).slice(-5))}`);
+    });
+    assert.match(why, new RegExp(`expected to take \\d+ s, .*no lease past an allocation's end: ${host!.host} in \\d+ s`));
+    // the worker stops itself at the drain, before Slurm's time limit: its heartbeat goes and the job ends with it
+    const registry = new CardRegistry(w.redis, { prefix: w.prefix });
+    await waitFor('the short allocation drained', async () => !(await registry.hostInfo(host!.host)).alive, { timeoutMs: 90_000, intervalMs: 250 });
+    await waitFor('the short job ended', () => !/RUNNING/.test(spawnSync('squeue', ['-h', '-j', short, '-o', '%T'], { encoding: 'utf8' }).stdout), { timeoutMs: 30_000, intervalMs: 250 });
+    assert.ok((await store.blocks(id)).every((b) => b.attempts.length === 0), 'no block was granted on the short allocation');
+    const long = await w.up({ gpus: 1, time: '10', repMs: 20 });
+    await w.registered(long, 1);
+    assert.equal(await waitEnded(w.redis, w.prefix, id, 240_000), 'done');
+    const row = await ledger(w, id, 'the allocation reaches its time limit mid-experiment');
+    assert.deepEqual(row.unaccounted, [], 'every planned rep measured or failed with a reason');
+    assert.equal(row.measured, row.planned, 'the blocks moved to the second allocation');
+    assert.equal(row.twice, 0, 'nothing measured twice');
+  });
+});
+
+if (missing) test(`Slurm tests skipped: ${missing}`, { skip: missing }, () => {});
