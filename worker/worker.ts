@@ -226,7 +226,7 @@ export class Worker {
   /** The cards as registered: under Slurm each with the last moment a lease on it may be held. */
   private registered(): Card[] {
     const until = this.clock?.until();
-    return this.cards.map((c) => ({ ...c, until }));
+    return until === undefined ? this.cards : this.cards.map((c) => ({ ...c, until }));
   }
 
   /** Slurm's cards for the step, or the host's own discovery. */

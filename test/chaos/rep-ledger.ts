@@ -18,6 +18,18 @@ import type { RepResult } from '../../jobs/rep-result.ts';
 import { opId } from '../../worker/rank-runner.ts';
 import type { StreamEvent } from '../utils/events.ts';
 
+/** One row of the chaos table (and the Slurm tests'): a fault and where its planned reps went. */
+export interface LedgerRow {
+  fault: string;
+  planned: number;
+  measured: number;
+  /** failed with a reason (not measured) */
+  failed: number;
+  reasons: string;
+  /** measured twice (auditReps, and a rep both committed and failed, and a block committed twice) */
+  twice: number;
+}
+
 export interface RepAudit {
   twice: number;
   resent: number;

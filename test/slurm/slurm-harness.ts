@@ -16,7 +16,7 @@ import { CardRegistry, type HostInfo } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { auditReps } from '../chaos/rep-ledger.ts';
+import { auditReps, type LedgerRow } from '../chaos/rep-ledger.ts';
 import { readEvents } from '../utils/events.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -85,15 +85,6 @@ export async function startSlurmWorld(): Promise<SlurmWorld> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-export interface LedgerRow {
-  fault: string;
-  planned: number;
-  measured: number;
-  failed: number;
-  reasons: string;
-  twice: number;
 }
 
 /** The chaos table's row for an ended experiment: every planned rep measured once or failed with a reason. */

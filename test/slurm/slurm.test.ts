@@ -69,6 +69,11 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.deepEqual(row.unaccounted, [], 'every planned rep measured or failed with a reason');
     assert.equal(row.twice, 0, 'nothing measured twice');
     assert.equal(row.measured + row.failed, row.planned);
+    // the scancel hit a block mid-flight: its attempt on the first allocation did not commit, a later one did
+    const blocks = await new ExperimentStore(w.redis, w.prefix).blocks(id);
+    const hit = blocks.find((b) => b.attempts.some((a) => a.gang[0]?.host.endsWith(`-slurm${first}`) && a.outcome !== 'committed'));
+    assert.ok(hit, `a block attempt on job ${first} was cut: ${JSON.stringify(blocks.map((b) => b.attempts.map((a) => [a.gang[0]?.host, a.outcome])))}`);
+    assert.ok(hit.attempts.some((a) => a.gang[0]?.host.endsWith(`-slurm${second}`) && a.outcome === 'committed'), 'and committed on the second allocation');
     execFileSync('scancel', [second]);
   });
 
