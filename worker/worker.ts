@@ -247,7 +247,7 @@ export class Worker {
       refreshMs: slurm.refreshMs,
       stopFile: slurm.stopFile,
       onUntil: (until) => {
-        this.log.info({ until: until === undefined ? null : new Date(until).toISOString() }, 'the Slurm allocation\'s end moved: registering the cards again');
+        this.log.info({ until: until === undefined ? null : new Date(until).toISOString() }, 'the last moment to hold a lease moved (the allocation\'s time limit changed, or the worker stops): registering the cards again');
         registry.register(this.host, this.registered(), this.registration(ttl)).catch((err: unknown) => this.log.warn({ err }, 'registering the new end failed'));
       },
       onStop: (why) => {
@@ -353,6 +353,8 @@ export class Worker {
         events,
         log: this.log,
         stopping: () => this.stopping,
+        // an allocation that ends takes its cards for good: the block goes elsewhere whole
+        stopRequeues: this.opts.slurm !== undefined,
         staging: new GangStaging(redis, { prefix: this.prefix }),
       },
     );

@@ -77,6 +77,27 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     execFileSync('scancel', [second]);
   });
 
+  test('orch slurm down mid-block: the rep in flight finishes, the block is handed back whole and measured on the next allocation; nothing not run, nothing twice', async () => {
+    const first = await w.up({ gpus: 1, time: '10', repMs: 1500 });
+    await w.registered(first, 1);
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-down', abSpec('slurm-down', 2, 6));
+    await waitFor('a rep measured on the first allocation', async () => (await readEvents(w.redis, w.prefix, id)).some((e) => e.event.type === 'rep'), { timeoutMs: 60_000, intervalMs: 100 });
+    const down = await w.orch(['down', '--job', first, '--json']);
+    assert.equal(down.code, 0, down.stderr);
+    assert.equal(JSON.parse(down.stdout).drained, true);
+    const second = await w.up({ gpus: 1, time: '10', repMs: 20 });
+    await w.registered(second, 1);
+    assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
+    const row = await ledger(w, id, 'orch slurm down mid-block (drain)');
+    assert.deepEqual(row.unaccounted, []);
+    assert.equal(row.measured, row.planned, `every planned rep measured (failed: ${row.reasons})`);
+    assert.equal(row.twice, 0);
+    const attempts = (await new ExperimentStore(w.redis, w.prefix).blocks(id)).flatMap((b) => b.attempts);
+    const cut = attempts.find((a) => a.gang[0]?.host.endsWith(`-slurm${first}`) && a.outcome !== 'committed');
+    assert.match(cut?.reason ?? '', /stopped \(its allocation ends, or orch slurm down\)/, JSON.stringify(attempts));
+    execFileSync('scancel', [second]);
+  });
+
   test("an allocation that ends mid-experiment: no block is granted past its end, the waiting ones say why, the worker drains before Slurm's limit, and the blocks move to the next allocation", async () => {
     // one minute (Slurm's smallest limit), the last 10 s drained: the worker holds no lease after 50 s
     const t0 = Date.now();

@@ -79,6 +79,9 @@ export class AllocationClock {
     if (this.stopped) return;
     this.stopped = true;
     this.close();
+    // the cards end now: the scheduler grants nothing more here while the worker drains
+    this.end = Date.now() + this.opts.drainMs;
+    this.opts.onUntil(this.until());
     this.opts.onStop(why);
   }
 }
