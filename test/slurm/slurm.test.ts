@@ -56,6 +56,20 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.doesNotMatch(execFileSync('squeue', ['-h', '-j', job, '-o', '%T'], { encoding: 'utf8' }), /RUNNING/);
   });
 
+  test('two allocations share one experiment: each takes blocks, every rep measured once', async () => {
+    const a = await w.up({ gpus: 1, time: '10', repMs: 300 });
+    const b = await w.up({ gpus: 1, time: '10', repMs: 300 });
+    await Promise.all([w.registered(a, 1), w.registered(b, 1)]);
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-two', abSpec('slurm-two', 4, 2));
+    assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
+    const row = await ledger(w, id, 'two allocations, one experiment');
+    assert.equal(row.measured, row.planned);
+    assert.equal(row.twice, 0);
+    const committedOn = new Set((await new ExperimentStore(w.redis, w.prefix).blocks(id)).flatMap((x) => x.attempts.filter((t) => t.outcome === 'committed').map((t) => t.gang[0]!.host.replace(/.*-slurm/, ''))));
+    assert.deepEqual([...committedOn].sort(), [a, b].sort(), 'blocks committed on both allocations');
+    execFileSync('scancel', [a, b]);
+  });
+
   test('scancel mid-block: the block in flight is re-tried or its reps failed with a reason, the rest move to another allocation; nothing measured twice', async () => {
     const first = await w.up({ gpus: 1, time: '10', repMs: 400 });
     await w.registered(first, 1);
