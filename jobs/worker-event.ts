@@ -3,11 +3,13 @@
  * lines: `{"v":1,"type":"worker","event":...}`, one shape per event.
  */
 import { z } from 'zod';
+import { SlurmProvenanceSchema } from './slurm-allocation.ts';
 
 const base = { v: z.literal(1), type: z.literal('worker') };
 
 export const WorkerEventSchema = z.discriminatedUnion('event', [
-  z.strictObject({ ...base, event: z.literal('block-start'), cards: z.array(z.string()), sequence: z.array(z.string()) }),
+  // slurm: the allocation the worker runs in (jobs/slurm-allocation.ts), for the report's provenance
+  z.strictObject({ ...base, event: z.literal('block-start'), cards: z.array(z.string()), sequence: z.array(z.string()), slurm: SlurmProvenanceSchema.optional() }),
   z.strictObject({ ...base, event: z.literal('block-committed'), measured: z.int().min(0), not_run: z.int().min(0) }),
   z.strictObject({ ...base, event: z.literal('block-failed'), reason: z.string() }),
   z.strictObject({ ...base, event: z.literal('rank-exit'), code: z.int().nullable(), signal: z.string().nullable(), pid: z.int().nullable() }),

@@ -26,6 +26,7 @@ import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
 import { blockReps } from '../jobs/rep-ref.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Card } from '../jobs/card.ts';
+import type { SlurmProvenance } from '../jobs/slurm-allocation.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
 import { toJobError } from '../store/job-error.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
@@ -68,6 +69,8 @@ export interface ExecutorOptions {
   advertise?: string;
   /** a spread gang's longest wait for another host's part (rendezvous, staging, commit); default 60 s */
   gangWaitMs?: number;
+  /** the Slurm allocation the worker runs in: each block-start event names it (the report's provenance) */
+  slurm?: SlurmProvenance;
 }
 
 export interface ExecutorDeps {
@@ -222,7 +225,7 @@ class GangRun {
     this.gang.log.info({ cards: job.cards, reps: planned.length }, 'block attempt starting');
     try {
       await fate.race(keeper.start());
-      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence });
+      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) });
       await this.foreign.guard([]);
       await this.ranks.start();
       const gates = await new GangGates(this.gang, this.ranks).run();

@@ -339,6 +339,7 @@ export class Worker {
         foreignPollMs: this.opts.foreignPollMs ?? 1000,
         closeGraceMs: this.opts.closeGraceMs ?? 5000,
         rendezvousKey: this.secret,
+        ...(this.opts.slurm ? { slurm: this.opts.slurm.alloc.provenance } : {}),
       },
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),

@@ -11,6 +11,9 @@ import { abSpec, submitYaml, waitEnded } from '../orchestrator/in-process-schedu
 import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { readEvents } from '../utils/events.ts';
+import { join } from 'node:path';
+import { writeResults } from '../../orchestrator/results/write-results.ts';
+import type { WithProvenance } from '../../orchestrator/report/render-provenance.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { ledger, slurmMissing, startSlurmWorld, type SlurmWorld } from './slurm-harness.ts';
 
@@ -48,6 +51,10 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.equal(row.twice, 0);
     const hostsSeen = new Set((await readEvents(w.redis, w.prefix, id)).map((e) => e.host).filter(Boolean));
     assert.deepEqual([...hostsSeen], [`${node}-slurm${job}`]);
+    // the report's provenance names the allocation
+    const written = await writeResults(w.redis, w.prefix, id, join(w.dir, 'results'));
+    assert.deepEqual((written.analysis as WithProvenance).provenance?.slurm, [{ host: `${node}-slurm${job}`, job, nodes: node, partition: 'debug' }]);
+    assert.match(written.report, new RegExp(`^- host ${node}-slurm${job}: Slurm job ${job} \\(nodes ${node}, partition debug\\)$`, 'm'));
 
     const down = await w.orch(['down', '--job', job, '--json']);
     assert.equal(down.code, 0, down.stderr);
