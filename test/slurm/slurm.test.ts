@@ -12,6 +12,8 @@ import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { readEvents } from '../utils/events.ts';
 import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { findJob } from '../../orchestrator/slurm/slurm-run-dir.ts';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
 import type { WithProvenance } from '../../orchestrator/report/render-provenance.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -61,6 +63,21 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     // drained: the workers stopped, so the batch script and the job ended with them (nothing left to scancel)
     assert.deepEqual(JSON.parse(down.stdout), { action: 'down', job, drained: true, cancelled: false });
     assert.doesNotMatch(execFileSync('squeue', ['-h', '-j', job, '-o', '%T'], { encoding: 'utf8' }), /RUNNING/);
+  });
+
+  test("the pre-timeout signal reaches the batch shell alone, whose trap drains the workers: the job ends with them", async () => {
+    const job = await w.up({ gpus: 1, time: '10', repMs: 20 });
+    const [host] = await w.registered(job, 1);
+    // what --signal=B:USR1@S sends S seconds before the end
+    execFileSync('scancel', ['--batch', '--signal=USR1', job]);
+    const registry = new CardRegistry(w.redis, { prefix: w.prefix });
+    await waitFor('the worker drained', async () => !(await registry.hostInfo(host!.host)).alive, { timeoutMs: 30_000, intervalMs: 250 });
+    await waitFor('the job ended with its worker', () => !/RUNNING/.test(spawnSync('squeue', ['-h', '-j', job, '-o', '%T'], { encoding: 'utf8' }).stdout), { timeoutMs: 30_000, intervalMs: 250 });
+    // by the trap's stop file, not by the signal killing the shell (and the step with it)
+    const { dir } = findJob(join(w.dir, 'runs'), job);
+    assert.ok(existsSync(join(dir, 'stop')), 'the trap wrote the stop file');
+    // a shell killed by the signal takes the step down with it: the worker would have had Slurm's SIGTERM
+    assert.doesNotMatch(readFileSync(join(dir, `slurm-${job}.out`), 'utf8'), /orch worker: SIGTERM|CANCELLED/);
   });
 
   test('two allocations share one experiment: each takes blocks, every rep measured once', async () => {
