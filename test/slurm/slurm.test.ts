@@ -26,7 +26,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
   before(async () => (w = await startSlurmWorld()));
   after(async () => w?.stop());
 
-  test('orch slurm up: the workers register the GRES cards with the job as provenance, run an experiment, and down drains then cancels', async () => {
+  test('orch slurm up: the workers register the GRES cards with the job as provenance, run an experiment, and down drains them (the job ends with its workers)', async () => {
     const job = await w.up({ gpus: 2, time: '10', repMs: 20 });
     const hosts = await w.registered(job, 2);
     const node = execFileSync('hostname', ['-s'], { encoding: 'utf8' }).trim();
