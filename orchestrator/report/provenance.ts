@@ -33,6 +33,8 @@ export interface CardProvenance {
 
 export interface SlurmHostProvenance {
   host: string;
+  /** the node the host's worker ran on */
+  node: string;
   job: string;
   nodes: string;
   partition: string;
@@ -88,8 +90,8 @@ export class ProvenanceFold {
     if (line === null || typeof line !== 'object') return;
     // the gang's own events (card '') name no card; a block-start names the worker's allocation
     if (line.type === 'worker' && line.event === 'block-start' && line.slurm !== undefined) {
-      const { job, nodes, partition } = line.slurm;
-      this.slurm.set(e.host, { host: e.host, job, nodes, partition });
+      const { job, nodes, partition, node } = line.slurm;
+      this.slurm.set(e.host, { host: e.host, node, job, nodes, partition });
     }
     if (e.card === '') return;
     this.hosts.add(e.host);

@@ -12,7 +12,8 @@ import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { readEvents } from '../utils/events.ts';
 import { join } from 'node:path';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { compareResults } from '../../orchestrator/report/compare-results.ts';
 import { findJob } from '../../orchestrator/slurm/slurm-run-dir.ts';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
 import type { WithProvenance } from '../../orchestrator/report/render-provenance.ts';
@@ -55,8 +56,17 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.deepEqual([...hostsSeen], [`${node}-slurm${job}`]);
     // the report's provenance names the allocation
     const written = await writeResults(w.redis, w.prefix, id, join(w.dir, 'results'));
-    assert.deepEqual((written.analysis as WithProvenance).provenance?.slurm, [{ host: `${node}-slurm${job}`, job, nodes: node, partition: 'debug' }]);
+    assert.deepEqual((written.analysis as WithProvenance).provenance?.slurm, [{ host: `${node}-slurm${job}`, node, job, nodes: node, partition: 'debug' }]);
     assert.match(written.report, new RegExp(`^- host ${node}-slurm${job}: Slurm job ${job} \\(nodes ${node}, partition debug\\)$`, 'm'));
+    // orch compare: the same nodes compare; a run on another node is refused unless allowed
+    assert.doesNotMatch(compareResults(written.dir, written.dir).text, /Slurm nodes/);
+    const moved = join(w.dir, 'results-other-node');
+    cpSync(written.dir, moved, { recursive: true });
+    const summary = JSON.parse(readFileSync(join(moved, 'summary.json'), 'utf8'));
+    summary.analysis.provenance.slurm[0].node = 'gpu99';
+    writeFileSync(join(moved, 'summary.json'), JSON.stringify(summary));
+    assert.throws(() => compareResults(written.dir, moved), new RegExp(`ran on different Slurm nodes: ${node} .* vs gpu99`));
+    assert.match(compareResults(written.dir, moved, 0.05, { allowNodeChange: true }).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99$`, 'm'));
 
     const down = await w.orch(['down', '--job', job, '--json']);
     assert.equal(down.code, 0, down.stderr);
