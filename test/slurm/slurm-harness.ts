@@ -38,8 +38,8 @@ export interface SlurmWorld {
   dir: string;
   sched: InProcessScheduler;
   env: Record<string, string>;
-  /** `orch slurm up` with the fixture rank; returns the job id */
-  up(opts: { gpus: number; time: string; repMs: number; drainS?: number }): Promise<string>;
+  /** `orch slurm up` with the fixture rank (or `graphrt`, with `env` for the job); returns the job id */
+  up(opts: { gpus: number; time: string; repMs: number; drainS?: number; graphrt?: string; env?: Record<string, string> }): Promise<string>;
   orch(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
   /** the hosts of `job` once its workers registered `cards` cards in all */
   registered(job: string, cards: number): Promise<HostInfo[]>;
@@ -57,11 +57,11 @@ export async function startSlurmWorld(): Promise<SlurmWorld> {
   const orch = (args: string[]) => runOrch(['slurm', ...args, '--run-dir', join(dir, 'runs')], env);
   return {
     srv, redis, prefix, dir, sched, env, orch,
-    async up({ gpus, time, repMs, drainS = 0 }) {
+    async up({ gpus, time, repMs, drainS = 0, graphrt = FIXTURE_RANK, env: jobEnv = {} }) {
       const r = await runOrch(
         ['slurm', 'up', '--nodes', '1', '--gpus-per-node', String(gpus), '--time', time, '--drain-before-end', String(drainS), '--run-dir', join(dir, 'runs'), '--json',
-          `--worker-arg=--graphrt=${FIXTURE_RANK}`, '--worker-arg=--heartbeat-ms=500', `--worker-arg=--lock-dir=${join(dir, `locks-${jobs.length}`)}`],
-        { ...env, FIXTURE_REP_MS: String(repMs) },
+          `--worker-arg=--graphrt=${graphrt}`, '--worker-arg=--heartbeat-ms=500', `--worker-arg=--lock-dir=${join(dir, `locks-${jobs.length}`)}`],
+        { ...env, ...jobEnv, FIXTURE_REP_MS: String(repMs) },
       );
       if (r.code !== 0) throw new Error(`orch slurm up exited ${r.code}: ${r.stdout}${r.stderr}`);
       const job = (JSON.parse(r.stdout) as { job: string }).job;
@@ -105,6 +105,6 @@ export async function ledger(w: SlurmWorld, id: string, fault: string): Promise<
   const withReason = fields.filter((f) => !measured.has(f) && (failed[f]?.reason ?? '') !== '');
   const reasons = [...new Set(withReason.map((f) => failed[f]!.reason.replace(/\s+/g, ' ').slice(0, 90)))].join(' / ');
   const row = { fault, planned: fields.length, measured: fields.filter((f) => measured.has(f)).length, failed: withReason.length, reasons, twice };
-  console.log(`# slurm: | ${row.fault} | ${row.planned} | ${row.measured} | ${row.failed}${row.reasons ? ` (${row.reasons})` : ''} | ${row.twice} |`);
+  console.log(`# slurm: | ${row.fault} | ${row.planned} | ${row.measured} | ${row.failed}${row.reasons ? ` (${row.reasons})` : ''} | ${row.twice} |${audit.detail.length ? ` ${audit.detail.slice(0, 3).join('; ')}` : ''}`);
   return { ...row, unaccounted: fields.filter((f) => !measured.has(f) && !withReason.includes(f)) };
 }

@@ -11,6 +11,7 @@ import { abSpec, submitYaml, waitEnded } from '../orchestrator/in-process-schedu
 import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { readEvents } from '../utils/events.ts';
+import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { join } from 'node:path';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { compareResults } from '../../orchestrator/report/compare-results.ts';
@@ -101,6 +102,28 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.equal(row.twice, 0);
     const committedOn = new Set((await new ExperimentStore(w.redis, w.prefix).blocks(id)).flatMap((x) => x.attempts.filter((t) => t.outcome === 'committed').map((t) => t.gang[0]!.host.replace(/.*-slurm/, ''))));
     assert.deepEqual([...committedOn].sort(), [a, b].sort(), 'blocks committed on both allocations');
+    execFileSync('scancel', [a, b]);
+  });
+
+  test("a gang spread over two allocations: graphrt's CPU backend, rank 0's rendezvous on the allocation's address, one commit of both ranks", { skip: skipWithoutBinary }, async () => {
+    const jobEnv = { ORCH_ADVERTISE_ADDR: '127.0.0.1' };
+    const [a, b] = [await w.up({ gpus: 1, time: '10', repMs: 0, graphrt: GRAPHRT, env: jobEnv }), await w.up({ gpus: 1, time: '10', repMs: 0, graphrt: GRAPHRT, env: jobEnv })];
+    await Promise.all([w.registered(a, 1), w.registered(b, 1)]);
+    const spec = [
+      'name: slurm-spread', 'design: ab',
+      'workload: { runtime: native, backend: cpu, kind: decode, params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3 }',
+      'toggles: [graph, allreduce]',
+      'arms:', '  - { name: eager, toggles: { allreduce: true } }', '  - { name: graph, toggles: { graph: true, allreduce: true } }',
+      'reps: 2', 'blocks: { count: 1, ranks: 2, placement: spread }', 'gates: { identity: { replays: 3 }, aa: false }', 'metric: { name: ms_per_step, better: lower }', '',
+    ].join('\n');
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-spread', spec);
+    assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
+    const row = await ledger(w, id, 'a gang spread over two allocations');
+    assert.equal(row.measured, row.planned);
+    assert.equal(row.twice, 0);
+    const [block] = await new ExperimentStore(w.redis, w.prefix).blocks(id);
+    const committed = block!.attempts.find((t) => t.outcome === 'committed')!;
+    assert.deepEqual(committed.gang.map((p) => p.host.replace(/.*-slurm/, '')).sort(), [a, b].sort(), 'one part on each allocation');
     execFileSync('scancel', [a, b]);
   });
 
