@@ -185,7 +185,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
       for (const b of blocks) seen.add(`${b.phase}: ${b.why} (${b.attempts.length} attempts)`);
       return blocks.find((b) => b.phase === 'waiting' && /longer than the allocations left/.test(b.why ?? ''))?.why ?? null;
     }, { timeoutMs: 60_000, intervalMs: 200 }).catch((err: Error) => {
-      throw new Error(`${err.message}; the blocks were: ${[...seen].join(" | ")}; scheduler: ${JSON.stringify(w.sched.log().filter((l) => Number(l.level) >= 40).slice(-5))}`);
+      throw new Error(`${err.message}; the blocks were: ${[...seen].join(" | ")}; scheduler: ${JSON.stringify(w.sched.log().filter((l) => JSON.stringify(l).includes('slurm-timelimit')).slice(-12))}; the short job's output: ${readFileSync(join(findJob(join(w.dir, 'runs'), short).dir, `slurm-${short}.out`), 'utf8').slice(-3000)}`);
     });
     assert.match(why, new RegExp(`expected to take \\d+ s, .*no lease past an allocation's end: ${host!.host} in \\d+ s`));
     // the worker stops itself at the drain, before Slurm's time limit: its heartbeat goes and the job ends with it
