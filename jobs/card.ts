@@ -15,5 +15,11 @@ export const CardSchema = z.object({
   version: z.string().optional(),
   /** what its host's worker allows beyond graphrt (jobs/worker-capabilities.ts); absent: nothing */
   caps: z.array(CapabilitySchema).optional(),
+  /**
+   * The last moment its worker may hold a lease on it (ms since the epoch): a Slurm allocation's
+   * end less the worker's drain margin (jobs/slurm-allocation.ts). No block expected to end later
+   * is granted on it. Absent: no end.
+   */
+  until: z.number().int().positive().optional(),
 });
 export type Card = z.infer<typeof CardSchema>;

@@ -4,12 +4,14 @@
  */
 import { z } from 'zod';
 import { MachineRecordSchema } from './machine-record.ts';
+import { SlurmProvenanceSchema } from './slurm-allocation.ts';
 
 const base = { v: z.literal(1), type: z.literal('worker') };
 
 export const WorkerEventSchema = z.discriminatedUnion('event', [
   // `machine`: the host and its GPUs as the block started (jobs/machine-record.ts); absent in older records
-  z.strictObject({ ...base, event: z.literal('block-start'), cards: z.array(z.string()), sequence: z.array(z.string()), machine: MachineRecordSchema.optional() }),
+  // slurm: the allocation the worker runs in (jobs/slurm-allocation.ts), for the report's provenance
+  z.strictObject({ ...base, event: z.literal('block-start'), cards: z.array(z.string()), sequence: z.array(z.string()), machine: MachineRecordSchema.optional(), slurm: SlurmProvenanceSchema.optional() }),
   z.strictObject({ ...base, event: z.literal('block-committed'), measured: z.int().min(0), not_run: z.int().min(0) }),
   z.strictObject({ ...base, event: z.literal('block-failed'), reason: z.string() }),
   z.strictObject({ ...base, event: z.literal('rank-exit'), code: z.int().nullable(), signal: z.string().nullable(), pid: z.int().nullable() }),

@@ -2,7 +2,7 @@
  * The card registry: which cards each host's worker offers, and whether that worker is alive.
  *
  *   <prefix>:cards              hash card id → JSON Card (with its worker's version and capabilities)
- *   <prefix>:host:<name>        hash { pid, started, cards (JSON id list), version }
+ *   <prefix>:host:<name>        hash { pid, started, cards (JSON id list), version, slurm (JSON, a worker under Slurm: its job, jobs/slurm-allocation.ts) }
  *   <prefix>:host:<name>:alive  "1" with a PX TTL, refreshed by the worker's heartbeat
  *
  * A card is live while its host's alive key exists. Registration is not contended (one worker
@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { CardSchema, type Card } from '../jobs/card.ts';
 import { parseStored } from '../jobs/parse-stored.ts';
 import type { Capability } from '../jobs/worker-capabilities.ts';
+import { SlurmProvenanceSchema, type SlurmProvenance } from '../jobs/slurm-allocation.ts';
 import { orchKeys, type OrchKeys } from './keys.ts';
 
 export { CardSchema, type Card } from '../jobs/card.ts';
@@ -23,6 +24,8 @@ export interface HostInfo {
   pid: number | null;
   started: number | null;
   cards: string[];
+  /** the Slurm job the host's worker runs in, or null */
+  slurm: SlurmProvenance | null;
 }
 
 /** The `cards` field of a host's hash: the ids it registered, in its order. */
@@ -39,7 +42,7 @@ export class CardRegistry {
   }
 
   /** Replaces the host's cards with `cards` and marks the host alive for ttlMs. */
-  async register(host: string, cards: Card[], opts: { ttlMs: number; pid: number; version?: string; caps?: Capability[] }): Promise<void> {
+  async register(host: string, cards: Card[], opts: { ttlMs: number; pid: number; version?: string; caps?: Capability[]; slurm?: SlurmProvenance }): Promise<void> {
     for (const c of cards) {
       if (c.host !== host) throw new Error(`card ${c.id} belongs to host ${c.host}, not ${host}`);
     }
@@ -55,6 +58,7 @@ export class CardRegistry {
       started: String(Date.now()),
       cards: JSON.stringify(cards.map((c) => c.id)),
       version: opts.version ?? '',
+      ...(opts.slurm ? { slurm: JSON.stringify(SlurmProvenanceSchema.parse(opts.slurm)) } : {}),
     });
     m.set(this.keys.hostAlive(host), '1', 'PX', Math.ceil(opts.ttlMs));
     await m.exec();
@@ -120,6 +124,7 @@ export class CardRegistry {
       pid: h.pid ? Number(h.pid) : null,
       started: h.started ? Number(h.started) : null,
       cards: h.cards ? parseStored(CardIdsSchema, h.cards, `${key} field cards`) : [],
+      slurm: h.slurm ? parseStored(SlurmProvenanceSchema, h.slurm, `${key} field slurm`) : null,
     };
   }
 }

@@ -12,7 +12,9 @@
  *
  * Every planned rep ends as one of: committed result; failed entry with this attempt's reason
  * (the block failed; a later attempt that commits deletes it); failed entry "not run" (graceful
- * stop: committed with the measured reps); failed entry "cancelled" (`orch cancel`: the cancel
+ * stop: committed with the measured reps; under Slurm, `stopRequeues`, the attempt is abandoned
+ * instead and the block tried again elsewhere, so no rep is left not run when an allocation ends);
+ * failed entry "cancelled" (`orch cancel`: the cancel
  * notice aborts the rep in flight — a half rep is not measured — and the block commits what it
  * measured under its still-held epoch, before the scheduler revokes the gang).
  */
@@ -26,6 +28,7 @@ import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
 import { blockReps } from '../jobs/rep-ref.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Card } from '../jobs/card.ts';
+import type { SlurmProvenance } from '../jobs/slurm-allocation.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
 import { toJobError } from '../store/job-error.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
@@ -68,6 +71,8 @@ export interface ExecutorOptions {
   advertise?: string;
   /** a spread gang's longest wait for another host's part (rendezvous, staging, commit); default 60 s */
   gangWaitMs?: number;
+  /** the Slurm allocation the worker runs in: each block-start event names it (the report's provenance) */
+  slurm?: SlurmProvenance;
 }
 
 export interface ExecutorDeps {
@@ -80,6 +85,12 @@ export interface ExecutorDeps {
   log: Logger;
   /** true once the worker is stopping (SIGTERM): finish the rep in flight, run no more */
   stopping: () => boolean;
+  /**
+   * On that stop, abandon the attempt after the rep in flight (WORKER_STOPPING, transient: the
+   * scheduler tries the whole block again elsewhere) instead of committing a part of it. A worker
+   * under Slurm does: its allocation ends for good, and the block's arms stay balanced.
+   */
+  stopRequeues?: boolean;
   /** where a spread gang's parts meet (needed only for gangs across hosts) */
   staging?: GangStaging;
   /** the host and its GPUs as a block starts, for the block-start event (default: worker/machine-record.ts) */
@@ -221,11 +232,12 @@ class GangRun {
       const reading = (this.deps.machine ?? readMachineRecord)(job.cards.flatMap((id) => this.opts.cards.get(id) ?? []));
       await fate.race(keeper.start());
       const machine = await fate.race(reading);
-      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, machine });
+      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, machine, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) });
       await this.foreign.guard([]);
       await this.ranks.start();
       const gates = await new GangGates(this.gang, this.ranks).run();
       const measured = await this.pipeline.run(planned);
+      this.requeueIfStopped(measured.stoppedAt, planned.length);
       fate.closing = true;
       const outcome = await this.committer.commit(planned, measured, gates);
       committed = true;
@@ -245,6 +257,13 @@ class GangRun {
         .catch((err: unknown) => this.gang.log.warn({ err }, 'leases not released; they expire with their TTL'));
       await this.gang.events.flush();
     }
+  }
+
+  /** A stop (not a cancel) cut the block short, and this worker hands such blocks back rather than committing a part. */
+  private requeueIfStopped(stoppedAt: number | null, planned: number): void {
+    if (stoppedAt === null || this.fate.cancelReason !== null || this.deps.stopRequeues !== true) return;
+    const { job } = this;
+    throw new OrchError('WORKER_STOPPING', `the worker of host ${this.opts.host} stopped (its allocation ends, or orch slurm down) after ${stoppedAt} of ${planned} reps of block ${job.block} attempt ${job.attempt}: the attempt is abandoned, none of its reps counted, and the block tried again on another host`);
   }
 
   /** Extends the gang's leases; a refusal is a lost gang. */

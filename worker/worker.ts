@@ -19,6 +19,11 @@
  * the host goes offline and the connections close. All of that needs Redis: when it has not
  * finished within stopLimitMs (10 s; Redis gone), every running block is failed (its ranks
  * killed) and the connections are cut; stop() returns regardless.
+ *
+ * Under Slurm (options.slurm): the cards are those Slurm gave the step (worker/slurm/slurm-cards.ts),
+ * each registered with `until`, the allocation's end less the drain margin, kept current by
+ * worker/slurm/allocation-clock.ts, which also stops the worker at `until` or when the stop file
+ * appears; the job's id, node list and partition are registered as the host's provenance.
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +62,9 @@ import type { RankRunner } from './rank-runner.ts';
 import { preflightGraphrt } from './preflight/preflight.ts';
 import { formatWorkerVersion } from '../jobs/worker-version.ts';
 import { workerCapabilities, type Capability } from '../jobs/worker-capabilities.ts';
+import type { SlurmAllocation } from '../jobs/slurm-allocation.ts';
+import { slurmCards } from './slurm/slurm-cards.ts';
+import { AllocationClock } from './slurm/allocation-clock.ts';
 
 export interface WorkerOptions {
   redisUrl: string;
@@ -94,10 +102,23 @@ export interface WorkerOptions {
    * together with graphrt's hello version, as the worker's version (jobs/worker-version.ts).
    */
   orchVersion?: { version: string; commit: string };
+  /** the Slurm allocation this worker runs in (jobs/slurm-allocation.ts); absent: not under Slurm */
+  slurm?: WorkerSlurmOptions;
   log: Logger;
   /** seams for other workloads and for tests on machines without nvidia-smi */
   runner?: RankRunner;
   probe?: ForeignProcessProbe;
+}
+
+export interface WorkerSlurmOptions {
+  alloc: SlurmAllocation;
+  /** how long before the allocation's end the worker stops taking work and stops */
+  drainMs: number;
+  /** reads the allocation's end again (squeue): a changed time limit moves it */
+  readEnd: () => Promise<number | null>;
+  refreshMs?: number;
+  /** a file whose appearance stops the worker gracefully (orch slurm down, the pre-timeout signal's trap) */
+  stopFile?: string;
 }
 
 export function defaultHost(): string {
@@ -130,6 +151,10 @@ export class Worker {
   private version: string | undefined;
   /** revoke-channel messages that Redis state did not bear out (lease-message-check.ts) */
   private unconfirmedLeaseMessages = 0;
+  private clock: AllocationClock | null = null;
+  private ended!: () => void;
+  /** settles when the worker has stopped, by a signal's stop() or by its own (the allocation's end) */
+  readonly done = new Promise<void>((resolve) => (this.ended = resolve));
 
   constructor(private readonly opts: WorkerOptions) {
     this.host = opts.host ?? defaultHost();
@@ -193,8 +218,44 @@ export class Worker {
     }
   }
 
-  private registration(ttlMs: number): { ttlMs: number; pid: number; version?: string; caps: Capability[] } {
-    return { ttlMs, pid: process.pid, ...(this.version ? { version: this.version } : {}), caps: this.caps };
+  private registration(ttlMs: number): { ttlMs: number; pid: number; version?: string; caps: Capability[]; slurm?: SlurmAllocation['provenance'] } {
+    const slurm = this.opts.slurm?.alloc.provenance;
+    return { ttlMs, pid: process.pid, ...(this.version ? { version: this.version } : {}), caps: this.caps, ...(slurm ? { slurm } : {}) };
+  }
+
+  /** The cards as registered: under Slurm each with the last moment a lease on it may be held. */
+  private registered(): Card[] {
+    const until = this.clock?.until();
+    return until === undefined ? this.cards : this.cards.map((c) => ({ ...c, until }));
+  }
+
+  /** Slurm's cards for the step, or the host's own discovery. */
+  private async findCards(): Promise<Card[]> {
+    const slurm = this.opts.slurm;
+    if (slurm) return slurmCards(this.host, slurm.alloc, { cpuCards: this.opts.cpuCards });
+    return discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
+  }
+
+  /** Under Slurm: the allocation's end, kept current on the registered cards, and the stop before it. */
+  private followAllocation(registry: CardRegistry, ttl: number): void {
+    const slurm = this.opts.slurm;
+    if (!slurm) return;
+    this.clock = new AllocationClock({
+      end: slurm.alloc.provenance.end,
+      drainMs: slurm.drainMs,
+      readEnd: slurm.readEnd,
+      refreshMs: slurm.refreshMs,
+      stopFile: slurm.stopFile,
+      onUntil: (until) => {
+        this.log.info({ until: until === undefined ? null : new Date(until).toISOString() }, 'the last moment to hold a lease moved (the allocation\'s time limit changed, or the worker stops): registering the cards again');
+        registry.register(this.host, this.registered(), this.registration(ttl)).catch((err: unknown) => this.log.warn({ err }, 'registering the new end failed'));
+      },
+      onStop: (why) => {
+        this.log.info({ why }, 'stopping: the Slurm allocation ends');
+        void this.stop();
+      },
+    });
+    this.clock.start();
   }
 
   /** graphrt's hello version; `none` where hello fails (not built yet): the host still serves command workloads. */
@@ -242,7 +303,7 @@ export class Worker {
 
   /** Discovers the cards, makes their lock files, registers them and keeps them registered; returns the lock directory. */
   private async registerCards(redis: Redis, ttl: number): Promise<string> {
-    this.cards = await discoverCards(this.host, { cards: this.opts.cards ?? 'auto', cpuCards: this.opts.cpuCards });
+    this.cards = await this.findCards();
     // the host guard's lock files: in a private directory, created here without following links
     const lockDir = ensurePrivateDir(this.opts.lockDir ?? join(defaultStateDir(), 'cards'), 'the card lock directory');
     for (const c of this.cards) ensureLockFile(cardLockPath(lockDir, c.id));
@@ -252,7 +313,8 @@ export class Worker {
     const instance = new RedisInstance(redis, this.prefix);
     await instance.claim();
     this.version = this.opts.orchVersion ? formatWorkerVersion({ orch: this.opts.orchVersion.version, commit: this.opts.orchVersion.commit, graphrt: await this.graphrtBuild() }) : undefined;
-    await registry.register(this.host, this.cards, this.registration(ttl));
+    this.followAllocation(registry, ttl);
+    await registry.register(this.host, this.registered(), this.registration(ttl));
     let beating = false;
     this.heartbeat = setInterval(() => {
       // one at a time: to a Redis that does not answer, a beat per period would only queue up
@@ -277,6 +339,7 @@ export class Worker {
         foreignPollMs: this.opts.foreignPollMs ?? 1000,
         closeGraceMs: this.opts.closeGraceMs ?? 5000,
         rendezvousKey: this.secret,
+        ...(this.opts.slurm ? { slurm: this.opts.slurm.alloc.provenance } : {}),
       },
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),
@@ -291,6 +354,8 @@ export class Worker {
         events,
         log: this.log,
         stopping: () => this.stopping,
+        // an allocation that ends takes its cards for good: the block goes elsewhere whole
+        stopRequeues: this.opts.slurm !== undefined,
         staging: new GangStaging(redis, { prefix: this.prefix }),
       },
     );
@@ -368,7 +433,7 @@ export class Worker {
     }
     if (await instance.lostSinceLastCheck()) {
       this.log.error({ running: this.executor?.running ?? 0 }, 'Redis lost its data (restarted without persistence?): its instance marker changed; registering the cards again, the running blocks fail on their lost leases');
-      await registry.register(this.host, this.cards, this.registration(ttl));
+      await registry.register(this.host, this.registered(), this.registration(ttl));
       return;
     }
     const wasAlive = await registry.heartbeat(this.host, ttl);
@@ -377,7 +442,8 @@ export class Worker {
 
   /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent. */
   stop(): Promise<void> {
-    this.stopped ??= this.stopWithin(this.opts.stopLimitMs ?? 10_000);
+    this.clock?.close();
+    this.stopped ??= this.stopWithin(this.opts.stopLimitMs ?? 10_000).finally(() => this.ended());
     return this.stopped;
   }
 

@@ -14,7 +14,8 @@ export const compareCommand = defineCommand({
   builder: (y) =>
     y
       .positional('runs', { type: 'string', array: true, demandOption: true, describe: 'results directories or experiment ids; the first is the baseline' })
-      .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' }),
+      .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' })
+      .option('allow-node-change', { type: 'boolean', default: false, describe: 'compare two runs whose Slurm workers ran on different nodes (refused by default; the difference is listed)' }),
   handler: async (argv) => {
     const runs = argv.runs;
     if (runs.length < 2) throw new UserInputError('CLI_USAGE', `orch compare needs at least two runs, got ${runs.length}`, { hint: 'orch compare A B [C …]: results directories or experiment ids, the first the baseline' });
@@ -22,7 +23,7 @@ export const compareCommand = defineCommand({
     const dirs = runs.map((r) => resolveResultsDir(r, argv.results));
     if (dirs.length === 2) {
       const { compareResults } = await import('../../orchestrator/report/compare-results.ts');
-      const { text, ...data } = compareResults(dirs[0]!, dirs[1]!);
+      const { text, ...data } = compareResults(dirs[0]!, dirs[1]!, 0.05, { allowNodeChange: argv.allowNodeChange });
       process.stdout.write(argv.json ? `${JSON.stringify(data)}\n` : text);
       return;
     }

@@ -8,6 +8,7 @@ import { nightlyCommand } from './nightly.ts';
 import { planCommand } from './plan.ts';
 import { reportCommand } from './report.ts';
 import { serveCommand } from './serve.ts';
+import { slurmCommand } from './slurm.ts';
 import { statusCommand } from './status.ts';
 import { submitCommand } from './submit.ts';
 import { traceCommand } from './trace.ts';
@@ -27,6 +28,7 @@ export const commands: RegisteredCommand[] = [
   compareCommand,
   workerCommand,
   hostsCommand,
+  slurmCommand,
   nightlyCommand,
   dashboardCommand,
   traceCommand,

@@ -6,10 +6,17 @@
  *
  * Its Redis URL comes from --redis-url-file or REDIS_URL, never from argv when it has a password;
  * a Redis without a password is refused unless --insecure-redis.
+ *
+ * Inside a Slurm job (`--slurm auto`: SLURM_JOB_ID set) its cards are the GPUs Slurm gave the step
+ * (fake GRES on a node without a GPU: cpu cards of the GRES indexes), its host name the node and
+ * the job (`<node>-slurm<job>`), and it stops `--drain-before-end` before the allocation ends
+ * (jobs/slurm-allocation.ts, worker/slurm/).
  */
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { slurmAllocation, slurmHostName, underSlurm } from '../../jobs/slurm-allocation.ts';
+import type { WorkerSlurmOptions } from '../../worker/worker.ts';
 
 const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
@@ -31,6 +38,9 @@ export const workerCommand = defineCommand({
       .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('allow-command', { type: 'boolean', default: false, describe: "run command workloads (users' own binaries) on this host, and builds of commits; without it only graphrt runs" })
+      .option('slurm', { choices: ['auto', 'on', 'off'] as const, default: 'auto' as const, describe: "take the cards, host name and end of the Slurm job this runs in (auto: when SLURM_JOB_ID is set)" })
+      .option('drain-before-end', { type: 'number', default: 60, describe: "under Slurm: seconds before the allocation's end at which no lease is held any more and the worker stops" })
+      .option('stop-file', { type: 'string', describe: 'under Slurm: stop gracefully when this file appears (orch slurm down writes it)' })
       .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -50,12 +60,14 @@ export const workerCommand = defineCommand({
     const secret = requireClusterSecret('orch worker', argv.secretFile);
     // the ranks are children of this process: the user's command must not inherit the secret
     delete process.env[SECRET_ENV];
+    const slurm = await slurmOptions(argv);
     const worker = new Worker({
+      ...(slurm ? { slurm } : {}),
       secret,
       allowCommand: argv.allowCommand,
       allowBuild: argv.allowBuild,
       redisUrl,
-      host: argv.host,
+      host: argv.host ?? (slurm ? slurmHostName(slurm.alloc.provenance) : undefined),
       cards: argv.cards === 'auto' ? 'auto' : argv.cards.split(',').map((s) => s.trim()).filter(Boolean),
       cpuCards: argv.cpuCards,
       graphrt: argv.graphrt,
@@ -74,9 +86,36 @@ export const workerCommand = defineCommand({
       };
       process.once('SIGTERM', () => onSignal('SIGTERM'));
       process.once('SIGINT', () => onSignal('SIGINT'));
+      // it stops itself too: its Slurm allocation ends, or the stop file appeared
+      void worker.done.then(resolve);
     });
     // SIGTERM while still waiting for Redis ends the wait too
     await Promise.race([worker.start(), stopped]);
     await stopped;
   },
 });
+
+/** The Slurm job this worker runs in, when it runs in one and --slurm lets it (jobs/slurm-allocation.ts). */
+async function slurmOptions(argv: { slurm: 'auto' | 'on' | 'off'; drainBeforeEnd: number; stopFile?: string; cards: string }): Promise<WorkerSlurmOptions | null> {
+  if (argv.slurm === 'off' || (argv.slurm === 'auto' && !underSlurm(process.env))) return null;
+  if (!(argv.drainBeforeEnd >= 0)) throw new UserInputError('CLI_USAGE', `--drain-before-end ${argv.drainBeforeEnd}: expected seconds, 0 or more`);
+  if (argv.cards !== 'auto') throw new UserInputError('CLI_USAGE', `--cards ${argv.cards} under Slurm: the cards are the GPUs Slurm gave the step`, { hint: 'leave --cards at auto, or pass --slurm off to name cards yourself' });
+  const { squeueEnd } = await import('../../worker/slurm/squeue-end.ts');
+  const job = process.env.SLURM_JOB_ID ?? '';
+  const endEnv = process.env.SLURM_JOB_END_TIME;
+  let end: number | null = null;
+  if (endEnv === undefined && job !== '') {
+    try {
+      end = await squeueEnd(job);
+    } catch (err) {
+      throw new UserInputError('SLURM_COMMAND', `squeue -h -j ${job} -o %e failed: ${err instanceof Error ? err.message : String(err)}`, { hint: 'the worker needs squeue to learn when its allocation ends; put slurm-client on PATH' });
+    }
+  }
+  const alloc = slurmAllocation(process.env, end);
+  return {
+    alloc,
+    drainMs: argv.drainBeforeEnd * 1000,
+    readEnd: () => squeueEnd(alloc.provenance.job),
+    ...(argv.stopFile ? { stopFile: argv.stopFile } : {}),
+  };
+}

@@ -1,7 +1,8 @@
 /**
  * `orch compare A B`: two finished experiments compared after the fact. First whether they are
  * comparable at all — the same workload (the hash of the spec's workload section), card model
- * and driver — and what differs; a different workload is refused. Then each arm both ran,
+ * and driver — and what differs; a different workload is refused, and so are two runs inside
+ * Slurm allocations on different nodes unless `allowNodeChange`. Then each arm both ran,
  * unpaired, with blocks as the unit: Welch's t on the arm's block means in A against those in
  * B. That is much weaker than a paired run, where both builds share every block and the
  * block-to-block drift cancels: the comparison says by how much, as the ratio of the unpaired to
@@ -81,7 +82,10 @@ function pairingRatio(r: ResultsDir, alpha: number): CompareResult['pairing'] {
   };
 }
 
-export function compareResults(dirA: string, dirB: string, alpha = 0.05): CompareResult {
+/** The nodes a run's Slurm workers ran on, or null when none ran under Slurm. */
+const slurmNodes = (p: Provenance): string | null => (p.slurm?.length ? [...new Set(p.slurm.map((s) => s.node))].sort().join(', ') : null);
+
+export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: { allowNodeChange?: boolean } = {}): CompareResult {
   const A = readResultsDir(dirA);
   const B = readResultsDir(dirB);
   const pa = A.summary.analysis.provenance;
@@ -96,6 +100,15 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05): Compar
     throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs measured different workloads: workload hash ${pa.workload_hash.slice(0, 12)} (${dirA}) vs ${pb.workload_hash.slice(0, 12)} (${dirB}); their numbers are not comparable`, {
       hint: 'compare runs of the same workload section (diff their spec.yaml files), or measure both in one spec',
     });
+  }
+  const [na, nb] = [slurmNodes(pa), slurmNodes(pb)];
+  if (na !== null && nb !== null && na !== nb) {
+    if (opts.allowNodeChange !== true) {
+      throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs ran on different Slurm nodes: ${na} (${dirA}) vs ${nb} (${dirB}); two nodes of one model differ by more than many changes measured`, {
+        hint: 'pass --allow-node-change to compare them anyway (the difference is listed), or measure both arms paired in one spec',
+      });
+    }
+    differences.push(`Slurm nodes: ${na} vs ${nb}`);
   }
   for (const [what, key] of [['card model', 'name'], ['driver', 'driver']] as const) {
     const [x, y] = [cardsOf(pa, key), cardsOf(pb, key)];

@@ -5,7 +5,7 @@
  * the spec hash and the hash of its workload alone (what `orch compare` checks), each build's
  * commit and dirty flag, graphrt's version, every card's name, driver, CUDA runtime and SM and
  * memory clocks at the start and end of the experiment, the throttle reasons seen and the reps
- * taken while one was reported, and the hosts.
+ * taken while one was reported, and the hosts (with the Slurm job each ran in, when it did).
  */
 import { specHash } from '../../jobs/spec-hash.ts';
 import type { Spec } from '../../jobs/spec.ts';
@@ -33,6 +33,15 @@ export interface CardProvenance {
   clocks: { start: ClockSample | null; end: ClockSample | null };
 }
 
+export interface SlurmHostProvenance {
+  host: string;
+  /** the node the host's worker ran on */
+  node: string;
+  job: string;
+  nodes: string;
+  partition: string;
+}
+
 export interface Provenance {
   /** dirty: absent in results written before it was recorded */
   orch: { version: string | null; commit: string | null; dirty?: boolean | null };
@@ -45,6 +54,8 @@ export interface Provenance {
   builds: { name: string; ref: string; commit: string | null; dirty: boolean }[];
   graphrt: string[];
   hosts: string[];
+  /** the Slurm allocation of each host whose worker ran in one (absent in results written before it was recorded) */
+  slurm?: SlurmHostProvenance[];
   cards: CardProvenance[];
   throttle: {
     /** Every reason a card reported at a rep's start or end, with how many reps saw it. */
@@ -75,6 +86,7 @@ export class ProvenanceFold {
   private readonly cards = new Map<string, CardProvenance>();
   private readonly graphrt = new Set<string>();
   private readonly hosts = new Set<string>();
+  private readonly slurm = new Map<string, SlurmHostProvenance>();
   private readonly reasons: Record<string, number> = {};
   private readonly throttled = new Set<string>();
   private readonly repCount = new Map<string, number>();
@@ -84,7 +96,13 @@ export class ProvenanceFold {
     const start = e.committed ? workerEventOf(e, 'block-start') : null;
     if (start?.machine && !this.machines.has(e.host)) this.machines.set(e.host, start.machine);
     const line = e.event;
-    if (line === null || typeof line !== 'object' || e.card === '') return;
+    if (line === null || typeof line !== 'object') return;
+    // the gang's own events (card '') name no card; a block-start names the worker's allocation
+    if (line.type === 'worker' && line.event === 'block-start' && line.slurm !== undefined) {
+      const { job, nodes, partition, node } = line.slurm;
+      this.slurm.set(e.host, { host: e.host, node, job, nodes, partition });
+    }
+    if (e.card === '') return;
     this.hosts.add(e.host);
     const id = `${e.host}/${e.card}`;
     if (line.type === 'hello') {
@@ -126,6 +144,7 @@ export class ProvenanceFold {
       builds: Object.entries(spec.builds ?? {}).map(([name, b]) => ({ name, ref: b.ref, commit: b.commit ?? null, dirty: b.dirty ?? false })),
       graphrt: [...this.graphrt].sort(),
       hosts: [...this.hosts].sort(),
+      ...(this.slurm.size > 0 ? { slurm: [...this.slurm.values()].sort((a, b) => a.host.localeCompare(b.host)) } : {}),
       cards: [...this.cards.values()].sort((a, b) => `${a.host}/${a.card}`.localeCompare(`${b.host}/${b.card}`)),
       throttle: { reasons: this.reasons, reps: [...this.throttled] },
       machines: [...this.machines.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([host, m]) => ({ host, ...m })),

@@ -20,6 +20,7 @@ export function renderProvenance(analysis: object): string[] {
   for (const b of p.builds) {
     out.push(`- build ${b.name}: ref ${b.ref} = commit ${b.commit ?? 'unresolved'}${b.dirty ? ' (the checkout had uncommitted changes; they are not in this build)' : ''}`);
   }
+  for (const s of p.slurm ?? []) out.push(`- host ${s.host}: Slurm job ${s.job} (nodes ${s.nodes}${s.partition ? `, partition ${s.partition}` : ''})`);
   for (const c of p.cards) {
     const what = c.name === null ? `${c.backend} card` : `${c.name}${c.sm === null ? '' : ` (SM ${c.sm})`}`;
     const driver = c.driver === null ? '' : `, driver ${c.driver}`;

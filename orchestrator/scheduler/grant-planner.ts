@@ -14,6 +14,10 @@
  * the first host's part holds rank 0 and leads the attempt. A gang never mixes the versions its
  * hosts' workers registered (orch, commit, graphrt build): ranks of two builds may disagree on
  * the protocol or on the numbers.
+ *
+ * A card with an end (`until`: its worker's Slurm allocation ends, jobs/card.ts) takes only a
+ * block expected to end by then: a block that no card lasting long enough can hold waits with a
+ * reason naming the ends, and one that fits elsewhere goes there.
  */
 
 import type { Spec } from '../../jobs/spec.ts';
@@ -34,6 +38,8 @@ export interface CardSlot {
   index: number;
   /** what the host's worker registered: orch version and commit, graphrt build ('' when unknown) */
   version?: string;
+  /** no lease on it past this moment (ms since the epoch): its worker's allocation ends */
+  until?: number;
 }
 
 export interface WaitingBlock {
@@ -225,10 +231,14 @@ class GrantPass {
   private readonly noFitFree = new Map<HostsKey, Set<string>>();
   private readonly noFitOutside = new Map<HostsKey, Set<string>>();
 
+  /** some card has an end: which cards a block may use then depends on how long it runs */
+  private readonly bounded: boolean;
+
   constructor(private readonly input: GrantInput) {
     this.alive = new Set(input.cards.map((c) => c.id));
     this.free = input.cards.filter((c) => !input.busy.has(c.id));
     this.wantWhy = input.wantWhy ?? (() => true);
+    this.bounded = input.cards.some((c) => c.until !== undefined);
   }
 
   decision(): GrantDecision {
@@ -237,15 +247,17 @@ class GrantPass {
 
   /** Grants `block` its gang now, reserves cards for it (the oldest that does not fit), backfills it, or says why it waits. */
   decide(block: WaitingBlock): void {
-    const { cards, now } = this.input;
-    // the same answer for every block of one shape: once per shape, not once per waiting block
-    const shape = block.shape ?? shapeKey(block);
+    const { now } = this.input;
+    // the same answer for every block of one shape: once per shape, not once per waiting block;
+    // with cards that end, blocks of one shape but another length fit differently
+    const shape = (block.shape ?? shapeKey(block)) + (this.bounded ? `/${block.expectedMs}` : '');
     let never = this.nevers.get(shape);
-    if (never === undefined) this.nevers.set(shape, (never = neverFits(block, cards)));
+    if (never === undefined) this.nevers.set(shape, (never = neverFits(block, this.input.cards) ?? this.endsTooSoon(block)));
     if (never) {
       this.why.set(block.key, never);
       return;
     }
+    const cards = this.lasting(block, this.input.cards);
     const allowed = block.hosts;
     if (allowed !== undefined && this.neverOn(allowed, shape, () => neverFits(block, within(allowed, cards)))) {
       this.why.set(block.key, block.hostsWhy ?? 'waiting for its builds');
@@ -254,7 +266,7 @@ class GrantPass {
     if (!this.reservation) {
       const gang = this.fitsFree(block, shape);
       if (gang) return this.take(block, gang);
-      const r = reserve(block, within(allowed, this.free), this.input.running, this.alive, within(allowed, cards), now);
+      const r = reserve(block, this.lasting(block, within(allowed, this.free)), this.input.running, this.alive, within(allowed, cards), now);
       this.reservation = r;
       this.why.set(block.key, r.reason);
       return;
@@ -268,7 +280,7 @@ class GrantPass {
     let gang: CardSlot[] | null = null;
     if (this.free.length > 0 && !failed(this.noFitOutside, allowed, shape)) {
       const res = reservation.cards;
-      gang = fitGang(block, within(allowed, this.free).filter((c) => !res.has(c.id)));
+      gang = fitGang(block, this.lasting(block, within(allowed, this.free)).filter((c) => !res.has(c.id)));
       if (!gang) fail(this.noFitOutside, allowed, shape);
     }
     if (!gang && this.input.now + block.expectedMs <= reservation.at) gang = this.fitsFree(block, shape);
@@ -282,6 +294,22 @@ class GrantPass {
     );
   }
 
+  /** The cards of `cs` that last until `block` is expected to end (all of them when no card has an end). */
+  private lasting(block: WaitingBlock, cs: CardSlot[]): CardSlot[] {
+    if (!this.bounded) return cs;
+    const ends = this.input.now + block.expectedMs;
+    return cs.filter((c) => c.until === undefined || c.until >= ends);
+  }
+
+  /** Why `block` fits the alive cards but none that last until it would end, or null. */
+  private endsTooSoon(block: WaitingBlock): string | null {
+    const { cards, now } = this.input;
+    if (!this.bounded || !neverFits(block, this.lasting(block, cards))) return null;
+    const ending = [...byKey(cards.filter((c) => c.until !== undefined), (c) => c.host).entries()]
+      .map(([host, cs]) => `${host} in ${Math.max(0, Math.floor((Math.min(...cs.map((c) => c.until!)) - now) / 1000))} s`);
+    return `expected to take ${Math.ceil(block.expectedMs / 1000)} s, longer than the allocations left to the cards it fits (no lease past an allocation's end: ${ending.join(', ')}); it waits for a worker whose allocation lasts long enough (orch slurm up --time)`;
+  }
+
   private neverOn(hosts: ReadonlySet<string>, shape: string, f: () => string | null): string | null {
     let m = this.onHosts.get(hosts);
     if (!m) this.onHosts.set(hosts, (m = new Map()));
@@ -292,7 +320,7 @@ class GrantPass {
   /** A gang of the free cards now (a failure memoised by hosts and shape). */
   private fitsFree(block: WaitingBlock, shape: string): CardSlot[] | null {
     if (this.free.length === 0 || failed(this.noFitFree, block.hosts, shape)) return null;
-    const gang = fitGang(block, within(block.hosts, this.free));
+    const gang = fitGang(block, this.lasting(block, within(block.hosts, this.free)));
     if (!gang) fail(this.noFitFree, block.hosts, shape);
     return gang;
   }

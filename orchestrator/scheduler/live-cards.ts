@@ -43,7 +43,7 @@ export class LiveCards {
   slots(cards: Card[]): CardSlot[] {
     let slots = this.slotsOf.get(cards);
     if (!slots) {
-      slots = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index, version: c.version }));
+      slots = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index, version: c.version, ...(c.until === undefined ? {} : { until: c.until }) }));
       this.slotsOf.set(cards, slots);
     }
     return slots;

@@ -40,7 +40,7 @@ import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
 import { abSpec, startScheduler, submitYaml, waitEnded, type InProcessScheduler } from '../orchestrator/in-process-scheduler.ts';
 import { spawnOrch, type OrchChild } from '../orchestrator/orch-cluster.ts';
 import { CardMonitor, leftovers, type MonitorReport } from './card-monitor.ts';
-import { auditReps } from './rep-ledger.ts';
+import { auditReps, type LedgerRow } from './rep-ledger.ts';
 
 const FULL = process.env.CHAOS_SIZE === 'full';
 const BLOCKS = FULL ? 10 : 3;
@@ -88,13 +88,7 @@ const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.
 /** a graphrt CPU rep of the chain workload of ~0.5-1 s on this machine (4096 kernels × 120 steps) */
 const GRAPHRT_WORKLOAD = 'params: { kernels: 4096 }, warmup: 1, steps: 120';
 
-interface Row {
-  fault: string;
-  planned: number;
-  measured: number;
-  failed: number;
-  reasons: string;
-  twice: number;
+interface Row extends LedgerRow {
   /** rep lines the stream holds twice, byte for byte (rep-ledger.ts: appends are at least once) */
   resent: number;
   misattributed: number;

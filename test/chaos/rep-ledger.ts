@@ -4,7 +4,8 @@
  * - measured twice: one rank's rep lines for one request (block, attempt, request id) that differ
  *   (each rep line carries its span, t_start_ns/t_end_ns: two measurements never print the same
  *   line), or one block attempt started twice (its `block-start` event: the payload ran again —
- *   a replayed or repeated job — whatever it got to measure);
+ *   a replayed or repeated job — whatever it got to measure; per host, as each part of a spread
+ *   gang starts it on its own host);
  * - re-sent: the same line twice. The stream's appends are at least once: a command Redis ran
  *   whose reply a partition lost is sent again on the new connection (ioredis resends
  *   unanswered commands). Counted, not a second measurement; a stale line stored as another
@@ -17,6 +18,18 @@
 import type { RepResult } from '../../jobs/rep-result.ts';
 import { opId } from '../../worker/rank-runner.ts';
 import type { StreamEvent } from '../utils/events.ts';
+
+/** One row of the chaos table (and the Slurm tests'): a fault and where its planned reps went. */
+export interface LedgerRow {
+  fault: string;
+  planned: number;
+  measured: number;
+  /** failed with a reason (not measured) */
+  failed: number;
+  reasons: string;
+  /** measured twice (auditReps, and a rep both committed and failed, and a block committed twice) */
+  twice: number;
+}
 
 export interface RepAudit {
   twice: number;
@@ -40,7 +53,9 @@ export function auditReps(events: StreamEvent[], committed: RepResult[], planted
   let twice = 0;
   const starts = new Map<string, number>();
   for (const e of events) {
-    if (e.event.type === 'worker' && e.event.event === 'block-start') starts.set(`${e.block}/${e.attempt}`, (starts.get(`${e.block}/${e.attempt}`) ?? 0) + 1);
+    // per host: each part of a gang spread over hosts starts the attempt once on its own host
+    const key = `${e.block}/${e.attempt}@${e.host}`;
+    if (e.event.type === 'worker' && e.event.event === 'block-start') starts.set(key, (starts.get(key) ?? 0) + 1);
   }
   for (const [key, n] of starts) {
     if (n < 2) continue;

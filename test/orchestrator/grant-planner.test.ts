@@ -139,3 +139,29 @@ test('queue order: priority first, then submission order, then block index', () 
   ];
   assert.deepEqual([...q].sort(compareQueued).map((x) => x.id), ['new-urgent-b0', 'old-b0', 'old-b1', 'mid-b0', 'low-b0']);
 });
+
+test("a card's allocation end: a block that would outlast it goes to a card that lasts, or waits saying why", () => {
+  const ending = (host: string, n: number, until: number) => cards(host, n).map((c) => ({ ...c, until }));
+  // h1's allocation leaves 30 s, h2's 10 min: the 60 s block goes to h2, the 5 s one to h1
+  const d = planGrants({
+    now: 1_000,
+    cards: [...ending('h1', 1, 31_000), ...ending('h2', 1, 601_000)],
+    busy: new Set(),
+    running: [],
+    waiting: [block('long', 1, 60_000), block('short', 1, 5_000)],
+  });
+  assert.deepEqual(d.grants.map((g) => [g.key, g.cards[0]!.host]), [['long', 'h2'], ['short', 'h1']]);
+  // no card lasts long enough: the block waits with the ends named and takes no reservation, so a short one behind it runs
+  const e = planGrants({
+    now: 1_000,
+    cards: ending('h1', 2, 31_000),
+    busy: new Set(),
+    running: [],
+    waiting: [block('long', 1, 60_000), block('short', 1, 5_000)],
+  });
+  assert.deepEqual(e.grants.map((g) => g.key), ['short']);
+  assert.match(e.why.get('long')!, /expected to take 60 s, longer than the allocations left .*h1 in 30 s/);
+  // a card without an end takes any block
+  const f = planGrants({ now: 1_000, cards: [...ending('h1', 1, 31_000), ...cards('h3', 1)], busy: new Set(), running: [], waiting: [block('long', 1, 60_000)] });
+  assert.deepEqual(f.grants.map((g) => g.cards[0]!.host), ['h3']);
+});
