@@ -7,7 +7,8 @@
  *                   regression is not alerted every night); the ratio's CI is from inside one
  *                   experiment, where the machine's drift cancels; and its p survives the
  *                   night's Benjamini–Hochberg correction at the suite's false discovery rate
- *                   (else `slower-uncorrected`: recorded, not alerted)
+ *                   (else `slower-uncorrected`: recorded, not alerted); the alert waits for a
+ *                   paired confirmation run (confirm-regressions.ts)
  *   machine-change  the arm's and the reference's absolute numbers both shifted the same way
  *                   (detect-shift.ts over the nights) while the verdict and the A/A stayed put
  *   absolute-shift  one absolute number shifted alone: recorded, not alerted (the ratio has
@@ -37,7 +38,8 @@ export const DEFAULT_FDR = 0.01;
 export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFAULT_FDR): NightFindings {
   const past = new Map<string, NightlyRow[]>();
   for (const r of before) {
-    if (r.run_id === tonight[0]?.run_id) continue;
+    // a confirmation run checked one night's row; the series is the nights themselves
+    if (r.run_id === tonight[0]?.run_id || r.confirms !== null) continue;
     past.set(seriesKey(r), [...(past.get(seriesKey(r)) ?? []), r]);
   }
   const alerts: NightlyAlert[] = [];
@@ -73,17 +75,19 @@ function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Fi
     return { kind: 'invalid', message: `the night's verdicts cannot be believed: ${row.error ?? row.gates ?? 'a gate failed'}`, alert: true };
   }
   const last = prior.at(-1);
-  if (row.verdict === 'slower' && last?.verdict !== 'slower' && !correction.discovered) {
+  // a slower night its confirmation run did not repeat was a fluke, not a regression going on
+  const lastSlower = last?.verdict === 'slower' && last.finding !== 'regression-unconfirmed';
+  if (row.verdict === 'slower' && !lastSlower && !correction.discovered) {
     return {
       kind: 'slower-uncorrected',
       message: `${row.arm} is slower than ${row.reference} by ${signedPct(row.change)}, but not after correcting the night's ${correction.tested} comparisons together (Benjamini–Hochberg at ${correction.fdr}: p = ${row.p_value}); recorded, not alerted`,
       alert: false,
     };
   }
-  if (row.verdict === 'slower' && last?.verdict !== 'slower') {
+  if (row.verdict === 'slower' && !lastSlower) {
     return {
       kind: 'regression',
-      message: `${row.arm} is slower than ${row.reference} by ${signedPct(row.change)}; the night before it was ${last?.verdict ?? 'not measured'}`,
+      message: `${row.arm} is slower than ${row.reference} by ${signedPct(row.change)}; the night before it was ${last?.finding === 'regression-unconfirmed' ? 'slower but not confirmed' : (last?.verdict ?? 'not measured')}`,
       alert: true,
     };
   }
@@ -114,7 +118,7 @@ function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Fi
   return { kind: null, message: '', alert: false };
 }
 
-function alertFor(row: NightlyRow, kind: NightlyAlert['kind'], message: string): NightlyAlert {
+export function alertFor(row: NightlyRow, kind: NightlyAlert['kind'], message: string): NightlyAlert {
   return makeAlert({
     kind,
     suite: row.suite,
