@@ -134,7 +134,8 @@ export class HistoryStore {
       for (const row of end.rows) {
         await tx.run(
           `INSERT INTO nightly_rows (${ROW_COLUMNS.join(', ')}) VALUES (${ROW_COLUMNS.map(() => '?').join(', ')})`,
-          ROW_COLUMNS.map((c) => toColumn(row[c])),
+          // the key column: '' for the night's own rows (a primary key holds no NULL)
+          ROW_COLUMNS.map((c) => (c === 'confirms' ? (row.confirms ?? '') : toColumn(row[c]))),
         );
       }
       await tx.run('UPDATE nightly_runs SET state = ?, error = ?, alerts = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?', [
@@ -176,7 +177,7 @@ export class HistoryStore {
   /** A suite's rows, oldest first (the order a series is read in). */
   async rows(suite: string, limit = 1000): Promise<NightlyRow[]> {
     const rows = await this.db.all<RawRow>(
-      'SELECT * FROM (SELECT * FROM nightly_rows WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?) t ORDER BY scheduled_at, spec_file, arm, reference, confirms IS NOT NULL',
+      'SELECT * FROM (SELECT * FROM nightly_rows WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?) t ORDER BY scheduled_at, spec_file, arm, reference, confirms',
       [suite, limit],
     );
     return rows.map(toRow);
@@ -237,6 +238,7 @@ function toRow(r: RawRow): NightlyRow {
     cards: parseStored(NamesSchema, r.cards ?? '[]', `${rowAt(r)} column cards`),
     hosts: parseStored(NamesSchema, r.hosts ?? '[]', `${rowAt(r)} column hosts`),
     commits: parseStored(CommitsSchema, r.commits ?? '{}', `${rowAt(r)} column commits`),
+    confirms: r.confirms === '' ? null : r.confirms,
   };
 }
 
