@@ -24,7 +24,7 @@ import { summarizeBackend } from './backend-summary.ts';
 import { summarizeProbes } from './probe-summary.ts';
 import { sequentialLooks, type SequentialOutcome } from './sequential-looks.ts';
 import { pct, signedPct } from './format-number.ts';
-import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, UnsupportedToggle, Verdict } from './types.ts';
+import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, RepValue, UnsupportedToggle, Verdict } from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
   const bad: string[] = [];
@@ -92,17 +92,9 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     const notes = (unsupported.get(c.arm) ?? []).map((u) => u.note);
     return notes.length === 0 ? c : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
   };
-  // The A/A copy and the base-reference arm are checks on the measurement, not treatments:
-  // each is compared with the arm it copies, on the raw reps, for its gate only.
-  const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
-  const aa = aaArm ? compareArms(plan, index, aaArm.name, aaArm.aa_of!, opts) : null;
-  const refArm = plan.arms.find((a) => a.ref_of !== undefined);
-  const baseReference = refArm ? compareArms(plan, index, refArm.ref_of!, refArm.name, opts) : null;
-  const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
-  const aaResult = aaGate(aa, alpha);
-  const gates = [identityGate(input.gates), aaResult, baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
+  const { aa, refArm, baseReference, gates } = measurementGates(input, index, arms, opts);
   // every comparison with the control pairs with the reference one bad rep cannot move
-  const reference = chooseReference(plan, rv.values, aaResult);
+  const reference = chooseReference(plan, rv.values, gates.find((g) => g.name === 'aa')!);
   const refIndex = valueIndex(reference.values);
   const compare = (arm: string, ref: string) => compareArms(plan, refIndex, arm, ref, opts);
   let comparisons = plan.arms
@@ -161,6 +153,21 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
     probe: null,
     sequential,
   };
+}
+
+/**
+ * The gates, with the two comparisons that are checks on the measurement, not treatments: the A/A
+ * copy and the base-reference arm, each compared with the arm it copies, on the raw reps.
+ */
+function measurementGates(input: AnalysisInput, index: Map<string, RepValue>, arms: readonly ArmSummary[], opts: CompareOptions) {
+  const { plan, alpha } = input;
+  const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
+  const aa = aaArm ? compareArms(plan, index, aaArm.name, aaArm.aa_of!, opts) : null;
+  const refArm = plan.arms.find((a) => a.ref_of !== undefined);
+  const baseReference = refArm ? compareArms(plan, index, refArm.ref_of!, refArm.name, opts) : null;
+  const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
+  return { aa, refArm, baseReference, gates };
 }
 
 /**
