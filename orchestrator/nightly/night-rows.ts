@@ -21,7 +21,7 @@ export function notRunRow(ctx: RowContext, experiment: string | null, error: str
   return { ...ctx, ...EMPTY, cards: [], hosts: [], experiment, experiment_state: 'not-run', results_dir: null, arm: '', reference: '', error };
 }
 
-export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenResults): NightlyRow[] {
+export function rowsFromResults(ctx: RowContext, experiment: string, w: Pick<WrittenResults, 'dir' | 'analysis' | 'state'>): NightlyRow[] {
   const a = w.analysis;
   const gang = readGang(w.dir);
   const value = (arm: string) => {

@@ -74,7 +74,7 @@ function receiver(): Promise<{ server: Server; url: string; received: NightlyAle
 }
 
 for (const name of BACKENDS) {
-  describe(`nightly regression loop on ${name}`, { timeout: 240_000 }, () => {
+  describe(`nightly regression loop on ${name}`, { timeout: 360_000 }, () => {
     let backend: Backend;
     let redisServer: RedisServerProcess;
     let cluster: Cluster;
