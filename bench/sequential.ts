@@ -10,7 +10,7 @@
  * At min_effect 1 % a verdict needs its CI beyond ±1 %, which hides the test's own error at a true
  * 0; the type-I row therefore runs at min_effect 0 (a verdict whenever the CI excludes 0), and
  * the equivalence row at min_effect = the MDE (the margin the design is powered for).
- *   node --import tsx bench/sequential.ts      (BENCH_RUNS, default 200 per row)
+ *   node --import tsx bench/sequential.ts      (BENCH_RUNS, default 200 per row; BENCH_ROWS=type-I: the rows whose label has it)
  */
 import { analyzeExperiment } from '../orchestrator/stats/analyze.ts';
 import { detectableEffect } from '../orchestrator/stats/mde.ts';
@@ -36,7 +36,7 @@ const scenarios = [
   ['1× MDE', mde, MIN_EFFECT],
   ['2× MDE', 2 * mde, MIN_EFFECT],
 ] as const;
-for (const [label, change, minEffect] of scenarios) {
+for (const [label, change, minEffect] of scenarios.filter(([l]) => l.includes(env.BENCH_ROWS ?? ''))) {
   const row: Row = { effect: `${label}: ${(change * 100).toFixed(2)} %`, fixedSlower: 0, fixedFaster: 0, seqFaster: 0, seqSlower: 0, seqEquivalent: 0, fixedPairs: 0, seqPairs: 0 };
   for (let r = 0; r < RUNS; r++) {
     const p = twoArms(1 - change, { blocks: BLOCKS, reps: REPS, sigma: SIGMA, blockSd: 0.05 });
