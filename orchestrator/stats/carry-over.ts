@@ -14,9 +14,11 @@
  * cell has two reps or more, else with the arm's reps after its other predecessors (a Williams
  * order of one rep per arm never repeats an arm): effect = exp(mean r in the cell − mean r in the
  * baseline) − 1, se = s·√(1/n_cell + 1/n_base) with s² the full model's residual variance and
- * Student's t on its degrees of freedom. Flagged: p under alpha / (cells
- * tested), Bonferroni over the cells, and |effect| at least min_effect.
+ * Student's t on its degrees of freedom. Flagged: p under alpha / (cells tested), Bonferroni over
+ * the cells, with the cell's mean and its median rep both at least min_effect from the baseline on
+ * one side: a carry-over moves every rep after that predecessor, one slow rep moves one.
  */
+import { median } from './descriptive.ts';
 import { studentTwoSidedP } from './distributions.ts';
 import { dummies, leastSquaresOn } from './linear-model.ts';
 import { pClause, pct, signedPct } from './format-number.ts';
@@ -25,7 +27,12 @@ import type { CarryOver, CarryOverCell, PlanLike, RepValue } from './types.ts';
 interface Rest {
   sum: number;
   n: number;
+  /** the residuals themselves: a cell's median says whether its reps agree */
+  xs: number[];
 }
+
+const NONE: Rest = { sum: 0, n: 0, xs: [] };
+const join = (a: Rest, b: Rest): Rest => ({ sum: a.sum + b.sum, n: a.n + b.n, xs: [...a.xs, ...b.xs] });
 
 /** Block + arm effects absorb part of a carry-over that is not spread evenly over the blocks: fit both by turns, until the carry moves less than BACKFIT_TOLERANCE (ln units). */
 const BACKFIT_ROUNDS = 50;
@@ -37,8 +44,7 @@ function cellsOf(residuals: readonly number[], cell: readonly ({ arm: string; af
   cell.forEach((k, i) => {
     if (k === null) return;
     const cells = byArm.get(k.arm) ?? new Map<string, Rest>();
-    const c = cells.get(k.after) ?? { sum: 0, n: 0 };
-    cells.set(k.after, { sum: c.sum + residuals[i]!, n: c.n + 1 });
+    cells.set(k.after, join(cells.get(k.after) ?? NONE, { sum: residuals[i]!, n: 1, xs: [residuals[i]!] }));
     byArm.set(k.arm, cells);
   });
   return byArm;
@@ -48,7 +54,7 @@ function cellsOf(residuals: readonly number[], cell: readonly ({ arm: string; af
 function baselineOf(arm: string, byBefore: Map<string, Rest>, after: string): { base: Rest; against: string } {
   const self = byBefore.get(arm);
   if (self !== undefined && self.n >= 2) return { base: self, against: `${arm} after itself` };
-  const all = [...byBefore].filter(([a]) => a !== after).reduce((x, [, c]) => ({ sum: x.sum + c.sum, n: x.n + c.n }), { sum: 0, n: 0 });
+  const all = [...byBefore].filter(([a]) => a !== after).reduce((x, [, c]) => join(x, c), NONE);
   return { base: all, against: `${arm} after the others` };
 }
 
@@ -80,7 +86,7 @@ export function carryOver(plan: PlanLike, values: readonly RepValue[], alpha: nu
       if (k === null) return 0;
       const cells = byArm.get(k.arm)!;
       const self = cells.get(k.arm);
-      const base = self !== undefined && self.n >= 2 ? meanOf(self) : meanOf([...cells.values()].reduce((x, c) => ({ sum: x.sum + c.sum, n: x.n + c.n }), { sum: 0, n: 0 }));
+      const base = self !== undefined && self.n >= 2 ? meanOf(self) : meanOf([...cells.values()].reduce(join, NONE));
       return meanOf(cells.get(k.after)!) - base;
     });
     const moved = Math.max(0, ...next.map((c, i) => Math.abs(c - carry[i]!)));
@@ -100,21 +106,27 @@ export function carryOver(plan: PlanLike, values: readonly RepValue[], alpha: nu
     }
   }
   const tested = cells.filter((c) => c.p !== null).length;
-  for (const c of cells) c.flagged = c.p !== null && c.p < alpha / tested && Math.abs(c.effect!) >= min_effect;
+  for (const c of cells) c.flagged = large(c, alpha, tested, min_effect);
   const order = plan.arms.map((a) => a.name);
   cells.sort((a, b) => order.indexOf(a.arm) - order.indexOf(b.arm) || order.indexOf(a.after) - order.indexOf(b.after));
   return { cells, flagged: cells.some((c) => c.flagged), message: message(cells, tested, alpha, min_effect) };
 }
 
-function contrast(c: Rest, base: Rest, s: number | null, df: number): Pick<CarryOverCell, 'effect' | 'p' | 'flagged'> {
-  if (base.n === 0) return { effect: null, p: null, flagged: false };
+function contrast(c: Rest, base: Rest, s: number | null, df: number): Pick<CarryOverCell, 'effect' | 'median_effect' | 'p' | 'flagged'> {
+  if (base.n === 0) return { effect: null, median_effect: null, p: null, flagged: false };
   const diff = meanOf(c) - meanOf(base);
   const se = s === null ? null : s * Math.sqrt(1 / c.n + 1 / base.n);
-  return { effect: Math.expm1(diff), p: se === null || se === 0 ? null : studentTwoSidedP(diff / se, df), flagged: false };
+  return { effect: Math.expm1(diff), median_effect: Math.expm1(median(c.xs) - meanOf(base)), p: se === null || se === 0 ? null : studentTwoSidedP(diff / se, df), flagged: false };
+}
+
+/** Large: past Bonferroni, and the cell's mean and its median rep both beyond min_effect on one side (one bad rep is not a carry-over). */
+function large(c: CarryOverCell, alpha: number, tested: number, min_effect: number): boolean {
+  if (c.p === null || c.effect === null || c.median_effect === null || c.p >= alpha / tested) return false;
+  return Math.abs(c.effect) >= min_effect && Math.abs(c.median_effect) >= min_effect && Math.sign(c.effect) === Math.sign(c.median_effect);
 }
 
 function message(cells: readonly CarryOverCell[], tested: number, alpha: number, min_effect: number): string {
-  const rule = `an arm after one predecessor against the same arm after itself, or after the others where it never followed itself; flagged at p < ${alpha} / ${tested} cells and |effect| ≥ ${pct(min_effect)}`;
+  const rule = `an arm after one predecessor against the same arm after itself, or after the others where it never followed itself; flagged at p < ${alpha} / ${tested} cells with the mean and the median rep of the cell both beyond ${pct(min_effect)}`;
   const flagged = cells.filter((c) => c.flagged);
   if (tested === 0) return `carry-over not testable: no arm ran after two different predecessors with a residual to test against (${rule})`;
   if (flagged.length === 0) {

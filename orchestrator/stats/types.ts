@@ -281,6 +281,8 @@ export interface CarryOverCell {
   against: string;
   /** relative level of `arm` after `after` against `against` */
   effect: number | null;
+  /** the same for the cell's median rep */
+  median_effect: number | null;
   p: number | null;
   flagged: boolean;
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
-import { seeded, simulateExperiment, twoArms, type SimParams } from './simulate.ts';
+import { leaveOneOutProgram, plantRep, seeded, simulateExperiment, twoArms, type SimParams } from './simulate.ts';
 
 const AFTER_EAGER = 1.2;
 
@@ -38,7 +38,7 @@ test('a graph arm planted slower after the eager arm is flagged, with its size, 
   assert.ok(Math.abs(Math.log1p(cell.effect!) - Math.log(AFTER_EAGER)) < 3 * 0.02 * Math.sqrt(2 / cell.n), `effect ${cell.effect}`);
   const md = renderMarkdown(a);
   assert.match(md, /## Carry-over \(arm × preceding arm\)\n\n\*\*carry-over flagged: graph after eager \+/);
-  assert.match(md, /\| graph \| eager \| \d+ \| graph after itself \| \+\d+\.\d+ % \| [^|]+ \| \*\*yes\*\* \|/);
+  assert.match(md, /\| graph \| eager \| \d+ \| graph after itself \| \+\d+\.\d+ % \| \+\d+\.\d+ % \| [^|]+ \| \*\*yes\*\* \|/);
 });
 
 test('without planted carry-over nothing is flagged (seeded runs, two and three arms, normal and heavy-tailed noise)', () => {
@@ -53,4 +53,12 @@ test('without planted carry-over nothing is flagged (seeded runs, two and three 
   const quiet = analyze(graphAndEager(false), 41);
   assert.equal(quiet.carry_over!.flagged, false, quiet.carry_over!.message);
   assert.match(renderMarkdown(quiet), /## Carry-over \(arm × preceding arm\)\n\nno large carry-over: largest /);
+});
+
+test('one slow rep is not a carry-over: the cell it lands in moves, its median rep does not', () => {
+  const p = leaveOneOutProgram({ pdl: 4.6, kda: 2.7, proj: 1.2 }, true);
+  const a = analyzeExperiment(plantRep(simulateExperiment(p, seeded(3), { min_effect: 0.01 }), { block: 1, arm: 'all_on', rep: 2 }, 1.3));
+  const hit = a.carry_over!.cells.filter((c) => c.arm === 'all_on' && c.effect! > 0.05);
+  assert.ok(hit.length > 0 && hit.every((c) => c.p! < 0.05 / a.carry_over!.cells.length), `the slow rep's cell: ${JSON.stringify(hit)}`);
+  assert.equal(a.carry_over!.flagged, false, a.carry_over!.message);
 });
