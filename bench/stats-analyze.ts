@@ -3,28 +3,11 @@
  * A/A arm, 8 blocks). Run: node --import tsx bench/stats-analyze.ts
  */
 import { analyzeExperiment } from '../orchestrator/stats/analyze.ts';
-import { seeded, simulateExperiment, type SimParams } from '../test/stats/simulate.ts';
+import { leaveOneOutProgram, seeded, simulateExperiment } from '../test/stats/simulate.ts';
 
 for (const [k, reps] of [[2, 3], [4, 5], [8, 5], [12, 5]] as const) {
-  const toggles = Array.from({ length: k }, (_, i) => `t${i}`);
-  const allOn = 40;
-  const p: SimParams = {
-    design: 'leave-one-out',
-    control: 'all_on',
-    toggles,
-    arms: [
-      { name: 'base', mu: allOn + k, toggles: {} },
-      { name: 'all_on', mu: allOn, toggles: {} },
-      ...toggles.map((t) => ({ name: `no_${t}`, mu: allOn + 1, toggles: {} })),
-      { name: 'all_on_aa', mu: allOn, toggles: {}, aa_of: 'all_on' },
-    ],
-    blocks: 8,
-    reps,
-    sigma: 0.01,
-    blockSd: 0.05,
-    drift: 0.0005,
-    firstPosition: 0.002,
-  };
+  const worths = Object.fromEntries(Array.from({ length: k }, (_, i) => [`t${i}`, 1]));
+  const p = leaveOneOutProgram(worths, true, { blocks: 8, reps, sigma: 0.01, blockSd: 0.05, drift: 0.0005, firstPosition: 0.002 });
   const input = simulateExperiment(p, seeded(k), { min_effect: 0.01 });
   const t0 = performance.now();
   const a = analyzeExperiment(input);

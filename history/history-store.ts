@@ -68,13 +68,15 @@ export interface NightlyRow {
   commits: Record<string, string>;
   /** a paired entry's pairing (paired against the last good commit, or unpaired A/A); null for other entries */
   pairing: string | null;
+  /** a confirmation run's row: the experiment whose suspected regression it ran again (history/migrations/005_confirms.sql); null for the night's own rows */
+  confirms: string | null;
   error: string | null;
 }
 
 const ROW_COLUMNS = [
   'run_id', 'suite', 'scheduled_at', 'spec_file', 'spec_name', 'spec_hash', 'experiment', 'experiment_state', 'results_dir',
   'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'p_value', 'arm_value', 'reference_value', 'aa_pass',
-  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'error',
+  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'confirms', 'error',
 ] as const satisfies readonly (keyof NightlyRow)[];
 
 export function runId(suite: string, scheduledAt: number): string {
@@ -132,7 +134,8 @@ export class HistoryStore {
       for (const row of end.rows) {
         await tx.run(
           `INSERT INTO nightly_rows (${ROW_COLUMNS.join(', ')}) VALUES (${ROW_COLUMNS.map(() => '?').join(', ')})`,
-          ROW_COLUMNS.map((c) => toColumn(row[c])),
+          // the key column: '' for the night's own rows (a primary key holds no NULL)
+          ROW_COLUMNS.map((c) => (c === 'confirms' ? (row.confirms ?? '') : toColumn(row[c]))),
         );
       }
       await tx.run('UPDATE nightly_runs SET state = ?, error = ?, alerts = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?', [
@@ -174,7 +177,7 @@ export class HistoryStore {
   /** A suite's rows, oldest first (the order a series is read in). */
   async rows(suite: string, limit = 1000): Promise<NightlyRow[]> {
     const rows = await this.db.all<RawRow>(
-      'SELECT * FROM (SELECT * FROM nightly_rows WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?) t ORDER BY scheduled_at, spec_file, arm, reference',
+      'SELECT * FROM (SELECT * FROM nightly_rows WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?) t ORDER BY scheduled_at, spec_file, arm, reference, confirms',
       [suite, limit],
     );
     return rows.map(toRow);
@@ -235,6 +238,7 @@ function toRow(r: RawRow): NightlyRow {
     cards: parseStored(NamesSchema, r.cards ?? '[]', `${rowAt(r)} column cards`),
     hosts: parseStored(NamesSchema, r.hosts ?? '[]', `${rowAt(r)} column hosts`),
     commits: parseStored(CommitsSchema, r.commits ?? '{}', `${rowAt(r)} column commits`),
+    confirms: r.confirms === '' ? null : r.confirms,
   };
 }
 

@@ -43,7 +43,7 @@ export const SuiteSchema = strictObject({
   results: z.string().min(1).optional(),
   /**
    * The night's comparisons are corrected together (Benjamini–Hochberg) at this false discovery
-   * rate before a regression is alerted; absent: 0.01 (orchestrator/nightly/night-findings.ts
+   * rate before a regression is alerted; absent: 0.05 (orchestrator/nightly/night-findings.ts
    * says why; optional, so suites keep their hash).
    */
   false_discovery_rate: z.number().gt(0).lt(1).optional(),

@@ -14,14 +14,14 @@ export type RowContext = Pick<NightlyRow, 'run_id' | 'suite' | 'scheduled_at' | 
 
 const EMPTY = {
   metric: null, verdict: null, change: null, ci_low: null, ci_high: null, p_value: null, arm_value: null, reference_value: null,
-  aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [],
+  aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [], confirms: null,
 } as const;
 
 export function notRunRow(ctx: RowContext, experiment: string | null, error: string): NightlyRow {
   return { ...ctx, ...EMPTY, cards: [], hosts: [], experiment, experiment_state: 'not-run', results_dir: null, arm: '', reference: '', error };
 }
 
-export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenResults): NightlyRow[] {
+export function rowsFromResults(ctx: RowContext, experiment: string, w: Pick<WrittenResults, 'dir' | 'analysis' | 'state'>): NightlyRow[] {
   const a = w.analysis;
   const gang = readGang(w.dir);
   const value = (arm: string) => {
@@ -40,6 +40,7 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: WrittenR
     gates_pass: failedGates.length === 0,
     gates: a.gates.map((g) => `${g.name}: ${g.pass === null ? 'n/a' : g.pass ? 'pass' : 'FAIL'}`).join(', '),
     finding: null,
+    confirms: null,
     cards: gang.cards,
     hosts: gang.hosts,
     error: w.state === 'done' ? (failedGates.length > 0 ? failedGates.map((g) => g.message).join('; ') : null) : `experiment ended ${w.state}`,

@@ -6,7 +6,8 @@
  * each spec through the ordinary submit path (a paired entry first gets tonight's and the last
  * good night's commits as its two builds, paired-night.ts), wait for
  * every experiment, write results/<id>/ as `orch submit` does, record one row per comparison,
- * judge them against the nights before (night-findings.ts) and send the alerts. A spec that
+ * judge them against the nights before (night-findings.ts), run each suspected regression's
+ * experiment again before it may alert (confirm-regressions.ts) and send the alerts. A spec that
  * stopped validating is that spec's failure (a not-run row, a `failed` alert); the others run.
  * Every history read and write is retried while the database is away (night-history.ts); one
  * that still fails ends the night with an alert naming the database and the fix, and the reason
@@ -27,6 +28,7 @@ import { awaitResults } from '../experiment/run-experiment.ts';
 import { submitExperiment } from '../experiment/submit.ts';
 import type { AlertSend } from './alert-sinks.ts';
 import { findings } from './night-findings.ts';
+import { confirmRegressions } from './confirm-regressions.ts';
 import { makeAlert } from './nightly-alert.ts';
 import { contentFreeReason } from './content-free-reason.ts';
 import { notRunRow, rowsFromResults, type RowContext } from './night-rows.ts';
@@ -184,7 +186,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
       }
     }
     for (const s of submitted) rows.push(...(await collect(ctx, s, context.get(s.file)!, log)));
-    const judged = findings(rows, before, data.false_discovery_rate);
+    const judged = await confirmRegressions(findings(rows, before, data.false_discovery_rate), (suspect) => confirmationRun(ctx, suspect, log));
     for (const alert of judged.alerts) {
       log.warn({ alert: alert.kind, spec: alert.spec }, alert.text);
       await ctx.send(alert);
@@ -272,6 +274,27 @@ async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log:
     log.error({ experiment: s.experiment, err }, 'nightly: results could not be read');
     return [notRunRow(rc, s.experiment, err.message)];
   }
+}
+
+/**
+ * The suspect's experiment submitted again as it was registered (its spec text, hash, builds and
+ * so card class), waited for and read into rows like the night's own.
+ */
+async function confirmationRun(ctx: NightContext, suspect: NightlyRow, log: Logger): Promise<NightlyRow[]> {
+  const { run_id, suite, scheduled_at, spec_file, spec_name, spec_hash, commits, pairing } = suspect;
+  const rc: RowContext = { run_id, suite, scheduled_at, spec_file, spec_name, spec_hash, commits, pairing };
+  const store = new ExperimentStore(ctx.redis, ctx.prefix);
+  const exp = suspect.experiment === null ? null : await store.get(suspect.experiment);
+  if (!exp) return [notRunRow(rc, null, `confirmation not run: experiment ${suspect.experiment ?? '(none)'} is gone from Redis`)];
+  const id = await store.newId(exp.name);
+  try {
+    await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded: { file: exp.file || spec_file, text: exp.specText, spec: exp.spec, hash: exp.hash }, id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
+  } catch (err) {
+    if (!(err instanceof UserInputError)) throw err;
+    return [notRunRow(rc, null, `confirmation not submitted: ${contentFreeReason(err)}`)];
+  }
+  log.warn({ experiment: id, confirms: suspect.experiment, comparison: `${suspect.arm} vs ${suspect.reference}` }, 'nightly: suspected regression; confirmation run submitted');
+  return collect(ctx, { file: spec_file, experiment: id }, rc, log);
 }
 
 function failedNight(data: NightData, scheduledAt: number, message: string) {

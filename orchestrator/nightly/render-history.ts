@@ -35,7 +35,7 @@ export function renderHistory(suite: string, rows: NightlyRow[]): string {
       const ci = r.ci_low !== null && r.ci_high !== null ? ` (CI ${signedPct(r.ci_low)} to ${signedPct(r.ci_high)})` : '';
       const abs = r.arm_value !== null ? ` ${r.arm_value.toPrecision(4)} vs ${r.reference_value?.toPrecision(4)} ${r.metric ?? ''}` : '';
       const aa = r.aa_pass === null ? '' : ` A/A ${r.aa_pass ? 'pass' : 'FAIL'}`;
-      out += `  ${iso(r.scheduled_at)} ${r.experiment_state} ${r.verdict ?? '-'} ${signedPct(r.change)}${ci}${abs}${aa}${r.finding ? ` [${r.finding}]` : ''}${r.error ? ` error: ${r.error}` : ''}\n`;
+      out += `  ${iso(r.scheduled_at)} ${r.experiment_state} ${r.verdict ?? '-'} ${signedPct(r.change)}${ci}${abs}${aa}${r.finding ? ` [${r.finding}]` : ''}${r.confirms ? ` (confirmation run of ${r.confirms})` : ''}${r.error ? ` error: ${r.error}` : ''}\n`;
     }
   }
   return out;

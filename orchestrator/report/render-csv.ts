@@ -4,6 +4,7 @@
  */
 import { allComparisons } from './all-comparisons.ts';
 import type { Analysis } from '../stats/types.ts';
+import { referenceUsed } from './reference-used.ts';
 
 export interface CsvTables {
   reps: string;
@@ -37,10 +38,11 @@ export function renderCsv(a: Analysis): CsvTables {
       a.arms.map((s) => [s.arm, s.aa_of, s.n, s.planned, s.missing, s.mean, s.median, s.sd, s.sem, s.ci?.[0], s.ci?.[1], s.min, s.max, s.cv, s.unsupported.map((u) => u.note).join('; ')]),
     ),
     comparisons: toCsv(
-      ['arm', 'reference', 'pairs', 'relative', 'relative_ci_low', 'relative_ci_high', 'difference', 'difference_se', 't', 'df', 'p', 'wilcoxon_p', 'verdict', 'bound', 'mde', 'statement'],
+      ['arm', 'reference', 'reference_used', 'pairs', 'relative', 'relative_ci_low', 'relative_ci_high', 'difference', 'difference_se', 't', 'df', 'p', 'wilcoxon_p', 'verdict', 'bound', 'mde', 'statement'],
       comps.map((c) => [
         c.arm,
         c.reference,
+        referenceUsed(a, c),
         c.pairs,
         c.relative.estimate,
         c.relative.ci?.[0],

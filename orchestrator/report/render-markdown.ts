@@ -9,6 +9,8 @@ import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
 import { backendLine } from './backend-line.ts';
 import { markdownTable } from './markdown-table.ts';
+import { carryOverSection } from './carry-over-section.ts';
+import { referenceLines, referenceUsed } from './reference-used.ts';
 import { sequentialSection } from './sequential-section.ts';
 import { cancelledSection } from './cancelled-section.ts';
 import { renderProvenance } from './render-provenance.ts';
@@ -21,10 +23,11 @@ function ci(c: [number, number] | null, f: (x: number) => string): string {
   return c === null ? '—' : `${f(c[0])} to ${f(c[1])}`;
 }
 
-function comparisonRow(c: Comparison, unit: string): string[] {
+function comparisonRow(a: Analysis, c: Comparison, unit: string): string[] {
   return [
     c.arm,
     c.reference,
+    referenceUsed(a, c),
     String(c.pairs),
     signedPct(c.relative.estimate),
     ci(c.relative.ci, (x) => signedPct(x)),
@@ -36,7 +39,7 @@ function comparisonRow(c: Comparison, unit: string): string[] {
   ];
 }
 
-const COMPARISON_HEADERS = ['arm', 'vs', 'pairs', 'change', `CI`, 'Δ', 't', 'p', 'Wilcoxon p', 'verdict'];
+const COMPARISON_HEADERS = ['arm', 'vs', 'reference used', 'pairs', 'change', `CI`, 'Δ', 't', 'p', 'Wilcoxon p', 'verdict'];
 
 export function renderMarkdown(a: Analysis): string {
   const unit = a.metric.name;
@@ -95,7 +98,8 @@ export function renderMarkdown(a: Analysis): string {
       `Each pair is an arm's k-th rep and the reference's k-th rep in the same block; change = exp(mean ln ratio) − 1 with its ${level} CI. ` +
         `A change counts only when the CI lies beyond ±${pct(a.min_effect)}.`,
       '',
-      markdownTable(COMPARISON_HEADERS, comps.map((c) => comparisonRow(c, unit))),
+      ...referenceLines(a),
+      markdownTable(COMPARISON_HEADERS, comps.map((c) => comparisonRow(a, c, unit))),
       '',
       ...comps.map((c) => {
         // Gate failures are already at the top of the report; do not repeat them per comparison.
@@ -136,6 +140,8 @@ export function renderMarkdown(a: Analysis): string {
       '',
     );
   }
+
+  if (a.carry_over) out.push(...carryOverSection(a.carry_over));
 
   if (a.drift.length > 0) {
     out.push(

@@ -2,10 +2,12 @@
  * analyzeExperiment: committed reps of one experiment → the Analysis every report renders.
  * Pure and deterministic: same input, same output; no I/O.
  *
- *   rep values (rep-values.ts) → per-arm summaries → paired comparisons against the control
- *   (compare.ts), of the A/A copy with its twin and of the base arm with its reference-build
- *   run → A/A, identity, input and base-reference gates (gates.ts) → leave-one-out
- *   table, order effects and drift → the experiment's verdict.
+ *   rep values (rep-values.ts) → per-arm summaries → the A/A copy against its twin and the base
+ *   arm against its reference-build run, on the raw reps (compare.ts) → A/A, identity, input and
+ *   base-reference gates (gates.ts) → the reference the comparisons with the control pair with
+ *   (reference-arm.ts: the control pooled with its twin once the A/A gate passed) → paired
+ *   comparisons against it → leave-one-out table, order effects, carry-over (carry-over.ts) and
+ *   drift → the verdict.
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { compareArms, type CompareOptions } from './compare.ts';
@@ -13,14 +15,16 @@ import { describe } from './descriptive.ts';
 import { aaGate, baseReferenceGate, identityGate, inputGate } from './gates.ts';
 import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
+import { carryOver } from './carry-over.ts';
 import { valueIndex } from './pairing.ts';
 import { repValues } from './rep-values.ts';
+import { chooseReference } from './reference-arm.ts';
 import { cancelledByArm } from './cancelled-reps.ts';
 import { summarizeBackend } from './backend-summary.ts';
 import { summarizeProbes } from './probe-summary.ts';
 import { sequentialLooks, type SequentialOutcome } from './sequential-looks.ts';
 import { pct, signedPct } from './format-number.ts';
-import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, UnsupportedToggle, Verdict } from './types.ts';
+import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, RepValue, UnsupportedToggle, Verdict } from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
   const bad: string[] = [];
@@ -90,25 +94,21 @@ function analyzeRan(input: AnalysisInput): Analysis {
   const backend = summarizeBackend(input.reps.map((r) => r.backend), [...(input.devices ?? []), ...(input.probes ?? []).flatMap((p) => p.ranks.map((r) => r.device))], arms);
   if (plan.design === 'probe') return probeAnalysis(input, arms, backend);
   const opts: CompareOptions = { metric, alpha, min_effect };
-  const compare = (arm: string, ref: string) => compareArms(plan, index, arm, ref, opts);
   const notMeasured = (c: Comparison): Comparison => {
     const notes = (unsupported.get(c.arm) ?? []).map((u) => u.note);
     return notes.length === 0 ? c : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
   };
-  // The A/A copy and the base-reference arm are checks on the measurement, not treatments:
-  // each is compared with the arm it copies, for its gate only.
+  const { aa, refArm, baseReference, gates } = measurementGates(input, index, arms, opts);
+  // every comparison with the control pairs with the reference one bad rep cannot move
+  const reference = chooseReference(plan, rv.values, gates.find((g) => g.name === 'aa')!);
+  const refIndex = valueIndex(reference.values);
+  const compare = (arm: string, ref: string) => compareArms(plan, refIndex, arm, ref, opts);
   let comparisons = plan.arms
     .filter((a) => a.name !== plan.control && a.aa_of === undefined && a.ref_of === undefined)
     .map((a) => notMeasured(compare(a.name, plan.control)));
-  const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
-  const aa = aaArm ? compare(aaArm.name, aaArm.aa_of!) : null;
-  const refArm = plan.arms.find((a) => a.ref_of !== undefined);
-  const baseReference = refArm ? compare(refArm.ref_of!, refArm.name) : null;
   const isLoo = plan.design === 'leave-one-out';
   let primary: Comparison | null = isLoo ? compare(LOO_ALL_ON, LOO_BASE) : null;
 
-  const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
-  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
   const failed = gates.filter((g) => g.pass === false);
   const invalid_reasons = failed.map((g) => g.message);
   if (failed.length > 0) {
@@ -118,7 +118,7 @@ function analyzeRan(input: AnalysisInput): Analysis {
   }
   // ab: the treatment against the control is the primary comparison, the same object as listed.
   if (plan.design === 'ab') primary = comparisons[0] ?? null;
-  const sequential = plan.sequential !== undefined && primary !== null ? sequentialLooks({ plan, values: rv.values, ended: input.ended ?? [], arm: primary.arm, reference: primary.reference, metric, alpha, min_effect }) : null;
+  const sequential = plan.sequential !== undefined && primary !== null ? sequentialLooks({ plan, values: reference.values, ended: input.ended ?? [], arm: primary.arm, reference: primary.reference, metric, alpha, min_effect }) : null;
   if (sequential !== null && primary !== null && primary.verdict !== 'invalid') {
     primary = sequentialVerdict(primary, sequential, min_effect);
     // ab lists its primary comparison first: the list shows the sequential verdict too
@@ -144,11 +144,13 @@ function analyzeRan(input: AnalysisInput): Analysis {
     comparisons,
     primary,
     aa,
+    reference: reference.choice,
     ...(refArm ? { base_reference: baseReference } : {}),
     loo: isLoo
-      ? leaveOneOut(plan, index, comparisons, alpha, min_effect, allOn, (t) => unsupported.get(LOO_ALL_ON)?.find((u) => u.toggle === t)?.note ?? null)
+      ? leaveOneOut(plan, refIndex, comparisons, alpha, min_effect, allOn, (t) => unsupported.get(LOO_ALL_ON)?.find((u) => u.toggle === t)?.note ?? null)
       : null,
     order,
+    carry_over: carryOver(plan, rv.values, alpha, min_effect),
     drift,
     issues: rv.issues,
     cancelled: cancelledByArm(rv.planned, input),
@@ -157,6 +159,21 @@ function analyzeRan(input: AnalysisInput): Analysis {
     probe: null,
     sequential,
   };
+}
+
+/**
+ * The gates, with the two comparisons that are checks on the measurement, not treatments: the A/A
+ * copy and the base-reference arm, each compared with the arm it copies, on the raw reps.
+ */
+function measurementGates(input: AnalysisInput, index: Map<string, RepValue>, arms: readonly ArmSummary[], opts: CompareOptions) {
+  const { plan, alpha } = input;
+  const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
+  const aa = aaArm ? compareArms(plan, index, aaArm.name, aaArm.aa_of!, opts) : null;
+  const refArm = plan.arms.find((a) => a.ref_of !== undefined);
+  const baseReference = refArm ? compareArms(plan, index, refArm.ref_of!, refArm.name, opts) : null;
+  const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
+  return { aa, refArm, baseReference, gates };
 }
 
 /**

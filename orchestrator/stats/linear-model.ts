@@ -25,9 +25,17 @@ function removeComponent(v: Float64Array, q: Float64Array): void {
 }
 
 export function leastSquares(y: readonly number[], columns: readonly (readonly number[])[]): LeastSquares {
+  return leastSquaresOn(columns, y.length)(y);
+}
+
+/**
+ * The fit of any y of length n on `columns`, the columns orthonormalized once: for a loop that
+ * refits the same design to a changing y (carry-over.ts fits block + arm by turns).
+ */
+export function leastSquaresOn(columns: readonly (readonly number[])[], n: number): (y: readonly number[]) => LeastSquares {
   const basis: Float64Array[] = [];
   for (const col of columns) {
-    if (basis.length === y.length) break; // the basis spans everything: the rest is dependent
+    if (basis.length === n) break; // the basis spans everything: the rest is dependent
     const v = Float64Array.from(col);
     const norm0 = Math.sqrt(dot(v, v));
     if (norm0 === 0) continue;
@@ -38,10 +46,11 @@ export function leastSquares(y: readonly number[], columns: readonly (readonly n
     for (let i = 0; i < v.length; i++) v[i]! /= norm;
     basis.push(v);
   }
-  const r = Float64Array.from(y);
-  for (const q of basis) removeComponent(r, q);
-  const residuals = Array.from(r);
-  return { rss: dot(r, r), rank: basis.length, residuals };
+  return (y) => {
+    const r = Float64Array.from(y);
+    for (const q of basis) removeComponent(r, q);
+    return { rss: dot(r, r), rank: basis.length, residuals: Array.from(r) };
+  };
 }
 
 /** One indicator column per distinct level of `levels` (the caller adds an intercept or not). */

@@ -226,6 +226,25 @@ export interface Comparison {
   statement: string;
 }
 
+/** A rep of the reference left out of it (reference-arm.ts), with why. */
+export interface SetAsideRep {
+  block: number;
+  arm: string;
+  rep: number;
+  value: number;
+  reason: string;
+}
+
+/** What the comparisons against the control were paired with (reference-arm.ts). */
+export interface ReferenceChoice {
+  control: string;
+  /** control: the control's own reps; pooled: per pair unit, the control and its A/A twin */
+  kind: 'control' | 'pooled';
+  twin: string | null;
+  why: string;
+  set_aside: SetAsideRep[];
+}
+
 export interface GateSummary {
   name: 'input' | 'identity' | 'aa' | 'base_reference' | 'probe';
   /** null: the gate did not apply (no A/A arm, no reference given, identity off). */
@@ -273,6 +292,28 @@ export interface OrderEffects {
   message: string;
 }
 
+/** One arm after one preceding arm in the block (carry-over.ts). */
+export interface CarryOverCell {
+  arm: string;
+  /** the arm that ran just before */
+  after: string;
+  n: number;
+  /** what the cell is measured against: `graph after itself`, or `graph after the others` */
+  against: string;
+  /** relative level of `arm` after `after` against `against` */
+  effect: number | null;
+  /** the same for the cell's median rep */
+  median_effect: number | null;
+  p: number | null;
+  flagged: boolean;
+}
+
+export interface CarryOver {
+  cells: CarryOverCell[];
+  flagged: boolean;
+  message: string;
+}
+
 export interface DriftRow {
   arm: string;
   /** Relative change per position step (log-linear slope). */
@@ -307,10 +348,14 @@ export interface Analysis {
   primary: Comparison | null;
   /** The A/A arm against its twin, when the plan has one. */
   aa: Comparison | null;
+  /** The reference the comparisons with the control used (absent in analyses written before it). */
+  reference?: ReferenceChoice | null;
   /** The base arm against its reference arm (gates.base_reference), when the plan has one. */
   base_reference?: Comparison | null;
   loo: LooTable | null;
   order: OrderEffects | null;
+  /** arm × preceding arm (absent in analyses written before it) */
+  carry_over?: CarryOver | null;
   drift: DriftRow[];
   /** Every rep not used and why, plus other input problems; never silently empty. Cancelled reps are in `cancelled`. */
   issues: string[];

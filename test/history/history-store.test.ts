@@ -2,7 +2,7 @@
  * The history store against a real SQLite file and a real PostgreSQL database, the same tests
  * for both: migrations run once and record their version; a run is claimed once per suite and
  * scheduled time (the idempotency key), also by two claimers at once; rows round-trip with
- * their types; a stalled run shows as troubled; an unreachable PostgreSQL is refused naming the
+ * their types, a confirmation run's beside the row it checked; a stalled run shows as troubled; an unreachable PostgreSQL is refused naming the
  * URL with its password masked.
  */
 import assert from 'node:assert/strict';
@@ -100,6 +100,15 @@ for (const name of BACKENDS) {
       const rows = await store.rows('rt');
       assert.deepEqual(rows.map((r) => r.change), [0.001, 0.05]);
       assert.deepEqual(rows[1], row({ run_id: runId('rt', t2), suite: 'rt', scheduled_at: t2, change: 0.05 }));
+    });
+
+    it("a suspected regression's row and its confirmation run's row of the same comparison are both kept, the night's own first", async () => {
+      const t = Date.UTC(2026, 0, 4, 2);
+      const { run } = await store.claimRun({ suite: 'cf', scheduledAt: t, orchVersion: null, orchCommit: null, serveHost: 'h' });
+      const suspect = row({ run_id: run.id, suite: 'cf', scheduled_at: t, experiment: 'e1', finding: 'regression-unconfirmed' });
+      const confirmation = row({ run_id: run.id, suite: 'cf', scheduled_at: t, experiment: 'e1-again', verdict: 'inconclusive', finding: 'confirmation-not-slower', confirms: 'e1' });
+      await store.finishRun(run.id, { state: 'done', error: null, alerts: 0, rows: [confirmation, suspect] });
+      assert.deepEqual(await store.rows('cf'), [suspect, confirmation]);
     });
 
     it('a failed run and a running run whose heartbeat is old are troubled', async () => {

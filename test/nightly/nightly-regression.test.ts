@@ -3,8 +3,10 @@
  * a real `orch serve` and `orch worker` against a real redis-server run a suite every second.
  * The workload is a command whose step time per arm comes from a file the test changes between
  * nights (test/fixtures/cmd-nightly/steps.sh). Three nights at the same workload are recorded
- * and raise no alert; a planted slowdown of the candidate arm raises exactly one alert, received
- * by a local HTTP receiver, naming the suite, spec, change and CI and the results directory;
+ * and raise no alert; a fluke (one experiment's candidate reps slow, its confirmation run not) is
+ * recorded regression-unconfirmed beside its confirmation and raises none; a planted slowdown of
+ * the candidate arm raises exactly one alert, confirmed by a paired confirmation run, received by
+ * a local HTTP receiver, naming the suite, spec, change and CI and the results directory;
  * the history survives a Redis restart (a fresh redis-server, the rows still there and
  * `orch nightly history` / `status` print them).
  */
@@ -72,7 +74,7 @@ function receiver(): Promise<{ server: Server; url: string; received: NightlyAle
 }
 
 for (const name of BACKENDS) {
-  describe(`nightly regression loop on ${name}`, { timeout: 240_000 }, () => {
+  describe(`nightly regression loop on ${name}`, { timeout: 360_000 }, () => {
     let backend: Backend;
     let redisServer: RedisServerProcess;
     let cluster: Cluster;
@@ -103,9 +105,11 @@ for (const name of BACKENDS) {
     });
 
     const setMs = (candidate: number) => writeFileSync(join(dir, 'ms.txt'), `control ${BASE_MS}\ncandidate ${candidate}\n`);
+    // the candidate's next `reps` reps slow (test/fixtures/cmd-nightly/steps.sh), the rest at the base
+    const setFluke = (reps: number) => writeFileSync(join(dir, 'ms.txt'), `control ${BASE_MS}\ncandidate ${BASE_MS} ${BASE_MS * SLOWDOWN} ${join(dir, 'fluke-count')} ${reps}\n`);
     const nights = (count: number) => suiteNights({ cluster, history, queue, suite: 'loop', file: join(dir, 'suite.yaml') })(count);
 
-    it('three quiet nights, then one planted slowdown: exactly one alert naming the change; the history outlives Redis', async () => {
+    it('three quiet nights, a fluke its confirmation does not repeat (no alert), then one planted slowdown: exactly one alert, confirmed, naming the change; the history outlives Redis', async () => {
       writeFileSync(join(dir, 'candidate.yaml'), spec(join(dir, 'ms.txt')));
       writeFileSync(
         join(dir, 'suite.yaml'),
@@ -125,6 +129,16 @@ for (const name of BACKENDS) {
         assert.deepEqual(quietRows.map((r) => [r.arm, r.reference, r.verdict, r.aa_pass]), quietRows.map(() => ['candidate', 'control', 'inconclusive', true]));
         assert.equal(hook.received.length, 0, JSON.stringify(hook.received));
 
+        // one night's experiment slow in every candidate rep (2 blocks × 3 reps), its confirmation not
+        setFluke(6);
+        await nights(1);
+        const fluke = (await history.rows('loop')).filter((r) => r.finding === 'regression-unconfirmed');
+        assert.equal(fluke.length, 1, JSON.stringify({ rows: (await history.rows('loop')).map((r) => [r.experiment, r.verdict, r.finding, r.confirms]), runs: (await history.runs('loop', 100)).map((r) => [r.state, r.error]) }));
+        assert.equal(fluke[0]!.verdict, 'slower');
+        const flukeCheck = (await history.rows('loop')).filter((r) => r.confirms === fluke[0]!.experiment);
+        assert.deepEqual(flukeCheck.map((r) => [r.arm, r.verdict, r.finding]), [['candidate', 'inconclusive', 'confirmation-not-slower']]);
+        assert.equal(hook.received.length, 0, JSON.stringify(hook.received.map((a) => a.text)));
+
         setMs(BASE_MS * SLOWDOWN);
         await nights(1);
         await waitFor('the alert received', async () => hook.received.length >= 1, { timeoutMs: 30_000 });
@@ -139,12 +153,16 @@ for (const name of BACKENDS) {
         assert.ok(alert!.results_dir && existsSync(join(alert!.results_dir, 'report.json')), alert!.results_dir ?? 'no results dir');
         assert.match(alert!.text, /regression: suite loop, spec nightly-candidate, candidate vs control/);
         assert.match(alert!.text, /change: \+\d\.\d % \(CI \+\d\.\d % to \+\d\.\d %\)/);
+        assert.match(alert!.text, /; confirmed by a paired confirmation run on the same card class \(experiment \S+: slower by \+\d\.\d %, CI \+\d\.\d % to \+\d\.\d %\)/);
         assert.ok(alert!.text.includes(`results: ${alert!.results_dir}`), alert!.text);
         const fileAlerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
         assert.deepEqual(fileAlerts.map((a) => a.text), [alert!.text]);
         const regressed = (await history.rows('loop')).filter((r) => r.finding === 'regression');
         assert.equal(regressed.length, 1);
         assert.equal(regressed[0]!.verdict, 'slower');
+        const confirmation = (await history.rows('loop')).filter((r) => r.confirms === regressed[0]!.experiment);
+        assert.deepEqual(confirmation.map((r) => [r.arm, r.verdict, r.finding]), [['candidate', 'slower', 'confirmation-slower']]);
+        assert.ok(alert!.text.includes(`experiment ${confirmation[0]!.experiment}: slower`), alert!.text);
       } finally {
         worker.child.kill('SIGTERM');
         await worker.exited;

@@ -15,7 +15,7 @@ function normal(rand: () => number): number {
 }
 
 /** Student-t(3) scaled to unit variance (t3's variance is 3). */
-function t3(rand: () => number): number {
+export function t3(rand: () => number): number {
   const z = normal(rand);
   const chi = normal(rand) ** 2 + normal(rand) ** 2 + normal(rand) ** 2;
   return z / Math.sqrt(chi / 3) / Math.sqrt(3);

@@ -5,13 +5,16 @@
  *
  *   ln(step) = ln(mu_arm) + block_b + drift · position + order[position] + eps_rep + eps_step
  *
- * block_b ~ N(0, blockSd), eps_rep ~ N(0, sigma), eps_step ~ N(0, stepSigma); with `blockArmSd`
+ * block_b ~ N(0, blockSd), eps_rep ~ N(0, sigma) (or Student-t(3) of sd sigma with `noise: 't3'`,
+ * the occasional bad rep of a shared box), eps_step ~ N(0, stepSigma); with `blockArmSd`
  * also an arm × block term arm_b ~ N(0, blockArmSd) per arm and block (a block on which the arms
  * differ by more or less: the part of block noise that pairing cannot remove). The truth a test
  * checks against is computed from the planted `mu`s, never written by hand.
  */
 import { balancedBlocks } from '../../jobs/plan.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { t3 } from '../nightly/simulate-nights.ts';
+import type { RepRef } from '../../jobs/rep-ref.ts';
 import type { AnalysisInput, PlanArm, PlanLike, RepResult } from '../../orchestrator/stats/types.ts';
 
 export type Rng = () => number;
@@ -51,6 +54,10 @@ export interface SimParams {
   firstPositionByArm?: Record<string, number>;
   steps?: number;
   stepSigma?: number;
+  /** Extra log offset of `arm` when it runs right after `after` in its block (carry-over). */
+  carry?: { arm: string; after: string; log: number }[];
+  /** The rep term's distribution; default normal. */
+  noise?: 'normal' | 't3';
 }
 
 /**
@@ -92,6 +99,7 @@ export function simulateReps(p: SimParams, plan: PlanLike, rng: Rng): RepResult[
   const mu = new Map(p.arms.map((a) => [a.name, a.mu]));
   const steps = p.steps ?? 5;
   const stepSigma = p.stepSigma ?? 0.002;
+  const repNoise = p.noise === 't3' ? t3 : gaussian;
   const out: RepResult[] = [];
   for (const b of plan.blocks) {
     const blockEffect = p.blockSd * gaussian(rng);
@@ -102,12 +110,16 @@ export function simulateReps(p: SimParams, plan: PlanLike, rng: Rng): RepResult[
       const rep = seen.get(arm) ?? 0;
       seen.set(arm, rep + 1);
       const level =
-        Math.log(mu.get(arm)!) + blockEffect + (armEffect.get(arm) ?? 0) + p.drift * position + (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) + p.sigma * gaussian(rng);
+        Math.log(mu.get(arm)!) + blockEffect + (armEffect.get(arm) ?? 0) + p.drift * position + (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) + carried(p, arm, b.sequence[position - 1]) + p.sigma * repNoise(rng);
       const step_ms = Array.from({ length: steps }, () => Math.exp(level + stepSigma * gaussian(rng)));
       out.push({ experiment: 'sim', block: b.index, attempt: 1, epoch: 1, arm, rep, position, step_ms, backend: 'cpu', mode: 'graph' });
     });
   }
   return out;
+}
+
+function carried(p: SimParams, arm: string, before: string | undefined): number {
+  return (p.carry ?? []).filter((c) => c.arm === arm && c.after === before).reduce((s, c) => s + c.log, 0);
 }
 
 export function simulateExperiment(p: SimParams, rng: Rng, extra: Partial<AnalysisInput> = {}): AnalysisInput {
@@ -121,5 +133,39 @@ export function simulateExperiment(p: SimParams, rng: Rng, extra: Partial<Analys
     min_effect: 0,
     alpha: 0.05,
     ...extra,
+  };
+}
+
+/** The input with one rep's every step `factor` times as long: a bad rep planted where the test says. */
+export function plantRep(input: AnalysisInput, at: Pick<RepRef, 'block' | 'arm' | 'rep'>, factor: number): AnalysisInput {
+  const hit = (r: RepResult) => r.block === at.block && r.arm === at.arm && r.rep === at.rep;
+  if (!input.reps.some(hit)) throw new Error(`plantRep: no rep ${at.block}/${at.arm}/${at.rep} in the simulated input`);
+  return { ...input, reps: input.reps.map((r) => (hit(r) ? { ...r, step_ms: r.step_ms.map((x) => x * factor) } : r)) };
+}
+
+/**
+ * A leave-one-out program: all_on at `allOn`, no_<t> at allOn + worths[t], base at allOn + Σ worths
+ * (savings that add), and with `aa` the control's A/A twin all_on_aa at all_on's level.
+ */
+export function leaveOneOutProgram(worths: Record<string, number>, aa: boolean, rest: Partial<SimParams> = {}, allOn = 40): SimParams {
+  const toggles = Object.keys(worths);
+  const sum = toggles.reduce((s, t) => s + worths[t]!, 0);
+  return {
+    design: 'leave-one-out',
+    control: 'all_on',
+    toggles,
+    arms: [
+      { name: 'base', mu: allOn + sum, toggles: {} },
+      { name: 'all_on', mu: allOn, toggles: {} },
+      ...toggles.map((t) => ({ name: `no_${t}`, mu: allOn + worths[t]!, toggles: {} })),
+      ...(aa ? [{ name: 'all_on_aa', mu: allOn, toggles: {}, aa_of: 'all_on' }] : []),
+    ],
+    blocks: 6,
+    reps: 3,
+    sigma: 0.02,
+    blockSd: 0.05,
+    drift: 0,
+    firstPosition: 0,
+    ...rest,
   };
 }
