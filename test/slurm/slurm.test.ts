@@ -170,13 +170,17 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
   });
 
   test("an allocation that ends mid-experiment: no block is granted past its end, the waiting ones say why, the worker drains before Slurm's limit, and the blocks move to the next allocation", async () => {
-    // one minute (Slurm's smallest limit), the last 10 s drained: the worker holds no lease after 50 s
+    // two minutes, the last 10 s drained: the worker holds no lease after 110 s. (One minute, Slurm's
+    // smallest limit, failed 2 of 9 runs on a loaded 2-core machine: the worker registered late and
+    // drained before the scheduler had written the block's reason.)
     const t0 = Date.now();
-    const short = await w.up({ gpus: 1, time: '1', repMs: 20, drainS: 10 });
+    const short = await w.up({ gpus: 1, time: '2', repMs: 20, drainS: 10 });
     const [host] = await w.registered(short, 1);
     console.log(`# slurm: orch slurm up to a registered worker: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    // 2 arms × 20 reps × 401 steps at the planner's default 5 ms a step: each block is expected to take over 80 s
-    const spec = abSpec('slurm-timelimit', 3, 20).replace('warmup: 1, steps: 2', 'warmup: 1, steps: 400');
+    // 2 arms × 60 reps × 401 steps at the planner's default 5 ms a step: each block is expected to take
+    // over 240 s. (More steps a rep would make each rep line longer than the stream keeps whole,
+    // worker/event-stream.ts MAX_EVENT_BYTES, and the ledger reads the stream's rep lines.)
+    const spec = abSpec('slurm-timelimit', 3, 60).replace('warmup: 1, steps: 2', 'warmup: 1, steps: 400');
     const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-timelimit', spec);
     const store = new ExperimentStore(w.redis, w.prefix);
     const seen = new Set<string>();
@@ -190,7 +194,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.match(why, new RegExp(`expected to take \\d+ s, .*no lease past an allocation's end: ${host!.host} in \\d+ s`));
     // the worker stops itself at the drain, before Slurm's time limit: its heartbeat goes and the job ends with it
     const registry = new CardRegistry(w.redis, { prefix: w.prefix });
-    await waitFor('the short allocation drained', async () => !(await registry.hostInfo(host!.host)).alive, { timeoutMs: 90_000, intervalMs: 250 });
+    await waitFor('the short allocation drained', async () => !(await registry.hostInfo(host!.host)).alive, { timeoutMs: 150_000, intervalMs: 250 });
     await waitFor('the short job ended', () => !/RUNNING/.test(spawnSync('squeue', ['-h', '-j', short, '-o', '%T'], { encoding: 'utf8' }).stdout), { timeoutMs: 30_000, intervalMs: 250 });
     assert.ok((await store.blocks(id)).every((b) => b.attempts.length === 0), 'no block was granted on the short allocation');
     const long = await w.up({ gpus: 1, time: '10', repMs: 20 });
