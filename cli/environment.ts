@@ -17,7 +17,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'ORCH_BUILD_DIR', describe: 'build cache of command workloads (default ~/.cache/orch/builds)' },
   { name: 'ORCH_GRAPHRT', describe: 'embedded submit: the graphrt binary (default native/build/graphrt)' },
   { name: 'ORCH_INJECT_LIB', describe: "orch's CUPTI injection library for resident command ranks on cuda\ncards (default liborch_inject.so beside graphrt)" },
-  { name: 'ORCH_CPU_CARDS', describe: 'embedded submit: how many cpu cards the local worker offers' },
+  { name: 'ORCH_CPU_CARDS', describe: 'embedded submit: how many cpu cards the local worker offers; set, it lets a spec with more ranks than cores run, with a warning that its timings mean nothing' },
   { name: 'ORCH_REDIS_SERVER', describe: 'embedded submit: the redis-server binary (default: from PATH)' },
   { name: 'ORCH_VALIDATE_STATS', describe: '1: orch validate prints time and peak memory per file on stderr' },
   { name: 'ORCH_FROM_SOURCE', describe: '1: run the TypeScript sources through tsx even when dist/ is fresh' },
