@@ -13,6 +13,7 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import type { InstalledSuite } from '../../orchestrator/nightly/nightly-suites.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 /** How many upcoming runs `orch nightly list` shows per suite. */
 const NEXT_RUNS = 3;
@@ -29,7 +30,7 @@ export const nightlyCommand = defineCommand({
   command: 'nightly <action> [target]',
   describe: 'nightly suites: install SUITE.yaml | list | remove NAME | status [SUITE] | history SUITE (orch serve runs them on schedule)',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('action', { choices: ['install', 'list', 'remove', 'status', 'history'] as const, demandOption: true, describe: 'what to do' })
       .positional('target', { type: 'string', describe: 'install: the suite file; remove, status, history: the suite name' })
       .option('limit', { type: 'number', default: 20, describe: 'status: how many runs; history: how many rows' })
@@ -56,7 +57,7 @@ export const nightlyCommand = defineCommand({
     const { NightlySuites } = await import('../../orchestrator/nightly/nightly-suites.ts');
     const { nextCronRuns } = await import('../../jobs/cron.ts');
     const withNext = (s: InstalledSuite) => ({ ...s, next_runs: s.cron !== null ? nextCronRuns(s.cron, s.tz ?? 'UTC', NEXT_RUNS).map((d) => d.toISOString()) : [] });
-    const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'));
+    const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'), argv);
     const suites = new NightlySuites(target.redis, target.prefix, secret);
     try {
       if (argv.action === 'install') {

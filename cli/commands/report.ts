@@ -5,12 +5,13 @@
  * 4 slower, 5 invalid), so CI can gate on it.
  */
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const reportCommand = defineCommand({
   command: 'report [id]',
   describe: 'write results/<id>/ and print the report (exit code = verdict: 0 faster, 3 inconclusive, 4 slower, 5 invalid)',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('id', { type: 'string', describe: 'experiment id' })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
       .option('from', { type: 'string', describe: 'rebuild every report file of this results directory from the directory alone (no Redis)' }),
@@ -25,7 +26,7 @@ export const reportCommand = defineCommand({
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const { writeResults } = await import('../../orchestrator/results/write-results.ts');
     const { verdictExitCode } = await import('../../orchestrator/report/verdict-exit-code.ts');
-    const target = await requireTarget('report', orchLog('report'));
+    const target = await requireTarget('report', orchLog('report'), argv);
     try {
       const w = await writeResults(target.redis, target.prefix, id, argv.results);
       process.stdout.write(

@@ -1,12 +1,13 @@
 /** `orch status [ID]`: the leader, queues, cards and who holds them, blocks waiting and why, failed and stalled nightly runs. */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const statusCommand = defineCommand({
   command: 'status [id]',
   describe: 'show the scheduler, queues, cards and their holders, experiments and why blocks wait',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('id', { type: 'string', describe: 'one experiment' })
       .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' })
       .option('limit', { type: 'number', default: 20, describe: 'experiments shown, oldest first (the counts per state cover all of them)' }),
@@ -21,7 +22,7 @@ export const statusCommand = defineCommand({
     if (!Number.isInteger(argv.limit) || argv.limit < 1 || argv.limit > 100_000) {
       throw new UserInputError('CLI_USAGE', `orch status --limit ${argv.limit}: not a whole number from 1 to 100000`, { hint: 'orch status --limit 50 (the counts per state always cover every experiment)' });
     }
-    const target = await requireTarget('status', orchLog('status'));
+    const target = await requireTarget('status', orchLog('status'), argv);
     try {
       const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all, limit: argv.limit, own: orchVersion() });
       if (argv.id && s.experiments.length === 0) {

@@ -4,18 +4,19 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const watchCommand = defineCommand({
   command: 'watch <id>',
   describe: 'follow an experiment: a progress bar per block and the latest rep metrics',
-  builder: (y) => y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }),
+  builder: (y) => withRedisUrlFile(y).positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { ExperimentStore } = await import('../../store/experiment-store.ts');
     const { progressPrinter, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
-    const target = await requireTarget('watch', orchLog('watch'));
+    const target = await requireTarget('watch', orchLog('watch'), argv);
     try {
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);
       if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
