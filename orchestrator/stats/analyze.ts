@@ -102,7 +102,7 @@ export function analyzeExperiment(input: AnalysisInput): Analysis {
   let primary: Comparison | null = isLoo ? compare(LOO_ALL_ON, LOO_BASE) : null;
 
   const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
-  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms, input.failed)];
   const failed = gates.filter((g) => g.pass === false);
   const invalid_reasons = failed.map((g) => g.message);
   if (failed.length > 0) {
