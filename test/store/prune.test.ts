@@ -5,14 +5,13 @@
  * (ORCH_EXPERIMENT_TTL_DAYS), a running one's never.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { ExperimentRetention, experimentTtlSeconds, DEFAULT_TTL_DAYS, TTL_ENV } from '../../store/experiment-retention.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { runOrch } from '../cli/run-orch.ts';
-import { client, freshPrefix } from '../utils/redis.ts';
+import { freshPrefix, privateRedis } from '../utils/redis.ts';
 
 /** Registers an experiment as submit does (its hash, its blocks, its place in the queue) and moves it to `state`. */
 async function experiment(store: ExperimentStore, id: string, state: 'running' | 'done' | 'failed' | 'cancelled'): Promise<void> {
@@ -27,18 +26,10 @@ async function keysOf(redis: Redis, prefix: string, id: string): Promise<string[
 }
 
 describe('experiment retention', { timeout: 120_000 }, () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  before(async () => {
-    server = await startRedisServer();
-    redis = client(server.url);
-  });
-  after(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const r = privateRedis();
 
   it('orch prune: the ended experiments\' keys are gone, a running experiment untouched; --dry-run removes nothing', async () => {
+    const { redis, server } = r;
     const prefix = freshPrefix();
     const store = new ExperimentStore(redis, prefix);
     const ended = ['old-done-1', 'old-failed-2', 'old-cancelled-3'];
@@ -70,6 +61,7 @@ describe('experiment retention', { timeout: 120_000 }, () => {
   });
 
   it('an expiry on every key of an ended experiment once its results are written; none on a running one', async () => {
+    const { redis } = r;
     const prefix = freshPrefix();
     const store = new ExperimentStore(redis, prefix);
     await experiment(store, 'ended-1', 'done');
