@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { waitFor } from '../utils/wait-for.ts';
-import { FIXTURE_RANK, runOrch, spawnOrch, startCluster } from './orch-cluster.ts';
+import { FIXTURE_RANK, runOrch, spawnOrch, startCluster, type OrchChild } from './orch-cluster.ts';
 
 const HOST = 'othersecret';
 const PLANTED_SECRET = 'planted-wrong-secret-7f3a9c1e5b2d4f60';
@@ -27,9 +27,10 @@ function firstReason(report: string): string {
 test('a worker with the wrong cluster secret: submit and report name it first, with the fix', { timeout: 180_000 }, async () => {
   const c = await startCluster();
   const dir = mkdtempSync(join(tmpdir(), 'orch-wrong-secret-'));
+  let worker: OrchChild | null = null;
   try {
     c.startServe();
-    spawnOrch(
+    worker = spawnOrch(
       ['worker', '--host', HOST, '--cpu-cards', '1', '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '1000', '--lock-dir', join(dir, 'locks'), '--prefix', c.prefix],
       { ...c.env, ORCH_CLUSTER_SECRET: PLANTED_SECRET, FIXTURE_REP_MS: '50' },
     );
@@ -44,6 +45,9 @@ test('a worker with the wrong cluster secret: submit and report name it first, w
     const printed = `${submit.stdout}${submit.stderr}${report.stdout}${report.stderr}`;
     assert.ok(!printed.includes(PLANTED_SECRET), 'the worker\'s secret was printed');
   } finally {
+    // not one of the cluster's own children: stopped here, by its pid
+    worker?.child.kill('SIGKILL');
+    await worker?.exited;
     await c.stop();
     rmSync(dir, { recursive: true, force: true });
   }
