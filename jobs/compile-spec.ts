@@ -5,7 +5,7 @@
  * so that spelling an off toggle out does not change the hash.
  */
 import { statSync, type Stats } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { isAbsolute, normalize } from 'node:path';
 import { checkNativeBounds, checkPlanSize } from './compile-bounds.ts';
 import { armBuild, checkBuilds } from './compile-builds.ts';
 import { suggestion } from './did-you-mean.ts';
@@ -249,9 +249,19 @@ function checkProbe(spec: Spec, problem: Report): void {
 /**
  * An absolute run.cwd must be a directory here (the workers share the checkout layout); a relative
  * one is resolved on the worker, which names it when it is missing (worker/command/run-command-rep.ts).
+ * A relative one that climbs out (`../x`) is refused: resolved against the build's artifact dir, it
+ * lands in the build cache beside other builds' artifacts, or anywhere above the worker's
+ * directory, a place the spec does not describe and that differs from host to host.
  */
 function checkCwd(cwd: string | undefined, problem: Report): void {
-  if (cwd === undefined || !isAbsolute(cwd)) return;
+  if (cwd === undefined) return;
+  if (!isAbsolute(cwd)) {
+    const inside = normalize(cwd);
+    if (inside === '..' || inside.startsWith('../')) {
+      problem(['workload', 'run', 'cwd'], `"${cwd}" climbs out of the directory a relative cwd is resolved in (the build's artifact dir on the worker, else the worker's own directory)`, `name a directory inside it (build.artifacts lists what the build leaves there), or give an absolute path, which orch validate checks`);
+    }
+    return;
+  }
   let stat: Stats | undefined;
   try {
     stat = statSync(cwd);

@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   EMBEDDED_REDIS_DIED: { kind: 'transient', meaning: "the private redis-server of an embedded run exited under it (killed from outside): the run's plan, leases and results are gone" },
   REDIS_SERVER_MISSING: { kind: 'user-input', meaning: 'the embedded default found no redis-server binary to start' },
   NO_WAIT_EMBEDDED: { kind: 'user-input', meaning: 'submit --no-wait without REDIS_URL: the embedded Redis would die with the command' },
+  RANKS_OVER_CORES: { kind: 'user-input', meaning: 'the embedded default on a machine without a visible GPU: more ranks per block than CPU cores, whose timings would measure the OS scheduler' },
   GRAPHRT_MISSING: { kind: 'user-input', meaning: 'the graphrt binary is not built', hint: 'npm run build' },
   HOST_NAME: { kind: 'user-input', meaning: '--host has characters a queue name cannot hold' },
   CARD_UNKNOWN: { kind: 'user-input', meaning: '--cards names a card this host does not have' },

@@ -4,8 +4,16 @@
  * do the shapes no spec has and that would exhaust the reader: more than one document, nesting
  * deeper than `orch.spec_file.depth` (yaml's composer and every later walk recurse per level),
  * anchors whose aliases expand past `orch.spec_file.aliases` (a "billion laughs" file).
+ *
+ * Merge keys (`<<: *defaults`) are read as YAML 1.1 defines them: the shape that lets several arms
+ * share one mapping, which CI files (GitLab, docker compose) taught users to write; the alias
+ * limit bounds them as it bounds any alias, and the spec hash is of the merged data, so a merged
+ * spec and the same spec written out hash alike. A tag other than the plain kinds a spec holds
+ * (`!!binary`, `!!set`, `!!timestamp`, a custom `!tag`) is refused by name, with its line: yaml
+ * would turn it into a Buffer, a Date or an ignored string that the schema could only call "a
+ * mapping" or take silently.
  */
-import { Composer, isMap, isPair, isScalar, isSeq, Lexer, LineCounter, Parser, type CST, type Document, type Node } from 'yaml';
+import { Composer, isMap, isPair, isScalar, isSeq, Lexer, LineCounter, Parser, visit, type CST, type Document, type Node } from 'yaml';
 import type { SpecIssue } from './errors.ts';
 import { LIMITS, LIMITS_FILE } from './limits.ts';
 
@@ -26,9 +34,9 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   const lineCounter = new LineCounter();
   const line = (offset: number | undefined): number | null =>
     offset === undefined ? null : lineCounter.linePos(offset).line;
-  const fail = (at: number | undefined, message: string, fix: string): YamlSource => ({
+  const fail = (at: number | undefined, message: string, fix: string, path = ''): YamlSource => ({
     data: undefined,
-    issues: [{ file, line: line(at), path: '', message, fix }],
+    issues: [{ file, line: line(at), path, message, fix }],
     lineOf: () => null,
   });
 
@@ -42,7 +50,7 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   if (deep !== null) {
     return fail(deep, `nesting deeper than ${MAX_DEPTH} levels`, `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)`);
   }
-  const docs: Document.Parsed[] = Array.from(new Composer({ uniqueKeys: true }).compose(tokens, true, text.length));
+  const docs: Document.Parsed[] = Array.from(new Composer({ uniqueKeys: true, merge: true }).compose(tokens, true, text.length));
   if (docs.length > 1) {
     return fail(docs[1]?.range[0], `${docs.length} YAML documents (separated by "---"); a config file holds exactly one`, 'keep one document per file: remove the extra "---" and what follows, or split the file');
   }
@@ -54,6 +62,10 @@ export function parseYamlSource(file: string, text: string): YamlSource {
     message: `YAML syntax error: ${firstLine(e.message)}`,
     fix: 'fix the YAML syntax (indentation, quotes, ":" after keys)',
   }));
+  const tagged = issues.length === 0 ? firstForeignTag(doc) : null;
+  if (tagged !== null) {
+    return fail(tagged.offset, `${tagged.written}: a YAML tag orch does not read (a spec holds only text, numbers, booleans, lists and mappings)`, `remove ${tagged.written} and write the value as plain text or a number`, formatPath(tagged.path));
+  }
   let data: unknown;
   if (issues.length === 0) {
     try {
@@ -90,6 +102,27 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   }
 
   return { data: issues.length === 0 ? data : undefined, issues, lineOf };
+}
+
+/** The tags of the plain kinds: what a tag may name (`!!str 1` keeps a number as text). */
+const PLAIN_TAGS = new Set(['str', 'int', 'float', 'bool', 'null', 'seq', 'map'].map((t) => `tag:yaml.org,2002:${t}`));
+
+/** The first node with a tag outside PLAIN_TAGS, as it was written (`!!binary`, `!foo`), or null. */
+function firstForeignTag(doc: Document.Parsed): { written: string; offset: number | undefined; path: PathSegment[] } | null {
+  let found: { written: string; offset: number | undefined; path: PathSegment[] } | null = null;
+  visit(doc, {
+    Node(_, node, ancestors) {
+      if (node.tag === undefined || PLAIN_TAGS.has(node.tag)) return undefined;
+      const path: PathSegment[] = [];
+      ancestors.forEach((a, i) => {
+        if (isPair(a) && isScalar(a.key)) path.push(String(a.key.value));
+        else if (isSeq(a)) path.push(a.items.indexOf((ancestors[i + 1] ?? node) as never));
+      });
+      found = { written: node.tag.replace(/^tag:yaml\.org,2002:/, '!!'), offset: node.range?.[0], path };
+      return visit.BREAK;
+    },
+  });
+  return found;
 }
 
 /** The 1-based line of a character offset (before the parser has counted any lines). */

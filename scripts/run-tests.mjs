@@ -26,15 +26,17 @@ if (files.length === 0) {
 // check the files as they are, built or not; test/cli/build.test.ts checks the compiled CLI.
 // test/chaos/ runs at its reduced size unless CHAOS_SIZE says otherwise (npm run chaos: full).
 const testEnv = { ...process.env, ORCH_FROM_SOURCE: '1', CHAOS_SIZE: process.env.CHAOS_SIZE ?? 'ci' };
-// test/e2e/ builds graphrt and runs a whole experiment on a fresh clone, and the mutation check
-// (test/chaos/mutants.test.ts) runs a scenario per mutant in scratch worktrees: minutes on a loaded
-// 2-core machine (the mutation check took 5 on one), so their files get a longer limit than the 5
-// minutes of the others.
+// test/e2e/ builds graphrt and runs a whole experiment on a fresh clone, the mutation check
+// (test/chaos/mutants.test.ts) runs a scenario per mutant in scratch worktrees, and
+// test/native/ctest.test.ts builds graphrt's test programs before it runs them: minutes on a
+// loaded 2-core machine (the mutation check took 5 on one), so their files get a longer limit than
+// the 5 minutes of the others.
 const run = (list, timeoutMs) =>
   list.length === 0
     ? 0
     : (spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-timeout=${timeoutMs}`, ...list], { stdio: 'inherit', env: testEnv })
         .status ?? 1);
-const long = files.filter((f) => f.startsWith(join('test', 'e2e')) || f === join('test', 'chaos', 'mutants.test.ts'));
+const LONG_FILES = [join('test', 'chaos', 'mutants.test.ts'), join('test', 'native', 'ctest.test.ts')];
+const long = files.filter((f) => f.startsWith(join('test', 'e2e')) || LONG_FILES.includes(f));
 const status = [run(files.filter((f) => !long.includes(f)), 300_000), run(long, 900_000)];
 process.exit(status.find((s) => s !== 0) ?? 0);

@@ -384,7 +384,8 @@ export class Worker {
       try {
         await this.admit(blockGate, job);
       } catch (err) {
-        throw toJobError(err);
+        // the code first: it is what the report recognizes a refusal by (orchestrator/stats/refused-grants.ts)
+        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
       }
       return executor.execute(job.data);
     }, {

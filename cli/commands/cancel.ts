@@ -4,12 +4,13 @@
  * measured or cancelled. Waits (up to --timeout) for the scheduler to settle the experiment.
  */
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const cancelCommand = defineCommand({
   command: 'cancel <id>',
   describe: 'cancel an experiment: stop its running blocks (keeping the reps measured), end its blocks cancelled',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('id', { type: 'string', demandOption: true, describe: 'experiment id' })
       .option('timeout', { type: 'number', default: 30, describe: 'seconds to wait for the scheduler to settle it' }),
   handler: async (argv) => {
@@ -20,7 +21,7 @@ export const cancelCommand = defineCommand({
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const log = orchLog('cancel');
-    const target = await requireTarget('cancel', log);
+    const target = await requireTarget('cancel', log, argv);
     try {
       const r = await cancelExperiment(target.redis, target.prefix, argv.id);
       const store = new ExperimentStore(target.redis, target.prefix);

@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export interface DashboardArgs {
   port: number;
@@ -15,6 +16,7 @@ export interface DashboardArgs {
   openLoopback?: boolean;
   allowHost?: string[] | undefined;
   results: string;
+  redisUrlFile?: string | undefined;
 }
 
 export interface StartedDashboard {
@@ -56,11 +58,11 @@ export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): 
   // Loaded here: fastify and bull-board are no part of every other command's start.
   const { UserInputError } = await import('../../jobs/errors.ts');
   const { startDashboard } = await import('../../orchestrator/dashboard/server.ts');
-  const { prefixFromEnv, redisUrlFromEnv } = await import('../embedded/redis-target.ts');
-  const url = redisUrlFromEnv();
+  const { prefixFromEnv, redisUrlFromArgs } = await import('../embedded/redis-target.ts');
+  const url = redisUrlFromArgs(args, 'dashboard');
   if (!url) {
-    throw new UserInputError('NO_REDIS_URL', 'orch dashboard needs REDIS_URL (the Redis that orch serve and the workers use)', {
-      hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, then run orch dashboard again',
+    throw new UserInputError('NO_REDIS_URL', 'orch dashboard needs REDIS_URL or --redis-url-file (the Redis that orch serve and the workers use)', {
+      hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, or pass --redis-url-file FILE (a 0600 file holding that URL), then run orch dashboard again',
     });
   }
   const t = await resolveDashboardToken(args);
@@ -88,7 +90,7 @@ export const dashboardCommand = defineCommand({
   command: 'dashboard',
   describe: 'serve the cluster, queue, experiments and /metrics over HTTP',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .option('port', { type: 'number', default: 7777, describe: 'port to listen on (0: any free one)' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind; anything but loopback needs a token given (ORCH_DASHBOARD_TOKEN or --token-file)' })
       .option('token-file', { type: 'string', describe: 'file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own ($XDG_RUNTIME_DIR/orch/dashboard-token, else ~/.cache/orch/dashboard-token)' })

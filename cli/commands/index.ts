@@ -6,6 +6,7 @@ import { dashboardCommand } from './dashboard.ts';
 import { hostsCommand } from './hosts.ts';
 import { nightlyCommand } from './nightly.ts';
 import { planCommand } from './plan.ts';
+import { pruneCommand } from './prune.ts';
 import { reportCommand } from './report.ts';
 import { serveCommand } from './serve.ts';
 import { slurmCommand } from './slurm.ts';
@@ -32,4 +33,5 @@ export const commands: RegisteredCommand[] = [
   nightlyCommand,
   dashboardCommand,
   traceCommand,
+  pruneCommand,
 ];

@@ -16,12 +16,14 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import type { InstalledSuite } from '../../orchestrator/nightly/nightly-suites.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
+import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 
 /** How many upcoming runs `orch nightly list` shows per suite. */
 const NEXT_RUNS = 3;
 
-interface NightlyArgs {
+interface NightlyArgs extends RedisUrlArgs {
   action: 'install' | 'list' | 'remove' | 'run' | 'status' | 'history';
   target?: string;
   every?: number;
@@ -35,7 +37,7 @@ export const nightlyCommand = defineCommand({
   command: 'nightly <action> [target]',
   describe: 'nightly suites: install SUITE.yaml | list | remove NAME | run NAME | status [SUITE] | history SUITE (orch serve runs them on schedule; run: one night now)',
   builder: (y) =>
-    withFailOn(y)
+    withFailOn(withRedisUrlFile(y))
       .positional('action', { choices: ['install', 'list', 'remove', 'run', 'status', 'history'] as const, demandOption: true, describe: 'what to do' })
       .positional('target', { type: 'string', describe: 'install: the suite file; remove, run, status, history: the suite name' })
       .option('limit', { type: 'number', default: 20, describe: 'status: how many runs; history: how many rows' })
@@ -64,7 +66,7 @@ export const nightlyCommand = defineCommand({
     const { NightlySuites } = await import('../../orchestrator/nightly/nightly-suites.ts');
     const { nextCronRuns } = await import('../../jobs/cron.ts');
     const withNext = (s: InstalledSuite) => ({ ...s, next_runs: s.cron !== null ? nextCronRuns(s.cron, s.tz ?? 'UTC', NEXT_RUNS).map((d) => d.toISOString()) : [] });
-    const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'));
+    const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'), argv);
     const suites = new NightlySuites(target.redis, target.prefix, secret);
     try {
       if (argv.action === 'install') {
@@ -97,7 +99,7 @@ async function runNightCommand(argv: NightlyArgs & { target: string; json: boole
   const { runNightNow } = await import('../../orchestrator/nightly/run-night-now.ts');
   const { nightExitCode } = await import('../../orchestrator/nightly/night-exit-code.ts');
   const log = orchLog('nightly');
-  const target = await requireTarget('nightly run', log);
+  const target = await requireTarget('nightly run', log, argv);
   try {
     const night = await runNightNow({ redis: target.redis, prefix: target.prefix, suite: argv.target, secret, submitToken, log });
     const code = nightExitCode(night.rows, failOn);

@@ -7,6 +7,8 @@ import type { Plan } from '../../jobs/plan.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { williamsRowCount } from '../../jobs/williams.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
+import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 
 /** The effects a power plan shows when --effect is not given. */
 const DEFAULT_EFFECTS = ['1%', '2%', '5%'];
@@ -16,7 +18,7 @@ export const planCommand = defineCommand({
   command: 'plan [file]',
   describe: 'print the arms, blocks and order of reps of a spec, and its hash; with --power, the reps and blocks an effect needs',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('file', { type: 'string', describe: 'experiment spec (YAML)' })
       .option('power', { type: 'string', describe: 'plan for power: `--power SPEC`, or `--power 0.9` for a target other than 0.8' })
       .option('noise-from', { type: 'string', describe: 'the prior run whose noise and times to plan from: its results directory, or its experiment id (results/<id>, else Redis)' })
@@ -43,7 +45,7 @@ export const planCommand = defineCommand({
     }
     const { spec, hash } = loadSpec(file);
     const plan = planExperiment(spec, hash);
-    const prior = await readPrior(argv.noiseFrom, argv.results);
+    const prior = await readPrior(argv.noiseFrom, argv.results, argv);
     const { powerPlan, formatPowerPlan } = await import('../../orchestrator/report/power-plan.ts');
     const { DEFAULT_ALPHA } = await import('../../orchestrator/stats/defaults.ts');
     const p = powerPlan({ file, spec, plan, prior, effects, target, alpha: DEFAULT_ALPHA });
@@ -52,7 +54,7 @@ export const planCommand = defineCommand({
 });
 
 /** A results directory (or an id under --results), else the experiment from Redis by id. */
-async function readPrior(ref: string, root: string) {
+async function readPrior(ref: string, root: string, redisArgs: RedisUrlArgs) {
   const { priorRunFromDir, priorRunFromRedis } = await import('../../orchestrator/results/prior-run.ts');
   const fromDir = await priorRunFromDir(ref, root);
   if (fromDir !== null) return fromDir;
@@ -61,7 +63,7 @@ async function readPrior(ref: string, root: string) {
   }
   const { orchLog } = await import('../embedded/log.ts');
   const { requireTarget } = await import('../embedded/redis-target.ts');
-  const target = await requireTarget(`plan --power --noise-from ${ref}`, orchLog('plan'));
+  const target = await requireTarget(`plan --power --noise-from ${ref}`, orchLog('plan'), redisArgs);
   try {
     return await priorRunFromRedis(target.redis, target.prefix, ref);
   } finally {

@@ -10,6 +10,8 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
+import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 
 interface ReportToPrint {
@@ -26,7 +28,7 @@ export const reportCommand = defineCommand({
   describe: 'write results/<id>/ and print the report (or --format junit, github); exit code: the outcome\'s under --fail-on (orch --help)',
   builder: (y) =>
     withFailOn(
-      y
+      withRedisUrlFile(y)
         .positional('id', { type: 'string', describe: 'experiment id' })
         .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
         .option('from', { type: 'string', describe: 'rebuild every report file of this results directory from the directory alone (no Redis)' })
@@ -39,7 +41,7 @@ export const reportCommand = defineCommand({
   handler: async (argv) => {
     const failOn = parseFailOn(argv.failOn);
     if (argv.json && argv.format !== 'markdown') throw new UserInputError('CLI_USAGE', `--json and --format ${argv.format} both choose what is printed`, { hint: 'give one of them' });
-    const w = await reportOf(argv.id, argv.from, argv.results);
+    const w = await reportOf(argv.id, argv.from, argv.results, argv);
     const { outcomeExitCode } = await import('../../orchestrator/report/outcome-exit-code.ts');
     const out = (s: string) => process.stdout.write(s);
     if (argv.format === 'junit') {
@@ -57,13 +59,13 @@ export const reportCommand = defineCommand({
 });
 
 /** The report from Redis (written to results/<id>/ again) or rebuilt from a results directory. */
-async function reportOf(id: string | undefined, from: string | undefined, results: string): Promise<ReportToPrint> {
+async function reportOf(id: string | undefined, from: string | undefined, results: string, redisArgs: RedisUrlArgs): Promise<ReportToPrint> {
   if (from !== undefined || id === undefined) return (await import('../../orchestrator/report/report-from-results.ts')).reportFromResults(from, id);
   // Loaded here, not at the top: every other command starts without them (cli/main.ts).
   const { orchLog } = await import('../embedded/log.ts');
   const { requireTarget } = await import('../embedded/redis-target.ts');
   const { writeResults } = await import('../../orchestrator/results/write-results.ts');
-  const target = await requireTarget('report', orchLog('report'));
+  const target = await requireTarget('report', orchLog('report'), redisArgs);
   try {
     return { experiment: id, ...(await writeResults(target.redis, target.prefix, id, results)) };
   } finally {

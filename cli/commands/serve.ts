@@ -4,12 +4,13 @@
  * SIGINT/SIGTERM (then steps down at once, so a standby takes over without waiting for the TTL).
  */
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const serveCommand = defineCommand({
   command: 'serve',
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
       .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT, behind its token' })
       .option('http-token-file', { type: 'string', describe: 'the dashboard\'s token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own)' })
@@ -25,7 +26,7 @@ export const serveCommand = defineCommand({
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const { requireRedisAuth } = await import('../../store/connect.ts');
     const log = orchLog('serve', process.env.ORCH_LOG ?? 'info');
-    const target = await requireTarget('serve', log);
+    const target = await requireTarget('serve', log, argv);
     try {
       // the workers run what this Redis holds: refuse one anybody may write to
       await requireRedisAuth(target.redis, target.url, { allowInsecure: argv.insecureRedis, log, who: 'the workers' });
@@ -59,7 +60,7 @@ export const serveCommand = defineCommand({
     if (argv.http !== undefined && httpToken !== null) {
       const { describeStart } = await import('./dashboard.ts');
       const { startDashboardProcess } = await import('../../orchestrator/dashboard/dashboard-process.ts');
-      const child = await startDashboardProcess({ port: argv.http, token: httpToken.token, results: 'results', log });
+      const child = await startDashboardProcess({ url: target.url, port: argv.http, token: httpToken.token, results: 'results', log });
       dashboard = child;
       const started = { dashboard: child, tokenFrom: httpToken.from, signIn: httpToken.own ? `${child.address}/?token=${httpToken.token}` : null };
       say('dashboard', { why: describeStart(started), address: child.address, pid: child.pid, open: started.signIn });

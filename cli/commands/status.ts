@@ -5,6 +5,7 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 import type { ExperimentState } from '../../store/experiment-store.ts';
 import type { ExperimentFilter } from '../../orchestrator/experiment/experiment-filter.ts';
 import { OUTCOMES, type Outcome } from '../../orchestrator/experiment/outcome-codes.ts';
@@ -13,7 +14,7 @@ export const statusCommand = defineCommand({
   command: 'status [id]',
   describe: 'show the scheduler, queues, cards and their holders, experiments and why blocks wait',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('id', { type: 'string', describe: 'one experiment' })
       .option('all', { type: 'boolean', default: false, describe: 'include experiments that ended over an hour ago' })
       .option('limit', { type: 'number', default: 20, describe: 'experiments shown, oldest first (the counts per state cover all of them)' })
@@ -39,7 +40,7 @@ export const statusCommand = defineCommand({
       ...(argv.verdict ? { outcome: argv.verdict as Outcome } : {}),
       ...(argv.name ? { name: argv.name } : {}),
     };
-    const target = await requireTarget('status', orchLog('status'));
+    const target = await requireTarget('status', orchLog('status'), argv);
     try {
       const s = await clusterStatus(target.redis, target.prefix, { ...(argv.id ? { experiment: argv.id } : {}), all: argv.all, limit: argv.limit, own: orchVersion(), filter, outcomes: true });
       if (argv.id && s.experiments.length === 0) {

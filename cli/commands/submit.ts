@@ -19,13 +19,14 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 
 export const submitCommand = defineCommand({
   command: 'submit <spec>',
   describe: 'run an experiment: validate, register, schedule, write results/<id>/ and print the report',
   builder: (y) =>
-    withFailOn(y)
+    withFailOn(withRedisUrlFile(y))
       .positional('spec', { type: 'string', demandOption: true, describe: 'experiment spec (YAML)' })
       .option('watch', { type: 'boolean', default: false, describe: 'show a progress bar per block while it runs' })
       .option('wait', {
@@ -39,13 +40,13 @@ export const submitCommand = defineCommand({
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { loadSpec } = await import('../../orchestrator/spec/load-spec.ts');
-    const { redisUrlFromEnv } = await import('../embedded/redis-target.ts');
+    const { redisUrlFromArgs } = await import('../embedded/redis-target.ts');
     // Validation first: an invalid spec throws here, before any connection exists.
     const loaded = loadSpec(argv.spec);
     const failOn = parseFailOn(argv.failOn);
     const out = (s: string) => process.stdout.write(s);
     const json = argv.json;
-    const url = redisUrlFromEnv();
+    const url = redisUrlFromArgs(argv, 'submit');
     if (!url) {
       if (!argv.wait) {
         throw new UserInputError(

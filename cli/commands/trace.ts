@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
   const { UserInputError } = await import('../../jobs/errors.ts');
@@ -26,20 +27,20 @@ export const traceCommand = defineCommand({
   command: 'trace <id>',
   describe: 'write an experiment as a Chrome/Perfetto trace (JSON) on stdout',
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .positional('id', { type: 'string', demandOption: true, describe: 'the experiment' })
       .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/events.jsonl' })
       .option('from-results', { type: 'boolean', default: false, describe: 'read events.jsonl even when REDIS_URL is set' }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them.
-    const { redisUrlFromEnv, requireTarget } = await import('../embedded/redis-target.ts');
+    const { redisUrlFromArgs, requireTarget } = await import('../embedded/redis-target.ts');
     const { chromeTrace } = await import('../../orchestrator/trace/chrome-trace.ts');
     let events: StreamEvent[];
-    if (argv.fromResults || !redisUrlFromEnv()) events = await fromResults(argv.results, argv.id);
+    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace')) events = await fromResults(argv.results, argv.id);
     else {
       const { orchLog } = await import('../embedded/log.ts');
       const { collectResults } = await import('../../orchestrator/results/collect-results.ts');
-      const target = await requireTarget('trace', orchLog('trace'));
+      const target = await requireTarget('trace', orchLog('trace'), argv);
       try {
         events = (await collectResults(target.redis, target.prefix, argv.id)).events;
       } finally {

@@ -8,13 +8,14 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 
 export const watchCommand = defineCommand({
   command: 'watch <id>',
   describe: 'follow an experiment: a progress bar per block, the latest rep metrics, elapsed time and ETA',
   builder: (y) =>
-    withFailOn(y.positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }))
+    withFailOn(withRedisUrlFile(y).positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }))
       .option('cancel-on-interrupt', { type: 'boolean', default: false, describe: 'Ctrl-C cancels the experiment (default: it keeps running, and watch says how to cancel it)' }),
   handler: async (argv) => {
     const failOn = parseFailOn(argv.failOn);
@@ -29,7 +30,7 @@ export const watchCommand = defineCommand({
     const { collectRecords } = await import('../../orchestrator/results/collect-results.ts');
     const { analyzeRecords } = await import('../../orchestrator/results/write-results.ts');
     const { outcomeExitCode } = await import('../../orchestrator/report/outcome-exit-code.ts');
-    const target = await requireTarget('watch', orchLog('watch'));
+    const target = await requireTarget('watch', orchLog('watch'), argv);
     const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
     try {
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);

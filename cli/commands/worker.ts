@@ -15,6 +15,7 @@
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 import { slurmAllocation, slurmHostName, underSlurm } from '../../jobs/slurm-allocation.ts';
 import type { WorkerSlurmOptions } from '../../worker/worker.ts';
 
@@ -24,12 +25,11 @@ export const workerCommand = defineCommand({
   command: 'worker',
   describe: "run this host's worker: register its cards and run the blocks dispatched to it",
   builder: (y) =>
-    y
+    withRedisUrlFile(y)
       .option('host', { type: 'string', defaultDescription: "this machine's short host name", describe: 'host name (the queue is host-<name>)' })
       .option('cards', { type: 'string', default: 'auto', describe: 'auto, or a comma list of GPU indexes/UUIDs or cpu:N' })
       .option('graphrt', { type: 'string', default: DEFAULT_GRAPHRT, describe: 'the graphrt binary run once per rank' })
       .option('cpu-cards', { type: 'number', default: 1, describe: 'with no GPU: how many cpu:N cards to offer' })
-      .option('redis-url-file', { type: 'string', describe: 'file (mode 0600) whose first line is the Redis URL (default: $REDIS_URL)' })
       .option('redis', { type: 'string', describe: 'Redis URL without a password (one with a password is refused: argv is public)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' })
       .option('lock-dir', { type: 'string', describe: 'private directory of the per-card flock files (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards)' })

@@ -24,12 +24,18 @@ export function redisUrlFromEnv(): string | null {
   return url && url.trim() !== '' ? url.trim() : null;
 }
 
+/** What a command's argv may say about its Redis: --redis-url-file (cli/redis-url-option.ts), and orch worker's --redis. */
+export interface RedisUrlArgs {
+  redis?: string | undefined;
+  redisUrlFile?: string | undefined;
+}
+
 /**
- * The Redis URL of a long-running command, never from argv when it holds a password (argv is
- * world-readable in `ps` and /proc): `--redis-url-file PATH` (a file only its owner can read),
- * else REDIS_URL, else `--redis URL` when that URL carries no password.
+ * The Redis URL of a command, never from argv when it holds a password (argv is world-readable in
+ * `ps` and /proc): `--redis-url-file PATH` (a file only its owner can read), else REDIS_URL, else
+ * `--redis URL` when that URL carries no password.
  */
-export function redisUrlFromArgs(args: { redis?: string | undefined; redisUrlFile?: string | undefined }, command: string): string | null {
+export function redisUrlFromArgs(args: RedisUrlArgs, command: string): string | null {
   if (args.redis !== undefined && urlHasPassword(args.redis)) {
     throw new UserInputError('REDIS_URL_IN_ARGV', `--redis ${redactUrl(args.redis)}: a URL with a password on the command line is readable by every local user (ps, /proc/<pid>/cmdline)`, {
       hint: `write the URL to a file only you can read (umask 077; echo URL > FILE) and pass --redis-url-file FILE, or export REDIS_URL, then run orch ${command} again`,
@@ -78,12 +84,12 @@ export async function connectTarget(url: string, prefix: string, log: Logger, na
   return { url, prefix, redis, close: async () => void (await redis.quit().catch(() => redis.disconnect())) };
 }
 
-/** For commands that need the cluster's Redis: REDIS_URL or a clear refusal. */
-export async function requireTarget(command: string, log: Logger): Promise<RedisTarget> {
-  const url = redisUrlFromEnv();
+/** For commands that need the cluster's Redis: --redis-url-file, else REDIS_URL, or a clear refusal. */
+export async function requireTarget(command: string, log: Logger, args: RedisUrlArgs): Promise<RedisTarget> {
+  const url = redisUrlFromArgs(args, command);
   if (!url) {
-    throw new UserInputError('NO_REDIS_URL', `orch ${command} needs REDIS_URL (the Redis that orch serve and the workers use)`, {
-      hint: 'export REDIS_URL=redis://host:6379; without it, `orch submit SPEC` runs embedded and prints the report itself',
+    throw new UserInputError('NO_REDIS_URL', `orch ${command} needs REDIS_URL or --redis-url-file (the Redis that orch serve and the workers use)`, {
+      hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, or pass --redis-url-file FILE (a 0600 file holding that URL); without either, `orch submit SPEC` runs embedded and prints the report itself',
     });
   }
   return connectTarget(url, prefixFromEnv(), log);

@@ -34,6 +34,7 @@ import type { WrittenResults } from '../../orchestrator/results/write-results.ts
 import { Worker } from '../../worker/worker.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
+import { checkRanksOverCores } from './ranks-over-cores.ts';
 import { EndedBySignal, RunInterrupts } from './run-interrupts.ts';
 import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
 import type { FailOnSet } from '../../orchestrator/report/outcome-exit-code.ts';
@@ -123,6 +124,8 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, privateRedis: true, log: log.child({ part: 'worker' }) });
     stack.push(() => worker.stop());
     await guard(worker.start());
+    const oversubscribed = checkRanksOverCores({ file: input.loaded.file, ranks: plan.ranks, cards: worker.cards, cores: cpus().length, explicitCpuCards: process.env.ORCH_CPU_CARDS });
+    if (oversubscribed !== null) note(oversubscribed);
     const scheduler = new Scheduler({ url: server.url, prefix, secret, submitToken, log: log.child({ part: 'scheduler' }) });
     scheduler.start();
     stack.push(() => scheduler.stop());

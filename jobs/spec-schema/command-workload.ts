@@ -47,7 +47,7 @@ const RunSchema = strictObject({
    * 13–18 % and the CUDA example's by 4–7 % with nothing but the subscription (bench/h200/user-rank).
    */
   launch_counts: z.boolean().optional(),
-  /** Absolute: checked to exist by `orch validate`; relative: resolved on the worker (against the build's artifact dir, else its cwd). */
+  /** Absolute: checked to exist by `orch validate`; relative: resolved on the worker (against the build's artifact dir, else its cwd), and never climbing out of it (`../x` is refused). */
   cwd: PathSchema.optional(),
   env: EnvSchema.optional(),
   timeout_s: TimeoutSchema.default(600),

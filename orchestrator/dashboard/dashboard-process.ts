@@ -20,6 +20,8 @@ const ListeningSchema = z.object({ event: z.literal('listening'), address: z.str
 const STOP_WAIT_MS = 5000;
 
 export interface DashboardProcessOptions {
+  /** the Redis URL serve uses, handed over in the environment (REDIS_URL), never in argv */
+  url: string;
   port: number;
   /** null: --open-loopback */
   token: string | null;
@@ -37,6 +39,8 @@ export async function startDashboardProcess(opts: DashboardProcessOptions): Prom
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.ORCH_DASHBOARD_TOKEN;
   if (opts.token !== null) env.ORCH_DASHBOARD_TOKEN = opts.token;
+  // serve may have read it from --redis-url-file: the child connects where serve does
+  env.REDIS_URL = opts.url;
   const args = [ORCH_BIN, 'dashboard', '--json', '--host', '127.0.0.1', '--port', String(opts.port), '--results', opts.results, ...(opts.token === null ? ['--open-loopback'] : [])];
   const child: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

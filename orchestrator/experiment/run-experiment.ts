@@ -13,6 +13,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 import { DEFAULT_FAIL_ON_SET, outcomeExitCode, type FailOnSet } from '../report/outcome-exit-code.ts';
 import { writeResults, type WrittenResults } from '../results/write-results.ts';
+import { ExperimentRetention, experimentTtlSeconds } from '../../store/experiment-retention.ts';
 import { waitForEnd } from './progress.ts';
 import { submitExperiment, type SubmitInput, type Submitted } from './submit.ts';
 
@@ -56,5 +57,8 @@ export async function awaitResults(redis: Redis, prefix: string, id: string, opt
   let state = await waitForEnd(redis, prefix, exp, opts.wait);
   if (opts.settle) state = await opts.settle(id, state);
   const written = await writeResults(redis, prefix, id, opts.resultsRoot);
+  // on disk now: Redis keeps the experiment ORCH_EXPERIMENT_TTL_DAYS more (store/experiment-retention.ts)
+  const ttl = experimentTtlSeconds();
+  if (ttl !== null) await new ExperimentRetention(redis, prefix).expire(id, ttl);
   return { id, state, written, exitCode: outcomeExitCode(written.analysis, opts.failOn ?? DEFAULT_FAIL_ON_SET) };
 }

@@ -117,7 +117,7 @@ export function renderMarkdown(a: Analysis): string {
       `worth = no_<toggle> − all_on: what removing the toggle costs with all others on. base − all_on = ${num(a.loo.total)} ± ${num(a.loo.total_se)} ${unit} (${signedPct(a.loo.total_rel)}).`,
       '',
       markdownTable(
-        ['toggle', `worth (${unit})`, `se (${unit})`, 'worth %', 'se %', 't', 'p', 'share of base − all_on'],
+        ['toggle', `worth (${unit})`, `se (${unit})`, 'worth %', 'se %', 't', 'p', a.loo.share_withheld === null ? 'share of base − all_on' : 'share of base − all_on¹'],
         a.loo.rows.map((r) =>
           r.unsupported !== null
             ? [r.toggle, r.unsupported, '—', '—', '—', '—', '—', '—']
@@ -125,6 +125,7 @@ export function renderMarkdown(a: Analysis): string {
         ),
       ),
       '',
+      ...(a.loo.share_withheld === null ? [] : [`¹ No shares: ${a.loo.share_withheld}.`, '']),
       `${a.loo.interaction_flagged ? '**Interaction:** ' : 'Interaction check: '}${a.loo.message}`,
       '',
     );

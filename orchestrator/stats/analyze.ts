@@ -172,7 +172,7 @@ function measurementGates(input: AnalysisInput, index: Map<string, RepValue>, ar
   const refArm = plan.arms.find((a) => a.ref_of !== undefined);
   const baseReference = refArm ? compareArms(plan, index, refArm.ref_of!, refArm.name, opts) : null;
   const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
-  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms)];
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms, input.failed)];
   return { aa, refArm, baseReference, gates };
 }
 

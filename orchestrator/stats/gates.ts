@@ -6,11 +6,13 @@
  */
 import { num, pClause, pct, signedPct } from './format-number.ts';
 import { withinTolerance } from './equivalence.ts';
+import { refusedGrants } from './refused-grants.ts';
 import type { AnalysisInput, ArmSummary, Comparison, GateSummary, ReferenceBuild } from './types.ts';
 
 export const NO_DISCRIMINATING_POWER = 'the measurement has no discriminating power';
 
-export function inputGate(arms: readonly ArmSummary[]): GateSummary {
+/** `failed`: the reps not measured; a worker's refusal of their jobs is named first (refused-grants.ts). */
+export function inputGate(arms: readonly ArmSummary[], failed: readonly { reason: string }[] = []): GateSummary {
   const short = arms.filter((a) => a.n < 2);
   if (short.length === 0) {
     const missing = arms.reduce((s, a) => s + a.missing, 0);
@@ -26,7 +28,8 @@ export function inputGate(arms: readonly ArmSummary[]): GateSummary {
       ? `arm ${a.arm} has no usable rep (${a.planned} planned, ${a.missing} failed or rejected)`
       : `arm ${a.arm} has ${a.n} usable rep of ${a.planned} planned`,
   );
-  return { name: 'input', pass: false, message: `${each.join('; ')} — at least 2 per arm are needed for a standard error` };
+  const refused = refusedGrants(failed);
+  return { name: 'input', pass: false, message: `${refused === null ? '' : `${refused}. `}${each.join('; ')} — at least 2 per arm are needed for a standard error` };
 }
 
 export function identityGate(gates: AnalysisInput['gates']): GateSummary {

@@ -1,20 +1,25 @@
 /**
  * The leave-one-out table: for each toggle, worth = no_<toggle> − all_on (what removing it costs,
- * in the presence of all the others), its paired se and t, and its share of base − all_on. The
- * interaction check compares base − all_on with the sum of the worths, per unit (block, k) so it
- * is paired too: when the toggles' savings simply add, (base − all_on) − Σ worth_i is 0.
+ * in the presence of all the others), its paired se and t, and its share of base − all_on. A
+ * share is withheld (null, with the reason in `share_withheld`) when base − all_on's CI includes
+ * zero: a worth divided by a difference that may be nothing prints 134 % or 738 %, and means none.
+ * The interaction check compares base − all_on with the sum of the worths, per unit (block, k) so
+ * it is paired too: when the toggles' savings simply add, (base − all_on) − Σ worth_i is 0. Its
+ * line prints both sides as means over those same units, so they are there whenever the
+ * difference is, and the difference is exactly one minus the other.
  */
 import { pairedT } from './paired-test.ts';
 import { num, pClause, pct } from './format-number.ts';
 import { repKey } from '../../jobs/rep-ref.ts';
-import type { Comparison, LooRow, LooTable, PlanLike, RepValue } from './types.ts';
+import type { Comparison, LooRow, LooTable, PairedTest, PlanLike, RepValue } from './types.ts';
 
 export const LOO_BASE = 'base';
 export const LOO_ALL_ON = 'all_on';
 export const looArm = (toggle: string): string => `no_${toggle}`;
 
-function interactionUnits(plan: PlanLike, index: Map<string, RepValue>): number[] {
-  const out: number[] = [];
+/** Per complete unit (block, k): base − all_on and Σ (no_<toggle> − all_on). */
+function interactionUnits(plan: PlanLike, index: Map<string, RepValue>): { total: number; sum: number }[] {
+  const out: { total: number; sum: number }[] = [];
   for (const b of plan.blocks) {
     for (let k = 0; k < plan.reps; k++) {
       const v = (arm: string) => index.get(repKey({ block: b.index, arm, rep: k }))?.value;
@@ -22,7 +27,7 @@ function interactionUnits(plan: PlanLike, index: Map<string, RepValue>): number[
       const all = v(LOO_ALL_ON);
       const loo = plan.toggles.map((t) => v(looArm(t)));
       if (base === undefined || all === undefined || loo.some((x) => x === undefined)) continue;
-      out.push(base - all - loo.reduce((s: number, x) => s + (x! - all), 0));
+      out.push({ total: base - all, sum: loo.reduce((s: number, x) => s + (x! - all), 0) });
     }
   }
   return out;
@@ -40,6 +45,7 @@ export function leaveOneOut(
   const find = (arm: string) => comparisons.find((c) => c.arm === arm && c.reference === LOO_ALL_ON) ?? null;
   const total = find(LOO_BASE);
   const totalAbs = total?.absolute.mean ?? null;
+  const share_withheld = shareWithheld(total?.absolute ?? null);
   const rows: LooRow[] = plan.toggles.map((toggle) => {
     // all_on did not run the toggle: no_<toggle> − all_on is noise, never the toggle's worth
     const unsupported = unsupportedInAllOn(toggle);
@@ -56,14 +62,14 @@ export function leaveOneOut(
       t: c?.log_ratio.t ?? null,
       p: c?.log_ratio.p ?? null,
       df: c?.log_ratio.df ?? null,
-      share: worth !== null && totalAbs !== null && totalAbs !== 0 ? worth / totalAbs : null,
+      share: worth !== null && totalAbs !== null && share_withheld === null ? worth / totalAbs : null,
     };
   });
-  const interaction = pairedT(interactionUnits(plan, index), alpha);
-  const sum = rows.every((r) => r.worth !== null) ? rows.reduce((s, r) => s + r.worth!, 0) : null;
+  const units = interactionUnits(plan, index);
+  const interaction = pairedT(units.map((u) => u.total - u.sum), alpha);
   const large = allOnMean !== null && interaction.mean !== null && Math.abs(interaction.mean) >= min_effect * allOnMean;
   const interaction_flagged = interaction.p !== null && interaction.p < alpha && large;
-  const what = `base − all_on = ${num(totalAbs)} vs Σ worths = ${num(sum)}; difference ${num(interaction.mean)} ± ${num(interaction.se)} (${pClause(interaction.p)}, ${interaction.n} units)`;
+  const what = `base − all_on = ${num(meanOf(units.map((u) => u.total)))} vs Σ worths = ${num(meanOf(units.map((u) => u.sum)))} (means over the same units); difference ${num(interaction.mean)} ± ${num(interaction.se)} (${pClause(interaction.p)}, ${interaction.n} units)`;
   const message = interaction.n < 2
     ? `interaction check not possible: ${interaction.n} complete unit(s) with every leave-one-out arm; at least 2 are needed`
     : interaction_flagged
@@ -74,8 +80,22 @@ export function leaveOneOut(
     total: totalAbs,
     total_se: total?.absolute.se ?? null,
     total_rel: total?.relative.estimate ?? null,
+    share_withheld,
     interaction,
     interaction_flagged,
     message,
   };
+}
+
+/** Why no share of base − all_on is printed, or null when base − all_on differs from zero. */
+function shareWithheld(total: PairedTest | null): string | null {
+  if (total === null || total.mean === null) return 'base − all_on was not measured';
+  if (total.ci === null) return `base − all_on = ${num(total.mean)} has no CI (${total.n} pair${total.n === 1 ? '' : 's'})`;
+  const [lo, hi] = total.ci;
+  if (lo <= 0 && hi >= 0) return `base − all_on's CI (${num(lo)} to ${num(hi)}) includes zero: the toggles together make no difference this run could tell, so a share of it means nothing`;
+  return null;
+}
+
+function meanOf(xs: readonly number[]): number | null {
+  return xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
 }

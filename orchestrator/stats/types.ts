@@ -265,7 +265,7 @@ export interface LooRow {
   t: number | null;
   p: number | null;
   df: number | null;
-  /** worth / (base − all_on). */
+  /** worth / (base − all_on); null when the table's share_withheld says why. */
   share: number | null;
 }
 
@@ -275,6 +275,8 @@ export interface LooTable {
   total: number | null;
   total_se: number | null;
   total_rel: number | null;
+  /** Why no row has a share (base − all_on's CI includes zero, or it has none); null when they have. */
+  share_withheld: string | null;
   /** (base − all_on) − Σ worths per unit, paired: non-zero means the toggles interact. */
   interaction: PairedTest;
   interaction_flagged: boolean;

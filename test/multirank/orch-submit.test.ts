@@ -1,6 +1,7 @@
 /**
  * A 4-rank block end to end through `orch submit` in the embedded default (no REDIS_URL): the
- * local worker offers 4 cpu cards (as many as the spec's ranks), starts the 4 graphrt ranks of the
+ * local worker offers 4 cpu cards (ORCH_CPU_CARDS=4 names them explicitly: on a machine with fewer
+ * cores the embedded default refuses 4 cpu ranks, and this test checks what runs, not timings), starts the 4 graphrt ranks of the
  * block together on one rendezvous, runs the identity gate on every rank, then the reps; the
  * results are written. And the same with a capture failure planted on rank 2: every rank runs
  * eager, the gates still pass, nothing hangs.
@@ -14,7 +15,7 @@ import { skipWithoutBinary } from '../native/graphrt.ts';
 import { runOrch } from '../orchestrator/orch-cluster.ts';
 
 const SPEC = 'test/multirank/tp4-allreduce.yaml'; // 2 arms x 2 reps, 1 block of 4 ranks, 2 layers
-const embedded = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '' };
+const embedded = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '4' };
 
 interface Ev {
   rank: number | string;

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
 import { seeded, simulateExperiment, type SimParams } from './simulate.ts';
@@ -14,15 +15,15 @@ const toggles = Object.keys(worths) as (keyof typeof worths)[];
 const allOn = 40;
 const sum = toggles.reduce((s, t) => s + worths[t], 0);
 
-function loo(extraOnBase: number): SimParams {
+function loo(extraOnBase: number, scale = 1): SimParams {
   return {
     design: 'leave-one-out',
     control: 'all_on',
     toggles,
     arms: [
-      { name: 'base', mu: allOn + sum + extraOnBase, toggles: {} },
+      { name: 'base', mu: allOn + sum * scale + extraOnBase, toggles: {} },
       { name: 'all_on', mu: allOn, toggles: {} },
-      ...toggles.map((t) => ({ name: `no_${t}`, mu: allOn + worths[t], toggles: {} })),
+      ...toggles.map((t) => ({ name: `no_${t}`, mu: allOn + worths[t] * scale, toggles: {} })),
     ],
     blocks: 4,
     reps: 3,
@@ -51,6 +52,38 @@ test('shares: worth / (base − all_on) per toggle, from the same paired differe
   const shares = t.rows.map((r) => r.share!);
   const planted = toggles.map((k) => worths[k] / sum);
   shares.forEach((s, i) => assert.ok(Math.abs(s - planted[i]!) < 0.05, `share ${s} vs planted ${planted[i]}`));
+  assert.equal(t.share_withheld, null);
+  assert.doesNotMatch(renderMarkdown(a), /No shares/);
+});
+
+test('shares withheld when base − all_on\'s CI includes zero: "—" and a footnote saying why', () => {
+  // savings a thousandth of the planted ones: base and all_on differ by less than the noise
+  const a = analyzeExperiment(simulateExperiment(loo(0, 0.001), seeded(85), { min_effect: 0.01 }));
+  const t = a.loo!;
+  const ci = a.comparisons.find((c) => c.arm === 'base' && c.reference === 'all_on')!.absolute.ci!;
+  assert.ok(ci[0] <= 0 && ci[1] >= 0, `the planted difference was told from zero: ${ci}`);
+  assert.deepEqual(t.rows.map((r) => r.share), toggles.map(() => null));
+  assert.ok(t.rows.every((r) => r.worth !== null), 'the worths themselves are still printed');
+  assert.match(t.share_withheld ?? '', /^base − all_on's CI \(.+ to .+\) includes zero/);
+  const md = renderMarkdown(a);
+  const rows = md.split('\n').filter((l) => toggles.some((k) => l.startsWith(`| ${k} |`)));
+  assert.equal(rows.length, toggles.length);
+  for (const row of rows) assert.ok(row.trimEnd().endsWith('| — |'), row);
+  assert.match(md, /\| share of base − all_on¹ \|/);
+  assert.ok(md.includes(`¹ No shares: ${t.share_withheld}.`), md);
+});
+
+test('interaction line: both sides are printed beside the difference, even with a toggle all_on could not run', () => {
+  const input = simulateExperiment(loo(1.5), seeded(86), { min_effect: 0.01 });
+  // all_on ran without pdl (unsupported there): its worth is no number, the units are complete
+  for (const r of input.reps) if (r.arm === 'all_on') r.unsupported = ['pdl'];
+  const t = analyzeExperiment(input).loo!;
+  assert.equal(t.rows.find((r) => r.toggle === 'pdl')!.worth, null);
+  const m = /base − all_on = (\S+) vs Σ worths = (\S+) \(means over the same units\); difference (\S+) ±/.exec(t.message);
+  assert.ok(m, t.message);
+  const [total, sumOfWorths, difference] = m.slice(1).map(Number);
+  for (const x of [total, sumOfWorths, difference]) assert.ok(Number.isFinite(x), t.message);
+  assert.ok(Math.abs(total! - sumOfWorths! - difference!) <= 1e-3 * Math.abs(total!), t.message);
 });
 
 test('interaction check: quiet when savings add up, flagged when base hides 1.5 ms more', () => {

@@ -1,0 +1,53 @@
+/**
+ * `orch prune --older-than AGE [--dry-run]`: removes from Redis every key of the experiments that
+ * ended (done, failed, cancelled) more than AGE ago, as BullMQ's `clean(grace)` removes the jobs
+ * older than its grace: at once, with `--dry-run` to list them first. A queued or running
+ * experiment is never touched (store/lua/experiment-retire.lua checks its state in the call that
+ * removes); the results directories on disk are never touched either.
+ */
+import { UserInputError } from '../../jobs/errors.ts';
+import { defineCommand } from '../command.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
+
+const UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `7d`, `12h`, `30m`, `0s` → milliseconds. */
+export function parseAge(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)([smhd])$/.exec(text.trim());
+  if (!m) throw new UserInputError('CLI_USAGE', `--older-than ${text}: not an age`, { hint: 'give a number and a unit: 30m, 12h, 7d (0s: every ended experiment)' });
+  return Number(m[1]) * UNITS_MS[m[2] as keyof typeof UNITS_MS];
+}
+
+export const pruneCommand = defineCommand({
+  command: 'prune',
+  describe: "remove ended experiments' keys from Redis (their results directories stay)",
+  builder: (y) =>
+    withRedisUrlFile(y)
+      .option('older-than', { type: 'string', demandOption: true, describe: 'ended more than this long ago: 30m, 12h, 7d (0s: every ended experiment)' })
+      .option('dry-run', { type: 'boolean', default: false, describe: 'list what would be removed, remove nothing' }),
+  handler: async (argv) => {
+    const ageMs = parseAge(argv.olderThan);
+    // Loaded here, not at the top: every other command starts without them (cli/main.ts).
+    const { orchLog } = await import('../embedded/log.ts');
+    const { requireTarget } = await import('../embedded/redis-target.ts');
+    const { ExperimentRetention } = await import('../../store/experiment-retention.ts');
+    const target = await requireTarget('prune', orchLog('prune'), argv);
+    try {
+      const retention = new ExperimentRetention(target.redis, target.prefix);
+      const cutoff = Date.now() - ageMs;
+      const found = await retention.candidates(cutoff);
+      const removed: string[] = [];
+      if (!argv.dryRun) for (const c of found) if (await retention.remove(c.id, cutoff)) removed.push(c.id);
+      const listed = argv.dryRun ? found : found.filter((c) => removed.includes(c.id));
+      if (argv.json) {
+        process.stdout.write(`${JSON.stringify({ dry_run: argv.dryRun, older_than: argv.olderThan, experiments: listed })}\n`);
+        return;
+      }
+      const verb = argv.dryRun ? 'would remove' : 'removed';
+      const lines = listed.map((c) => `${verb} ${c.id} (${c.state}${c.ended === null ? '' : `, ended ${new Date(c.ended).toISOString()}`})\n`);
+      process.stdout.write(`${lines.join('')}${verb} ${listed.length} experiment${listed.length === 1 ? '' : 's'} ended over ${argv.olderThan} ago${argv.dryRun ? ' (dry run: nothing removed)' : ''}; results directories are kept\n`);
+    } finally {
+      await target.close();
+    }
+  },
+});
