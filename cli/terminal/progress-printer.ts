@@ -30,7 +30,7 @@ export function progressPrinter(write: (s: string) => void, mode: TerminalMode, 
 }
 
 /** A narrow terminal gets a short bar, so the reps, the time left and the latest rep still fit. */
-function barWidth(columns: number | null): number {
+export function barWidth(columns: number | null): number {
   return columns === null || columns >= 120 ? 24 : 10;
 }
 

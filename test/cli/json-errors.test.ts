@@ -33,6 +33,7 @@ const CASES: Record<string, { args: string[]; code: string }> = {
   trace: { args: ['trace', 'x-1'], code: 'NO_SUCH_EXPERIMENT' },
   compare: { args: ['compare', dir, dir], code: 'RESULTS_DIR_INVALID' },
   prune: { args: ['prune', '--older-than', '7d'], code: 'NO_REDIS_URL' },
+  slurm: { args: ['slurm', 'status', '--job', '1'], code: 'NO_REDIS_URL' },
   '(unknown flag)': { args: ['validate', 'configs/ab.yaml', '--colour'], code: 'CLI_USAGE' },
   '(none)': { args: [], code: 'CLI_USAGE' },
   '(unknown)': { args: ['valdate'], code: 'CLI_USAGE' },

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BlockProgress, Progress } from '../../orchestrator/experiment/progress.ts';
-import { progressPrinter } from '../../cli/terminal/progress-printer.ts';
+import { barWidth, progressPrinter } from '../../cli/terminal/progress-printer.ts';
 import { progressLines } from '../../cli/terminal/progress-view.ts';
 import { displayWidth, stripEscapes, truncateToWidth } from '../../cli/terminal/display-width.ts';
 import { terminalMode } from '../../cli/terminal/terminal-mode.ts';
@@ -26,7 +26,7 @@ test('redraw at 80 columns: the screen shows the last frame only, each line with
   const term = new VirtualTerminal(80);
   const print = progressPrinter((s) => term.write(s), { redraw: true, color: true, columns: 80 });
   for (let d = 0; d <= 5; d++) print(snap(d));
-  const last = progressLines(snap(5), { color: false }).map((l) => truncateToWidth(l.text, 79));
+  const last = progressLines(snap(5), { color: false, barWidth: barWidth(80) }).map((l) => truncateToWidth(l.text, 79));
   assert.deepEqual(term.screen(), last.map((l) => l.trimEnd()), `the screen:\n${term.screen().join('\n')}`);
   assert.ok(term.screen().every((l) => displayWidth(l) < 80));
   assert.ok(term.screen()[2]!.endsWith('…'), 'the waiting reason was cut, not wrapped');
@@ -42,7 +42,7 @@ test('redraw after the terminal was made narrower: the rows the last frame takes
   term.resize(cols);
   print(snap(2));
   const shown = term.screen();
-  assert.deepEqual(shown, progressLines(snap(2), { color: false }).map((l) => truncateToWidth(l.text, 59).trimEnd()), `the screen:\n${shown.join('\n')}`);
+  assert.deepEqual(shown, progressLines(snap(2), { color: false, barWidth: barWidth(cols) }).map((l) => truncateToWidth(l.text, 59).trimEnd()), `the screen:\n${shown.join('\n')}`);
 });
 
 test('TERM=dumb and NO_COLOR: no redraw, no colour; a pipe takes its width from COLUMNS', () => {
