@@ -16,11 +16,14 @@ const HOST = 'othersecret';
 const PLANTED_SECRET = 'planted-wrong-secret-7f3a9c1e5b2d4f60';
 const FIRST = new RegExp(`^- the worker of host ${HOST} refused \\d+ block jobs? at its grant check \\(GRANT_INVALID\\): the grants orch serve signed do not verify with its cluster secret \\(the worker holds another secret than orch serve\\), so nothing ran there — start orch worker --host ${HOST} with the cluster secret orch serve holds \\(--secret-file FILE, or ORCH_CLUSTER_SECRET`);
 
-/** The first bullet under the report's "Invalid" heading. */
+/**
+ * The first bullet under the report's opening verdict: every block failed, so the experiment ended
+ * failed ("**Failed — no verdict"); were some reps measured elsewhere, the input gate's "**Invalid".
+ */
 function firstReason(report: string): string {
   const lines = report.split('\n');
-  const at = lines.findIndex((l) => l.startsWith('**Invalid'));
-  assert.ok(at >= 0 && at < 4, `the report does not open with its invalid reasons:\n${report.slice(0, 1500)}`);
+  const at = lines.findIndex((l) => l.startsWith('**Invalid') || l.startsWith('**Failed'));
+  assert.ok(at >= 0 && at < 4, `the report does not open with why it has no verdict:\n${report.slice(0, 1500)}`);
   return lines.slice(at + 1).find((l) => l.startsWith('- ')) ?? '';
 }
 
