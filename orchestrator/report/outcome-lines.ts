@@ -14,8 +14,8 @@ export function stoppedLines(a: Pick<Analysis, 'stopped'>): string[] {
   if (!s) return [];
   const headline = `**${s.state === 'cancelled' ? 'Cancelled' : 'Failed'} — no verdict: the plan did not run to its end, and partial data decides nothing.** ${s.reason}`;
   // a worker that refused every job at its grant check is the cause to read first, with its fix,
-  // not the third of several identical block reasons (the reason joins them: "block N: …; block M: …")
-  const refused = refusedGrants(s.reason.split(/; (?=block \d+: )/).map((reason) => ({ reason })));
+  // not the third of several identical block reasons
+  const refused = refusedGrants([s]);
   return refused ? [headline, '', `- ${refused}`, ''] : [headline, ''];
 }
 

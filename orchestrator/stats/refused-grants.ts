@@ -5,7 +5,7 @@
  * once left the cause dozens of lines into the report under "no usable rep"; the input gate puts
  * this sentence first instead: which host refused, why, and the fix.
  */
-const REFUSED = /\b(GRANT_INVALID|GRANT_MISSING): job (\S+) on host-(\S+) refused\b/;
+const REFUSED = /\b(GRANT_INVALID|GRANT_MISSING): job (\S+) on host-(\S+) refused\b/g;
 
 const CAUSE = {
   GRANT_INVALID: {
@@ -21,10 +21,8 @@ const CAUSE = {
 /** The sentence naming each host whose worker refused block jobs at its grant check, or null. */
 export function refusedGrants(failed: readonly { reason: string }[]): string | null {
   const jobs = new Map<string, { code: keyof typeof CAUSE; host: string }>();
-  for (const f of failed) {
-    const m = REFUSED.exec(f.reason);
-    if (m) jobs.set(m[2]!, { code: m[1] as keyof typeof CAUSE, host: m[3]! });
-  }
+  // every refusal a reason names: a failed experiment's reason joins its blocks' ("block 0: …; block 1: …")
+  for (const f of failed) for (const m of f.reason.matchAll(REFUSED)) jobs.set(m[2]!, { code: m[1] as keyof typeof CAUSE, host: m[3]! });
   if (jobs.size === 0) return null;
   const byCause = new Map<string, { code: keyof typeof CAUSE; host: string; n: number }>();
   for (const j of jobs.values()) {
