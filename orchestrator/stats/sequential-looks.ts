@@ -9,7 +9,8 @@
  */
 import { compareArms } from './compare.ts';
 import { valueIndex } from './pairing.ts';
-import { decideLook, lookSchedule, sequentialBoundaries } from './sequential.ts';
+import { decideLook, lookSchedule } from './sequential.ts';
+import { tBoundaries } from './t-boundaries.ts';
 import type { BlockEnd, MetricSpec, PlanLike, RepValue, SequentialOutcome } from './types.ts';
 
 export type { BlockEnd, SequentialOutcome } from './types.ts';
@@ -31,17 +32,20 @@ export function sequentialLooks(x: SequentialInput): SequentialOutcome {
   const schedule = lookSchedule(maxBlocks, x.plan.sequential?.looks ?? 1);
   const order = [...x.ended].sort((a, b) => a.ended_at - b.ended_at || a.block - b.block).map((e) => e.block);
   const counts = schedule.filter((c) => c <= order.length);
-  const bounds = counts.length === 0 ? [] : sequentialBoundaries(counts.map((c) => c / maxBlocks), x.alpha);
+  const compared = counts.map((c) => {
+    const inLook = new Set(order.slice(0, c));
+    return compareArms(x.plan, valueIndex(x.values.filter((v) => inLook.has(v.block))), x.arm, x.reference, { metric: x.metric, alpha: x.alpha, min_effect: x.min_effect });
+  });
+  // look k's critical value depends on the looks up to k only, so the scheduler's and the report's agree
+  const critical = tBoundaries(counts.map((c, j) => ({ pairs: compared[j]!.pairs, fraction: c / maxBlocks })), x.alpha);
   const looks: SequentialOutcome['looks'] = [];
   for (const [j, c] of counts.entries()) {
-    const blocks = order.slice(0, c);
-    const inLook = new Set(blocks);
-    const cmp = compareArms(x.plan, valueIndex(x.values.filter((v) => inLook.has(v.block))), x.arm, x.reference, { metric: x.metric, alpha: x.alpha, min_effect: x.min_effect });
+    const cmp = compared[j]!;
     const look = decideLook({
       pairs: cmp.pairs, maxPairs: cmp.pairs * (maxBlocks / c), mean: cmp.log_ratio.mean, se: cmp.log_ratio.se,
-      boundary: bounds[j] as number, last: c === maxBlocks, better: x.metric.better, min_effect: x.min_effect,
+      critical: critical[j]!, last: c === maxBlocks, better: x.metric.better, min_effect: x.min_effect,
     });
-    looks.push({ ...look, blocks: [...blocks].sort((a, b) => a - b) });
+    looks.push({ ...look, blocks: order.slice(0, c).sort((a, b) => a - b) });
     if (look.decision !== 'continue') return { looks, decision: look.decision, decided_at: j + 1, max_blocks: maxBlocks };
   }
   return { looks, decision: 'continue', decided_at: null, max_blocks: maxBlocks };

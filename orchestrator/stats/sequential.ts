@@ -10,8 +10,10 @@
  * continuation region of the looks before (Armitage–McPherson–Rowe recursion, a grid in S).
  * Peeking at the fixed-design 95 % CI after every block instead inflates type-I to 13–18 %.
  *
- * The looks' statistic is the paired t on ln(arm / reference), as compare.ts uses; its boundary
- * on the z scale is carried to the t scale with the same tail probability (df = pairs − 1), and the
+ * The looks' statistic is the paired t on ln(arm / reference), as compare.ts uses. sequentialBoundaries
+ * below are the design's boundaries on the z scale (known variance; `orch plan` shows them); the looks
+ * decide on the t scale with t-boundaries.ts, which spends the same function over the t statistics'
+ * joint null distribution at the looks' own pair counts. With the critical value c the
  * repeated confidence interval mean ± c·se (Jennison & Turnbull) decides: wholly beyond
  * ±min_effect → faster or slower; wholly inside → equivalent; else the experiment goes on, and at
  * the budget's last look it is inconclusive. Stopping for equivalence on repeated CIs keeps their
@@ -109,8 +111,8 @@ export interface LookInput {
   /** mean and standard error of the paired ln(arm / reference), null below 2 pairs */
   mean: number | null;
   se: number | null;
-  /** the boundaries of the looks so far (this one last), on the z scale */
-  boundary: number;
+  /** this look's two-sided critical value on the t scale (t-boundaries.ts), Infinity: no stop */
+  critical: number;
   /** whether this is the budget's last look */
   last: boolean;
   better: 'lower' | 'higher';
@@ -120,7 +122,7 @@ export interface LookInput {
 export interface Look {
   pairs: number;
   fraction: number;
-  /** the z boundary, and the t critical value it is carried to at df = pairs − 1 */
+  /** the t critical value at df = pairs − 1, and the z with the same nominal tail, for reading */
   boundary: number;
   critical: number | null;
   estimate: number | null;
@@ -132,10 +134,9 @@ export interface Look {
 /** One look: the repeated CI at this look's boundary, and what it decides. */
 export function decideLook(x: LookInput): Look {
   const fraction = x.pairs / x.maxPairs;
-  const base = { pairs: x.pairs, fraction, boundary: x.boundary };
-  if (x.mean === null || x.se === null || x.pairs < 2) return { ...base, critical: null, estimate: null, rci: null, decision: x.last ? 'inconclusive' : 'continue' };
-  const tail = Number.isFinite(x.boundary) ? 1 - phi(x.boundary) : 0;
-  const critical = tail <= 0 ? Infinity : studentQuantile(1 - tail, x.pairs - 1);
+  if (x.mean === null || x.se === null || x.pairs < 2) return { pairs: x.pairs, fraction, boundary: Infinity, critical: null, estimate: null, rci: null, decision: x.last ? 'inconclusive' : 'continue' };
+  const critical = x.critical;
+  const base = { pairs: x.pairs, fraction, boundary: Number.isFinite(critical) ? phiInv(studentCdf(critical, x.pairs - 1)) : Infinity };
   const rci: [number, number] = [Math.expm1(x.mean - critical * x.se), Math.expm1(x.mean + critical * x.se)];
   const below = rci[1] < -x.min_effect;
   const above = rci[0] > x.min_effect;

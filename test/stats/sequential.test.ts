@@ -62,7 +62,7 @@ describe('sequential boundaries', () => {
 });
 
 describe('a look', () => {
-  const base = { pairs: 20, maxPairs: 40, boundary: 2.5, last: false, better: 'lower' as const, min_effect: 0.01 };
+  const base = { pairs: 20, maxPairs: 40, critical: 2.5, last: false, better: 'lower' as const, min_effect: 0.01 };
   test('a repeated CI beyond the band decides faster or slower; inside it, equivalent; else go on', () => {
     assert.equal(decideLook({ ...base, mean: Math.log(0.9), se: 0.005 }).decision, 'faster');
     assert.equal(decideLook({ ...base, mean: Math.log(1.1), se: 0.005 }).decision, 'slower');
