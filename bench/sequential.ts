@@ -10,14 +10,14 @@
  * At min_effect 1 % a verdict needs its CI beyond ±1 %, which hides the test's own error at a true
  * 0; the type-I row therefore runs at min_effect 0 (a verdict whenever the CI excludes 0), and
  * the equivalence row at min_effect = the MDE (the margin the design is powered for).
- *   node --import tsx bench/sequential.ts      (BENCH_RUNS, default 200 per row; BENCH_ROWS=type-I: the rows whose label has it)
+ *   node --import tsx bench/sequential.ts      (BENCH_RUNS, default 2000 per row; BENCH_ROWS=type-I: the rows whose label has it)
  */
 import { analyzeExperiment } from '../orchestrator/stats/analyze.ts';
 import { detectableEffect } from '../orchestrator/stats/mde.ts';
 import { seeded, simulateExperiment, twoArms } from '../test/stats/simulate.ts';
 
 const env = process.env;
-const RUNS = Number(env.BENCH_RUNS ?? 200);
+const RUNS = Number(env.BENCH_RUNS ?? 2000);
 const BLOCKS = Number(env.BENCH_BLOCKS ?? 10);
 const REPS = Number(env.BENCH_REPS ?? 4);
 const LOOKS = Number(env.BENCH_LOOKS ?? 5);
@@ -58,6 +58,11 @@ const pct = (n: number) => `${((100 * n) / RUNS).toFixed(1)} %`;
 console.log(`${RUNS} runs per row; ${BLOCKS} blocks × ${REPS} pairs, ${LOOKS} looks, rep sd ${SIGMA * 100} %, min_effect ${MIN_EFFECT * 100} % unless the row says, MDE ${(mde * 100).toFixed(2)} %; simulation se ${(100 * Math.sqrt((0.05 * 0.95) / RUNS)).toFixed(1)} points at 5 %`);
 console.log('| true change | fixed: faster | fixed: slower | sequential: faster | sequential: slower | sequential: equivalent | pairs fixed | pairs sequential | sequential / fixed |');
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+const decisive = (n: number) => `${((100 * n) / RUNS).toFixed(2)} %`;
 for (const r of rows) {
   console.log(`| ${r.effect} | ${pct(r.fixedFaster)} | ${pct(r.fixedSlower)} | ${pct(r.seqFaster)} | ${pct(r.seqSlower)} | ${pct(r.seqEquivalent)} | ${(r.fixedPairs / RUNS).toFixed(1)} | ${(r.seqPairs / RUNS).toFixed(1)} | ${(r.seqPairs / r.fixedPairs).toFixed(2)} |`);
+}
+// faster or slower at a true 0 is the type-I error: to two decimals, with its simulation se
+for (const r of rows.filter((x) => x.effect.includes('type-I'))) {
+  console.log(`type-I over ${RUNS} seeds: fixed ${decisive(r.fixedFaster + r.fixedSlower)}, sequential ${decisive(r.seqFaster + r.seqSlower)} (simulation se ${(100 * Math.sqrt((0.05 * 0.95) / RUNS)).toFixed(2)} points)`);
 }
