@@ -40,6 +40,8 @@ export interface TLook {
   fraction: number;
 }
 
+/** Look schedules remembered; a long-lived scheduler sees many experiments, so the oldest go. */
+const MEMO_LIMIT = 64;
 const memo = new Map<string, number[]>();
 
 /**
@@ -60,6 +62,7 @@ export function tBoundaries(looks: readonly TLook[], alpha: number): number[] {
   }
   const out = simulateBoundaries(looks, alpha);
   memo.set(key, out);
+  if (memo.size > MEMO_LIMIT) memo.delete(memo.keys().next().value!);
   return out;
 }
 
