@@ -11,11 +11,16 @@
  *                   paired confirmation run (confirm-regressions.ts)
  *   machine-change  the arm's and the reference's absolute numbers both shifted the same way
  *                   (detect-shift.ts over the nights) while the verdict and the A/A stayed put
+ *   node-change     tonight ran on other Slurm nodes than the night before and the spec does
+ *                   not allow comparing across them (node-change.ts): its absolute numbers were
+ *                   judged only against the nights on its own nodes; alerted once per change
  *   absolute-shift  one absolute number shifted alone: recorded, not alerted (the ratio has
  *                   its own verdict)
+ * Every row also records its node change, if any, whatever its finding (`node_change`).
  */
 import type { NightlyRow } from '../../history/history-store.ts';
 import { shiftTonight, type ShiftAt } from './detect-shift.ts';
+import { nodeChange, type NodeChange } from './node-change.ts';
 import { makeAlert, signedPct, type NightlyAlert } from './nightly-alert.ts';
 import { benjaminiHochberg } from '../stats/false-discovery.ts';
 
@@ -37,7 +42,11 @@ const seriesKey = (r: NightlyRow) => `${r.spec_file}\u0000${r.arm}\u0000${r.refe
  */
 export const DEFAULT_FDR = 0.05;
 
-export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFAULT_FDR): NightFindings {
+/**
+ * `allowsNodeChange`: whether the spec of a file lets its nights be compared across Slurm node
+ * changes (across_runs.allow_node_change); default: none does.
+ */
+export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFAULT_FDR, allowsNodeChange: (specFile: string) => boolean = () => false): NightFindings {
   const past = new Map<string, NightlyRow[]>();
   for (const r of before) {
     // a confirmation run checked one night's row; the series is the nights themselves
@@ -51,9 +60,11 @@ export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFA
   const tested = ps.filter((p) => p !== null).length;
   const rows = tonight.map((row, i) => {
     const prior = (past.get(seriesKey(row)) ?? []).sort((a, b) => a.scheduled_at - b.scheduled_at);
-    const f = judge(row, prior, { discovered: discovered[i] === true || row.p_value === null, tested, fdr });
+    const clean = prior.filter((r) => r.experiment_state === 'done' && r.gates_pass !== false);
+    const nodes = nodeChange(row, clean, allowsNodeChange(row.spec_file));
+    const f = judge(row, prior, nodes, { discovered: discovered[i] === true || row.p_value === null, tested, fdr });
     if (f.alert) alerts.push(alertFor(row, f.kind as NightlyAlert['kind'], f.message));
-    return { ...row, finding: f.kind };
+    return { ...row, finding: f.kind, node_change: nodes.note };
   });
   return { rows, alerts };
 }
@@ -71,7 +82,8 @@ interface Correction {
   fdr: number;
 }
 
-function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Finding {
+/** `prior`: the series' earlier nights, oldest first; `nodes`: which of them its absolute numbers may be judged against. */
+function judge(row: NightlyRow, prior: NightlyRow[], nodes: NodeChange, correction: Correction): Finding {
   if (row.experiment_state !== 'done') return { kind: 'failed', message: row.error ?? `experiment ended ${row.experiment_state}`, alert: true };
   if (row.gates_pass === false || row.verdict === 'invalid') {
     return { kind: 'invalid', message: `the night's verdicts cannot be believed: ${row.error ?? row.gates ?? 'a gate failed'}`, alert: true };
@@ -93,7 +105,7 @@ function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Fi
       alert: true,
     };
   }
-  const clean = prior.filter((r) => r.experiment_state === 'done' && r.gates_pass !== false);
+  const clean = nodes.comparable;
   const shift = (pick: (r: NightlyRow) => number | null): ShiftAt | null => {
     const xs = [...clean, row].map(pick);
     return xs.every((x): x is number => x !== null) ? shiftTonight(xs) : null;
@@ -112,6 +124,7 @@ function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Fi
       alert: true,
     };
   }
+  if (nodes.refused) return { kind: 'node-change', message: nodes.note!, alert: true };
   if (arm || ref) {
     const which = arm ? row.arm : row.reference;
     const s = (arm ?? ref)!;
