@@ -11,15 +11,17 @@
  *                   paired confirmation run (confirm-regressions.ts)
  *   machine-change  the arm's and the reference's absolute numbers both shifted the same way
  *                   (detect-shift.ts over the nights) while the verdict and the A/A stayed put
- *   node-change     tonight ran on other Slurm nodes than the night before and the spec does
- *                   not allow comparing across them (node-change.ts): its absolute numbers were
- *                   judged only against the nights on its own nodes; alerted once per change
+ *   node-change     tonight ran on other Slurm nodes than the night before, the spec does not
+ *                   allow comparing across them (node-change.ts), and too few nights ran on
+ *                   tonight's nodes to judge its absolute numbers against (detect-shift.ts's
+ *                   baseline): alerted once, on the night of the change, so a series that cannot
+ *                   be watched is not silent; the nights after say so in their row only
  *   absolute-shift  one absolute number shifted alone: recorded, not alerted (the ratio has
  *                   its own verdict)
  * Every row also records its node change, if any, whatever its finding (`node_change`).
  */
 import type { NightlyRow } from '../../history/history-store.ts';
-import { shiftTonight, type ShiftAt } from './detect-shift.ts';
+import { SHIFT_DEFAULTS, shiftTonight, type ShiftAt } from './detect-shift.ts';
 import { nodeChange, type NodeChange } from './node-change.ts';
 import { makeAlert, signedPct, type NightlyAlert } from './nightly-alert.ts';
 import { benjaminiHochberg } from '../stats/false-discovery.ts';
@@ -124,7 +126,8 @@ function judge(row: NightlyRow, prior: NightlyRow[], nodes: NodeChange, correcti
       alert: true,
     };
   }
-  if (nodes.refused) return { kind: 'node-change', message: nodes.note!, alert: true };
+  // the nodes changed tonight and too few nights ran on the new ones to judge it: said once, as the alert
+  if (nodes.refused && nodes.changedTonight && nodes.comparable.length < SHIFT_DEFAULTS.minBaseline) return { kind: 'node-change', message: nodes.note!, alert: true };
   if (arm || ref) {
     const which = arm ? row.arm : row.reference;
     const s = (arm ?? ref)!;
