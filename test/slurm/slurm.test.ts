@@ -19,6 +19,10 @@ import { findJob } from '../../orchestrator/slurm/slurm-run-dir.ts';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
 import type { WithProvenance } from '../../orchestrator/report/render-provenance.ts';
 import { waitFor } from '../utils/wait-for.ts';
+import pino from 'pino';
+import { openHistory } from '../../history/open-history.ts';
+import { runNight } from '../../orchestrator/nightly/nightly-run.ts';
+import { renderHistory } from '../../orchestrator/nightly/render-history.ts';
 import { ledger, slurmMissing, startSlurmWorld, type SlurmWorld } from './slurm-harness.ts';
 
 const missing = slurmMissing();
@@ -66,8 +70,33 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const summary = JSON.parse(readFileSync(join(moved, 'summary.json'), 'utf8'));
     summary.analysis.provenance.slurm[0].node = 'gpu99';
     writeFileSync(join(moved, 'summary.json'), JSON.stringify(summary));
-    assert.throws(() => compareResults(written.dir, moved), new RegExp(`ran on different Slurm nodes: ${node} .* vs gpu99`));
-    assert.match(compareResults(written.dir, moved, 0.05, { allowNodeChange: true }).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99$`, 'm'));
+    assert.throws(() => compareResults(written.dir, moved), new RegExp(`ran on different Slurm nodes: ${node} .* vs gpu99 .*, and the spec of ${written.dir} and of ${moved} does not allow`));
+    assert.match(compareResults(written.dir, moved, 0.05, { allowNodeChange: true }).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99 \\(compared by --allow-node-change\\)$`, 'm'));
+    // the spec's across_runs.allow_node_change: both runs' specs must allow it
+    writeFileSync(join(moved, 'spec.yaml'), `${readFileSync(join(moved, 'spec.yaml'), 'utf8')}across_runs: { allow_node_change: true }\n`);
+    assert.throws(() => compareResults(written.dir, moved), new RegExp(`the spec of ${written.dir} does not allow comparing across them`));
+    const allowing = join(w.dir, 'results-allowing');
+    cpSync(written.dir, allowing, { recursive: true });
+    writeFileSync(join(allowing, 'spec.yaml'), readFileSync(join(moved, 'spec.yaml'), 'utf8'));
+    assert.match(compareResults(allowing, moved).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99 \\(compared: both specs allow a node change\\)$`, 'm'));
+
+    // a night run in the allocation records its Slurm job, node and partition in the history
+    const specFile = join(w.dir, 'slurm-night.yaml');
+    writeFileSync(specFile, abSpec('slurm-night', 1, 2));
+    const history = await openHistory({ url: null, file: join(w.dir, 'history.sqlite') });
+    try {
+      const night = await runNight(
+        { redis: w.redis, prefix: w.prefix, history, log: pino({ level: 'silent' }), resultsRoot: join(w.dir, 'night-results'), send: async () => undefined },
+        { suite: 'slurm-night', file: join(w.dir, 'suite.yaml'), experiments: [specFile] },
+        Date.now(),
+      );
+      assert.equal(night.state, 'done', JSON.stringify(night));
+      const rows = await history.rows('slurm-night');
+      assert.deepEqual(rows.map((r) => r.slurm), [{ jobs: [job], nodes: [node], partitions: ['debug'] }]);
+      assert.match(renderHistory('slurm-night', rows), new RegExp(` on Slurm node ${node} \\(job ${job}, partition debug\\)`));
+    } finally {
+      await history.close();
+    }
 
     const down = await w.orch(['down', '--job', job, '--json']);
     assert.equal(down.code, 0, down.stderr);
