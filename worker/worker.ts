@@ -119,6 +119,8 @@ export interface WorkerSlurmOptions {
   refreshMs?: number;
   /** a file whose appearance stops the worker gracefully (orch slurm down, the pre-timeout signal's trap) */
   stopFile?: string;
+  /** where a spread gang's rank 0 listens: the node's Slurm NodeAddr (worker/slurm/node-address.ts); absent: advertise-address.ts */
+  advertise?: string;
 }
 
 export function defaultHost(): string {
@@ -340,6 +342,7 @@ export class Worker {
         closeGraceMs: this.opts.closeGraceMs ?? 5000,
         rendezvousKey: this.secret,
         ...(this.opts.slurm ? { slurm: this.opts.slurm.alloc.provenance } : {}),
+        ...(this.opts.slurm?.advertise ? { advertise: this.opts.slurm.advertise } : {}),
       },
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),

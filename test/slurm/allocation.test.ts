@@ -3,7 +3,7 @@
 // (orchestrator/slurm/batch-script.ts). Pure: the real daemons are test/slurm/slurm.test.ts's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseSqueueEnd, slurmAllocation, slurmHostName } from '../../jobs/slurm-allocation.ts';
+import { parseNodeAddr, parseSqueueEnd, slurmAllocation, slurmHostName } from '../../jobs/slurm-allocation.ts';
 import { slurmCards } from '../../worker/slurm/slurm-cards.ts';
 import { batchScript } from '../../orchestrator/slurm/batch-script.ts';
 import { slurmEnv } from '../../orchestrator/slurm/slurm-commands.ts';
@@ -28,6 +28,11 @@ test('a step environment orch cannot read is refused with the fix', () => {
 test("squeue's end: local time without a zone, or none", () => {
   assert.equal(parseSqueueEnd('2026-12-03T15:21:33\n'), new Date(2026, 11, 3, 15, 21, 33).getTime());
   for (const none of ['N/A', 'Unknown', 'NONE', '']) assert.equal(parseSqueueEnd(none), null);
+});
+
+test("the node's address: NodeAddr of scontrol show node -o, not NodeHostName's; none when the line has none", () => {
+  assert.equal(parseNodeAddr('NodeName=gpu07 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.0.3.7 NodeHostName=gpu07 Port=6818 Version=22.05.8\n'), '10.0.3.7');
+  assert.equal(parseNodeAddr('NodeName=gpu07 NodeHostName=gpu07'), null);
 });
 
 test("the cards: nvidia-smi's GPUs of the step's indexes; with no GPU, the cpu cards of the GRES indexes", async () => {

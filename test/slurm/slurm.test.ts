@@ -23,9 +23,20 @@ import pino from 'pino';
 import { openHistory } from '../../history/open-history.ts';
 import { runNight } from '../../orchestrator/nightly/nightly-run.ts';
 import { renderHistory } from '../../orchestrator/nightly/render-history.ts';
+import { GangStaging } from '../../store/gang-staging.ts';
+import { advertiseAddress } from '../../worker/advertise-address.ts';
 import { ledger, slurmMissing, startSlurmWorld, type SlurmWorld } from './slurm-harness.ts';
 
 const missing = slurmMissing();
+
+/** Two ranks across hosts on graphrt's CPU backend, their allreduce through rank 0's rendezvous. */
+const SPREAD_SPEC = [
+  'name: slurm-spread', 'design: ab',
+  'workload: { runtime: native, backend: cpu, kind: decode, params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3 }',
+  'toggles: [graph, allreduce]',
+  'arms:', '  - { name: eager, toggles: { allreduce: true } }', '  - { name: graph, toggles: { graph: true, allreduce: true } }',
+  'reps: 2', 'blocks: { count: 1, ranks: 2, placement: spread }', 'gates: { identity: { replays: 3 }, aa: false }', 'metric: { name: ms_per_step, better: lower }', '',
+].join('\n');
 
 describe('orch workers under Slurm', { skip: missing ?? false }, () => {
   let w: SlurmWorld;
@@ -138,14 +149,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const jobEnv = { ORCH_ADVERTISE_ADDR: '127.0.0.1' };
     const [a, b] = [await w.up({ gpus: 1, time: '10', repMs: 0, graphrt: GRAPHRT, env: jobEnv }), await w.up({ gpus: 1, time: '10', repMs: 0, graphrt: GRAPHRT, env: jobEnv })];
     await Promise.all([w.registered(a, 1), w.registered(b, 1)]);
-    const spec = [
-      'name: slurm-spread', 'design: ab',
-      'workload: { runtime: native, backend: cpu, kind: decode, params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3 }',
-      'toggles: [graph, allreduce]',
-      'arms:', '  - { name: eager, toggles: { allreduce: true } }', '  - { name: graph, toggles: { graph: true, allreduce: true } }',
-      'reps: 2', 'blocks: { count: 1, ranks: 2, placement: spread }', 'gates: { identity: { replays: 3 }, aa: false }', 'metric: { name: ms_per_step, better: lower }', '',
-    ].join('\n');
-    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-spread', spec);
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-spread', SPREAD_SPEC);
     assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
     const row = await ledger(w, id, 'a gang spread over two allocations');
     assert.equal(row.measured, row.planned);
@@ -154,6 +158,45 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const committed = block!.attempts.find((t) => t.outcome === 'committed')!;
     assert.deepEqual(committed.gang.map((p) => p.host.replace(/.*-slurm/, '')).sort(), [a, b].sort(), 'one part on each allocation');
     execFileSync('scancel', [a, b]);
+  });
+
+  test("one allocation of two nodes (.ci/slurm-up's partition pair: two slurmd on this host): one worker per node, a spread gang's ranks on both, rank 0's rendezvous on its node's Slurm NodeAddr", { skip: skipWithoutBinary }, async () => {
+    const node = execFileSync('hostname', ['-s'], { encoding: 'utf8' }).trim();
+    // no ORCH_ADVERTISE_ADDR: the address comes from Slurm (127.0.0.1 in .ci/slurm-up, not this machine's first interface)
+    const job = await w.up({ gpus: 1, nodes: 2, partition: 'pair', time: '10', repMs: 0, graphrt: GRAPHRT });
+    const hosts = await w.registered(job, 2);
+    assert.deepEqual(hosts.map((h) => h.host).sort(), [`${node}-2-slurm${job}`, `${node}-slurm${job}`], 'one worker per node');
+    assert.deepEqual(hosts.map((h) => h.slurm?.node).sort(), [`${node}`, `${node}-2`]);
+    const spec = SPREAD_SPEC.replace('name: slurm-spread', 'name: slurm-two-nodes');
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-two-nodes', spec);
+    // the rendezvous is published while the gang starts and deleted at its commit: watched meanwhile
+    const staging = new GangStaging(w.redis, { prefix: w.prefix });
+    const published = new Set<string>();
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        for (const attempt of [0, 1, 2, 3]) {
+          const address = await staging.rendezvousAddress({ experiment: id, block: 0, attempt });
+          if (address !== null) published.add(address);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    try {
+      assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    const row = await ledger(w, id, 'a gang spread over the two nodes of one allocation');
+    assert.equal(row.measured, row.planned);
+    assert.equal(row.twice, 0);
+    const [block] = await new ExperimentStore(w.redis, w.prefix).blocks(id);
+    const committed = block!.attempts.find((t) => t.outcome === 'committed')!;
+    assert.deepEqual(committed.gang.map((p) => p.host).sort(), [`${node}-2-slurm${job}`, `${node}-slurm${job}`], 'one rank on each node');
+    assert.ok(published.size > 0, 'the rendezvous was seen published');
+    for (const address of published) assert.match(address, /^127\.0\.0\.1:\d+$/, `rank 0 listened on the node's NodeAddr (advertise-address.ts would give ${advertiseAddress({})})`);
+    execFileSync('scancel', [job]);
   });
 
   test('scancel mid-block: the block in flight is re-tried or its reps failed with a reason, the rest move to another allocation; nothing measured twice', async () => {
