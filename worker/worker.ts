@@ -142,6 +142,8 @@ export class Worker {
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping = false;
   private stopped: Promise<void> | null = null;
+  /** why the worker stops, first cause first: said in the reason of a block it hands back */
+  private stopCause: string | null = null;
   private executor: BlockExecutor | null = null;
   /** this worker's claim of its host name, held from start to a clean stop */
   private claim: HostClaim | null = null;
@@ -254,7 +256,7 @@ export class Worker {
       },
       onStop: (why) => {
         this.log.info({ why }, 'stopping: the Slurm allocation ends');
-        void this.stop();
+        void this.stop(why);
       },
     });
     this.clock.start();
@@ -357,6 +359,7 @@ export class Worker {
         events,
         log: this.log,
         stopping: () => this.stopping,
+        stopCause: () => this.stopCause ?? 'stopped',
         // an allocation that ends takes its cards for good: the block goes elsewhere whole
         stopRequeues: this.opts.slurm !== undefined,
         staging: new GangStaging(redis, { prefix: this.prefix }),
@@ -444,8 +447,9 @@ export class Worker {
     if (!wasAlive) this.log.warn('host heartbeat was late: the host looked dead for a moment');
   }
 
-  /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent. */
-  stop(): Promise<void> {
+  /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent; `why` the first caller's cause. */
+  stop(why = 'stopped'): Promise<void> {
+    this.stopCause ??= why;
     this.clock?.close();
     this.stopped ??= this.stopWithin(this.opts.stopLimitMs ?? 10_000).finally(() => this.ended());
     return this.stopped;

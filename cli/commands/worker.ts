@@ -82,7 +82,9 @@ export const workerCommand = defineCommand({
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: string) => {
         process.stderr.write(`orch worker: ${sig}, stopping after the reps in flight\n`);
-        worker.stop().then(resolve, resolve);
+        // under Slurm a SIGTERM is the job step's end, sent to every process of the step (the ranks ignore it)
+        const job = slurm?.alloc.provenance.job;
+        worker.stop(sig === 'SIGTERM' && job !== undefined ? `Slurm's SIGTERM to job ${job}: scancel, preemption or its time limit` : sig).then(resolve, resolve);
       };
       process.once('SIGTERM', () => onSignal('SIGTERM'));
       process.once('SIGINT', () => onSignal('SIGINT'));

@@ -199,7 +199,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     execFileSync('scancel', [job]);
   });
 
-  test('scancel mid-block: the block in flight is re-tried or its reps failed with a reason, the rest move to another allocation; nothing measured twice', async () => {
+  test("scancel mid-block: Slurm's SIGTERM reaches the worker and its ranks, which ignore it; the worker drains (the rep in flight finishes, the block is handed back whole, its reason names Slurm's SIGTERM) and the rest move to another allocation; nothing measured twice", async () => {
     const first = await w.up({ gpus: 1, time: '10', repMs: 400 });
     await w.registered(first, 1);
     const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-scancel', abSpec('slurm-scancel', 3, 2));
@@ -216,6 +216,9 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const blocks = await new ExperimentStore(w.redis, w.prefix).blocks(id);
     const hit = blocks.find((b) => b.attempts.some((a) => a.gang[0]?.host.endsWith(`-slurm${first}`) && a.outcome !== 'committed'));
     assert.ok(hit, `a block attempt on job ${first} was cut: ${JSON.stringify(blocks.map((b) => b.attempts.map((a) => [a.gang[0]?.host, a.outcome])))}`);
+    // drained, not killed: the ranks outlived the step's SIGTERM (a dead rank would be RANK_DIED, "killed by SIGTERM")
+    const cut = hit.attempts.find((a) => a.gang[0]?.host.endsWith(`-slurm${first}`))!;
+    assert.match(cut.reason ?? '', new RegExp(`stopped \\(Slurm's SIGTERM to job ${first}: scancel, preemption or its time limit\\) after \\d+ of 4 reps`), JSON.stringify(cut));
     assert.ok(hit.attempts.some((a) => a.gang[0]?.host.endsWith(`-slurm${second}`) && a.outcome === 'committed'), 'and committed on the second allocation');
     execFileSync('scancel', [second]);
   });
@@ -237,7 +240,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.equal(row.twice, 0);
     const attempts = (await new ExperimentStore(w.redis, w.prefix).blocks(id)).flatMap((b) => b.attempts);
     const cut = attempts.find((a) => a.gang[0]?.host.endsWith(`-slurm${first}`) && a.outcome !== 'committed');
-    assert.match(cut?.reason ?? '', /stopped \(its allocation ends, or orch slurm down\)/, JSON.stringify(attempts));
+    assert.match(cut?.reason ?? '', /stopped \(stop file \S+ appeared \(orch slurm down, or the job's pre-timeout signal\)\) after \d+ of 12 reps/, JSON.stringify(attempts));
     execFileSync('scancel', [second]);
   });
 
