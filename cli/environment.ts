@@ -33,7 +33,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'ORCH_SUBMIT_TOKEN', describe: 'the submit token orch submit signs experiments with and orch serve\nchecks (or ORCH_SUBMIT_TOKEN_FILE); never stored in Redis' },
   { name: 'ORCH_SUBMIT_TOKEN_FILE', describe: 'a 0600 file holding the submit token (as --submit-token-file)' },
   { name: 'ORCH_RANK_ENV', describe: 'orch worker: more variables its ranks and builds get (comma list,\nNAME* for a prefix); never a credential' },
-  { name: 'ORCH_ADVERTISE_ADDR', describe: 'orch worker: the address rank 0 of a gang across hosts listens on\n(default the first non-internal IPv4 address)' },
+  { name: 'ORCH_ADVERTISE_ADDR', describe: 'orch worker: the address rank 0 of a gang across hosts listens on\n(default: under Slurm the node\'s NodeAddr, else the first non-internal IPv4 address)' },
   { name: 'ORCH_DB_URL', describe: 'nightly history in PostgreSQL (postgres://...); unset, SQLite' },
   { name: 'ORCH_HISTORY_DB', describe: 'the SQLite history file (default $XDG_DATA_HOME/orch/history.sqlite)' },
   { name: 'XDG_DATA_HOME', describe: 'where the SQLite history lives (default ~/.local/share)' },

@@ -70,14 +70,29 @@ export interface NightlyRow {
   pairing: string | null;
   /** a confirmation run's row: the experiment whose suspected regression it ran again (history/migrations/005_confirms.sql); null for the night's own rows */
   confirms: string | null;
+  /** the Slurm allocation the experiment's workers ran in (history/migrations/006_slurm.sql); null when none ran under Slurm */
+  slurm: SlurmPlacement | null;
+  /** why tonight's absolute numbers were not judged against the nights before (another Slurm node), or that they were because the spec allows it; null: no node change */
+  node_change: string | null;
   error: string | null;
+}
+
+/** Where an experiment's workers ran under Slurm: distinct values, sorted. */
+export interface SlurmPlacement {
+  jobs: string[];
+  /** the nodes the workers ran on (not the allocation's whole node list) */
+  nodes: string[];
+  partitions: string[];
 }
 
 const ROW_COLUMNS = [
   'run_id', 'suite', 'scheduled_at', 'spec_file', 'spec_name', 'spec_hash', 'experiment', 'experiment_state', 'results_dir',
   'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'p_value', 'arm_value', 'reference_value', 'aa_pass',
-  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'confirms', 'error',
+  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'confirms', 'node_change', 'error',
 ] as const satisfies readonly (keyof NightlyRow)[];
+
+/** `slurm` rests in three columns, one list each. */
+const SLURM_COLUMNS = { slurm_jobs: 'jobs', slurm_nodes: 'nodes', slurm_partitions: 'partitions' } as const satisfies Record<string, keyof SlurmPlacement>;
 
 export function runId(suite: string, scheduledAt: number): string {
   return `${suite}@${new Date(scheduledAt).toISOString()}`;
@@ -132,10 +147,14 @@ export class HistoryStore {
     await this.db.transaction(async (tx) => {
       await tx.run('DELETE FROM nightly_rows WHERE run_id = ?', [id]);
       for (const row of end.rows) {
+        const columns = [...ROW_COLUMNS, ...Object.keys(SLURM_COLUMNS)];
         await tx.run(
-          `INSERT INTO nightly_rows (${ROW_COLUMNS.join(', ')}) VALUES (${ROW_COLUMNS.map(() => '?').join(', ')})`,
-          // the key column: '' for the night's own rows (a primary key holds no NULL)
-          ROW_COLUMNS.map((c) => (c === 'confirms' ? (row.confirms ?? '') : toColumn(row[c]))),
+          `INSERT INTO nightly_rows (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+          [
+            // the key column: '' for the night's own rows (a primary key holds no NULL)
+            ...ROW_COLUMNS.map((c) => (c === 'confirms' ? (row.confirms ?? '') : toColumn(row[c]))),
+            ...Object.values(SLURM_COLUMNS).map((k) => (row.slurm === null ? null : toColumn(row.slurm[k]))),
+          ],
         );
       }
       await tx.run('UPDATE nightly_runs SET state = ?, error = ?, alerts = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?', [
@@ -214,7 +233,7 @@ export class HistoryStore {
 }
 
 type RawRun = Omit<NightlyRun, 'experiments' | 'orch_dirty'> & { experiments: string; orch_dirty: number | null };
-type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'commits'> & {
+type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'commits' | 'slurm'> & Record<keyof typeof SLURM_COLUMNS, string | null> & {
   aa_pass: number | null;
   gates_pass: number | null;
   cards: string | null;
@@ -230,20 +249,26 @@ function bool(v: number | null | undefined): boolean | null {
   return v === null || v === undefined ? null : Number(v) === 1;
 }
 
-function toRow(r: RawRow): NightlyRow {
+function toRow(raw: RawRow): NightlyRow {
+  const { slurm_jobs, slurm_nodes, slurm_partitions, ...r } = raw;
+  const list = (text: string, column: string) => parseStored(NamesSchema, text, `${rowAt(raw)} column ${column}`);
   return {
     ...r,
+    slurm: slurm_nodes === null || slurm_nodes === undefined
+      ? null
+      : { jobs: list(slurm_jobs ?? '[]', 'slurm_jobs'), nodes: list(slurm_nodes, 'slurm_nodes'), partitions: list(slurm_partitions ?? '[]', 'slurm_partitions') },
     aa_pass: bool(r.aa_pass),
     gates_pass: bool(r.gates_pass),
-    cards: parseStored(NamesSchema, r.cards ?? '[]', `${rowAt(r)} column cards`),
-    hosts: parseStored(NamesSchema, r.hosts ?? '[]', `${rowAt(r)} column hosts`),
+    cards: list(r.cards ?? '[]', 'cards'),
+    hosts: list(r.hosts ?? '[]', 'hosts'),
     commits: parseStored(CommitsSchema, r.commits ?? '{}', `${rowAt(r)} column commits`),
     confirms: r.confirms === '' ? null : r.confirms,
+    node_change: r.node_change ?? null,
   };
 }
 
 /** Where a nightly row rests, for an error about one of its columns. */
-function rowAt(r: RawRow): string {
+function rowAt(r: Pick<RawRow, 'run_id' | 'spec_file' | 'arm'>): string {
   return `nightly_rows of run ${r.run_id} (spec ${r.spec_file}, arm ${r.arm || '-'})`;
 }
 

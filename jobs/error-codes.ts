@@ -92,7 +92,7 @@ export const ERROR_CODES = {
   RESULTS_DIR_INVALID: { kind: 'user-input', meaning: 'orch report --from or orch compare was given a directory that is not an orch results directory' },
   EVENTS_FILE_INVALID: { kind: 'user-input', meaning: 'a results directory\'s events.jsonl holds a line that is not an event record (jobs/stream-event.ts): the message names the file, the line and the schema path' },
   PRIOR_RUN_NO_NOISE: { kind: 'user-input', meaning: 'orch plan --power was given a prior run whose values hold no paired noise to plan from (no comparison with two pairs in a block)' },
-  COMPARE_NOT_COMPARABLE: { kind: 'user-input', meaning: 'orch compare: the two results measured different workloads (their workload hashes differ), or ran on different Slurm nodes without --allow-node-change' },
+  COMPARE_NOT_COMPARABLE: { kind: 'user-input', meaning: 'orch compare: the two results measured different workloads (their workload hashes differ), or ran on different Slurm nodes that a spec of theirs does not allow (across_runs.allow_node_change) and --allow-node-change was not given' },
   BUILD_COMMIT_MISSING: { kind: 'user-input', meaning: "a build's commit cannot be checked out into a worktree of the spec's repository on the worker's host" },
   GRAPHRT_BUILD_PROTOCOL: { kind: 'user-input', meaning: "the graphrt built from a build's commit speaks a line protocol this worker cannot read (its hello's version, fields or features differ)" },
   GRAPHRT_CUDA_CHOICE: { kind: 'user-input', meaning: "GRAPHRT_CUDA in the worker's environment is not ON, OFF or AUTO, so graphrt of a commit cannot be built like the worker's own" },

@@ -76,6 +76,15 @@ export function parseSqueueEnd(text: string): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
+/**
+ * The node's address as Slurm knows it, from `scontrol show node -o NAME` (`… NodeAddr=10.0.3.7
+ * NodeHostName=gpu07 …`): the address slurmctld and the other nodes reach it at, so on the
+ * allocation's network. Null when the line names none.
+ */
+export function parseNodeAddr(text: string): string | null {
+  return /(?:^|\s)NodeAddr=(\S+)/.exec(text)?.[1] ?? null;
+}
+
 /** The worker's host name under Slurm: the node and the job, so two allocations on one node are two hosts. */
 export function slurmHostName(p: Pick<SlurmProvenance, 'node' | 'job'>): string {
   return `${p.node.replace(/[^A-Za-z0-9_.-]/g, '-')}-slurm${p.job}`;

@@ -13,6 +13,7 @@ import { boundedList, EnvValueSchema, intIn } from './spec-schema/bounded.ts';
 import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec-schema/strict-object.ts';
 import { BuildsSchema, RepoSchema } from './spec-schema/builds.ts';
 import { HYGIENE_POLICIES } from './clock-hygiene.ts';
+import { AcrossRunsSchema } from './spec-schema/across-runs.ts';
 
 
 export const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
@@ -152,5 +153,10 @@ export const SpecSchema = strictObject({
   hygiene_reruns: intIn({ min: 0, max: LIMITS.orch.reps.max }, 'a block re-runs at most as many pairs as it has').optional(),
   /** Preflight refuses a host with less free disk than this. */
   min_free_disk_gb: z.number().min(0).default(1),
+  /**
+   * What may be compared between two runs of this spec (jobs/spec-schema/across-runs.ts); absent:
+   * nothing across Slurm node changes (optional, so specs written before it keep their hash).
+   */
+  across_runs: AcrossRunsSchema.optional(),
 });
 export type Spec = z.infer<typeof SpecSchema>;

@@ -85,6 +85,8 @@ export interface ExecutorDeps {
   log: Logger;
   /** true once the worker is stopping (SIGTERM): finish the rep in flight, run no more */
   stopping: () => boolean;
+  /** why the worker stops (the allocation's end, orch slurm down, Slurm's SIGTERM), for a block handed back */
+  stopCause?: () => string;
   /**
    * On that stop, abandon the attempt after the rep in flight (WORKER_STOPPING, transient: the
    * scheduler tries the whole block again elsewhere) instead of committing a part of it. A worker
@@ -263,7 +265,8 @@ class GangRun {
   private requeueIfStopped(stoppedAt: number | null, planned: number): void {
     if (stoppedAt === null || this.fate.cancelReason !== null || this.deps.stopRequeues !== true) return;
     const { job } = this;
-    throw new OrchError('WORKER_STOPPING', `the worker of host ${this.opts.host} stopped (its allocation ends, or orch slurm down) after ${stoppedAt} of ${planned} reps of block ${job.block} attempt ${job.attempt}: the attempt is abandoned, none of its reps counted, and the block tried again on another host`);
+    const cause = this.deps.stopCause?.() ?? 'its allocation ends, or orch slurm down';
+    throw new OrchError('WORKER_STOPPING', `the worker of host ${this.opts.host} stopped (${cause}) after ${stoppedAt} of ${planned} reps of block ${job.block} attempt ${job.attempt}: the attempt is abandoned, none of its reps counted, and the block tried again on another host`);
   }
 
   /** Extends the gang's leases; a refusal is a lost gang. */

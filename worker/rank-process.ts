@@ -4,6 +4,13 @@
  * - fate-shared with the worker: where util-linux `setpriv` exists, PR_SET_PDEATHSIG=SIGKILL, so a
  *   worker killed with -9 takes its ranks with it even in the middle of a long rep (stdin closing
  *   ends them otherwise);
+ * - SIGTERM ignored: a SIGTERM meant for the worker reaches every process of a Slurm job step
+ *   (slurmstepd signals them all, scancel or the time limit) or of a systemd unit; the worker
+ *   drains on it (the rep in flight finishes, the rest of the block is handed back), which it
+ *   cannot do once the ranks are dead. The ranks end as the worker says: stdin closed, or SIGKILL
+ *   (the worker's kill, the death signal, Slurm's KillWait). Ignored, not handled, so it survives
+ *   the exec into the program (a handler would not); a program that resets every disposition at
+ *   start (Node does) still dies of it, and the worker then says who sent it (rank-runner.ts);
  * - the card's lock handed down: the worker opens the card's lock file (one open file
  *   description), locks it with flock(1) and passes it as fd INHERITED_LOCK_FD; a flock belongs to
  *   the description, so the rank's processes hold it together for their life, and any other
@@ -27,11 +34,15 @@ function hasSetpriv(): boolean {
   return setprivChecked;
 }
 
-/** `file argv` under setpriv's death signal where it exists; `warn` is told when it does not. */
+/** `$0` execs the program with SIGTERM ignored: an ignored disposition survives exec. */
+const IGNORING_TERM = ['/bin/sh', '-c', 'trap "" TERM; exec "$0" "$@"'] as const;
+
+/** `file argv` with SIGTERM ignored, under setpriv's death signal where it exists; `warn` is told when it does not. */
 export function fateShared(file: string, argv: string[], warn: (msg: string) => void): [string, string[]] {
-  if (hasSetpriv()) return ['setpriv', ['--pdeathsig', 'KILL', '--', file, ...argv]];
+  const run = [...IGNORING_TERM, file, ...argv];
+  if (hasSetpriv()) return ['setpriv', ['--pdeathsig', 'KILL', '--', ...run]];
   warn('setpriv not found: ranks exit when their stdin closes, not on the worker death signal');
-  return [file, argv];
+  return [run[0]!, run.slice(1)];
 }
 
 /**

@@ -126,11 +126,22 @@ function describeFault(where: { rank: number; card: string; pid: number | null }
   return `rank ${where.rank} on card ${where.card} (pid ${where.pid ?? '?'}) broke the protocol: ${fault}`;
 }
 
-/** `rank 1 on card cpu:1@a (pid 42) exited with code 3, signal none; last error: INTERNAL: boom` */
-export function describeRankExit(e: RankExit): string {
+/**
+ * `rank 1 on card cpu:1@a (pid 42) exited with code 3, signal none; last error: INTERNAL: boom`.
+ * A SIGTERM never comes from the worker (it closes stdin or kills with SIGKILL) and ranks start
+ * ignoring it (rank-process.ts): one that killed a rank anyway came from outside, under Slurm
+ * from the job step's end (`env`: the worker's environment, SLURM_JOB_ID), and says so.
+ */
+export function describeRankExit(e: RankExit, env: NodeJS.ProcessEnv = process.env): string {
   // the worker killed it for the fault: the kill signal would only hide why
   if (e.fault !== null) return describeFault(e, e.fault);
-  const how = e.signal !== null ? `was killed by ${e.signal}` : `exited with code ${e.code ?? 'unknown'}, signal none`;
+  const job = env.SLURM_JOB_ID ?? '';
+  const how =
+    e.signal === 'SIGTERM' && job !== ''
+      ? `was killed by SIGTERM from Slurm (job ${job}'s step was signalled: scancel, preemption or its time limit; the program reset the SIGTERM the worker had it ignore) — the attempt was cut by Slurm, not by the rank`
+      : e.signal !== null
+        ? `was killed by ${e.signal}`
+        : `exited with code ${e.code ?? 'unknown'}, signal none`;
   const last = e.lastError === null ? 'no error line' : `last error: ${e.lastError}`;
   return `rank ${e.rank} on card ${e.card} (pid ${e.pid ?? '?'}) ${how}; ${last}`;
 }

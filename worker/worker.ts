@@ -119,6 +119,8 @@ export interface WorkerSlurmOptions {
   refreshMs?: number;
   /** a file whose appearance stops the worker gracefully (orch slurm down, the pre-timeout signal's trap) */
   stopFile?: string;
+  /** where a spread gang's rank 0 listens: the node's Slurm NodeAddr (worker/slurm/node-address.ts); absent: advertise-address.ts */
+  advertise?: string;
 }
 
 export function defaultHost(): string {
@@ -140,6 +142,8 @@ export class Worker {
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping = false;
   private stopped: Promise<void> | null = null;
+  /** why the worker stops, first cause first: said in the reason of a block it hands back */
+  private stopCause: string | null = null;
   private executor: BlockExecutor | null = null;
   /** this worker's claim of its host name, held from start to a clean stop */
   private claim: HostClaim | null = null;
@@ -252,7 +256,7 @@ export class Worker {
       },
       onStop: (why) => {
         this.log.info({ why }, 'stopping: the Slurm allocation ends');
-        void this.stop();
+        void this.stop(why);
       },
     });
     this.clock.start();
@@ -340,6 +344,7 @@ export class Worker {
         closeGraceMs: this.opts.closeGraceMs ?? 5000,
         rendezvousKey: this.secret,
         ...(this.opts.slurm ? { slurm: this.opts.slurm.alloc.provenance } : {}),
+        ...(this.opts.slurm?.advertise ? { advertise: this.opts.slurm.advertise } : {}),
       },
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),
@@ -354,6 +359,7 @@ export class Worker {
         events,
         log: this.log,
         stopping: () => this.stopping,
+        stopCause: () => this.stopCause ?? 'stopped',
         // an allocation that ends takes its cards for good: the block goes elsewhere whole
         stopRequeues: this.opts.slurm !== undefined,
         staging: new GangStaging(redis, { prefix: this.prefix }),
@@ -441,8 +447,9 @@ export class Worker {
     if (!wasAlive) this.log.warn('host heartbeat was late: the host looked dead for a moment');
   }
 
-  /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent. */
-  stop(): Promise<void> {
+  /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent; `why` the first caller's cause. */
+  stop(why = 'stopped'): Promise<void> {
+    this.stopCause ??= why;
     this.clock?.close();
     this.stopped ??= this.stopWithin(this.opts.stopLimitMs ?? 10_000).finally(() => this.ended());
     return this.stopped;

@@ -15,7 +15,7 @@ export const compareCommand = defineCommand({
     y
       .positional('runs', { type: 'string', array: true, demandOption: true, describe: 'results directories or experiment ids; the first is the baseline' })
       .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' })
-      .option('allow-node-change', { type: 'boolean', default: false, describe: 'compare two runs whose Slurm workers ran on different nodes (refused by default; the difference is listed)' }),
+      .option('allow-node-change', { type: 'boolean', default: false, describe: 'compare two runs whose Slurm workers ran on different nodes even where their specs do not allow it (across_runs.allow_node_change); the difference is listed' }),
   handler: async (argv) => {
     const runs = argv.runs;
     if (runs.length < 2) throw new UserInputError('CLI_USAGE', `orch compare needs at least two runs, got ${runs.length}`, { hint: 'orch compare A B [C …]: results directories or experiment ids, the first the baseline' });

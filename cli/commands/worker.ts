@@ -82,7 +82,9 @@ export const workerCommand = defineCommand({
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: string) => {
         process.stderr.write(`orch worker: ${sig}, stopping after the reps in flight\n`);
-        worker.stop().then(resolve, resolve);
+        // under Slurm a SIGTERM is the job step's end, sent to every process of the step (the ranks ignore it)
+        const job = slurm?.alloc.provenance.job;
+        worker.stop(sig === 'SIGTERM' && job !== undefined ? `Slurm's SIGTERM to job ${job}: scancel, preemption or its time limit` : sig).then(resolve, resolve);
       };
       process.once('SIGTERM', () => onSignal('SIGTERM'));
       process.once('SIGINT', () => onSignal('SIGINT'));
@@ -94,6 +96,22 @@ export const workerCommand = defineCommand({
     await stopped;
   },
 });
+
+/**
+ * Where a spread gang's rank 0 of this worker listens: ORCH_ADVERTISE_ADDR when set (undefined
+ * here: the executor reads it), else the node's Slurm NodeAddr, the allocation's network.
+ */
+async function nodeAddress(node: string): Promise<string | undefined> {
+  if ((process.env.ORCH_ADVERTISE_ADDR ?? '').trim() !== '') return undefined;
+  const { slurmNodeAddress } = await import('../../worker/slurm/node-address.ts');
+  try {
+    return (await slurmNodeAddress(node)) ?? undefined;
+  } catch (err) {
+    throw new UserInputError('SLURM_COMMAND', `scontrol show node -o ${node} failed: ${err instanceof Error ? err.message : String(err)}`, {
+      hint: "the worker reads its node's NodeAddr for a spread gang's rendezvous; put slurm-client on PATH, or set ORCH_ADVERTISE_ADDR",
+    });
+  }
+}
 
 /** The Slurm job this worker runs in, when it runs in one and --slurm lets it (jobs/slurm-allocation.ts). */
 async function slurmOptions(argv: { slurm: 'auto' | 'on' | 'off'; drainBeforeEnd: number; stopFile?: string; cards: string }): Promise<WorkerSlurmOptions | null> {
@@ -112,8 +130,10 @@ async function slurmOptions(argv: { slurm: 'auto' | 'on' | 'off'; drainBeforeEnd
     }
   }
   const alloc = slurmAllocation(process.env, end);
+  const advertise = await nodeAddress(alloc.provenance.node);
   return {
     alloc,
+    ...(advertise ? { advertise } : {}),
     drainMs: argv.drainBeforeEnd * 1000,
     readEnd: () => squeueEnd(alloc.provenance.job),
     ...(argv.stopFile ? { stopFile: argv.stopFile } : {}),

@@ -1,11 +1,13 @@
 /**
  * The top of `/nightly`: per suite, what its last night found — the regressions that survived
  * the night's correction (confirmed), the slower rows that did not (slower-uncorrected: recorded,
- * not alerted), the other alerts (invalid, failed, machine change) — each with a link to the
- * night's experiment on this dashboard, its report, and the commits it measured.
+ * not alerted), the other alerts (invalid, failed, machine change, Slurm node change) — each with a link to the
+ * night's experiment on this dashboard, its report, the commits it measured and where it ran
+ * (its Slurm job, nodes and partition, and its node change).
  */
 import type { NightlyRow, NightlyRun } from '../../history/history-store.ts';
 import { signedPct } from '../nightly/nightly-alert.ts';
+import { placement } from '../nightly/node-change.ts';
 import { ago, html, type Html } from './html.ts';
 
 /** How each finding is headed, in the order a reader must see them; findings not here are not listed. */
@@ -15,6 +17,7 @@ const HEADINGS: [finding: string, heading: string, cls: string][] = [
   ['invalid', 'invalid', 'bad'],
   ['failed', 'failed', 'bad'],
   ['machine-change', 'the machine changed, not the code', ''],
+  ['node-change', 'the Slurm nodes changed: not compared with the nights before', ''],
 ];
 
 function experimentLinks(r: NightlyRow): Html {
@@ -31,7 +34,7 @@ function commitList(r: NightlyRow): Html {
 
 function findingRow(r: NightlyRow, heading: string, cls: string): Html {
   const ci = r.ci_low !== null && r.ci_high !== null ? ` (CI ${signedPct(r.ci_low)} to ${signedPct(r.ci_high)})` : '';
-  return html`<tr data-finding="${r.finding}"><td class="${cls}">${heading}</td><td>${r.spec_name ?? r.spec_file}: ${r.arm} vs ${r.reference}</td><td class="num">${signedPct(r.change)}${ci}</td><td>${experimentLinks(r)}</td><td>${commitList(r)}</td></tr>`;
+  return html`<tr data-finding="${r.finding}"><td class="${cls}">${heading}</td><td>${r.spec_name ?? r.spec_file}: ${r.arm} vs ${r.reference}</td><td class="num">${signedPct(r.change)}${ci}</td><td>${experimentLinks(r)}</td><td>${commitList(r)}</td><td class="where">${placement(r)}${r.node_change ? html`<br><span class="muted">${r.node_change}</span>` : ''}</td></tr>`;
 }
 
 /** `run`: the suite's newest run; `rows`: its rows. */
@@ -42,5 +45,5 @@ export function renderLastNight(run: NightlyRun, rows: readonly NightlyRow[], no
   return html`<div class="last-night" data-suite="${run.suite}"><h3>${run.suite}: night of ${new Date(run.scheduled_at).toISOString().slice(0, 16).replace('T', ' ')} UTC — ${run.state}, <span class="when">${when}</span>${run.orch_commit ? html`, orch <code>${run.orch_commit.slice(0, 12)}</code>` : ''}</h3>
 ${found.length === 0
   ? html`<p class="ok">nothing regressed: ${tonight.length} comparison${tonight.length === 1 ? '' : 's'} without a finding${run.error ? html` <span class="bad">(${run.error})</span>` : ''}</p>`
-  : html`<table class="findings"><tr><th>finding</th><th>comparison</th><th>change</th><th>experiment</th><th>commit</th></tr>${found}</table>`}</div>`;
+  : html`<table class="findings"><tr><th>finding</th><th>comparison</th><th>change</th><th>experiment</th><th>commit</th><th>ran on</th></tr>${found}</table>`}</div>`;
 }

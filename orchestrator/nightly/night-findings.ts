@@ -11,11 +11,18 @@
  *                   paired confirmation run (confirm-regressions.ts)
  *   machine-change  the arm's and the reference's absolute numbers both shifted the same way
  *                   (detect-shift.ts over the nights) while the verdict and the A/A stayed put
+ *   node-change     tonight ran on other Slurm nodes than the night before, the spec does not
+ *                   allow comparing across them (node-change.ts), and too few nights ran on
+ *                   tonight's nodes to judge its absolute numbers against (detect-shift.ts's
+ *                   baseline): alerted once, on the night of the change, so a series that cannot
+ *                   be watched is not silent; the nights after say so in their row only
  *   absolute-shift  one absolute number shifted alone: recorded, not alerted (the ratio has
  *                   its own verdict)
+ * Every row also records its node change, if any, whatever its finding (`node_change`).
  */
 import type { NightlyRow } from '../../history/history-store.ts';
-import { shiftTonight, type ShiftAt } from './detect-shift.ts';
+import { SHIFT_DEFAULTS, shiftTonight, type ShiftAt } from './detect-shift.ts';
+import { nodeChange, type NodeChange } from './node-change.ts';
 import { makeAlert, signedPct, type NightlyAlert } from './nightly-alert.ts';
 import { benjaminiHochberg } from '../stats/false-discovery.ts';
 
@@ -37,7 +44,11 @@ const seriesKey = (r: NightlyRow) => `${r.spec_file}\u0000${r.arm}\u0000${r.refe
  */
 export const DEFAULT_FDR = 0.05;
 
-export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFAULT_FDR): NightFindings {
+/**
+ * `allowsNodeChange`: whether the spec of a file lets its nights be compared across Slurm node
+ * changes (across_runs.allow_node_change); default: none does.
+ */
+export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFAULT_FDR, allowsNodeChange: (specFile: string) => boolean = () => false): NightFindings {
   const past = new Map<string, NightlyRow[]>();
   for (const r of before) {
     // a confirmation run checked one night's row; the series is the nights themselves
@@ -51,9 +62,11 @@ export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFA
   const tested = ps.filter((p) => p !== null).length;
   const rows = tonight.map((row, i) => {
     const prior = (past.get(seriesKey(row)) ?? []).sort((a, b) => a.scheduled_at - b.scheduled_at);
-    const f = judge(row, prior, { discovered: discovered[i] === true || row.p_value === null, tested, fdr });
+    const clean = prior.filter((r) => r.experiment_state === 'done' && r.gates_pass !== false);
+    const nodes = nodeChange(row, clean, allowsNodeChange(row.spec_file));
+    const f = judge(row, prior, nodes, { discovered: discovered[i] === true || row.p_value === null, tested, fdr });
     if (f.alert) alerts.push(alertFor(row, f.kind as NightlyAlert['kind'], f.message));
-    return { ...row, finding: f.kind };
+    return { ...row, finding: f.kind, node_change: nodes.note };
   });
   return { rows, alerts };
 }
@@ -71,7 +84,8 @@ interface Correction {
   fdr: number;
 }
 
-function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Finding {
+/** `prior`: the series' earlier nights, oldest first; `nodes`: which of them its absolute numbers may be judged against. */
+function judge(row: NightlyRow, prior: NightlyRow[], nodes: NodeChange, correction: Correction): Finding {
   if (row.experiment_state !== 'done') return { kind: 'failed', message: row.error ?? `experiment ended ${row.experiment_state}`, alert: true };
   if (row.gates_pass === false || row.verdict === 'invalid') {
     return { kind: 'invalid', message: `the night's verdicts cannot be believed: ${row.error ?? row.gates ?? 'a gate failed'}`, alert: true };
@@ -93,7 +107,7 @@ function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Fi
       alert: true,
     };
   }
-  const clean = prior.filter((r) => r.experiment_state === 'done' && r.gates_pass !== false);
+  const clean = nodes.comparable;
   const shift = (pick: (r: NightlyRow) => number | null): ShiftAt | null => {
     const xs = [...clean, row].map(pick);
     return xs.every((x): x is number => x !== null) ? shiftTonight(xs) : null;
@@ -112,6 +126,8 @@ function judge(row: NightlyRow, prior: NightlyRow[], correction: Correction): Fi
       alert: true,
     };
   }
+  // the nodes changed tonight and too few nights ran on the new ones to judge it: said once, as the alert
+  if (nodes.refused && nodes.changedTonight && nodes.comparable.length < SHIFT_DEFAULTS.minBaseline) return { kind: 'node-change', message: nodes.note!, alert: true };
   if (arm || ref) {
     const which = arm ? row.arm : row.reference;
     const s = (arm ?? ref)!;

@@ -1,27 +1,40 @@
 /**
  * A night's rows for one spec, from what writeResults wrote (the analysis and summary.json):
  * one per comparison other than the A/A control, which is kept as `aa_pass` on every row. A spec
- * that did not run gets one row with arm = '' and its error.
+ * that did not run gets one row with arm = '' and its error. Each row carries the Slurm
+ * allocation its experiment's workers ran in, from the report's provenance.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { parseStored } from '../../jobs/parse-stored.ts';
-import type { NightlyRow } from '../../history/history-store.ts';
+import type { NightlyRow, SlurmPlacement } from '../../history/history-store.ts';
+import type { Provenance } from '../report/provenance.ts';
 import type { WrittenResults } from '../results/write-results.ts';
 
 export type RowContext = Pick<NightlyRow, 'run_id' | 'suite' | 'scheduled_at' | 'spec_file' | 'spec_name' | 'spec_hash' | 'commits' | 'pairing'>;
 
 const EMPTY = {
   metric: null, verdict: null, change: null, ci_low: null, ci_high: null, p_value: null, arm_value: null, reference_value: null,
-  aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [], confirms: null,
+  aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [], confirms: null, slurm: null, node_change: null,
 } as const;
+
+/** The jobs, nodes and partitions of the hosts that ran blocks under Slurm; null when none did. */
+export function slurmPlacement(p: Pick<Provenance, 'slurm'> | undefined): SlurmPlacement | null {
+  const hosts = p?.slurm ?? [];
+  if (hosts.length === 0) return null;
+  const distinct = (pick: (h: (typeof hosts)[number]) => string) => [...new Set(hosts.map(pick))].sort();
+  return { jobs: distinct((h) => h.job), nodes: distinct((h) => h.node), partitions: distinct((h) => h.partition) };
+}
 
 export function notRunRow(ctx: RowContext, experiment: string | null, error: string): NightlyRow {
   return { ...ctx, ...EMPTY, cards: [], hosts: [], experiment, experiment_state: 'not-run', results_dir: null, arm: '', reference: '', error };
 }
 
-export function rowsFromResults(ctx: RowContext, experiment: string, w: Pick<WrittenResults, 'dir' | 'analysis' | 'state'>): NightlyRow[] {
+/** What a row reads of written results; the provenance is absent only where a caller analysed without writing (bench/). */
+type RowSource = Pick<WrittenResults, 'dir' | 'state'> & { analysis: Omit<WrittenResults['analysis'], 'provenance'> & { provenance?: Provenance } };
+
+export function rowsFromResults(ctx: RowContext, experiment: string, w: RowSource): NightlyRow[] {
   const a = w.analysis;
   const gang = readGang(w.dir);
   const value = (arm: string) => {
@@ -41,6 +54,8 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: Pick<Wri
     gates: a.gates.map((g) => `${g.name}: ${g.pass === null ? 'n/a' : g.pass ? 'pass' : 'FAIL'}`).join(', '),
     finding: null,
     confirms: null,
+    slurm: slurmPlacement(a.provenance),
+    node_change: null,
     cards: gang.cards,
     hosts: gang.hosts,
     error: w.state === 'done' ? (failedGates.length > 0 ? failedGates.map((g) => g.message).join('; ') : null) : `experiment ended ${w.state}`,

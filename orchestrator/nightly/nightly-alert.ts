@@ -2,7 +2,7 @@
  * What a nightly alert says: the suite, the spec, the comparison, the change and its CI, the
  * commits, the results directory, and in `text` one Slack-compatible line block saying it all.
  */
-export type AlertKind = 'regression' | 'invalid' | 'failed' | 'machine-change';
+export type AlertKind = 'regression' | 'invalid' | 'failed' | 'machine-change' | 'node-change';
 
 export interface NightlyAlert {
   kind: AlertKind;
@@ -27,6 +27,7 @@ const HEADLINE: Record<AlertKind, string> = {
   invalid: 'invalid run (a gate failed)',
   failed: 'nightly run could not run',
   'machine-change': 'the machine changed, not the code',
+  'node-change': 'the Slurm nodes changed: not compared with the nights before',
 };
 
 export function signedPct(x: number | null | undefined): string {

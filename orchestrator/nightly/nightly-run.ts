@@ -6,7 +6,8 @@
  * each spec through the ordinary submit path (a paired entry first gets tonight's and the last
  * good night's commits as its two builds, paired-night.ts), wait for
  * every experiment, write results/<id>/ as `orch submit` does, record one row per comparison,
- * judge them against the nights before (night-findings.ts), run each suspected regression's
+ * judge them against the nights before (night-findings.ts; on the same Slurm nodes unless the
+ * spec allows a node change, node-change.ts), run each suspected regression's
  * experiment again before it may alert (confirm-regressions.ts) and send the alerts. A spec that
  * stopped validating is that spec's failure (a not-run row, a `failed` alert); the others run.
  * Every history read and write is retried while the database is away (night-history.ts); one
@@ -20,6 +21,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
 import { loadSpec } from '../spec/load-spec.ts';
+import { allowsNodeChange } from '../../jobs/spec-schema/across-runs.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { runId, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
@@ -125,6 +127,8 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
     const submitted: NightOutcome['submitted'] = [];
     const rejected: string[] = [];
     const context = new Map<string, RowContext>();
+    // each spec's across_runs.allow_node_change, as registered (the findings judge its rows by it)
+    const nodePolicy = new Map<string, boolean>();
     const base = { run_id: run.id, suite: data.suite, scheduled_at: scheduledAt };
     const before = await history.op("read the suite's earlier nights", (h) => h.rows(data.suite));
     const paired = (file: string) => data.paired?.find((p) => p.file === file);
@@ -153,6 +157,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
             throw err;
           }
           submitted.push({ file, experiment: id, hash: loaded.hash });
+          nodePolicy.set(file, allowsNodeChange(loaded.spec));
           context.set(file, { ...base, spec_file: file, spec_name: loaded.spec.name, spec_hash: loaded.hash, ...extra });
           log.info({ experiment: id, file, ...(extra.pairing ? { pairing: extra.pairing } : {}) }, 'nightly: submitted');
         } catch (err) {
@@ -176,6 +181,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
         };
         if (exp) {
           submitted.push({ ...s, hash: exp.hash });
+          nodePolicy.set(s.file, allowsNodeChange(exp.spec));
           context.set(s.file, rc);
         } else {
           rows.push(notRunRow(rc, s.experiment, `not submitted: the attempt that claimed this night stopped before submitting experiment ${s.experiment}`));
@@ -186,7 +192,7 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
       }
     }
     for (const s of submitted) rows.push(...(await collect(ctx, s, context.get(s.file)!, log)));
-    const judged = await confirmRegressions(findings(rows, before, data.false_discovery_rate), (suspect) => confirmationRun(ctx, suspect, log));
+    const judged = await confirmRegressions(findings(rows, before, data.false_discovery_rate, (file) => nodePolicy.get(file) === true), (suspect) => confirmationRun(ctx, suspect, log));
     for (const alert of judged.alerts) {
       log.warn({ alert: alert.kind, spec: alert.spec }, alert.text);
       await ctx.send(alert);

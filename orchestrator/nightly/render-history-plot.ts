@@ -9,9 +9,10 @@
 import type { NightlyRow } from '../../history/history-store.ts';
 import { esc, linearScale, PALETTE, px, svgDocument, valueAxisY, type Frame } from '../report/svg-frame.ts';
 import { signedPct } from './nightly-alert.ts';
+import { placement } from './node-change.ts';
 
 /** The findings that raise an alert (night-findings.ts); absolute-shift is recorded only. */
-const ALERTED = new Set(['regression', 'invalid', 'failed', 'machine-change']);
+const ALERTED = new Set(['regression', 'invalid', 'failed', 'machine-change', 'node-change']);
 /** The alert ring: black, so it is never read as one of the lines (the arm's line is PALETTE[1], a red). */
 const RING = '#111827';
 /** Night labels on the x axis, at most: each is about 60 px wide at the toolkit's 11 px font. */
@@ -78,7 +79,7 @@ export function renderHistoryPlot(rows: NightlyRow[], link: NightLink = () => nu
     for (const r of rows.filter((q) => pick(q) !== null)) {
       const alerted = r.finding !== null && ALERTED.has(r.finding);
       const commits = Object.values(r.commits).map((c) => c.slice(0, 10)).join(', ');
-      const tip = `${day(r.scheduled_at)} ${r.verdict ?? r.experiment_state} ${signedPct(r.change)}${r.finding ? ` [${r.finding}]` : ''}${r.experiment ? ` ${r.experiment}` : ''}${commits ? ` commit ${commits}` : ''}`;
+      const tip = `${day(r.scheduled_at)} ${r.verdict ?? r.experiment_state} ${signedPct(r.change)}${r.finding ? ` [${r.finding}]` : ''}${r.experiment ? ` ${r.experiment}` : ''}${commits ? ` commit ${commits}` : ''}${r.slurm ? ` on ${placement(r)}` : ''}`;
       const cx = px(x.at(r.scheduled_at));
       const pyv = px(y(pick(r)!));
       const point = `<circle cx="${cx}" cy="${pyv}" r="3" fill="${colour}"><title>${esc(tip)}</title></circle>` +

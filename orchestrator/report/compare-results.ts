@@ -2,9 +2,10 @@
  * `orch compare A B`: two finished experiments compared after the fact. First whether they are
  * comparable at all — the same workload (the hash of the spec's workload section), card model
  * and driver — and what differs; a different workload is refused, and so are two runs inside
- * Slurm allocations on different nodes unless `allowNodeChange`. Then each arm both ran,
+ * Slurm allocations on different nodes unless both specs or `allowNodeChange` allow it. Then each arm both ran,
  * unpaired, with blocks as the unit: Welch's t on the arm's block means in A against those in
- * B. That is much weaker than a paired run, where both builds share every block and the
+ * B. The node policy is each run's spec's `across_runs.allow_node_change` (both must allow it),
+ * which `allowNodeChange` (the CLI's `--allow-node-change`) overrides. That is much weaker than a paired run, where both builds share every block and the
  * block-to-block drift cancels: the comparison says by how much, as the ratio of the unpaired to
  * the paired CI width within one of the two runs (same blocks, same arms), and prints the one
  * spec that would measure it paired (jobs/two-build-spec.ts).
@@ -13,6 +14,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { UserInputError } from '../../jobs/errors.ts';
+import { checkStored } from '../../jobs/parse-stored.ts';
+import { AcrossRunsOfSpecSchema, allowsNodeChange } from '../../jobs/spec-schema/across-runs.ts';
 import { twoBuildSpec } from '../../jobs/two-build-spec.ts';
 import { mean } from '../stats/descriptive.ts';
 import { num, signedPct } from '../stats/format-number.ts';
@@ -85,6 +88,14 @@ function pairingRatio(r: ResultsDir, alpha: number): CompareResult['pairing'] {
 /** The nodes a run's Slurm workers ran on, or null when none ran under Slurm. */
 const slurmNodes = (p: Provenance): string | null => (p.slurm?.length ? [...new Set(p.slurm.map((s) => s.node))].sort().join(', ') : null);
 
+/** The run's spec document (results/<id>/spec.yaml, as registered). */
+const specDoc = (dir: string): Record<string, unknown> => parse(readFileSync(join(dir, 'spec.yaml'), 'utf8')) as Record<string, unknown>;
+
+/** The runs (of A and B) whose spec does not allow a node change; [] when both do. */
+function specsRefusingNodeChange(dirs: readonly string[]): string[] {
+  return dirs.filter((dir) => !allowsNodeChange(checkStored(AcrossRunsOfSpecSchema, specDoc(dir), `${join(dir, 'spec.yaml')} (across_runs)`)));
+}
+
 export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: { allowNodeChange?: boolean } = {}): CompareResult {
   const A = readResultsDir(dirA);
   const B = readResultsDir(dirB);
@@ -103,12 +114,13 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: {
   }
   const [na, nb] = [slurmNodes(pa), slurmNodes(pb)];
   if (na !== null && nb !== null && na !== nb) {
-    if (opts.allowNodeChange !== true) {
-      throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs ran on different Slurm nodes: ${na} (${dirA}) vs ${nb} (${dirB}); two nodes of one model differ by more than many changes measured`, {
-        hint: 'pass --allow-node-change to compare them anyway (the difference is listed), or measure both arms paired in one spec',
+    const refusing = opts.allowNodeChange === true ? [] : specsRefusingNodeChange([dirA, dirB]);
+    if (refusing.length > 0) {
+      throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs ran on different Slurm nodes: ${na} (${dirA}) vs ${nb} (${dirB}); two nodes of one model differ by more than many changes measured, and the spec of ${refusing.join(' and of ')} does not allow comparing across them (across_runs.allow_node_change)`, {
+        hint: 'set across_runs: { allow_node_change: true } in the spec, or pass --allow-node-change to compare them anyway (the difference is listed), or measure both arms paired in one spec',
       });
     }
-    differences.push(`Slurm nodes: ${na} vs ${nb}`);
+    differences.push(`Slurm nodes: ${na} vs ${nb}${opts.allowNodeChange === true ? ' (compared by --allow-node-change)' : ' (compared: both specs allow a node change)'}`);
   }
   for (const [what, key] of [['card model', 'name'], ['driver', 'driver']] as const) {
     const [x, y] = [cardsOf(pa, key), cardsOf(pb, key)];
@@ -136,7 +148,7 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: {
   const first = arms.find((x) => x.commits[0] !== null && x.commits[1] !== null && x.commits[0] !== x.commits[1]) ?? arms[0];
   let paired_spec: string | null = null;
   if (first !== undefined) {
-    const specA = parse(readFileSync(join(dirA, 'spec.yaml'), 'utf8')) as Record<string, unknown>;
+    const specA = specDoc(dirA);
     const toggles = A.summary.plan.arms.find((x) => x.name === first.arm)?.toggles ?? {};
     paired_spec = twoBuildSpec(specA, { name: 'a', ref: first.commits[0] ?? '<commit of run A>', toggles }, { name: 'b', ref: first.commits[1] ?? '<commit of run B>', toggles });
   }

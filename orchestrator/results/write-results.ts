@@ -19,7 +19,7 @@ import type { Analysis } from '../stats/types.ts';
 import { analysisInput } from './analysis-input.ts';
 import { accountReps, type Accounting } from './rep-fates.ts';
 import { collectRecords, type CollectedRecords, type CollectedResults } from './collect-results.ts';
-import { provenanceOf } from '../report/provenance.ts';
+import { provenanceOf, type Provenance } from '../report/provenance.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
@@ -38,7 +38,7 @@ export type { Accounting } from './rep-fates.ts';
 
 export interface WrittenResults {
   dir: string;
-  analysis: Analysis;
+  analysis: Analysis & { provenance: Provenance };
   report: string;
   accounting: Accounting;
   state: string;

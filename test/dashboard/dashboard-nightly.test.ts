@@ -1,7 +1,7 @@
 /**
  * The dashboard's nightly page and gauge read a real SQLite history file: three nights of one
  * comparison, the last a regression. /nightly heads with what last night found (the regression,
- * its experiment, report and commit), draws the comparison's SVG (the change line, its CI band,
+ * its experiment, report, commit and where it ran under Slurm with its node change), draws the comparison's SVG (the change line, its CI band,
  * the alerted night ringed with its finding, each night labelled, the legend whole, each point a
  * link to its night's experiment) and lists the runs; /metrics carries
  * orch_nightly_last_success_timestamp_seconds for the suite at its last done run's end.
@@ -38,7 +38,9 @@ before(async () => {
   for (const [i, n] of nights.entries()) {
     const at = t0 + i * DAY;
     const { run } = await history.claimRun({ suite: 'dash', scheduledAt: at, orchVersion: null, orchCommit: null, serveHost: 'h' });
-    const r = row({ run_id: run.id, suite: 'dash', scheduled_at: at, verdict: n.verdict, change: n.change, ci_low: n.change - 0.01, ci_high: n.change + 0.01, finding: n.finding });
+    // the last night ran under Slurm, on another node than the nights before
+    const slurm = i === 2 ? { slurm: { jobs: ['77'], nodes: ['gpu02'], partitions: ['h200'] }, node_change: 'ran on Slurm node gpu02; the night before outside Slurm: not compared across Slurm nodes' } : {};
+    const r = row({ run_id: run.id, suite: 'dash', scheduled_at: at, verdict: n.verdict, change: n.change, ci_low: n.change - 0.01, ci_high: n.change + 0.01, finding: n.finding, ...slurm });
     await history.finishRun(run.id, { state: n.state, error: null, alerts: n.finding ? 1 : 0, rows: [r] });
   }
   redis = await startRedisServer();
@@ -65,7 +67,7 @@ test('/nightly plots each comparison from the history: change, CI band, the aler
   assert.match(svg, /<polygon class="ci-band" points="(\S+,\S+ ){5}\S+,\S+"/, 'a band over three nights: six corners');
   assert.match(svg, /<polyline class="change" fill="none" stroke="[^"]+" points="\S+ \S+ \S+"/);
   assert.match(svg, /<polyline class="arm-value"/);
-  assert.match(svg, /<circle class="alert"[^>]*><title>alert: 2030-01-03 02:00 slower \+5\.0 % \[regression\] e1 commit abc<\/title>/);
+  assert.match(svg, /<circle class="alert"[^>]*><title>alert: 2030-01-03 02:00 slower \+5\.0 % \[regression\] e1 commit abc on Slurm node gpu02 \(job 77, partition h200\)<\/title>/);
   assert.equal((svg.match(/class="alert"/g) ?? []).length, 3, 'the alerted night ringed on the change and both absolute lines');
   assert.ok(!/class="alert"[^>]*stroke="#d62728"/.test(svg), 'the ring is not the arm line\'s red');
   assert.equal((svg.match(/<a class="night-link" href="\/experiments\/e1">/g) ?? []).length, 9, 'each point of the three lines links to its night\'s experiment');
@@ -74,7 +76,7 @@ test('/nightly plots each comparison from the history: change, CI band, the aler
   assert.equal((r.text.match(/<tr><td>2030-01-0\d/g) ?? []).length, 3, 'the three runs listed');
   const lastNight = /<section id="last-night">[\s\S]*?<\/section>/.exec(r.text)?.[0] ?? '';
   assert.match(lastNight, /dash: night of 2030-01-03 02:00 UTC — done/);
-  assert.match(lastNight, /<tr data-finding="regression"><td class="bad">regressed \(confirmed after correction\)<\/td><td>ab: b vs a<\/td><td class="num">\+5\.0 % \(CI \+4\.0 % to \+6\.0 %\)<\/td><td><a href="\/experiments\/e1">e1<\/a> \(<a href="\/results\/e1\/report\.md">report<\/a>\)<\/td><td><code class="commit" title="\/src">abc<\/code>/);
+  assert.match(lastNight, /<tr data-finding="regression"><td class="bad">regressed \(confirmed after correction\)<\/td><td>ab: b vs a<\/td><td class="num">\+5\.0 % \(CI \+4\.0 % to \+6\.0 %\)<\/td><td><a href="\/experiments\/e1">e1<\/a> \(<a href="\/results\/e1\/report\.md">report<\/a>\)<\/td><td><code class="commit" title="\/src">abc<\/code> <span class="muted">\/src<\/span><\/td><td class="where">Slurm node gpu02 \(job 77, partition h200\)<br><span class="muted">ran on Slurm node gpu02; the night before outside Slurm: not compared across Slurm nodes<\/span><\/td><\/tr>/);
 });
 
 test('/metrics: the last nightly success per suite', async () => {

@@ -10,8 +10,22 @@ import { after, before, describe, it } from 'node:test';
 import { HistoryStore, runId, type NightlyRow } from '../../history/history-store.ts';
 import { migrate, migrations } from '../../history/migrate.ts';
 import { openHistory } from '../../history/open-history.ts';
+import type { SqlDb } from '../../history/sql-db.ts';
 import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
 import { row } from './nightly-row.ts';
+
+/** A fresh database migrated up to `version` only, with what `seed` wrote there as an older orch would have. */
+async function atSchema(name: (typeof BACKENDS)[number], version: number, seed: (db: SqlDb) => Promise<void>): Promise<Backend> {
+  const old = await freshBackend(name);
+  const db = old.target.url ? (await import('../../history/postgres-db.ts')).openPostgres(old.target.url) : (await import('../../history/sqlite-db.ts')).openSqlite(old.target.file);
+  try {
+    await migrate(db, migrations().filter((m) => m.version <= version));
+    await seed(db);
+  } finally {
+    await db.close();
+  }
+  return old;
+}
 
 for (const name of BACKENDS) {
   describe(`history store on ${name}`, { timeout: 30_000 }, () => {
@@ -37,18 +51,13 @@ for (const name of BACKENDS) {
     });
 
     it('a database of an older schema is migrated in place: its runs read back, their orch_dirty unknown', async () => {
-      const old = await freshBackend(name);
+      const old = await atSchema(name, 2, async (db) => {
+        await db.run(
+          `INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state, orch_version, orch_commit, serve_host) VALUES (?, ?, ?, ?, ?, 'done', ?, ?, ?)`,
+          ['old@1', 'old', 1, 1, 1, '0.1.0', 'abc123', 'h'],
+        );
+      });
       try {
-        const db = old.target.url ? (await import('../../history/postgres-db.ts')).openPostgres(old.target.url) : (await import('../../history/sqlite-db.ts')).openSqlite(old.target.file);
-        try {
-          await migrate(db, migrations().filter((m) => m.version <= 2));
-          await db.run(
-            `INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state, orch_version, orch_commit, serve_host) VALUES (?, ?, ?, ?, ?, 'done', ?, ?, ?)`,
-            ['old@1', 'old', 1, 1, 1, '0.1.0', 'abc123', 'h'],
-          );
-        } finally {
-          await db.close();
-        }
         const upgraded = await openHistory(old.target);
         try {
           const run = await upgraded.run('old@1');
@@ -109,6 +118,41 @@ for (const name of BACKENDS) {
       const confirmation = row({ run_id: run.id, suite: 'cf', scheduled_at: t, experiment: 'e1-again', verdict: 'inconclusive', finding: 'confirmation-not-slower', confirms: 'e1' });
       await store.finishRun(run.id, { state: 'done', error: null, alerts: 0, rows: [confirmation, suspect] });
       assert.deepEqual(await store.rows('cf'), [suspect, confirmation]);
+    });
+
+    it("a row's Slurm placement (jobs, nodes, partitions) and its node change round-trip; outside Slurm it reads back null", async () => {
+      const t = Date.UTC(2026, 0, 5, 2);
+      const { run } = await store.claimRun({ suite: 'sl', scheduledAt: t, orchVersion: null, orchCommit: null, serveHost: 'h' });
+      const onSlurm = row({
+        run_id: run.id, suite: 'sl', scheduled_at: t, arm: 'b',
+        slurm: { jobs: ['41', '42'], nodes: ['gpu01', 'gpu02'], partitions: ['h200'] },
+        node_change: 'ran on Slurm nodes gpu01, gpu02; the night before on gpu03',
+      });
+      const outside = row({ run_id: run.id, suite: 'sl', scheduled_at: t, arm: 'c' });
+      await store.finishRun(run.id, { state: 'done', error: null, alerts: 0, rows: [onSlurm, outside] });
+      assert.deepEqual(await store.rows('sl'), [onSlurm, outside]);
+      const [raw] = await store.db.all<Record<string, unknown>>("SELECT slurm_jobs, slurm_nodes, slurm_partitions FROM nightly_rows WHERE suite = 'sl' AND arm = 'b'");
+      assert.deepEqual(raw, { slurm_jobs: '["41","42"]', slurm_nodes: '["gpu01","gpu02"]', slurm_partitions: '["h200"]' });
+    });
+
+    it('a database at schema 005 is migrated to 006 in place: its rows read back with no Slurm placement and no node change', async () => {
+      const old = await atSchema(name, 5, async (db) => {
+        await db.run(`INSERT INTO nightly_runs (id, suite, scheduled_at, started_at, heartbeat_at, state) VALUES ('old@1', 'old', 1, 1, 1, 'done')`);
+        await db.run(
+          `INSERT INTO nightly_rows (run_id, suite, scheduled_at, spec_file, experiment_state, arm, reference, hosts) VALUES ('old@1', 'old', 1, '/x/ab.yaml', 'done', 'b', 'a', '["h1"]')`,
+        );
+      });
+      try {
+        const upgraded = await openHistory(old.target);
+        try {
+          const [r] = await upgraded.rows('old');
+          assert.deepEqual([r?.hosts, r?.slurm, r?.node_change], [['h1'], null, null]);
+        } finally {
+          await upgraded.close();
+        }
+      } finally {
+        await old.drop();
+      }
     });
 
     it('a failed run and a running run whose heartbeat is old are troubled', async () => {

@@ -3,8 +3,9 @@
 // (orchestrator/slurm/batch-script.ts). Pure: the real daemons are test/slurm/slurm.test.ts's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseSqueueEnd, slurmAllocation, slurmHostName } from '../../jobs/slurm-allocation.ts';
+import { parseNodeAddr, parseSqueueEnd, slurmAllocation, slurmHostName } from '../../jobs/slurm-allocation.ts';
 import { slurmCards } from '../../worker/slurm/slurm-cards.ts';
+import { describeRankExit } from '../../worker/rank-runner.ts';
 import { batchScript } from '../../orchestrator/slurm/batch-script.ts';
 import { slurmEnv } from '../../orchestrator/slurm/slurm-commands.ts';
 
@@ -28,6 +29,21 @@ test('a step environment orch cannot read is refused with the fix', () => {
 test("squeue's end: local time without a zone, or none", () => {
   assert.equal(parseSqueueEnd('2026-12-03T15:21:33\n'), new Date(2026, 11, 3, 15, 21, 33).getTime());
   for (const none of ['N/A', 'Unknown', 'NONE', '']) assert.equal(parseSqueueEnd(none), null);
+});
+
+test("the node's address: NodeAddr of scontrol show node -o, not NodeHostName's; none when the line has none", () => {
+  assert.equal(parseNodeAddr('NodeName=gpu07 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.0.3.7 NodeHostName=gpu07 Port=6818 Version=22.05.8\n'), '10.0.3.7');
+  assert.equal(parseNodeAddr('NodeName=gpu07 NodeHostName=gpu07'), null);
+});
+
+test("a rank killed by SIGTERM under Slurm: the attempt was cut by Slurm, said so; outside Slurm only the signal", () => {
+  const exit = { rank: 0, card: 'cpu:0@vm-slurm7', pid: 42, code: null, signal: 'SIGTERM', lastError: null, fault: null };
+  assert.equal(
+    describeRankExit(exit, { SLURM_JOB_ID: '7' }),
+    "rank 0 on card cpu:0@vm-slurm7 (pid 42) was killed by SIGTERM from Slurm (job 7's step was signalled: scancel, preemption or its time limit; the program reset the SIGTERM the worker had it ignore) — the attempt was cut by Slurm, not by the rank; no error line",
+  );
+  assert.equal(describeRankExit(exit, {}), 'rank 0 on card cpu:0@vm-slurm7 (pid 42) was killed by SIGTERM; no error line');
+  assert.equal(describeRankExit({ ...exit, signal: 'SIGSEGV' }, { SLURM_JOB_ID: '7' }), 'rank 0 on card cpu:0@vm-slurm7 (pid 42) was killed by SIGSEGV; no error line');
 });
 
 test("the cards: nvidia-smi's GPUs of the step's indexes; with no GPU, the cpu cards of the GRES indexes", async () => {

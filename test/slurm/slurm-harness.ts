@@ -38,8 +38,8 @@ export interface SlurmWorld {
   dir: string;
   sched: InProcessScheduler;
   env: Record<string, string>;
-  /** `orch slurm up` with the fixture rank (or `graphrt`, with `env` for the job); returns the job id */
-  up(opts: { gpus: number; time: string; repMs: number; drainS?: number; graphrt?: string; env?: Record<string, string> }): Promise<string>;
+  /** `orch slurm up` with the fixture rank (or `graphrt`, with `env` for the job), on `nodes` nodes of `partition` (default 1, the default partition); returns the job id */
+  up(opts: { gpus: number; time: string; repMs: number; drainS?: number; graphrt?: string; env?: Record<string, string>; nodes?: number; partition?: string }): Promise<string>;
   orch(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
   /** the hosts of `job` once its workers registered `cards` cards in all */
   registered(job: string, cards: number): Promise<HostInfo[]>;
@@ -57,9 +57,9 @@ export async function startSlurmWorld(): Promise<SlurmWorld> {
   const orch = (args: string[]) => runOrch(['slurm', ...args, '--run-dir', join(dir, 'runs')], env);
   return {
     srv, redis, prefix, dir, sched, env, orch,
-    async up({ gpus, time, repMs, drainS = 0, graphrt = FIXTURE_RANK, env: jobEnv = {} }) {
+    async up({ gpus, time, repMs, drainS = 0, graphrt = FIXTURE_RANK, env: jobEnv = {}, nodes = 1, partition }) {
       const r = await runOrch(
-        ['slurm', 'up', '--nodes', '1', '--gpus-per-node', String(gpus), '--time', time, '--drain-before-end', String(drainS), '--run-dir', join(dir, 'runs'), '--json',
+        ['slurm', 'up', '--nodes', String(nodes), ...(partition ? ['--partition', partition] : []), '--gpus-per-node', String(gpus), '--time', time, '--drain-before-end', String(drainS), '--run-dir', join(dir, 'runs'), '--json',
           `--worker-arg=--graphrt=${graphrt}`, '--worker-arg=--heartbeat-ms=500', `--worker-arg=--lock-dir=${join(dir, `locks-${jobs.length}`)}`],
         { ...env, ...jobEnv, FIXTURE_REP_MS: String(repMs) },
       );

@@ -19,9 +19,24 @@ import { findJob } from '../../orchestrator/slurm/slurm-run-dir.ts';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
 import type { WithProvenance } from '../../orchestrator/report/render-provenance.ts';
 import { waitFor } from '../utils/wait-for.ts';
+import pino from 'pino';
+import { openHistory } from '../../history/open-history.ts';
+import { runNight } from '../../orchestrator/nightly/nightly-run.ts';
+import { renderHistory } from '../../orchestrator/nightly/render-history.ts';
+import { GangStaging } from '../../store/gang-staging.ts';
+import { advertiseAddress } from '../../worker/advertise-address.ts';
 import { ledger, slurmMissing, startSlurmWorld, type SlurmWorld } from './slurm-harness.ts';
 
 const missing = slurmMissing();
+
+/** Two ranks across hosts on graphrt's CPU backend, their allreduce through rank 0's rendezvous. */
+const SPREAD_SPEC = [
+  'name: slurm-spread', 'design: ab',
+  'workload: { runtime: native, backend: cpu, kind: decode, params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3 }',
+  'toggles: [graph, allreduce]',
+  'arms:', '  - { name: eager, toggles: { allreduce: true } }', '  - { name: graph, toggles: { graph: true, allreduce: true } }',
+  'reps: 2', 'blocks: { count: 1, ranks: 2, placement: spread }', 'gates: { identity: { replays: 3 }, aa: false }', 'metric: { name: ms_per_step, better: lower }', '',
+].join('\n');
 
 describe('orch workers under Slurm', { skip: missing ?? false }, () => {
   let w: SlurmWorld;
@@ -66,8 +81,33 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const summary = JSON.parse(readFileSync(join(moved, 'summary.json'), 'utf8'));
     summary.analysis.provenance.slurm[0].node = 'gpu99';
     writeFileSync(join(moved, 'summary.json'), JSON.stringify(summary));
-    assert.throws(() => compareResults(written.dir, moved), new RegExp(`ran on different Slurm nodes: ${node} .* vs gpu99`));
-    assert.match(compareResults(written.dir, moved, 0.05, { allowNodeChange: true }).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99$`, 'm'));
+    assert.throws(() => compareResults(written.dir, moved), new RegExp(`ran on different Slurm nodes: ${node} .* vs gpu99 .*, and the spec of ${written.dir} and of ${moved} does not allow`));
+    assert.match(compareResults(written.dir, moved, 0.05, { allowNodeChange: true }).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99 \\(compared by --allow-node-change\\)$`, 'm'));
+    // the spec's across_runs.allow_node_change: both runs' specs must allow it
+    writeFileSync(join(moved, 'spec.yaml'), `${readFileSync(join(moved, 'spec.yaml'), 'utf8')}across_runs: { allow_node_change: true }\n`);
+    assert.throws(() => compareResults(written.dir, moved), new RegExp(`the spec of ${written.dir} does not allow comparing across them`));
+    const allowing = join(w.dir, 'results-allowing');
+    cpSync(written.dir, allowing, { recursive: true });
+    writeFileSync(join(allowing, 'spec.yaml'), readFileSync(join(moved, 'spec.yaml'), 'utf8'));
+    assert.match(compareResults(allowing, moved).text, new RegExp(`^- Slurm nodes: ${node} vs gpu99 \\(compared: both specs allow a node change\\)$`, 'm'));
+
+    // a night run in the allocation records its Slurm job, node and partition in the history
+    const specFile = join(w.dir, 'slurm-night.yaml');
+    writeFileSync(specFile, abSpec('slurm-night', 1, 2));
+    const history = await openHistory({ url: null, file: join(w.dir, 'history.sqlite') });
+    try {
+      const night = await runNight(
+        { redis: w.redis, prefix: w.prefix, history, log: pino({ level: 'silent' }), resultsRoot: join(w.dir, 'night-results'), send: async () => undefined },
+        { suite: 'slurm-night', file: join(w.dir, 'suite.yaml'), experiments: [specFile] },
+        Date.now(),
+      );
+      assert.equal(night.state, 'done', JSON.stringify(night));
+      const rows = await history.rows('slurm-night');
+      assert.deepEqual(rows.map((r) => r.slurm), [{ jobs: [job], nodes: [node], partitions: ['debug'] }]);
+      assert.match(renderHistory('slurm-night', rows), new RegExp(` on Slurm node ${node} \\(job ${job}, partition debug\\)`));
+    } finally {
+      await history.close();
+    }
 
     const down = await w.orch(['down', '--job', job, '--json']);
     assert.equal(down.code, 0, down.stderr);
@@ -109,14 +149,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const jobEnv = { ORCH_ADVERTISE_ADDR: '127.0.0.1' };
     const [a, b] = [await w.up({ gpus: 1, time: '10', repMs: 0, graphrt: GRAPHRT, env: jobEnv }), await w.up({ gpus: 1, time: '10', repMs: 0, graphrt: GRAPHRT, env: jobEnv })];
     await Promise.all([w.registered(a, 1), w.registered(b, 1)]);
-    const spec = [
-      'name: slurm-spread', 'design: ab',
-      'workload: { runtime: native, backend: cpu, kind: decode, params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3 }',
-      'toggles: [graph, allreduce]',
-      'arms:', '  - { name: eager, toggles: { allreduce: true } }', '  - { name: graph, toggles: { graph: true, allreduce: true } }',
-      'reps: 2', 'blocks: { count: 1, ranks: 2, placement: spread }', 'gates: { identity: { replays: 3 }, aa: false }', 'metric: { name: ms_per_step, better: lower }', '',
-    ].join('\n');
-    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-spread', spec);
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-spread', SPREAD_SPEC);
     assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
     const row = await ledger(w, id, 'a gang spread over two allocations');
     assert.equal(row.measured, row.planned);
@@ -127,7 +160,46 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     execFileSync('scancel', [a, b]);
   });
 
-  test('scancel mid-block: the block in flight is re-tried or its reps failed with a reason, the rest move to another allocation; nothing measured twice', async () => {
+  test("one allocation of two nodes (.ci/slurm-up's partition pair: two slurmd on this host): one worker per node, a spread gang's ranks on both, rank 0's rendezvous on its node's Slurm NodeAddr", { skip: skipWithoutBinary }, async () => {
+    const node = execFileSync('hostname', ['-s'], { encoding: 'utf8' }).trim();
+    // no ORCH_ADVERTISE_ADDR: the address comes from Slurm (127.0.0.1 in .ci/slurm-up, not this machine's first interface)
+    const job = await w.up({ gpus: 1, nodes: 2, partition: 'pair', time: '10', repMs: 0, graphrt: GRAPHRT });
+    const hosts = await w.registered(job, 2);
+    assert.deepEqual(hosts.map((h) => h.host).sort(), [`${node}-2-slurm${job}`, `${node}-slurm${job}`], 'one worker per node');
+    assert.deepEqual(hosts.map((h) => h.slurm?.node).sort(), [`${node}`, `${node}-2`]);
+    const spec = SPREAD_SPEC.replace('name: slurm-spread', 'name: slurm-two-nodes');
+    const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-two-nodes', spec);
+    // the rendezvous is published while the gang starts and deleted at its commit: watched meanwhile
+    const staging = new GangStaging(w.redis, { prefix: w.prefix });
+    const published = new Set<string>();
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        for (const attempt of [0, 1, 2, 3]) {
+          const address = await staging.rendezvousAddress({ experiment: id, block: 0, attempt });
+          if (address !== null) published.add(address);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    try {
+      assert.equal(await waitEnded(w.redis, w.prefix, id, 180_000), 'done');
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    const row = await ledger(w, id, 'a gang spread over the two nodes of one allocation');
+    assert.equal(row.measured, row.planned);
+    assert.equal(row.twice, 0);
+    const [block] = await new ExperimentStore(w.redis, w.prefix).blocks(id);
+    const committed = block!.attempts.find((t) => t.outcome === 'committed')!;
+    assert.deepEqual(committed.gang.map((p) => p.host).sort(), [`${node}-2-slurm${job}`, `${node}-slurm${job}`], 'one rank on each node');
+    assert.ok(published.size > 0, 'the rendezvous was seen published');
+    for (const address of published) assert.match(address, /^127\.0\.0\.1:\d+$/, `rank 0 listened on the node's NodeAddr (advertise-address.ts would give ${advertiseAddress({})})`);
+    execFileSync('scancel', [job]);
+  });
+
+  test("scancel mid-block: Slurm's SIGTERM reaches the worker and its ranks, which ignore it; the worker drains (the rep in flight finishes, the block is handed back whole, its reason names Slurm's SIGTERM) and the rest move to another allocation; nothing measured twice", async () => {
     const first = await w.up({ gpus: 1, time: '10', repMs: 400 });
     await w.registered(first, 1);
     const id = await submitYaml(w.redis, w.prefix, w.dir, 'slurm-scancel', abSpec('slurm-scancel', 3, 2));
@@ -144,6 +216,9 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const blocks = await new ExperimentStore(w.redis, w.prefix).blocks(id);
     const hit = blocks.find((b) => b.attempts.some((a) => a.gang[0]?.host.endsWith(`-slurm${first}`) && a.outcome !== 'committed'));
     assert.ok(hit, `a block attempt on job ${first} was cut: ${JSON.stringify(blocks.map((b) => b.attempts.map((a) => [a.gang[0]?.host, a.outcome])))}`);
+    // drained, not killed: the ranks outlived the step's SIGTERM (a dead rank would be RANK_DIED, "killed by SIGTERM")
+    const cut = hit.attempts.find((a) => a.gang[0]?.host.endsWith(`-slurm${first}`))!;
+    assert.match(cut.reason ?? '', new RegExp(`stopped \\(Slurm's SIGTERM to job ${first}: scancel, preemption or its time limit\\) after \\d+ of 4 reps`), JSON.stringify(cut));
     assert.ok(hit.attempts.some((a) => a.gang[0]?.host.endsWith(`-slurm${second}`) && a.outcome === 'committed'), 'and committed on the second allocation');
     execFileSync('scancel', [second]);
   });
@@ -165,7 +240,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     assert.equal(row.twice, 0);
     const attempts = (await new ExperimentStore(w.redis, w.prefix).blocks(id)).flatMap((b) => b.attempts);
     const cut = attempts.find((a) => a.gang[0]?.host.endsWith(`-slurm${first}`) && a.outcome !== 'committed');
-    assert.match(cut?.reason ?? '', /stopped \(its allocation ends, or orch slurm down\)/, JSON.stringify(attempts));
+    assert.match(cut?.reason ?? '', /stopped \(stop file \S+ appeared \(orch slurm down, or the job's pre-timeout signal\)\) after \d+ of 12 reps/, JSON.stringify(attempts));
     execFileSync('scancel', [second]);
   });
 

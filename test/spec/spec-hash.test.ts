@@ -120,6 +120,14 @@ describe('spec hash', () => {
     assert.notEqual(a.hash, b.hash);
   });
 
+  it('covers across_runs: allowing a Slurm node change is registered with the spec, absent keeps the hash specs had before it', () => {
+    const short = { name: 'x', design: 'leave-one-out', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph', 'pdl'] };
+    const allowing = loadRaw({ ...short, across_runs: { allow_node_change: true } });
+    assert.equal(allowing.spec.across_runs?.allow_node_change, true);
+    assert.notEqual(allowing.hash, loadRaw(short).hash);
+    assert.equal(loadRaw(short).spec.across_runs, undefined);
+  });
+
   it('a hash that ignores a field is caught (planted bug)', () => {
     const ignoresPlacement = (s: Spec): string => specHash({ ...s, blocks: { ...s.blocks, placement: 'host' } });
     const ignoresSeed = (s: Spec): string => specHash({ ...s, seed: undefined });

@@ -2,6 +2,9 @@
  * SIGTERM to a worker mid-block: the rep in flight finishes, the measured reps are committed, the
  * rest are reported "not run" in the failed hash (every planned rep ends as exactly one of the
  * two), the leases are released at once (not left to expire), the ranks end in order, exit 0.
+ * The same when the SIGTERM reaches the ranks too, as slurmstepd sends it to every process of a
+ * job step (scancel, the time limit) and systemd to every process of a unit: the ranks ignore it
+ * (worker/rank-process.ts) and end when the worker closes them.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,9 +22,9 @@ import { useWorkerEnv } from '../utils/worker-env.ts';
 describe('graceful stop', () => {
   const env = useWorkerEnv('stop');
 
-  test('SIGTERM: rep in flight finished, measured reps committed, the rest not run, leases released', async () => {
+  for (const [to, signalRanks] of [['the worker', false], ['the worker and every rank at once (a Slurm step, a systemd unit)', true]] as const) test(`SIGTERM to ${to}: rep in flight finished, measured reps committed, the rest not run, leases released`, async () => {
     const prefix = freshPrefix();
-    const log = join(env.dir, 'ranks.jsonl');
+    const log = join(env.dir, `ranks-${signalRanks ? 'all' : 'worker'}.jsonl`);
     const heartbeatMs = 5000; // leases live 10 s: freed at once only by the release
     const worker = await env.spawn({
       prefix, host: 's1', cards: 'cpu:0,cpu:1', heartbeatMs,
@@ -40,6 +43,11 @@ describe('graceful stop', () => {
       await waitForEvents(env.redis, prefix, 's', 'two reps', (e) => e.filter((x) => x.event.type === 'rep' && x.rank === '0').length >= 2, 20_000);
       const t0 = Date.now();
       worker.child.kill('SIGTERM');
+      if (signalRanks) {
+        const started = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string; pid: number }).filter((e) => e.ev === 'start');
+        assert.equal(started.length, 2);
+        for (const r of started) process.kill(r.pid, 'SIGTERM');
+      }
       const exit = await worker.exited;
       const stopMs = Date.now() - t0;
       assert.deepEqual(exit, { code: 0, signal: null });
@@ -64,7 +72,7 @@ describe('graceful stop', () => {
       }
       const ends = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string }).filter((e) => e.ev === 'end');
       assert.equal(ends.length, 2, 'both ranks ended in order (stdin closed), not killed');
-      console.log(`# SIGTERM: ${outcome.measured} reps measured, ${outcome.not_run} not run, worker exited after ${stopMs} ms`);
+      console.log(`# SIGTERM to ${to}: ${outcome.measured} reps measured, ${outcome.not_run} not run, worker exited after ${stopMs} ms`);
     } finally {
       await dispatcher.close();
     }
