@@ -25,7 +25,10 @@ export interface TraceArm {
   dropped: number;
 }
 
-export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floorNs: number): TraceArm {
+/** The card's graph-node floor in ns, or why there is none to estimate against (never a stand-in number). */
+export type FloorForEstimate = { ns: number } | { reason: string };
+
+export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor: FloorForEstimate): TraceArm {
   const mode = [...new Set(answers.map((a) => a.mode))].join(', ');
   const steps = answers.flatMap((a) => stepsOfTrace(a) ?? []);
   const none = answers.map((a) => a.trace).find((t) => t.source === 'none');
@@ -37,12 +40,13 @@ export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor
     byGraph.set(g.graph_id, seen);
   }
   const graphs: TracedGraphRow[] = [...byGraph].map(([graph_id, g]) => ({ graph_id, nodes: g.nodes, instantiations: g.times.length, instantiate_ns: median(g.times) }));
-  const summary = summarizeTrace(steps, floorNs);
+  const summary = 'ns' in floor ? summarizeTrace(steps, floor.ns) : null;
+  const reason = steps.length > 0 && 'reason' in floor ? `traced, but no graph-node floor to estimate against: ${floor.reason}` : none?.source === 'none' ? none.reason : 'no trace answer';
   return {
     arm,
     mode,
     summary,
-    ...(summary === null ? { reason: none?.source === 'none' ? none.reason : 'no trace answer' } : {}),
+    ...(summary === null ? { reason } : {}),
     graphs,
     dropped: traced.reduce((n, t) => n + t.dropped, 0),
   };

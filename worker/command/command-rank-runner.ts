@@ -28,6 +28,8 @@ export interface CommandRankRunnerOptions {
   minFreeDiskGb?: number;
   /** orch's CUPTI injection library on this host (launch-counter.ts), for resident ranks on cuda cards; null: none */
   injectLib?: string | null;
+  /** the worker's graphrt, whose chain measures a trace probe's graph-node floor (chain-floor.ts); null: none */
+  graphrt?: string | null;
 }
 
 
@@ -61,7 +63,7 @@ export class CommandRankRunner implements RankRunner {
     if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
     const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
-    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null }, ensure);
+    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null }, ensure);
     return new CommandRank(s, workload, this.opts, ensure);
   }
 }
