@@ -7,7 +7,9 @@
  * the program starts: the report gives its floor as graphrt's cpu backend's, not a GPU floor.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { submitSpec } from '../utils/submit-spec.ts';
 import { torchDecodeSpec } from './torch-decode-spec.ts';
 
@@ -43,5 +45,11 @@ describe('the trace probe of a resident Python rank through orch submit', () => 
     assert.equal(r.summary.analysis.verdict, 'pass', 'a probe that committed every trace rep passes; not traced is said, not failed');
     assert.equal(r.summary.analysis.trace.floor.gpu, false);
     assert.deepEqual(r.summary.analysis.trace.arms.map((a: { summary: unknown }) => a.summary), [null, null]);
+    // summary.json (its analysis is report.json's) as docs/schemas says
+    const ajv = new Ajv2020({ allErrors: true, strict: true });
+    ajv.addKeyword({ keyword: 'unit', schemaType: 'string' });
+    ajv.addSchema(JSON.parse(readFileSync('docs/schemas/report.schema.json', 'utf8')) as object);
+    const valid = ajv.compile(JSON.parse(readFileSync('docs/schemas/summary.schema.json', 'utf8')) as object);
+    assert.ok(valid(r.summary), JSON.stringify(valid.errors?.slice(0, 3)));
   });
 });
