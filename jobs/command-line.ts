@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ChainFloorRunSchema } from './chain-floor-run.ts';
+import { PerRepLaunchCountsSchema } from './per-rep-counts.ts';
 import { LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema, RepClocksSchema } from './orch-rank-protocol.ts';
 
 const v = z.literal(1);
@@ -55,7 +56,8 @@ export const CommandRepSchema = z.strictObject({
   /** per measured step: one hash over every output (jobs/output-hashes.ts) */
   hashes: z.array(z.string()).optional(),
   counters: z.record(z.string(), z.number()).optional(),
-  launches: LaunchCountsSchema.optional(),
+  /** resident: per step from the rank library; per_rep: the whole rep's, with the steps it is divided by */
+  launches: z.union([LaunchCountsSchema, PerRepLaunchCountsSchema]).optional(),
   clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
   ecc_errors: z.int().min(0).optional(),

@@ -121,10 +121,11 @@ function checkRunMode(w: CommandWorkload, design: Spec['design'], buildsAsArms: 
       problem(['workload', 'toggles', name], `toggle "${name}" travels in a request, which only a resident rank gets`, `set workload.run.mode: resident, or map it: { env: SOME_VAR, on: "1", off: "0" }`);
     }
   }
+  if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts === true) {
+    problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or remove workload.run.launch_counts to run the program under your profiler without orch\'s counts');
+  }
   if (resident) {
-    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts === true) {
-      problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or remove workload.run.launch_counts to run the program under your profiler without orch\'s counts');
-    } else if (w.run.env?.[INJECTION_VARIABLE] !== undefined && design === 'probe') {
+    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts !== true && design === 'probe') {
       problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; the trace probe traces through orch's and never replaces it`, 'remove it from workload.run.env for the probe');
     }
     if (w.metric_source !== undefined) problem(['workload', 'metric_source'], 'a resident rank reports its step times through the rank protocol; no metric is read from its output', 'remove workload.metric_source');
@@ -134,7 +135,6 @@ function checkRunMode(w: CommandWorkload, design: Spec['design'], buildsAsArms: 
     if (w.metric_source === undefined) problem(['workload', 'metric_source'], 'a per_rep command workload reads one value per step from its output', 'add metric_source: { format: jsonl, field: ms }, or set run.mode: resident with a rank library');
     if (w.params !== undefined) problem(['workload', 'params'], "params reach a resident rank's setup(params); a per_rep command gets its settings from run.env or its arguments", 'move them into run.env, or set run.mode: resident');
     if (w.run.hello_timeout_s !== undefined) problem(['workload', 'run', 'hello_timeout_s'], 'only a resident rank says hello', 'remove it');
-    if (w.run.launch_counts !== undefined) problem(['workload', 'run', 'launch_counts'], 'launch counts are read by the rank library of a resident rank', 'remove it, or set run.mode: resident');
   }
 }
 
