@@ -5,25 +5,11 @@
  */
 import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
 import { median } from './descriptive.ts';
-import { stepsOfTrace, summarizeTrace, type TraceSummary } from './kernel-trace.ts';
+import { stepsOfTrace, summarizeTrace } from './kernel-trace.ts';
+import type { TraceArm, TracedGraphRow } from './trace-summary-types.ts';
 
-export interface TracedGraphRow {
-  graph_id: number;
-  nodes: number;
-  instantiations: number;
-  /** median host time of an instantiation */
-  instantiate_ns: number;
-}
+export type { TraceArm, TracedGraphRow } from './trace-summary-types.ts';
 
-export interface TraceArm {
-  arm: string;
-  mode: string;
-  /** null: nothing traced, for `reason` */
-  summary: TraceSummary | null;
-  reason?: string;
-  graphs: readonly TracedGraphRow[];
-  dropped: number;
-}
 
 /** The card's graph-node floor in ns, or why there is none to estimate against (never a stand-in number). */
 export type FloorForEstimate = { ns: number } | { reason: string };

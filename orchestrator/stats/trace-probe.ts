@@ -9,22 +9,11 @@
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import { graphNodeFloorNs } from './graph-node-floor.ts';
-import { traceArmOf, type FloorForEstimate, type TraceArm } from './trace-arm.ts';
+import { traceArmOf, type FloorForEstimate } from './trace-arm.ts';
+import type { TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
 
-/** What the chain measured, as the report states it. */
-export type TraceFloor =
-  | { source: 'graphrt-chain'; backend: 'cpu' | 'cuda'; device: string; ns_per_node: number; reps: number; gpu: boolean }
-  | { source: 'none'; reason: string };
+export type { TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
 
-export interface TraceProbeSummary {
-  planned: number;
-  /** planned trace reps without a committed record */
-  missing: number;
-  floor: TraceFloor;
-  arms: TraceArm[];
-  pass: boolean;
-  message: string;
-}
 
 /** The floor over every rank's chain run (the median of their reps); the first reason when none ran. */
 export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {

@@ -13,7 +13,7 @@
 
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { ProbeSummary } from './probe-summary.ts';
-import type { TraceProbeSummary } from './trace-probe.ts';
+import type { TraceProbeSummary } from './trace-summary-types.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
