@@ -12,6 +12,7 @@ import { parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from '../../jobs/line-limit.ts';
 import { toChainFloorRun } from '../../jobs/native-args.ts';
 import { fateShared, INHERITED_LOCK_FD } from '../rank-process.ts';
+import { programEnv } from './program-env.ts';
 
 /** Kernels per chain step: enough nodes that a step's time is the nodes' and not the launch's. */
 const CHAIN_KERNELS = 256;
@@ -55,7 +56,8 @@ function chainRep(o: ChainFloorOptions & { graphrt: string }): Promise<RepOrReas
   const { args, env } = toChainFloorRun({ backend: o.backend, uuid: o.uuid, lockFd: INHERITED_LOCK_FD, kernels: CHAIN_KERNELS, warmup: CHAIN_WARMUP, steps: CHAIN_STEPS });
   const [file, argv] = fateShared(o.graphrt, args, o.warn);
   return new Promise((resolve) => {
-    const child = spawn(file, argv, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe', o.lockFd] });
+    // the minimal environment every program orch starts gets (never a credential)
+    const child = spawn(file, argv, { env: programEnv(env), stdio: ['ignore', 'pipe', 'pipe', o.lockFd] });
     let stdout = '';
     let stderr = '';
     let over = false;
