@@ -16,7 +16,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'ORCH_LOG_FORMAT', describe: 'json or pretty: log lines on stderr (default pretty on a terminal,\njson elsewhere)' },
   { name: 'ORCH_BUILD_DIR', describe: 'build cache of command workloads (default ~/.cache/orch/builds)' },
   { name: 'ORCH_GRAPHRT', describe: 'embedded submit: the graphrt binary (default native/build/graphrt)' },
-  { name: 'ORCH_INJECT_LIB', describe: "orch's CUPTI injection library for resident command ranks on cuda\ncards (default liborch_inject.so beside graphrt)" },
+  { name: 'ORCH_INJECT_LIB', describe: "orch's CUPTI injection library for command ranks on cuda cards:\nlaunch counts and the trace probe (default liborch_inject.so beside graphrt)" },
   { name: 'ORCH_EXPERIMENT_TTL_DAYS', describe: "days Redis keeps an ended experiment's keys after its results are\nwritten (default 7; 0: until orch prune)" },
   { name: 'GITHUB_STEP_SUMMARY', describe: 'orch report --format github: the file its markdown summary is\nappended to (set by GitHub Actions)' },
   { name: 'SLURM_JOB_ID', describe: 'orch worker --slurm auto: set, the worker runs inside that Slurm job\n(its cards, host name and end from the job)' },

@@ -54,6 +54,12 @@ export const BlockJobSchema = z
     foreign_process: z.enum(['fail', 'wait']),
     /** spec.hygiene: discard makes the worker run a throttled pair again at the block's end, `reruns` pairs at most */
     hygiene: z.object({ policy: z.enum(HYGIENE_POLICIES), reruns: z.int().min(0) }).optional(),
+    /**
+     * design probe of a resident command rank: every planned rep is a `trace` request, the rank
+     * runs under orch's injection library in trace mode and graphrt's chain measures the card's
+     * graph-node floor before it starts (worker/command/). Never set for a timed design.
+     */
+    trace_probe: z.literal(true).optional(),
     /** spec.min_free_disk_gb: preflight refuses a host with less free disk (worker/preflight/). */
     min_free_disk_gb: z.number().min(0).optional(),
     /** Builds as arms (jobs/build-refs.ts): the repository and each build's commit, built in a worktree per commit. */

@@ -5,7 +5,9 @@
  * (jobs/metric-source.ts); each of its output lines reaches the event stream as an `output` line.
  */
 import { z } from 'zod';
-import { LaunchCountsSchema, OrchRankHelloSchema, RepClocksSchema } from './orch-rank-protocol.ts';
+import { ChainFloorRunSchema } from './chain-floor-run.ts';
+import { PerRepLaunchCountsSchema } from './per-rep-counts.ts';
+import { LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema, RepClocksSchema } from './orch-rank-protocol.ts';
 
 const v = z.literal(1);
 const count = z.int().min(0);
@@ -21,6 +23,8 @@ export const CommandHelloSchema = z.strictObject({
     .nullable(),
   /** run.mode resident: the program's own hello (jobs/orch-rank-protocol.ts) */
   program: OrchRankHelloSchema.omit({ v: true, type: true, final: true }).optional(),
+  /** a resident rank's trace probe: graphrt's chain on the card before the program started (the graph-node floor) */
+  graph_node_floor: ChainFloorRunSchema.optional(),
   /** Builds as arms: each build the block's arms run, by name (worker/builds/commit-build.ts). */
   builds: z
     .record(z.string(), z.strictObject({ commit: z.string(), key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() }))
@@ -52,7 +56,8 @@ export const CommandRepSchema = z.strictObject({
   /** per measured step: one hash over every output (jobs/output-hashes.ts) */
   hashes: z.array(z.string()).optional(),
   counters: z.record(z.string(), z.number()).optional(),
-  launches: LaunchCountsSchema.optional(),
+  /** resident: per step from the rank library; per_rep: the whole rep's, with the steps it is divided by */
+  launches: z.union([LaunchCountsSchema, PerRepLaunchCountsSchema]).optional(),
   clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
   ecc_errors: z.int().min(0).optional(),
@@ -90,6 +95,10 @@ export const CommandGateSchema = z.strictObject({
 });
 export type CommandGate = z.infer<typeof CommandGateSchema>;
 
+/** A resident rank's answer to a trace probe's `trace` request, as the program gave it (ranklib/PROTOCOL.md "trace"). */
+export const CommandTraceSchema = OrchRankTraceSchema;
+export type CommandTrace = z.infer<typeof CommandTraceSchema>;
+
 /** One line the user's process printed, as the event stream carries it. */
 export const CommandOutputSchema = z.strictObject({
   v,
@@ -111,5 +120,5 @@ export const CommandErrorSchema = z.strictObject({
 });
 export type CommandError = z.infer<typeof CommandErrorSchema>;
 
-export const CommandLineSchema = z.discriminatedUnion('type', [CommandHelloSchema, CommandRepSchema, CommandGateSchema, CommandOutputSchema, CommandErrorSchema]);
+export const CommandLineSchema = z.discriminatedUnion('type', [CommandHelloSchema, CommandRepSchema, CommandGateSchema, CommandTraceSchema, CommandOutputSchema, CommandErrorSchema]);
 export type CommandLine = z.infer<typeof CommandLineSchema>;

@@ -40,7 +40,8 @@ export function compileSpec(parsed: Spec): CompiledSpec {
     problem(['toggles'], `leave-one-out needs at least two toggles (got ${spec.toggles.length})`, 'list two or more toggles, or use design: ab');
   }
   if (spec.design === 'ab') checkAbArms(spec, problem);
-  else if (spec.arms !== undefined) problem(['arms'], `"arms" is only used by design: ab (this is ${spec.design})`, 'remove it');
+  else if (isTraceProbe(spec)) checkTraceProbeArms(spec, problem);
+  else if (spec.arms !== undefined) problem(['arms'], `"arms" is only used by design: ab and the trace probe of a resident rank (this is ${spec.design})`, 'remove it');
   if (spec.design === 'sweep') checkSweep(spec, problem);
   else if (spec.sweep !== undefined) problem(['sweep'], `"sweep" is only used by design: sweep (this is ${spec.design})`, 'remove it');
   checkProbe(spec, problem);
@@ -54,7 +55,7 @@ export function compileSpec(parsed: Spec): CompiledSpec {
     problem(['hygiene_reruns'], `hygiene_reruns budgets the re-runs of discarded pairs; hygiene is ${spec.hygiene ?? 'flag (the default)'}, which discards none`, 'remove it, or set hygiene: discard');
   }
   if (spec.workload.runtime === 'command') {
-    checkRunMode(spec.workload, spec.builds !== undefined, problem);
+    checkRunMode(spec.workload, spec.design, spec.builds !== undefined, problem);
     if (spec.workload.metric_source?.format === 'regex') checkRegex(spec.workload.metric_source, problem);
     checkCwd(spec.workload.run.cwd, problem);
   }
@@ -111,7 +112,7 @@ type CommandWorkload = Extract<Spec['workload'], { runtime: 'command' }>;
  * What a run mode needs: per_rep reads a metric and maps toggles to the command's env or
  * arguments; resident gets toggles in each request (`request`) and reports its own step times.
  */
-function checkRunMode(w: CommandWorkload, buildsAsArms: boolean, problem: Report): void {
+function checkRunMode(w: CommandWorkload, design: Spec['design'], buildsAsArms: boolean, problem: Report): void {
   const resident = w.run.mode === 'resident';
   for (const [name, mapping] of Object.entries(w.toggles)) {
     if (resident && mapping !== 'request') {
@@ -120,18 +121,20 @@ function checkRunMode(w: CommandWorkload, buildsAsArms: boolean, problem: Report
       problem(['workload', 'toggles', name], `toggle "${name}" travels in a request, which only a resident rank gets`, `set workload.run.mode: resident, or map it: { env: SOME_VAR, on: "1", off: "0" }`);
     }
   }
+  if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts === true) {
+    problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or remove workload.run.launch_counts to run the program under your profiler without orch\'s counts');
+  }
   if (resident) {
-    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts === true) {
-      problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; orch's launch counts need it and never replace it`, 'remove it, or remove workload.run.launch_counts to run the program under your profiler without orch\'s counts');
+    if (w.run.env?.[INJECTION_VARIABLE] !== undefined && w.run.launch_counts !== true && design === 'probe') {
+      problem(['workload', 'run', 'env', INJECTION_VARIABLE], `${INJECTION_VARIABLE} names another profiler's injection library; the trace probe traces through orch's and never replaces it`, 'remove it from workload.run.env for the probe');
     }
     if (w.metric_source !== undefined) problem(['workload', 'metric_source'], 'a resident rank reports its step times through the rank protocol; no metric is read from its output', 'remove workload.metric_source');
-    if (w.probe !== undefined) problem(['workload', 'probe'], 'design probe of a resident rank is not supported yet', 'remove workload.probe, or use run.mode: per_rep');
+    if (w.probe !== undefined) problem(['workload', 'probe'], "a resident rank's probe is the trace probe: each arm's steps traced through the rank library's trace request; workload.probe.cmd is a per_rep program's", 'remove workload.probe (design: probe traces the program run.cmd starts)');
     if (buildsAsArms) problem(['builds'], 'builds as arms run one process per build; a resident command rank runs one program per rank for now', 'measure one build per experiment, or use run.mode: per_rep');
   } else {
     if (w.metric_source === undefined) problem(['workload', 'metric_source'], 'a per_rep command workload reads one value per step from its output', 'add metric_source: { format: jsonl, field: ms }, or set run.mode: resident with a rank library');
     if (w.params !== undefined) problem(['workload', 'params'], "params reach a resident rank's setup(params); a per_rep command gets its settings from run.env or its arguments", 'move them into run.env, or set run.mode: resident');
     if (w.run.hello_timeout_s !== undefined) problem(['workload', 'run', 'hello_timeout_s'], 'only a resident rank says hello', 'remove it');
-    if (w.run.launch_counts !== undefined) problem(['workload', 'run', 'launch_counts'], 'launch counts are read by the rank library of a resident rank', 'remove it, or set run.mode: resident');
   }
 }
 
@@ -160,6 +163,19 @@ function checkAbArms(spec: Spec, problem: Report): void {
     report(['arms'], `design ab needs exactly two arms (got ${arms?.length ?? 0})`, 'add arms: [{ name: A, toggles: {...} }, { name: B, toggles: {...} }]');
     if (arms === undefined) return;
   }
+  const names = completeArms(spec, arms, report);
+  const [a, b] = arms;
+  if (a && b && problems.length === 0 && JSON.stringify(a.toggles) === JSON.stringify(b.toggles) && armBuild(spec, a) === armBuild(spec, b)) {
+    const build = armBuild(spec, a);
+    report(['arms'], `arms "${a.name}" and "${b.name}" ${build === undefined ? '' : `run the same build "${build}" and `}set the same toggles${build === undefined ? '' : ' (a duplicate arm)'}`, 'make them differ, or use gates.aa for an A/A control');
+  }
+  if (spec.gates.aa && a && names.has(`${a.name}_aa`)) {
+    report(['arms'], `arm name "${a.name}_aa" is taken by the A/A control of "${a.name}"`, 'rename the arm');
+  }
+}
+
+/** Each arm's name once and its toggles the spec's, completed (a toggle it does not name is off); the names. */
+function completeArms(spec: Spec, arms: NonNullable<Spec['arms']>, report: Report): Set<string> {
   const names = new Set<string>();
   arms.forEach((arm, i) => {
     if (names.has(arm.name)) report(['arms', i, 'name'], `duplicate arm name "${arm.name}"`, 'give each arm its own name');
@@ -174,14 +190,26 @@ function checkAbArms(spec: Spec, problem: Report): void {
     }
     arm.toggles = Object.fromEntries(spec.toggles.map((t) => [t, arm.toggles[t] ?? false]));
   });
-  const [a, b] = arms;
-  if (a && b && problems.length === 0 && JSON.stringify(a.toggles) === JSON.stringify(b.toggles) && armBuild(spec, a) === armBuild(spec, b)) {
-    const build = armBuild(spec, a);
-    report(['arms'], `arms "${a.name}" and "${b.name}" ${build === undefined ? '' : `run the same build "${build}" and `}set the same toggles${build === undefined ? '' : ' (a duplicate arm)'}`, 'make them differ, or use gates.aa for an A/A control');
+  return names;
+}
+
+/**
+ * The trace probe of a resident rank traces each arm it names (eager and graph, say), or without
+ * `arms` one arm with every toggle on; builds as arms are refused with every resident rank.
+ */
+function checkTraceProbeArms(spec: Spec, problem: Report): void {
+  const arms = spec.arms;
+  if (arms === undefined) return;
+  if (arms.length === 0) problem(['arms'], 'the trace probe traces each arm listed; the list is empty', 'list the arms to trace, or remove arms (one arm, every toggle on)');
+  completeArms(spec, arms, problem);
+  if (spec.gates.aa && arms[0] !== undefined && arms.some((a) => a.name === `${arms[0]!.name}_aa`)) {
+    problem(['arms'], `arm name "${arms[0].name}_aa" is taken by the A/A copy of "${arms[0].name}"`, 'rename the arm');
   }
-  if (spec.gates.aa && a && names.has(`${a.name}_aa`)) {
-    report(['arms'], `arm name "${a.name}_aa" is taken by the A/A control of "${a.name}"`, 'rename the arm');
-  }
+}
+
+/** design probe of a resident command rank: the trace probe (each planned rep a `trace` request). */
+export function isTraceProbe(spec: Pick<Spec, 'design' | 'workload'>): boolean {
+  return spec.design === 'probe' && spec.workload.runtime === 'command' && spec.workload.run.mode === 'resident';
 }
 
 /** A command toggle mapped to an env var can carry any string (the env var's value). */
@@ -240,7 +268,7 @@ function checkProbe(spec: Spec, problem: Report): void {
   const w = spec.workload;
   if (spec.design === 'probe') {
     if (w.runtime === 'native' && w.kind !== 'probe') problem(['workload', 'kind'], `design probe runs the probe workload; got kind ${w.kind}`, 'use kind: probe');
-    if (w.runtime === 'command' && w.probe === undefined) problem(['workload'], 'design probe needs workload.probe', 'add probe: { cmd: "..." }');
+    if (w.runtime === 'command' && w.run.mode !== 'resident' && w.probe === undefined) problem(['workload'], 'design probe of a per_rep program needs workload.probe', 'add probe: { cmd: "..." }, or serve the program through a rank library (run.mode: resident) for the trace probe');
   } else if (w.runtime === 'native' && w.kind === 'probe') {
     problem(['workload', 'kind'], `kind probe measures nothing; it is only for design: probe (this is ${spec.design})`, 'use design: probe, or kind chain | decode | train');
   }

@@ -106,6 +106,8 @@ export const RepSchema = z.strictObject({
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)),
   train: TrainReportSchema.optional(),
   clocks: z.strictObject({ start: ClockReadingSchema, end: ClockReadingSchema }).optional(),
+  /** volatile uncorrected ECC errors the card counted during the rep (cuda, NVML counting them); absent elsewhere, never a 0 for "not read" */
+  ecc_errors: count.optional(),
   ...repSpanFields,
   final: finalTrue,
 });

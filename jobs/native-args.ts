@@ -118,3 +118,27 @@ export function toNativeProcess(job: BlockJob, placement: RankPlacement): Native
   if (placement.world > 1 && placement.rendezvous?.secret !== undefined) env.GRAPHRT_RENDEZVOUS_SECRET = placement.rendezvous.secret;
   return { args, env };
 }
+
+/** The chain run that measures a card's graph-node floor for a trace probe (worker/command/chain-floor.ts). */
+export interface ChainFloorRequest {
+  backend: 'cpu' | 'cuda';
+  /** what CUDA_VISIBLE_DEVICES gets (the GPU UUID); ignored for cpu cards */
+  uuid: string;
+  /** the card's lock, already locked by the worker, inherited as this descriptor */
+  lockFd: number;
+  kernels: number;
+  warmup: number;
+  steps: number;
+}
+
+/**
+ * `graphrt run` of one graph rep of the chain (native/PROTOCOL.md "Workloads": `kernels` launches
+ * of `x -> ±x + b` per step), on the card a resident command rank holds: its nodes cost what a
+ * graph node costs on this card when the kernel does nearly nothing.
+ */
+export function toChainFloorRun(r: ChainFloorRequest): NativeProcess {
+  return {
+    args: ['run', '--backend', r.backend, '--card-lock-fd', String(r.lockFd), '--workload', 'chain', '--kernels', String(r.kernels), '--graph', '--warmup', String(r.warmup), '--steps', String(r.steps), '--arm', 'graph-node-floor'],
+    env: { CUDA_VISIBLE_DEVICES: r.backend === 'cpu' ? '' : r.uuid },
+  };
+}

@@ -137,7 +137,7 @@ export const OrchRankErrorSchema = z.strictObject({
 });
 export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;
 
-export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankErrorSchema]);
+export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema]);
 export type OrchRankLine = z.infer<typeof OrchRankLineSchema>;
 
 /** What a hello must say before the rest of it is read: another version's hello has other fields. */
@@ -168,10 +168,10 @@ export function parseOrchRankLine(raw: string): OrchRankLine {
   return r.data;
 }
 
-/** One request line: a rep, or the identity gate of `job.gates.identity`'s toggle. */
-export function orchRankRequest(job: BlockJob, op: { id: string; op: 'rep' | 'identity' | 'probe'; arm: BlockArm }): string {
+/** One request line: a rep, a trace probe's trace (a rep's fields), or the identity gate of `job.gates.identity`'s toggle. */
+export function orchRankRequest(job: BlockJob, op: { id: string; op: 'rep' | 'identity' | 'probe' | 'trace'; arm: BlockArm }): string {
   const common = { v: 1, id: op.id, op: op.op, arm: op.arm.name, toggles: op.arm.toggles, seed: 1 };
-  if (op.op === 'rep') return JSON.stringify({ ...common, warmup: job.warmup, steps: job.steps });
+  if (op.op === 'rep' || op.op === 'trace') return JSON.stringify({ ...common, warmup: job.warmup, steps: job.steps });
   if (op.op === 'identity') {
     const gate = job.gates.identity;
     if (gate === null || gate.toggle === undefined) throw new Error(`orchRankRequest: identity op ${op.id} for block ${job.block}, whose gate names no toggle`);

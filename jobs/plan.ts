@@ -115,7 +115,8 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
       break;
     }
     case 'probe':
-      arms = [{ name: 'probe', toggles: all(true) }];
+      // the trace probe of a resident rank traces the arms it names (compile-spec.ts completes them)
+      arms = spec.arms === undefined ? [{ name: 'probe', toggles: all(true) }] : spec.arms.map((a) => ({ name: a.name, toggles: { ...a.toggles } }));
       break;
   }
   if (spec.design !== 'ab') arms = arms.map((a) => withBuild(a, spec.build));

@@ -106,7 +106,7 @@ export class GangRanks {
   }
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */
-  async all<T extends 'rep' | 'gate' | 'probe'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
+  async all<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
     const lines = await this.fate.race(Promise.all(this.handles.map((r) => r.request(op, this.opts.requestTimeoutMs))));
     return lines.map((line, i) => {
       if (line.type !== type) {

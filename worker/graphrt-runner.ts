@@ -224,7 +224,11 @@ function buildRendezvous(s: RankStart, i: number): Pick<RankStart, 'rendezvous'>
 export function graphrtLines(job: BlockJob): RankLineSchema<GraphrtLine> {
   return {
     parse: parseGraphrtLine,
-    request: (op) => JSON.stringify(toNativeRequest(job, op.arm, { op: op.op, id: op.id })),
+    request: (op) => {
+      // the trace probe is a resident command rank's; a native block never plans one
+      if (op.op === 'trace') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: graphrt has no trace op (${op.id})`);
+      return JSON.stringify(toNativeRequest(job, op.arm, { op: op.op, id: op.id }));
+    },
   };
 }
 

@@ -49,7 +49,8 @@ export interface RankStart {
 
 export interface RankOp {
   id: string;
-  op: 'rep' | 'identity' | 'probe';
+  /** `trace`: the trace probe of a resident command rank (ranklib/PROTOCOL.md "trace") */
+  op: 'rep' | 'identity' | 'probe' | 'trace';
   arm: BlockArm;
 }
 

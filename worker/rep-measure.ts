@@ -28,13 +28,41 @@ export class RepMeasure {
 
   /** The planned rep `p`, measured as its workload measures (a probe workload: a probe). */
   measure(p: RepRef, round = 0): Promise<Measured> {
+    if (this.gang.job.trace_probe === true) return this.trace(p);
     return this.probing ? this.probe(p) : this.rep(p, round).then((rep) => ({ rep, record: null }));
   }
 
-  /** design probe: each planned rep is one `probe` request (five probe lines per rank) */
+  /** design probe: each planned rep is one `probe` request (five probe lines per rank), or a resident rank's `trace` */
   get probing(): boolean {
     const w = this.gang.job.workload;
-    return w.runtime === 'native' && w.kind === 'probe';
+    return (w.runtime === 'native' && w.kind === 'probe') || this.gang.job.trace_probe === true;
+  }
+
+  /**
+   * The trace probe of a resident command rank: each planned rep is one `trace` request; every
+   * rank's answer and its card's chain run (on its hello) become the probe record.
+   */
+  private async trace(p: RepRef): Promise<{ rep: CommitRep; record: ProbeRecord }> {
+    const { job, host } = this.gang;
+    const lines = await this.ranks.all({ id: opId(job, 'trace', p.position), op: 'trace', arm: armOf(job, p.arm) }, 'trace');
+    const hellos = this.ranks.hellos.map((h) => (h?.backend === 'command' ? h : undefined));
+    const backend = hellos[0]?.program?.backend ?? 'cpu';
+    const ranks = lines.map((trace, i) => {
+      const hello = hellos[i];
+      return {
+        rank: this.gang.rankOf(i),
+        card: job.cards[i] as string,
+        device: hello?.program?.device ?? '?',
+        probes: [],
+        trace,
+        ...(hello?.graph_node_floor === undefined ? {} : { floor: hello.graph_node_floor }),
+      };
+    });
+    const common = { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep, position: p.position };
+    return {
+      record: { ...common, kind: 'trace', backend, host, ranks },
+      rep: { block: job.block, arm: p.arm, rep: p.rep, result: { ...common, step_ms: [], backend: 'command', mode: lines[0]?.mode ?? 'eager', host, cards: job.cards } },
+    };
   }
 
   private async probe(p: RepRef): Promise<{ rep: CommitRep; record: ProbeRecord }> {

@@ -25,6 +25,7 @@
  * worker/slurm/allocation-clock.ts, which also stops the worker at `until` or when the stop file
  * appears; the job's id, node list and partition are registered as the host's provenance.
  */
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker as BullWorker, type Job } from 'bullmq';
@@ -353,7 +354,7 @@ export class Worker {
           this.opts.runner ??
           runnerByRuntime({
             native: new GraphrtRunner(this.opts.graphrt, { cache }),
-            command: new CommandRankRunner({ cache, injectLib: injectLibPath(this.opts.graphrt) }),
+            command: new CommandRankRunner({ cache, injectLib: injectLibPath(this.opts.graphrt), graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null }),
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
         events,

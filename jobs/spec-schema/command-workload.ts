@@ -41,8 +41,9 @@ const RunSchema = strictObject({
   /** resident: how long the program may take to say hello (its imports and setup are in it); default 120 s */
   hello_timeout_s: TimeoutSchema.optional(),
   /**
-   * resident, cuda cards: true runs the program with orch's CUPTI injection library, which counts
-   * every launch of each measured step (ranklib/PROTOCOL.md "Launch counts and clocks"). Absent:
+   * cuda cards: true runs the program with orch's CUPTI injection library, which counts every
+   * launch of each measured step of a resident rank (ranklib/PROTOCOL.md "Launch counts and
+   * clocks"), or, per_rep, of the whole rep divided by the steps it reported (jobs/per-rep-counts.ts). Absent:
    * off, because CUPTI in the process slows what is timed: on the H200 a PyTorch graph step by
    * 13–18 % and the CUDA example's by 4–7 % with nothing but the subscription (bench/h200/user-rank).
    */

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <cstdlib>
 #include <mutex>
@@ -292,6 +293,40 @@ ORCH_EXPORT const char* orch_inject_status(void) {
 }
 
 namespace {
+
+std::string json_escaped(const char* s) {
+  std::string out;
+  for (; *s != '\0'; ++s) {
+    const unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') out += '\\';
+    if (c >= 0x20) out += static_cast<char>(c);
+  }
+  return out;
+}
+
+// ORCH_INJECT_REPORT=<file>: at the process's exit, one JSON line of the counts since
+// InitializeInjection and the status, for a program orch runs once per rep (run.mode: per_rep),
+// which has no rank library to read them per step; orch divides them by the steps the rep reported
+// (jobs/per-rep-counts.ts). A library the driver never loaded writes nothing: orch says so.
+void write_exit_report() {
+  const char* path = std::getenv("ORCH_INJECT_REPORT");
+  if (path == nullptr || *path == '\0') return;
+  orch_inject_counts c{};
+  (void)orch_inject_read(&c);
+  std::FILE* f = std::fopen(path, "a");  // one line per CUDA process of the rep: orch sums them
+  if (f == nullptr) return;
+  std::fprintf(f, "{\"abi\":%llu,\"initialized\":%llu,\"status\":\"%s\",\"kernels\":%llu,\"captured\":%llu,\"graphs\":%llu,\"memcpy\":%llu,\"memset\":%llu,\"syncs\":%llu}\n",
+               static_cast<unsigned long long>(c.abi), static_cast<unsigned long long>(c.initialized), json_escaped(orch_inject_status()).c_str(),
+               static_cast<unsigned long long>(c.kernels), static_cast<unsigned long long>(c.captured), static_cast<unsigned long long>(c.graphs),
+               static_cast<unsigned long long>(c.memcpy), static_cast<unsigned long long>(c.memset), static_cast<unsigned long long>(c.syncs));
+  std::fclose(f);
+}
+
+// Registered at load, after this file's statics were made: exit handlers run in reverse, so the
+// report is written before g_failure is destroyed.
+__attribute__((constructor)) void arm_exit_report() {
+  if (std::getenv("ORCH_INJECT_REPORT") != nullptr) std::atexit(write_exit_report);
+}
 
 // NVML's handle of the calling thread's current CUDA device; nullptr without one. Under g_nvml_mutex.
 NvmlDevice current_device(Nvml& n) {

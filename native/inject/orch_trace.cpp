@@ -43,6 +43,20 @@ static_assert(offsetof(cuGraphInstantiateWithFlags_params, hGraph) == offsetof(I
 static_assert(offsetof(cuGraphInstantiateWithParams_params, hGraph) == offsetof(InstantiatePrefix, graph));
 static_assert(offsetof(cuGraphInstantiate_v2_params, hGraph) == offsetof(InstantiatePrefix, graph));
 
+// The kernel record this file reads: CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL is delivered as
+// CUpti_ActivityKernel10 by CUPTI API 13 (cupti_activity.h). Each field read is pinned to the offset
+// and width it has in CUDA 13.0's header, and the CUPTI major version to 13: a CUPTI whose record
+// moved a field, or another major version (which may deliver another record version), fails the
+// build here instead of reading the wrong bytes on the card. To move on: read the new header's
+// record for CONCURRENT_KERNEL, and update the struct name and these numbers together.
+static_assert(CUPTI_API_VERSION >= 130000 && CUPTI_API_VERSION < 140000, "orch_trace.cpp reads CUPTI 13's CUpti_ActivityKernel10: check the record layout of this CUPTI");
+static_assert(offsetof(CUpti_ActivityKernel10, kind) == 0 && sizeof(CUpti_ActivityKernel10::kind) == 4);
+static_assert(offsetof(CUpti_ActivityKernel10, start) == 16 && sizeof(CUpti_ActivityKernel10::start) == 8);
+static_assert(offsetof(CUpti_ActivityKernel10, end) == 24 && sizeof(CUpti_ActivityKernel10::end) == 8);
+static_assert(offsetof(CUpti_ActivityKernel10, streamId) == 48 && sizeof(CUpti_ActivityKernel10::streamId) == 4);
+static_assert(offsetof(CUpti_ActivityKernel10, graphId) == 156 && sizeof(CUpti_ActivityKernel10::graphId) == 4);
+static_assert(sizeof(CUpti_ActivityKernel10) == 216);
+
 using GetNodesFn = CUresult (*)(CUgraph, CUgraphNode*, size_t*);
 
 GetNodesFn get_nodes() {

@@ -52,6 +52,11 @@ std::string capture_line(const Request& req, const CaptureOutcome& c,
   return o.str();
 }
 
+std::optional<std::uint64_t> ecc_during(std::optional<std::uint64_t> start, std::optional<std::uint64_t> end) {
+  if (!start || !end) return std::nullopt;
+  return *end >= *start ? *end - *start : *end;
+}
+
 std::string clocks_json(const ClockReading& start, const ClockReading& end) {
   auto one = [](const ClockReading& c) {
     json::Obj o;

@@ -29,6 +29,10 @@ std::string capture_line(const Request& req, const CaptureOutcome& c,
                          const std::optional<std::vector<int>>& failed_ranks = std::nullopt);
 // A rep's `clocks`: {"start":{...},"end":{...}}, each {sm_mhz, mem_mhz, temp_c, power_w, reasons}.
 std::string clocks_json(const ClockReading& start, const ClockReading& end);
+
+// A rep's `ecc_errors`: the device's volatile uncorrected ECC count after the rep less before it;
+// none unless both were read. A count that went down (the driver reloaded) is taken whole.
+std::optional<std::uint64_t> ecc_during(std::optional<std::uint64_t> start, std::optional<std::uint64_t> end);
 std::string error_line(const std::optional<std::string>& id, const RtError& e);
 
 }  // namespace graphrt

@@ -153,8 +153,10 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   if (graph) settle_ms = settle_launch_state(*ctx_, w, req.seed);
   else w.reset(req.seed);
   const auto clocks_start = backend_->read_clocks();
+  const auto ecc_start = backend_->read_ecc_errors();
   const StepRun run = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, req.warmup, req.steps);
   const auto clocks_end = backend_->read_clocks();
+  const auto ecc = ecc_during(ecc_start, backend_->read_ecc_errors());
   const std::uint64_t t_end = monotonic_ns();
   json::Obj o = line("rep", req.id);
   o.put("arm", req.arm)
@@ -184,6 +186,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
     o.put_raw("train", t.str());
   }
   if (clocks_start && clocks_end) o.put_raw("clocks", clocks_json(*clocks_start, *clocks_end));
+  if (ecc) o.put("ecc_errors", *ecc);
   o.put("final", true);
   emit(o.str());
 }

@@ -15,6 +15,7 @@ import { sequentialSection } from './sequential-section.ts';
 import { cancelledSection } from './cancelled-section.ts';
 import { renderProvenance } from './render-provenance.ts';
 import { probeSection } from './probe-section.ts';
+import { renderTrace } from './render-trace.ts';
 import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
 
 const gateResult = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'pass' : '**FAIL**');
@@ -88,6 +89,7 @@ export function renderMarkdown(a: Analysis): string {
   );
 
   if (a.probe) out.push(...probeSection(a.probe));
+  if (a.trace) out.push(renderTrace(a.trace.arms, a.trace.floor, a.trace.pass ? a.trace.message : `**${a.trace.message}**`));
   if (a.sequential) out.push(...sequentialSection(a.sequential, a.min_effect));
 
   const comps = allComparisons(a);

@@ -5,6 +5,7 @@
 import { BlockJobSchema, type BlockJob } from '../../jobs/block-job.ts';
 import { blockBuilds } from '../../jobs/build-refs.ts';
 import { rerunBudget } from '../../jobs/clock-hygiene.ts';
+import { isTraceProbe } from '../../jobs/compile-spec.ts';
 import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 
 export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: number, part: Omit<GangPart, 'job'>): BlockJob {
@@ -29,6 +30,7 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     warmup: spec.workload.warmup,
     steps: spec.workload.steps,
     foreign_process: spec.foreign_process,
+    ...(isTraceProbe(spec) ? { trace_probe: true } : {}),
     hygiene: spec.hygiene === undefined ? undefined : { policy: spec.hygiene, reruns: rerunBudget(spec) },
     min_free_disk_gb: spec.min_free_disk_gb,
     builds: blockBuilds(spec) ?? undefined,

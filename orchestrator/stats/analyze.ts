@@ -22,6 +22,7 @@ import { chooseReference } from './reference-arm.ts';
 import { cancelledByArm } from './cancelled-reps.ts';
 import { summarizeBackend } from './backend-summary.ts';
 import { summarizeProbes } from './probe-summary.ts';
+import { summarizeTraceProbe } from './trace-probe.ts';
 import { sequentialLooks, type SequentialOutcome } from './sequential-looks.ts';
 import { pct, signedPct } from './format-number.ts';
 import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, RepValue, UnsupportedToggle, Verdict } from './types.ts';
@@ -203,9 +204,12 @@ function sequentialVerdict(c: Comparison, s: SequentialOutcome, minEffect: numbe
 function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analysis['backend']): Analysis {
   const { plan } = input;
   const planned = plan.blocks.reduce((s, b) => s + b.sequence.length, 0);
-  const probe = summarizeProbes(planned, input.probes ?? []);
+  const traceProbe = (input.probes ?? []).some((r) => r.kind === 'trace');
+  const probe = traceProbe ? null : summarizeProbes(planned, input.probes ?? []);
+  const trace = traceProbe ? summarizeTraceProbe(planned, plan.arms.map((a) => a.name), input.probes ?? []) : null;
   const measured = new Set((input.probes ?? []).map((r) => `${r.block}/${r.arm}/${r.rep}`));
-  const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probe.pass, message: probe.message }];
+  const probeGate = (trace ?? probe) as { pass: boolean; message: string };
+  const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probeGate.pass, message: probeGate.message }];
   const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
   const issues = input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => `probe rep ${f.block}/${f.arm}/${f.rep} failed: ${f.reason}`);
   return {
@@ -229,5 +233,6 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     values: [],
     backend,
     probe,
+    ...(trace === null ? {} : { trace }),
   };
 }

@@ -16,6 +16,9 @@
  */
 import { median } from './descriptive.ts';
 import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import type { TraceSummary } from './trace-summary-types.ts';
+
+export type { TraceSummary } from './trace-summary-types.ts';
 
 export interface Interval {
   start_ns: number;
@@ -124,24 +127,6 @@ export function gapHistogram(gapsNs: readonly number[]): number[] {
   return counts;
 }
 
-export interface TraceSummary {
-  steps: number;
-  /** medians over the steps */
-  step_ns: number;
-  busy_share: number;
-  kernels: number;
-  graph_kernels: number;
-  short_kernels: number;
-  gaps_ns: number;
-  edge_idle_ns: number;
-  recoverable_ns: number;
-  /** recoverable over the step time (medians of each step's ratio) */
-  recoverable_share: number;
-  /** the PDL upside per dependent kernel, over every step's dependent kernels (null: none) */
-  pdl_upside_per_kernel_ns: number | null;
-  floor_ns: number;
-  histogram: number[];
-}
 
 /** Every traced step of one arm, summarised (null without a step). */
 export function summarizeTrace(steps: readonly TracedStep[], floorNs: number): TraceSummary | null {

@@ -2,8 +2,9 @@
  * The report's "Launches" section, folded from the committed rep lines: per arm, how many kernel
  * launches, graph launches, copies, memsets and synchronising calls one measured step made, and
  * who counted them — graphrt's own launch counter (`launches_per_step`, `dispatches_per_step`,
- * `nodes`), or orch's CUPTI injection library in a user's program (a command rep's `launches`,
- * ranklib/PROTOCOL.md), or nobody, and why ("not available: ..."), never a zero standing in for it.
+ * `nodes`), or orch's CUPTI injection library in a user's program (a command rep's `launches`:
+ * per step through a rank library, ranklib/PROTOCOL.md; per rep ÷ steps for a per_rep program,
+ * jobs/per-rep-counts.ts), or nobody, and why ("not available: ..."), never a zero standing in for it.
  * The numbers are medians over the arm's reps of each rep's per-step median (rank 0's lines: the
  * ranks of a gang run the same launches).
  */
@@ -12,7 +13,7 @@ import { median } from './descriptive.ts';
 
 export interface LaunchRow {
   arm: string;
-  /** `graphrt`, `cupti`, or `none: <why>` */
+  /** `graphrt`, `cupti`, PER_REP_SOURCE, or `none: <why>` */
   source: string;
   modes: string[];
   reps: number;
@@ -36,6 +37,9 @@ interface ArmAcc {
   syncs: number[];
   captured: number[];
 }
+
+/** How a per_rep program's counts were made per step: said in the report, never passed off as a step's own. */
+export const PER_REP_SOURCE = "cupti, per rep ÷ steps (a per_rep program: its process's counts, setup and warm-up included, over the steps it reported)";
 
 const acc = (): ArmAcc => ({ source: new Set(), modes: new Set(), reps: 0, kernels: [], graphs: [], memcpy: [], memset: [], syncs: [], captured: [] });
 const mid = (xs: number[]): number | null => (xs.length === 0 ? null : median(xs));
@@ -66,6 +70,17 @@ export class LaunchSummaryFold {
     }
     if (c.source === 'none') {
       a.source.add(`none: ${c.reason}`);
+      return;
+    }
+    if (c.source === 'cupti-rep') {
+      // a per_rep program: the whole rep's counts over the steps it reported (jobs/per-rep-counts.ts)
+      a.source.add(PER_REP_SOURCE);
+      a.kernels.push(c.kernels / c.steps);
+      a.graphs.push(c.graphs / c.steps);
+      a.memcpy.push(c.memcpy / c.steps);
+      a.memset.push(c.memset / c.steps);
+      a.syncs.push(c.syncs / c.steps);
+      a.captured.push(c.captured);
       return;
     }
     a.source.add('cupti');

@@ -5,27 +5,16 @@
  */
 import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
 import { median } from './descriptive.ts';
-import { stepsOfTrace, summarizeTrace, type TraceSummary } from './kernel-trace.ts';
+import { stepsOfTrace, summarizeTrace } from './kernel-trace.ts';
+import type { TraceArm, TracedGraphRow } from './trace-summary-types.ts';
 
-export interface TracedGraphRow {
-  graph_id: number;
-  nodes: number;
-  instantiations: number;
-  /** median host time of an instantiation */
-  instantiate_ns: number;
-}
+export type { TraceArm, TracedGraphRow } from './trace-summary-types.ts';
 
-export interface TraceArm {
-  arm: string;
-  mode: string;
-  /** null: nothing traced, for `reason` */
-  summary: TraceSummary | null;
-  reason?: string;
-  graphs: readonly TracedGraphRow[];
-  dropped: number;
-}
 
-export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floorNs: number): TraceArm {
+/** The card's graph-node floor in ns, or why there is none to estimate against (never a stand-in number). */
+export type FloorForEstimate = { ns: number } | { reason: string };
+
+export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor: FloorForEstimate): TraceArm {
   const mode = [...new Set(answers.map((a) => a.mode))].join(', ');
   const steps = answers.flatMap((a) => stepsOfTrace(a) ?? []);
   const none = answers.map((a) => a.trace).find((t) => t.source === 'none');
@@ -37,12 +26,13 @@ export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor
     byGraph.set(g.graph_id, seen);
   }
   const graphs: TracedGraphRow[] = [...byGraph].map(([graph_id, g]) => ({ graph_id, nodes: g.nodes, instantiations: g.times.length, instantiate_ns: median(g.times) }));
-  const summary = summarizeTrace(steps, floorNs);
+  const summary = 'ns' in floor ? summarizeTrace(steps, floor.ns) : null;
+  const reason = steps.length > 0 && 'reason' in floor ? `traced, but no graph-node floor to estimate against: ${floor.reason}` : none?.source === 'none' ? none.reason : 'no trace answer';
   return {
     arm,
     mode,
     summary,
-    ...(summary === null ? { reason: none?.source === 'none' ? none.reason : 'no trace answer' } : {}),
+    ...(summary === null ? { reason } : {}),
     graphs,
     dropped: traced.reduce((n, t) => n + t.dropped, 0),
   };

@@ -13,6 +13,7 @@
 
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { ProbeSummary } from './probe-summary.ts';
+import type { TraceProbeSummary } from './trace-summary-types.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
@@ -368,6 +369,8 @@ export interface Analysis {
   backend: BackendSummary;
   /** design probe only: what the capture probes found */
   probe: ProbeSummary | null;
+  /** the trace probe of a resident command rank: each arm's traced steps against the card's graph-node floor */
+  trace?: TraceProbeSummary | null;
   /** stopping: sequential: every look and the one that decided */
   sequential?: SequentialOutcome | null;
 }

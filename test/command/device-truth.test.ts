@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { launchCounterEnv } from '../../worker/command/launch-counter.ts';
+import { injectionEnv } from '../../worker/command/launch-counter.ts';
 import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
@@ -82,10 +82,10 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
 
   test('the injection variable: cuda cards with counts on only; another profiler refused, not replaced', () => {
     const lib = '/opt/orch/liborch_inject.so';
-    assert.deepEqual(launchCounterEnv({ backend: 'cuda', on: true, lib, programEnv: {} }), { CUDA_INJECTION64_PATH: lib });
-    assert.deepEqual(launchCounterEnv({ backend: 'cpu', on: true, lib, programEnv: {} }), {});
-    assert.deepEqual(launchCounterEnv({ backend: 'cuda', on: false, lib, programEnv: {} }), {});
-    assert.deepEqual(launchCounterEnv({ backend: 'cuda', on: true, lib: null, programEnv: {} }), {});
-    assert.throws(() => launchCounterEnv({ backend: 'cuda', on: true, lib, programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' } }), (e: Error & { code?: string }) => e.code === 'RANK_INJECTION_TAKEN' && /\/opt\/nsight\/libToolsInjection64\.so .*do not replace it/.test(e.message));
+    assert.deepEqual(injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib, programEnv: {} }), { CUDA_INJECTION64_PATH: lib });
+    assert.deepEqual(injectionEnv({ backend: 'cpu', counts: true, traceProbe: false, lib, programEnv: {} }), {});
+    assert.deepEqual(injectionEnv({ backend: 'cuda', counts: false, traceProbe: false, lib, programEnv: {} }), {});
+    assert.deepEqual(injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib: null, programEnv: {} }), {});
+    assert.throws(() => injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib, programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' } }), (e: Error & { code?: string }) => e.code === 'RANK_INJECTION_TAKEN' && /\/opt\/nsight\/libToolsInjection64\.so .*do not replace it/.test(e.message));
   });
 });

@@ -10,26 +10,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
+import { torchDecodeSpec } from './torch-decode-spec.ts';
 
 function spec(name: string, graphToggles: string): string {
-  return `name: ${name}
-design: ab
-workload:
-  runtime: command
-  run: { cmd: python3 examples/torch-decode/decode.py, mode: resident, hello_timeout_s: 60 }
-  toggles: { GRAPH: request, STALE_INPUT: request }
-  warmup: 2
-  steps: 6
-toggles: [GRAPH, STALE_INPUT]
-arms:
-  - { name: eager, toggles: { GRAPH: false } }
-  - { name: graph, toggles: ${graphToggles} }
-reps: 3
+  return torchDecodeSpec({ name, design: 'ab', steps: 6, graphToggles, tail: `reps: 3
 blocks: { count: 2 }
 gates:
   identity: { toggle: GRAPH, replays: 7 }
   aa: true
-`;
+` });
 }
 
 type Run = Submitted;

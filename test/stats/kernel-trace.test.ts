@@ -127,14 +127,14 @@ describe('kernel trace summary', () => {
       v: 1, type: 'trace', id: 'b0-a1-probe0', arm: 'eager', mode: 'eager', t_start_ns: 1, t_end_ns: 2, final: true,
       trace: { source: 'cupti', steps, kernels, graphs: [{ graph_id: 4, exec_id: 9, nodes: 8, instantiate_ns: 150_000 }, { graph_id: 4, exec_id: 10, nodes: 8, instantiate_ns: 170_000 }], dropped: 0 },
     });
-    const arm = traceArmOf('eager', [answer], floor);
+    const arm = traceArmOf('eager', [answer], { ns: floor });
     assert.deepEqual(arm.summary, summarizeTrace(steps.map((st) => ({ ...st, kernels: kernels.filter((k) => k.start_ns >= st.start_ns && k.end_ns <= st.end_ns) })), floor));
     assert.deepEqual(arm.graphs, [{ graph_id: 4, nodes: 8, instantiations: 2, instantiate_ns: 160_000 }]);
-    const none = traceArmOf('graph', [OrchRankTraceSchema.parse({ v: 1, type: 'trace', id: 'b0-a1-probe1', arm: 'graph', mode: 'graph', t_start_ns: 1, t_end_ns: 2, final: true, trace: { source: 'none', reason: 'ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled' } })], floor);
-    const md = renderTrace([arm, none]);
+    const none = traceArmOf('graph', [OrchRankTraceSchema.parse({ v: 1, type: 'trace', id: 'b0-a1-probe1', arm: 'graph', mode: 'graph', t_start_ns: 1, t_end_ns: 2, final: true, trace: { source: 'none', reason: 'ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled' } })], { ns: floor });
+    const md = renderTrace([arm, none], { source: 'graphrt-chain', backend: 'cuda', device: 'NVIDIA H200', ns_per_node: floor, reps: 3, gpu: true });
     const s = arm.summary!;
     assert.match(md, new RegExp(`\\| eager \\| eager \\| 2 \\| ${(s.step_ns / 1000).toFixed(2)} \\| ${(s.busy_share * 100).toFixed(1)} % \\| 8 \\| 8 \\| ${(s.gaps_ns / 1000).toFixed(2)} \\| ${(s.recoverable_ns / 1000).toFixed(2)} `));
-    assert.match(md, /\| graph \| graph \| — \| — \| — \| — \| — \| — \| — \| — \| none: ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled \|/);
+    assert.match(md, /\| graph \| graph \| — \| — \| — \| — \| — \| — \| — \| — \| not traced: ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled \|/);
     assert.match(md, /\| eager \| 4 \| 8 \| 2 \| 160\.00 \|/);
     assert.throws(() => OrchRankTraceSchema.parse({ ...answer, trace: { source: 'cupti', steps: [], kernels: [], graphs: [], dropped: 0 } }), /steps/);
   });

@@ -20,6 +20,7 @@ import { ensureCommitBuild } from '../builds/commit-build.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './command-builds.ts';
 import { ResidentCommandRank } from './resident-command-rank.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
+import { PerRepLaunches } from './per-rep-launches.ts';
 import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
 
 export interface CommandRankRunnerOptions {
@@ -28,6 +29,8 @@ export interface CommandRankRunnerOptions {
   minFreeDiskGb?: number;
   /** orch's CUPTI injection library on this host (launch-counter.ts), for resident ranks on cuda cards; null: none */
   injectLib?: string | null;
+  /** the worker's graphrt, whose chain measures a trace probe's graph-node floor (chain-floor.ts); null: none */
+  graphrt?: string | null;
 }
 
 
@@ -61,7 +64,7 @@ export class CommandRankRunner implements RankRunner {
     if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
     const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
-    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null }, ensure);
+    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null }, ensure);
     return new CommandRank(s, workload, this.opts, ensure);
   }
 }
@@ -147,9 +150,10 @@ class CommandRank implements RankHandle {
     }
     const { job } = this.s;
     const timer = setTimeout(() => this.abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+    const counting = this.workload.run.launch_counts === true ? new PerRepLaunches({ backend: this.s.card.backend, lib: this.opts.injectLib ?? null, programEnv: this.workload.run.env ?? {} }) : null;
     try {
       const running = runCommandRep({
-        workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: this.env, signal: this.abort.signal,
+        workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: { ...this.env, ...(counting?.env ?? {}) }, signal: this.abort.signal,
         onStart: (pid) => (this.current = pid),
         onLine: (stream, line) => {
           const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };
@@ -162,7 +166,9 @@ class CommandRank implements RankHandle {
       // infinity the metric source let through is refused, not committed.
       const rep = CommandRepSchema.safeParse({
         v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
-        warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms, final: true,
+        warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms,
+        ...(counting === null ? {} : { launches: counting.read(r.metric_lines) }),
+        final: true,
       });
       if (!rep.success) return this.fail(op, 'METRIC_NOT_A_NUMBER', `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`);
       return this.answer(rep.data);
@@ -171,6 +177,7 @@ class CommandRank implements RankHandle {
       return this.fail(op, e.code ?? 'INTERNAL', e.message);
     } finally {
       clearTimeout(timer);
+      counting?.discard();
       this.current = null;
     }
   }

@@ -3,7 +3,8 @@
  * driver loads what CUDA_INJECTION64_PATH names at cuInit, and from there every launch of the
  * unmodified program is counted; the rank library reads the counts (ranklib/PROTOCOL.md "Launch
  * counts and clocks"). Only on cuda cards, and only when the spec asks (workload.run.launch_counts:
- * true; CUPTI in the process slows timed steps, so it is off by default). A
+ * true; CUPTI in the process slows timed steps, so it is off by default) or the block is a trace
+ * probe, which alone runs the library in trace mode (ORCH_INJECT_TRACE=1). A
  * CUDA_INJECTION64_PATH the program would get anyway (the spec's run.env, the operator's
  * ORCH_RANK_ENV) is another profiler: refused, never replaced.
  */
@@ -21,17 +22,33 @@ export function injectLibPath(graphrt: string, env: NodeJS.ProcessEnv = process.
   return existsSync(path) ? path : null;
 }
 
+/** The variable that puts the injection library in trace mode (native/inject orch_trace.cpp). */
+export const TRACE_VARIABLE = 'ORCH_INJECT_TRACE';
+
+export interface InjectionChoice {
+  backend: 'cpu' | 'cuda';
+  /** workload.run.launch_counts: count every measured step */
+  counts: boolean;
+  /** the block is a trace probe (BlockJob.trace_probe): no rep of it is timed */
+  traceProbe: boolean;
+  lib: string | null;
+  /** what the program would get without orch's variables */
+  programEnv: Record<string, string>;
+}
+
 /**
- * The variable a rank gets (empty: none): the library on a cuda card with counts on. `programEnv`
- * is what the program would get without it.
+ * The variables a rank gets (empty: none): the library on a cuda card when the spec counts or the
+ * block is a trace probe, and trace mode only for a trace probe: tracing slows every launch, so a
+ * block with timed reps never runs under it.
  */
-export function launchCounterEnv(o: { backend: 'cpu' | 'cuda'; on: boolean; lib: string | null; programEnv: Record<string, string> }): Record<string, string> {
-  if (o.backend !== 'cuda' || !o.on || o.lib === null) return {};
+export function injectionEnv(o: InjectionChoice): Record<string, string> {
+  if (o.backend !== 'cuda' || (!o.counts && !o.traceProbe) || o.lib === null) return {};
   const taken = o.programEnv[INJECTION_VARIABLE];
   if (taken !== undefined && taken !== o.lib) {
-    throw new UserInputError('RANK_INJECTION_TAKEN', `${INJECTION_VARIABLE} is already ${taken} for this rank (another profiler's injection library, from workload.run.env or the worker's ORCH_RANK_ENV); orch's launch counts need it and do not replace it`, {
-      hint: 'remove it, or remove workload.run.launch_counts (counting off)',
+    const why = o.traceProbe ? "the trace probe traces through orch's injection library" : "orch's launch counts need it";
+    throw new UserInputError('RANK_INJECTION_TAKEN', `${INJECTION_VARIABLE} is already ${taken} for this rank (another profiler's injection library, from workload.run.env or the worker's ORCH_RANK_ENV); ${why} and do not replace it`, {
+      hint: o.traceProbe ? 'remove it for the probe' : 'remove it, or remove workload.run.launch_counts (counting off)',
     });
   }
-  return { [INJECTION_VARIABLE]: o.lib };
+  return { [INJECTION_VARIABLE]: o.lib, ...(o.traceProbe ? { [TRACE_VARIABLE]: '1' } : {}) };
 }

@@ -7,11 +7,15 @@
  */
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { CommandError, CommandGate, CommandRep } from '../../jobs/command-line.ts';
-import type { OrchRankError, OrchRankIdentity, OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import type { OrchRankError, OrchRankIdentity, OrchRankRep, OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
 import { compareIdentity, stepHash } from '../../jobs/output-hashes.ts';
 
 /** What is wrong with an answer for its request, or null when it fits. */
-export function misfit(line: OrchRankRep | OrchRankIdentity, job: Pick<BlockJob, 'warmup' | 'steps' | 'gates'>): string | null {
+export function misfit(line: OrchRankRep | OrchRankIdentity | OrchRankTrace, job: Pick<BlockJob, 'warmup' | 'steps' | 'gates'>): string | null {
+  if (line.type === 'trace') {
+    const steps = line.trace.source === 'cupti' ? line.trace.steps.length : job.steps;
+    return steps === job.steps ? null : `trace ${line.id} has ${steps} traced steps; ${job.steps} steps were asked`;
+  }
   if (line.type === 'rep') {
     if (line.step_ms.length !== job.steps) return `rep ${line.id} has ${line.step_ms.length} step times; ${job.steps} steps were asked`;
     if (line.warmup_ms.length !== job.warmup) return `rep ${line.id} has ${line.warmup_ms.length} warm-up times; ${job.warmup} warm-up steps were asked`;

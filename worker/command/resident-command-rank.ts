@@ -17,6 +17,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { closeSync } from 'node:fs';
+import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
@@ -26,7 +27,8 @@ import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription, process
 import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
 import { programEnv } from './program-env.ts';
-import { launchCounterEnv } from './launch-counter.ts';
+import { injectionEnv } from './launch-counter.ts';
+import { measureChainFloor } from './chain-floor.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { commandCwd } from './run-command-rep.ts';
 
@@ -57,7 +59,7 @@ export class ResidentCommandRank implements RankHandle {
   constructor(
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
-    private readonly opts: PrepareOptions & { injectLib?: string | null },
+    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null },
     private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
@@ -81,7 +83,8 @@ export class ResidentCommandRank implements RankHandle {
     const proto = this.proto;
     const program = this.program;
     if (proto === null || program === null) throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: ${op.op} ${op.id} sent before the program said hello`);
-    if (op.op === 'probe') return this.answer(residentError({ v: 1, type: 'error', code: 'BAD_REQUEST', message: 'design probe: a resident command rank has no probe op', fatal: false, final: true }, op.id));
+    // graphrt's capture probe; a resident rank's probe is the trace probe (op trace)
+    if (op.op === 'probe') return this.answer(residentError({ v: 1, type: 'error', code: 'BAD_REQUEST', message: "a resident command rank has no capture probe op: its design probe sends trace requests", fatal: false, final: true }, op.id));
     this.inFlight.push(op);
     try {
       const line = await proto.request(op, Math.min(timeoutMs, this.workload.run.timeout_s * 1000));
@@ -122,32 +125,41 @@ export class ResidentCommandRank implements RankHandle {
       this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
       throw err;
     }
-    const proto = await this.startUnderLock(prepared.artifactDir);
+    const { proto, floor } = await this.startUnderLock(prepared.artifactDir);
     void proto.exited.then((e) => this.resolveExited(e));
     const hello = await proto.ready;
     if (hello.type !== 'hello') throw new OrchError('RANK_PROTOCOL', `rank ${this.rank}: ready without a hello`);
     this.checkToggles(hello);
     this.program = hello;
     const { v: _v, type: _t, final: _f, ...program } = hello;
-    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, final: true };
+    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
     this.s.onLine(line, JSON.stringify(line));
     return line;
   }
 
-  /** Locks the card's description and starts the program on it (fd 3); the worker's copy is closed either way. */
-  private async startUnderLock(artifactDir: string | null): Promise<RankProtocol<OrchRankLine>> {
+  /**
+   * Locks the card's description and starts the program on it (fd 3); the worker's copy is closed
+   * either way. A trace probe first runs graphrt's chain on the same description (the floor).
+   */
+  private async startUnderLock(artifactDir: string | null): Promise<{ proto: RankProtocol<OrchRankLine>; floor: ChainFloorRun | null }> {
     const fd = openLockFile(this.s.lockPath);
     try {
       await lockDescription(fd, this.s.lockPath);
+      const floor = this.s.job.trace_probe === true ? await this.chainFloor(fd) : null;
       if (this.ending) throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
       this.proto = this.spawnProgram(artifactDir, fd);
-      return this.proto;
+      return { proto: this.proto, floor };
     } catch (err) {
       this.preStart = this.noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
       throw err;
     } finally {
       closeSync(fd);
     }
+  }
+
+  private chainFloor(lockFd: number): Promise<ChainFloorRun> {
+    const { card, log } = this.s;
+    return measureChainFloor({ graphrt: this.opts.graphrt ?? null, backend: card.backend, uuid: card.backend === 'cuda' ? card.uuid : '', lockFd, warn: (msg) => log.warn(msg) });
   }
 
   private spawnProgram(artifactDir: string | null, lockFd: number): RankProtocol<OrchRankLine> {
@@ -163,7 +175,7 @@ export class ResidentCommandRank implements RankHandle {
       // a cpu card hides every GPU, as graphrt's cpu ranks do
       CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
     });
-    const env = { ...base, ...launchCounterEnv({ backend: s.card.backend, on: run.launch_counts === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
+    const env = { ...base, ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
     const [file, argv] = fateShared('/bin/sh', ['-c', run.cmd], (msg) => s.log.warn(msg));
     const child = spawn(file, argv, { cwd: commandCwd(run.cwd, artifactDir), detached: true, stdio: ['pipe', 'pipe', 'pipe', lockFd], env }) as ChildProcessWithoutNullStreams;
     s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
@@ -201,10 +213,11 @@ export class ResidentCommandRank implements RankHandle {
   private translate(line: OrchRankLine, op: RankOp, program: OrchRankHello): CommandLine {
     if (line.type === 'error') return residentError(line, op.id);
     if (line.type === 'hello') throw this.fault(`a second hello answering ${op.op} ${op.id}`);
-    const wrong = line.type === 'rep' ? op.op !== 'rep' : op.op !== 'identity';
+    const wrong = line.type === 'rep' ? op.op !== 'rep' : line.type === 'trace' ? op.op !== 'trace' : op.op !== 'identity';
     if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     const bad = misfit(line, this.s.job);
     if (bad !== null) throw this.fault(bad);
+    if (line.type === 'trace') return line;
     return line.type === 'rep' ? residentRep(this.countsOff(line), this.s.job) : residentGate(line, program.outputs);
   }
 

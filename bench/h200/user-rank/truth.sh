@@ -3,8 +3,9 @@
 # `orch submit` (embedded default; node and redis-server from .carry/). Counting on and off for the
 # CUDA example, alternated (on, off, on, off: drift on both sides), for the cost of counting; the
 # PyTorch example in short reps with counts and clocks per rep (is the eager arm's spread the
-# card's clock?); torch.profiler's launch count against the injection library's. Tables last;
-# everything under $OUT/truth.tgz.
+# card's clock?); torch.profiler's launch count against the injection library's; the trace probe of
+# the PyTorch example (busy share and the recoverable estimate per arm, the estimate set beside the
+# graph speedup torch-short measured: within 20 %?). Tables last; everything under $OUT/truth.tgz.
 #   source .carry/env.sh && OUT=$OUT bash bench/h200/user-rank/truth.sh
 set -uo pipefail
 out=${OUT:-/tmp/orch-truth}
@@ -28,6 +29,7 @@ for i in 1 2; do
   run cuda-uncounted-$i $here/cuda-uncounted.yaml 120
 done
 run torch-short $here/torch-short.yaml 240
+run torch-trace $here/torch-trace.yaml 300
 a=$(date +%s%N)
 CUDA_INJECTION64_PATH=$lib ORCH_PARAMS='{"layers":24,"hidden":1024,"max_pos":128}' timeout 120 python3 $here/launches-vs-profiler.py --steps 16 --warmup 8 >"$work/profiler.json" 2>"$work/profiler.err"
 echo "launches-vs-profiler: exit $? in $(ms $a) ms: $(tail -c 600 "$work/profiler.json")" | tee -a "$sum"
@@ -46,6 +48,21 @@ nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_th
   args=()
   for n in cuda-counted-1 cuda-uncounted-1 cuda-counted-2 cuda-uncounted-2 torch-short; do d=$(dir $n); [ -n "$d" ] && args+=("$n=$d"); done
   echo; node --import tsx $here/table.ts "${args[@]}"
+  echo; echo "== the trace probe of the PyTorch example against the graph speedup torch-short measured"
+  t=$(dir torch-trace); s=$(dir torch-short)
+  if [ -n "$t" ]; then sed -n '/^## Trace/,/^## Input/p' "$t/report.md" | head -40; fi
+  if [ -n "$t" ] && [ -n "$s" ]; then
+    node --input-type=module -e '
+      import { readFileSync } from "node:fs";
+      const trace = JSON.parse(readFileSync(`${process.argv[1]}/report.json`, "utf8")).trace;
+      const arms = Object.fromEntries(JSON.parse(readFileSync(`${process.argv[2]}/report.json`, "utf8")).arms.map((a) => [a.arm, a.median]));
+      const eager = trace.arms.find((a) => a.arm === "eager")?.summary;
+      if (!eager) { console.log(`eager not traced: ${trace.arms[0]?.reason}`); process.exit(0); }
+      const wonMs = arms.eager - arms.graph, estMs = eager.recoverable_ns / 1e6;
+      console.log(`| floor ${(trace.floor.ns_per_node ?? NaN).toFixed(3)} ns/node | eager busy ${(eager.busy_share * 100).toFixed(1)} % | recoverable ${estMs.toFixed(4)} ms/step | capture won ${wonMs.toFixed(4)} ms/step (eager ${arms.eager.toFixed(4)}, graph ${arms.graph.toFixed(4)}) | estimate/won ${(estMs / wonMs).toFixed(3)} | within 20 %: ${Math.abs(estMs / wonMs - 1) <= 0.2} |`);
+      const graph = trace.arms.find((a) => a.arm === "graph")?.summary;
+      if (graph) console.log(`| graph arm: busy ${(graph.busy_share * 100).toFixed(1)} %, recoverable ${(graph.recoverable_ns / 1e6).toFixed(4)} ms/step (near zero expected) |`);' "$t" "$s"
+  fi
   for n in cuda-counted-1 torch-short; do
     d=$(dir $n); [ -n "$d" ] || continue
     echo; echo "== $n: launches"; sed -n '/^## Launches/,/^## Card time/p' "$d/report.md" | sed -n '5,12p'

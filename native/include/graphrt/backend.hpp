@@ -128,6 +128,9 @@ class Backend {
 
   // The device's clocks now; none where the backend has none (cpu) or cannot read them.
   virtual std::optional<ClockReading> read_clocks() { return std::nullopt; }
+  // The volatile uncorrected ECC errors the device has counted since the driver loaded; none where
+  // the backend has no device (cpu) or the device counts none (ECC off, no NVML).
+  virtual std::optional<std::uint64_t> read_ecc_errors() { return std::nullopt; }
 };
 
 }  // namespace graphrt

@@ -220,6 +220,7 @@ void CudaBackend::synchronize() {
 }
 
 std::optional<ClockReading> CudaBackend::read_clocks() { return nvml_->read(); }
+std::optional<std::uint64_t> CudaBackend::read_ecc_errors() { return nvml_->ecc_errors(); }
 
 }  // namespace graphrt::cuda
 

@@ -58,6 +58,7 @@ class CudaBackend final : public Backend {
   void exec_destroy(GraphExecRaw exec) noexcept override;
   void synchronize() override;
   std::optional<ClockReading> read_clocks() override;
+  std::optional<std::uint64_t> read_ecc_errors() override;
 
   // Which wrapper later launches use (cuda_kernels.cu); a graph keeps the ones it captured.
   // Not a protocol toggle: the benchmark measures the three placements (AfterWait, the default,

@@ -18,10 +18,13 @@ using ReasonsFn = int (*)(NvmlDevice, unsigned long long*);
 using TempFn = int (*)(NvmlDevice, int, unsigned*);
 using PowerFn = int (*)(NvmlDevice, unsigned*);
 using DriverFn = int (*)(char*, unsigned);
+using EccFn = int (*)(NvmlDevice, int, int, unsigned long long*);
 
 constexpr int kClockSm = 1;   // NVML_CLOCK_SM
 constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
 constexpr int kTempGpu = 0;   // NVML_TEMPERATURE_GPU
+constexpr int kEccUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kEccVolatile = 0;     // NVML_VOLATILE_ECC: since the driver loaded
 
 // nvmlClocksEventReason* bits, named as nvidia-smi -q names them.
 constexpr std::pair<unsigned long long, const char*> kReasons[] = {
@@ -41,6 +44,7 @@ struct NvmlClocks::Api {
   TempFn temperature = nullptr;
   PowerFn power = nullptr;
   DriverFn driver = nullptr;
+  EccFn ecc = nullptr;
 };
 
 NvmlClocks::NvmlClocks(const std::string& pci_bus_id) {
@@ -57,6 +61,7 @@ NvmlClocks::NvmlClocks(const std::string& pci_bus_id) {
   a->temperature = reinterpret_cast<TempFn>(sym("nvmlDeviceGetTemperature"));
   a->power = reinterpret_cast<PowerFn>(sym("nvmlDeviceGetPowerUsage"));
   a->driver = reinterpret_cast<DriverFn>(sym("nvmlSystemGetDriverVersion"));
+  a->ecc = reinterpret_cast<EccFn>(sym("nvmlDeviceGetTotalEccErrors"));
   NvmlDevice dev = nullptr;
   if (init == nullptr || by_pci == nullptr || a->shutdown == nullptr || a->clock == nullptr || init() != 0) {
     delete a;
@@ -89,6 +94,13 @@ std::optional<ClockReading> NvmlClocks::read() const {
       if ((bits & bit) != 0) r.reasons.emplace_back(name);
   }
   return r;
+}
+
+std::optional<std::uint64_t> NvmlClocks::ecc_errors() const {
+  if (api_ == nullptr || device_ == nullptr || api_->ecc == nullptr) return std::nullopt;
+  unsigned long long n = 0;
+  if (api_->ecc(device_, kEccUncorrected, kEccVolatile, &n) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(n);
 }
 
 std::string NvmlClocks::driver_version() const {

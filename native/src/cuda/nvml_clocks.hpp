@@ -2,6 +2,7 @@
 // the binary links and runs where no driver is installed (CI). No NVML: read() answers nothing.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,9 @@ class NvmlClocks {
   NvmlClocks& operator=(const NvmlClocks&) = delete;
 
   std::optional<ClockReading> read() const;
+  // Volatile uncorrected ECC errors of the device (nvmlDeviceGetTotalEccErrors); none where NVML
+  // is not there or does not count them (ECC off).
+  std::optional<std::uint64_t> ecc_errors() const;
   // The driver version NVML reports ("580.159.04"), or empty.
   std::string driver_version() const;
 

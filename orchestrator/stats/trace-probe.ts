@@ -1,0 +1,51 @@
+/**
+ * The trace probe of a resident command rank (design probe, `kind: trace` records): per arm what
+ * the traced steps say (trace-arm.ts), against the card's graph-node floor that graphrt's chain
+ * measured on the same cards in the same probe (graph-node-floor.ts). A floor measured on a cpu
+ * card is graphrt's host emulation, not a GPU's: it is reported as such and never used for an
+ * estimate. The probe passes when every planned trace rep committed; an arm the library could not
+ * trace (no GPU, no injection library) is "not traced" with its reason, never zeros.
+ */
+import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
+import type { ProbeRecord } from '../../jobs/probe-record.ts';
+import { graphNodeFloorNs } from './graph-node-floor.ts';
+import { traceArmOf, type FloorForEstimate } from './trace-arm.ts';
+import type { TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
+
+export type { TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
+
+
+/** The floor over every rank's chain run (the median of their reps); the first reason when none ran. */
+export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {
+  const measured = runs.flatMap((r) => (r.source === 'graphrt-chain' ? [r] : []));
+  const first = measured[0];
+  if (first === undefined) {
+    const none = runs.find((r) => r.source === 'none');
+    return { source: 'none', reason: none?.source === 'none' ? none.reason : 'no chain run reached the probe record' };
+  }
+  const reps = measured.flatMap((r) => r.reps);
+  const backend = measured.every((r) => r.backend === 'cuda') ? 'cuda' : 'cpu';
+  return { source: 'graphrt-chain', backend, device: first.device, ns_per_node: graphNodeFloorNs(reps), reps: reps.length, gpu: backend === 'cuda' };
+}
+
+function floorForEstimate(f: TraceFloor): FloorForEstimate {
+  if (f.source === 'none') return { reason: f.reason };
+  if (!f.gpu) return { reason: `the chain ran on graphrt's ${f.backend} backend (${f.device}): not a GPU floor` };
+  return { ns: f.ns_per_node };
+}
+
+export function summarizeTraceProbe(planned: number, armOrder: readonly string[], records: readonly ProbeRecord[]): TraceProbeSummary {
+  const traced = records.filter((r) => r.kind === 'trace');
+  // one chain run per rank process: every record of its block attempt carries it
+  const runs = new Map<string, ChainFloorRun>();
+  for (const r of traced) for (const k of r.ranks) if (k.floor !== undefined) runs.set(`${r.block}/${r.attempt}/${k.card}`, k.floor);
+  const floor = traceFloorOf([...runs.values()]);
+  const estimate = floorForEstimate(floor);
+  const arms = armOrder.map((arm) => traceArmOf(arm, traced.filter((r) => r.arm === arm).flatMap((r) => r.ranks.flatMap((k) => (k.trace === undefined ? [] : [k.trace]))), estimate));
+  const missing = Math.max(0, planned - traced.length);
+  const notTraced = arms.filter((a) => a.summary === null);
+  const pass = traced.length > 0 && missing === 0;
+  const what = notTraced.length === 0 ? 'every arm traced' : notTraced.length === arms.length ? `not traced: ${notTraced[0]?.reason ?? 'no trace answer'}` : `${notTraced.length} of ${arms.length} arms not traced`;
+  const message = traced.length === 0 ? `no trace record committed (${planned} planned)` : missing > 0 ? `${traced.length} of ${planned} planned trace reps committed; ${what}` : `${traced.length} trace rep(s) committed; ${what}`;
+  return { planned, missing, floor, arms, pass, message };
+}

@@ -1,0 +1,111 @@
+/**
+ * The card's graph-node floor for a trace probe, measured where the program will run: graphrt's
+ * chain (native/PROTOCOL.md "Workloads"), one `graphrt run` of a graph rep per CHAIN_REPS, on the
+ * card's lock the worker already holds (the locked description inherited as fd 3), before the
+ * resident program starts — never beside it, so neither disturbs the other. What it measured (or
+ * why nothing) goes on the rank's hello and into the probe record; the floor itself is computed
+ * from the reps by orchestrator/stats/graph-node-floor.ts.
+ */
+import { spawn } from 'node:child_process';
+import type { ChainFloorRep, ChainFloorRun } from '../../jobs/chain-floor-run.ts';
+import { parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { MAX_RANK_LINE_BYTES } from '../../jobs/line-limit.ts';
+import { toChainFloorRun } from '../../jobs/native-args.ts';
+import { fateShared, INHERITED_LOCK_FD } from '../rank-process.ts';
+import { programEnv } from './program-env.ts';
+
+/** Kernels per chain step: enough nodes that a step's time is the nodes' and not the launch's. */
+const CHAIN_KERNELS = 256;
+const CHAIN_WARMUP = 4;
+const CHAIN_STEPS = 32;
+/** Graph reps, each its own process (a fresh capture): the floor is their median. */
+export const CHAIN_REPS = 3;
+/** One chain rep's wall-clock bound (a CPU emulation of 256 nodes × 36 steps takes milliseconds). */
+const CHAIN_TIMEOUT_MS = 60_000;
+
+export interface ChainFloorOptions {
+  /** the worker's graphrt binary; null: none on this host */
+  graphrt: string | null;
+  backend: 'cpu' | 'cuda';
+  uuid: string;
+  /** the card's locked description, handed to graphrt as fd 3 */
+  lockFd: number;
+  warn: (msg: string) => void;
+}
+
+/** The chain's reps on the card, or why there are none: a failure is said, never a floor made up. */
+export async function measureChainFloor(o: ChainFloorOptions): Promise<ChainFloorRun> {
+  const graphrt = o.graphrt;
+  if (graphrt === null) return { source: 'none', reason: "no graphrt on this worker: graphrt's chain measures the graph-node floor (build it: node scripts/build-native.mjs)" };
+  const reps: ChainFloorRep[] = [];
+  let device = '';
+  let backend: 'cpu' | 'cuda' = o.backend;
+  for (let i = 0; i < CHAIN_REPS; i++) {
+    const run = await chainRep({ ...o, graphrt });
+    if ('reason' in run) return { source: 'none', reason: run.reason };
+    reps.push(run.rep);
+    device = run.device;
+    backend = run.backend;
+  }
+  return { source: 'graphrt-chain', backend, device, kernels: CHAIN_KERNELS, reps };
+}
+
+type RepOrReason = { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda' } | { reason: string };
+
+function chainRep(o: ChainFloorOptions & { graphrt: string }): Promise<RepOrReason> {
+  const { args, env } = toChainFloorRun({ backend: o.backend, uuid: o.uuid, lockFd: INHERITED_LOCK_FD, kernels: CHAIN_KERNELS, warmup: CHAIN_WARMUP, steps: CHAIN_STEPS });
+  const [file, argv] = fateShared(o.graphrt, args, o.warn);
+  return new Promise((resolve) => {
+    // the minimal environment every program orch starts gets (never a credential)
+    const child = spawn(file, argv, { env: programEnv(env), stdio: ['ignore', 'pipe', 'pipe', o.lockFd] });
+    let stdout = '';
+    let stderr = '';
+    let over = false;
+    const take = (into: 'out' | 'err') => (b: Buffer) => {
+      if (stdout.length + stderr.length > 4 * MAX_RANK_LINE_BYTES) {
+        over = true;
+        child.kill('SIGKILL');
+        return;
+      }
+      if (into === 'out') stdout += b.toString('utf8');
+      else stderr += b.toString('utf8');
+    };
+    child.stdout?.on('data', take('out'));
+    child.stderr?.on('data', take('err'));
+    const timer = setTimeout(() => child.kill('SIGKILL'), CHAIN_TIMEOUT_MS);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      resolve({ reason: `graphrt's chain did not start: ${err.message}` });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const ended = code === 0 ? null : new Error(over ? `it printed more than ${4 * MAX_RANK_LINE_BYTES} bytes` : signal !== null ? `killed by ${signal} (over ${CHAIN_TIMEOUT_MS} ms?)` : `exit ${code}`);
+      resolve(readChainRep(stdout, stderr, ended));
+    });
+  });
+}
+
+/** The hello and the rep of one `graphrt run`, or why the rep gives no floor. */
+export function readChainRep(stdout: string, stderr: string, err: Error | null): RepOrReason {
+  let device = '';
+  let backend: 'cpu' | 'cuda' | null = null;
+  for (const raw of stdout.split('\n').filter((l) => l.trim() !== '')) {
+    let line;
+    try {
+      line = parseGraphrtLine(raw);
+    } catch (e) {
+      return { reason: `graphrt's chain printed a line this checkout does not read: ${(e as Error).message}` };
+    }
+    if (line.type === 'hello') {
+      device = line.device;
+      backend = line.backend === 'cuda' ? 'cuda' : 'cpu';
+    } else if (line.type === 'error') {
+      return { reason: `graphrt's chain failed on the card: ${line.code}: ${line.message}` };
+    } else if (line.type === 'rep' && backend !== null) {
+      if (line.mode !== 'graph' || line.nodes === null || line.nodes === undefined) return { reason: `graphrt's chain ran ${line.mode} without graph nodes on ${device}: no graph-node floor` };
+      return { rep: { mode: line.mode, nodes: line.nodes, step_ms: line.step_ms }, device, backend };
+    }
+  }
+  const why = err === null ? 'it printed no rep' : err.message;
+  return { reason: `graphrt's chain gave no rep: ${why}${stderr.trim() === '' ? '' : ` (stderr: ${stderr.trim().split('\n').at(-1)})`}` };
+}
