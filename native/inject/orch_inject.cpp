@@ -7,6 +7,7 @@
 // already, so its few entry points are looked up there. NVML is loaded with dlopen as graphrt
 // does (native/src/cuda/nvml_clocks.cpp).
 #include "orch_inject.h"
+#include "orch_nvtx.hpp"
 #include "orch_trace.hpp"
 
 #include <cuda.h>
@@ -292,9 +293,19 @@ ORCH_EXPORT const char* orch_inject_status(void) {
   }
 }
 
-namespace {
+orch_inject::Counts orch_inject::counts_now() {
+  Counts c;
+  if (g_state.load(std::memory_order_acquire) != 1) return c;
+  c.kernels = g_kernels.load(std::memory_order_relaxed);
+  c.captured = g_captured.load(std::memory_order_relaxed);
+  c.graphs = g_graphs.load(std::memory_order_relaxed);
+  c.memcpy = g_memcpy.load(std::memory_order_relaxed);
+  c.memset = g_memset.load(std::memory_order_relaxed);
+  c.syncs = g_syncs.load(std::memory_order_relaxed);
+  return c;
+}
 
-std::string json_escaped(const char* s) {
+std::string orch_inject::json_escaped(const char* s) {
   std::string out;
   for (; *s != '\0'; ++s) {
     const unsigned char c = static_cast<unsigned char>(*s);
@@ -303,6 +314,8 @@ std::string json_escaped(const char* s) {
   }
   return out;
 }
+
+namespace {
 
 // ORCH_INJECT_REPORT=<file>: at the process's exit, one JSON line of the counts since
 // InitializeInjection and the status, for a program orch runs once per rep (run.mode: per_rep),
@@ -315,10 +328,10 @@ void write_exit_report() {
   (void)orch_inject_read(&c);
   std::FILE* f = std::fopen(path, "a");  // one line per CUDA process of the rep: orch sums them
   if (f == nullptr) return;
-  std::fprintf(f, "{\"abi\":%llu,\"initialized\":%llu,\"status\":\"%s\",\"kernels\":%llu,\"captured\":%llu,\"graphs\":%llu,\"memcpy\":%llu,\"memset\":%llu,\"syncs\":%llu}\n",
-               static_cast<unsigned long long>(c.abi), static_cast<unsigned long long>(c.initialized), json_escaped(orch_inject_status()).c_str(),
+  std::fprintf(f, "{\"abi\":%llu,\"initialized\":%llu,\"status\":\"%s\",\"kernels\":%llu,\"captured\":%llu,\"graphs\":%llu,\"memcpy\":%llu,\"memset\":%llu,\"syncs\":%llu%s}\n",
+               static_cast<unsigned long long>(c.abi), static_cast<unsigned long long>(c.initialized), orch_inject::json_escaped(orch_inject_status()).c_str(),
                static_cast<unsigned long long>(c.kernels), static_cast<unsigned long long>(c.captured), static_cast<unsigned long long>(c.graphs),
-               static_cast<unsigned long long>(c.memcpy), static_cast<unsigned long long>(c.memset), static_cast<unsigned long long>(c.syncs));
+               static_cast<unsigned long long>(c.memcpy), static_cast<unsigned long long>(c.memset), static_cast<unsigned long long>(c.syncs), orch_inject::nvtx_report_fields().c_str());
   std::fclose(f);
 }
 

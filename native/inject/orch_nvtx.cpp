@@ -1,0 +1,187 @@
+// NVTX ranges as step delimiters (orch_nvtx.hpp, orch_inject.h "NVTX step ranges"). NVTX v3 is
+// header-only: every library of the program that calls NVTX carries its own copy, and each copy
+// loads NVTX_INJECTION64_PATH on its first call and calls InitializeInjectionNvtx2 with its own
+// function table. So InitializeInjectionNvtx2 fills whichever table it is given, every time.
+//
+// One step is the outermost push..pop (or start..end) of the range named ORCH_INJECT_STEP_RANGE:
+// the counters are read at its push and at its pop, and the difference is the step. The same name
+// nested inside an open step, and every other range, are only kept track of (so that their pops
+// do not close the step). Counts are process-wide, as a step's launches may come from any thread.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include "orch_nvtx.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#define ORCH_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// Steps kept per process: the exit report stays well under the 1 MiB orch reads (about 60 bytes a step).
+constexpr std::size_t kMaxSteps = 10000;
+// Other range names kept for the report (so a misspelt step range shows what the program named).
+constexpr std::size_t kMaxOtherNames = 8;
+constexpr std::size_t kMaxNameChars = 128;
+
+struct Delimiter {
+  std::mutex mutex;
+  std::string range;  // ORCH_INJECT_STEP_RANGE, read at the first InitializeInjectionNvtx2
+  bool open = false;  // a step is open (pushed on `opener`, or started as `open_id`)
+  nvtxRangeId_t open_id = 0;
+  orch_inject::Counts at_open;
+  std::vector<orch_inject::Counts> steps;
+  std::uint64_t dropped = 0;  // steps past kMaxSteps
+  std::set<std::string> others;
+};
+
+Delimiter& delimiter() {
+  static Delimiter* d = new Delimiter();  // never destroyed: the exit report reads it in an exit handler
+  return *d;
+}
+
+std::atomic<bool> g_loaded{false};                 // NVTX called InitializeInjectionNvtx2
+std::atomic<nvtxRangeId_t> g_next_id{1};           // nvtxRangeStart's ids: this library is their source
+
+// Per thread: for each pushed range not yet popped, whether its push opened the step.
+thread_local std::vector<bool> t_pushed;
+
+orch_inject::Counts minus(const orch_inject::Counts& a, const orch_inject::Counts& b) {
+  return {a.kernels - b.kernels, a.captured - b.captured, a.graphs - b.graphs, a.memcpy - b.memcpy, a.memset - b.memset, a.syncs - b.syncs};
+}
+
+// A range named `name` begins; true when it opens the step.
+bool begin(const char* name, nvtxRangeId_t id) {
+  Delimiter& d = delimiter();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (name == nullptr || d.range != name) {
+    if (name != nullptr && d.others.size() < kMaxOtherNames) d.others.insert(std::string(name).substr(0, kMaxNameChars));
+    return false;
+  }
+  if (d.open) return false;  // nested in (or overlapping) the open step: part of it
+  d.open = true;
+  d.open_id = id;
+  d.at_open = orch_inject::counts_now();
+  return true;
+}
+
+// The range that opened the step ends.
+void close_step() {
+  const orch_inject::Counts now = orch_inject::counts_now();
+  Delimiter& d = delimiter();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (!d.open) return;
+  d.open = false;
+  if (d.steps.size() < kMaxSteps) d.steps.push_back(minus(now, d.at_open));
+  else ++d.dropped;
+}
+
+// The ASCII message of an event's attributes (registered and wide strings are not step names).
+const char* ascii_message(const nvtxEventAttributes_t* a) {
+  return a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : nullptr;
+}
+
+int push(const char* name) {
+  t_pushed.push_back(begin(name, 0));
+  return static_cast<int>(t_pushed.size()) - 1;
+}
+
+int NVTX_API on_push_a(const char* message) { return push(message); }
+int NVTX_API on_push_ex(const nvtxEventAttributes_t* attributes) { return push(ascii_message(attributes)); }
+
+int NVTX_API on_pop() {
+  if (t_pushed.empty()) return -1;  // a pop without a push on this thread: NVTX's error value
+  const bool opener = t_pushed.back();
+  t_pushed.pop_back();
+  if (opener) close_step();
+  return static_cast<int>(t_pushed.size());
+}
+
+nvtxRangeId_t start(const char* name) {
+  const nvtxRangeId_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  (void)begin(name, id);
+  return id;
+}
+
+nvtxRangeId_t NVTX_API on_start_a(const char* message) { return start(message); }
+nvtxRangeId_t NVTX_API on_start_ex(const nvtxEventAttributes_t* attributes) { return start(ascii_message(attributes)); }
+
+void NVTX_API on_end(nvtxRangeId_t id) {
+  Delimiter& d = delimiter();
+  {
+    std::lock_guard<std::mutex> lock(d.mutex);
+    if (!d.open || d.open_id == 0 || d.open_id != id) return;
+  }
+  close_step();
+}
+
+template <typename Fn>
+bool install(NvtxFunctionTable table, unsigned size, NvtxCallbackIdCore id, Fn fn) {
+  if (table == nullptr || static_cast<unsigned>(id) >= size || table[id] == nullptr) return false;
+  *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+  return true;
+}
+
+std::string counts_json(const std::vector<orch_inject::Counts>& steps) {
+  auto list = [&steps](std::uint64_t orch_inject::Counts::*field) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (i != 0) s += ',';
+      s += std::to_string(steps[i].*field);
+    }
+    return s + "]";
+  };
+  return "{\"kernels\":" + list(&orch_inject::Counts::kernels) + ",\"captured\":" + list(&orch_inject::Counts::captured) +
+         ",\"graphs\":" + list(&orch_inject::Counts::graphs) + ",\"memcpy\":" + list(&orch_inject::Counts::memcpy) +
+         ",\"memset\":" + list(&orch_inject::Counts::memset) + ",\"syncs\":" + list(&orch_inject::Counts::syncs) + "}";
+}
+
+}  // namespace
+
+// NVTX's entry point (nvtxDetail/nvtxInit.h): called by each NVTX copy in the process at its first
+// call when NVTX_INJECTION64_PATH names this library. Returns 0 (NVTX unloads nothing it did not
+// load and makes its calls no-ops) when no step range is asked for or the table cannot be filled.
+ORCH_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+  const char* range = std::getenv("ORCH_INJECT_STEP_RANGE");
+  if (range == nullptr || *range == '\0' || get_export_table == nullptr) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;
+  NvtxFunctionTable table = nullptr;
+  unsigned size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size) == 0) return 0;
+  {
+    Delimiter& d = delimiter();
+    std::lock_guard<std::mutex> lock(d.mutex);
+    if (d.range.empty()) d.range = range;
+  }
+  const bool ok = install(table, size, NVTX_CBID_CORE_RangePushA, &on_push_a) &&
+                  install(table, size, NVTX_CBID_CORE_RangePushEx, &on_push_ex) &&
+                  install(table, size, NVTX_CBID_CORE_RangePop, &on_pop) &&
+                  install(table, size, NVTX_CBID_CORE_RangeStartA, &on_start_a) &&
+                  install(table, size, NVTX_CBID_CORE_RangeStartEx, &on_start_ex) &&
+                  install(table, size, NVTX_CBID_CORE_RangeEnd, &on_end);
+  if (ok) g_loaded.store(true, std::memory_order_release);
+  return ok ? 1 : 0;
+}
+
+std::string orch_inject::nvtx_report_fields() {
+  const char* range = std::getenv("ORCH_INJECT_STEP_RANGE");
+  if (range == nullptr || *range == '\0') return "";
+  Delimiter& d = delimiter();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  std::string others = "[";
+  for (const std::string& o : d.others) {
+    if (others.size() != 1) others += ',';
+    others += '"';
+    others += json_escaped(o.c_str());
+    others += '"';
+  }
+  return ",\"step_range\":\"" + json_escaped(range) + "\",\"nvtx\":" + (g_loaded.load(std::memory_order_acquire) ? "1" : "0") +
+         ",\"range_steps\":" + std::to_string(d.steps.size()) + ",\"range_dropped\":" + std::to_string(d.dropped) +
+         ",\"range_counts\":" + counts_json(d.steps) + ",\"other_ranges\":" + others + "]";
+}
