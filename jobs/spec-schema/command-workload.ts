@@ -34,6 +34,19 @@ export const RUN_MODES = ['per_rep', 'resident'] as const;
 
 /** The variable the CUDA driver loads an injection library from at cuInit (one per process). */
 export const INJECTION_VARIABLE = 'CUDA_INJECTION64_PATH';
+/** The variable NVTX loads an injection library from at a program's first NVTX call (one per process). */
+export const NVTX_INJECTION_VARIABLE = 'NVTX_INJECTION64_PATH';
+
+/**
+ * `run.launch_counts_step_range`: the NVTX range (its ASCII message) that is one step of a per_rep
+ * program, so that its launch counts are per step, not per rep ÷ steps (jobs/per-rep-counts.ts).
+ * Bounded as orch's names are; printable, since it travels in an environment variable and the report.
+ */
+const StepRangeSchema = z
+  .string()
+  .min(1)
+  .max(LIMITS.orch.name_length.max, { error: `an NVTX step range is a name, at most ${LIMITS.orch.name_length.max} characters (${LIMITS_FILE} orch.name_length)` })
+  .regex(/^[\x20-\x7e]+$/, { error: 'an NVTX step range is matched as the ASCII message of nvtxRangePushA/nvtxRangeStartA: printable ASCII only, no control characters' });
 
 const RunSchema = strictObject({
   cmd: CommandSchema,
@@ -48,11 +61,24 @@ const RunSchema = strictObject({
    * 13–18 % and the CUDA example's by 4–7 % with nothing but the subscription (bench/h200/user-rank).
    */
   launch_counts: z.boolean().optional(),
+  /** per_rep: the NVTX range one step is (StepRangeSchema); absent: counts per rep ÷ steps */
+  launch_counts_step_range: StepRangeSchema.optional(),
   /** Absolute: checked to exist by `orch validate`; relative: resolved on the worker (against the build's artifact dir, else its cwd), and never climbing out of it (`../x` is refused). */
   cwd: PathSchema.optional(),
   env: EnvSchema.optional(),
   timeout_s: TimeoutSchema.default(600),
-});
+}).superRefine(checkStepRange);
+
+/** What `run.launch_counts_step_range` needs from the rest of `run`: each gap named with its fix. */
+function checkStepRange(run: { launch_counts?: boolean | undefined; launch_counts_step_range?: string | undefined; mode?: string | undefined; env?: Record<string, string> | undefined }, ctx: z.RefinementCtx): void {
+  if (run.launch_counts_step_range === undefined) return;
+  const path = ['launch_counts_step_range'];
+  if (run.launch_counts !== true) ctx.addIssue({ code: 'custom', path, message: 'an NVTX step range delimits launch counts, which are off: add launch_counts: true beside it, or remove it' });
+  if (run.mode === 'resident') ctx.addIssue({ code: 'custom', path, message: "a resident rank's steps are its rank library's step() calls, already counted per step: remove launch_counts_step_range (it is for run.mode: per_rep)" });
+  if (run.env?.[NVTX_INJECTION_VARIABLE] !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['env', NVTX_INJECTION_VARIABLE], message: `${NVTX_INJECTION_VARIABLE} names another tool's NVTX injection library; orch's NVTX step range needs it and never replaces it: remove it from run.env, or remove launch_counts_step_range (counts per rep ÷ steps)` });
+  }
+}
 
 /** How one toggle reaches the user's binary: an env var with on/off values, or extra args. */
 const EnvToggleSchema = strictObject({ env: EnvNameSchema, on: EnvValueSchema, off: EnvValueSchema });

@@ -16,7 +16,7 @@ export function renderLaunches(rows: readonly LaunchRow[]): string {
   return [
     '## Launches',
     '',
-    "Per measured step, the median over the arm's reps: eager kernel launches, graph launches, copies, memsets and synchronising calls; captured: kernel launches made while a stream was capturing (graphrt: the graph's nodes). Counted by graphrt's own launch counter, or by orch's CUPTI injection library in a user's program (ranklib/PROTOCOL.md): per step through a rank library, or, for a per_rep program, over the whole rep and divided by the steps it reported (its setup and warm-up included); `none` says why nothing was counted.",
+    "Per measured step, the median over the arm's reps: eager kernel launches, graph launches, copies, memsets and synchronising calls; captured: kernel launches made while a stream was capturing (graphrt: the graph's nodes). Counted by graphrt's own launch counter, or by orch's CUPTI injection library in a user's program (ranklib/PROTOCOL.md): per step through a rank library; for a per_rep program, per NVTX range the spec names as its step (run.launch_counts_step_range), or else over the whole rep and divided by the steps it reported (its setup and warm-up included); `none` says why nothing was counted.",
     '',
     table,
     '',

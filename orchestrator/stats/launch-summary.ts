@@ -3,8 +3,8 @@
  * launches, graph launches, copies, memsets and synchronising calls one measured step made, and
  * who counted them — graphrt's own launch counter (`launches_per_step`, `dispatches_per_step`,
  * `nodes`), or orch's CUPTI injection library in a user's program (a command rep's `launches`:
- * per step through a rank library, ranklib/PROTOCOL.md; per rep ÷ steps for a per_rep program,
- * jobs/per-rep-counts.ts), or nobody, and why ("not available: ..."), never a zero standing in for it.
+ * per step through a rank library, ranklib/PROTOCOL.md; per NVTX step range, or else per rep ÷
+ * steps, for a per_rep program, jobs/per-rep-counts.ts), or nobody, and why ("not available: ..."), never a zero standing in for it.
  * The numbers are medians over the arm's reps of each rep's per-step median (rank 0's lines: the
  * ranks of a gang run the same launches).
  */
@@ -13,7 +13,7 @@ import { median } from './descriptive.ts';
 
 export interface LaunchRow {
   arm: string;
-  /** `graphrt`, `cupti`, PER_REP_SOURCE, or `none: <why>` */
+  /** `graphrt`, `cupti`, perRangeSource(range), PER_REP_SOURCE, or `none: <why>` */
   source: string;
   modes: string[];
   reps: number;
@@ -40,6 +40,9 @@ interface ArmAcc {
 
 /** How a per_rep program's counts were made per step: said in the report, never passed off as a step's own. */
 export const PER_REP_SOURCE = "cupti, per rep ÷ steps (a per_rep program: its process's counts, setup and warm-up included, over the steps it reported)";
+
+/** How a per_rep program's counts were delimited by the NVTX range the spec named (its steps' own counts). */
+export const perRangeSource = (range: string): string => `cupti, per NVTX range ${JSON.stringify(range)} (a per_rep program's steps as its NVTX ranges delimit them, warm-up ranges dropped)`;
 
 const acc = (): ArmAcc => ({ source: new Set(), modes: new Set(), reps: 0, kernels: [], graphs: [], memcpy: [], memset: [], syncs: [], captured: [] });
 const mid = (xs: number[]): number | null => (xs.length === 0 ? null : median(xs));
@@ -83,7 +86,7 @@ export class LaunchSummaryFold {
       a.captured.push(c.captured);
       return;
     }
-    a.source.add('cupti');
+    a.source.add(c.source === 'cupti-nvtx' ? perRangeSource(c.range) : 'cupti');
     a.kernels.push(median(c.kernels));
     a.graphs.push(median(c.graphs));
     a.memcpy.push(median(c.memcpy));

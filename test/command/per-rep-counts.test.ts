@@ -20,14 +20,14 @@ import { PerRepLaunches } from '../../worker/command/per-rep-launches.ts';
 const LIB = 'native/build/liborch_inject.so';
 
 test("the library's exit report from the rep's real processes: loaded without cuInit, so not counted, and said so", { skip: existsSync(LIB) ? false : `${LIB} is not built` }, () => {
-  const counting = new PerRepLaunches({ backend: 'cuda', lib: `${process.cwd()}/${LIB}`, programEnv: {} });
+  const counting = new PerRepLaunches({ backend: 'cuda', lib: `${process.cwd()}/${LIB}`, programEnv: {}, stepRange: null });
   assert.deepEqual(Object.keys(counting.env).sort(), ['CUDA_INJECTION64_PATH', 'ORCH_INJECT_REPORT']);
   // two CUDA-less processes of one rep, each loading what the worker named
   for (let i = 0; i < 2; i++) {
     const r = spawnSync('/bin/sh', ['-c', 'LD_PRELOAD=$CUDA_INJECTION64_PATH python3 -c "print(1)"'], { env: { PATH: process.env.PATH, ...counting.env }, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
   }
-  const got = counting.read(10);
+  const got = counting.read(10, 0);
   assert.equal(got.source, 'none');
   assert.match(got.source === 'none' ? got.reason : '', /^never initialized: the CUDA driver did not call InitializeInjection/);
   assert.equal(existsSync(counting.env.ORCH_INJECT_REPORT!), false, 'the report file is removed');
@@ -47,15 +47,15 @@ test('two processes counted: summed, divided by the steps the rep reported, and 
   assert.match(other!.source, /^none: no process of the rep loaded orch's injection library/);
   const md = renderLaunches(fold.rows());
   assert.match(md, /\| eager \| eager \| 1 \| 32 \| 0\.5 \| 2 \| 0 \| 1 \| 6 \| cupti, per rep ÷ steps/);
-  assert.match(md, /for a per_rep program, over the whole rep and divided by the steps it reported/);
+  assert.match(md, /or else over the whole rep and divided by the steps it reported/);
 });
 
 test('bad reports and nothing to count: a reason each, never zeros', () => {
   assert.match(JSON.stringify(perRepCounts('{"abi":1}\n', 5, '/tmp/r.jsonl')), /\/tmp\/r\.jsonl line 1: not the injection library's exit report/);
   assert.match(JSON.stringify(perRepCounts('garbage\n', 5, '/tmp/r.jsonl')), /line 1: not a JSON line/);
-  const cpu = new PerRepLaunches({ backend: 'cpu', lib: '/opt/orch/liborch_inject.so', programEnv: {} });
-  assert.deepEqual([cpu.env, cpu.read(5)], [{}, { source: 'none', reason: "a cpu card: no CUDA driver loads orch's injection library" }]);
-  const missing = new PerRepLaunches({ backend: 'cuda', lib: null, programEnv: {} });
-  assert.match(JSON.stringify(missing.read(5)), /not built on this worker/);
-  assert.throws(() => new PerRepLaunches({ backend: 'cuda', lib: '/opt/orch/liborch_inject.so', programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/x.so' } }), /do not replace it/);
+  const cpu = new PerRepLaunches({ backend: 'cpu', lib: '/opt/orch/liborch_inject.so', programEnv: {}, stepRange: null });
+  assert.deepEqual([cpu.env, cpu.read(5, 0)], [{}, { source: 'none', reason: "a cpu card: no CUDA driver loads orch's injection library" }]);
+  const missing = new PerRepLaunches({ backend: 'cuda', lib: null, programEnv: {}, stepRange: null });
+  assert.match(JSON.stringify(missing.read(5, 0)), /not built on this worker/);
+  assert.throws(() => new PerRepLaunches({ backend: 'cuda', lib: '/opt/orch/liborch_inject.so', programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/x.so' }, stepRange: null }), /do not replace it/);
 });

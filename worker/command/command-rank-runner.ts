@@ -150,7 +150,7 @@ class CommandRank implements RankHandle {
     }
     const { job } = this.s;
     const timer = setTimeout(() => this.abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
-    const counting = this.workload.run.launch_counts === true ? new PerRepLaunches({ backend: this.s.card.backend, lib: this.opts.injectLib ?? null, programEnv: this.workload.run.env ?? {} }) : null;
+    const counting = this.workload.run.launch_counts === true ? new PerRepLaunches({ backend: this.s.card.backend, lib: this.opts.injectLib ?? null, programEnv: this.workload.run.env ?? {}, stepRange: this.workload.run.launch_counts_step_range ?? null }) : null;
     try {
       const running = runCommandRep({
         workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: { ...this.env, ...(counting?.env ?? {}) }, signal: this.abort.signal,
@@ -167,7 +167,7 @@ class CommandRank implements RankHandle {
       const rep = CommandRepSchema.safeParse({
         v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
         warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms,
-        ...(counting === null ? {} : { launches: counting.read(r.metric_lines) }),
+        ...(counting === null ? {} : { launches: counting.read(r.metric_lines, r.excluded) }),
         final: true,
       });
       if (!rep.success) return this.fail(op, 'METRIC_NOT_A_NUMBER', `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`);

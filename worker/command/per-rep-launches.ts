@@ -2,7 +2,8 @@
  * Launch counts of one rep of a `run.mode: per_rep` program (workload.run.launch_counts: true):
  * on a cuda card the rep's processes run under orch's injection library (launch-counter.ts) with
  * ORCH_INJECT_REPORT naming a file of this rep's own, which each CUDA process appends its counts to
- * at exit; after the rep, jobs/per-rep-counts.ts sums them over the steps the rep reported. Where
+ * at exit; after the rep, jobs/per-rep-counts.ts sums them over the steps the rep reported, or, with
+ * an NVTX step range (workload.run.launch_counts_step_range), takes them per range the library saw. Where
  * nothing can be counted (a cpu card, no library on this host) the rep says why, never zeros.
  */
 import { randomUUID } from 'node:crypto';
@@ -25,6 +26,8 @@ export interface PerRepLaunchesOptions {
   lib: string | null;
   /** the environment the program gets from the spec (run.env): another profiler's library there is refused */
   programEnv: Record<string, string>;
+  /** workload.run.launch_counts_step_range: the NVTX range that is one step; null: per rep ÷ steps */
+  stepRange: string | null;
 }
 
 /** One rep's counting: `env` for its processes, then `read` once they ended. */
@@ -33,7 +36,7 @@ export class PerRepLaunches {
   readonly env: Record<string, string>;
 
   constructor(private readonly o: PerRepLaunchesOptions) {
-    const inject = injectionEnv({ backend: o.backend, counts: true, traceProbe: false, lib: o.lib, programEnv: o.programEnv });
+    const inject = injectionEnv({ backend: o.backend, counts: true, traceProbe: false, lib: o.lib, programEnv: o.programEnv, stepRange: o.stepRange });
     this.file = Object.keys(inject).length === 0 ? null : join(tmpdir(), `orch-inject-report-${process.pid}-${randomUUID()}.jsonl`);
     this.env = this.file === null ? {} : { ...inject, [REPORT_VARIABLE]: this.file };
   }
@@ -43,8 +46,11 @@ export class PerRepLaunches {
     if (this.file !== null) rmSync(this.file, { force: true });
   }
 
-  /** What the rep's processes counted over `steps` steps; the report file is removed. */
-  read(steps: number): RepLaunches {
+  /**
+   * What the rep's processes counted over `steps` steps (its metric lines), or per NVTX step range
+   * with the first `excluded` ranges dropped as those lines' warm-up; the report file is removed.
+   */
+  read(steps: number, excluded: number): RepLaunches {
     if (this.o.backend !== 'cuda') return { source: 'none', reason: "a cpu card: no CUDA driver loads orch's injection library" };
     if (this.file === null) return { source: 'none', reason: "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt, or ORCH_INJECT_LIB)" };
     try {
@@ -56,7 +62,7 @@ export class PerRepLaunches {
       } catch {
         text = null;
       }
-      return perRepCounts(text, steps, this.file);
+      return perRepCounts(text, steps, this.file, this.o.stepRange === null ? null : { name: this.o.stepRange, excluded });
     } finally {
       rmSync(this.file, { force: true });
     }
