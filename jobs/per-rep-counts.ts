@@ -37,6 +37,8 @@ export const InjectExitReportSchema = z.strictObject({
   range_steps: count.max(MAX_RANGE_STEPS).optional(),
   range_dropped: count.optional(),
   range_counts: z.strictObject(perStepCounted).optional(),
+  /** each step's host time, push to pop (ns) */
+  range_ns: z.array(z.number().min(0)).max(MAX_RANGE_STEPS).optional(),
   other_ranges: z.array(z.string().max(1000)).max(8).optional(),
 });
 type InjectExitReport = z.infer<typeof InjectExitReportSchema>;
@@ -104,11 +106,15 @@ export function perRepCounts(text: string | null, steps: number, file: string, r
   return { source: 'cupti-rep', steps, kernels: sum('kernels'), captured: sum('captured'), graphs: sum('graphs'), memcpy: sum('memcpy'), memset: sum('memset'), syncs: sum('syncs') };
 }
 
-/** What the NVTX side saw, for a rep whose counts are missing anyway: " (NVTX range "x": N steps delimited)". */
+/** What the NVTX side saw, for a rep whose counts are missing anyway: " (NVTX range "x": N steps delimited, middle step M ms)". */
 function rangeSeen(reports: InjectExitReport[], name: string): string {
   if (!reports.some((r) => r.nvtx === 1)) return '';
+  const ns = reports.flatMap((r) => r.range_ns ?? []);
   const n = reports.reduce((s, r) => s + (r.range_steps ?? 0), 0);
-  return ` (NVTX range "${name}": ${n} step${n === 1 ? '' : 's'} delimited)`;
+  // the middle step's time (upper middle of an even count): a sentence, not a statistic
+  const middle = [...ns].sort((a, b) => a - b)[Math.floor(ns.length / 2)];
+  const time = middle === undefined ? '' : `, middle step ${(middle / 1e6).toPrecision(3)} ms host time`;
+  return ` (NVTX range "${name}": ${n} step${n === 1 ? '' : 's'} delimited${time})`;
 }
 
 /** The counting processes' steps of `range`, in process order, warm-up dropped; or why there are none. */

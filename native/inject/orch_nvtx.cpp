@@ -13,6 +13,7 @@
 #include "orch_nvtx.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -35,7 +36,9 @@ struct Delimiter {
   bool open = false;  // a step is open (pushed on `opener`, or started as `open_id`)
   nvtxRangeId_t open_id = 0;
   orch_inject::Counts at_open;
+  std::chrono::steady_clock::time_point opened;
   std::vector<orch_inject::Counts> steps;
+  std::vector<std::uint64_t> step_ns;  // host time from the step's push to its pop, beside steps
   std::uint64_t dropped = 0;  // steps past kMaxSteps
   std::set<std::string> others;
 };
@@ -67,18 +70,24 @@ bool begin(const char* name, nvtxRangeId_t id) {
   d.open = true;
   d.open_id = id;
   d.at_open = orch_inject::counts_now();
+  d.opened = std::chrono::steady_clock::now();
   return true;
 }
 
 // The range that opened the step ends.
 void close_step() {
   const orch_inject::Counts now = orch_inject::counts_now();
+  const auto closed = std::chrono::steady_clock::now();
   Delimiter& d = delimiter();
   std::lock_guard<std::mutex> lock(d.mutex);
   if (!d.open) return;
   d.open = false;
-  if (d.steps.size() < kMaxSteps) d.steps.push_back(minus(now, d.at_open));
-  else ++d.dropped;
+  if (d.steps.size() >= kMaxSteps) {
+    ++d.dropped;
+    return;
+  }
+  d.steps.push_back(minus(now, d.at_open));
+  d.step_ns.push_back(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(closed - d.opened).count()));
 }
 
 // The ASCII message of an event's attributes (registered and wide strings are not step names).
@@ -127,14 +136,20 @@ bool install(NvtxFunctionTable table, unsigned size, NvtxCallbackIdCore id, Fn f
   return true;
 }
 
+std::string json_list(const std::vector<std::uint64_t>& xs) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (i != 0) s += ',';
+    s += std::to_string(xs[i]);
+  }
+  return s + "]";
+}
+
 std::string counts_json(const std::vector<orch_inject::Counts>& steps) {
   auto list = [&steps](std::uint64_t orch_inject::Counts::*field) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      if (i != 0) s += ',';
-      s += std::to_string(steps[i].*field);
-    }
-    return s + "]";
+    std::vector<std::uint64_t> xs;
+    for (const orch_inject::Counts& c : steps) xs.push_back(c.*field);
+    return json_list(xs);
   };
   return "{\"kernels\":" + list(&orch_inject::Counts::kernels) + ",\"captured\":" + list(&orch_inject::Counts::captured) +
          ",\"graphs\":" + list(&orch_inject::Counts::graphs) + ",\"memcpy\":" + list(&orch_inject::Counts::memcpy) +
@@ -183,5 +198,5 @@ std::string orch_inject::nvtx_report_fields() {
   }
   return ",\"step_range\":\"" + json_escaped(range) + "\",\"nvtx\":" + (g_loaded.load(std::memory_order_acquire) ? "1" : "0") +
          ",\"range_steps\":" + std::to_string(d.steps.size()) + ",\"range_dropped\":" + std::to_string(d.dropped) +
-         ",\"range_counts\":" + counts_json(d.steps) + ",\"other_ranges\":" + others + "]";
+         ",\"range_counts\":" + counts_json(d.steps) + ",\"range_ns\":" + json_list(d.step_ns) + ",\"other_ranges\":" + others + "]";
 }

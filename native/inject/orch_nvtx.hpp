@@ -22,7 +22,8 @@ Counts counts_now();
 std::string json_escaped(const char* s);
 
 // The exit report's NVTX fields, each preceded by a comma ("" when ORCH_INJECT_STEP_RANGE is unset):
-// ,"step_range":"<name>","nvtx":0|1,"range_steps":N,"range_dropped":N,"range_counts":{...},"other_ranges":[...]
+// ,"step_range":"<name>","nvtx":0|1,"range_steps":N,"range_dropped":N,"range_counts":{...},"range_ns":[...],"other_ranges":[...]
+// (range_ns: each step's host time, push to pop: the one thing a step shows where CUDA is not counting)
 std::string nvtx_report_fields();
 
 }  // namespace orch_inject

@@ -3,8 +3,9 @@
  * field and its checks, the worker's variables, the injection library's NVTX side, and the
  * Launches section. The NVTX side runs for real here: a C program built from
  * test/native/nvtx-steps.c with the toolkit's header-only NVTX loads the library the worker names
- * in NVTX_INJECTION64_PATH (no LD_PRELOAD, no GPU) and the library delimits its ranges. The CUDA
- * counts inside each step need the driver and CUPTI, so the per-step numbers are checked on
+ * in NVTX_INJECTION64_PATH (no LD_PRELOAD, no GPU) and the library delimits its ranges: which
+ * ranges are steps, and each step's host time (push to pop) shows where it began and ended. The
+ * CUDA counts inside each step need the driver and CUPTI, so the per-step numbers are checked on
  * planted exit lines shaped as the library writes them.
  */
 import assert from 'node:assert/strict';
@@ -55,9 +56,15 @@ test('NVTX loads the library the worker names and it delimits the named range: o
   // 5 push/pop steps (each with "decode_step" nested and "attention" inside) + 1 start/end; the extra pop is ignored
   assert.deepEqual([line.step_range, line.nvtx, line.range_steps, line.range_dropped, line.other_ranges], ['decode_step', 1, 6, 0, ['attention', 'setup']]);
   assert.equal((line.range_counts as { kernels: number[] }).kernels.length, 6);
+  // each step's host time spans its outermost push to its pop: 5 sleeps of 2 ms (10 ms for start/end);
+  // a step closed by a nested pop, or opened again by the nested push, is shorter (a lower bound only:
+  // a loaded machine makes sleeps longer, never shorter)
+  const ns = line.range_ns as number[];
+  assert.equal(ns.length, 6);
+  for (const [i, t] of ns.entries()) assert.ok(t >= 10e6, `step ${i}: ${t} ns, less than the 10 ms slept inside it`);
   // no GPU: CUDA never called InitializeInjection, so no counts — the reason, with what NVTX saw
   assert.equal(got.source, 'none');
-  assert.match(got.source === 'none' ? got.reason : '', /^never initialized: the CUDA driver did not call InitializeInjection .*\(NVTX range "decode_step": 6 steps delimited\)$/);
+  assert.match(got.source === 'none' ? got.reason : '', /^never initialized: the CUDA driver did not call InitializeInjection .*\(NVTX range "decode_step": 6 steps delimited, middle step \d+(\.\d+)? ms host time\)$/);
 });
 
 test('a range the program never opens: the reason names the ranges it did, never zeros', { skip }, () => {
