@@ -93,10 +93,16 @@ size_t orch_inject_kernels(struct orch_inject_kernel* out, size_t cap, unsigned 
 /* Moves up to `cap` instantiations (oldest first) into `out`; returns how many. */
 size_t orch_inject_graphs(struct orch_inject_graph* out, size_t cap);
 
+/* NVTX step ranges (orch_nvtx.cpp, ranklib/PROTOCOL.md "A per_rep program"): with
+ * NVTX_INJECTION64_PATH naming this library and ORCH_INJECT_STEP_RANGE=<name>, NVTX calls
+ * InitializeInjectionNvtx2 (exported, NVTX's entry point) at the program's first NVTX call, and
+ * each outermost push..pop or start..end of the range <name> delimits one step of the counts. */
+
 /* ORCH_INJECT_REPORT=<file> in the environment: at the process's exit (exit handlers, not _exit or
  * a kill) the library appends one JSON line to the file: {"abi","initialized","status","kernels",
  * "captured","graphs","memcpy","memset","syncs"}, the counts since InitializeInjection, for a
- * program orch runs once per rep without a rank library (jobs/per-rep-counts.ts reads it). */
+ * program orch runs once per rep without a rank library (jobs/per-rep-counts.ts reads it); with a
+ * step range, also the steps NVTX delimited (orch_nvtx.hpp nvtx_report_fields). */
 
 /* Called by the CUDA driver at cuInit, once per process however often it is called; returns 1 as
  * CUPTI's injection samples do. Subscribing fails where another CUPTI subscriber is there first. */

@@ -1,4 +1,4 @@
-// NVTX ranges as step delimiters (orch_nvtx.hpp, orch_inject.h "NVTX step ranges"). NVTX v3 is
+// NVTX ranges as step delimiters (orch_nvtx.hpp, orch_inject.h "NVTX step ranges", ranklib/PROTOCOL.md). NVTX v3 is
 // header-only: every library of the program that calls NVTX carries its own copy, and each copy
 // loads NVTX_INJECTION64_PATH on its first call and calls InitializeInjectionNvtx2 with its own
 // function table. So InitializeInjectionNvtx2 fills whichever table it is given, every time.

@@ -1,4 +1,4 @@
-// NVTX ranges as step delimiters for liborch_inject.so (orch_inject.h "NVTX step ranges"): a
+// NVTX ranges as step delimiters for liborch_inject.so (orch_inject.h "NVTX step ranges", ranklib/PROTOCOL.md "A per_rep program"): a
 // per_rep program without a rank library marks its steps with an NVTX range; NVTX loads the
 // library named in NVTX_INJECTION64_PATH at the program's first NVTX call and calls
 // InitializeInjectionNvtx2, and from then on the range named in ORCH_INJECT_STEP_RANGE delimits

@@ -24,7 +24,7 @@ const INJECT_INCLUDE = join(NATIVE, 'inject');
 const RANKLIB = join(ROOT, 'ranklib', 'cpp');
 const HOST_RANK = join(ROOT, 'test', 'fixtures', 'ranks', 'host-rank.cpp');
 const NVCC = join(CUDA, 'bin', 'nvcc');
-const EXPORTS = ['InitializeInjection', 'orch_inject_clocks', 'orch_inject_ecc', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
+const EXPORTS = ['InitializeInjection', 'InitializeInjectionNvtx2', 'orch_inject_clocks', 'orch_inject_ecc', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
 
 /** The answers of a rank to one small rep request and one trace request (stdin then closed), as the worker's schemas read them. */
 function answersOf(bin: string, env: NodeJS.ProcessEnv): { rep: OrchRankRep; trace: OrchRankTrace } {
