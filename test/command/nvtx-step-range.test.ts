@@ -4,7 +4,8 @@
  * Launches section. The NVTX side runs for real here: a C program built from
  * test/native/nvtx-steps.c with the toolkit's header-only NVTX loads the library the worker names
  * in NVTX_INJECTION64_PATH (no LD_PRELOAD, no GPU) and the library delimits its ranges: which
- * ranges are steps, and each step's host time (push to pop) shows where it began and ended. The
+ * ranges are steps, and each step's host time (push to pop) shows where it began and ended; the
+ * same program also runs as a per_rep rep through the worker's CommandRankRunner on a cuda card. The
  * CUDA counts inside each step need the driver and CUPTI, so the per-step numbers are checked on
  * planted exit lines shaped as the library writes them.
  */
@@ -14,14 +15,22 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import type { Card } from '../../jobs/card.ts';
 import { SpecError } from '../../jobs/errors.ts';
+import type { RankLine } from '../../jobs/rank-line.ts';
+import { CommandWorkloadSchema } from '../../jobs/spec-schema/command-workload.ts';
 import { perRepCounts } from '../../jobs/per-rep-counts.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { renderLaunches } from '../../orchestrator/report/render-launches.ts';
 import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { LaunchSummaryFold, perRangeSource } from '../../orchestrator/stats/launch-summary.ts';
+import { pino } from 'pino';
+import { BuildCache } from '../../worker/builds/build-cache.ts';
+import { CommandRankRunner } from '../../worker/command/command-rank-runner.ts';
 import { injectionEnv } from '../../worker/command/launch-counter.ts';
 import { PerRepLaunches } from '../../worker/command/per-rep-launches.ts';
+import { armOf } from '../../worker/rank-runner.ts';
+import { blockJob } from '../utils/block-jobs.ts';
 
 const LIB = `${process.cwd()}/native/build/liborch_inject.so`;
 const NVTX_HEADER = '/usr/local/cuda/include/nvtx3/nvToolsExt.h';
@@ -73,6 +82,29 @@ test('a range the program never opens: the reason names the ranges it did, never
   // the CUDA side planted as counting (it cannot run here); the NVTX side is the library's own line
   const got = perRepCounts(raw.replace('"initialized":0', '"initialized":1'), 3, '/tmp/r.jsonl', { name: 'decode', excluded: 0 });
   assert.deepEqual(got, { source: 'none', reason: 'no NVTX range "decode" was pushed and popped (or started and ended) in the rep; ranges seen: "attention", "decode_step", "setup"' });
+});
+
+test("through the worker's per_rep runner on a cuda card: the rep's program gets both variables, and its rep line says what NVTX delimited", { skip }, async () => {
+  const exe = program();
+  // warm-up 2 + 2 measured metric lines; the program marks 3 ranges of decode_step plus one start/end
+  const workload = CommandWorkloadSchema.parse({
+    runtime: 'command',
+    run: { cmd: `${exe} 3 && for i in 0 1 2 3; do echo "{\\"ms\\":1}"; done`, launch_counts: true, launch_counts_step_range: 'decode_step', timeout_s: 60 },
+    metric_source: { format: 'jsonl', field: 'ms' },
+    warmup: 2,
+    steps: 2,
+  });
+  const gpu: Card = { id: 'GPU-nvtx', host: 'h', backend: 'cuda', index: 0, uuid: 'GPU-nvtx', name: 'NVIDIA H200' };
+  const j = blockJob({ experiment: 'nvtx', block: 0, attempt: 1, epoch: 1, host: 'h', cards: [gpu.id], workload, warmup: 2, steps: 2, arms: [{ name: 'eager', toggles: {} }], sequence: ['eager'] });
+  const lines: RankLine[] = [];
+  const runner = new CommandRankRunner({ cache: new BuildCache({ root: dir }), injectLib: LIB });
+  const rank = runner.start({ job: j, rank: 0, world: 1, card: gpu, lockPath: join(dir, 'card.lock'), log: pino({ level: 'silent' }), onLine: (l) => lines.push(l) });
+  await rank.ready;
+  const rep = await rank.request({ id: 'b0-a1-rep0', op: 'rep', arm: armOf(j, 'eager') }, 30_000);
+  await rank.close(2_000);
+  assert.ok(rep.type === 'rep' && 'launches' in rep, JSON.stringify(rep));
+  assert.equal(rep.launches?.source, 'none');
+  assert.match(rep.launches?.source === 'none' ? rep.launches.reason : '', /^never initialized: .*\(NVTX range "decode_step": 4 steps delimited, middle step \d+(\.\d+)? ms host time\)$/);
 });
 
 const exitLine = (o: { nvtx?: 0 | 1; kernels?: number[]; graphs?: number[]; range?: boolean }) => {
