@@ -56,7 +56,8 @@ const RunSchema = strictObject({
   /**
    * cuda cards: true runs the program with orch's CUPTI injection library, which counts every
    * launch of each measured step of a resident rank (ranklib/PROTOCOL.md "Launch counts and
-   * clocks"), or, per_rep, of the whole rep divided by the steps it reported (jobs/per-rep-counts.ts). Absent:
+   * clocks"), or, per_rep, per NVTX range launch_counts_step_range names, else of the whole rep
+   * divided by the steps it reported (jobs/per-rep-counts.ts). Absent:
    * off, because CUPTI in the process slows what is timed: on the H200 a PyTorch graph step by
    * 13–18 % and the CUDA example's by 4–7 % with nothing but the subscription (bench/h200/user-rank).
    */
