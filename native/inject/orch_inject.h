@@ -96,7 +96,8 @@ size_t orch_inject_graphs(struct orch_inject_graph* out, size_t cap);
 /* NVTX step ranges (orch_nvtx.cpp, ranklib/PROTOCOL.md "A per_rep program"): with
  * NVTX_INJECTION64_PATH naming this library and ORCH_INJECT_STEP_RANGE=<name>, NVTX calls
  * InitializeInjectionNvtx2 (exported, NVTX's entry point) at the program's first NVTX call, and
- * each outermost push..pop or start..end of the range <name> delimits one step of the counts. */
+ * each outermost push..pop or start..end of the range <name> (any domain, ASCII or registered)
+ * delimits one step of the counts. */
 
 /* ORCH_INJECT_REPORT=<file> in the environment: at the process's exit (exit handlers, not _exit or
  * a kill) the library appends one JSON line to the file: {"abi","initialized","status","kernels",

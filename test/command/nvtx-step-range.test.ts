@@ -62,18 +62,19 @@ test('NVTX loads the library the worker names and it delimits the named range: o
   const { line, got, env } = rep('decode_step', 5);
   assert.equal(env.NVTX_INJECTION64_PATH, LIB);
   assert.equal(env.ORCH_INJECT_STEP_RANGE, 'decode_step');
-  // 5 push/pop steps (each with "decode_step" nested and "attention" inside) + 1 start/end; the extra pop is ignored
-  assert.deepEqual([line.step_range, line.nvtx, line.range_steps, line.range_dropped, line.other_ranges], ['decode_step', 1, 6, 0, ['attention', 'setup']]);
-  assert.equal((line.range_counts as { kernels: number[] }).kernels.length, 6);
-  // each step's host time spans its outermost push to its pop: 5 sleeps of 2 ms (10 ms for start/end);
+  // 5 push/pop steps (each with "decode_step" nested and "attention" inside), 2 in a domain (one a
+  // registered string), 1 start/end; the extra pop is ignored
+  assert.deepEqual([line.step_range, line.nvtx, line.range_steps, line.range_dropped, line.other_ranges], ['decode_step', 1, 8, 0, ['attention', 'setup']]);
+  assert.equal((line.range_counts as { kernels: number[] }).kernels.length, 8);
+  // each step's host time spans its outermost push to its pop: 5 sleeps of 2 ms (10 ms for the domain steps and start/end);
   // a step closed by a nested pop, or opened again by the nested push, is shorter (a lower bound only:
   // a loaded machine makes sleeps longer, never shorter)
   const ns = line.range_ns as number[];
-  assert.equal(ns.length, 6);
+  assert.equal(ns.length, 8);
   for (const [i, t] of ns.entries()) assert.ok(t >= 10e6, `step ${i}: ${t} ns, less than the 10 ms slept inside it`);
   // no GPU: CUDA never called InitializeInjection, so no counts — the reason, with what NVTX saw
   assert.equal(got.source, 'none');
-  assert.match(got.source === 'none' ? got.reason : '', /^never initialized: the CUDA driver did not call InitializeInjection .*\(NVTX range "decode_step": 6 steps delimited, middle step \d+(\.\d+)? ms host time\)$/);
+  assert.match(got.source === 'none' ? got.reason : '', /^never initialized: the CUDA driver did not call InitializeInjection .*\(NVTX range "decode_step": 8 steps delimited, middle step \d+(\.\d+)? ms host time\)$/);
 });
 
 test('a range the program never opens: the reason names the ranges it did, never zeros', { skip }, () => {
@@ -86,7 +87,7 @@ test('a range the program never opens: the reason names the ranges it did, never
 
 test("through the worker's per_rep runner on a cuda card: the rep's program gets both variables, and its rep line says what NVTX delimited", { skip }, async () => {
   const exe = program();
-  // warm-up 2 + 2 measured metric lines; the program marks 3 ranges of decode_step plus one start/end
+  // warm-up 2 + 2 measured metric lines; the program marks 3 + 3 steps of decode_step
   const workload = CommandWorkloadSchema.parse({
     runtime: 'command',
     run: { cmd: `${exe} 3 && for i in 0 1 2 3; do echo "{\\"ms\\":1}"; done`, launch_counts: true, launch_counts_step_range: 'decode_step', timeout_s: 60 },
@@ -104,7 +105,7 @@ test("through the worker's per_rep runner on a cuda card: the rep's program gets
   await rank.close(2_000);
   assert.ok(rep.type === 'rep' && 'launches' in rep, JSON.stringify(rep));
   assert.equal(rep.launches?.source, 'none');
-  assert.match(rep.launches?.source === 'none' ? rep.launches.reason : '', /^never initialized: .*\(NVTX range "decode_step": 4 steps delimited, middle step \d+(\.\d+)? ms host time\)$/);
+  assert.match(rep.launches?.source === 'none' ? rep.launches.reason : '', /^never initialized: .*\(NVTX range "decode_step": 6 steps delimited, middle step \d+(\.\d+)? ms host time\)$/);
 });
 
 const exitLine = (o: { nvtx?: 0 | 1; kernels?: number[]; graphs?: number[]; range?: boolean }) => {
