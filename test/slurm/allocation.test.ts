@@ -32,7 +32,7 @@ test("squeue's end: local time without a zone, or none", () => {
 });
 
 test("the node's address: NodeAddr of scontrol show node -o, not NodeHostName's; none when the line has none", () => {
-  assert.equal(parseNodeAddr('NodeName=gpu07 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.0.3.7 NodeHostName=gpu07 Port=6818 Version=22.05.8\n'), '10.0.3.7');
+  assert.equal(parseNodeAddr('NodeName=gpu07 Arch=x86_64 CoresPerSocket=1 NodeAddr=gpu07.example NodeHostName=gpu07 Port=6818 Version=22.05.8\n'), 'gpu07.example');
   assert.equal(parseNodeAddr('NodeName=gpu07 NodeHostName=gpu07'), null);
 });
 
