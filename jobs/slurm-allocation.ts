@@ -77,7 +77,7 @@ export function parseSqueueEnd(text: string): number | null {
 }
 
 /**
- * The node's address as Slurm knows it, from `scontrol show node -o NAME` (`… NodeAddr=10.0.3.7
+ * The node's address as Slurm knows it, from `scontrol show node -o NAME` (`… NodeAddr=gpu07.example
  * NodeHostName=gpu07 …`): the address slurmctld and the other nodes reach it at, so on the
  * allocation's network. Null when the line names none.
  */
