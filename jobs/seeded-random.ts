@@ -19,3 +19,8 @@ export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   }
   return out;
 }
+
+/** A standard normal from a uniform stream in [0, 1) (Box–Muller; 1 − u keeps the log finite). */
+export function standardNormal(random: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+}

@@ -24,7 +24,7 @@
  *
  * PATHS paths give the total type-I to ± 0.05 points (one simulation se at alpha 0.05).
  */
-import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { mulberry32, standardNormal } from '../../jobs/seeded-random.ts';
 import { studentQuantile } from './distributions.ts';
 import { obrienFlemingSpent } from './sequential.ts';
 
@@ -78,7 +78,7 @@ function simulateBoundaries(looks: readonly TLook[], alpha: number): number[] {
   for (const look of looks) {
     const m = look.pairs - n;
     for (let p = 0; p < PATHS && m > 0; p++) {
-      const dS = Math.sqrt(m) * normal(rand);
+      const dS = Math.sqrt(m) * standardNormal(rand);
       const within = m > 1 ? 2 * gamma((m - 1) / 2, rand) : 0;
       rss[p] = n === 0 ? within : rss[p]! + within + ((sum[p]! / n - dS / m) ** 2 * n * m) / (n + m);
       sum[p] = sum[p]! + dS;
@@ -114,11 +114,6 @@ function tStat(sum: number, rss: number, n: number): number {
   return sum / n / Math.sqrt(rss / (n - 1) / n);
 }
 
-/** Standard normal, Box–Muller. */
-function normal(rand: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
-}
-
 /**
  * Gamma(shape, 1) by Marsaglia & Tsang (2000, ACM TOMS 26:363), with the shape < 1 case through
  * Gamma(shape + 1) · U^(1/shape).
@@ -131,7 +126,7 @@ function gamma(shape: number, rand: () => number): number {
     let x: number;
     let v: number;
     do {
-      x = normal(rand);
+      x = standardNormal(rand);
       v = 1 + c * x;
     } while (v <= 0);
     v = v * v * v;

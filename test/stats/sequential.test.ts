@@ -7,13 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { mulberry32, standardNormal } from '../../jobs/seeded-random.ts';
 import { decideLook, lookSchedule, obrienFlemingSpent, sequentialBoundaries } from '../../orchestrator/stats/sequential.ts';
-
-/** A standard normal from a seeded uniform stream (Box–Muller). */
-function normal(rand: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
-}
 
 /** Fraction of null z-paths (K equal looks) that cross `bounds` at some look. */
 function crossingRate(bounds: readonly number[], runs: number, seed: number): number {
@@ -23,7 +18,7 @@ function crossingRate(bounds: readonly number[], runs: number, seed: number): nu
   for (let r = 0; r < runs; r++) {
     let s = 0;
     for (let k = 1; k <= K; k++) {
-      s += normal(rand) * Math.sqrt(1 / K);
+      s += standardNormal(rand) * Math.sqrt(1 / K);
       if (Math.abs(s / Math.sqrt(k / K)) >= (bounds[k - 1] as number)) {
         crossed++;
         break;

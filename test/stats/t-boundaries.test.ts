@@ -6,14 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { mulberry32, standardNormal } from '../../jobs/seeded-random.ts';
 import { studentQuantile } from '../../orchestrator/stats/distributions.ts';
 import { obrienFlemingSpent, sequentialBoundaries } from '../../orchestrator/stats/sequential.ts';
 import { tBoundaries } from '../../orchestrator/stats/t-boundaries.ts';
-
-function normal(rand: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
-}
 
 /** Share of null paths of normal pairs that cross some look's boundary. */
 function typeOne(pairsAt: readonly number[], critical: readonly number[], runs: number, seed: number): number {
@@ -25,7 +21,7 @@ function typeOne(pairsAt: readonly number[], critical: readonly number[], runs: 
     let i = 0;
     for (const [k, n] of pairsAt.entries()) {
       for (; i < n; i++) {
-        const d = normal(rand);
+        const d = standardNormal(rand);
         s += d;
         q += d * d;
       }
