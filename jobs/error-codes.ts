@@ -89,6 +89,7 @@ export const ERROR_CODES = {
   BUILD_FAILED: { kind: 'user-input', meaning: "the spec's build command failed" },
   BUILD_ARTIFACT_OUTSIDE: { kind: 'user-input', meaning: 'build.artifacts names a path outside the build directory (absolute, or through ..)' },
   BUILD_ARTIFACT_MISSING: { kind: 'user-input', meaning: 'the build exited 0 without producing a listed artifact' },
+  RESULTS_PATH_UNSAFE: { kind: 'user-input', meaning: 'results/<id> or a file orch writes in it is a symbolic link, not a directory or file, or owned by another user: the results writer follows no link and writes nothing there', hint: 'remove the path named (it is not orch\'s), or write the results under another --results root' },
   RESULTS_DIR_INVALID: { kind: 'user-input', meaning: 'orch report --from or orch compare was given a directory that is not an orch results directory' },
   EVENTS_FILE_INVALID: { kind: 'user-input', meaning: 'a results directory\'s events.jsonl holds a line that is not an event record (jobs/stream-event.ts): the message names the file, the line and the schema path' },
   PRIOR_RUN_NO_NOISE: { kind: 'user-input', meaning: 'orch plan --power was given a prior run whose values hold no paired noise to plan from (no comparison with two pairs in a block)' },

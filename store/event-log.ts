@@ -12,7 +12,7 @@
  *   each line parsed with the schema; a line that does not parse is refused with the file, its
  *   line number and the schema path.
  */
-import { createReadStream } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../jobs/errors.ts';
@@ -164,7 +164,8 @@ const CHUNK_CHARS = 1 << 20;
  * Returns the count written.
  */
 export async function exportJsonl(file: string, pages: AsyncIterable<readonly StreamEvent[]> | Iterable<readonly StreamEvent[]>, onEvent?: (e: StreamEvent) => void): Promise<number> {
-  const fh = await open(file, 'w', 0o600);
+  // never through a link planted at the file (orchestrator/results/results-dir.ts)
+  const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   let n = 0;
   try {
     await fh.chmod(0o600);

@@ -2,7 +2,8 @@
  * `orch dashboard`: the cluster and its results in a browser (orchestrator/dashboard/), /metrics
  * for Prometheus. Loopback by default, and every page needs the token there too: the one given
  * (ORCH_DASHBOARD_TOKEN or --token-file), else its own, made once in a 0600 file of the user's
- * state directory; the URL that signs a browser in is printed once at start. --open-loopback
+ * state directory, whose path the start-up line names (the URL that signs a browser in, holding
+ * the token, is printed only with --print-token: stdout goes to logs and terminals others read). --open-loopback
  * serves loopback without a token (and then takes no write action). Runs until SIGINT/SIGTERM.
  */
 import type { Logger } from 'pino';
@@ -14,6 +15,8 @@ export interface DashboardArgs {
   host: string;
   tokenFile?: string | undefined;
   openLoopback?: boolean;
+  /** print the sign-in URL, token included, at start (default: only where the token file is) */
+  printToken?: boolean;
   allowHost?: string[] | undefined;
   results: string;
   redisUrlFile?: string | undefined;
@@ -23,8 +26,10 @@ export interface StartedDashboard {
   dashboard: { address: string; close(): Promise<void> };
   /** where the token came from: a file's path, or ORCH_DASHBOARD_TOKEN; null: --open-loopback */
   tokenFrom: string | null;
-  /** the address with `?token=`: printed once when the token is the dashboard's own */
+  /** the address with `?token=`: printed once when the token is the dashboard's own and --print-token asked for it */
   signIn: string | null;
+  /** the dashboard's own token file (mode 0600), named instead of printing the token; null: a token given, or none */
+  tokenFile: string | null;
 }
 
 export interface DashboardToken {
@@ -77,13 +82,28 @@ export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): 
     resultsRoot: args.results,
     log,
   });
-  return { dashboard, tokenFrom: t.from, signIn: t.own ? `${dashboard.address}/?token=${t.token}` : null };
+  return { dashboard, tokenFrom: t.from, ...signInOf(dashboard.address, t, args.printToken ?? false) };
 }
 
-/** The start-up line: the address, where the token is, and (its own token) the sign-in URL. */
+/**
+ * How a browser signs in, as the start-up line says it: the URL holding the token only when asked
+ * (--print-token), else the path of the dashboard's own 0600 token file. A token given
+ * (ORCH_DASHBOARD_TOKEN, --token-file) is never printed: its owner has it.
+ */
+export function signInOf(address: string, t: DashboardToken, printToken: boolean): Pick<StartedDashboard, 'signIn' | 'tokenFile'> {
+  if (!t.own) return { signIn: null, tokenFile: null };
+  return printToken ? { signIn: `${address}/?token=${t.token}`, tokenFile: null } : { signIn: null, tokenFile: t.from };
+}
+
+/** The start-up line: the address, where the token is, and (its own token) how to sign in. */
 export function describeStart(s: StartedDashboard): string {
   const token = s.tokenFrom === null ? 'no token (--open-loopback): read-only, loopback only' : `token from ${s.tokenFrom}`;
-  return `${s.dashboard.address} (${token})${s.signIn ? `; open ${s.signIn}` : ''}`;
+  const how = s.signIn
+    ? `; open ${s.signIn}`
+    : s.tokenFile
+      ? `; sign in at ${s.dashboard.address}/login with the token in ${s.tokenFile} (mode 0600), or start with --print-token to have the sign-in URL printed`
+      : '';
+  return `${s.dashboard.address} (${token})${how}`;
 }
 
 export const dashboardCommand = defineCommand({
@@ -95,6 +115,7 @@ export const dashboardCommand = defineCommand({
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind; anything but loopback needs a token given (ORCH_DASHBOARD_TOKEN or --token-file)' })
       .option('token-file', { type: 'string', describe: 'file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own ($XDG_RUNTIME_DIR/orch/dashboard-token, else ~/.cache/orch/dashboard-token)' })
       .option('open-loopback', { type: 'boolean', default: false, describe: 'serve loopback without a token: every local user reads the cluster; no write action' })
+      .option('print-token', { type: 'boolean', default: false, describe: "print the sign-in URL, the dashboard's own token in it, at start (default: only the path of its 0600 token file)" })
       .option('allow-host', { type: 'string', array: true, describe: 'a host name browsers use for the dashboard besides its address (repeat); any other Host is refused (421)' })
       .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/ to link and serve read-only' }),
   handler: async (argv) => {
@@ -103,7 +124,7 @@ export const dashboardCommand = defineCommand({
     const s = await startDashboardFromArgs(argv, log);
     process.stdout.write(
       argv.json
-        ? `${JSON.stringify({ event: 'listening', address: s.dashboard.address, token_from: s.tokenFrom, open: s.signIn })}\n`
+        ? `${JSON.stringify({ event: 'listening', address: s.dashboard.address, token_from: s.tokenFrom, open: s.signIn, token_file: s.tokenFile })}\n`
         : `orch dashboard listening on ${describeStart(s)}\n`,
     );
     await new Promise<void>((resolve) => {

@@ -15,6 +15,7 @@ export const serveCommand = defineCommand({
       .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT, behind its token' })
       .option('http-token-file', { type: 'string', describe: 'the dashboard\'s token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own)' })
       .option('http-open-loopback', { type: 'boolean', default: false, describe: 'serve the dashboard without a token (orch dashboard --open-loopback)' })
+      .option('http-print-token', { type: 'boolean', default: false, describe: 'print the dashboard\'s sign-in URL, its own token in it (orch dashboard --print-token)' })
       .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
       .option('submit-token-file', { type: 'string', describe: 'file (mode 0600) holding the submit token experiments must be signed with (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)' })
       .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }),
@@ -58,12 +59,12 @@ export const serveCommand = defineCommand({
     // The dashboard runs in a process of its own: its load never delays the lease renewals.
     let dashboard: { close(): Promise<void> } | null = null;
     if (argv.http !== undefined && httpToken !== null) {
-      const { describeStart } = await import('./dashboard.ts');
+      const { describeStart, signInOf } = await import('./dashboard.ts');
       const { startDashboardProcess } = await import('../../orchestrator/dashboard/dashboard-process.ts');
       const child = await startDashboardProcess({ url: target.url, port: argv.http, token: httpToken.token, results: 'results', log });
       dashboard = child;
-      const started = { dashboard: child, tokenFrom: httpToken.from, signIn: httpToken.own ? `${child.address}/?token=${httpToken.token}` : null };
-      say('dashboard', { why: describeStart(started), address: child.address, pid: child.pid, open: started.signIn });
+      const started = { dashboard: child, tokenFrom: httpToken.from, ...signInOf(child.address, httpToken, argv.httpPrintToken) };
+      say('dashboard', { why: describeStart(started), address: child.address, pid: child.pid, open: started.signIn, token_file: started.tokenFile });
     }
     await new Promise<void>((resolve) => {
       const stop = () => resolve();

@@ -8,6 +8,9 @@
  *      sets the session cookie and redirects to the same URL without it (so it leaves the
  *      address bar and the history); an action signed in by cookie also carries the CSRF field.
  * With --open-loopback (no token) 1 and 2 still hold; the write routes refuse (auth.ts refuse).
+ * Every response, refusals and 404s included, forbids framing (`frame-ancestors 'none'` and
+ * `X-Frame-Options: DENY`): a page of another local origin that framed the dashboard could lay
+ * its own over the cancel button (clickjacking); a route's own CSP keeps its rules and gains it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AllowedHosts } from './allowed-hosts.ts';
@@ -43,7 +46,26 @@ function withoutToken(url: string): string {
   return `${u.pathname}${u.search}`;
 }
 
+const NO_FRAMING = "frame-ancestors 'none'";
+
+/** `csp` with framing forbidden: a route's own policy keeps every rule and gains frame-ancestors 'none'. */
+export function withoutFraming(csp: unknown): string {
+  const own = typeof csp === 'string' ? csp.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^frame-ancestors(\s|$)/i.test(d)) : [];
+  return [...own, NO_FRAMING].join('; ');
+}
+
 export function registerRequestGuard(app: FastifyInstance, ctx: DashboardContext, hosts: AllowedHosts): void {
+  // On the raw response first, for the answers written past fastify (the live feed, sse-channel.ts);
+  // then on fastify's own headers, merged with a route's policy.
+  app.addHook('onRequest', async (_req, reply) => {
+    reply.raw.setHeader('content-security-policy', NO_FRAMING);
+    reply.raw.setHeader('x-frame-options', 'DENY');
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('content-security-policy', withoutFraming(reply.getHeader('content-security-policy'))).header('x-frame-options', 'DENY');
+    return payload;
+  });
+
   app.addHook('onRequest', async (req, reply) => {
     if (!hosts.allows(req.headers.host)) {
       ctx.log.warn({ ip: req.ip, method: req.method }, 'dashboard request for another host name refused with 421');

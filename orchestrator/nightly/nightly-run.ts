@@ -28,6 +28,8 @@ import { ExperimentStore } from '../../store/experiment-store.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
 import { awaitResults } from '../experiment/run-experiment.ts';
 import { submitExperiment } from '../experiment/submit.ts';
+import { requireSubmitToken } from '../../store/submit-token.ts';
+import { rerunRefusal } from './rerun-refusal.ts';
 import type { AlertSend } from './alert-sinks.ts';
 import { findings } from './night-findings.ts';
 import { confirmRegressions } from './confirm-regressions.ts';
@@ -284,7 +286,9 @@ async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log:
 
 /**
  * The suspect's experiment submitted again as it was registered (its spec text, hash, builds and
- * so card class), waited for and read into rows like the night's own.
+ * so card class), waited for and read into rows like the night's own — only when the record read
+ * back from Redis is still the one the night submitted (rerun-refusal.ts); else a not-run row
+ * naming the change, so the regression is alerted saying why it was not confirmed.
  */
 async function confirmationRun(ctx: NightContext, suspect: NightlyRow, log: Logger): Promise<NightlyRow[]> {
   const { run_id, suite, scheduled_at, spec_file, spec_name, spec_hash, commits, pairing } = suspect;
@@ -292,9 +296,16 @@ async function confirmationRun(ctx: NightContext, suspect: NightlyRow, log: Logg
   const store = new ExperimentStore(ctx.redis, ctx.prefix);
   const exp = suspect.experiment === null ? null : await store.get(suspect.experiment);
   if (!exp) return [notRunRow(rc, null, `confirmation not run: experiment ${suspect.experiment ?? '(none)'} is gone from Redis`)];
+  const token = ctx.submitToken ?? requireSubmitToken('the nightly confirmation run');
+  // the record is read back from Redis: run again only as the night submitted it (rerun-refusal.ts)
+  const changed = rerunRefusal(exp, spec_hash, token);
+  if (changed !== null) {
+    log.error({ experiment: exp.id, confirms: suspect.experiment }, `nightly: ${changed}`);
+    return [notRunRow(rc, null, `confirmation not run: ${changed}`)];
+  }
   const id = await store.newId(exp.name);
   try {
-    await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded: { file: exp.file || spec_file, text: exp.specText, spec: exp.spec, hash: exp.hash }, id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
+    await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded: { file: exp.file || spec_file, text: exp.specText, spec: exp.spec, hash: exp.hash }, id, submitToken: token });
   } catch (err) {
     if (!(err instanceof UserInputError)) throw err;
     return [notRunRow(rc, null, `confirmation not submitted: ${contentFreeReason(err)}`)];

@@ -4,12 +4,11 @@
  * run wrote them with (render-report-files.ts), so the files come out byte for byte the same.
  * events.jsonl is read as a stream and folded (event-digest.ts): memory does not grow with it.
  */
-import { chmodSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { EventDigest } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';
+import { ResultsDir } from '../results/results-dir.ts';
 
 export interface RebuiltReport {
   dir: string;
@@ -25,9 +24,12 @@ export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
   const digest = await EventDigest.of(r.events());
   const files = renderReportFiles(r.summary.analysis, digest.tables());
-  for (const [name, text] of Object.entries(files)) {
-    writeFileSync(join(dir, name), text, { mode: 0o600 });
-    chmodSync(join(dir, name), 0o600);
+  // 0600, and through no link planted at a report file (orchestrator/results/results-dir.ts)
+  const out = ResultsDir.existing(dir);
+  try {
+    for (const [name, text] of Object.entries(files)) out.write(name, text);
+  } finally {
+    out.close();
   }
   return { dir, experiment: r.summary.experiment, state: r.summary.state, accounting: r.summary.accounting, analysis: r.summary.analysis, report: files['report.md']!, files: Object.keys(files) };
 }

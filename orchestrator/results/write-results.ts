@@ -11,8 +11,7 @@
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
  * read, so memory does not grow with the events.
  */
-import { chmodSync, mkdirSync, writeFileSync as fsWriteFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { ResultsDir } from './results-dir.ts';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis } from '../stats/types.ts';
@@ -24,15 +23,6 @@ import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-
-/**
- * Results hold the spec with its run.env values and every event: readable by their owner alone
- * (files 0600 in a 0700 directory; chmod too, for a file that existed before).
- */
-function writeFileSync(file: string, data: string): void {
-  fsWriteFileSync(file, data, { mode: 0o600 });
-  chmodSync(file, 0o600);
-}
 
 export type { Accounting } from './rep-fates.ts';
 
@@ -62,17 +52,28 @@ export function accountFor(c: CollectedRecords): Accounting {
 
 export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
   const c = await collectRecords(redis, prefix, id);
-  const dir = join(root, id);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
+  // Results hold the spec with its run.env values and every event: readable by their owner
+  // alone (files 0600 in a 0700 directory), and written through no planted link (results-dir.ts).
+  const out = ResultsDir.open(root, id);
+  try {
+    return await writeInto(out, c);
+  } finally {
+    out.close();
+  }
+}
+
+async function writeInto(out: ResultsDir, c: Awaited<ReturnType<typeof collectRecords>>): Promise<WrittenResults> {
+  const writeFileSync = (name: string, data: string) => out.write(name, data);
   const digest = new EventDigest();
-  await exportJsonl(join(dir, 'events.jsonl'), c.log.pages(c.commits), digest.add);
+  // checked (and made 0600) like every file, then streamed; the stream's open follows no link either
+  out.write('events.jsonl', '');
+  await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
   const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
   const files = renderReportFiles(analysis, digest.tables());
   const report = files['report.md']!;
-  writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
-  writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
+  writeFileSync('spec.yaml', c.exp.specText);
+  writeFileSync('spec.hash', `${c.exp.hash}\n`);
   const summary = {
     experiment: c.exp.id,
     name: c.exp.name,
@@ -89,9 +90,9 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
     events: { total: digest.total, committed: digest.committed },
     analysis,
   };
-  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  writeFileSync(join(dir, 'samples.csv'), renderSamplesCsv(Object.values(c.reps)));
+  writeFileSync('summary.json', `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync('samples.csv', renderSamplesCsv(Object.values(c.reps)));
   // The report, and the same analysis for machines (report.json, CSVs) and for eyes (SVG plots).
-  for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
-  return { dir, analysis, report, accounting, state: c.exp.state };
+  for (const [file, text] of Object.entries(files)) writeFileSync(file, text);
+  return { dir: out.dir, analysis, report, accounting, state: c.exp.state };
 }

@@ -1,7 +1,8 @@
 // `orch dashboard` and `orch serve --http` as a user starts them, against a real redis-server:
 // with no token given, the dashboard makes its own (a 0600 file in a 0700 directory of the
-// user's state dir), prints the sign-in URL once, and refuses every page without it (401); the
-// URL signs a browser in; a restart reads the same token; --open-loopback serves without one and
+// user's state dir), names that file but prints no token (stdout reaches logs and terminals
+// others read), and refuses every page without it (401); only with --print-token is the sign-in
+// URL printed, once, and it signs a browser in; a restart reads the same token; --open-loopback serves without one and
 // refuses to be combined with a token; a symlink planted as the token file is refused. Under
 // `orch serve --http` the dashboard is a process of its own, behind the same token, and it ends
 // when serve is killed.
@@ -21,6 +22,7 @@ interface Listening {
   address: string;
   token_from: string | null;
   open: string | null;
+  token_file: string | null;
 }
 
 async function listening(child: OrchChild, event = 'listening'): Promise<Record<string, unknown>> {
@@ -44,7 +46,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
-test('orch dashboard makes its own token (0600), prints the sign-in URL once, and every page needs it', async () => {
+test('orch dashboard makes its own token (0600), names its file without printing it (the URL only with --print-token), and every page needs it', async () => {
   const srv = await startRedisServer();
   const state = mkdtempSync(join(tmpdir(), 'orch-dash-state-'));
   const env: Record<string, string> = { REDIS_URL: srv.url, ORCH_PREFIX: freshPrefix('dt'), XDG_RUNTIME_DIR: state, ORCH_DASHBOARD_TOKEN: '' };
@@ -60,17 +62,30 @@ test('orch dashboard makes its own token (0600), prints the sign-in URL once, an
     assert.equal(statSync(join(state, 'orch')).mode & 0o777, 0o700);
     const token = readFileSync(file, 'utf8').trim();
     assert.match(token, /^[0-9a-f]{48}$/);
-    assert.equal(l.open, `${l.address}/?token=${token}`);
-    assert.equal(first.out().split(token).length - 1, 1, 'the token is printed once');
+    assert.equal(l.open, null, 'no sign-in URL without --print-token');
+    assert.equal(l.token_file, file, 'the start-up line names the token file');
+    assert.ok(!first.out().includes(token), 'the token is not printed');
+    await stop(first);
+    const plain = spawnOrch(['dashboard', '--port', '0'], env);
+    children.push(plain);
+    const said = await waitFor('orch dashboard printed its start-up line', () => plain.out().split('\n').find((x) => x.startsWith('orch dashboard listening on ')) ?? null, { timeoutMs: 60_000, intervalMs: 50 });
+    assert.ok(said.includes(`with the token in ${file} (mode 0600)`) && said.includes('--print-token'), said);
+    assert.ok(!plain.out().includes(token), 'the token is not printed');
+    await stop(plain);
 
-    const signIn = await get(l.open!);
+    const printing = spawnOrch(['dashboard', '--port', '0', '--json', '--print-token'], env);
+    children.push(printing);
+    const lp = (await listening(printing)) as unknown as Listening;
+    assert.equal(lp.open, `${lp.address}/?token=${token}`);
+    assert.equal(printing.out().split(token).length - 1, 1, 'with --print-token the token is printed once');
+    const signIn = await get(lp.open!);
     assert.equal(signIn.status, 303);
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
-    assert.equal((await get(`${l.address}/`, { headers: { cookie } })).status, 200);
-    await stop(first);
+    assert.equal((await get(`${lp.address}/`, { headers: { cookie } })).status, 200);
+    await stop(printing);
 
     // a restart reads the same token: the browser's cookie still works
-    const again = spawnOrch(['dashboard', '--port', '0', '--json'], env);
+    const again = spawnOrch(['dashboard', '--port', '0', '--json', '--print-token'], env);
     children.push(again);
     const l2 = (await listening(again)) as unknown as Listening;
     assert.equal(l2.open, `${l2.address}/?token=${token}`);
