@@ -1,7 +1,7 @@
 /**
  * What the results and the report need of an experiment's events, folded one event at a time as
  * a reader streams them (from Redis page by page, or events.jsonl line by line): the ranks'
- * table, the card time, the launches, the provenance's cards and clocks, the devices the committed hello lines
+ * table, the launches, the provenance's cards and clocks, the devices the committed hello lines
  * named, and the counts. Memory holds the folds' state (the blocks in flight, one entry per card
  * and per arm and rank), never the events: a record of millions of events is read in one pass.
  */
@@ -9,12 +9,15 @@ import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
 import { ProvenanceFold } from './provenance.ts';
-import { BusyShareFold, type BusyShareRow } from '../stats/busy-share.ts';
+import type { BusyShareRow } from '../stats/busy-share.ts';
 import { RankSummaryFold, type RankRow } from '../stats/rank-summary.ts';
 import { LaunchSummaryFold, type LaunchRow } from '../stats/launch-summary.ts';
 import { RunTimingFold } from '../stats/run-timing.ts';
 
-/** The tables of report.md that come from the events (orchestrator/report/render-report-files.ts). */
+/**
+ * The tables of report.md beside the analysis (orchestrator/report/render-report-files.ts): the
+ * ranks and launches from the events, the card time from the committed reps (busy-share.ts).
+ */
 export interface EventTables {
   ranks: RankRow[];
   busy: BusyShareRow[];
@@ -24,7 +27,6 @@ export interface EventTables {
 export class EventDigest {
   readonly provenance = new ProvenanceFold();
   readonly timing = new RunTimingFold();
-  private readonly busy = new BusyShareFold();
   private readonly ranks = new RankSummaryFold();
   private readonly launches = new LaunchSummaryFold();
   /** the devices the committed attempts' hello lines named (graphrt's, and a resident program's own) */
@@ -43,15 +45,15 @@ export class EventDigest {
         else if (h.program !== undefined) this.devices.add(`${h.program.device} (${h.program.name} through ${h.program.library}, ${h.program.backend}, timed by ${h.program.timing})`);
       }
     }
-    this.busy.add(e);
     this.ranks.add(e);
     this.launches.add(e);
     this.provenance.add(e);
     this.timing.add(e);
   };
 
-  tables(): EventTables {
-    return { ranks: this.ranks.result(), busy: this.busy.rows(), launches: this.launches.rows() };
+  /** `busy`: the card time, from the committed records (busy-share.ts), never from these events. */
+  tables(busy: BusyShareRow[]): EventTables {
+    return { ranks: this.ranks.result(), busy, launches: this.launches.rows() };
   }
 
   static async of(events: AsyncIterable<StreamEvent> | Iterable<StreamEvent>): Promise<EventDigest> {

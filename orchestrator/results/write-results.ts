@@ -6,6 +6,8 @@
  *   summary.json  state, blocks and their attempts, every planned rep accounted for, the analysis
  *   report.md     the statistics module's report
  *   samples.csv   every measured step of every committed rep (report/render-samples-csv.ts)
+ *   reps.jsonl    every committed rep, one a line, every rank's answer in it (jobs/rep-result.ts):
+ *                 what the card time and the trace read (never events.jsonl)
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
  * The events are streamed: each page of the stream (store/event-log.ts) is written to
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
@@ -24,6 +26,7 @@ import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
+import { busyShare } from '../stats/busy-share.ts';
 
 /**
  * Results hold the spec with its run.env values and every event: readable by their owner alone
@@ -69,7 +72,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   await exportJsonl(join(dir, 'events.jsonl'), c.log.pages(c.commits), digest.add);
   const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
-  const files = renderReportFiles(analysis, digest.tables());
+  const files = renderReportFiles(analysis, digest.tables(busyShare(Object.values(c.reps), c.commits)));
   const report = files['report.md']!;
   writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
   writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
@@ -91,6 +94,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   };
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   writeFileSync(join(dir, 'samples.csv'), renderSamplesCsv(Object.values(c.reps)));
+  writeFileSync(join(dir, 'reps.jsonl'), Object.keys(c.reps).sort().map((k) => `${JSON.stringify(c.reps[k])}\n`).join(''));
   // The report, and the same analysis for machines (report.json, CSVs) and for eyes (SVG plots).
   for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
   return { dir, analysis, report, accounting, state: c.exp.state };
