@@ -2,15 +2,15 @@
  * `orch report --from <dir>`: every report file of a results directory rebuilt from the
  * directory alone (no Redis): the recorded analysis and events re-rendered by the renderer the
  * run wrote them with (render-report-files.ts), so the files come out byte for byte the same.
- * events.jsonl is read as a stream and folded (event-digest.ts): memory does not grow with it;
- * the card time comes from reps.jsonl and the commit records, never from the events.
+ * The tables come from the committed records the directory holds (reps.jsonl, summary.json's gates
+ * and commits: record-tables.ts), never from events.jsonl.
  */
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EventDigest } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
-import { cardTimeOf, readResultsDir } from './results-dir.ts';
+import { readResultsDir } from './results-dir.ts';
+import { recordTables } from './record-tables.ts';
 
 export interface RebuiltReport {
   dir: string;
@@ -24,8 +24,7 @@ export interface RebuiltReport {
 
 export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
-  const digest = await EventDigest.of(r.events());
-  const files = renderReportFiles(r.summary.analysis, digest.tables(cardTimeOf(r)));
+  const files = renderReportFiles(r.summary.analysis, recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }));
   for (const [name, text] of Object.entries(files)) {
     writeFileSync(join(dir, name), text, { mode: 0o600 });
     chmodSync(join(dir, name), 0o600);

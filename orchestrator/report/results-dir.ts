@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { UserInputError } from '../../jobs/errors.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import { CommitRecordSchema, type CommitRecord } from '../../jobs/commit-record.ts';
+import { GateResultSchema, type GateResult } from '../../jobs/gate-result.ts';
 import { RepResultSchema, type RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
@@ -31,6 +32,8 @@ const SummarySchema = z.looseObject({
   accounting: z.unknown(),
   /** the commit record of each committed block (absent in a directory older than the field) */
   commits: z.record(z.string(), CommitRecordSchema).optional(),
+  /** the committed identity gates (absent in a directory older than the field) */
+  gates: z.record(z.string(), GateResultSchema).optional(),
   plan: z.looseObject({ arms: z.array(z.looseObject({ name: z.string(), build: z.string().optional(), toggles: z.record(z.string(), z.union([z.boolean(), z.string()])) })) }),
   analysis: z.custom<Analysis & { provenance?: Provenance }>(
     (a) => typeof a === 'object' && a !== null && ['values', 'arms', 'comparisons'].every((f) => Array.isArray((a as Record<string, unknown>)[f])),
@@ -48,6 +51,7 @@ export interface ResultsDir {
   /** the committed reps of reps.jsonl (each line through its schema); none in a directory older than the file */
   reps(): RepResult[];
   commits: Record<string, CommitRecord>;
+  gates: GateResult[];
 }
 
 /** The card time of a results directory: its committed reps and commit records (busy-share.ts), never its events. */
@@ -98,5 +102,5 @@ export function readResultsDir(dir: string): ResultsDir {
   const eventsFile = join(dir, 'events.jsonl');
   if (!existsSync(eventsFile)) throw notResults(dir, 'it has no events.jsonl');
   const repsFile = join(dir, 'reps.jsonl');
-  return { dir, summary, eventsFile, events: () => importJsonl(eventsFile), reps: () => readRepsFile(repsFile, dir), commits: summary.commits ?? {} };
+  return { dir, summary, eventsFile, events: () => importJsonl(eventsFile), reps: () => readRepsFile(repsFile, dir), commits: summary.commits ?? {}, gates: Object.values(summary.gates ?? {}) };
 }

@@ -26,7 +26,7 @@ import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { busyShare } from '../stats/busy-share.ts';
+import { recordTables } from '../report/record-tables.ts';
 
 /**
  * Results hold the spec with its run.env values and every event: readable by their owner alone
@@ -72,7 +72,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   await exportJsonl(join(dir, 'events.jsonl'), c.log.pages(c.commits), digest.add);
   const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
-  const files = renderReportFiles(analysis, digest.tables(busyShare(Object.values(c.reps), c.commits)));
+  const files = renderReportFiles(analysis, recordTables({ reps: Object.values(c.reps), gates: Object.values(c.gates), commits: c.commits }));
   const report = files['report.md']!;
   writeFileSync(join(dir, 'spec.yaml'), c.exp.specText);
   writeFileSync(join(dir, 'spec.hash'), `${c.exp.hash}\n`);
@@ -88,6 +88,8 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
     plan: c.exp.plan,
     blocks: c.blocks,
     commits: c.commits,
+    /** the committed identity gates, each rank's detail in each (orch report --from renders the ranks' table from them) */
+    gates: c.gates,
     accounting,
     events: { total: digest.total, committed: digest.committed },
     analysis,
