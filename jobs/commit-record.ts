@@ -7,5 +7,14 @@ export const CommitRecordSchema = z.object({
   host: z.string(),
   /** epoch ms */
   committed: z.number().optional(),
+  /**
+   * The attempt's timeline on the committing worker's clock (epoch ms): its block-start (the lease
+   * taken, the attempt begun), every rank's hello in (`ready`), every identity gate done (`gated`).
+   * Card time (orchestrator/stats/busy-share.ts) reads the lease from here, `started` to
+   * `committed`, not from the event stream. Absent on older records.
+   */
+  started: z.number().optional(),
+  ready: z.number().optional(),
+  gated: z.number().optional(),
 });
 export type CommitRecord = z.infer<typeof CommitRecordSchema>;

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
+import { RankAnswerSchema } from './gang-rep.ts';
 import { RepSchema } from './graphrt-protocol.ts';
 import { RepRefSchema } from './rep-ref.ts';
 
@@ -41,11 +42,13 @@ export const RepResultSchema = RepIdentitySchema.extend({
    */
   discarded_runs: z.array(z.array(z.string())).optional(),
   /**
-   * Each graphrt rank's rep line as it said it (rank order): its span on the rank's clock,
-   * warm-up and settle times, per-rank hashes, counters. The fields above are the gang's view
-   * (slowest rank per step, rank 0's counters); these keep what each line said, so no reader
-   * goes back to the event stream for them. Absent for command ranks and older records.
+   * Every rank's answer (rank order, every host of a spread gang): its rep line as it said it
+   * (span, warm-up, settle, per-rank hashes, counters, clocks), its card, host and when its worker
+   * read it. The fields above are the gang's view, reduced from these by jobs/gang-rep.ts; the
+   * readers (card time, trace, launches) read these, never the event stream. Absent on older records.
    */
+  answers: z.array(RankAnswerSchema).optional(),
+  /** Older records: each graphrt rank's rep line alone (no longer written; `answers` replaces it). */
   ranks: z.array(RepSchema).optional(),
 });
 export type RepResult = z.infer<typeof RepResultSchema>;

@@ -10,7 +10,12 @@
  * - `follow`: the entries after an id, blocking (XREAD BLOCK; give it a connection of its own);
  * - `exportJsonl` / `importJsonl`: events.jsonl written a chunk at a time and read line by line,
  *   each line parsed with the schema; a line that does not parse is refused with the file, its
- *   line number and the schema path.
+ *   line number and the schema path;
+ * - `lastStreamId` / `readStreams`: a stream's newest entry id, and one blocking read over
+ *   several streams from given ids (raw entries), for the followers that only watch: the
+ *   dispatcher's reader of BullMQ's queue events streams and the dashboard's wake-ups. No other
+ *   file reads a Redis stream (test/architecture/rules.test.ts). The event stream is a live
+ *   view; nothing that counts reads it (a rep counts from its committed record, jobs/rep-result.ts).
  */
 import { constants, createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -235,4 +240,22 @@ function invalidLine(file: string, line: number, why: string, text: string): Use
   return new UserInputError('EVENTS_FILE_INVALID', `${file}:${line}: not an event record: ${why}: ${quoteLine(text)}`, {
     hint: 'events.jsonl is written by orch submit / orch report from Redis; restore the line from the run\'s copy, or rewrite the directory with orch report <id> against the Redis that ran it',
   });
+}
+
+/** The newest entry id of the stream at `key` ('0-0' when it is empty or absent): a follower reads after it. */
+export async function lastStreamId(redis: Redis, key: string): Promise<string> {
+  return (await redis.xrevrange(key, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
+}
+
+/** A blocking read's entries per stream: [key, [id, flat fields][]][] (null: none came within the block). */
+export type StreamEntries = [string, [string, string[]][]][] | null;
+
+/**
+ * One blocking read (XREAD BLOCK `blockMs`, at most `count` entries a stream when given) of every
+ * stream in `from` after its id. It holds `conn` while it blocks: give it a connection of its own,
+ * not auto-pipelined (a blocking command in an auto-pipeline holds every command queued behind it).
+ */
+export async function readStreams(conn: Redis, from: readonly { key: string; id: string }[], opts: { blockMs: number; count?: number }): Promise<StreamEntries> {
+  const count = opts.count === undefined ? [] : (['COUNT', opts.count] as const);
+  return (await conn.xread(...(count as ['COUNT', number]), 'BLOCK', opts.blockMs, 'STREAMS', ...from.map((f) => f.key), ...from.map((f) => f.id))) as StreamEntries;
 }

@@ -42,6 +42,8 @@ export interface CommitInput {
   /** reps of this attempt that will not run (graceful stop): final, reason kept */
   notRun: FailedRep[];
   gates: CommitGate[];
+  /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms), committed with it */
+  timeline?: { started: number; ready?: number; gated?: number };
 }
 
 export type CommitResult =
@@ -66,7 +68,7 @@ export class ResultStore {
     const args: (string | number)[] = [
       c.epoch,
       String(c.block),
-      JSON.stringify({ attempt: c.attempt, epoch: c.epoch, host: c.host, committed: Date.now() }),
+      JSON.stringify(CommitRecordSchema.parse({ attempt: c.attempt, epoch: c.epoch, host: c.host, committed: Date.now(), ...c.timeline })),
       c.reps.length,
       c.notRun.length,
       c.gates.length,

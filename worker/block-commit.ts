@@ -9,7 +9,7 @@
  * before the commit that makes the block count, so a reader of a committed block finds them all.
  */
 import { OrchError } from '../jobs/errors.ts';
-import type { CommitGate, FailedRep, ResultStore } from '../store/result-store.ts';
+import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { GangContext } from './gang-context.ts';
@@ -26,7 +26,7 @@ export class BlockCommit {
   ) {}
 
   /** Commits what the attempt measured; throws when the commit is refused (a lost lease, another attempt's commit). */
-  async commit(planned: RepRef[], measured: MeasuredReps, gates: CommitGate[]): Promise<BlockOutcome> {
+  async commit(planned: RepRef[], measured: MeasuredReps, gates: CommitGate[], timeline?: CommitInput['timeline']): Promise<BlockOutcome> {
     const { job, host, events, log } = this.gang;
     const { reps, probes } = measured;
     const notRun = this.notRun(planned, measured.stoppedAt);
@@ -49,7 +49,7 @@ export class BlockCommit {
     const res = await this.fate.race(
       this.results.commitBlock({
         experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, host,
-        cards: gang.cards, reps: gang.reps, notRun, gates: gang.gates,
+        cards: gang.cards, reps: gang.reps, notRun, gates: gang.gates, ...(timeline === undefined ? {} : { timeline }),
       }),
     );
     if (this.spread !== null) await this.spread.forget().catch(() => undefined);

@@ -235,13 +235,17 @@ class GangRun {
       await fate.race(keeper.start());
       const machine = await fate.race(reading);
       this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, machine, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) });
+      // the attempt's timeline, committed with it (jobs/commit-record.ts): card time reads it, not the stream
+      const timeline: { started: number; ready?: number; gated?: number } = { started: Date.now() };
       await this.foreign.guard([]);
       await this.ranks.start();
+      timeline.ready = Date.now();
       const gates = await new GangGates(this.gang, this.ranks).run();
+      timeline.gated = Date.now();
       const measured = await this.pipeline.run(planned);
       this.requeueIfStopped(measured.stoppedAt, planned.length);
       fate.closing = true;
-      const outcome = await this.committer.commit(planned, measured, gates);
+      const outcome = await this.committer.commit(planned, measured, gates, timeline);
       committed = true;
       return outcome;
     } catch (caught) {

@@ -107,13 +107,19 @@ export class GangRanks {
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */
   async all<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
-    const lines = await this.fate.race(Promise.all(this.handles.map((r) => r.request(op, this.opts.requestTimeoutMs))));
+    return (await this.answers(op, type)).map((a) => a.line);
+  }
+
+  /** As `all`, each line with when this worker read it (epoch ms): a committed rep places the rank's span by it (jobs/gang-rep.ts). */
+  async answers<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<{ line: Extract<RankLine, { type: T }>; answeredMs: number }[]> {
+    const answered = this.handles.map(() => 0);
+    const lines = await this.fate.race(Promise.all(this.handles.map((r, i) => r.request(op, this.opts.requestTimeoutMs).then((l) => ((answered[i] = Date.now()), l)))));
     return lines.map((line, i) => {
       if (line.type !== type) {
         const what = line.type === 'error' ? `error ${line.code}: ${line.message}` : `a "${line.type}" line`;
         throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
-      return line as Extract<RankLine, { type: T }>;
+      return { line: line as Extract<RankLine, { type: T }>, answeredMs: answered[i]! };
     });
   }
 

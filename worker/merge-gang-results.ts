@@ -1,8 +1,10 @@
 /**
  * A spread gang's results as one block: the leading part's reps and gates merged with every
- * other part's staged ones (store/gang-staging.ts). The gang's step time is the slowest rank's,
- * per step, across all hosts; a gate passes only when it passed on every rank of every host.
+ * other part's staged ones (store/gang-staging.ts). Every part's rank answers are kept, in rank
+ * order, and reduced once more over all hosts by jobs/gang-rep.ts (per step the slowest rank); a
+ * gate passes only when it passed on every rank of every host.
  */
+import { reduceGang, stepMax } from '../jobs/gang-rep.ts';
 import type { CommitGate, CommitRep } from '../store/result-store.ts';
 
 export interface PartResults {
@@ -20,9 +22,13 @@ export function mergeGangResults(lead: PartResults, others: PartResults[]): Part
     if (same.some((s) => s === undefined || s.arm !== r.arm || s.rep !== r.rep)) {
       throw new Error(`the parts of block ${r.block} disagree on rep ${i} (${r.arm} #${r.rep}): ${same.map((s) => (s ? `${s.arm} #${s.rep}` : 'missing')).join(', ')}`);
     }
-    const perPart = same.map((s) => s!.result.step_ms);
-    const steps = Math.min(...perPart.map((s) => s.length));
-    const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perPart.map((s) => s[k] as number)));
+    if (same.every((s) => s!.result.answers !== undefined && s!.result.answers.length > 0)) {
+      const answers = same.flatMap((s) => s!.result.answers!);
+      const { throttled: _lead, ...rest } = r.result;
+      return { ...r, result: { ...rest, ...reduceGang(answers), cards, answers } };
+    }
+    // a part without answers (a probe's rep): the parts' step values, per step the slowest
+    const step_ms = stepMax(same.map((s) => s!.result.step_ms));
     const unsupported = [...new Set(same.flatMap((s) => s!.result.unsupported ?? []))];
     return { ...r, result: { ...r.result, step_ms, cards, ...(r.result.unsupported === undefined ? {} : { unsupported }) } };
   });

@@ -5,11 +5,9 @@
  */
 import { armOf, opId } from './rank-runner.ts';
 import { OrchError } from '../jobs/errors.ts';
-import { GRAPHRT_TOGGLES } from '../jobs/graphrt-toggles.ts';
-import { throttleOf } from '../jobs/clock-hygiene.ts';
+import { reduceGang, type RankAnswer } from '../jobs/gang-rep.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
-import type { RankHelloLine, RankRepLine } from '../jobs/rank-line.ts';
-import type { Rep } from '../jobs/graphrt-protocol.ts';
+import type { RankHelloLine } from '../jobs/rank-line.ts';
 import type { CommitRep } from '../store/result-store.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { GangContext } from './gang-context.ts';
@@ -84,29 +82,18 @@ export class RepMeasure {
     };
   }
 
-  /** One rep on every rank; the gang's step time is the slowest rank's, per step. */
+  /** One rep on every rank, reduced to the gang's rep by jobs/gang-rep.ts (per step the slowest rank); every rank's answer kept. */
   private async rep(p: RepRef, round: number): Promise<CommitRep> {
     const { job, host } = this.gang;
-    const lines = await this.ranks.all({ id: repOpId(job, p.position, round), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
-    const first = lines[0]!;
-    const perRank = lines.map((l) => l.step_ms);
-    const steps = Math.min(...perRank.map((s) => s.length));
-    const step_ms = Array.from({ length: steps }, (_, k) => Math.max(...perRank.map((s) => s[k] as number)));
-    // A toggle without effect on any rank was not measured by this rep: the report must say so.
-    const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
-    const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined, ecc_errors: 'ecc_errors' in l ? l.ecc_errors : undefined })));
+    const got = await this.ranks.answers({ id: repOpId(job, p.position, round), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
+    const answers: RankAnswer[] = got.map((a, i) => ({ rank: this.gang.rankOf(i), card: job.cards[i] as string, host, answered_ms: a.answeredMs, line: a.line }));
     return {
       block: job.block,
       arm: p.arm,
       rep: p.rep,
       result: {
         experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
-        position: p.position, step_ms, backend: first.backend, mode: first.mode,
-        ...(first.backend === 'command'
-          ? first.hashes === undefined ? {} : { hashes: first.hashes }
-          : { launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported, ranks: graphrtLines(lines) }),
-        host, cards: job.cards,
-        ...(throttled.length > 0 ? { throttled } : {}),
+        position: p.position, ...reduceGang(answers), host, cards: job.cards, answers,
       },
     };
   }
@@ -115,11 +102,6 @@ export class RepMeasure {
 /** A rep request's id: re-run `round` of a rep (hygiene: discard) has its own, so no answer is taken for another's. */
 export function repOpId(job: Parameters<typeof opId>[0], position: number, round: number): string {
   return round === 0 ? opId(job, 'rep', position) : `${opId(job, 'rep', position)}-rerun${round}`;
-}
-
-/** The gang's rep lines when every rank is graphrt (a gang never mixes runtimes). */
-function graphrtLines(lines: RankRepLine[]): Rep[] {
-  return lines.flatMap((l) => (l.backend === 'command' ? [] : [l]));
 }
 
 /** The device a rank's hello names (graphrt's `device`), `?` for a rank without one. */

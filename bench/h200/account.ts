@@ -6,7 +6,7 @@
  * line); gate and rep spans on the rank's CLOCK_MONOTONIC (t_start_ns/t_end_ns). Shares: of leased.
  *   node --import tsx bench/h200/account.ts RESULTS_DIR
  */
-import { digestOfDir } from '../../orchestrator/report/event-digest.ts';
+import { cardTimeOf, readResultsDir } from '../../orchestrator/report/results-dir.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -23,7 +23,7 @@ const t = (id: string) => Number(id.split('-')[0]);
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const s = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
-for (const row of (await digestOfDir(dir)).tables().busy) {
+for (const row of cardTimeOf(readResultsDir(dir))) {
   const b = evs.filter((e) => e.block === row.block);
   const start = b.find((e) => e.event.event === 'block-start') as Ev;
   const end = b.find((e) => e.event.event === 'block-committed') as Ev;

@@ -8,7 +8,6 @@ import { pino } from 'pino';
 import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
-import { readEvents } from '../../orchestrator/results/collect-results.ts';
 import { busyShare, type BusyShareRow } from '../../orchestrator/stats/busy-share.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
@@ -68,8 +67,7 @@ export class BlockHarness {
     const t0 = performance.now();
     await executor.execute({ ...job, host: HOST, cards: ids, epoch: g.epoch, attempt: 1 });
     const wall = performance.now() - t0;
-    const events = await readEvents(this.redis, keys.events(job.experiment), await this.results.commits(job.experiment));
-    const row = busyShare(events).find((r) => r.block === job.block);
+    const row = busyShare(Object.values(await this.results.results(job.experiment)), await this.results.commits(job.experiment)).find((r) => r.block === job.block);
     if (!row) throw new Error(`block ${job.block} of ${job.experiment}: no committed start/commit events`);
     return { row, wall_ms: wall, written: stream.written };
   }

@@ -1,15 +1,17 @@
 /**
  * `orch trace <id> > trace.json`: an experiment as a Chrome / Perfetto trace (open it in
- * ui.perfetto.dev or chrome://tracing), from its event stream in Redis, or — without REDIS_URL,
- * or with --from-results — from results/<id>/events.jsonl.
+ * ui.perfetto.dev or chrome://tracing), from its committed reps (the rep slices) and event stream
+ * in Redis, or — without REDIS_URL, or with --from-results — from results/<id>/reps.jsonl and
+ * events.jsonl.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
 
-async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
+async function fromResults(dir: string, id: string): Promise<{ events: StreamEvent[]; reps: RepResult[] }> {
   const { UserInputError } = await import('../../jobs/errors.ts');
   const file = join(dir, id, 'events.jsonl');
   if (!existsSync(file)) {
@@ -20,7 +22,8 @@ async function fromResults(dir: string, id: string): Promise<StreamEvent[]> {
   const { importJsonl } = await import('../../store/event-log.ts');
   const events: StreamEvent[] = [];
   for await (const e of importJsonl(file)) events.push(e);
-  return events;
+  const { readRepsFile } = await import('../../orchestrator/report/results-dir.ts');
+  return { events, reps: readRepsFile(join(dir, id, 'reps.jsonl')) };
 }
 
 export const traceCommand = defineCommand({
@@ -36,17 +39,20 @@ export const traceCommand = defineCommand({
     const { redisUrlFromArgs, requireTarget } = await import('../embedded/redis-target.ts');
     const { chromeTrace } = await import('../../orchestrator/trace/chrome-trace.ts');
     let events: StreamEvent[];
-    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace')) events = await fromResults(argv.results, argv.id);
+    let reps: RepResult[];
+    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace')) ({ events, reps } = await fromResults(argv.results, argv.id));
     else {
       const { orchLog } = await import('../embedded/log.ts');
       const { collectResults } = await import('../../orchestrator/results/collect-results.ts');
       const target = await requireTarget('trace', orchLog('trace'), argv);
       try {
-        events = (await collectResults(target.redis, target.prefix, argv.id)).events;
+        const c = await collectResults(target.redis, target.prefix, argv.id);
+        events = c.events;
+        reps = Object.values(c.reps);
       } finally {
         await target.close();
       }
     }
-    process.stdout.write(`${JSON.stringify(chromeTrace(argv.id, events))}\n`);
+    process.stdout.write(`${JSON.stringify(chromeTrace(argv.id, events, reps))}\n`);
   },
 });

@@ -5,10 +5,12 @@
  * many pages follow however many experiments, the dashboard holds this one extra Redis client
  * (a client each had opened one per page: 2 000 pages, 2 000 clients).
  *
- * A stream watched while a read blocks joins the next read (within BLOCK_MS).
+ * A stream watched while a read blocks joins the next read (within BLOCK_MS). The reads go
+ * through store/event-log.ts, the one reader of a Redis stream.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { lastStreamId, readStreams, type StreamEntries } from '../../store/event-log.ts';
 
 const BLOCK_MS = 1000;
 /** Entries one read returns per stream: only their ids are used, to move past them. */
@@ -39,7 +41,7 @@ export class StreamWakeups {
 
   /** Wakes `wake` on every new entry of `key` from now on (the last entry now is not new). */
   async watch(key: string, wake: () => void): Promise<void> {
-    const last = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
+    const last = await lastStreamId(this.redis, key);
     this.watched.set(key, { after: last, wake });
     this.idle?.();
   }
@@ -65,11 +67,10 @@ export class StreamWakeups {
         await this.pause(this.watched.size === 0 ? 60_000 : RETRY_MS);
         continue;
       }
-      const keys = [...this.watched.keys()];
-      const ids = keys.map((k) => this.watched.get(k)!.after);
-      let reply: [string, [string, string[]][]][] | null;
+      const from = [...this.watched].map(([key, w]) => ({ key, id: w.after }));
+      let reply: StreamEntries;
       try {
-        reply = (await this.conn.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as typeof reply;
+        reply = await readStreams(this.conn, from, { blockMs: BLOCK_MS, count: COUNT });
       } catch (err) {
         if (!this.stopped) this.log.debug({ err: (err as Error).message }, 'dashboard stream reader: read failed; retrying');
         await this.pause(RETRY_MS);

@@ -14,7 +14,7 @@
  *   included (LEASE_LOST). A failed or lost attempt is
  *   re-dispatched by the caller as attempt + 1, on new leases.
  * - `waitEnd` wakes on the host queue's own events (BullMQ's `completed`/`failed` of the job in
- *   each host queue's events stream; every host's stream read by one blocking XREAD on a
+ *   each host queue's events stream; every host's stream read (through store/event-log.ts) by one blocking XREAD on a
  *   connection of its own, followed from before the first job is added to it). Only a dead host
  *   has no event; that, and any event missed while the reader (re)connected, is what the slow
  *   safety poll (`pollMs`) is for.
@@ -24,6 +24,7 @@ import type { Redis } from 'ioredis';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { signJob } from '../../jobs/grant.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
+import { lastStreamId, readStreams } from '../../store/event-log.ts';
 import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 
@@ -112,8 +113,8 @@ export class BlockDispatcher {
     const follow = { key, id: '0-0', live: false, ready: Promise.resolve() };
     // read from the stream's last entry now (the whole stream when that read fails); in the reads
     // only from then on
-    follow.ready = this.connection.xrevrange(key, '+', '-', 'COUNT', 1).then(
-      (last) => void ((follow.id = last[0]?.[0] ?? '0-0'), (follow.live = true)),
+    follow.ready = lastStreamId(this.connection, key).then(
+      (last) => void ((follow.id = last), (follow.live = true)),
       () => void (follow.live = true),
     );
     this.streams.set(host, follow);
@@ -139,7 +140,7 @@ export class BlockDispatcher {
             await new Promise((r) => setTimeout(r, 100));
             continue;
           }
-          const got = (await connection.xread('BLOCK', READ_BLOCK_MS, 'STREAMS', ...follows.map((f) => f.key), ...follows.map((f) => f.id))) as [string, [string, string[]][]][] | null;
+          const got = await readStreams(connection, follows, { blockMs: READ_BLOCK_MS });
           for (const [key, entries] of got ?? []) {
             const follow = follows.find((f) => f.key === key);
             for (const [id, fields] of entries) {

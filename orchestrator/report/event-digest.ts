@@ -1,32 +1,19 @@
 /**
- * What the results and the report need of an experiment's events, folded one event at a time as
- * a reader streams them (from Redis page by page, or events.jsonl line by line): the ranks'
- * table, the card time, the launches, the provenance's cards and clocks, the devices the committed hello lines
- * named, and the counts. Memory holds the folds' state (the blocks in flight, one entry per card
+ * What the results need of an experiment's events, folded one event at a time as a reader streams
+ * them (from Redis page by page, or events.jsonl line by line): the provenance's hosts and cards
+ * (hello lines), the devices the committed hello lines named, the prior run's timing, and the
+ * counts. The report's tables come from the committed records (record-tables.ts), never from here. Memory holds the folds' state (the blocks in flight, one entry per card
  * and per arm and rank), never the events: a record of millions of events is read in one pass.
  */
 import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
 import { ProvenanceFold } from './provenance.ts';
-import { BusyShareFold, type BusyShareRow } from '../stats/busy-share.ts';
-import { RankSummaryFold, type RankRow } from '../stats/rank-summary.ts';
-import { LaunchSummaryFold, type LaunchRow } from '../stats/launch-summary.ts';
 import { RunTimingFold } from '../stats/run-timing.ts';
-
-/** The tables of report.md that come from the events (orchestrator/report/render-report-files.ts). */
-export interface EventTables {
-  ranks: RankRow[];
-  busy: BusyShareRow[];
-  launches: LaunchRow[];
-}
 
 export class EventDigest {
   readonly provenance = new ProvenanceFold();
   readonly timing = new RunTimingFold();
-  private readonly busy = new BusyShareFold();
-  private readonly ranks = new RankSummaryFold();
-  private readonly launches = new LaunchSummaryFold();
   /** the devices the committed attempts' hello lines named (graphrt's, and a resident program's own) */
   readonly devices = new Set<string>();
   total = 0;
@@ -43,16 +30,9 @@ export class EventDigest {
         else if (h.program !== undefined) this.devices.add(`${h.program.device} (${h.program.name} through ${h.program.library}, ${h.program.backend}, timed by ${h.program.timing})`);
       }
     }
-    this.busy.add(e);
-    this.ranks.add(e);
-    this.launches.add(e);
     this.provenance.add(e);
     this.timing.add(e);
   };
-
-  tables(): EventTables {
-    return { ranks: this.ranks.result(), busy: this.busy.rows(), launches: this.launches.rows() };
-  }
 
   static async of(events: AsyncIterable<StreamEvent> | Iterable<StreamEvent>): Promise<EventDigest> {
     const d = new EventDigest();

@@ -2,12 +2,13 @@
  * `orch report --from <dir>`: every report file of a results directory rebuilt from the
  * directory alone (no Redis): the recorded analysis and events re-rendered by the renderer the
  * run wrote them with (render-report-files.ts), so the files come out byte for byte the same.
- * events.jsonl is read as a stream and folded (event-digest.ts): memory does not grow with it.
+ * The tables come from the committed records the directory holds (reps.jsonl, summary.json's gates
+ * and commits: record-tables.ts), never from events.jsonl.
  */
-import { EventDigest } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';
+import { recordTables } from './record-tables.ts';
 import { ResultsDir } from '../results/results-dir.ts';
 
 export interface RebuiltReport {
@@ -22,8 +23,7 @@ export interface RebuiltReport {
 
 export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
-  const digest = await EventDigest.of(r.events());
-  const files = renderReportFiles(r.summary.analysis, digest.tables());
+  const files = renderReportFiles(r.summary.analysis, recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }));
   // 0600, and through no link planted at a report file (orchestrator/results/results-dir.ts)
   const out = ResultsDir.existing(dir);
   try {

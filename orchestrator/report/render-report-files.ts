@@ -1,11 +1,11 @@
 /**
- * Every report file of a results directory, from its analysis and the tables of its events
- * (orchestrator/results/event-digest.ts): report.md (with the ranks of a multi-rank experiment
+ * Every report file of a results directory, from its analysis and the tables of its committed
+ * records (record-tables.ts): report.md (with the ranks of a multi-rank experiment
  * and the busy share of the cards), report.json, one CSV per table, the SVG plots. The writer of
  * results and `orch report --from` both render through here, so a rebuilt directory is byte for
  * byte what the run wrote.
  */
-import type { EventTables } from './event-digest.ts';
+import type { RecordTables } from './record-tables.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderBusyShare } from './render-busy-share.ts';
 import { renderLaunches } from './render-launches.ts';
@@ -16,7 +16,7 @@ import { renderPlots } from './render-plots.ts';
 import { renderRanks } from './render-ranks.ts';
 
 /** file name → content; report.md first. */
-export function renderReportFiles(analysis: Analysis, events: EventTables): Record<string, string> {
+export function renderReportFiles(analysis: Analysis, events: RecordTables): Record<string, string> {
   const files: Record<string, string> = {
     'report.md': renderMarkdown(analysis) + renderRanks(events.ranks) + renderLaunches(events.launches) + renderBusyShare(events.busy),
     'report.json': renderJson(analysis),

@@ -1,6 +1,7 @@
 /**
  * Reading a results directory back (what orchestrator/results/write-results.ts wrote): its
- * summary.json (the recorded analysis, with provenance) and events.jsonl. `orch report --from`
+ * summary.json (the recorded analysis, with provenance, and the commit records), reps.jsonl (the
+ * committed reps, every rank's answer in each) and events.jsonl. `orch report --from`
  * and `orch compare` read results only through here, so a directory that is not one is refused
  * the same way by both. The events are not read here: `events()` streams them, line by line
  * through their schema (store/event-log.ts), for a reader that folds them.
@@ -10,8 +11,12 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { UserInputError } from '../../jobs/errors.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
+import { CommitRecordSchema, type CommitRecord } from '../../jobs/commit-record.ts';
+import { GateResultSchema, type GateResult } from '../../jobs/gate-result.ts';
+import { RepResultSchema, type RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
+import { busyShare, type BusyShareRow } from '../stats/busy-share.ts';
 import type { Analysis } from '../stats/types.ts';
 import type { Provenance } from './provenance.ts';
 
@@ -25,6 +30,10 @@ const SummarySchema = z.looseObject({
   hash: z.string(),
   state: z.string(),
   accounting: z.unknown(),
+  /** the commit record of each committed block (absent in a directory older than the field) */
+  commits: z.record(z.string(), CommitRecordSchema).optional(),
+  /** the committed identity gates (absent in a directory older than the field) */
+  gates: z.record(z.string(), GateResultSchema).optional(),
   plan: z.looseObject({ arms: z.array(z.looseObject({ name: z.string(), build: z.string().optional(), toggles: z.record(z.string(), z.union([z.boolean(), z.string()])) })) }),
   analysis: z.custom<Analysis & { provenance?: Provenance }>(
     (a) => typeof a === 'object' && a !== null && ['values', 'arms', 'comparisons'].every((f) => Array.isArray((a as Record<string, unknown>)[f])),
@@ -39,6 +48,28 @@ export interface ResultsDir {
   eventsFile: string;
   /** the events, streamed from eventsFile (each line through its schema) */
   events(): AsyncGenerator<StreamEvent>;
+  /** the committed reps of reps.jsonl (each line through its schema); none in a directory older than the file */
+  reps(): RepResult[];
+  commits: Record<string, CommitRecord>;
+  gates: GateResult[];
+}
+
+/** The card time of a results directory: its committed reps and commit records (busy-share.ts), never its events. */
+export function cardTimeOf(r: ResultsDir): BusyShareRow[] {
+  return busyShare(r.reps(), r.commits);
+}
+
+/** reps.jsonl as orchestrator/results/write-results.ts writes it: one committed rep a line; none without the file. */
+export function readRepsFile(file: string, dir = file): RepResult[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l, i) => {
+      const r = RepResultSchema.safeParse(JSON.parse(l));
+      if (!r.success) throw notResults(dir, `reps.jsonl line ${i + 1} ${describeIssues(r.error)}`);
+      return r.data;
+    });
 }
 
 const notResults = (dir: string, why: string) =>
@@ -70,5 +101,6 @@ export function readResultsDir(dir: string): ResultsDir {
   const summary = parsed.data;
   const eventsFile = join(dir, 'events.jsonl');
   if (!existsSync(eventsFile)) throw notResults(dir, 'it has no events.jsonl');
-  return { dir, summary, eventsFile, events: () => importJsonl(eventsFile) };
+  const repsFile = join(dir, 'reps.jsonl');
+  return { dir, summary, eventsFile, events: () => importJsonl(eventsFile), reps: () => readRepsFile(repsFile, dir), commits: summary.commits ?? {}, gates: Object.values(summary.gates ?? {}) };
 }

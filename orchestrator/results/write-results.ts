@@ -6,6 +6,8 @@
  *   summary.json  state, blocks and their attempts, every planned rep accounted for, the analysis
  *   report.md     the statistics module's report
  *   samples.csv   every measured step of every committed rep (report/render-samples-csv.ts)
+ *   reps.jsonl    every committed rep, one a line, every rank's answer in it (jobs/rep-result.ts):
+ *                 what the card time and the trace read (never events.jsonl)
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
  * The events are streamed: each page of the stream (store/event-log.ts) is written to
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
@@ -23,6 +25,7 @@ import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
+import { recordTables } from '../report/record-tables.ts';
 
 export type { Accounting } from './rep-fates.ts';
 
@@ -70,7 +73,7 @@ async function writeInto(out: ResultsDir, c: Awaited<ReturnType<typeof collectRe
   await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
   const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
-  const files = renderReportFiles(analysis, digest.tables());
+  const files = renderReportFiles(analysis, recordTables({ reps: Object.values(c.reps), gates: Object.values(c.gates), commits: c.commits }));
   const report = files['report.md']!;
   writeFileSync('spec.yaml', c.exp.specText);
   writeFileSync('spec.hash', `${c.exp.hash}\n`);
@@ -86,12 +89,15 @@ async function writeInto(out: ResultsDir, c: Awaited<ReturnType<typeof collectRe
     plan: c.exp.plan,
     blocks: c.blocks,
     commits: c.commits,
+    /** the committed identity gates, each rank's detail in each (orch report --from renders the ranks' table from them) */
+    gates: c.gates,
     accounting,
     events: { total: digest.total, committed: digest.committed },
     analysis,
   };
   writeFileSync('summary.json', `${JSON.stringify(summary, null, 2)}\n`);
   writeFileSync('samples.csv', renderSamplesCsv(Object.values(c.reps)));
+  writeFileSync('reps.jsonl', Object.keys(c.reps).sort().map((k) => `${JSON.stringify(c.reps[k])}\n`).join(''));
   // The report, and the same analysis for machines (report.json, CSVs) and for eyes (SVG plots).
   for (const [file, text] of Object.entries(files)) writeFileSync(file, text);
   return { dir: out.dir, analysis, report, accounting, state: c.exp.state };

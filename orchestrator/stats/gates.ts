@@ -32,13 +32,20 @@ export function inputGate(arms: readonly ArmSummary[], failed: readonly { reason
   return { name: 'input', pass: false, message: `${refused === null ? '' : `${refused}. `}${each.join('; ')} — at least 2 per arm are needed for a standard error` };
 }
 
+/**
+ * Every rank runs the identity gate on its own outputs; the gate passes only if every rank's
+ * passed. A check is one rank's gate of one arm in one block (a gate without per-rank detail, an
+ * older record, is one check). A failure names, per failed gate, the first bad rank (the lowest
+ * rank whose gate failed), its card, replay and output.
+ */
 export function identityGate(gates: AnalysisInput['gates']): GateSummary {
   if (gates.length === 0) return { name: 'identity', pass: null, message: 'no identity gate results (gate off or not run)' };
-  const bad = gates.filter((g) => !g.pass);
-  if (bad.length === 0) return { name: 'identity', pass: true, message: `graph replay byte-identical to eager in ${gates.length} check(s)` };
-  const each = bad.map(
-    (g) => `block ${g.block} arm ${g.arm}${g.first_bad_replay === null ? '' : ` first differing replay ${g.first_bad_replay}`}${badOutput(g)}`,
-  );
+  const checks = gates.reduce((n, g) => n + Math.max(g.detail?.length ?? 0, 1), 0);
+  const ranks = new Set(gates.flatMap((g) => (g.detail ?? []).map((d) => d.rank)));
+  const perRank = ranks.size > 1 ? ` (${gates.length} gate(s) × ${ranks.size} ranks, every rank on its own outputs)` : '';
+  const bad = gates.filter((g) => !g.pass || (g.detail ?? []).some((d) => !d.pass));
+  if (bad.length === 0) return { name: 'identity', pass: true, message: `graph replay byte-identical to eager in ${checks} check(s)${perRank}` };
+  const each = bad.map((g) => `block ${g.block} arm ${g.arm}${firstBadRank(g)}`);
   return {
     name: 'identity',
     pass: false,
@@ -46,10 +53,14 @@ export function identityGate(gates: AnalysisInput['gates']): GateSummary {
   };
 }
 
-/** A command rank's gate names the output that differed first (`output logits`), over its ranks. */
-function badOutput(g: AnalysisInput['gates'][number]): string {
-  const out = g.detail?.find((d) => d.first_bad_replay === g.first_bad_replay && typeof d.first_bad_output === 'string')?.first_bad_output;
-  return out === undefined || out === null ? '' : `, output ${out}`;
+/** `rank 1 (card c) first differing replay 2, output logits` of a failed gate; its first differing replay alone without per-rank detail. */
+function firstBadRank(g: AnalysisInput['gates'][number]): string {
+  const failed = (g.detail ?? []).filter((d) => !d.pass).sort((a, b) => a.rank - b.rank);
+  const d = failed[0];
+  if (d === undefined) return g.first_bad_replay === null ? '' : ` first differing replay ${g.first_bad_replay}`;
+  const out = typeof d.first_bad_output === 'string' ? `, output ${d.first_bad_output}` : '';
+  const others = (g.detail ?? []).length > 1 ? ` (${failed.length} of ${(g.detail ?? []).length} ranks failed)` : '';
+  return ` rank ${d.rank} (card ${d.card})${d.first_bad_replay === null ? '' : ` first differing replay ${d.first_bad_replay}`}${out}${others}`;
 }
 
 export function aaGate(aa: Comparison | null, alpha: number): GateSummary {

@@ -1,5 +1,6 @@
 /**
- * The report's "Launches" section, folded from the committed rep lines: per arm, how many kernel
+ * The report's "Launches" section, folded from the committed reps (jobs/rep-result.ts: rank 0's
+ * answer of each, never the event stream's copy): per arm, how many kernel
  * launches, graph launches, copies, memsets and synchronising calls one measured step made, and
  * who counted them — graphrt's own launch counter (`launches_per_step`, `dispatches_per_step`,
  * `nodes`), or orch's CUPTI injection library in a user's program (a command rep's `launches`:
@@ -8,7 +9,7 @@
  * The numbers are medians over the arm's reps of each rep's per-step median (rank 0's lines: the
  * ranks of a gang run the same launches).
  */
-import type { StreamEvent } from '../../jobs/stream-event.ts';
+import type { RepLine } from '../../jobs/stream-event.ts';
 import { median } from './descriptive.ts';
 
 export interface LaunchRow {
@@ -50,9 +51,8 @@ const mid = (xs: number[]): number | null => (xs.length === 0 ? null : median(xs
 export class LaunchSummaryFold {
   private readonly arms = new Map<string, ArmAcc>();
 
-  add(e: StreamEvent): void {
-    const l = e.event;
-    if (!e.committed || e.rank !== 0 || l === null || typeof l !== 'object' || l.type !== 'rep') return;
+  /** `l`: rank 0's answer of one committed rep */
+  add(l: RepLine): void {
     let a = this.arms.get(l.arm);
     if (!a) this.arms.set(l.arm, (a = acc()));
     a.reps++;

@@ -1,14 +1,19 @@
 /**
- * An experiment's event stream as a Chrome / Perfetto trace (Trace Event Format, JSON object
- * form). One process per card (pid numbered, named `host/card`), one thread per rank (tid =
- * rank). Slices ("X"): each block attempt on each card (first to last event of that attempt),
- * each rep and gate (from the rank's previous event to its answer: the request's wall time on
- * that rank), each capture (capture + instantiate time, ending at its line); instants ("i") for
- * the worker's events (rank exits, failures, foreign processes); counters ("C") for the clocks a
- * rep line carries; on the host's worker track a slice per build a block waited for (build-start to
- * build-end, the wait for the host build lock inside it). Time is the stream entry id's
- * milliseconds (Redis' clock), in µs from the first event.
+ * An experiment as a Chrome / Perfetto trace (Trace Event Format, JSON object form). One process
+ * per card (pid numbered, named `host/card`), one thread per rank (tid = rank). Slices ("X"):
+ * each committed rep on each rank, from the committed record (jobs/rep-result.ts `answers`: the
+ * rank's own span, `t_end_ns − t_start_ns`, ending when its worker read the answer), so a rep
+ * line the event stream cut for length is still a slice; from the event stream, a live view:
+ * each block attempt on each card (first to last event of that attempt), each gate (from the
+ * rank's previous event to its answer), each capture (capture + instantiate time, ending at its
+ * line); instants ("i") for the worker's events (rank exits, failures, foreign processes);
+ * counters ("C") for the clocks a committed rep carries; on the host's worker track a slice per
+ * build a block waited for (build-start to build-end, the wait for the host build lock inside it).
+ * Time is milliseconds in µs from the first event or rep: the stream entry ids' (Redis' clock) and
+ * the workers' (the reps), one machine's clock where Redis and the worker share a host.
  */
+import type { RankAnswer } from '../../jobs/gang-rep.ts';
+import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { WorkerEvent } from '../../jobs/worker-event.ts';
 
@@ -55,14 +60,25 @@ function median(xs: number[]): number | null {
   return s[s.length >> 1]!;
 }
 
-export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTrace {
+/** A rank's committed rep as a slice: its span on its clock, ending when its worker read it (µs), or null without a span. */
+function repSlice(a: RankAnswer): { start: number; end: number } | null {
+  const l = a.line;
+  if (l.t_start_ns === undefined || l.t_end_ns === undefined || l.t_end_ns < l.t_start_ns) return null;
+  const end = Math.round(a.answered_ms * 1000);
+  return { start: end - Math.round((l.t_end_ns - l.t_start_ns) / 1000), end };
+}
+
+/** `reps`: the experiment's committed reps (the rep slices); `events`: its event stream (the rest). */
+export function chromeTrace(experiment: string, events: StreamEvent[], reps: readonly RepResult[]): ChromeTrace {
   const out: TraceEvent[] = [];
   // a loop, not Math.min(...): a spread of a long stream overruns the call stack
-  let t0 = events.length > 0 ? Infinity : 0;
+  let t0 = events.length > 0 || reps.length > 0 ? Infinity : 0;
   for (const e of events) t0 = Math.min(t0, micros(e.id));
+  for (const r of reps) for (const a of r.answers ?? []) t0 = Math.min(t0, repSlice(a)?.start ?? Infinity);
+  if (!Number.isFinite(t0)) t0 = 0;
   const pids = new Map<string, number>();
   const threads = new Set<string>();
-  const pidOf = (e: StreamEvent): number => {
+  const pidOf = (e: { host: string; card: string; rank: number }): number => {
     // the worker's own events carry no card: they go on the host's worker track
     const name = e.card === '' ? `${e.host}/worker` : `${e.host}/${e.card}`;
     let pid = pids.get(name);
@@ -104,15 +120,7 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
     if (line === null || typeof line !== 'object') continue;
     const base = { pid, tid, args: { block: e.block, attempt: e.attempt, epoch: e.epoch, committed: e.committed } };
     switch (line.type) {
-      case 'rep': {
-        out.push({ ...base, name: `rep ${line.arm}`, cat: 'rep', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, mode: line.mode, backend: line.backend, steps: line.step_ms.length, median_step_ms: median(line.step_ms) } });
-        if ('clocks' in line && line.clocks) {
-          for (const [at, reading] of [[since, line.clocks.start], [ts, line.clocks.end]] as const) {
-            out.push({ pid, tid, name: 'clocks', ph: 'C', ts: at, args: { sm_mhz: reading.sm_mhz, mem_mhz: reading.mem_mhz } });
-          }
-        }
-        break;
-      }
+      // a rep is a slice of the committed record (below), never of the stream's copy
       case 'gate':
         out.push({ ...base, name: `gate identity ${line.arm}`, cat: 'gate', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, pass: line.pass } });
         break;
@@ -149,6 +157,22 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
         break;
     }
   }
+  for (const r of reps) {
+    for (const a of r.answers ?? []) {
+      const slice = repSlice(a);
+      if (slice === null) continue;
+      const pid = pidOf(a);
+      const tid = a.rank;
+      const l = a.line;
+      const args = { block: r.block, attempt: r.attempt, epoch: r.epoch, committed: true, arm: r.arm, rep: r.rep, position: r.position, mode: l.mode, backend: l.backend, steps: l.step_ms.length, median_step_ms: median(l.step_ms) };
+      out.push({ pid, tid, name: `rep ${r.arm}`, cat: 'rep', ph: 'X', ts: slice.start - t0, dur: slice.end - slice.start, args });
+      if (l.clocks) {
+        for (const [at, reading] of [[slice.start, l.clocks.start], [slice.end, l.clocks.end]] as const) {
+          out.push({ pid, tid, name: 'clocks', ph: 'C', ts: at - t0, args: { sm_mhz: reading.sm_mhz, mem_mhz: reading.mem_mhz } });
+        }
+      }
+    }
+  }
   // a build whose end never reached the stream (its worker died): up to its attempt's last event
   for (const [k, b] of builds) buildSlices(b, spans.get(k.slice(0, k.lastIndexOf('/')))?.last ?? b.start, null);
   for (const s of spans.values()) {
@@ -164,5 +188,5 @@ export function chromeTrace(experiment: string, events: StreamEvent[]): ChromeTr
       args: { block: s.e.block, attempt: s.e.attempt, epoch: s.e.epoch, host: s.e.host, card: s.e.card, committed: s.e.committed, outcome: s.outcome },
     });
   }
-  return { traceEvents: out, displayTimeUnit: 'ms', otherData: { experiment, clock: 'Redis stream ids (ms), from the first event' } };
+  return { traceEvents: out, displayTimeUnit: 'ms', otherData: { experiment, clock: 'Redis stream ids and the workers\' clock (ms), from the first event or rep' } };
 }

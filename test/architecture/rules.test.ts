@@ -2,8 +2,7 @@
  * docs/ARCHITECTURE.md's rules that a reading of the source can check, checked against the
  * production files as written:
  *   - only jobs/native-args.ts spells a graphrt flag (the flags are the ones it spells itself);
- *   - only store/event-log.ts reads a Redis stream (XRANGE, XREVRANGE, XREAD), but for the
- *     known exceptions listed below with why;
+ *   - only store/event-log.ts reads a Redis stream (XRANGE, XREVRANGE, XREAD);
  *   - jobs/ runs no process (no child_process import).
  * Each rule is a function of the files' text, so the last tests plant a violation of each and
  * see it caught.
@@ -71,17 +70,11 @@ function flagSpellers(files: Sources): string[] {
 
 /**
  * Readers of a Redis stream outside store/event-log.ts that are known and not yet moved, each
- * with why it is not the events record's reader.
+ * with why it is not the events record's reader. None: the dispatcher's follower of BullMQ's
+ * queue events and the dashboard's wake-ups read through store/event-log.ts (lastStreamId,
+ * readStreams), so a raw stream call anywhere else fails.
  */
-const STREAM_READERS_KNOWN: Record<string, string> = {
-  // BullMQ's own queue events stream (`bull:<queue>:events`), not orch's record: the dispatcher
-  // follows job completions there; it is BullMQ's format, not jobs/stream-event.ts
-  'orchestrator/dispatch/block-dispatcher.ts': "BullMQ's queue events stream",
-  // one blocking XREAD over every watched experiment's stream, for entry ids only (a wake-up of
-  // the page's topic, whose fragment ProgressTracker reads through store/event-log.ts); to move
-  // into store/event-log.ts as a `follow` reader
-  'orchestrator/dashboard/stream-wakeups.ts': "the dashboard's wake-ups (ids only)",
-};
+const STREAM_READERS_KNOWN: Record<string, string> = {};
 
 function streamReaders(files: Sources): string[] {
   const call = /\.(xread|xreadgroup|xrange|xrevrange)\s*\(|['"](XREAD|XREADGROUP|XRANGE|XREVRANGE)['"]/i;
@@ -114,7 +107,7 @@ describe('architecture rules', () => {
     assert.deepEqual(flagSpellers(files), []);
   });
 
-  test('only store/event-log.ts reads a Redis stream (but for the known exceptions)', () => {
+  test('only store/event-log.ts reads a Redis stream', () => {
     assert.deepEqual(streamReaders(files), []);
     // an exception that no longer reads a stream is taken off the list, so it cannot hide a new one
     for (const f of Object.keys(STREAM_READERS_KNOWN)) {
@@ -136,6 +129,9 @@ describe('architecture rules', () => {
     assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', "await redis.xrange(key, '-', '+');\n")), ['orchestrator/planted.ts:1 reads a stream (xrange)']);
     assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', "  const r = await conn.call('XREAD', 'STREAMS', key, id);\n")), ['orchestrator/planted.ts:1 reads a stream (XREAD)']);
     assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', '// an XREAD BLOCK holds its connection: redis.xread(...)\n')), []);
+    // the dispatcher and the dashboard are no exception: a raw call there fails too
+    assert.deepEqual(streamReaders(planted('orchestrator/dashboard/stream-wakeups.ts', "await this.conn.xread('BLOCK', 1000, 'STREAMS', k, id);\n")), ['orchestrator/dashboard/stream-wakeups.ts:1 reads a stream (xread)']);
+    assert.deepEqual(streamReaders(planted('orchestrator/dispatch/block-dispatcher.ts', "await this.connection.xrevrange(key, '+', '-', 'COUNT', 1);\n")), ['orchestrator/dispatch/block-dispatcher.ts:1 reads a stream (xrevrange)']);
     assert.deepEqual(jobsProcessRunners(planted('jobs/planted.ts', "import { spawn } from 'node:child_process';\n")), ['jobs/planted.ts:1 imports child_process']);
     assert.deepEqual(jobsProcessRunners(planted('jobs/planted.ts', "const cp = await import('child_process');\n")), ['jobs/planted.ts:1 imports child_process']);
     assert.deepEqual(jobsProcessRunners(planted('worker/planted.ts', "import { spawn } from 'node:child_process';\n")), []);

@@ -20,7 +20,7 @@ import { SpecError } from '../../jobs/errors.ts';
 import type { RankLine } from '../../jobs/rank-line.ts';
 import { CommandWorkloadSchema } from '../../jobs/spec-schema/command-workload.ts';
 import { perRepCounts } from '../../jobs/per-rep-counts.ts';
-import type { StreamEvent } from '../../jobs/stream-event.ts';
+import type { CommandRep } from '../../jobs/command-line.ts';
 import { renderLaunches } from '../../orchestrator/report/render-launches.ts';
 import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { LaunchSummaryFold, perRangeSource } from '../../orchestrator/stats/launch-summary.ts';
@@ -125,7 +125,7 @@ test('per NVTX range: steps of every process in order, the warm-up ranges droppe
   const got = perRepCounts(`${exitLine({ kernels: [500, 90, 40, 41] })}\n${exitLine({ kernels: [40, 42], graphs: [0, 1] })}\n`, 6, '/tmp/r.jsonl', { name: 'decode_step', excluded: 2 });
   assert.deepEqual(got, { source: 'cupti-nvtx', range: 'decode_step', warmup: 2, kernels: [40, 41, 40, 42], captured: 4, graphs: [0, 0, 0, 1], memcpy: [2, 2, 2, 2], memset: [0, 0, 0, 0], syncs: [1, 1, 1, 1] });
   const fold = new LaunchSummaryFold();
-  fold.add({ committed: true, rank: 0, block: 0, card: 'c', event: { v: 1, type: 'rep', id: 'r', arm: 'eager', workload: 'command', backend: 'command', mode: 'eager', warmup: 2, steps: 4, step_ms: [1], step_index: [2], excluded: 2, wall_ms: 1, launches: got, final: true } } as unknown as StreamEvent);
+  fold.add({ v: 1, type: 'rep', id: 'r', arm: 'eager', workload: 'command', backend: 'command', mode: 'eager', warmup: 2, steps: 4, step_ms: [1], step_index: [2], excluded: 2, wall_ms: 1, launches: got, final: true } as CommandRep);
   const [row] = fold.rows();
   assert.equal(row!.source, perRangeSource('decode_step'));
   assert.deepEqual([row!.kernels_per_step, row!.graphs_per_step, row!.memcpy_per_step, row!.syncs_per_step, row!.captured], [40.5, 0, 2, 1, 4]);

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { perRepCounts } from '../../jobs/per-rep-counts.ts';
-import type { StreamEvent } from '../../jobs/stream-event.ts';
+import type { CommandRep } from '../../jobs/command-line.ts';
 import { renderLaunches } from '../../orchestrator/report/render-launches.ts';
 import { LaunchSummaryFold, PER_REP_SOURCE } from '../../orchestrator/stats/launch-summary.ts';
 import { PerRepLaunches } from '../../worker/command/per-rep-launches.ts';
@@ -38,7 +38,7 @@ test('two processes counted: summed, divided by the steps the rep reported, and 
   const counts = perRepCounts(`${line(600, 0)}\n${line(40, 10)}\n`, 20, '/tmp/r.jsonl');
   assert.deepEqual(counts, { source: 'cupti-rep', steps: 20, kernels: 640, captured: 6, graphs: 10, memcpy: 40, memset: 0, syncs: 20 });
   const fold = new LaunchSummaryFold();
-  const rep = (arm: string, launches: unknown) => ({ committed: true, rank: 0, block: 0, card: 'c', event: { v: 1, type: 'rep', id: 'r', arm, workload: 'command', backend: 'command', mode: 'eager', warmup: 2, steps: 18, step_ms: [1], step_index: [2], excluded: 2, wall_ms: 1, launches, final: true } }) as unknown as StreamEvent;
+  const rep = (arm: string, launches: unknown) => ({ v: 1, type: 'rep', id: 'r', arm, workload: 'command', backend: 'command', mode: 'eager', warmup: 2, steps: 18, step_ms: [1], step_index: [2], excluded: 2, wall_ms: 1, launches, final: true }) as CommandRep;
   fold.add(rep('eager', counts));
   fold.add(rep('other', perRepCounts(null, 20, '/tmp/r.jsonl')));
   const [eager, other] = fold.rows();

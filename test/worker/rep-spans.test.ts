@@ -1,18 +1,18 @@
 /**
  * Rep spans through the real path: `orch worker` with resident graphrt ranks (CPU backend) runs a
  * block of eager and graph reps; every rep line carries t_start_ns ≤ t_end_ns on the rank's
- * monotonic clock, a rank's reps do not overlap, and the card busy share is computed from a
- * results directory holding only the experiment's events.jsonl (as write-results.ts writes it).
+ * monotonic clock, a rank's reps do not overlap, and the card busy share is computed from the
+ * committed reps and commit records alone (orchestrator/stats/busy-share.ts).
  * Skips, saying so, when native/build/graphrt has not been built, except under CI.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEvents } from '../../orchestrator/results/collect-results.ts';
-import { digestOfDir } from '../../orchestrator/report/event-digest.ts';
+import { busyShare } from '../../orchestrator/stats/busy-share.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
@@ -64,17 +64,18 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       assert.equal(committed.length, reps.length);
       for (const c of committed) {
         const line = reps[c.position]!;
-        assert.equal(c.ranks?.length, 1, 'one rank line per rank');
-        const rank = c.ranks![0]!;
+        assert.equal(c.answers?.length, 1, 'one rank answer per rank');
+        assert.equal(c.answers![0]!.card, 'cpu:0@s1');
+        const rank = c.answers![0]!.line as typeof line & { hashes?: string[] };
         assert.deepEqual([rank.t_start_ns, rank.t_end_ns, rank.warmup_ms, rank.settle_ms], [line.t_start_ns, line.t_end_ns, line.warmup_ms, line.settle_ms]);
         assert.deepEqual(rank.hashes, c.hashes);
       }
 
-      writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
-      const rows = (await digestOfDir(dir)).tables().busy;
+      const rows = busyShare(committed, await results.commits('sp'));
       assert.equal(rows.length, 1);
       const row = rows[0]!;
       assert.equal(row.block, 0);
+      assert.deepEqual(row.set_aside, []);
       assert.equal(row.reps, job.sequence.length);
       assert.ok(row.leased_ms > 0);
       assert.ok(row.step_share > 0 && row.step_share <= 1, `step share ${row.step_share}`);

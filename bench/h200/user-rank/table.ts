@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { digestOfDir } from '../../../orchestrator/report/event-digest.ts';
+import { cardTimeOf, readResultsDir } from '../../../orchestrator/report/results-dir.ts';
 import { median } from '../../../orchestrator/stats/descriptive.ts';
 
 interface Report {
@@ -42,7 +42,7 @@ for (const arg of process.argv.slice(2)) {
   const [name, rest] = arg.split('=') as [string, string];
   const [dir, standaloneFile] = rest.split(':') as [string, string | undefined];
   const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as Report;
-  const busy = (await digestOfDir(dir)).tables().busy;
+  const busy = cardTimeOf(readResultsDir(dir));
   // per rep, a command's rep line has no warm-up times nor span: its measured-step share, and the
   // card time between measured windows ((leased − measured steps) / reps) for its gap
   const perRep = busy.some((b) => b.busy_share === null);
