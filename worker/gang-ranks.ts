@@ -5,6 +5,7 @@
  * closed (or killed) and the rendezvous directory removed. A rank that exits while the gang is not
  * closing fails the gang (worker/gang-fate.ts).
  */
+import { escapeRankText } from '../jobs/rank-text.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,7 +111,7 @@ export class GangRanks {
     const lines = await this.fate.race(Promise.all(this.handles.map((r) => r.request(op, this.opts.requestTimeoutMs))));
     return lines.map((line, i) => {
       if (line.type !== type) {
-        const what = line.type === 'error' ? `error ${line.code}: ${line.message}` : `a "${line.type}" line`;
+        const what = line.type === 'error' ? `error ${line.code}: ${escapeRankText(line.message)}` : `a "${line.type}" line`;
         throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
       return line as Extract<RankLine, { type: T }>;

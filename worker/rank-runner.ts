@@ -20,6 +20,7 @@
  * reject a pending `request` with a RankExitError when its process ends before answering (a
  * RankProtocolError when it broke the protocol), and resolve `exited` exactly once.
  */
+import { escapeRankText } from '../jobs/rank-text.ts';
 import type { Logger } from 'pino';
 import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
 import type { Card } from '../jobs/card.ts';
@@ -143,7 +144,7 @@ export function describeRankExit(e: RankExit, env: NodeJS.ProcessEnv = process.e
       : e.signal !== null
         ? `was killed by ${e.signal}`
         : `exited with code ${e.code ?? 'unknown'}, signal none`;
-  const last = e.lastError === null ? 'no error line' : `last error: ${e.lastError}`;
+  const last = e.lastError === null ? 'no error line' : `last error: ${escapeRankText(e.lastError)}`;
   return `rank ${e.rank} on card ${e.card} (pid ${e.pid ?? '?'}) ${how}; ${last}`;
 }
 

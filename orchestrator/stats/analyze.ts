@@ -9,6 +9,7 @@
  *   comparisons against it → leave-one-out table, order effects, carry-over (carry-over.ts) and
  *   drift → the verdict.
  */
+import { groupedReasonLines } from '../../jobs/grouped-reasons.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { compareArms, type CompareOptions } from './compare.ts';
 import { describe } from './descriptive.ts';
@@ -211,7 +212,7 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
   const probeGate = (trace ?? probe) as { pass: boolean; message: string };
   const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probeGate.pass, message: probeGate.message }];
   const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
-  const issues = input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => `probe rep ${f.block}/${f.arm}/${f.rep} failed: ${f.reason}`);
+  const issues = groupedReasonLines(input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => ({ key: `${f.block}/${f.arm}/${f.rep}`, reason: f.reason })), { noun: 'probe rep' });
   return {
     experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
     plan: { name: plan.name, hash: plan.hash, design: plan.design, control: plan.control, blocks: plan.blocks.length, reps: plan.reps },
