@@ -7,12 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { escapeRankText, RANK_TEXT_MAX_BYTES } from '../../jobs/rank-text.ts';
-
-/** What must never reach an output from a rank: a raw control, a line break, a workflow command at a line's start. */
-export function assertInert(out: string): void {
-  assert.doesNotMatch(out, /[\x00-\x08\x0a-\x1f\x7f\x80-\x9f\u202a-\u202e\u2066-\u2069]/u, `raw control in ${JSON.stringify(out)}`);
-  for (const line of out.split('\n')) assert.doesNotMatch(line, /^\s*(::|##\[)/, `workflow command in ${JSON.stringify(line)}`);
-}
+import { assertInert } from '../utils/inert-text.ts';
 
 const HOSTILE = [
   '::error::pwned',
