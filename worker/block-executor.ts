@@ -27,6 +27,7 @@ import type { z } from 'zod';
 import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
 import { blockReps } from '../jobs/rep-ref.ts';
 import { OrchError } from '../jobs/errors.ts';
+import { kindOf } from '../jobs/error-codes.ts';
 import type { Card } from '../jobs/card.ts';
 import type { SlurmProvenance } from '../jobs/slurm-allocation.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
@@ -249,7 +250,9 @@ class GangRun {
       fate.fail(err);
       if (!committed) await this.committer.failAll(planned, err);
       this.gang.events.worker(this.gang.tags(''), 'block-failed', { reason: err.message });
-      throw toJobError(err);
+      // a user's input names its code, so the experiment's reason (and its exit code, 2) says it
+      // was the user's (orchestrator/results/stopped-experiment.ts)
+      throw toJobError(err, err instanceof OrchError && kindOf(err) === 'user-input' ? `${err.code}: ${err.message}` : undefined);
     } finally {
       keeper.stop();
       fate.closing = true;

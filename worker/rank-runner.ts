@@ -70,6 +70,8 @@ export interface RankExit {
    * graphrt's), so an exit is retried as any death is; absent: graphrt's (native/PROTOCOL.md)
    */
   codesKnown?: false;
+  /** true: it ended before its hello line (before it served a request) */
+  beforeHello?: true;
 }
 
 export interface RankHandle {
@@ -107,12 +109,18 @@ export class RankExitError extends OrchError {
 
   constructor(exit: RankExit, context = '') {
     // a rank ended for breaking the protocol would break it again: never retried
-    const deterministic = exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
-    super(exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED', `${describeRankExit(exit)}${context}`);
+    // a user's program that exited 0 before hello never called serve(): no retry serves either
+    const neverServed = exit.fault === null && exit.beforeHello === true && exit.codesKnown === false && exit.code === 0 && exit.signal === null;
+    const deterministic = neverServed || exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
+    const code = neverServed ? 'RANK_NEVER_SERVED' : exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED';
+    super(code, `${describeRankExit(exit)}${neverServed ? NEVER_SERVED : ''}${context}`);
     this.exit = exit;
     this.deterministic = deterministic;
   }
 }
+
+/** What a program that exited 0 before its hello is told. */
+export const NEVER_SERVED = '; it exited cleanly before its hello line: did it call serve()? A program is served through the rank library (orch_rank.serve(...) in Python, orch_rank::serve(...) in C++, ranklib/PROTOCOL.md), which writes the hello after setup; a clean exit before hello is never transient, so it is not retried';
 
 /**
  * A rank broke the protocol: a line that fails its schema, a line over the length limit, an answer

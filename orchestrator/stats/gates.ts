@@ -32,6 +32,12 @@ export function inputGate(arms: readonly ArmSummary[], failed: readonly { reason
   return { name: 'input', pass: false, message: `${refused === null ? '' : `${refused}. `}${each.join('; ')} — at least 2 per arm are needed for a standard error` };
 }
 
+/**
+ * The rule a replay that differs from eager most often broke (ranklib/python/orch_rank/graphs.py):
+ * said with the failed gate, where the user reads it, not only in the library's docstring.
+ */
+export const IN_PLACE_RULE = 'The rule: a graph holds the addresses it was captured with, so reset() and step() must write state in place (copy_, zero_, fill_, slice assignment); a new tensor (or list) bound to the same name, in reset() or outside a launch, is invisible to the replay.';
+
 export function identityGate(gates: AnalysisInput['gates']): GateSummary {
   if (gates.length === 0) return { name: 'identity', pass: null, message: 'no identity gate results (gate off or not run)' };
   const bad = gates.filter((g) => !g.pass);
@@ -42,7 +48,7 @@ export function identityGate(gates: AnalysisInput['gates']): GateSummary {
   return {
     name: 'identity',
     pass: false,
-    message: `identity gate failed: graph replay differs from eager (${each.join('; ')}) — a stale captured value makes any timing meaningless`,
+    message: `identity gate failed: graph replay differs from eager (${each.join('; ')}) — a stale captured value makes any timing meaningless. ${IN_PLACE_RULE}`,
   };
 }
 
