@@ -238,8 +238,9 @@ class GangRun {
       this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, machine, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) });
       await this.foreign.guard([]);
       await this.ranks.start();
-      const gates = await new GangGates(this.gang, this.ranks).run();
-      const measured = await this.pipeline.run(planned);
+      const gating = new GangGates(this.gang, this.ranks);
+      const gates = await gating.run();
+      const measured = await this.pipeline.run(planned, gating.blocked);
       this.requeueIfStopped(measured.stoppedAt, planned.length);
       fate.closing = true;
       const outcome = await this.committer.commit(planned, measured, gates);

@@ -6,6 +6,7 @@
  * closing fails the gang (worker/gang-fate.ts).
  */
 import { escapeRankText } from '../jobs/rank-text.ts';
+import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +111,11 @@ export class GangRanks {
   async all<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
     const lines = await this.fate.race(Promise.all(this.handles.map((r) => r.request(op, this.opts.requestTimeoutMs))));
     return lines.map((line, i) => {
+      // a graph arm whose capture fails in the user's program: a finding, the block goes on without the arm
+      if ((op.op === 'rep' || op.op === 'identity') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
+        const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
+        throw new CaptureBlockedError({ arm: op.arm.name, message: escapeRankText(line.message), frame }, this.gang.rankOf(i), this.gang.job.cards[i] ?? '?');
+      }
       if (line.type !== type) {
         const what = line.type === 'error' ? `error ${line.code}: ${escapeRankText(line.message)}` : `a "${line.type}" line`;
         throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
