@@ -191,7 +191,8 @@ function notTestable(c: Comparison, blockers: readonly CaptureBlocker[]): Compar
   const hit = blockers.filter((b) => b.arm === c.arm || b.arm === c.reference);
   if (hit.length === 0) return c;
   const why = hit.map((b) => `arm ${b.arm}: capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`);
-  return { ...c, verdict: 'not_testable', reasons: [...why, ...c.reasons], statement: `not testable: ${why.join('; ')}` };
+  // the statement names the arm, the reason says what failed where (report.md prints both on one line)
+  return { ...c, verdict: 'not_testable', reasons: [...why, ...c.reasons], statement: `not testable: the capture of arm ${hit.map((b) => b.arm).join(' and ')} failed in the program (Capture blockers)` };
 }
 
 /**
