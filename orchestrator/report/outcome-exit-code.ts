@@ -15,8 +15,8 @@
  *                     first in the report): its comparisons are not testable; the other arms were
  *                     measured and compared
  *
- * `--fail-on` picks which of inconclusive, slower, invalid, equivalent and fail exit with their
- * code (DEFAULT_FAIL_ON: slower, invalid, fail); any other of them exits 0. faster and pass always
+ * `--fail-on` picks which of inconclusive, slower, invalid, equivalent, fail and not_testable exit with their
+ * code (DEFAULT_FAIL_ON: slower, invalid, fail, not_testable); any other of them exits 0. faster and pass always
  * exit 0, failed and cancelled always exit their code. 1 (a bug) and 2 (a user input error,
  * jobs/errors.ts) keep their meaning across orch.
  */
