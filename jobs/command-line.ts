@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ChainFloorRunSchema } from './chain-floor-run.ts';
 import { PerRepLaunchCountsSchema } from './per-rep-counts.ts';
-import { LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema, RepClocksSchema } from './orch-rank-protocol.ts';
+import { ErrorFrameSchema, LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema, RepClocksSchema } from './orch-rank-protocol.ts';
 
 const v = z.literal(1);
 const count = z.int().min(0);
@@ -116,6 +116,8 @@ export const CommandErrorSchema = z.strictObject({
   id: z.string(),
   code: z.string().min(1),
   message: z.string().min(1),
+  /** a resident program's error: the user's own source line (jobs/orch-rank-protocol.ts ErrorFrameSchema) */
+  frame: ErrorFrameSchema.optional(),
   final: z.literal(true),
 });
 export type CommandError = z.infer<typeof CommandErrorSchema>;

@@ -107,6 +107,8 @@ export const ERROR_CODES = {
   PREFLIGHT_HELLO: { kind: 'deterministic', meaning: 'graphrt hello exited without a hello line (a broken binary)' },
   TOGGLE_UNMAPPED: { kind: 'user-input', meaning: 'an arm sets a toggle that workload.toggles does not map to a flag or env' },
   RANK_INJECTION_TAKEN: { kind: 'user-input', meaning: "a resident rank on a cuda card would get a CUDA_INJECTION64_PATH of another profiler, which orch's launch counts need and never replace" },
+  CAPTURE_FAILED: { kind: 'user-input', meaning: "a graph arm's capture failed in the user's program (a host copy or sync inside the captured step): the arm is not measured, every other arm is (jobs/capture-blocker.ts)", hint: 'move the host work out of the captured step (build inputs on the device, in place), see the report\'s Capture blockers' },
+  RANK_NEVER_SERVED: { kind: 'user-input', meaning: "a resident program exited cleanly (code 0) before its hello: it never called the rank library's serve(), so a retry would end the same way", hint: 'call orch_rank.serve(...) (Python) or orch_rank::serve(...) (C++) at the end of the program' },
   RANK_TOGGLE_UNKNOWN: { kind: 'user-input', meaning: "an arm sets a toggle that the resident program's hello does not list among the toggles it understands (ranklib/PROTOCOL.md)" },
   COMMAND_FAILED: { kind: 'user-input', meaning: "the user's command exited non-zero or was killed by a signal" },
   COMMAND_CWD_MISSING: { kind: 'user-input', meaning: "workload.run.cwd names a directory that does not exist on the worker" },

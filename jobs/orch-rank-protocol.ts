@@ -126,6 +126,14 @@ export type OrchRankTrace = z.infer<typeof OrchRankTraceSchema>;
 
 export const ORCH_RANK_ERROR_CODES = ['BAD_REQUEST', 'UNKNOWN_TOGGLE', 'CAPTURE_FAILED', 'STEP_FAILED', 'INTERNAL'] as const;
 
+/**
+ * Where the program's own code stood when the error was raised: the innermost frame outside the
+ * rank library and the installed packages (torch, transformers), so a capture blocker names the
+ * user's line, not torch's.
+ */
+export const ErrorFrameSchema = z.strictObject({ file: z.string().min(1).max(4096), line: z.int().min(0) });
+export type ErrorFrame = z.infer<typeof ErrorFrameSchema>;
+
 export const OrchRankErrorSchema = z.strictObject({
   v,
   type: z.literal('error'),
@@ -133,6 +141,7 @@ export const OrchRankErrorSchema = z.strictObject({
   code: z.enum(ORCH_RANK_ERROR_CODES),
   message: z.string().min(1),
   fatal: z.boolean(),
+  frame: ErrorFrameSchema.optional(),
   final: z.literal(true),
 });
 export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;

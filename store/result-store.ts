@@ -12,6 +12,7 @@ import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
 import { ProbeRecordSchema, type ProbeRecord } from '../jobs/probe-record.ts';
 import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
+import { escapeRankText } from '../jobs/rank-text.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
 import { gateField, orchKeys, repKey, type OrchKeys } from './keys.ts';
@@ -194,7 +195,9 @@ export function decodeCommitBlock(reply: unknown, cards: string[], commitsField:
 
 /** A failure record as stored: the rep it is, reason, attempt, and the kind when it is not a plain failure. */
 function failedJson(f: FailedRep, attempt: number): string {
-  return JSON.stringify(FailedRecordSchema.parse({ ...f, attempt }));
+  // a reason quotes a rank's error: bounded here, so a 1 MiB error on every rep of a block is not
+  // copied into Redis once per rep (jobs/rank-text.ts; escaping is idempotent, so readers may escape again)
+  return JSON.stringify(FailedRecordSchema.parse({ ...f, reason: escapeRankText(f.reason), attempt }));
 }
 
 /** Every field of a hash through its schema: a record that does not match is never analyzed. */

@@ -9,6 +9,7 @@
  * before the commit that makes the block count, so a reader of a committed block finds them all.
  */
 import { OrchError } from '../jobs/errors.ts';
+import { captureFailedReason } from '../jobs/capture-blocker.ts';
 import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
@@ -29,7 +30,9 @@ export class BlockCommit {
   async commit(planned: RepRef[], measured: MeasuredReps, gates: CommitGate[], timeline?: CommitInput['timeline']): Promise<BlockOutcome> {
     const { job, host, events, log } = this.gang;
     const { reps, probes } = measured;
-    const notRun = this.notRun(planned, measured.stoppedAt);
+    // an arm whose capture failed: its reps are final failures with the blocker, committed with the block
+    const blocked: FailedRep[] = measured.blocked.map(({ p, blocker }) => ({ block: job.block, arm: p.arm, rep: p.rep, position: p.position, kind: 'failed', reason: captureFailedReason(blocker) }));
+    const notRun = [...this.notRun(planned, measured.stoppedAt), ...blocked];
     await this.fate.race(events.flush());
     if (probes.length > 0) {
       const written = await this.fate.race(this.results.commitProbes({ experiment: job.experiment, block: job.block, epoch: job.epoch, cards: job.cards, records: probes }));

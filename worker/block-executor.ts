@@ -27,6 +27,7 @@ import type { z } from 'zod';
 import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
 import { blockReps } from '../jobs/rep-ref.ts';
 import { OrchError } from '../jobs/errors.ts';
+import { kindOf } from '../jobs/error-codes.ts';
 import type { Card } from '../jobs/card.ts';
 import type { SlurmProvenance } from '../jobs/slurm-allocation.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
@@ -240,9 +241,10 @@ class GangRun {
       await this.foreign.guard([]);
       await this.ranks.start();
       timeline.ready = Date.now();
-      const gates = await new GangGates(this.gang, this.ranks).run();
+      const gating = new GangGates(this.gang, this.ranks);
+      const gates = await gating.run();
       timeline.gated = Date.now();
-      const measured = await this.pipeline.run(planned);
+      const measured = await this.pipeline.run(planned, gating.blocked);
       this.requeueIfStopped(measured.stoppedAt, planned.length);
       fate.closing = true;
       const outcome = await this.committer.commit(planned, measured, gates, timeline);
@@ -253,7 +255,9 @@ class GangRun {
       fate.fail(err);
       if (!committed) await this.committer.failAll(planned, err);
       this.gang.events.worker(this.gang.tags(''), 'block-failed', { reason: err.message });
-      throw toJobError(err);
+      // a user's input names its code, so the experiment's reason (and its exit code, 2) says it
+      // was the user's (orchestrator/results/stopped-experiment.ts)
+      throw toJobError(err, err instanceof OrchError && kindOf(err) === 'user-input' ? `${err.code}: ${err.message}` : undefined);
     } finally {
       keeper.stop();
       fate.closing = true;

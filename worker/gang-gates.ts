@@ -7,6 +7,7 @@ import type { CommitGate } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
 import { opId } from './rank-runner.ts';
+import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
 
 export class GangGates {
   constructor(
@@ -14,10 +15,21 @@ export class GangGates {
     private readonly ranks: GangRanks,
   ) {}
 
-  /** Every gate the job's arms need, one after another. */
+  /** arms whose capture failed at their gate (jobs/capture-blocker.ts): no gate, and their reps are not sent */
+  readonly blocked = new Map<string, CaptureBlocker>();
+
+  /** Every gate the job's arms need, one after another; an arm whose capture fails has none. */
   async run(): Promise<CommitGate[]> {
     const gates: CommitGate[] = [];
-    for (const [i, arm] of armsNeedingIdentity(this.gang.job).entries()) gates.push(await this.gate(arm, i));
+    for (const [i, arm] of armsNeedingIdentity(this.gang.job).entries()) {
+      try {
+        gates.push(await this.gate(arm, i));
+      } catch (err) {
+        if (!(err instanceof CaptureBlockedError)) throw err;
+        this.blocked.set(arm.name, err.blocker);
+        this.gang.log.warn({ arm: arm.name, reason: err.message }, 'capture failed at the identity gate: the arm is not measured, the block goes on');
+      }
+    }
     return gates;
   }
 

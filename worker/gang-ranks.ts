@@ -5,6 +5,8 @@
  * closed (or killed) and the rendezvous directory removed. A rank that exits while the gang is not
  * closing fails the gang (worker/gang-fate.ts).
  */
+import { escapeRankText } from '../jobs/rank-text.ts';
+import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,8 +117,13 @@ export class GangRanks {
     const answered = this.handles.map(() => 0);
     const lines = await this.fate.race(Promise.all(this.handles.map((r, i) => r.request(op, this.opts.requestTimeoutMs).then((l) => ((answered[i] = Date.now()), l)))));
     return lines.map((line, i) => {
+      // a graph arm whose capture fails in the user's program: a finding, the block goes on without the arm
+      if ((op.op === 'rep' || op.op === 'identity') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
+        const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
+        throw new CaptureBlockedError({ arm: op.arm.name, message: escapeRankText(line.message), frame }, this.gang.rankOf(i), this.gang.job.cards[i] ?? '?');
+      }
       if (line.type !== type) {
-        const what = line.type === 'error' ? `error ${line.code}: ${line.message}` : `a "${line.type}" line`;
+        const what = line.type === 'error' ? `error ${line.code}: ${escapeRankText(line.message)}` : `a "${line.type}" line`;
         throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
       return { line: line as Extract<RankLine, { type: T }>, answeredMs: answered[i]! };

@@ -269,6 +269,7 @@ export class RankProtocol<L extends ProtocolLine> {
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): RankExit {
     if (this.exit) return this.exit;
+    const beforeHello = this.stateNow === 'awaiting-hello';
     this.stateNow = 'exited';
     this.exit = {
       rank: this.rank,
@@ -279,6 +280,7 @@ export class RankProtocol<L extends ProtocolLine> {
       lastError: this.lastErrorLine ?? stderrLastError(this.stderrTail, this.opts.stderrLinesInExit ?? 1),
       fault: this.fault,
       ...(this.opts.exitCodesKnown === false ? { codesKnown: false as const } : {}),
+      ...(beforeHello ? { beforeHello: true as const } : {}),
     };
     const err = new RankExitError(this.exit);
     this.rejectReady(err);

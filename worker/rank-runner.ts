@@ -20,6 +20,7 @@
  * reject a pending `request` with a RankExitError when its process ends before answering (a
  * RankProtocolError when it broke the protocol), and resolve `exited` exactly once.
  */
+import { escapeRankText } from '../jobs/rank-text.ts';
 import type { Logger } from 'pino';
 import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
 import type { Card } from '../jobs/card.ts';
@@ -69,6 +70,8 @@ export interface RankExit {
    * graphrt's), so an exit is retried as any death is; absent: graphrt's (native/PROTOCOL.md)
    */
   codesKnown?: false;
+  /** true: it ended before its hello line (before it served a request) */
+  beforeHello?: true;
 }
 
 export interface RankHandle {
@@ -106,12 +109,18 @@ export class RankExitError extends OrchError {
 
   constructor(exit: RankExit, context = '') {
     // a rank ended for breaking the protocol would break it again: never retried
-    const deterministic = exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
-    super(exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED', `${describeRankExit(exit)}${context}`);
+    // a user's program that exited 0 before hello never called serve(): no retry serves either
+    const neverServed = exit.fault === null && exit.beforeHello === true && exit.codesKnown === false && exit.code === 0 && exit.signal === null;
+    const deterministic = neverServed || exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
+    const code = neverServed ? 'RANK_NEVER_SERVED' : exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED';
+    super(code, `${describeRankExit(exit)}${neverServed ? NEVER_SERVED : ''}${context}`);
     this.exit = exit;
     this.deterministic = deterministic;
   }
 }
+
+/** What a program that exited 0 before its hello is told. */
+export const NEVER_SERVED = '; it exited cleanly before its hello line: did it call serve()? A program is served through the rank library (orch_rank.serve(...) in Python, orch_rank::serve(...) in C++, ranklib/PROTOCOL.md), which writes the hello after setup; a clean exit before hello is never transient, so it is not retried';
 
 /**
  * A rank broke the protocol: a line that fails its schema, a line over the length limit, an answer
@@ -143,7 +152,7 @@ export function describeRankExit(e: RankExit, env: NodeJS.ProcessEnv = process.e
       : e.signal !== null
         ? `was killed by ${e.signal}`
         : `exited with code ${e.code ?? 'unknown'}, signal none`;
-  const last = e.lastError === null ? 'no error line' : `last error: ${e.lastError}`;
+  const last = e.lastError === null ? 'no error line' : `last error: ${escapeRankText(e.lastError)}`;
   return `rank ${e.rank} on card ${e.card} (pid ${e.pid ?? '?'}) ${how}; ${last}`;
 }
 

@@ -30,17 +30,22 @@ import type { GangRanks } from './gang-ranks.ts';
 import { armOf, type RankOp } from './rank-runner.ts';
 import { repOpId, type Measured, type RepMeasure } from './rep-measure.ts';
 import { rerunThrottled } from './hygiene-reruns.ts';
+import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
 
 export interface MeasuredReps {
   reps: CommitRep[];
   probes: ProbeRecord[];
   /** the position of the first planned rep not run (the worker stopped, or a cancel), else null */
   stoppedAt: number | null;
+  /** reps of arms whose capture failed (jobs/capture-blocker.ts): not measured, the block went on */
+  blocked: { p: RepRef; blocker: CaptureBlocker }[];
 }
+
+type Answer = Measured | { blocked: CaptureBlocker };
 
 interface Sent {
   p: RepRef;
-  measuring: Promise<Measured>;
+  measuring: Promise<Answer>;
 }
 
 export class RepPipeline {
@@ -53,7 +58,12 @@ export class RepPipeline {
     private readonly opts: { spread: boolean; stopping: () => boolean },
   ) {}
 
-  async run(planned: RepRef[]): Promise<MeasuredReps> {
+  /** arms whose capture failed in this attempt: their later reps are not sent */
+  private readonly blockedArms = new Map<string, CaptureBlocker>();
+
+  /** `blocked`: arms whose capture already failed (at their identity gate): their reps are not sent */
+  async run(planned: RepRef[], blocked: ReadonlyMap<string, CaptureBlocker> = new Map()): Promise<MeasuredReps> {
+    for (const [arm, b] of blocked) this.blockedArms.set(arm, b);
     const out = await this.measureList(planned, 0);
     const hygiene = this.gang.job.hygiene;
     // a spread gang's hosts would each re-run what their own cards saw: their collectives would not meet
@@ -64,7 +74,7 @@ export class RepPipeline {
 
   /** `list` measured in order (re-run `round` of it, 0 the planned run); stoppedAt says where it stopped. */
   private async measureList(planned: RepRef[], round: number): Promise<MeasuredReps> {
-    const out: MeasuredReps = { reps: [], probes: [], stoppedAt: null };
+    const out: MeasuredReps = { reps: [], probes: [], stoppedAt: null, blocked: [] };
     let look: Promise<string[]> | null = null;
     // `inFlight` is planned[i], sent; `behind` is planned[i + 1]
     let inFlight: Sent | null = null;
@@ -99,8 +109,11 @@ export class RepPipeline {
         inFlight = behind = null;
         continue;
       }
-      out.reps.push(measured.rep);
-      if (measured.record !== null) out.probes.push(measured.record);
+      if ('blocked' in measured) out.blocked.push({ p, blocker: measured.blocked });
+      else {
+        out.reps.push(measured.rep);
+        if (measured.record !== null) out.probes.push(measured.record);
+      }
       i++;
       inFlight = behind;
       behind = null;
@@ -112,7 +125,16 @@ export class RepPipeline {
   }
 
   private send(p: RepRef, round: number): Sent {
-    const measuring = this.measure.measure(p, round);
+    const known = this.blockedArms.get(p.arm);
+    const measuring: Promise<Answer> =
+      known !== undefined
+        ? Promise.resolve({ blocked: known })
+        : this.measure.measure(p, round).catch((err: unknown) => {
+            if (!(err instanceof CaptureBlockedError)) throw err;
+            this.blockedArms.set(p.arm, err.blocker);
+            this.gang.log.warn({ arm: p.arm, reason: err.message }, 'capture failed: the arm is not measured, the block goes on');
+            return { blocked: err.blocker };
+          });
     // a rep sent behind one that fails is never awaited: the block fails with the first
     measuring.catch(() => {});
     return { p, measuring };

@@ -9,7 +9,7 @@
 #
 # Environment:
 #   FAIL_ON   outcomes that fail the step, comma-separated (slower, invalid, inconclusive,
-#             equivalent, fail, or none); unset: orch's default (slower, invalid, fail)
+#             equivalent, fail, or none); unset: orch's default (slower, invalid, fail, not_testable)
 #   RESULTS   where results/<id>/ is written (default: results)
 #   JUNIT     the JUnit file to write (default: $RESULTS/orch-junit.xml)
 #   ORCH      how to run orch (default: npx orch)

@@ -3,6 +3,7 @@
  * the arm table, the paired comparisons, the leave-one-out table and the plots (the report's own
  * SVG renderers), and links to every file of its results directory.
  */
+import { escapeRankText } from '../../jobs/rank-text.ts';
 import type { FastifyInstance } from 'fastify';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { allComparisons } from '../report/all-comparisons.ts';
@@ -70,7 +71,7 @@ async function renderExperiment(ctx: DashboardContext, id: string): Promise<Html
     const files = listResultFiles(ctx, id);
     return html`<table id="about"><tr><th>name</th><td>${exp.name}</td></tr><tr><th>spec hash</th><td><code>${exp.hash}</code></td></tr>
 <tr><th>file</th><td>${exp.file}</td></tr><tr><th>submitted</th><td>${new Date(exp.created).toISOString()}</td></tr>
-<tr><th>ended</th><td>${exp.ended ? new Date(exp.ended).toISOString() : '–'}${exp.reason ? ` (${exp.reason})` : ''}</td></tr>
+<tr><th>ended</th><td>${exp.ended ? new Date(exp.ended).toISOString() : '–'}${exp.reason ? ` (${escapeRankText(exp.reason)})` : ''}</td></tr>
 <tr><th>hosts</th><td>${(await hostsOf(store, id)).join(', ')}</td></tr><tr><th>priority</th><td>${exp.priority}</td></tr></table>
 ${ended ? '' : cancelForm(ctx, id)}
 <div data-live>${renderExperimentProgress(await readProgress(ctx, exp))}</div>

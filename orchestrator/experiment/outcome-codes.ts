@@ -7,7 +7,7 @@
 import type { Outcome as AnalysisOutcome, Verdict } from '../stats/types.ts';
 
 /** Every verdict, checked against the type: a verdict added there must be added here. */
-const VERDICTS = { faster: 1, slower: 1, equivalent: 1, inconclusive: 1, invalid: 1 } as const satisfies Record<Verdict, 1>;
+const VERDICTS = { faster: 1, slower: 1, equivalent: 1, inconclusive: 1, invalid: 1, not_testable: 1 } as const satisfies Record<Verdict, 1>;
 
 export const VERDICT_CODES = Object.keys(VERDICTS) as [Verdict, ...Verdict[]];
 /** Every outcome of the analysis, checked against its type the same way. */

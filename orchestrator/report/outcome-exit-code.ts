@@ -11,9 +11,12 @@
  *   7   fail          a capture probe whose self-checks did not all hold
  *   8   failed        the experiment failed (2 instead when the failure is the user's input)
  *   9   cancelled     the experiment was cancelled: its partial data carries no verdict
+ *  10   not_testable  a graph arm's capture failed in the user's program (a capture blocker, listed
+ *                     first in the report): its comparisons are not testable; the other arms were
+ *                     measured and compared
  *
- * `--fail-on` picks which of inconclusive, slower, invalid, equivalent and fail exit with their
- * code (DEFAULT_FAIL_ON: slower, invalid, fail); any other of them exits 0. faster and pass always
+ * `--fail-on` picks which of inconclusive, slower, invalid, equivalent, fail and not_testable exit with their
+ * code (DEFAULT_FAIL_ON: slower, invalid, fail, not_testable); any other of them exits 0. faster and pass always
  * exit 0, failed and cancelled always exit their code. 1 (a bug) and 2 (a user input error,
  * jobs/errors.ts) keep their meaning across orch.
  */
@@ -29,14 +32,15 @@ export const EXIT_CODES: Readonly<Record<Outcome, number>> = Object.freeze({
   fail: 7,
   failed: 8,
   cancelled: 9,
+  not_testable: 10,
 });
 
 /** The outcomes `--fail-on` decides: each fails (its code) or passes (0) as the user says. */
-export const FAIL_ON_CHOICES = ['slower', 'invalid', 'inconclusive', 'equivalent', 'fail'] as const;
+export const FAIL_ON_CHOICES = ['slower', 'invalid', 'inconclusive', 'equivalent', 'fail', 'not_testable'] as const;
 export type FailOn = (typeof FAIL_ON_CHOICES)[number];
 
 /** A change that cannot be shown is not a failure: a pull request that changes nothing passes. */
-export const DEFAULT_FAIL_ON: readonly FailOn[] = Object.freeze(['slower', 'invalid', 'fail']);
+export const DEFAULT_FAIL_ON: readonly FailOn[] = Object.freeze(['slower', 'invalid', 'fail', 'not_testable']);
 
 export type FailOnSet = ReadonlySet<FailOn>;
 export const DEFAULT_FAIL_ON_SET: FailOnSet = new Set(DEFAULT_FAIL_ON);
@@ -59,7 +63,7 @@ export function outcomeExitCode(a: Pick<Analysis, 'verdict' | 'stopped'>, failOn
  * Most severe first: several outcomes (a night's experiments) exit with the first of these that
  * fails under `failOn`, 0 when none does.
  */
-const SEVERITY: readonly Outcome[] = ['failed', 'cancelled', 'invalid', 'fail', 'slower', 'inconclusive', 'equivalent', 'faster', 'pass'];
+const SEVERITY: readonly Outcome[] = ['failed', 'cancelled', 'invalid', 'not_testable', 'fail', 'slower', 'inconclusive', 'equivalent', 'faster', 'pass'];
 
 export function worstExitCode(outcomes: readonly Pick<Analysis, 'verdict' | 'stopped'>[], failOn: FailOnSet = DEFAULT_FAIL_ON_SET): number {
   for (const o of SEVERITY) {

@@ -4,6 +4,7 @@
  * the table of every outcome's code (outcome-exit-code.ts). The report is written once, before
  * anyone's --fail-on is known, so it states the default and the rule, not one command's code.
  */
+import { escapeRankText } from '../../jobs/rank-text.ts';
 import { refusedGrants } from '../stats/refused-grants.ts';
 import type { Analysis } from '../stats/types.ts';
 import { DEFAULT_FAIL_ON, EXIT_CODES, FAIL_ON_CHOICES, outcomeExitCode } from './outcome-exit-code.ts';
@@ -12,7 +13,7 @@ import { DEFAULT_FAIL_ON, EXIT_CODES, FAIL_ON_CHOICES, outcomeExitCode } from '.
 export function stoppedLines(a: Pick<Analysis, 'stopped'>): string[] {
   const s = a.stopped;
   if (!s) return [];
-  const headline = `**${s.state === 'cancelled' ? 'Cancelled' : 'Failed'} — no verdict: the plan did not run to its end, and partial data decides nothing.** ${s.reason}`;
+  const headline = `**${s.state === 'cancelled' ? 'Cancelled' : 'Failed'} — no verdict: the plan did not run to its end, and partial data decides nothing.** ${escapeRankText(s.reason)}`;
   // a worker that refused every job at its grant check is the cause to read first, with its fix,
   // not the third of several identical block reasons
   const refused = refusedGrants([s]);

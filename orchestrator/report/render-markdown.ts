@@ -17,6 +17,7 @@ import { renderProvenance } from './render-provenance.ts';
 import { probeSection } from './probe-section.ts';
 import { renderTrace } from './render-trace.ts';
 import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
+import { captureBlockersSection } from './capture-blockers-section.ts';
 
 const gateResult = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'pass' : '**FAIL**');
 
@@ -48,6 +49,7 @@ export function renderMarkdown(a: Analysis): string {
   const out: string[] = [];
   out.push(`# ${a.experiment}: ${a.verdict.toUpperCase()}`, '');
   out.push(...stoppedLines(a));
+  out.push(...captureBlockersSection(a));
   if (a.invalid_reasons.length > 0) {
     out.push('**Invalid — no verdict can be believed:**', '', ...a.invalid_reasons.map((r) => `- ${r}`), '');
   }

@@ -7,6 +7,7 @@
 import { TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
 import { ExperimentBuildStore } from '../../store/experiment-builds.ts';
 import { plannedReps } from '../../jobs/rep-ref.ts';
+import { groupedBlockReasons } from '../../jobs/grouped-reasons.ts';
 import { buildFailureReason } from './build-phase.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
 
@@ -51,7 +52,7 @@ export async function settleExperiment(ctx: SchedulerContext, experiment: string
   } else if (blocks.some((b) => b.phase === 'cancelled')) {
     await store.finish(experiment, 'cancelled', exp.reason ?? 'cancelled');
   } else if (bad.length > 0) {
-    await store.finish(experiment, 'failed', bad.map((b) => `block ${b.block}: ${b.reason}`).join('; '));
+    await store.finish(experiment, 'failed', groupedBlockReasons(bad));
   } else {
     await store.finish(experiment, 'done', null);
   }

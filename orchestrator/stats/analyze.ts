@@ -9,6 +9,8 @@
  *   comparisons against it → leave-one-out table, order effects, carry-over (carry-over.ts) and
  *   drift → the verdict.
  */
+import { captureBlockerOf, type CaptureBlocker } from '../../jobs/capture-blocker.ts';
+import { groupedReasonLines } from '../../jobs/grouped-reasons.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { compareArms, type CompareOptions } from './compare.ts';
 import { describe } from './descriptive.ts';
@@ -38,6 +40,7 @@ function checkOptions(input: AnalysisInput): void {
 function aggregate(comparisons: readonly Comparison[]): Verdict {
   const vs = comparisons.map((c) => c.verdict);
   if (vs.includes('invalid')) return 'invalid';
+  if (vs.length > 0 && vs.every((v) => v === 'not_testable')) return 'not_testable';
   if (vs.includes('slower')) return 'slower';
   if (vs.includes('faster')) return 'faster';
   return 'inconclusive';
@@ -99,7 +102,8 @@ function analyzeRan(input: AnalysisInput): Analysis {
     const notes = (unsupported.get(c.arm) ?? []).map((u) => u.note);
     return notes.length === 0 ? c : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
   };
-  const { aa, refArm, baseReference, gates } = measurementGates(input, index, arms, opts);
+  const blockers = captureBlockers(input.failed);
+  const { aa, refArm, baseReference, gates } = measurementGates(input, index, arms, opts, new Set(blockers.map((b) => b.arm)));
   // every comparison with the control pairs with the reference one bad rep cannot move
   const reference = chooseReference(plan, rv.values, gates.find((g) => g.name === 'aa')!);
   const refIndex = valueIndex(reference.values);
@@ -116,6 +120,11 @@ function analyzeRan(input: AnalysisInput): Analysis {
     const names = failed.map((g) => GATE_LABEL[g.name]);
     comparisons = comparisons.map((c) => invalidate(c, invalid_reasons, names));
     primary = primary && invalidate(primary, invalid_reasons, names);
+  }
+  // a capture blocker: its arm's comparisons are not testable (the other arms' stand as measured)
+  if (blockers.length > 0) {
+    comparisons = comparisons.map((c) => notTestable(c, blockers));
+    primary = primary && notTestable(primary, blockers);
   }
   // ab: the treatment against the control is the primary comparison, the same object as listed.
   if (plan.design === 'ab') primary = comparisons[0] ?? null;
@@ -159,21 +168,45 @@ function analyzeRan(input: AnalysisInput): Analysis {
     backend,
     probe: null,
     sequential,
+    capture_blockers: blockers,
   };
+}
+
+/**
+ * The capture blockers among the failure records: one per arm (its first rep's), the arm's
+ * every rep failed with it (jobs/capture-blocker.ts).
+ */
+export function captureBlockers(failed: readonly { arm: string; reason: string; block: number; rep: number }[]): CaptureBlocker[] {
+  const out = new Map<string, CaptureBlocker>();
+  for (const f of [...failed].sort((a, b) => a.block - b.block || a.rep - b.rep)) {
+    if (out.has(f.arm)) continue;
+    const b = captureBlockerOf(f.arm, f.reason);
+    if (b !== null) out.set(f.arm, b);
+  }
+  return [...out.values()];
+}
+
+/** A comparison with a blocked arm on either side: not testable, saying which capture failed and where. */
+function notTestable(c: Comparison, blockers: readonly CaptureBlocker[]): Comparison {
+  const hit = blockers.filter((b) => b.arm === c.arm || b.arm === c.reference);
+  if (hit.length === 0) return c;
+  const why = hit.map((b) => `arm ${b.arm}: capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`);
+  // the statement names the arm, the reason says what failed where (report.md prints both on one line)
+  return { ...c, verdict: 'not_testable', reasons: [...why, ...c.reasons], statement: `not testable: the capture of arm ${hit.map((b) => b.arm).join(' and ')} failed in the program (Capture blockers)` };
 }
 
 /**
  * The gates, with the two comparisons that are checks on the measurement, not treatments: the A/A
  * copy and the base-reference arm, each compared with the arm it copies, on the raw reps.
  */
-function measurementGates(input: AnalysisInput, index: Map<string, RepValue>, arms: readonly ArmSummary[], opts: CompareOptions) {
+function measurementGates(input: AnalysisInput, index: Map<string, RepValue>, arms: readonly ArmSummary[], opts: CompareOptions, blocked: ReadonlySet<string> = new Set()) {
   const { plan, alpha } = input;
   const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
   const aa = aaArm ? compareArms(plan, index, aaArm.name, aaArm.aa_of!, opts) : null;
   const refArm = plan.arms.find((a) => a.ref_of !== undefined);
   const baseReference = refArm ? compareArms(plan, index, refArm.ref_of!, refArm.name, opts) : null;
   const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
-  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms, input.failed)];
+  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms.filter((a) => !blocked.has(a.arm)), input.failed)];
   return { aa, refArm, baseReference, gates };
 }
 
@@ -211,7 +244,7 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
   const probeGate = (trace ?? probe) as { pass: boolean; message: string };
   const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probeGate.pass, message: probeGate.message }];
   const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
-  const issues = input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => `probe rep ${f.block}/${f.arm}/${f.rep} failed: ${f.reason}`);
+  const issues = groupedReasonLines(input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => ({ key: `${f.block}/${f.arm}/${f.rep}`, reason: f.reason })), { noun: 'probe rep' });
   return {
     experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
     plan: { name: plan.name, hash: plan.hash, design: plan.design, control: plan.control, blocks: plan.blocks.length, reps: plan.reps },

@@ -33,6 +33,12 @@ export function inputGate(arms: readonly ArmSummary[], failed: readonly { reason
 }
 
 /**
+ * The rule a replay that differs from eager most often broke (ranklib/python/orch_rank/graphs.py):
+ * said with the failed gate, where the user reads it, not only in the library's docstring.
+ */
+export const IN_PLACE_RULE = 'The rule: a graph holds the addresses it was captured with, so reset() and step() must write state in place (copy_, zero_, fill_, slice assignment); a new tensor (or list) bound to the same name, in reset() or outside a launch, is invisible to the replay.';
+
+/**
  * Every rank runs the identity gate on its own outputs; the gate passes only if every rank's
  * passed. A check is one rank's gate of one arm in one block (a gate without per-rank detail, an
  * older record, is one check). A failure names, per failed gate, the first bad rank (the lowest
@@ -49,7 +55,7 @@ export function identityGate(gates: AnalysisInput['gates']): GateSummary {
   return {
     name: 'identity',
     pass: false,
-    message: `identity gate failed: graph replay differs from eager (${each.join('; ')}) — a stale captured value makes any timing meaningless`,
+    message: `identity gate failed: graph replay differs from eager (${each.join('; ')}) — a stale captured value makes any timing meaningless. ${IN_PLACE_RULE}`,
   };
 }
 

@@ -4,6 +4,7 @@
  * cancelled — counted in its arm's cancelled summary (cancelled-reps.ts). Nothing is dropped
  * silently and nothing is counted twice.
  */
+import { groupedReasonLines, type KeyedReason } from '../../jobs/grouped-reasons.ts';
 import { allPlannedReps, repKey, type RepRef } from '../../jobs/rep-ref.ts';
 import { isCancelled } from './cancelled-reps.ts';
 import { failedKind } from '../../jobs/failed-rep.ts';
@@ -56,6 +57,8 @@ export function repValues(input: AnalysisInput): RepValues {
   const hygiene = { flagged: 0, discarded: 0, rerun: 0, thrownAway: 0 };
   const values: RepValue[] = [];
   const missing = new Map<string, number>();
+  // identical reasons (a block's start failure on each of its reps) are said once, grouped
+  const failedReps: KeyedReason[] = [];
   const miss = (arm: string) => missing.set(arm, (missing.get(arm) ?? 0) + 1);
   for (const p of planned) {
     const key = repKey(p);
@@ -65,7 +68,8 @@ export function repValues(input: AnalysisInput): RepValues {
       const f = failed.get(key);
       // cancelled reps are summed per arm (cancelled-reps.ts), not listed one by one
       if (isCancelled(f)) continue;
-      issues.push(f === undefined ? `rep ${key} never arrived (neither committed nor failed)` : `rep ${key} failed: ${f.reason}`);
+      if (f === undefined) issues.push(`rep ${key} never arrived (neither committed nor failed)`);
+      else failedReps.push({ key, reason: f.reason });
       continue;
     }
     const bad = badTimings(r);
@@ -91,6 +95,7 @@ export function repValues(input: AnalysisInput): RepValues {
       ...(runs.length > 0 ? { reruns: runs.length } : {}),
     });
   }
+  issues.push(...groupedReasonLines(failedReps));
   if (warned.length > 0) issues.push(`${warned.length} rep(s) ran on a throttled card and were used (hygiene: warn): ${warned.join('; ')}`);
   const counted = hygieneCounts(input.hygiene ?? 'flag', hygiene);
   if (counted !== null) issues.push(counted);

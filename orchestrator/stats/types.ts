@@ -114,8 +114,12 @@ export interface ReferenceBuild {
   commit: string | null;
 }
 
-/** equivalent: only a sequential experiment says it (its repeated CI inside ±min_effect, sequential.ts) */
-export type Verdict = 'faster' | 'slower' | 'equivalent' | 'inconclusive' | 'invalid';
+/**
+ * equivalent: only a sequential experiment says it (its repeated CI inside ±min_effect, sequential.ts);
+ * not_testable: an arm of the comparison could not be captured in the user's program (a capture
+ * blocker, jobs/capture-blocker.ts): nothing was measured to compare.
+ */
+export type Verdict = 'faster' | 'slower' | 'equivalent' | 'inconclusive' | 'invalid' | 'not_testable';
 
 /**
  * What an experiment came to: a speed verdict when it ran to its end; `pass` or `fail` for a
@@ -330,6 +334,8 @@ export interface DriftRow {
 
 export interface Analysis {
   experiment: string;
+  /** graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per arm; absent in older reports */
+  capture_blockers?: import('../../jobs/capture-blocker.ts').CaptureBlocker[];
   plan: { name: string; hash: string; design: PlanLike['design']; control: string; blocks: number; reps: number };
   metric: MetricSpec;
   alpha: number;

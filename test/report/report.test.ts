@@ -150,5 +150,5 @@ test('--fail-on: an outcome it leaves out exits 0; the default fails slower and 
   assert.deepEqual([slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a)), [EXIT_CODES.slower, 0, 0, EXIT_CODES.invalid]);
   assert.deepEqual([slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a, new Set(['inconclusive']))), [0, EXIT_CODES.inconclusive, 0, 0]);
   assert.equal(outcomeExitCode(equivalent, new Set(['equivalent'])), EXIT_CODES.equivalent);
-  assert.match(renderMarkdown(inconclusive), /Exit code 0 \(inconclusive\) with the default --fail-on slower,invalid,fail; 3 with --fail-on inconclusive\./);
+  assert.match(renderMarkdown(inconclusive), /Exit code 0 \(inconclusive\) with the default --fail-on slower,invalid,fail,not_testable; 3 with --fail-on inconclusive\./);
 });

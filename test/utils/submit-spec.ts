@@ -11,6 +11,8 @@ import { ORCH_BIN } from './worker-process.ts';
 
 export interface Submitted {
   code: number | null;
+  /** the results directory */
+  dir: string;
   output: string;
   report: string;
   summary: Record<string, any>;
@@ -31,6 +33,7 @@ export function submitSpec(name: string, yaml: string, env: Record<string, strin
   const read = (f: string) => readFileSync(join(at, f), 'utf8');
   return {
     code: r.status,
+    dir: at,
     output,
     report: read('report.md'),
     summary: JSON.parse(read('summary.json')) as Record<string, any>,

@@ -63,5 +63,5 @@ export function residentGate(line: OrchRankIdentity, outputs: readonly string[])
 }
 
 export function residentError(line: OrchRankError, requestId: string): CommandError {
-  return { v: 1, type: 'error', id: line.id ?? requestId, code: line.code, message: line.message, final: true };
+  return { v: 1, type: 'error', id: line.id ?? requestId, code: line.code, message: line.message, ...(line.frame === undefined ? {} : { frame: line.frame }), final: true };
 }

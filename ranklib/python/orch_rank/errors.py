@@ -6,6 +6,9 @@ exception of any other kind that reaches the loop is a bug in this library (INTE
 
 from __future__ import annotations
 
+import os
+import traceback
+
 
 class RankError(Exception):
     """A request's failure with its protocol error code (fatal or not: is_sticky_cuda_error)."""
@@ -71,6 +74,30 @@ def summary(exc: BaseException) -> str:
         text = str(e).strip()
         lines.append(f"{type(e).__name__}: {text.splitlines()[0] if text else ''}")
     return "; then ".join(lines)
+
+
+_LIBRARY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.path.abspath(traceback.__file__)) + os.sep
+
+
+def _outside_libraries(filename: str) -> bool:
+    if filename.startswith("<"):
+        return False
+    f = os.path.abspath(filename)
+    parts = f.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return False
+    return not f.startswith(_LIBRARY_DIR) and not f.startswith(_STDLIB_DIR)
+
+
+def user_frame(exc: BaseException) -> "dict[str, object] | None":
+    """The user's own line where exc arose: the innermost frame outside this library, the standard
+    library and installed packages (torch, transformers), first cause first; None if there is none."""
+    for e in reversed(_chain(exc)):
+        for fs in reversed(traceback.extract_tb(e.__traceback__)):
+            if fs.filename and fs.lineno is not None and _outside_libraries(fs.filename):
+                return {"file": fs.filename, "line": fs.lineno}
+    return None
 
 
 def is_sticky_cuda_error(exc: BaseException) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator, NoReturn
 
 from . import __version__
-from .errors import BadRequest, RankError, UnknownToggle, is_sticky_cuda_error
+from .errors import BadRequest, CaptureFailed, RankError, UnknownToggle, is_sticky_cuda_error, user_frame
 from .hashing import NAME as HASH_NAME
 from .runner import Runner
 
@@ -155,7 +155,11 @@ class _Server:
         line: dict[str, Any] = {"v": 1, "type": "error"}
         if rid is not None:
             line["id"] = rid
-        line.update(code=code, message=message[:MAX_MESSAGE_CHARS], fatal=fatal, final=True)
+        line.update(code=code, message=message[:MAX_MESSAGE_CHARS], fatal=fatal)
+        frame = user_frame(e) if isinstance(e, CaptureFailed) else None
+        if frame is not None:
+            line["frame"] = frame  # a capture blocker names the user's line (PROTOCOL.md "error")
+        line["final"] = True
         return self.encode(line), fatal
 
 
