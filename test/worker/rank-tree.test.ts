@@ -48,8 +48,8 @@ after(() => {
   }
 });
 
-/** A child that keeps stdout open and sleeps; its pid written to `pidFile`. `setsid`: out of the group. */
-const holder = (pidFile: string, setsid: boolean) => `${setsid ? 'setsid ' : ''}sh -c 'echo $$ > ${pidFile}; exec sleep 60' &`;
+/** A child that keeps stdout open and sleeps; its pid written to `pidFile` before the command goes on. `setsid`: out of the group. */
+const holder = (pidFile: string, setsid: boolean) => `${setsid ? 'setsid ' : ''}sh -c 'echo $$ > ${pidFile}.new && mv ${pidFile}.new ${pidFile}; exec sleep 60' & while [ ! -s ${pidFile} ]; do sleep 0.05; done;`;
 const readPid = (f: string) => waitFor(`the child's pid in ${f}`, () => (existsSync(f) && /^\d+\n/.test(readFileSync(f, 'utf8')) ? Number(readFileSync(f, 'utf8')) : null), { timeoutMs: 10_000 });
 
 describe('a program never outlives its worker', () => {
