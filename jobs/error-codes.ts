@@ -124,6 +124,7 @@ export const ERROR_CODES = {
   // a block attempt on its gang
   CARD_BUSY: { kind: 'transient', meaning: "another process holds the card's flock" },
   BUILDS_ACROSS_HOSTS: { kind: 'user-input', meaning: "a gang across hosts whose arms run graphrt of several builds (each build's ranks would need a rendezvous of their own across hosts)", hint: 'blocks.placement: host' },
+  HELPER_MISSING: { kind: 'user-input', meaning: "a host program orch runs around a user's program (flock, setpriv) is not on the worker's PATH", hint: "install util-linux on the worker's host" },
   CARD_LOCK_HANDOFF: { kind: 'user-input', meaning: "the worker could not lock the card for a rank of several graphrt builds (flock(1) on the card's lock file failed)", hint: 'flock(1) is in util-linux; the worker\'s lock dir must be writable' },
   FOREIGN_PROCESS: { kind: 'transient', meaning: 'a process orch did not start runs on a leased card (foreign_process: fail)' },
   WORKER_STOPPING: { kind: 'transient', meaning: 'the worker was stopped (SIGTERM) while the block waited' },

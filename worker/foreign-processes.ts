@@ -45,7 +45,8 @@ export class HostForeignProcessProbe implements ForeignProcessProbe {
 
   async list(card: Card, lockPath: string, ours: ReadonlySet<number>): Promise<ForeignProcess[]> {
     const found = new Map<number, ForeignProcess>();
-    for (const p of lockUsers(lockPath)) if (!ours.has(p.pid)) found.set(p.pid, p);
+    // this worker holds a user's program's lock on its own descriptor (worker/rank-process.ts)
+    for (const p of lockUsers(lockPath)) if (!ours.has(p.pid) && p.pid !== process.pid) found.set(p.pid, p);
     if (card.backend === 'cuda') {
       for (const p of foreignApps(await this.computeApps(card.uuid), ours)) if (!found.has(p.pid)) found.set(p.pid, p);
     }

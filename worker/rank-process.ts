@@ -3,7 +3,9 @@
  * program through a rank library):
  * - fate-shared with the worker: where util-linux `setpriv` exists, PR_SET_PDEATHSIG=SIGKILL, so a
  *   worker killed with -9 takes its ranks with it even in the middle of a long rep (stdin closing
- *   ends them otherwise);
+ *   ends them otherwise). A user's program (spawnRank) is tethered as a whole process group
+ *   besides (rank-tether.sh): the death signal reaches one process, and a child the program
+ *   forked (a `sh -c` wrapper's program, a data loader, a daemon) would live on;
  * - SIGTERM ignored: a SIGTERM meant for the worker reaches every process of a Slurm job step
  *   (slurmstepd signals them all, scancel or the time limit) or of a systemd unit; the worker
  *   drains on it (the rep in flight finishes, the rest of the block is handed back), which it
@@ -11,25 +13,39 @@
  *   (the worker's kill, the death signal, Slurm's KillWait). Ignored, not handled, so it survives
  *   the exec into the program (a handler would not); a program that resets every disposition at
  *   start (Node does) still dies of it, and the worker then says who sent it (rank-runner.ts);
- * - the card's lock handed down: the worker opens the card's lock file (one open file
- *   description), locks it with flock(1) and passes it as fd INHERITED_LOCK_FD; a flock belongs to
- *   the description, so the rank's processes hold it together for their life, and any other
- *   process on the card is CARD_BUSY.
+ * - the card's lock: the worker opens the card's lock file (one open file description) and
+ *   locks it with flock(1) on that description (lockDescription). graphrt's processes get it as
+ *   fd INHERITED_LOCK_FD and hold it together; a user's program never gets it — the worker holds
+ *   it on its own descriptor for the program's life, so a child the program left behind (or
+ *   that escaped its group with setsid) cannot keep the card from the next attempt: the kernel
+ *   drops the lock with the worker's descriptor, at the rank's end or the worker's death.
+ *
+ * Every helper (setpriv, flock) runs by the absolute path resolved from the worker's own PATH
+ * (helper-paths.ts), never the program environment's.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { OrchError } from '../jobs/errors.ts';
+import { helperPath, requireHelper } from './helper-paths.ts';
 
 /** The fd a rank process inherits the card's lock on (the first after stdio). */
 export const INHERITED_LOCK_FD = 3;
 /** flock(1)'s exit code when the card's lock is held by another description (-E). */
 export const LOCK_BUSY_EXIT = 4;
 
-let setprivChecked: boolean | undefined;
-function hasSetpriv(): boolean {
+/** rank-tether.sh: a user's program's group dies when the worker's end of fd TETHER_FD closes. */
+export const RANK_TETHER_SCRIPT = fileURLToPath(new URL('./rank-tether.sh', import.meta.url));
+const TETHER_FD = 3;
+
+let setprivChecked: string | null | undefined;
+/** setpriv's absolute path when it runs with --pdeathsig here, else null. */
+function setpriv(): string | null {
   if (setprivChecked === undefined) {
-    const r = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore' });
-    setprivChecked = !r.error && r.status === 0;
+    const file = helperPath('setpriv');
+    const r = file === null ? null : spawnSync(file, ['--pdeathsig', 'KILL', '--', '/bin/true'], { stdio: 'ignore' });
+    setprivChecked = r !== null && !r.error && r.status === 0 ? file : null;
   }
   return setprivChecked;
 }
@@ -40,9 +56,38 @@ const IGNORING_TERM = ['/bin/sh', '-c', 'trap "" TERM; exec "$0" "$@"'] as const
 /** `file argv` with SIGTERM ignored, under setpriv's death signal where it exists; `warn` is told when it does not. */
 export function fateShared(file: string, argv: string[], warn: (msg: string) => void): [string, string[]] {
   const run = [...IGNORING_TERM, file, ...argv];
-  if (hasSetpriv()) return ['setpriv', ['--pdeathsig', 'KILL', '--', ...run]];
+  const sp = setpriv();
+  if (sp !== null) return [sp, ['--pdeathsig', 'KILL', '--', ...run]];
   warn('setpriv not found: ranks exit when their stdin closes, not on the worker death signal');
   return [run[0]!, run.slice(1)];
+}
+
+/**
+ * A user's program as a resident rank: `/bin/sh -c cmd` leading its own process group, tethered
+ * (rank-tether.sh) on fd 3, under setpriv's death signal where it exists; stdio is the protocol's.
+ * No other descriptor reaches it (the card's lock stays the worker's). `endGroup` SIGKILLs what is
+ * left of the group and closes the tether: call it once the rank has exited (a child the program
+ * forked dies with it, whatever it holds).
+ */
+export function spawnRank(cmd: string, opts: { cwd: string; env: Record<string, string>; warn: (msg: string) => void }): { child: ChildProcessWithoutNullStreams; endGroup: () => void } {
+  const run = ['/bin/sh', RANK_TETHER_SCRIPT, '/bin/sh', '-c', cmd];
+  const sp = setpriv();
+  if (sp === null) opts.warn('setpriv not found: a rank dies with its worker through its group tether only');
+  const [file, argv] = sp === null ? [run[0]!, run.slice(1)] : [sp, ['--pdeathsig', 'KILL', '--', ...run]];
+  const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] }) as ChildProcessWithoutNullStreams;
+  const tether = child.stdio[TETHER_FD] as Writable;
+  tether.on('error', () => {});
+  const endGroup = () => {
+    if (child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is gone
+      }
+    }
+    tether.destroy();
+  };
+  return { child, endGroup };
 }
 
 /**
@@ -52,7 +97,13 @@ export function fateShared(file: string, argv: string[], warn: (msg: string) => 
  */
 export function lockDescription(fd: number, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('flock', ['-n', '-E', String(LOCK_BUSY_EXIT), String(INHERITED_LOCK_FD)], { stdio: ['ignore', 'ignore', 'pipe', fd] });
+    let flock: string;
+    try {
+      flock = requireHelper('flock', `it takes the card lock ${path}`);
+    } catch (err) {
+      return reject(err);
+    }
+    const child = spawn(flock, ['-n', '-E', String(LOCK_BUSY_EXIT), String(INHERITED_LOCK_FD)], { stdio: ['ignore', 'ignore', 'pipe', fd] });
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-500)));
     child.once('error', (err) => reject(new OrchError('CARD_LOCK_HANDOFF', `cannot run flock(1) to take the card lock ${path}: ${err.message}`, { cause: err })));

@@ -71,6 +71,8 @@ export interface RankProtocolOptions<L extends ProtocolLine> {
   stderrLinesInExit?: number;
   /** false: a user's program, whose exit codes say nothing about a retry (RankExit.codesKnown) */
   exitCodesKnown?: false;
+  /** called the moment the process exits, before its pipes are drained (the runner ends what is left of its group) */
+  onExit?: () => void;
 }
 
 /** A rank that did not answer a request in time, or a request behind it that it took along. */
@@ -89,6 +91,12 @@ interface Pending<L> {
 }
 
 const STDERR_KEEP = 20;
+/**
+ * After the process exits, how long its pipes may stay open before they are closed from this
+ * side: a child that escaped the group (setsid) and holds stdout must not keep the rank — nor
+ * the block, nor a cancel — waiting for a close that never comes.
+ */
+export const STDIO_GRACE_MS = 1000;
 const MAX_PENDING = 2;
 
 type HelloOf<L> = Extract<L, { type: 'hello' }>;
@@ -140,6 +148,13 @@ export class RankProtocol<L extends ProtocolLine> {
         resolve(this.onExit(null, null));
       });
       child.once('close', (code, signal) => resolve(this.onExit(code, signal)));
+    });
+    child.once('exit', () => {
+      opts.onExit?.();
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, STDIO_GRACE_MS).unref();
     });
   }
 

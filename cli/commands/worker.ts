@@ -5,7 +5,9 @@
  * when that cannot finish (Redis gone), after STOP_LIMIT_MS with the ranks killed.
  *
  * Its Redis URL comes from --redis-url-file or REDIS_URL, never from argv when it has a password;
- * a Redis without a password is refused unless --insecure-redis.
+ * a Redis without a password is refused unless --insecure-redis. Once read, REDIS_URL and the
+ * cluster secret leave its environment, the block /proc/<pid>/environ shows included
+ * (worker/scrub-environ.ts).
  *
  * Inside a Slurm job (`--slurm auto`: SLURM_JOB_ID set) its cards are the GPUs Slurm gave the step
  * (fake GRES on a node without a GPU: cpu cards of the GRES indexes), its host name the node and
@@ -58,8 +60,11 @@ export const workerCommand = defineCommand({
     const { requireClusterSecret, SECRET_ENV } = await import('../../store/cluster-secret.ts');
     const { orchVersion } = await import('../version.ts');
     const secret = requireClusterSecret('orch worker', argv.secretFile);
-    // the ranks are children of this process: the user's command must not inherit the secret
-    delete process.env[SECRET_ENV];
+    // Read once, then gone from this process's environment, /proc/<pid>/environ included
+    // (worker/scrub-environ.ts): a user's program must find no credential there.
+    const { scrubEnviron } = await import('../../worker/scrub-environ.ts');
+    const left = scrubEnviron(['REDIS_URL', SECRET_ENV, 'ORCH_SUBMIT_TOKEN', 'ORCH_DASHBOARD_TOKEN']);
+    if (left.length > 0) process.stderr.write(`orch worker: ${left.join(', ')} still readable in /proc/${process.pid}/environ (this system refused to blank it); pass --redis-url-file and --secret-file instead of the environment\n`);
     const slurm = await slurmOptions(argv);
     const worker = new Worker({
       ...(slurm ? { slurm } : {}),

@@ -57,7 +57,7 @@ describe('command rep', () => {
     const lock = join(dir(), 'card.lock');
     const first = runCommandRep({ workload: workload(`sleep 1; ${ECHO}`), arm: { name: 'a', toggles: { FAST: false } }, artifactDir: null, cardLock: lock });
     const holders = await waitFor('the card lock to be held', () => (lockUsers(lock).length > 0 ? lockUsers(lock) : null), { timeoutMs: 5000 });
-    assert.match(holders[0]!.name, /^flock -n -o -E 199 /);
+    assert.match(holders[0]!.name, /^\/\S*\/flock -n -o -E 199 /, "orch's own flock, by its absolute path");
     await assert.rejects(
       runCommandRep({ workload: workload(ECHO), arm: { name: 'b', toggles: { FAST: false } }, artifactDir: null, cardLock: lock }),
       (e: unknown) => e instanceof OrchError && e.code === 'CARD_BUSY' && e.message.startsWith(`the card lock ${lock} is held by another process`),

@@ -6,8 +6,10 @@
  * is what differs:
  *
  * - before the program starts: its builds and the preflight (command-builds.ts), then the card's
- *   lock, taken by the worker on one open file description and handed to the program as fd 3
- *   (worker/rank-process.ts), so the lock lives exactly as long as the program;
+ *   lock, taken by the worker on its own open file description and held there until the program
+ *   has exited (worker/rank-process.ts): the program never gets it, so nothing it leaves behind
+ *   keeps the card; the program's process group is tethered to the worker and killed whole at
+ *   the rank's end (spawnRank);
  * - the program's environment: minimal (program-env.ts: never a credential), with the spec's
  *   run.env, the card (CUDA_VISIBLE_DEVICES) and the protocol's ORCH_* variables;
  * - its hello is checked against the block (every toggle an arm sets must be one it understands)
@@ -15,7 +17,6 @@
  * - its answers become command-runtime lines (resident-answer.ts), the identity gate judged here;
  * - its stderr lines reach the event stream as `output` lines of the request in flight.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
@@ -23,7 +24,7 @@ import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { openLockFile } from '../../store/private-dir.ts';
 import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
-import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription, processGroupPids } from '../rank-process.ts';
+import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
 import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
 import { programEnv } from './program-env.ts';
@@ -138,8 +139,9 @@ export class ResidentCommandRank implements RankHandle {
   }
 
   /**
-   * Locks the card's description and starts the program on it (fd 3); the worker's copy is closed
-   * either way. A trace probe first runs graphrt's chain on the same description (the floor).
+   * Locks the card's description and starts the program; the worker's descriptor keeps the lock
+   * until the program has exited (closed then, or at once when it does not start). A trace probe
+   * first runs graphrt's chain on the same description (the floor).
    */
   private async startUnderLock(artifactDir: string | null): Promise<{ proto: RankProtocol<OrchRankLine>; floor: ChainFloorRun | null }> {
     const fd = openLockFile(this.s.lockPath);
@@ -147,13 +149,13 @@ export class ResidentCommandRank implements RankHandle {
       await lockDescription(fd, this.s.lockPath);
       const floor = this.s.job.trace_probe === true ? await this.chainFloor(fd) : null;
       if (this.ending) throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
-      this.proto = this.spawnProgram(artifactDir, fd);
+      this.proto = this.spawnProgram(artifactDir);
+      void this.proto.exited.finally(() => closeSync(fd));
       return { proto: this.proto, floor };
     } catch (err) {
+      closeSync(fd);
       this.preStart = this.noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
       throw err;
-    } finally {
-      closeSync(fd);
     }
   }
 
@@ -162,7 +164,7 @@ export class ResidentCommandRank implements RankHandle {
     return measureChainFloor({ graphrt: this.opts.graphrt ?? null, backend: card.backend, uuid: card.backend === 'cuda' ? card.uuid : '', lockFd, warn: (msg) => log.warn(msg) });
   }
 
-  private spawnProgram(artifactDir: string | null, lockFd: number): RankProtocol<OrchRankLine> {
+  private spawnProgram(artifactDir: string | null): RankProtocol<OrchRankLine> {
     const { s, workload } = this;
     const run = workload.run;
     const base = programEnv({
@@ -176,8 +178,7 @@ export class ResidentCommandRank implements RankHandle {
       CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
     });
     const env = { ...base, ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
-    const [file, argv] = fateShared('/bin/sh', ['-c', run.cmd], (msg) => s.log.warn(msg));
-    const child = spawn(file, argv, { cwd: commandCwd(run.cwd, artifactDir), detached: true, stdio: ['pipe', 'pipe', 'pipe', lockFd], env }) as ChildProcessWithoutNullStreams;
+    const { child, endGroup } = spawnRank(run.cmd, { cwd: commandCwd(run.cwd, artifactDir), env, warn: (msg) => s.log.warn(msg) });
     s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
     const schema: RankLineSchema<OrchRankLine> = { parse: parseOrchRankLine, request: (op) => orchRankRequest(s.job, op) };
     return new RankProtocol(child, schema, {
@@ -195,6 +196,7 @@ export class ResidentCommandRank implements RankHandle {
       stderrLinesInExit: STDERR_LINES_IN_EXIT,
       // graphrt's exit codes (native/PROTOCOL.md) are not the user's: a death mid-block is retried
       exitCodesKnown: false,
+      onExit: endGroup,
     });
   }
 

@@ -19,6 +19,7 @@ import { readLines } from '../line-reader.ts';
 import { RepOutput } from './rep-output.ts';
 import { spawnTethered } from './tether.ts';
 import { programEnv } from './program-env.ts';
+import { requireHelper } from '../helper-paths.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
 export const CARD_BUSY_EXIT = 199;
@@ -78,7 +79,8 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const cwd = commandCwd(workload.run.cwd, input.artifactDir, input.baseDir);
   const what = `arm "${arm.name}", command: ${inv.cmd}`;
   const started = Date.now();
-  const p = spawnTethered('flock', ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
+  // by its absolute path: the program's environment may carry the spec's PATH
+  const p = spawnTethered(requireHelper('flock', "it holds the card's lock for the rep's process"), ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
     cwd,
     env: programEnv({ ...inv.env, ...input.env }),
   });
