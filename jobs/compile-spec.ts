@@ -54,10 +54,14 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   if (spec.hygiene_reruns !== undefined && spec.hygiene !== 'discard') {
     problem(['hygiene_reruns'], `hygiene_reruns budgets the re-runs of discarded pairs; hygiene is ${spec.hygiene ?? 'flag (the default)'}, which discards none`, 'remove it, or set hygiene: discard');
   }
+  if (spec.hygiene === 'discard' && spec.workload.runtime === 'native' && spec.workload.backend === 'cpu') {
+    problem(['hygiene'], "hygiene: discard drops reps whose card throttled; graphrt's CPU backend reads no clocks, so no rep is ever flagged and nothing would be discarded", 'remove hygiene (or use backend: auto or cuda on a GPU)');
+  }
   if (spec.workload.runtime === 'command') {
     checkRunMode(spec.workload, spec.design, spec.builds !== undefined, problem);
     if (spec.workload.metric_source?.format === 'regex') checkRegex(spec.workload.metric_source, problem);
     checkCwd(spec.workload.run.cwd, problem);
+    if (spec.workload.build?.dir !== undefined) checkBuildDir(spec.workload.build.dir, problem);
   }
   checkNativeBounds(spec, problem);
   // The arms are only well defined once everything else holds (a sweep needs its section).
@@ -97,12 +101,12 @@ function checkStopping(spec: Spec, problem: Report): void {
     if (st.max_blocks !== undefined) problem(['stopping', 'max_blocks'], 'a fixed experiment runs blocks.count blocks', 'remove stopping.max_blocks, or set stopping.rule: sequential');
     return;
   }
-  if (spec.design !== 'ab' && spec.design !== 'leave-one-out') problem(['stopping', 'rule'], `sequential stopping looks at one primary comparison; design ${spec.design} has none`, 'use design ab or leave-one-out, or stopping.rule: fixed');
-  if (st.max_blocks === undefined) problem(['stopping'], 'a sequential experiment needs its budget of blocks', 'add stopping.max_blocks: <the most blocks it may run>');
-  else {
-    if (st.max_blocks < 2) problem(['stopping', 'max_blocks'], 'a sequential experiment needs at least 2 blocks to look before the end', 'raise stopping.max_blocks, or use stopping.rule: fixed');
-    if (st.looks > st.max_blocks) problem(['stopping', 'looks'], `${st.looks} looks at ${st.max_blocks} blocks: looks happen at block boundaries`, `lower stopping.looks to ${st.max_blocks} or fewer`);
-  }
+  // A leave-one-out has one comparison per toggle; a look at all_on vs base alone would stop
+  // the others untested and report them as if their reps had been planned to end there.
+  if (spec.design === 'leave-one-out') problem(['stopping', 'rule'], `sequential stopping decides one comparison; a leave-one-out makes ${spec.toggles.length + 1} (all_on vs base and one per toggle), and stopping on one would leave the others short of their reps`, 'use stopping.rule: fixed (blocks.count) for the leave-one-out, or an ab of the two arms you want decided sequentially');
+  else if (spec.design !== 'ab') problem(['stopping', 'rule'], `sequential stopping looks at one primary comparison; design ${spec.design} has none`, 'use design ab, or stopping.rule: fixed');
+  if (st.max_blocks === undefined) problem(['stopping'], 'a sequential experiment needs its budget of blocks', 'add stopping.max_blocks: <the most blocks it may run, at least 2>');
+  else if (st.looks > st.max_blocks) problem(['stopping', 'looks'], `${st.looks} looks at ${st.max_blocks} blocks: looks happen at block boundaries`, `lower stopping.looks to ${st.max_blocks} or fewer`);
   if (spec.blocks.count !== 1) problem(['blocks', 'count'], 'a sequential experiment plans stopping.max_blocks blocks and stops when a look decides', 'remove blocks.count (max_blocks is the budget)');
 }
 
@@ -299,6 +303,26 @@ function checkCwd(cwd: string | undefined, problem: Report): void {
     return;
   }
   if (!stat.isDirectory()) problem(['workload', 'run', 'cwd'], `${cwd} is not a directory`, 'give the path of a directory');
+}
+
+/**
+ * An absolute build.dir must be a directory here, as an absolute run.cwd (the workers share the
+ * checkout layout): a missing one would otherwise fail only on the worker, after the experiment
+ * was queued. `~/…` (the worker's home) and a relative dir (the worker's working directory) are
+ * resolved on the worker, which names them when missing (worker/builds/build-key.ts).
+ */
+function checkBuildDir(dir: string, problem: Report): void {
+  if (!isAbsolute(dir)) return;
+  const path = ['workload', 'build', 'dir'];
+  let stat: Stats;
+  try {
+    stat = statSync(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    problem(path, `the build directory ${dir} cannot be used (${code})`, 'give the path of the checkout the build runs in (git clone it there first)');
+    return;
+  }
+  if (!stat.isDirectory()) problem(path, `${dir} is not a directory`, 'give the path of the checkout the build runs in');
 }
 
 /** The metric regex compiles and has the groups it reads (jobs/metric-source.ts, shared with the worker). */

@@ -83,6 +83,7 @@ export const ERROR_CODES = {
   ANALYSIS_INPUT: { kind: 'user-input', meaning: 'the results cannot be analyzed (an arm without reps, a missing control)' },
 
   // the user's command workload: build, preflight, run
+  BUILD_DIR_MISSING: { kind: 'user-input', meaning: "build.dir names no directory on the worker's host (orch validate checks an absolute or relative one where it runs)" },
   BUILD_NOT_GIT: { kind: 'user-input', meaning: 'build.key.git: the build dir is not a git checkout with a commit' },
   BUILD_GIT_FAILED: { kind: 'user-input', meaning: 'build.key.dirty_diff: git diff failed in the build dir' },
   BUILD_TOOLCHAIN_FAILED: { kind: 'user-input', meaning: 'a build.key.toolchain command exited non-zero' },

@@ -12,8 +12,8 @@ export const SPEC_FILE_MAX_BYTES = LIMITS.orch.spec_file.bytes;
 
 /** The text of `file`, or a SpecError saying why it is not a spec file. */
 export function readSpecFile(file: string): string {
-  const refuse = (message: string, fix: string): never => {
-    throw new SpecError([{ file, line: null, path: '', message, fix }]);
+  const refuse = (message: string, fix: string, line: number | null = null): never => {
+    throw new SpecError([{ file, line, path: '', message, fix }]);
   };
   const failed = (err: unknown): never => refuse(`cannot read the file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'check the path');
   // stat first, so a device or a FIFO is refused without being opened at all.
@@ -45,7 +45,7 @@ export function readSpecFile(file: string): string {
   }
 }
 
-type Refuse = (message: string, fix: string) => never;
+type Refuse = (message: string, fix: string, line?: number) => never;
 
 function checkRegular(stat: Stats, refuse: Refuse): void {
   if (!stat.isFile()) refuse(`is ${kindOf(stat)}, not a regular file`, 'pass the path of a YAML spec file');
@@ -85,6 +85,32 @@ function decodeText(bytes: Buffer, refuse: Refuse): string {
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
-    return refuse('is not UTF-8 text (a binary file, or another encoding)', 'pass a YAML spec file saved as UTF-8');
+    const at = firstInvalidUtf8(bytes);
+    const line = bytes.subarray(0, at).reduce((n, b) => n + (b === 0x0a ? 1 : 0), 1);
+    const column = at - (bytes.lastIndexOf(0x0a, at - 1) + 1) + 1;
+    const byte = bytes[at]!.toString(16).padStart(2, '0');
+    return refuse(
+      `is not UTF-8 text: byte 0x${byte} at offset ${at} (line ${line}, column ${column}) is not valid UTF-8 (a binary file, or another encoding such as Latin-1)`,
+      'save the file as UTF-8 (iconv -f latin1 -t utf-8), or replace that character',
+      line,
+    );
   }
+}
+
+/** The offset of the first byte that does not begin or continue a well-formed UTF-8 sequence (RFC 3629). */
+function firstInvalidUtf8(bytes: Buffer): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i]!;
+    const [n, lo, hi] = b < 0x80 ? [0, 0, 0] : b >= 0xc2 && b <= 0xdf ? [1, 0x80, 0xbf] : b === 0xe0 ? [2, 0xa0, 0xbf] : b === 0xed ? [2, 0x80, 0x9f]
+      : b >= 0xe1 && b <= 0xef ? [2, 0x80, 0xbf] : b === 0xf0 ? [3, 0x90, 0xbf] : b >= 0xf1 && b <= 0xf3 ? [3, 0x80, 0xbf] : b === 0xf4 ? [3, 0x80, 0x8f] : [-1, 0, 0];
+    if (n < 0) return i;
+    for (let k = 1; k <= n; k++) {
+      const c = bytes[i + k];
+      // the sequence's lead byte is what is out of place when a continuation is missing
+      if (c === undefined || c < (k === 1 ? lo : 0x80) || c > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += n + 1;
+  }
+  return 0;
 }

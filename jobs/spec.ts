@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { CommandWorkloadSchema } from './spec-schema/command-workload.ts';
 import { NativeWorkloadSchema } from './spec-schema/native-workload.ts';
-import { LIMITS } from './limits.ts';
+import { LIMITS, LIMITS_FILE } from './limits.ts';
 import { boundedList, EnvValueSchema, intIn } from './spec-schema/bounded.ts';
 import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec-schema/strict-object.ts';
 import { BuildsSchema, RepoSchema } from './spec-schema/builds.ts';
@@ -97,7 +97,12 @@ export const GatesSchema = strictObject({
  */
 export const StoppingSchema = strictObject({
   rule: z.enum(['fixed', 'sequential']),
-  max_blocks: intIn(LIMITS.orch.blocks, 'each block is a gang of cards run to the end; more do not fit a plan').optional(),
+  /** At least 2 (one look before the end); 0 and 1 get the same message and fix. */
+  max_blocks: z
+    .int()
+    .min(2, { error: 'a sequential experiment looks before its last block, so it needs at least 2: raise stopping.max_blocks, or use stopping.rule: fixed with blocks.count' })
+    .max(LIMITS.orch.blocks.max, { error: `each block is a gang of cards run to the end; more do not fit a plan; use at most ${LIMITS.orch.blocks.max} (${LIMITS_FILE})` })
+    .optional(),
   looks: intIn({ min: 2, max: 20 }, 'each look spends alpha; more than 20 buy nothing').default(5),
 });
 export type Stopping = z.infer<typeof StoppingSchema>;

@@ -51,7 +51,8 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
         at(path, issue.issues[0]?.message ?? issue.message);
         break;
       case 'too_small':
-        at(path, tooSmall(issue, value));
+        // As for too_big: a schema's own message on a bound is the fix.
+        at(path, tooSmall(issue, value), issue.message.startsWith('Too small') ? undefined : issue.message);
         break;
       case 'too_big':
         // A schema's own message on a bound says why the bound exists: it is the fix.

@@ -48,11 +48,22 @@ const StepRangeSchema = z
   .max(LIMITS.orch.name_length.max, { error: `an NVTX step range is a name, at most ${LIMITS.orch.name_length.max} characters (${LIMITS_FILE} orch.name_length)` })
   .regex(/^[\x20-\x7e]+$/, { error: 'an NVTX step range is matched as the ASCII message of nvtxRangePushA/nvtxRangeStartA: printable ASCII only, no control characters' });
 
+/** The shortest hello deadline a spec may set, in seconds. */
+export const HELLO_TIMEOUT_MIN_S = 1;
+
 const RunSchema = strictObject({
   cmd: CommandSchema,
   mode: z.enum(RUN_MODES).optional(),
-  /** resident: how long the program may take to say hello (its imports and setup are in it); default 120 s */
-  hello_timeout_s: TimeoutSchema.optional(),
+  /**
+   * resident: how long the program may take to say hello (its imports and setup are in it);
+   * default 120 s. At least HELLO_TIMEOUT_MIN_S: a process start alone takes longer than a few ms,
+   * and a deadline no program can meet fails every block after its lease is taken.
+   */
+  hello_timeout_s: z
+    .number()
+    .min(HELLO_TIMEOUT_MIN_S, { error: `no program starts and says hello this fast (the value is in seconds): use at least ${HELLO_TIMEOUT_MIN_S}, or leave it out for the default 120` })
+    .max(LIMITS.orch.timeout_s.max, { error: `Node's setTimeout holds at most 2^31-1 ms (${LIMITS_FILE} orch.timeout_s)` })
+    .optional(),
   /**
    * cuda cards: true runs the program with orch's CUPTI injection library, which counts every
    * launch of each measured step of a resident rank (ranklib/PROTOCOL.md "Launch counts and

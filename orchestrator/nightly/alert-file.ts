@@ -1,33 +1,15 @@
 /**
- * Where a nightly alert file may be, and how a line is appended to it: only under the suite's
- * results root or a directory `orch serve`'s operator named in ORCH_ALERT_DIR (`:`-separated),
- * so no suite — and no job — makes orch serve append to a file elsewhere (another user's shell
+ * How a line is appended to a nightly alert file, only where jobs/alert-place.ts allows one, so
+ * no suite — and no job — makes orch serve append to a file elsewhere (another user's shell
  * profile). The file is created 0600, opened with O_NOFOLLOW (never through a link at its own
  * name), every directory above it resolved and checked to stay under the root (no link in the
  * path leads out), and written only when it is a regular file of orch serve's own user.
  */
 import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, realpathSync, writeSync } from 'node:fs';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname } from 'node:path';
+import { alertFileProblem, insideRoot as inside } from '../../jobs/alert-place.ts';
 
-export const ALERT_DIR_ENV = 'ORCH_ALERT_DIR';
-
-/** The directories an alert file may be under: the results root, then ORCH_ALERT_DIR's. */
-export function alertRoots(resultsRoot: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  const extra = (env[ALERT_DIR_ENV] ?? '').split(':').filter((d) => d !== '' && isAbsolute(d));
-  return [resolve(resultsRoot), ...extra.map((d) => resolve(d))];
-}
-
-function inside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
-}
-
-/** Why `file` may not be an alert file (lexically: not under any root), or null. */
-export function alertFileProblem(file: string, roots: string[]): string | null {
-  if (!isAbsolute(file)) return `alert file ${file} is not an absolute path`;
-  if (roots.some((r) => inside(r, file))) return null;
-  return `alert file ${file} is outside the results root and ${ALERT_DIR_ENV} (${roots.join(', ')})`;
-}
+export { alertFileProblem, alertRoots } from '../../jobs/alert-place.ts';
 
 /** Appends `line` to `file` (see the file comment); throws an Error naming the file and why, never its content. */
 export function appendAlertLine(file: string, roots: string[], line: string): void {

@@ -3,8 +3,8 @@
  * comparable at all — the same workload (the hash of the spec's workload section), card model
  * and driver — and what differs; a different workload is refused, and so are two runs inside
  * Slurm allocations on different nodes unless both specs or `allowNodeChange` allow it. Then each arm both ran,
- * unpaired, with blocks as the unit: Welch's t on the arm's block means in A against those in
- * B. The node policy is each run's spec's `across_runs.allow_node_change` (both must allow it),
+ * unpaired, with blocks as the unit: Welch's t on the log of the arm's block means in A against
+ * those in B, reported as the ratio B/A − 1 (stats/log-ratio.ts). The node policy is each run's spec's `across_runs.allow_node_change` (both must allow it),
  * which `allowNodeChange` (the CLI's `--allow-node-change`) overrides. That is much weaker than a paired run, where both builds share every block and the
  * block-to-block drift cancels: the comparison says by how much, as the ratio of the unpaired to
  * the paired CI width within one of the two runs (same blocks, same arms), and prints the one
@@ -20,6 +20,7 @@ import { twoBuildSpec } from '../../jobs/two-build-spec.ts';
 import { mean } from '../stats/descriptive.ts';
 import { num, signedPct } from '../stats/format-number.ts';
 import type { RepValue } from '../stats/types.ts';
+import { logRatio } from '../stats/log-ratio.ts';
 import { pairedHalfWidth, welchT, type WelchTest } from '../stats/welch.ts';
 import type { Provenance } from './provenance.ts';
 import { readResultsDir, type ResultsDir } from './results-dir.ts';
@@ -29,9 +30,9 @@ export interface ArmComparison {
   /** The commit the arm ran in A and in B (null: the workload's own build, commit unknown). */
   commits: [string | null, string | null];
   blocks: [number, number];
-  /** Block means of B − A, in the metric's unit. */
+  /** Welch's t on the log of block means, B − A: ln of the ratio B/A (stats/log-ratio.ts). */
   welch: WelchTest;
-  /** (B − A) / A and its CI, from the Welch difference over A's mean. */
+  /** B/A − 1 and its CI, back-transformed from the log scale: never below −100 %. */
   relative: { estimate: number | null; ci: [number, number] | null };
 }
 
@@ -132,17 +133,10 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: {
   const arms: ArmComparison[] = shared.map((arm) => {
     const a = blockMeans(A.summary.analysis.values, arm);
     const b = blockMeans(B.summary.analysis.values, arm);
-    const welch = welchT(a, b, alpha);
-    const base = a.length > 0 ? mean(a) : null;
+    const { welch, relative } = logRatio(a, b, alpha);
     const commits: [string | null, string | null] = [armCommit(A, arm), armCommit(B, arm)];
     if (commits[0] !== commits[1]) differences.push(`arm ${arm}: commit ${commits[0] ?? '(the checkout)'} vs ${commits[1] ?? '(the checkout)'}`);
-    return {
-      arm, commits, blocks: [a.length, b.length], welch,
-      relative: {
-        estimate: welch.diff === null || base === null ? null : welch.diff / base,
-        ci: welch.ci === null || base === null ? null : [welch.ci[0] / base, welch.ci[1] / base],
-      },
-    };
+    return { arm, commits, blocks: [a.length, b.length], welch, relative };
   });
   const pairing = pairingRatio(A, alpha) ?? pairingRatio(B, alpha);
   const first = arms.find((x) => x.commits[0] !== null && x.commits[1] !== null && x.commits[0] !== x.commits[1]) ?? arms[0];
@@ -159,7 +153,7 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: {
     `Comparable: the same workload (hash ${pa.workload_hash.slice(0, 12)}).${differences.length > 0 ? ' What differs:' : ' Nothing else differs in what was recorded.'}`,
     ...differences.map((d) => `- ${d}`),
     '',
-    `Unpaired, blocks as the unit (Welch's t on each arm's block means, B − A, ${level} CI):`,
+    `Unpaired, blocks as the unit (Welch's t on the log of each arm's block means: B/A − 1, ${level} CI):`,
     ...arms.map((x) => `- ${x.arm}: ${signedPct(x.relative.estimate)} (CI ${signedPct(x.relative.ci?.[0])} to ${signedPct(x.relative.ci?.[1])}; ${x.blocks[0]} vs ${x.blocks[1]} blocks, df ${num(x.welch.df, 3)}, p ${num(x.welch.p, 3)})`),
     ...(arms.length === 0 ? ['- no arm ran in both'] : []),
     '',

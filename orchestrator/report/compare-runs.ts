@@ -1,7 +1,7 @@
 /**
  * `orch compare A B C …`: several finished runs of one workload, each compared with the first
  * (the baseline) as `orch compare A B` compares two (compare-results.ts: refused unless the
- * workload is the same; each arm unpaired, Welch's t on block means). Across N − 1 comparisons
+ * workload is the same; each arm unpaired, Welch's t on the log of block means). Across N − 1 comparisons
  * of every shared arm, some come out "significant" by chance alone: which survive is decided by
  * Benjamini–Hochberg at alpha over all of them (stats/false-discovery.ts), as a nightly suite does
  * for its many comparisons.
@@ -38,7 +38,7 @@ export function compareRuns(dirs: readonly string[], alpha = 0.05): RunsComparis
   const text = [
     `# compare ${comparisons.length + 1} runs with ${baseline}`,
     '',
-    `Each run against the baseline ${baseline}, per arm: B − A unpaired (Welch's t on block means), relative to A, with its ${level} CI; **changed**: its p survives Benjamini–Hochberg at ${alpha} over all ${flat.length} arm comparisons.`,
+    `Each run against the baseline ${baseline}, per arm: B/A − 1 unpaired (Welch's t on the log of block means), with its ${level} CI; **changed**: its p survives Benjamini–Hochberg at ${alpha} over all ${flat.length} arm comparisons.`,
     '',
     markdownTable(['run', ...arms], comparisons.map((c, i) => [c.b, ...arms.map((arm) => cell(i, arm))])),
     ...comparisons.map((c) => `\n${c.text}`),

@@ -7,6 +7,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { z } from 'zod';
+import { ALERT_DIR_ENV, alertFileProblem, alertRoots } from '../../jobs/alert-place.ts';
 import { ClusterSchema, type Cluster } from '../../jobs/cluster.ts';
 import { hashableSpec } from '../../jobs/build-refs.ts';
 import { resolveBuildRefs } from './resolve-build-refs.ts';
@@ -17,7 +18,9 @@ import { readSpecFile } from '../../jobs/read-spec-file.ts';
 import { SpecSchema, type Spec } from '../../jobs/spec.ts';
 import { specHash } from '../../jobs/spec-hash.ts';
 import { entryFile, SuiteSchema, type Suite } from '../../jobs/suite.ts';
-import { formatPath, parseYamlSource, type YamlSource } from '../../jobs/yaml-source.ts';
+import { formatPath, parseYamlSource, type PathSegment, type YamlSource } from '../../jobs/yaml-source.ts';
+import { overlapsCut, salvageParse } from '../../jobs/salvage-parse.ts';
+import type { CompileProblem } from '../../jobs/compile-problem.ts';
 import { zodIssuesToSpecIssues } from '../../jobs/zod-issues.ts';
 
 export const CONFIG_KINDS = ['experiment', 'suite', 'cluster'] as const;
@@ -74,19 +77,25 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
   }
   switch (kind) {
     case 'experiment': {
-      const parsed = validate(file, source, SpecSchema);
+      const parsed = validate(file, source, SpecSchema, {
+        schema: SpecSchema,
+        check: (salvaged, cut) => compileSpec(salvaged).problems.filter((p) => !overlapsCut(p.path, cut)).map((p) => toIssue(file, source, p)),
+      });
       const { spec, problems } = compileSpec(parsed);
       // Refs resolve only in a spec that is otherwise whole (a misspelt build name says so first).
       if (problems.length === 0) problems.push(...resolveBuildRefs(spec, file));
       if (problems.length > 0) {
-        throw new SpecError(
-          problems.map((p) => ({ file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) })),
-        );
+        throw new SpecError(problems.map((p) => toIssue(file, source, p)));
       }
       return { kind: 'experiment', file, text, spec, hash: specHash(hashableSpec(spec)) };
     }
     case 'suite': {
-      const suite = validate(file, source, SuiteSchema);
+      // Salvaged with every top-level key optional: a suite's experiments are worth checking even
+      // when its schedule is wrong.
+      const suite = validate(file, source, SuiteSchema, {
+        schema: SuiteSchema.partial(),
+        check: (salvaged, cut) => suiteIssues(file, source, salvaged).filter((i) => i.file !== file || !overlapsCut(pathOf(i.path), cut)),
+      });
       checkSuiteExperiments(file, source, suite);
       return { kind: 'suite', file, suite };
     }
@@ -103,12 +112,26 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
  * reach files elsewhere, whose content a message would then show), and be a valid spec.
  */
 function checkSuiteExperiments(file: string, source: YamlSource, suite: Suite): void {
+  const issues = suiteIssues(file, source, suite);
+  if (issues.length > 0) throw new SpecError(issues);
+}
+
+function suiteIssues(file: string, source: YamlSource, suite: Partial<Suite>): SpecIssue[] {
   const issues: SpecIssue[] = [];
   const suiteDir = realDir(dirname(file));
-  suite.experiments.map(entryFile).forEach((rel, i) => {
+  const seen = new Map<string, number>();
+  (suite.experiments ?? []).map(entryFile).forEach((rel, i) => {
     const absolute = resolve(dirname(file), rel);
     const path = relative(process.cwd(), absolute).startsWith('..') ? absolute : relative(process.cwd(), absolute);
     const at = { file, line: source.lineOf(['experiments', i]), path: `experiments[${i}]` };
+    // A night keys its experiments by file: a second entry of one file would be submitted twice
+    // and its results written over the first's.
+    const first = seen.get(absolute);
+    if (first !== undefined) {
+      issues.push({ ...at, message: `"${rel}" is listed twice (also experiments[${first}])`, fix: 'list each spec once; for a second configuration, copy the spec under another name' });
+      return;
+    }
+    seen.set(absolute, i);
     if (!within(suiteDir, absolute)) {
       issues.push({ ...at, message: `"${rel}" is outside the suite's directory ${suiteDir}; not read`, fix: "put the spec in the suite's directory or below it, and name it by a relative path without .." });
       return;
@@ -129,7 +152,24 @@ function checkSuiteExperiments(file: string, source: YamlSource, suite: Suite): 
       issues.push({ ...at, message: `"${rel}" is not a valid spec (its problems follow)` }, ...err.issues);
     }
   });
-  if (issues.length > 0) throw new SpecError(issues);
+  issues.push(...alertFileIssues(file, source, suite));
+  return issues;
+}
+
+/** alerts.file where orch serve may write it (jobs/alert-place.ts), as `orch nightly install` resolves it. */
+function alertFileIssues(file: string, source: YamlSource, suite: Partial<Suite>): SpecIssue[] {
+  const alert = suite.alerts?.file;
+  if (alert === undefined || alert === '-') return [];
+  const resultsRoot = resolve(dirname(file), suite.results ?? 'results');
+  const problem = alertFileProblem(resolve(dirname(file), alert), alertRoots(resultsRoot));
+  if (problem === null) return [];
+  return [{
+    file,
+    line: source.lineOf(['alerts', 'file']),
+    path: 'alerts.file',
+    message: problem,
+    fix: `put it under the results directory (e.g. ${suite.results ?? 'results'}/alerts.jsonl), or under a directory orch serve names in ${ALERT_DIR_ENV}, or use - for orch serve's stdout`,
+  }];
 }
 
 /** The directory with its links resolved (the suite's own directory exists: the suite was read from it). */
@@ -146,10 +186,31 @@ function within(dir: string, path: string): boolean {
   return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
 }
 
-function validate<S extends z.ZodType>(file: string, source: YamlSource, schema: S): z.infer<S> {
+/**
+ * The parsed config, or every issue: the schema's, and those `later` finds in what is left once
+ * the schema's are taken out (jobs/salvage-parse.ts), so all problems of a file come at once.
+ */
+function validate<S extends z.ZodType, L extends z.ZodType = S>(
+  file: string,
+  source: YamlSource,
+  schema: S,
+  later?: { schema: L; check: (salvaged: z.infer<L>, cut: PathSegment[][]) => SpecIssue[] },
+): z.infer<S> {
   const result = schema.safeParse(source.data);
-  if (!result.success) throw new SpecError(sortIssues(zodIssuesToSpecIssues(file, source, result.error)));
-  return result.data;
+  if (result.success) return result.data;
+  const issues = zodIssuesToSpecIssues(file, source, result.error);
+  const salvaged = later ? salvageParse(later.schema, source.data, result.error) : null;
+  if (later && salvaged) issues.push(...later.check(salvaged.data, salvaged.cut));
+  throw new SpecError(sortIssues(issues));
+}
+
+function toIssue(file: string, source: YamlSource, p: CompileProblem): SpecIssue {
+  return { file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) };
+}
+
+/** A SpecIssue's dotted path (`experiments[2].spec`) as segments, to compare with what was cut. */
+function pathOf(dotted: string): PathSegment[] {
+  return dotted.split(/\.|\[(\d+)\]/).filter((s): s is string => s !== undefined && s !== '').map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
 function sortIssues(issues: SpecIssue[]): SpecIssue[] {

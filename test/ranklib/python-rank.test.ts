@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -443,15 +443,26 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
 });
 
 describe('ranklib/python as a package', () => {
-  // A copy is installed: a build writes build/ and *.egg-info beside the sources it builds.
+  // A copy is installed, so that what the build leaves beside the sources can be listed.
   const dir = mkdtempSync(join(tmpdir(), 'orch-ranklib-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
   cpSync(RANKLIB, join(dir, 'src'), { recursive: true, filter: (p) => !/__pycache__|\.egg-info|[/\\]build$/.test(p) });
-  const pip = spawnSync('python3', ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', join(dir, 'site'), join(dir, 'src')], {
-    encoding: 'utf8',
-    env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1' },
-  });
+  const before = readdirSync(join(dir, 'src')).sort();
+  // The first Python whose pip can build offline (setuptools and wheel installed).
+  const pip = { status: null as number | null, stderr: 'no python3' };
+  for (const python of ['python3', '/usr/bin/python3']) {
+    const r = spawnSync(python, ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', join(dir, 'site'), join(dir, 'src')], {
+      encoding: 'utf8',
+      env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    Object.assign(pip, { status: r.status, stderr: r.stderr ?? '' });
+    if (r.status === 0) break;
+  }
   const why = pip.status === 0 ? false : `pip cannot build it offline here: ${(pip.stderr.match(/error: .*/g) ?? [pip.stderr.trim().split('\n').at(-1) ?? 'no output']).join('; ')}`;
+
+  test('pip install leaves nothing in the source directory (no build/, no *.egg-info)', { skip: why }, () => {
+    assert.deepEqual(readdirSync(join(dir, 'src')).sort(), before);
+  });
 
   test('pip install --no-deps --no-build-isolation installs orch_rank', { skip: why }, () => {
     const check = spawnSync('python3', ['-c', 'import orch_rank, os; print(orch_rank.__version__, os.path.dirname(orch_rank.__file__))'], {

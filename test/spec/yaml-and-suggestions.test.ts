@@ -41,7 +41,7 @@ describe('YAML lines', () => {
       () => parseConfigText('b.yaml', bad),
       (err: unknown) =>
         err instanceof SpecError &&
-        err.issues.map((i) => `${i.line} ${i.path}`).join(',') === '5 reps,6 foo',
+        err.issues.map((i) => `${i.line} ${i.path}`).join(',') === '4 toggles[1],5 reps,6 foo',
     );
   });
 });

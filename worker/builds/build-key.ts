@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { HARDENED_GIT_ARGS, hardenedGitEnv } from '../../jobs/hardened-git.ts';
@@ -59,6 +59,13 @@ export async function computeBuildKey(input: BuildKeyInput): Promise<BuildKey> {
   let commit: string | null = null;
   let diffSha: string | null = null;
   let untracked = 0;
+  // git in a missing cwd fails to spawn ("git exit 127"): name the directory instead.
+  const dirStat = await stat(input.dir).catch((err: NodeJS.ErrnoException) => err.code ?? String(err));
+  if (typeof dirStat === 'string' || !dirStat.isDirectory()) {
+    throw new UserInputError('BUILD_DIR_MISSING', `${path}.dir: ${input.dir} is not a directory on this host (${typeof dirStat === 'string' ? dirStat : 'not a directory'})`, {
+      hint: `check ${path}.dir (a relative dir is relative to the worker's working directory, ~ is the worker's home), or clone the checkout there`,
+    });
+  }
   if (input.key.git || input.key.dirty_diff) {
     const r = await run('git', ['rev-parse', 'HEAD'], input.dir);
     if (r.code !== 0) {
