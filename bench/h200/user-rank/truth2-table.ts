@@ -76,6 +76,7 @@ console.log('before (issue 40): the trace probe failed on every rep ("Too big: e
 console.log('\n== 2. counting on vs off through orch (arm medians, ms; target on/off ≤ 1.01)');
 console.log('| program | arm | on | off | on/off | ≤ 1.01 | before (issue 40) |');
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
+const costRows: string[] = [];
 const before: Record<string, string> = { 'cuda eager': '0.984', 'cuda graph': '1.083 (graph + PDL)', 'torch eager': '—', 'torch graph': '—' };
 for (const [prog, runs] of [['cuda', [1, 2]], ['torch', [1]]] as const) {
   for (const arm of ['eager', 'graph']) {
@@ -84,8 +85,11 @@ for (const [prog, runs] of [['cuda', [1, 2]], ['torch', [1]]] as const) {
     const r = ratio(on, off);
     const each = runs.map((i) => `${f(armMs(report(`${prog}-on-${i}`), arm))}/${f(armMs(report(`${prog}-off-${i}`), arm))}`).join(', ');
     console.log(`| ${prog} (${each}) | ${arm} | ${f(on)} | ${f(off)} | ${f(r)} | ${r === null ? '—' : r <= 1.01 ? 'yes' : 'NO'} | ${before[`${prog} ${arm}`]} |`);
+    if (r !== null) costRows.push(`  { program: '${prog === 'cuda' ? 'the CUDA example (examples/cuda-decode)' : 'the PyTorch example (examples/torch-decode)'}', step: '${arm}', on_off: ${r.toFixed(3)}, measured: 'H200, bench/h200/user-rank/truth2.sh, ${new Date().toISOString().slice(0, 10)}' },`);
   }
 }
+console.log('\njobs/counting-cost.ts COUNTING_COST from this run:');
+console.log(costRows.join('\n'));
 
 // 3. the idle library outside orch
 console.log('\n== 3. the injection library loaded and idle (ORCH_INJECT_ONLY=none), outside orch, medians of two alternated runs (ms; target idle/none ≤ 1.005)');
