@@ -4,11 +4,14 @@ import type { z } from 'zod';
  * `rep.step_ms.1: Invalid input: expected number, received null`: each issue's path (under
  * `prefix`, e.g. the line's type) and message, so a refused line or record says where it is wrong.
  */
-export function describeIssues(error: z.ZodError, prefix = ''): string {
-  return error.issues
+export function describeIssues(error: z.ZodError, prefix = '', max = Infinity): string {
+  const shown = error.issues
+    .slice(0, max)
     .map((i) => {
       const path = [prefix, ...i.path.map(String)].filter((p) => p !== '').join('.');
       return `${path || '(root)'}: ${i.message}`;
     })
     .join('; ');
+  const more = error.issues.length - Math.min(max, error.issues.length);
+  return more > 0 ? `${shown}; and ${more} more (${error.issues.length} issues)` : shown;
 }

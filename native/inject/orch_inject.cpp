@@ -138,14 +138,23 @@ void fail(std::string why) {
 }
 
 void start() {
-  void* cuda = driver();
-  g_is_capturing = cuda != nullptr ? reinterpret_cast<IsCapturingFn>(::dlsym(cuda, "cuStreamIsCapturing")) : nullptr;
-  if (g_is_capturing == nullptr) return fail("cuStreamIsCapturing not found: libcuda.so.1 is not in the process");
   for (std::uint32_t id = 1; id < g_table.size(); ++id) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS && name != nullptr)
       g_table[id] = classify(name);
   }
+  // A library with nothing to count and no trace subscribes to nothing: a CUPTI subscriber with
+  // no callback enabled still cost a PyTorch graph step 11-13 % on the H200 (bench/h200/user-rank/
+  // truth2.sh measures it; ORCH_INJECT_IDLE_SUBSCRIBE=1 subscribes anyway, as before).
+  bool any = orch_inject::trace_wanted();
+  for (std::uint32_t id = 1; id < g_table.size() && !any; ++id) any = g_table[id].kind != Kind::None && counted(g_table[id].kind);
+  const char* idle_subscribe = std::getenv("ORCH_INJECT_IDLE_SUBSCRIBE");
+  if (!any && (idle_subscribe == nullptr || std::string(idle_subscribe) != "1"))
+    return fail("idle: ORCH_INJECT_ONLY=" + std::string(std::getenv("ORCH_INJECT_ONLY") != nullptr ? std::getenv("ORCH_INJECT_ONLY") : "") +
+                " counts nothing, so nothing is subscribed");
+  void* cuda = driver();
+  g_is_capturing = cuda != nullptr ? reinterpret_cast<IsCapturingFn>(::dlsym(cuda, "cuStreamIsCapturing")) : nullptr;
+  if (g_is_capturing == nullptr) return fail("cuStreamIsCapturing not found: libcuda.so.1 is not in the process");
   CUpti_SubscriberHandle subscriber = nullptr;
   CUptiResult r = cuptiSubscribe(&subscriber, on_driver_call, nullptr);
   if (r != CUPTI_SUCCESS)

@@ -65,7 +65,9 @@ const char* orch_inject_reason_name(unsigned bit);
  * tracing costs +1.35-2.2 us per eager launch, +0.19-0.40 us per graph node on the H200). On when
  * ORCH_INJECT_TRACE=1 is in the environment the driver loads the library in: CUPTI's kernel
  * activity records and each graph instantiation are kept until taken. Times are CUPTI's clock
- * (ns), the one orch_inject_timestamp reads, so a rank library's step markers delimit them. */
+ * (ns), the one orch_inject_timestamp reads, so a rank library's step markers delimit them, counted
+ * from the moment tracing began (CUPTI's own, ns since the epoch, exceed 2^53, the largest integer
+ * a JSON number holds exactly; ORCH_INJECT_EPOCH_TIMES=1 gives them as CUPTI does). */
 struct orch_inject_kernel {
   uint64_t start_ns;
   uint64_t end_ns;

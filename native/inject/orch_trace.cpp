@@ -33,6 +33,13 @@ std::vector<orch_inject_kernel> g_kernels;
 std::vector<orch_inject_graph> g_graphs;
 unsigned long long g_dropped = 0;
 bool g_tracing = false;
+// CUPTI's clock when tracing began: every time the library gives is since then. CUPTI's own are ns
+// since the epoch, past 2^53, which JSON's numbers (and the protocol's safe integers) cannot hold;
+// since the trace began they stay below 2^53 for 104 days. ORCH_INJECT_EPOCH_TIMES=1 gives CUPTI's
+// own times, as before (bench/h200/user-rank/truth2.sh shows what orch makes of them).
+uint64_t g_origin = 0;
+
+uint64_t since_origin(uint64_t t) { return t > g_origin ? t - g_origin : 0; }
 
 // Every cuGraphInstantiate* params struct begins with these two (generated_cuda_meta.h).
 struct InstantiatePrefix {
@@ -83,7 +90,7 @@ void CUPTIAPI on_buffer_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, s
       ++g_dropped;
       continue;
     }
-    g_kernels.push_back({k->start, k->end, k->graphId, k->streamId});
+    g_kernels.push_back({since_origin(k->start), since_origin(k->end), k->graphId, k->streamId});
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
@@ -105,7 +112,11 @@ std::string trace_start() {
     return std::string("CUPTI kernel activity could not be enabled: ") +
            (cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s != nullptr ? s : "CUPTI error " + std::to_string(r));
   }
+  const char* epoch = std::getenv("ORCH_INJECT_EPOCH_TIMES");
+  uint64_t origin = 0;
+  if (epoch == nullptr || std::strcmp(epoch, "1") != 0) (void)cuptiGetTimestamp(&origin);
   std::lock_guard<std::mutex> lock(g_mutex);
+  g_origin = origin;
   g_tracing = true;
   return "";
 }
@@ -147,7 +158,7 @@ ORCH_EXPORT int orch_inject_tracing(void) {
 
 ORCH_EXPORT unsigned long long orch_inject_timestamp(void) {
   uint64_t t = 0;
-  return orch_inject_tracing() != 0 && cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
+  return orch_inject_tracing() != 0 && cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? since_origin(t) : 0;
 }
 
 ORCH_EXPORT size_t orch_inject_kernels(struct orch_inject_kernel* out, size_t cap, unsigned long long* dropped) {

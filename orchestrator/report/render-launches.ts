@@ -3,6 +3,7 @@
  * the program launch-bound, and did the graph arm replace its launches with one graph launch?
  */
 import type { LaunchRow } from '../stats/launch-summary.ts';
+import { countingCostSentence } from '../../jobs/counting-cost.ts';
 import { markdownTable } from './markdown-table.ts';
 
 const n = (x: number | null) => (x === null ? '—' : String(Math.round(x * 100) / 100));
@@ -20,5 +21,6 @@ export function renderLaunches(rows: readonly LaunchRow[]): string {
     '',
     table,
     '',
+    ...(rows.some((r) => r.source !== 'graphrt') ? [countingCostSentence(), ''] : []),
   ].join('\n');
 }

@@ -91,7 +91,7 @@ export function renderMarkdown(a: Analysis): string {
   );
 
   if (a.probe) out.push(...probeSection(a.probe));
-  if (a.trace) out.push(renderTrace(a.trace.arms, a.trace.floor, a.trace.pass ? a.trace.message : `**${a.trace.message}**`));
+  if (a.trace) out.push(renderTrace(a.trace.arms, a.trace.floor, a.trace.pass ? a.trace.message : `**${a.trace.message}**`, a.trace.graph_check));
   if (a.sequential) out.push(...sequentialSection(a.sequential, a.min_effect));
 
   const comps = allComparisons(a);

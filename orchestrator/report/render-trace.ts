@@ -7,7 +7,7 @@
  */
 import { GAP_BINS_US } from '../stats/kernel-trace.ts';
 import type { TraceArm } from '../stats/trace-arm.ts';
-import type { TraceFloor } from '../stats/trace-probe.ts';
+import { GRAPH_CHECK_TOLERANCE, type GraphCheck, type TraceFloor } from '../stats/trace-probe.ts';
 import { markdownTable } from './markdown-table.ts';
 
 const us = (ns: number) => (ns / 1000).toFixed(2);
@@ -25,15 +25,30 @@ export function floorSentence(f: TraceFloor): string {
   return f.gpu ? `Graph-node floor: ${at}.` : `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
 }
 
+/** Would a graph help, checked: the eager arm's estimate beside the graph arm's traced step. */
+export function graphCheckSentence(c: GraphCheck | null): string {
+  if (c === null) return 'Would a graph help: no check (it needs a GPU floor, a traced eager arm and a traced graph arm).';
+  const head = `Would a graph help: ${c.eager_arm}'s graph step estimated ${us(c.estimate_ns)} µs (busy + kernels × floor), ${c.graph_arm} measured ${us(c.measured_ns)} µs under tracing: ratio ${c.ratio.toFixed(3)}`;
+  if (!c.differs) return `${head}, within ${GRAPH_CHECK_TOLERANCE * 100} %.`;
+  const why =
+    c.ratio > 1
+      ? 'the estimate is higher: the graph overlaps more than one floor per node, or the eager arm runs work its graph does not'
+      : "the estimate is lower: the graph arm's step pays what the eager arm's busy time does not show (tracing adds 0.19-0.40 µs per graph node, host work inside the step, or a graph that launches more than the eager arm)";
+  return `${head}: they differ by more than ${GRAPH_CHECK_TOLERANCE * 100} % (${why}).`;
+}
+
 /** `headline`: the probe's outcome, first under the section's title. */
-export function renderTrace(arms: readonly TraceArm[], floor: TraceFloor, headline?: string): string {
+export function renderTrace(arms: readonly TraceArm[], floor: TraceFloor, headline?: string, check?: GraphCheck | null): string {
   if (arms.length === 0) return '';
+  const orDash = (ns: number | null, f: (ns: number) => string = us) => (ns === null ? '—' : f(ns));
   const summaryRow = (a: TraceArm): string[] => {
     const s = a.summary;
-    if (s === null) return [a.arm, a.mode, '—', '—', '—', '—', '—', '—', '—', '—', `not traced: ${a.reason ?? 'no trace answer'}`];
-    const pdl = s.pdl_upside_per_kernel_ns === null ? '—' : us(s.pdl_upside_per_kernel_ns);
+    if (s === null) return [a.arm, a.mode, '—', '—', '—', '—', '—', '—', '—', '—', '—', `not traced: ${a.reason ?? 'no trace answer'}`];
+    const pdl = orDash(s.pdl_upside_per_kernel_ns);
     const lost = a.dropped > 0 ? `; ${a.dropped} records lost: busy share is a lower bound` : '';
-    return [a.arm, a.mode, String(s.steps), us(s.step_ns), pct(s.busy_share), String(s.kernels), String(s.short_kernels), us(s.gaps_ns), `${us(s.recoverable_ns)} (${pct(s.recoverable_share)})`, pdl, `${us(s.floor_ns)} µs/node${lost}`];
+    const recoverable = s.recoverable_ns === null || s.recoverable_share === null ? '—' : `${us(s.recoverable_ns)} (${pct(s.recoverable_share)})`;
+    const floorCell = s.floor_ns === null ? `no estimate: ${a.estimate_reason ?? 'no floor'}` : `${us(s.floor_ns)} µs/node`;
+    return [a.arm, a.mode, String(s.steps), us(s.step_ns), pct(s.busy_share), String(s.kernels), String(s.short_kernels), us(s.gaps_ns), orDash(s.graph_step_estimate_ns), recoverable, pdl, `${floorCell}${lost}`];
   };
   const traced = arms.filter((a) => a.summary !== null);
   const histogram = markdownTable(['gap', ...traced.map((a) => a.arm)], GAP_BINS_US.map((_, i) => i).concat(GAP_BINS_US.length).map((i) => [binLabel(i), ...traced.map((a) => String(a.summary?.histogram[i] ?? 0))]));
@@ -42,12 +57,13 @@ export function renderTrace(arms: readonly TraceArm[], floor: TraceFloor, headli
     '## Trace',
     '',
     ...(headline === undefined ? [] : [headline, '']),
-    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs), recoverable ≈ Σ gaps − kernels × the card's graph-node floor (measured by graphrt's chain on the card), and the PDL upside per dependent kernel (µs).",
+    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the card's graph-node floor (measured by graphrt's chain on the card; none on a card without a GPU floor): the graph step ≈ device busy + kernels × floor (µs; from device time alone, since tracing inflates host time), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
     '',
     floorSentence(floor),
     '',
-    markdownTable(['arm', 'mode', 'steps', 'step', 'busy', 'kernels', '< 5 µs', 'gaps', 'recoverable', 'PDL upside / kernel', 'floor'], arms.map(summaryRow)),
+    markdownTable(['arm', 'mode', 'steps', 'step', 'busy', 'kernels', '< 5 µs', 'gaps', 'graph step est.', 'recoverable', 'PDL upside / kernel', 'floor'], arms.map(summaryRow)),
     '',
+    ...(check === undefined ? [] : [graphCheckSentence(check), '']),
     ...(traced.length > 0 ? ['Gaps between kernels, over every traced step:', '', histogram, ''] : []),
     ...(graphs.length > 0 ? ['Graphs instantiated:', '', markdownTable(['arm', 'graph', 'nodes', 'instantiations', 'instantiate (µs, median)'], graphs), ''] : []),
   ].join('\n');

@@ -3,12 +3,18 @@
  * kernel intervals orch's injection library traced (native/inject trace mode) inside each step the
  * rank library delimited, per step the device busy share (the union of the kernel intervals over
  * the step: kernels of two streams that overlap count once), the idle gaps between busy stretches,
- * the kernels shorter than SHORT_KERNEL_NS, and the estimate a user came for:
+ * the kernels shorter than SHORT_KERNEL_NS — none of which needs a floor — and the estimates a user
+ * came for, which do:
  *
- *   recoverable ≈ Σ gaps inside the step − kernels × the card's graph-node floor
+ *   graph step ≈ device busy + kernels × the card's graph-node floor
+ *   recoverable ≈ Σ gaps inside the step − kernels × the floor
  *
  * (a graph still pays the floor per node: capture can win the rest of each gap, never more), with
  * the floor measured on the card by graphrt's chain (graph-node-floor.ts), never a constant. The
+ * graph step is estimated from device time alone: the tracer inflates host time, and with it the
+ * gaps (42 ms of gaps inside a 15.7 ms untraced eager step of a bf16 decode on the H200), so an
+ * estimate from the traced step's host time came out negative there; busy + kernels × floor came
+ * within 8 % of the graph step measured (bench/h200/user-rank/truth2.sh checks it). The
  * PDL upside: a dependent kernel (one that starts after its stream's previous kernel ended) can
  * hide at most the gap before it, and at most one floor of it once captured; their sum.
  * The idle time before the step's first kernel and after its last is host time the step spends
@@ -49,9 +55,11 @@ export interface StepTrace {
   /** idle stretches between busy stretches, in order */
   gaps_ns: number[];
   edge_idle_ns: number;
-  recoverable_ns: number;
+  /** null without a floor, as the two below */
+  graph_step_estimate_ns: number | null;
+  recoverable_ns: number | null;
   dependent_kernels: number;
-  pdl_upside_ns: number;
+  pdl_upside_ns: number | null;
 }
 
 /** The union of `intervals` clipped to [from, to], as sorted disjoint intervals. */
@@ -74,8 +82,8 @@ export function gapsBetween(busy: readonly Interval[]): number[] {
   return busy.slice(1).map((b, i) => b.start_ns - (busy[i] as Interval).end_ns);
 }
 
-/** One step's trace; `floorNs`: the card's graph-node floor. */
-export function summarizeStep(step: TracedStep, floorNs: number): StepTrace {
+/** One step's trace; `floorNs`: the card's graph-node floor (null: none, so no estimate). */
+export function summarizeStep(step: TracedStep, floorNs: number | null): StepTrace {
   const inside = step.kernels.filter((k) => k.end_ns > step.start_ns && k.start_ns < step.end_ns);
   const busy = unionWithin(inside, step.start_ns, step.end_ns);
   const busy_ns = busy.reduce((s, b) => s + b.end_ns - b.start_ns, 0);
@@ -93,9 +101,10 @@ export function summarizeStep(step: TracedStep, floorNs: number): StepTrace {
     short_kernels: inside.filter((k) => k.end_ns - k.start_ns < SHORT_KERNEL_NS).length,
     gaps_ns,
     edge_idle_ns,
-    recoverable_ns: Math.max(0, sumGaps - inside.length * floorNs),
+    graph_step_estimate_ns: floorNs === null ? null : busy_ns + inside.length * floorNs,
+    recoverable_ns: floorNs === null ? null : Math.max(0, sumGaps - inside.length * floorNs),
     dependent_kernels: pdl.length,
-    pdl_upside_ns: pdl.reduce((s, g) => s + Math.min(g, floorNs), 0),
+    pdl_upside_ns: floorNs === null ? null : pdl.reduce((s, g) => s + Math.min(g, floorNs), 0),
   };
 }
 
@@ -128,24 +137,27 @@ export function gapHistogram(gapsNs: readonly number[]): number[] {
 }
 
 
-/** Every traced step of one arm, summarised (null without a step). */
-export function summarizeTrace(steps: readonly TracedStep[], floorNs: number): TraceSummary | null {
+/** Every traced step of one arm, summarised (null without a step); the estimates null without a floor. */
+export function summarizeTrace(steps: readonly TracedStep[], floorNs: number | null): TraceSummary | null {
   if (steps.length === 0) return null;
   const each = steps.map((s) => summarizeStep(s, floorNs));
   const med = (f: (s: StepTrace) => number) => median(each.map(f));
+  const withFloor = (f: (s: StepTrace) => number | null) => (floorNs === null ? null : med((s) => f(s) ?? 0));
   const dependent = each.reduce((n, s) => n + s.dependent_kernels, 0);
   return {
     steps: each.length,
     step_ns: med((s) => s.duration_ns),
     busy_share: med((s) => s.busy_share),
+    busy_ns: med((s) => s.busy_ns),
     kernels: med((s) => s.kernels),
     graph_kernels: med((s) => s.graph_kernels),
     short_kernels: med((s) => s.short_kernels),
     gaps_ns: med((s) => s.gaps_ns.reduce((a, g) => a + g, 0)),
     edge_idle_ns: med((s) => s.edge_idle_ns),
-    recoverable_ns: med((s) => s.recoverable_ns),
-    recoverable_share: med((s) => (s.duration_ns > 0 ? s.recoverable_ns / s.duration_ns : 0)),
-    pdl_upside_per_kernel_ns: dependent === 0 ? null : each.reduce((n, s) => n + s.pdl_upside_ns, 0) / dependent,
+    graph_step_estimate_ns: withFloor((s) => s.graph_step_estimate_ns),
+    recoverable_ns: withFloor((s) => s.recoverable_ns),
+    recoverable_share: withFloor((s) => (s.duration_ns > 0 ? (s.recoverable_ns ?? 0) / s.duration_ns : 0)),
+    pdl_upside_per_kernel_ns: floorNs === null || dependent === 0 ? null : each.reduce((n, s) => n + (s.pdl_upside_ns ?? 0), 0) / dependent,
     floor_ns: floorNs,
     histogram: gapHistogram(each.flatMap((s) => s.gaps_ns)),
   };

@@ -1,7 +1,8 @@
 /**
  * One arm of a trace probe from its ranks' `trace` answers (ranklib/PROTOCOL.md "trace"): every
  * traced step summarised together (kernel-trace.ts), the graphs the program instantiated grouped
- * by graph, the records lost counted; an arm no answer traced says why.
+ * by graph, the records lost counted; an arm no answer traced says why, and a traced arm without a
+ * GPU floor is summarised all the same, its estimates null with the reason.
  */
 import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
 import { median } from './descriptive.ts';
@@ -26,13 +27,15 @@ export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor
     byGraph.set(g.graph_id, seen);
   }
   const graphs: TracedGraphRow[] = [...byGraph].map(([graph_id, g]) => ({ graph_id, nodes: g.nodes, instantiations: g.times.length, instantiate_ns: median(g.times) }));
-  const summary = 'ns' in floor ? summarizeTrace(steps, floor.ns) : null;
-  const reason = steps.length > 0 && 'reason' in floor ? `traced, but no graph-node floor to estimate against: ${floor.reason}` : none?.source === 'none' ? none.reason : 'no trace answer';
+  // busy share, kernels and gaps need no floor: only the estimates wait for one
+  const summary = summarizeTrace(steps, 'ns' in floor ? floor.ns : null);
+  const reason = none?.source === 'none' ? none.reason : 'no trace answer';
   return {
     arm,
     mode,
     summary,
     ...(summary === null ? { reason } : {}),
+    ...(summary !== null && 'reason' in floor ? { estimate_reason: `no graph-node floor to estimate against: ${floor.reason}` } : {}),
     graphs,
     dropped: traced.reduce((n, t) => n + t.dropped, 0),
   };

@@ -10,9 +10,27 @@ import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import { graphNodeFloorNs } from './graph-node-floor.ts';
 import { traceArmOf, type FloorForEstimate } from './trace-arm.ts';
-import type { TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
+import type { GraphCheck, TraceArm, TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
 
-export type { TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
+export type { GraphCheck, TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
+
+/** Estimate and measured graph step further apart than this are said to differ (issue's target: 10 %). */
+export const GRAPH_CHECK_TOLERANCE = 0.1;
+
+/**
+ * Would a graph help, checked against the probe's own graph arm: the first eager arm's estimate
+ * (busy + kernels × floor, kernel-trace.ts) beside the first graph arm's traced step. Null without
+ * an estimate or without a traced graph arm.
+ */
+export function graphCheckOf(arms: readonly TraceArm[]): GraphCheck | null {
+  const eager = arms.find((a) => a.mode === 'eager' && a.summary?.graph_step_estimate_ns != null);
+  const graph = arms.find((a) => a.mode === 'graph' && a.summary !== null);
+  const estimate = eager?.summary?.graph_step_estimate_ns;
+  const measured = graph?.summary?.step_ns;
+  if (eager === undefined || graph === undefined || estimate == null || measured === undefined || measured <= 0) return null;
+  const ratio = estimate / measured;
+  return { eager_arm: eager.arm, graph_arm: graph.arm, estimate_ns: estimate, measured_ns: measured, ratio, differs: Math.abs(ratio - 1) > GRAPH_CHECK_TOLERANCE };
+}
 
 
 /** The floor over every rank's chain run (the median of their reps); the first reason when none ran. */
@@ -44,8 +62,9 @@ export function summarizeTraceProbe(planned: number, armOrder: readonly string[]
   const arms = armOrder.map((arm) => traceArmOf(arm, traced.filter((r) => r.arm === arm).flatMap((r) => r.ranks.flatMap((k) => (k.trace === undefined ? [] : [k.trace]))), estimate));
   const missing = Math.max(0, planned - traced.length);
   const notTraced = arms.filter((a) => a.summary === null);
+  const graph_check = graphCheckOf(arms);
   const pass = traced.length > 0 && missing === 0;
   const what = notTraced.length === 0 ? 'every arm traced' : notTraced.length === arms.length ? `not traced: ${notTraced[0]?.reason ?? 'no trace answer'}` : `${notTraced.length} of ${arms.length} arms not traced`;
   const message = traced.length === 0 ? `no trace record committed (${planned} planned)` : missing > 0 ? `${traced.length} of ${planned} planned trace reps committed; ${what}` : `${traced.length} trace rep(s) committed; ${what}`;
-  return { planned, missing, floor, arms, pass, message };
+  return { planned, missing, floor, arms, graph_check, pass, message };
 }

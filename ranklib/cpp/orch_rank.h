@@ -1018,20 +1018,19 @@ class Server {
   void reset() { user("reset()", [&] { p_.reset(); }); }
 
   // One step, timed on its own; its work is done (and checked) when this returns. With `own`, the
-  // driver calls the program made in it, counted around p_.step() alone so that the header's own
-  // event records and synchronize are not the program's.
+  // driver calls the program made in it, counted around p_.step() and the step's two event records
+  // (which the library does not count) but outside them: no read of the counters is timed, and the
+  // header's synchronize comes after the second read, so it is not the program's.
   double step(const Toggles& t, const std::string& which, InjectCounts* own = nullptr) {
     const std::string what = "step() (" + which + ")";
-    const auto run = [&] {
-      const InjectCounts before = own != nullptr ? inject_.counts() : InjectCounts{};
-      user(what, [&] { p_.step(t); });
-      if (own != nullptr) *own = since(inject_.counts(), before);
-    };
+    const auto run = [&] { user(what, [&] { p_.step(t); }); };
+    const InjectCounts before = own != nullptr ? inject_.counts() : InjectCounts{};
 #ifdef ORCH_RANK_CUDA
     if (rt().cuda) {
       ORCH_CUDA(cudaEventRecord(ev_start_, rt().stream));
       run();
       ORCH_CUDA(cudaEventRecord(ev_end_, rt().stream));
+      if (own != nullptr) *own = since(inject_.counts(), before);
       ORCH_CUDA(cudaGetLastError());
       ORCH_CUDA(cudaStreamSynchronize(rt().stream));
       float ms = 0;
@@ -1041,7 +1040,9 @@ class Server {
 #endif
     const auto t0 = std::chrono::steady_clock::now();
     run();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (own != nullptr) *own = since(inject_.counts(), before);
+    return ms;
   }
 
   // {"name":"hash",...} of the outputs as they are now; outside any timed interval.

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { injectionEnv } from '../../worker/command/launch-counter.ts';
 import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
+import { countingCostSentence } from '../../jobs/counting-cost.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 
@@ -46,7 +47,10 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
     // the gate captured the graph its reps replay: the measured reps captured nothing
     assert.match(table, /\| graph \| graph \| 3 \| 0 \| 1 \| 1 \| 0 \| 0 \| 0 \| cupti \|/, table);
     const none = launchesSection(submit({}).report);
-    assert.match(none, /\| eager \| eager \| 3 \| — \| — \| — \| — \| — \| — \| none: off: workload.run.launch_counts is not true \(CUPTI in the process slows timed steps: 4–18 % per graph step on the H200\) \|/, none);
+    assert.match(none, /\| eager \| eager \| 3 \| — \| — \| — \| — \| — \| — \| none: off: workload.run.launch_counts is not true \(CUPTI in the process slows timed steps: the measured cost is under this table\) \|/, none);
+    // the cost said from the measured table (jobs/counting-cost.ts), not a number of the report's own
+    assert.ok(none.includes(countingCostSentence()), none);
+    assert.match(countingCostSentence(), /^Counting's cost to a timed step, on against off through orch: the CUDA example \(examples\/cuda-decode\): eager [+−]\d+\.\d %, graph [+−]\d+\.\d % \(H200, bench\/h200\/user-rank\/truth[\w.]*\.sh/);
     assert.doesNotMatch(none, /\| 0 \| 0 \|/, 'not available is never shown as zeros');
   });
 

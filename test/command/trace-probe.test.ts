@@ -36,14 +36,15 @@ describe('the trace probe of a resident Python rank through orch submit', () => 
     assert.equal(r.events.filter((e) => e.event.type === 'rep').length, 0, 'a trace probe times no rep');
     const reason = traces[0]!.event.trace.reason as string;
     const cell = reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    assert.match(r.report, new RegExp(`\\| eager \\| eager \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`));
-    assert.match(r.report, new RegExp(`\\| graph \\| graph \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`));
+    assert.match(r.report, new RegExp(`\\| eager \\| eager \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`));
+    assert.match(r.report, new RegExp(`\\| graph \\| graph \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`));
     assert.match(r.report, /Graph-node floor: \d+\.\d\d µs per node, measured by graphrt's chain on cpu emulation[^\n]*\(3 graph reps\): graphrt's cpu backend, not a GPU floor, so no estimate uses it\./);
     assert.match(r.report, /4 trace rep\(s\) committed; not traced: /);
     const section = r.report.slice(r.report.indexOf('## Trace'), r.report.indexOf('\n## ', r.report.indexOf('## Trace') + 1));
     assert.doesNotMatch(section, /\| 0(\.0+)?( %)? \|/, 'no zero stands for "not traced"');
     assert.equal(r.summary.analysis.verdict, 'pass', 'a probe that committed every trace rep passes; not traced is said, not failed');
     assert.equal(r.summary.analysis.trace.floor.gpu, false);
+    assert.equal(r.summary.analysis.trace.graph_check, null);
     assert.deepEqual(r.summary.analysis.trace.arms.map((a: { summary: unknown }) => a.summary), [null, null]);
     // summary.json (its analysis is report.json's) as docs/schemas says
     const ajv = new Ajv2020({ allErrors: true, strict: true });

@@ -141,6 +141,22 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     assert.equal(out[7], 'tracing=0 timestamp=0 kernels=0 dropped=7 graphs=0', 'trace mode off: no clock, no records, nothing written');
   });
 
+  test('with nothing to count (ORCH_INJECT_ONLY=none) and no trace, InitializeInjection subscribes to nothing and says so; ORCH_INJECT_IDLE_SUBSCRIBE=1 goes on as before', () => {
+    const probe = join(dir, 'probe');
+    if (!existsSync(probe)) {
+      writeFileSync(`${probe}.c`, PROBE_C);
+      sh('cc', ['-std=c11', '-Wall', '-Wextra', '-Werror', '-I', INJECT_INCLUDE, `${probe}.c`, '-o', probe, '-ldl']);
+    }
+    const idle = sh(probe, [lib], { env: { ...process.env, ORCH_INJECT_ONLY: 'none' } }).split('\n');
+    assert.equal(idle[5], 'read=0 initialized=0');
+    // it stops before it looks for the driver or CUPTI: no subscriber (a subscriber alone cost a PyTorch graph step 11-13 % on the H200)
+    assert.equal(idle[6], 'status=idle: ORCH_INJECT_ONLY=none counts nothing, so nothing is subscribed');
+    const before = sh(probe, [lib], { env: { ...process.env, ORCH_INJECT_ONLY: 'none', ORCH_INJECT_IDLE_SUBSCRIBE: '1' } }).split('\n');
+    assert.equal(before[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process', 'the way to the subscription, as before');
+    const traced = sh(probe, [lib], { env: { ...process.env, ORCH_INJECT_ONLY: 'none', ORCH_INJECT_TRACE: '1' } }).split('\n');
+    assert.equal(traced[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process', 'trace mode needs CUPTI even with nothing counted');
+  });
+
   test('orch_rank.h with CUDA on and no GPU: launches says why, for each way of not counting', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
     const bin = buildIdleRank(dir);
     const unset = repOf(bin, {});

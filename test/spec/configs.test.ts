@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfigFile, loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
+import { isTraceProbe } from '../../jobs/compile-spec.ts';
 
 const files = readdirSync('configs').filter((f) => /\.ya?ml$/.test(f)).sort();
 
@@ -30,6 +31,13 @@ describe('configs/', () => {
     assert.equal(kinds['nightly.yaml'], 'suite');
     assert.equal(kinds['cluster.yaml'], 'cluster');
     assert.equal(kinds['command-ab.yaml'], 'experiment');
+  });
+
+  it("torch-decode-trace.yaml is a trace probe of a user's program: design probe, a resident command rank", () => {
+    const { spec } = loadSpec('configs/torch-decode-trace.yaml');
+    assert.equal(spec.design, 'probe');
+    assert.equal(spec.workload.runtime, 'command');
+    assert.ok(isTraceProbe(spec), 'the block job would carry trace_probe');
   });
 
   it('leave-one-out.yaml stays small enough for the embedded default on 2 CPU cores', () => {

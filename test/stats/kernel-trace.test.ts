@@ -102,9 +102,10 @@ describe('kernel trace summary', () => {
     const each = steps.map((st) => summarizeStep(st, floor));
     const sum = summarizeTrace(steps, floor)!;
     assert.equal(sum.steps, 9);
-    assert.equal(sum.recoverable_ns, median(each.map((s) => s.recoverable_ns)));
+    assert.equal(sum.recoverable_ns, median(each.map((s) => s.recoverable_ns!)));
     assert.equal(sum.busy_share, median(each.map((s) => s.busy_share)));
-    assert.equal(sum.pdl_upside_per_kernel_ns, each.reduce((a, s) => a + s.pdl_upside_ns, 0) / each.reduce((a, s) => a + s.dependent_kernels, 0));
+    assert.equal(sum.pdl_upside_per_kernel_ns, each.reduce((a, s) => a + s.pdl_upside_ns!, 0) / each.reduce((a, s) => a + s.dependent_kernels, 0));
+    assert.equal(sum.graph_step_estimate_ns, median(each.map((s) => s.busy_ns + s.kernels * floor)));
     const all = each.flatMap((s) => s.gaps_ns);
     assert.deepEqual(sum.histogram, gapHistogram(all));
     assert.equal(sum.histogram.reduce((a, c) => a + c, 0), all.length, 'every gap in one bin');
@@ -133,8 +134,8 @@ describe('kernel trace summary', () => {
     const none = traceArmOf('graph', [OrchRankTraceSchema.parse({ v: 1, type: 'trace', id: 'b0-a1-probe1', arm: 'graph', mode: 'graph', t_start_ns: 1, t_end_ns: 2, final: true, trace: { source: 'none', reason: 'ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled' } })], { ns: floor });
     const md = renderTrace([arm, none], { source: 'graphrt-chain', backend: 'cuda', device: 'NVIDIA H200', ns_per_node: floor, reps: 3, gpu: true });
     const s = arm.summary!;
-    assert.match(md, new RegExp(`\\| eager \\| eager \\| 2 \\| ${(s.step_ns / 1000).toFixed(2)} \\| ${(s.busy_share * 100).toFixed(1)} % \\| 8 \\| 8 \\| ${(s.gaps_ns / 1000).toFixed(2)} \\| ${(s.recoverable_ns / 1000).toFixed(2)} `));
-    assert.match(md, /\| graph \| graph \| — \| — \| — \| — \| — \| — \| — \| — \| not traced: ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled \|/);
+    assert.match(md, new RegExp(`\\| eager \\| eager \\| 2 \\| ${(s.step_ns / 1000).toFixed(2)} \\| ${(s.busy_share * 100).toFixed(1)} % \\| 8 \\| 8 \\| ${(s.gaps_ns / 1000).toFixed(2)} \\| ${(s.graph_step_estimate_ns! / 1000).toFixed(2)} \\| ${(s.recoverable_ns! / 1000).toFixed(2)} `));
+    assert.match(md, /\| graph \| graph \| — \| — \| — \| — \| — \| — \| — \| — \| — \| not traced: ORCH_INJECT_TRACE=1: CUPTI kernel activity could not be enabled \|/);
     assert.match(md, /\| eager \| 4 \| 8 \| 2 \| 160\.00 \|/);
     assert.throws(() => OrchRankTraceSchema.parse({ ...answer, trace: { source: 'cupti', steps: [], kernels: [], graphs: [], dropped: 0 } }), /steps/);
   });

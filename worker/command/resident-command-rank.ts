@@ -38,7 +38,7 @@ const DEFAULT_HELLO_TIMEOUT_S = 120;
 /** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
 const STDERR_LINES_IN_EXIT = 5;
 
-const COUNTS_OFF = 'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: 4–18 % per graph step on the H200)';
+const COUNTS_OFF = 'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: the measured cost is under this table)';
 
 const HELLO_HINT = `a resident command rank speaks the orch-rank protocol (ranklib/PROTOCOL.md) on stdout: serve the program through orch_rank (Python, ranklib/python) or orch_rank.h (C++, ranklib/cpp); its setup runs before hello, so raise workload.run.hello_timeout_s if it takes longer`;
 

@@ -77,17 +77,22 @@ def profiled(steps: int, warmup: int) -> dict:
             torch.cuda.synchronize()  # as the rep's end-event synchronize: the next step starts idle
     events = list(prof.events())
     ranges = {int(e.name.rsplit("_", 1)[1]): e.time_range for e in events if e.name.startswith("orch_step_")}
-    kernels, graphs = [0] * steps, [0] * steps
+    kernels, graphs, any_launch = [0] * steps, [0] * steps, [0] * steps
+    names0: dict[str, int] = {}  # every runtime/driver API the profiler saw in step 0, by name
     for e in events:
-        counts = kernels if e.name in KERNEL_LAUNCH_APIS else graphs if e.name in GRAPH_LAUNCH_APIS else None
-        if counts is None:
+        step = next((i for i, r in ranges.items() if r.start <= e.time_range.start <= r.end), None)
+        if step is None:
             continue
-        for i, r in ranges.items():
-            if r.start <= e.time_range.start <= r.end:
-                counts[i] += 1
-                break
+        if step == 0 and e.name.startswith("cu"):
+            names0[e.name] = names0.get(e.name, 0) + 1
+        # any launch API, also one the list above does not name (a _ptsz entry point, a newer name)
+        if "Launch" in e.name and e.name not in GRAPH_LAUNCH_APIS and "HostFunc" not in e.name and e.name.startswith("cu"):
+            any_launch[step] += 1
+        counts = kernels if e.name in KERNEL_LAUNCH_APIS else graphs if e.name in GRAPH_LAUNCH_APIS else None
+        if counts is not None:
+            counts[step] += 1
     device_kernels = sum(1 for e in events if str(e.device_type).endswith("CUDA") and not e.name.startswith(("Memcpy", "Memset")))
-    return {"kernels": kernels, "graphs": graphs, "device_kernels_total": device_kernels, "torch": torch.__version__}
+    return {"kernels": kernels, "graphs": graphs, "any_launch": any_launch, "names0": names0, "device_kernels_total": device_kernels, "torch": torch.__version__}
 
 
 def main() -> None:
@@ -123,6 +128,8 @@ def main() -> None:
     graph = runner.rep({"GRAPH": True}, args.warmup, args.steps)
     print(json.dumps({
         "profiler_launches_per_step": prof["kernels"],
+        "profiler_any_launch_per_step": prof["any_launch"],
+        "profiler_launch_names_step0": prof["names0"],
         "injection_kernels_per_step": eager["launches"]["kernels"],
         "equal": prof["kernels"] == eager["launches"]["kernels"],
         "profiler_graph_launches_per_step_eager": prof["graphs"],

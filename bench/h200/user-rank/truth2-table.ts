@@ -1,0 +1,117 @@
+/**
+ * Issue 40's three tables (and the profiler row) from what truth2.sh left in WORK: results
+ * directories of `orch submit` (their report.json) and the --standalone JSON lines.
+ *   node --import tsx bench/h200/user-rank/truth2-table.ts WORK
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const work = process.argv[2] ?? '/tmp/truth2';
+
+interface TraceSummary { step_ns: number; busy_share: number; busy_ns: number; kernels: number; short_kernels: number; gaps_ns: number; graph_step_estimate_ns: number | null }
+interface Report {
+  exit_code: number;
+  arms: { arm: string; median: number | null }[];
+  trace?: {
+    floor: { source: string; ns_per_node?: number; reason?: string };
+    arms: { arm: string; mode: string; summary: TraceSummary | null; reason?: string; estimate_reason?: string }[];
+    graph_check: { estimate_ns: number; measured_ns: number; ratio: number } | null;
+    message: string;
+  };
+}
+
+function report(name: string): Report | null {
+  const d = join(work, name);
+  if (!existsSync(d)) return null;
+  const sub = readdirSync(d).find((f) => existsSync(join(d, f, 'report.json')));
+  return sub === undefined ? null : (JSON.parse(readFileSync(join(d, sub, 'report.json'), 'utf8')) as Report);
+}
+
+function line(name: string): Record<string, number> | null {
+  const f = join(work, `${name}.json`);
+  if (!existsSync(f)) return null;
+  const last = readFileSync(f, 'utf8').trim().split('\n').at(-1) ?? '';
+  try {
+    return JSON.parse(last) as Record<string, number>;
+  } catch {
+    return null;
+  }
+}
+
+const armMs = (r: Report | null, arm: string): number | null => r?.arms.find((a) => a.arm === arm)?.median ?? null;
+const mean = (xs: (number | null)[]): number | null => {
+  const ok = xs.filter((x): x is number => x !== null && Number.isFinite(x));
+  return ok.length === 0 ? null : ok.reduce((a, b) => a + b, 0) / ok.length;
+};
+const f = (x: number | null | undefined, d = 4) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d));
+const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? null : a / b);
+const exitOf = (name: string): string => {
+  const m = existsSync(join(work, 'summary.txt')) ? readFileSync(join(work, 'summary.txt'), 'utf8').match(new RegExp(`^${name}: (exit \\d+|skipped[^\\n]*)`, 'm')) : null;
+  return m?.[1] ?? 'not run';
+};
+
+// 1. the trace probe and would a graph help
+console.log('== 1. the trace probe on the card; would a graph help (estimate = eager arm busy + kernels × floor; measured = the graph arm untraced)');
+console.log('| program | orch submit | eager traced: busy, kernels (< 5 µs), gaps | floor µs/node | estimate ms | graph traced ms | graph measured ms (untraced) | estimate/measured | within 10 % |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+const measured: Record<string, number | null> = {
+  'torch-trace': armMs(report('torch-off-1'), 'graph'),
+  'cuda-trace': mean([armMs(report('cuda-off-1'), 'graph'), armMs(report('cuda-off-2'), 'graph')]),
+  'hf-trace': line('hf-standalone')?.graph_ms_median ?? null,
+};
+for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
+  const t = report(name)?.trace;
+  const eager = t?.arms.find((a) => a.mode === 'eager');
+  const graph = t?.arms.find((a) => a.mode === 'graph');
+  const s = eager?.summary ?? null;
+  const est = s?.graph_step_estimate_ns != null ? s.graph_step_estimate_ns / 1e6 : null;
+  const r = ratio(est, measured[name] ?? null);
+  const traced = s === null ? `not traced: ${eager?.reason ?? t?.message ?? 'no report'}` : `${(s.busy_share * 100).toFixed(1)} %, ${s.kernels} (${s.short_kernels}), ${(s.gaps_ns / 1000).toFixed(1)} µs${eager?.estimate_reason ? `; ${eager.estimate_reason}` : ''}`;
+  const floor = t?.floor.ns_per_node !== undefined ? (t.floor.ns_per_node / 1000).toFixed(3) : `— (${t?.floor.reason ?? 'no report'})`;
+  console.log(`| ${name} | ${exitOf(name)} | ${traced} | ${floor} | ${f(est)} | ${f(graph?.summary ? graph.summary.step_ns / 1e6 : null)} | ${f(measured[name] ?? null)} | ${f(r, 3)} | ${r === null ? '—' : Math.abs(r - 1) <= 0.1 ? 'yes' : 'NO'} |`);
+}
+console.log('before (issue 40): the trace probe failed on every rep ("Too big: expected int to be <=9007199254740991", 11 000+ issues per rep); orch\'s old estimate came out negative for the bf16 decode and the Llama.');
+
+// 2. counting on and off through orch
+console.log('\n== 2. counting on vs off through orch (arm medians, ms; target on/off ≤ 1.01)');
+console.log('| program | arm | on | off | on/off | ≤ 1.01 | before (issue 40) |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+const costRows: string[] = [];
+const before: Record<string, string> = { 'cuda eager': '0.984', 'cuda graph': '1.083 (graph + PDL)', 'torch eager': '—', 'torch graph': '—' };
+for (const [prog, runs] of [['cuda', [1, 2]], ['torch', [1]]] as const) {
+  for (const arm of ['eager', 'graph']) {
+    const on = mean(runs.map((i) => armMs(report(`${prog}-on-${i}`), arm)));
+    const off = mean(runs.map((i) => armMs(report(`${prog}-off-${i}`), arm)));
+    const r = ratio(on, off);
+    const each = runs.map((i) => `${f(armMs(report(`${prog}-on-${i}`), arm))}/${f(armMs(report(`${prog}-off-${i}`), arm))}`).join(', ');
+    console.log(`| ${prog} (${each}) | ${arm} | ${f(on)} | ${f(off)} | ${f(r)} | ${r === null ? '—' : r <= 1.01 ? 'yes' : 'NO'} | ${before[`${prog} ${arm}`]} |`);
+    if (r !== null) costRows.push(`  { program: '${prog === 'cuda' ? 'the CUDA example (examples/cuda-decode)' : 'the PyTorch example (examples/torch-decode)'}', step: '${arm}', on_off: ${r.toFixed(3)}, measured: 'H200, bench/h200/user-rank/truth2.sh, ${new Date().toISOString().slice(0, 10)}' },`);
+  }
+}
+console.log('\njobs/counting-cost.ts COUNTING_COST from this run:');
+console.log(costRows.join('\n'));
+
+// 3. the idle library outside orch
+console.log('\n== 3. the injection library loaded and idle (ORCH_INJECT_ONLY=none), outside orch, medians of two alternated runs (ms; target idle/none ≤ 1.005)');
+console.log('| program | step | none | idle (nothing subscribed) | idle/none | ≤ 1.005 | subscribed, nothing enabled (before) | before/none |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+for (const [prog, fields] of [['torch', { eager: 'eager_ms_median', graph: 'graph_ms_median' }], ['cuda', { eager: 'eager_ms', graph: 'graph_ms', 'graph+pdl': 'graph_pdl_ms' }]] as const) {
+  for (const [step, field] of Object.entries(fields)) {
+    const v = (kind: string) => mean([1, 2].map((i) => line(`idle-${prog}-${kind}-${i}`)?.[field] ?? null));
+    const none = v('none'), idle = v('idle'), sub = v('subscribed');
+    const r = ratio(idle, none);
+    console.log(`| ${prog} | ${step} | ${f(none)} | ${f(idle)} | ${f(r)} | ${r === null ? '—' : r <= 1.005 ? 'yes' : 'NO'} | ${f(sub)} | ${f(ratio(sub, none))} |`);
+  }
+}
+
+// 4. the profiler
+console.log('\n== 4. torch.profiler against the injection library (the PyTorch example, eager, kernel launches per step)');
+const p = line('profiler') as unknown as Record<string, unknown> | null;
+if (p === null) console.log(`not measured: ${exitOf('profiler')}; see profiler.err`);
+else {
+  const first = (k: string) => (Array.isArray(p[k]) ? (p[k] as number[])[0] : p[k]);
+  const deviceKernels = typeof p.profiler_device_kernels_total === 'number' && typeof p.steps === 'number' ? (p.profiler_device_kernels_total / p.steps).toFixed(2) : '—';
+  console.log('| profiler (launch APIs listed) | profiler (every cu*Launch* API but graphs and host funcs) | profiler: GPU kernels ÷ steps | injection library | equal | API names the profiler saw in step 0 |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  console.log(`| ${first('profiler_launches_per_step')} | ${first('profiler_any_launch_per_step')} | ${deviceKernels} | ${first('injection_kernels_per_step')} | ${String(p.equal)} | ${JSON.stringify(p.profiler_launch_names_step0 ?? {})} |`);
+}
