@@ -1,5 +1,7 @@
 #include "request.hpp"
 
+#include "graphrt/protocol_generated.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -118,8 +120,9 @@ std::vector<std::string> param_names() {
 void user_error(Errc errc, const std::string& message) { throw RtError(errc, protocol_code(errc), message); }
 
 const std::vector<std::string>& toggle_names() {
-  static const std::vector<std::string> names = {"graph", "pdl", "overlap", "split_combine",
-                                                 "pin", "freeze_pointer", "lazy_init", "allreduce"};
+  // the one list of graphrt's toggles: jobs/rank-protocol-constants.ts, through the generated header
+  static const std::vector<std::string> names = GRAPHRT_TOGGLE_NAMES_INIT;
+  static_assert(GRAPHRT_TOGGLE_COUNT == sizeof(Toggles) / sizeof(bool), "a toggle of the description without a field of Toggles");
   return names;
 }
 

@@ -44,7 +44,9 @@
 namespace orch_rank {
 
 inline constexpr const char* kLibrary = "orch_rank.h 1.0";
-inline constexpr std::size_t kMaxLineBytes = 1024 * 1024;  // MAX_RANK_LINE_BYTES, newline included
+
+// BEGIN GENERATED PROTOCOL CONSTANTS (npm run gen:protocol; do not edit)
+// END GENERATED PROTOCOL CONSTANTS
 
 // ---------------------------------------------------------------------------------------------
 // JSON: a reader for request lines and ORCH_PARAMS, and the writer's string and number forms.
@@ -358,14 +360,19 @@ class Params {
   json::Value v_;
 };
 
+// Whether a toggle's value reads as on, as orch reads an arm's toggle: true, or one of
+// kToggleOnStrings; absent, false and every other string are off.
+inline bool toggle_on(const std::string& value) {
+  for (const char* s : kToggleOnStrings)
+    if (value == s) return true;
+  return false;
+}
+
 // A request's toggles. A toggle absent from the request is off; a value is a boolean or a string
-// (a toggle the spec sweeps). on() reads a value as orch reads an arm's toggle: true, "true", "on".
+// (a toggle the spec sweeps). on() reads a value by toggle_on().
 class Toggles {
  public:
-  bool on(const std::string& name) const {
-    const std::string v = value(name);
-    return v == "true" || v == "on";
-  }
+  bool on(const std::string& name) const { return toggle_on(value(name)); }
   // The value as sent: "true" / "false" for a boolean, "" when absent.
   std::string value(const std::string& name) const {
     const auto it = values_.find(name);
@@ -401,6 +408,10 @@ class Program {
   // The toggle that makes step() replay a graph (e.g. "GRAPH"), or "" for none: a rep with it on
   // runs one untimed step first, so that the graph is captured before the warm-up.
   virtual std::string graph_toggle() const { return {}; }
+  // Host-side start that needs no device (imports, weights into host memory): runs before
+  // setup(), with CUDA_VISIBLE_DEVICES empty under the host phase (ORCH_HOST_PHASE=1,
+  // ranklib/PROTOCOL.md "Host phase"); it must not touch CUDA.
+  virtual void prepare() {}
   virtual void setup(const Params&) {}
   // Back to the state of orch_rank::seed(): every rep and both sides of the identity gate start here.
   virtual void reset() = 0;
@@ -435,7 +446,61 @@ inline void cuda_check(cudaError_t e, const char* expr, const char* file, int li
 #define ORCH_CUDA(expr) ::orch_rank::detail::cuda_check((expr), #expr, __FILE__, __LINE__)
 #endif
 
-// FNV-1a 64 (as graphrt) as 16 lowercase hex digits: hello's hash "fnv1a-64".
+// BLAKE2b (RFC 7693) with an 8-byte digest as 16 lowercase hex digits: hello's hash "blake2b-64",
+// Python's hashlib.blake2b(digest_size=8), so both libraries hash the same bytes alike.
+inline std::string blake2b64_hex(const void* data, std::size_t bytes) {
+  static constexpr std::uint64_t iv[8] = {0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL,
+                                          0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
+                                          0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
+  static constexpr std::uint8_t sigma[12][16] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+      {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4}, {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+      {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13}, {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+      {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11}, {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+      {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5}, {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3}};
+  constexpr std::size_t kOut = 8;
+  std::uint64_t h[8];
+  for (int i = 0; i < 8; ++i) h[i] = iv[i];
+  h[0] ^= 0x01010000ULL ^ kOut;  // digest length, no key, fanout 1, depth 1
+  const auto rotr = [](std::uint64_t x, int n) { return (x >> n) | (x << (64 - n)); };
+  const auto compress = [&](const unsigned char* block, std::uint64_t t, bool last) {
+    std::uint64_t m[16], v[16];
+    for (int i = 0; i < 16; ++i) {
+      m[i] = 0;
+      for (int b = 0; b < 8; ++b) m[i] |= static_cast<std::uint64_t>(block[i * 8 + b]) << (8 * b);
+    }
+    for (int i = 0; i < 8; ++i) v[i] = h[i], v[i + 8] = iv[i];
+    v[12] ^= t;  // bytes so far; the high word stays 0 below 2^64 bytes
+    if (last) v[14] = ~v[14];
+    const auto g = [&](int a, int b, int c, int d, std::uint64_t x, std::uint64_t y) {
+      v[a] = v[a] + v[b] + x, v[d] = rotr(v[d] ^ v[a], 32), v[c] = v[c] + v[d], v[b] = rotr(v[b] ^ v[c], 24);
+      v[a] = v[a] + v[b] + y, v[d] = rotr(v[d] ^ v[a], 16), v[c] = v[c] + v[d], v[b] = rotr(v[b] ^ v[c], 63);
+    };
+    for (const auto& s : sigma) {
+      g(0, 4, 8, 12, m[s[0]], m[s[1]]), g(1, 5, 9, 13, m[s[2]], m[s[3]]);
+      g(2, 6, 10, 14, m[s[4]], m[s[5]]), g(3, 7, 11, 15, m[s[6]], m[s[7]]);
+      g(0, 5, 10, 15, m[s[8]], m[s[9]]), g(1, 6, 11, 12, m[s[10]], m[s[11]]);
+      g(2, 7, 8, 13, m[s[12]], m[s[13]]), g(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; ++i) h[i] ^= v[i] ^ v[i + 8];
+  };
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::size_t done = 0;
+  while (bytes - done > 128) {  // the last block (full or not) is compressed as the final one
+    done += 128;
+    compress(p + done - 128, done, false);
+  }
+  unsigned char last[128] = {};
+  if (bytes > done) std::memcpy(last, p + done, bytes - done);
+  compress(last, bytes, true);
+  char buf[2 * kOut + 1];
+  for (std::size_t i = 0; i < kOut; ++i)
+    std::snprintf(buf + 2 * i, 3, "%02x", static_cast<unsigned>((h[i / 8] >> (8 * (i % 8))) & 0xff));
+  return buf;
+}
+
+// FNV-1a 64 (as graphrt) as 16 lowercase hex digits, for a program's own standalone checks.
 inline std::string fnv1a64_hex(const void* data, std::size_t bytes) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   const auto* p = static_cast<const unsigned char*>(data);
@@ -466,6 +531,9 @@ inline bool cuda_device_visible() {
 
 struct Runtime {
   std::uint64_t seed = 0;
+  // What shapes a graph beside the user's key: the step's toggles, every one the program knows
+  // (absent ones "false"), so an arm never replays a graph captured under another arm's toggles.
+  std::string shape;
   // Counted since the request began: a rep's mode and graph fields read them.
   std::size_t captures = 0;
   std::size_t replays = 0;
@@ -594,9 +662,10 @@ inline void launch(std::function<void()> kernel) {
 }
 #endif
 
-// Runs `body` as a graph: the first call for a key captures it (the body's launches are recorded,
-// not run) and replays it; every later call replays what was captured. Anything the key does not
-// name (a toggle that changes the launches, a size) must be in the key.
+// Runs `body` as a graph: the first call for a key under the step's toggles captures it (the
+// body's launches are recorded, not run) and replays it; every later call with the same key and
+// toggles replays what was captured. The toggles are part of the key already; anything else that
+// changes the launches (a size) must be in the key.
 inline void graph(const std::string& key, const std::function<void()>& body) {
   auto& r = detail::rt();
 #ifdef ORCH_RANK_CUDA
@@ -604,12 +673,14 @@ inline void graph(const std::string& key, const std::function<void()>& body) {
     body();
     return;
   }
-  auto it = r.graphs.find(key);
-  if (it == r.graphs.end()) it = r.graphs.emplace(key, detail::capture(key, body)).first;
+  const std::string shaped = key + '\n' + r.shape;
+  auto it = r.graphs.find(shaped);
+  if (it == r.graphs.end()) it = r.graphs.emplace(shaped, detail::capture(key, body)).first;
   ORCH_CUDA(cudaGraphLaunch(it->second, stream()));
 #else
-  auto it = r.graphs.find(key);
-  if (it == r.graphs.end()) it = r.graphs.emplace(key, detail::capture(key, body)).first;
+  const std::string shaped = key + '\n' + r.shape;
+  auto it = r.graphs.find(shaped);
+  if (it == r.graphs.end()) it = r.graphs.emplace(shaped, detail::capture(key, body)).first;
   for (const auto& call : it->second) launch(call);  // recorded again when another capture is live, as CUDA nests a graph
 #endif
   ++r.replays;
@@ -637,10 +708,9 @@ struct StepFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// orch's CUPTI injection library (native/inject/orch_inject.h, ABI 1), mirrored: this header
-// includes nothing of orch's. On a cuda card the worker names it in CUDA_INJECTION64_PATH and the
-// driver loads it at cuInit; it counts the driver calls of the whole process.
-inline constexpr std::uint64_t kInjectAbi = 1;
+// orch's CUPTI injection library (native/inject/orch_inject.h, ABI kInjectAbi), mirrored: this
+// header includes nothing of orch's. On a cuda card the worker names it in CUDA_INJECTION64_PATH
+// and the driver loads it at cuInit; it counts the driver calls of the whole process.
 
 struct InjectCounts {  // struct orch_inject_counts
   std::uint64_t abi = 0, initialized = 0, kernels = 0, captured = 0, graphs = 0, memcpy = 0, memset = 0, syncs = 0;
@@ -872,7 +942,7 @@ class Server {
     emit("{\"v\":1,\"type\":\"hello\",\"protocol\":\"orch-rank\",\"version\":1,\"name\":" + json::quote(p_.name()) +
          ",\"library\":" + json::quote(kLibrary) + ",\"backend\":" + json::quote(backend) +
          ",\"device\":" + json::quote(device) + ",\"pid\":" + std::to_string(::getpid()) +
-         ",\"timing\":" + json::quote(timing) + ",\"hash\":\"fnv1a-64\",\"toggles\":[" + toggles +
+         ",\"timing\":" + json::quote(timing) + ",\"hash\":\"blake2b-64\",\"toggles\":[" + toggles +
          "],\"outputs\":[" + outputs + "],\"final\":true}");
   }
 
@@ -1067,7 +1137,7 @@ class Server {
 #endif
     std::string obj;
     for (std::size_t i = 0; i < outs.size(); ++i)
-      obj += (obj.empty() ? "" : ",") + json::quote(outs[i].name) + ":\"" + fnv1a64_hex(host[i], outs[i].bytes) + "\"";
+      obj += (obj.empty() ? "" : ",") + json::quote(outs[i].name) + ":\"" + blake2b64_hex(host[i], outs[i].bytes) + "\"";
     return "{" + obj + "}";
   }
 
