@@ -20,6 +20,7 @@ from .device_trace import begin_trace
 from .errors import RankError, StepFailed
 from .hashing import hash_outputs
 from .timing import CudaEvents, HostClock, clock_for, monotonic_ns
+from .toggles import on
 
 Toggles = Mapping[str, "bool | str"]
 
@@ -43,7 +44,7 @@ class Runner:
         self.name = str(getattr(program, "name", None) or type(program).__name__)
         self.toggles = list(getattr(program, "toggles", []))
         self.graph_toggle = getattr(program, "graph_toggle", None)
-        if not all(isinstance(t, str) for t in self.toggles) or len(set(self.toggles)) != len(self.toggles):
+        if not all(isinstance(t, str) and t for t in self.toggles) or len(set(self.toggles)) != len(self.toggles):
             raise ValueError(f"program.toggles must be distinct strings, not {self.toggles!r}")
         if self.graph_toggle is not None and self.graph_toggle not in self.toggles:
             raise ValueError(f"program.graph_toggle {self.graph_toggle!r} is not among its toggles {self.toggles}")
@@ -51,6 +52,12 @@ class Runner:
         self.clock: HostClock | CudaEvents = HostClock()
         self.outputs: list[str] = []
         self.device_counters = DeviceCounters("cpu", getattr(program, "device_counters", None))
+
+    def prepare(self) -> None:
+        """The program's prepare(), when it has one: host-side start, no device (ranklib/PROTOCOL.md "Host phase")."""
+        prepare = getattr(self.program, "prepare", None)
+        if callable(prepare):
+            prepare()
 
     def start(self, params: Mapping[str, Any]) -> None:
         """setup(params), then the backend (what setup imported decides it) and the output names."""
@@ -70,6 +77,7 @@ class Runner:
         _user("reset()", self.program.reset)
 
     def _step(self, toggles: Toggles) -> None:
+        graphs.use_toggles(toggles)
         _user("step()", self.program.step, dict(toggles))
 
     def _timed_step(self, toggles: Toggles) -> float:
@@ -102,7 +110,7 @@ class Runner:
         """A request's start: reset, and for a graph arm the prepare step (it captures when the
         graph is new, replays otherwise; output discarded) and reset again."""
         self._reset()
-        if self.graph_toggle is not None and toggles[self.graph_toggle]:
+        if self.graph_toggle is not None and on(toggles[self.graph_toggle]):
             self._step(toggles)
             self._reset()
 
