@@ -155,7 +155,6 @@ std::string request_id_of(const json::Value& v) {
   const json::Value* id = v.find("id");
   if (id == nullptr) return "";
   if (id->kind == json::Value::Kind::String) return id->text;
-  if (id->kind == json::Value::Kind::Number) return id->text;
   return "";
 }
 
@@ -166,9 +165,13 @@ Request request_from_json(const json::Value& v) {
   bool explicit_op = false;
   for (const auto& [key, val] : v.members) {
     if (key == "id") {
-      if (val.kind != json::Value::Kind::String && val.kind != json::Value::Kind::Number)
-        user_error(Errc::BadRequest, "id: expected a string or a number");
+      // a string, as in every implementation of the rank protocol (test/conformance/)
+      if (val.kind != json::Value::Kind::String) user_error(Errc::BadRequest, "id: expected a string");
       r.id = val.text;
+    } else if (key == "v") {
+      // the framing's version (ranklib/protocol.json "version"); optional in graphrt's dialect
+      if (val.kind != json::Value::Kind::Number || val.text != std::to_string(GRAPHRT_PROTOCOL_VERSION))
+        user_error(Errc::BadRequest, "v: this graphrt speaks version " + std::to_string(GRAPHRT_PROTOCOL_VERSION));
     } else if (key == "op") {
       const std::string op = json_string("op", val);
       explicit_op = true;
@@ -212,7 +215,7 @@ Request request_from_json(const json::Value& v) {
       r.seed = static_cast<std::uint64_t>(json_int("seed", val, 0, std::numeric_limits<std::int64_t>::max()));
     } else {
       user_error(Errc::BadRequest, "unknown request field \"" + key + "\"" +
-                                       suggest(key, {"id", "op", "arm", "workload", "params", "toggles",
+                                       suggest(key, {"v", "id", "op", "arm", "workload", "params", "toggles",
                                                      "warmup", "steps", "replays", "seed"}));
     }
   }
