@@ -173,6 +173,7 @@ class Runner:
         return {"mode": mode, "trace": run.finish(), "t_start_ns": t_start, "t_end_ns": monotonic_ns()}
 
     def identity(self, toggles: Toggles, toggle: str, replays: int) -> dict[str, Any]:
+        t_start = monotonic_ns()
         toggles = self._full_toggles(toggles)
         self._reset()
         eager = []
@@ -190,5 +191,14 @@ class Runner:
             self._step(toggles)
             graph.append(self._hashes())
         _, replayed = graphs.counts()
-        return {"mode": "graph" if replayed > replays0 else "eager", "replays": replays, "eager": eager, "graph": graph}
+        t_end = monotonic_ns()
+        return {
+            "mode": "graph" if replayed > replays0 else "eager",
+            "replays": replays,
+            "eager": eager,
+            "graph": graph,
+            "counters": self._counters(),  # as orch_rank.h: the gate keeps a launches_per_step
+            "t_start_ns": t_start,
+            "t_end_ns": t_end,
+        }
 
