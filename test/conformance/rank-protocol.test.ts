@@ -205,7 +205,9 @@ for (const lib of LIBRARIES) {
 
 test('conformance: the Python library refuses a prepare() that initialised CUDA (PREPARE_TOUCHED_CUDA, exit 2)', async () => {
   // orch_rank.h's check needs a CUDA build (the driver library loaded and initialised): not here
-  const r = track(LIBRARIES[0].start({ ORCH_HOST_PHASE: '1', CONFORMANCE_TOUCH_CUDA: '1' }));
+  const python = LIBRARIES.find((l) => l.name === 'python');
+  assert.ok(python !== undefined);
+  const r = track(python.start({ ORCH_HOST_PHASE: '1', CONFORMANCE_TOUCH_CUDA: '1' }));
   const err = await r.next();
   assert.deepEqual(pick(err, ['type', 'code', 'fatal']), { type: 'error', code: 'PREPARE_TOUCHED_CUDA', fatal: true });
   assert.match(String(err?.message), /^prepare\(\) initialised CUDA \(.+\); orch will start this rank inside its lease$/);
