@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { WorkloadSchema } from './spec.ts';
 import { CARD_PATTERN, HOST_NAME_PATTERN } from './name-patterns.ts';
 import { HYGIENE_POLICIES } from './clock-hygiene.ts';
+import { toggleIsOn } from './rank-protocol-constants.ts';
 
 /** Names that become Redis keys, queue names, job ids and file names. */
 const KeyNameSchema = z.string().regex(HOST_NAME_PATTERN, 'only letters, digits and _ . @ -');
@@ -112,9 +113,7 @@ export function armsNeedingIdentity(job: BlockJob): BlockJob['arms'] {
 }
 
 /** A toggle's value as an arm carries it: a boolean, or a command toggle's string. */
-function isOn(value: boolean | string | undefined): boolean {
-  return value === true || value === 'true' || value === 'on';
-}
+const isOn = toggleIsOn;
 
 /**
  * The reps of a block's sequence in run order: each position with its arm's 0-based occurrence

@@ -1,17 +1,7 @@
+import { GRAPHRT_EXIT_CODE_TABLE } from './rank-protocol-constants.ts';
+
 /** graphrt's error codes and the exit code each ends a process with (native/PROTOCOL.md "Error codes"). */
-export const GRAPHRT_EXIT_CODES = {
-  INTERNAL: 1,
-  BAD_FLAG: 2,
-  BAD_REQUEST: 2,
-  UNKNOWN_WORKLOAD: 2,
-  UNKNOWN_TOGGLE: 2,
-  BAD_PARAM: 2,
-  BACKEND_UNAVAILABLE: 3,
-  CARD_BUSY: 4,
-  GATE_FAILED: 5,
-  CUDA_ERROR: 6,
-  RANK_LOST: 7,
-} as const;
+export const GRAPHRT_EXIT_CODES = GRAPHRT_EXIT_CODE_TABLE;
 export type GraphrtErrorCode = keyof typeof GRAPHRT_EXIT_CODES;
 export const GRAPHRT_ERROR_CODES = Object.keys(GRAPHRT_EXIT_CODES) as [GraphrtErrorCode, ...GraphrtErrorCode[]];
 

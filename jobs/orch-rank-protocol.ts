@@ -9,11 +9,12 @@ import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
 import { ClockReadingSchema } from './graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
+import { ORCH_RANK_ERROR_CODE_NAMES, ORCH_RANK_PROTOCOL_NAME, RANK_PROTOCOL_VERSION } from './rank-protocol-constants.ts';
 import { describeIssues } from './schema-issues.ts';
 
-export const ORCH_RANK_PROTOCOL = 'orch-rank';
+export const ORCH_RANK_PROTOCOL = ORCH_RANK_PROTOCOL_NAME;
 /** The protocol version this worker speaks (ORCH_RANK_PROTOCOL in the rank's environment). */
-export const ORCH_RANK_VERSION = 1;
+export const ORCH_RANK_VERSION = RANK_PROTOCOL_VERSION;
 
 const v = z.literal(1);
 const hash = z.string().regex(/^[0-9a-f]{16}$/, '16 lowercase hex digits');
@@ -53,6 +54,9 @@ export const OrchRankHelloSchema = z.strictObject({
   hash: z.string().min(1).max(64),
   toggles: z.array(name).max(256),
   outputs: z.array(name).min(1).max(256),
+  /** The host phase's prepare() and setup(), ms (ranklib/PROTOCOL.md "Host phase"). */
+  prepare_ms: ms.optional(),
+  setup_ms: ms.optional(),
   final: z.literal(true),
 });
 export type OrchRankHello = z.infer<typeof OrchRankHelloSchema>;
@@ -124,7 +128,7 @@ export const OrchRankTraceSchema = z.strictObject({
 });
 export type OrchRankTrace = z.infer<typeof OrchRankTraceSchema>;
 
-export const ORCH_RANK_ERROR_CODES = ['BAD_REQUEST', 'UNKNOWN_TOGGLE', 'CAPTURE_FAILED', 'STEP_FAILED', 'INTERNAL'] as const;
+export const ORCH_RANK_ERROR_CODES = ORCH_RANK_ERROR_CODE_NAMES;
 
 /**
  * Where the program's own code stood when the error was raised: the innermost frame outside the

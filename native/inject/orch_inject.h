@@ -3,7 +3,7 @@
  * CUDA_INJECTION64_PATH names it and calls InitializeInjection; from then on it counts driver calls
  * of the unmodified program through CUPTI callbacks (never activity tracing). A rank library finds
  * it with dlopen(path, RTLD_NOW | RTLD_NOLOAD) and dlsym; ranklib/cpp/orch_rank.h mirrors these
- * structs, so a change here bumps ORCH_INJECT_ABI. */
+ * structs, so a change here bumps INJECT_ABI.version in jobs/rank-protocol-constants.ts. */
 #ifndef ORCH_INJECT_H
 #define ORCH_INJECT_H
 
@@ -14,7 +14,10 @@
 extern "C" {
 #endif
 
-#define ORCH_INJECT_ABI 1
+#include "../include/graphrt/protocol_generated.h"
+
+/* The ABI version, from the rank protocol's description (jobs/rank-protocol-constants.ts INJECT_ABI). */
+#define ORCH_INJECT_ABI ORCH_INJECT_ABI_VERSION
 
 /* Counts since InitializeInjection, every thread of the process; a reader takes differences. */
 struct orch_inject_counts {

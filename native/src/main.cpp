@@ -13,6 +13,7 @@
 #include "card_lock.hpp"
 #include "graphrt/backends.hpp"
 #include "graphrt/limits.hpp"
+#include "graphrt/protocol_generated.h"
 #include "lines.hpp"
 #include "session.hpp"
 
@@ -140,6 +141,9 @@ int serve(Session& session) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::optional<std::string> id;
     try {
+      if (text.size() > GRAPHRT_LINE_MAX_BYTES)
+        user_error(Errc::BadRequest, "a request line of " + std::to_string(text.size()) + " bytes, over the " +
+                                         std::to_string(GRAPHRT_LINE_MAX_BYTES) + "-byte line limit");
       const json::Value v = json::parse(text);
       if (!request_id_of(v).empty()) id = request_id_of(v);
       const Request req = request_from_json(v);

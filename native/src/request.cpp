@@ -1,5 +1,7 @@
 #include "request.hpp"
 
+#include "graphrt/protocol_generated.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -118,8 +120,9 @@ std::vector<std::string> param_names() {
 void user_error(Errc errc, const std::string& message) { throw RtError(errc, protocol_code(errc), message); }
 
 const std::vector<std::string>& toggle_names() {
-  static const std::vector<std::string> names = {"graph", "pdl", "overlap", "split_combine",
-                                                 "pin", "freeze_pointer", "lazy_init", "allreduce"};
+  // the one list of graphrt's toggles: jobs/rank-protocol-constants.ts, through the generated header
+  static const std::vector<std::string> names = GRAPHRT_TOGGLE_NAMES_INIT;
+  static_assert(GRAPHRT_TOGGLE_COUNT == sizeof(Toggles) / sizeof(bool), "a toggle of the description without a field of Toggles");
   return names;
 }
 
@@ -152,7 +155,6 @@ std::string request_id_of(const json::Value& v) {
   const json::Value* id = v.find("id");
   if (id == nullptr) return "";
   if (id->kind == json::Value::Kind::String) return id->text;
-  if (id->kind == json::Value::Kind::Number) return id->text;
   return "";
 }
 
@@ -163,9 +165,13 @@ Request request_from_json(const json::Value& v) {
   bool explicit_op = false;
   for (const auto& [key, val] : v.members) {
     if (key == "id") {
-      if (val.kind != json::Value::Kind::String && val.kind != json::Value::Kind::Number)
-        user_error(Errc::BadRequest, "id: expected a string or a number");
+      // a string, as in every implementation of the rank protocol (test/conformance/)
+      if (val.kind != json::Value::Kind::String) user_error(Errc::BadRequest, "id: expected a string");
       r.id = val.text;
+    } else if (key == "v") {
+      // the framing's version (ranklib/protocol.json "version"); optional in graphrt's dialect
+      if (val.kind != json::Value::Kind::Number || val.text != std::to_string(GRAPHRT_PROTOCOL_VERSION))
+        user_error(Errc::BadRequest, "v: this graphrt speaks version " + std::to_string(GRAPHRT_PROTOCOL_VERSION));
     } else if (key == "op") {
       const std::string op = json_string("op", val);
       explicit_op = true;
@@ -209,7 +215,7 @@ Request request_from_json(const json::Value& v) {
       r.seed = static_cast<std::uint64_t>(json_int("seed", val, 0, std::numeric_limits<std::int64_t>::max()));
     } else {
       user_error(Errc::BadRequest, "unknown request field \"" + key + "\"" +
-                                       suggest(key, {"id", "op", "arm", "workload", "params", "toggles",
+                                       suggest(key, {"v", "id", "op", "arm", "workload", "params", "toggles",
                                                      "warmup", "steps", "replays", "seed"}));
     }
   }

@@ -40,11 +40,32 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #endif
+#if defined(ORCH_RANK_NCCL)
+#include <nccl.h>
+#endif
 
 namespace orch_rank {
 
 inline constexpr const char* kLibrary = "orch_rank.h 1.0";
-inline constexpr std::size_t kMaxLineBytes = 1024 * 1024;  // MAX_RANK_LINE_BYTES, newline included
+
+// BEGIN GENERATED PROTOCOL CONSTANTS (npm run gen:protocol; do not edit)
+// generated from jobs/rank-protocol-constants.ts by `npm run gen:protocol`; do not edit.
+inline constexpr const char* kProtocol = "orch-rank";
+inline constexpr int kVersion = 1;
+inline constexpr std::size_t kMaxLineBytes = 1048576;  // a line's bytes, its newline not counted
+inline constexpr const char* kToggleOnStrings[] = {"true", "on"};
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUserError = 2;
+inline constexpr std::size_t kExchangeKeyMaxChars = 64;  // of [A-Za-z0-9_.-]
+inline constexpr std::size_t kExchangeMaxBytes = 4096;
+inline constexpr int kExchangeMaxPerAttempt = 16;
+inline constexpr const char* kExchangeNcclKey = "nccl-id";
+inline constexpr const char* kHostPhaseEnv = "ORCH_HOST_PHASE";
+inline constexpr const char* kHostPhaseDevicesEnv = "CUDA_VISIBLE_DEVICES";
+inline constexpr const char* kPrepareTouchedCuda = "PREPARE_TOUCHED_CUDA";
+inline constexpr std::uint64_t kInjectAbi = 1;
+// END GENERATED PROTOCOL CONSTANTS
 
 // ---------------------------------------------------------------------------------------------
 // JSON: a reader for request lines and ORCH_PARAMS, and the writer's string and number forms.
@@ -358,14 +379,19 @@ class Params {
   json::Value v_;
 };
 
+// Whether a toggle's value reads as on, as orch reads an arm's toggle: true, or one of
+// kToggleOnStrings; absent, false and every other string are off.
+inline bool toggle_on(const std::string& value) {
+  for (const char* s : kToggleOnStrings)
+    if (value == s) return true;
+  return false;
+}
+
 // A request's toggles. A toggle absent from the request is off; a value is a boolean or a string
-// (a toggle the spec sweeps). on() reads a value as orch reads an arm's toggle: true, "true", "on".
+// (a toggle the spec sweeps). on() reads a value by toggle_on().
 class Toggles {
  public:
-  bool on(const std::string& name) const {
-    const std::string v = value(name);
-    return v == "true" || v == "on";
-  }
+  bool on(const std::string& name) const { return toggle_on(value(name)); }
   // The value as sent: "true" / "false" for a boolean, "" when absent.
   std::string value(const std::string& name) const {
     const auto it = values_.find(name);
@@ -401,6 +427,10 @@ class Program {
   // The toggle that makes step() replay a graph (e.g. "GRAPH"), or "" for none: a rep with it on
   // runs one untimed step first, so that the graph is captured before the warm-up.
   virtual std::string graph_toggle() const { return {}; }
+  // Host-side start that needs no device (imports, weights into host memory): runs before
+  // setup(), with CUDA_VISIBLE_DEVICES empty under the host phase (ORCH_HOST_PHASE=1,
+  // ranklib/PROTOCOL.md "Host phase"); it must not touch CUDA.
+  virtual void prepare() {}
   virtual void setup(const Params&) {}
   // Back to the state of orch_rank::seed(): every rep and both sides of the identity gate start here.
   virtual void reset() = 0;
@@ -435,7 +465,61 @@ inline void cuda_check(cudaError_t e, const char* expr, const char* file, int li
 #define ORCH_CUDA(expr) ::orch_rank::detail::cuda_check((expr), #expr, __FILE__, __LINE__)
 #endif
 
-// FNV-1a 64 (as graphrt) as 16 lowercase hex digits: hello's hash "fnv1a-64".
+// BLAKE2b (RFC 7693) with an 8-byte digest as 16 lowercase hex digits: hello's hash "blake2b-64",
+// Python's hashlib.blake2b(digest_size=8), so both libraries hash the same bytes alike.
+inline std::string blake2b64_hex(const void* data, std::size_t bytes) {
+  static constexpr std::uint64_t iv[8] = {0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL,
+                                          0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
+                                          0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
+  static constexpr std::uint8_t sigma[12][16] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+      {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4}, {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+      {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13}, {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+      {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11}, {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+      {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5}, {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3}};
+  constexpr std::size_t kOut = 8;
+  std::uint64_t h[8];
+  for (int i = 0; i < 8; ++i) h[i] = iv[i];
+  h[0] ^= 0x01010000ULL ^ kOut;  // digest length, no key, fanout 1, depth 1
+  const auto rotr = [](std::uint64_t x, int n) { return (x >> n) | (x << (64 - n)); };
+  const auto compress = [&](const unsigned char* block, std::uint64_t t, bool last) {
+    std::uint64_t m[16], v[16];
+    for (int i = 0; i < 16; ++i) {
+      m[i] = 0;
+      for (int b = 0; b < 8; ++b) m[i] |= static_cast<std::uint64_t>(block[i * 8 + b]) << (8 * b);
+    }
+    for (int i = 0; i < 8; ++i) v[i] = h[i], v[i + 8] = iv[i];
+    v[12] ^= t;  // bytes so far; the high word stays 0 below 2^64 bytes
+    if (last) v[14] = ~v[14];
+    const auto g = [&](int a, int b, int c, int d, std::uint64_t x, std::uint64_t y) {
+      v[a] = v[a] + v[b] + x, v[d] = rotr(v[d] ^ v[a], 32), v[c] = v[c] + v[d], v[b] = rotr(v[b] ^ v[c], 24);
+      v[a] = v[a] + v[b] + y, v[d] = rotr(v[d] ^ v[a], 16), v[c] = v[c] + v[d], v[b] = rotr(v[b] ^ v[c], 63);
+    };
+    for (const auto& s : sigma) {
+      g(0, 4, 8, 12, m[s[0]], m[s[1]]), g(1, 5, 9, 13, m[s[2]], m[s[3]]);
+      g(2, 6, 10, 14, m[s[4]], m[s[5]]), g(3, 7, 11, 15, m[s[6]], m[s[7]]);
+      g(0, 5, 10, 15, m[s[8]], m[s[9]]), g(1, 6, 11, 12, m[s[10]], m[s[11]]);
+      g(2, 7, 8, 13, m[s[12]], m[s[13]]), g(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; ++i) h[i] ^= v[i] ^ v[i + 8];
+  };
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::size_t done = 0;
+  while (bytes - done > 128) {  // the last block (full or not) is compressed as the final one
+    done += 128;
+    compress(p + done - 128, done, false);
+  }
+  unsigned char last[128] = {};
+  if (bytes > done) std::memcpy(last, p + done, bytes - done);
+  compress(last, bytes, true);
+  char buf[2 * kOut + 1];
+  for (std::size_t i = 0; i < kOut; ++i)
+    std::snprintf(buf + 2 * i, 3, "%02x", static_cast<unsigned>((h[i / 8] >> (8 * (i % 8))) & 0xff));
+  return buf;
+}
+
+// FNV-1a 64 (as graphrt) as 16 lowercase hex digits, for a program's own standalone checks.
 inline std::string fnv1a64_hex(const void* data, std::size_t bytes) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   const auto* p = static_cast<const unsigned char*>(data);
@@ -466,6 +550,9 @@ inline bool cuda_device_visible() {
 
 struct Runtime {
   std::uint64_t seed = 0;
+  // What shapes a graph beside the user's key: the step's toggles, every one the program knows
+  // (absent ones "false"), so an arm never replays a graph captured under another arm's toggles.
+  std::string shape;
   // Counted since the request began: a rep's mode and graph fields read them.
   std::size_t captures = 0;
   std::size_t replays = 0;
@@ -594,9 +681,10 @@ inline void launch(std::function<void()> kernel) {
 }
 #endif
 
-// Runs `body` as a graph: the first call for a key captures it (the body's launches are recorded,
-// not run) and replays it; every later call replays what was captured. Anything the key does not
-// name (a toggle that changes the launches, a size) must be in the key.
+// Runs `body` as a graph: the first call for a key under the step's toggles captures it (the
+// body's launches are recorded, not run) and replays it; every later call with the same key and
+// toggles replays what was captured. The toggles are part of the key already; anything else that
+// changes the launches (a size) must be in the key.
 inline void graph(const std::string& key, const std::function<void()>& body) {
   auto& r = detail::rt();
 #ifdef ORCH_RANK_CUDA
@@ -604,22 +692,191 @@ inline void graph(const std::string& key, const std::function<void()>& body) {
     body();
     return;
   }
-  auto it = r.graphs.find(key);
-  if (it == r.graphs.end()) it = r.graphs.emplace(key, detail::capture(key, body)).first;
+  const std::string shaped = key + '\n' + r.shape;
+  auto it = r.graphs.find(shaped);
+  if (it == r.graphs.end()) it = r.graphs.emplace(shaped, detail::capture(key, body)).first;
   ORCH_CUDA(cudaGraphLaunch(it->second, stream()));
 #else
-  auto it = r.graphs.find(key);
-  if (it == r.graphs.end()) it = r.graphs.emplace(key, detail::capture(key, body)).first;
+  const std::string shaped = key + '\n' + r.shape;
+  auto it = r.graphs.find(shaped);
+  if (it == r.graphs.end()) it = r.graphs.emplace(shaped, detail::capture(key, body)).first;
   for (const auto& call : it->second) launch(call);  // recorded again when another capture is live, as CUDA nests a graph
 #endif
   ++r.replays;
 }
 
 // ---------------------------------------------------------------------------------------------
-// serve(): the protocol.
+// The protocol stream and stdin, shared by serve() and exchange(); apart from Runtime, whose
+// construction asks CUDA for its devices (the host phase must not, before `open`).
 
 namespace detail {
 
+struct Io {
+  int out = -1;       // the protocol stream, once serve() took it
+  int exchanges = 0;  // exchange() calls so far
+};
+inline Io& io() {
+  static Io* x = new Io();
+  return *x;
+}
+
+// One whole line per write(2) call sequence; a failed write means the worker is gone.
+inline void write_line(const std::string& line) {
+  if (io().out < 0) throw std::logic_error("orch_rank: the protocol stream is not open (call inside serve())");
+  const std::string s = line + "\n";
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(io().out, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(std::string("writing the protocol stream: ") + std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+enum class Read { Line, End, TooLong };
+
+// The next line of stdin without its "\n"; a line over kMaxLineBytes is read to its end and
+// dropped (TooLong), so a runaway writer cannot make the rank buffer without bound.
+inline Read read_line(std::string& line) {
+  line.clear();
+  std::streambuf* in = std::cin.rdbuf();
+  bool any = false, too_long = false;
+  for (;;) {
+    const int c = in->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      if (!any) return Read::End;
+      break;
+    }
+    any = true;
+    if (c == '\n') break;
+    if (line.size() < kMaxLineBytes) line.push_back(static_cast<char>(c));
+    else too_long = true;
+  }
+  if (too_long) {
+    line.clear();
+    return Read::TooLong;
+  }
+  return Read::Line;
+}
+
+inline std::string base64_encode(const std::string& in) {
+  static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, in.size() - i);
+    unsigned v = 0;
+    for (std::size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? static_cast<unsigned char>(in[i + k]) : 0u);
+    out += abc[(v >> 18) & 63];
+    out += abc[(v >> 12) & 63];
+    out += n > 1 ? abc[(v >> 6) & 63] : '=';
+    out += n > 2 ? abc[v & 63] : '=';
+  }
+  return out;
+}
+
+inline std::string base64_decode(const std::string& in) {
+  const auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (in.size() % 4 != 0) throw std::invalid_argument("base64 of a length not a multiple of 4");
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    const bool last = i + 4 == in.size();
+    const int pad = last ? (in[i + 3] == '=') + (in[i + 2] == '=' && in[i + 3] == '=') : 0;
+    unsigned v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int d = k >= 4 - pad ? 0 : val(in[i + k]);
+      if (d < 0) throw std::invalid_argument("not base64");
+      v = (v << 6) | static_cast<unsigned>(d);
+    }
+    out.push_back(static_cast<char>((v >> 16) & 0xff));
+    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(v & 0xff));
+  }
+  return out;
+}
+
+inline bool exchange_key_ok(const std::string& key) {
+  if (key.empty() || key.size() > kExchangeKeyMaxChars) return false;
+  for (const char c : key)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
+inline int this_rank() {
+  const char* r = std::getenv("ORCH_RANK");
+  return r == nullptr || *r == '\0' ? 0 : std::atoi(r);
+}
+
+}  // namespace detail
+
+// Bytes from rank 0 to every rank of the gang, through the worker (ranklib/PROTOCOL.md
+// "exchange"): rank 0's `data` (at most kExchangeMaxBytes) comes back on every rank, rank 0's
+// included; other ranks' `data` is not sent. Blocks until the worker answers; throws
+// std::runtime_error with the worker's text when it cannot (rank 0 never published in time).
+// Callable in setup() (before hello) or inside a request.
+inline std::string exchange(const std::string& key, const std::string& data) {
+  if (!detail::exchange_key_ok(key))
+    throw std::invalid_argument("exchange key \"" + key + "\" must be 1-" + std::to_string(kExchangeKeyMaxChars) + " of A-Z a-z 0-9 _ . -");
+  const bool root = detail::this_rank() == 0;
+  if (root && data.size() > kExchangeMaxBytes)
+    throw std::invalid_argument("exchange \"" + key + "\": " + std::to_string(data.size()) + " bytes, over " + std::to_string(kExchangeMaxBytes));
+  if (detail::io().exchanges >= kExchangeMaxPerAttempt)
+    throw std::runtime_error("exchange \"" + key + "\": at most " + std::to_string(kExchangeMaxPerAttempt) + " exchanges per rank");
+  ++detail::io().exchanges;
+  detail::write_line("{\"v\":1,\"type\":\"exchange\",\"key\":" + json::quote(key) + ",\"data\":" +
+                     (root ? "\"" + detail::base64_encode(data) + "\"" : std::string("null")) + "}");
+  std::string line;
+  const detail::Read got = detail::read_line(line);
+  if (got != detail::Read::Line)
+    throw std::runtime_error("exchange \"" + key + "\": stdin " + (got == detail::Read::End ? "closed" : "sent a line over the limit") + " before the worker's answer");
+  json::Value reply;
+  try {
+    reply = json::parse(line);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("exchange \"" + key + "\": the answer is not JSON: " + e.what());
+  }
+  const json::Value* op = reply.find("op");
+  const json::Value* k = reply.find("key");
+  if (reply.kind != json::Value::Kind::Object || op == nullptr || op->string != "exchange" || k == nullptr || k->string != key)
+    throw std::runtime_error("exchange \"" + key + "\": expected {\"op\":\"exchange\",\"key\":\"" + key + "\"}, got " + line.substr(0, 200));
+  if (const json::Value* err = reply.find("error"); err != nullptr) throw std::runtime_error("exchange \"" + key + "\": " + err->string);
+  const json::Value* d = reply.find("data");
+  if (d == nullptr || d->kind != json::Value::Kind::String) throw std::runtime_error("exchange \"" + key + "\": the answer has no data");
+  try {
+    return detail::base64_decode(d->string);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("exchange \"" + key + "\": " + e.what());
+  }
+}
+
+#if defined(ORCH_RANK_NCCL)
+// rank 0 makes an NCCL unique id and every rank gets it (exchanged under kExchangeNcclKey).
+inline ncclUniqueId nccl_unique_id() {
+  ncclUniqueId id{};
+  std::string mine;
+  if (detail::this_rank() == 0) {
+    if (ncclGetUniqueId(&id) != ncclSuccess) throw std::runtime_error("ncclGetUniqueId failed");
+    mine.assign(reinterpret_cast<const char*>(&id), sizeof id);
+  }
+  const std::string got = exchange(kExchangeNcclKey, mine);
+  if (got.size() != sizeof id)
+    throw std::runtime_error("nccl_unique_id: exchanged " + std::to_string(got.size()) + " bytes, not " + std::to_string(sizeof id));
+  std::memcpy(&id, got.data(), sizeof id);
+  return id;
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// serve(): the protocol.
+
+namespace detail {
 inline std::int64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -637,10 +894,9 @@ struct StepFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// orch's CUPTI injection library (native/inject/orch_inject.h, ABI 1), mirrored: this header
-// includes nothing of orch's. On a cuda card the worker names it in CUDA_INJECTION64_PATH and the
-// driver loads it at cuInit; it counts the driver calls of the whole process.
-inline constexpr std::uint64_t kInjectAbi = 1;
+// orch's CUPTI injection library (native/inject/orch_inject.h, ABI kInjectAbi), mirrored: this
+// header includes nothing of orch's. On a cuda card the worker names it in CUDA_INJECTION64_PATH
+// and the driver loads it at cuInit; it counts the driver calls of the whole process.
 
 struct InjectCounts {  // struct orch_inject_counts
   std::uint64_t abi = 0, initialized = 0, kernels = 0, captured = 0, graphs = 0, memcpy = 0, memset = 0, syncs = 0;
@@ -813,23 +1069,33 @@ struct Request {
 
 class Server {
  public:
-  Server(Program& program, int out_fd) : p_(program), out_(out_fd) {}
+  explicit Server(Program& program) : p_(program) {}
 
   int run() {
+    double prepare_ms = 0;
     try {
-      start();
+      const char* phase = std::getenv(kHostPhaseEnv);
+      if (phase != nullptr && std::string(phase) == "1") {
+        const int code = host_phase(prepare_ms);
+        if (code >= 0) return code;
+      } else {
+        prepare_ms = timed_ms([&] { user_start("prepare()", [&] { p_.prepare(); }); });
+      }
+      start(prepare_ms);
     } catch (const std::exception& e) {
       // No protocol line may come before hello: the worker quotes stderr's last line when we exit.
       std::fprintf(stderr, "orch_rank: %s failed to start: %s\n", program_name().c_str(), e.what());
-      return 1;
+      return kExitFailed;
     }
     std::string line;
-    while (std::getline(std::cin, line)) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      if (!handle(line)) return 1;
+    for (;;) {
+      const Read got = read_line(line);
+      if (got == Read::End) return kExitOk;
+      if (got == Read::Line && line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      if (!handle(got == Read::TooLong ? nullptr : &line)) return kExitFailed;
     }
-    return 0;
   }
+
 
  private:
   std::string program_name() const {
@@ -840,8 +1106,78 @@ class Server {
     }
   }
 
+  template <class F>
+  static double timed_ms(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  template <class F>
+  static void user_start(const char* what, F&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string(what) + " threw: " + e.what());
+    }
+  }
+
+  // Best effort: whether CUDA's driver was initialised in this process (by prepare()): the
+  // driver library is loaded and answers a device count, which it refuses before cuInit.
+  static bool cuda_initialised() {
+#if defined(ORCH_RANK_CUDA)
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) return false;
+    const auto count = reinterpret_cast<int (*)(int*)>(::dlsym(lib, "cuDeviceGetCount"));
+    int n = 0;
+    return count != nullptr && count(&n) == 0;
+#else
+    return false;
+#endif
+  }
+
+  // The host phase (ranklib/PROTOCOL.md "Host phase"): prepare() with no device visible, then
+  // `prepared`, then wait for `open` and its devices. -1: go on to setup(); else the exit code.
+  int host_phase(double& prepare_ms) {
+    ::setenv(kHostPhaseDevicesEnv, "", 1);
+    prepare_ms = timed_ms([&] { user_start("prepare()", [&] { p_.prepare(); }); });
+    if (cuda_initialised()) {
+      emit(std::string("{\"v\":1,\"type\":\"error\",\"code\":\"") + kPrepareTouchedCuda +
+           "\",\"message\":\"prepare() initialised CUDA (the CUDA driver answers in this process); orch will start this rank "
+           "inside its lease\",\"fatal\":true,\"final\":true}");
+      return kExitUserError;
+    }
+    emit("{\"v\":1,\"type\":\"prepared\",\"prepare_ms\":" + json::number(prepare_ms) + "}");
+    std::string line;
+    for (;;) {
+      const Read got = read_line(line);
+      if (got == Read::End) return kExitOk;  // the worker gave the rank up before its lease
+      if (got == Read::Line && line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      std::string why = "a line over the line limit";
+      if (got == Read::Line) {
+        try {
+          const json::Value v = json::parse(line);
+          const json::Value* ver = v.find("v");
+          const json::Value* op = v.find("op");
+          const json::Value* devices = v.find("devices");
+          if (v.kind == json::Value::Kind::Object && v.keys.size() == 3 && ver != nullptr && ver->kind == json::Value::Kind::Number &&
+              ver->number == 1 && op != nullptr && op->string == "open" && devices != nullptr && devices->kind == json::Value::Kind::String) {
+            ::setenv(kHostPhaseDevicesEnv, devices->string.c_str(), 1);
+            return -1;
+          }
+          why = "expected {\"v\":1,\"op\":\"open\",\"devices\":\"...\"}";
+        } catch (const std::invalid_argument& e) {
+          why = std::string("not a JSON line: ") + e.what();
+        }
+      }
+      emit("{\"v\":1,\"type\":\"error\",\"code\":\"BAD_REQUEST\",\"message\":" + json::quote("waiting for open: " + why) +
+           ",\"fatal\":true,\"final\":true}");
+      return kExitUserError;
+    }
+  }
+
   // CUDA first (setup may allocate and launch on the stream), then setup, then hello.
-  void start() {
+  void start(double prepare_ms) {
+
     std::string backend = "cpu", device = "host cpu (a build without CUDA)", timing = "host-clock";
 #ifdef ORCH_RANK_CUDA
     device = "host cpu (no CUDA device visible)";
@@ -858,12 +1194,16 @@ class Server {
       timing = "cuda-events";
     }
 #endif
-    p_.setup(Params::from_env());
+    const Params params = Params::from_env();
+    const double setup_ms = timed_ms([&] { p_.setup(params); });
     inject_.open();
     toggles_ = p_.toggles();
     graph_toggle_ = p_.graph_toggle();
+    for (std::size_t i = 0; i < toggles_.size(); ++i)
+      if (toggles_[i].empty() || std::find(toggles_.begin(), toggles_.begin() + i, toggles_[i]) != toggles_.begin() + i)
+        throw std::invalid_argument("toggles() must be distinct non-empty names");
     if (!graph_toggle_.empty() && std::find(toggles_.begin(), toggles_.end(), graph_toggle_) == toggles_.end())
-      toggles_.push_back(graph_toggle_);
+      throw std::invalid_argument("graph_toggle() \"" + graph_toggle_ + "\" is not among toggles()");
     std::string outputs;
     for (const Output& o : p_.outputs()) outputs += (outputs.empty() ? "" : ",") + json::quote(o.name);
     if (outputs.empty()) throw std::invalid_argument("outputs() names no buffer: the identity gate would compare nothing");
@@ -872,20 +1212,22 @@ class Server {
     emit("{\"v\":1,\"type\":\"hello\",\"protocol\":\"orch-rank\",\"version\":1,\"name\":" + json::quote(p_.name()) +
          ",\"library\":" + json::quote(kLibrary) + ",\"backend\":" + json::quote(backend) +
          ",\"device\":" + json::quote(device) + ",\"pid\":" + std::to_string(::getpid()) +
-         ",\"timing\":" + json::quote(timing) + ",\"hash\":\"fnv1a-64\",\"toggles\":[" + toggles +
-         "],\"outputs\":[" + outputs + "],\"final\":true}");
+         ",\"timing\":" + json::quote(timing) + ",\"hash\":\"blake2b-64\",\"toggles\":[" + toggles +
+         "],\"outputs\":[" + outputs + "],\"prepare_ms\":" + json::number(prepare_ms) +
+         ",\"setup_ms\":" + json::number(setup_ms) + ",\"final\":true}");
   }
 
   // One request, answered with its answer or an error line; false when the rank must exit.
-  bool handle(const std::string& line) {
+  // `line` null: a request line over kMaxLineBytes, already dropped.
+  bool handle(const std::string* line) {
     std::string id;
     const char* code = "INTERNAL";
     std::string message;
     try {
-      if (line.size() + 1 > kMaxLineBytes) throw RequestError("BAD_REQUEST", "a request line over 1 MiB");
+      if (line == nullptr) throw RequestError("BAD_REQUEST", "a request line over " + std::to_string(kMaxLineBytes) + " bytes");
       json::Value req;
       try {
-        req = json::parse(line);
+        req = json::parse(*line);
       } catch (const std::invalid_argument& e) {
         throw RequestError("BAD_REQUEST", std::string("not a JSON line: ") + e.what());
       }
@@ -893,9 +1235,9 @@ class Server {
       if (const json::Value* v = req.find("id"); v != nullptr && v->kind == json::Value::Kind::String) id = v->string;
       const Request r = parse_request(req);
       const std::string answer = r.op == "rep" ? rep(r) : r.op == "trace" ? trace(r) : identity(r);
-      if (answer.size() + 1 > kMaxLineBytes)
-        throw RequestError("BAD_REQUEST", "the answer would be " + std::to_string(answer.size() + 1) +
-                                              " bytes, over the 1 MiB line limit: ask for fewer steps");
+      if (answer.size() > kMaxLineBytes)
+        throw RequestError("BAD_REQUEST", "the answer would be " + std::to_string(answer.size()) + " bytes, over the " +
+                                              std::to_string(kMaxLineBytes) + "-byte line limit: ask for fewer steps");
       emit(answer);
       return true;
     } catch (const RequestError& e) {
@@ -973,7 +1315,7 @@ class Server {
     if (const json::Value* t = req.find("type"); t != nullptr && t->kind != Kind::String)
       throw RequestError("BAD_REQUEST", "field \"type\" must be a string");
     r.arm = field("arm", Kind::String, "a string").string;
-    r.seed = static_cast<std::uint64_t>(integer("seed", 0));
+    if (req.find("seed") != nullptr) r.seed = static_cast<std::uint64_t>(integer("seed", 0));
     const json::Value& toggles = field("toggles", Kind::Object, "an object");
     for (std::size_t i = 0; i < toggles.keys.size(); ++i) {
       const json::Value& v = toggles.items[i];
@@ -1023,6 +1365,7 @@ class Server {
   // header's synchronize comes after the second read, so it is not the program's.
   double step(const Toggles& t, const std::string& which, InjectCounts* own = nullptr) {
     const std::string what = "step() (" + which + ")";
+    rt().shape = shape(t);
     const auto run = [&] { user(what, [&] { p_.step(t); }); };
     const InjectCounts before = own != nullptr ? inject_.counts() : InjectCounts{};
 #ifdef ORCH_RANK_CUDA
@@ -1043,6 +1386,16 @@ class Server {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (own != nullptr) *own = since(inject_.counts(), before);
     return ms;
+  }
+
+  // The toggles as a graph's key sees them: every toggle of hello, in order, absent ones "false".
+  std::string shape(const Toggles& t) const {
+    std::string s;
+    for (const std::string& name : toggles_) {
+      const std::string v = t.value(name);
+      s += name + '=' + (v.empty() ? std::string("false") : v) + ';';
+    }
+    return s;
   }
 
   // {"name":"hash",...} of the outputs as they are now; outside any timed interval.
@@ -1068,7 +1421,7 @@ class Server {
 #endif
     std::string obj;
     for (std::size_t i = 0; i < outs.size(); ++i)
-      obj += (obj.empty() ? "" : ",") + json::quote(outs[i].name) + ":\"" + fnv1a64_hex(host[i], outs[i].bytes) + "\"";
+      obj += (obj.empty() ? "" : ",") + json::quote(outs[i].name) + ":\"" + blake2b64_hex(host[i], outs[i].bytes) + "\"";
     return "{" + obj + "}";
   }
 
@@ -1239,20 +1592,9 @@ class Server {
     return "[" + s + "]";
   }
 
-  // One whole line per write(2) call sequence; a failed write means the worker is gone.
-  void emit(const std::string& line) {
-    const std::string s = line + "\n";
-    std::size_t done = 0;
-    while (done < s.size()) {
-      const ssize_t n = ::write(out_, s.data() + done, s.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::runtime_error(std::string("writing the protocol stream: ") + std::strerror(errno));
-      done += static_cast<std::size_t>(n);
-    }
-  }
+  static void emit(const std::string& line) { write_line(line); }
 
   Program& p_;
-  const int out_;
   std::vector<std::string> toggles_;
   std::string graph_toggle_;
   Inject inject_;
@@ -1275,8 +1617,9 @@ inline int serve(Program& program) {
     return 1;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);  // stderr lines reach people as they are printed
+  detail::io().out = out;
   try {
-    return detail::Server(program, out).run();
+    return detail::Server(program).run();
   } catch (const std::exception& e) {  // only the protocol stream's own failure reaches here
     std::fprintf(stderr, "orch_rank: %s\n", e.what());
     return 1;

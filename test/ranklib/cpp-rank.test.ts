@@ -17,7 +17,7 @@ import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { parseOrchRankLine, type OrchRankError, type OrchRankIdentity, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { parseOrchRankLine, type OrchRankError, type OrchRankHello, type OrchRankIdentity, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { compareIdentity } from '../../jobs/output-hashes.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -129,10 +129,13 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
 
   test('hello first: who it is, the cpu backend, its toggles and outputs', async () => {
     const r = start();
-    const hello = await r.next();
+    const line = await r.next();
+    assert.equal(line.type, 'hello');
+    const { prepare_ms, setup_ms, ...hello } = line as OrchRankHello;
+    assert.ok(typeof prepare_ms === 'number' && typeof setup_ms === 'number', 'prepare() and setup() timed');
     assert.deepEqual(hello, {
       v: 1, type: 'hello', protocol: 'orch-rank', version: 1, name: 'host-decode', library: 'orch_rank.h 1.0', backend: 'cpu',
-      device: 'host cpu (a build without CUDA)', pid: r.child.pid, timing: 'host-clock', hash: 'fnv1a-64',
+      device: 'host cpu (a build without CUDA)', pid: r.child.pid, timing: 'host-clock', hash: 'blake2b-64',
       toggles: ['GRAPH', 'STALE_INPUT'], outputs: ['logits'], final: true,
     });
     assert.deepEqual(await r.close(), { code: 0, signal: null }, 'stdin closed: exit 0');

@@ -135,8 +135,9 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
     // configs/torch-decode.yaml's params: they size the torch model; the pure-Python one keeps its own
     const r = decode({ layers: 24, hidden: 1024, max_pos: 128 });
     const hello = await r.next();
-    assert.deepEqual(Object.keys(hello), ['v', 'type', 'protocol', 'version', 'name', 'library', 'backend', 'device', 'pid', 'timing', 'hash', 'toggles', 'outputs', 'final']);
-    const { backend, device, pid, timing, ...rest } = hello;
+    assert.deepEqual(Object.keys(hello), ['v', 'type', 'protocol', 'version', 'name', 'library', 'backend', 'device', 'pid', 'timing', 'hash', 'toggles', 'outputs', 'prepare_ms', 'setup_ms', 'final']);
+    const { backend, device, pid, timing, prepare_ms, setup_ms, ...rest } = hello;
+    assert.ok(typeof prepare_ms === 'number' && typeof setup_ms === 'number' && setup_ms >= 0, 'prepare() and setup() timed');
     assert.deepEqual(rest, {
       v: 1, type: 'hello', protocol: 'orch-rank', version: 1, name: 'torch-decode', library: 'orch_rank.py 1.0',
       hash: 'blake2b-64', toggles: ['GRAPH', 'STALE_INPUT'], outputs: ['logits'], final: true,

@@ -12,6 +12,7 @@
  *   ORCH_ARM          the arm's name
  */
 import { UserInputError } from '../../jobs/errors.ts';
+import { toggleIsOn } from '../../jobs/rank-protocol-constants.ts';
 
 export type ToggleMappingInput = { env: string; on: string; off: string } | { arg_on: string; arg_off: string } | 'request';
 
@@ -56,7 +57,7 @@ export function toCommandInvocation(
     if (mapping === 'request') {
       throw new UserInputError('TOGGLE_UNMAPPED', `workload.toggles.${name}: a request toggle reaches only a resident rank, and this command runs once per rep`, { hint: 'set workload.run.mode: resident, or map the toggle to an env var or arguments' });
     }
-    const on = value === true || value === 'on';
+    const on = toggleIsOn(value);
     if ('env' in mapping) env[mapping.env] = on ? mapping.on : mapping.off;
     else {
       // "--graph --pdl" is two arguments; each is quoted on its own.

@@ -20,9 +20,12 @@ Standard library only; torch is used when the program has imported it and sees a
 
 __version__ = "1.0"
 
+from .exchange import exchange, nccl_unique_id  # noqa: E402
 from .graphs import graph, launch  # noqa: E402
 from .program import Program  # noqa: E402
 from .protocol import serve  # noqa: E402
 from .runner import Runner  # noqa: E402
+from .seed import seed  # noqa: E402
+from .toggles import on  # noqa: E402
 
-__all__ = ["Program", "Runner", "graph", "launch", "serve", "__version__"]
+__all__ = ["Program", "Runner", "exchange", "graph", "launch", "nccl_unique_id", "on", "seed", "serve", "__version__"]

@@ -18,13 +18,14 @@ import math
 import os
 from typing import Any
 
-ABI = 1
+from ._protocol import INJECT_ABI as ABI
+from ._protocol import INJECT_COUNTS_FIELDS
 FIELDS = ("kernels", "graphs", "memcpy", "memset", "syncs")  # one count per measured step
 REASON_BITS = 64  # NVML's reason mask; the library names bits 0x1..0x100
 
 
 class _Counts(ctypes.Structure):  # struct orch_inject_counts
-    _fields_ = [(n, ctypes.c_uint64) for n in ("abi", "initialized", "kernels", "captured", "graphs", "memcpy", "memset", "syncs")]
+    _fields_ = [(n, ctypes.c_uint64) for n in INJECT_COUNTS_FIELDS]
 
 
 class _Clock(ctypes.Structure):  # struct orch_inject_clock

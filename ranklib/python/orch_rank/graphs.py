@@ -15,16 +15,18 @@ body write their state in place (`copy_`, `zero_`, slice assignment); a new tens
 bound to the same name is invisible to the graph.
 
 One registry per process, so the library can count captures and replays per request and drop
-every graph before an identity gate. The key names what the body computes: a toggle that changes
-the body belongs in it.
+every graph before an identity gate. A graph is keyed by the user's key AND the step's toggles
+(every toggle of the program, absent ones off): an arm never replays a graph captured under
+another arm's toggles. Anything else that changes the body (a size) belongs in the key.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Mapping
 
 from .backend import detect
 from .errors import CaptureFailed, summary
+from .toggles import on
 
 # warm-up calls before a capture, on cuda and (for the same effects on the program's state) on cpu
 WARMUPS = 2
@@ -38,16 +40,18 @@ class _Registry:
         self.replays = 0
         self.capturing = False
         self.recording: list[tuple[Callable[..., Any], tuple]] | None = None  # a host capture
+        self.shape: Hashable = ()  # the step's toggles, set by the Runner before each step
 
     def run(self, key: Hashable, body: Callable[[], Any]) -> None:
         if self.capturing:
             raise CaptureFailed(f"graph {key!r} called while another graph is being captured")
-        replay = self.replay.get(key)
+        shaped = (key, self.shape)
+        replay = self.replay.get(shaped)
         if replay is None:
             if self.backend is None:
                 self.backend = detect().name
             replay = self._capture_cuda(key, body) if self.backend == "cuda" else self._capture_host(key, body)
-            self.replay[key] = replay
+            self.replay[shaped] = replay
             self.captures += 1
         replay()
         self.replays += 1
@@ -95,8 +99,9 @@ _registry = _Registry()
 
 
 def graph(key: Hashable, body: Callable[[], Any], enabled: bool | str = True) -> None:
-    """Run body() eagerly when not enabled; else replay key's graph, capturing it first if none."""
-    if enabled:
+    """Run body() eagerly when not enabled (a toggle's value, read by orch_rank.on); else replay
+    key's graph under the step's toggles, capturing it first if none."""
+    if on(enabled):
         _registry.run(key, body)
     else:
         body()
@@ -108,6 +113,11 @@ def launch(fn: Callable[..., Any], *args: Any) -> None:
         _registry.recording.append((fn, args))
     else:
         fn(*args)
+
+
+def use_toggles(toggles: Mapping[str, "bool | str"]) -> None:
+    """The toggles of the step about to run: part of every graph's key (as orch_rank.h's shape)."""
+    _registry.shape = tuple((k, v if isinstance(v, str) else ("true" if v else "false")) for k, v in toggles.items())
 
 
 def use_backend(name: str) -> None:

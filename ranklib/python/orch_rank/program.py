@@ -13,6 +13,10 @@ class Program:
     graph_toggle: str | None = None  # the toggle that turns capture on, if any
     backend: str | None = None  # "cpu" keeps a torch program off the GPU; unset: see backend.py
 
+    def prepare(self) -> None:
+        """Host-side start that needs no device (imports, weights into host memory), before setup();
+        under the host phase it runs with no device visible and must not touch CUDA."""
+
     def setup(self, params: dict[str, Any]) -> None:
         """Once, before hello: build the model from params (ORCH_PARAMS)."""
 

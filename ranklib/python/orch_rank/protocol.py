@@ -6,7 +6,9 @@ pointed at stderr, and sys.stdout becomes sys.stderr: a print() or a C library's
 stderr, never among the protocol's lines. Then setup(params), hello, and one answer per request
 line until stdin closes (exit 0). A bad request, an unknown toggle, a step that raises or a graph
 that cannot be captured is answered with an `error` line and serving goes on; a sticky CUDA error
-is answered `fatal: true` and the rank exits 1.
+is answered `fatal: true` and the rank exits 1. The program's prepare() (or serve's `prepare=`)
+runs before setup(); under the host phase (ORCH_HOST_PHASE=1) with no device visible, followed by
+`prepared` and a wait for `open` (ranklib/PROTOCOL.md "Host phase").
 """
 
 from __future__ import annotations
@@ -14,19 +16,31 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator, NoReturn
+from typing import Any, BinaryIO, Callable, NoReturn
 
 from . import __version__
+from ._protocol import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USER_ERROR,
+    HOST_PHASE_DEVICES_ENV,
+    HOST_PHASE_ENV,
+    LINE_MAX_BYTES,
+    PREPARE_TOUCHED_CUDA,
+    PROTOCOL,
+    VERSION,
+)
+from .channel import Channel, set_channel
 from .errors import BadRequest, CaptureFailed, RankError, UnknownToggle, is_sticky_cuda_error, user_frame
 from .hashing import NAME as HASH_NAME
 from .runner import Runner
+from .seed import set_seed
 
-PROTOCOL = "orch-rank"
-VERSION = 1
 LIBRARY = f"orch_rank.py {__version__}"
-MAX_LINE_BYTES = 1 << 20  # MAX_RANK_LINE_BYTES: a line's bytes, its "\n" not counted
+MAX_LINE_BYTES = LINE_MAX_BYTES
 MAX_MESSAGE_CHARS = 4000  # an error message quoting a user's exception is cut here
 
 # The fields of a request by op, beside `v`, `id`, `op`, `arm` and `toggles`; `seed` may come
@@ -44,6 +58,7 @@ class Request:
     arm: str
     toggles: dict[str, "bool | str"]
     fields: dict[str, Any]  # the op's own: warmup/steps or toggle/replays
+    seed: int = 0
 
 
 def _is_int(v: Any) -> bool:
@@ -83,8 +98,8 @@ def parse(obj: Any, toggles: list[str], program: str) -> Request:
     for name, least in _MIN.items():
         if name in obj and not (_is_int(obj[name]) and obj[name] >= least):
             raise BadRequest(f'{op} request: "{name}" must be an integer >= {least}, not {_show(obj[name])}')
-    if "seed" in obj and not _is_int(obj["seed"]):
-        raise BadRequest(f'{op} request: "seed" must be an integer, not {_show(obj["seed"])}')
+    if "seed" in obj and not (_is_int(obj["seed"]) and obj["seed"] >= 0):
+        raise BadRequest(f'{op} request: "seed" must be an integer >= 0, not {_show(obj["seed"])}')
     sent = obj["toggles"]
     if not isinstance(sent, dict) or not all(isinstance(v, (bool, str)) for v in sent.values()):
         raise BadRequest(f'{op} request: "toggles" must be an object of booleans or strings, not {_show(sent)}')
@@ -92,17 +107,18 @@ def parse(obj: Any, toggles: list[str], program: str) -> Request:
     unknown = [t for t in dict.fromkeys(asked) if t not in toggles]
     if unknown:
         raise UnknownToggle(f"unknown toggle(s) {_quoted(unknown)}: {program} understands {', '.join(toggles) or 'none'}")
-    return Request(obj["id"], op, obj["arm"], dict(sent), {k: obj[k] for k in _FIELDS[op]})
+    return Request(obj["id"], op, obj["arm"], dict(sent), {k: obj[k] for k in _FIELDS[op]}, obj.get("seed", 0))
 
 
 class _Server:
-    def __init__(self, runner: Runner, out: BinaryIO) -> None:
+    def __init__(self, runner: Runner, channel: Channel) -> None:
         self.runner = runner
-        self.out = out
+        self.channel = channel
+        self.prepare_ms = 0.0
+        self.setup_ms = 0.0
 
     def send(self, data: bytes) -> None:
-        self.out.write(data + b"\n")
-        self.out.flush()
+        self.channel.send(data)
 
     @staticmethod
     def encode(line: dict[str, Any]) -> bytes:
@@ -114,7 +130,8 @@ class _Server:
         return {
             "v": 1, "type": "hello", "protocol": PROTOCOL, "version": VERSION, "name": r.name,
             "library": LIBRARY, "backend": r.backend.name, "device": r.backend.device, "pid": os.getpid(),
-            "timing": r.clock.name, "hash": HASH_NAME, "toggles": r.toggles, "outputs": r.outputs, "final": True,
+            "timing": r.clock.name, "hash": HASH_NAME, "toggles": r.toggles, "outputs": r.outputs,
+            "prepare_ms": self.prepare_ms, "setup_ms": self.setup_ms, "final": True,
         }  # fmt: skip
 
     def answer(self, raw: bytes | None) -> tuple[bytes, bool]:
@@ -130,6 +147,7 @@ class _Server:
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 rid = obj["id"]
             req = parse(obj, self.runner.toggles, self.runner.name)
+            set_seed(req.seed)
             if req.op == "rep":
                 body = self.runner.rep(req.toggles, req.fields["warmup"], req.fields["steps"])
             elif req.op == "trace":
@@ -183,40 +201,88 @@ def _params() -> dict[str, Any]:
     return params
 
 
-def _lines(inp: BinaryIO) -> Iterator[bytes | None]:
-    """stdin's request lines, blank ones skipped; None for a line over MAX_LINE_BYTES."""
-    while True:
-        line = inp.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # the rest of the long line
-                line = inp.readline(MAX_LINE_BYTES)
-            yield None
-        elif line.strip():
-            yield line
+def _millis(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000.0
 
 
-def serve(program: Any) -> NoReturn:
-    """Serves the protocol for `program` until stdin closes; never returns."""
-    out = _take_stdout()
+def _failed_start(program: Any, e: BaseException) -> NoReturn:
+    # nothing may come before hello on the protocol stream: the reason goes to stderr, whose
+    # last lines the worker quotes when the rank exits
+    traceback.print_exception(e, file=sys.stderr)
+    name = getattr(program, "name", None) or type(program).__name__
+    print(f"orch_rank: {name} could not start: {type(e).__name__}: {e}", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(EXIT_FAILED)
+
+
+def _cuda_initialised() -> str | None:
+    """What says prepare() initialised CUDA, or None: torch's own word when it is imported."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return "torch.cuda.is_initialized() is True"
+    except Exception:  # a torch without CUDA support
+        return None
+    return None
+
+
+def _host_phase(channel: Channel, prepare: Callable[[], None]) -> float:
+    """prepare() with no device visible, `prepared`, then the wait for `open`; its devices become
+    CUDA_VISIBLE_DEVICES. Returns prepare()'s ms; exits when the program or the worker broke the rule."""
+    os.environ[HOST_PHASE_DEVICES_ENV] = ""
+    prepare_ms = _millis(prepare)
+    why = _cuda_initialised()
+    if why is not None:
+        channel.send_line({
+            "v": 1, "type": "error", "code": PREPARE_TOUCHED_CUDA,
+            "message": f"prepare() initialised CUDA ({why}); orch will start this rank inside its lease",
+            "fatal": True, "final": True,
+        })  # fmt: skip
+        os._exit(EXIT_USER_ERROR)
+    channel.send_line({"v": 1, "type": "prepared", "prepare_ms": prepare_ms})
+    raw = channel.next_line()
+    if raw == b"":
+        os._exit(EXIT_OK)  # the worker gave the rank up before its lease
+    try:
+        if raw is None:
+            raise ValueError("a line over the line limit")
+        obj = json.loads(raw)
+        if not (isinstance(obj, dict) and set(obj) == {"v", "op", "devices"} and obj["v"] == 1 and not isinstance(obj["v"], bool)
+                and obj["op"] == "open" and isinstance(obj["devices"], str)):
+            raise ValueError('expected {"v":1,"op":"open","devices":"..."}')
+    except (ValueError, UnicodeDecodeError) as e:
+        channel.send_line({"v": 1, "type": "error", "code": "BAD_REQUEST", "message": f"waiting for open: {e}", "fatal": True, "final": True})
+        os._exit(EXIT_USER_ERROR)
+    os.environ[HOST_PHASE_DEVICES_ENV] = obj["devices"]
+    return prepare_ms
+
+
+def serve(program: Any, prepare: Callable[[], None] | None = None) -> NoReturn:
+    """Serves the protocol for `program` until stdin closes; never returns. `prepare` (or the
+    program's own prepare()) runs before setup(): ranklib/PROTOCOL.md "Host phase"."""
+    channel = Channel(_take_stdout(), sys.stdin.buffer)
+    set_channel(channel)
     params = _params()
     try:
         runner = Runner(program)
-        runner.start(params)
+        first = prepare if prepare is not None else runner.prepare
+        if os.environ.get(HOST_PHASE_ENV) == "1":
+            prepare_ms = _host_phase(channel, first)
+        else:
+            prepare_ms = _millis(first)
+        setup_ms = _millis(lambda: runner.start(params))
     except Exception as e:
-        # nothing may come before hello on the protocol stream: the reason goes to stderr, whose
-        # last lines the worker quotes when the rank exits
-        traceback.print_exc()
-        name = getattr(program, "name", None) or type(program).__name__
-        sys.exit(f"orch_rank: {name} could not start: {type(e).__name__}: {e}")
-    server = _Server(runner, out)
+        _failed_start(program, e)
+    server = _Server(runner, channel)
+    server.prepare_ms, server.setup_ms = prepare_ms, setup_ms
     server.send(server.encode(server.hello()))
-    for raw in _lines(sys.stdin.buffer):
+    for raw in channel.lines():
         data, fatal = server.answer(raw)
         server.send(data)
         if fatal:
             sys.stderr.flush()
             # a lost CUDA context can hang or crash interpreter teardown: leave at once
-            os._exit(1)
-    sys.exit(0)
+            os._exit(EXIT_FAILED)
+    sys.exit(EXIT_OK)

@@ -20,6 +20,7 @@ from .device_trace import begin_trace
 from .errors import RankError, StepFailed
 from .hashing import hash_outputs
 from .timing import CudaEvents, HostClock, clock_for, monotonic_ns
+from .toggles import on
 
 Toggles = Mapping[str, "bool | str"]
 
@@ -43,7 +44,7 @@ class Runner:
         self.name = str(getattr(program, "name", None) or type(program).__name__)
         self.toggles = list(getattr(program, "toggles", []))
         self.graph_toggle = getattr(program, "graph_toggle", None)
-        if not all(isinstance(t, str) for t in self.toggles) or len(set(self.toggles)) != len(self.toggles):
+        if not all(isinstance(t, str) and t for t in self.toggles) or len(set(self.toggles)) != len(self.toggles):
             raise ValueError(f"program.toggles must be distinct strings, not {self.toggles!r}")
         if self.graph_toggle is not None and self.graph_toggle not in self.toggles:
             raise ValueError(f"program.graph_toggle {self.graph_toggle!r} is not among its toggles {self.toggles}")
@@ -51,6 +52,12 @@ class Runner:
         self.clock: HostClock | CudaEvents = HostClock()
         self.outputs: list[str] = []
         self.device_counters = DeviceCounters("cpu", getattr(program, "device_counters", None))
+
+    def prepare(self) -> None:
+        """The program's prepare(), when it has one: host-side start, no device (ranklib/PROTOCOL.md "Host phase")."""
+        prepare = getattr(self.program, "prepare", None)
+        if callable(prepare):
+            prepare()
 
     def start(self, params: Mapping[str, Any]) -> None:
         """setup(params), then the backend (what setup imported decides it) and the output names."""
@@ -70,6 +77,7 @@ class Runner:
         _user("reset()", self.program.reset)
 
     def _step(self, toggles: Toggles) -> None:
+        graphs.use_toggles(toggles)
         _user("step()", self.program.step, dict(toggles))
 
     def _timed_step(self, toggles: Toggles) -> float:
@@ -102,7 +110,7 @@ class Runner:
         """A request's start: reset, and for a graph arm the prepare step (it captures when the
         graph is new, replays otherwise; output discarded) and reset again."""
         self._reset()
-        if self.graph_toggle is not None and toggles[self.graph_toggle]:
+        if self.graph_toggle is not None and on(toggles[self.graph_toggle]):
             self._step(toggles)
             self._reset()
 
@@ -165,6 +173,7 @@ class Runner:
         return {"mode": mode, "trace": run.finish(), "t_start_ns": t_start, "t_end_ns": monotonic_ns()}
 
     def identity(self, toggles: Toggles, toggle: str, replays: int) -> dict[str, Any]:
+        t_start = monotonic_ns()
         toggles = self._full_toggles(toggles)
         self._reset()
         eager = []
@@ -182,5 +191,14 @@ class Runner:
             self._step(toggles)
             graph.append(self._hashes())
         _, replayed = graphs.counts()
-        return {"mode": "graph" if replayed > replays0 else "eager", "replays": replays, "eager": eager, "graph": graph}
+        t_end = monotonic_ns()
+        return {
+            "mode": "graph" if replayed > replays0 else "eager",
+            "replays": replays,
+            "eager": eager,
+            "graph": graph,
+            "counters": self._counters(),  # as orch_rank.h: the gate keeps a launches_per_step
+            "t_start_ns": t_start,
+            "t_end_ns": t_end,
+        }
 
