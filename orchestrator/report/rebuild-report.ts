@@ -9,7 +9,7 @@ import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';
 import { recordTables } from './record-tables.ts';
-import { ResultsDir } from '../results/results-dir.ts';
+import { ResultsDir } from './results-dir-writer.ts';
 
 export interface RebuiltReport {
   dir: string;
@@ -24,7 +24,7 @@ export interface RebuiltReport {
 export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
   const files = renderReportFiles(r.summary.analysis, recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }));
-  // 0600, and through no link planted at a report file (orchestrator/results/results-dir.ts)
+  // 0600, and through no link planted at a report file (orchestrator/report/results-dir-writer.ts)
   const out = ResultsDir.existing(dir);
   try {
     for (const [name, text] of Object.entries(files)) out.write(name, text);

@@ -13,7 +13,7 @@
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
  * read, so memory does not grow with the events.
  */
-import { ResultsDir } from './results-dir.ts';
+import { ResultsDir } from '../report/results-dir-writer.ts';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis } from '../stats/types.ts';
