@@ -164,7 +164,7 @@ const CHUNK_CHARS = 1 << 20;
  * Returns the count written.
  */
 export async function exportJsonl(file: string, pages: AsyncIterable<readonly StreamEvent[]> | Iterable<readonly StreamEvent[]>, onEvent?: (e: StreamEvent) => void): Promise<number> {
-  // never through a link planted at the file (orchestrator/results/results-dir.ts)
+  // never through a link planted at the file (orchestrator/report/results-out-dir.ts)
   const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   let n = 0;
   try {

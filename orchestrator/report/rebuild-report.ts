@@ -8,7 +8,7 @@ import { EventDigest } from './event-digest.ts';
 import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';
-import { ResultsDir } from '../results/results-dir.ts';
+import { ResultsOutDir } from './results-out-dir.ts';
 
 export interface RebuiltReport {
   dir: string;
@@ -24,8 +24,8 @@ export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
   const digest = await EventDigest.of(r.events());
   const files = renderReportFiles(r.summary.analysis, digest.tables());
-  // 0600, and through no link planted at a report file (orchestrator/results/results-dir.ts)
-  const out = ResultsDir.existing(dir);
+  // 0600, and through no link planted at a report file (orchestrator/report/results-out-dir.ts)
+  const out = ResultsOutDir.existing(dir);
   try {
     for (const [name, text] of Object.entries(files)) out.write(name, text);
   } finally {
