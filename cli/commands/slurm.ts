@@ -65,6 +65,9 @@ export const slurmCommand = defineCommand({
       }
       const { slurmDown } = await import('../../orchestrator/slurm/slurm-down.ts');
       const d = await slurmDown(target.redis, rec.prefix, rec.job, dir, argv.timeout * 1000);
+      // the job drained or was cancelled: its files (a credential copy no worker read) go
+      const { removeRunDir } = await import('../../orchestrator/slurm/slurm-run-dir.ts');
+      removeRunDir(root, dir);
       process.stdout.write(argv.json ? `${JSON.stringify({ action: 'down', job: rec.job, ...d })}\n` : `job ${rec.job}: ${d.drained ? 'workers drained' : `workers not drained within ${argv.timeout} s`}; ${d.cancelled ? 'cancelled (scancel)' : 'already ended'}\n`);
     } finally {
       await target.close();

@@ -43,6 +43,7 @@ export const workerCommand = defineCommand({
       .option('slurm', { choices: ['auto', 'on', 'off'] as const, default: 'auto' as const, describe: "take the cards, host name and end of the Slurm job this runs in (auto: when SLURM_JOB_ID is set)" })
       .option('drain-before-end', { type: 'number', default: 60, describe: "under Slurm: seconds before the allocation's end at which no lease is held any more and the worker stops" })
       .option('stop-file', { type: 'string', describe: 'under Slurm: stop gracefully when this file appears (orch slurm down writes it)' })
+      .option('unlink-credential-files', { type: 'boolean', default: false, describe: 'remove the --redis-url-file and --secret-file once read (orch slurm up gives each worker its own copies)' })
       .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -65,6 +66,11 @@ export const workerCommand = defineCommand({
     const { scrubEnviron } = await import('../../worker/scrub-environ.ts');
     const left = scrubEnviron(['REDIS_URL', SECRET_ENV, 'ORCH_SUBMIT_TOKEN', 'ORCH_DASHBOARD_TOKEN']);
     if (left.length > 0) process.stderr.write(`orch worker: ${left.join(', ')} still readable in /proc/${process.pid}/environ (this system refused to blank it); pass --redis-url-file and --secret-file instead of the environment\n`);
+    // read once: no credential stays in a plain file (orchestrator/slurm/batch-script.ts)
+    if (argv.unlinkCredentialFiles) {
+      const { rmSync } = await import('node:fs');
+      for (const f of [argv.redisUrlFile, argv.secretFile]) if (f !== undefined) rmSync(f, { force: true });
+    }
     const slurm = await slurmOptions(argv);
     const worker = new Worker({
       ...(slurm ? { slurm } : {}),

@@ -9,7 +9,7 @@ import type { Analysis } from '../stats/types.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';
 import { recordTables } from './record-tables.ts';
-import { ResultsDir } from './results-dir-writer.ts';
+import { ResultsOutDir } from './results-out-dir.ts';
 
 export interface RebuiltReport {
   dir: string;
@@ -24,8 +24,8 @@ export interface RebuiltReport {
 export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
   const files = renderReportFiles(r.summary.analysis, recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }));
-  // 0600, and through no link planted at a report file (orchestrator/report/results-dir-writer.ts)
-  const out = ResultsDir.existing(dir);
+  // 0600, and through no link planted at a report file (orchestrator/report/results-out-dir.ts)
+  const out = ResultsOutDir.existing(dir);
   try {
     for (const [name, text] of Object.entries(files)) out.write(name, text);
   } finally {

@@ -13,7 +13,7 @@
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
  * read, so memory does not grow with the events.
  */
-import { ResultsDir } from '../report/results-dir-writer.ts';
+import { ResultsOutDir } from '../report/results-out-dir.ts';
 import type { Redis } from 'ioredis';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis } from '../stats/types.ts';
@@ -56,8 +56,8 @@ export function accountFor(c: CollectedRecords): Accounting {
 export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
   const c = await collectRecords(redis, prefix, id);
   // Results hold the spec with its run.env values and every event: readable by their owner
-  // alone (files 0600 in a 0700 directory), and written through no planted link (results-dir.ts).
-  const out = ResultsDir.open(root, id);
+  // alone (files 0600 in a 0700 directory), and written through no planted link (orchestrator/report/results-out-dir.ts).
+  const out = ResultsOutDir.open(root, id);
   try {
     return await writeInto(out, c);
   } finally {
@@ -65,7 +65,7 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   }
 }
 
-async function writeInto(out: ResultsDir, c: Awaited<ReturnType<typeof collectRecords>>): Promise<WrittenResults> {
+async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collectRecords>>): Promise<WrittenResults> {
   const writeFileSync = (name: string, data: string) => out.write(name, data);
   const digest = new EventDigest();
   // checked (and made 0600) like every file, then streamed; the stream's open follows no link either

@@ -3,7 +3,9 @@
  * `srun --ntasks-per-node=1`, each taking the GPUs Slurm gave its step. The Redis URL and the
  * cluster secret are files in the run directory (0600), named by path only: the script,
  * the job's argv and its environment carry no credential (`scontrol show job`,
- * `scontrol write batch_script` show them to others).
+ * `scontrol write batch_script` show them to others). Each task's worker gets its own copy
+ * (`redis-url.$SLURM_PROCID`, slurm-run-dir.ts), reads it once and unlinks it
+ * (`--unlink-credential-files`): no credential stays in a plain file after the workers read them.
  *
  * The pre-timeout signal goes to the batch shell alone (`--signal=B:USR1@S`): a signal Slurm
  * sends to a step reaches every process of it, the ranks too, which would die mid-rep. The shell's
@@ -44,9 +46,11 @@ export function batchScript(i: BatchScriptInput): string {
     ...(i.partition ? [`--partition=${i.partition}`] : []),
     ...(i.account ? [`--account=${i.account}`] : []),
   ];
+  // the task's own copies, named by its SLURM_PROCID, which only the task's shell knows
+  const ownCopies = 'd=$1; shift; exec "$@" --redis-url-file "$d/redis-url.$SLURM_PROCID" --secret-file "$d/secret.$SLURM_PROCID" --unlink-credential-files';
   const worker = [
+    'bash', '-c', ownCopies, 'orch-worker', i.dir,
     i.node, i.orch, 'worker', '--slurm', 'on',
-    '--redis-url-file', `${i.dir}/redis-url`, '--secret-file', `${i.dir}/secret`,
     '--stop-file', `${i.dir}/stop`, '--prefix', i.prefix, '--drain-before-end', String(i.drainSeconds),
     ...i.workerArgs,
   ];

@@ -1,11 +1,13 @@
 /**
  * Where `orch slurm up` keeps a job's files: a private directory (0700) per submission under
  * the root (default `~/.cache/orch/slurm`, a home directory the nodes share on most clusters):
- * `redis-url` and `secret` (0600: the workers read them), `job.sbatch`, `stop` (written to drain),
- * `slurm-<job>.out`, and `job.json`, the record `status` and `down` find the job by; `last` in the
- * root names the latest submission's directory.
+ * `redis-url.<task>` and `secret.<task>` (0600: one copy per worker, each read once by the worker
+ * of that Slurm task and unlinked by it, so no credential stays in a plain file once the workers
+ * started; batch-script.ts), `job.sbatch`, `stop` (written to drain), `slurm-<job>.out`, and
+ * `job.json`, the record `status` and `down` find the job by; `last` in the root names the latest
+ * submission's directory. `orch slurm down` removes the directory (removeRunDir).
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -37,6 +39,31 @@ export function newRunDir(root: string): string {
 /** Writes a file only its owner can read (the credentials the workers read). */
 export function writePrivate(path: string, text: string): void {
   writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
+}
+
+/** The credential files of the worker of Slurm task `task` (its SLURM_PROCID). */
+export function credentialFiles(dir: string, task: number | string): { redisUrl: string; secret: string } {
+  return { redisUrl: join(dir, `redis-url.${task}`), secret: join(dir, `secret.${task}`) };
+}
+
+/** One copy of the Redis URL and the secret per task (one task per node): each worker unlinks its own. */
+export function writeCredentials(dir: string, tasks: number, redisUrl: string, secret: Buffer): void {
+  for (let t = 0; t < tasks; t++) {
+    const f = credentialFiles(dir, t);
+    writePrivate(f.redisUrl, `${redisUrl}\n`);
+    writePrivate(f.secret, `${secret.toString('utf8')}\n`);
+  }
+}
+
+/**
+ * Removes a job's directory (`orch slurm down`, once the job drained or was cancelled): a
+ * credential copy a worker never read (it failed before) goes with it. `last` goes too when it
+ * names this directory.
+ */
+export function removeRunDir(root: string, dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  const last = join(root, 'last');
+  if (existsSync(last) && readFileSync(last, 'utf8').trim() === dir) rmSync(last, { force: true });
 }
 
 export function recordJob(root: string, dir: string, rec: SlurmJobRecord): void {

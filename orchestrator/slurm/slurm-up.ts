@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { batchScript, type BatchScriptInput } from './batch-script.ts';
 import { slurmCommand } from './slurm-commands.ts';
-import { newRunDir, recordJob, writePrivate } from './slurm-run-dir.ts';
+import { newRunDir, recordJob, writeCredentials } from './slurm-run-dir.ts';
 
 export interface SlurmUpInput extends Omit<BatchScriptInput, 'dir'> {
   root: string;
@@ -16,8 +16,7 @@ export interface SlurmUpInput extends Omit<BatchScriptInput, 'dir'> {
 
 export async function slurmUp(i: SlurmUpInput): Promise<{ job: string; dir: string }> {
   const dir = newRunDir(i.root);
-  writePrivate(join(dir, 'redis-url'), `${i.redisUrl}\n`);
-  writePrivate(join(dir, 'secret'), `${i.secret.toString('utf8')}\n`);
+  writeCredentials(dir, i.nodes, i.redisUrl, i.secret);
   const script = join(dir, 'job.sbatch');
   writeFileSync(script, batchScript({ ...i, dir }), { mode: 0o700 });
   // --parsable: `<id>` or `<id>;<cluster>`

@@ -1,5 +1,5 @@
 /**
- * The results writer follows no planted link (orchestrator/report/results-dir-writer.ts): a symbolic
+ * The results writer follows no planted link (orchestrator/report/results-out-dir.ts): a symbolic
  * link planted at results/<id> before the run, or at a file inside results/<id>, or at a report
  * file of a directory `orch report --from` rebuilds, is refused with RESULTS_PATH_UNSAFE naming
  * the path and the fix, and what it points at is neither written nor chmod-ed. Results written a

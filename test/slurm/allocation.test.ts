@@ -59,7 +59,7 @@ test("the cards: nvidia-smi's GPUs of the step's indexes; with no GPU, the cpu c
 test('the batch script: one srun of the worker per node, credentials by path only, the pre-timeout signal to the batch shell', () => {
   const s = batchScript({ nodes: 2, gpusPerNode: 8, time: '2:00:00', partition: 'h200', account: 'perf', dir: '/home/u/.cache/orch/slurm/run-1', node: '/usr/bin/node', orch: '/opt/orch/bin/orch.mjs', prefix: 'orch', drainSeconds: 60, workerArgs: ['--allow-command'] });
   for (const d of ['--nodes=2', '--ntasks-per-node=1', '--gres=gpu:8', '--time=2:00:00', '--signal=B:USR1@90', '--partition=h200', '--account=perf']) assert.match(s, new RegExp(`^#SBATCH ${d}$`, 'm'));
-  assert.match(s, /^srun --ntasks-per-node=1 --gres=gpu:8 \/usr\/bin\/node \/opt\/orch\/bin\/orch.mjs worker --slurm on --redis-url-file \/home\/u\/.cache\/orch\/slurm\/run-1\/redis-url --secret-file \/home\/u\/.cache\/orch\/slurm\/run-1\/secret --stop-file \/home\/u\/.cache\/orch\/slurm\/run-1\/stop --prefix orch --drain-before-end 60 --allow-command &$/m);
+  assert.match(s, /^srun --ntasks-per-node=1 --gres=gpu:8 bash -c 'd=\$1; shift; exec "\$@" --redis-url-file "\$d\/redis-url.\$SLURM_PROCID" --secret-file "\$d\/secret.\$SLURM_PROCID" --unlink-credential-files' orch-worker \/home\/u\/.cache\/orch\/slurm\/run-1 \/usr\/bin\/node \/opt\/orch\/bin\/orch.mjs worker --slurm on --stop-file \/home\/u\/.cache\/orch\/slurm\/run-1\/stop --prefix orch --drain-before-end 60 --allow-command &$/m);
   assert.match(s, /^trap 'touch \/home\/u\/.cache\/orch\/slurm\/run-1\/stop' USR1$/m);
 });
 

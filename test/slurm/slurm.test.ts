@@ -13,7 +13,7 @@ import { ExperimentStore } from '../../store/experiment-store.ts';
 import { readEvents } from '../utils/events.ts';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { join } from 'node:path';
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { compareResults } from '../../orchestrator/report/compare-results.ts';
 import { findJob } from '../../orchestrator/slurm/slurm-run-dir.ts';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
@@ -56,6 +56,9 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     const shown = execFileSync('scontrol', ['show', 'job', '-d', job], { encoding: 'utf8' }) + execFileSync('scontrol', ['write', 'batch_script', job, '-'], { encoding: 'utf8' });
     assert.ok(!shown.includes(w.srv.password!), 'the Redis password is not in scontrol show job or the batch script');
     assert.ok(!shown.includes(process.env.ORCH_CLUSTER_SECRET!), 'the cluster secret is not in scontrol show job or the batch script');
+    // each worker read its own copies and unlinked them: no credential left in a plain file
+    const runDir = findJob(join(w.dir, 'runs'), job).dir;
+    assert.deepEqual(readdirSync(runDir).filter((f) => /^(redis-url|secret)/.test(f)), [], readdirSync(runDir).join(', '));
 
     const status = await w.orch(['status', '--job', job]);
     assert.equal(status.code, 0, status.stderr);
@@ -114,6 +117,7 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
     // drained: the workers stopped, so the batch script and the job ended with them (nothing left to scancel)
     assert.deepEqual(JSON.parse(down.stdout), { action: 'down', job, drained: true, cancelled: false });
     assert.doesNotMatch(execFileSync('squeue', ['-h', '-j', job, '-o', '%T'], { encoding: 'utf8' }), /RUNNING/);
+    assert.ok(!existsSync(runDir), 'orch slurm down removed the run directory');
   });
 
   test("the pre-timeout signal reaches the batch shell alone, whose trap drains the workers: the job ends with them", async () => {

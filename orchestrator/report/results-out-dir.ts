@@ -35,7 +35,7 @@ function linkTarget(path: string): string {
   }
 }
 
-export class ResultsDir {
+export class ResultsOutDir {
   private constructor(
     /** results/<id> as the user names it (messages, WrittenResults.dir) */
     readonly dir: string,
@@ -45,7 +45,7 @@ export class ResultsDir {
   ) {}
 
   /** Makes (0700) or reopens `root/id`; refuses a link, another user's directory, or an id that is no file name. */
-  static open(root: string, id: string): ResultsDir {
+  static open(root: string, id: string): ResultsOutDir {
     const dir = join(root, id);
     if (!ID.test(id)) throw unsafe(dir, `names no results directory: the experiment id ${JSON.stringify(id)} is not one file name`);
     mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -73,14 +73,14 @@ export class ResultsDir {
       throw err;
     }
     const viaFd = `/proc/self/fd/${fd}`;
-    return new ResultsDir(dir, fd, existsSync(viaFd) ? viaFd : dir);
+    return new ResultsOutDir(dir, fd, existsSync(viaFd) ? viaFd : dir);
   }
 
   /**
    * An existing results directory the user named (`orch report --from DIR`): DIR is the user's
    * choice and may be reached through a link; the files written in it still follow none.
    */
-  static existing(dir: string): ResultsDir {
+  static existing(dir: string): ResultsOutDir {
     let fd: number;
     try {
       fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
@@ -89,7 +89,7 @@ export class ResultsDir {
       throw err;
     }
     const viaFd = `/proc/self/fd/${fd}`;
-    return new ResultsDir(dir, fd, existsSync(viaFd) ? viaFd : dir);
+    return new ResultsOutDir(dir, fd, existsSync(viaFd) ? viaFd : dir);
   }
 
   /**
