@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import { ChainFloorRunSchema } from './chain-floor-run.ts';
 import { PerRepLaunchCountsSchema } from './per-rep-counts.ts';
-import { ErrorFrameSchema, LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema, RepClocksSchema } from './orch-rank-protocol.ts';
+import { ErrorFrameSchema, LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema } from './orch-rank-protocol.ts';
+import { repLineCore } from './rep-line.ts';
 
 const v = z.literal(1);
 const count = z.int().min(0);
@@ -33,15 +34,14 @@ export const CommandHelloSchema = z.strictObject({
 });
 export type CommandHello = z.infer<typeof CommandHelloSchema>;
 
+/**
+ * A command workload's rep: the core every rep line has (jobs/rep-line.ts; `mode`: per_rep always
+ * eager, orch cannot see into the process; resident: what the rank library saw) and its own fields.
+ */
 export const CommandRepSchema = z.strictObject({
-  v,
-  type: z.literal('rep'),
-  id: z.string(),
-  arm: z.string(),
+  ...repLineCore,
   workload: z.literal('command'),
   backend: z.literal('command'),
-  /** per_rep: always eager (orch cannot see into the process); resident: what the rank library saw */
-  mode: z.enum(['eager', 'graph']),
   warmup: count,
   steps: z.int().positive(),
   /** finite numbers only: a metric that parsed to NaN is refused here, never committed */
@@ -51,19 +51,12 @@ export const CommandRepSchema = z.strictObject({
   excluded: count,
   wall_ms: z.number().min(0),
   /** resident ranks (ranklib/PROTOCOL.md "rep"): the rest of what the program answered */
-  graph: z.enum(['fresh', 'reused']).nullable().optional(),
-  warmup_ms: z.array(z.number().min(0)).optional(),
   /** per measured step: one hash over every output (jobs/output-hashes.ts) */
   hashes: z.array(z.string()).optional(),
   counters: z.record(z.string(), z.number()).optional(),
   /** resident: per step from the rank library; per_rep: the whole rep's, with the steps it is divided by */
   launches: z.union([LaunchCountsSchema, PerRepLaunchCountsSchema]).optional(),
-  clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
-  ecc_errors: z.int().min(0).optional(),
-  t_start_ns: z.number().min(0).optional(),
-  t_end_ns: z.number().min(0).optional(),
-  final: z.literal(true),
 });
 export type CommandRep = z.infer<typeof CommandRepSchema>;
 

@@ -10,6 +10,7 @@ import { GRAPHRT_ERROR_CODES, GRAPHRT_EXIT_CODES } from './graphrt-exit-codes.ts
 import { GRAPHRT_FEATURES, GRAPHRT_TOGGLES, type GraphrtFeature } from './graphrt-toggles.ts';
 import { MAX_RANK_LINE_BYTES, quoteLine } from './line-limit.ts';
 import { describeIssues } from './schema-issues.ts';
+import { repLineCore } from './rep-line.ts';
 
 const v = z.literal(1);
 const id = z.string();
@@ -56,14 +57,7 @@ export const CaptureSchema = z.discriminatedUnion('ok', [
 ]);
 export type Capture = z.infer<typeof CaptureSchema>;
 
-export const ClockReadingSchema = z.strictObject({
-  sm_mhz: z.int(),
-  mem_mhz: z.int(),
-  temp_c: z.int(),
-  power_w: z.number(),
-  reasons: z.array(z.string()),
-});
-export type ClockReading = z.infer<typeof ClockReadingSchema>;
+export { ClockReadingSchema, type ClockReading } from './rep-line.ts';
 
 export const TrainReportSchema = z.strictObject({ L: count, P: count, win: z.boolean() });
 export type TrainReport = z.infer<typeof TrainReportSchema>;
@@ -79,20 +73,15 @@ export const repSpanFields = {
   t_end_ns: z.number().min(0).optional(),
 };
 
+/** graphrt's rep: the core every rep line has (jobs/rep-line.ts) and graphrt's own fields. */
 export const RepSchema = z.strictObject({
-  v,
-  type: z.literal('rep'),
-  id,
-  arm: z.string(),
+  ...repLineCore,
   workload: z.enum(GRAPHRT_WORKLOADS),
   backend: z.enum(['cpu', 'cuda']),
-  mode: z.enum(['graph', 'eager']),
   warmup: count,
   steps: z.int().positive(),
   /** finite numbers only: a null or a string is refused here, never committed as a measurement */
   step_ms: z.array(z.number().min(0)),
-  /** the warm-up steps' device times (one per warm-up step; not a measurement: card time only). Optional: older graphrt */
-  warmup_ms: z.array(z.number().min(0)).optional(),
   /** graph reps: the device time of the eager PDL step that settles the launch state (native/PROTOCOL.md); null on eager reps. Optional: older graphrt */
   settle_ms: z.number().min(0).nullable().optional(),
   launches_per_step: count,
@@ -101,15 +90,9 @@ export const RepSchema = z.strictObject({
   rank: count,
   world: z.int().positive(),
   nodes: count.nullable(),
-  graph: z.enum(['fresh', 'reused']).nullable().optional(), // rep: graph captured for this rep, or kept from an earlier one (PROTOCOL.md)
   hashes: z.array(hash),
   unsupported: z.array(z.enum(GRAPHRT_TOGGLES)),
   train: TrainReportSchema.optional(),
-  clocks: z.strictObject({ start: ClockReadingSchema, end: ClockReadingSchema }).optional(),
-  /** volatile uncorrected ECC errors the card counted during the rep (cuda, NVML counting them); absent elsewhere, never a 0 for "not read" */
-  ecc_errors: count.optional(),
-  ...repSpanFields,
-  final: finalTrue,
 });
 export type Rep = z.infer<typeof RepSchema>;
 

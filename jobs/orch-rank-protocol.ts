@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
-import { ClockReadingSchema } from './graphrt-protocol.ts';
+import { RepClocksSchema, repLineCore } from './rep-line.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
 import { ORCH_RANK_ERROR_CODE_NAMES, ORCH_RANK_PROTOCOL_NAME, RANK_PROTOCOL_VERSION } from './rank-protocol-constants.ts';
 import { describeIssues } from './schema-issues.ts';
@@ -37,8 +37,7 @@ export const LaunchCountsSchema = z.discriminatedUnion('source', [
 ]);
 export type LaunchCounts = z.infer<typeof LaunchCountsSchema>;
 
-/** Device clocks read before the rep's first step and after its last (graphrt's shape). */
-export const RepClocksSchema = z.strictObject({ start: ClockReadingSchema, end: ClockReadingSchema });
+export { RepClocksSchema } from './rep-line.ts';
 
 export const OrchRankHelloSchema = z.strictObject({
   v,
@@ -61,24 +60,17 @@ export const OrchRankHelloSchema = z.strictObject({
 });
 export type OrchRankHello = z.infer<typeof OrchRankHelloSchema>;
 
+/** A rank library's rep: the core every rep line has (jobs/rep-line.ts), `graph` and `warmup_ms` always given, and the library's own fields. */
 export const OrchRankRepSchema = z.strictObject({
-  v,
-  type: z.literal('rep'),
-  id: z.string(),
-  arm: z.string(),
-  mode: z.enum(['graph', 'eager']),
+  ...repLineCore,
   graph: z.enum(['fresh', 'reused']).nullable(),
   warmup_ms: z.array(ms),
   step_ms: z.array(ms).min(1),
   hashes: z.array(stepHashes),
   counters,
   launches: LaunchCountsSchema.optional(),
-  clocks: RepClocksSchema.optional(),
   xid_events: z.int().min(0).optional(),
-  /** volatile uncorrected ECC errors of the card during the rep (absent where NVML does not count them) */
-  ecc_errors: z.int().min(0).optional(),
   ...span,
-  final: z.literal(true),
 });
 export type OrchRankRep = z.infer<typeof OrchRankRepSchema>;
 

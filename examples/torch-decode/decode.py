@@ -251,7 +251,7 @@ class Decode(orch_rank.Program):
         self.k = 0  # steps since reset: which token this step stages
 
     def step(self, toggles):
-        if not (toggles["GRAPH"] and toggles["STALE_INPUT"]):
+        if not (orch_rank.on(toggles["GRAPH"]) and orch_rank.on(toggles["STALE_INPUT"])):
             self.model.stage(self.tokens[self.k % len(self.tokens)])
         self.k += 1
         orch_rank.graph("decode", self.model.body, enabled=toggles["GRAPH"])

@@ -41,6 +41,9 @@ describe('command rep', () => {
     assert.equal(inv.cmd, 'bin/train --extra --level 2');
     assert.deepEqual(inv.env, { ORCH_WARMUP: '1', ORCH_STEPS: '2', ORCH_TOTAL_STEPS: '3', ORCH_ARM: 'b', ORCH_ARTIFACTS: '/cache/k', SPEEDY_FAST: '1' });
     assert.equal(toCommandInvocation(workload('bin/train'), { name: 'a', toggles: { FAST: false, EXTRA: false } }, null).env.SPEEDY_FAST, '0');
+    // one truthiness rule (jobs/rank-protocol-constants.ts toggleIsOn), as the arms and both rank libraries read a value
+    const value = (v: string) => toCommandInvocation(workload('bin/train'), { name: 's', toggles: { FAST: v } }, null).env.SPEEDY_FAST;
+    assert.deepEqual(['true', 'on', 'off', 'false', 'yes'].map(value), ['1', '1', '0', '0', '0']);
     assert.throws(() => toCommandInvocation(workload('x'), { name: 'a', toggles: { GRAPH: true } }, null), /arm "a" sets toggle "GRAPH" but workload.toggles has no mapping for it \(mapped: FAST, EXTRA\)/);
   });
 

@@ -175,7 +175,7 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
     const r = decode();
     await r.next();
     const ok = await r.request(identity('i0', { GRAPH: true }));
-    assert.deepEqual(Object.keys(ok), ['v', 'type', 'id', 'arm', 'mode', 'replays', 'eager', 'graph', 'final']);
+    assert.deepEqual(Object.keys(ok), ['v', 'type', 'id', 'arm', 'mode', 'replays', 'eager', 'graph', 'counters', 't_start_ns', 't_end_ns', 'final']);
     assert.deepEqual([ok.type, ok.id, ok.arm, ok.mode, ok.replays, ok.final], ['identity', 'i0', 'graph', 'graph', 7, true]);
     const eager = ok.eager as Hashes;
     assert.equal(eager.length, 7);
