@@ -16,10 +16,9 @@ import { commands } from './commands/index.ts';
 import { environmentHelp } from './environment.ts';
 import { exitCodesHelp } from './exit-codes.ts';
 import { exitCodeOf, formatError, jsonError } from './print-error.ts';
-import { versionLine } from './version.ts';
 
 /** The parser of one command line; `exit` receives the exit code of the command that ran. */
-export function buildParser(argv: string[], exit: (code: number) => void = () => undefined) {
+export function buildParser(argv: string[], exit: (code: number) => void = () => undefined, version = '') {
   let parser = yargs(argv)
     .scriptName('orch')
     .usage('$0 <command> [options]')
@@ -30,7 +29,7 @@ export function buildParser(argv: string[], exit: (code: number) => void = () =>
     .help()
     .alias('h', 'help')
     .epilogue(`${exitCodesHelp()}\n\n${environmentHelp()}`)
-    .version('version', 'show the version and the git commit', versionLine())
+    .version('version', 'show the version and the git commit', version)
     .wrap(100)
     .exitProcess(false)
     .fail((msg, err) => {
@@ -62,7 +61,9 @@ export async function runCli(argv: string[]): Promise<number> {
   try {
     // A command whose outcome is a code, not an error (orch report's verdict), returns it.
     let code = 0;
-    await buildParser(argv, (c) => (code = c)).parseAsync();
+    // The version line reads package.json through its schema (zod): only for --version.
+    const version = argv.includes('--version') ? (await import('./version.ts')).versionLine() : '';
+    await buildParser(argv, (c) => (code = c), version).parseAsync();
     return code;
   } catch (caught) {
     // a full Redis refusing a write, wherever a command met it: REDIS_OOM, not a bug's stack

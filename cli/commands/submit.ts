@@ -28,7 +28,7 @@ export const submitCommand = defineCommand({
   builder: (y) =>
     withFailOn(withRedisUrlFile(y))
       .positional('spec', { type: 'string', demandOption: true, describe: 'experiment spec (YAML)' })
-      .option('watch', { type: 'boolean', default: false, describe: 'show a progress bar per block while it runs' })
+      .option('watch', { type: 'boolean', describe: 'show a progress bar per block while it runs (default: on when stdout is a terminal; --no-watch turns it off)' })
       .option('wait', {
         type: 'boolean',
         default: true,
@@ -56,13 +56,13 @@ export const submitCommand = defineCommand({
         );
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
-      return (await runEmbedded({ loaded, watch: argv.watch && !json, resultsRoot: argv.results, json, failOn })).exitCode;
+      return (await runEmbedded({ loaded, watch: watchByDefault(argv.watch, json), resultsRoot: argv.results, json, failOn })).exitCode;
     }
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
     const { droppedOutputLine, waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
     const { progressPrinter } = await import('../terminal/progress-printer.ts');
-    const { terminalMode } = await import('../terminal/terminal-mode.ts');
+    const { liveColumns, terminalMode } = await import('../terminal/terminal-mode.ts');
     const { WatchInterrupt } = await import('../terminal/watch-interrupt.ts');
     const { readOutputBudget } = await import('../../store/event-budget.ts');
     const { isRedisOom, redisOomError } = await import('../../store/redis-oom.ts');
@@ -87,10 +87,10 @@ export const submitCommand = defineCommand({
         interrupt.following(sub.id);
         if (!json) out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`);
         const exp = (await new ExperimentStore(target.redis, target.prefix).get(sub.id))!;
-        const watching = argv.watch && !json;
+        const watching = watchByDefault(argv.watch, json);
         await waitForEnd(target.redis, target.prefix, exp, {
           signal: interrupt.abort.signal,
-          ...(watching ? { onProgress: progressPrinter(out, terminalMode(process.stdout)) } : { onWaiting: (why: string) => process.stderr.write(`${why}\n`) }),
+          ...(watching ? { onProgress: progressPrinter(out, terminalMode(process.stdout), { columns: liveColumns(process.stdout) }) } : { onWaiting: (why: string) => process.stderr.write(`${why}\n`) }),
         });
       } finally {
         interrupt.dispose();
@@ -109,3 +109,12 @@ export const submitCommand = defineCommand({
     }
   },
 });
+
+/**
+ * Progress is drawn unless asked not to (--no-watch) or --json: by default on a terminal, where
+ * it is redrawn in place with its ETA (cli/terminal/progress-printer.ts); a pipe or a file gets
+ * it only with --watch, as plain lines.
+ */
+export function watchByDefault(watch: boolean | undefined, json: boolean, stdout: { isTTY?: boolean } = process.stdout): boolean {
+  return !json && (watch ?? stdout.isTTY === true);
+}

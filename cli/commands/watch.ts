@@ -23,7 +23,7 @@ export const watchCommand = defineCommand({
     const { ExperimentStore } = await import('../../store/experiment-store.ts');
     const { waitForEnd } = await import('../../orchestrator/experiment/progress.ts');
     const { progressPrinter } = await import('../terminal/progress-printer.ts');
-    const { terminalMode } = await import('../terminal/terminal-mode.ts');
+    const { liveColumns, terminalMode } = await import('../terminal/terminal-mode.ts');
     const { WatchInterrupt } = await import('../terminal/watch-interrupt.ts');
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
@@ -36,7 +36,7 @@ export const watchCommand = defineCommand({
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);
       if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
       interrupt.following(exp.id);
-      const print = progressPrinter((s) => process.stdout.write(s), terminalMode(process.stdout));
+      const print = progressPrinter((s) => process.stdout.write(s), terminalMode(process.stdout), { columns: liveColumns(process.stdout) });
       const state = await waitForEnd(target.redis, target.prefix, exp, {
         signal: interrupt.abort.signal,
         onProgress: (p, events) => {

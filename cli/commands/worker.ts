@@ -18,7 +18,6 @@ import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
-import { slurmAllocation, slurmHostName, underSlurm } from '../../jobs/slurm-allocation.ts';
 import type { WorkerSlurmOptions } from '../../worker/worker.ts';
 
 const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
@@ -72,6 +71,7 @@ export const workerCommand = defineCommand({
       for (const f of [argv.redisUrlFile, argv.secretFile]) if (f !== undefined) rmSync(f, { force: true });
     }
     const slurm = await slurmOptions(argv);
+    const { slurmHostName } = await import('../../jobs/slurm-allocation.ts');
     const worker = new Worker({
       ...(slurm ? { slurm } : {}),
       secret,
@@ -126,6 +126,8 @@ async function nodeAddress(node: string): Promise<string | undefined> {
 
 /** The Slurm job this worker runs in, when it runs in one and --slurm lets it (jobs/slurm-allocation.ts). */
 async function slurmOptions(argv: { slurm: 'auto' | 'on' | 'off'; drainBeforeEnd: number; stopFile?: string; cards: string }): Promise<WorkerSlurmOptions | null> {
+  // Loaded here, not at the top: its schema needs zod, which `orch --help` does without.
+  const { slurmAllocation, underSlurm } = await import('../../jobs/slurm-allocation.ts');
   if (argv.slurm === 'off' || (argv.slurm === 'auto' && !underSlurm(process.env))) return null;
   if (!(argv.drainBeforeEnd >= 0)) throw new UserInputError('CLI_USAGE', `--drain-before-end ${argv.drainBeforeEnd}: expected seconds, 0 or more`);
   if (argv.cards !== 'auto') throw new UserInputError('CLI_USAGE', `--cards ${argv.cards} under Slurm: the cards are the GPUs Slurm gave the step`, { hint: 'leave --cards at auto, or pass --slurm off to name cards yourself' });

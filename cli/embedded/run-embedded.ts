@@ -28,7 +28,7 @@ import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { progressPrinter } from '../terminal/progress-printer.ts';
-import { terminalMode } from '../terminal/terminal-mode.ts';
+import { liveColumns, terminalMode } from '../terminal/terminal-mode.ts';
 import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
 import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
 import { Worker } from '../../worker/worker.ts';
@@ -138,7 +138,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
       submitToken,
       resultsRoot: input.resultsRoot,
       ...(input.failOn ? { failOn: input.failOn } : {}),
-      wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, terminalMode(process.stdout)) } : {}) },
+      wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, terminalMode(process.stdout), { columns: liveColumns(process.stdout) }) } : {}) },
       onSubmitted: (sub) => {
         id = sub.id;
         if (input.json) return;

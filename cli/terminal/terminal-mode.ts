@@ -27,3 +27,8 @@ export function terminalMode(stream: OutputStream, env: NodeJS.ProcessEnv = proc
     columns,
   };
 }
+
+/** The stream's width as it is now (a resized terminal is drawn at its new width), for progressPrinter. */
+export function liveColumns(stream: OutputStream, env: NodeJS.ProcessEnv = process.env): () => number | null {
+  return () => terminalMode(stream, env).columns;
+}

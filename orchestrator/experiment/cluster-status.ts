@@ -19,6 +19,7 @@ import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
 import { selectExperiments, type ExperimentFilter } from './experiment-filter.ts';
 import { experimentOutcomes, formatChange, formatDuration, type ExperimentOutcome } from './experiment-outcome.ts';
 import { gangPlacement, plannedReps } from '../../jobs/plan.ts';
+import { ProgressTracker } from './progress.ts';
 
 export interface CardStatus {
   id: string;
@@ -40,6 +41,8 @@ export interface ExperimentStatus {
   created: string;
   blocks: (Pick<BlockState, 'block' | 'phase' | 'attempt' | 'why' | 'reason'> & { cards: string[] })[];
   measured: number;
+  /** reps the running attempts measured, from the live stream: not committed yet (0 when none runs) */
+  uncommitted: number;
   planned: number;
   /** what it came to once it ended (verdict, change, CI, duration); null while it runs, or when not asked for */
   outcome: ExperimentOutcome | null;
@@ -115,9 +118,16 @@ export async function clusterStatus(
   const limit = opts.limit ?? DEFAULT_STATUS_LIMIT;
   const chosen = await selectExperiments(redis, prefix, page.ids, opts.filter ?? {}, { limit, countAll: true });
   const outcomes = opts.outcomes ? await experimentOutcomes(redis, prefix, chosen.exps) : chosen.exps.map(() => null);
-  const read = await Promise.all(chosen.exps.map(async (exp, i) => ({ exp, outcome: outcomes[i]!, blocks: await store.blocks(exp.id), measured: await redis.hlen(store.keys.results(exp.id)) })));
+  const read = await Promise.all(
+    chosen.exps.map(async (exp, i) => {
+      const blocks = await store.blocks(exp.id);
+      // Only while a block runs: the committed count alone reads 0 until its block ends.
+      const uncommitted = blocks.some((b) => b.phase === 'running') ? await new ProgressTracker(redis, prefix, exp).uncommittedReps(blocks) : 0;
+      return { exp, outcome: outcomes[i]!, blocks, measured: await redis.hlen(store.keys.results(exp.id)), uncommitted };
+    }),
+  );
   const experiments: ExperimentStatus[] = [];
-  for (const { exp, outcome, blocks, measured } of read) {
+  for (const { exp, outcome, blocks, measured, uncommitted } of read) {
     // Without a leader nobody writes `why`; say what the cards allow.
     const fallbackWhy = neverFits(
       { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement), expectedMs: 0 },
@@ -138,6 +148,7 @@ export async function clusterStatus(
         cards: b.gang.flatMap((p) => p.cards),
       })),
       measured,
+      uncommitted,
       planned: plannedReps(exp.plan),
       outcome,
     });
@@ -197,7 +208,7 @@ export function renderStatus(s: ClusterStatus): string {
   lines.push('', `experiments${counts ? ` (${counts})` : ''}`);
   if (s.experiments.length === 0) lines.push('  none');
   for (const e of s.experiments) {
-    lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${escapeRankText(e.reason)})` : ''}`);
+    lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.uncommitted > 0 ? ` (+${e.uncommitted} in running blocks, not yet committed)` : ''}${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${escapeRankText(e.reason)})` : ''}`);
     for (const b of e.blocks) {
       const detail = b.phase === 'waiting' ? `waiting: ${b.why}` : b.phase === 'running' ? `running attempt ${b.attempt} on ${b.cards.join(', ')}` : `${b.phase}${b.reason ? `: ${escapeRankText(b.reason)}` : ''}`;
       lines.push(`    block ${b.block}  ${detail}`);

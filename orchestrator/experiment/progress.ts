@@ -108,6 +108,16 @@ export class ProgressTracker {
     return out;
   }
 
+  /**
+   * The reps the stream shows done in the attempts now running: reps not committed yet (an
+   * attempt commits its block at its end, or never). `orch status` prints them apart from the
+   * committed count, marked as such; reads the stream to its end, a page at a time.
+   */
+  async uncommittedReps(blocks: readonly BlockState[]): Promise<number> {
+    while ((await this.poll(null)).length > 0);
+    return blocks.filter((b) => b.phase === 'running').reduce((n, b) => n + (this.done.get(`${b.block}/${b.attempt}`) ?? 0), 0);
+  }
+
   /** Rank 0's final answer of a rep (or, design probe, of a probe request) is one planned rep done. */
   private fold(e: StreamEvent): void {
     const line = e.event;

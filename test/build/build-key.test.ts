@@ -65,6 +65,8 @@ describe('build key', () => {
 
   test('a build dir that is not a git checkout, and a failing toolchain command, are errors naming the spec path', async () => {
     await assert.rejects(computeBuildKey(input('/tmp')), (e: unknown) => e instanceof UserInputError && e.code === 'BUILD_NOT_GIT' && e.message.startsWith('workload.build.key.git: /tmp is not a git checkout'));
+    // a dir that does not exist is named as such, not as git's exit 127
+    await assert.rejects(computeBuildKey(input('/nonexistent/orch-build-dir')), (e: unknown) => e instanceof UserInputError && e.code === 'BUILD_DIR_MISSING' && e.message === 'workload.build.dir: /nonexistent/orch-build-dir is not a directory on this host (ENOENT)');
     const dir = gitCheckout('cmd-speedy');
     await assert.rejects(
       computeBuildKey(input(dir, { toolchain: ['g++ --version', 'nvcc-missing --version'] })),

@@ -89,3 +89,21 @@ test('display width: escape sequences take none, wide characters two; a cut ends
   assert.equal(stripEscapes(cut), `${'x'.repeat(9)}…`);
   assert.equal(displayWidth(truncateToWidth('実験'.repeat(10), 9)), 9);
 });
+
+test('orch submit draws progress by default on a terminal only; --no-watch and --json turn it off, --watch on in a pipe', async () => {
+  const { watchByDefault } = await import('../../cli/commands/submit.ts');
+  assert.equal(watchByDefault(undefined, false, { isTTY: true }), true);
+  assert.equal(watchByDefault(undefined, false, {}), false, 'a pipe: no progress unless asked');
+  assert.equal(watchByDefault(false, false, { isTTY: true }), false);
+  assert.equal(watchByDefault(true, false, {}), true);
+  assert.equal(watchByDefault(undefined, true, { isTTY: true }), false, '--json');
+});
+
+test('the width is read at each frame: a terminal widened past 80 columns gets longer lines', async () => {
+  const { liveColumns } = await import('../../cli/terminal/terminal-mode.ts');
+  const stream = { isTTY: true, columns: 80 };
+  const columns = liveColumns(stream, {});
+  assert.equal(columns(), 80);
+  stream.columns = 200;
+  assert.equal(columns(), 200);
+});

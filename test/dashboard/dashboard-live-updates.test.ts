@@ -10,7 +10,7 @@
 // showed is asserted to be there still. The experiments list also shows an experiment submitted
 // while it is open, and each page's screenshot is taken after its updates (copied to the folder
 // ORCH_DASHBOARD_SCREENSHOTS names: scripts/dashboard-screenshots.mjs sets it to docs/screenshots).
-// Without /usr/bin/chromium the test is skipped, except under CI, where it fails.
+// Without /usr/bin/chromium the test is skipped, except under ORCH_REQUIRE_SUITES (test/utils/required-suite.ts), where it fails.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,10 +22,10 @@ import { row } from '../history/nightly-row.ts';
 import { runOrch, spawnOrch, startCluster, type Cluster, type OrchChild } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { testDashboard } from './dashboard-harness.ts';
+import { suiteSkip } from '../utils/required-suite.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing under CI: .ci/run installs chromium (apt-get install -y chromium)`);
+const missing = suiteSkip('chromium', existsSync(CHROMIUM) ? null : `${CHROMIUM} not installed (apt-get install -y chromium): the browser tests need Debian's chromium`);
 
 /** Live updates a page must take, before and again after its reload, before it is looked at. */
 const UPDATES = 3;
@@ -106,7 +106,7 @@ async function experimentIds(c: Cluster): Promise<string[]> {
   return c.redis.zrange(`${c.prefix}:exps`, '0', '-1');
 }
 
-test('every dashboard page keeps its verdict, tables, plots, navigation and Cancel through live updates and a reload', { skip: missing ? `${CHROMIUM} not installed (apt-get install -y chromium)` : false, timeout: 600_000 }, async () => {
+test('every dashboard page keeps its verdict, tables, plots, navigation and Cancel through live updates and a reload', { skip: missing, timeout: 600_000 }, async () => {
   const c = await startCluster();
   const dir = mkdtempSync(join(tmpdir(), 'orch-dash-live-'));
   const shots = join(dir, 'screenshots');

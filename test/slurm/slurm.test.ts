@@ -26,8 +26,9 @@ import { renderHistory } from '../../orchestrator/nightly/render-history.ts';
 import { GangStaging } from '../../store/gang-staging.ts';
 import { advertiseAddress } from '../../worker/advertise-address.ts';
 import { ledger, slurmMissing, startSlurmWorld, type SlurmWorld } from './slurm-harness.ts';
+import { suiteSkip } from '../utils/required-suite.ts';
 
-const missing = slurmMissing();
+const missing = suiteSkip('slurm', slurmMissing());
 
 /** Two ranks across hosts on graphrt's CPU backend, their allreduce through rank 0's rendezvous. */
 const SPREAD_SPEC = [
@@ -38,7 +39,7 @@ const SPREAD_SPEC = [
   'reps: 2', 'blocks: { count: 1, ranks: 2, placement: spread }', 'gates: { identity: { replays: 3 }, aa: false }', 'metric: { name: ms_per_step, better: lower }', '',
 ].join('\n');
 
-describe('orch workers under Slurm', { skip: missing ?? false }, () => {
+describe('orch workers under Slurm', { skip: missing }, () => {
   let w: SlurmWorld;
   before(async () => (w = await startSlurmWorld()));
   after(async () => w?.stop());
@@ -286,4 +287,4 @@ describe('orch workers under Slurm', { skip: missing ?? false }, () => {
   });
 });
 
-if (missing) test(`Slurm tests skipped: ${missing}`, { skip: missing }, () => {});
+if (missing) test(missing, { skip: missing }, () => {});

@@ -8,6 +8,7 @@ import { connectRedis } from '../../store/connect.ts';
 import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
 import { keygen, startSshd, SECRET_ENV, type SshdProcess } from './sshd-process.ts';
+import { sshdMissing, suiteSkip } from '../utils/required-suite.ts';
 
 /** Alive and not a zombie (pid 1 here may never reap an orphaned worker). */
 function running(pid: number): boolean {
@@ -23,7 +24,7 @@ function running(pid: number): boolean {
   }
 }
 
-describe('orch hosts up|down over a real sshd', { timeout: 240_000 }, () => {
+describe('orch hosts up|down over a real sshd', { timeout: 240_000, skip: suiteSkip('ssh', sshdMissing()) }, () => {
   let sshd: SshdProcess | undefined;
   let redis: RedisServerProcess | undefined;
   const workerPids: number[] = [];

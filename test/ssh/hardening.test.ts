@@ -18,8 +18,9 @@ import { startRedisServer, type RedisServerProcess } from '../../store/redis-ser
 import { runOrch } from '../cli/run-orch.ts';
 import { isAlive } from '../utils/processes.ts';
 import { startSshd, SECRET_ENV, type SshdProcess } from './sshd-process.ts';
+import { sshdMissing, suiteSkip } from '../utils/required-suite.ts';
 
-describe('orch hosts on a shared host', { timeout: 240_000 }, () => {
+describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh', sshdMissing()) }, () => {
   let sshd: SshdProcess;
   let redis: RedisServerProcess;
   const pids: number[] = [];

@@ -21,6 +21,7 @@ import { startRedisServer, type RedisServerProcess } from '../../store/redis-ser
 import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
 import { isAlive } from '../utils/processes.ts';
 import { SECRET_ENV, startSshd, type SshdProcess } from './sshd-process.ts';
+import { sshdMissing, suiteSkip } from '../utils/required-suite.ts';
 
 /** The fingerprint ssh-keygen prints for sshd's current host key. */
 function fingerprintOf(s: SshdProcess): string {
@@ -32,7 +33,7 @@ function fingerprintOf(s: SshdProcess): string {
 
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-describe('orch hosts trusts no unknown host', { timeout: 300_000 }, () => {
+describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSkip('ssh', sshdMissing()) }, () => {
   let sshd: SshdProcess;
   let jump: SshdProcess | undefined;
   let redis: RedisServerProcess;

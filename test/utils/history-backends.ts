@@ -8,7 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { test } from 'node:test';
 import type { HistoryTarget } from '../../history/open-history.ts';
+import { postgresMissing, suiteSkip } from './required-suite.ts';
 
 export const PG_ADMIN_URL = process.env.ORCH_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -21,7 +23,11 @@ export interface Backend {
 }
 
 export type BackendName = Backend['name'];
-export const BACKENDS: BackendName[] = ['sqlite', 'postgres'];
+/** Why PostgreSQL is skipped here (test/utils/required-suite.ts), or false. */
+export const POSTGRES_SKIP = suiteSkip('postgres', postgresMissing(PG_ADMIN_URL));
+export const BACKENDS: BackendName[] = POSTGRES_SKIP === false ? ['sqlite', 'postgres'] : ['sqlite'];
+// The file that runs the backends says so, where a reader of its output looks.
+if (POSTGRES_SKIP !== false) test(POSTGRES_SKIP, { skip: POSTGRES_SKIP }, () => {});
 
 export async function freshBackend(name: BackendName): Promise<Backend> {
   if (name === 'sqlite') {

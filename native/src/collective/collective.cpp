@@ -94,7 +94,9 @@ void Collective::watch() {
     }
     lock.unlock();
     const RtError e = why->second;
-    if (rank() == 0 && why->first > 0) rv_->tell_lost(why->first, kWatchPeriod);
+    // The main thread may hold the rendezvous inside an all-reduce; it frees it within the rep.
+    // Without the abort, every peer would see rank 0 go and name it as the rank lost.
+    if (rank() == 0 && why->first > 0) rv_->tell_lost(why->first, kAbortDeadline - kWatchPeriod);
     // The abort may itself wait on what is stuck: past the deadline the process exits regardless.
     std::thread([e] {
       std::this_thread::sleep_for(kAbortDeadline);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -478,9 +479,37 @@ Rendezvous::~Rendezvous() {
 }
 
 void Rendezvous::abort_others(int lost_rank) noexcept {
-  for (int r = 1; r < world_; ++r)
-    if (r != lost_rank && fds_[static_cast<std::size_t>(r)] >= 0)
-      send_frame(fds_[static_cast<std::size_t>(r)], kAbort, static_cast<std::uint64_t>(lost_rank), 0);
+  std::vector<pollfd> open;
+  for (int r = 1; r < world_; ++r) {
+    const int fd = fds_[static_cast<std::size_t>(r)];
+    if (fd < 0) continue;
+    if (r != lost_rank) send_frame(fd, kAbort, static_cast<std::uint64_t>(lost_rank), 0);
+    ::shutdown(fd, SHUT_WR);  // a FIN after the abort: a peer reads the abort first, then EOF
+    open.push_back(pollfd{fd, POLLIN, 0});
+  }
+  // This process exits next. Closing a socket with unread input (a peer's all-reduce frame that
+  // arrived meanwhile) sends a reset, and a reset discards the abort still queued at the peer:
+  // it would then blame rank 0 for the loss. So what the peers still send is read and dropped
+  // until each closes (it exits on the abort), within a bound.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(300);
+  std::array<char, 4096> sink{};
+  while (!open.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    const int n = ::poll(open.data(), open.size(), static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::vector<pollfd> still;
+    for (const pollfd& p : open) {
+      bool closed = false;
+      if (p.revents != 0) {
+        const ssize_t got = ::recv(p.fd, sink.data(), sink.size(), MSG_DONTWAIT);
+        closed = got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      }
+      if (!closed) still.push_back(pollfd{p.fd, POLLIN, 0});
+    }
+    open.swap(still);
+  }
 }
 
 void Rendezvous::lost(int peer, const std::string& what) {
