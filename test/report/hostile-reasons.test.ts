@@ -101,7 +101,7 @@ describe('hostile rank text and repeated reasons', () => {
     assert.match(reason, /^blocks 0, 1, 2: /);
     const status = renderStatus({
       leader: null, reader: null, queues: {}, cards: [], counts: { failed: 1 }, not_shown: 0,
-      experiments: [{ id: 'e1', name: 'n', state: 'failed', reason: HOSTILE, created: '', measured: 0, planned: 2, outcome: null, blocks: [{ block: 0, phase: 'failed', attempt: 1, why: null, reason: HOSTILE, cards: [] }] }],
+      experiments: [{ id: 'e1', name: 'n', state: 'failed', reason: HOSTILE, created: '', measured: 0, planned: 2, uncommitted: 0, outcome: null, blocks: [{ block: 0, phase: 'failed', attempt: 1, why: null, reason: HOSTILE, cards: [] }] }],
     });
     assertInert(status);
     assert.match(status, /\\x1b\[2J/);
