@@ -26,7 +26,7 @@ import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { recordTables } from '../report/record-tables.ts';
+import { recordTables, repsInOrder } from '../report/record-tables.ts';
 
 /**
  * Results hold the spec with its run.env values and every event: readable by their owner alone
@@ -70,6 +70,8 @@ export async function writeResults(redis: Redis, prefix: string, id: string, roo
   chmodSync(dir, 0o700);
   const digest = new EventDigest();
   await exportJsonl(join(dir, 'events.jsonl'), c.log.pages(c.commits), digest.add);
+  // the reps' clocks and throttle reasons from the committed records, after the hellos named the cards
+  for (const r of repsInOrder(Object.values(c.reps))) digest.provenance.addRep(r);
   const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
   const files = renderReportFiles(analysis, recordTables({ reps: Object.values(c.reps), gates: Object.values(c.gates), commits: c.commits }));
