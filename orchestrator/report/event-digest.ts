@@ -1,19 +1,18 @@
 /**
  * What the results need of an experiment's events, folded one event at a time as a reader streams
  * them (from Redis page by page, or events.jsonl line by line): the provenance's hosts and cards
- * (hello lines), the devices the committed hello lines named, the prior run's timing, and the
- * counts. The report's tables come from the committed records (record-tables.ts), never from here. Memory holds the folds' state (the blocks in flight, one entry per card
- * and per arm and rank), never the events: a record of millions of events is read in one pass.
+ * (hello lines), the devices the committed hello lines named, and the counts. The report's tables
+ * and the prior run's timing come from the committed records (record-tables.ts, run-timing.ts),
+ * never from here. Memory holds the folds' state (one entry per card and host), never the events:
+ * a record of millions of events is read in one pass.
  */
 import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
 import { ProvenanceFold } from './provenance.ts';
-import { RunTimingFold } from '../stats/run-timing.ts';
 
 export class EventDigest {
   readonly provenance = new ProvenanceFold();
-  readonly timing = new RunTimingFold();
   /** the devices the committed attempts' hello lines named (graphrt's, and a resident program's own) */
   readonly devices = new Set<string>();
   total = 0;
@@ -31,7 +30,6 @@ export class EventDigest {
       }
     }
     this.provenance.add(e);
-    this.timing.add(e);
   };
 
   static async of(events: AsyncIterable<StreamEvent> | Iterable<StreamEvent>): Promise<EventDigest> {

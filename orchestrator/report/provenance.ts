@@ -5,11 +5,12 @@
  * the spec hash and the hash of its workload alone (what `orch compare` checks), each build's
  * commit and dirty flag, graphrt's version, every card's name, driver, CUDA runtime and SM and
  * memory clocks at the start and end of the experiment, the throttle reasons seen and the reps
- * taken while one was reported, and the hosts (with the Slurm job each ran in, when it did).
+ * taken while one was reported (from the committed reps, `addRep`), and the hosts (with the Slurm job each ran in, when it did).
  */
 import { specHash } from '../../jobs/spec-hash.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { orchProvenance } from './orch-provenance.ts';
+import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import type { MachineRecord } from '../../jobs/machine-record.ts';
@@ -89,7 +90,6 @@ export class ProvenanceFold {
   private readonly slurm = new Map<string, SlurmHostProvenance>();
   private readonly reasons: Record<string, number> = {};
   private readonly throttled = new Set<string>();
-  private readonly repCount = new Map<string, number>();
   private readonly machines = new Map<string, MachineRecord>();
 
   add(e: StreamEvent): void {
@@ -115,21 +115,25 @@ export class ProvenanceFold {
           cuda_runtime: /runtime (\S+)/.exec(driver ?? '')?.[1] ?? null, clocks: { start: null, end: null },
         });
       }
-    } else if (line.type === 'rep' && e.committed) {
-      // The rep's index among its arm's reps of the block, as results number them (rank 0's lines).
-      const key = `${e.block}/${line.arm}/${e.rank}`;
-      const rep = this.repCount.get(key) ?? 0;
-      this.repCount.set(key, rep + 1);
-      const clocks = 'clocks' in line ? line.clocks : undefined;
-      if (clocks === undefined) return;
-      const card = this.cards.get(id);
+    }
+  }
+
+  /**
+   * One committed rep (jobs/rep-result.ts), in the order the reps ran: each rank's clocks on its
+   * card, and its throttle reasons. From the committed record, never the stream's copy of the line.
+   */
+  addRep(r: RepResult): void {
+    for (const a of r.answers ?? []) {
+      const clocks = a.line.clocks;
+      if (clocks === undefined) continue;
+      const card = this.cards.get(`${a.host}/${a.card}`);
       if (card) {
         card.clocks.start ??= clock(clocks.start);
         card.clocks.end = clock(clocks.end);
       }
       const seen = new Set([...clocks.start.reasons, ...clocks.end.reasons]);
       for (const why of seen) this.reasons[why] = (this.reasons[why] ?? 0) + 1;
-      if ([...seen].some((why) => !NOT_THROTTLE.has(why))) this.throttled.add(`${e.block}/${line.arm}/${rep}`);
+      if ([...seen].some((why) => !NOT_THROTTLE.has(why))) this.throttled.add(`${r.block}/${r.arm}/${r.rep}`);
     }
   }
 
@@ -154,9 +158,10 @@ export class ProvenanceFold {
 
 const clock = (c: ClockSample): ClockSample => ({ sm_mhz: c.sm_mhz, mem_mhz: c.mem_mhz });
 
-export function collectProvenance(input: ProvenanceInput & { events: Iterable<StreamEvent> }): Provenance {
+export function collectProvenance(input: ProvenanceInput & { events: Iterable<StreamEvent>; reps: Iterable<RepResult> }): Provenance {
   const f = new ProvenanceFold();
   for (const e of input.events) f.add(e);
+  for (const r of input.reps) f.addRep(r);
   return f.result(input);
 }
 

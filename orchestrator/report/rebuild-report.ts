@@ -23,6 +23,9 @@ export interface RebuiltReport {
 
 export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   const r = readResultsDir(dir);
+  // events.jsonl is read through, line by line through its schema, only to refuse a directory
+  // holding a malformed one (EVENTS_FILE_INVALID); no number of the report comes from it
+  for await (const _ of r.events());
   const files = renderReportFiles(r.summary.analysis, recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }));
   // 0600, and through no link planted at a report file (orchestrator/report/results-out-dir.ts)
   const out = ResultsOutDir.existing(dir);

@@ -1,6 +1,6 @@
 /**
  * A finished run to plan from (`orch plan --power --noise-from`): its plan, its analysis and its
- * reps' and start-ups' timing (folded from its events as they stream), read from its results directory through the reader `orch report --from` uses
+ * reps' and start-ups' timing (from its committed reps and commit records, run-timing.ts), read from its results directory through the reader `orch report --from` uses
  * (results-dir.ts), or from Redis by experiment id through the collector `orch report ID` uses.
  */
 import { existsSync } from 'node:fs';
@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { analyzeRecords } from './write-results.ts';
 import { collectRecords } from './collect-results.ts';
 import { EventDigest } from '../report/event-digest.ts';
+import { runTiming } from '../stats/run-timing.ts';
 import type { PriorRun } from '../report/power-plan.ts';
 import type { PlanLike } from '../stats/types.ts';
 import { readResultsDir } from '../report/results-dir.ts';
@@ -22,13 +23,12 @@ export async function priorRunFromDir(ref: string, root: string): Promise<PriorR
   const dir = existsSync(ref) ? ref : existsSync(join(root, ref)) ? join(root, ref) : null;
   if (dir === null) return null;
   const r = readResultsDir(dir);
-  const digest = await EventDigest.of(r.events());
-  return { source: dir, experiment: r.summary.experiment, plan: r.summary.plan as unknown as PlanLike, analysis: r.summary.analysis, timing: digest.timing.result() };
+  return { source: dir, experiment: r.summary.experiment, plan: r.summary.plan as unknown as PlanLike, analysis: r.summary.analysis, timing: runTiming(r.reps(), r.commits) };
 }
 
 export async function priorRunFromRedis(redis: Redis, prefix: string, id: string): Promise<PriorRun> {
   const c = await collectRecords(redis, prefix, id);
   const digest = new EventDigest();
   for await (const page of c.log.pages(c.commits)) for (const e of page) digest.add(e);
-  return { source: `redis:${id}`, experiment: id, plan: c.exp.plan, analysis: analyzeRecords(c, digest.devices), timing: digest.timing.result() };
+  return { source: `redis:${id}`, experiment: id, plan: c.exp.plan, analysis: analyzeRecords(c, digest.devices), timing: runTiming(Object.values(c.reps), c.commits) };
 }

@@ -25,7 +25,7 @@ import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { recordTables } from '../report/record-tables.ts';
+import { recordTables, repsInOrder } from '../report/record-tables.ts';
 
 export type { Accounting } from './rep-fates.ts';
 
@@ -71,6 +71,8 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   // checked (and made 0600) like every file, then streamed; the stream's open follows no link either
   out.write('events.jsonl', '');
   await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
+  // the reps' clocks and throttle reasons from the committed records, after the hellos named the cards
+  for (const r of repsInOrder(Object.values(c.reps))) digest.provenance.addRep(r);
   const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
   const accounting = accountFor(c);
   const files = renderReportFiles(analysis, recordTables({ reps: Object.values(c.reps), gates: Object.values(c.gates), commits: c.commits }));

@@ -1,22 +1,22 @@
 /**
- * How long a prior run's reps and block start-ups took, from its event stream (committed
- * attempts only), to price a planned run:
+ * How long a prior run's reps and block start-ups took, from its committed records (the reps'
+ * answers, jobs/rep-result.ts, and the commit records' timeline, jobs/commit-record.ts; never the
+ * event stream), to price a planned run:
  *
  * - per step: a rep's time over its warmup + steps. A command rep's `wall_ms` is its process's
- *   whole life (start-up included); a graphrt rep has its steps' times only, so the mean of the
- *   gang's step (per step the slowest rank, as committed) stands for every step, warm-up too.
- * - start-up: from the attempt's `block-start` worker event to its first rep's answer (stream
- *   ids: the Redis server's clock), less that rep's own time: the ranks' start, builds, the
- *   identity gates. The median over blocks.
- * A fold (`RunTimingFold`): a rep's lines are reduced as they stream in, and the rep to its
- * block's sums once its world's lines came; what is held per block is a few numbers.
+ *   whole life (start-up included; the slowest rank's); a graphrt rep has its steps' times only,
+ *   so the mean of the gang's step (per step the slowest rank, as committed) stands for every
+ *   step, warm-up too.
+ * - start-up: from the attempt's start (the commit record's `started`) to its first rep's answer
+ *   (the last rank's `answered_ms`, the same worker's clock), less that rep's own time: the ranks'
+ *   start, builds, the identity gates. The median over blocks.
  */
-import type { RepLine, StreamEvent } from '../../jobs/stream-event.ts';
-import { streamMs } from '../../jobs/stream-event.ts';
+import type { CommitRecord } from '../../jobs/commit-record.ts';
+import type { RepResult } from '../../jobs/rep-result.ts';
 import { median } from './descriptive.ts';
 
 export interface RunTiming {
-  /** ms per step, warm-up included; null: no rep line with step times */
+  /** ms per step, warm-up included; null: no rep with step times */
   step_ms: number | null;
   /** ms from a block's start to its first rep; null: no committed block with a start and a rep */
   startup_ms: number | null;
@@ -24,98 +24,41 @@ export interface RunTiming {
   blocks: number;
 }
 
-/** One rep of the gang, its lines (one per rank) reduced: the first line's step count, the slowest wall time, the gang's steps. */
-interface RepAcc {
-  lines: number;
-  at: number;
-  steps: number;
-  wall: number | null;
-  gang: number[] | null;
-}
-
-/** One committed block attempt: its reps being answered, and the sums of those answered. */
-interface BlockAcc {
-  start: number | null;
-  reps: Map<string, RepAcc>;
-  ms: number;
-  steps: number;
-  count: number;
-  first: { at: number; ms: number } | null;
-}
-
-export class RunTimingFold {
-  private readonly blocks = new Map<string, BlockAcc>();
-
-  add(e: StreamEvent): void {
-    if (!e.committed) return;
-    const key = `${e.block}/${e.attempt}`;
-    let b = this.blocks.get(key);
-    if (!b) {
-      b = { start: null, reps: new Map(), ms: 0, steps: 0, count: 0, first: null };
-      this.blocks.set(key, b);
-    }
-    const l = e.event;
-    if (l === null || typeof l !== 'object') return;
-    if (l.type === 'worker' && l.event === 'block-start') b.start = streamMs(e.id);
-    if (l.type !== 'rep') return;
-    const at = streamMs(e.id);
-    let rep = b.reps.get(l.id);
-    if (!rep) {
-      rep = { lines: 1, at, steps: l.warmup + l.steps, wall: wallOf(l), gang: [...l.step_ms] };
-      b.reps.set(l.id, rep);
-    } else {
-      rep.lines++;
-      rep.at = Math.max(rep.at, at);
-      const w = wallOf(l);
-      rep.wall = rep.wall === null || w === null ? null : Math.max(rep.wall, w);
-      const n = Math.min(rep.gang!.length, l.step_ms.length);
-      rep.gang!.length = n;
-      for (let k = 0; k < n; k++) if (l.step_ms[k]! > rep.gang![k]!) rep.gang![k] = l.step_ms[k]!;
-    }
-    if (rep.lines >= ('world' in l ? l.world : 1)) answer(b, l.id, rep);
-  }
-
-  result(): RunTiming {
-    let ms = 0;
-    let steps = 0;
-    let reps = 0;
-    const startups: number[] = [];
-    for (const b of this.blocks.values()) {
-      // reps some rank never answered count with the ranks that did
-      for (const [id, rep] of [...b.reps]) answer(b, id, rep);
-      ms += b.ms;
-      steps += b.steps;
-      reps += b.count;
-      if (b.start !== null && b.first !== null) startups.push(Math.max(0, b.first.at - b.start - b.first.ms));
-    }
-    return { step_ms: steps > 0 ? ms / steps : null, startup_ms: startups.length > 0 ? median(startups) : null, reps, blocks: startups.length };
-  }
-}
-
-/** A rep every rank answered: its time joins the block's. */
-function answer(b: BlockAcc, id: string, rep: RepAcc): void {
-  b.reps.delete(id);
-  const t = repTime(rep);
-  if (t === null) return;
-  b.ms += t.ms;
-  b.steps += t.steps;
-  b.count++;
-  if (b.first === null || rep.at < b.first.at) b.first = { at: rep.at, ms: t.ms };
-}
-
-const wallOf = (l: RepLine): number | null => ('wall_ms' in l ? l.wall_ms : null);
-
-/** One rep of the gang: its time and its count of steps, warm-up included. */
-function repTime(rep: RepAcc): { ms: number; steps: number } | null {
-  if (rep.steps <= 0) return null;
-  if (rep.wall !== null) return { ms: rep.wall, steps: rep.steps };
-  const n = rep.gang!.length;
+/** One rep of the gang: its time and its count of steps, warm-up included; null without answers or steps. */
+function repTime(r: RepResult): { ms: number; steps: number } | null {
+  const lines = (r.answers ?? []).map((a) => a.line);
+  const first = lines[0];
+  if (first === undefined) return null;
+  const steps = first.warmup + first.steps;
+  if (steps <= 0) return null;
+  const walls = lines.map((l) => ('wall_ms' in l ? l.wall_ms : null));
+  if (walls.every((w): w is number => w !== null)) return { ms: Math.max(...walls), steps };
+  const n = r.step_ms.length;
   if (n === 0) return null;
-  return { ms: (rep.gang!.reduce((s, x) => s + x, 0) / n) * rep.steps, steps: rep.steps };
+  return { ms: (r.step_ms.reduce((s, x) => s + x, 0) / n) * steps, steps };
 }
 
-export function runTiming(events: Iterable<StreamEvent>): RunTiming {
-  const f = new RunTimingFold();
-  for (const e of events) f.add(e);
-  return f.result();
+export function runTiming(reps: Iterable<RepResult>, commits: Readonly<Record<string, CommitRecord>>): RunTiming {
+  let ms = 0;
+  let steps = 0;
+  let count = 0;
+  const first = new Map<number, { at: number; ms: number }>();
+  for (const r of reps) {
+    const commit = commits[String(r.block)];
+    if (commit === undefined || commit.attempt !== r.attempt) continue;
+    const t = repTime(r);
+    if (t === null) continue;
+    ms += t.ms;
+    steps += t.steps;
+    count++;
+    const at = Math.max(...(r.answers ?? []).map((a) => a.answered_ms));
+    const f = first.get(r.block);
+    if (f === undefined || at < f.at) first.set(r.block, { at, ms: t.ms });
+  }
+  const startups: number[] = [];
+  for (const [block, f] of first) {
+    const started = commits[String(block)]?.started;
+    if (started !== undefined) startups.push(Math.max(0, f.at - started - f.ms));
+  }
+  return { step_ms: steps > 0 ? ms / steps : null, startup_ms: startups.length > 0 ? median(startups) : null, reps: count, blocks: startups.length };
 }

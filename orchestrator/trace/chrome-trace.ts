@@ -60,12 +60,20 @@ function median(xs: number[]): number | null {
   return s[s.length >> 1]!;
 }
 
-/** A rank's committed rep as a slice: its span on its clock, ending when its worker read it (µs), or null without a span. */
+/**
+ * A rank's committed rep as a slice (µs), ending when its worker read the answer: its span on its
+ * clock; without one (a per_rep command, an older graphrt) its process's wall time, else its steps'
+ * sum; null for an impossible span (it ends before it starts).
+ */
 function repSlice(a: RankAnswer): { start: number; end: number } | null {
   const l = a.line;
-  if (l.t_start_ns === undefined || l.t_end_ns === undefined || l.t_end_ns < l.t_start_ns) return null;
+  let us: number;
+  if (l.t_start_ns !== undefined && l.t_end_ns !== undefined) {
+    if (l.t_end_ns < l.t_start_ns) return null;
+    us = Math.round((l.t_end_ns - l.t_start_ns) / 1000);
+  } else us = Math.round(('wall_ms' in l ? l.wall_ms : [...l.step_ms, ...(l.warmup_ms ?? [])].reduce((x, y) => x + y, 0)) * 1000);
   const end = Math.round(a.answered_ms * 1000);
-  return { start: end - Math.round((l.t_end_ns - l.t_start_ns) / 1000), end };
+  return { start: end - us, end };
 }
 
 /** `reps`: the experiment's committed reps (the rep slices); `events`: its event stream (the rest). */

@@ -56,7 +56,7 @@ describe('a Python program as a resident rank through orch submit', () => {
     assert.equal(r.code, 5, r.output);
     const gates = ofType(r, 'gate');
     assert.deepEqual(gates.map((g) => [g.event.pass, g.event.first_bad_replay, g.event.first_bad_output]), [[false, 2, 'logits'], [false, 2, 'logits']]);
-    assert.match(r.report, /identity gate failed: graph replay differs from eager \(block \d arm graph first differing replay 2, output logits; block \d arm graph first differing replay 2, output logits\)/);
+    assert.match(r.report, /identity gate failed: graph replay differs from eager \(block \d arm graph rank 0 \(card cpu:\d@[^)]*\) first differing replay 2, output logits; block \d arm graph rank 0 \(card cpu:\d@[^)]*\) first differing replay 2, output logits\)/);
     assert.match(r.report, /INVALID/);
   });
 });
