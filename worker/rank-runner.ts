@@ -112,8 +112,7 @@ export class RankExitError extends OrchError {
     // a user's program that exited 0 before hello never called serve(): no retry serves either
     const neverServed = exit.fault === null && exit.beforeHello === true && exit.codesKnown === false && exit.code === 0 && exit.signal === null;
     const deterministic = neverServed || exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
-    const code = neverServed ? 'RANK_NEVER_SERVED' : exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED';
-    super(code, `${describeRankExit(exit)}${neverServed ? NEVER_SERVED : ''}${context}`);
+    super(neverServed ? 'RANK_NEVER_SERVED' : exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED', `${describeRankExit(exit)}${neverServed ? NEVER_SERVED : ''}${context}`);
     this.exit = exit;
     this.deterministic = deterministic;
   }
