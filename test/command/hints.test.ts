@@ -3,7 +3,8 @@
  * (test/fixtures/hint-programs/program.py) on this machine's CPU:
  * - a program that exits 0 before its hello never called serve(): said so, exit 2, one attempt;
  * - an arm setting a toggle the program did not declare: exit 2, naming the toggles it declared;
- * - reset() that rebinds its state: the identity gate's failure states the rule (write in place).
+ * - reset() that rebinds its state: the identity gate's failure states the rule (write in place);
+ * - a start failure that repeats the same exit and output: not retried again (2 attempts, not 3).
  */
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
@@ -52,5 +53,13 @@ describe('hints where the user is', () => {
     const r = submitSpec('hint-rebind', spec('rebind', 'GRAPH', true), env);
     assert.equal(r.code, EXIT_CODES.invalid, r.output.slice(0, 3000));
     assert.match(r.report, /identity gate failed: graph replay differs from eager .*The rule: a graph holds the addresses it was captured with, so reset\(\) and step\(\) must write state in place/);
+  });
+
+  it('a start failure that repeats the same exit and output is not retried a third time', () => {
+    const r = submitSpec('hint-crash', spec('crash'), env);
+    assert.equal(r.code, EXIT_CODES.failed, r.output.slice(0, 3000));
+    const starts = r.events.filter((e) => e.event.type === 'worker' && e.event.event === 'block-start');
+    assert.equal(starts.length, 2, 'the second attempt ended as the first: no third');
+    assert.match(r.report, /exited with code 3, signal none; last error: ImportError: no module named 'flash_attn'.*; the same exit and output as attempt 1: a failure that repeats is not retried/);
   });
 });
