@@ -13,7 +13,7 @@ log.error({ err: new UserInputError('BAD_PARAM', 'params.hidden: 4096 is above 1
 `;
 
 function logOf(format: string | undefined, level = 'info'): string[] {
-  const env = { ...process.env, TEST_LOG_LEVEL: level };
+  const env: NodeJS.ProcessEnv = { ...process.env, TEST_LOG_LEVEL: level };
   delete env.ORCH_LOG_FORMAT;
   if (format !== undefined) env.ORCH_LOG_FORMAT = format;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CODE], { env, encoding: 'utf8', timeout: 60_000 });
