@@ -27,7 +27,7 @@ const OUTCOME_WORDS: Record<Outcome, string> = {
   fail: "fail (a capture probe's self-checks did not all hold)",
   failed: 'failed: the experiment failed (2 when it failed on your input, e.g. a build)',
   cancelled: 'cancelled: partial data, no verdict',
-  not_testable: "not testable: a graph arm's capture failed in your program (the report's Capture blockers); the other arms were measured",
+  not_testable: "not_testable: a graph arm's capture failed in your program (the report's Capture blockers); the other arms were measured",
 };
 
 /** What a row says of an outcome: its words, and whether --fail-on decides it. */

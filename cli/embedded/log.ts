@@ -3,10 +3,12 @@
  * level from ORCH_LOG (default `warn` for one-shot commands, `info` for `orch serve`), bound to
  * the process role. Format from ORCH_LOG_FORMAT: `json` (JSON lines, for log collectors) or
  * `pretty` (one line per record for a person: level, message, the error's code and message, no
- * stack); unset, pretty on a terminal and JSON anywhere else.
+ * stack); unset, pretty on a terminal and JSON anywhere else. Either way a stack only at
+ * ORCH_LOG=debug or for a bug in orch (errSerializer).
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { z } from 'zod';
+import { kindOf } from '../../jobs/error-codes.ts';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -46,6 +48,26 @@ function prettyStderr(): DestinationStream {
   return { write: (line: string) => void process.stderr.write(`${prettyRecord(line)}\n`) };
 }
 
+/**
+ * An error as a log record's `err`: its type, code, message (and cause's), and the stack only at
+ * ORCH_LOG=debug (or trace) or for a bug in orch: an expected failure (a rank that exited, a
+ * user's input) is one line, not a JS stack inside a JSON line.
+ */
+export function errSerializer(debug: boolean): (e: Error) => Record<string, unknown> {
+  return (e) => {
+    const s = pino.stdSerializers.err(e) as unknown as Record<string, unknown>;
+    if (debug || kindOf(e) === 'bug') return s;
+    const strip = (o: unknown): void => {
+      if (o === null || typeof o !== 'object') return;
+      delete (o as Record<string, unknown>).stack;
+      strip((o as Record<string, unknown>).cause);
+    };
+    strip(s);
+    return s;
+  };
+}
+
 export function orchLog(role: string, level = process.env.ORCH_LOG ?? 'warn'): Logger {
-  return pino({ level, base: { role, pid: process.pid } }, logFormat() === 'json' ? pino.destination(2) : prettyStderr());
+  const debug = level === 'debug' || level === 'trace';
+  return pino({ level, base: { role, pid: process.pid }, serializers: { err: errSerializer(debug) } }, logFormat() === 'json' ? pino.destination(2) : prettyStderr());
 }

@@ -211,7 +211,7 @@ export class BlockLifecycle {
       return w;
     }
     if (outcome.kind === 'cancelled' || outcome.kind === 'failed') return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
-    const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts);
+    const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts, running.attempts);
     const ended = record(d.outcome, outcome.end.reason);
     if (!d.retry) return this.endBlock(exp, running, ended, 'failed', d.reason);
     if (this.ctx.backoff.failures(key) === 0) log.warn({ attempt: running.attempt, reason: d.reason }, 'attempt lost');

@@ -3,6 +3,7 @@
  * analysis' own numbers), JSON (round-trips), SVG plots (one mark per rep, error bars from the
  * t quantile), and the exit codes of the four verdicts, each reached by a simulated experiment.
  */
+import { captureFailedReason } from '../../jobs/capture-blocker.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { renderCsv } from '../../orchestrator/report/render-csv.ts';
@@ -107,6 +108,16 @@ function sequential(input: ReturnType<typeof abWithAa>): ReturnType<typeof abWit
   return { ...input, plan: { ...input.plan, sequential: { looks: 2 } }, ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })) };
 }
 
+/** `input` with every rep of `arm` failed as a capture blocker (jobs/capture-blocker.ts). */
+function blocked(input: AnalysisInput, arm: string): AnalysisInput {
+  const reason = captureFailedReason({ message: 'RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture', frame: { file: 'model.py', line: 7 } });
+  return {
+    ...input,
+    reps: input.reps.filter((r) => r.arm !== arm),
+    failed: [...input.failed, ...input.reps.filter((r) => r.arm === arm).map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, position: r.position, reason }))],
+  };
+}
+
 test('exit codes: one per outcome, clear of 1 (bug) and 2 (user input); each outcome reached; partial data never decides', () => {
   const failing = Object.entries(EXIT_CODES).filter(([, c]) => c !== 0);
   assert.equal(new Set(failing.map(([, c]) => c)).size, failing.length, 'every outcome that fails has its own code');
@@ -123,6 +134,8 @@ test('exit codes: one per outcome, clear of 1 (bug) and 2 (user input); each out
     // the data of a planted +4 % regression, cut short: no speed verdict, never 4
     ['cancelled', { ...abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }), stopped: stopped('cancelled') }],
     ['failed', { ...abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }), stopped: stopped('failed') }],
+    // the treatment's capture failed in the program (a capture blocker): its reps failed with it
+    ['not_testable', blocked(abWithAa(65), 'B')],
   ];
   for (const [want, input] of cases) {
     const a = analyzeExperiment(input);
