@@ -43,6 +43,7 @@ export const workerCommand = defineCommand({
       .option('slurm', { choices: ['auto', 'on', 'off'] as const, default: 'auto' as const, describe: "take the cards, host name and end of the Slurm job this runs in (auto: when SLURM_JOB_ID is set)" })
       .option('drain-before-end', { type: 'number', default: 60, describe: "under Slurm: seconds before the allocation's end at which no lease is held any more and the worker stops" })
       .option('stop-file', { type: 'string', describe: 'under Slurm: stop gracefully when this file appears (orch slurm down writes it)' })
+      .option('run-as', { type: 'string', describe: "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment" })
       .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -65,11 +66,15 @@ export const workerCommand = defineCommand({
     const { scrubEnviron } = await import('../../worker/scrub-environ.ts');
     const left = scrubEnviron(['REDIS_URL', SECRET_ENV, 'ORCH_SUBMIT_TOKEN', 'ORCH_DASHBOARD_TOKEN']);
     if (left.length > 0) process.stderr.write(`orch worker: ${left.join(', ')} still readable in /proc/${process.pid}/environ (this system refused to blank it); pass --redis-url-file and --secret-file instead of the environment\n`);
+    const log = orchLog('worker', process.env.ORCH_LOG ?? 'info');
+    const { resolveRunAs } = await import('../../worker/run-as.ts');
+    const runAs = argv.runAs === undefined ? undefined : resolveRunAs(argv.runAs, { create: true, log: (msg) => log.info(msg) });
     const slurm = await slurmOptions(argv);
     const worker = new Worker({
       ...(slurm ? { slurm } : {}),
       secret,
       allowCommand: argv.allowCommand,
+      ...(runAs === undefined ? {} : { runAs }),
       allowBuild: argv.allowBuild,
       redisUrl,
       host: argv.host ?? (slurm ? slurmHostName(slurm.alloc.provenance) : undefined),
@@ -82,7 +87,7 @@ export const workerCommand = defineCommand({
       heartbeatMs: argv.heartbeatMs,
       insecureRedis: argv.insecureRedis,
       orchVersion: orchVersion(),
-      log: orchLog('worker', process.env.ORCH_LOG ?? 'info'),
+      log,
     });
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: string) => {
