@@ -5,6 +5,7 @@
  * `--cards auto` takes every GPU (or `--cpu-cards N` cpu cards when there is none); a list picks
  * cards by GPU index, UUID, or `cpu:N`, and refuses an entry that names no card of this host.
  */
+import { helper } from './helper-paths.ts';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { UserInputError } from '../jobs/errors.ts';
@@ -19,7 +20,7 @@ export interface GpuRow {
 }
 
 /** nvidia-smi's GPUs, or [] when there is no nvidia-smi or no GPU. */
-export async function listGpus(nvidiaSmi = 'nvidia-smi'): Promise<GpuRow[]> {
+export async function listGpus(nvidiaSmi = helper('nvidia-smi')): Promise<GpuRow[]> {
   try {
     const { stdout } = await run(nvidiaSmi, ['--query-gpu=index,uuid,name', '--format=csv,noheader'], { timeout: 15_000 });
     return stdout

@@ -13,6 +13,7 @@
  *   hold the lease. While the ranks live nobody else can hold the flock, so what this finds then
  *   is a process blocked waiting to get onto the card.
  */
+import { helper } from './helper-paths.ts';
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -41,7 +42,7 @@ export function describeForeign(card: Card, procs: ForeignProcess[]): string {
 }
 
 export class HostForeignProcessProbe implements ForeignProcessProbe {
-  constructor(private readonly nvidiaSmi = 'nvidia-smi') {}
+  constructor(private readonly nvidiaSmi = helper('nvidia-smi')) {}
 
   async list(card: Card, lockPath: string, ours: ReadonlySet<number>): Promise<ForeignProcess[]> {
     const found = new Map<number, ForeignProcess>();

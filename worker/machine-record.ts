@@ -4,6 +4,7 @@
  * from nvidia-smi each time (clocks and limits change between blocks). Never throws: what cannot
  * be read is null, and why the GPUs could not be read is said.
  */
+import { helper } from './helper-paths.ts';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { arch, cpus, release, totalmem, type } from 'node:os';
@@ -82,7 +83,7 @@ async function readGpus(cards: Card[], nvidiaSmi: string): Promise<{ gpus: GpuSt
   }
 }
 
-export async function readMachineRecord(cards: Card[], nvidiaSmi = 'nvidia-smi'): Promise<MachineRecord> {
+export async function readMachineRecord(cards: Card[], nvidiaSmi = helper('nvidia-smi')): Promise<MachineRecord> {
   host ??= readHost();
   const [h, g] = await Promise.all([host, readGpus(cards, nvidiaSmi)]);
   return { ...h, ...g };

@@ -29,6 +29,7 @@ import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { OrchError } from '../jobs/errors.ts';
 import { helperPath, requireHelper } from './helper-paths.ts';
+import { asUser, type RunAs } from './run-as.ts';
 
 /** The fd a rank process inherits the card's lock on (the first after stdio). */
 export const INHERITED_LOCK_FD = 3;
@@ -64,13 +65,15 @@ export function fateShared(file: string, argv: string[], warn: (msg: string) => 
 
 /**
  * A user's program as a resident rank: `/bin/sh -c cmd` leading its own process group, tethered
- * (rank-tether.sh) on fd 3, under setpriv's death signal where it exists; stdio is the protocol's.
+ * (rank-tether.sh) on fd 3, under setpriv's death signal where it exists, as `runAs` when given
+ * (run-as.ts); stdio is the protocol's.
  * No other descriptor reaches it (the card's lock stays the worker's). `endGroup` SIGKILLs what is
  * left of the group and closes the tether: call it once the rank has exited (a child the program
  * forked dies with it, whatever it holds).
  */
-export function spawnRank(cmd: string, opts: { cwd: string; env: Record<string, string>; warn: (msg: string) => void }): { child: ChildProcessWithoutNullStreams; endGroup: () => void } {
-  const run = ['/bin/sh', RANK_TETHER_SCRIPT, '/bin/sh', '-c', cmd];
+export function spawnRank(cmd: string, opts: { cwd: string; env: Record<string, string>; warn: (msg: string) => void; runAs?: RunAs | null }): { child: ChildProcessWithoutNullStreams; endGroup: () => void } {
+  // as another user: the tether's watcher stays the worker's, so it can kill the whole group
+  const run = ['/bin/sh', RANK_TETHER_SCRIPT, ...asUser(opts.runAs ?? null, ['/bin/sh', '-c', cmd])];
   const sp = setpriv();
   if (sp === null) opts.warn('setpriv not found: a rank dies with its worker through its group tether only');
   const [file, argv] = sp === null ? [run[0]!, run.slice(1)] : [sp, ['--pdeathsig', 'KILL', '--', ...run]];

@@ -59,6 +59,7 @@ import { injectLibPath } from './command/launch-counter.ts';
 import { BuildCache } from './builds/build-cache.ts';
 import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
+import type { RunAs } from './run-as.ts';
 import type { RankRunner } from './rank-runner.ts';
 import { preflightGraphrt } from './preflight/preflight.ts';
 import { formatWorkerVersion } from '../jobs/worker-version.ts';
@@ -96,6 +97,8 @@ export interface WorkerOptions {
   secret?: Buffer;
   /** run command workloads (a user's binary) at all, and build commits; default false: only graphrt */
   allowCommand?: boolean;
+  /** the user command workloads' programs run as (worker/run-as.ts); absent: the worker's own */
+  runAs?: RunAs;
   /** build commits of a repository (`builds:`: their CMakeLists.txt or recipe runs here); default false */
   allowBuild?: boolean;
   /**
@@ -354,7 +357,7 @@ export class Worker {
           this.opts.runner ??
           runnerByRuntime({
             native: new GraphrtRunner(this.opts.graphrt, { cache }),
-            command: new CommandRankRunner({ cache, injectLib: injectLibPath(this.opts.graphrt), graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null }),
+            command: new CommandRankRunner({ cache, runAs: this.opts.runAs ?? null, injectLib: injectLibPath(this.opts.graphrt), graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null }),
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
         events,

@@ -43,6 +43,7 @@ export const workerCommand = defineCommand({
       .option('drain-before-end', { type: 'number', default: 60, describe: "under Slurm: seconds before the allocation's end at which no lease is held any more and the worker stops" })
       .option('stop-file', { type: 'string', describe: 'under Slurm: stop gracefully when this file appears (orch slurm down writes it)' })
       .option('unlink-credential-files', { type: 'boolean', default: false, describe: 'remove the --redis-url-file and --secret-file once read (orch slurm up gives each worker its own copies)' })
+      .option('run-as', { type: 'string', describe: "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment" })
       .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -70,12 +71,16 @@ export const workerCommand = defineCommand({
       const { rmSync } = await import('node:fs');
       for (const f of [argv.redisUrlFile, argv.secretFile]) if (f !== undefined) rmSync(f, { force: true });
     }
+    const log = orchLog('worker', process.env.ORCH_LOG ?? 'info');
+    const { resolveRunAs } = await import('../../worker/run-as.ts');
+    const runAs = argv.runAs === undefined ? undefined : resolveRunAs(argv.runAs, { create: true, log: (msg) => log.info(msg) });
     const slurm = await slurmOptions(argv);
     const { slurmHostName } = await import('../../jobs/slurm-allocation.ts');
     const worker = new Worker({
       ...(slurm ? { slurm } : {}),
       secret,
       allowCommand: argv.allowCommand,
+      ...(runAs === undefined ? {} : { runAs }),
       allowBuild: argv.allowBuild,
       redisUrl,
       host: argv.host ?? (slurm ? slurmHostName(slurm.alloc.provenance) : undefined),
@@ -88,7 +93,7 @@ export const workerCommand = defineCommand({
       heartbeatMs: argv.heartbeatMs,
       insecureRedis: argv.insecureRedis,
       orchVersion: orchVersion(),
-      log: orchLog('worker', process.env.ORCH_LOG ?? 'info'),
+      log,
     });
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: string) => {

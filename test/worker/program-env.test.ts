@@ -47,7 +47,7 @@ describe('the environment of a user program', () => {
     const secretFile = join(env.dir, 'cluster-secret');
     writeFileSync(secretFile, TEST_CLUSTER_SECRET, { mode: 0o600 });
     const dump = join(env.dir, 'env.txt');
-    await env.spawn({
+    const worker = await env.spawn({
       host, prefix, allowCommand: true,
       env: {
         ORCH_CLUSTER_SECRET_FILE: secretFile,
@@ -80,6 +80,9 @@ describe('the environment of a user program', () => {
       for (const good of ['PATH', 'HOME', 'SPEC_VAR', 'FAST', 'ORCH_ARM', 'ORCH_STEPS', 'OPERATOR_VAR']) assert.ok(names.has(good), `the program lacks ${good}:\n${text}`);
       assert.match(text, /^FAST=1$/m);
       assert.match(text, /^SPEC_VAR=from-spec$/m);
+      // nor is it in the worker's own environment block, which a program of its user could read
+      const environ = readFileSync(`/proc/${worker.child.pid}/environ`, 'latin1').split('\0');
+      assert.ok(!environ.some((e) => e.startsWith('REDIS_URL=') || e.includes(env.server.url)), `REDIS_URL is still in /proc/${worker.child.pid}/environ`);
     } finally {
       await dispatcher.close();
     }

@@ -4,6 +4,7 @@
  * tree (tracked changes and untracked files), the spec's flags, and the output of each
  * toolchain command (`g++ --version`, `nvcc --version`). Same inputs, same key, on any host.
  */
+import { helper } from '../helper-paths.ts';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
@@ -44,7 +45,7 @@ function run(file: string, args: string[], cwd: string): Promise<{ code: number;
   // a toolchain command is the spec's, so it gets a program's environment
   const [argv, env] = file === 'git' ? [[...HARDENED_GIT_ARGS, ...args], hardenedGitEnv()] : [args, programEnv({})];
   return new Promise((resolve) => {
-    execFile(file, argv, { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(file === 'git' ? helper('git') : file, argv, { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
       resolve({ code, out: stdout, err: stderr.toString() });
     });

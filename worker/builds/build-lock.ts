@@ -9,6 +9,7 @@
  * ends `cat`, flock(1) exits and the kernel drops the lock at once. `-o` keeps the lock fd out
  * of the shell, so nothing the holder starts can inherit the lock.
  */
+import { helper } from '../helper-paths.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { OrchError } from '../../jobs/errors.ts';
@@ -20,7 +21,7 @@ export interface HeldBuildLock {
 }
 
 export async function acquireBuildLock(lockFile: string): Promise<HeldBuildLock> {
-  const child: ChildProcess = spawn('flock', ['-o', lockFile, '/bin/sh', '-c', 'echo locked; exec cat >/dev/null'], {
+  const child: ChildProcess = spawn(helper('flock'), ['-o', lockFile, '/bin/sh', '-c', 'echo locked; exec cat >/dev/null'], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   child.stdin!.on('error', () => {});

@@ -10,6 +10,7 @@
  * by waiters. The key always holds the commit and never a dirty diff: the worktree is exactly
  * the commit, and the build's own outputs inside it must not change the key.
  */
+import { helper } from '../helper-paths.ts';
 import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
@@ -42,7 +43,7 @@ export interface CommitBuild extends EnsuredBuild {
 
 function git(args: string[], cwd: string): Promise<{ code: number; err: string }> {
   return new Promise((resolve) => {
-    execFile('git', [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv() }, (error, _out, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 127) : 0, err: String(stderr) }));
+    execFile(helper('git'), [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv() }, (error, _out, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 127) : 0, err: String(stderr) }));
   });
 }
 

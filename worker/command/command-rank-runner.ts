@@ -21,6 +21,7 @@ import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './
 import { ResidentCommandRank } from './resident-command-rank.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import { PerRepLaunches } from './per-rep-launches.ts';
+import type { RunAs } from '../run-as.ts';
 import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
 
 export interface CommandRankRunnerOptions {
@@ -31,6 +32,8 @@ export interface CommandRankRunnerOptions {
   injectLib?: string | null;
   /** the worker's graphrt, whose chain measures a trace probe's graph-node floor (chain-floor.ts); null: none */
   graphrt?: string | null;
+  /** the user programs run as (worker/run-as.ts); null: the worker's own */
+  runAs?: RunAs | null;
 }
 
 
@@ -64,7 +67,7 @@ export class CommandRankRunner implements RankRunner {
     if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
     const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
-    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null }, ensure);
+    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null, runAs: this.opts.runAs ?? null }, ensure);
     return new CommandRank(s, workload, this.opts, ensure);
   }
 }
@@ -153,7 +156,7 @@ class CommandRank implements RankHandle {
     const counting = this.workload.run.launch_counts === true ? new PerRepLaunches({ backend: this.s.card.backend, lib: this.opts.injectLib ?? null, programEnv: this.workload.run.env ?? {}, stepRange: this.workload.run.launch_counts_step_range ?? null }) : null;
     try {
       const running = runCommandRep({
-        workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: { ...this.env, ...(counting?.env ?? {}) }, signal: this.abort.signal,
+        workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: { ...this.env, ...(counting?.env ?? {}) }, signal: this.abort.signal, runAs: this.opts.runAs ?? null,
         onStart: (pid) => (this.current = pid),
         onLine: (stream, line) => {
           const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };

@@ -28,6 +28,7 @@ import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '..
 import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
 import { programEnv } from './program-env.ts';
+import { runAsEnv, type RunAs } from '../run-as.ts';
 import { injectionEnv } from './launch-counter.ts';
 import { measureChainFloor } from './chain-floor.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
@@ -60,7 +61,7 @@ export class ResidentCommandRank implements RankHandle {
   constructor(
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
-    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null },
+    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null; runAs?: RunAs | null },
     private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
@@ -177,8 +178,8 @@ export class ResidentCommandRank implements RankHandle {
       // a cpu card hides every GPU, as graphrt's cpu ranks do
       CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
     });
-    const env = { ...base, ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
-    const { child, endGroup } = spawnRank(run.cmd, { cwd: commandCwd(run.cwd, artifactDir), env, warn: (msg) => s.log.warn(msg) });
+    const env = { ...base, ...runAsEnv(this.opts.runAs ?? null), ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
+    const { child, endGroup } = spawnRank(run.cmd, { cwd: commandCwd(run.cwd, artifactDir), env, warn: (msg) => s.log.warn(msg), runAs: this.opts.runAs ?? null });
     s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
     const schema: RankLineSchema<OrchRankLine> = { parse: parseOrchRankLine, request: (op) => orchRankRequest(s.job, op) };
     return new RankProtocol(child, schema, {

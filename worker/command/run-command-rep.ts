@@ -20,6 +20,7 @@ import { RepOutput } from './rep-output.ts';
 import { spawnTethered } from './tether.ts';
 import { programEnv } from './program-env.ts';
 import { requireHelper } from '../helper-paths.ts';
+import { asUser, runAsEnv, type RunAs } from '../run-as.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
 export const CARD_BUSY_EXIT = 199;
@@ -49,6 +50,8 @@ export interface CommandRepInput {
   onStart?: (pid: number) => void;
   /** Aborting kills the process group at once (lease lost). */
   signal?: AbortSignal;
+  /** The user the command runs as (worker/run-as.ts); flock(1) and the tether stay the worker's. */
+  runAs?: RunAs | null;
   /** Per-line time budget of a regex metric source (default METRIC_REGEX_BUDGET_MS). */
   regexBudgetMs?: number;
 }
@@ -80,9 +83,9 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const what = `arm "${arm.name}", command: ${inv.cmd}`;
   const started = Date.now();
   // by its absolute path: the program's environment may carry the spec's PATH
-  const p = spawnTethered(requireHelper('flock', "it holds the card's lock for the rep's process"), ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, '/bin/sh', '-c', inv.cmd], {
+  const p = spawnTethered(requireHelper('flock', "it holds the card's lock for the rep's process"), ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, ...asUser(input.runAs ?? null, ['/bin/sh', '-c', inv.cmd])], {
     cwd,
-    env: programEnv({ ...inv.env, ...input.env }),
+    env: { ...programEnv({ ...inv.env, ...input.env }), ...runAsEnv(input.runAs ?? null) },
   });
   if (p.child.pid !== undefined) input.onStart?.(p.child.pid);
   const out = new RepOutput(new MetricParser(workload.metric_source), () => p.killGroup(), what, {

@@ -1,0 +1,38 @@
+/**
+ * A user's program holds no secret (worker/run-as.ts): run as a second local user, a command
+ * cannot read the worker's /proc/<pid>/environ nor its 0600 secret file, while the card's lock is
+ * still held for it by the worker's flock(1). The same command as the worker's own user reads
+ * both (the test's control: it can fail).
+ */
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { runCommandRep } from '../../worker/command/run-command-rep.ts';
+import { resolveRunAs } from '../../worker/run-as.ts';
+
+const root = process.getuid?.() === 0;
+
+test('a command run as the run-as user reads neither the worker\'s environ nor its secret file', { skip: !root && 'not root: only root can switch to a second local user (useradd, setpriv)', timeout: 60_000 }, async () => {
+  const logged: string[] = [];
+  const runAs = resolveRunAs('orch-test-run', { create: true, log: (m) => logged.push(m) });
+  const d = mkdtempSync(join(tmpdir(), 'orch-runas-'));
+  chmodSync(d, 0o755);
+  const secretFile = join(d, 'cluster-secret');
+  writeFileSync(secretFile, 'secret-planted-5d2b-0123456789abcdef\n', { mode: 0o600 });
+  const cmd = [
+    `if cat /proc/${process.pid}/environ >/dev/null 2>&1; then echo environ-read; else echo environ-refused; fi`,
+    `if cat ${secretFile} >/dev/null 2>&1; then echo secret-read; else echo secret-refused; fi`,
+    `echo "uid=$(id -u)"`,
+    `echo '{"step":0,"ms":1}'; echo '{"step":1,"ms":1}'`,
+  ].join('; ');
+  const run = async (as: typeof runAs | null) => {
+    const lines: string[] = [];
+    await runCommandRep({ workload: { run: { cmd, timeout_s: 30 }, toggles: {}, metric_source: { format: 'jsonl', field: 'ms', step_field: 'step' }, warmup: 0, steps: 1 }, arm: { name: 'a', toggles: {} }, artifactDir: null, baseDir: d, cardLock: join(d, 'card.lock'), runAs: as, onLine: (_s, l) => lines.push(l) });
+    return lines.filter((l) => !l.startsWith('{'));
+  };
+  assert.deepEqual(await run(null), ['environ-read', 'secret-read', 'uid=0'], "the control: the worker's own user reads both");
+  assert.deepEqual(await run(runAs), ['environ-refused', 'secret-refused', `uid=${runAs.uid}`]);
+  assert.ok(runAs.uid !== 0);
+});

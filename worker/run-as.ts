@@ -1,0 +1,62 @@
+/**
+ * The user a worker runs its users' programs as (`orch worker --run-as USER`): an unprivileged
+ * account that owns nothing of the worker's, so a program can read neither the worker's secret
+ * files (0600, the worker's user) nor its /proc/<pid>/environ or memory (another user's). Only
+ * root can switch user; the switch is util-linux setpriv(1) by its absolute path
+ * (helper-paths.ts), wrapped around the program alone: flock(1), the tether and the card's lock
+ * stay the worker's.
+ */
+import { spawnSync } from 'node:child_process';
+import { UserInputError } from '../jobs/errors.ts';
+import { lookUp, requireHelper } from './helper-paths.ts';
+
+/** The default run-as user of a worker that runs as root. */
+export const DEFAULT_RUN_AS = 'orch-run';
+
+export interface RunAs {
+  user: string;
+  uid: number;
+  gid: number;
+  home: string;
+}
+
+/** The passwd entry of `user`, or null (getent(1), so NSS users count). */
+function passwd(user: string): RunAs | null {
+  const getent = lookUp('getent');
+  if (getent === null) return null;
+  const r = spawnSync(getent, ['passwd', user], { encoding: 'utf8' });
+  const f = r.status === 0 ? r.stdout.trim().split('\n')[0]?.split(':') : undefined;
+  if (f === undefined || f.length < 7) return null;
+  return { user, uid: Number(f[2]), gid: Number(f[3]), home: f[5] ?? '/' };
+}
+
+/**
+ * `user`'s ids; a missing one is created (useradd --system, no home, no login shell) when
+ * `create`, and `log` says so. Refused: not root, root itself, a malformed name.
+ */
+export function resolveRunAs(user: string, opts: { create: boolean; log: (msg: string) => void }): RunAs {
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(user)) throw new UserInputError('CLI_USAGE', `--run-as ${user}: not a user name`);
+  if (process.getuid?.() !== 0) throw new UserInputError('CLI_USAGE', `--run-as ${user}: only a worker running as root can run programs as another user`, { hint: 'leave --run-as out, or start orch worker as root' });
+  let found = passwd(user);
+  if (found === null && opts.create) {
+    const useradd = lookUp('useradd', '/usr/sbin:/usr/bin:/sbin:/bin');
+    const r = useradd === null ? null : spawnSync(useradd, ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', '--user-group', user], { encoding: 'utf8' });
+    if (r === null || r.status !== 0) throw new UserInputError('CLI_USAGE', `--run-as ${user}: the user does not exist and useradd failed: ${r === null ? 'useradd not found' : r.stderr.trim()}`, { hint: `create it yourself: useradd --system --user-group ${user}` });
+    opts.log(`created the system user ${user} (useradd) to run users' programs as`);
+    found = passwd(user);
+  }
+  if (found === null) throw new UserInputError('CLI_USAGE', `--run-as ${user}: no such user`, { hint: `create it: useradd --system --user-group ${user}` });
+  if (found.uid === 0) throw new UserInputError('CLI_USAGE', `--run-as ${user}: uid 0 is root; the point is another user`);
+  return found;
+}
+
+/** `file argv` as `runAs` (setpriv: real and effective ids, no supplementary group), or as is when null. */
+export function asUser(runAs: RunAs | null, argv: string[]): string[] {
+  if (runAs === null) return argv;
+  return [requireHelper('setpriv', `it runs programs as ${runAs.user}`), `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups', '--', ...argv];
+}
+
+/** The variables that name the program's user: its own, not the worker's (HOME would be root's). */
+export function runAsEnv(runAs: RunAs | null): Record<string, string> {
+  return runAs === null ? {} : { HOME: runAs.home, USER: runAs.user, LOGNAME: runAs.user };
+}
