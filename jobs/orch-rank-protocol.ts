@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
 import { ClockReadingSchema } from './graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
+import { OrchRankExchangeSchema } from './orch-rank-exchange.ts';
 import { describeIssues } from './schema-issues.ts';
 
 export const ORCH_RANK_PROTOCOL = 'orch-rank';
@@ -137,7 +138,7 @@ export const OrchRankErrorSchema = z.strictObject({
 });
 export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;
 
-export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema]);
+export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema, OrchRankExchangeSchema]);
 export type OrchRankLine = z.infer<typeof OrchRankLineSchema>;
 
 /** What a hello must say before the rest of it is read: another version's hello has other fields. */
