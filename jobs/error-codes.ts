@@ -130,6 +130,8 @@ export const ERROR_CODES = {
   FOREIGN_PROCESS: { kind: 'transient', meaning: 'a process orch did not start runs on a leased card (foreign_process: fail)' },
   WORKER_STOPPING: { kind: 'transient', meaning: 'the worker was stopped (SIGTERM) while the block waited' },
   LEASE_LOST: { kind: 'transient', meaning: "the gang's lease expired, was released or revoked; its results are refused" },
+  GANG_NO_PORT: { kind: 'transient', meaning: "rank 0's worker found no free TCP port for a command gang's rendezvous (MASTER_PORT) after its bind-probes" },
+  RANK_EXCHANGE: { kind: 'transient', meaning: "a rank's exchange (ranklib/PROTOCOL.md \"Exchange\") got no bytes from rank 0 within the block's hello deadline, or rank 0 published a key twice with other bytes" },
   GANG_PART_TIMEOUT: { kind: 'transient', meaning: "a part of a gang across hosts waited too long for another host's part (its rendezvous, its staged results, the commit)" },
   RANK_DIED: { kind: 'transient', meaning: 'a rank was killed by a signal or exited with a code a retry may not see again' },
   RANK_TIMEOUT: { kind: 'transient', meaning: "a rank did not answer a request within the worker's request timeout (or a request written behind one that did not): nothing says a retry would hang again, as graphrt's own RANK_LOST exit is retried" },

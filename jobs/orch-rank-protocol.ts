@@ -10,6 +10,7 @@ import type { BlockArm, BlockJob } from './block-job.ts';
 import { RepClocksSchema, repLineCore } from './rep-line.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
 import { ORCH_RANK_ERROR_CODE_NAMES, ORCH_RANK_PROTOCOL_NAME, RANK_PROTOCOL_VERSION } from './rank-protocol-constants.ts';
+import { OrchRankExchangeSchema } from './orch-rank-exchange.ts';
 import { describeIssues } from './schema-issues.ts';
 
 export const ORCH_RANK_PROTOCOL = ORCH_RANK_PROTOCOL_NAME;
@@ -142,7 +143,7 @@ export const OrchRankErrorSchema = z.strictObject({
 });
 export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;
 
-export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema]);
+export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema, OrchRankExchangeSchema]);
 export type OrchRankLine = z.infer<typeof OrchRankLineSchema>;
 
 /** What a hello must say before the rest of it is read: another version's hello has other fields. */

@@ -6,6 +6,9 @@
  *   staged      host → JSON StagedPart: each other part's results, staged under the gang's epoch
  *               (lua/stage-part.lua); the leading part commits them with its own in one
  *               commit-block call over every part's leases
+ *   exchange    key → base64: rank 0's bytes of each exchange of a command gang (ranklib/PROTOCOL.md
+ *               "Exchange"), published once (lua/publish-exchange.lua), read by every rank's worker;
+ *               a single-host gang meets here too, so one path serves both
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -37,6 +40,9 @@ export interface StagedPart {
 
 export type StageResult = { staged: true } | { staged: false; card: string; holder: number | null };
 
+/** publish-exchange.lua's reply: 1 published, 2 the same bytes already, 0 other bytes already. */
+const PublishExchangeReplySchema = z.union([z.literal(0), z.literal(1), z.literal(2)]);
+
 /** stage-part.lua's reply: { 1 } staged, or { 0, i, epoch held ('' when gone) } from its lease fence. */
 const StagePartReplySchema = z.union([z.tuple([z.literal(1)]), z.tuple([z.literal(0), z.int().min(1), z.string()])]);
 
@@ -67,6 +73,22 @@ export class GangStaging {
     return this.redis.get(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt));
   }
 
+  /**
+   * Publishes rank 0's bytes of exchange `key`: 'published', 'same' (already there, the same
+   * bytes) or 'other' (already there with other bytes: refused).
+   */
+  async publishExchange(ref: AttemptRef, key: string, data: Buffer, ttlMs: number): Promise<'published' | 'same' | 'other'> {
+    const reply = await runScript(this.redis, 'publish-exchange', [this.keys.exchange(ref.experiment, ref.block, ref.attempt)], [key, data.toString('base64'), Math.ceil(ttlMs)]);
+    const r = checkStored(PublishExchangeReplySchema, reply, 'reply of store/lua/publish-exchange.lua');
+    return r === 1 ? 'published' : r === 2 ? 'same' : 'other';
+  }
+
+  /** Rank 0's bytes of exchange `key`, or null while they are not published. */
+  async exchanged(ref: AttemptRef, key: string): Promise<Buffer | null> {
+    const raw = await this.redis.hget(this.keys.exchange(ref.experiment, ref.block, ref.attempt), key);
+    return raw === null ? null : Buffer.from(raw, 'base64');
+  }
+
   /** Stages a part's results; refused when its leases are not held under `epoch`. */
   async stage(ref: AttemptRef, epoch: number, part: StagedPart, ttlMs: number): Promise<StageResult> {
     const json = JSON.stringify(StagedPartSchema.parse(part));
@@ -88,6 +110,6 @@ export class GangStaging {
 
   /** The attempt's keys, once its block is committed or failed. */
   async forget(ref: AttemptRef): Promise<void> {
-    await this.redis.del(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt), this.keys.staged(ref.experiment, ref.block, ref.attempt));
+    await this.redis.del(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt), this.keys.staged(ref.experiment, ref.block, ref.attempt), this.keys.exchange(ref.experiment, ref.block, ref.attempt));
   }
 }

@@ -85,6 +85,8 @@ export interface OrchKeys {
   rendezvous(id: string, block: number, attempt: number): string;
   /** hash host → JSON StagedPart with a TTL: each non-leading part's results of a spread attempt */
   staged(id: string, block: number, attempt: number): string;
+  /** hash key → base64 with a TTL: rank 0's bytes of each exchange of a command gang's attempt (lua/publish-exchange.lua) */
+  exchange(id: string, block: number, attempt: number): string;
   /** string: the attempt that claimed a suite's night, SET NX with a TTL (store/nightly-claims.ts) */
   nightlyClaim(suite: string, scheduledAt: number): string;
   /** string: a signed job's nonce, consumed once with a TTL past its grant's expiry (store/job-nonces.ts) */
@@ -157,6 +159,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     outcome: (id) => `${p}:experiment:${id}:outcome`,
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
+    exchange: (id, block, attempt) => `${p}:experiment:${id}:exchange:${block}:${attempt}`,
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
     grantNonce: (nonce) => `${p}:grant-nonce:${nonce}`,
     refusedJobs: `${p}:refused-jobs`,

@@ -202,7 +202,7 @@ class GangRun {
       part = new SpreadPart(job, { host: opts.host, advertise: opts.advertise ?? advertiseAddress(), waitMs, pollMs: 50 }, deps.staging, deps.results, (p) => this.fate.race(p));
     }
     const lockPaths = job.cards.map((c) => cardLockPath(opts.lockDir, c));
-    this.ranks = new GangRanks(this.gang, { cards: opts.cards, lockPaths, runner: deps.runner, requestTimeoutMs: opts.requestTimeoutMs, closeGraceMs: opts.closeGraceMs, rendezvousKey: opts.rendezvousKey }, this.fate, part);
+    this.ranks = new GangRanks(this.gang, { cards: opts.cards, lockPaths, runner: deps.runner, requestTimeoutMs: opts.requestTimeoutMs, closeGraceMs: opts.closeGraceMs, rendezvousKey: opts.rendezvousKey, staging: deps.staging }, this.fate, part);
     this.foreign = new ForeignGuard(this.gang, { cards: opts.cards, lockPaths, probe: deps.probe, pollMs: opts.foreignPollMs, stopping: deps.stopping }, this.fate);
     this.pipeline = new RepPipeline(this.gang, this.ranks, new RepMeasure(this.gang, this.ranks), this.foreign, this.fate, { spread, stopping: deps.stopping });
     this.committer = new BlockCommit(this.gang, deps.results, this.fate, part);

@@ -3,7 +3,12 @@
  * (worker/rank-runner.ts), with a fresh rendezvous directory when the gang has several ranks, the
  * hellos awaited together; then every op sent to every rank alike, and at the end every rank
  * closed (or killed) and the rendezvous directory removed. A rank that exits while the gang is not
- * closing fails the gang (worker/gang-fate.ts).
+ * closing fails the gang (worker/gang-fate.ts), and so does a rank that answers an op with an
+ * error: the others may wait for it inside a collective, so none is left running (`all`).
+ *
+ * A command workload's ranks get a CommandGang (worker/command/command-gang.ts): MASTER_ADDR and
+ * a MASTER_PORT picked for this attempt by rank 0's worker (worker/free-port.ts; across hosts
+ * published through worker/spread-part.ts), and the exchange (worker/gang-exchange.ts).
  */
 import { escapeRankText } from '../jobs/rank-text.ts';
 import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
@@ -20,6 +25,10 @@ import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
 import { RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
 import type { SpreadPart } from './spread-part.ts';
+import type { GangStaging } from '../store/gang-staging.ts';
+import type { CommandGang } from './command/command-gang.ts';
+import { GangExchange } from './gang-exchange.ts';
+import { pickFreePort } from './free-port.ts';
 
 export interface GangRanksOptions {
   /** this worker's cards by id */
@@ -31,7 +40,12 @@ export interface GangRanksOptions {
   requestTimeoutMs: number;
   closeGraceMs: number;
   rendezvousKey?: Buffer | undefined;
+  /** where a command gang's exchanges meet (store/gang-staging.ts); absent: its ranks' exchanges are refused */
+  staging?: GangStaging | undefined;
 }
+
+/** run.hello_timeout_s's default (worker/command/resident-command-rank.ts): the exchange's deadline too. */
+const DEFAULT_EXCHANGE_DEADLINE_S = 120;
 
 export class GangRanks {
   private handles: RankHandle[] = [];
@@ -41,6 +55,12 @@ export class GangRanks {
   private probeLines: Probe[][] = [];
   /** world > 1: this attempt's rendezvous directory (PROTOCOL.md "Multi-rank"), removed at the end */
   private rendezvousDir: string | null = null;
+  /** card index → the exchange key its rank waits for now */
+  private readonly waitingFor = new Map<number, string>();
+  /** the card indexes whose hello came */
+  private readonly helloFrom = new Set<number>();
+  /** a command gang's exchange for this attempt */
+  private exchange: GangExchange | null = null;
 
   constructor(
     private readonly gang: GangContext,
@@ -64,7 +84,11 @@ export class GangRanks {
     // A fresh directory per attempt (short: Unix socket paths hold 107 bytes)
     if (world > 1) this.rendezvousDir = mkdtempSync(join(tmpdir(), 'orch-rv-'));
     const secret = this.opts.rendezvousKey === undefined ? undefined : rendezvousSecret(this.opts.rendezvousKey, job);
-    if (this.spread !== null) {
+    if (job.workload.runtime === 'command') {
+      // torchrun's rendezvous, not graphrt's: every rank of this part starts at once
+      const gang = await this.commandGang();
+      this.handles = job.cards.map((_, i) => this.startRank(i, world, undefined, { ...gang, localRank: i, exchange: (key, data) => this.exchangeOf(i, key, data, gang.exchange) }));
+    } else if (this.spread !== null) {
       if (secret === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block} spreads across hosts, whose rendezvous needs the cluster secret this worker was not given`);
       this.handles = [];
       await this.spread.startRanks(this.rendezvousDir as string, secret, (i, rv) => (this.handles[i] = this.startRank(i, world, rv)));
@@ -72,16 +96,52 @@ export class GangRanks {
       const rv = this.rendezvousDir === null ? undefined : { address: join(this.rendezvousDir, 'rv.sock'), secret };
       this.handles = job.cards.map((_, i) => this.startRank(i, world, rv));
     }
-    this.hellosNow = await this.fate.race(Promise.all(this.handles.map((r) => r.ready)));
+    this.handles.forEach((r, i) => void r.ready.then(() => this.helloFrom.add(i), () => undefined));
+    try {
+      this.hellosNow = await this.fate.race(Promise.all(this.handles.map((r) => r.ready)));
+    } catch (err) {
+      // the first rank to miss its deadline is not necessarily the one the gang waits for: say who had come
+      if (err instanceof Error && this.fate.failure === null && !err.message.includes('; the gang was starting:')) err.message += this.startingContext();
+      throw err;
+    }
   }
 
-  private startRank(i: number, world: number, rendezvous: RankRendezvous | undefined): RankHandle {
+  /** The attempt's MASTER_ADDR/MASTER_PORT and exchange, the same for every rank of this part. */
+  private async commandGang(): Promise<Omit<CommandGang, 'localRank' | 'exchange'> & { exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer> }> {
+    const { job, log } = this.gang;
+    const pick = () => pickFreePort({ onTaken: (port) => log.info({ port }, 'rendezvous port taken; trying another') });
+    const master = this.spread === null ? { addr: '127.0.0.1', port: await this.fate.race(pick()) } : await this.spread.masterAddress(pick);
+    const run = job.workload.runtime === 'command' ? job.workload.run : null;
+    const deadlineMs = (run?.hello_timeout_s ?? DEFAULT_EXCHANGE_DEADLINE_S) * 1000;
+    const staging = this.opts.staging;
+    const ex = staging === undefined ? null : new GangExchange(staging, { experiment: job.experiment, block: job.block, attempt: job.attempt }, { deadlineMs, race: (p) => this.fate.race(p) });
+    this.exchange = ex;
+    return {
+      masterAddr: master.addr,
+      masterPort: master.port,
+      localWorld: job.cards.length,
+      groupRank: Math.floor((job.first_rank ?? 0) / job.cards.length),
+      exchange: (rank, key, data) => (ex === null ? Promise.reject(new Error('this worker has no gang staging to exchange through')) : ex.exchange(rank, key, data)),
+    };
+  }
+
+  /** Rank i's exchange, remembered while it waits (startingContext names what it waits for). */
+  private async exchangeOf(i: number, key: string, data: Buffer | null, exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer>): Promise<Buffer> {
+    this.waitingFor.set(i, key);
+    try {
+      return await exchange(this.gang.rankOf(i), key, data);
+    } finally {
+      if (this.waitingFor.get(i) === key) this.waitingFor.delete(i);
+    }
+  }
+
+  private startRank(i: number, world: number, rendezvous: RankRendezvous | undefined, commandGang?: CommandGang): RankHandle {
     const { job, events } = this.gang;
     const id = job.cards[i] as string;
     const tags = this.gang.tags(i);
     const rank = this.gang.rankOf(i);
     const handle = this.opts.runner.start({
-      job, rank, world, card: this.opts.cards.get(id) as Card, lockPath: this.opts.lockPaths[i] as string, rendezvous,
+      job, rank, world, card: this.opts.cards.get(id) as Card, lockPath: this.opts.lockPaths[i] as string, rendezvous, ...(commandGang === undefined ? {} : { commandGang }),
       log: this.gang.log.child({ card: id, rank }),
       onLine: (line: RankLine, raw: string) => {
         if (line.type === 'probe') this.probeLines[i]?.push(line);
@@ -92,9 +152,22 @@ export class GangRanks {
     });
     void handle.exited.then((exit) => {
       events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
-      if (!this.fate.closing) this.fate.fail(new RankExitError(exit));
+      if (!this.fate.closing) this.fate.fail(new RankExitError(exit, this.startingContext()));
     });
     return handle;
+  }
+
+  /**
+   * While the gang starts, which ranks said hello and which did not: a rank that never joins the
+   * rendezvous keeps the others from their hello, and the first to reach its deadline is not
+   * necessarily the one missing.
+   */
+  private startingContext(): string {
+    if (this.hellosNow.length > 0 || this.handles.length < 2) return '';
+    const ranks = (said: boolean) => this.handles.map((_, i) => i).filter((i) => this.helloFrom.has(i) === said).map((i) => this.gang.rankOf(i));
+    const yes = ranks(true);
+    const waits = [...this.waitingFor].map(([i, key]) => `; rank ${this.gang.rankOf(i)} was waiting for exchange "${key}", which rank 0 never published`).join('');
+    return `; the gang was starting: ${yes.length === 0 ? 'no rank' : `rank ${yes.join(', ')}`} had said hello, rank ${ranks(false).join(', ')} had not${waits}`;
   }
 
   /** The OS pids of the ranks' processes (not foreign on their cards). */
@@ -115,8 +188,7 @@ export class GangRanks {
   /** As `all`, each line with when this worker read it (epoch ms): a committed rep places the rank's span by it (jobs/gang-rep.ts). */
   async answers<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<{ line: Extract<RankLine, { type: T }>; answeredMs: number }[]> {
     const answered = this.handles.map(() => 0);
-    const lines = await this.fate.race(Promise.all(this.handles.map((r, i) => r.request(op, this.opts.requestTimeoutMs).then((l) => ((answered[i] = Date.now()), l)))));
-    return lines.map((line, i) => {
+    const checked = (line: RankLine, i: number): Extract<RankLine, { type: T }> => {
       // a graph arm whose capture fails in the user's program: a finding, the block goes on without the arm
       if ((op.op === 'rep' || op.op === 'identity') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
         const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
@@ -126,8 +198,36 @@ export class GangRanks {
         const what = line.type === 'error' ? `error ${line.code}: ${escapeRankText(line.message)}` : `a "${line.type}" line`;
         throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
       }
-      return { line: line as Extract<RankLine, { type: T }>, answeredMs: answered[i]! };
-    });
+      return line as Extract<RankLine, { type: T }>;
+    };
+    // The first rank that answers otherwise (an error, or its request failing) fails the gang at
+    // once: the others may be waiting for it inside a collective and would answer only at the
+    // request timeout. A capture blocker is a finding, not the gang's failure.
+    const failGang = (err: unknown): never => {
+      if (this.handles.length > 1 && !(err instanceof CaptureBlockedError)) this.fate.fail(err as Error);
+      throw err;
+    };
+    const lines = await this.fate.race(
+      Promise.all(
+        this.handles.map((r, i) =>
+          r.request(op, this.opts.requestTimeoutMs).then((line) => {
+            answered[i] = Date.now();
+            return checked(line, i);
+          }).catch(failGang),
+        ),
+      ),
+    );
+    if (type === 'rep') this.sameSteps(op, lines as Extract<RankLine, { type: 'rep' }>[]);
+    return lines.map((line, i) => ({ line, answeredMs: answered[i]! }));
+  }
+
+  /** Every rank measured the same number of steps: a gang's step is the slowest rank's, step by step. */
+  private sameSteps(op: RankOp, lines: Extract<RankLine, { type: 'rep' }>[]): void {
+    const counts = lines.map((l) => l.step_ms.length);
+    if (counts.every((n) => n === counts[0])) return;
+    const err = new OrchError('RANK_ANSWERED_ERROR', `the ranks disagree on the step count of ${op.op} ${op.id} (arm ${op.arm.name}): ${counts.map((n, i) => `rank ${this.gang.rankOf(i)} ${n}`).join(', ')}; a gang's step is every rank's same step`);
+    this.fate.fail(err);
+    throw err;
   }
 
   /** Design probe: sends `op` to every rank, gathering each rank's `probe` lines of it. */

@@ -23,6 +23,10 @@
  * answered in time fails with RankTimeoutError (RANK_TIMEOUT), and the one written behind it
  * with it (it would be answered only after it).
  *
+ * An `exchange` line (ranklib/PROTOCOL.md "Exchange") is neither a hello nor an answer: in any
+ * state before the exit it goes to `onExchange`, which answers it on stdin later (`send`); one the
+ * handler refuses (a 17th) is a fault.
+ *
  * The child must lead its own process group (spawned `detached`): `kill()` SIGKILLs the group.
  */
 import { z } from 'zod';
@@ -63,8 +67,10 @@ export interface RankProtocolOptions<L extends ProtocolLine> {
   errorExitWaitMs?: number;
   /** how long the rank may take to say hello before it is a fault (default: no bound) */
   helloTimeoutMs?: number;
-  /** what the fault of a missing hello says after "no hello within N ms" (which protocol, how to speak it) */
-  helloHint?: string;
+  /** what the fault of a missing hello says after "no hello within N ms" (which protocol, how to speak it; what the rank waits for) */
+  helloHint?: string | (() => string);
+  /** an `exchange` line, before hello or during a request; throwing breaks the protocol with its message */
+  onExchange?: (line: L, raw: string) => void;
   /** every stderr line, as it arrives (for people: the event stream's output) */
   onStderr?: (line: string) => void;
   /** how many of the last stderr lines the exit record quotes when the rank printed no error line (default 1) */
@@ -186,6 +192,12 @@ export class RankProtocol<L extends ProtocolLine> {
     });
   }
 
+  /** Writes one line (an exchange's answer) to the rank's stdin, unless it is gone. */
+  send(line: string): void {
+    if (this.exit || this.fault !== null) return;
+    this.child.stdin.write(`${line}\n`);
+  }
+
   kill(): void {
     if (this.exit || this.child.pid === undefined) return;
     try {
@@ -211,6 +223,14 @@ export class RankProtocol<L extends ProtocolLine> {
       line = this.schema.parse(raw);
     } catch (err) {
       this.breakProtocol((err as Error).message);
+      return;
+    }
+    if (line.type === 'exchange' && this.opts.onExchange !== undefined) {
+      try {
+        this.opts.onExchange(line, raw);
+      } catch (err) {
+        this.breakProtocol((err as Error).message);
+      }
       return;
     }
     if (line.type === 'error') this.lastErrorLine = errorText(line);
@@ -326,7 +346,8 @@ export class RankProtocol<L extends ProtocolLine> {
   private watchHello(ms: number | undefined): void {
     if (ms === undefined) return;
     const t = setTimeout(() => {
-      if (this.stateNow === 'awaiting-hello') this.breakProtocol(`no hello within ${ms} ms${this.opts.helloHint === undefined ? '' : `: ${this.opts.helloHint}`}`);
+      const hint = typeof this.opts.helloHint === 'function' ? this.opts.helloHint() : this.opts.helloHint;
+      if (this.stateNow === 'awaiting-hello') this.breakProtocol(`no hello within ${ms} ms${hint === undefined ? '' : `: ${hint}`}`);
     }, ms);
     void this.ready.catch(() => undefined).finally(() => clearTimeout(t));
   }

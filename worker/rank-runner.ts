@@ -29,6 +29,7 @@ import { DETERMINISTIC_EXITS } from '../jobs/graphrt-exit-codes.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine, RankLine } from '../jobs/rank-line.ts';
 import type { BuildEvent } from '../jobs/worker-event.ts';
+import type { CommandGang } from './command/command-gang.ts';
 
 export type { RankLine } from '../jobs/rank-line.ts';
 
@@ -41,6 +42,8 @@ export interface RankStart {
   lockPath: string;
   /** world > 1: where the block attempt's ranks meet (a socket path, or tcp across hosts) */
   rendezvous?: RankRendezvous;
+  /** a command workload's gang: torchrun's environment and the exchange (worker/command/command-gang.ts) */
+  commandGang?: CommandGang;
   log: Logger;
   /** every line of the rank that passed its schema, as it arrives (hello included); `raw` as printed */
   onLine: (line: RankLine, raw: string) => void;

@@ -64,6 +64,24 @@ export class SpreadPart {
     for (let i = this.leads ? 1 : 0; i < this.job.cards.length; i++) start(i, { address: `tcp://${address}`, secret });
   }
 
+  /**
+   * A command gang's MASTER_ADDR and MASTER_PORT (worker/command/command-gang.ts): the leading
+   * part picks the port (`pickPort`) and publishes `ADDR:PORT` for the attempt; the other parts
+   * wait for it. The leading part's address is the one it advertises to other hosts.
+   */
+  async masterAddress(pickPort: () => Promise<number>): Promise<{ addr: string; port: number }> {
+    if (this.leads) {
+      const port = await this.race(pickPort());
+      const addr = this.opts.advertise;
+      await this.race(this.staging.publishRendezvous(this.ref, `${addr.includes(':') ? `[${addr}]` : addr}:${port}`, this.opts.waitMs));
+      return { addr, port };
+    }
+    const published = await this.poll(`the leading part of block ${this.job.block} attempt ${this.job.attempt} to publish its MASTER_PORT`, () => this.staging.rendezvousAddress(this.ref));
+    const m = /^\[?(.*?)\]?:(\d+)$/.exec(published);
+    if (m === null) throw new OrchError('BLOCK_PAYLOAD_INVALID', `the rendezvous of block ${this.job.block} attempt ${this.job.attempt} is "${published}", not ADDR:PORT`);
+    return { addr: m[1] as string, port: Number(m[2]) };
+  }
+
   /** A part that does not lead: stage its results, then hold its leases until the block is committed. */
   async stageAndAwaitCommit(own: PartResults): Promise<void> {
     const r = await this.race(this.staging.stage(this.ref, this.job.epoch, { host: this.opts.host, ...own }, this.opts.waitMs));

@@ -19,6 +19,7 @@ import { BuildCache, type EnsuredBuild } from '../builds/build-cache.ts';
 import { ensureCommitBuild } from '../builds/commit-build.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './command-builds.ts';
 import { ResidentCommandRank } from './resident-command-rank.ts';
+import { torchrunEnv } from './command-gang.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import { PerRepLaunches } from './per-rep-launches.ts';
 import type { RunAs } from '../run-as.ts';
@@ -102,7 +103,8 @@ class CommandRank implements RankHandle {
     // compile-spec requires it of a per_rep workload: a payload without one was built wrong upstream
     if (metric === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${s.job.block}: a per_rep command workload without workload.metric_source`);
     this.wl = { ...workload, metric_source: metric, warmup: s.job.warmup, steps: s.job.steps };
-    this.env = s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {};
+    // each rep's processes of a gang meet as torchrun's would (command-gang.ts); no exchange: a per_rep program has no protocol stream
+    this.env = { ORCH_RANK: String(s.rank), ORCH_WORLD: String(s.world), ...(s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {}), ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)) };
     this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
     this.ready = this.hello();
     this.ready.catch(() => {});

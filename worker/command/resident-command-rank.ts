@@ -15,12 +15,15 @@
  * - its hello is checked against the block (every toggle an arm sets must be one it understands)
  *   and becomes the command runtime's hello line, with the builds and the program's own hello;
  * - its answers become command-runtime lines (resident-answer.ts), the identity gate judged here;
- * - its stderr lines reach the event stream as `output` lines of the request in flight.
+ * - its stderr lines reach the event stream as `output` lines of the request in flight;
+ * - in a gang: torchrun's environment (command-gang.ts) and its `exchange` lines, answered on
+ *   stdin with rank 0's bytes (worker/gang-exchange.ts), at most MAX_EXCHANGES per attempt.
  */
 import { closeSync } from 'node:fs';
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { exchangeAnswer, MAX_EXCHANGES, type OrchRankExchange } from '../../jobs/orch-rank-exchange.ts';
 import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { openLockFile } from '../../store/private-dir.ts';
 import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
@@ -29,6 +32,7 @@ import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type 
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
 import { programEnv } from './program-env.ts';
 import { runAsEnv, type RunAs } from '../run-as.ts';
+import { torchrunEnv } from './command-gang.ts';
 import { injectionEnv } from './launch-counter.ts';
 import { measureChainFloor } from './chain-floor.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
@@ -57,6 +61,9 @@ export class ResidentCommandRank implements RankHandle {
   /** the rank ended before its program started (a build failed, the card was busy) */
   private preStart: RankExit | null = null;
   private resolveExited!: (e: RankExit) => void;
+  /** exchanges asked for this attempt (MAX_EXCHANGES at most), and the one waited for now */
+  private exchanges = 0;
+  private waitingFor: string | null = null;
 
   constructor(
     private readonly s: RankStart,
@@ -177,6 +184,7 @@ export class ResidentCommandRank implements RankHandle {
       ...(artifactDir === null ? {} : { ORCH_ARTIFACTS: artifactDir }),
       // a cpu card hides every GPU, as graphrt's cpu ranks do
       CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
+      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)),
     });
     const env = { ...base, ...runAsEnv(this.opts.runAs ?? null), ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
     const { child, endGroup } = spawnRank(run.cmd, { cwd: commandCwd(run.cwd, artifactDir), env, warn: (msg) => s.log.warn(msg), runAs: this.opts.runAs ?? null });
@@ -193,11 +201,32 @@ export class ResidentCommandRank implements RankHandle {
       },
       onStderr: (l) => this.output(l),
       helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
-      helloHint: HELLO_HINT,
+      helloHint: () => (this.waitingFor === null ? HELLO_HINT : `it waits for exchange "${this.waitingFor}", whose bytes rank 0 never published (rank 0 did not reach its exchange)`),
+      onExchange: (line) => this.exchange(line as OrchRankExchange),
       stderrLinesInExit: STDERR_LINES_IN_EXIT,
       // graphrt's exit codes (native/PROTOCOL.md) are not the user's: a death mid-block is retried
       exitCodesKnown: false,
       onExit: endGroup,
+    });
+  }
+
+  /**
+   * An exchange line: rank 0's bytes through the gang's staging, answered on stdin (an error
+   * line when they do not come). A 17th is a fault (thrown: RankProtocol breaks the protocol).
+   */
+  private exchange(line: OrchRankExchange): void {
+    if (++this.exchanges > MAX_EXCHANGES) throw new Error(`exchange "${line.key}" is this rank's ${this.exchanges}th of the attempt; at most ${MAX_EXCHANGES}`);
+    const gang = this.s.commandGang;
+    this.waitingFor = line.key;
+    const bytes = line.data === null ? null : Buffer.from(line.data, 'base64');
+    const asked = gang === undefined ? Promise.reject(new Error('this rank has no gang to exchange with (the worker started it without one)')) : gang.exchange(line.key, bytes);
+    void asked.then(
+      (data) => exchangeAnswer(line.key, { data }),
+      (err: Error) => exchangeAnswer(line.key, { error: err.message }),
+    ).then((answer) => {
+      if (this.waitingFor === line.key) this.waitingFor = null;
+      this.s.log.debug({ key: line.key }, 'exchange answered');
+      this.proto?.send(answer);
     });
   }
 
@@ -216,6 +245,7 @@ export class ResidentCommandRank implements RankHandle {
   private translate(line: OrchRankLine, op: RankOp, program: OrchRankHello): CommandLine {
     if (line.type === 'error') return residentError(line, op.id);
     if (line.type === 'hello') throw this.fault(`a second hello answering ${op.op} ${op.id}`);
+    if (line.type === 'exchange') throw this.fault(`an exchange line answering ${op.op} ${op.id}`);
     const wrong = line.type === 'rep' ? op.op !== 'rep' : line.type === 'trace' ? op.op !== 'trace' : op.op !== 'identity';
     if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     const bad = misfit(line, this.s.job);

@@ -1,0 +1,137 @@
+/**
+ * A user's program as a gang (worker/gang-ranks.ts, worker/command/command-gang.ts,
+ * worker/gang-exchange.ts): a real `orch worker` with two cpu cards runs a 2-rank resident
+ * command block of test/fixtures/ranks/gang-rank.py, which meets on MASTER_ADDR:MASTER_PORT as
+ * torch's TCPStore would and exchanges bytes before hello and inside a request. Then each way a
+ * gang goes wrong: rank 0 never reaches its exchange, a rank never joins the rendezvous, a rank
+ * exits 0 early, a rank answers an error while the other waits in a collective, the ranks
+ * disagree on the step count, a rank asks for a 17th exchange.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { BlockJob } from '../../jobs/block-job.ts';
+import { WorkloadSchema } from '../../jobs/spec.ts';
+import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
+import { orchKeys } from '../../store/keys.ts';
+import { blockJob } from '../utils/block-jobs.ts';
+import { readEvents } from '../utils/events.ts';
+import { freshPrefix } from '../utils/redis.ts';
+import { useWorkerEnv } from '../utils/worker-env.ts';
+
+const FIXTURE = new URL('../fixtures/ranks/gang-rank.py', import.meta.url).pathname;
+
+function gangJob(host: string, block: number, attempt: number, env: Record<string, string>, o: { helloTimeoutS?: number; identity?: boolean } = {}): BlockJob {
+  return blockJob({
+    experiment: 'cg', block, attempt, epoch: 7, host, cards: [`cpu:0@${host}`, `cpu:1@${host}`],
+    workload: WorkloadSchema.parse({
+      runtime: 'command',
+      run: { cmd: `/usr/bin/python3 ${JSON.stringify(FIXTURE)}`, mode: 'resident', env, timeout_s: 30, hello_timeout_s: o.helloTimeoutS ?? 30 },
+      toggles: { GRAPH: { env: 'GRAPH', on: '1', off: '0' } },
+      warmup: 1,
+      steps: 3,
+    }),
+    arms: [{ name: 'A', toggles: { GRAPH: true } }],
+    sequence: ['A', 'A', 'A'],
+    gates: { identity: o.identity === true ? { replays: 3, toggle: 'GRAPH' } : null, aa: false },
+    warmup: 1,
+    steps: 3,
+  } as never);
+}
+
+describe('a command gang of 2 resident ranks on one host', () => {
+  const env = useWorkerEnv('cmdgang');
+  const host = 'cg1';
+  let prefix = '';
+  let dispatcher: BlockDispatcher;
+
+  async function run(mode: string, block: number, o: { helloTimeoutS?: number; identity?: boolean; attempt?: number; extra?: Record<string, string> } = {}) {
+    if (prefix === '') {
+      prefix = freshPrefix();
+      await env.spawn({ host, prefix, allowCommand: true, cards: 'cpu:0,cpu:1', heartbeatMs: 3000 });
+      dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 50 });
+      await env.redis.hsetnx(orchKeys(prefix).exp('cg'), 'state', 'running');
+    }
+    const dir = mkdtempSync(join(env.dir, `${mode}-`));
+    const job = gangJob(host, block, o.attempt ?? 1, { FIXTURE_MODE: mode, FIXTURE_DIR: dir, ...(o.extra ?? {}) }, o);
+    for (const card of job.cards) {
+      const key = orchKeys(prefix).lease(card);
+      await env.redis.hset(key, { owner: host, epoch: job.epoch, experiment: job.experiment, block, expires: Date.now() + 120_000 });
+      await env.redis.pexpire(key, 120_000);
+    }
+    const t0 = Date.now();
+    await dispatcher.dispatch(job);
+    const end = await dispatcher.waitEnd(job, { timeoutMs: 90_000 });
+    const seen = (r: number) => JSON.parse(readFileSync(join(dir, `rank${r}.json`), 'utf8')) as { env: Record<string, string>; exchanged: Record<string, string> };
+    return { end, seen, ms: Date.now() - t0 };
+  }
+
+  test("every rank gets torchrun's environment, meets on MASTER_PORT, and gets rank 0's bytes, before hello and inside a rep", async (t) => {
+    t.after(() => dispatcher?.close());
+    const { end, seen } = await run('ok', 1);
+    assert.equal(end.state, 'completed', JSON.stringify(end));
+    const [r0, r1] = [seen(0), seen(1)];
+    assert.deepEqual(
+      [r0.env.RANK, r1.env.RANK, r0.env.WORLD_SIZE, r1.env.LOCAL_RANK, r1.env.LOCAL_WORLD_SIZE, r1.env.GROUP_RANK, r1.env.ORCH_RANK, r1.env.CUDA_VISIBLE_DEVICES],
+      ['0', '1', '2', '1', '2', '0', '1', ''],
+    );
+    assert.equal(r0.env.MASTER_ADDR, '127.0.0.1');
+    assert.equal(r0.env.MASTER_PORT, r1.env.MASTER_PORT);
+    assert.ok(Number(r0.env.MASTER_PORT) >= 20000 && Number(r0.env.MASTER_PORT) <= 32767, r0.env.MASTER_PORT);
+    assert.equal(r0.exchanged['nccl-id']?.length, 64);
+    assert.equal(r1.exchanged['nccl-id'], r0.exchanged['nccl-id'], 'rank 1 got rank 0 bytes');
+    assert.equal(Buffer.from(r1.exchanged['in-rep'] ?? '', 'hex').toString(), 'from rank 0');
+    // a new attempt of a block gets a new port
+    const first = await run('exit0-early', 2);
+    assert.equal(first.end.state, 'failed');
+    const again = await run('ok', 2, { attempt: 2 });
+    assert.equal(again.end.state, 'completed', JSON.stringify(again.end));
+    assert.notEqual(again.seen(0).env.MASTER_PORT, first.seen(0).env.MASTER_PORT);
+  });
+
+  test('the identity gate runs on every rank; a stale input planted on rank 1 fails the gate there only', async () => {
+    const { end } = await run('ok', 3, { identity: true, extra: { FIXTURE_STALE_RANK: '1' } });
+    const evs = (await readEvents(env.redis, prefix, 'cg')).filter((e) => e.block === 3 && e.event.type === 'gate');
+    assert.equal(evs.length, 2, JSON.stringify(end));
+    const byRank = Object.fromEntries(evs.map((e) => [e.rank, e.event.pass]));
+    assert.deepEqual(byRank, { '0': true, '1': false });
+  });
+
+  test("rank 0 never reaches its exchange: the deadline names rank 0", async () => {
+    const { end } = await run('rank0-no-exchange', 4, { helloTimeoutS: 6 });
+    assert.equal(end.state, 'failed');
+    assert.match(end.state === 'failed' ? end.reason : '', /exchange "nccl-id".*rank 0 (did not publish|never published)/);
+  });
+
+  test('a rank that never joins the rendezvous: the failure says which rank had not said hello', async () => {
+    const { end } = await run('skip-join', 5, { helloTimeoutS: 6 });
+    assert.equal(end.state, 'failed');
+    assert.match(end.state === 'failed' ? end.reason : '', /no hello within 6000 ms.*the gang was starting: no rank had said hello, rank 0, 1 had not$/);
+  });
+
+  test('a rank exits 0 early: the gang fails naming it', async () => {
+    const { end } = await run('exit0-early', 6);
+    assert.equal(end.state, 'failed');
+    assert.match(end.state === 'failed' ? end.reason : '', /rank 1 on card cpu:1@cg1 \(pid \d+\) exited with code 0/);
+  });
+
+  test('a rank answers an error while the other waits in a collective: the gang fails at once, not at the request timeout', async () => {
+    const { end, ms } = await run('fail-rep', 7);
+    assert.equal(end.state, 'failed');
+    assert.match(end.state === 'failed' ? end.reason : '', /rank 1 on card cpu:1@cg1 answered rep .* STEP_FAILED/);
+    assert.ok(ms < 20_000, `the gang ended after ${ms} ms (the request timeout is 30 s)`);
+  });
+
+  test('the ranks disagree on the step count: the gang fails naming rank 1', async () => {
+    const { end } = await run('few-steps', 8);
+    assert.equal(end.state, 'failed');
+    assert.match(end.state === 'failed' ? end.reason : '', /rank 1/);
+  });
+
+  test('a 17th exchange is a protocol fault', async () => {
+    const { end } = await run('many-exchanges', 9);
+    assert.equal(end.state, 'failed');
+    assert.match(end.state === 'failed' ? end.reason : '', /exchange "k15" is this rank's 17th of the attempt; at most 16/);
+  });
+});
