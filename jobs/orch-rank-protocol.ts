@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
-import { RepClocksSchema, repLineCore } from './rep-line.ts';
+import { repLineCore } from './rep-line.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
 import { ORCH_RANK_ERROR_CODE_NAMES, ORCH_RANK_PROTOCOL_NAME, RANK_PROTOCOL_VERSION } from './rank-protocol-constants.ts';
 import { OrchRankExchangeSchema } from './orch-rank-exchange.ts';

@@ -15,7 +15,7 @@ import { UserInputError } from '../jobs/errors.ts';
 /** `$XDG_RUNTIME_DIR/orch` (per user, tmpfs, 0700 by systemd) or `~/.cache/orch`. */
 export function defaultStateDir(): string {
   const xdg = process.env.XDG_RUNTIME_DIR;
-  return xdg && xdg.startsWith('/') ? join(xdg, 'orch') : join(homedir(), '.cache', 'orch');
+  return xdg?.startsWith('/') ? join(xdg, 'orch') : join(homedir(), '.cache', 'orch');
 }
 
 /** Creates `dir` (0700) if missing; refuses one that another user could write to or swap. */

@@ -217,7 +217,7 @@ class BuildsRank implements RankHandle {
  */
 function buildRendezvous(s: RankStart, i: number): Pick<RankStart, 'rendezvous'> {
   if (s.rendezvous === undefined) return {};
-  return { rendezvous: { ...s.rendezvous, address: s.rendezvous.address.replace(/\.sock$/, '') + `.${i}.sock` } };
+  return { rendezvous: { ...s.rendezvous, address: `${s.rendezvous.address.replace(/\.sock$/, '')}.${i}.sock` } };
 }
 
 /** graphrt's dialect of the rank protocol: its line schemas, its requests made by jobs/native-args.ts. */

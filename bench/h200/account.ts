@@ -59,5 +59,5 @@ for (const row of cardTimeOf(readResultsDir(dir))) {
   if (reps.length > 0) lines.push(['last rep line → block-committed (look, flush, commit)', t(end.id) - Math.max(...reps.map((r) => t(r.id)))]);
   const fresh = reps.filter((r) => r.event.graph === 'fresh').length;
   console.log(`block ${row.block}: leased ${s(leased)}; ${reps.length} reps (${fresh} with a fresh capture)`);
-  for (const [what, ms] of lines) console.log(`  ${what.padEnd(58)} ${Number.isFinite(ms) ? s(ms).padStart(9) : '        —'}  ${Number.isFinite(ms) ? ((100 * ms) / leased).toFixed(1).padStart(5) + ' %' : ''}`);
+  for (const [what, ms] of lines) console.log(`  ${what.padEnd(58)} ${Number.isFinite(ms) ? s(ms).padStart(9) : '        —'}  ${Number.isFinite(ms) ? `${((100 * ms) / leased).toFixed(1).padStart(5)} %` : ''}`);
 }

@@ -23,7 +23,7 @@ function field(x: Cell): string {
 }
 
 export function toCsv(headers: readonly string[], rows: readonly (readonly Cell[])[]): string {
-  return [headers, ...rows].map((r) => r.map(field).join(',')).join('\n') + '\n';
+  return `${[headers, ...rows].map((r) => r.map(field).join(',')).join('\n')}\n`;
 }
 
 export function renderCsv(a: Analysis): CsvTables {

@@ -57,7 +57,7 @@ export class FailureBackoff {
   succeeded(channel: string, key: string): void {
     this.keys.delete(key);
     const c = this.channels.get(channel);
-    if (!c || !c.failing.delete(key) || c.failing.size > 0) return;
+    if (!c?.failing.delete(key) || c.failing.size > 0) return;
     this.channels.delete(channel);
     this.log.info({ channel, suppressed: c.suppressed }, `${channel} recovered (${c.suppressed} repeated failures were not logged)`);
   }

@@ -67,8 +67,8 @@ export function removeRunDir(root: string, dir: string): void {
 }
 
 export function recordJob(root: string, dir: string, rec: SlurmJobRecord): void {
-  writeFileSync(join(dir, 'job.json'), JSON.stringify(rec, null, 2) + '\n', { mode: 0o600 });
-  writeFileSync(join(root, 'last'), dir + '\n', { mode: 0o600 });
+  writeFileSync(join(dir, 'job.json'), `${JSON.stringify(rec, null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(join(root, 'last'), `${dir}\n`, { mode: 0o600 });
 }
 
 /** The directory and record of `job`, or of the latest submission. */

@@ -119,7 +119,7 @@ function tStat(sum: number, rss: number, n: number): number {
  * Gamma(shape + 1) · U^(1/shape).
  */
 function gamma(shape: number, rand: () => number): number {
-  if (shape < 1) return gamma(shape + 1, rand) * Math.pow(1 - rand(), 1 / shape);
+  if (shape < 1) return gamma(shape + 1, rand) * (1 - rand()) ** (1 / shape);
   const d = shape - 1 / 3;
   const c = 1 / Math.sqrt(9 * d);
   for (;;) {

@@ -5,7 +5,7 @@
  * and kill some with -9.
  */
 import { Redis } from 'ioredis';
-import { OrchError } from '../../jobs/errors.ts';
+import type { OrchError } from '../../jobs/errors.ts';
 import { BuildCache, type BuildRequest } from '../../worker/builds/build-cache.ts';
 
 const cfg = JSON.parse(process.env.ORCH_TEST_BUILD ?? "{}") as { root: string; host: string; redisUrl?: string; prefix?: string; request: BuildRequest };

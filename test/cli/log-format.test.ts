@@ -24,7 +24,7 @@ function logOf(format: string | undefined, level = 'info'): string[] {
 test('ORCH_LOG_FORMAT=pretty: one line, the code and message, no stack, no JSON', () => {
   const lines = logOf('pretty');
   assert.equal(lines.length, 1, lines.join('\n'));
-  assert.match(lines[0]!, /^orch worker error: block attempt failed; ranks killed \(BAD_PARAM: params\.hidden: 4096 is above 1024\)  block=3$/);
+  assert.match(lines[0]!, /^orch worker error: block attempt failed; ranks killed \(BAD_PARAM: params\.hidden: 4096 is above 1024\) {2}block=3$/);
 });
 
 test('stderr not a terminal, no ORCH_LOG_FORMAT: JSON lines, the error\'s code and message without a stack; json asks for the same', () => {

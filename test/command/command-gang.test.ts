@@ -46,9 +46,9 @@ describe('a 2-rank command gang through orch submit', () => {
     assert.ok([0, 3, 4].includes(r.code ?? -1), r.output);
     const rows = cardTime(r.report);
     assert.equal(rows.length, 2, r.report);
-    assert.deepEqual(rows.map((x) => x['card']!.replace(/@.*\(/, ' (')), ['cpu:0 (rank 0)', 'cpu:1 (rank 1)']);
+    assert.deepEqual(rows.map((x) => x.card!.replace(/@.*\(/, ' (')), ['cpu:0 (rank 0)', 'cpu:1 (rank 1)']);
     for (const row of rows) {
-      assert.equal(row['reps'], '6', JSON.stringify(row));
+      assert.equal(row.reps, '6', JSON.stringify(row));
       const share = Number(row['rep share']!.replace(' %', ''));
       assert.ok(share > 0 && share <= 100, `rep share ${row['rep share']}`);
       for (const g of ['gap p50', 'gap p99']) assert.ok(Number(row[g]!.replace(' ms', '')) >= 0, `${g} ${row[g]}`);

@@ -73,7 +73,7 @@ describe('command rep', () => {
     await assert.rejects(
       runCommandRep({ workload: workload(`sh ${join(FIXTURES, 'cmd-no-metric', 'run.sh')}`), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: join(dir(), 'c.lock') }),
       (e: unknown) => e instanceof UserInputError && e.code === 'METRIC_NO_LINES' &&
-        /^workload\.metric_source: the run printed no metric line \(arm "a", command: sh \S+run\.sh\); last output:\n(.|\n)*  \| step 2 loss=3\.22\n  \| done$/.test(e.message),
+        /^workload\.metric_source: the run printed no metric line \(arm "a", command: sh \S+run\.sh\); last output:\n(.|\n)* {2}\| step 2 loss=3\.22\n {2}\| done$/.test(e.message),
     );
   });
 

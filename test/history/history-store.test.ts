@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HistoryStore, runId, type NightlyRow } from '../../history/history-store.ts';
+import { type HistoryStore, runId, } from '../../history/history-store.ts';
 import { migrate, migrations } from '../../history/migrate.ts';
 import { openHistory } from '../../history/open-history.ts';
 import type { SqlDb } from '../../history/sql-db.ts';

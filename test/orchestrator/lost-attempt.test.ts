@@ -34,7 +34,7 @@ test('kill -9 of a worker mid-block: attempt 2 on another host, the lost attempt
   assert.deepEqual(b0.attempts.map((a) => [a.attempt, a.gang[0]!.host, a.outcome]), [[1, 'h1', 'lost'], [2, 'h2', 'committed']]);
   assert.equal(await c.redis.hlen(`${c.prefix}:experiment:${id}:results`), 12);
 
-  const res = join(c.fixtureLog + '.results');
+  const res = join(`${c.fixtureLog}.results`);
   const rep = await runOrch(['report', id, '--json', '--results', res], c.env);
   assert.ok(rep.code !== null && rep.code !== 1 && rep.code !== 2, rep.stderr);
   const events = readFileSync(join(res, id, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { block: number; attempt: number; committed: boolean; event: { type?: string } });

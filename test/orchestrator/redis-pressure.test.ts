@@ -204,7 +204,7 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   assert.equal(code, 2, output);
   assert.match(output, /orch: Redis refused to write while submitting .*: it is at maxmemory \(used .* of maxmemory 16\.0 MiB\)/);
   assert.match(output, /hint: orch's \d+ keys under "oom[0-9a-f]+" hold .* of the .* used, the largest .*:events .*; raise maxmemory .*orch cancel/);
-  assert.doesNotMatch(output, /internal error|    at /);
+  assert.doesNotMatch(output, /internal error| {4}at /);
 
   // any other command that meets the full Redis (a worker registering its cards): the same code
   const refused = await spawnWorker({ redisUrl: server.url, host: 'h3', prefix, lockDir: join(dir, 'locks-h3'), noWait: true });
@@ -213,7 +213,7 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   const said = refused.log().split('\n').filter((l) => l.startsWith('orch:') || l.startsWith('  hint:')).join('\n');
   console.log(`a worker starting on the full Redis: exit ${exit.code}\n${said}`);
   assert.equal(exit.code, 2, refused.log().slice(-2000));
-  assert.match(said, /^orch: Redis refused a write: OOM command not allowed .*\n  hint: raise maxmemory/);
+  assert.match(said, /^orch: Redis refused a write: OOM command not allowed .*\n {2}hint: raise maxmemory/);
   assert.doesNotMatch(refused.log(), /internal error/);
 
   await freeRedis(filled);

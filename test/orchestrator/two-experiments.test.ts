@@ -44,7 +44,7 @@ test('two experiments on two cards: both finish, FIFO interleaving, one rank per
   const lines = watch.out().split('\n').filter((l) => l.startsWith(`${ids[0]}  `));
   const last = (prefix: string) => lines.filter((l) => l.startsWith(`${ids[0]}  ${prefix}`)).at(-1) ?? '';
   console.log(`orch watch, its lines:\n${lines.join('\n')}`);
-  assert.match(lines.filter((l) => !/  block \d+  /.test(l)).at(-1)!, new RegExp(`^${ids[0]}  done  elapsed \\d+ s$`));
+  assert.match(lines.filter((l) => !/ {2}block \d+ {2}/.test(l)).at(-1)!, new RegExp(`^${ids[0]}  done  elapsed \\d+ s$`));
   for (const b of [0, 1, 2]) assert.match(last(`block ${b}  `), new RegExp(`block ${b}  \\[#{24}\\]   4/4  done a1  last (eager|graph) (eager|graph)/cpu median [0-9.]+ ms/step`));
 
   const grants = (await Promise.all(ids.map(async (id) => (await store.blocks(id)).map((b) => ({ key: `${id}.b${b.block}`, exp: id, block: b.block, at: b.granted_at!, attempts: b.attempts.length, cards: b.attempts[0]!.gang.flatMap((g) => g.cards) })))))

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
 import { runOrch } from '../cli/run-orch.ts';

@@ -13,7 +13,7 @@ import { renderLooChart, renderPlots, renderStripPlot } from '../../orchestrator
 import { EXIT_CODES, FAIL_ON_CHOICES, outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { studentQuantile } from '../../orchestrator/stats/distributions.ts';
-import type { AnalysisInput, Outcome, Verdict } from '../../orchestrator/stats/types.ts';
+import type { AnalysisInput, Outcome, } from '../../orchestrator/stats/types.ts';
 import { abWithAa, looExperiment } from '../stats/fixtures.ts';
 
 /** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */

@@ -44,6 +44,6 @@ export function writeSimulatedResultsDir(dir: string, input: AnalysisInput, timi
   }
   const summary = { experiment: 'sim-prior', name: input.plan.name, hash: input.plan.hash, state: 'done', plan: input.plan, commits, accounting: null, analysis };
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+  writeFileSync(join(dir, 'events.jsonl'), `${events.map((e) => JSON.stringify(e)).join('\n')}\n`);
   writeFileSync(join(dir, 'reps.jsonl'), committed.map((r) => `${JSON.stringify(r)}\n`).join(''));
 }

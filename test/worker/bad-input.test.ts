@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { freePort, startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { redactUrl } from '../../jobs/redact.ts';

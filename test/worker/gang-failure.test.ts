@@ -23,7 +23,7 @@ describe('a rank of a gang fails', () => {
     const prefix = freshPrefix();
     const log = join(env.dir, `${host}.jsonl`);
     // request 1 is the identity gate of arm B; rank 1's 3rd request is the 2nd rep
-    const w = await env.spawn({
+    const _w = await env.spawn({
       prefix, host, cards: 'cpu:0,cpu:1',
       env: { FIXTURE_LOG: log, FIXTURE_FAIL: fail, FIXTURE_REP_MS: '150' },
     });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
+import type { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { cardLockPath } from '../../worker/block-executor.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';

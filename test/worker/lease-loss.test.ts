@@ -7,7 +7,6 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
@@ -31,7 +30,7 @@ describe('lease loss kills the ranks', () => {
   test('kill -9 of a worker mid-block: ranks gone, leases free within two heartbeats, block reruns elsewhere', async () => {
     const prefix = freshPrefix();
     const common = { prefix, cards: 'cpu:0,cpu:1', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' } };
-    const [h1, h2] = await Promise.all([env.spawn({ ...common, host: 'h1' }), env.spawn({ ...common, host: 'h2' })]);
+    const [h1, _h2] = await Promise.all([env.spawn({ ...common, host: 'h1' }), env.spawn({ ...common, host: 'h2' })]);
     const leases = new LeaseStore(env.redis, { prefix });
     const results = new ResultStore(env.redis, { prefix });
     const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20, lostGraceMs: 200 });
@@ -79,7 +78,7 @@ describe('lease loss kills the ranks', () => {
   test('revocation by the scheduler kills the gang at once (long before the next renew)', async () => {
     const prefix = freshPrefix();
     const slowHb = 3000;
-    const w = await env.spawn({
+    const _w = await env.spawn({
       prefix, host: 'r1', cards: 'cpu:0,cpu:1', heartbeatMs: slowHb, env: { FIXTURE_REP_MS: '300' },
     });
     const leases = new LeaseStore(env.redis, { prefix });
@@ -112,7 +111,7 @@ describe('lease loss kills the ranks', () => {
 
   test('a forged revocation or cancel notice (a PUBLISH that Redis state does not bear out) is ignored: the gang runs on and commits', async () => {
     const prefix = freshPrefix();
-    const w = await env.spawn({ prefix, host: 'f1', cards: 'cpu:0', heartbeatMs: 3000, env: { FIXTURE_REP_MS: '300' } });
+    const _w = await env.spawn({ prefix, host: 'f1', cards: 'cpu:0', heartbeatMs: 3000, env: { FIXTURE_REP_MS: '300' } });
     const leases = new LeaseStore(env.redis, { prefix });
     const results = new ResultStore(env.redis, { prefix });
     const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
@@ -138,7 +137,7 @@ describe('lease loss kills the ranks', () => {
 
   test('a renew that finds the lease gone kills the gang within one heartbeat', async () => {
     const prefix = freshPrefix();
-    const w = await env.spawn({
+    const _w = await env.spawn({
       prefix, host: 'n1', cards: 'cpu:0', heartbeatMs: HB, env: { FIXTURE_REP_MS: '300' },
     });
     const leases = new LeaseStore(env.redis, { prefix });

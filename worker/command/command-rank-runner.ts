@@ -11,11 +11,10 @@
  * output line of the user's process reaches the event stream as `{ type: 'output', stream, line }`.
  */
 import { OrchError } from '../../jobs/errors.ts';
-import { toJobError } from '../../store/job-error.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
-import { BuildCache, type EnsuredBuild } from '../builds/build-cache.ts';
+import type { BuildCache, EnsuredBuild } from '../builds/build-cache.ts';
 import { ensureCommitBuild } from '../builds/commit-build.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './command-builds.ts';
 import { ResidentCommandRank } from './resident-command-rank.ts';

@@ -109,7 +109,7 @@ function helloOf(binary: string, stdout: string): Hello | ErrorLine | null {
 export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | 'cpu'): Promise<Hello> {
   const r = await runHello(binary, 'auto');
   const hello = helloOf(binary, r.stdout);
-  if (!hello || hello.type !== 'hello' || r.code !== 0) {
+  if (hello?.type !== 'hello' || r.code !== 0) {
     throw new OrchError('PREFLIGHT_HELLO', `${binary} hello exited ${r.code} without a hello line: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
   }
   const info = hello;
