@@ -21,7 +21,8 @@ import { closeSync } from 'node:fs';
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
-import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { HOST_PHASE } from '../../jobs/rank-protocol-constants.ts';
+import { ORCH_RANK_VERSION, orchRankOpen, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { openLockFile } from '../../store/private-dir.ts';
 import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
 import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
@@ -32,6 +33,7 @@ import { injectionEnv } from './launch-counter.ts';
 import { measureChainFloor } from './chain-floor.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { commandCwd } from './run-command-rep.ts';
+import { preparedKey, type PreparedRank, type PreparedSink, type PreparedSlots } from './prepared-slots.ts';
 
 /** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
 const DEFAULT_HELLO_TIMEOUT_S = 120;
@@ -56,11 +58,15 @@ export class ResidentCommandRank implements RankHandle {
   /** the rank ended before its program started (a build failed, the card was busy) */
   private preStart: RankExit | null = null;
   private resolveExited!: (e: RankExit) => void;
+  /** the builds' artifact directory, once built (a prepared next rank runs the same build) */
+  private artifactDir: string | null | undefined;
+  /** how this rank's program started: adopted from the host phase, or inside the lease (and why) */
+  startedHow: { hostPhase: true; prepare_ms: number } | { hostPhase: false; why: string | null } = { hostPhase: false, why: null };
 
   constructor(
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
-    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null },
+    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null; slots?: PreparedSlots },
     private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
@@ -126,6 +132,7 @@ export class ResidentCommandRank implements RankHandle {
       this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
       throw err;
     }
+    this.artifactDir = prepared.artifactDir;
     const { proto, floor } = await this.startUnderLock(prepared.artifactDir);
     void proto.exited.then((e) => this.resolveExited(e));
     const hello = await proto.ready;
@@ -144,12 +151,30 @@ export class ResidentCommandRank implements RankHandle {
    * first runs graphrt's chain on the same description (the floor).
    */
   private async startUnderLock(artifactDir: string | null): Promise<{ proto: RankProtocol<OrchRankLine>; floor: ChainFloorRun | null }> {
+    const taken = this.s.job.trace_probe === true ? null : this.opts.slots?.take(this.card.id, preparedKey(this.s.job.experiment, artifactDir, this.card.id)) ?? null;
+    if (taken?.kind === 'fallback') {
+      this.startedHow = { hostPhase: false, why: taken.why };
+      this.s.log.warn({ why: taken.why }, 'the prepared rank process cannot be adopted: the program starts inside the lease');
+    }
     const fd = openLockFile(this.s.lockPath);
     try {
-      await lockDescription(fd, this.s.lockPath);
+      await lockDescription(fd, this.s.lockPath).catch((err: unknown) => {
+        if (taken?.kind === 'adopt') taken.rank.proto.kill();
+        throw err;
+      });
       const floor = this.s.job.trace_probe === true ? await this.chainFloor(fd) : null;
-      if (this.ending) throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
-      this.proto = this.spawnProgram(artifactDir);
+      if (this.ending) {
+        if (taken?.kind === 'adopt') taken.rank.proto.kill();
+        throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
+      }
+      if (taken?.kind === 'adopt') {
+        // the card's lock is this worker's now: the process may see the card
+        this.proto = taken.rank.proto;
+        taken.rank.sink.onLine = (line) => this.onProgramLine(line);
+        taken.rank.sink.onStderr = (l) => this.output(l);
+        this.proto.open(this.devices());
+        this.startedHow = { hostPhase: true, prepare_ms: (await this.proto.prepared).prepare_ms };
+      } else this.proto = this.spawnProgram(artifactDir, null);
       void this.proto.exited.finally(() => closeSync(fd));
       return { proto: this.proto, floor };
     } catch (err) {
@@ -164,7 +189,30 @@ export class ResidentCommandRank implements RankHandle {
     return measureChainFloor({ graphrt: this.opts.graphrt ?? null, backend: card.backend, uuid: card.backend === 'cuda' ? card.uuid : '', lockFd, warn: (msg) => log.warn(msg) });
   }
 
-  private spawnProgram(artifactDir: string | null): RankProtocol<OrchRankLine> {
+  /**
+   * Starts this rank's program again in the host phase (ORCH_HOST_PHASE=1, no device visible, no
+   * card lock) for the next block of this experiment on this card, and leaves it in `slots`,
+   * ended after `keepMs` unless that block's rank adopts it. Called while this rank holds the card.
+   */
+  prepareNext(slots: PreparedSlots, keepMs: number): PreparedRank {
+    if (this.artifactDir === undefined) throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
+    const sink: PreparedSink = { onLine: () => {}, onStderr: () => {} };
+    const rank: PreparedRank = { key: preparedKey(this.s.job.experiment, this.artifactDir, this.card.id), proto: this.spawnProgram(this.artifactDir, sink), sink };
+    slots.put(this.card.id, rank, keepMs);
+    return rank;
+  }
+
+  /** The card as CUDA_VISIBLE_DEVICES names it: a cpu card hides every GPU, as graphrt's cpu ranks do. */
+  private devices(): string {
+    return this.s.card.backend === 'cuda' ? this.s.card.uuid : '';
+  }
+
+  private onProgramLine(line: OrchRankLine): void {
+    if (line.type === 'error' && this.program === null) this.answer(residentError(line, 'hello'));
+  }
+
+  /** The program, started now: inside the lease (`sink` null), or in the host phase, its lines to `sink` until adopted. */
+  private spawnProgram(artifactDir: string | null, sink: PreparedSink | null): RankProtocol<OrchRankLine> {
     const { s, workload } = this;
     const run = workload.run;
     const base = programEnv({
@@ -174,8 +222,9 @@ export class ResidentCommandRank implements RankHandle {
       ORCH_RANK: String(s.rank),
       ORCH_WORLD: String(s.world),
       ...(artifactDir === null ? {} : { ORCH_ARTIFACTS: artifactDir }),
-      // a cpu card hides every GPU, as graphrt's cpu ranks do
-      CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
+      // the host phase: no device visible until `open` names the card
+      CUDA_VISIBLE_DEVICES: sink === null ? this.devices() : '',
+      ...(sink === null ? {} : { [HOST_PHASE.env]: '1' }),
     });
     const env = { ...base, ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
     const { child, endGroup } = spawnRank(run.cmd, { cwd: commandCwd(run.cwd, artifactDir), env, warn: (msg) => s.log.warn(msg) });
@@ -187,10 +236,9 @@ export class ResidentCommandRank implements RankHandle {
       log: s.log,
       program: run.cmd,
       // answers reach the stream once translated (request); a fatal error before hello, as it came
-      onLine: (line) => {
-        if (line.type === 'error' && this.program === null) this.answer(residentError(line, 'hello'));
-      },
-      onStderr: (l) => this.output(l),
+      onLine: (line) => (sink === null ? this.onProgramLine(line) : sink.onLine(line, '')),
+      onStderr: (l) => (sink === null ? this.output(l) : sink.onStderr(l)),
+      ...(sink === null ? {} : { hostPhase: { open: orchRankOpen } }),
       helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
       helloHint: HELLO_HINT,
       stderrLinesInExit: STDERR_LINES_IN_EXIT,
@@ -214,7 +262,7 @@ export class ResidentCommandRank implements RankHandle {
 
   private translate(line: OrchRankLine, op: RankOp, program: OrchRankHello): CommandLine {
     if (line.type === 'error') return residentError(line, op.id);
-    if (line.type === 'hello') throw this.fault(`a second hello answering ${op.op} ${op.id}`);
+    if (line.type === 'hello' || line.type === 'prepared') throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     const wrong = line.type === 'rep' ? op.op !== 'rep' : line.type === 'trace' ? op.op !== 'trace' : op.op !== 'identity';
     if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     const bad = misfit(line, this.s.job);
