@@ -33,7 +33,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const LOCK = join(dir, 'card.lock');
 writeFileSync(LOCK, '');
 
-function job(experiment: string, block: number, log: string, env: Record<string, string> = {}): BlockJob {
+function job(experiment: string, block: number, log: string, env: Record<string, string> = {}, blocksAfter?: number): BlockJob {
   const workload = CommandWorkloadSchema.parse({
     runtime: 'command',
     run: { cmd: `${PYTHON} ${PROGRAM}`, mode: 'resident', env: { PYTHONPATH: join(ROOT, 'ranklib/python'), PYTHONDONTWRITEBYTECODE: '1', HOST_PHASE_LOG: log, ...env }, timeout_s: 60 },
@@ -42,6 +42,7 @@ function job(experiment: string, block: number, log: string, env: Record<string,
   return blockJob({
     experiment, block, attempt: 1, epoch: 1, host: 'hp', cards: [card.id], workload, warmup: 1, steps: 2,
     arms: [{ name: 'eager', toggles: { GRAPH: false } }], sequence: ['eager'], gates: { identity: null, aa: false },
+    ...(blocksAfter === undefined ? {} : { blocks_after: blocksAfter }),
   });
 }
 
@@ -160,5 +161,19 @@ describe('the host phase: a rank started before its lease', () => {
     const exit = await next.proto.exited;
     assert.equal(exit.signal, 'SIGKILL');
     await other.close(5_000);
+  });
+
+  test('a block with more to come prepares the next on its own once it said hello; the last does not', async () => {
+    const slots = new PreparedSlots();
+    const log = join(dir, 'auto.log');
+    const first = rank(job('hp-auto', 0, log, {}, 1), slots);
+    await first.ready;
+    assert.notEqual(slots.keyOf(card.id), null, 'block 0 of 2: the next block\'s process is in the slot');
+    await first.close(5_000);
+    const last = rank(job('hp-auto', 1, log), slots);
+    await last.ready;
+    assert.equal(last.startedHow.hostPhase, true);
+    assert.equal(slots.keyOf(card.id), null, 'the last block prepares nothing');
+    await last.close(5_000);
   });
 });

@@ -37,6 +37,8 @@ import { preparedKey, type PreparedRank, type PreparedSink, type PreparedSlots }
 
 /** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
 const DEFAULT_HELLO_TIMEOUT_S = 120;
+/** How long a prepared next rank waits for its block at least (the scheduler's next grant, a queue ahead). */
+const PREPARED_KEEP_MS = 300_000;
 /** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
 const STDERR_LINES_IN_EXIT = 5;
 
@@ -142,7 +144,24 @@ export class ResidentCommandRank implements RankHandle {
     const { v: _v, type: _t, final: _f, ...program } = hello;
     const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
     this.s.onLine(line, JSON.stringify(line));
+    this.prepareNextIfDue();
     return line;
+  }
+
+  /**
+   * More blocks to come: the next one's process starts now in the host phase, kept for the longer
+   * of the hello timeout and PREPARED_KEEP_MS. One rank alone on its card only (a gang's ranks
+   * exchange in setup(), which the host phase would hold up), never for a trace probe.
+   */
+  private prepareNextIfDue(): void {
+    const { job, world } = this.s;
+    if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true) return;
+    const keepMs = Math.max((this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000, PREPARED_KEEP_MS);
+    try {
+      this.prepareNext(this.opts.slots, keepMs);
+    } catch (err) {
+      this.s.log.warn({ err }, 'the next block\'s rank could not start in the host phase: it starts inside its lease');
+    }
   }
 
   /**
@@ -167,14 +186,12 @@ export class ResidentCommandRank implements RankHandle {
         if (taken?.kind === 'adopt') taken.rank.proto.kill();
         throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
       }
-      if (taken?.kind === 'adopt') {
-        // the card's lock is this worker's now: the process may see the card
-        this.proto = taken.rank.proto;
-        taken.rank.sink.onLine = (line) => this.onProgramLine(line);
-        taken.rank.sink.onStderr = (l) => this.output(l);
-        this.proto.open(this.devices());
-        this.startedHow = { hostPhase: true, prepare_ms: (await this.proto.prepared).prepare_ms };
-      } else this.proto = this.spawnProgram(artifactDir, null);
+      this.proto = taken?.kind === 'adopt' ? await this.adopt(taken.rank) : null;
+      if (this.ending) {
+        this.proto?.kill();
+        throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while its prepared process finished prepare()`);
+      }
+      this.proto ??= this.spawnProgram(artifactDir, null);
       void this.proto.exited.finally(() => closeSync(fd));
       return { proto: this.proto, floor };
     } catch (err) {
@@ -187,6 +204,27 @@ export class ResidentCommandRank implements RankHandle {
   private chainFloor(lockFd: number): Promise<ChainFloorRun> {
     const { card, log } = this.s;
     return measureChainFloor({ graphrt: this.opts.graphrt ?? null, backend: card.backend, uuid: card.backend === 'cuda' ? card.uuid : '', lockFd, warn: (msg) => log.warn(msg) });
+  }
+
+  /**
+   * The prepared process, once its prepare() is done (it may still be running: this rank waits,
+   * holding the card, which is still shorter than a start from nothing), opened on the card; null
+   * when it ended before (PREPARE_TOUCHED_CUDA, a crash in prepare()): the program then starts
+   * inside the lease, and startedHow says why.
+   */
+  private async adopt(rank: PreparedRank): Promise<RankProtocol<OrchRankLine> | null> {
+    rank.sink.onLine = (line) => this.onProgramLine(line);
+    rank.sink.onStderr = (l) => this.output(l);
+    const prepared = await rank.proto.prepared.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+    if (prepared instanceof Error) {
+      this.startedHow = { hostPhase: false, why: prepared.message };
+      this.s.log.warn({ why: prepared.message }, 'the prepared rank process ended before its open: the program starts inside the lease');
+      return null;
+    }
+    // the card's lock is this worker's now: the process may see the card
+    rank.proto.open(this.devices());
+    this.startedHow = { hostPhase: true, prepare_ms: prepared.prepare_ms };
+    return rank.proto;
   }
 
   /**
