@@ -9,7 +9,8 @@ import importlib.util
 import os
 import sys
 
-import orch_rank
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "ranklib", "python"))
+import orch_rank  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("torch_decode", os.path.join(os.getcwd(), "examples/torch-decode/decode.py"))
 decode = importlib.util.module_from_spec(_spec)
@@ -37,7 +38,10 @@ def load(path):
 
 class Loaded(decode.Decode):
     def prepare(self):
-        import torch  # noqa: F401  (no CUDA context: is_initialized() stays False)
+        try:
+            import torch  # noqa: F401  (no CUDA context: is_initialized() stays False)
+        except ImportError:
+            pass  # decode.py's pure-Python model (a machine without torch)
 
         if WHERE == "prepare":
             self.blob = load(os.environ["CT3_FILE"])
