@@ -16,6 +16,7 @@ import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
+import type { CommandHello } from '../../jobs/command-line.ts';
 import { CommandWorkloadSchema } from '../../jobs/spec-schema/command-workload.ts';
 import { PreparedSlots } from '../../worker/command/prepared-slots.ts';
 import { ResidentCommandRank } from '../../worker/command/resident-command-rank.ts';
@@ -46,11 +47,12 @@ function job(experiment: string, block: number, log: string, env: Record<string,
   });
 }
 
+const hellos: CommandHello[] = [];
 function rank(j: BlockJob, slots: PreparedSlots): ResidentCommandRank {
   return new ResidentCommandRank(
-    { job: j, rank: 0, world: 1, card, lockPath: LOCK, log: pino({ level: 'silent' }), onLine: () => {} },
+    { job: j, rank: 0, world: 1, card, lockPath: LOCK, log: pino({ level: 'silent' }), onLine: (l) => void (l.type === 'hello' && 'program' in l && hellos.push(l as CommandHello)) },
     j.workload as Extract<BlockJob['workload'], { runtime: 'command' }>,
-    { buildRoot: dir, minFreeDiskGb: 0, slots },
+    { buildRoot: join(dir, 'builds'), minFreeDiskGb: 0, slots },
     () => Promise.reject(new Error('no build here')),
   );
 }
@@ -108,6 +110,7 @@ describe('the host phase: a rank started before its lease', () => {
       const env = environOf(p);
       assert.equal(env.get('CUDA_VISIBLE_DEVICES'), '', `process ${p} of the prepared rank sees no device`);
       assert.equal(env.get('ORCH_HOST_PHASE'), '1');
+      assert.equal(env.get('TORCHINDUCTOR_CACHE_DIR'), join(dir, 'rank-caches', 'checkout', 'inductor'), 'the compiler caches outlive the block');
     }
     assert.equal(holdsLockFile(group), false, 'no process of the prepared rank holds the card lock file');
     const program = seen(log).filter((s) => s.phase === 'prepare');
@@ -120,6 +123,7 @@ describe('the host phase: a rank started before its lease', () => {
     const second = rank(job('hp', 1, log), slots);
     await second.ready;
     assert.deepEqual(second.startedHow, { hostPhase: true, prepare_ms: prepared.prepare_ms });
+    assert.deepEqual(hellos.at(-1)?.started, { host_phase: true, caches: 'cold' }, 'the hello says how the rank started');
     assert.equal(second.pids()[0], pid, 'the prepared process itself serves block 1');
     assert.ok(lockHeld(), 'the worker took the card lock for the adopted process');
     assert.equal(slots.keyOf(card.id), null, 'the slot is empty once adopted');
@@ -143,6 +147,7 @@ describe('the host phase: a rank started before its lease', () => {
     await second.ready;
     assert.equal(second.startedHow.hostPhase, false);
     assert.match((second.startedHow as { why: string }).why, /PREPARE_TOUCHED_CUDA: prepare\(\) initialised CUDA/);
+    assert.match(hellos.at(-1)?.started?.why ?? '', /PREPARE_TOUCHED_CUDA/);
     assert.notEqual(second.pids()[0], next.proto.pids()[0]);
     await second.close(5_000);
   });

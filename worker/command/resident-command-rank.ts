@@ -33,6 +33,7 @@ import { injectionEnv } from './launch-counter.ts';
 import { measureChainFloor } from './chain-floor.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { commandCwd } from './run-command-rep.ts';
+import { rankCaches, type RankCaches } from './rank-caches.ts';
 import { preparedKey, type PreparedRank, type PreparedSink, type PreparedSlots } from './prepared-slots.ts';
 
 /** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
@@ -62,6 +63,8 @@ export class ResidentCommandRank implements RankHandle {
   private resolveExited!: (e: RankExit) => void;
   /** the builds' artifact directory, once built (a prepared next rank runs the same build) */
   private artifactDir: string | null | undefined;
+  /** the build's compiler caches on this host (rank-caches.ts) */
+  private caches: RankCaches | null = null;
   /** how this rank's program started: adopted from the host phase, or inside the lease (and why) */
   startedHow: { hostPhase: true; prepare_ms: number } | { hostPhase: false; why: string | null } = { hostPhase: false, why: null };
 
@@ -135,6 +138,7 @@ export class ResidentCommandRank implements RankHandle {
       throw err;
     }
     this.artifactDir = prepared.artifactDir;
+    this.caches = rankCaches(this.opts.buildRoot, prepared.hello.build?.key ?? null);
     const { proto, floor } = await this.startUnderLock(prepared.artifactDir);
     void proto.exited.then((e) => this.resolveExited(e));
     const hello = await proto.ready;
@@ -142,7 +146,8 @@ export class ResidentCommandRank implements RankHandle {
     this.checkToggles(hello);
     this.program = hello;
     const { v: _v, type: _t, final: _f, ...program } = hello;
-    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
+    const started = { host_phase: this.startedHow.hostPhase, ...(this.startedHow.hostPhase || this.startedHow.why === null ? {} : { why: this.startedHow.why }), caches: this.caches.state };
+    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, started, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
     this.s.onLine(line, JSON.stringify(line));
     this.prepareNextIfDue();
     return line;
@@ -254,6 +259,7 @@ export class ResidentCommandRank implements RankHandle {
     const { s, workload } = this;
     const run = workload.run;
     const base = programEnv({
+      ...(this.caches?.env ?? {}),
       ...(run.env ?? {}),
       ORCH_RANK_PROTOCOL: String(ORCH_RANK_VERSION),
       ORCH_PARAMS: JSON.stringify(workload.params ?? {}),
