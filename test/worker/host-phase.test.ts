@@ -181,4 +181,25 @@ describe('the host phase: a rank started before its lease', () => {
     assert.equal(slots.keyOf(card.id), null, 'the last block prepares nothing');
     await last.close(5_000);
   });
+
+  test('a prepared process nobody adopts within the keep time is ended; the slot is empty', async () => {
+    const slots = new PreparedSlots();
+    const log = join(dir, 'keep.log');
+    const first = rank(job('hp-keep', 0, log), slots);
+    await first.ready;
+    const next = first.prepareNext(slots, 300);
+    const exit = await next.proto.exited;
+    assert.equal(exit.signal, 'SIGKILL');
+    assert.equal(slots.keyOf(card.id), null);
+    await first.close(5_000);
+  });
+
+  test('a rank started inside its lease that says "prepared" breaks the protocol', async () => {
+    const slots = new PreparedSlots();
+    const log = join(dir, 'stray.log');
+    // ORCH_HOST_PHASE from run.env: the program says prepared, which the worker never asked for
+    const r = rank(job('hp-stray', 0, log, { ORCH_HOST_PHASE: '1' }), slots);
+    await assert.rejects(r.ready, /a "prepared" line before hello/);
+    await r.close(1_000);
+  });
 });

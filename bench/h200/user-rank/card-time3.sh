@@ -2,7 +2,9 @@
 # Issue 42's device call: card-time3.yaml (torch-decode after a multi-GB host-side load, 6 small
 # blocks, A/A twin) run twice through `orch submit` on the embedded default: the load in setup()
 # (inside each block's lease) and in prepare() (the worker's host phase: the next block's process
-# loads while the block before holds the card). Prints last, per run: wall time, the Card time
+# loads while the block before holds the card). Both runs go through the host phase (`import torch`
+# is in prepare() in both); they differ only in where the load is. Blocks are fixed (6): auto-sized
+# blocks are not built yet. Prints last, per run: wall time, the Card time
 # rows (leased, start-up, busy share), the ranks' prepare_ms/setup_ms from the hello lines, and
 # the report's A/A lines. Logs and results directories go to $OUT/card-time3.tgz.
 #   source .carry/env.sh && OUT=$OUT bash bench/h200/user-rank/card-time3.sh
