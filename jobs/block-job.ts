@@ -61,6 +61,12 @@ export const BlockJobSchema = z
      * graph-node floor before it starts (worker/command/). Never set for a timed design.
      */
     trace_probe: z.literal(true).optional(),
+    /**
+     * How many planned blocks come after this one (by index, wherever they run): a resident rank
+     * with more to come starts the next one's process in the host phase while it holds the card
+     * (worker/command/prepared-slots.ts). Absent: none.
+     */
+    blocks_after: z.int().min(1).optional(),
     /** spec.min_free_disk_gb: preflight refuses a host with less free disk (worker/preflight/). */
     min_free_disk_gb: z.number().min(0).optional(),
     /** Builds as arms (jobs/build-refs.ts): the repository and each build's commit, built in a worktree per commit. */

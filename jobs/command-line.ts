@@ -24,6 +24,12 @@ export const CommandHelloSchema = z.strictObject({
     .nullable(),
   /** run.mode resident: the program's own hello (jobs/orch-rank-protocol.ts) */
   program: OrchRankHelloSchema.omit({ v: true, type: true, final: true }).optional(),
+  /**
+   * A resident rank's start: adopted from the host phase (its process started before the lease,
+   * worker/command/prepared-slots.ts) or inside the lease (`why` not, when it was meant to be);
+   * its build's compiler caches warm (held something) or cold (worker/command/rank-caches.ts).
+   */
+  started: z.strictObject({ host_phase: z.boolean(), why: z.string().optional(), caches: z.enum(['warm', 'cold']) }).optional(),
   /** a resident rank's trace probe: graphrt's chain on the card before the program started (the graph-node floor) */
   graph_node_floor: ChainFloorRunSchema.optional(),
   /** Builds as arms: each build the block's arms run, by name (worker/builds/commit-build.ts). */

@@ -143,7 +143,11 @@ export const OrchRankErrorSchema = z.strictObject({
 });
 export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;
 
-export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema, OrchRankExchangeSchema]);
+/** The host phase's first line (ranklib/PROTOCOL.md "Host phase"): prepare() ran with no device visible; the rank waits for `open`. */
+export const OrchRankPreparedSchema = z.strictObject({ v, type: z.literal('prepared'), prepare_ms: ms });
+export type OrchRankPrepared = z.infer<typeof OrchRankPreparedSchema>;
+
+export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema, OrchRankExchangeSchema, OrchRankPreparedSchema]);
 export type OrchRankLine = z.infer<typeof OrchRankLineSchema>;
 
 /** What a hello must say before the rest of it is read: another version's hello has other fields. */
@@ -197,6 +201,11 @@ export function rebaseTraceTimes(raw: string): string {
   if (!big || min === null) return raw;
   const origin = min;
   return raw.replace(TRACE_TIME, (_, key: string, digits: string) => `"${key}":${(BigInt(digits) - origin).toString()}`);
+}
+
+/** The host phase's `open`: the rank's devices, after which it runs setup() and says hello. */
+export function orchRankOpen(devices: string): string {
+  return JSON.stringify({ v: 1, op: 'open', devices });
 }
 
 /** One request line: a rep, a trace probe's trace (a rep's fields), or the identity gate of `job.gates.identity`'s toggle. */

@@ -6,6 +6,10 @@
  * a request line.
  *
  * States, each with what it does with a stdout line:
+ * - `preparing` (a rank started in the host phase, `hostPhase`; ranklib/PROTOCOL.md "Host
+ *   phase"): its `prepared` line resolves `prepared` and it stays here, waiting, until `open()`
+ *   writes the devices; an `error` line is reported (PREPARE_TOUCHED_CUDA: the exit follows);
+ *   anything else is a fault. The hello clock starts at `open()`, not at the spawn;
  * - `awaiting-hello`: a `hello` resolves `ready` (serving); an `error` line is reported and kept
  *   as the last error (the exit that follows rejects `ready`); any other line is a fault, and so
  *   is no hello within `helloTimeoutMs` (a program that does not speak the protocol at all);
@@ -53,7 +57,7 @@ export interface RankLineSchema<L extends ProtocolLine> {
   request(op: RankOp): string;
 }
 
-export type RankProtocolState = 'awaiting-hello' | 'serving' | 'faulted' | 'exited';
+export type RankProtocolState = 'preparing' | 'awaiting-hello' | 'serving' | 'faulted' | 'exited';
 
 export interface RankProtocolOptions<L extends ProtocolLine> {
   rank: number;
@@ -79,6 +83,8 @@ export interface RankProtocolOptions<L extends ProtocolLine> {
   exitCodesKnown?: false;
   /** called the moment the process exits, before its pipes are drained (the runner ends what is left of its group) */
   onExit?: () => void;
+  /** started in the host phase: `prepared` first, hello only after `open()` (the `preparing` state) */
+  hostPhase?: { open: (devices: string) => string };
 }
 
 /** A rank that did not answer a request in time, or a request behind it that it took along. */
@@ -106,13 +112,22 @@ export const STDIO_GRACE_MS = 1000;
 const MAX_PENDING = 2;
 
 type HelloOf<L> = Extract<L, { type: 'hello' }>;
+/** The host phase's line: what prepare() took. */
+export interface PreparedLine {
+  type: 'prepared';
+  prepare_ms: number;
+}
 
 export class RankProtocol<L extends ProtocolLine> {
   readonly rank: number;
   readonly card: Card;
   readonly ready: Promise<HelloOf<L>>;
   readonly exited: Promise<RankExit>;
-  private stateNow: RankProtocolState = 'awaiting-hello';
+  /** the host phase's `prepared` line (never settles for a rank started without `hostPhase`) */
+  readonly prepared: Promise<PreparedLine>;
+  private stateNow: RankProtocolState;
+  private resolvePrepared!: (l: PreparedLine) => void;
+  private rejectPrepared!: (e: Error) => void;
   /** the request answered now, and at most one written behind it */
   private readonly pending: Pending<L>[] = [];
   /** requests answered with an error line, each waiting for the exit that would make it fatal */
@@ -138,7 +153,13 @@ export class RankProtocol<L extends ProtocolLine> {
       this.rejectReady = rej;
     });
     this.ready.catch(() => {});
-    this.watchHello(opts.helloTimeoutMs);
+    this.prepared = new Promise<PreparedLine>((res, rej) => {
+      this.resolvePrepared = res;
+      this.rejectPrepared = rej;
+    });
+    this.prepared.catch(() => {});
+    this.stateNow = opts.hostPhase === undefined ? 'awaiting-hello' : 'preparing';
+    if (opts.hostPhase === undefined) this.watchHello(opts.helloTimeoutMs);
     child.stdin.on('error', () => {
       // EPIPE after the rank died: its exit is reported through `exited`
     });
@@ -198,6 +219,18 @@ export class RankProtocol<L extends ProtocolLine> {
     this.child.stdin.write(`${line}\n`);
   }
 
+  /**
+   * The host phase's end: writes `open` with the card's devices (the caller holds the card's lock
+   * by now); the rank runs setup() and says hello, within the hello timeout counted from here.
+   */
+  open(devices: string): void {
+    const hp = this.opts.hostPhase;
+    if (hp === undefined || this.stateNow !== 'preparing') throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: open sent to a rank in state ${this.stateNow}, not one waiting in the host phase`);
+    this.stateNow = 'awaiting-hello';
+    this.watchHello(this.opts.helloTimeoutMs);
+    this.child.stdin.write(`${hp.open(devices)}\n`);
+  }
+
   kill(): void {
     if (this.exit || this.child.pid === undefined) return;
     try {
@@ -234,8 +267,16 @@ export class RankProtocol<L extends ProtocolLine> {
       return;
     }
     if (line.type === 'error') this.lastErrorLine = errorText(line);
-    if (this.stateNow === 'awaiting-hello') this.beforeHello(line, raw);
+    if (this.stateNow === 'preparing') this.whilePreparing(line, raw);
+    else if (this.stateNow === 'awaiting-hello') this.beforeHello(line, raw);
     else this.answer(line, raw);
+  }
+
+  private whilePreparing(line: L, raw: string): void {
+    const p = line as ProtocolLine & Partial<PreparedLine>;
+    if (p.type === 'prepared' && typeof p.prepare_ms === 'number') this.resolvePrepared({ type: 'prepared', prepare_ms: p.prepare_ms });
+    else if (line.type === 'error') this.opts.onLine(line, raw);
+    else this.breakProtocol(`a "${line.type}" line in the host phase (before open): ${quoteLine(raw)}`);
   }
 
   private beforeHello(line: L, raw: string): void {
@@ -254,7 +295,7 @@ export class RankProtocol<L extends ProtocolLine> {
     const { type, id, final } = line as ProtocolLine;
     const arm = 'arm' in line ? String(line.arm) : undefined;
     // A line of another request (a repeated final line, a late answer) must never answer this one.
-    const stray = type === 'hello' || (id !== undefined && (p === null || id !== p.op.id)) || (final === true && type !== 'error' && p === null);
+    const stray = type === 'hello' || type === 'prepared' || (id !== undefined && (p === null || id !== p.op.id)) || (final === true && type !== 'error' && p === null);
     const wrongArm = p !== null && arm !== undefined && arm !== p.op.arm.name;
     if (stray || wrongArm) {
       const expected = p === null ? 'no request in flight' : `request ${p.op.id} (arm ${p.op.arm.name}) in flight`;
@@ -297,6 +338,7 @@ export class RankProtocol<L extends ProtocolLine> {
     this.fault = why;
     this.stateNow = 'faulted';
     const err = this.protocolError(why);
+    this.rejectPrepared(err);
     this.rejectReady(err);
     this.rejectAll(err);
     this.kill();
@@ -304,7 +346,7 @@ export class RankProtocol<L extends ProtocolLine> {
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): RankExit {
     if (this.exit) return this.exit;
-    const beforeHello = this.stateNow === 'awaiting-hello';
+    const beforeHello = this.stateNow === 'awaiting-hello' || this.stateNow === 'preparing';
     this.stateNow = 'exited';
     this.exit = {
       rank: this.rank,
@@ -318,6 +360,7 @@ export class RankProtocol<L extends ProtocolLine> {
       ...(beforeHello ? { beforeHello: true as const } : {}),
     };
     const err = new RankExitError(this.exit);
+    this.rejectPrepared(err);
     this.rejectReady(err);
     this.rejectAll(err);
     return this.exit;

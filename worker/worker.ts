@@ -149,6 +149,8 @@ export class Worker {
   /** why the worker stops, first cause first: said in the reason of a block it hands back */
   private stopCause: string | null = null;
   private executor: BlockExecutor | null = null;
+  /** the command runtime's runner: its host-phase slots end with the worker (worker/command/prepared-slots.ts) */
+  private commandRunner: CommandRankRunner | null = null;
   /** this worker's claim of its host name, held from start to a clean stop */
   private claim: HostClaim | null = null;
   private readonly secret: Buffer;
@@ -357,7 +359,7 @@ export class Worker {
           this.opts.runner ??
           runnerByRuntime({
             native: new GraphrtRunner(this.opts.graphrt, { cache }),
-            command: new CommandRankRunner({ cache, runAs: this.opts.runAs ?? null, injectLib: injectLibPath(this.opts.graphrt), graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null }),
+            command: (this.commandRunner = new CommandRankRunner({ cache, runAs: this.opts.runAs ?? null, injectLib: injectLibPath(this.opts.graphrt), graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null })),
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
         events,
@@ -467,6 +469,8 @@ export class Worker {
     const graceful = this.drain().then(() => 'done' as const);
     const how = await Promise.race([graceful, late]);
     clearTimeout(timer);
+    // a next block's process started in the host phase has no block here any more
+    this.commandRunner?.prepared.dropAll();
     if (how === 'late') {
       this.log.error({ running: this.executor?.running ?? 0, limit_ms: limitMs }, 'graceful stop did not finish in time (Redis unreachable?): killing the running ranks and cutting the connections');
       clearInterval(this.heartbeat);

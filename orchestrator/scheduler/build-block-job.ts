@@ -12,6 +12,7 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
   const planned = exp.plan.blocks.find((b) => b.index === block);
   if (!planned) throw new Error(`experiment ${exp.id} has no block ${block}`);
   const { spec } = exp;
+  const after = exp.plan.blocks.filter((b) => b.index > block).length;
   const identity = spec.gates.identity;
   return BlockJobSchema.parse({
     experiment: exp.id,
@@ -31,6 +32,7 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     steps: spec.workload.steps,
     foreign_process: spec.foreign_process,
     ...(isTraceProbe(spec) ? { trace_probe: true } : {}),
+    ...(after > 0 ? { blocks_after: after } : {}),
     hygiene: spec.hygiene === undefined ? undefined : { policy: spec.hygiene, reruns: rerunBudget(spec) },
     min_free_disk_gb: spec.min_free_disk_gb,
     builds: blockBuilds(spec) ?? undefined,

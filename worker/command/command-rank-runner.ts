@@ -19,6 +19,7 @@ import { ensureCommitBuild } from '../builds/commit-build.ts';
 import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './command-builds.ts';
 import { ResidentCommandRank } from './resident-command-rank.ts';
 import { torchrunEnv } from './command-gang.ts';
+import { PreparedSlots } from './prepared-slots.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import { PerRepLaunches } from './per-rep-launches.ts';
 import type { RunAs } from '../run-as.ts';
@@ -40,6 +41,8 @@ export interface CommandRankRunnerOptions {
 export class CommandRankRunner implements RankRunner {
   /** One build per workload in flight in this worker, shared by the ranks of a gang. */
   private readonly inFlight = new Map<string, Promise<EnsuredBuild>>();
+  /** resident ranks started in the host phase for the next block, one per card */
+  readonly prepared = new PreparedSlots();
 
   constructor(private readonly opts: CommandRankRunnerOptions) {}
 
@@ -67,7 +70,7 @@ export class CommandRankRunner implements RankRunner {
     if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
     const workload = job.workload;
     const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
-    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null, runAs: this.opts.runAs ?? null }, ensure);
+    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null, runAs: this.opts.runAs ?? null, slots: this.prepared }, ensure);
     return new CommandRank(s, workload, this.opts, ensure);
   }
 }

@@ -24,7 +24,8 @@ import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { exchangeAnswer, MAX_EXCHANGES, type OrchRankExchange } from '../../jobs/orch-rank-exchange.ts';
-import { ORCH_RANK_VERSION, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { HOST_PHASE } from '../../jobs/rank-protocol-constants.ts';
+import { ORCH_RANK_VERSION, orchRankOpen, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { openLockFile } from '../../store/private-dir.ts';
 import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
 import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
@@ -37,9 +38,13 @@ import { injectionEnv } from './launch-counter.ts';
 import { measureChainFloor } from './chain-floor.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { commandCwd } from './run-command-rep.ts';
+import { rankCaches, type RankCaches } from './rank-caches.ts';
+import { preparedKey, type PreparedRank, type PreparedSink, type PreparedSlots } from './prepared-slots.ts';
 
 /** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
 const DEFAULT_HELLO_TIMEOUT_S = 120;
+/** How long a prepared next rank waits for its block at least (the scheduler's next grant, a queue ahead). */
+const PREPARED_KEEP_MS = 300_000;
 /** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
 const STDERR_LINES_IN_EXIT = 5;
 
@@ -64,11 +69,17 @@ export class ResidentCommandRank implements RankHandle {
   /** exchanges asked for this attempt (MAX_EXCHANGES at most), and the one waited for now */
   private exchanges = 0;
   private waitingFor: string | null = null;
+  /** the builds' artifact directory, once built (a prepared next rank runs the same build) */
+  private artifactDir: string | null | undefined;
+  /** the build's compiler caches on this host (rank-caches.ts) */
+  private caches: RankCaches | null = null;
+  /** how this rank's program started: adopted from the host phase, or inside the lease (and why) */
+  startedHow: { hostPhase: true; prepare_ms: number } | { hostPhase: false; why: string | null } = { hostPhase: false, why: null };
 
   constructor(
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
-    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null; runAs?: RunAs | null },
+    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null; runAs?: RunAs | null; slots?: PreparedSlots },
     private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
@@ -134,6 +145,8 @@ export class ResidentCommandRank implements RankHandle {
       this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
       throw err;
     }
+    this.artifactDir = prepared.artifactDir;
+    this.caches = rankCaches(this.opts.buildRoot, prepared.hello.build?.key ?? null);
     const { proto, floor } = await this.startUnderLock(prepared.artifactDir);
     void proto.exited.then((e) => this.resolveExited(e));
     const hello = await proto.ready;
@@ -141,9 +154,27 @@ export class ResidentCommandRank implements RankHandle {
     this.checkToggles(hello);
     this.program = hello;
     const { v: _v, type: _t, final: _f, ...program } = hello;
-    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
+    const started = { host_phase: this.startedHow.hostPhase, ...(this.startedHow.hostPhase || this.startedHow.why === null ? {} : { why: this.startedHow.why }), caches: this.caches.state };
+    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, started, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
     this.s.onLine(line, JSON.stringify(line));
+    this.prepareNextIfDue();
     return line;
+  }
+
+  /**
+   * More blocks to come: the next one's process starts now in the host phase, kept for the longer
+   * of the hello timeout and PREPARED_KEEP_MS. One rank alone on its card only (a gang's ranks
+   * exchange in setup(), which the host phase would hold up), never for a trace probe.
+   */
+  private prepareNextIfDue(): void {
+    const { job, world } = this.s;
+    if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true) return;
+    const keepMs = Math.max((this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000, PREPARED_KEEP_MS);
+    try {
+      this.prepareNext(this.opts.slots, keepMs);
+    } catch (err) {
+      this.s.log.warn({ err }, 'the next block\'s rank could not start in the host phase: it starts inside its lease');
+    }
   }
 
   /**
@@ -152,12 +183,28 @@ export class ResidentCommandRank implements RankHandle {
    * first runs graphrt's chain on the same description (the floor).
    */
   private async startUnderLock(artifactDir: string | null): Promise<{ proto: RankProtocol<OrchRankLine>; floor: ChainFloorRun | null }> {
+    const taken = this.s.job.trace_probe === true ? null : this.opts.slots?.take(this.card.id, preparedKey(this.s.job.experiment, artifactDir, this.card.id)) ?? null;
+    if (taken?.kind === 'fallback') {
+      this.startedHow = { hostPhase: false, why: taken.why };
+      this.s.log.warn({ why: taken.why }, 'the prepared rank process cannot be adopted: the program starts inside the lease');
+    }
     const fd = openLockFile(this.s.lockPath);
     try {
-      await lockDescription(fd, this.s.lockPath);
+      await lockDescription(fd, this.s.lockPath).catch((err: unknown) => {
+        if (taken?.kind === 'adopt') taken.rank.proto.kill();
+        throw err;
+      });
       const floor = this.s.job.trace_probe === true ? await this.chainFloor(fd) : null;
-      if (this.ending) throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
-      this.proto = this.spawnProgram(artifactDir);
+      if (this.ending) {
+        if (taken?.kind === 'adopt') taken.rank.proto.kill();
+        throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
+      }
+      this.proto = taken?.kind === 'adopt' ? await this.adopt(taken.rank) : null;
+      if (this.ending) {
+        this.proto?.kill();
+        throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while its prepared process finished prepare()`);
+      }
+      this.proto ??= this.spawnProgram(artifactDir, null);
       void this.proto.exited.finally(() => closeSync(fd));
       return { proto: this.proto, floor };
     } catch (err) {
@@ -172,18 +219,64 @@ export class ResidentCommandRank implements RankHandle {
     return measureChainFloor({ graphrt: this.opts.graphrt ?? null, backend: card.backend, uuid: card.backend === 'cuda' ? card.uuid : '', lockFd, warn: (msg) => log.warn(msg) });
   }
 
-  private spawnProgram(artifactDir: string | null): RankProtocol<OrchRankLine> {
+  /**
+   * The prepared process, once its prepare() is done (it may still be running: this rank waits,
+   * holding the card, which is still shorter than a start from nothing), opened on the card; null
+   * when it ended before (PREPARE_TOUCHED_CUDA, a crash in prepare()): the program then starts
+   * inside the lease, and startedHow says why.
+   */
+  private async adopt(rank: PreparedRank): Promise<RankProtocol<OrchRankLine> | null> {
+    rank.sink.onLine = (line) => this.onProgramLine(line);
+    rank.sink.onStderr = (l) => this.output(l);
+    const prepared = await rank.proto.prepared.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+    if (prepared instanceof Error) {
+      this.startedHow = { hostPhase: false, why: prepared.message };
+      this.s.log.warn({ why: prepared.message }, 'the prepared rank process ended before its open: the program starts inside the lease');
+      return null;
+    }
+    // the card's lock is this worker's now: the process may see the card
+    rank.proto.open(this.devices());
+    this.startedHow = { hostPhase: true, prepare_ms: prepared.prepare_ms };
+    return rank.proto;
+  }
+
+  /**
+   * Starts this rank's program again in the host phase (ORCH_HOST_PHASE=1, no device visible, no
+   * card lock) for the next block of this experiment on this card, and leaves it in `slots`,
+   * ended after `keepMs` unless that block's rank adopts it. Called while this rank holds the card.
+   */
+  prepareNext(slots: PreparedSlots, keepMs: number): PreparedRank {
+    if (this.artifactDir === undefined) throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
+    const sink: PreparedSink = { onLine: () => {}, onStderr: () => {} };
+    const rank: PreparedRank = { key: preparedKey(this.s.job.experiment, this.artifactDir, this.card.id), proto: this.spawnProgram(this.artifactDir, sink), sink };
+    slots.put(this.card.id, rank, keepMs);
+    return rank;
+  }
+
+  /** The card as CUDA_VISIBLE_DEVICES names it: a cpu card hides every GPU, as graphrt's cpu ranks do. */
+  private devices(): string {
+    return this.s.card.backend === 'cuda' ? this.s.card.uuid : '';
+  }
+
+  private onProgramLine(line: OrchRankLine): void {
+    if (line.type === 'error' && this.program === null) this.answer(residentError(line, 'hello'));
+  }
+
+  /** The program, started now: inside the lease (`sink` null), or in the host phase, its lines to `sink` until adopted. */
+  private spawnProgram(artifactDir: string | null, sink: PreparedSink | null): RankProtocol<OrchRankLine> {
     const { s, workload } = this;
     const run = workload.run;
     const base = programEnv({
+      ...(this.caches?.env ?? {}),
       ...(run.env ?? {}),
       ORCH_RANK_PROTOCOL: String(ORCH_RANK_VERSION),
       ORCH_PARAMS: JSON.stringify(workload.params ?? {}),
       ORCH_RANK: String(s.rank),
       ORCH_WORLD: String(s.world),
       ...(artifactDir === null ? {} : { ORCH_ARTIFACTS: artifactDir }),
-      // a cpu card hides every GPU, as graphrt's cpu ranks do
-      CUDA_VISIBLE_DEVICES: s.card.backend === 'cuda' ? s.card.uuid : '',
+      // the host phase: no device visible until `open` names the card
+      CUDA_VISIBLE_DEVICES: sink === null ? this.devices() : '',
+      ...(sink === null ? {} : { [HOST_PHASE.env]: '1' }),
       ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)),
     });
     const env = { ...base, ...runAsEnv(this.opts.runAs ?? null), ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
@@ -196,10 +289,9 @@ export class ResidentCommandRank implements RankHandle {
       log: s.log,
       program: run.cmd,
       // answers reach the stream once translated (request); a fatal error before hello, as it came
-      onLine: (line) => {
-        if (line.type === 'error' && this.program === null) this.answer(residentError(line, 'hello'));
-      },
-      onStderr: (l) => this.output(l),
+      onLine: (line) => (sink === null ? this.onProgramLine(line) : sink.onLine(line, '')),
+      onStderr: (l) => (sink === null ? this.output(l) : sink.onStderr(l)),
+      ...(sink === null ? {} : { hostPhase: { open: orchRankOpen } }),
       helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
       helloHint: () => (this.waitingFor === null ? HELLO_HINT : `it waits for exchange "${this.waitingFor}", whose bytes rank 0 never published (rank 0 did not reach its exchange)`),
       onExchange: (line) => this.exchange(line as OrchRankExchange),
@@ -244,7 +336,7 @@ export class ResidentCommandRank implements RankHandle {
 
   private translate(line: OrchRankLine, op: RankOp, program: OrchRankHello): CommandLine {
     if (line.type === 'error') return residentError(line, op.id);
-    if (line.type === 'hello') throw this.fault(`a second hello answering ${op.op} ${op.id}`);
+    if (line.type === 'hello' || line.type === 'prepared') throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     if (line.type === 'exchange') throw this.fault(`an exchange line answering ${op.op} ${op.id}`);
     const wrong = line.type === 'rep' ? op.op !== 'rep' : line.type === 'trace' ? op.op !== 'trace' : op.op !== 'identity';
     if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);

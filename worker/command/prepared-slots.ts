@@ -1,0 +1,106 @@
+/**
+ * The host phase's prepared slots (ranklib/PROTOCOL.md "Host phase"): one per card, each holding
+ * at most one resident rank process started before its lease — ORCH_HOST_PHASE=1,
+ * CUDA_VISIBLE_DEVICES empty, no card lock — that has run (or is running) its prepare() and waits
+ * for `open`. The rank that later gets the card for the same experiment, build and card adopts it
+ * (take); anything else ends it: another key asked for the card, the slot's keep time ran out, the
+ * worker drops the card or stops. A process that answered PREPARE_TOUCHED_CUDA leaves its reason
+ * behind, so the rank that comes for it starts inside its lease and says why.
+ *
+ * Only the worker's own descriptor ever holds a card's lock (worker/rank-process.ts): a prepared
+ * process never gets one, so it is never a second process on the card.
+ */
+import type { OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
+import type { RankProtocol } from '../rank-protocol.ts';
+
+/** What a prepared process's protocol reports to, rebound to the rank that adopts it. */
+export interface PreparedSink {
+  onLine: (line: OrchRankLine, raw: string) => void;
+  onStderr: (line: string) => void;
+}
+
+export interface PreparedRank {
+  /** experiment, build and card: only a rank of the same key adopts the process */
+  key: string;
+  proto: RankProtocol<OrchRankLine>;
+  /** where the process's lines go: nowhere until a rank adopts it */
+  sink: PreparedSink;
+}
+
+/** What take() found: the process to adopt, the reason it cannot be (start in the lease), or nothing. */
+export type Taken = { kind: 'adopt'; rank: PreparedRank } | { kind: 'fallback'; why: string } | { kind: 'none' };
+
+interface Slot {
+  rank: PreparedRank;
+  /** set when the process ended before its open (PREPARE_TOUCHED_CUDA, a crash in prepare()) */
+  why: string | null;
+  timer: NodeJS.Timeout;
+}
+
+export class PreparedSlots {
+  private readonly slots = new Map<string, Slot>();
+
+  /** Puts `rank` in `cardId`'s slot, ending whatever was there; it is ended after `keepMs` unless taken. */
+  put(cardId: string, rank: PreparedRank, keepMs: number): void {
+    this.drop(cardId);
+    const slot: Slot = { rank, why: null, timer: setTimeout(() => this.dropIf(cardId, slot), keepMs) };
+    slot.timer.unref();
+    this.slots.set(cardId, slot);
+    rank.proto.prepared.catch((err: unknown) => {
+      slot.why = err instanceof Error ? err.message : String(err);
+    });
+    void rank.proto.exited.then((e) => {
+      if (slot.why === null) slot.why = e.lastError ?? `exited before its open (code ${e.code}, signal ${e.signal})`;
+    });
+  }
+
+  /** The card's prepared process when it is `key`'s and still waits for its open; any other is ended. */
+  take(cardId: string, key: string): Taken {
+    const slot = this.slots.get(cardId);
+    if (slot === undefined) return { kind: 'none' };
+    this.slots.delete(cardId);
+    clearTimeout(slot.timer);
+    if (slot.rank.key !== key) {
+      this.end(slot);
+      return { kind: 'none' };
+    }
+    if (slot.why !== null || slot.rank.proto.state !== 'preparing') {
+      this.end(slot);
+      return { kind: 'fallback', why: slot.why ?? `the prepared process was ${slot.rank.proto.state}` };
+    }
+    return { kind: 'adopt', rank: slot.rank };
+  }
+
+  /** Ends the card's prepared process (cancel, the card dropped). */
+  drop(cardId: string): void {
+    const slot = this.slots.get(cardId);
+    if (slot !== undefined) this.dropIf(cardId, slot);
+  }
+
+  /** Ends every prepared process (the worker stops). */
+  dropAll(): void {
+    for (const id of [...this.slots.keys()]) this.drop(id);
+  }
+
+  /** The key of the process in the card's slot, or null (for status and tests). */
+  keyOf(cardId: string): string | null {
+    return this.slots.get(cardId)?.rank.key ?? null;
+  }
+
+  private dropIf(cardId: string, slot: Slot): void {
+    if (this.slots.get(cardId) !== slot) return;
+    this.slots.delete(cardId);
+    clearTimeout(slot.timer);
+    this.end(slot);
+  }
+
+  private end(slot: Slot): void {
+    // the group's rest dies with it (spawnRank's endGroup runs at its exit)
+    slot.rank.proto.kill();
+  }
+}
+
+/** The slot key: one experiment's build on one card. */
+export function preparedKey(experiment: string, artifactDir: string | null, cardId: string): string {
+  return JSON.stringify([experiment, artifactDir, cardId]);
+}
