@@ -117,8 +117,9 @@ export class GangRanks {
     const answered = this.handles.map(() => 0);
     const lines = await this.fate.race(Promise.all(this.handles.map((r, i) => r.request(op, this.opts.requestTimeoutMs).then((l) => ((answered[i] = Date.now()), l)))));
     return lines.map((line, i) => {
-      // a graph arm whose capture fails in the user's program: a finding, the block goes on without the arm
-      if ((op.op === 'rep' || op.op === 'identity') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
+      // a graph arm whose capture fails in the user's program: a finding, the block goes on without
+      // the arm; a trace probe's `trace` request captures as a rep does (worker/rep-measure.ts)
+      if ((op.op === 'rep' || op.op === 'identity' || op.op === 'trace') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
         const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
         throw new CaptureBlockedError({ arm: op.arm.name, message: escapeRankText(line.message), frame }, this.gang.rankOf(i), this.gang.job.cards[i] ?? '?');
       }
