@@ -70,6 +70,20 @@ for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
   const floor = t?.floor.ns_per_node !== undefined ? (t.floor.ns_per_node / 1000).toFixed(3) : `— (${t?.floor.reason ?? 'no report'})`;
   console.log(`| ${name} | ${exitOf(name)} | ${traced} | ${floor} | ${f(est)} | ${f(graph?.summary ? graph.summary.step_ns / 1e6 : null)} | ${f(measured[name] ?? null)} | ${f(r, 3)} | ${r === null ? '—' : Math.abs(r - 1) <= 0.1 ? 'yes' : 'NO'} |`);
 }
+// 1b. what a graph node costs in the program itself against the chain's floor: the estimate adds
+// kernels × floor to the eager arm's busy time, and the chain's floor (graphrt's graph of empty
+// kernels, step ÷ nodes) holds an empty kernel's own run time besides the launch gap, which busy
+// already counts for a real kernel. Shown, not fitted: the measured graph step less busy, per kernel.
+console.log('\n| program | eager busy ms (traced) | kernels | (graph measured − busy) ÷ kernels µs | chain floor µs/node | ratio to the floor |');
+console.log('| --- | --- | --- | --- | --- | --- |');
+for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
+  const t = report(name)?.trace;
+  const s = t?.arms.find((a) => a.mode === 'eager')?.summary ?? null;
+  const m = measured[name] ?? null;
+  const perNode = s === null || m === null || s.kernels === 0 ? null : ((m - s.busy_ns / 1e6) * 1000) / s.kernels;
+  const floorUs = t?.floor.ns_per_node !== undefined ? t.floor.ns_per_node / 1000 : null;
+  console.log(`| ${name} | ${f(s === null ? null : s.busy_ns / 1e6)} | ${s?.kernels ?? '—'} | ${f(perNode, 3)} | ${f(floorUs, 3)} | ${f(ratio(perNode, floorUs), 2)} |`);
+}
 console.log('before (issue 40): the trace probe failed on every rep ("Too big: expected int to be <=9007199254740991", 11 000+ issues per rep); orch\'s old estimate came out negative for the bf16 decode and the Llama.');
 
 // 2. counting on and off through orch
@@ -114,4 +128,9 @@ else {
   console.log('| profiler (launch APIs listed) | profiler (every cu*Launch* API but graphs and host funcs) | profiler: GPU kernels ÷ steps | injection library | equal | API names the profiler saw in step 0 |');
   console.log('| --- | --- | --- | --- | --- | --- |');
   console.log(`| ${first('profiler_launches_per_step')} | ${first('profiler_any_launch_per_step')} | ${deviceKernels} | ${first('injection_kernels_per_step')} | ${String(p.equal)} | ${JSON.stringify(p.profiler_launch_names_step0 ?? {})} |`);
+  // where the three counts part: the step's launches outside its graph body (a graph rep's kernels
+  // per replayed step) beside the body's captured launches, and the GPU kernels by the API the
+  // profiler correlates them with (none: a kernel whose launch the profiler recorded no API for)
+  console.log(`\ninjection: captured in the graph body ${String(p.captured_in_graph_rep ?? '—')} + launched outside it per replayed step ${String(first('kernels_per_step_in_graph_mode') ?? '—')} = eager step ${String(first('injection_kernels_per_step'))}`);
+  console.log(`profiler: GPU kernels per step by launching API: ${JSON.stringify(p.profiler_device_kernels_by_api ?? 'not measured')}; kernels without a recorded API, by name (whole run): ${JSON.stringify(p.profiler_orphan_kernels ?? 'not measured')}`);
 }
