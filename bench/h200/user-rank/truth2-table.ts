@@ -102,6 +102,31 @@ for (const [prog, runs] of [['cuda', [1, 2]], ['torch', [1]]] as const) {
     if (r !== null) costRows.push(`  { program: '${prog === 'cuda' ? 'the CUDA example (examples/cuda-decode)' : 'the PyTorch example (examples/torch-decode)'}', step: '${arm}', on_off: ${r.toFixed(3)}, measured: 'H200, bench/h200/user-rank/truth2.sh, ${new Date().toISOString().slice(0, 10)}' },`);
   }
 }
+// 2b. which callback costs a graph step
+console.log('\n== 2b. which of the library\'s callbacks costs a graph step (ORCH_INJECT_ONLY: only these kinds\' callbacks enabled; ms, ratio to the same program without the library)');
+console.log('| program | where | callbacks enabled | graph ms | eager ms | graph / without | eager / without |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+{
+  const offGraph = mean([1, 2].map((i) => armMs(report(`cuda-off-${i}`), 'graph')));
+  const offEager = mean([1, 2].map((i) => armMs(report(`cuda-off-${i}`), 'eager')));
+  const orchRows: [string, (number | null)[], (number | null)[]][] = [
+    ['every kind', [1, 2].map((i) => armMs(report(`cuda-on-${i}`), 'graph')), [1, 2].map((i) => armMs(report(`cuda-on-${i}`), 'eager'))],
+    ['graphs only', [armMs(report('cuda-only-graphs-1'), 'graph')], [armMs(report('cuda-only-graphs-1'), 'eager')]],
+    ['every kind but graphs', [armMs(report('cuda-only-nographs-1'), 'graph')], [armMs(report('cuda-only-nographs-1'), 'eager')]],
+  ];
+  for (const [what, g, e] of orchRows) console.log(`| cuda | orch | ${what} | ${f(mean(g))} | ${f(mean(e))} | ${f(ratio(mean(g), offGraph))} | ${f(ratio(mean(e), offEager))} |`);
+  const cudaNone = (k: string) => mean([1, 2].map((i) => line(`idle-cuda-none-${i}`)?.[k] ?? null));
+  const all = line('only-cuda-all-1');
+  console.log(`| cuda | standalone (no per-step reads) | every kind | ${f(all?.graph_ms ?? null)} | ${f(all?.eager_ms ?? null)} | ${f(ratio(all?.graph_ms ?? null, cudaNone('graph_ms')))} | ${f(ratio(all?.eager_ms ?? null, cudaNone('eager_ms')))} |`);
+  const torchNone = (k: string) => mean([1, 2].map((i) => line(`idle-torch-none-${i}`)?.[k] ?? null));
+  const torchSub = (k: string) => mean([1, 2].map((i) => line(`idle-torch-subscribed-${i}`)?.[k] ?? null));
+  console.log(`| torch | standalone | none (subscribed) | ${f(torchSub('graph_ms_median'))} | ${f(torchSub('eager_ms_median'))} | ${f(ratio(torchSub('graph_ms_median'), torchNone('graph_ms_median')))} | ${f(ratio(torchSub('eager_ms_median'), torchNone('eager_ms_median')))} |`);
+  for (const kinds of ['all', 'graphs', 'kernels', 'memcpy', 'syncs']) {
+    const l = line(`only-torch-${kinds}-1`);
+    console.log(`| torch | standalone | ${kinds === 'all' ? 'every kind' : kinds} | ${f(l?.graph_ms_median ?? null)} | ${f(l?.eager_ms_median ?? null)} | ${f(ratio(l?.graph_ms_median ?? null, torchNone('graph_ms_median')))} | ${f(ratio(l?.eager_ms_median ?? null, torchNone('eager_ms_median')))} |`);
+  }
+}
+
 console.log('\njobs/counting-cost.ts COUNTING_COST from this run:');
 console.log(costRows.join('\n'));
 
