@@ -18,8 +18,10 @@ export interface CountingCostRow {
 }
 
 export const COUNTING_COST: readonly CountingCostRow[] = [
-  { program: 'the CUDA example (examples/cuda-decode)', step: 'eager', on_off: 0.984, measured: 'H200, bench/h200/user-rank/truth.sh, 2026-12 (before the counters were read outside the timed events)' },
-  { program: 'the CUDA example (examples/cuda-decode)', step: 'graph', on_off: 1.083, measured: 'H200, bench/h200/user-rank/truth.sh, 2026-12 (before the counters were read outside the timed events)' },
+  { program: 'the CUDA example (examples/cuda-decode)', step: 'eager', on_off: 1.007, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
+  { program: 'the CUDA example (examples/cuda-decode)', step: 'graph', on_off: 1.045, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
+  { program: 'the PyTorch example (examples/torch-decode)', step: 'eager', on_off: 0.976, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
+  { program: 'the PyTorch example (examples/torch-decode)', step: 'graph', on_off: 1.069, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
 ];
 
 /** One sentence: each row's on/off ratio as a signed percentage, and where it was measured. */

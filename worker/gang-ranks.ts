@@ -189,8 +189,9 @@ export class GangRanks {
   async answers<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<{ line: Extract<RankLine, { type: T }>; answeredMs: number }[]> {
     const answered = this.handles.map(() => 0);
     const checked = (line: RankLine, i: number): Extract<RankLine, { type: T }> => {
-      // a graph arm whose capture fails in the user's program: a finding, the block goes on without the arm
-      if ((op.op === 'rep' || op.op === 'identity') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
+      // a graph arm whose capture fails in the user's program: a finding, the block goes on without
+      // the arm; a trace probe's `trace` request captures as a rep does (worker/rep-measure.ts)
+      if ((op.op === 'rep' || op.op === 'identity' || op.op === 'trace') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
         const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
         throw new CaptureBlockedError({ arm: op.arm.name, message: escapeRankText(line.message), frame }, this.gang.rankOf(i), this.gang.job.cards[i] ?? '?');
       }

@@ -238,8 +238,13 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
   const { plan } = input;
   const planned = plan.blocks.reduce((s, b) => s + b.sequence.length, 0);
   const traceProbe = (input.probes ?? []).some((r) => r.kind === 'trace');
+  // a trace request captures a graph arm as a rep does: its capture blocker is a finding (the
+  // arm not traced, its reps not missing ones), the other arms traced
+  const blockers = captureBlockers(input.failed);
+  const blockedArms = new Map(blockers.map((b) => [b.arm, `capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`]));
+  const blockedReps = input.failed.filter((f) => blockedArms.has(f.arm)).length;
   const probe = traceProbe ? null : summarizeProbes(planned, input.probes ?? []);
-  const trace = traceProbe ? summarizeTraceProbe(planned, plan.arms.map((a) => a.name), input.probes ?? []) : null;
+  const trace = traceProbe ? summarizeTraceProbe(planned - blockedReps, plan.arms.map((a) => a.name), input.probes ?? [], blockedArms) : null;
   const measured = new Set((input.probes ?? []).map((r) => `${r.block}/${r.arm}/${r.rep}`));
   const probeGate = (trace ?? probe) as { pass: boolean; message: string };
   const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probeGate.pass, message: probeGate.message }];
@@ -251,8 +256,8 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     metric: input.metric,
     alpha: input.alpha,
     min_effect: input.min_effect,
-    // a probe claims no speed: its self-checks held, or not
-    verdict: invalid_reasons.length > 0 ? 'fail' : 'pass',
+    // a probe claims no speed: its self-checks held, or not; an arm it could not capture leaves it not testable
+    verdict: invalid_reasons.length > 0 ? 'fail' : blockers.length > 0 ? 'not_testable' : 'pass',
     invalid_reasons,
     gates,
     arms: arms.map((a) => ({ ...a, missing: Math.max(0, a.planned - (input.probes ?? []).filter((r) => r.arm === a.arm).length) })),
@@ -267,5 +272,6 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     backend,
     probe,
     ...(trace === null ? {} : { trace }),
+    capture_blockers: blockers,
   };
 }

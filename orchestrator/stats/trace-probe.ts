@@ -52,14 +52,22 @@ function floorForEstimate(f: TraceFloor): FloorForEstimate {
   return { ns: f.ns_per_node };
 }
 
-export function summarizeTraceProbe(planned: number, armOrder: readonly string[], records: readonly ProbeRecord[]): TraceProbeSummary {
+/**
+ * `blocked`: the arms whose capture failed in the program (a capture blocker, jobs/capture-blocker.ts),
+ * each with why: such an arm is not traced for that reason, and its reps are not missing ones.
+ */
+export function summarizeTraceProbe(planned: number, armOrder: readonly string[], records: readonly ProbeRecord[], blocked: ReadonlyMap<string, string> = new Map()): TraceProbeSummary {
   const traced = records.filter((r) => r.kind === 'trace');
   // one chain run per rank process: every record of its block attempt carries it
   const runs = new Map<string, ChainFloorRun>();
   for (const r of traced) for (const k of r.ranks) if (k.floor !== undefined) runs.set(`${r.block}/${r.attempt}/${k.card}`, k.floor);
   const floor = traceFloorOf([...runs.values()]);
   const estimate = floorForEstimate(floor);
-  const arms = armOrder.map((arm) => traceArmOf(arm, traced.filter((r) => r.arm === arm).flatMap((r) => r.ranks.flatMap((k) => (k.trace === undefined ? [] : [k.trace]))), estimate));
+  const arms = armOrder.map((arm) => {
+    const a = traceArmOf(arm, traced.filter((r) => r.arm === arm).flatMap((r) => r.ranks.flatMap((k) => (k.trace === undefined ? [] : [k.trace]))), estimate);
+    const why = blocked.get(arm);
+    return a.summary === null && why !== undefined ? { ...a, reason: why } : a;
+  });
   const missing = Math.max(0, planned - traced.length);
   const notTraced = arms.filter((a) => a.summary === null);
   const graph_check = graphCheckOf(arms);

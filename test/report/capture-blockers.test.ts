@@ -75,4 +75,33 @@ describe('a capture blocker', () => {
     assert.equal(runOrch(['report', '--from', r.dir, '--fail-on', 'slower,invalid']).status, 0);
     assert.equal(runOrch(['report', '--from', r.dir]).status, EXIT_CODES.not_testable);
   });
+
+  it('a trace probe (design: probe): the graph arm\'s CAPTURE_FAILED to a trace request is a blocker too, the block is not failed', () => {
+    const probe = `name: hf-host-input-trace
+design: probe
+workload:
+  runtime: command
+  run: { cmd: python3 ${PROGRAM}, mode: resident, hello_timeout_s: 60 }
+  toggles: { GRAPH: request }
+  warmup: 1
+  steps: 2
+toggles: [GRAPH]
+arms:
+  - { name: eager, toggles: { GRAPH: false } }
+  - { name: graph, toggles: { GRAPH: true } }
+reps: 2
+gates: { identity: false }
+`;
+    const r = submitSpec('hf-host-input-trace', probe, { PYTHONDONTWRITEBYTECODE: '1', ORCH_CPU_CARDS: '1', REDIS_URL: '', ORCH_PREFIX: '' });
+    assert.equal(r.code, EXIT_CODES.not_testable, r.output.slice(0, 4000));
+    assert.doesNotMatch(r.output, /ended failed/, r.output.slice(0, 4000));
+    const at = `${PROGRAM}:${BLOCKER_LINE}`;
+    const blockers = r.report.split('## Capture blockers')[1]?.split('\n## ')[0]!.split('\n').filter((l) => l.startsWith('- arm ')) ?? [];
+    assert.deepEqual(blockers, [`- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`], r.report.slice(0, 3000));
+    // the eager arm's reps committed (not traced on the CPU, and why); the graph arm not traced because of its capture, not missing
+    assert.match(r.report, /\| probe \| pass \| 2 trace rep\(s\) committed; /);
+    assert.match(r.report, /\| graph \|  \| — .*\| not traced: capture failed at [^|]*decode\.py:\d+: capturing graph 'decode'/);
+    const hellos = r.events.filter((e) => e.event.type === 'hello');
+    assert.equal(hellos.length, 1, 'one program for the block, never restarted');
+  });
 });

@@ -6,8 +6,15 @@ The model is built from a LlamaConfig with random weights (nothing is downloaded
 card: 16 layers, hidden 1024, 16 heads over 4 KV heads by default (ORCH_PARAMS overrides). The
 cache is transformers' StaticCache, so every step has the same shapes and the same buffers, and the
 position lives on the device and advances there: GRAPH captures the forward with orch_rank.graph
-(torch's CUDA graphs) and replays it. attention: "eager" by default (the mask is built from the
-cache position by tensor ops alone; "sdpa" may be asked for).
+(torch's CUDA graphs) and replays it. attention: "eager" by default ("sdpa" may be asked for).
+
+Nothing of a step is copied from the host inside the captured body: the causal mask over the
+static cache is this program's own 4D additive mask, made on the device from the position by
+tensor ops against constants made in setup(). transformers builds it otherwise
+(masking_utils.eager_mask: torch.tensor(0.0, device=...), a host-to-device copy of a pageable
+scalar, which a capture refuses: "Cannot copy between CPU and CUDA tensors during CUDA graph
+capture unless the CPU tensor is pinned"); given a 4D mask it uses it as it is. The eager arm
+runs the same body, so eager and graph differ only by the graph.
 
     python3 hf-llama-decode.py                # serves the orch-rank protocol
     python3 hf-llama-decode.py --standalone   # eager and graph timed by themselves, one JSON line
@@ -66,6 +73,11 @@ class LlamaDecode(orch_rank.Program):
         self.tok = torch.zeros(1, 1, dtype=torch.long, device="cuda")
         self.pos = torch.zeros(1, dtype=torch.long, device="cuda")
         self.logits = torch.zeros(p["vocab"], dtype=torch.float32, device="cuda")
+        # the mask's constants, on the device once: a step reads them, never builds them from host values
+        self.kv_index = torch.arange(self.max_pos, dtype=torch.long, device="cuda").view(1, 1, 1, self.max_pos)
+        self.mask_open = torch.zeros((), dtype=torch.bfloat16, device="cuda")
+        self.mask_shut = torch.full((), torch.finfo(torch.bfloat16).min, dtype=torch.bfloat16, device="cuda")
+        self.mask = torch.empty(1, 1, 1, self.max_pos, dtype=torch.bfloat16, device="cuda")
         self.tokens = [int(t) for t in torch.randint(0, p["vocab"], (64,), generator=torch.Generator().manual_seed(p["seed"]))]
         self.body()  # a cache that allocates its layers on first use does it here, not in a capture
         torch.cuda.synchronize()
@@ -73,7 +85,12 @@ class LlamaDecode(orch_rank.Program):
 
     def body(self) -> None:
         with self.torch.no_grad():
-            out = self.model(input_ids=self.tok, position_ids=self.pos.view(1, 1), cache_position=self.pos, past_key_values=self.cache, use_cache=True)
+            # causal over the static cache: key slot j is seen by the query at position pos iff j <= pos
+            self.torch.where(self.kv_index <= self.pos.view(1, 1, 1, 1), self.mask_open, self.mask_shut, out=self.mask)
+            out = self.model(
+                input_ids=self.tok, attention_mask=self.mask, position_ids=self.pos.view(1, 1), cache_position=self.pos,
+                past_key_values=self.cache, use_cache=True,
+            )  # fmt: skip
             self.logits.copy_(out.logits[0, -1].float())
             self.pos.add_(1).remainder_(self.max_pos)
 

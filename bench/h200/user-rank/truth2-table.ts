@@ -70,6 +70,20 @@ for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
   const floor = t?.floor.ns_per_node !== undefined ? (t.floor.ns_per_node / 1000).toFixed(3) : `— (${t?.floor.reason ?? 'no report'})`;
   console.log(`| ${name} | ${exitOf(name)} | ${traced} | ${floor} | ${f(est)} | ${f(graph?.summary ? graph.summary.step_ns / 1e6 : null)} | ${f(measured[name] ?? null)} | ${f(r, 3)} | ${r === null ? '—' : Math.abs(r - 1) <= 0.1 ? 'yes' : 'NO'} |`);
 }
+// 1b. what a graph node costs in the program itself against the chain's floor: the estimate adds
+// kernels × floor to the eager arm's busy time, and the chain's floor (graphrt's graph of empty
+// kernels, step ÷ nodes) holds an empty kernel's own run time besides the launch gap, which busy
+// already counts for a real kernel. Shown, not fitted: the measured graph step less busy, per kernel.
+console.log('\n| program | eager busy ms (traced) | kernels | (graph measured − busy) ÷ kernels µs | chain floor µs/node | ratio to the floor |');
+console.log('| --- | --- | --- | --- | --- | --- |');
+for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
+  const t = report(name)?.trace;
+  const s = t?.arms.find((a) => a.mode === 'eager')?.summary ?? null;
+  const m = measured[name] ?? null;
+  const perNode = s === null || m === null || s.kernels === 0 ? null : ((m - s.busy_ns / 1e6) * 1000) / s.kernels;
+  const floorUs = t?.floor.ns_per_node !== undefined ? t.floor.ns_per_node / 1000 : null;
+  console.log(`| ${name} | ${f(s === null ? null : s.busy_ns / 1e6)} | ${s?.kernels ?? '—'} | ${f(perNode, 3)} | ${f(floorUs, 3)} | ${f(ratio(perNode, floorUs), 2)} |`);
+}
 console.log('before (issue 40): the trace probe failed on every rep ("Too big: expected int to be <=9007199254740991", 11 000+ issues per rep); orch\'s old estimate came out negative for the bf16 decode and the Llama.');
 
 // 2. counting on and off through orch
@@ -88,6 +102,31 @@ for (const [prog, runs] of [['cuda', [1, 2]], ['torch', [1]]] as const) {
     if (r !== null) costRows.push(`  { program: '${prog === 'cuda' ? 'the CUDA example (examples/cuda-decode)' : 'the PyTorch example (examples/torch-decode)'}', step: '${arm}', on_off: ${r.toFixed(3)}, measured: 'H200, bench/h200/user-rank/truth2.sh, ${new Date().toISOString().slice(0, 10)}' },`);
   }
 }
+// 2b. which callback costs a graph step
+console.log('\n== 2b. which of the library\'s callbacks costs a graph step (ORCH_INJECT_ONLY: only these kinds\' callbacks enabled; ms, ratio to the same program without the library)');
+console.log('| program | where | callbacks enabled | graph ms | eager ms | graph / without | eager / without |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+{
+  const offGraph = mean([1, 2].map((i) => armMs(report(`cuda-off-${i}`), 'graph')));
+  const offEager = mean([1, 2].map((i) => armMs(report(`cuda-off-${i}`), 'eager')));
+  const orchRows: [string, (number | null)[], (number | null)[]][] = [
+    ['every kind', [1, 2].map((i) => armMs(report(`cuda-on-${i}`), 'graph')), [1, 2].map((i) => armMs(report(`cuda-on-${i}`), 'eager'))],
+    ['graphs only', [armMs(report('cuda-only-graphs-1'), 'graph')], [armMs(report('cuda-only-graphs-1'), 'eager')]],
+    ['every kind but graphs', [armMs(report('cuda-only-nographs-1'), 'graph')], [armMs(report('cuda-only-nographs-1'), 'eager')]],
+  ];
+  for (const [what, g, e] of orchRows) console.log(`| cuda | orch | ${what} | ${f(mean(g))} | ${f(mean(e))} | ${f(ratio(mean(g), offGraph))} | ${f(ratio(mean(e), offEager))} |`);
+  const cudaNone = (k: string) => mean([1, 2].map((i) => line(`idle-cuda-none-${i}`)?.[k] ?? null));
+  const all = line('only-cuda-all-1');
+  console.log(`| cuda | standalone (no per-step reads) | every kind | ${f(all?.graph_ms ?? null)} | ${f(all?.eager_ms ?? null)} | ${f(ratio(all?.graph_ms ?? null, cudaNone('graph_ms')))} | ${f(ratio(all?.eager_ms ?? null, cudaNone('eager_ms')))} |`);
+  const torchNone = (k: string) => mean([1, 2].map((i) => line(`idle-torch-none-${i}`)?.[k] ?? null));
+  const torchSub = (k: string) => mean([1, 2].map((i) => line(`idle-torch-subscribed-${i}`)?.[k] ?? null));
+  console.log(`| torch | standalone | none (subscribed) | ${f(torchSub('graph_ms_median'))} | ${f(torchSub('eager_ms_median'))} | ${f(ratio(torchSub('graph_ms_median'), torchNone('graph_ms_median')))} | ${f(ratio(torchSub('eager_ms_median'), torchNone('eager_ms_median')))} |`);
+  for (const kinds of ['all', 'graphs', 'kernels', 'memcpy', 'syncs']) {
+    const l = line(`only-torch-${kinds}-1`);
+    console.log(`| torch | standalone | ${kinds === 'all' ? 'every kind' : kinds} | ${f(l?.graph_ms_median ?? null)} | ${f(l?.eager_ms_median ?? null)} | ${f(ratio(l?.graph_ms_median ?? null, torchNone('graph_ms_median')))} | ${f(ratio(l?.eager_ms_median ?? null, torchNone('eager_ms_median')))} |`);
+  }
+}
+
 console.log('\njobs/counting-cost.ts COUNTING_COST from this run:');
 console.log(costRows.join('\n'));
 
@@ -114,4 +153,9 @@ else {
   console.log('| profiler (launch APIs listed) | profiler (every cu*Launch* API but graphs and host funcs) | profiler: GPU kernels ÷ steps | injection library | equal | API names the profiler saw in step 0 |');
   console.log('| --- | --- | --- | --- | --- | --- |');
   console.log(`| ${first('profiler_launches_per_step')} | ${first('profiler_any_launch_per_step')} | ${deviceKernels} | ${first('injection_kernels_per_step')} | ${String(p.equal)} | ${JSON.stringify(p.profiler_launch_names_step0 ?? {})} |`);
+  // where the three counts part: the step's launches outside its graph body (a graph rep's kernels
+  // per replayed step) beside the body's captured launches, and the GPU kernels by the API the
+  // profiler correlates them with (none: a kernel whose launch the profiler recorded no API for)
+  console.log(`\ninjection: captured in the graph body ${String(p.captured_in_graph_rep ?? '—')} + launched outside it per replayed step ${String(first('kernels_per_step_in_graph_mode') ?? '—')} = eager step ${String(first('injection_kernels_per_step'))}`);
+  console.log(`profiler: GPU kernels per step by launching API: ${JSON.stringify(p.profiler_device_kernels_by_api ?? 'not measured')}; kernels without a recorded API, by name (whole run): ${JSON.stringify(p.profiler_orphan_kernels ?? 'not measured')}`);
 }

@@ -11,7 +11,10 @@
 #     graph and eager steps (the examples' --standalone), against no library, and against the idle
 #     library that still subscribes (ORCH_INJECT_IDLE_SUBSCRIBE=1: the behaviour before, the
 #     issue's +11-13 %), alternated;
-#  4. torch.profiler's launch count against the injection library's, with the API names it saw.
+#  2b. which callback costs a graph step: only the graph launch's callback, or every callback but
+#     it, through orch (the CUDA example), and each kind alone outside orch (the PyTorch example);
+#  4. torch.profiler's launch count against the injection library's, with the API names it saw
+#     and the GPU kernels by the API that launched them.
 # In that order of need, except that the profiler runs before the idle runs and the second
 # counting pair, so a short budget loses repeats first.
 # Everything under $OUT (truth2.tgz: results directories and logs); the tables last.
@@ -75,6 +78,21 @@ idle_round() {
   alone idle-torch-subscribed-$1 60 env CUDA_INJECTION64_PATH="$lib" ORCH_INJECT_ONLY=none ORCH_INJECT_IDLE_SUBSCRIBE=1 python3 examples/torch-decode/decode.py --standalone --steps 32 --warmup 4 --reps 4
 }
 idle_round 1
+# 2b. which of the library's callbacks costs a graph step: only some kinds' callbacks enabled
+# (ORCH_INJECT_ONLY), the CUDA example through orch (run.env) and the PyTorch example outside it
+# (--standalone: the rank library's rep with its per-step reads), against the runs above
+only_spec() {
+  sed -e "s/^name: cuda-count-on/name: cuda-only-$1/" -e "s/launch_counts: true }/launch_counts: true, env: { ORCH_INJECT_ONLY: \"$2\" } }/" \
+    $here/truth2/cuda-on.yaml >"$work/cuda-only-$1.yaml"
+}
+only_spec graphs graphs
+only_spec nographs kernels,memcpy,memset,syncs
+(unset ORCH_PARAMS; run cuda-only-graphs-1 "$work/cuda-only-graphs.yaml" 90; run cuda-only-nographs-1 "$work/cuda-only-nographs.yaml" 90)
+alone only-cuda-all-1 30 env CUDA_INJECTION64_PATH="$lib" "$work/cuda-decode" --standalone --steps 128 --warmup 8 --reps 10
+for kinds in all graphs kernels memcpy syncs; do
+  only=(ORCH_INJECT_ONLY="$kinds"); [ "$kinds" = all ] && only=()
+  alone "only-torch-$kinds-1" 60 env CUDA_INJECTION64_PATH="$lib" ${only[@]+"${only[@]}"} python3 examples/torch-decode/decode.py --standalone --steps 32 --warmup 4 --reps 4
+done
 (unset ORCH_PARAMS; run cuda-on-2 $here/truth2/cuda-on.yaml 90; run cuda-off-2 $here/truth2/cuda-off.yaml 90)
 idle_round 2
 unset ORCH_PARAMS
