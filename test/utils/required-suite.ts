@@ -1,7 +1,7 @@
 /**
  * Suites that need a service this machine may lack: sshd (test/ssh), a Slurm (test/slurm, started
- * by .ci/slurm-up), PostgreSQL at 127.0.0.1:5432 (the history tests' second backend) and Debian's
- * chromium (the dashboard's browser tests). Without the service the suite skips with the reason
+ * by .ci/slurm-up), PostgreSQL at 127.0.0.1:5432 (the history tests' second backend), Debian's
+ * chromium (the dashboard's browser tests) and Debian's python3-torch (examples/torch-tp as a gang). Without the service the suite skips with the reason
  * README.md's "Tests" section lists for it, so `npm test` passes on README's prerequisites alone.
  * ORCH_REQUIRE_SUITES (comma-separated names, or `all`; .ci/run sets every one) turns that skip
  * into a failure of the test file: CI, which has every service, cannot pass with a suite skipped.
@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 export const REQUIRE_SUITES_ENV = 'ORCH_REQUIRE_SUITES';
-export const SUITE_NAMES = ['ssh', 'slurm', 'postgres', 'chromium'] as const;
+export const SUITE_NAMES = ['ssh', 'slurm', 'postgres', 'chromium', 'torch'] as const;
 export type SuiteName = (typeof SUITE_NAMES)[number];
 
 /** Whether ORCH_REQUIRE_SUITES names `suite` (or `all`). */
@@ -45,4 +45,10 @@ export function postgresMissing(url: string): string | null {
   const probe = "const s=require('net').connect(+process.argv[2],process.argv[1]);s.on('connect',()=>process.exit(0));s.on('error',()=>process.exit(1))";
   const r = spawnSync(process.execPath, ['-e', probe, hostname, port || '5432'], { stdio: 'ignore', timeout: 3000 });
   return r.status === 0 ? null : `no PostgreSQL answers at ${hostname}:${port || '5432'} (apt-get install -y postgresql; .ci/run starts it)`;
+}
+
+/** Why the torch suite cannot run here: Debian's torch (CPU, gloo) does not import in /usr/bin/python3. */
+export function torchMissing(): string | null {
+  const r = spawnSync('/usr/bin/python3', ['-c', 'import torch, torch.distributed'], { stdio: 'ignore', timeout: 60_000 });
+  return r.status === 0 ? null : 'no torch in /usr/bin/python3 (apt-get install -y python3-torch)';
 }
