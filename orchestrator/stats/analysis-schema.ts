@@ -175,6 +175,10 @@ export const RepValueSchema = z.strictObject({
   rep: z.int().meta({ unit: "index" }),
   position: z.int().meta({ unit: "position" }),
   value: z.number().meta({ unit: "metric" }),
+  /** jobs/clock-hygiene.ts: used although its card was throttled (hygiene flag or warn), and why */
+  throttled: z.array(z.string()).min(1).optional(),
+  /** hygiene discard: how many earlier measurements of it were thrown away for a re-run */
+  reruns: z.int().min(1).meta({ unit: "count" }).optional(),
 }).meta({ id: "RepValue" });
 export type RepValue = z.infer<typeof RepValueSchema>;
 
@@ -238,7 +242,7 @@ export const ClockSchema = z.strictObject({
 }).meta({ id: "Clock" });
 export type Clock = z.infer<typeof ClockSchema>;
 
-export const ProvenanceSchema = z.object({
+export const ProvenanceSchema = z.strictObject({
   orch: z.strictObject({
     version: z.string().nullable(),
     commit: z.string().nullable(),
@@ -256,7 +260,16 @@ export const ProvenanceSchema = z.object({
   })),
   graphrt: z.array(z.string()),
   hosts: z.array(z.string()),
-  cards: z.array(z.object({
+  /** the Slurm allocation of each host whose worker ran in one (absent in results written before it was recorded) */
+  slurm: z.array(z.strictObject({
+    host: z.string(),
+    /** the node the host's worker ran on */
+    node: z.string(),
+    job: z.string(),
+    nodes: z.string(),
+    partition: z.string(),
+  })).optional(),
+  cards: z.array(z.strictObject({
     host: z.string(),
     card: z.string(),
     backend: z.string(),
@@ -465,16 +478,22 @@ export const AnalysisSchema = z.strictObject({
 export type Analysis = z.infer<typeof AnalysisSchema>;
 
 
+const reportOwn = { version: z.literal(1).meta({ unit: 'format version' }), exit_code: z.int().meta({ unit: 'exit code' }) };
+
 /** report.json: the Analysis with its format version and the exit code under the default --fail-on. */
-export const ReportJsonSchema = z.intersection(
-  AnalysisSchema,
-  z.looseObject({ version: z.literal(1).meta({ unit: 'format version' }), exit_code: z.int().meta({ unit: 'exit code' }) }),
-);
+export const ReportJsonSchema = AnalysisSchema.extend(reportOwn);
 export type ReportJson = z.infer<typeof ReportJsonSchema>;
+
+/**
+ * The same document for the JSON Schema: the Analysis by reference (summary.schema.json refers to
+ * `#/$defs/Analysis`, which an extended copy would not emit), its own two fields required beside
+ * it. Open on that side only: the Analysis already refuses every field it does not know.
+ */
+const ReportJsonDocument = z.intersection(AnalysisSchema, z.looseObject(reportOwn));
 
 /** The JSON Schema of report.json, as docs/schemas/report.schema.json ships it. */
 export function reportJsonSchema(): Record<string, unknown> {
-  const generated = z.toJSONSchema(ReportJsonSchema, {
+  const generated = z.toJSONSchema(ReportJsonDocument, {
     target: 'draft-2020-12',
     unrepresentable: 'throw',
     // z.int()'s safe-integer bounds say nothing a reader needs; every count and index is far inside them
