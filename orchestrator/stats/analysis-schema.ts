@@ -15,6 +15,7 @@
  * `#/$defs/Analysis`).
  */
 import { z } from 'zod';
+import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
 
 export const VerdictSchema = z.enum(["faster", "slower", "equivalent", "inconclusive", "invalid", "not_testable"]).meta({ id: "Verdict" });
 export type Verdict = z.infer<typeof VerdictSchema>;
@@ -79,7 +80,7 @@ export const ArmSchema = z.strictObject({
   arm: z.string(),
   aa_of: z.string().nullable(),
   unsupported: z.array(z.strictObject({
-    toggle: z.string(),
+    toggle: z.enum(GRAPHRT_TOGGLES),
     backends: z.array(z.string()),
     note: z.string(),
   })),
