@@ -81,3 +81,9 @@ test('the zod definition refuses what the shipped schema refuses', () => {
     assert.equal(v(bad), false, `ajv: ${why}`);
   }
 });
+
+test('the writer refuses a report.json its schema refuses: a NaN where no null is allowed', () => {
+  const a = throttledRep();
+  const bad = { ...a, values: [{ ...a.values[0]!, value: Number.NaN }, ...a.values.slice(1)] };
+  assert.throws(() => renderJson(bad), /^Error: report\.json of \S+ does not match its schema \(docs\/schemas\/report\.schema\.json\): values\.0\.value: /);
+});
