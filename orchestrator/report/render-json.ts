@@ -22,7 +22,10 @@ export function renderJson(a: Analysis): string {
   const parsed = ReportJsonSchema.safeParse(JSON.parse(text));
   if (!parsed.success) {
     const where = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
-    throw new Error(`report.json of ${a.experiment} does not match its schema (docs/schemas/report.schema.json): ${where.join('; ')}`, { cause: parsed.error });
+    throw new Error(
+      `report.json of ${a.experiment} does not match its schema (docs/schemas/report.schema.json): ${where.join('; ')}`,
+      { cause: parsed.error },
+    );
   }
   return text;
 }

@@ -34,5 +34,7 @@ type Parsed = z.output<typeof AnalysisSchema>;
 
 export type AnalysisFitsSchema = Holds<Fits<Written, Frozen<z.input<typeof AnalysisSchema>>>>;
 export type NoFieldOutsideSchema = Holds<Fits<KeysNotIn<Written, Parsed>, never>>;
-export type NoFieldOutsideAnalysis = Holds<Fits<KeysNotIn<Omit<Parsed, 'provenance' | 'version' | 'exit_code'>, Analysis>, never>>;
+export type NoFieldOutsideAnalysis = Holds<
+  Fits<KeysNotIn<Omit<Parsed, 'provenance' | 'version' | 'exit_code'>, Analysis>, never>
+>;
 export type SchemaFitsAnalysis = Holds<Fits<Omit<Parsed, 'provenance' | 'version' | 'exit_code'>, Analysis>>;

@@ -19,7 +19,11 @@ export function throttledRep(): Analysis {
   return analyzeExperiment({
     ...ab,
     hygiene: 'flag',
-    reps: [{ ...first!, throttled: ['hw_slowdown', 'sw_thermal_slowdown'] }, { ...second!, discarded_runs: [['hw_power_brake_slowdown']] }, ...rest],
+    reps: [
+      { ...first!, throttled: ['hw_slowdown', 'sw_thermal_slowdown'] },
+      { ...second!, discarded_runs: [['hw_power_brake_slowdown']] },
+      ...rest,
+    ],
   });
 }
 
@@ -29,7 +33,11 @@ export function failedBlock(): Analysis {
   const lost = ab.plan.blocks[1]!.index;
   const failed = allPlannedReps(ab.plan)
     .filter((p) => p.block === lost)
-    .map((p) => ({ ...p, reason: `rank 0 exited 70 (CUDA_ERROR_ILLEGAL_ADDRESS) on h1.example/0`, kind: 'failed' as const }));
+    .map((p) => ({
+      ...p,
+      reason: `rank 0 exited 70 (CUDA_ERROR_ILLEGAL_ADDRESS) on h1.example/0`,
+      kind: 'failed' as const,
+    }));
   return analyzeExperiment({ ...ab, reps: ab.reps.filter((r) => r.block !== lost), failed });
 }
 
@@ -53,11 +61,20 @@ export function captureProbe(): Analysis {
           name,
           pass: !(i === 0 && name === 'recapture_refusals'),
           detail: {
-            launch_counter: { counted: 1, expected: 1, launches_during_replays: 0, graph_nodes: 64, instantiate_ms: 0.8 },
+            launch_counter: {
+              counted: 1,
+              expected: 1,
+              launches_during_replays: 0,
+              graph_nodes: 64,
+              instantiate_ms: 0.8,
+            },
             pinned_exact: { L: 0.25, P: 0.5, win: true },
             replay_dispatch: { dispatches_per_replay: 1 },
             unpinned_diverges: {},
-            recapture_refusals: { capture_over_live_graph: i === 0 ? 'accepted' : 'RECAPTURE_OVER_LIVE_GRAPH', capture_without_prepare: 'CAPTURE_WITHOUT_PREPARE' },
+            recapture_refusals: {
+              capture_over_live_graph: i === 0 ? 'accepted' : 'RECAPTURE_OVER_LIVE_GRAPH',
+              capture_without_prepare: 'CAPTURE_WITHOUT_PREPARE',
+            },
           }[name] as Record<string, unknown>,
         })),
       },
@@ -107,15 +124,31 @@ export function nightlyReport(): Analysis & { provenance: Provenance } {
     slurm: [{ host: 'gpu-a.example', node: 'node017', job: '481516', nodes: 'node017', partition: 'h200' }],
     cards: [
       {
-        host: 'gpu-a.example', card: 'GPU-0', backend: 'cuda', name: 'NVIDIA H200', sm: '9.0', driver: '570.86.15', cuda_runtime: '12.8',
+        host: 'gpu-a.example',
+        card: 'GPU-0',
+        backend: 'cuda',
+        name: 'NVIDIA H200',
+        sm: '9.0',
+        driver: '570.86.15',
+        cuda_runtime: '12.8',
         clocks: { start: { sm_mhz: 1980, mem_mhz: 3201 }, end: { sm_mhz: 1755, mem_mhz: 3201 } },
       },
     ],
     throttle: { reasons: { sw_thermal_slowdown: 2 }, reps: ['0/B/1', '1/A/0'] },
     machines: [
       {
-        host: 'gpu-a.example', os: 'Linux', distribution: 'Ubuntu 24.04 LTS', kernel: '6.8.0', arch: 'x64', cpu_model: 'fixture CPU',
-        cpu_threads: 64, memory_bytes: 2 ** 39, node: 'v20.19.0', compiler: 'cc (Ubuntu 13.2.0) 13.2.0', gpus: [], gpus_unread: 'nvidia-smi: not found',
+        host: 'gpu-a.example',
+        os: 'Linux',
+        distribution: 'Ubuntu 24.04 LTS',
+        kernel: '6.8.0',
+        arch: 'x64',
+        cpu_model: 'fixture CPU',
+        cpu_threads: 64,
+        memory_bytes: 2 ** 39,
+        node: 'v20.19.0',
+        compiler: 'cc (Ubuntu 13.2.0) 13.2.0',
+        gpus: [],
+        gpus_unread: 'nvidia-smi: not found',
       },
     ],
   };
