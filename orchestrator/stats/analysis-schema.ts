@@ -2,8 +2,8 @@
  * report.json (orchestrator/report/render-json.ts) as zod: the one definition of the machine report.
  * The JSON Schema shipped in docs/schemas/report.schema.json is generated from it
  * (`npm run gen:schemas`, scripts/gen-schemas.ts; test/report/analysis-schema.test.ts fails when it is
- * stale), and every report.json a test writes is parsed with it (render-json.ts), so the schema a
- * reader validates against is the shape the writer produces. The hand-written TypeScript types of
+ * stale), and every report.json written is parsed with it (render-json.ts), so the schema a
+ * reader validates against is the shape the writer produces. Its provenance is provenance-schema.ts. The hand-written TypeScript types of
  * the Analysis (types.ts) are checked against it at compile time (analysis-schema-check.ts).
  *
  * Every number carries its unit in `.meta({ unit })`, which the JSON Schema keeps as `"unit"`:
@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
+import { ProvenanceSchema } from './provenance-schema.ts';
 
 export const VerdictSchema = z
   .enum(['faster', 'slower', 'equivalent', 'inconclusive', 'invalid', 'not_testable'])
@@ -283,103 +284,6 @@ export const SequentialSchema = z
   })
   .meta({ id: 'Sequential' });
 export type Sequential = z.infer<typeof SequentialSchema>;
-
-export const ClockSchema = z
-  .strictObject({
-    sm_mhz: z.number().meta({ unit: 'MHz' }),
-    mem_mhz: z.number().meta({ unit: 'MHz' }),
-  })
-  .meta({ id: 'Clock' });
-export type Clock = z.infer<typeof ClockSchema>;
-
-export const ProvenanceSchema = z
-  .strictObject({
-    orch: z.strictObject({
-      version: z.string().nullable(),
-      commit: z.string().nullable(),
-      dirty: z.boolean().nullable().optional(),
-    }),
-    spec_hash: z.string(),
-    workload_hash: z.string(),
-    created: z.string(),
-    ended: z.string().nullable(),
-    builds: z.array(
-      z.strictObject({
-        name: z.string(),
-        ref: z.string(),
-        commit: z.string().nullable(),
-        dirty: z.boolean(),
-      }),
-    ),
-    graphrt: z.array(z.string()),
-    hosts: z.array(z.string()),
-    /** the Slurm allocation of each host whose worker ran in one (absent in results written before it was recorded) */
-    slurm: z
-      .array(
-        z.strictObject({
-          host: z.string(),
-          /** the node the host's worker ran on */
-          node: z.string(),
-          job: z.string(),
-          nodes: z.string(),
-          partition: z.string(),
-        }),
-      )
-      .optional(),
-    cards: z.array(
-      z.strictObject({
-        host: z.string(),
-        card: z.string(),
-        backend: z.string(),
-        name: z.string().nullable(),
-        sm: z.string().nullable(),
-        driver: z.string().nullable(),
-        cuda_runtime: z.string().nullable(),
-        clocks: z.strictObject({
-          start: ClockSchema.nullable(),
-          end: ClockSchema.nullable(),
-        }),
-      }),
-    ),
-    throttle: z.strictObject({
-      reasons: z.record(z.string(), z.int().meta({ unit: 'count' })),
-      reps: z.array(z.string()),
-    }),
-    machines: z
-      .array(
-        z.strictObject({
-          host: z.string(),
-          os: z.string().nullable(),
-          distribution: z.string().nullable(),
-          kernel: z.string().nullable(),
-          arch: z.string().nullable(),
-          cpu_model: z.string().nullable(),
-          cpu_threads: z.int().meta({ unit: 'count' }).nullable(),
-          memory_bytes: z.number().meta({ unit: 'bytes' }).nullable(),
-          node: z.string().nullable(),
-          compiler: z.string().nullable(),
-          gpus_unread: z.string().nullable(),
-          gpus: z.array(
-            z.strictObject({
-              card: z.string(),
-              uuid: z.string().nullable(),
-              name: z.string().nullable(),
-              driver: z.string().nullable(),
-              power_limit_w: z.number().meta({ unit: 'W' }).nullable(),
-              sm_mhz: z.number().meta({ unit: 'MHz' }).nullable(),
-              mem_mhz: z.number().meta({ unit: 'MHz' }).nullable(),
-              max_sm_mhz: z.number().meta({ unit: 'MHz' }).nullable(),
-              applications_sm_mhz: z.number().meta({ unit: 'MHz' }).nullable(),
-              persistence_mode: z.string().nullable(),
-              compute_mode: z.string().nullable(),
-            }),
-          ),
-        }),
-      )
-      .optional(),
-  })
-  .meta({ id: 'Provenance' });
-export type Provenance = z.infer<typeof ProvenanceSchema>;
 
 export const OutcomeSchema = z
   .enum([
