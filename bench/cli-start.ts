@@ -50,7 +50,9 @@ const median = (xs: number[]) => {
 for (const [, args] of cases) once(args); // warm the file cache: the first run reads every file from disk
 // Interleaved, round by round: a change in the machine's load hits every case alike.
 const runs = cases.map(() => [] as { ms: number; cpuMs: number | null }[]);
-for (let i = 0; i < RUNS; i++) cases.forEach(([, args], k) => runs[k]!.push(once(args)));
+for (let i = 0; i < RUNS; i++) {
+  for (const [k, [, args]] of cases.entries()) runs[k]!.push(once(args));
+}
 const medians = cases.map(([name], k) => {
   const cpu = runs[k]!.map((r) => r.cpuMs);
   return [name, median(runs[k]!.map((r) => r.ms)), cpu.every((c) => c !== null) ? median(cpu as number[]) : null] as const;

@@ -17,7 +17,7 @@ export interface OrchCommand<A> {
   command: string;
   describe: string;
   builder: (y: Argv<GlobalOptions>) => Argv<A>;
-  handler: (argv: ArgumentsCamelCase<A>) => Promise<number | void>;
+  handler: (argv: ArgumentsCamelCase<A>) => Promise<number | undefined>;
 }
 
 /** The arguments a command's builder declares, for helpers of its handler. */

@@ -17,7 +17,9 @@ export function checkBuilds(spec: Spec, problem: Report): void {
   const names = Object.keys(spec.builds ?? {});
   const named: { path: PathSegment[]; build: string }[] = [];
   if (spec.build !== undefined) named.push({ path: ['build'], build: spec.build });
-  spec.arms?.forEach((a, i) => a.build !== undefined && named.push({ path: ['arms', i, 'build'], build: a.build }));
+  for (const [i, a] of (spec.arms ?? []).entries()) {
+    if (a.build !== undefined) named.push({ path: ['arms', i, 'build'], build: a.build });
+  }
   const ref = spec.gates.base_reference;
   if (ref !== undefined) named.push({ path: ['gates', 'base_reference', 'build'], build: ref.build });
   for (const n of named) {

@@ -127,7 +127,7 @@ export class CardRegistry {
     for (const host of hosts) p.exists(this.keys.hostAlive(host)).hmget(this.keys.host(host), 'seen', 'ttl_ms', 'started', 'slurm');
     const replies = (await p.exec()) ?? [];
     for (const [err] of replies) if (err) throw err;
-    const gone = new Set(hosts.filter((host, i) => {
+    const gone = new Set(hosts.filter((_host, i) => {
       const [seen, ttl, started, slurm] = replies[2 * i + 1]![1] as (string | null)[];
       const end = slurm ? slurmEnd(slurm) : null;
       const when = seen ?? started;

@@ -3,12 +3,12 @@
  * the caller's own that no one else may read, as the Redis URL file. The content never appears in
  * a message; the refusals name the file, its mode and owner, and the fix.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { UserInputError } from '../jobs/errors.ts';
 import type { UserInputCode } from '../jobs/error-codes.ts';
 
 export function readPrivateFile(file: string, o: { what: string; code: UserInputCode; hint: string }): string {
-  let st;
+  let st: Stats;
   try {
     st = statSync(file);
   } catch (err) {

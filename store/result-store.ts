@@ -146,7 +146,7 @@ export class ResultStore {
     const key = this.keys.results(experiment);
     const raw = await this.redis.hmget(key, ...fields);
     const some: Record<string, string> = {};
-    raw.forEach((v, i) => v !== null && (some[fields[i] as string] = v));
+    for (const [i, v] of raw.entries()) if (v !== null) some[fields[i] as string] = v;
     return Object.values(parseAll(some, RepResultSchema, key));
   }
 

@@ -15,7 +15,7 @@
  */
 import { helper } from './helper-paths.ts';
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, type Stats } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { Card } from '../store/card-registry.ts';
@@ -88,7 +88,7 @@ export function foreignApps(rows: readonly ForeignProcess[], ours: ReadonlySet<n
  */
 export function lockUsers(path: string): ForeignProcess[] {
   const target = resolve(path);
-  let st;
+  let st: Stats;
   try {
     st = statSync(target);
   } catch {

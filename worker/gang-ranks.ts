@@ -244,7 +244,13 @@ export class GangRanks {
 
   /** Every rank gone: killed (`kill`), else closed gracefully; the rendezvous directory removed. */
   async end(kill: boolean): Promise<void> {
-    await Promise.all(this.handles.map((r) => (kill ? (r.kill(), r.exited) : r.close(this.opts.closeGraceMs))));
+    await Promise.all(
+      this.handles.map((r) => {
+        if (!kill) return r.close(this.opts.closeGraceMs);
+        r.kill();
+        return r.exited;
+      }),
+    );
     if (this.rendezvousDir !== null) rmSync(this.rendezvousDir, { recursive: true, force: true });
   }
 }

@@ -47,7 +47,10 @@ export const nightlyCommand = defineCommand({
   handler: async (argv) => {
     const json = argv.json;
     const out = (s: string) => process.stdout.write(s);
-    if (argv.action === 'status' || argv.action === 'history') return showHistory(argv, out);
+    if (argv.action === 'status' || argv.action === 'history') {
+      await showHistory(argv, out);
+      return;
+    }
     if (argv.action !== 'list' && !argv.target) {
       throw new UserInputError('CLI_USAGE', `orch nightly ${argv.action} needs ${argv.action === 'install' ? 'a suite file' : 'a suite name'}`, {
         hint: argv.action === 'install' ? 'orch nightly install configs/nightly.yaml' : 'orch nightly list shows the installed names',

@@ -4,7 +4,7 @@
  * Commands that cannot work without a running cluster (status, watch, cancel, report, serve)
  * say so when REDIS_URL is unset; `orch submit` starts the embedded default instead.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { UserInputError } from '../../jobs/errors.ts';
@@ -46,7 +46,7 @@ export function redisUrlFromArgs(args: RedisUrlArgs, command: string): string | 
 }
 
 function readUrlFile(file: string): string {
-  let st;
+  let st: Stats;
   try {
     st = statSync(file);
   } catch (err) {

@@ -5,6 +5,7 @@
  * string-width are more complete; orch's own lines are ASCII but for ids, names and hosts.)
  */
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: an ANSI escape sequence starts with ESC
 const ESCAPES = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
 
 const WIDE: [number, number][] = [
@@ -33,6 +34,7 @@ export function truncateToWidth(s: string, columns: number): string {
   if (displayWidth(s) <= columns) return s;
   let out = '';
   let w = 0;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: splits at ANSI escape sequences, which start with ESC
   for (const part of s.split(/(\x1b\[[0-9;?]*[ -/]*[@-~])/)) {
     if (part.startsWith('\x1b[')) {
       out += part;

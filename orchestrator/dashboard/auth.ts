@@ -10,7 +10,7 @@
  * are compared in constant time; nothing presented is ever logged.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { UserInputError } from '../../jobs/errors.ts';
@@ -40,7 +40,7 @@ export function readToken(opts: { tokenFile?: string | undefined; env?: NodeJS.P
 
 /** The token on the first line of `file`, which must be this user's and readable by no one else. */
 export function readTokenFile(file: string, what: string): string {
-  let st;
+  let st: Stats;
   try {
     st = statSync(file);
   } catch (err) {

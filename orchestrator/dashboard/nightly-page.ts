@@ -52,7 +52,7 @@ ${runs.map((r) => html`<tr><td>${new Date(r.scheduled_at).toISOString()}</td><td
 }
 
 async function historySection(history: DashboardHistory): Promise<Html> {
-  let store;
+  let store: HistoryStore | null;
   try {
     store = await history.get();
   } catch (err) {

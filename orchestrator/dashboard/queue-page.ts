@@ -88,7 +88,7 @@ async function queueHead(store: ExperimentStore, limit: number): Promise<{ ids: 
   const p = store.redis.pipeline();
   for (const a of active) p.hget(store.keys.exp(a.id), 'priority');
   const replies = (await p.exec()) ?? [];
-  active.forEach((a, i) => (a.priority = Number(replies[i]?.[1] ?? 0) || 0));
+  for (const [i, a] of active.entries()) a.priority = Number(replies[i]?.[1] ?? 0) || 0;
   const live = active.filter((_, i) => replies[i]?.[1] !== null);
   live.sort((a, b) => compareQueued({ ...a, block: 0 }, { ...b, block: 0 }));
   return { ids: live.slice(0, limit).map((a) => a.id), total: live.length };

@@ -23,7 +23,12 @@ export class SseChannel {
     reply.hijack();
     this.res = reply.raw;
     this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    this.closed = new Promise<void>((resolve) => this.res.once('close', () => ((this.done = true), resolve())));
+    this.closed = new Promise<void>((resolve) =>
+      this.res.once('close', () => {
+        this.done = true;
+        resolve();
+      }),
+    );
   }
 
   get isClosed(): boolean {

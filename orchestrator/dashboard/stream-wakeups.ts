@@ -56,8 +56,15 @@ export class StreamWakeups {
 
   private pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(() => ((this.idle = null), resolve()), ms);
-      this.idle = () => (clearTimeout(t), (this.idle = null), resolve());
+      const t = setTimeout(() => {
+        this.idle = null;
+        resolve();
+      }, ms);
+      this.idle = () => {
+        clearTimeout(t);
+        this.idle = null;
+        resolve();
+      };
     });
   }
 

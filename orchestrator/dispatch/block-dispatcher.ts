@@ -114,8 +114,13 @@ export class BlockDispatcher {
     // read from the stream's last entry now (the whole stream when that read fails); in the reads
     // only from then on
     follow.ready = lastStreamId(this.connection, key).then(
-      (last) => void ((follow.id = last), (follow.live = true)),
-      () => void (follow.live = true),
+      (last) => {
+        follow.id = last;
+        follow.live = true;
+      },
+      () => {
+        follow.live = true;
+      },
     );
     this.streams.set(host, follow);
     await follow.ready;
@@ -180,7 +185,7 @@ export class BlockDispatcher {
       }
       this.completed.set(jobId, value);
     }
-    this.onEnded.get(jobId)?.forEach((wake) => wake());
+    for (const wake of this.onEnded.get(jobId) ?? []) wake();
   }
 
   static jobId(a: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'host'>): string {
@@ -224,7 +229,10 @@ export class BlockDispatcher {
           first = false;
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, Math.min(this.pollMs, Math.max(1, deadline - Date.now())));
-            wake = () => (clearTimeout(timer), resolve());
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
           });
           wake = () => undefined;
           continue;
@@ -242,7 +250,10 @@ export class BlockDispatcher {
         const waitMs = Math.min(deadSince === null ? this.pollMs : Math.min(this.pollMs, this.lostGraceMs), Math.max(1, deadline - Date.now()));
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, waitMs);
-          wake = () => (clearTimeout(timer), resolve());
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
         });
         wake = () => undefined;
       }

@@ -99,7 +99,10 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     const sleepMs = cancelledAt === null ? ctx.tuning.safetyPollMs : Math.min(ctx.tuning.safetyPollMs, Math.max(0, cancelledAt + CANCEL_GRACE_MS + 1 - Date.now()));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, sleepMs);
-      wake = () => (clearTimeout(timer), resolve());
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
     wake = () => undefined;
   }

@@ -161,7 +161,9 @@ export class BuildPhase {
     this.timer = null;
     let building = false;
     this.running = this.reconcile(term)
-      .then((b) => void (building = b))
+      .then((b) => {
+        building = b;
+      })
       .catch((err: unknown) => this.ctx.log.error({ err }, 'scheduler: build phase pass failed'))
       .finally(() => {
         this.running = null;

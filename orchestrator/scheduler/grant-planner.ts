@@ -252,7 +252,10 @@ class GrantPass {
     // with cards that end, blocks of one shape but another length fit differently
     const shape = (block.shape ?? shapeKey(block)) + (this.bounded ? `/${block.expectedMs}` : '');
     let never = this.nevers.get(shape);
-    if (never === undefined) this.nevers.set(shape, (never = neverFits(block, this.input.cards) ?? this.endsTooSoon(block)));
+    if (never === undefined) {
+      never = neverFits(block, this.input.cards) ?? this.endsTooSoon(block);
+      this.nevers.set(shape, never);
+    }
     if (never) {
       this.why.set(block.key, never);
       return;
@@ -265,7 +268,10 @@ class GrantPass {
     }
     if (!this.reservation) {
       const gang = this.fitsFree(block, shape);
-      if (gang) return this.take(block, gang);
+      if (gang) {
+        this.take(block, gang);
+        return;
+      }
       const r = reserve(block, this.lasting(block, within(allowed, this.free)), this.input.running, this.alive, within(allowed, cards), now);
       this.reservation = r;
       this.why.set(block.key, r.reason);
@@ -284,7 +290,10 @@ class GrantPass {
       if (!gang) fail(this.noFitOutside, allowed, shape);
     }
     if (!gang && this.input.now + block.expectedMs <= reservation.at) gang = this.fitsFree(block, shape);
-    if (gang) return this.take(block, gang);
+    if (gang) {
+      this.take(block, gang);
+      return;
+    }
     if (!this.wantWhy(block.key)) return;
     this.why.set(
       block.key,
@@ -312,7 +321,10 @@ class GrantPass {
 
   private neverOn(hosts: ReadonlySet<string>, shape: string, f: () => string | null): string | null {
     let m = this.onHosts.get(hosts);
-    if (!m) this.onHosts.set(hosts, (m = new Map()));
+    if (!m) {
+      m = new Map();
+      this.onHosts.set(hosts, m);
+    }
     if (!m.has(shape)) m.set(shape, f());
     return m.get(shape)!;
   }
@@ -338,7 +350,10 @@ function failed(memo: Map<HostsKey, Set<string>>, hosts: HostsKey, shape: string
 
 function fail(memo: Map<HostsKey, Set<string>>, hosts: HostsKey, shape: string): void {
   let m = memo.get(hosts);
-  if (!m) memo.set(hosts, (m = new Set()));
+  if (!m) {
+    m = new Set();
+    memo.set(hosts, m);
+  }
   m.add(shape);
 }
 

@@ -65,7 +65,14 @@ export class Leadership {
   private lead(): void {
     let end!: () => void;
     const ended = new Promise<void>((r) => (end = r));
-    const term: Term = { aborted: false, ended, end: () => ((term.aborted = true), end()) };
+    const term: Term = {
+      aborted: false,
+      ended,
+      end: () => {
+        term.aborted = true;
+        end();
+      },
+    };
     this.term = term;
     this.o.log.info({ id: this.lease.id }, 'scheduler: elected leader');
     this.handlers.began(term);

@@ -28,7 +28,9 @@ export class LiveCards {
       const refresh = { at: now, cards: this.registry.liveCards() };
       const prior = this.live;
       this.live = refresh;
-      refresh.cards.catch(() => this.live === refresh && (this.live = prior));
+      refresh.cards.catch(() => {
+        if (this.live === refresh) this.live = prior;
+      });
       // the first read of a term is waited for; later ones serve the next pass
       if (prior) {
         const ids = (cs: Card[]) => cs.map((c) => c.id).join(',');

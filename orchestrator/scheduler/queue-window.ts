@@ -133,6 +133,6 @@ export class QueueWindow {
     if (exps === this.ordered) this.tailReadAt = Date.now();
     const ids = exps.map((e) => e.id);
     const states = await this.store.states(ids);
-    ids.forEach((id, i) => this.states.set(id, states[i] ?? null));
+    for (const [i, id] of ids.entries()) this.states.set(id, states[i] ?? null);
   }
 }

@@ -49,6 +49,7 @@ export function shellWord(s: string): string {
 export function workerPaths(host: Host): string {
   const base = shellWord(`worker-${host.name}`);
   return [
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: ${XDG_RUNTIME_DIR:+...} is the remote shell's expansion, not a template
     host.run_dir !== undefined ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}` : 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}',
     `pid="$d"/${base}.pid; log="$d"/${base}.log; url="$d"/${base}.redis-url; sec="$d"/${base}.secret`,
     // field 22 of /proc/<pid>/stat (the start time): after "pid (comm) " it is the 20th

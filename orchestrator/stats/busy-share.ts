@@ -90,7 +90,10 @@ export function busyShare(reps: Iterable<RepResult>, commits: Readonly<Record<st
     for (const a of r.answers ?? []) {
       const key = `${r.block}\u0000${a.card}`;
       let card = byCard.get(key);
-      if (!card) byCard.set(key, (card = { block: r.block, commit, list: [] }));
+      if (!card) {
+        card = { block: r.block, commit, list: [] };
+        byCard.set(key, card);
+      }
       card.list.push({ position: r.position, label: `rep ${r.arm} #${r.rep} (block ${r.block}, position ${r.position})`, answer: a });
     }
   }

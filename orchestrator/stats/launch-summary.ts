@@ -54,7 +54,10 @@ export class LaunchSummaryFold {
   /** `l`: rank 0's answer of one committed rep */
   add(l: RepLine): void {
     let a = this.arms.get(l.arm);
-    if (!a) this.arms.set(l.arm, (a = acc()));
+    if (!a) {
+      a = acc();
+      this.arms.set(l.arm, a);
+    }
     a.reps++;
     a.modes.add(l.mode);
     if (l.backend !== 'command') {

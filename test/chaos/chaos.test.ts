@@ -519,7 +519,14 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
   // ranks die with their worker (stdin closes): give them the lease TTL and a loaded machine's margin
   const watched = [...report.rankPids, ...ctx.workers.map((w) => w.child.pid!)];
   let left: number[] = [];
-  await waitFor('ranks and workers gone', () => (left = leftovers(watched, report!.rankPgids)).length === 0, { timeoutMs: 10_000 }).catch(() => undefined);
+  await waitFor(
+    'ranks and workers gone',
+    () => {
+      left = leftovers(watched, report!.rankPgids);
+      return left.length === 0;
+    },
+    { timeoutMs: 10_000 },
+  ).catch(() => undefined);
   for (const pid of left) process.kill(pid, 'SIGKILL');
 
   mark('torn down');

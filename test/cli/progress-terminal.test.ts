@@ -11,6 +11,7 @@ import { displayWidth, stripEscapes, truncateToWidth } from '../../cli/terminal/
 import { terminalMode } from '../../cli/terminal/terminal-mode.ts';
 import { VirtualTerminal } from '../utils/virtual-terminal.ts';
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for the ESC of an escape sequence
 const ESC = /\x1b/;
 const LONG_WHY = 'waiting for 2 free card(s); held by exp-0123456789abcdef/0, its end unknown (no step time of its workload measured yet)';
 

@@ -16,6 +16,7 @@ after(async () => cluster?.stop());
 const DUMB = { TERM: 'dumb', COLUMNS: '80' };
 
 function assertPlainWithin80(out: string): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: no ESC may reach a dumb terminal
   assert.doesNotMatch(out, /\x1b/, 'no escape sequence under TERM=dumb');
   for (const line of out.split('\n')) assert.ok(displayWidth(line) <= 80, `wider than 80 columns: ${line}`);
 }

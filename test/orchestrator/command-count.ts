@@ -23,6 +23,8 @@ export function countCommands(isPass: (c: { name: string; args: unknown[] }) => 
       commands = args = passes = 0;
       return r;
     },
-    stop: () => void (proto.sendCommand = original),
+    stop: () => {
+      proto.sendCommand = original;
+    },
   };
 }

@@ -16,7 +16,10 @@ function clockOf(gaps: number[], block = 0, start = 1_000_000): RepClock {
   const c = new RepClock();
   let t = start;
   c.rep(block, 1, t);
-  for (const g of gaps) c.rep(block, 1, (t += g));
+  for (const g of gaps) {
+    t += g;
+    c.rep(block, 1, t);
+  }
   return c;
 }
 

@@ -58,7 +58,10 @@ test('backfill on cards the reservation does not need, whatever the length', () 
 
 test('simulated: backfill never delays the oldest waiting block', () => {
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
   for (let trial = 0; trial < 300; trial++) {
     const all = [...cards('h1', 4), ...cards('h2', 2)];
     const waiting = Array.from({ length: 6 }, (_, i) => block(`w${i}`, 1 + Math.floor(rnd() * 4), 1000 + Math.floor(rnd() * 20_000)));

@@ -185,7 +185,14 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   const bound = setTimeout(() => abort.abort(), 10_000);
   const reasons: string[] = [];
   const exp = (await store.get(id))!;
-  await waitForEnd(redis, prefix, exp, { signal: abort.signal, waitReportMs: 300, onWaiting: (why) => (reasons.push(why), abort.abort()) });
+  await waitForEnd(redis, prefix, exp, {
+    signal: abort.signal,
+    waitReportMs: 300,
+    onWaiting: (why) => {
+      reasons.push(why);
+      abort.abort();
+    },
+  });
   clearTimeout(bound);
   assert.match(reasons[0] ?? '', /^waiting: Redis refuses writes \(OOM: used .* of maxmemory 16\.0 MiB\)/);
 

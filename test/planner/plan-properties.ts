@@ -48,7 +48,7 @@ export function balanceViolations(plan: Plan): { violations: string[]; checked: 
     const positions = new Map<string, number>();
     for (const round of roundsOf) {
       if ([...round].sort().join() !== [...names].sort().join()) violations.push(`${label}: round [${round}] is not one run of every arm`);
-      round.forEach((arm, p) => positions.set(`${arm}@${p}`, (positions.get(`${arm}@${p}`) ?? 0) + 1));
+      for (const [p, arm] of round.entries()) positions.set(`${arm}@${p}`, (positions.get(`${arm}@${p}`) ?? 0) + 1);
       for (let i = 1; i < round.length; i++) pairs.set(`${round[i - 1]}>${round[i]}`, (pairs.get(`${round[i - 1]}>${round[i]}`) ?? 0) + 1);
     }
     for (const a of names) {

@@ -25,13 +25,21 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const ch = text[i]!;
     if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') (cell += '"'), i++;
-      else if (ch === '"') quoted = false;
+      if (ch === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
       else cell += ch;
     } else if (ch === '"') quoted = true;
-    else if (ch === ',') row.push(cell), (cell = '');
-    else if (ch === '\n') row.push(cell), rows.push(row), (row = []), (cell = '');
-    else cell += ch;
+    else if (ch === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (ch === '\n') {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+    } else cell += ch;
   }
   return rows;
 }
@@ -54,7 +62,7 @@ test('CSV tables parse back to the analysis numbers', () => {
   const reps = parseCsv(t.reps);
   assert.deepEqual(reps[0], ['experiment', 'block', 'arm', 'rep', 'position', 'value', 'throttled', 'reruns']);
   assert.equal(reps.length - 1, a.values.length);
-  reps.slice(1).forEach((r, i) => assert.equal(Number(r[5]), a.values[i]!.value));
+  for (const [i, r] of reps.slice(1).entries()) assert.equal(Number(r[5]), a.values[i]!.value);
   const arms = parseCsv(t.arms);
   assert.equal(arms.length - 1, a.arms.length);
   const head = arms[0]!;

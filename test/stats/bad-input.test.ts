@@ -17,7 +17,7 @@ import { abWithAa } from './fixtures.ts';
 /** Every number anywhere in the analysis is finite (or null). */
 function assertFinite(x: unknown, path: string): void {
   if (typeof x === 'number') assert.ok(Number.isFinite(x), `${path} = ${x}`);
-  else if (Array.isArray(x)) x.forEach((v, i) => assertFinite(v, `${path}[${i}]`));
+  else if (Array.isArray(x)) for (const [i, v] of x.entries()) assertFinite(v, `${path}[${i}]`);
   else if (x !== null && typeof x === 'object') for (const [k, v] of Object.entries(x)) assertFinite(v, `${path}.${k}`);
 }
 

@@ -51,7 +51,7 @@ test('shares: worth / (base − all_on) per toggle, from the same paired differe
   }
   const shares = t.rows.map((r) => r.share!);
   const planted = toggles.map((k) => worths[k] / sum);
-  shares.forEach((s, i) => assert.ok(Math.abs(s - planted[i]!) < 0.05, `share ${s} vs planted ${planted[i]}`));
+  for (const [i, s] of shares.entries()) assert.ok(Math.abs(s - planted[i]!) < 0.05, `share ${s} vs planted ${planted[i]}`);
   assert.equal(t.share_withheld, null);
   assert.doesNotMatch(renderMarkdown(a), /No shares/);
 });

@@ -61,7 +61,7 @@ function enumeratedSignedRankP(d: readonly number[]): number {
   const n = d.length;
   const order = d.map((x, i) => ({ a: Math.abs(x), i })).sort((p, q) => p.a - q.a);
   const rank = new Array<number>(n);
-  order.forEach((o, r) => (rank[o.i] = r + 1));
+  for (const [r, o] of order.entries()) rank[o.i] = r + 1;
   const observed = d.reduce((s, x, i) => s + (x > 0 ? rank[i]! : 0), 0);
   const mid = (n * (n + 1)) / 4;
   let extreme = 0;

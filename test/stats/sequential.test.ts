@@ -31,7 +31,7 @@ function crossingRate(bounds: readonly number[], runs: number, seed: number): nu
 describe('sequential boundaries', () => {
   test('five equal looks at 0.05: 4.877, 3.357, 2.680, 2.290, 2.031 (ldbounds, OBF type)', () => {
     const b = sequentialBoundaries([0.2, 0.4, 0.6, 0.8, 1], 0.05);
-    [4.8769, 3.3569, 2.6803, 2.2898, 2.031].forEach((want, i) => assert.ok(Math.abs((b[i] as number) - want) < 0.003, `look ${i + 1}: ${b[i]} vs ${want}`));
+    for (const [i, want] of [4.8769, 3.3569, 2.6803, 2.2898, 2.031].entries()) assert.ok(Math.abs((b[i] as number) - want) < 0.003, `look ${i + 1}: ${b[i]} vs ${want}`);
   });
 
   test('one look is the fixed two-sided test; the spending is alpha at the budget', () => {

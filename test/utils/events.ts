@@ -29,7 +29,14 @@ export async function waitForEvents(
   redis: Redis, prefix: string, experiment: string, what: string, pred: (evs: StreamEvent[]) => boolean, timeoutMs: number,
 ): Promise<StreamEvent[]> {
   let last: StreamEvent[] = [];
-  await waitFor(what, async () => pred((last = await readEvents(redis, prefix, experiment))), { timeoutMs, intervalMs: 10 });
+  await waitFor(
+    what,
+    async () => {
+      last = await readEvents(redis, prefix, experiment);
+      return pred(last);
+    },
+    { timeoutMs, intervalMs: 10 },
+  );
   return last;
 }
 

@@ -16,8 +16,13 @@ export async function runOrch(args: string[], env: Record<string, string> = {}, 
   });
   let stdout = '';
   let output = '';
-  child.stdout!.on('data', (d: Buffer) => ((stdout += d.toString()), (output += d.toString())));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    output += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   const code = await new Promise<number | null>((r) => child.once('close', r));
   return { code, stdout, output };
 }

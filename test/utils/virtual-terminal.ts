@@ -17,6 +17,7 @@ export class VirtualTerminal {
     for (let i = 0; i < s.length; i++) {
       const ch = s[i]!;
       if (ch === '\x1b') {
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: parses the ANSI escape sequence at ESC
         const m = /^\x1b\[([0-9;?]*)([A-Za-z])/.exec(s.slice(i));
         if (!m) throw new Error(`VirtualTerminal: unsupported escape at ${JSON.stringify(s.slice(i, i + 8))}`);
         this.escape(m[1]!, m[2]!);

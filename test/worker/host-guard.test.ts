@@ -119,7 +119,7 @@ describe('host guard', () => {
     assert.equal(end.state, 'completed', JSON.stringify(end));
     const evs = (await readEvents(env.redis, prefix, 'h')).filter((e) => e.block === job.block);
     const wait = evs.find((e) => e.event.event === 'foreign-wait');
-    assert.match(String((wait?.event.found as string[])[0]), new RegExp(`pid ${h.pid} \\(flock -n `));
+    assert.match(String((wait?.event.found as string[] | undefined)?.[0]), new RegExp(`pid ${h.pid} \\(flock -n `));
     assert.ok(evs.some((e) => e.event.event === 'foreign-gone'));
   });
 });

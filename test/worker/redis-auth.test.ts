@@ -39,7 +39,10 @@ describe('Redis authentication', { timeout: 120_000 }, () => {
     // a bare socket: what a local user scanning loopback ports would send
     const reply = await new Promise<string>((resolve, reject) => {
       const s = connect({ host: '127.0.0.1', port: secured.port }, () => s.write('*3\r\n$3\r\nSET\r\n$13\r\norch:injected\r\n$1\r\nx\r\n'));
-      s.on('data', (d: Buffer) => (s.destroy(), resolve(d.toString())));
+      s.on('data', (d: Buffer) => {
+        s.destroy();
+        resolve(d.toString());
+      });
       s.on('error', reject);
     });
     assert.match(reply, /^-NOAUTH/);

@@ -155,7 +155,9 @@ export class BuildCache {
     const info: BuildRequestInfo = { id: `${process.pid}.${++requestSeq}.${randomBytes(3).toString('hex')}`, key: bk.key, recipe: bk.recipe, experiment: req.experiment ?? '', pid: process.pid, since: Date.now() };
     await this.view((m) => m.waiting(info));
     let position: number | null = null;
-    await this.view(async (m) => void (position = await m.position(info)));
+    await this.view(async (m) => {
+      position = await m.position(info);
+    });
     emit({ event: 'build-wait', key: bk.key, position });
     let holding = false;
     const refresh = setInterval(() => void this.view((m) => (holding ? m.refreshHolding() : m.refreshWaiting(info))), BUILD_STATE_TTL_MS / 3);
@@ -246,8 +248,8 @@ export class BuildCache {
     }
     for (const [i, a] of build.artifacts.entries()) {
       // validate refuses these too; a payload that skipped it must still not copy outside
-      const escape = artifactEscape(a);
-      if (escape !== null) throw new UserInputError('BUILD_ARTIFACT_OUTSIDE', `${path}.artifacts[${i}]: ${escape}`, { hint: `list paths inside ${dir}` });
+      const outside = artifactEscape(a);
+      if (outside !== null) throw new UserInputError('BUILD_ARTIFACT_OUTSIDE', `${path}.artifacts[${i}]: ${outside}`, { hint: `list paths inside ${dir}` });
       const inStaging = join(staging, a);
       if (existsSync(inStaging)) continue;
       const src = resolve(dir, a);

@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChainFloorRep, ChainFloorRun } from '../../jobs/chain-floor-run.ts';
-import { parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { parseGraphrtLine, type GraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from '../../jobs/line-limit.ts';
 import { toChainFloorRun } from '../../jobs/native-args.ts';
 import { fateShared, INHERITED_LOCK_FD } from '../rank-process.ts';
@@ -90,7 +90,7 @@ export function readChainRep(stdout: string, stderr: string, err: Error | null):
   let device = '';
   let backend: 'cpu' | 'cuda' | null = null;
   for (const raw of stdout.split('\n').filter((l) => l.trim() !== '')) {
-    let line;
+    let line: GraphrtLine;
     try {
       line = parseGraphrtLine(raw);
     } catch (e) {

@@ -30,7 +30,7 @@ import { openLockFile } from '../../store/private-dir.ts';
 import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
 import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
 import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
-import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
+import { prepareCommandBuilds, type CommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
 import { programEnv } from './program-env.ts';
 import { runAsEnv, type RunAs } from '../run-as.ts';
 import { torchrunEnv } from './command-gang.ts';
@@ -138,7 +138,7 @@ export class ResidentCommandRank implements RankHandle {
   }
 
   private async start(): Promise<CommandHello> {
-    let prepared;
+    let prepared: CommandBuilds;
     try {
       prepared = await prepareCommandBuilds(this.s, this.workload, this.ensure, this.opts);
     } catch (err) {
