@@ -27,18 +27,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { Card } from '../jobs/card.ts';
+import { type BusyShareRow, quantile } from '../orchestrator/stats/busy-share.ts';
 import { median } from '../orchestrator/stats/descriptive.ts';
-import { quantile, type BusyShareRow } from '../orchestrator/stats/busy-share.ts';
 import { connectRedis, waitReady } from '../store/connect.ts';
 import { startRedisServer } from '../store/redis-server-process.ts';
 import { discoverCards } from '../worker/discover-cards.ts';
+import { type ForeignProcess, type ForeignProcessProbe, HostForeignProcessProbe } from '../worker/foreign-processes.ts';
 import { GraphrtRunner } from '../worker/graphrt-runner.ts';
 import type { RankRunner } from '../worker/rank-runner.ts';
 import { BlockHarness, cpuCards } from './lib/block-harness.ts';
 import { FreshPerRepRunner } from './lib/fresh-rank-runner.ts';
-import { TimingRankRunner, type OpStamps } from './lib/timing-rank-runner.ts';
 import { SlowProbe, SpawnProbe } from './lib/slow-probe.ts';
-import { HostForeignProcessProbe, type ForeignProcess, type ForeignProcessProbe } from '../worker/foreign-processes.ts';
+import { type OpStamps, TimingRankRunner } from './lib/timing-rank-runner.ts';
 
 const env = process.env;
 const GRAPHRT = env.GRAPHRT ?? 'native/build/graphrt';
@@ -92,7 +92,8 @@ interface Cell {
 }
 
 const ms = (ns: number) => ns / 1e6;
-const f = (x: number | null | undefined, d = 1) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d));
+const f = (x: number | null | undefined, d = 1) =>
+  x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d);
 
 async function cardsFor(): Promise<Card[]> {
   return BACKEND === 'cpu' ? cpuCards(1) : discoverCards('bench', { cards: [env.BENCH_GPU ?? '0'] });
@@ -128,7 +129,9 @@ async function main(): Promise<void> {
   const redis = connectRedis(server.url, { log: pino({ level: 'silent' }), name: 'bench' });
   await waitReady(redis);
   const lockDir = mkdtempSync(join(tmpdir(), 'orch-bench-locks-'));
-  const looks = new SyncTimedProbe(PROBE_SPAWN ? new SpawnProbe(new HostForeignProcessProbe()) : new HostForeignProcessProbe());
+  const looks = new SyncTimedProbe(
+    PROBE_SPAWN ? new SpawnProbe(new HostForeignProcessProbe()) : new HostForeignProcessProbe(),
+  );
   const harness = new BlockHarness(redis, 'bench', lockDir, PROBE_MS > 0 ? new SlowProbe(looks, PROBE_MS) : looks);
   // BENCH_QUEUE=0: the ranks' handles lose `queues`, so the executor sends one request at a time
   const runnerOf = (): RankRunner => {
@@ -141,44 +144,84 @@ async function main(): Promise<void> {
     let block = 0;
     for (const mode of MODES) {
       if (mode === 'loo') {
-        const cell: Cell = { mode, arm: 'loo', rows: [], gaps: [], split: { back: [], worker: [], out: [], written: [], queued: 0, gaps: 0 } };
+        const cell: Cell = {
+          mode,
+          arm: 'loo',
+          rows: [],
+          gaps: [],
+          split: { back: [], worker: [], out: [], written: [], queued: 0, gaps: 0 },
+        };
         const arms = looArms();
         const names = arms.map((a) => a.name);
         for (let b = 0; b < BLOCKS; b++) {
           const timing = new TimingRankRunner(runnerOf());
           const r = await harness.run(timing, cards, {
-            experiment: 'busy', block: block++, spec_hash: 'bench',
-            workload: { runtime: 'native', backend: BACKEND, kind: 'decode', params: { layers: LOO_LAYERS, kernels_per_layer: 12, hidden: LOO_HIDDEN, max_pos: 64 }, warmup: 2, steps: LOO_STEPS },
+            experiment: 'busy',
+            block: block++,
+            spec_hash: 'bench',
+            workload: {
+              runtime: 'native',
+              backend: BACKEND,
+              kind: 'decode',
+              params: { layers: LOO_LAYERS, kernels_per_layer: 12, hidden: LOO_HIDDEN, max_pos: 64 },
+              warmup: 2,
+              steps: LOO_STEPS,
+            },
             arms,
             sequence: [...names, ...[...names].reverse()],
             gates: { identity: { replays: 3 }, aa: false },
-            warmup: 2, steps: LOO_STEPS, foreign_process: 'fail',
+            warmup: 2,
+            steps: LOO_STEPS,
+            foreign_process: 'fail',
           } as never);
           cell.rows.push(r.row);
           split(timing.stamps, r.written, cell.split);
-          const spans = timing.stamps.filter((s) => s.t_start_ns !== null && s.op.includes('rep')).sort((x, y) => (x.t_start_ns as number) - (y.t_start_ns as number));
-          for (let i = 1; i < spans.length; i++) cell.gaps.push(ms((spans[i]!.t_start_ns as number) - (spans[i - 1]!.t_end_ns as number)));
+          const spans = timing.stamps
+            .filter((s) => s.t_start_ns !== null && s.op.includes('rep'))
+            .sort((x, y) => (x.t_start_ns as number) - (y.t_start_ns as number));
+          for (let i = 1; i < spans.length; i++)
+            cell.gaps.push(ms((spans[i]!.t_start_ns as number) - (spans[i - 1]!.t_end_ns as number)));
         }
         cells.push(cell);
         continue;
       }
       for (const arm of ['eager', 'graph'] as const) {
-        const cell: Cell = { mode, arm, rows: [], gaps: [], split: { back: [], worker: [], out: [], written: [], queued: 0, gaps: 0 } };
+        const cell: Cell = {
+          mode,
+          arm,
+          rows: [],
+          gaps: [],
+          split: { back: [], worker: [], out: [], written: [], queued: 0, gaps: 0 },
+        };
         for (let b = 0; b < BLOCKS; b++) {
           const timing = new TimingRankRunner(runnerOf());
           const runner: RankRunner = mode === 'fresh' ? new FreshPerRepRunner(timing) : timing;
           const r = await harness.run(runner, cards, {
-            experiment: 'busy', block: block++, spec_hash: 'bench',
-            workload: { runtime: 'native', backend: BACKEND, kind: 'decode', params: { layers: 4, kernels_per_layer: 12, hidden: HIDDEN, max_pos: 64 }, warmup: 2, steps: STEPS },
+            experiment: 'busy',
+            block: block++,
+            spec_hash: 'bench',
+            workload: {
+              runtime: 'native',
+              backend: BACKEND,
+              kind: 'decode',
+              params: { layers: 4, kernels_per_layer: 12, hidden: HIDDEN, max_pos: 64 },
+              warmup: 2,
+              steps: STEPS,
+            },
             arms: [{ name: arm, toggles: { graph: arm === 'graph' } }],
             sequence: Array.from({ length: REPS }, () => arm),
             gates: { identity: arm === 'graph' ? { replays: 3 } : null, aa: false },
-            warmup: 2, steps: STEPS, foreign_process: 'fail',
+            warmup: 2,
+            steps: STEPS,
+            foreign_process: 'fail',
           } as never);
           cell.rows.push(r.row);
           split(timing.stamps, r.written, cell.split);
-          const spans = timing.stamps.filter((s) => s.t_start_ns !== null).sort((x, y) => (x.t_start_ns as number) - (y.t_start_ns as number));
-          for (let i = 1; i < spans.length; i++) cell.gaps.push(ms((spans[i]!.t_start_ns as number) - (spans[i - 1]!.t_end_ns as number)));
+          const spans = timing.stamps
+            .filter((s) => s.t_start_ns !== null)
+            .sort((x, y) => (x.t_start_ns as number) - (y.t_start_ns as number));
+          for (let i = 1; i < spans.length; i++)
+            cell.gaps.push(ms((spans[i]!.t_start_ns as number) - (spans[i - 1]!.t_end_ns as number)));
         }
         cells.push(cell);
       }
@@ -190,22 +233,62 @@ async function main(): Promise<void> {
   }
 
   const med = (xs: number[]) => (xs.length ? median(xs) : null);
-  console.log(`backend ${BACKEND}, graphrt ${GRAPHRT}; decode hidden ${HIDDEN}, ${REPS} reps × (2 warm-up + ${STEPS} steps) per block, ${BLOCKS} blocks per row; foreign-process look +${PROBE_MS} ms${PROBE_SPAWN ? ' + a process spawned' : ''}; requests ${QUEUE ? 'queued one deep' : 'one at a time'}; medians over blocks, gaps pooled`);
-  console.log('\nworker-side split of the gap between two reps (ms, p50): rank→worker = rep end → its line parsed; worker = parsed → next request written; worker→rank = written → next rep start (these two over gaps whose request was not queued); queued = gaps whose next request was written before the answer before it was parsed; events in Redis = parsed → that rep line appended (off the path)');
+  console.log(
+    `backend ${BACKEND}, graphrt ${GRAPHRT}; decode hidden ${HIDDEN}, ${REPS} reps × (2 warm-up + ${STEPS} steps) per block, ${BLOCKS} blocks per row; foreign-process look +${PROBE_MS} ms${PROBE_SPAWN ? ' + a process spawned' : ''}; requests ${QUEUE ? 'queued one deep' : 'one at a time'}; medians over blocks, gaps pooled`,
+  );
+  console.log(
+    '\nworker-side split of the gap between two reps (ms, p50): rank→worker = rep end → its line parsed; worker = parsed → next request written; worker→rank = written → next rep start (these two over gaps whose request was not queued); queued = gaps whose next request was written before the answer before it was parsed; events in Redis = parsed → that rep line appended (off the path)',
+  );
   const head = ['mode', 'arm', 'rank→worker', 'worker', 'worker→rank', 'queued', 'events in Redis'];
   console.log(head.join(' | '));
-  for (const c of cells) console.log([c.mode, c.arm, f(med(c.split.back), 2), f(med(c.split.worker), 2), f(med(c.split.out), 2), `${c.split.queued}/${c.split.gaps}`, f(med(c.split.written), 2)].join(' | '));
+  for (const c of cells)
+    console.log(
+      [
+        c.mode,
+        c.arm,
+        f(med(c.split.back), 2),
+        f(med(c.split.worker), 2),
+        f(med(c.split.out), 2),
+        `${c.split.queued}/${c.split.gaps}`,
+        f(med(c.split.written), 2),
+      ].join(' | '),
+    );
   console.log('\ncard busy share per block');
-  console.log(['mode', 'arm', 'blocks', 'leased s', 'ranks ready s', 'gates s', 'step share % (measured)', 'busy share % (warm-up + measured)', 'rep share %', 'gap p50 ms', 'gap p99 ms'].join(' | '));
+  console.log(
+    [
+      'mode',
+      'arm',
+      'blocks',
+      'leased s',
+      'ranks ready s',
+      'gates s',
+      'step share % (measured)',
+      'busy share % (warm-up + measured)',
+      'rep share %',
+      'gap p50 ms',
+      'gap p99 ms',
+    ].join(' | '),
+  );
   for (const c of cells) {
-    console.log([
-      c.mode, c.arm, String(c.rows.length), f(med(c.rows.map((r) => r.leased_ms / 1000)), 2),
-      f(med(c.rows.map((r) => (r.ready_ms ?? NaN) / 1000)), 3), f(med(c.rows.map((r) => (r.gates_ms ?? NaN) / 1000)), 3),
-      f(100 * (med(c.rows.map((r) => r.step_share)) ?? NaN)), f(100 * (med(c.rows.map((r) => r.busy_share ?? NaN)) ?? NaN)), f(100 * (med(c.rows.map((r) => r.rep_share ?? NaN)) ?? NaN)),
-      f(med(c.gaps), 2), f(c.gaps.length ? quantile(c.gaps, 0.99) : null, 2),
-    ].join(' | '));
+    console.log(
+      [
+        c.mode,
+        c.arm,
+        String(c.rows.length),
+        f(med(c.rows.map((r) => r.leased_ms / 1000)), 2),
+        f(med(c.rows.map((r) => (r.ready_ms ?? NaN) / 1000)), 3),
+        f(med(c.rows.map((r) => (r.gates_ms ?? NaN) / 1000)), 3),
+        f(100 * (med(c.rows.map((r) => r.step_share)) ?? NaN)),
+        f(100 * (med(c.rows.map((r) => r.busy_share ?? NaN)) ?? NaN)),
+        f(100 * (med(c.rows.map((r) => r.rep_share ?? NaN)) ?? NaN)),
+        f(med(c.gaps), 2),
+        f(c.gaps.length ? quantile(c.gaps, 0.99) : null, 2),
+      ].join(' | '),
+    );
   }
-  console.log(`\nforeign-process looks: ${looks.syncMs.length}, synchronous part (on the worker's thread) p50 ${f(med(looks.syncMs), 2)} ms, p99 ${f(looks.syncMs.length ? quantile(looks.syncMs, 0.99) : null, 2)} ms`);
+  console.log(
+    `\nforeign-process looks: ${looks.syncMs.length}, synchronous part (on the worker's thread) p50 ${f(med(looks.syncMs), 2)} ms, p99 ${f(looks.syncMs.length ? quantile(looks.syncMs, 0.99) : null, 2)} ms`,
+  );
   const cell = (m: string, a: string) => cells.find((c) => c.mode === m && c.arm === a);
   if (MODES.includes('fresh') && MODES.includes('resident')) {
     console.log('\nfresh process per rep ÷ resident ranks');
@@ -213,7 +296,13 @@ async function main(): Promise<void> {
     for (const a of ['eager', 'graph']) {
       const fr = cell('fresh', a)!;
       const re = cell('resident', a)!;
-      console.log([a, f((med(fr.gaps) ?? NaN) / (med(re.gaps) ?? NaN), 2), f((med(fr.rows.map((r) => r.step_share)) ?? NaN) / (med(re.rows.map((r) => r.step_share)) ?? NaN), 2)].join(' | '));
+      console.log(
+        [
+          a,
+          f((med(fr.gaps) ?? NaN) / (med(re.gaps) ?? NaN), 2),
+          f((med(fr.rows.map((r) => r.step_share)) ?? NaN) / (med(re.rows.map((r) => r.step_share)) ?? NaN), 2),
+        ].join(' | '),
+      );
     }
   }
 }

@@ -55,15 +55,26 @@ for (let i = 0; i < RUNS; i++) {
 }
 const medians = cases.map(([name], k) => {
   const cpu = runs[k]!.map((r) => r.cpuMs);
-  return [name, median(runs[k]!.map((r) => r.ms)), cpu.every((c) => c !== null) ? median(cpu as number[]) : null] as const;
+  return [
+    name,
+    median(runs[k]!.map((r) => r.ms)),
+    cpu.every((c) => c !== null) ? median(cpu as number[]) : null,
+  ] as const;
 });
 const floor = medians[0]![1];
 const cpuFloor = medians[0]![2];
 const state = distState();
-console.log(`orch runs: ${state.fresh ? 'dist/ (compiled)' : `the TypeScript sources through tsx (${state.reason})`}; median of ${RUNS}, interleaved; CPU: user + system, 10 ms ticks`);
+console.log(
+  `orch runs: ${state.fresh ? 'dist/ (compiled)' : `the TypeScript sources through tsx (${state.reason})`}; median of ${RUNS}, interleaved; CPU: user + system, 10 ms ticks`,
+);
 const width = Math.max(...medians.map(([n]) => n.length));
-console.log(`${'command'.padEnd(width)}  ${'median ms'.padStart(9)}  ${'× node -e 0'.padStart(11)}  ${'CPU ms'.padStart(6)}  ${'CPU × node'.padStart(10)}`);
+console.log(
+  `${'command'.padEnd(width)}  ${'median ms'.padStart(9)}  ${'× node -e 0'.padStart(11)}  ${'CPU ms'.padStart(6)}  ${'CPU × node'.padStart(10)}`,
+);
 for (const [name, ms, cpu] of medians) {
-  const cpuCols = cpu === null || cpuFloor === null || cpuFloor === 0 ? ['—', '—'] : [cpu.toFixed(0), (cpu / cpuFloor).toFixed(2)];
-  console.log(`${name.padEnd(width)}  ${ms.toFixed(1).padStart(9)}  ${(ms / floor).toFixed(2).padStart(11)}  ${cpuCols[0]!.padStart(6)}  ${cpuCols[1]!.padStart(10)}`);
+  const cpuCols =
+    cpu === null || cpuFloor === null || cpuFloor === 0 ? ['—', '—'] : [cpu.toFixed(0), (cpu / cpuFloor).toFixed(2)];
+  console.log(
+    `${name.padEnd(width)}  ${ms.toFixed(1).padStart(9)}  ${(ms / floor).toFixed(2).padStart(11)}  ${cpuCols[0]!.padStart(6)}  ${cpuCols[1]!.padStart(10)}`,
+  );
 }

@@ -17,8 +17,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startRedisServer } from '../store/redis-server-process.ts';
+import { type MeasuredRun, measureOrch } from '../test/utils/measure-orch.ts';
 import { client } from '../test/utils/redis.ts';
-import { measureOrch, type MeasuredRun } from '../test/utils/measure-orch.ts';
 import { plantRecord } from '../test/utils/synthetic-record.ts';
 
 // bench knobs, not orch's environment (cli/environment.ts lists orch's own)
@@ -35,7 +35,9 @@ try {
   const prefix = 'bench';
   const t0 = performance.now();
   const id = await plantRecord(redis, prefix, N);
-  console.log(`${N} events planted in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]) / 2 ** 20).toFixed(0)} MiB in Redis)`);
+  console.log(
+    `${N} events planted in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]) / 2 ** 20).toFixed(0)} MiB in Redis)`,
+  );
   for (const [tree, cwd] of trees) {
     const results = join(root, tree);
     const env = { REDIS_URL: server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn', ORCH_FROM_SOURCE: '1' };
@@ -58,13 +60,29 @@ try {
 }
 
 const ok = (r: MeasuredRun) => r.status !== null && [0, 3, 4, 5].includes(r.status);
-const outcome = (r: MeasuredRun) => (ok(r) ? `exit ${r.status}` : `FAILED exit ${r.status}: ${/(RangeError[^\n]*|FATAL ERROR[^\n]*|Cannot create a string[^\n]*|heap out of memory)/.exec(r.stderr)?.[1] ?? r.stderr.trim().split('\n').at(-1) ?? ''}`);
-console.log(`\nevents: ${N}; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+const outcome = (r: MeasuredRun) =>
+  ok(r)
+    ? `exit ${r.status}`
+    : `FAILED exit ${r.status}: ${/(RangeError[^\n]*|FATAL ERROR[^\n]*|Cannot create a string[^\n]*|heap out of memory)/.exec(r.stderr)?.[1] ?? r.stderr.trim().split('\n').at(-1) ?? ''}`;
+console.log(
+  `\nevents: ${N}; load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
 const head = ['tree', 'command', 'wall s', 'peak RSS MiB', '× base time', '× base RSS', 'outcome'];
 const table = rows.map(({ tree, cmd, run }) => {
   const b = rows.find((r) => r.tree === 'base' && r.cmd.split(' (')[0] === cmd.split(' (')[0]);
-  const ratio = (x: number, y: number | undefined) => (tree === 'base' || y === undefined || !b || !ok(b.run) ? '' : (x / y).toFixed(2));
-  return [tree, cmd, (run.ms / 1000).toFixed(1), Number.isNaN(run.peak_mib) ? '-' : run.peak_mib.toFixed(0), ratio(run.ms, b?.run.ms), ratio(run.peak_mib, b?.run.peak_mib), outcome(run)];
+  const ratio = (x: number, y: number | undefined) =>
+    tree === 'base' || y === undefined || !b || !ok(b.run) ? '' : (x / y).toFixed(2);
+  return [
+    tree,
+    cmd,
+    (run.ms / 1000).toFixed(1),
+    Number.isNaN(run.peak_mib) ? '-' : run.peak_mib.toFixed(0),
+    ratio(run.ms, b?.run.ms),
+    ratio(run.peak_mib, b?.run.peak_mib),
+    outcome(run),
+  ];
 });
 const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
 console.log(head.map((h, i) => h.padEnd(widths[i]!)).join('  '));

@@ -10,7 +10,14 @@
  * per row, 200; 50 more first, not timed).
  */
 import { mulberry32 } from '../jobs/seeded-random.ts';
-import { planGrants, shapeKey, type CardSlot, type GrantInput, type RunningBlock, type WaitingBlock } from '../orchestrator/scheduler/grant-planner.ts';
+import {
+  type CardSlot,
+  type GrantInput,
+  planGrants,
+  type RunningBlock,
+  shapeKey,
+  type WaitingBlock,
+} from '../orchestrator/scheduler/grant-planner.ts';
 
 // the bench's own knobs, not orch's environment (cli/environment.ts): read as the other benches do
 const env = process.env;
@@ -19,18 +26,31 @@ const passes = Number(env.BENCH_PASSES ?? 200);
 const RANKS = [1, 2, 4, 8];
 
 const random = mulberry32(1);
-const cards: CardSlot[] = Array.from({ length: 512 }, (_, i) => ({ id: `cpu:${i % 8}@h${Math.floor(i / 8)}`, host: `h${Math.floor(i / 8)}`, backend: 'cpu', index: i % 8, version: '' }));
+const cards: CardSlot[] = Array.from({ length: 512 }, (_, i) => ({
+  id: `cpu:${i % 8}@h${Math.floor(i / 8)}`,
+  host: `h${Math.floor(i / 8)}`,
+  backend: 'cpu',
+  index: i % 8,
+  version: '',
+}));
 const now = Date.now();
 
 function input(waitingCount: number, freeCount: number): GrantInput {
   const waiting: WaitingBlock[] = Array.from({ length: waitingCount }, (_, i) => {
-    const b = { key: `e${Math.floor(i / 32)}:${i % 32}`, ranks: RANKS[Math.floor(random() * RANKS.length)] as number, backend: 'cpu' as const, placement: 'host' as const, expectedMs: 200 + random() * 1800 };
+    const b = {
+      key: `e${Math.floor(i / 32)}:${i % 32}`,
+      ranks: RANKS[Math.floor(random() * RANKS.length)] as number,
+      backend: 'cpu' as const,
+      placement: 'host' as const,
+      expectedMs: 200 + random() * 1800,
+    };
     return { ...b, shape: shapeKey(b) };
   });
   const busy = new Set(cards.slice(freeCount).map((c) => c.id));
   // the busy cards as running attempts of about four cards, ending over the next two seconds
   const running: RunningBlock[] = [];
-  for (let i = freeCount; i < cards.length; i += 4) running.push({ key: `r${i}`, cards: cards.slice(i, i + 4).map((c) => c.id), expectedEndMs: now + random() * 2000 });
+  for (let i = freeCount; i < cards.length; i += 4)
+    running.push({ key: `r${i}`, cards: cards.slice(i, i + 4).map((c) => c.id), expectedEndMs: now + random() * 2000 });
   return { now, cards, busy, running, waiting, wantWhy: () => false };
 }
 

@@ -19,7 +19,9 @@ const base = env.BENCH_BASE ?? '';
 const queues = (env.BENCH_QUEUES ?? '10,1000,10000').split(',').map(Number);
 const windowMs = env.BENCH_WINDOW_MS ?? '15000';
 if (!existsSync(`${base}/orchestrator/scheduler/scheduler.ts`)) {
-  console.error(`BENCH_BASE=${base || '(unset)'} is not an orch tree: set it to a checkout of the base commit (git worktree add ../base <commit>)`);
+  console.error(
+    `BENCH_BASE=${base || '(unset)'} is not an orch tree: set it to a checkout of the base commit (git worktree add ../base <commit>)`,
+  );
   process.exit(1);
 }
 
@@ -44,7 +46,8 @@ function probe(tree: string, queued: number): Row {
     timeout: 240_000,
   });
   const line = r.stdout.trim().split('\n').pop() ?? '';
-  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`queue-probe of ${tree} with ${queued} queued failed (exit ${r.status}): ${r.stdout.slice(-500)}`);
+  if (r.status !== 0 || !line.startsWith('{'))
+    throw new Error(`queue-probe of ${tree} with ${queued} queued failed (exit ${r.status}): ${r.stdout.slice(-500)}`);
   return JSON.parse(line) as Row;
 }
 
@@ -60,7 +63,14 @@ const metrics: [string, (r: Row) => number, number][] = [
   ['orch status text, KB', (r) => r.statusBytes / 1024, 1],
   ['orch status --json, KB', (r) => r.statusJsonBytes / 1024, 1],
 ];
-console.log(`\nqueue scale: before = ${base}, after = this tree; 8 cards, 20-40 ms one-rank blocks, window ${windowMs} ms; load ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}\n`);
+console.log(
+  `\nqueue scale: before = ${base}, after = this tree; 8 cards, 20-40 ms one-rank blocks, window ${windowMs} ms; load ${(
+    await import('node:os')
+  )
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}\n`,
+);
 console.log('| | queued | before | after | after/before |');
 console.log('| --- | --- | --- | --- | --- |');
 for (const [name, f, digits] of metrics) {

@@ -33,10 +33,19 @@ const TOGGLES = Object.keys(WORTHS) as (keyof typeof WORTHS)[];
 function withoutTwin(input: AnalysisInput): AnalysisInput {
   const twin = input.plan.arms.find((a) => a.aa_of !== undefined)!.name;
   const blocks = input.plan.blocks.map((b) => ({ ...b, sequence: b.sequence.filter((a) => a !== twin) }));
-  return { ...input, plan: { ...input.plan, arms: input.plan.arms.filter((a) => a.name !== twin), blocks }, reps: input.reps.filter((r) => r.arm !== twin) };
+  return {
+    ...input,
+    plan: { ...input.plan, arms: input.plan.arms.filter((a) => a.name !== twin), blocks },
+    reps: input.reps.filter((r) => r.arm !== twin),
+  };
 }
 
-interface Tally { covered: number[]; all: number; width: number; setAside: number }
+interface Tally {
+  covered: number[];
+  all: number;
+  width: number;
+  setAside: number;
+}
 const tally = (): Tally => ({ covered: TOGGLES.map(() => 0), all: 0, width: 0, setAside: 0 });
 
 function score(t: Tally, a: Analysis): void {
@@ -55,9 +64,15 @@ function score(t: Tally, a: Analysis): void {
 }
 
 const pct = (n: number) => `${((100 * n) / RUNS).toFixed(1)} %`;
-console.log(`${RUNS} runs per row; leave-one-out, 5 toggles + all_on_aa, ${BLOCKS} blocks × ${REPS} reps per arm, rep sd ${SIGMA * 100} %, block sd 5 %; one all_on rep × factor`);
-console.log(`coverage: share of runs whose ${95} % CI holds the planted worth (simulation se ${(100 * Math.sqrt(0.95 * 0.05 / RUNS)).toFixed(1)} points per CI)`);
-console.log('| rep noise | planted all_on rep | LOO CI covers, mean of 5: old | new | worst of 5: old | new | worst toggle, new | all five at once: old | new | CI width new / old | reps set aside per run |');
+console.log(
+  `${RUNS} runs per row; leave-one-out, 5 toggles + all_on_aa, ${BLOCKS} blocks × ${REPS} reps per arm, rep sd ${SIGMA * 100} %, block sd 5 %; one all_on rep × factor`,
+);
+console.log(
+  `coverage: share of runs whose ${95} % CI holds the planted worth (simulation se ${(100 * Math.sqrt((0.95 * 0.05) / RUNS)).toFixed(1)} points per CI)`,
+);
+console.log(
+  '| rep noise | planted all_on rep | LOO CI covers, mean of 5: old | new | worst of 5: old | new | worst toggle, new | all five at once: old | new | CI width new / old | reps set aside per run |',
+);
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const noise of NOISES) {
   for (const factor of FACTORS) {
@@ -75,6 +90,8 @@ for (const noise of NOISES) {
     const worst = (t: Tally) => Math.min(...t.covered);
     const meanOf = (t: Tally) => t.covered.reduce((a, b) => a + b, 0) / TOGGLES.length;
     const planted = factor === 1 ? 'none' : `+${Math.round((factor - 1) * 100)} %`;
-    console.log(`| ${noise} | ${planted} | ${pct(meanOf(old))} | ${pct(meanOf(now))} | ${pct(worst(old))} | ${pct(worst(now))} | ${TOGGLES[now.covered.indexOf(worst(now))]} | ${pct(old.all)} | ${pct(now.all)} | ${(now.width / old.width).toFixed(2)} | ${(now.setAside / RUNS).toFixed(2)} |`);
+    console.log(
+      `| ${noise} | ${planted} | ${pct(meanOf(old))} | ${pct(meanOf(now))} | ${pct(worst(old))} | ${pct(worst(now))} | ${TOGGLES[now.covered.indexOf(worst(now))]} | ${pct(old.all)} | ${pct(now.all)} | ${(now.width / old.width).toFixed(2)} | ${(now.setAside / RUNS).toFixed(2)} |`,
+    );
   }
 }

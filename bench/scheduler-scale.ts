@@ -49,14 +49,25 @@ const sent = timers ? new CommandCounter() : null;
 sent?.start();
 if (timers) {
   timers.wrap('GrantLoop', GrantLoop.prototype, ['pass', 'expectedMs']);
-  timers.wrap('ExperimentStore', ExperimentStore.prototype, ['active', 'state', 'get', 'blocks', 'block', 'transitionBlock', 'beginAttempt']);
+  timers.wrap('ExperimentStore', ExperimentStore.prototype, [
+    'active',
+    'state',
+    'get',
+    'blocks',
+    'block',
+    'transitionBlock',
+    'beginAttempt',
+  ]);
   timers.wrap('CardRegistry', CardRegistry.prototype, ['liveCards']);
   timers.wrap('LeaseStore', LeaseStore.prototype, ['held', 'leased', 'acquireGang', 'revoke']);
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 const ff = (a: number, b: number) => `${f(a)} / ${f(b)}`;
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 const runs: ScaleRun[] = [];
 const loads: string[] = [load()];
@@ -65,15 +76,22 @@ for (let i = 0; i < RUNS; i++) {
   runs.push(r);
   loads.push(load());
   const m = r.metrics;
-  console.log(`run ${i + 1}/${RUNS}: ${m.blocks} blocks in ${f(r.wallMs / 1000)} s; not done ${r.notDone}; retried ${m.retried}; starved ${m.starved.length}; card overlaps ${m.overlaps.length}`);
-  for (const s of m.starved.slice(0, 3)) console.log(`  starved: ${s.key} (${s.ranks} ranks) waited ${f(s.wait_ms / 1000, 2)} s at the head; bound ${f(s.bound_ms / 1000, 2)} s`);
+  console.log(
+    `run ${i + 1}/${RUNS}: ${m.blocks} blocks in ${f(r.wallMs / 1000)} s; not done ${r.notDone}; retried ${m.retried}; starved ${m.starved.length}; card overlaps ${m.overlaps.length}`,
+  );
+  for (const s of m.starved.slice(0, 3))
+    console.log(
+      `  starved: ${s.key} (${s.ranks} ranks) waited ${f(s.wait_ms / 1000, 2)} s at the head; bound ${f(s.bound_ms / 1000, 2)} s`,
+    );
   for (const o of m.overlaps.slice(0, 3)) console.log(`  overlap: ${o}`);
   for (const a of r.lostAttempts.slice(0, 3)) console.log(`  attempt not committed: ${a}`);
 }
 
 const med = (pick: (r: ScaleRun) => number) => median(runs.map(pick));
 const cards = opts.hosts * opts.cardsPerHost;
-console.log(`\n${cards} cards on ${opts.hosts} hosts; ${opts.experiments} experiments × ${opts.blocksPerExperiment} blocks (ranks 1/2/4/8, seeded), ${2 * opts.reps} reps per block; blocks run ${lo}-${hi} ms; medians of ${RUNS} runs (seeds ${SEED}..${SEED + RUNS - 1})`);
+console.log(
+  `\n${cards} cards on ${opts.hosts} hosts; ${opts.experiments} experiments × ${opts.blocksPerExperiment} blocks (ranks 1/2/4/8, seeded), ${2 * opts.reps} reps per block; blocks run ${lo}-${hi} ms; medians of ${RUNS} runs (seeds ${SEED}..${SEED + RUNS - 1})`,
+);
 console.log(`load average (1/5/15 min) before and after each run: ${loads.join(' | ')}`);
 console.log(['metric', 'median', 'target'].join(' | '));
 const rows: [string, string, string][] = [
@@ -81,43 +99,169 @@ const rows: [string, string, string][] = [
   ['grants/s (first to last grant)', f(med((r) => r.metrics.grants_per_s_overall)), ''],
   ['card utilisation % (work waiting)', f(100 * med((r) => r.metrics.utilisation)), '≥ 95'],
   ['  held by a host % (job received → release)', f(100 * med((r) => r.metrics.busy)), ''],
-  [`  steady % (every card granted once → fewer than ${STEADY_WAITING} blocks left)`, f(100 * med((r) => r.metrics.steady)), ''],
-  ['  steady window s', f(med((r) => r.metrics.steadyMs / 1000), 2), ''],
-  ['longest 8-rank head wait s', f(med((r) => (r.metrics.worst8?.wait_ms ?? NaN) / 1000), 2), '≤ bound'],
-  ['  its backfill bound s', f(med((r) => (r.metrics.worst8?.bound_ms ?? NaN) / 1000), 2), ''],
+  [
+    `  steady % (every card granted once → fewer than ${STEADY_WAITING} blocks left)`,
+    f(100 * med((r) => r.metrics.steady)),
+    '',
+  ],
+  [
+    '  steady window s',
+    f(
+      med((r) => r.metrics.steadyMs / 1000),
+      2,
+    ),
+    '',
+  ],
+  [
+    'longest 8-rank head wait s',
+    f(
+      med((r) => (r.metrics.worst8?.wait_ms ?? NaN) / 1000),
+      2,
+    ),
+    '≤ bound',
+  ],
+  [
+    '  its backfill bound s',
+    f(
+      med((r) => (r.metrics.worst8?.bound_ms ?? NaN) / 1000),
+      2,
+    ),
+    '',
+  ],
   ['blocks over bound + slack (all runs)', String(runs.reduce((n, r) => n + r.metrics.starved.length, 0)), '0'],
   ['card held by two gangs (all runs)', String(runs.reduce((n, r) => n + r.metrics.overlaps.length, 0)), '0'],
-  ['Redis MiB per 10 000 reps', f(med((r) => (r.redisBytes / r.reps) * 10_000 / 2 ** 20), 2), ''],
+  [
+    'Redis MiB per 10 000 reps',
+    f(
+      med((r) => ((r.redisBytes / r.reps) * 10_000) / 2 ** 20),
+      2,
+    ),
+    '',
+  ],
   ['scheduler CPU % of a core', f(med((r) => (100 * r.cpuMs) / r.wallMs)), ''],
   ['redis-server CPU % of a core', f(med((r) => (100 * r.redisCpuMs) / r.wallMs)), ''],
-  ['scheduler CPU ms per block', f(med((r) => r.cpuMs / r.metrics.blocks), 2), ''],
-  ['redis-server CPU ms per block', f(med((r) => r.redisCpuMs / r.metrics.blocks), 2), ''],
-  [`stand-in hosts CPU ms per block (${opts.fleetProcs} process(es) for all ${opts.hosts})`, f(med((r) => r.fleetCpuMs / r.metrics.blocks), 2), ''],
-  ['CPU ms per grant while granting (first to last grant): scheduler', f(med((r) => r.steady.scheduler), 2), ''],
-  ['  redis-server', f(med((r) => r.steady.redis), 2), ''],
-  ['  stand-in hosts', f(med((r) => r.steady.fleet), 2), ''],
+  [
+    'scheduler CPU ms per block',
+    f(
+      med((r) => r.cpuMs / r.metrics.blocks),
+      2,
+    ),
+    '',
+  ],
+  [
+    'redis-server CPU ms per block',
+    f(
+      med((r) => r.redisCpuMs / r.metrics.blocks),
+      2,
+    ),
+    '',
+  ],
+  [
+    `stand-in hosts CPU ms per block (${opts.fleetProcs} process(es) for all ${opts.hosts})`,
+    f(
+      med((r) => r.fleetCpuMs / r.metrics.blocks),
+      2,
+    ),
+    '',
+  ],
+  [
+    'CPU ms per grant while granting (first to last grant): scheduler',
+    f(
+      med((r) => r.steady.scheduler),
+      2,
+    ),
+    '',
+  ],
+  [
+    '  redis-server',
+    f(
+      med((r) => r.steady.redis),
+      2,
+    ),
+    '',
+  ],
+  [
+    '  stand-in hosts',
+    f(
+      med((r) => r.steady.fleet),
+      2,
+    ),
+    '',
+  ],
   ['  grants/s one scheduler core could carry (1000 / its ms per grant)', f(med((r) => 1000 / r.steady.scheduler)), ''],
   ['  grants/s one redis-server core could carry', f(med((r) => 1000 / r.steady.redis)), ''],
   ['card cycle ms (median / mean per card and lease):', '', ''],
-  ['  idle before its first lease: first submission → first grant on the card', ff(med((r) => r.metrics.gaps.first.median), med((r) => r.metrics.gaps.first.mean)), ''],
-  ['  idle: release → next grant on the card', ff(med((r) => r.metrics.gaps.idle.median), med((r) => r.metrics.gaps.idle.mean)), ''],
-  ['  leased: grant → host job received (dispatch)', ff(med((r) => r.metrics.gaps.dispatch.median), med((r) => r.metrics.gaps.dispatch.mean)), ''],
-  ['  leased: received → started (grant checked, first renew)', ff(med((r) => r.metrics.gaps.start.median), med((r) => r.metrics.gaps.start.mean)), ''],
-  ['  leased: the block\'s run (the stand-in\'s sleep)', ff(med((r) => r.metrics.gaps.run.median), med((r) => r.metrics.gaps.run.mean)), ''],
-  ['  leased: run end → released (commit, release)', ff(med((r) => r.metrics.gaps.end.median), med((r) => r.metrics.gaps.end.mean)), ''],
+  [
+    '  idle before its first lease: first submission → first grant on the card',
+    ff(
+      med((r) => r.metrics.gaps.first.median),
+      med((r) => r.metrics.gaps.first.mean),
+    ),
+    '',
+  ],
+  [
+    '  idle: release → next grant on the card',
+    ff(
+      med((r) => r.metrics.gaps.idle.median),
+      med((r) => r.metrics.gaps.idle.mean),
+    ),
+    '',
+  ],
+  [
+    '  leased: grant → host job received (dispatch)',
+    ff(
+      med((r) => r.metrics.gaps.dispatch.median),
+      med((r) => r.metrics.gaps.dispatch.mean),
+    ),
+    '',
+  ],
+  [
+    '  leased: received → started (grant checked, first renew)',
+    ff(
+      med((r) => r.metrics.gaps.start.median),
+      med((r) => r.metrics.gaps.start.mean),
+    ),
+    '',
+  ],
+  [
+    "  leased: the block's run (the stand-in's sleep)",
+    ff(
+      med((r) => r.metrics.gaps.run.median),
+      med((r) => r.metrics.gaps.run.mean),
+    ),
+    '',
+  ],
+  [
+    '  leased: run end → released (commit, release)',
+    ff(
+      med((r) => r.metrics.gaps.end.median),
+      med((r) => r.metrics.gaps.end.mean),
+    ),
+    '',
+  ],
   ['running % (the runs alone over card-time)', f(100 * med((r) => r.metrics.gaps.running)), ''],
 ];
 for (const row of rows) console.log(row.join(' | '));
 if (timers) {
   const last = runs[runs.length - 1]!;
-  console.log(`\nBENCH_PROFILE: Redis commands per block (INFO commandstats, every client, last run: ${last.metrics.blocks} blocks)`);
+  console.log(
+    `\nBENCH_PROFILE: Redis commands per block (INFO commandstats, every client, last run: ${last.metrics.blocks} blocks)`,
+  );
   console.log(['command', 'calls per block', 'µs per block', 'µs per call'].join(' | '));
-  for (const c of [...last.commands].sort((a, b) => b.usec - a.usec).slice(0, 15)) console.log([c.command, f(c.calls / last.metrics.blocks, 2), f(c.usec / last.metrics.blocks), f(c.usec / c.calls, 2)].join(' | '));
+  for (const c of [...last.commands].sort((a, b) => b.usec - a.usec).slice(0, 15))
+    console.log(
+      [c.command, f(c.calls / last.metrics.blocks, 2), f(c.usec / last.metrics.blocks), f(c.usec / c.calls, 2)].join(
+        ' | ',
+      ),
+    );
   const blocks = runs.reduce((n, r) => n + r.metrics.blocks, 0);
-  console.log(`\nBENCH_PROFILE: Redis commands sent by this process (the scheduler; the driver's submissions and 1 s polls too), per block, all runs (${blocks} blocks)`);
+  console.log(
+    `\nBENCH_PROFILE: Redis commands sent by this process (the scheduler; the driver's submissions and 1 s polls too), per block, all runs (${blocks} blocks)`,
+  );
   console.log(['command', 'per block'].join(' | '));
   for (const c of sent!.table().slice(0, 30)) console.log([c.command, f(c.calls / blocks, 2)].join(' | '));
-  console.log('\nBENCH_PROFILE: awaited wall time per method, all runs (the driver\'s own reads included)');
+  console.log("\nBENCH_PROFILE: awaited wall time per method, all runs (the driver's own reads included)");
   console.log(['method', 'calls', 'total s', 'ms per call'].join(' | '));
-  for (const t of timers.table()) console.log([t.name, String(t.calls), f(t.ms / 1000, 2), f(t.ms / t.calls, 2)].join(' | '));
+  for (const t of timers.table())
+    console.log([t.name, String(t.calls), f(t.ms / 1000, 2), f(t.ms / t.calls, 2)].join(' | '));
 }

@@ -28,7 +28,16 @@ const ALPHA = 0.05;
 const pairs = BLOCKS * REPS;
 const mde = detectableEffect(pairs, Math.SQRT2 * SIGMA, ALPHA, 0.8, MIN_EFFECT) as number;
 
-interface Row { effect: string; fixedSlower: number; fixedFaster: number; seqFaster: number; seqSlower: number; seqEquivalent: number; fixedPairs: number; seqPairs: number }
+interface Row {
+  effect: string;
+  fixedSlower: number;
+  fixedFaster: number;
+  seqFaster: number;
+  seqSlower: number;
+  seqEquivalent: number;
+  fixedPairs: number;
+  seqPairs: number;
+}
 const rows: Row[] = [];
 const scenarios = [
   ['0 (type-I), min_effect 0', 0, 0],
@@ -37,12 +46,25 @@ const scenarios = [
   ['2× MDE', 2 * mde, MIN_EFFECT],
 ] as const;
 for (const [label, change, minEffect] of scenarios.filter(([l]) => l.includes(env.BENCH_ROWS ?? ''))) {
-  const row: Row = { effect: `${label}: ${(change * 100).toFixed(2)} %`, fixedSlower: 0, fixedFaster: 0, seqFaster: 0, seqSlower: 0, seqEquivalent: 0, fixedPairs: 0, seqPairs: 0 };
+  const row: Row = {
+    effect: `${label}: ${(change * 100).toFixed(2)} %`,
+    fixedSlower: 0,
+    fixedFaster: 0,
+    seqFaster: 0,
+    seqSlower: 0,
+    seqEquivalent: 0,
+    fixedPairs: 0,
+    seqPairs: 0,
+  };
   for (let r = 0; r < RUNS; r++) {
     const p = twoArms(1 - change, { blocks: BLOCKS, reps: REPS, sigma: SIGMA, blockSd: 0.05 });
     const input = simulateExperiment(p, seeded(1000 + r), { min_effect: minEffect, alpha: ALPHA });
     const fixed = analyzeExperiment(input);
-    const seq = analyzeExperiment({ ...input, plan: { ...input.plan, sequential: { looks: LOOKS } }, ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })) });
+    const seq = analyzeExperiment({
+      ...input,
+      plan: { ...input.plan, sequential: { looks: LOOKS } },
+      ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })),
+    });
     if (fixed.verdict === 'faster') row.fixedFaster++;
     if (fixed.verdict === 'slower') row.fixedSlower++;
     if (seq.verdict === 'faster') row.seqFaster++;
@@ -55,14 +77,22 @@ for (const [label, change, minEffect] of scenarios.filter(([l]) => l.includes(en
   rows.push(row);
 }
 const pct = (n: number) => `${((100 * n) / RUNS).toFixed(1)} %`;
-console.log(`${RUNS} runs per row; ${BLOCKS} blocks × ${REPS} pairs, ${LOOKS} looks, rep sd ${SIGMA * 100} %, min_effect ${MIN_EFFECT * 100} % unless the row says, MDE ${(mde * 100).toFixed(2)} %; simulation se ${(100 * Math.sqrt((0.05 * 0.95) / RUNS)).toFixed(1)} points at 5 %`);
-console.log('| true change | fixed: faster | fixed: slower | sequential: faster | sequential: slower | sequential: equivalent | pairs fixed | pairs sequential | sequential / fixed |');
+console.log(
+  `${RUNS} runs per row; ${BLOCKS} blocks × ${REPS} pairs, ${LOOKS} looks, rep sd ${SIGMA * 100} %, min_effect ${MIN_EFFECT * 100} % unless the row says, MDE ${(mde * 100).toFixed(2)} %; simulation se ${(100 * Math.sqrt((0.05 * 0.95) / RUNS)).toFixed(1)} points at 5 %`,
+);
+console.log(
+  '| true change | fixed: faster | fixed: slower | sequential: faster | sequential: slower | sequential: equivalent | pairs fixed | pairs sequential | sequential / fixed |',
+);
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 const decisive = (n: number) => `${((100 * n) / RUNS).toFixed(2)} %`;
 for (const r of rows) {
-  console.log(`| ${r.effect} | ${pct(r.fixedFaster)} | ${pct(r.fixedSlower)} | ${pct(r.seqFaster)} | ${pct(r.seqSlower)} | ${pct(r.seqEquivalent)} | ${(r.fixedPairs / RUNS).toFixed(1)} | ${(r.seqPairs / RUNS).toFixed(1)} | ${(r.seqPairs / r.fixedPairs).toFixed(2)} |`);
+  console.log(
+    `| ${r.effect} | ${pct(r.fixedFaster)} | ${pct(r.fixedSlower)} | ${pct(r.seqFaster)} | ${pct(r.seqSlower)} | ${pct(r.seqEquivalent)} | ${(r.fixedPairs / RUNS).toFixed(1)} | ${(r.seqPairs / RUNS).toFixed(1)} | ${(r.seqPairs / r.fixedPairs).toFixed(2)} |`,
+  );
 }
 // faster or slower at a true 0 is the type-I error: to two decimals, with its simulation se
 for (const r of rows.filter((x) => x.effect.includes('type-I'))) {
-  console.log(`type-I over ${RUNS} seeds: fixed ${decisive(r.fixedFaster + r.fixedSlower)}, sequential ${decisive(r.seqFaster + r.seqSlower)} (simulation se ${(100 * Math.sqrt((0.05 * 0.95) / RUNS)).toFixed(2)} points)`);
+  console.log(
+    `type-I over ${RUNS} seeds: fixed ${decisive(r.fixedFaster + r.fixedSlower)}, sequential ${decisive(r.seqFaster + r.seqSlower)} (simulation se ${(100 * Math.sqrt((0.05 * 0.95) / RUNS)).toFixed(2)} points)`,
+  );
 }

@@ -14,7 +14,9 @@ if (dist?.fresh) {
   ({ main } = await import(dist.main));
 } else {
   if (dist && dist.reason !== 'dist/ is not built') {
-    process.stderr.write(`orch: ${dist.reason}; running the sources instead (slower start): npm run build refreshes dist/\n`);
+    process.stderr.write(
+      `orch: ${dist.reason}; running the sources instead (slower start): npm run build refreshes dist/\n`,
+    );
   }
   const { register } = await import('tsx/esm/api');
   register();

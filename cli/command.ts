@@ -21,7 +21,9 @@ export interface OrchCommand<A> {
 }
 
 /** The arguments a command's builder declares, for helpers of its handler. */
-export type ArgsOf<B extends (y: Argv<GlobalOptions>) => Argv<unknown>> = ArgumentsCamelCase<ReturnType<B> extends Argv<infer A> ? A : never>;
+export type ArgsOf<B extends (y: Argv<GlobalOptions>) => Argv<unknown>> = ArgumentsCamelCase<
+  ReturnType<B> extends Argv<infer A> ? A : never
+>;
 
 /** A command ready for the parser; its own argument type stays inside, so commands of different shapes share one list. */
 export interface RegisteredCommand {
@@ -33,6 +35,7 @@ export interface RegisteredCommand {
 export function defineCommand<A>(c: OrchCommand<A>): RegisteredCommand {
   return {
     command: c.command,
-    register: (parser, exit) => parser.command(c.command, c.describe, c.builder, async (argv) => exit((await c.handler(argv)) ?? 0)),
+    register: (parser, exit) =>
+      parser.command(c.command, c.describe, c.builder, async (argv) => exit((await c.handler(argv)) ?? 0)),
   };
 }

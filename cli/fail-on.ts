@@ -6,7 +6,12 @@
  */
 import type { Argv } from 'yargs';
 import { UserInputError } from '../jobs/errors.ts';
-import { DEFAULT_FAIL_ON, FAIL_ON_CHOICES, type FailOn, type FailOnSet } from '../orchestrator/report/outcome-exit-code.ts';
+import {
+  DEFAULT_FAIL_ON,
+  FAIL_ON_CHOICES,
+  type FailOn,
+  type FailOnSet,
+} from '../orchestrator/report/outcome-exit-code.ts';
 
 export function withFailOn<T>(y: Argv<T>) {
   return y.option('fail-on', {
@@ -18,15 +23,26 @@ export function withFailOn<T>(y: Argv<T>) {
 }
 
 export function parseFailOn(values: readonly string[]): FailOnSet {
-  const words = values.flatMap((v) => v.split(',')).map((w) => w.trim().toLowerCase()).filter((w) => w !== '');
+  const words = values
+    .flatMap((v) => v.split(','))
+    .map((w) => w.trim().toLowerCase())
+    .filter((w) => w !== '');
   const bad = words.filter((w) => w !== 'none' && !(FAIL_ON_CHOICES as readonly string[]).includes(w));
   if (bad.length > 0) {
-    throw new UserInputError('CLI_USAGE', `--fail-on: unknown outcome${bad.length > 1 ? 's' : ''} ${bad.map((b) => `"${b}"`).join(', ')}`, {
-      hint: `choose from ${FAIL_ON_CHOICES.join(', ')} (or none), e.g. --fail-on slower,invalid`,
-    });
+    throw new UserInputError(
+      'CLI_USAGE',
+      `--fail-on: unknown outcome${bad.length > 1 ? 's' : ''} ${bad.map((b) => `"${b}"`).join(', ')}`,
+      {
+        hint: `choose from ${FAIL_ON_CHOICES.join(', ')} (or none), e.g. --fail-on slower,invalid`,
+      },
+    );
   }
   if (words.includes('none') && words.length > 1) {
-    throw new UserInputError('CLI_USAGE', `--fail-on none cannot be combined with ${words.filter((w) => w !== 'none').join(', ')}`, { hint: 'give either none or the outcomes that fail' });
+    throw new UserInputError(
+      'CLI_USAGE',
+      `--fail-on none cannot be combined with ${words.filter((w) => w !== 'none').join(', ')}`,
+      { hint: 'give either none or the outcomes that fail' },
+    );
   }
   return new Set(words.filter((w): w is FailOn => w !== 'none'));
 }

@@ -22,7 +22,12 @@ export function buildParser(argv: string[], exit: (code: number) => void = () =>
   let parser = yargs(argv)
     .scriptName('orch')
     .usage('$0 <command> [options]')
-    .option('json', { type: 'boolean', default: false, global: true, describe: 'print machine-readable JSON on stdout (an error too: one object)' })
+    .option('json', {
+      type: 'boolean',
+      default: false,
+      global: true,
+      describe: 'print machine-readable JSON on stdout (an error too: one object)',
+    })
     .strict()
     .demandCommand(1, 'name a command')
     .recommendCommands()
@@ -34,7 +39,9 @@ export function buildParser(argv: string[], exit: (code: number) => void = () =>
     .exitProcess(false)
     .fail((msg, err) => {
       if (err) throw err;
-      const message = msg?.startsWith('Did you mean') ? `unknown command "${argv[0]}": ${msg}` : (msg ?? 'invalid command line');
+      const message = msg?.startsWith('Did you mean')
+        ? `unknown command "${argv[0]}": ${msg}`
+        : (msg ?? 'invalid command line');
       throw new UserInputError('CLI_USAGE', message, { hint: 'run orch --help for the commands and their options' });
     });
   parser = withCompletion(parser);
@@ -67,7 +74,9 @@ export async function runCli(argv: string[]): Promise<number> {
     return code;
   } catch (caught) {
     // a full Redis refusing a write, wherever a command met it: REDIS_OOM, not a bug's stack
-    const err = /^OOM\b/.test((caught as Error | null)?.message ?? '') ? (await import('../store/redis-oom.ts')).asRedisOom(caught) : caught;
+    const err = /^OOM\b/.test((caught as Error | null)?.message ?? '')
+      ? (await import('../store/redis-oom.ts')).asRedisOom(caught)
+      : caught;
     if (wantsJson(argv)) {
       process.stdout.write(`${JSON.stringify(jsonError(err))}\n`);
       // the stack of a bug stays readable for whoever reports it, off stdout

@@ -7,7 +7,7 @@
  * Under --json the error is one JSON object on stdout (jsonError) and nothing else is printed
  * there; a bug's stack still goes to stderr.
  */
-import { ERROR_CODES, codeOf, exitCodeFor, kindOf, printsStack } from '../jobs/error-codes.ts';
+import { codeOf, ERROR_CODES, exitCodeFor, kindOf, printsStack } from '../jobs/error-codes.ts';
 import { OrchError, SpecError, type SpecIssue } from '../jobs/errors.ts';
 
 export function exitCodeOf(err: unknown): number {
@@ -46,7 +46,10 @@ export function jsonError(err: unknown): JsonError {
     (err instanceof OrchError ? err.hint : undefined) ??
     (code !== null ? (ERROR_CODES[code] as { hint?: string }).hint : undefined) ??
     (printsStack(err) ? 'this is a bug in orch; please report it with the stack printed on stderr' : null);
-  const extra = typeof err === 'object' && err !== null ? ((err as { [JSON_EXTRA]?: Record<string, unknown> })[JSON_EXTRA] ?? {}) : {};
+  const extra =
+    typeof err === 'object' && err !== null
+      ? ((err as { [JSON_EXTRA]?: Record<string, unknown> })[JSON_EXTRA] ?? {})
+      : {};
   return {
     ok: false,
     ...extra,

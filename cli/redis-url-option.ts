@@ -8,5 +8,8 @@
 import type { Argv } from 'yargs';
 
 export function withRedisUrlFile<T>(y: Argv<T>) {
-  return y.option('redis-url-file', { type: 'string', describe: "file (mode 0600, yours) whose first line is the cluster's Redis URL; read instead of $REDIS_URL" });
+  return y.option('redis-url-file', {
+    type: 'string',
+    describe: "file (mode 0600, yours) whose first line is the cluster's Redis URL; read instead of $REDIS_URL",
+  });
 }

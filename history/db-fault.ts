@@ -20,8 +20,18 @@ export interface DbFault {
 }
 
 /** Connection-level errors without a SQLSTATE: the server stopped, restarted or never answered. */
-const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
-const UNREACHABLE_TEXT = /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection ended|connect ECONN/i;
+const UNREACHABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
+const UNREACHABLE_TEXT =
+  /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection ended|connect ECONN/i;
 
 export function dbFault(err: unknown, where: { engine: 'sqlite' | 'postgres'; where: string }): DbFault {
   const e = rootError(err);
@@ -36,22 +46,44 @@ function sqliteFault(code: string | null, said: string, file: string): DbFault {
   // An extended code (SQLITE_BUSY_SNAPSHOT, SQLITE_READONLY_DBMOVED) means what its primary does.
   switch (code?.split('_').slice(0, 2).join('_')) {
     case 'SQLITE_NOTADB':
-      return { ...f, reason: `is not a SQLite database (${said})`, fix: `move it aside (mv ${file} ${file}.not-sqlite) and orch starts a fresh history there, or point ORCH_HISTORY_DB at the history file` };
+      return {
+        ...f,
+        reason: `is not a SQLite database (${said})`,
+        fix: `move it aside (mv ${file} ${file}.not-sqlite) and orch starts a fresh history there, or point ORCH_HISTORY_DB at the history file`,
+      };
     case 'SQLITE_CORRUPT':
-      return { ...f, reason: `is corrupt (${said})`, fix: `move it aside (mv ${file} ${file}.corrupt) and recover what it held with sqlite3 ${file}.corrupt .recover | sqlite3 ${file}` };
+      return {
+        ...f,
+        reason: `is corrupt (${said})`,
+        fix: `move it aside (mv ${file} ${file}.corrupt) and recover what it held with sqlite3 ${file}.corrupt .recover | sqlite3 ${file}`,
+      };
     case 'SQLITE_READONLY':
-      return { ...f, reason: `cannot be written (${said})`, fix: `make ${file}, its -wal and -shm files and its directory writable by the user running orch` };
+      return {
+        ...f,
+        reason: `cannot be written (${said})`,
+        fix: `make ${file}, its -wal and -shm files and its directory writable by the user running orch`,
+      };
     case 'SQLITE_CANTOPEN':
-      return { ...f, reason: `cannot be opened (${said})`, fix: 'make its directory exist and be writable, or set ORCH_HISTORY_DB=/path/history.sqlite' };
+      return {
+        ...f,
+        reason: `cannot be opened (${said})`,
+        fix: 'make its directory exist and be writable, or set ORCH_HISTORY_DB=/path/history.sqlite',
+      };
     case 'SQLITE_FULL':
       return { ...f, reason: `cannot grow: the disk is full (${said})`, fix: "free space on the history file's disk" };
     case 'SQLITE_BUSY':
     case 'SQLITE_LOCKED': {
       const holders = sqliteLockHolders(file);
-      const who = holders.length > 0
-        ? `: ${holders.map((h) => `pid ${h.pid}${h.command ? ` (${h.command})` : ''}`).join(', ')} holds its write lock`
-        : ': another process holds its write lock';
-      return { code, transient: true, reason: `is locked (${said})${who}`, fix: 'end that process or its open transaction (a sqlite3 shell inside BEGIN, a stuck orch); orch retries the write meanwhile' };
+      const who =
+        holders.length > 0
+          ? `: ${holders.map((h) => `pid ${h.pid}${h.command ? ` (${h.command})` : ''}`).join(', ')} holds its write lock`
+          : ': another process holds its write lock';
+      return {
+        code,
+        transient: true,
+        reason: `is locked (${said})${who}`,
+        fix: 'end that process or its open transaction (a sqlite3 shell inside BEGIN, a stuck orch); orch retries the write meanwhile',
+      };
     }
     default:
       return { code, transient: true, reason: `failed (${said})`, fix: `check the disk and the file ${file}` };
@@ -60,13 +92,42 @@ function sqliteFault(code: string | null, said: string, file: string): DbFault {
 
 function postgresFault(code: string | null, said: string, message: string): DbFault {
   const sqlClass = code && /^[0-9A-Z]{5}$/.test(code) ? code.slice(0, 2) : null;
-  const unreachable = (code !== null && UNREACHABLE_ERRNO.has(code)) || sqlClass === '08' || code === '57P01' || code === '57P02' || code === '57P03' || (code === null && UNREACHABLE_TEXT.test(message));
+  const unreachable =
+    (code !== null && UNREACHABLE_ERRNO.has(code)) ||
+    sqlClass === '08' ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    (code === null && UNREACHABLE_TEXT.test(message));
   if (unreachable) {
-    return { code, transient: true, reason: `does not answer (${said})`, fix: 'start PostgreSQL there, or fix the host and port in ORCH_DB_URL' };
+    return {
+      code,
+      transient: true,
+      reason: `does not answer (${said})`,
+      fix: 'start PostgreSQL there, or fix the host and port in ORCH_DB_URL',
+    };
   }
-  if (sqlClass === '28') return { code, transient: false, reason: `refused the login (${said})`, fix: 'fix the user and password in ORCH_DB_URL (postgres://USER:PASSWORD@HOST:5432/DB)' };
-  if (code === '3D000') return { code, transient: false, reason: `has no such database (${said})`, fix: 'create it (createdb NAME) or fix the database name in ORCH_DB_URL' };
-  if (sqlClass === '42') return { code, transient: false, reason: `rejected orch's SQL (${said})`, fix: 'the schema is not the one this orch migrated: point ORCH_DB_URL at a database only orch writes' };
+  if (sqlClass === '28')
+    return {
+      code,
+      transient: false,
+      reason: `refused the login (${said})`,
+      fix: 'fix the user and password in ORCH_DB_URL (postgres://USER:PASSWORD@HOST:5432/DB)',
+    };
+  if (code === '3D000')
+    return {
+      code,
+      transient: false,
+      reason: `has no such database (${said})`,
+      fix: 'create it (createdb NAME) or fix the database name in ORCH_DB_URL',
+    };
+  if (sqlClass === '42')
+    return {
+      code,
+      transient: false,
+      reason: `rejected orch's SQL (${said})`,
+      fix: 'the schema is not the one this orch migrated: point ORCH_DB_URL at a database only orch writes',
+    };
   // Out of resources (53), a serialization failure or deadlock (40), anything else: worth another try.
   return { code, transient: true, reason: `failed (${said})`, fix: 'see the PostgreSQL server log' };
 }
@@ -75,7 +136,8 @@ function postgresFault(code: string | null, said: string, message: string): DbFa
 function rootError(err: unknown): { code?: unknown; message: string } {
   let e: unknown = err;
   for (let depth = 0; depth < 8 && e instanceof Error; depth++) {
-    if (!isErrorCode((e as { code?: unknown }).code) || !(e.cause instanceof Error)) return e as Error & { code?: unknown };
+    if (!isErrorCode((e as { code?: unknown }).code) || !(e.cause instanceof Error))
+      return e as Error & { code?: unknown };
     e = e.cause;
   }
   return { message: String(e) };

@@ -86,13 +86,44 @@ export interface SlurmPlacement {
 }
 
 const ROW_COLUMNS = [
-  'run_id', 'suite', 'scheduled_at', 'spec_file', 'spec_name', 'spec_hash', 'experiment', 'experiment_state', 'results_dir',
-  'arm', 'reference', 'metric', 'verdict', 'change', 'ci_low', 'ci_high', 'p_value', 'arm_value', 'reference_value', 'aa_pass',
-  'gates_pass', 'gates', 'finding', 'cards', 'hosts', 'commits', 'pairing', 'confirms', 'node_change', 'error',
+  'run_id',
+  'suite',
+  'scheduled_at',
+  'spec_file',
+  'spec_name',
+  'spec_hash',
+  'experiment',
+  'experiment_state',
+  'results_dir',
+  'arm',
+  'reference',
+  'metric',
+  'verdict',
+  'change',
+  'ci_low',
+  'ci_high',
+  'p_value',
+  'arm_value',
+  'reference_value',
+  'aa_pass',
+  'gates_pass',
+  'gates',
+  'finding',
+  'cards',
+  'hosts',
+  'commits',
+  'pairing',
+  'confirms',
+  'node_change',
+  'error',
 ] as const satisfies readonly (keyof NightlyRow)[];
 
 /** `slurm` rests in three columns, one list each. */
-const SLURM_COLUMNS = { slurm_jobs: 'jobs', slurm_nodes: 'nodes', slurm_partitions: 'partitions' } as const satisfies Record<string, keyof SlurmPlacement>;
+const SLURM_COLUMNS = {
+  slurm_jobs: 'jobs',
+  slurm_nodes: 'nodes',
+  slurm_partitions: 'partitions',
+} as const satisfies Record<string, keyof SlurmPlacement>;
 
 export function runId(suite: string, scheduledAt: number): string {
   return `${suite}@${new Date(scheduledAt).toISOString()}`;
@@ -135,7 +166,11 @@ export class HistoryStore {
   }
 
   async setExperiments(id: string, experiments: SubmittedSpec[]): Promise<void> {
-    await this.db.run('UPDATE nightly_runs SET experiments = ?, heartbeat_at = ? WHERE id = ?', [JSON.stringify(experiments), Date.now(), id]);
+    await this.db.run('UPDATE nightly_runs SET experiments = ?, heartbeat_at = ? WHERE id = ?', [
+      JSON.stringify(experiments),
+      Date.now(),
+      id,
+    ]);
   }
 
   async heartbeat(id: string): Promise<void> {
@@ -143,23 +178,24 @@ export class HistoryStore {
   }
 
   /** Records the rows and ends the run, in one transaction: a run is never half recorded. */
-  async finishRun(id: string, end: { state: Exclude<RunState, 'running'>; error: string | null; alerts: number; rows: NightlyRow[] }): Promise<void> {
+  async finishRun(
+    id: string,
+    end: { state: Exclude<RunState, 'running'>; error: string | null; alerts: number; rows: NightlyRow[] },
+  ): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.run('DELETE FROM nightly_rows WHERE run_id = ?', [id]);
       for (const row of end.rows) {
         const columns = [...ROW_COLUMNS, ...Object.keys(SLURM_COLUMNS)];
-        await tx.run(
-          `INSERT INTO nightly_rows (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
-          [
-            // the key column: '' for the night's own rows (a primary key holds no NULL)
-            ...ROW_COLUMNS.map((c) => (c === 'confirms' ? (row.confirms ?? '') : toColumn(row[c]))),
-            ...Object.values(SLURM_COLUMNS).map((k) => (row.slurm === null ? null : toColumn(row.slurm[k]))),
-          ],
-        );
+        await tx.run(`INSERT INTO nightly_rows (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, [
+          // the key column: '' for the night's own rows (a primary key holds no NULL)
+          ...ROW_COLUMNS.map((c) => (c === 'confirms' ? (row.confirms ?? '') : toColumn(row[c]))),
+          ...Object.values(SLURM_COLUMNS).map((k) => (row.slurm === null ? null : toColumn(row.slurm[k]))),
+        ]);
       }
-      await tx.run('UPDATE nightly_runs SET state = ?, error = ?, alerts = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?', [
-        end.state, end.error, end.alerts, Date.now(), Date.now(), id,
-      ]);
+      await tx.run(
+        'UPDATE nightly_runs SET state = ?, error = ?, alerts = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?',
+        [end.state, end.error, end.alerts, Date.now(), Date.now(), id],
+      );
     });
   }
 
@@ -179,17 +215,23 @@ export class HistoryStore {
    */
   async endStale(id: string, staleBefore: number, error: string): Promise<boolean> {
     const now = Date.now();
-    return (await this.db.run(
-      "UPDATE nightly_runs SET state = 'failed', error = ?, ended_at = ? WHERE id = ? AND state = 'running' AND heartbeat_at < ?",
-      [error, now, id, staleBefore],
-    )) === 1;
+    return (
+      (await this.db.run(
+        "UPDATE nightly_runs SET state = 'failed', error = ?, ended_at = ? WHERE id = ? AND state = 'running' AND heartbeat_at < ?",
+        [error, now, id, staleBefore],
+      )) === 1
+    );
   }
 
   /** The last `limit` runs, newest first; of one suite or of all. */
   async runs(suite: string | null, limit = 20): Promise<NightlyRun[]> {
-    const rows = suite === null
-      ? await this.db.all<RawRun>('SELECT * FROM nightly_runs ORDER BY scheduled_at DESC LIMIT ?', [limit])
-      : await this.db.all<RawRun>('SELECT * FROM nightly_runs WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?', [suite, limit]);
+    const rows =
+      suite === null
+        ? await this.db.all<RawRun>('SELECT * FROM nightly_runs ORDER BY scheduled_at DESC LIMIT ?', [limit])
+        : await this.db.all<RawRun>('SELECT * FROM nightly_runs WHERE suite = ? ORDER BY scheduled_at DESC LIMIT ?', [
+            suite,
+            limit,
+          ]);
     return rows.map(toRun);
   }
 
@@ -204,12 +246,16 @@ export class HistoryStore {
 
   /** Every suite with a recorded run, by name. */
   async suites(): Promise<string[]> {
-    return (await this.db.all<{ suite: string }>('SELECT DISTINCT suite FROM nightly_runs ORDER BY suite')).map((r) => r.suite);
+    return (await this.db.all<{ suite: string }>('SELECT DISTINCT suite FROM nightly_runs ORDER BY suite')).map(
+      (r) => r.suite,
+    );
   }
 
   /** When each suite's last successful (done) run ended, epoch ms. */
   async lastSuccess(): Promise<{ suite: string; at: number }[]> {
-    const rows = await this.db.all<{ suite: string; at: number | string }>("SELECT suite, MAX(ended_at) AS at FROM nightly_runs WHERE state = 'done' GROUP BY suite ORDER BY suite");
+    const rows = await this.db.all<{ suite: string; at: number | string }>(
+      "SELECT suite, MAX(ended_at) AS at FROM nightly_runs WHERE state = 'done' GROUP BY suite ORDER BY suite",
+    );
     // PostgreSQL returns a BIGINT aggregate as a string.
     return rows.map((r) => ({ suite: r.suite, at: Number(r.at) }));
   }
@@ -233,16 +279,21 @@ export class HistoryStore {
 }
 
 type RawRun = Omit<NightlyRun, 'experiments' | 'orch_dirty'> & { experiments: string; orch_dirty: number | null };
-type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'commits' | 'slurm'> & Record<keyof typeof SLURM_COLUMNS, string | null> & {
-  aa_pass: number | null;
-  gates_pass: number | null;
-  cards: string | null;
-  hosts: string | null;
-  commits: string | null;
-};
+type RawRow = Omit<NightlyRow, 'aa_pass' | 'gates_pass' | 'cards' | 'hosts' | 'commits' | 'slurm'> &
+  Record<keyof typeof SLURM_COLUMNS, string | null> & {
+    aa_pass: number | null;
+    gates_pass: number | null;
+    cards: string | null;
+    hosts: string | null;
+    commits: string | null;
+  };
 
 function toRun(r: RawRun): NightlyRun {
-  return { ...r, experiments: parseStored(SubmittedSpecsSchema, r.experiments || '[]', `nightly_runs ${r.id} column experiments`), orch_dirty: bool(r.orch_dirty) };
+  return {
+    ...r,
+    experiments: parseStored(SubmittedSpecsSchema, r.experiments || '[]', `nightly_runs ${r.id} column experiments`),
+    orch_dirty: bool(r.orch_dirty),
+  };
 }
 
 function bool(v: number | null | undefined): boolean | null {
@@ -254,9 +305,14 @@ function toRow(raw: RawRow): NightlyRow {
   const list = (text: string, column: string) => parseStored(NamesSchema, text, `${rowAt(raw)} column ${column}`);
   return {
     ...r,
-    slurm: slurm_nodes === null || slurm_nodes === undefined
-      ? null
-      : { jobs: list(slurm_jobs ?? '[]', 'slurm_jobs'), nodes: list(slurm_nodes, 'slurm_nodes'), partitions: list(slurm_partitions ?? '[]', 'slurm_partitions') },
+    slurm:
+      slurm_nodes === null || slurm_nodes === undefined
+        ? null
+        : {
+            jobs: list(slurm_jobs ?? '[]', 'slurm_jobs'),
+            nodes: list(slurm_nodes, 'slurm_nodes'),
+            partitions: list(slurm_partitions ?? '[]', 'slurm_partitions'),
+          },
     aa_pass: bool(r.aa_pass),
     gates_pass: bool(r.gates_pass),
     cards: list(r.cards ?? '[]', 'cards'),

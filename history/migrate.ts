@@ -28,24 +28,37 @@ export function migrations(dir = DIR): Migration[] {
 
 /** Returns the versions applied now (empty when the schema was current). */
 export async function migrate(db: SqlDb, all = migrations()): Promise<number[]> {
-  return db.transaction(async (tx) => {
-    // Inside the lock: PostgreSQL's CREATE TABLE IF NOT EXISTS is not atomic, and two processes
-    // creating the table at once fail the loser on a duplicate key in pg_type.
-    await tx.script('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
-    const [row] = await tx.all<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_version');
-    const current = row?.v ?? 0;
-    const latest = all.at(-1)?.version ?? 0;
-    if (current > latest) {
-      throw new UserInputError('HISTORY_SCHEMA_NEWER', `the history database ${db.where} is at schema version ${current}; this orch knows up to ${latest}`, {
-        hint: 'run the newer orch that migrated it, or point ORCH_DB_URL / ORCH_HISTORY_DB elsewhere',
-      });
-    }
-    const applied: number[] = [];
-    for (const m of all.filter((m) => m.version > current)) {
-      await tx.script(m.sql);
-      await tx.run('INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)', [m.version, m.name, Date.now()]);
-      applied.push(m.version);
-    }
-    return applied;
-  }, { exclusive: true });
+  return db.transaction(
+    async (tx) => {
+      // Inside the lock: PostgreSQL's CREATE TABLE IF NOT EXISTS is not atomic, and two processes
+      // creating the table at once fail the loser on a duplicate key in pg_type.
+      await tx.script(
+        'CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+      );
+      const [row] = await tx.all<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_version');
+      const current = row?.v ?? 0;
+      const latest = all.at(-1)?.version ?? 0;
+      if (current > latest) {
+        throw new UserInputError(
+          'HISTORY_SCHEMA_NEWER',
+          `the history database ${db.where} is at schema version ${current}; this orch knows up to ${latest}`,
+          {
+            hint: 'run the newer orch that migrated it, or point ORCH_DB_URL / ORCH_HISTORY_DB elsewhere',
+          },
+        );
+      }
+      const applied: number[] = [];
+      for (const m of all.filter((m) => m.version > current)) {
+        await tx.script(m.sql);
+        await tx.run('INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)', [
+          m.version,
+          m.name,
+          Date.now(),
+        ]);
+        applied.push(m.version);
+      }
+      return applied;
+    },
+    { exclusive: true },
+  );
 }

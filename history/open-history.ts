@@ -48,11 +48,15 @@ export async function openHistory(target: HistoryTarget = historyTargetFromEnv()
     await db?.close().catch(() => undefined);
     if (err instanceof UserInputError) throw err;
     const fault = dbFault(err, { engine: target.url ? 'postgres' : 'sqlite', where: describeTarget(target) });
-    throw new UserInputError('HISTORY_UNREACHABLE', `cannot open the nightly history database ${describeTarget(target)}: it ${fault.reason}: ${fault.fix}`, {
-      hint: target.url
-        ? `${fault.fix}; unset ORCH_DB_URL to keep the history in a local SQLite file`
-        : `${fault.fix}; or set ORCH_HISTORY_DB=/path/history.sqlite`,
-      cause: err,
-    });
+    throw new UserInputError(
+      'HISTORY_UNREACHABLE',
+      `cannot open the nightly history database ${describeTarget(target)}: it ${fault.reason}: ${fault.fix}`,
+      {
+        hint: target.url
+          ? `${fault.fix}; unset ORCH_DB_URL to keep the history in a local SQLite file`
+          : `${fault.fix}; or set ORCH_HISTORY_DB=/path/history.sqlite`,
+        cause: err,
+      },
+    );
   }
 }

@@ -13,7 +13,10 @@ export function openPostgres(url: string): SqlDb {
     connectionString: url,
     max: 4,
     connectionTimeoutMillis: 5000,
-    types: { getTypeParser: ((oid: number, format?: string) => (oid === INT8 ? Number : pg.types.getTypeParser(oid, format as 'text'))) as never },
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === INT8 ? Number : pg.types.getTypeParser(oid, format as 'text')) as never,
+    },
   });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);

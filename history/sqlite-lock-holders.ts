@@ -19,17 +19,19 @@ export interface LockHolder {
 
 export function sqliteLockHolders(file: string, locks = readProc('/proc/locks')): LockHolder[] {
   if (locks === null) return [];
-  const ids = new Set([file, `${file}-shm`].flatMap((f) => {
-    try {
-      const st = statSync(f);
-      // /proc/locks writes the device as MAJOR:MINOR in hex (Linux's new_encode_dev split).
-      const major = (st.dev >> 8) & 0xfff;
-      const minor = (st.dev & 0xff) | ((st.dev >> 12) & 0xfff00);
-      return [`${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}:${st.ino}`];
-    } catch {
-      return [];
-    }
-  }));
+  const ids = new Set(
+    [file, `${file}-shm`].flatMap((f) => {
+      try {
+        const st = statSync(f);
+        // /proc/locks writes the device as MAJOR:MINOR in hex (Linux's new_encode_dev split).
+        const major = (st.dev >> 8) & 0xfff;
+        const minor = (st.dev & 0xff) | ((st.dev >> 12) & 0xfff00);
+        return [`${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}:${st.ino}`];
+      } catch {
+        return [];
+      }
+    }),
+  );
   const pids = new Set<number>();
   for (const line of locks.split('\n')) {
     // `1: POSIX  ADVISORY  WRITE 32368 fe:00:2147722 120 120` (a blocked waiter's line has `->`)

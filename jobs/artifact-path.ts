@@ -9,7 +9,8 @@ import { isAbsolute, normalize } from 'node:path';
 export function artifactEscape(artifact: string): string | null {
   if (isAbsolute(artifact)) return `"${artifact}" is absolute; an artifact is a path relative to the build directory`;
   const n = normalize(artifact);
-  if (n === '.' || n === './') return `"${artifact}" is the build directory itself; list the files or directories the build produces`;
+  if (n === '.' || n === './')
+    return `"${artifact}" is the build directory itself; list the files or directories the build produces`;
   if (n === '..' || n.startsWith('../')) return `"${artifact}" leaves the build directory`;
   return null;
 }

@@ -5,10 +5,10 @@
  * and fails the job unrecoverably with the schema error.
  */
 import { z } from 'zod';
-import { WorkloadSchema } from './spec.ts';
-import { CARD_PATTERN, HOST_NAME_PATTERN } from './name-patterns.ts';
 import { HYGIENE_POLICIES } from './clock-hygiene.ts';
+import { CARD_PATTERN, HOST_NAME_PATTERN } from './name-patterns.ts';
 import { toggleIsOn } from './rank-protocol-constants.ts';
+import { WorkloadSchema } from './spec.ts';
 
 /** Names that become Redis keys, queue names, job ids and file names. */
 const KeyNameSchema = z.string().regex(HOST_NAME_PATTERN, 'only letters, digits and _ . @ -');
@@ -73,22 +73,34 @@ export const BlockJobSchema = z
     builds: z
       .object({
         repo: z.string().min(1),
-        builds: z.record(KeyNameSchema, z.object({ commit: z.string().regex(/^[0-9a-f]{40,64}$/), ref: z.string().min(1) })),
+        builds: z.record(
+          KeyNameSchema,
+          z.object({ commit: z.string().regex(/^[0-9a-f]{40,64}$/), ref: z.string().min(1) }),
+        ),
       })
       .optional(),
   })
   .superRefine((job, ctx) => {
     const names = new Set(job.arms.map((a) => a.name));
-    if (names.size !== job.arms.length) ctx.addIssue({ code: 'custom', path: ['arms'], message: 'arm names must be unique' });
+    if (names.size !== job.arms.length)
+      ctx.addIssue({ code: 'custom', path: ['arms'], message: 'arm names must be unique' });
     job.sequence.forEach((name, i) => {
       if (!names.has(name)) ctx.addIssue({ code: 'custom', path: ['sequence', i], message: `unknown arm "${name}"` });
     });
     if (job.world !== undefined && (job.first_rank ?? 0) + job.cards.length > job.world) {
-      ctx.addIssue({ code: 'custom', path: ['world'], message: `first_rank ${job.first_rank ?? 0} + ${job.cards.length} cards exceeds world ${job.world}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['world'],
+        message: `first_rank ${job.first_rank ?? 0} + ${job.cards.length} cards exceeds world ${job.world}`,
+      });
     }
     job.arms.forEach((a, i) => {
       if (a.build !== undefined && job.builds?.builds[a.build] === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['arms', i, 'build'], message: `arm "${a.name}" runs build "${a.build}", which the job's builds do not hold` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['arms', i, 'build'],
+          message: `arm "${a.name}" runs build "${a.build}", which the job's builds do not hold`,
+        });
       }
     });
     if (new Set(job.cards).size !== job.cards.length) {

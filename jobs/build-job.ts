@@ -32,7 +32,10 @@ export type BuildJob = z.infer<typeof BuildJobSchema>;
  * when some arm names none. The rank runner and the build job decide it the same way, so the
  * rank's build is the build job's, found in the cache.
  */
-export function buildsOfArms(arms: readonly { build?: string | undefined }[], hasRecipe: boolean): { named: string[]; own: boolean } {
+export function buildsOfArms(
+  arms: readonly { build?: string | undefined }[],
+  hasRecipe: boolean,
+): { named: string[]; own: boolean } {
   return {
     named: [...new Set(arms.flatMap((a) => (a.build === undefined ? [] : [a.build])))],
     own: hasRecipe && arms.some((a) => a.build === undefined),

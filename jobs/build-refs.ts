@@ -20,14 +20,21 @@ export interface BuildRefProblem {
 export function hashableSpec(spec: Spec): unknown {
   if (spec.builds === undefined) return spec;
   const { repo: _repo, ...rest } = spec;
-  return { ...rest, builds: Object.fromEntries(Object.entries(spec.builds).map(([n, b]) => [n, { commit: b.commit }])) };
+  return {
+    ...rest,
+    builds: Object.fromEntries(Object.entries(spec.builds).map(([n, b]) => [n, { commit: b.commit }])),
+  };
 }
 
 /** What a block job carries of the builds: the repository and each build's commit (jobs/block-job.ts). */
-export function blockBuilds(spec: Spec): { repo: string; builds: Record<string, { commit: string; ref: string }> } | null {
+export function blockBuilds(
+  spec: Spec,
+): { repo: string; builds: Record<string, { commit: string; ref: string }> } | null {
   if (spec.builds === undefined || spec.repo === undefined) return null;
   return {
     repo: spec.repo,
-    builds: Object.fromEntries(Object.entries(spec.builds).map(([n, b]) => [n, { commit: b.commit ?? b.ref, ref: b.ref }])),
+    builds: Object.fromEntries(
+      Object.entries(spec.builds).map(([n, b]) => [n, { commit: b.commit ?? b.ref, ref: b.ref }]),
+    ),
   };
 }

@@ -9,9 +9,10 @@
  * with CAPTURE_FAILED_PREFIX, so every reader of failure records tells them apart without a
  * second record: `captureBlockerOf(reason)`.
  */
-import { escapeRankText } from './rank-text.ts';
-import type { ErrorFrame } from './orch-rank-protocol.ts';
+
 import { OrchError } from './errors.ts';
+import type { ErrorFrame } from './orch-rank-protocol.ts';
+import { escapeRankText } from './rank-text.ts';
 
 export const CAPTURE_FAILED_PREFIX = 'not measured: capture failed: ';
 
@@ -33,7 +34,9 @@ export function captureBlockerOf(arm: string, reason: string): CaptureBlocker | 
   if (!reason.startsWith(CAPTURE_FAILED_PREFIX)) return null;
   const rest = reason.slice(CAPTURE_FAILED_PREFIX.length);
   const m = / \(at (.+):(\d+)\)$/.exec(rest);
-  return m ? { arm, message: rest.slice(0, m.index), frame: { file: m[1] as string, line: Number(m[2]) } } : { arm, message: rest, frame: null };
+  return m
+    ? { arm, message: rest.slice(0, m.index), frame: { file: m[1] as string, line: Number(m[2]) } }
+    : { arm, message: rest, frame: null };
 }
 
 /** A rep request answered CAPTURE_FAILED: the block goes on without the arm (worker/rep-pipeline.ts). */

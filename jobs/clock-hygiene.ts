@@ -8,14 +8,24 @@
  */
 import type { ClockReading } from './graphrt-protocol.ts';
 
-export const THROTTLE_REASONS = ['sw_power_cap', 'hw_slowdown', 'sw_thermal_slowdown', 'hw_thermal_slowdown', 'hw_power_brake_slowdown'] as const;
+export const THROTTLE_REASONS = [
+  'sw_power_cap',
+  'hw_slowdown',
+  'sw_thermal_slowdown',
+  'hw_thermal_slowdown',
+  'hw_power_brake_slowdown',
+] as const;
 
 /** warn: reported only; flag (the default): reported and marked; discard: the rep is not used (its pair neither). */
 export const HYGIENE_POLICIES = ['warn', 'flag', 'discard'] as const;
 export type HygienePolicy = (typeof HYGIENE_POLICIES)[number];
 
 /** Pairs a block may run again under hygiene: discard: the spec's hygiene_reruns, else half its reps rounded up. */
-export function rerunBudget(spec: { hygiene?: HygienePolicy | undefined; hygiene_reruns?: number | undefined; reps: number }): number {
+export function rerunBudget(spec: {
+  hygiene?: HygienePolicy | undefined;
+  hygiene_reruns?: number | undefined;
+  reps: number;
+}): number {
   if (spec.hygiene !== 'discard') return 0;
   return spec.hygiene_reruns ?? Math.ceil(spec.reps / 2);
 }

@@ -22,9 +22,12 @@ export const HostSchema = strictObject({
      */
     host_key: z
       .string()
-      .regex(/^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( .*)?$/, {
-        error: 'expected a public key line such as "ssh-ed25519 AAAAC3Nza…" (ssh-keyscan -p PORT HOST prints it)',
-      })
+      .regex(
+        /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( .*)?$/,
+        {
+          error: 'expected a public key line such as "ssh-ed25519 AAAAC3Nza…" (ssh-keyscan -p PORT HOST prints it)',
+        },
+      )
       .optional(),
   }),
   /** Card ids (GPU indices or UUIDs) orch may lease on this host; omitted: all it finds. */
@@ -47,7 +50,9 @@ export type Host = z.infer<typeof HostSchema>;
 export const ClusterSchema = strictObject({
   kind: z.literal('cluster'),
   name: NameSchema.default('cluster'),
-  redis: strictObject({ url: z.string().regex(/^rediss?:\/\//, { error: 'expected redis://host:port or rediss://…' }) }),
+  redis: strictObject({
+    url: z.string().regex(/^rediss?:\/\//, { error: 'expected redis://host:port or rediss://…' }),
+  }),
   hosts: z.array(HostSchema).min(1),
 });
 export type Cluster = z.infer<typeof ClusterSchema>;

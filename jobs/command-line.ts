@@ -6,8 +6,13 @@
  */
 import { z } from 'zod';
 import { ChainFloorRunSchema } from './chain-floor-run.ts';
+import {
+  ErrorFrameSchema,
+  LaunchCountsSchema,
+  OrchRankHelloSchema,
+  OrchRankTraceSchema,
+} from './orch-rank-protocol.ts';
 import { PerRepLaunchCountsSchema } from './per-rep-counts.ts';
-import { ErrorFrameSchema, LaunchCountsSchema, OrchRankHelloSchema, OrchRankTraceSchema } from './orch-rank-protocol.ts';
 import { repLineCore } from './rep-line.ts';
 
 const v = z.literal(1);
@@ -20,7 +25,12 @@ export const CommandHelloSchema = z.strictObject({
   pid: z.int().positive(),
   artifacts: z.array(z.string()),
   build: z
-    .strictObject({ key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() })
+    .strictObject({
+      key: z.string(),
+      outcome: z.enum(['cached', 'shared', 'built']),
+      wait_ms: z.number().min(0),
+      build_ms: z.number().min(0).nullable(),
+    })
     .nullable(),
   /** run.mode resident: the program's own hello (jobs/orch-rank-protocol.ts) */
   program: OrchRankHelloSchema.omit({ v: true, type: true, final: true }).optional(),
@@ -29,12 +39,23 @@ export const CommandHelloSchema = z.strictObject({
    * worker/command/prepared-slots.ts) or inside the lease (`why` not, when it was meant to be);
    * its build's compiler caches warm (held something) or cold (worker/command/rank-caches.ts).
    */
-  started: z.strictObject({ host_phase: z.boolean(), why: z.string().optional(), caches: z.enum(['warm', 'cold']) }).optional(),
+  started: z
+    .strictObject({ host_phase: z.boolean(), why: z.string().optional(), caches: z.enum(['warm', 'cold']) })
+    .optional(),
   /** a resident rank's trace probe: graphrt's chain on the card before the program started (the graph-node floor) */
   graph_node_floor: ChainFloorRunSchema.optional(),
   /** Builds as arms: each build the block's arms run, by name (worker/builds/commit-build.ts). */
   builds: z
-    .record(z.string(), z.strictObject({ commit: z.string(), key: z.string(), outcome: z.enum(['cached', 'shared', 'built']), wait_ms: z.number().min(0), build_ms: z.number().min(0).nullable() }))
+    .record(
+      z.string(),
+      z.strictObject({
+        commit: z.string(),
+        key: z.string(),
+        outcome: z.enum(['cached', 'shared', 'built']),
+        wait_ms: z.number().min(0),
+        build_ms: z.number().min(0).nullable(),
+      }),
+    )
     .optional(),
   final: z.literal(true),
 });
@@ -121,5 +142,12 @@ export const CommandErrorSchema = z.strictObject({
 });
 export type CommandError = z.infer<typeof CommandErrorSchema>;
 
-export const CommandLineSchema = z.discriminatedUnion('type', [CommandHelloSchema, CommandRepSchema, CommandGateSchema, CommandTraceSchema, CommandOutputSchema, CommandErrorSchema]);
+export const CommandLineSchema = z.discriminatedUnion('type', [
+  CommandHelloSchema,
+  CommandRepSchema,
+  CommandGateSchema,
+  CommandTraceSchema,
+  CommandOutputSchema,
+  CommandErrorSchema,
+]);
 export type CommandLine = z.infer<typeof CommandLineSchema>;

@@ -35,7 +35,11 @@ export function checkNativeBounds(spec: Spec, problem: Report): void {
   sweep.values.forEach((v, i) => {
     if (typeof v !== 'number' || range === undefined) return;
     if (v < range.min || v > range.max) {
-      problem(['sweep', 'values', i], `${swept} ${v} is outside graphrt's range ${range.min}..${range.max}`, `graphrt refuses it (BAD_PARAM); use a value in ${range.min}..${range.max} (${LIMITS_FILE})`);
+      problem(
+        ['sweep', 'values', i],
+        `${swept} ${v} is outside graphrt's range ${range.min}..${range.max}`,
+        `graphrt refuses it (BAD_PARAM); use a value in ${range.min}..${range.max} (${LIMITS_FILE})`,
+      );
       return;
     }
     const message = over({ ...base, [swept]: v });
@@ -48,10 +52,16 @@ export function checkPlanSize(spec: Spec, problem: Report): void {
   const reps = plannedRepCount(spec);
   const max = LIMITS.orch.plan_reps.max;
   if (reps > max) {
-    problem(['reps'], `the plan has ${reps} reps (arms × reps × blocks.count), more than ${max}`, `lower reps or blocks.count (${LIMITS_FILE} orch.plan_reps)`);
+    problem(
+      ['reps'],
+      `the plan has ${reps} reps (arms × reps × blocks.count), more than ${max}`,
+      `lower reps or blocks.count (${LIMITS_FILE} orch.plan_reps)`,
+    );
   }
 }
 
 function describeParams(params: Record<string, number>): string {
-  return Object.entries(params).map(([k, v]) => `${k}=${v}`).join(', ');
+  return Object.entries(params)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
 }

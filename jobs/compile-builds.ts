@@ -24,7 +24,11 @@ export function checkBuilds(spec: Spec, problem: Report): void {
   if (ref !== undefined) named.push({ path: ['gates', 'base_reference', 'build'], build: ref.build });
   for (const n of named) {
     if (!names.includes(n.build)) {
-      problem(n.path, `no build named "${n.build}"`, names.length > 0 ? suggestion(n.build, names) : 'define it under builds: { <name>: { ref: <git ref> } }');
+      problem(
+        n.path,
+        `no build named "${n.build}"`,
+        names.length > 0 ? suggestion(n.build, names) : 'define it under builds: { <name>: { ref: <git ref> } }',
+      );
     }
   }
   if (names.length === 0) return;
@@ -32,12 +36,20 @@ export function checkBuilds(spec: Spec, problem: Report): void {
   // A native spec's builds are commits of orch: graphrt's own CMake build is their recipe
   // (worker/builds/graphrt-build.ts). A command workload builds each commit with its own recipe.
   if (w.runtime === 'command' && w.build === undefined) {
-    problem(['builds'], 'builds name refs, but the workload has no build recipe to build each commit with', 'add workload.build: { cmd, artifacts } (run in a worktree of each commit)');
+    problem(
+      ['builds'],
+      'builds name refs, but the workload has no build recipe to build each commit with',
+      'add workload.build: { cmd, artifacts } (run in a worktree of each commit)',
+    );
   }
   if (ref !== undefined) {
     const base = spec.design === 'leave-one-out' ? 'base' : (spec.arms?.[0]?.name ?? '');
     if (spec.arms?.some((a) => a.name === referenceArmName(base))) {
-      problem(['arms'], `arm name "${referenceArmName(base)}" is taken by the base-reference arm of "${base}"`, 'rename the arm');
+      problem(
+        ['arms'],
+        `arm name "${referenceArmName(base)}" is taken by the base-reference arm of "${base}"`,
+        'rename the arm',
+      );
     }
   }
 }

@@ -18,10 +18,30 @@ export interface CountingCostRow {
 }
 
 export const COUNTING_COST: readonly CountingCostRow[] = [
-  { program: 'the CUDA example (examples/cuda-decode)', step: 'eager', on_off: 1.007, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
-  { program: 'the CUDA example (examples/cuda-decode)', step: 'graph', on_off: 1.045, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
-  { program: 'the PyTorch example (examples/torch-decode)', step: 'eager', on_off: 0.976, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
-  { program: 'the PyTorch example (examples/torch-decode)', step: 'graph', on_off: 1.069, measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04' },
+  {
+    program: 'the CUDA example (examples/cuda-decode)',
+    step: 'eager',
+    on_off: 1.007,
+    measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04',
+  },
+  {
+    program: 'the CUDA example (examples/cuda-decode)',
+    step: 'graph',
+    on_off: 1.045,
+    measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04',
+  },
+  {
+    program: 'the PyTorch example (examples/torch-decode)',
+    step: 'eager',
+    on_off: 0.976,
+    measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04',
+  },
+  {
+    program: 'the PyTorch example (examples/torch-decode)',
+    step: 'graph',
+    on_off: 1.069,
+    measured: 'H200, bench/h200/user-rank/truth2.sh, 2026-12-04',
+  },
 ];
 
 /** One sentence: each row's on/off ratio as a signed percentage, and where it was measured. */
@@ -30,6 +50,9 @@ export function countingCostSentence(rows: readonly CountingCostRow[] = COUNTING
   const pct = (r: number) => `${r >= 1 ? '+' : '−'}${(Math.abs(r - 1) * 100).toFixed(1)} %`;
   const byProgram = new Map<string, CountingCostRow[]>();
   for (const r of rows) byProgram.set(r.program, [...(byProgram.get(r.program) ?? []), r]);
-  const parts = [...byProgram].map(([program, rs]) => `${program}: ${rs.map((r) => `${r.step} ${pct(r.on_off)}`).join(', ')} (${[...new Set(rs.map((r) => r.measured))].join('; ')})`);
+  const parts = [...byProgram].map(
+    ([program, rs]) =>
+      `${program}: ${rs.map((r) => `${r.step} ${pct(r.on_off)}`).join(', ')} (${[...new Set(rs.map((r) => r.measured))].join('; ')})`,
+  );
   return `Counting's cost to a timed step, on against off through orch: ${parts.join('; ')}.`;
 }

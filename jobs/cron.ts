@@ -37,7 +37,8 @@ function cronMessage(expr: string, raw: string): string {
   const field = range ? FIELDS.find((f) => f.range === range[2]) : undefined;
   if (range && field) return `${field.name} ${range[1]} is out of range: the ${field.name} field takes ${field.range}`;
   const chars = /Invalid characters, got value: (.*)$/.exec(raw);
-  if (chars) return `"${chars[1]}" is not a cron value: each field takes numbers, *, ranges (1-5), lists (1,15) and steps (*/10)`;
+  if (chars)
+    return `"${chars[1]}" is not a cron value: each field takes numbers, *, ranges (1-5), lists (1,15) and steps (*/10)`;
   if (/day of month|loop limit/i.test(raw)) {
     return `day of month ${fields[2]} never occurs in month ${fields[3]}: this schedule would never fire; pick a day every listed month has (1-28 in February)`;
   }

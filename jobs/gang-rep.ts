@@ -11,8 +11,8 @@
  */
 import { z } from 'zod';
 import { throttleOf } from './clock-hygiene.ts';
-import { CommandRepSchema, type CommandRep } from './command-line.ts';
-import { RepSchema, type Rep } from './graphrt-protocol.ts';
+import { type CommandRep, CommandRepSchema } from './command-line.ts';
+import { type Rep, RepSchema } from './graphrt-protocol.ts';
 import { GRAPHRT_TOGGLES, type GraphrtToggle } from './graphrt-toggles.ts';
 
 const count = z.int().min(0);
@@ -63,14 +63,37 @@ export function reduceGang(answers: readonly RankAnswer[]): GangRep {
   const first = lines[0];
   if (first === undefined) throw new Error('a gang rep needs at least one rank answer');
   const step_ms = stepMax(lines.map((l) => l.step_ms));
-  const throttled = throttleOf(lines.map((l) => ({ clocks: l.clocks, xid_events: 'xid_events' in l ? l.xid_events : undefined, ecc_errors: l.ecc_errors })));
+  const throttled = throttleOf(
+    lines.map((l) => ({
+      clocks: l.clocks,
+      xid_events: 'xid_events' in l ? l.xid_events : undefined,
+      ecc_errors: l.ecc_errors,
+    })),
+  );
   const extra = throttled.length > 0 ? { throttled } : {};
   if (first.backend === 'command') {
-    return { step_ms, backend: first.backend, mode: first.mode, ...(first.hashes === undefined ? {} : { hashes: first.hashes }), ...extra };
+    return {
+      step_ms,
+      backend: first.backend,
+      mode: first.mode,
+      ...(first.hashes === undefined ? {} : { hashes: first.hashes }),
+      ...extra,
+    };
   }
   // A toggle without effect on any rank was not measured by this rep: the report must say so.
-  const unsupported = GRAPHRT_TOGGLES.filter((t) => lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)));
-  return { step_ms, backend: first.backend, mode: first.mode, launches_per_step: first.launches_per_step, nodes: first.nodes, hashes: first.hashes, unsupported, ...extra };
+  const unsupported = GRAPHRT_TOGGLES.filter((t) =>
+    lines.some((l) => l.backend !== 'command' && l.unsupported.includes(t)),
+  );
+  return {
+    step_ms,
+    backend: first.backend,
+    mode: first.mode,
+    launches_per_step: first.launches_per_step,
+    nodes: first.nodes,
+    hashes: first.hashes,
+    unsupported,
+    ...extra,
+  };
 }
 
 /** A rank's unmeasured steps: its warm-up steps and, on a graph rep, the settling eager step; null without warmup_ms. */

@@ -82,7 +82,9 @@ export function newClusterSecret(): Buffer {
 /** HMAC-SHA256 of `value`'s canonical JSON under a domain tag (the nightly template grant uses it too). */
 export function macOf(tag: string, value: unknown, secret: Buffer): Buffer {
   requireSecret(secret);
-  return createHmac('sha256', secret).update(`${tag}\n${canonicalJson(value)}`).digest();
+  return createHmac('sha256', secret)
+    .update(`${tag}\n${canonicalJson(value)}`)
+    .digest();
 }
 
 /** Whether `hex` is the MAC `expected`, in constant time. */
@@ -93,7 +95,15 @@ export function macMatches(hex: unknown, expected: Buffer): boolean {
 }
 
 function signed(job: Omit<QueuedJob, 'data'>, rest: Record<string, unknown>, nonce: string, expires: number): unknown {
-  return { queue: job.queue, name: job.name, id: job.id ?? null, controls: jobControls(job.opts, job.repeatJobKey), data: rest, nonce, expires };
+  return {
+    queue: job.queue,
+    name: job.name,
+    id: job.id ?? null,
+    controls: jobControls(job.opts, job.repeatJobKey),
+    data: rest,
+    nonce,
+    expires,
+  };
 }
 
 /**
@@ -116,17 +126,27 @@ export function signJob<T extends object>(
   return { name, data: { ...payload, [GRANT_FIELD]: { v: 2, nonce, expires, mac } }, opts };
 }
 
-export type GrantCheck = { ok: true; nonce: string; expires: number } | { ok: false; code: 'GRANT_MISSING' | 'GRANT_INVALID'; why: string };
+export type GrantCheck =
+  | { ok: true; nonce: string; expires: number }
+  | { ok: false; code: 'GRANT_MISSING' | 'GRANT_INVALID'; why: string };
 
 /** Whether `job` carries a valid, unexpired grant for its own queue, name, id, options and payload. */
 export function verifyJob(job: QueuedJob, secret: Buffer, now = Date.now()): GrantCheck {
   requireSecret(secret);
   const data = job.data;
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { ok: false, code: 'GRANT_MISSING', why: 'the job data is not an object' };
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    return { ok: false, code: 'GRANT_MISSING', why: 'the job data is not an object' };
   const { [GRANT_FIELD]: grant, ...rest } = data as Record<string, unknown>;
   if (grant === undefined) return { ok: false, code: 'GRANT_MISSING', why: 'the job carries no grant' };
   const g = grant as Partial<Grant> | null;
-  if (typeof g !== 'object' || g === null || g.v !== 2 || typeof g.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(g.nonce) || !Number.isSafeInteger(g.expires)) {
+  if (
+    typeof g !== 'object' ||
+    g === null ||
+    g.v !== 2 ||
+    typeof g.nonce !== 'string' ||
+    !/^[0-9a-f]{32}$/.test(g.nonce) ||
+    !Number.isSafeInteger(g.expires)
+  ) {
     return { ok: false, code: 'GRANT_INVALID', why: 'the grant is malformed' };
   }
   const expected = macOf(TAG, signed(job, rest, g.nonce, g.expires!), secret);
@@ -137,10 +157,12 @@ export function verifyJob(job: QueuedJob, secret: Buffer, now = Date.now()): Gra
       why: 'the grant does not match the job (another secret, or its payload, name, id, queue or options — repeat, delay, attempts, backoff — were altered)',
     };
   }
-  if (now > g.expires!) return { ok: false, code: 'GRANT_INVALID', why: `the grant expired at ${new Date(g.expires!).toISOString()}` };
+  if (now > g.expires!)
+    return { ok: false, code: 'GRANT_INVALID', why: `the grant expired at ${new Date(g.expires!).toISOString()}` };
   return { ok: true, nonce: g.nonce, expires: g.expires! };
 }
 
 function requireSecret(secret: Buffer): void {
-  if (secret.length < MIN_SECRET_BYTES) throw new Error(`the cluster secret has ${secret.length} bytes; at least ${MIN_SECRET_BYTES} are needed`);
+  if (secret.length < MIN_SECRET_BYTES)
+    throw new Error(`the cluster secret has ${secret.length} bytes; at least ${MIN_SECRET_BYTES} are needed`);
 }

@@ -9,8 +9,8 @@ import { OrchError } from './errors.ts';
 import { GRAPHRT_ERROR_CODES, GRAPHRT_EXIT_CODES } from './graphrt-exit-codes.ts';
 import { GRAPHRT_FEATURES, GRAPHRT_TOGGLES, type GraphrtFeature } from './graphrt-toggles.ts';
 import { MAX_RANK_LINE_BYTES, quoteLine } from './line-limit.ts';
-import { describeIssues } from './schema-issues.ts';
 import { repLineCore } from './rep-line.ts';
+import { describeIssues } from './schema-issues.ts';
 
 const v = z.literal(1);
 const id = z.string();
@@ -19,9 +19,17 @@ const hash = z.string().regex(/^[0-9a-f]{16}$/, 'a 16-digit lowercase hex FNV-1a
 const finalTrue = z.literal(true);
 
 export const GRAPHRT_WORKLOADS = ['chain', 'decode', 'train', 'probe'] as const;
-export const GRAPHRT_PROBES = ['launch_counter', 'unpinned_diverges', 'recapture_refusals', 'pinned_exact', 'replay_dispatch'] as const;
+export const GRAPHRT_PROBES = [
+  'launch_counter',
+  'unpinned_diverges',
+  'recapture_refusals',
+  'pinned_exact',
+  'replay_dispatch',
+] as const;
 
-const features = z.strictObject(Object.fromEntries(GRAPHRT_FEATURES.map((f) => [f, z.boolean()])) as Record<GraphrtFeature, z.ZodBoolean>);
+const features = z.strictObject(
+  Object.fromEntries(GRAPHRT_FEATURES.map((f) => [f, z.boolean()])) as Record<GraphrtFeature, z.ZodBoolean>,
+);
 
 export const HelloSchema = z.strictObject({
   v,
@@ -57,7 +65,7 @@ export const CaptureSchema = z.discriminatedUnion('ok', [
 ]);
 export type Capture = z.infer<typeof CaptureSchema>;
 
-export { ClockReadingSchema, type ClockReading } from './rep-line.ts';
+export { type ClockReading, ClockReadingSchema } from './rep-line.ts';
 
 export const TrainReportSchema = z.strictObject({ L: count, P: count, win: z.boolean() });
 export type TrainReport = z.infer<typeof TrainReportSchema>;
@@ -171,7 +179,8 @@ export class GraphrtProtocolError extends OrchError {
 
 /** Parses and validates one stdout line of graphrt; throws GraphrtProtocolError. */
 export function parseGraphrtLine(line: string): GraphrtLine {
-  if (Buffer.byteLength(line) > MAX_RANK_LINE_BYTES) throw new GraphrtProtocolError(`a line longer than ${MAX_RANK_LINE_BYTES} bytes`, line);
+  if (Buffer.byteLength(line) > MAX_RANK_LINE_BYTES)
+    throw new GraphrtProtocolError(`a line longer than ${MAX_RANK_LINE_BYTES} bytes`, line);
   let json: unknown;
   try {
     json = JSON.parse(line);
@@ -180,10 +189,16 @@ export function parseGraphrtLine(line: string): GraphrtLine {
   }
   const r = GraphrtLineSchema.safeParse(json);
   if (!r.success) {
-    const type = typeof json === 'object' && json !== null && typeof (json as { type?: unknown }).type === 'string' ? (json as { type: string }).type : '';
+    const type =
+      typeof json === 'object' && json !== null && typeof (json as { type?: unknown }).type === 'string'
+        ? (json as { type: string }).type
+        : '';
     throw new GraphrtProtocolError(describeIssues(r.error, type), line, r.error);
   }
   if (r.data.type === 'error' && r.data.exit_code !== GRAPHRT_EXIT_CODES[r.data.code])
-    throw new GraphrtProtocolError(`error ${r.data.code} must exit ${GRAPHRT_EXIT_CODES[r.data.code]}, says ${r.data.exit_code}`, line);
+    throw new GraphrtProtocolError(
+      `error ${r.data.code} must exit ${GRAPHRT_EXIT_CODES[r.data.code]}, says ${r.data.exit_code}`,
+      line,
+    );
   return r.data;
 }

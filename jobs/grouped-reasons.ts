@@ -47,5 +47,7 @@ export function groupedBlockReasons(blocks: { block: number; reason: string | nu
     if (g) g.push(b.block);
     else groups.set(r, [b.block]);
   }
-  return [...groups].map(([reason, bs]) => `${bs.length === 1 ? 'block' : 'blocks'} ${bs.join(', ')}: ${escapeRankText(reason)}`).join('; ');
+  return [...groups]
+    .map(([reason, bs]) => `${bs.length === 1 ? 'block' : 'blocks'} ${bs.join(', ')}: ${escapeRankText(reason)}`)
+    .join('; ');
 }

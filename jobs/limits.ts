@@ -46,7 +46,9 @@ const LimitsSchema = z.object({
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 
-export const LIMITS: Limits = LimitsSchema.parse(JSON.parse(readFileSync(new URL(`../${LIMITS_FILE}`, import.meta.url), 'utf8')));
+export const LIMITS: Limits = LimitsSchema.parse(
+  JSON.parse(readFileSync(new URL(`../${LIMITS_FILE}`, import.meta.url), 'utf8')),
+);
 
 export type NativeBackend = keyof Limits['graphrt']['device_bytes']['max'];
 

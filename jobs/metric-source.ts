@@ -52,14 +52,17 @@ export function checkMetricSource(src: MetricSourceInput): MetricSourceIssue[] {
   }
   const nested = nestedQuantifier(src.pattern);
   if (nested !== null) {
-    return [{
-      field: 'pattern',
-      message: `the regex can backtrack for seconds on one line: ${nested}; it would run on the worker while its lease needs renewing`,
-      fix: 'repeat a single atom instead, e.g. (?<value>[0-9.]+) rather than (?<value>(\\d+\\.?)+)',
-    }];
+    return [
+      {
+        field: 'pattern',
+        message: `the regex can backtrack for seconds on one line: ${nested}; it would run on the worker while its lease needs renewing`,
+        fix: 'repeat a single atom instead, e.g. (?<value>[0-9.]+) rather than (?<value>(\\d+\\.?)+)',
+      },
+    ];
   }
   const names = groupNames(re);
-  const have = names.length === 0 ? 'it has no named groups' : `its named groups are ${names.map((n) => `"${n}"`).join(', ')}`;
+  const have =
+    names.length === 0 ? 'it has no named groups' : `its named groups are ${names.map((n) => `"${n}"`).join(', ')}`;
   const issues: MetricSourceIssue[] = [];
   const need: [string, string][] = [['value_group', src.value_group]];
   if (src.step_group !== undefined) need.push(['step_group', src.step_group]);
@@ -104,7 +107,10 @@ export class MetricParser {
   ) {
     const issues = checkMetricSource(src);
     if (issues.length > 0) {
-      throw new UserInputError('METRIC_SOURCE_INVALID', issues.map((i) => `${path}.${i.field}: ${i.message}${i.fix ? ` — ${i.fix}` : ''}`).join('\n'));
+      throw new UserInputError(
+        'METRIC_SOURCE_INVALID',
+        issues.map((i) => `${path}.${i.field}: ${i.message}${i.fix ? ` — ${i.fix}` : ''}`).join('\n'),
+      );
     }
     this.re = src.format === 'regex' ? new RegExp(src.pattern) : null;
   }
@@ -161,15 +167,22 @@ export class MetricParser {
     }
     const value = toNumber(rawValue);
     if (value === null) {
-      throw new UserInputError('METRIC_NOT_A_NUMBER', `${valueName} read ${JSON.stringify(rawValue ?? null)} on output line ${line}, not a number: ${clip(text)}`, {
-        hint: 'capture only the digits, e.g. total=(?<value>[0-9.]+)ms',
-      });
+      throw new UserInputError(
+        'METRIC_NOT_A_NUMBER',
+        `${valueName} read ${JSON.stringify(rawValue ?? null)} on output line ${line}, not a number: ${clip(text)}`,
+        {
+          hint: 'capture only the digits, e.g. total=(?<value>[0-9.]+)ms',
+        },
+      );
     }
     let step = this.count;
     if (stepName !== undefined) {
       const s = toNumber(rawStep);
       if (s === null || !Number.isInteger(s) || s < 0) {
-        throw new UserInputError('METRIC_BAD_STEP', `${stepName} read ${JSON.stringify(rawStep ?? null)} on output line ${line}, not a step index (a non-negative integer): ${clip(text)}`);
+        throw new UserInputError(
+          'METRIC_BAD_STEP',
+          `${stepName} read ${JSON.stringify(rawStep ?? null)} on output line ${line}, not a step index (a non-negative integer): ${clip(text)}`,
+        );
       }
       step = s;
     }
@@ -201,9 +214,13 @@ export function selectMeasured(
 ): MeasuredSteps {
   const path = opts.path ?? METRIC_SOURCE_PATH;
   if (samples.length === 0) {
-    throw new UserInputError('METRIC_NO_LINES', `${path}: the run printed no metric line (${opts.describe}); last output:\n${opts.tail || '(no output)'}`, {
-      hint: `check workload.run.cmd prints one line per step that ${path} matches`,
-    });
+    throw new UserInputError(
+      'METRIC_NO_LINES',
+      `${path}: the run printed no metric line (${opts.describe}); last output:\n${opts.tail || '(no output)'}`,
+      {
+        hint: `check workload.run.cmd prints one line per step that ${path} matches`,
+      },
+    );
   }
   const first = Math.max(opts.warmup, 1);
   const kept = samples.filter((s) => s.step >= first);
@@ -211,7 +228,9 @@ export function selectMeasured(
     throw new UserInputError(
       'METRIC_TOO_FEW_STEPS',
       `${path}: the run printed ${samples.length} metric line(s) (steps ${samples[0]!.step}..${samples[samples.length - 1]!.step}), ${kept.length} with step >= ${first}, but workload.steps is ${opts.steps} (${opts.describe})`,
-      { hint: 'make the command run warmup + steps steps (it gets ORCH_WARMUP and ORCH_STEPS), or lower workload.steps' },
+      {
+        hint: 'make the command run warmup + steps steps (it gets ORCH_WARMUP and ORCH_STEPS), or lower workload.steps',
+      },
     );
   }
   const used = kept.slice(0, opts.steps);

@@ -2,9 +2,10 @@
  * The only place that turns a compiled block job into graphrt requests, flags and environment
  * (native/PROTOCOL.md). The worker never spells a graphrt flag or request field itself.
  */
+
+import type { BlockArm, BlockJob } from './block-job.ts';
 import { OrchError } from './errors.ts';
 import { GRAPHRT_TOGGLES, type GraphrtToggle } from './graphrt-toggles.ts';
-import type { BlockArm, BlockJob } from './block-job.ts';
 
 export type NativeOp = 'rep' | 'identity' | 'probe';
 
@@ -65,7 +66,11 @@ export function nativeToggles(arm: BlockArm): Record<GraphrtToggle, boolean> {
   const out = {} as Record<GraphrtToggle, boolean>;
   for (const t of GRAPHRT_TOGGLES) {
     const v = arm.toggles[t] ?? false;
-    if (typeof v !== 'boolean') throw new OrchError('BLOCK_PAYLOAD_INVALID', `arm "${arm.name}": graphrt toggle ${t} is ${JSON.stringify(v)}, not a boolean`);
+    if (typeof v !== 'boolean')
+      throw new OrchError(
+        'BLOCK_PAYLOAD_INVALID',
+        `arm "${arm.name}": graphrt toggle ${t} is ${JSON.stringify(v)}, not a boolean`,
+      );
     out[t] = v;
   }
   return out;
@@ -87,7 +92,8 @@ export function toNativeRequest(job: BlockJob, arm: BlockArm, op: { op: NativeOp
   };
   if (op.op === 'identity') {
     // the replay count comes from the spec (gates.identity.replays, default in jobs/spec.ts) only
-    if (job.gates.identity === null) throw new Error(`toNativeRequest: identity op ${op.id} for block ${job.block}, whose identity gate is off`);
+    if (job.gates.identity === null)
+      throw new Error(`toNativeRequest: identity op ${op.id} for block ${job.block}, whose identity gate is off`);
     req.replays = job.gates.identity.replays;
   }
   return req;
@@ -106,7 +112,12 @@ export function toNativeProcess(job: BlockJob, placement: RankPlacement): Native
   const w = job.workload;
   if (w.runtime !== 'native') throw new Error(`toNativeProcess: workload runtime is "${w.runtime}", not native`);
   const backend = placement.backend === 'cpu' ? 'cpu' : w.backend;
-  const lock = placement.lockFd === undefined ? ['--card-lock', placement.lockPath] : placement.lockFd.flag ? ['--card-lock-fd', String(placement.lockFd.fd)] : [];
+  const lock =
+    placement.lockFd === undefined
+      ? ['--card-lock', placement.lockPath]
+      : placement.lockFd.flag
+        ? ['--card-lock-fd', String(placement.lockFd.fd)]
+        : [];
   const args = ['serve', '--backend', backend, ...lock];
   if (placement.world > 1) {
     args.push('--world', String(placement.world), '--rank', String(placement.rank));
@@ -115,7 +126,8 @@ export function toNativeProcess(job: BlockJob, placement: RankPlacement): Native
     if (rv?.publish !== undefined) args.push('--rendezvous-publish', rv.publish);
   }
   const env: Record<string, string> = { CUDA_VISIBLE_DEVICES: placement.backend === 'cpu' ? '' : placement.uuid };
-  if (placement.world > 1 && placement.rendezvous?.secret !== undefined) env.GRAPHRT_RENDEZVOUS_SECRET = placement.rendezvous.secret;
+  if (placement.world > 1 && placement.rendezvous?.secret !== undefined)
+    env.GRAPHRT_RENDEZVOUS_SECRET = placement.rendezvous.secret;
   return { args, env };
 }
 
@@ -138,7 +150,24 @@ export interface ChainFloorRequest {
  */
 export function toChainFloorRun(r: ChainFloorRequest): NativeProcess {
   return {
-    args: ['run', '--backend', r.backend, '--card-lock-fd', String(r.lockFd), '--workload', 'chain', '--kernels', String(r.kernels), '--graph', '--warmup', String(r.warmup), '--steps', String(r.steps), '--arm', 'graph-node-floor'],
+    args: [
+      'run',
+      '--backend',
+      r.backend,
+      '--card-lock-fd',
+      String(r.lockFd),
+      '--workload',
+      'chain',
+      '--kernels',
+      String(r.kernels),
+      '--graph',
+      '--warmup',
+      String(r.warmup),
+      '--steps',
+      String(r.steps),
+      '--arm',
+      'graph-node-floor',
+    ],
     env: { CUDA_VISIBLE_DEVICES: r.backend === 'cpu' ? '' : r.uuid },
   };
 }

@@ -18,7 +18,13 @@ export const MAX_EXCHANGE_BYTES = 4096;
 /** Exchanges per rank per attempt: a 17th is a protocol fault. */
 export const MAX_EXCHANGES = 16;
 
-const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64').refine((s) => Buffer.from(s, 'base64').length <= MAX_EXCHANGE_BYTES, `at most ${MAX_EXCHANGE_BYTES} bytes once decoded`);
+const base64 = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64')
+  .refine(
+    (s) => Buffer.from(s, 'base64').length <= MAX_EXCHANGE_BYTES,
+    `at most ${MAX_EXCHANGE_BYTES} bytes once decoded`,
+  );
 
 export const OrchRankExchangeSchema = z.strictObject({
   v: z.literal(1),
@@ -30,5 +36,7 @@ export type OrchRankExchange = z.infer<typeof OrchRankExchangeSchema>;
 
 /** The stdin line answering an exchange: rank 0's bytes, or why there are none. */
 export function exchangeAnswer(key: string, result: { data: Buffer } | { error: string }): string {
-  return 'data' in result ? JSON.stringify({ v: 1, op: 'exchange', key, data: result.data.toString('base64') }) : JSON.stringify({ v: 1, op: 'exchange', key, error: result.error });
+  return 'data' in result
+    ? JSON.stringify({ v: 1, op: 'exchange', key, data: result.data.toString('base64') })
+    : JSON.stringify({ v: 1, op: 'exchange', key, error: result.error });
 }

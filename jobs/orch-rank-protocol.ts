@@ -7,10 +7,14 @@
  */
 import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
-import { repLineCore } from './rep-line.ts';
 import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
-import { ORCH_RANK_ERROR_CODE_NAMES, ORCH_RANK_PROTOCOL_NAME, RANK_PROTOCOL_VERSION } from './rank-protocol-constants.ts';
 import { OrchRankExchangeSchema } from './orch-rank-exchange.ts';
+import {
+  ORCH_RANK_ERROR_CODE_NAMES,
+  ORCH_RANK_PROTOCOL_NAME,
+  RANK_PROTOCOL_VERSION,
+} from './rank-protocol-constants.ts';
+import { repLineCore } from './rep-line.ts';
 import { describeIssues } from './schema-issues.ts';
 
 export const ORCH_RANK_PROTOCOL = ORCH_RANK_PROTOCOL_NAME;
@@ -33,7 +37,15 @@ const perStep = z.array(z.int().min(0));
  * counts and clocks"), or why nothing was counted: never zeros standing in for "not available".
  */
 export const LaunchCountsSchema = z.discriminatedUnion('source', [
-  z.strictObject({ source: z.literal('cupti'), kernels: perStep, captured: z.int().min(0), graphs: perStep, memcpy: perStep, memset: perStep, syncs: perStep }),
+  z.strictObject({
+    source: z.literal('cupti'),
+    kernels: perStep,
+    captured: z.int().min(0),
+    graphs: perStep,
+    memcpy: perStep,
+    memset: perStep,
+    syncs: perStep,
+  }),
   z.strictObject({ source: z.literal('none'), reason: z.string().min(1).max(1000) }),
 ]);
 export type LaunchCounts = z.infer<typeof LaunchCountsSchema>;
@@ -147,7 +159,15 @@ export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;
 export const OrchRankPreparedSchema = z.strictObject({ v, type: z.literal('prepared'), prepare_ms: ms });
 export type OrchRankPrepared = z.infer<typeof OrchRankPreparedSchema>;
 
-export const OrchRankLineSchema = z.discriminatedUnion('type', [OrchRankHelloSchema, OrchRankRepSchema, OrchRankIdentitySchema, OrchRankTraceSchema, OrchRankErrorSchema, OrchRankExchangeSchema, OrchRankPreparedSchema]);
+export const OrchRankLineSchema = z.discriminatedUnion('type', [
+  OrchRankHelloSchema,
+  OrchRankRepSchema,
+  OrchRankIdentitySchema,
+  OrchRankTraceSchema,
+  OrchRankErrorSchema,
+  OrchRankExchangeSchema,
+  OrchRankPreparedSchema,
+]);
 export type OrchRankLine = z.infer<typeof OrchRankLineSchema>;
 
 /** What a hello must say before the rest of it is read: another version's hello has other fields. */
@@ -164,15 +184,22 @@ export function parseOrchRankLine(raw: string): OrchRankLine {
   try {
     json = JSON.parse(rebaseTraceTimes(raw));
   } catch {
-    throw new Error(`not a JSON line of the orch-rank protocol (the program printed to its protocol stream; print to stderr, or let orch_rank move stdout there): ${raw.slice(0, 300)}`);
+    throw new Error(
+      `not a JSON line of the orch-rank protocol (the program printed to its protocol stream; print to stderr, or let orch_rank move stdout there): ${raw.slice(0, 300)}`,
+    );
   }
   const hello = VersionSchema.safeParse(json);
   if (hello.success && (hello.data.protocol !== ORCH_RANK_PROTOCOL || hello.data.version !== ORCH_RANK_VERSION)) {
-    throw new Error(`the program speaks ${JSON.stringify(hello.data.protocol)} version ${JSON.stringify(hello.data.version)}; this worker speaks ${ORCH_RANK_PROTOCOL} version ${ORCH_RANK_VERSION} (build the program against this checkout's ranklib/)`);
+    throw new Error(
+      `the program speaks ${JSON.stringify(hello.data.protocol)} version ${JSON.stringify(hello.data.version)}; this worker speaks ${ORCH_RANK_PROTOCOL} version ${ORCH_RANK_VERSION} (build the program against this checkout's ranklib/)`,
+    );
   }
   const r = OrchRankLineSchema.safeParse(json);
   if (!r.success) {
-    const type = typeof json === 'object' && json !== null && typeof (json as { type?: unknown }).type === 'string' ? (json as { type: string }).type : '';
+    const type =
+      typeof json === 'object' && json !== null && typeof (json as { type?: unknown }).type === 'string'
+        ? (json as { type: string }).type
+        : '';
     // the first few issues and their count: a trace of 5 000 kernels can break one rule 10 000 times
     throw new Error(`not an orch-rank line: ${describeIssues(r.error, type, 3)}`);
   }
@@ -200,7 +227,10 @@ export function rebaseTraceTimes(raw: string): string {
   }
   if (!big || min === null) return raw;
   const origin = min;
-  return raw.replace(TRACE_TIME, (_, key: string, digits: string) => `"${key}":${(BigInt(digits) - origin).toString()}`);
+  return raw.replace(
+    TRACE_TIME,
+    (_, key: string, digits: string) => `"${key}":${(BigInt(digits) - origin).toString()}`,
+  );
 }
 
 /** The host phase's `open`: the rank's devices, after which it runs setup() and says hello. */
@@ -209,12 +239,16 @@ export function orchRankOpen(devices: string): string {
 }
 
 /** One request line: a rep, a trace probe's trace (a rep's fields), or the identity gate of `job.gates.identity`'s toggle. */
-export function orchRankRequest(job: BlockJob, op: { id: string; op: 'rep' | 'identity' | 'probe' | 'trace'; arm: BlockArm }): string {
+export function orchRankRequest(
+  job: BlockJob,
+  op: { id: string; op: 'rep' | 'identity' | 'probe' | 'trace'; arm: BlockArm },
+): string {
   const common = { v: 1, id: op.id, op: op.op, arm: op.arm.name, toggles: op.arm.toggles, seed: 1 };
   if (op.op === 'rep' || op.op === 'trace') return JSON.stringify({ ...common, warmup: job.warmup, steps: job.steps });
   if (op.op === 'identity') {
     const gate = job.gates.identity;
-    if (gate === null || gate.toggle === undefined) throw new Error(`orchRankRequest: identity op ${op.id} for block ${job.block}, whose gate names no toggle`);
+    if (gate === null || gate.toggle === undefined)
+      throw new Error(`orchRankRequest: identity op ${op.id} for block ${job.block}, whose gate names no toggle`);
     return JSON.stringify({ ...common, toggle: gate.toggle, replays: gate.replays });
   }
   throw new Error(`orchRankRequest: a resident command rank has no ${op.op} op`);

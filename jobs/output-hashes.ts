@@ -21,12 +21,18 @@ export interface IdentityVerdict {
  * Compares eager step k with graph replay k for k = 1..replays. A missing step or output counts as
  * a difference (a program that hashed fewer replays than asked did not show identity).
  */
-export function compareIdentity(eager: readonly StepHashes[], graph: readonly StepHashes[], replays: number, outputs: readonly string[]): IdentityVerdict {
+export function compareIdentity(
+  eager: readonly StepHashes[],
+  graph: readonly StepHashes[],
+  replays: number,
+  outputs: readonly string[],
+): IdentityVerdict {
   for (let k = 0; k < replays; k++) {
     const e = eager[k];
     const g = graph[k];
     const names = [...new Set([...outputs, ...Object.keys(e ?? {}), ...Object.keys(g ?? {})])];
-    const bad = e === undefined || g === undefined ? (names[0] ?? null) : (names.find((n) => e[n] !== g[n]) ?? undefined);
+    const bad =
+      e === undefined || g === undefined ? (names[0] ?? null) : (names.find((n) => e[n] !== g[n]) ?? undefined);
     if (bad !== undefined) return { pass: false, first_bad_replay: k + 1, first_bad_output: bad };
   }
   return { pass: true, first_bad_replay: null, first_bad_output: null };
@@ -37,6 +43,9 @@ export function compareIdentity(eager: readonly StepHashes[], graph: readonly St
  * that keep one hash per step as graphrt's do.
  */
 export function stepHash(step: StepHashes): string {
-  const text = Object.keys(step).sort().map((n) => `${n}=${step[n]}`).join('\n');
+  const text = Object.keys(step)
+    .sort()
+    .map((n) => `${n}=${step[n]}`)
+    .join('\n');
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }

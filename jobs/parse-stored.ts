@@ -10,7 +10,8 @@ import { OrchError } from './errors.ts';
 import { quoteLine } from './line-limit.ts';
 import { describeIssues } from './schema-issues.ts';
 
-const HINT = 'the record was written by hand or by another orch version: delete it (or write it again as its schema says)';
+const HINT =
+  'the record was written by hand or by another orch version: delete it (or write it again as its schema says)';
 
 /** `raw` (JSON text read from `where`: a key and field, a file) through `schema`. */
 export function parseStored<S extends z.ZodType>(schema: S, raw: string, where: string): z.infer<S> {
@@ -28,5 +29,8 @@ export function checkStored<S extends z.ZodType>(schema: S, value: unknown, wher
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const shown = raw ?? JSON.stringify(value) ?? String(value);
-  throw new OrchError('STORED_RECORD_INVALID', `${where}: ${describeIssues(r.error)}: ${quoteLine(shown)}`, { hint: HINT, cause: r.error });
+  throw new OrchError('STORED_RECORD_INVALID', `${where}: ${describeIssues(r.error)}: ${quoteLine(shown)}`, {
+    hint: HINT,
+    cause: r.error,
+  });
 }

@@ -22,7 +22,14 @@ const counted = { kernels: count, captured: count, graphs: count, memcpy: count,
 /** The most steps the library keeps per process (orch_nvtx.cpp kMaxSteps). */
 const MAX_RANGE_STEPS = 10000;
 const perStep = z.array(count).max(MAX_RANGE_STEPS);
-const perStepCounted = { kernels: perStep, captured: perStep, graphs: perStep, memcpy: perStep, memset: perStep, syncs: perStep };
+const perStepCounted = {
+  kernels: perStep,
+  captured: perStep,
+  graphs: perStep,
+  memcpy: perStep,
+  memset: perStep,
+  syncs: perStep,
+};
 const flag = z.union([z.literal(0), z.literal(1)]);
 
 /** One line of ORCH_INJECT_REPORT, as liborch_inject.so writes it at a process's exit. */
@@ -82,10 +89,24 @@ const MAX_REPORT_LINES = 1000;
  * The rep's counts from its report file's text (null: no file, so no CUDA process loaded the
  * library), or why there are none: never zeros standing in for "not counted".
  */
-export function perRepCounts(text: string | null, steps: number, file: string, range: StepRange | null = null): PerRepLaunchCounts | NoCounts {
-  if (text === null || text.trim() === '') return { source: 'none', reason: "no process of the rep loaded orch's injection library (the CUDA driver loads it at cuInit: no CUDA in the program, or a process that ended without running its exit handlers)" };
+export function perRepCounts(
+  text: string | null,
+  steps: number,
+  file: string,
+  range: StepRange | null = null,
+): PerRepLaunchCounts | NoCounts {
+  if (text === null || text.trim() === '')
+    return {
+      source: 'none',
+      reason:
+        "no process of the rep loaded orch's injection library (the CUDA driver loads it at cuInit: no CUDA in the program, or a process that ended without running its exit handlers)",
+    };
   const lines = text.split('\n').filter((l) => l.trim() !== '');
-  if (lines.length > MAX_REPORT_LINES) return { source: 'none', reason: `${file}: ${lines.length} processes reported counts, more than the ${MAX_REPORT_LINES} read` };
+  if (lines.length > MAX_REPORT_LINES)
+    return {
+      source: 'none',
+      reason: `${file}: ${lines.length} processes reported counts, more than the ${MAX_REPORT_LINES} read`,
+    };
   const reports = [];
   for (const [i, line] of lines.entries()) {
     let json: unknown;
@@ -95,15 +116,32 @@ export function perRepCounts(text: string | null, steps: number, file: string, r
       return { source: 'none', reason: `${file} line ${i + 1}: not a JSON line of orch's injection library` };
     }
     const r = InjectExitReportSchema.safeParse(json);
-    if (!r.success) return { source: 'none', reason: `${file} line ${i + 1}: not the injection library's exit report (${r.error.issues[0]?.message ?? 'invalid'})` };
+    if (!r.success)
+      return {
+        source: 'none',
+        reason: `${file} line ${i + 1}: not the injection library's exit report (${r.error.issues[0]?.message ?? 'invalid'})`,
+      };
     reports.push(r.data);
   }
   const live = reports.filter((r) => r.initialized === 1);
-  if (live.length === 0) return { source: 'none', reason: `${reports[0]?.status ?? 'not counted'}${range === null ? '' : rangeSeen(reports, range.name)}` };
+  if (live.length === 0)
+    return {
+      source: 'none',
+      reason: `${reports[0]?.status ?? 'not counted'}${range === null ? '' : rangeSeen(reports, range.name)}`,
+    };
   if (range !== null) return rangeCounts(live, range, file);
   if (steps <= 0) return { source: 'none', reason: 'the rep reported no steps to divide its counts by' };
   const sum = (k: keyof typeof counted) => live.reduce((s, r) => s + r[k], 0);
-  return { source: 'cupti-rep', steps, kernels: sum('kernels'), captured: sum('captured'), graphs: sum('graphs'), memcpy: sum('memcpy'), memset: sum('memset'), syncs: sum('syncs') };
+  return {
+    source: 'cupti-rep',
+    steps,
+    kernels: sum('kernels'),
+    captured: sum('captured'),
+    graphs: sum('graphs'),
+    memcpy: sum('memcpy'),
+    memset: sum('memset'),
+    syncs: sum('syncs'),
+  };
 }
 
 /** What the NVTX side saw, for a rep whose counts are missing anyway: " (NVTX range "x": N steps delimited, middle step M ms)". */
@@ -121,27 +159,55 @@ function rangeSeen(reports: InjectExitReport[], name: string): string {
 function rangeCounts(live: InjectExitReport[], range: StepRange, file: string): PerRepLaunchCounts | NoCounts {
   const name = JSON.stringify(range.name);
   const delimited = live.filter((r) => r.step_range !== undefined);
-  if (delimited.length === 0) return { source: 'none', reason: `${file}: the injection library reported no NVTX steps (a library built before NVTX step ranges: rebuild native/)` };
+  if (delimited.length === 0)
+    return {
+      source: 'none',
+      reason: `${file}: the injection library reported no NVTX steps (a library built before NVTX step ranges: rebuild native/)`,
+    };
   if (!delimited.some((r) => r.nvtx === 1)) {
-    return { source: 'none', reason: `NVTX never loaded orch's injection library, so no range ${name} was seen: the program made no NVTX call (nvtxRangePushA, torch.cuda.nvtx.range_push), or NVTX_INJECTION64_PATH did not reach it` };
+    return {
+      source: 'none',
+      reason: `NVTX never loaded orch's injection library, so no range ${name} was seen: the program made no NVTX call (nvtxRangePushA, torch.cuda.nvtx.range_push), or NVTX_INJECTION64_PATH did not reach it`,
+    };
   }
-  const steps = { kernels: [] as number[], captured: [] as number[], graphs: [] as number[], memcpy: [] as number[], memset: [] as number[], syncs: [] as number[] };
+  const steps = {
+    kernels: [] as number[],
+    captured: [] as number[],
+    graphs: [] as number[],
+    memcpy: [] as number[],
+    memset: [] as number[],
+    syncs: [] as number[],
+  };
   for (const r of delimited) {
     const c = r.range_counts;
     const n = r.range_steps ?? 0;
-    if (c === undefined || Object.values(c).some((xs) => xs.length !== n)) return { source: 'none', reason: `${file}: the NVTX step counts do not match range_steps ${n}` };
+    if (c === undefined || Object.values(c).some((xs) => xs.length !== n))
+      return { source: 'none', reason: `${file}: the NVTX step counts do not match range_steps ${n}` };
     for (const k of Object.keys(steps) as (keyof typeof steps)[]) steps[k].push(...c[k]);
   }
   const seen = steps.kernels.length;
   if (seen === 0) {
     const others = [...new Set(delimited.flatMap((r) => r.other_ranges ?? []))];
-    return { source: 'none', reason: `no NVTX range ${name} was pushed and popped (or started and ended) in the rep; ranges seen: ${others.length === 0 ? 'none' : others.map((o) => JSON.stringify(o)).join(', ')}` };
+    return {
+      source: 'none',
+      reason: `no NVTX range ${name} was pushed and popped (or started and ended) in the rep; ranges seen: ${others.length === 0 ? 'none' : others.map((o) => JSON.stringify(o)).join(', ')}`,
+    };
   }
-  if (seen <= range.excluded) return { source: 'none', reason: `all ${seen} NVTX ranges ${name} fall in the warm-up (the rep's first ${range.excluded} steps are excluded)` };
+  if (seen <= range.excluded)
+    return {
+      source: 'none',
+      reason: `all ${seen} NVTX ranges ${name} fall in the warm-up (the rep's first ${range.excluded} steps are excluded)`,
+    };
   const measured = (xs: number[]) => xs.slice(range.excluded);
   return {
-    source: 'cupti-nvtx', range: range.name, warmup: range.excluded,
-    kernels: measured(steps.kernels), captured: measured(steps.captured).reduce((s, x) => s + x, 0), graphs: measured(steps.graphs),
-    memcpy: measured(steps.memcpy), memset: measured(steps.memset), syncs: measured(steps.syncs),
+    source: 'cupti-nvtx',
+    range: range.name,
+    warmup: range.excluded,
+    kernels: measured(steps.kernels),
+    captured: measured(steps.captured).reduce((s, x) => s + x, 0),
+    graphs: measured(steps.graphs),
+    memcpy: measured(steps.memcpy),
+    memset: measured(steps.memset),
+    syncs: measured(steps.syncs),
   };
 }

@@ -16,10 +16,11 @@
  * `order: random`: every round is a shuffle of the arms drawn from mulberry32(seed).
  * Either way every arm appears exactly `reps` times in every block.
  */
-import type { Spec } from './spec.ts';
-import { mulberry32, shuffled } from './seeded-random.ts';
-import { williamsRows } from './williams.ts';
+
 import { referenceArmName } from './compile-builds.ts';
+import { mulberry32, shuffled } from './seeded-random.ts';
+import type { Spec } from './spec.ts';
+import { williamsRows } from './williams.ts';
 
 export interface Arm {
   name: string;
@@ -66,7 +67,10 @@ export function planExperiment(spec: Spec, hash: string): Plan {
   const { arms, control } = planArms(spec);
   const names = arms.map((a) => a.name);
   const count = plannedBlockCount(spec);
-  const blocks = spec.order === 'random' ? randomBlocks(names, spec.reps, count, spec.seed ?? 0) : balancedBlocks(names, spec.reps, count);
+  const blocks =
+    spec.order === 'random'
+      ? randomBlocks(names, spec.reps, count, spec.seed ?? 0)
+      : balancedBlocks(names, spec.reps, count);
   return {
     hash,
     name: spec.name,
@@ -95,7 +99,9 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
   let arms: Arm[];
   switch (spec.design) {
     case 'ab':
-      arms = (spec.arms ?? []).map((a) => withBuild({ name: a.name, toggles: { ...a.toggles } }, a.build ?? spec.build));
+      arms = (spec.arms ?? []).map((a) =>
+        withBuild({ name: a.name, toggles: { ...a.toggles } }, a.build ?? spec.build),
+      );
       break;
     case 'leave-one-out':
       arms = [
@@ -106,7 +112,8 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
       break;
     case 'sweep': {
       const sweep = spec.sweep;
-      if (sweep === undefined) throw new Error('planArms: design sweep without a sweep section (compileSpec rejects this)');
+      if (sweep === undefined)
+        throw new Error('planArms: design sweep without a sweep section (compileSpec rejects this)');
       arms = sweep.values.map((v) =>
         sweep.param !== undefined
           ? { name: `${sweep.param}-${v}`, toggles: all(true), params: { [sweep.param]: Number(v) } }
@@ -116,7 +123,10 @@ export function planArms(spec: Spec): { arms: Arm[]; control: string } {
     }
     case 'probe':
       // the trace probe of a resident rank traces the arms it names (compile-spec.ts completes them)
-      arms = spec.arms === undefined ? [{ name: 'probe', toggles: all(true) }] : spec.arms.map((a) => ({ name: a.name, toggles: { ...a.toggles } }));
+      arms =
+        spec.arms === undefined
+          ? [{ name: 'probe', toggles: all(true) }]
+          : spec.arms.map((a) => ({ name: a.name, toggles: { ...a.toggles } }));
       break;
   }
   if (spec.design !== 'ab') arms = arms.map((a) => withBuild(a, spec.build));
@@ -159,7 +169,9 @@ export function balancedBlocks(names: string[], reps: number, count: number): Pl
   const offset = (b: number) => (reps % R === 0 ? b % R : (b * reps) % R);
   return Array.from({ length: count }, (_, b) => ({
     index: b,
-    sequence: Array.from({ length: reps }, (_, r) => (rows[(offset(b) + r) % R] as number[]).map((i) => names[i] as string)).flat(),
+    sequence: Array.from({ length: reps }, (_, r) =>
+      (rows[(offset(b) + r) % R] as number[]).map((i) => names[i] as string),
+    ).flat(),
   }));
 }
 

@@ -7,8 +7,8 @@
  * (store/lua/commit-probes.lua); only the record of the block's committed attempt is read.
  */
 import { z } from 'zod';
-import { GRAPHRT_PROBES } from './graphrt-protocol.ts';
 import { ChainFloorRunSchema } from './chain-floor-run.ts';
+import { GRAPHRT_PROBES } from './graphrt-protocol.ts';
 import { OrchRankTraceSchema } from './orch-rank-protocol.ts';
 import { RepIdentitySchema } from './rep-result.ts';
 

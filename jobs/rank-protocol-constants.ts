@@ -20,7 +20,16 @@ export const ORCH_RANK_PROTOCOL_NAME = 'orch-rank';
 export const RANK_LINE_MAX_BYTES = 1024 * 1024;
 
 /** graphrt's toggles (request `toggles` keys), in graphrt's order (native/src/request.cpp). */
-export const GRAPHRT_TOGGLE_NAMES = ['graph', 'pdl', 'overlap', 'split_combine', 'pin', 'freeze_pointer', 'lazy_init', 'allreduce'] as const;
+export const GRAPHRT_TOGGLE_NAMES = [
+  'graph',
+  'pdl',
+  'overlap',
+  'split_combine',
+  'pin',
+  'freeze_pointer',
+  'lazy_init',
+  'allreduce',
+] as const;
 /** The keys of graphrt hello's `features`: what a build can do on its backend. */
 export const GRAPHRT_FEATURE_NAMES = ['graph', 'pdl', 'overlap', 'collectives'] as const;
 
@@ -47,7 +56,14 @@ export const GRAPHRT_EXIT_CODE_TABLE = {
 export const RANK_LIBRARY_EXIT_CODES = { OK: 0, FAILED: 1, USER_ERROR: 2 } as const;
 
 /** The `code` of a rank library's `error` line. */
-export const ORCH_RANK_ERROR_CODE_NAMES = ['BAD_REQUEST', 'UNKNOWN_TOGGLE', 'CAPTURE_FAILED', 'STEP_FAILED', 'INTERNAL', 'PREPARE_TOUCHED_CUDA'] as const;
+export const ORCH_RANK_ERROR_CODE_NAMES = [
+  'BAD_REQUEST',
+  'UNKNOWN_TOGGLE',
+  'CAPTURE_FAILED',
+  'STEP_FAILED',
+  'INTERNAL',
+  'PREPARE_TOUCHED_CUDA',
+] as const;
 
 /**
  * A toggle's value reads as on when it is `true` or one of these strings (a swept toggle's value);
@@ -90,7 +106,17 @@ export const INJECT_ABI = {
   reportEnv: 'ORCH_INJECT_REPORT',
   stepRangeEnv: 'ORCH_INJECT_STEP_RANGE',
   countsFields: ['abi', 'initialized', 'kernels', 'captured', 'graphs', 'memcpy', 'memset', 'syncs'],
-  symbols: ['orch_inject_read', 'orch_inject_status', 'orch_inject_clocks', 'orch_inject_reason_name', 'orch_inject_ecc', 'orch_inject_tracing', 'orch_inject_timestamp', 'orch_inject_kernels', 'orch_inject_graphs'],
+  symbols: [
+    'orch_inject_read',
+    'orch_inject_status',
+    'orch_inject_clocks',
+    'orch_inject_reason_name',
+    'orch_inject_ecc',
+    'orch_inject_tracing',
+    'orch_inject_timestamp',
+    'orch_inject_kernels',
+    'orch_inject_graphs',
+  ],
 } as const;
 
 /** Whether a toggle's value reads as on (TOGGLE_ON_STRINGS); absent is off. */

@@ -5,7 +5,13 @@
  * the requests, the exchange and the host phase's lines are defined here.
  */
 import { z } from 'zod';
-import { OrchRankErrorSchema, OrchRankHelloSchema, OrchRankIdentitySchema, OrchRankRepSchema, OrchRankTraceSchema } from './orch-rank-protocol.ts';
+import {
+  OrchRankErrorSchema,
+  OrchRankHelloSchema,
+  OrchRankIdentitySchema,
+  OrchRankRepSchema,
+  OrchRankTraceSchema,
+} from './orch-rank-protocol.ts';
 import {
   EXCHANGE_LIMITS,
   GRAPHRT_EXIT_CODE_TABLE,
@@ -25,18 +31,41 @@ const v = z.literal(RANK_PROTOCOL_VERSION);
 const toggles = z.record(z.string().min(1), z.union([z.boolean(), z.string()]));
 const common = { v, id: z.string(), arm: z.string(), toggles, seed: z.int().min(0).optional() };
 
-export const RankRepRequestSchema = z.strictObject({ ...common, op: z.literal('rep'), type: z.literal('rep').optional(), warmup: z.int().min(0), steps: z.int().min(1) });
+export const RankRepRequestSchema = z.strictObject({
+  ...common,
+  op: z.literal('rep'),
+  type: z.literal('rep').optional(),
+  warmup: z.int().min(0),
+  steps: z.int().min(1),
+});
 export type RankRepRequest = z.infer<typeof RankRepRequestSchema>;
-export const RankTraceRequestSchema = z.strictObject({ ...common, op: z.literal('trace'), type: z.literal('trace').optional(), warmup: z.int().min(0), steps: z.int().min(1) });
+export const RankTraceRequestSchema = z.strictObject({
+  ...common,
+  op: z.literal('trace'),
+  type: z.literal('trace').optional(),
+  warmup: z.int().min(0),
+  steps: z.int().min(1),
+});
 export type RankTraceRequest = z.infer<typeof RankTraceRequestSchema>;
-export const RankIdentityRequestSchema = z.strictObject({ ...common, op: z.literal('identity'), type: z.literal('identity').optional(), toggle: z.string(), replays: z.int().min(1) });
+export const RankIdentityRequestSchema = z.strictObject({
+  ...common,
+  op: z.literal('identity'),
+  type: z.literal('identity').optional(),
+  toggle: z.string(),
+  replays: z.int().min(1),
+});
 export type RankIdentityRequest = z.infer<typeof RankIdentityRequestSchema>;
 
 const exchangeKey = z.string().regex(new RegExp(EXCHANGE_LIMITS.keyPattern));
 const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
 
 /** rank → worker: rank 0's bytes (base64, at most EXCHANGE_LIMITS.maxBytes decoded), null on every other rank. */
-export const RankExchangeLineSchema = z.strictObject({ v, type: z.literal('exchange'), key: exchangeKey, data: base64.nullable() });
+export const RankExchangeLineSchema = z.strictObject({
+  v,
+  type: z.literal('exchange'),
+  key: exchangeKey,
+  data: base64.nullable(),
+});
 export type RankExchangeLine = z.infer<typeof RankExchangeLineSchema>;
 /** worker → rank: rank 0's bytes, or why there are none. */
 export const RankExchangeReplySchema = z.union([
@@ -70,9 +99,11 @@ const MESSAGES = {
 /** protocol.json's content: every fact and every message shape (JSON Schema), in a stable order. */
 export function rankProtocolDescription(): Record<string, unknown> {
   const messages: Record<string, unknown> = {};
-  for (const [name, schema] of Object.entries(MESSAGES)) messages[name] = z.toJSONSchema(schema, { unrepresentable: 'any' });
+  for (const [name, schema] of Object.entries(MESSAGES))
+    messages[name] = z.toJSONSchema(schema, { unrepresentable: 'any' });
   return {
-    about: 'The rank protocol described once: generated from jobs/rank-protocol-description.ts by `npm run gen:protocol`; do not edit.',
+    about:
+      'The rank protocol described once: generated from jobs/rank-protocol-description.ts by `npm run gen:protocol`; do not edit.',
     protocol: ORCH_RANK_PROTOCOL_NAME,
     version: RANK_PROTOCOL_VERSION,
     limits: { line_max_bytes: RANK_LINE_MAX_BYTES },

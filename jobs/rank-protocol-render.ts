@@ -3,7 +3,7 @@
  * as text: pure, so that scripts/gen-protocol.ts writes them and test/conformance/
  * generated-files.test.ts compares them byte for byte with what is committed.
  */
-import { rankProtocolDescription } from './rank-protocol-description.ts';
+
 import {
   EXCHANGE_LIMITS,
   GRAPHRT_EXIT_CODE_TABLE,
@@ -16,6 +16,7 @@ import {
   RANK_PROTOCOL_VERSION,
   TOGGLE_ON_STRINGS,
 } from './rank-protocol-constants.ts';
+import { rankProtocolDescription } from './rank-protocol-description.ts';
 
 const NOTICE = 'generated from jobs/rank-protocol-constants.ts by `npm run gen:protocol`; do not edit';
 
@@ -89,7 +90,8 @@ export function renderCppSection(): string {
 export function withCppSection(header: string): string {
   const begin = header.indexOf(CPP_SECTION_BEGIN);
   const end = header.indexOf(CPP_SECTION_END);
-  if (begin === -1 || end === -1 || end < begin) throw new Error(`${GENERATED_PATHS.cpp}: the generated section's marker lines are missing`);
+  if (begin === -1 || end === -1 || end < begin)
+    throw new Error(`${GENERATED_PATHS.cpp}: the generated section's marker lines are missing`);
   return header.slice(0, begin) + renderCppSection() + header.slice(end + CPP_SECTION_END.length);
 }
 

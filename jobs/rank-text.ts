@@ -26,7 +26,15 @@ function visible(ch: string): string {
   if (named !== undefined) return named;
   const c = ch.codePointAt(0) ?? 0;
   if (c < 0x20 || c === 0x7f) return `\\x${c.toString(16).padStart(2, '0')}`;
-  if ((c >= 0x80 && c <= 0x9f) || (c >= 0xd800 && c <= 0xdfff) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c === 0x200e || c === 0x200f || c === 0x061c) {
+  if (
+    (c >= 0x80 && c <= 0x9f) ||
+    (c >= 0xd800 && c <= 0xdfff) ||
+    (c >= 0x202a && c <= 0x202e) ||
+    (c >= 0x2066 && c <= 0x2069) ||
+    c === 0x200e ||
+    c === 0x200f ||
+    c === 0x061c
+  ) {
     return `\\u${c.toString(16).padStart(4, '0')}`;
   }
   return ch;
@@ -71,5 +79,8 @@ export function escapeRankText(s: string, maxBytes: number = RANK_TEXT_MAX_BYTES
     kept++;
   }
   const cutAt = pieces[kept]?.from ?? s.length;
-  return `${pieces.slice(0, kept).map((p) => p.text).join('')} … [cut: ${Buffer.byteLength(s.slice(cutAt))} more bytes]`;
+  return `${pieces
+    .slice(0, kept)
+    .map((p) => p.text)
+    .join('')} … [cut: ${Buffer.byteLength(s.slice(cutAt))} more bytes]`;
 }

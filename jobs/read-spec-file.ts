@@ -4,7 +4,7 @@
  * `orch.spec_file.bytes`, and UTF-8 text (a binary file is named as such, never echoed). Each
  * refusal is a SpecError naming the file, so `orch validate` lists it with the others.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from 'node:fs';
 import { SpecError } from './errors.ts';
 import { LIMITS, LIMITS_FILE } from './limits.ts';
 
@@ -15,7 +15,8 @@ export function readSpecFile(file: string): string {
   const refuse = (message: string, fix: string, line: number | null = null): never => {
     throw new SpecError([{ file, line, path: '', message, fix }]);
   };
-  const failed = (err: unknown): never => refuse(`cannot read the file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'check the path');
+  const failed = (err: unknown): never =>
+    refuse(`cannot read the file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'check the path');
   // stat first, so a device or a FIFO is refused without being opened at all.
   let before: Stats;
   try {
@@ -81,7 +82,8 @@ function readAtMost(fd: number, max: number): Buffer {
 
 function decodeText(bytes: Buffer, refuse: Refuse): string {
   const nul = bytes.indexOf(0);
-  if (nul >= 0) refuse(`is a binary file (a NUL byte at offset ${nul}), not YAML text`, 'pass the path of a YAML spec file');
+  if (nul >= 0)
+    refuse(`is a binary file (a NUL byte at offset ${nul}), not YAML text`, 'pass the path of a YAML spec file');
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
@@ -102,8 +104,24 @@ function firstInvalidUtf8(bytes: Buffer): number {
   let i = 0;
   while (i < bytes.length) {
     const b = bytes[i]!;
-    const [n, lo, hi] = b < 0x80 ? [0, 0, 0] : b >= 0xc2 && b <= 0xdf ? [1, 0x80, 0xbf] : b === 0xe0 ? [2, 0xa0, 0xbf] : b === 0xed ? [2, 0x80, 0x9f]
-      : b >= 0xe1 && b <= 0xef ? [2, 0x80, 0xbf] : b === 0xf0 ? [3, 0x90, 0xbf] : b >= 0xf1 && b <= 0xf3 ? [3, 0x80, 0xbf] : b === 0xf4 ? [3, 0x80, 0x8f] : [-1, 0, 0];
+    const [n, lo, hi] =
+      b < 0x80
+        ? [0, 0, 0]
+        : b >= 0xc2 && b <= 0xdf
+          ? [1, 0x80, 0xbf]
+          : b === 0xe0
+            ? [2, 0xa0, 0xbf]
+            : b === 0xed
+              ? [2, 0x80, 0x9f]
+              : b >= 0xe1 && b <= 0xef
+                ? [2, 0x80, 0xbf]
+                : b === 0xf0
+                  ? [3, 0x90, 0xbf]
+                  : b >= 0xf1 && b <= 0xf3
+                    ? [3, 0x80, 0xbf]
+                    : b === 0xf4
+                      ? [3, 0x80, 0x8f]
+                      : [-1, 0, 0];
     if (n < 0) return i;
     for (let k = 1; k <= n; k++) {
       const c = bytes[i + k];

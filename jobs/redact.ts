@@ -22,9 +22,13 @@ const SECRET_PARAM = new RegExp(`([?&;]${SECRET_NAME}=)[^&#\\s'"]*`, 'gi');
  * `name=value` words outside a URL that carry a secret: libpq's key/value connection strings
  * (`host=db password=x sslpassword=y`, quoted values included) and `--password=x` flags.
  */
-const SECRET_ASSIGNMENT = new RegExp(`(^|[\\s;,(])(-{0,2}${SECRET_NAME}\\s*=\\s*)(?:'(?:[^'\\\\]|\\\\.)*'|"[^"]*"|[^\\s;,)]+)`, 'gi');
+const SECRET_ASSIGNMENT = new RegExp(
+  `(^|[\\s;,(])(-{0,2}${SECRET_NAME}\\s*=\\s*)(?:'(?:[^'\\\\]|\\\\.)*'|"[^"]*"|[^\\s;,)]+)`,
+  'gi',
+);
 /** secrets as separate words of a command line or config */
-const SECRET_WORD = /\b(requirepass|masterauth|--requirepass|--pass|--password|AUTH)(\s+|=)(?:'[^']*'|"[^"]*"|\S+)((?:\s+)(?:'[^']*'|"[^"]*"|[^\s-]\S*))?/g;
+const SECRET_WORD =
+  /\b(requirepass|masterauth|--requirepass|--pass|--password|AUTH)(\s+|=)(?:'[^']*'|"[^"]*"|\S+)((?:\s+)(?:'[^']*'|"[^"]*"|[^\s-]\S*))?/g;
 
 /** The URL (or a text that starts with one) with its password and secret parameters masked. */
 export function redactUrl(url: string): string {
@@ -56,15 +60,19 @@ export function redactText(text: string): string {
     URL_START.lastIndex = end;
   }
   out += text.slice(last);
-  return maskAssignments(out).replace(SECRET_WORD, (_all, word: string, sep: string, second: string | undefined) =>
-    // `AUTH user pass`: both words may be secret; `AUTH pass`: one
-    `${word}${sep}${MASK}${second !== undefined && word === 'AUTH' ? ` ${MASK}` : second ?? ''}`,
+  return maskAssignments(out).replace(
+    SECRET_WORD,
+    (_all, word: string, sep: string, second: string | undefined) =>
+      // `AUTH user pass`: both words may be secret; `AUTH pass`: one
+      `${word}${sep}${MASK}${second !== undefined && word === 'AUTH' ? ` ${MASK}` : (second ?? '')}`,
   );
 }
 
 /** Secret `name=value` words outside URLs (a URL's parameters are masked already: `***` stays). */
 function maskAssignments(text: string): string {
-  return text.replace(SECRET_ASSIGNMENT, (all, lead: string, name: string) => (all.endsWith(MASK) ? all : `${lead}${name}${MASK}`));
+  return text.replace(SECRET_ASSIGNMENT, (all, lead: string, name: string) =>
+    all.endsWith(MASK) ? all : `${lead}${name}${MASK}`,
+  );
 }
 
 /** Whether a Redis URL carries a password (user info or a `password=` parameter). */

@@ -17,7 +17,7 @@ export function nestedQuantifier(source: string): string | null {
     if (c === '*' || c === '+') return 1;
     if (c === '{') {
       const m = /^\{(\d+)(,(\d*))?\}/.exec(source.slice(j));
-      if (m && (m[2] !== undefined && (m[3] === '' || Number(m[3]) > 1))) return m[0].length;
+      if (m && m[2] !== undefined && (m[3] === '' || Number(m[3]) > 1)) return m[0].length;
     }
     return 0;
   };
@@ -45,7 +45,8 @@ export function nestedQuantifier(source: string): string | null {
       i++;
       const q = quantifierAt(i);
       if (group && q > 0) {
-        if (group.repeats) return `the group ${source.slice(group.start, i)} repeats a repetition (${source.slice(group.start, i + q)})`;
+        if (group.repeats)
+          return `the group ${source.slice(group.start, i)} repeats a repetition (${source.slice(group.start, i + q)})`;
         markInner();
       } else if (group?.repeats) {
         markInner();

@@ -3,9 +3,9 @@
  * worker commits (worker/block-executor.ts), the result store reads back and the statistics use.
  */
 import { z } from 'zod';
-import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import { RankAnswerSchema } from './gang-rep.ts';
 import { RepSchema } from './graphrt-protocol.ts';
+import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import { RepRefSchema } from './rep-ref.ts';
 
 const count = z.int().min(0);

@@ -20,7 +20,11 @@ export interface Salvaged<T> {
   cut: PathSegment[][];
 }
 
-export function salvageParse<S extends z.ZodType>(schema: S, data: unknown, error: z.ZodError): Salvaged<z.infer<S>> | null {
+export function salvageParse<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  error: z.ZodError,
+): Salvaged<z.infer<S>> | null {
   if (typeof data !== 'object' || data === null) return null;
   const copy: unknown = structuredClone(data);
   const cut: PathSegment[][] = [];
@@ -31,7 +35,11 @@ export function salvageParse<S extends z.ZodType>(schema: S, data: unknown, erro
       const targets = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...path, k]) : [path];
       for (const target of targets) {
         // A required key already gone (taken out last round): its mapping goes, when that is optional.
-        const at = takeOut(copy, target) ? target : target.length > 1 && takeOut(copy, target.slice(0, -1)) ? target.slice(0, -1) : null;
+        const at = takeOut(copy, target)
+          ? target
+          : target.length > 1 && takeOut(copy, target.slice(0, -1))
+            ? target.slice(0, -1)
+            : null;
         if (at === null) return null;
         cut.push(at);
       }

@@ -11,7 +11,13 @@ export async function settleWithin(work: Promise<unknown>, ms: number): Promise<
     timer.unref();
   });
   try {
-    return await Promise.race([work.then(() => true, () => true), late]);
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -41,15 +41,31 @@ export function underSlurm(env: NodeJS.ProcessEnv): boolean {
 /** The allocation of the job this process runs in; the end from SLURM_JOB_END_TIME (seconds) when set, else `endFromSqueue`. */
 export function slurmAllocation(env: NodeJS.ProcessEnv, endFromSqueue: number | null): SlurmAllocation {
   const job = env.SLURM_JOB_ID ?? '';
-  if (job === '') throw new UserInputError('SLURM_ENV', 'orch worker --slurm on: SLURM_JOB_ID is not set (this process is not inside a Slurm job)', { hint: 'run it under srun or sbatch (orch slurm up does), or leave --slurm at auto' });
+  if (job === '')
+    throw new UserInputError(
+      'SLURM_ENV',
+      'orch worker --slurm on: SLURM_JOB_ID is not set (this process is not inside a Slurm job)',
+      { hint: 'run it under srun or sbatch (orch slurm up does), or leave --slurm at auto' },
+    );
   const node = env.SLURMD_NODENAME ?? env.SLURM_TOPOLOGY_ADDR ?? '';
-  if (node === '') throw new UserInputError('SLURM_ENV', `Slurm job ${job}: SLURMD_NODENAME is not set (a job step sets it)`, { hint: 'start the worker with srun inside the allocation, not from the batch script alone' });
-  const listed = (['SLURM_STEP_GPUS', 'SLURM_JOB_GPUS', 'CUDA_VISIBLE_DEVICES'] as const).find((k) => (env[k] ?? '').trim() !== '');
+  if (node === '')
+    throw new UserInputError('SLURM_ENV', `Slurm job ${job}: SLURMD_NODENAME is not set (a job step sets it)`, {
+      hint: 'start the worker with srun inside the allocation, not from the batch script alone',
+    });
+  const listed = (['SLURM_STEP_GPUS', 'SLURM_JOB_GPUS', 'CUDA_VISIBLE_DEVICES'] as const).find(
+    (k) => (env[k] ?? '').trim() !== '',
+  );
   const gpus = listed === undefined ? [] : gpuIndexes(listed, env[listed] ?? '');
   const endEnv = env.SLURM_JOB_END_TIME;
   const end = endEnv !== undefined && /^\d+$/.test(endEnv) ? Number(endEnv) * 1000 : endFromSqueue;
   return {
-    provenance: { job, nodes: env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST ?? node, partition: env.SLURM_JOB_PARTITION ?? '', node, end },
+    provenance: {
+      job,
+      nodes: env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST ?? node,
+      partition: env.SLURM_JOB_PARTITION ?? '',
+      node,
+      end,
+    },
     gpus,
     gpusFrom: listed ?? null,
   };
@@ -59,7 +75,9 @@ function gpuIndexes(name: string, value: string): number[] {
   const parts = value.split(',').map((s) => s.trim());
   const bad = parts.find((p) => !/^\d+$/.test(p));
   if (bad !== undefined) {
-    throw new UserInputError('SLURM_ENV', `${name}=${value}: "${bad}" is not a GPU index`, { hint: 'orch reads Slurm GRES indexes (SLURM_STEP_GPUS); a list of GPU UUIDs is not one — pass --cards with the UUIDs instead' });
+    throw new UserInputError('SLURM_ENV', `${name}=${value}: "${bad}" is not a GPU index`, {
+      hint: 'orch reads Slurm GRES indexes (SLURM_STEP_GPUS); a list of GPU UUIDs is not one — pass --cards with the UUIDs instead',
+    });
   }
   return parts.map(Number);
 }

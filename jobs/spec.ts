@@ -6,15 +6,14 @@
  * when a user spells a default out.
  */
 import { z } from 'zod';
+import { HYGIENE_POLICIES } from './clock-hygiene.ts';
+import { LIMITS, LIMITS_FILE } from './limits.ts';
+import { AcrossRunsSchema } from './spec-schema/across-runs.ts';
+import { boundedList, EnvValueSchema, intIn } from './spec-schema/bounded.ts';
+import { BuildsSchema, RepoSchema } from './spec-schema/builds.ts';
 import { CommandWorkloadSchema } from './spec-schema/command-workload.ts';
 import { NativeWorkloadSchema } from './spec-schema/native-workload.ts';
-import { LIMITS, LIMITS_FILE } from './limits.ts';
-import { boundedList, EnvValueSchema, intIn } from './spec-schema/bounded.ts';
 import { NAME_MAX_LENGTH, NameSchema, strictObject } from './spec-schema/strict-object.ts';
-import { BuildsSchema, RepoSchema } from './spec-schema/builds.ts';
-import { HYGIENE_POLICIES } from './clock-hygiene.ts';
-import { AcrossRunsSchema } from './spec-schema/across-runs.ts';
-
 
 export const DESIGNS = ['ab', 'leave-one-out', 'sweep', 'probe'] as const;
 export type Design = (typeof DESIGNS)[number];
@@ -41,7 +40,12 @@ export const SweepSchema = strictObject({
   param: z.string().min(1).optional(),
   toggle: z.string().min(1).optional(),
   /** Native param values are checked against graphrt's range in compile-spec (which param is known there). */
-  values: boundedList(z.union([z.int().positive(), z.string().min(1).max(NAME_MAX_LENGTH, { error: 'a value becomes part of an arm name; shorten it' })])).min(2),
+  values: boundedList(
+    z.union([
+      z.int().positive(),
+      z.string().min(1).max(NAME_MAX_LENGTH, { error: 'a value becomes part of an arm name; shorten it' }),
+    ]),
+  ).min(2),
 });
 export type Sweep = z.infer<typeof SweepSchema>;
 
@@ -65,13 +69,19 @@ export const GatesSchema = strictObject({
     .union(
       [
         strictObject({
-          replays: intIn({ min: LIMITS.orch.identity_replays.min, max: LIMITS.graphrt.replays.max }, 'graphrt refuses more replays (BAD_PARAM)').default(7),
+          replays: intIn(
+            { min: LIMITS.orch.identity_replays.min, max: LIMITS.graphrt.replays.max },
+            'graphrt refuses more replays (BAD_PARAM)',
+          ).default(7),
           /** a command workload's toggle that turns capture on (native: graphrt's `graph`, never named) */
           toggle: z.string().min(1).max(NAME_MAX_LENGTH).optional(),
         }),
         z.literal(false),
       ],
-      { error: 'expected { replays: N } with N >= 3 (and, for a command workload, toggle: <its capture toggle>), or false' },
+      {
+        error:
+          'expected { replays: N } with N >= 3 (and, for a command workload, toggle: <its capture toggle>), or false',
+      },
     )
     .default({ replays: 7 }),
   /** Adds the A/A arm `<control>_aa`: a copy of the control that must not differ from it. */
@@ -100,8 +110,13 @@ export const StoppingSchema = strictObject({
   /** At least 2 (one look before the end); 0 and 1 get the same message and fix. */
   max_blocks: z
     .int()
-    .min(2, { error: 'a sequential experiment looks before its last block, so it needs at least 2: raise stopping.max_blocks, or use stopping.rule: fixed with blocks.count' })
-    .max(LIMITS.orch.blocks.max, { error: `each block is a gang of cards run to the end; more do not fit a plan; use at most ${LIMITS.orch.blocks.max} (${LIMITS_FILE})` })
+    .min(2, {
+      error:
+        'a sequential experiment looks before its last block, so it needs at least 2: raise stopping.max_blocks, or use stopping.rule: fixed with blocks.count',
+    })
+    .max(LIMITS.orch.blocks.max, {
+      error: `each block is a gang of cards run to the end; more do not fit a plan; use at most ${LIMITS.orch.blocks.max} (${LIMITS_FILE})`,
+    })
     .optional(),
   looks: intIn({ min: 2, max: 20 }, 'each look spends alpha; more than 20 buy nothing').default(5),
 });
@@ -132,7 +147,10 @@ export const SpecSchema = strictObject({
   arms: boundedList(SpecArmSchema).optional(),
   /** design sweep only. */
   sweep: SweepSchema.optional(),
-  reps: intIn(LIMITS.orch.reps, 'reps per arm per block are bounded so the plan stays small to compute and run').default(5),
+  reps: intIn(
+    LIMITS.orch.reps,
+    'reps per arm per block are bounded so the plan stays small to compute and run',
+  ).default(5),
   /** Absent: fixed (optional, so specs written before it keep their hash). */
   stopping: StoppingSchema.optional(),
   blocks: BlocksSchema.default({ count: 1, ranks: 1, placement: 'host' }),
@@ -155,7 +173,10 @@ export const SpecSchema = strictObject({
    * its end when a rep of theirs was throttled; absent: ceil(reps / 2) (jobs/clock-hygiene.ts
    * `rerunBudget`), so a throttled card can lengthen a block by half at most.
    */
-  hygiene_reruns: intIn({ min: 0, max: LIMITS.orch.reps.max }, 'a block re-runs at most as many pairs as it has').optional(),
+  hygiene_reruns: intIn(
+    { min: 0, max: LIMITS.orch.reps.max },
+    'a block re-runs at most as many pairs as it has',
+  ).optional(),
   /** Preflight refuses a host with less free disk than this. */
   min_free_disk_gb: z.number().min(0).default(1),
   /**

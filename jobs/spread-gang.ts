@@ -44,6 +44,11 @@ export function leaseOwnerOf(job: GangPlacement): string {
  * scheduler and the workers hold and Redis never sees — so the secret is never stored anywhere
  * either, and a rank of another attempt (or anyone who reached the port) cannot join.
  */
-export function rendezvousSecret(clusterSecret: Buffer, job: Pick<GangPlacement, 'experiment' | 'block' | 'attempt' | 'epoch'>): string {
-  return createHmac('sha256', clusterSecret).update(`orch-rendezvous-v1\0${job.experiment}\0${job.block}\0${job.attempt}\0${job.epoch}`).digest('hex');
+export function rendezvousSecret(
+  clusterSecret: Buffer,
+  job: Pick<GangPlacement, 'experiment' | 'block' | 'attempt' | 'epoch'>,
+): string {
+  return createHmac('sha256', clusterSecret)
+    .update(`orch-rendezvous-v1\0${job.experiment}\0${job.block}\0${job.attempt}\0${job.epoch}`)
+    .digest('hex');
 }

@@ -18,7 +18,7 @@ import { CommandLineSchema, type CommandRep } from './command-line.ts';
 import { GraphrtLineSchema, type Rep } from './graphrt-protocol.ts';
 import type { RankLine } from './rank-line.ts';
 import { describeIssues } from './schema-issues.ts';
-import { WorkerEventSchema, type WorkerEvent } from './worker-event.ts';
+import { type WorkerEvent, WorkerEventSchema } from './worker-event.ts';
 
 export const STREAM_ID_PATTERN = /^\d+-\d+$/;
 
@@ -34,7 +34,13 @@ export const StreamEnvelopeSchema = z.strictObject({
 });
 export type StreamEnvelope = z.infer<typeof StreamEnvelopeSchema>;
 
-export const StreamEventBodySchema = z.union([GraphrtLineSchema, CommandLineSchema, WorkerEventSchema, z.string(), z.null()]);
+export const StreamEventBodySchema = z.union([
+  GraphrtLineSchema,
+  CommandLineSchema,
+  WorkerEventSchema,
+  z.string(),
+  z.null(),
+]);
 export type StreamEventBody = RankLine | WorkerEvent | string | null;
 
 export const StreamEventSchema = StreamEnvelopeSchema.extend({ event: StreamEventBodySchema });
@@ -55,9 +61,14 @@ export function isLine<T extends RankLine['type']>(e: StreamEvent, type: T): e i
 }
 
 /** The worker event named `name` this body is, or null. */
-export function workerEventOf<N extends WorkerEvent['event']>(e: StreamEvent, name: N): Extract<WorkerEvent, { event: N }> | null {
+export function workerEventOf<N extends WorkerEvent['event']>(
+  e: StreamEvent,
+  name: N,
+): Extract<WorkerEvent, { event: N }> | null {
   const b = e.event;
-  return b !== null && typeof b === 'object' && b.type === 'worker' && b.event === name ? (b as Extract<WorkerEvent, { event: N }>) : null;
+  return b !== null && typeof b === 'object' && b.type === 'worker' && b.event === name
+    ? (b as Extract<WorkerEvent, { event: N }>)
+    : null;
 }
 
 /** The ms part of a stream entry id: the Redis server's clock when the event was appended. */

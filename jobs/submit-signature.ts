@@ -29,8 +29,16 @@ export interface SignedSubmission {
 }
 
 function mac(s: SignedSubmission, token: Buffer): Buffer {
-  if (token.length < MIN_SUBMIT_TOKEN_BYTES) throw new Error(`the submit token has ${token.length} bytes; at least ${MIN_SUBMIT_TOKEN_BYTES} are needed`);
-  const body = canonicalJson({ id: s.id, hash: s.hash, priority: s.priority, spec_text: s.specText, spec: s.spec, plan: s.plan });
+  if (token.length < MIN_SUBMIT_TOKEN_BYTES)
+    throw new Error(`the submit token has ${token.length} bytes; at least ${MIN_SUBMIT_TOKEN_BYTES} are needed`);
+  const body = canonicalJson({
+    id: s.id,
+    hash: s.hash,
+    priority: s.priority,
+    spec_text: s.specText,
+    spec: s.spec,
+    plan: s.plan,
+  });
   return createHmac('sha256', token).update(`${TAG}\n${body}`).digest();
 }
 
@@ -45,6 +53,7 @@ export function submissionRefusal(s: SignedSubmission, signature: string | null,
   if (!/^[0-9a-f]{64}$/.test(signature)) return 'its submit signature is malformed';
   const given = Buffer.from(signature, 'hex');
   const expected = mac(s, token);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'its submit signature does not verify (another submit token, or the record was altered after submit)';
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return 'its submit signature does not verify (another submit token, or the record was altered after submit)';
   return null;
 }

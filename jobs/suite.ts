@@ -15,7 +15,12 @@ export const PairedEntrySchema = strictObject({
   spec: z.string().min(1),
   against: z.literal('last_good'),
   /** Tonight's commit: this ref of the spec's repository (default: its HEAD). */
-  ref: z.string().min(1).max(256).regex(/^[^\s\0-]/, { error: 'a git ref (a branch, tag or commit); it may not start with "-" or a space' }).optional(),
+  ref: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[^\s\0-]/, { error: 'a git ref (a branch, tag or commit); it may not start with "-" or a space' })
+    .optional(),
 });
 export type PairedEntry = z.infer<typeof PairedEntrySchema>;
 export type SuiteEntry = string | PairedEntry;
@@ -50,7 +55,9 @@ export const SuiteSchema = strictObject({
   /** Who hears of a regression, an invalid night or a night that could not run (ORCH_ALERT_WEBHOOK adds a webhook). */
   alerts: strictObject({
     /** POSTed a JSON body with a Slack-compatible `text` field. */
-    webhook: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. https://hooks.slack.com/services/…' }).optional(),
+    webhook: z
+      .url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. https://hooks.slack.com/services/…' })
+      .optional(),
     /** One JSON line per alert appended to this file (relative to the suite file); `-` is orch serve's stdout. */
     file: z.string().min(1).optional(),
   }).optional(),

@@ -17,7 +17,11 @@ export interface TwoBuildArm {
 /** `base`: the spec as parsed from YAML (a plain object); design, arms and builds are replaced. */
 export function twoBuildSpec(base: Record<string, unknown>, a: TwoBuildArm, b: TwoBuildArm, name?: string): string {
   const { arms: _arms, builds: _builds, build: _build, sweep: _sweep, ...rest } = base;
-  const arm = (x: TwoBuildArm) => ({ name: x.name, build: x.name, ...(x.toggles && Object.keys(x.toggles).length > 0 ? { toggles: x.toggles } : {}) });
+  const arm = (x: TwoBuildArm) => ({
+    name: x.name,
+    build: x.name,
+    ...(x.toggles && Object.keys(x.toggles).length > 0 ? { toggles: x.toggles } : {}),
+  });
   // A base-reference gate names a build of the old spec; the two-build spec has only its own two.
   const { base_reference: _ref, ...gates } = (rest.gates ?? {}) as Record<string, unknown>;
   const spec = {

@@ -33,7 +33,10 @@ export function neededCapabilities(runtime: string, commitBuilds: number): Capab
 }
 
 /** What a spec needs (its workload, its `builds:`). */
-export function specNeeds(spec: { workload: { runtime: string }; builds?: Record<string, unknown> | undefined }): Capability[] {
+export function specNeeds(spec: {
+  workload: { runtime: string };
+  builds?: Record<string, unknown> | undefined;
+}): Capability[] {
   return neededCapabilities(spec.workload.runtime, Object.keys(spec.builds ?? {}).length);
 }
 

@@ -13,7 +13,20 @@
  * would turn it into a Buffer, a Date or an ignored string that the schema could only call "a
  * mapping" or take silently.
  */
-import { Composer, isMap, isPair, isScalar, isSeq, Lexer, LineCounter, Parser, visit, type CST, type Document, type Node } from 'yaml';
+import {
+  Composer,
+  type CST,
+  type Document,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  Lexer,
+  LineCounter,
+  type Node,
+  Parser,
+  visit,
+} from 'yaml';
 import type { SpecIssue } from './errors.ts';
 import { LIMITS, LIMITS_FILE } from './limits.ts';
 
@@ -42,17 +55,33 @@ export function parseYamlSource(file: string, text: string): YamlSource {
 
   const nested = firstNestedOnOneLine(text, MAX_DEPTH);
   if (nested !== null) {
-    const issue = { file, line: lineAt(text, nested), path: '', message: `nesting deeper than ${MAX_DEPTH} levels`, fix: `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)` };
+    const issue = {
+      file,
+      line: lineAt(text, nested),
+      path: '',
+      message: `nesting deeper than ${MAX_DEPTH} levels`,
+      fix: `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)`,
+    };
     return { data: undefined, issues: [issue], lineOf: () => null };
   }
   const tokens = Array.from(new Parser(lineCounter.addNewLine).parse(text));
   const deep = firstTooDeep(tokens, MAX_DEPTH);
   if (deep !== null) {
-    return fail(deep, `nesting deeper than ${MAX_DEPTH} levels`, `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)`);
+    return fail(
+      deep,
+      `nesting deeper than ${MAX_DEPTH} levels`,
+      `a spec is a few levels deep; flatten it (${LIMITS_FILE} orch.spec_file.depth)`,
+    );
   }
-  const docs: Document.Parsed[] = Array.from(new Composer({ uniqueKeys: true, merge: true }).compose(tokens, true, text.length));
+  const docs: Document.Parsed[] = Array.from(
+    new Composer({ uniqueKeys: true, merge: true }).compose(tokens, true, text.length),
+  );
   if (docs.length > 1) {
-    return fail(docs[1]?.range[0], `${docs.length} YAML documents (separated by "---"); a config file holds exactly one`, 'keep one document per file: remove the extra "---" and what follows, or split the file');
+    return fail(
+      docs[1]?.range[0],
+      `${docs.length} YAML documents (separated by "---"); a config file holds exactly one`,
+      'keep one document per file: remove the extra "---" and what follows, or split the file',
+    );
   }
   const doc = docs[0] as Document.Parsed;
   const issues: SpecIssue[] = doc.errors.map((e) => ({
@@ -64,7 +93,12 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   }));
   const tagged = issues.length === 0 ? firstForeignTag(doc) : null;
   if (tagged !== null) {
-    return fail(tagged.offset, `${tagged.written}: a YAML tag orch does not read (a spec holds only text, numbers, booleans, lists and mappings)`, `remove ${tagged.written} and write the value as plain text or a number`, formatPath(tagged.path));
+    return fail(
+      tagged.offset,
+      `${tagged.written}: a YAML tag orch does not read (a spec holds only text, numbers, booleans, lists and mappings)`,
+      `remove ${tagged.written} and write the value as plain text or a number`,
+      formatPath(tagged.path),
+    );
   }
   let data: unknown;
   if (issues.length === 0) {
@@ -73,10 +107,18 @@ export function parseYamlSource(file: string, text: string): YamlSource {
     } catch (err) {
       // yaml throws a ReferenceError when aliases would expand past maxAliasCount.
       if (!(err instanceof ReferenceError)) throw err;
-      return fail(undefined, `anchors and aliases (&a, *a) expand to more than ${MAX_ALIASES} copies`, `write the values out, or use fewer aliases (${LIMITS_FILE} orch.spec_file.aliases)`);
+      return fail(
+        undefined,
+        `anchors and aliases (&a, *a) expand to more than ${MAX_ALIASES} copies`,
+        `write the values out, or use fewer aliases (${LIMITS_FILE} orch.spec_file.aliases)`,
+      );
     }
     if (dataDepth(data) > MAX_DEPTH) {
-      return fail(undefined, `nesting deeper than ${MAX_DEPTH} levels once aliases are expanded`, `use fewer nested aliases (${LIMITS_FILE} orch.spec_file.depth)`);
+      return fail(
+        undefined,
+        `nesting deeper than ${MAX_DEPTH} levels once aliases are expanded`,
+        `use fewer nested aliases (${LIMITS_FILE} orch.spec_file.depth)`,
+      );
     }
   }
 
@@ -108,7 +150,9 @@ export function parseYamlSource(file: string, text: string): YamlSource {
 const PLAIN_TAGS = new Set(['str', 'int', 'float', 'bool', 'null', 'seq', 'map'].map((t) => `tag:yaml.org,2002:${t}`));
 
 /** The first node with a tag outside PLAIN_TAGS, as it was written (`!!binary`, `!foo`), or null. */
-function firstForeignTag(doc: Document.Parsed): { written: string; offset: number | undefined; path: PathSegment[] } | null {
+function firstForeignTag(
+  doc: Document.Parsed,
+): { written: string; offset: number | undefined; path: PathSegment[] } | null {
   let found: { written: string; offset: number | undefined; path: PathSegment[] } | null = null;
   visit(doc, {
     Node(_, node, ancestors) {
@@ -173,7 +217,10 @@ function firstTooDeep(tokens: readonly CST.Token[], max: number): number | null 
     } else if (token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection') {
       if (depth + 1 > max) return token.offset;
       for (const item of token.items) {
-        stack.push({ token: 'key' in item ? item.key : undefined, depth: depth + 1 }, { token: item.value, depth: depth + 1 });
+        stack.push(
+          { token: 'key' in item ? item.key : undefined, depth: depth + 1 },
+          { token: item.value, depth: depth + 1 },
+        );
       }
     }
   }

@@ -43,7 +43,8 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
         break;
       }
       case 'invalid_type':
-        if (value === undefined) at(path, 'missing required key', `add ${lastKey(path)}: <${EXPECTED[issue.expected] ?? issue.expected}>`);
+        if (value === undefined)
+          at(path, 'missing required key', `add ${lastKey(path)}: <${EXPECTED[issue.expected] ?? issue.expected}>`);
         else at(path, `expected ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(value)}`);
         break;
       case 'invalid_key':
@@ -68,7 +69,8 @@ export function zodIssuesToSpecIssues(file: string, source: YamlSource, error: z
 function tooBig(issue: z.core.$ZodIssueTooBig, value: unknown): string {
   const max = String(issue.maximum);
   if (issue.origin === 'array') return `has ${Array.isArray(value) ? value.length : '?'} items, at most ${max} allowed`;
-  if (issue.origin === 'string') return `is ${typeof value === 'string' ? value.length : '?'} characters long, at most ${max} allowed`;
+  if (issue.origin === 'string')
+    return `is ${typeof value === 'string' ? value.length : '?'} characters long, at most ${max} allowed`;
   return `must be at most ${max} (got ${describe(value)})`;
 }
 
@@ -93,13 +95,21 @@ function lastKey(path: readonly PathSegment[]): string {
   return k === undefined ? 'value' : String(k);
 }
 
-const EXPECTED: Record<string, string> = { int: 'an integer', number: 'a number', string: 'a string', boolean: 'true or false', array: 'a list', object: 'a mapping' };
+const EXPECTED: Record<string, string> = {
+  int: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping',
+};
 
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';
   // Never the whole of a long string: a message quotes a value, it does not echo a file.
-  if (typeof v === 'string') return v.length > 60 ? `a string of ${v.length} characters` : `the string ${JSON.stringify(v)}`;
+  if (typeof v === 'string')
+    return v.length > 60 ? `a string of ${v.length} characters` : `the string ${JSON.stringify(v)}`;
   return String(v);
 }

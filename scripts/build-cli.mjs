@@ -21,7 +21,9 @@ const out = outArg >= 0 ? resolve(argv[outArg + 1]) : resolve(DIST);
 
 function fail(msg) {
   if (ifPossible) {
-    console.warn(`[orch] CLI build skipped: ${msg}\n[orch] orch runs the TypeScript sources (slower start) until \`npm run build\` succeeds.`);
+    console.warn(
+      `[orch] CLI build skipped: ${msg}\n[orch] orch runs the TypeScript sources (slower start) until \`npm run build\` succeeds.`,
+    );
     process.exit(0);
   }
   console.error(`[orch] CLI build failed: ${msg}`);
@@ -43,7 +45,10 @@ const sourceUrls = (outdir) => ({
       const text = readFileSync(args.path, 'utf8');
       if (!text.includes('import.meta.url')) return { contents: text, loader: 'ts' };
       const rel = relative(outdir, args.path).split('\\').join('/');
-      return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'ts' };
+      return {
+        contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`),
+        loader: 'ts',
+      };
     });
   },
 });
@@ -76,7 +81,9 @@ try {
   rmSync(tmp, { recursive: true, force: true });
   fail(err.message);
 }
-const inputs = Object.keys(result.metafile.inputs).filter((p) => !p.startsWith('node_modules/')).sort();
+const inputs = Object.keys(result.metafile.inputs)
+  .filter((p) => !p.startsWith('node_modules/'))
+  .sort();
 writeFileSync(join(tmp, BUILD_INFO), `${JSON.stringify({ startedMs, main: 'main.js', inputs }, null, 1)}\n`);
 const old = `${out.replace(/\/$/, '')}.old-${process.pid}`;
 mkdirSync(dirname(out), { recursive: true });

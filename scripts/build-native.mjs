@@ -4,8 +4,9 @@
 // GRAPHRT_CUDA=ON|OFF|AUTO (default AUTO: the CUDA backend is built where nvcc is found).
 // --tests also builds graphrt's test programs for ctest (GRAPHRT_TESTS=ON): test/native/ctest.test.ts
 // asks for them; an install does not, as they took most of `npm ci`'s time.
-import { existsSync } from 'node:fs';
+
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 const ifPossible = process.argv.includes('--if-possible');
@@ -23,11 +24,23 @@ function fail(msg) {
 }
 
 if (!existsSync(`${src}/CMakeLists.txt`)) fail(`${src}/CMakeLists.txt not found`);
-if (spawnSync('cmake', ['--version']).status !== 0) fail('cmake is not installed (Debian: apt-get install -y cmake g++)');
+if (spawnSync('cmake', ['--version']).status !== 0)
+  fail('cmake is not installed (Debian: apt-get install -y cmake g++)');
 
 const cuda = process.env.GRAPHRT_CUDA ?? 'AUTO';
 const run = (args) => spawnSync('cmake', args, { stdio: 'inherit' }).status === 0;
-if (!run(['-S', src, '-B', build, '-DCMAKE_BUILD_TYPE=Release', `-DGRAPHRT_CUDA=${cuda}`, `-DGRAPHRT_TESTS=${tests ? 'ON' : 'OFF'}`])) fail('cmake configure failed (see above)');
+if (
+  !run([
+    '-S',
+    src,
+    '-B',
+    build,
+    '-DCMAKE_BUILD_TYPE=Release',
+    `-DGRAPHRT_CUDA=${cuda}`,
+    `-DGRAPHRT_TESTS=${tests ? 'ON' : 'OFF'}`,
+  ])
+)
+  fail('cmake configure failed (see above)');
 if (!run(['--build', build, '-j', String(Math.max(1, cpus().length))])) fail('cmake build failed (see above)');
 console.log(`[orch] graphrt built: ${build}/graphrt${tests ? ', with its test programs (ctest)' : ''}`);
 // liborch_inject.so (native/inject/) is built where CUPTI is found (ORCH_INJECT=AUTO).

@@ -7,8 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 
 const to = resolve(process.argv[2] ?? 'docs/screenshots');
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', 'test/dashboard/dashboard-live-updates.test.ts'], {
-  stdio: 'inherit',
-  env: { ...process.env, ORCH_FROM_SOURCE: '1', ORCH_DASHBOARD_SCREENSHOTS: to },
-});
+const r = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=1', 'test/dashboard/dashboard-live-updates.test.ts'],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, ORCH_FROM_SOURCE: '1', ORCH_DASHBOARD_SCREENSHOTS: to },
+  },
+);
 process.exit(r.status ?? 1);

@@ -4,7 +4,13 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GENERATED_PATHS, renderNativeHeader, renderProtocolJson, renderPython, withCppSection } from '../jobs/rank-protocol-render.ts';
+import {
+  GENERATED_PATHS,
+  renderNativeHeader,
+  renderProtocolJson,
+  renderPython,
+  withCppSection,
+} from '../jobs/rank-protocol-render.ts';
 
 const root = join(import.meta.dirname, '..');
 const check = process.argv.includes('--check');

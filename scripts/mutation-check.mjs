@@ -10,10 +10,11 @@
 // Usage: node scripts/mutation-check.mjs [--rev COMMIT] [name substring...]   (npm run mutants)
 //   --rev: the tree to mutate and test (default HEAD): an older commit shows which mutants its
 //   scenarios let survive.
+
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { spawnSync } from 'node:child_process';
 
 const root = resolve(new URL('..', import.meta.url).pathname);
 const dir = join(root, 'test/mutants');
@@ -32,8 +33,14 @@ const mutants = readdirSync(dir)
   .map((f) => {
     const text = readFileSync(join(dir, f), 'utf8');
     const what = /^mutant: (.+)$/m.exec(text)?.[1];
-    const scenarios = [...text.matchAll(/^scenario: (chaos|test) (.+)$/gm)].map((m) => ({ kind: m[1], target: m[2].trim() }));
-    if (!what || scenarios.length === 0) throw new Error(`test/mutants/${f}: the header needs "mutant: ..." and "scenario: chaos <substring>" or "scenario: test <file>" lines before the diff`);
+    const scenarios = [...text.matchAll(/^scenario: (chaos|test) (.+)$/gm)].map((m) => ({
+      kind: m[1],
+      target: m[2].trim(),
+    }));
+    if (!what || scenarios.length === 0)
+      throw new Error(
+        `test/mutants/${f}: the header needs "mutant: ..." and "scenario: chaos <substring>" or "scenario: test <file>" lines before the diff`,
+      );
     return { name: f.replace(/\.patch$/, ''), file: join(dir, f), what, scenarios };
   });
 if (mutants.length === 0) {
@@ -50,13 +57,18 @@ if (added.status !== 0) {
   process.exit(1);
 }
 symlinkSync(realpathSync(join(root, 'node_modules')), join(tree, 'node_modules'));
-if (existsSync(join(root, 'native/build'))) cpSync(join(root, 'native/build'), join(tree, 'native/build'), { recursive: true });
+if (existsSync(join(root, 'native/build')))
+  cpSync(join(root, 'native/build'), join(tree, 'native/build'), { recursive: true });
 
 /** The first failure node's test runner printed (TAP `error:`, or the line after a `|-` block), as the table's reason. */
 function firstFailure(out) {
   const m = /^\s*error: (.+)\n(.*)$/m.exec(out);
   const text = m === null ? (out.trim().split('\n').at(-1) ?? '') : /^[|>]-?$/.test(m[1].trim()) ? m[2] : m[1];
-  return text.trim().replace(/^['"]|['"]$/g, '').replace(/\|/g, '\\|').slice(0, 160);
+  return text
+    .trim()
+    .replace(/^['"]|['"]$/g, '')
+    .replace(/\|/g, '\\|')
+    .slice(0, 160);
 }
 
 const rows = [];
@@ -72,10 +84,19 @@ try {
       }
       const t0 = Date.now();
       const file = sc.kind === 'chaos' ? 'test/chaos/chaos.test.ts' : sc.target;
-      const env = { ...process.env, ORCH_FROM_SOURCE: '1', CHAOS_SIZE: 'ci', ...(sc.kind === 'chaos' ? { CHAOS_ONLY: sc.target } : {}) };
+      const env = {
+        ...process.env,
+        ORCH_FROM_SOURCE: '1',
+        CHAOS_SIZE: 'ci',
+        ...(sc.kind === 'chaos' ? { CHAOS_ONLY: sc.target } : {}),
+      };
       // run from node's test runner (test/chaos/mutants.test.ts), the child would report to it, not print TAP
       delete env.NODE_TEST_CONTEXT;
-      const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=300000', file], { cwd: tree, env, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+      const r = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=300000', file],
+        { cwd: tree, env, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 },
+      );
       const out = `${r.stdout}\n${r.stderr}`;
       // a scenario that never ran (a filter matching nothing, a skip) proves nothing: that is no kill
       const ran = /^# tests [1-9]/m.test(out) && !/^# skipped [1-9]/m.test(out);
@@ -91,5 +112,6 @@ try {
 }
 
 console.log('| mutant | scenario | result | killed by | s |\n| --- | --- | --- | --- | --- |');
-for (const r of rows) console.log(`| ${r.name}: ${r.what} | ${r.kind} ${r.target} | ${r.result} | ${r.why} | ${r.s.toFixed(0)} |`);
+for (const r of rows)
+  console.log(`| ${r.name}: ${r.what} | ${r.kind} ${r.target} | ${r.result} | ${r.why} | ${r.s.toFixed(0)} |`);
 process.exit(rows.every((r) => r.result === 'killed') ? 0 : 1);

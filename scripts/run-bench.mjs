@@ -1,7 +1,8 @@
 // Runs the benchmarks under bench/ (each a script printing its own table), one after another.
 // Usage: npm run bench [-- substring filter...]   e.g. npm run bench -- cli-start
-import { readdirSync } from 'node:fs';
+
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 
 const filters = process.argv.slice(2);
 const files = readdirSync('bench')

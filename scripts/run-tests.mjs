@@ -1,9 +1,10 @@
 // Runs every test file under test/ (and native/'s ctest when the native build exists) with
 // node's test runner. Node 20's --test does not expand globs, so the files are listed here.
 // Usage: node scripts/run-tests.mjs [substring filter...]
+
+import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
 
 function walk(dir) {
   const out = [];
@@ -17,7 +18,9 @@ function walk(dir) {
 }
 
 const filters = process.argv.slice(2);
-const files = walk('test').filter((f) => filters.length === 0 || filters.some((s) => f.includes(s))).sort();
+const files = walk('test')
+  .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
+  .sort();
 if (files.length === 0) {
   console.error(`no test files match ${JSON.stringify(filters)}`);
   process.exit(1);
@@ -34,9 +37,18 @@ const testEnv = { ...process.env, ORCH_FROM_SOURCE: '1', CHAOS_SIZE: process.env
 const run = (list, timeoutMs) =>
   list.length === 0
     ? 0
-    : (spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-timeout=${timeoutMs}`, ...list], { stdio: 'inherit', env: testEnv })
-        .status ?? 1);
+    : (spawnSync(
+        process.execPath,
+        ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-timeout=${timeoutMs}`, ...list],
+        { stdio: 'inherit', env: testEnv },
+      ).status ?? 1);
 const LONG_FILES = [join('test', 'chaos', 'mutants.test.ts'), join('test', 'native', 'ctest.test.ts')];
 const long = files.filter((f) => f.startsWith(join('test', 'e2e')) || LONG_FILES.includes(f));
-const status = [run(files.filter((f) => !long.includes(f)), 300_000), run(long, 900_000)];
+const status = [
+  run(
+    files.filter((f) => !long.includes(f)),
+    300_000,
+  ),
+  run(long, 900_000),
+];
 process.exit(status.find((s) => s !== 0) ?? 0);

@@ -15,7 +15,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseStored } from '../jobs/parse-stored.ts';
-import { orchKeys, type BuildKeys } from './keys.ts';
+import { type BuildKeys, orchKeys } from './keys.ts';
 
 export const BUILD_STATE_TTL_MS = 15_000;
 const DURATIONS_KEPT = 20;
@@ -32,7 +32,13 @@ export const BuildRequestInfoSchema = z.object({
 export type BuildRequestInfo = z.infer<typeof BuildRequestInfoSchema>;
 
 /** One entry of a recipe's durations list (the readers use ms and ok). */
-const BuildDurationSchema = z.object({ ms: z.number().nonnegative(), ok: z.boolean(), key: z.string().optional(), host: z.string().optional(), at: z.number().optional() });
+const BuildDurationSchema = z.object({
+  ms: z.number().nonnegative(),
+  ok: z.boolean(),
+  key: z.string().optional(),
+  host: z.string().optional(),
+  at: z.number().optional(),
+});
 
 /** Writes one request's part of the view; every call is best effort (see BuildCache). */
 export class BuildStateMirror {
@@ -71,7 +77,15 @@ export class BuildStateMirror {
       .zrem(this.k.waiters(this.host), r.id)
       .del(this.k.waiter(this.host, r.id))
       .del(this.k.holder(this.host))
-      .hset(this.k.holder(this.host), { id: r.id, key: r.key, recipe: r.recipe, experiment: r.experiment, pid: String(r.pid), since: String(since), cmd })
+      .hset(this.k.holder(this.host), {
+        id: r.id,
+        key: r.key,
+        recipe: r.recipe,
+        experiment: r.experiment,
+        pid: String(r.pid),
+        since: String(since),
+        cmd,
+      })
       .pexpire(this.k.holder(this.host), BUILD_STATE_TTL_MS)
       .exec();
   }
@@ -84,7 +98,10 @@ export class BuildStateMirror {
   async done(r: BuildRequestInfo, duration?: { ms: number; ok: boolean }): Promise<void> {
     const m = this.redis.multi().zrem(this.k.waiters(this.host), r.id).del(this.k.waiter(this.host, r.id));
     if (duration) {
-      m.lpush(this.k.durations(r.recipe), JSON.stringify({ ms: duration.ms, ok: duration.ok, key: r.key, host: this.host, at: Date.now() }));
+      m.lpush(
+        this.k.durations(r.recipe),
+        JSON.stringify({ ms: duration.ms, ok: duration.ok, key: r.key, host: this.host, at: Date.now() }),
+      );
       m.ltrim(this.k.durations(r.recipe), 0, DURATIONS_KEPT - 1);
     }
     await m.exec();
@@ -130,7 +147,10 @@ export interface HostBuildState {
 async function pastBuilds(redis: Redis, k: BuildKeys, recipe: string): Promise<PastBuilds> {
   const key = k.durations(recipe);
   const raw = await redis.lrange(key, 0, -1);
-  const ok = raw.map((s, i) => parseStored(BuildDurationSchema, s, `${key} entry ${i}`)).filter((d) => d.ok).map((d) => d.ms);
+  const ok = raw
+    .map((s, i) => parseStored(BuildDurationSchema, s, `${key} entry ${i}`))
+    .filter((d) => d.ok)
+    .map((d) => d.ms);
   if (ok.length === 0) return { n: 0, median_ms: null, last_ms: null };
   const sorted = [...ok].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -139,7 +159,10 @@ async function pastBuilds(redis: Redis, k: BuildKeys, recipe: string): Promise<P
 }
 
 /** The build lock's state on every host, for `orch status` and the dashboard. */
-export async function readBuildState(redis: Redis, opts: { prefix?: string; now?: number } = {}): Promise<HostBuildState[]> {
+export async function readBuildState(
+  redis: Redis,
+  opts: { prefix?: string; now?: number } = {},
+): Promise<HostBuildState[]> {
   const k = orchKeys(opts.prefix).build;
   const now = opts.now ?? Date.now();
   const hosts = (await redis.smembers(k.hosts)).sort();
@@ -149,7 +172,15 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
     let holder: BuildHolderView | null = null;
     if (h.id !== undefined) {
       const since = Number(h.since);
-      holder = { key: h.key!, experiment: h.experiment!, pid: Number(h.pid), since, elapsed_ms: Math.max(0, now - since), cmd: h.cmd!, past: await pastBuilds(redis, k, h.recipe!) };
+      holder = {
+        key: h.key!,
+        experiment: h.experiment!,
+        pid: Number(h.pid),
+        since,
+        elapsed_ms: Math.max(0, now - since),
+        cmd: h.cmd!,
+        past: await pastBuilds(redis, k, h.recipe!),
+      };
     }
     const ids = await redis.zrange(k.waiters(host), '0', '-1');
     const waiters: BuildWaiterView[] = [];
@@ -161,7 +192,15 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
         continue;
       }
       const w = parseStored(BuildRequestInfoSchema, raw, k.waiter(host, ids[i]!));
-      waiters.push({ position: waiters.length + 1, key: w.key, experiment: w.experiment, pid: w.pid, since: w.since, waited_ms: Math.max(0, now - w.since), past: await pastBuilds(redis, k, w.recipe) });
+      waiters.push({
+        position: waiters.length + 1,
+        key: w.key,
+        experiment: w.experiment,
+        pid: w.pid,
+        since: w.since,
+        waited_ms: Math.max(0, now - w.since),
+        past: await pastBuilds(redis, k, w.recipe),
+      });
     }
     if (stale.length > 0) await redis.zrem(k.waiters(host), ...stale);
     out.push({ host, holder, waiters });
@@ -172,7 +211,8 @@ export async function readBuildState(redis: Redis, opts: { prefix?: string; now?
 // Clamped at 0 by the readers above: `since` comes from another process's clock (Date.now() there),
 // so a reader right after the write can see a few ms in the future ("-0.0 s").
 const secs = (ms: number | null) => (ms === null ? '?' : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`);
-const typical = (p: PastBuilds) => (p.n === 0 ? 'no past build of this recipe' : `similar builds took ${secs(p.median_ms)} (median of ${p.n})`);
+const typical = (p: PastBuilds) =>
+  p.n === 0 ? 'no past build of this recipe' : `similar builds took ${secs(p.median_ms)} (median of ${p.n})`;
 
 /** Lines for `orch status`: per host, the holder and each waiter with its position. */
 export function formatBuildState(state: HostBuildState[]): string[] {
@@ -188,7 +228,9 @@ export function formatBuildState(state: HostBuildState[]): string[] {
         : `build lock ${s.host}: free, ${s.waiters.length} waiting`,
     );
     for (const w of s.waiters) {
-      lines.push(`  #${w.position} ${w.experiment || '-'} (pid ${w.pid}, key ${w.key.slice(0, 12)}) waiting ${secs(w.waited_ms)}; ${typical(w.past)}`);
+      lines.push(
+        `  #${w.position} ${w.experiment || '-'} (pid ${w.pid}, key ${w.key.slice(0, 12)}) waiting ${secs(w.waited_ms)}; ${typical(w.past)}`,
+      );
     }
   }
   return lines;

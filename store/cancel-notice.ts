@@ -12,8 +12,8 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { describeIssues } from '../jobs/schema-issues.ts';
-import type { RevokeMessage } from './lease-store.ts';
 import { orchKeys } from './keys.ts';
+import type { RevokeMessage } from './lease-store.ts';
 
 export interface CancelNotice {
   kind: 'cancel';
@@ -25,7 +25,12 @@ export interface CancelNotice {
 export type LeaseChannelMessage = ({ kind: 'revoke' } & RevokeMessage) | CancelNotice;
 
 /** Publishes a cancel notice for one gang part; returns how many subscribers heard it. */
-export async function publishCancel(redis: Redis, prefix: string, part: { cards: string[]; epoch: number }, reason: string): Promise<number> {
+export async function publishCancel(
+  redis: Redis,
+  prefix: string,
+  part: { cards: string[]; epoch: number },
+  reason: string,
+): Promise<number> {
   const notice: CancelNotice = { kind: 'cancel', cards: part.cards, epochs: [part.epoch], reason };
   return Number(await redis.publish(orchKeys(prefix).leaseRevoked, JSON.stringify(notice)));
 }
@@ -41,7 +46,10 @@ const LeaseChannelMessageSchema = z.object({
 /** A message of the revoke channel: a cancel notice, or (no kind) revoke-gang.lua's revocation. */
 export function parseLeaseChannelMessage(raw: string): LeaseChannelMessage {
   const r = LeaseChannelMessageSchema.safeParse(JSON.parse(raw));
-  if (!r.success) throw new Error(`not a revocation or cancel notice (it needs cards, epochs and reason): ${describeIssues(r.error)}`);
+  if (!r.success)
+    throw new Error(
+      `not a revocation or cancel notice (it needs cards, epochs and reason): ${describeIssues(r.error)}`,
+    );
   const { kind, cards, epochs, reason } = r.data;
   return kind === 'cancel' ? { kind, cards, epochs, reason } : { kind: 'revoke', cards, epochs, reason };
 }

@@ -16,13 +16,13 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { CardSchema, type Card } from '../jobs/card.ts';
+import { type Card, CardSchema } from '../jobs/card.ts';
 import { parseStored } from '../jobs/parse-stored.ts';
+import { type SlurmProvenance, SlurmProvenanceSchema } from '../jobs/slurm-allocation.ts';
 import type { Capability } from '../jobs/worker-capabilities.ts';
-import { SlurmProvenanceSchema, type SlurmProvenance } from '../jobs/slurm-allocation.ts';
-import { orchKeys, type OrchKeys } from './keys.ts';
+import { type OrchKeys, orchKeys } from './keys.ts';
 
-export { CardSchema, type Card } from '../jobs/card.ts';
+export { type Card, CardSchema } from '../jobs/card.ts';
 
 export interface HostInfo {
   host: string;
@@ -79,16 +79,33 @@ export class CardRegistry {
   }
 
   /** Replaces the host's cards with `cards` and marks the host alive for ttlMs. */
-  async register(host: string, cards: Card[], opts: { ttlMs: number; pid: number; version?: string; caps?: Capability[]; slurm?: SlurmProvenance }): Promise<void> {
+  async register(
+    host: string,
+    cards: Card[],
+    opts: { ttlMs: number; pid: number; version?: string; caps?: Capability[]; slurm?: SlurmProvenance },
+  ): Promise<void> {
     for (const c of cards) {
       if (c.host !== host) throw new Error(`card ${c.id} belongs to host ${c.host}, not ${host}`);
     }
-    const stale = (await this.registered()).filter((c) => c.host === host && !cards.some((n) => n.id === c.id)).map((c) => c.id);
+    const stale = (await this.registered())
+      .filter((c) => c.host === host && !cards.some((n) => n.id === c.id))
+      .map((c) => c.id);
     const m = this.redis.multi();
     if (stale.length > 0) m.hdel(this.keys.cards, ...stale);
     // every card carries its worker's version: the grant planner never mixes two in one gang
     // and what that worker allows (jobs/worker-capabilities.ts): the scheduler grants only what it may run
-    for (const c of cards) m.hset(this.keys.cards, c.id, JSON.stringify(CardSchema.parse({ ...c, ...(opts.version ? { version: opts.version } : {}), ...(opts.caps?.length ? { caps: opts.caps } : {}) })));
+    for (const c of cards)
+      m.hset(
+        this.keys.cards,
+        c.id,
+        JSON.stringify(
+          CardSchema.parse({
+            ...c,
+            ...(opts.version ? { version: opts.version } : {}),
+            ...(opts.caps?.length ? { caps: opts.caps } : {}),
+          }),
+        ),
+      );
     m.del(this.keys.host(host));
     m.hset(this.keys.host(host), {
       pid: String(opts.pid),
@@ -124,15 +141,26 @@ export class CardRegistry {
     if (hosts.length === 0) return cards;
     // every host's sighting in one round trip: the grant pass reads them on each pass
     const p = this.redis.pipeline();
-    for (const host of hosts) p.exists(this.keys.hostAlive(host)).hmget(this.keys.host(host), 'seen', 'ttl_ms', 'started', 'slurm');
+    for (const host of hosts)
+      p.exists(this.keys.hostAlive(host)).hmget(this.keys.host(host), 'seen', 'ttl_ms', 'started', 'slurm');
     const replies = (await p.exec()) ?? [];
     for (const [err] of replies) if (err) throw err;
-    const gone = new Set(hosts.filter((_host, i) => {
-      const [seen, ttl, started, slurm] = replies[2 * i + 1]![1] as (string | null)[];
-      const end = slurm ? slurmEnd(slurm) : null;
-      const when = seen ?? started;
-      return hostGone({ alive: replies[2 * i]![1] === 1, seen: when ? Number(when) : null, ttlMs: ttl ? Number(ttl) : null, slurmEnd: end }, now);
-    }));
+    const gone = new Set(
+      hosts.filter((_host, i) => {
+        const [seen, ttl, started, slurm] = replies[2 * i + 1]![1] as (string | null)[];
+        const end = slurm ? slurmEnd(slurm) : null;
+        const when = seen ?? started;
+        return hostGone(
+          {
+            alive: replies[2 * i]![1] === 1,
+            seen: when ? Number(when) : null,
+            ttlMs: ttl ? Number(ttl) : null,
+            slurmEnd: end,
+          },
+          now,
+        );
+      }),
+    );
     return gone.size === 0 ? cards : cards.filter((c) => !gone.has(c.host));
   }
 

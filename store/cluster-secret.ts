@@ -5,9 +5,10 @@
  * to Redis must not be able to forge a grant. A file must be the caller's own and readable by
  * no one else, like the Redis URL file. The secret itself never appears in a message.
  */
-import { readPrivateFile } from './private-file.ts';
-import { MIN_SECRET_BYTES } from '../jobs/grant.ts';
+
 import { UserInputError } from '../jobs/errors.ts';
+import { MIN_SECRET_BYTES } from '../jobs/grant.ts';
+import { readPrivateFile } from './private-file.ts';
 
 export const SECRET_ENV = 'ORCH_CLUSTER_SECRET';
 export const SECRET_FILE_ENV = 'ORCH_CLUSTER_SECRET_FILE';
@@ -16,7 +17,10 @@ const HOW = `give every scheduler and worker of the cluster the same secret: --s
 
 /** The secret of `file`, refusing a file others may read or that belongs to someone else. */
 export function readSecretFile(file: string): Buffer {
-  return checked(readPrivateFile(file, { what: 'cluster secret', code: 'CLUSTER_SECRET', hint: HOW }), `cluster secret file ${file}`);
+  return checked(
+    readPrivateFile(file, { what: 'cluster secret', code: 'CLUSTER_SECRET', hint: HOW }),
+    `cluster secret file ${file}`,
+  );
 }
 
 /** The cluster secret from `file`, else the environment; null when none is configured. */
@@ -32,14 +36,21 @@ export function findClusterSecret(file?: string, env: NodeJS.ProcessEnv = proces
 /** Like findClusterSecret, but a missing secret is a user error saying how to give one. */
 export function requireClusterSecret(who: string, file?: string, env: NodeJS.ProcessEnv = process.env): Buffer {
   const secret = findClusterSecret(file, env);
-  if (!secret) throw new UserInputError('CLUSTER_SECRET', `${who} has no cluster secret to sign and verify block jobs with`, { hint: HOW });
+  if (!secret)
+    throw new UserInputError('CLUSTER_SECRET', `${who} has no cluster secret to sign and verify block jobs with`, {
+      hint: HOW,
+    });
   return secret;
 }
 
 function checked(text: string, where: string): Buffer {
   const secret = Buffer.from(text.trim(), 'utf8');
   if (secret.length < MIN_SECRET_BYTES) {
-    throw new UserInputError('CLUSTER_SECRET', `${where} holds ${secret.length} bytes; a cluster secret needs at least ${MIN_SECRET_BYTES}`, { hint: HOW });
+    throw new UserInputError(
+      'CLUSTER_SECRET',
+      `${where} holds ${secret.length} bytes; a cluster secret needs at least ${MIN_SECRET_BYTES}`,
+      { hint: HOW },
+    );
   }
   return secret;
 }

@@ -48,7 +48,10 @@ export function connectRedis(url: string, opts: ConnectOptions): Redis {
     enableAutoPipelining: opts.autoPipelining ?? false,
     retryStrategy: (times) => {
       const delay = backoffDelay(times, opts.minBackoffMs, opts.maxBackoffMs);
-      log.warn({ attempt: times, retry_in_ms: delay, cause: lastError }, AUTH_REFUSED.test(lastError) ? 'redis refused the password; retrying' : 'redis unreachable; retrying');
+      log.warn(
+        { attempt: times, retry_in_ms: delay, cause: lastError },
+        AUTH_REFUSED.test(lastError) ? 'redis refused the password; retrying' : 'redis unreachable; retrying',
+      );
       return delay;
     },
   });
@@ -104,9 +107,13 @@ export async function readyWithin(redis: Redis, url: string, opts: ReadyWithinOp
   await new Promise<void>((resolve, reject) => {
     let last = '';
     const unreachable = (why: string) =>
-      new UserInputError('REDIS_UNREACHABLE', `cannot reach Redis at ${where}${Number.isFinite(timeoutMs) ? ` within ${timeoutMs / 1000} s` : ''}${why ? `: ${why}` : ''}`, {
-        hint: opts.hint ?? 'check REDIS_URL (redis://:PASSWORD@host:port) and that redis-server is running there',
-      });
+      new UserInputError(
+        'REDIS_UNREACHABLE',
+        `cannot reach Redis at ${where}${Number.isFinite(timeoutMs) ? ` within ${timeoutMs / 1000} s` : ''}${why ? `: ${why}` : ''}`,
+        {
+          hint: opts.hint ?? 'check REDIS_URL (redis://:PASSWORD@host:port) and that redis-server is running there',
+        },
+      );
     const done = (err?: Error) => {
       clearTimeout(timer);
       redis.off('ready', onReady);
@@ -120,10 +127,12 @@ export async function readyWithin(redis: Redis, url: string, opts: ReadyWithinOp
       last = err.message;
       if (AUTH_REFUSED.test(err.message)) {
         const what = urlHasPassword(url) ? 'refused the password' : 'needs a password and the URL gives none';
-        done(new UserInputError('REDIS_AUTH', `Redis at ${where} ${what}: ${err.message.split('\n')[0]}`, {
-          hint: "check REDIS_URL's password (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user); it must match requirepass in the server's redis.conf",
-          cause: err,
-        }));
+        done(
+          new UserInputError('REDIS_AUTH', `Redis at ${where} ${what}: ${err.message.split('\n')[0]}`, {
+            hint: "check REDIS_URL's password (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user); it must match requirepass in the server's redis.conf",
+            cause: err,
+          }),
+        );
       }
     };
     const onEnd = () => done(unreachable(last || 'the connection was closed'));
@@ -200,7 +209,11 @@ export async function redisAnswersWithoutAuth(redis: Redis, timeoutMs = 5000): P
  * password: a worker runs what its Redis tells it, so write access to an open Redis is running
  * commands as the worker's user.
  */
-export async function requireRedisAuth(redis: Redis, url: string, opts: { allowInsecure: boolean; log: Logger; who: string }): Promise<void> {
+export async function requireRedisAuth(
+  redis: Redis,
+  url: string,
+  opts: { allowInsecure: boolean; log: Logger; who: string },
+): Promise<void> {
   if (!(await redisAnswersWithoutAuth(redis))) return;
   const what = `Redis at ${redactUrl(url)} answers without a password: anyone who can reach it can queue work that ${opts.who} runs as user ${process.env.USER ?? process.getuid?.() ?? '?'}`;
   if (opts.allowInsecure) {

@@ -64,7 +64,11 @@ export class EventLog {
 
   static of(redis: Redis, prefix: string, experiment: string): EventLog {
     const k = orchKeys(prefix);
-    return new EventLog(redis, { stream: k.events(experiment), exp: k.exp(experiment), budget: k.eventBudget(experiment) });
+    return new EventLog(redis, {
+      stream: k.events(experiment),
+      exp: k.exp(experiment),
+      budget: k.eventBudget(experiment),
+    });
   }
 
   /** A reader of the stream at `stream` alone (its appends would write nothing: no experiment hash). */
@@ -76,22 +80,42 @@ export class EventLog {
    * Appends one event; resolves the script's reply: the entry id, 'dropped' (the budget refused
    * an `output` event), or null (the experiment is gone).
    */
-  async append(cls: AppendClass, tags: EventTags, event: string, overheadBytes: number, budget: OutputBudgetArgs | null): Promise<string | null> {
+  async append(
+    cls: AppendClass,
+    tags: EventTags,
+    event: string,
+    overheadBytes: number,
+    budget: OutputBudgetArgs | null,
+  ): Promise<string | null> {
     const b = budget === null ? [0, 0, ''] : [budget.lines, budget.bytes, budget.note];
-    const reply = await runScript(this.redis, 'append-event', [this.keys.exp, this.keys.stream, this.keys.budget], [cls, ...b, overheadBytes, ...tagFields(tags), 'event', event]);
+    const reply = await runScript(
+      this.redis,
+      'append-event',
+      [this.keys.exp, this.keys.stream, this.keys.budget],
+      [cls, ...b, overheadBytes, ...tagFields(tags), 'event', event],
+    );
     return typeof reply === 'string' ? reply : null;
   }
 
   /** Counts output the worker dropped itself in the experiment's budget. */
   async countDropped(lines: number, bytes: number): Promise<void> {
-    await runScript(this.redis, 'append-event', [this.keys.exp, this.keys.stream, this.keys.budget], ['dropped', lines, bytes, '', 0]);
+    await runScript(
+      this.redis,
+      'append-event',
+      [this.keys.exp, this.keys.stream, this.keys.budget],
+      ['dropped', lines, bytes, '', 0],
+    );
   }
 
   /**
    * The stream from `from` ('-': the start; `(<id>`: after id) to its end, a page at a time, in
    * order; `committed` says which attempt of each block is the committed one.
    */
-  async *pages(committed: CommittedAttempts = {}, from = '-', pageSize = EVENT_PAGE_SIZE): AsyncGenerator<StreamEvent[]> {
+  async *pages(
+    committed: CommittedAttempts = {},
+    from = '-',
+    pageSize = EVENT_PAGE_SIZE,
+  ): AsyncGenerator<StreamEvent[]> {
     let start = from;
     for (;;) {
       const page = (await this.redis.xrange(this.keys.stream, start, '+', 'COUNT', pageSize)) as [string, string[]][];
@@ -112,9 +136,11 @@ export class EventLog {
   async follow(lastId: string, blockMs: number | null, count = 500): Promise<StreamEvent[]> {
     // null: no BLOCK at all. A short BLOCK is no substitute: Redis ends it at its next cron tick
     // (up to 100 ms at the default hz), and the connection waits behind it.
-    const reply = (blockMs === null
-      ? await this.redis.xread('COUNT', count, 'STREAMS', this.keys.stream, lastId)
-      : await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.keys.stream, lastId)) as [string, [string, string[]][]][] | null;
+    const reply = (
+      blockMs === null
+        ? await this.redis.xread('COUNT', count, 'STREAMS', this.keys.stream, lastId)
+        : await this.redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.keys.stream, lastId)
+    ) as [string, [string, string[]][]][] | null;
     const out: StreamEvent[] = [];
     for (const [, entries] of reply ?? []) for (const [id, flat] of entries) out.push(fromEntry(id, flat, {}));
     return out;
@@ -125,7 +151,20 @@ export class EventLog {
 export type CommittedAttempts = Record<string, { attempt: number }>;
 
 function tagFields(tags: EventTags): string[] {
-  return ['block', String(tags.block), 'attempt', String(tags.attempt), 'epoch', String(tags.epoch), 'host', tags.host, 'card', tags.card, 'rank', String(tags.rank)];
+  return [
+    'block',
+    String(tags.block),
+    'attempt',
+    String(tags.attempt),
+    'epoch',
+    String(tags.epoch),
+    'host',
+    tags.host,
+    'card',
+    tags.card,
+    'rank',
+    String(tags.rank),
+  ];
 }
 
 /** The bytes the tags add to an entry, as the append script counts them (jobs/line-limit.ts). */
@@ -168,7 +207,11 @@ const CHUNK_CHARS = 1 << 20;
  * chunk at a time as they come: memory holds a chunk and the page being written, never the file.
  * Returns the count written.
  */
-export async function exportJsonl(file: string, pages: AsyncIterable<readonly StreamEvent[]> | Iterable<readonly StreamEvent[]>, onEvent?: (e: StreamEvent) => void): Promise<number> {
+export async function exportJsonl(
+  file: string,
+  pages: AsyncIterable<readonly StreamEvent[]> | Iterable<readonly StreamEvent[]>,
+  onEvent?: (e: StreamEvent) => void,
+): Promise<number> {
   // never through a link planted at the file (orchestrator/report/results-dir-writer.ts)
   const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   let n = 0;
@@ -228,7 +271,8 @@ export async function* importJsonl(file: string): AsyncGenerator<StreamEvent> {
       if (e !== null) yield e;
     }
     rest = text.slice(start);
-    if (rest.length > MAX_JSONL_LINE_CHARS) throw invalidLine(file, n + 1, `a line longer than ${MAX_JSONL_LINE_CHARS} chars (MAX_JSONL_LINE_CHARS)`, rest);
+    if (rest.length > MAX_JSONL_LINE_CHARS)
+      throw invalidLine(file, n + 1, `a line longer than ${MAX_JSONL_LINE_CHARS} chars (MAX_JSONL_LINE_CHARS)`, rest);
   }
   if (rest !== '') {
     const e = one(rest);
@@ -238,7 +282,7 @@ export async function* importJsonl(file: string): AsyncGenerator<StreamEvent> {
 
 function invalidLine(file: string, line: number, why: string, text: string): UserInputError {
   return new UserInputError('EVENTS_FILE_INVALID', `${file}:${line}: not an event record: ${why}: ${quoteLine(text)}`, {
-    hint: 'events.jsonl is written by orch submit / orch report from Redis; restore the line from the run\'s copy, or rewrite the directory with orch report <id> against the Redis that ran it',
+    hint: "events.jsonl is written by orch submit / orch report from Redis; restore the line from the run's copy, or rewrite the directory with orch report <id> against the Redis that ran it",
   });
 }
 
@@ -255,7 +299,18 @@ export type StreamEntries = [string, [string, string[]][]][] | null;
  * stream in `from` after its id. It holds `conn` while it blocks: give it a connection of its own,
  * not auto-pipelined (a blocking command in an auto-pipeline holds every command queued behind it).
  */
-export async function readStreams(conn: Redis, from: readonly { key: string; id: string }[], opts: { blockMs: number; count?: number }): Promise<StreamEntries> {
+export async function readStreams(
+  conn: Redis,
+  from: readonly { key: string; id: string }[],
+  opts: { blockMs: number; count?: number },
+): Promise<StreamEntries> {
   const count = opts.count === undefined ? [] : (['COUNT', opts.count] as const);
-  return (await conn.xread(...(count as ['COUNT', number]), 'BLOCK', opts.blockMs, 'STREAMS', ...from.map((f) => f.key), ...from.map((f) => f.id))) as StreamEntries;
+  return (await conn.xread(
+    ...(count as ['COUNT', number]),
+    'BLOCK',
+    opts.blockMs,
+    'STREAMS',
+    ...from.map((f) => f.key),
+    ...from.map((f) => f.id),
+  )) as StreamEntries;
 }

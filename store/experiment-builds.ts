@@ -8,7 +8,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseStored } from '../jobs/parse-stored.ts';
-import { orchKeys, type OrchKeys } from './keys.ts';
+import { type OrchKeys, orchKeys } from './keys.ts';
 
 export const HostBuildsSchema = z.object({
   /** building: its job is on the host's build queue; ready: every build is in the host's cache; retry: the last attempt failed transiently; given-up: no attempt left */

@@ -7,9 +7,9 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../jobs/errors.ts';
+import { type ExperimentState, TERMINAL_EXPERIMENT_STATES } from './experiment-store.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
-import { TERMINAL_EXPERIMENT_STATES, type ExperimentState } from './experiment-store.ts';
 
 export const TTL_ENV = 'ORCH_EXPERIMENT_TTL_DAYS';
 export const DEFAULT_TTL_DAYS = 7;
@@ -21,7 +21,9 @@ export function experimentTtlSeconds(env: NodeJS.ProcessEnv = process.env): numb
   if (raw === undefined || raw.trim() === '') return DEFAULT_TTL_DAYS * DAY_S;
   const days = Number(raw);
   if (!Number.isFinite(days) || days < 0) {
-    throw new UserInputError('CLI_USAGE', `${TTL_ENV}=${raw}: not a number of days (0 or more)`, { hint: `${TTL_ENV}=7 keeps an ended experiment's keys a week after its results are written; 0 keeps them until orch prune` });
+    throw new UserInputError('CLI_USAGE', `${TTL_ENV}=${raw}: not a number of days (0 or more)`, {
+      hint: `${TTL_ENV}=7 keeps an ended experiment's keys a week after its results are written; 0 keeps them until orch prune`,
+    });
   }
   return days === 0 ? null : Math.max(1, Math.round(days * DAY_S));
 }
@@ -58,7 +60,8 @@ export class ExperimentRetention {
     ids.forEach((id, i) => {
       const [state, ended] = (rows[i]?.[1] as (string | null)[] | undefined) ?? [null, null];
       if (state === null || state === undefined) out.push({ id, state: 'gone', ended: null });
-      else if (TERMINAL_EXPERIMENT_STATES.has(state as ExperimentState) && Number(ended) <= cutoffMs) out.push({ id, state: state as ExperimentState, ended: Number(ended) });
+      else if (TERMINAL_EXPERIMENT_STATES.has(state as ExperimentState) && Number(ended) <= cutoffMs)
+        out.push({ id, state: state as ExperimentState, ended: Number(ended) });
     });
     return out;
   }
@@ -77,7 +80,14 @@ export class ExperimentRetention {
       cursor = next;
       others.push(...found);
     } while (cursor !== '0');
-    return Number(await runScript(this.redis, 'experiment-retire', [own, this.keys.sched.experiments, ...others], [id, action, arg]));
+    return Number(
+      await runScript(
+        this.redis,
+        'experiment-retire',
+        [own, this.keys.sched.experiments, ...others],
+        [id, action, arg],
+      ),
+    );
   }
 }
 

@@ -9,9 +9,9 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
-import { PlanSchema } from '../jobs/plan-schema.ts';
-import { SpecSchema, type Spec } from '../jobs/spec.ts';
 import type { Plan } from '../jobs/plan.ts';
+import { PlanSchema } from '../jobs/plan-schema.ts';
+import { type Spec, SpecSchema } from '../jobs/spec.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
@@ -72,7 +72,14 @@ export const BlockStateSchema = z.strictObject({
   granted_at: z.number().nullable(),
   ended_at: z.number().nullable(),
   /** every attempt with how it ended: the audit trail of re-dispatches */
-  attempts: z.array(z.strictObject({ attempt: z.int().min(0), gang: z.array(GangPartSchema), outcome: z.string(), reason: z.string().optional() })),
+  attempts: z.array(
+    z.strictObject({
+      attempt: z.int().min(0),
+      gang: z.array(GangPartSchema),
+      outcome: z.string(),
+      reason: z.string().optional(),
+    }),
+  ),
 });
 export type BlockState = z.infer<typeof BlockStateSchema>;
 
@@ -161,7 +168,16 @@ export class ExperimentStore {
   /** The states of several experiments in one call (null where one is gone), in the order of `ids`. */
   async states(ids: string[]): Promise<(ExperimentState | null)[]> {
     if (ids.length === 0) return [];
-    return checkStored(StatesReplySchema, await runScript(this.redis, 'experiment-states', ids.map((id) => this.keys.exp(id)), []), 'reply of store/lua/experiment-states.lua');
+    return checkStored(
+      StatesReplySchema,
+      await runScript(
+        this.redis,
+        'experiment-states',
+        ids.map((id) => this.keys.exp(id)),
+        [],
+      ),
+      'reply of store/lua/experiment-states.lua',
+    );
   }
 
   /** Moves to `state` unless the experiment already ended or is being cancelled. */
@@ -175,7 +191,11 @@ export class ExperimentStore {
 
   /** Marks the experiment cancelling; false when it already ended. */
   async requestCancel(id: string, reason: string): Promise<ExperimentState | null> {
-    return checkStored(CancelReplySchema, await runScript(this.redis, 'experiment-cancel', [this.keys.exp(id)], [reason]), 'reply of store/lua/experiment-cancel.lua');
+    return checkStored(
+      CancelReplySchema,
+      await runScript(this.redis, 'experiment-cancel', [this.keys.exp(id)], [reason]),
+      'reply of store/lua/experiment-cancel.lua',
+    );
   }
 
   async blocks(id: string): Promise<BlockState[]> {
@@ -199,7 +219,12 @@ export class ExperimentStore {
    */
   async transitionBlock(id: string, from: Pick<BlockState, 'phase' | 'attempt'>, to: BlockState): Promise<BlockWrite> {
     const key = this.sched.blocks(id);
-    const reply = await runScript(this.redis, 'block-transition', [key], [String(to.block), from.phase, from.attempt, JSON.stringify(to)]);
+    const reply = await runScript(
+      this.redis,
+      'block-transition',
+      [key],
+      [String(to.block), from.phase, from.attempt, JSON.stringify(to)],
+    );
     return decodeBlockWrite(reply, 'block-transition', `${key} field ${to.block}`);
   }
 
@@ -209,7 +234,12 @@ export class ExperimentStore {
    */
   async beginAttempt(id: string, waitingAttempt: number, to: BlockState): Promise<BlockWrite> {
     const key = this.sched.blocks(id);
-    const reply = await runScript(this.redis, 'block-begin-attempt', [key, this.keys.exp(id)], [String(to.block), waitingAttempt, JSON.stringify(to)]);
+    const reply = await runScript(
+      this.redis,
+      'block-begin-attempt',
+      [key, this.keys.exp(id)],
+      [String(to.block), waitingAttempt, JSON.stringify(to)],
+    );
     return decodeBlockWrite(reply, 'block-begin-attempt', `${key} field ${to.block}`);
   }
 

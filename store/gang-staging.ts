@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { GateResultSchema } from '../jobs/gate-result.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { RepResultSchema } from '../jobs/rep-result.ts';
-import { orchKeys, type OrchKeys } from './keys.ts';
+import { type OrchKeys, orchKeys } from './keys.ts';
 import type { CommitGate, CommitRep } from './result-store.ts';
 import { runScript } from './scripts.ts';
 
@@ -77,8 +77,18 @@ export class GangStaging {
    * Publishes rank 0's bytes of exchange `key`: 'published', 'same' (already there, the same
    * bytes) or 'other' (already there with other bytes: refused).
    */
-  async publishExchange(ref: AttemptRef, key: string, data: Buffer, ttlMs: number): Promise<'published' | 'same' | 'other'> {
-    const reply = await runScript(this.redis, 'publish-exchange', [this.keys.exchange(ref.experiment, ref.block, ref.attempt)], [key, data.toString('base64'), Math.ceil(ttlMs)]);
+  async publishExchange(
+    ref: AttemptRef,
+    key: string,
+    data: Buffer,
+    ttlMs: number,
+  ): Promise<'published' | 'same' | 'other'> {
+    const reply = await runScript(
+      this.redis,
+      'publish-exchange',
+      [this.keys.exchange(ref.experiment, ref.block, ref.attempt)],
+      [key, data.toString('base64'), Math.ceil(ttlMs)],
+    );
     const r = checkStored(PublishExchangeReplySchema, reply, 'reply of store/lua/publish-exchange.lua');
     return r === 1 ? 'published' : r === 2 ? 'same' : 'other';
   }
@@ -110,6 +120,10 @@ export class GangStaging {
 
   /** The attempt's keys, once its block is committed or failed. */
   async forget(ref: AttemptRef): Promise<void> {
-    await this.redis.del(this.keys.rendezvous(ref.experiment, ref.block, ref.attempt), this.keys.staged(ref.experiment, ref.block, ref.attempt), this.keys.exchange(ref.experiment, ref.block, ref.attempt));
+    await this.redis.del(
+      this.keys.rendezvous(ref.experiment, ref.block, ref.attempt),
+      this.keys.staged(ref.experiment, ref.block, ref.attempt),
+      this.keys.exchange(ref.experiment, ref.block, ref.attempt),
+    );
   }
 }

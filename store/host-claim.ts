@@ -29,7 +29,10 @@ export interface ClaimHolder {
 }
 
 /** host-claim.lua: { 1 } held, or { 0, pid, machine, started } of the holder (as stored: strings). */
-const HostClaimReplySchema = z.union([z.tuple([z.literal(1)]), z.tuple([z.literal(0), z.string(), z.string(), z.string()])]);
+const HostClaimReplySchema = z.union([
+  z.tuple([z.literal(1)]),
+  z.tuple([z.literal(0), z.string(), z.string(), z.string()]),
+]);
 
 export class HostClaim {
   private readonly key: string;
@@ -46,7 +49,16 @@ export class HostClaim {
 
   /** Takes or keeps the claim for ttlMs; the holder when another worker has it. */
   async takeOrKeep(ttlMs: number): Promise<ClaimHolder | null> {
-    const reply = checkStored(HostClaimReplySchema, await runScript(this.redis, 'host-claim', [this.key], [this.token, process.pid, hostname(), this.started, Math.ceil(ttlMs)]), 'reply of store/lua/host-claim.lua');
+    const reply = checkStored(
+      HostClaimReplySchema,
+      await runScript(
+        this.redis,
+        'host-claim',
+        [this.key],
+        [this.token, process.pid, hostname(), this.started, Math.ceil(ttlMs)],
+      ),
+      'reply of store/lua/host-claim.lua',
+    );
     if (reply[0] === 1) return null;
     return { pid: Number(reply[1]), machine: reply[2], started: Number(reply[3]) };
   }

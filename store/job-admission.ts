@@ -36,24 +36,54 @@ export class JobAdmission {
   /** Resolves when `job` may run; throws an OrchError (deterministic: never retried) otherwise. */
   async admit(job: Pick<Job, 'id' | 'name' | 'data' | 'opts' | 'repeatJobKey'>): Promise<void> {
     const id = loggableJobId(job.id);
-    const check = verifyJob({ queue: this.queue.name, name: job.name, id: job.id, data: job.data, opts: job.opts as Record<string, unknown>, repeatJobKey: job.repeatJobKey }, this.ctx.secret);
+    const check = verifyJob(
+      {
+        queue: this.queue.name,
+        name: job.name,
+        id: job.id,
+        data: job.data,
+        opts: job.opts as Record<string, unknown>,
+        repeatJobKey: job.repeatJobKey,
+      },
+      this.ctx.secret,
+    );
     if (!check.ok) {
       await this.refuse(id, check.code, check.why, job.repeatJobKey);
       return;
     }
     if (!(await this.ctx.nonces.consume(check.nonce, check.expires, job.id ?? '', this.kind))) {
       // counted by the script itself, atomically with the check
-      this.ctx.log.error({ job: id, queue: this.queue.name, code: 'GRANT_REPLAYED' }, 'refused a replayed job (its nonce was used before): nothing ran');
-      throw new OrchError('GRANT_REPLAYED', `job ${id} on ${this.queue.name} refused: its grant's nonce was used before (a copy of a job already taken); nothing ran`);
+      this.ctx.log.error(
+        { job: id, queue: this.queue.name, code: 'GRANT_REPLAYED' },
+        'refused a replayed job (its nonce was used before): nothing ran',
+      );
+      throw new OrchError(
+        'GRANT_REPLAYED',
+        `job ${id} on ${this.queue.name} refused: its grant's nonce was used before (a copy of a job already taken); nothing ran`,
+      );
     }
   }
 
-  private async refuse(id: string, code: 'GRANT_MISSING' | 'GRANT_INVALID', why: string, repeatJobKey: string | undefined): Promise<never> {
-    await this.ctx.refused.count(this.kind, code).catch((err: unknown) => this.ctx.log.warn({ err }, 'could not count a refused job'));
+  private async refuse(
+    id: string,
+    code: 'GRANT_MISSING' | 'GRANT_INVALID',
+    why: string,
+    repeatJobKey: string | undefined,
+  ): Promise<never> {
+    await this.ctx.refused
+      .count(this.kind, code)
+      .catch((err: unknown) => this.ctx.log.warn({ err }, 'could not count a refused job'));
     if (repeatJobKey !== undefined) {
-      await this.queue.removeJobScheduler(repeatJobKey).catch((err: unknown) => this.ctx.log.warn({ err, job: id }, 'could not remove the job scheduler of a refused job'));
+      await this.queue
+        .removeJobScheduler(repeatJobKey)
+        .catch((err: unknown) =>
+          this.ctx.log.warn({ err, job: id }, 'could not remove the job scheduler of a refused job'),
+        );
     }
-    this.ctx.log.error({ job: id, queue: this.queue.name, code, why, scheduler_removed: repeatJobKey !== undefined }, 'refused a job without a valid grant: nothing ran');
+    this.ctx.log.error(
+      { job: id, queue: this.queue.name, code, why, scheduler_removed: repeatJobKey !== undefined },
+      'refused a job without a valid grant: nothing ran',
+    );
     throw new OrchError(code, `job ${id} on ${this.queue.name} refused: ${why}; nothing ran`);
   }
 }

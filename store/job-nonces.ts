@@ -6,9 +6,9 @@
  * gone is refused by the grant's own expiry.
  */
 import type { Redis } from 'ioredis';
-import { orchKeys, type OrchKeys } from './keys.ts';
-import { runScript } from './scripts.ts';
+import { type OrchKeys, orchKeys } from './keys.ts';
 import type { RefusedQueue } from './refused-jobs.ts';
+import { runScript } from './scripts.ts';
 
 /** How long a nonce key outlives its grant's expiry (clocks of scheduler and worker may differ). */
 const NONCE_MARGIN_MS = 3600 * 1000;
@@ -24,9 +24,20 @@ export class JobNonces {
   }
 
   /** True when this is the nonce's first use; false (counted as a replay of `queue`) otherwise. */
-  async consume(nonce: string, expires: number, jobId: string, queue: RefusedQueue, now = Date.now()): Promise<boolean> {
+  async consume(
+    nonce: string,
+    expires: number,
+    jobId: string,
+    queue: RefusedQueue,
+    now = Date.now(),
+  ): Promise<boolean> {
     const ttl = Math.max(1, expires - now) + NONCE_MARGIN_MS;
-    const r = await runScript(this.redis, 'consume-nonce', [this.keys.grantNonce(nonce), this.keys.refusedJobs], [ttl, jobId, `${queue}/GRANT_REPLAYED`]);
+    const r = await runScript(
+      this.redis,
+      'consume-nonce',
+      [this.keys.grantNonce(nonce), this.keys.refusedJobs],
+      [ttl, jobId, `${queue}/GRANT_REPLAYED`],
+    );
     return r === 1;
   }
 }

@@ -42,7 +42,6 @@ export function hostJobId(experiment: string, block: number, attempt: number, ho
   return `${experiment}.b${block}-a${attempt}-${host}`;
 }
 
-
 export interface OrchKeys {
   prefix: string;
   /** hash card id → JSON Card */

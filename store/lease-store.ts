@@ -11,7 +11,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { checkStored } from '../jobs/parse-stored.ts';
-import { orchKeys, type OrchKeys } from './keys.ts';
+import { type OrchKeys, orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
 export interface Lease {
@@ -79,7 +79,16 @@ export class LeaseStore {
   /** Extends every lease of the gang by ttlMs, or none (then the gang is lost: kill its ranks). */
   async renew(gang: GangRef & { owner: string; ttlMs: number }): Promise<RenewResult> {
     checkCards(gang.cards);
-    const reply = checkStored(RenewReplySchema, await runScript(this.redis, 'renew-gang', gang.cards.map((c) => this.keys.lease(c)), [gang.owner, gang.epoch, Math.ceil(gang.ttlMs)]), 'reply of store/lua/renew-gang.lua');
+    const reply = checkStored(
+      RenewReplySchema,
+      await runScript(
+        this.redis,
+        'renew-gang',
+        gang.cards.map((c) => this.keys.lease(c)),
+        [gang.owner, gang.epoch, Math.ceil(gang.ttlMs)],
+      ),
+      'reply of store/lua/renew-gang.lua',
+    );
     if (reply[0] === 1) return { ok: true };
     return { ok: false, card: gang.cards[reply[1] - 1] ?? '?', reason: reply[2] };
   }
@@ -87,7 +96,14 @@ export class LeaseStore {
   /** Deletes the leases still held under gang.epoch; returns how many. */
   async release(gang: GangRef): Promise<number> {
     checkCards(gang.cards);
-    return Number(await runScript(this.redis, 'release-gang', gang.cards.map((c) => this.keys.lease(c)), [gang.epoch]));
+    return Number(
+      await runScript(
+        this.redis,
+        'release-gang',
+        gang.cards.map((c) => this.keys.lease(c)),
+        [gang.epoch],
+      ),
+    );
   }
 
   /**
@@ -113,7 +129,16 @@ export class LeaseStore {
   /** Which of `cards` are leased now (by anyone, under any epoch), in one call (store/lua/leased-cards.lua). */
   async leased(cards: string[]): Promise<Set<string>> {
     if (cards.length === 0) return new Set();
-    const reply = checkStored(LeasedCardsReplySchema, await runScript(this.redis, 'leased-cards', cards.map((c) => this.keys.lease(c)), []), 'reply of store/lua/leased-cards.lua');
+    const reply = checkStored(
+      LeasedCardsReplySchema,
+      await runScript(
+        this.redis,
+        'leased-cards',
+        cards.map((c) => this.keys.lease(c)),
+        [],
+      ),
+      'reply of store/lua/leased-cards.lua',
+    );
     return new Set(reply.flatMap((i) => cards[i - 1] ?? []));
   }
 
@@ -151,7 +176,10 @@ export function decodeAcquireGang(reply: unknown, cards: string[]): AcquireResul
   const r = checkStored(AcquireReplySchema, reply, 'reply of store/lua/acquire-gang.lua');
   if (r[0] === 1) return { granted: true, epoch: r[1] };
   const [, i, owner, epoch, experiment, block] = r;
-  return { granted: false, busy: { card: cards[i - 1] ?? '?', owner, epoch: Number(epoch), experiment, block: Number(block) } };
+  return {
+    granted: false,
+    busy: { card: cards[i - 1] ?? '?', owner, epoch: Number(epoch), experiment, block: Number(block) },
+  };
 }
 
 function leaseOf(card: string, h: Record<string, string>): Lease | null {

@@ -33,9 +33,13 @@ export function ensurePrivateDir(dir: string, what: string): string {
           ? `is writable by group or others (mode ${(st.mode & 0o777).toString(8)})`
           : null;
   if (problem !== null) {
-    throw new UserInputError('PRIVATE_DIR_UNSAFE', `${what} ${dir} ${problem}: another local user could take or redirect what orch keeps there`, {
-      hint: `use a directory only you own and can write: remove ${dir} if it is not yours, or \`chmod 700 ${dir}\` if it is, or pick another path (default: $XDG_RUNTIME_DIR/orch, else ~/.cache/orch)`,
-    });
+    throw new UserInputError(
+      'PRIVATE_DIR_UNSAFE',
+      `${what} ${dir} ${problem}: another local user could take or redirect what orch keeps there`,
+      {
+        hint: `use a directory only you own and can write: remove ${dir} if it is not yours, or \`chmod 700 ${dir}\` if it is, or pick another path (default: $XDG_RUNTIME_DIR/orch, else ~/.cache/orch)`,
+      },
+    );
   }
   return dir;
 }
@@ -51,18 +55,26 @@ export function openLockFile(path: string): number {
     fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new UserInputError('PRIVATE_DIR_UNSAFE', `card lock ${path}: cannot create it (${code === 'ELOOP' ? 'it is a symbolic link' : code})`, {
-      hint: `remove ${path}; the lock directory must hold only orch's lock files`,
-      cause: err,
-    });
+    throw new UserInputError(
+      'PRIVATE_DIR_UNSAFE',
+      `card lock ${path}: cannot create it (${code === 'ELOOP' ? 'it is a symbolic link' : code})`,
+      {
+        hint: `remove ${path}; the lock directory must hold only orch's lock files`,
+        cause: err,
+      },
+    );
   }
   try {
     const st = fstatSync(fd);
     const uid = process.getuid?.();
     if (!st.isFile() || (uid !== undefined && st.uid !== uid)) {
-      throw new UserInputError('PRIVATE_DIR_UNSAFE', `card lock ${path} is ${st.isFile() ? `owned by uid ${st.uid}` : 'not a regular file'}`, {
-        hint: `remove ${path}; the lock directory must hold only orch's lock files`,
-      });
+      throw new UserInputError(
+        'PRIVATE_DIR_UNSAFE',
+        `card lock ${path} is ${st.isFile() ? `owned by uid ${st.uid}` : 'not a regular file'}`,
+        {
+          hint: `remove ${path}; the lock directory must hold only orch's lock files`,
+        },
+      );
     }
   } catch (err) {
     closeSync(fd);

@@ -20,7 +20,10 @@ export function isRedisOom(err: unknown): boolean {
  */
 export function isRedisCondition(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  return /^(OOM|LOADING|READONLY|BUSY|MISCONF|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message) || /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Stream isn't writeable/.test(err.message);
+  return (
+    /^(OOM|LOADING|READONLY|BUSY|MISCONF|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message) ||
+    /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Stream isn't writeable/.test(err.message)
+  );
 }
 
 /**
@@ -29,7 +32,10 @@ export function isRedisCondition(err: unknown): boolean {
  */
 export function asRedisOom(err: unknown): unknown {
   if (!isRedisOom(err) || err instanceof OrchError) return err;
-  return new UserInputError('REDIS_OOM', `Redis refused a write: ${(err as Error).message.split('\n')[0]}`, { cause: err, hint: ERROR_CODES.REDIS_OOM.hint });
+  return new UserInputError('REDIS_OOM', `Redis refused a write: ${(err as Error).message.split('\n')[0]}`, {
+    cause: err,
+    hint: ERROR_CODES.REDIS_OOM.hint,
+  });
 }
 
 /** How many of orch's keys a diagnosis looks at (SCAN), and how many it names. */
@@ -37,7 +43,10 @@ const SCAN_KEYS = 2000;
 const NAMED_KEYS = 3;
 
 /** orch's keys under `prefix` by MEMORY USAGE, of at most SCAN_KEYS looked at: the largest, and their sum. */
-export async function orchMemory(redis: Redis, prefix: string): Promise<{ largest: { key: string; bytes: number }[]; bytes: number; keys: number }> {
+export async function orchMemory(
+  redis: Redis,
+  prefix: string,
+): Promise<{ largest: { key: string; bytes: number }[]; bytes: number; keys: number }> {
   const keys: string[] = [];
   let cursor = '0';
   do {
@@ -45,24 +54,42 @@ export async function orchMemory(redis: Redis, prefix: string): Promise<{ larges
     keys.push(...batch);
     cursor = next;
   } while (cursor !== '0' && keys.length < SCAN_KEYS);
-  const sizes = await Promise.all(keys.slice(0, SCAN_KEYS).map(async (key) => ({ key, bytes: Number((await redis.memory('USAGE', key)) ?? 0) })));
+  const sizes = await Promise.all(
+    keys.slice(0, SCAN_KEYS).map(async (key) => ({ key, bytes: Number((await redis.memory('USAGE', key)) ?? 0) })),
+  );
   sizes.sort((a, b) => b.bytes - a.bytes);
   return { largest: sizes.slice(0, NAMED_KEYS), bytes: sizes.reduce((sum, k) => sum + k.bytes, 0), keys: sizes.length };
 }
 
 /** The REDIS_OOM error for a refused write (`cause`), with what filled Redis when it can tell. */
-export async function redisOomError(redis: Redis, prefix: string, cause: unknown, doing: string): Promise<UserInputError> {
+export async function redisOomError(
+  redis: Redis,
+  prefix: string,
+  cause: unknown,
+  doing: string,
+): Promise<UserInputError> {
   const [memory, orch] = await Promise.all([
-    redis.info('memory').then((s) => ({ used: Number(/used_memory:(\d+)/.exec(s)?.[1] ?? 0), max: Number(/maxmemory:(\d+)/.exec(s)?.[1] ?? 0) }), () => null),
+    redis.info('memory').then(
+      (s) => ({
+        used: Number(/used_memory:(\d+)/.exec(s)?.[1] ?? 0),
+        max: Number(/maxmemory:(\d+)/.exec(s)?.[1] ?? 0),
+      }),
+      () => null,
+    ),
     orchMemory(redis, prefix).catch(() => null),
   ]);
-  const mem = memory && memory.max > 0 ? ` (used ${formatBytes(memory.used)} of maxmemory ${formatBytes(memory.max)})` : '';
+  const mem =
+    memory && memory.max > 0 ? ` (used ${formatBytes(memory.used)} of maxmemory ${formatBytes(memory.max)})` : '';
   let filled = '';
   if (orch && orch.keys > 0) {
     filled = `orch's ${orch.keys} keys under "${prefix}" hold ${formatBytes(orch.bytes)}${memory ? ` of the ${formatBytes(memory.used)} used` : ''}, the largest ${orch.largest.map((k) => `${k.key} (${formatBytes(k.bytes)})`).join(', ')}; `;
   }
-  return new UserInputError('REDIS_OOM', `Redis refused to write while ${doing}: it is at maxmemory${mem} and evicts nothing (noeviction)`, {
-    cause,
-    hint: `${filled}raise maxmemory (redis-cli CONFIG SET maxmemory <bytes>, and in redis.conf), lower what the experiments print, or stop the experiment that fills it with \`orch cancel <id>\``,
-  });
+  return new UserInputError(
+    'REDIS_OOM',
+    `Redis refused to write while ${doing}: it is at maxmemory${mem} and evicts nothing (noeviction)`,
+    {
+      cause,
+      hint: `${filled}raise maxmemory (redis-cli CONFIG SET maxmemory <bytes>, and in redis.conf), lower what the experiments print, or stop the experiment that fills it with \`orch cancel <id>\``,
+    },
+  );
 }

@@ -13,7 +13,7 @@
  * that is still cancelling and writing results through it; under `setpriv --pdeathsig KILL`
  * (Linux) it dies with the caller even when that is killed with -9.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -58,9 +58,13 @@ export async function freePort(): Promise<number> {
 export function redisServerBinary(binary = process.env.ORCH_REDIS_SERVER ?? 'redis-server'): string {
   const r = spawnSync(binary, ['--version'], { encoding: 'utf8' });
   if (r.error || r.status !== 0) {
-    throw new UserInputError('REDIS_SERVER_MISSING', `cannot run "${binary}": the embedded default needs a redis-server binary`, {
-      hint: 'install it (Debian/Ubuntu: `sudo apt-get install -y redis-server`; macOS: `brew install redis`), set ORCH_REDIS_SERVER to its path, or point REDIS_URL at a running Redis',
-    });
+    throw new UserInputError(
+      'REDIS_SERVER_MISSING',
+      `cannot run "${binary}": the embedded default needs a redis-server binary`,
+      {
+        hint: 'install it (Debian/Ubuntu: `sudo apt-get install -y redis-server`; macOS: `brew install redis`), set ORCH_REDIS_SERVER to its path, or point REDIS_URL at a running Redis',
+      },
+    );
   }
   return binary;
 }
@@ -84,8 +88,16 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
   if (password !== null) config.requirepass = password;
   // mkdtemp made dir 0700; the file is 0600 besides, as it holds the password
   const confFile = join(dir, 'redis.conf');
-  writeFileSync(confFile, Object.entries(config).map(([k, v]) => `${k} ${confValue(v)}\n`).join(''), { mode: 0o600 });
-  const [file, argv] = hasSetpriv() ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, confFile]] : [binary, [confFile]];
+  writeFileSync(
+    confFile,
+    Object.entries(config)
+      .map(([k, v]) => `${k} ${confValue(v)}\n`)
+      .join(''),
+    { mode: 0o600 },
+  );
+  const [file, argv] = hasSetpriv()
+    ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, confFile]]
+    : [binary, [confFile]];
   const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let log = '';
   child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
@@ -94,7 +106,10 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
   process.once('exit', killOnExit);
 
   const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} not ready after 10 s:\n${log}`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`redis-server on port ${port} not ready after 10 s:\n${log}`)),
+      10_000,
+    );
     const onData = () => {
       if (log.includes('Ready to accept connections')) {
         clearTimeout(timer);

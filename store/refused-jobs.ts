@@ -26,6 +26,10 @@ export class RefusedJobs {
   /** "<queue kind>/<code>" → how many were refused, sorted by field. */
   async counts(): Promise<Record<string, number>> {
     const all = await this.redis.hgetall(this.key);
-    return Object.fromEntries(Object.entries(all).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, Number(v)]));
+    return Object.fromEntries(
+      Object.entries(all)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, Number(v)]),
+    );
   }
 }

@@ -5,17 +5,17 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { CommitRecordSchema, type CommitRecord } from '../jobs/commit-record.ts';
+import { type CommitRecord, CommitRecordSchema } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
-import { FailedRecordSchema, type FailedRecord, type FailedRep } from '../jobs/failed-rep.ts';
-import { GateResultSchema, type GateResult } from '../jobs/gate-result.ts';
-import { ProbeRecordSchema, type ProbeRecord } from '../jobs/probe-record.ts';
-import { RepResultSchema, type RepResult } from '../jobs/rep-result.ts';
+import { type FailedRecord, FailedRecordSchema, type FailedRep } from '../jobs/failed-rep.ts';
+import { type GateResult, GateResultSchema } from '../jobs/gate-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
-import { escapeRankText } from '../jobs/rank-text.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
+import { type ProbeRecord, ProbeRecordSchema } from '../jobs/probe-record.ts';
+import { escapeRankText } from '../jobs/rank-text.ts';
+import { type RepResult, RepResultSchema } from '../jobs/rep-result.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
-import { gateField, orchKeys, repKey, type OrchKeys } from './keys.ts';
+import { gateField, type OrchKeys, orchKeys, repKey } from './keys.ts';
 import { runScript } from './scripts.ts';
 
 export interface CommitRep {
@@ -69,7 +69,15 @@ export class ResultStore {
     const args: (string | number)[] = [
       c.epoch,
       String(c.block),
-      JSON.stringify(CommitRecordSchema.parse({ attempt: c.attempt, epoch: c.epoch, host: c.host, committed: Date.now(), ...c.timeline })),
+      JSON.stringify(
+        CommitRecordSchema.parse({
+          attempt: c.attempt,
+          epoch: c.epoch,
+          host: c.host,
+          committed: Date.now(),
+          ...c.timeline,
+        }),
+      ),
       c.reps.length,
       c.notRun.length,
       c.gates.length,
@@ -81,7 +89,14 @@ export class ResultStore {
     const reply = await runScript(
       this.redis,
       'commit-block',
-      [k.results(c.experiment), k.failed(c.experiment), k.gates(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))],
+      [
+        k.results(c.experiment),
+        k.failed(c.experiment),
+        k.gates(c.experiment),
+        k.commits(c.experiment),
+        k.exp(c.experiment),
+        ...c.cards.map((card) => k.lease(card)),
+      ],
       args,
     );
     return decodeCommitBlock(reply, c.cards, `${k.commits(c.experiment)} field ${c.block}`);
@@ -91,20 +106,42 @@ export class ResultStore {
    * Design probe: writes the attempt's probe records before its block commits, fenced by the
    * epoch like the commit (lua/commit-probes.lua); when refused, `why` says so in words.
    */
-  async commitProbes(c: { experiment: string; block: number; epoch: number; cards: string[]; records: ProbeRecord[] }): Promise<{ written: true } | { written: false; why: string }> {
+  async commitProbes(c: {
+    experiment: string;
+    block: number;
+    epoch: number;
+    cards: string[];
+    records: ProbeRecord[];
+  }): Promise<{ written: true } | { written: false; why: string }> {
     const k = this.keys;
     const args: (string | number)[] = [c.epoch, String(c.block)];
     for (const r of c.records) args.push(repKey(r), JSON.stringify(ProbeRecordSchema.parse(r)));
-    const reply = checkStored(CommitProbesReplySchema, await runScript(this.redis, 'commit-probes', [k.probes(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))], args), 'reply of store/lua/commit-probes.lua');
+    const reply = checkStored(
+      CommitProbesReplySchema,
+      await runScript(
+        this.redis,
+        'commit-probes',
+        [k.probes(c.experiment), k.commits(c.experiment), k.exp(c.experiment), ...c.cards.map((card) => k.lease(card))],
+        args,
+      ),
+      'reply of store/lua/commit-probes.lua',
+    );
     if (reply[0] === 1) return { written: true };
     if (reply[1] === 'GONE') return { written: false, why: `experiment ${c.experiment} no longer exists in Redis` };
-    if (reply[1] === 'EPOCH') return { written: false, why: `card ${c.cards[reply[2] - 1] ?? '?'} is ${reply[3] === '' ? 'no longer leased' : `leased under epoch ${reply[3]}`}, not epoch ${c.epoch}` };
+    if (reply[1] === 'EPOCH')
+      return {
+        written: false,
+        why: `card ${c.cards[reply[2] - 1] ?? '?'} is ${reply[3] === '' ? 'no longer leased' : `leased under epoch ${reply[3]}`}, not epoch ${c.epoch}`,
+      };
     return { written: false, why: `another attempt already committed block ${c.block}` };
   }
 
   /** Design probe: the probe records of the blocks' committed attempts only. */
   async probes(experiment: string): Promise<Record<string, ProbeRecord>> {
-    const [all, commits] = await Promise.all([parseAll(await this.redis.hgetall(this.keys.probes(experiment)), ProbeRecordSchema, this.keys.probes(experiment)), this.commits(experiment)]);
+    const [all, commits] = await Promise.all([
+      parseAll(await this.redis.hgetall(this.keys.probes(experiment)), ProbeRecordSchema, this.keys.probes(experiment)),
+      this.commits(experiment),
+    ]);
     return Object.fromEntries(Object.entries(all).filter(([, r]) => commits[String(r.block)]?.attempt === r.attempt));
   }
 
@@ -113,7 +150,14 @@ export class ResultStore {
     if (reps.length === 0) return 0;
     const args: (string | number)[] = [String(block), attempt];
     for (const f of reps) args.push(repKey(f), failedJson(f, attempt));
-    return Number(await runScript(this.redis, 'fail-block', [this.keys.failed(experiment), this.keys.commits(experiment), this.keys.exp(experiment)], args));
+    return Number(
+      await runScript(
+        this.redis,
+        'fail-block',
+        [this.keys.failed(experiment), this.keys.commits(experiment), this.keys.exp(experiment)],
+        args,
+      ),
+    );
   }
 
   /** The attempt of the block that committed, or null while none has. */
@@ -137,7 +181,14 @@ export class ResultStore {
     if (reps.length === 0) return 0;
     const args: (string | number)[] = [String(block), attempt];
     for (const r of reps) args.push(repKey(r), failedJson(r, attempt));
-    return Number(await runScript(this.redis, 'account-reps', [this.keys.results(experiment), this.keys.failed(experiment), this.keys.sched.blocks(experiment)], args));
+    return Number(
+      await runScript(
+        this.redis,
+        'account-reps',
+        [this.keys.results(experiment), this.keys.failed(experiment), this.keys.sched.blocks(experiment)],
+        args,
+      ),
+    );
   }
 
   /** The committed results of these fields (`<block>/<arm>/<rep>`) only, in one read; fields without one are left out. */
@@ -151,16 +202,32 @@ export class ResultStore {
   }
 
   async results(experiment: string): Promise<Record<string, RepResult>> {
-    return parseAll(await this.redis.hgetall(this.keys.results(experiment)), RepResultSchema, this.keys.results(experiment));
+    return parseAll(
+      await this.redis.hgetall(this.keys.results(experiment)),
+      RepResultSchema,
+      this.keys.results(experiment),
+    );
   }
   async failed(experiment: string): Promise<Record<string, FailedRecord>> {
-    return parseAll(await this.redis.hgetall(this.keys.failed(experiment)), FailedRecordSchema, this.keys.failed(experiment));
+    return parseAll(
+      await this.redis.hgetall(this.keys.failed(experiment)),
+      FailedRecordSchema,
+      this.keys.failed(experiment),
+    );
   }
   async gates(experiment: string): Promise<Record<string, GateResult>> {
-    return parseAll(await this.redis.hgetall(this.keys.gates(experiment)), GateResultSchema, this.keys.gates(experiment));
+    return parseAll(
+      await this.redis.hgetall(this.keys.gates(experiment)),
+      GateResultSchema,
+      this.keys.gates(experiment),
+    );
   }
   async commits(experiment: string): Promise<Record<string, CommitRecord>> {
-    return parseAll(await this.redis.hgetall(this.keys.commits(experiment)), CommitRecordSchema, this.keys.commits(experiment));
+    return parseAll(
+      await this.redis.hgetall(this.keys.commits(experiment)),
+      CommitRecordSchema,
+      this.keys.commits(experiment),
+    );
   }
 }
 
@@ -188,9 +255,14 @@ export function decodeCommitBlock(reply: unknown, cards: string[], commitsField:
   const r = checkStored(CommitBlockReplySchema, reply, 'reply of store/lua/commit-block.lua');
   if (r[0] === 1) return { committed: true };
   if (r[1] === 'GONE') return { committed: false, why: 'gone' };
-  if (r[1] === 'EPOCH') return { committed: false, why: 'epoch', card: cards[r[2] - 1] ?? '?', holder: r[3] === '' ? null : Number(r[3]) };
+  if (r[1] === 'EPOCH')
+    return { committed: false, why: 'epoch', card: cards[r[2] - 1] ?? '?', holder: r[3] === '' ? null : Number(r[3]) };
   const prior = parseStored(CommitRecordSchema, r[2], commitsField);
-  return { committed: false, why: 'committed', prior: { attempt: prior.attempt, epoch: prior.epoch, host: prior.host } };
+  return {
+    committed: false,
+    why: 'committed',
+    prior: { attempt: prior.attempt, epoch: prior.epoch, host: prior.host },
+  };
 }
 
 /** A failure record as stored: the rep it is, reason, attempt, and the kind when it is not a plain failure. */
@@ -211,7 +283,10 @@ function parseAll<T>(h: Record<string, string>, schema: z.ZodType<T>, key: strin
       throw new OrchError('RESULT_MALFORMED', `${key} field ${field} is not JSON: ${quoteLine(raw)}`, { cause: err });
     }
     const r = schema.safeParse(json);
-    if (!r.success) throw new OrchError('RESULT_MALFORMED', `${key} field ${field}: ${describeIssues(r.error)}: ${quoteLine(raw)}`, { cause: r.error });
+    if (!r.success)
+      throw new OrchError('RESULT_MALFORMED', `${key} field ${field}: ${describeIssues(r.error)}: ${quoteLine(raw)}`, {
+        cause: r.error,
+      });
     out[field] = r.data;
   }
   return out;

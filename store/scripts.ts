@@ -26,9 +26,11 @@ const sources = new Map<string, string>();
 /** The header's contract, checked at load: a script that does not state it is not loaded. */
 export function checkHeader(name: string, lua: string): void {
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(lua)?.[1];
-  if (header === undefined) throw new Error(`store/lua/${name}.lua: no --[[ ]] header (KEYS, ARGV and what it returns)`);
+  if (header === undefined)
+    throw new Error(`store/lua/${name}.lua: no --[[ ]] header (KEYS, ARGV and what it returns)`);
   for (const word of ['KEYS', 'ARGV', 'Returns']) {
-    if (!new RegExp(`\\b${word}\\b`, 'i').test(header)) throw new Error(`store/lua/${name}.lua: its header does not name ${word}`);
+    if (!new RegExp(`\\b${word}\\b`, 'i').test(header))
+      throw new Error(`store/lua/${name}.lua: its header does not name ${word}`);
   }
 }
 
@@ -36,7 +38,8 @@ export function checkHeader(name: string, lua: string): void {
 export function scriptSource(name: string): string {
   let lua = sources.get(name);
   if (lua === undefined) {
-    if (!SCRIPT_NAMES.includes(name)) throw new Error(`no Lua script store/lua/${name}.lua (have: ${SCRIPT_NAMES.join(', ')})`);
+    if (!SCRIPT_NAMES.includes(name))
+      throw new Error(`no Lua script store/lua/${name}.lua (have: ${SCRIPT_NAMES.join(', ')})`);
     const raw = readFileSync(new URL(`${name}.lua`, LUA_DIR), 'utf8');
     checkHeader(name, raw);
     lua = raw.replace(INCLUDE_LINE, (_, inc: string) => readFileSync(new URL(`${inc}.lua`, INCLUDE_DIR), 'utf8'));
@@ -56,14 +59,20 @@ function commandName(name: string): string {
  */
 export function defineAllScripts(redis: Redis): void {
   const r = redis as unknown as Record<string, unknown>;
-  for (const name of SCRIPT_NAMES) if (typeof r[commandName(name)] !== 'function') redis.defineCommand(commandName(name), { lua: scriptSource(name) });
+  for (const name of SCRIPT_NAMES)
+    if (typeof r[commandName(name)] !== 'function') redis.defineCommand(commandName(name), { lua: scriptSource(name) });
 }
 
 /**
  * Runs script `name` with a variable number of keys. Defines it on `redis` the first time.
  * Returns the raw Lua reply.
  */
-export async function runScript(redis: Redis, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(
+  redis: Redis,
+  name: string,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
   const cmd = commandName(name);
   const r = redis as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>;
   if (typeof r[cmd] !== 'function') redis.defineCommand(cmd, { lua: scriptSource(name) });

@@ -22,7 +22,12 @@ export async function readStepHistory(redis: Redis, prefix: string, workloadKey:
 }
 
 /** Folds measured step times into the running mean of `workloadKey` (atomic: store/lua/step-history-fold.lua). */
-export async function recordStepHistory(redis: Redis, prefix: string, workloadKey: string, stepMs: number[]): Promise<void> {
+export async function recordStepHistory(
+  redis: Redis,
+  prefix: string,
+  workloadKey: string,
+  stepMs: number[],
+): Promise<void> {
   if (stepMs.length === 0) return;
   const sum = stepMs.reduce((a, b) => a + b, 0);
   await runScript(redis, 'step-history-fold', [orchKeys(prefix).sched.history], [workloadKey, sum, stepMs.length]);

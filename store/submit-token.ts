@@ -5,10 +5,11 @@
  * Redis must not be able to sign a submission. A file must be the caller's own and readable by
  * no one else. The token never appears in a message.
  */
-import { readPrivateFile } from './private-file.ts';
+
 import { randomBytes } from 'node:crypto';
 import { UserInputError } from '../jobs/errors.ts';
 import { MIN_SUBMIT_TOKEN_BYTES } from '../jobs/submit-signature.ts';
+import { readPrivateFile } from './private-file.ts';
 
 export const SUBMIT_TOKEN_ENV = 'ORCH_SUBMIT_TOKEN';
 export const SUBMIT_TOKEN_FILE_ENV = 'ORCH_SUBMIT_TOKEN_FILE';
@@ -21,13 +22,20 @@ export function newSubmitToken(): Buffer {
 }
 
 function readTokenFile(file: string): Buffer {
-  return checked(readPrivateFile(file, { what: 'submit token', code: 'SUBMIT_TOKEN', hint: HOW }), `submit token file ${file}`);
+  return checked(
+    readPrivateFile(file, { what: 'submit token', code: 'SUBMIT_TOKEN', hint: HOW }),
+    `submit token file ${file}`,
+  );
 }
 
 function checked(text: string, where: string): Buffer {
   const token = Buffer.from(text.trim(), 'utf8');
   if (token.length < MIN_SUBMIT_TOKEN_BYTES) {
-    throw new UserInputError('SUBMIT_TOKEN', `${where} holds ${token.length} bytes; a submit token needs at least ${MIN_SUBMIT_TOKEN_BYTES}`, { hint: HOW });
+    throw new UserInputError(
+      'SUBMIT_TOKEN',
+      `${where} holds ${token.length} bytes; a submit token needs at least ${MIN_SUBMIT_TOKEN_BYTES}`,
+      { hint: HOW },
+    );
   }
   return token;
 }

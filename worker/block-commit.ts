@@ -8,13 +8,14 @@
  * The ranks' lines went to the stream off the measurement path; every one of them is in Redis
  * before the commit that makes the block count, so a reader of a committed block finds them all.
  */
-import { OrchError } from '../jobs/errors.ts';
-import { captureFailedReason } from '../jobs/capture-blocker.ts';
-import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
+
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
+import { captureFailedReason } from '../jobs/capture-blocker.ts';
+import { OrchError } from '../jobs/errors.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
+import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
-import { LeaseLostError, type GangFate } from './gang-fate.ts';
+import { type GangFate, LeaseLostError } from './gang-fate.ts';
 import type { MeasuredReps } from './rep-pipeline.ts';
 import type { SpreadPart } from './spread-part.ts';
 
@@ -27,20 +28,47 @@ export class BlockCommit {
   ) {}
 
   /** Commits what the attempt measured; throws when the commit is refused (a lost lease, another attempt's commit). */
-  async commit(planned: RepRef[], measured: MeasuredReps, gates: CommitGate[], timeline?: CommitInput['timeline']): Promise<BlockOutcome> {
+  async commit(
+    planned: RepRef[],
+    measured: MeasuredReps,
+    gates: CommitGate[],
+    timeline?: CommitInput['timeline'],
+  ): Promise<BlockOutcome> {
     const { job, host, events, log } = this.gang;
     const { reps, probes } = measured;
     // an arm whose capture failed: its reps are final failures with the blocker, committed with the block
-    const blocked: FailedRep[] = measured.blocked.map(({ p, blocker }) => ({ block: job.block, arm: p.arm, rep: p.rep, position: p.position, kind: 'failed', reason: captureFailedReason(blocker) }));
+    const blocked: FailedRep[] = measured.blocked.map(({ p, blocker }) => ({
+      block: job.block,
+      arm: p.arm,
+      rep: p.rep,
+      position: p.position,
+      kind: 'failed',
+      reason: captureFailedReason(blocker),
+    }));
     const notRun = [...this.notRun(planned, measured.stoppedAt), ...blocked];
     await this.fate.race(events.flush());
     if (probes.length > 0) {
-      const written = await this.fate.race(this.results.commitProbes({ experiment: job.experiment, block: job.block, epoch: job.epoch, cards: job.cards, records: probes }));
-      if (!written.written) throw new LeaseLostError(`probe records of block ${job.block} attempt ${job.attempt} refused: ${written.why}; none of its probes is counted`);
+      const written = await this.fate.race(
+        this.results.commitProbes({
+          experiment: job.experiment,
+          block: job.block,
+          epoch: job.epoch,
+          cards: job.cards,
+          records: probes,
+        }),
+      );
+      if (!written.written)
+        throw new LeaseLostError(
+          `probe records of block ${job.block} attempt ${job.attempt} refused: ${written.why}; none of its probes is counted`,
+        );
     }
     const outcome = (notRunCount: number): BlockOutcome => ({
-      experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch,
-      measured: reps.length, not_run: notRunCount,
+      experiment: job.experiment,
+      block: job.block,
+      attempt: job.attempt,
+      epoch: job.epoch,
+      measured: reps.length,
+      not_run: notRunCount,
       gates: gates.map((g) => ({ arm: g.arm, pass: g.result.pass })),
     });
     if (this.spread !== null && !this.spread.leads) {
@@ -48,21 +76,40 @@ export class BlockCommit {
       log.info({ measured: reps.length }, 'part staged; the leading part committed the block');
       return outcome(0);
     }
-    const gang = this.spread === null ? { cards: job.cards, reps, gates } : await this.spread.gather({ cards: job.cards, reps, gates });
+    const gang =
+      this.spread === null
+        ? { cards: job.cards, reps, gates }
+        : await this.spread.gather({ cards: job.cards, reps, gates });
     const res = await this.fate.race(
       this.results.commitBlock({
-        experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, host,
-        cards: gang.cards, reps: gang.reps, notRun, gates: gang.gates, ...(timeline === undefined ? {} : { timeline }),
+        experiment: job.experiment,
+        block: job.block,
+        attempt: job.attempt,
+        epoch: job.epoch,
+        host,
+        cards: gang.cards,
+        reps: gang.reps,
+        notRun,
+        gates: gang.gates,
+        ...(timeline === undefined ? {} : { timeline }),
       }),
     );
     if (this.spread !== null) await this.spread.forget().catch(() => undefined);
     if (!res.committed) {
       if (res.why === 'gone') {
-        throw new OrchError('REDIS_DATA_LOST', `results of block ${job.block} attempt ${job.attempt} refused: experiment ${job.experiment} no longer exists in Redis (it restarted without its data); nothing was written`);
+        throw new OrchError(
+          'REDIS_DATA_LOST',
+          `results of block ${job.block} attempt ${job.attempt} refused: experiment ${job.experiment} no longer exists in Redis (it restarted without its data); nothing was written`,
+        );
       }
       throw res.why === 'epoch'
-        ? new LeaseLostError(`results of block ${job.block} attempt ${job.attempt} refused: card ${res.card} is ${res.holder === null ? 'no longer leased' : `leased under epoch ${res.holder}`}, not epoch ${job.epoch}; none of its reps is counted`)
-        : new OrchError('BLOCK_ALREADY_COMMITTED', `results of block ${job.block} attempt ${job.attempt} refused: attempt ${res.prior.attempt} (epoch ${res.prior.epoch}, host ${res.prior.host}) already committed this block`);
+        ? new LeaseLostError(
+            `results of block ${job.block} attempt ${job.attempt} refused: card ${res.card} is ${res.holder === null ? 'no longer leased' : `leased under epoch ${res.holder}`}, not epoch ${job.epoch}; none of its reps is counted`,
+          )
+        : new OrchError(
+            'BLOCK_ALREADY_COMMITTED',
+            `results of block ${job.block} attempt ${job.attempt} refused: attempt ${res.prior.attempt} (epoch ${res.prior.epoch}, host ${res.prior.host}) already committed this block`,
+          );
     }
     events.worker(this.gang.tags(''), 'block-committed', { measured: reps.length, not_run: notRun.length });
     log.info({ measured: reps.length, not_run: notRun.length }, 'block attempt committed');
@@ -74,7 +121,12 @@ export class BlockCommit {
     const { job, log } = this.gang;
     const reason = `attempt ${job.attempt} failed: ${err.message}`;
     await this.results
-      .failReps(job.experiment, job.block, job.attempt, planned.map((p) => ({ ...p, reason })))
+      .failReps(
+        job.experiment,
+        job.block,
+        job.attempt,
+        planned.map((p) => ({ ...p, reason })),
+      )
       .catch((e: unknown) => log.warn({ err: e }, 'failed reps not recorded'));
   }
 
@@ -90,7 +142,9 @@ export class BlockCommit {
       position: p.position,
       ...(cancelled !== null
         ? { kind: 'cancelled' as const, reason: `cancelled: ${cancelled} (attempt ${job.attempt})` }
-        : { reason: `not run: the worker of host ${host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})` }),
+        : {
+            reason: `not run: the worker of host ${host} was stopped (SIGTERM) before this rep (attempt ${job.attempt})`,
+          }),
     }));
   }
 }

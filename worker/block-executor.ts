@@ -18,21 +18,22 @@
  * notice aborts the rep in flight — a half rep is not measured — and the block commits what it
  * measured under its still-held epoch, before the scheduler revokes the gang).
  */
-import type { MachineRecord } from '../jobs/machine-record.ts';
-import { readMachineRecord } from './machine-record.ts';
+
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { BlockJobSchema, type BlockJob } from '../jobs/block-job.ts';
-import { blockReps } from '../jobs/rep-ref.ts';
-import { OrchError } from '../jobs/errors.ts';
-import { kindOf } from '../jobs/error-codes.ts';
+import { type BlockJob, BlockJobSchema } from '../jobs/block-job.ts';
+import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import type { Card } from '../jobs/card.ts';
+import { kindOf } from '../jobs/error-codes.ts';
+import { OrchError } from '../jobs/errors.ts';
+import type { MachineRecord } from '../jobs/machine-record.ts';
+import { blockReps } from '../jobs/rep-ref.ts';
 import type { SlurmProvenance } from '../jobs/slurm-allocation.ts';
 import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
-import { toJobError } from '../store/job-error.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
+import { toJobError } from '../store/job-error.ts';
 import type { LeaseStore } from '../store/lease-store.ts';
 import type { ResultStore } from '../store/result-store.ts';
 import { advertiseAddress } from './advertise-address.ts';
@@ -46,11 +47,11 @@ import { GangGates } from './gang-gates.ts';
 import { GangRanks } from './gang-ranks.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import type { RunningPart } from './lease-message-check.ts';
+import { readMachineRecord } from './machine-record.ts';
 import type { RankRunner } from './rank-runner.ts';
 import { RepMeasure } from './rep-measure.ts';
 import { RepPipeline } from './rep-pipeline.ts';
 import { SpreadPart } from './spread-part.ts';
-import type { BlockOutcome } from '../jobs/block-outcome.ts';
 
 export interface ExecutorOptions {
   host: string;
@@ -124,11 +125,21 @@ export class BlockExecutor {
     }
     const job = parsed.data;
     if (job.host !== this.opts.host) {
-      throw toJobError(new OrchError('BLOCK_WRONG_HOST', `block job for host "${job.host}" reached the worker of host "${this.opts.host}"`));
+      throw toJobError(
+        new OrchError(
+          'BLOCK_WRONG_HOST',
+          `block job for host "${job.host}" reached the worker of host "${this.opts.host}"`,
+        ),
+      );
     }
     const foreignCards = job.cards.filter((c) => !this.opts.cards.has(c));
     if (foreignCards.length > 0) {
-      throw toJobError(new OrchError('BLOCK_FOREIGN_CARDS', `cards ${foreignCards.join(', ')} are not cards of host ${this.opts.host} (it has ${[...this.opts.cards.keys()].join(', ')})`));
+      throw toJobError(
+        new OrchError(
+          'BLOCK_FOREIGN_CARDS',
+          `cards ${foreignCards.join(', ')} are not cards of host ${this.opts.host} (it has ${[...this.opts.cards.keys()].join(', ')})`,
+        ),
+      );
     }
     const run = new GangRun(job, this.opts, this.deps);
     this.active.set(job.epoch, run);
@@ -150,7 +161,11 @@ export class BlockExecutor {
   revoked(cards: string[], epochs: number[], reason: string): void {
     for (const [epoch, run] of this.active) {
       if (epochs.includes(epoch) && run.job.cards.some((c) => cards.includes(c))) {
-        run.fail(new LeaseLostError(`lease of block ${run.job.block} attempt ${run.job.attempt} (epoch ${epoch}) revoked: ${reason}`));
+        run.fail(
+          new LeaseLostError(
+            `lease of block ${run.job.block} attempt ${run.job.attempt} (epoch ${epoch}) revoked: ${reason}`,
+          ),
+        );
       }
     }
   }
@@ -165,7 +180,9 @@ export class BlockExecutor {
   /** Every running gang fails and its ranks die now: the worker's stop ran out of time (Redis gone). */
   abortAll(reason: string): void {
     for (const [epoch, run] of this.active) {
-      run.fail(new LeaseLostError(`block ${run.job.block} attempt ${run.job.attempt} (epoch ${epoch}) aborted: ${reason}`));
+      run.fail(
+        new LeaseLostError(`block ${run.job.block} attempt ${run.job.attempt} (epoch ${epoch}) aborted: ${reason}`),
+      );
     }
   }
 
@@ -191,20 +208,59 @@ class GangRun {
     private readonly opts: ExecutorOptions,
     private readonly deps: ExecutorDeps,
   ) {
-    const log = deps.log.child({ experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch });
+    const log = deps.log.child({
+      experiment: job.experiment,
+      block: job.block,
+      attempt: job.attempt,
+      epoch: job.epoch,
+    });
     this.gang = new GangContext(job, opts.host, deps.events(job.experiment), log);
     const spread = isSpread(job);
     this.fate = new GangFate(this.gang, spread, () => this.ranks.kill());
     let part: SpreadPart | null = null;
     if (spread) {
-      if (!deps.staging) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block} spreads across hosts, which this worker was not set up for (no staging store)`);
+      if (!deps.staging)
+        throw new OrchError(
+          'BLOCK_PAYLOAD_INVALID',
+          `block ${job.block} spreads across hosts, which this worker was not set up for (no staging store)`,
+        );
       const waitMs = opts.gangWaitMs ?? 60_000;
-      part = new SpreadPart(job, { host: opts.host, advertise: opts.advertise ?? advertiseAddress(), waitMs, pollMs: 50 }, deps.staging, deps.results, (p) => this.fate.race(p));
+      part = new SpreadPart(
+        job,
+        { host: opts.host, advertise: opts.advertise ?? advertiseAddress(), waitMs, pollMs: 50 },
+        deps.staging,
+        deps.results,
+        (p) => this.fate.race(p),
+      );
     }
     const lockPaths = job.cards.map((c) => cardLockPath(opts.lockDir, c));
-    this.ranks = new GangRanks(this.gang, { cards: opts.cards, lockPaths, runner: deps.runner, requestTimeoutMs: opts.requestTimeoutMs, closeGraceMs: opts.closeGraceMs, rendezvousKey: opts.rendezvousKey, staging: deps.staging }, this.fate, part);
-    this.foreign = new ForeignGuard(this.gang, { cards: opts.cards, lockPaths, probe: deps.probe, pollMs: opts.foreignPollMs, stopping: deps.stopping }, this.fate);
-    this.pipeline = new RepPipeline(this.gang, this.ranks, new RepMeasure(this.gang, this.ranks), this.foreign, this.fate, { spread, stopping: deps.stopping });
+    this.ranks = new GangRanks(
+      this.gang,
+      {
+        cards: opts.cards,
+        lockPaths,
+        runner: deps.runner,
+        requestTimeoutMs: opts.requestTimeoutMs,
+        closeGraceMs: opts.closeGraceMs,
+        rendezvousKey: opts.rendezvousKey,
+        staging: deps.staging,
+      },
+      this.fate,
+      part,
+    );
+    this.foreign = new ForeignGuard(
+      this.gang,
+      { cards: opts.cards, lockPaths, probe: deps.probe, pollMs: opts.foreignPollMs, stopping: deps.stopping },
+      this.fate,
+    );
+    this.pipeline = new RepPipeline(
+      this.gang,
+      this.ranks,
+      new RepMeasure(this.gang, this.ranks),
+      this.foreign,
+      this.fate,
+      { spread, stopping: deps.stopping },
+    );
     this.committer = new BlockCommit(this.gang, deps.results, this.fate, part);
   }
 
@@ -226,16 +282,24 @@ class GangRun {
       ttlMs: this.opts.leaseTtlMs,
       everyMs: this.opts.renewEveryMs,
       renew: () => this.renew(),
-      onLost: (why) => fate.fail(new LeaseLostError(`${why} (block ${job.block} attempt ${job.attempt}, epoch ${job.epoch})`)),
+      onLost: (why) =>
+        fate.fail(new LeaseLostError(`${why} (block ${job.block} attempt ${job.attempt}, epoch ${job.epoch})`)),
     });
     let committed = false;
     this.gang.log.info({ cards: job.cards, reps: planned.length }, 'block attempt starting');
     try {
       // read while the leases are taken: nvidia-smi takes a moment, and never fails (it says why instead)
-      const reading = (this.deps.machine ?? readMachineRecord)(job.cards.flatMap((id) => this.opts.cards.get(id) ?? []));
+      const reading = (this.deps.machine ?? readMachineRecord)(
+        job.cards.flatMap((id) => this.opts.cards.get(id) ?? []),
+      );
       await fate.race(keeper.start());
       const machine = await fate.race(reading);
-      this.gang.events.worker(this.gang.tags(''), 'block-start', { cards: job.cards, sequence: job.sequence, machine, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) });
+      this.gang.events.worker(this.gang.tags(''), 'block-start', {
+        cards: job.cards,
+        sequence: job.sequence,
+        machine,
+        ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}),
+      });
       // the attempt's timeline, committed with it (jobs/commit-record.ts): card time reads it, not the stream
       const timeline: { started: number; ready?: number; gated?: number } = { started: Date.now() };
       await this.foreign.guard([]);
@@ -257,7 +321,10 @@ class GangRun {
       this.gang.events.worker(this.gang.tags(''), 'block-failed', { reason: err.message });
       // a user's input names its code, so the experiment's reason (and its exit code, 2) says it
       // was the user's (orchestrator/results/stopped-experiment.ts)
-      throw toJobError(err, err instanceof OrchError && kindOf(err) === 'user-input' ? `${err.code}: ${err.message}` : undefined);
+      throw toJobError(
+        err,
+        err instanceof OrchError && kindOf(err) === 'user-input' ? `${err.code}: ${err.message}` : undefined,
+      );
     } finally {
       keeper.stop();
       fate.closing = true;
@@ -274,15 +341,27 @@ class GangRun {
     if (stoppedAt === null || this.fate.cancelReason !== null || this.deps.stopRequeues !== true) return;
     const { job } = this;
     const cause = this.deps.stopCause?.() ?? 'its allocation ends, or orch slurm down';
-    throw new OrchError('WORKER_STOPPING', `the worker of host ${this.opts.host} stopped (${cause}) after ${stoppedAt} of ${planned} reps of block ${job.block} attempt ${job.attempt}: the attempt is abandoned, none of its reps counted, and the block tried again on another host`);
+    throw new OrchError(
+      'WORKER_STOPPING',
+      `the worker of host ${this.opts.host} stopped (${cause}) after ${stoppedAt} of ${planned} reps of block ${job.block} attempt ${job.attempt}: the attempt is abandoned, none of its reps counted, and the block tried again on another host`,
+    );
   }
 
   /** Extends the gang's leases; a refusal is a lost gang. */
   private async renew(): Promise<void> {
     if (this.fate.failure) return;
-    const r = await this.deps.leases.renew({ cards: this.job.cards, owner: leaseOwnerOf({ ...this.job, host: this.opts.host }), epoch: this.job.epoch, ttlMs: this.opts.leaseTtlMs });
+    const r = await this.deps.leases.renew({
+      cards: this.job.cards,
+      owner: leaseOwnerOf({ ...this.job, host: this.opts.host }),
+      epoch: this.job.epoch,
+      ttlMs: this.opts.leaseTtlMs,
+    });
     if (!r.ok) {
-      this.fate.fail(new LeaseLostError(`lease of card ${r.card} lost (${r.reason}) by block ${this.job.block} attempt ${this.job.attempt} (epoch ${this.job.epoch})`));
+      this.fate.fail(
+        new LeaseLostError(
+          `lease of card ${r.card} lost (${r.reason}) by block ${this.job.block} attempt ${this.job.attempt} (epoch ${this.job.epoch})`,
+        ),
+      );
     }
   }
 }
@@ -291,7 +370,9 @@ class GangRun {
 function formatIssues(err: z.ZodError): string {
   return err.issues
     .map((i) => {
-      const path = i.path.map((k, n) => (typeof k === 'number' ? `[${k}]` : n === 0 ? String(k) : `.${String(k)}`)).join('');
+      const path = i.path
+        .map((k, n) => (typeof k === 'number' ? `[${k}]` : n === 0 ? String(k) : `.${String(k)}`))
+        .join('');
       return `${path || '(root)'}: ${i.message}`;
     })
     .join('; ');

@@ -5,11 +5,12 @@
  * `--cards auto` takes every GPU (or `--cpu-cards N` cpu cards when there is none); a list picks
  * cards by GPU index, UUID, or `cpu:N`, and refuses an entry that names no card of this host.
  */
-import { helper } from './helper-paths.ts';
+
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { UserInputError } from '../jobs/errors.ts';
 import type { Card } from '../store/card-registry.ts';
+import { helper } from './helper-paths.ts';
 
 const run = promisify(execFile);
 
@@ -22,7 +23,9 @@ export interface GpuRow {
 /** nvidia-smi's GPUs, or [] when there is no nvidia-smi or no GPU. */
 export async function listGpus(nvidiaSmi = helper('nvidia-smi')): Promise<GpuRow[]> {
   try {
-    const { stdout } = await run(nvidiaSmi, ['--query-gpu=index,uuid,name', '--format=csv,noheader'], { timeout: 15_000 });
+    const { stdout } = await run(nvidiaSmi, ['--query-gpu=index,uuid,name', '--format=csv,noheader'], {
+      timeout: 15_000,
+    });
     return stdout
       .split('\n')
       .map((l) => l.split(',').map((f) => f.trim()))
@@ -38,9 +41,19 @@ export function cpuCard(host: string, index: number): Card {
   return { id, host, backend: 'cpu', index, uuid: id, name: 'graphrt CPU backend' };
 }
 
-export async function discoverCards(host: string, opts: { cards: 'auto' | string[]; cpuCards?: number; gpus?: GpuRow[] }): Promise<Card[]> {
+export async function discoverCards(
+  host: string,
+  opts: { cards: 'auto' | string[]; cpuCards?: number; gpus?: GpuRow[] },
+): Promise<Card[]> {
   const gpus = opts.gpus ?? (await listGpus());
-  const gpuCards: Card[] = gpus.map((g) => ({ id: g.uuid, host, backend: 'cuda', index: g.index, uuid: g.uuid, name: g.name }));
+  const gpuCards: Card[] = gpus.map((g) => ({
+    id: g.uuid,
+    host,
+    backend: 'cuda',
+    index: g.index,
+    uuid: g.uuid,
+    name: g.name,
+  }));
   if (opts.cards === 'auto') {
     if (gpuCards.length > 0) return gpuCards;
     const n = opts.cpuCards ?? 1;
@@ -53,13 +66,19 @@ export async function discoverCards(host: string, opts: { cards: 'auto' | string
       ? cpuCard(host, Number(cpu[1]))
       : gpuCards.find((c) => c.uuid === entry || String(c.index) === entry);
     if (!card) {
-      throw new UserInputError('CARD_UNKNOWN', `--cards: "${entry}" is not a card of this host (GPUs: ${gpuCards.map((c) => `${c.index}=${c.uuid}`).join(', ') || 'none'})`, {
-        hint: 'name a GPU by its nvidia-smi index or UUID, or a CPU card as cpu:N; or use --cards auto',
-      });
+      throw new UserInputError(
+        'CARD_UNKNOWN',
+        `--cards: "${entry}" is not a card of this host (GPUs: ${gpuCards.map((c) => `${c.index}=${c.uuid}`).join(', ') || 'none'})`,
+        {
+          hint: 'name a GPU by its nvidia-smi index or UUID, or a CPU card as cpu:N; or use --cards auto',
+        },
+      );
     }
-    if (out.some((c) => c.id === card.id)) throw new UserInputError('CARD_TWICE', `--cards: "${entry}" is listed twice`);
+    if (out.some((c) => c.id === card.id))
+      throw new UserInputError('CARD_TWICE', `--cards: "${entry}" is listed twice`);
     out.push(card);
   }
-  if (out.length === 0) throw new UserInputError('CARD_NONE', '--cards: the list is empty', { hint: 'use --cards auto' });
+  if (out.length === 0)
+    throw new UserInputError('CARD_NONE', '--cards: the list is empty', { hint: 'use --cards auto' });
   return out;
 }

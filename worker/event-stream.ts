@@ -17,10 +17,10 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { EventLog, tagBytes, type EventLogKeys, type EventTags } from '../store/event-log.ts';
 import { EVENT_OVERHEAD_BYTES, OUTPUT_PER_EXPERIMENT, OUTPUT_PER_REP } from '../jobs/line-limit.ts';
 import type { RankLine } from '../jobs/rank-line.ts';
-import { WorkerEventSchema, type WorkerEvent, type WorkerEventFields } from '../jobs/worker-event.ts';
+import { type WorkerEvent, type WorkerEventFields, WorkerEventSchema } from '../jobs/worker-event.ts';
+import { EventLog, type EventLogKeys, type EventTags, tagBytes } from '../store/event-log.ts';
 
 export type { EventTags } from '../store/event-log.ts';
 
@@ -32,7 +32,10 @@ export function capEvent(event: string, max = MAX_EVENT_BYTES): string {
   const bytes = Buffer.byteLength(event);
   if (bytes <= max) return event;
   // cut on a character boundary: the head decodes as it was printed
-  const head = Buffer.from(event).subarray(0, max).toString('utf8').replace(/\uFFFD$/, '');
+  const head = Buffer.from(event)
+    .subarray(0, max)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
   return `${head}… [orch: event cut: ${bytes} bytes, the first ${Buffer.byteLength(head)} kept]`;
 }
 
@@ -62,7 +65,10 @@ export class EventStream {
     redis: Redis,
     keys: EventStreamKeys,
     private readonly log: Logger,
-    private readonly limits: { rep: { lines: number; bytes: number }; experiment: { lines: number; bytes: number } } = { rep: OUTPUT_PER_REP, experiment: OUTPUT_PER_EXPERIMENT },
+    private readonly limits: { rep: { lines: number; bytes: number }; experiment: { lines: number; bytes: number } } = {
+      rep: OUTPUT_PER_REP,
+      experiment: OUTPUT_PER_EXPERIMENT,
+    },
   ) {
     this.record = new EventLog(redis, keys);
   }
@@ -117,7 +123,7 @@ export class EventStream {
     const { lines, bytes } = this.uncounted;
     if (lines > 0) {
       this.uncounted = { lines: 0, bytes: 0 };
-      this.track(this.record.countDropped(lines, bytes), 'dropped output not counted in the experiment\'s budget');
+      this.track(this.record.countDropped(lines, bytes), "dropped output not counted in the experiment's budget");
     }
     await Promise.all([...this.pending]);
   }
@@ -129,13 +135,25 @@ export class EventStream {
     this.reps.delete(scope);
     if (rep.droppedLines === 0) return;
     this.worker(rep.tags, 'output-truncated', {
-      scope: 'rep', id: rep.id, limit_lines: this.limits.rep.lines, limit_bytes: this.limits.rep.bytes, dropped_lines: rep.droppedLines, dropped_bytes: rep.droppedBytes,
+      scope: 'rep',
+      id: rep.id,
+      limit_lines: this.limits.rep.lines,
+      limit_bytes: this.limits.rep.bytes,
+      dropped_lines: rep.droppedLines,
+      dropped_bytes: rep.droppedBytes,
     });
   }
 
   private experimentNote(): string {
     const { lines, bytes } = this.limits.experiment;
-    return workerEvent('output-truncated', { scope: 'experiment', id: null, limit_lines: lines, limit_bytes: bytes, dropped_lines: null, dropped_bytes: null });
+    return workerEvent('output-truncated', {
+      scope: 'experiment',
+      id: null,
+      limit_lines: lines,
+      limit_bytes: bytes,
+      dropped_lines: null,
+      dropped_bytes: null,
+    });
   }
 
   private uncount(size: number): void {
@@ -143,7 +161,12 @@ export class EventStream {
     this.uncounted.bytes += size;
   }
 
-  private append(cls: 'essential' | 'output', tags: EventTags, event: string, budget: { lines: number; bytes: number; note: string } | null): void {
+  private append(
+    cls: 'essential' | 'output',
+    tags: EventTags,
+    event: string,
+    budget: { lines: number; bytes: number; note: string } | null,
+  ): void {
     const p = this.record.append(cls, tags, event, EVENT_OVERHEAD_BYTES, budget).then((reply) => {
       if (reply === 'dropped') this.spent = true;
     });

@@ -5,9 +5,9 @@
  */
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
+import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
-import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
 
 export interface ForeignGuardOptions {
   cards: Map<string, Card>;
@@ -36,12 +36,16 @@ export class ForeignGuard {
       const found = seen ?? (await this.fate.race(this.look(ours)));
       seen = undefined;
       if (found.length === 0) {
-        if (waitingSince !== null) events.worker(this.gang.tags(''), 'foreign-gone', { waited_ms: Date.now() - waitingSince });
+        if (waitingSince !== null)
+          events.worker(this.gang.tags(''), 'foreign-gone', { waited_ms: Date.now() - waitingSince });
         return;
       }
       if (job.foreign_process === 'fail') throw new OrchError('FOREIGN_PROCESS', found.join('; '));
       if (this.opts.stopping()) {
-        throw new OrchError('WORKER_STOPPING', `the worker of host ${this.gang.host} was stopped (SIGTERM) while the block waited for a foreign process: ${found.join('; ')}`);
+        throw new OrchError(
+          'WORKER_STOPPING',
+          `the worker of host ${this.gang.host} was stopped (SIGTERM) while the block waited for a foreign process: ${found.join('; ')}`,
+        );
       }
       if (waitingSince === null) {
         waitingSince = Date.now();

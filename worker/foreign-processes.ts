@@ -13,12 +13,13 @@
  *   hold the lease. While the ranks live nobody else can hold the flock, so what this finds then
  *   is a process blocked waiting to get onto the card.
  */
-import { helper } from './helper-paths.ts';
+
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, type Stats } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { Card } from '../store/card-registry.ts';
+import { helper } from './helper-paths.ts';
 
 const run = promisify(execFile);
 
@@ -55,7 +56,11 @@ export class HostForeignProcessProbe implements ForeignProcessProbe {
   }
 
   private async computeApps(uuid: string): Promise<ForeignProcess[]> {
-    const { stdout } = await run(this.nvidiaSmi, ['--query-compute-apps=gpu_uuid,pid,process_name', '--format=csv,noheader'], { timeout: 10_000 });
+    const { stdout } = await run(
+      this.nvidiaSmi,
+      ['--query-compute-apps=gpu_uuid,pid,process_name', '--format=csv,noheader'],
+      { timeout: 10_000 },
+    );
     return stdout
       .split('\n')
       .map((l) => l.split(',').map((f) => f.trim()))
@@ -117,7 +122,8 @@ function flockPids(dev: number, ino: number): number[] {
     const m = /^\d+:\s+(?:->\s+)?FLOCK\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
     if (!m) continue;
     const [, pid, maj, min, i] = m;
-    if (Number(i) === ino && parseInt(maj as string, 16) === major && parseInt(min as string, 16) === minor) out.add(Number(pid));
+    if (Number(i) === ino && parseInt(maj as string, 16) === major && parseInt(min as string, 16) === minor)
+      out.add(Number(pid));
   }
   return [...out];
 }

@@ -33,7 +33,9 @@ function randomPort(): number {
  * A free port: the first of `candidates` (default: random ones in PORT_RANGE) whose bind-probe
  * succeeds. `onTaken` hears each one found taken (the worker logs it: a retry, not a failure).
  */
-export async function pickFreePort(opts: { candidates?: () => number; tries?: number; onTaken?: (port: number) => void } = {}): Promise<number> {
+export async function pickFreePort(
+  opts: { candidates?: () => number; tries?: number; onTaken?: (port: number) => void } = {},
+): Promise<number> {
   const next = opts.candidates ?? randomPort;
   const tries = opts.tries ?? MAX_TRIES;
   const taken: number[] = [];
@@ -43,5 +45,8 @@ export async function pickFreePort(opts: { candidates?: () => number; tries?: nu
     taken.push(port);
     opts.onTaken?.(port);
   }
-  throw new OrchError('GANG_NO_PORT', `no free TCP port for the gang's rendezvous after ${tries} bind-probes (taken: ${taken.slice(0, 8).join(', ')}${taken.length > 8 ? ', …' : ''})`);
+  throw new OrchError(
+    'GANG_NO_PORT',
+    `no free TCP port for the gang's rendezvous after ${tries} bind-probes (taken: ${taken.slice(0, 8).join(', ')}${taken.length > 8 ? ', …' : ''})`,
+  );
 }

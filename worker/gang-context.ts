@@ -18,7 +18,14 @@ export class GangContext {
   /** Event tags of the gang (i = '') or of its i-th card's rank. */
   tags(i: number | ''): EventTags {
     const j = this.job;
-    return { block: j.block, attempt: j.attempt, epoch: j.epoch, host: this.host, card: i === '' ? '' : (j.cards[i] as string), rank: i === '' ? '' : this.rankOf(i) };
+    return {
+      block: j.block,
+      attempt: j.attempt,
+      epoch: j.epoch,
+      host: this.host,
+      card: i === '' ? '' : (j.cards[i] as string),
+      rank: i === '' ? '' : this.rankOf(i),
+    };
   }
 
   /** The global rank of this host's i-th card (spread gangs: first_rank + i). */

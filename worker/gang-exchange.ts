@@ -27,19 +27,34 @@ export class GangExchange {
     const { ref, opts } = this;
     const where = `block ${ref.block} attempt ${ref.attempt}`;
     if (rank === 0) {
-      if (data === null) throw new OrchError('RANK_EXCHANGE', `exchange "${key}": rank 0 passed no bytes (rank 0 publishes them; every other rank passes null)`);
+      if (data === null)
+        throw new OrchError(
+          'RANK_EXCHANGE',
+          `exchange "${key}": rank 0 passed no bytes (rank 0 publishes them; every other rank passes null)`,
+        );
       // the keys live as long as a rank may still wait for them
       const r = await opts.race(this.staging.publishExchange(ref, key, data, opts.deadlineMs * 2));
-      if (r === 'other') throw new OrchError('RANK_EXCHANGE', `exchange "${key}" of ${where}: rank 0 published it twice with different bytes`);
+      if (r === 'other')
+        throw new OrchError(
+          'RANK_EXCHANGE',
+          `exchange "${key}" of ${where}: rank 0 published it twice with different bytes`,
+        );
       return data;
     }
-    if (data !== null) throw new OrchError('RANK_EXCHANGE', `exchange "${key}": rank ${rank} passed bytes; only rank 0 publishes (pass null/None on every other rank)`);
+    if (data !== null)
+      throw new OrchError(
+        'RANK_EXCHANGE',
+        `exchange "${key}": rank ${rank} passed bytes; only rank 0 publishes (pass null/None on every other rank)`,
+      );
     const deadline = Date.now() + opts.deadlineMs;
     for (;;) {
       const got = await opts.race(this.staging.exchanged(ref, key));
       if (got !== null) return got;
       if (Date.now() > deadline) {
-        throw new OrchError('RANK_EXCHANGE', `exchange "${key}" of ${where}: rank 0 did not publish it within ${opts.deadlineMs} ms (rank ${rank} waited; rank 0 never reached its exchange "${key}")`);
+        throw new OrchError(
+          'RANK_EXCHANGE',
+          `exchange "${key}" of ${where}: rank 0 did not publish it within ${opts.deadlineMs} ms (rank ${rank} waited; rank 0 never reached its exchange "${key}")`,
+        );
       }
       await opts.race(new Promise((r) => setTimeout(r, opts.pollMs ?? 20)));
     }

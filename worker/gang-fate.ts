@@ -78,7 +78,9 @@ export class GangFate {
     const j = this.gang.job;
     if (this.spread || !this.measuring) {
       const when = this.spread ? 'as a whole (a gang across hosts)' : 'before its first rep';
-      this.fail(new LeaseLostError(`block ${j.block} attempt ${j.attempt} (epoch ${j.epoch}) cancelled ${when}: ${reason}`));
+      this.fail(
+        new LeaseLostError(`block ${j.block} attempt ${j.attempt} (epoch ${j.epoch}) cancelled ${when}: ${reason}`),
+      );
       return;
     }
     this.cancelReasonNow = reason;

@@ -3,11 +3,11 @@
  * rank; the gang passes when every rank passes, its first bad replay the earliest of any rank's.
  */
 import { armsNeedingIdentity, type BlockArm } from '../jobs/block-job.ts';
+import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
 import type { CommitGate } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
 import { opId } from './rank-runner.ts';
-import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
 
 export class GangGates {
   constructor(
@@ -27,7 +27,10 @@ export class GangGates {
       } catch (err) {
         if (!(err instanceof CaptureBlockedError)) throw err;
         this.blocked.set(arm.name, err.blocker);
-        this.gang.log.warn({ arm: arm.name, reason: err.message }, 'capture failed at the identity gate: the arm is not measured, the block goes on');
+        this.gang.log.warn(
+          { arm: arm.name, reason: err.message },
+          'capture failed at the identity gate: the arm is not measured, the block goes on',
+        );
       }
     }
     return gates;
@@ -47,8 +50,15 @@ export class GangGates {
         pass: lines.every((l) => l.pass),
         first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
         detail: lines.map((l, r) => ({
-          rank: this.gang.rankOf(r), card: job.cards[r] as string, pass: l.pass, replays: l.replays, first_bad_replay: l.first_bad_replay,
-          eager_hashes: l.eager_hashes, graph_hashes: l.graph_hashes, nodes: l.nodes, launches_per_step: l.launches_per_step,
+          rank: this.gang.rankOf(r),
+          card: job.cards[r] as string,
+          pass: l.pass,
+          replays: l.replays,
+          first_bad_replay: l.first_bad_replay,
+          eager_hashes: l.eager_hashes,
+          graph_hashes: l.graph_hashes,
+          nodes: l.nodes,
+          launches_per_step: l.launches_per_step,
           ...('first_bad_output' in l ? { first_bad_output: l.first_bad_output } : {}),
         })),
       },

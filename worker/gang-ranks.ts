@@ -10,25 +10,26 @@
  * a MASTER_PORT picked for this attempt by rank 0's worker (worker/free-port.ts; across hosts
  * published through worker/spread-part.ts), and the exchange (worker/gang-exchange.ts).
  */
-import { escapeRankText } from '../jobs/rank-text.ts';
-import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Probe } from '../jobs/graphrt-protocol.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
+import { escapeRankText } from '../jobs/rank-text.ts';
 import { rendezvousSecret } from '../jobs/spread-gang.ts';
+import type { GangStaging } from '../store/gang-staging.ts';
+import type { CommandGang } from './command/command-gang.ts';
+import { pickFreePort } from './free-port.ts';
 import type { GangContext } from './gang-context.ts';
+import { GangExchange } from './gang-exchange.ts';
 import type { GangFate } from './gang-fate.ts';
 import { RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
 import type { SpreadPart } from './spread-part.ts';
-import type { GangStaging } from '../store/gang-staging.ts';
-import type { CommandGang } from './command/command-gang.ts';
-import { GangExchange } from './gang-exchange.ts';
-import { pickFreePort } from './free-port.ts';
 
 export interface GangRanksOptions {
   /** this worker's cards by id */
@@ -87,46 +88,89 @@ export class GangRanks {
     if (job.workload.runtime === 'command') {
       // torchrun's rendezvous, not graphrt's: every rank of this part starts at once
       const gang = await this.commandGang();
-      this.handles = job.cards.map((_, i) => this.startRank(i, world, undefined, { ...gang, localRank: i, exchange: (key, data) => this.exchangeOf(i, key, data, gang.exchange) }));
+      this.handles = job.cards.map((_, i) =>
+        this.startRank(i, world, undefined, {
+          ...gang,
+          localRank: i,
+          exchange: (key, data) => this.exchangeOf(i, key, data, gang.exchange),
+        }),
+      );
     } else if (this.spread !== null) {
-      if (secret === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block} spreads across hosts, whose rendezvous needs the cluster secret this worker was not given`);
+      if (secret === undefined)
+        throw new OrchError(
+          'BLOCK_PAYLOAD_INVALID',
+          `block ${job.block} spreads across hosts, whose rendezvous needs the cluster secret this worker was not given`,
+        );
       this.handles = [];
-      await this.spread.startRanks(this.rendezvousDir as string, secret, (i, rv) => (this.handles[i] = this.startRank(i, world, rv)));
+      await this.spread.startRanks(
+        this.rendezvousDir as string,
+        secret,
+        (i, rv) => (this.handles[i] = this.startRank(i, world, rv)),
+      );
     } else {
       const rv = this.rendezvousDir === null ? undefined : { address: join(this.rendezvousDir, 'rv.sock'), secret };
       this.handles = job.cards.map((_, i) => this.startRank(i, world, rv));
     }
-    this.handles.forEach((r, i) => void r.ready.then(() => this.helloFrom.add(i), () => undefined));
+    this.handles.forEach(
+      (r, i) =>
+        void r.ready.then(
+          () => this.helloFrom.add(i),
+          () => undefined,
+        ),
+    );
     try {
       this.hellosNow = await this.fate.race(Promise.all(this.handles.map((r) => r.ready)));
     } catch (err) {
       // the first rank to miss its deadline is not necessarily the one the gang waits for: say who had come
-      if (err instanceof Error && this.fate.failure === null && !err.message.includes('; the gang was starting:')) err.message += this.startingContext();
+      if (err instanceof Error && this.fate.failure === null && !err.message.includes('; the gang was starting:'))
+        err.message += this.startingContext();
       throw err;
     }
   }
 
   /** The attempt's MASTER_ADDR/MASTER_PORT and exchange, the same for every rank of this part. */
-  private async commandGang(): Promise<Omit<CommandGang, 'localRank' | 'exchange'> & { exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer> }> {
+  private async commandGang(): Promise<
+    Omit<CommandGang, 'localRank' | 'exchange'> & {
+      exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer>;
+    }
+  > {
     const { job, log } = this.gang;
     const pick = () => pickFreePort({ onTaken: (port) => log.info({ port }, 'rendezvous port taken; trying another') });
-    const master = this.spread === null ? { addr: '127.0.0.1', port: await this.fate.race(pick()) } : await this.spread.masterAddress(pick);
+    const master =
+      this.spread === null
+        ? { addr: '127.0.0.1', port: await this.fate.race(pick()) }
+        : await this.spread.masterAddress(pick);
     const run = job.workload.runtime === 'command' ? job.workload.run : null;
     const deadlineMs = (run?.hello_timeout_s ?? DEFAULT_EXCHANGE_DEADLINE_S) * 1000;
     const staging = this.opts.staging;
-    const ex = staging === undefined ? null : new GangExchange(staging, { experiment: job.experiment, block: job.block, attempt: job.attempt }, { deadlineMs, race: (p) => this.fate.race(p) });
+    const ex =
+      staging === undefined
+        ? null
+        : new GangExchange(
+            staging,
+            { experiment: job.experiment, block: job.block, attempt: job.attempt },
+            { deadlineMs, race: (p) => this.fate.race(p) },
+          );
     this.exchange = ex;
     return {
       masterAddr: master.addr,
       masterPort: master.port,
       localWorld: job.cards.length,
       groupRank: Math.floor((job.first_rank ?? 0) / job.cards.length),
-      exchange: (rank, key, data) => (ex === null ? Promise.reject(new Error('this worker has no gang staging to exchange through')) : ex.exchange(rank, key, data)),
+      exchange: (rank, key, data) =>
+        ex === null
+          ? Promise.reject(new Error('this worker has no gang staging to exchange through'))
+          : ex.exchange(rank, key, data),
     };
   }
 
   /** Rank i's exchange, remembered while it waits (startingContext names what it waits for). */
-  private async exchangeOf(i: number, key: string, data: Buffer | null, exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer>): Promise<Buffer> {
+  private async exchangeOf(
+    i: number,
+    key: string,
+    data: Buffer | null,
+    exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer>,
+  ): Promise<Buffer> {
     this.waitingFor.set(i, key);
     try {
       return await exchange(this.gang.rankOf(i), key, data);
@@ -135,13 +179,24 @@ export class GangRanks {
     }
   }
 
-  private startRank(i: number, world: number, rendezvous: RankRendezvous | undefined, commandGang?: CommandGang): RankHandle {
+  private startRank(
+    i: number,
+    world: number,
+    rendezvous: RankRendezvous | undefined,
+    commandGang?: CommandGang,
+  ): RankHandle {
     const { job, events } = this.gang;
     const id = job.cards[i] as string;
     const tags = this.gang.tags(i);
     const rank = this.gang.rankOf(i);
     const handle = this.opts.runner.start({
-      job, rank, world, card: this.opts.cards.get(id) as Card, lockPath: this.opts.lockPaths[i] as string, rendezvous, ...(commandGang === undefined ? {} : { commandGang }),
+      job,
+      rank,
+      world,
+      card: this.opts.cards.get(id) as Card,
+      lockPath: this.opts.lockPaths[i] as string,
+      rendezvous,
+      ...(commandGang === undefined ? {} : { commandGang }),
       log: this.gang.log.child({ card: id, rank }),
       onLine: (line: RankLine, raw: string) => {
         if (line.type === 'probe') this.probeLines[i]?.push(line);
@@ -164,9 +219,17 @@ export class GangRanks {
    */
   private startingContext(): string {
     if (this.hellosNow.length > 0 || this.handles.length < 2) return '';
-    const ranks = (said: boolean) => this.handles.map((_, i) => i).filter((i) => this.helloFrom.has(i) === said).map((i) => this.gang.rankOf(i));
+    const ranks = (said: boolean) =>
+      this.handles
+        .map((_, i) => i)
+        .filter((i) => this.helloFrom.has(i) === said)
+        .map((i) => this.gang.rankOf(i));
     const yes = ranks(true);
-    const waits = [...this.waitingFor].map(([i, key]) => `; rank ${this.gang.rankOf(i)} was waiting for exchange "${key}", which rank 0 never published`).join('');
+    const waits = [...this.waitingFor]
+      .map(
+        ([i, key]) => `; rank ${this.gang.rankOf(i)} was waiting for exchange "${key}", which rank 0 never published`,
+      )
+      .join('');
     return `; the gang was starting: ${yes.length === 0 ? 'no rank' : `rank ${yes.join(', ')}`} had said hello, rank ${ranks(false).join(', ')} had not${waits}`;
   }
 
@@ -181,23 +244,41 @@ export class GangRanks {
   }
 
   /** Sends one op to every rank; each must answer with a final line of `type`. */
-  async all<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<Extract<RankLine, { type: T }>[]> {
+  async all<T extends 'rep' | 'gate' | 'probe' | 'trace'>(
+    op: RankOp,
+    type: T,
+  ): Promise<Extract<RankLine, { type: T }>[]> {
     return (await this.answers(op, type)).map((a) => a.line);
   }
 
   /** As `all`, each line with when this worker read it (epoch ms): a committed rep places the rank's span by it (jobs/gang-rep.ts). */
-  async answers<T extends 'rep' | 'gate' | 'probe' | 'trace'>(op: RankOp, type: T): Promise<{ line: Extract<RankLine, { type: T }>; answeredMs: number }[]> {
+  async answers<T extends 'rep' | 'gate' | 'probe' | 'trace'>(
+    op: RankOp,
+    type: T,
+  ): Promise<{ line: Extract<RankLine, { type: T }>; answeredMs: number }[]> {
     const answered = this.handles.map(() => 0);
     const checked = (line: RankLine, i: number): Extract<RankLine, { type: T }> => {
       // a graph arm whose capture fails in the user's program: a finding, the block goes on without
       // the arm; a trace probe's `trace` request captures as a rep does (worker/rep-measure.ts)
-      if ((op.op === 'rep' || op.op === 'identity' || op.op === 'trace') && line.type === 'error' && line.code === 'CAPTURE_FAILED') {
+      if (
+        (op.op === 'rep' || op.op === 'identity' || op.op === 'trace') &&
+        line.type === 'error' &&
+        line.code === 'CAPTURE_FAILED'
+      ) {
         const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
-        throw new CaptureBlockedError({ arm: op.arm.name, message: escapeRankText(line.message), frame }, this.gang.rankOf(i), this.gang.job.cards[i] ?? '?');
+        throw new CaptureBlockedError(
+          { arm: op.arm.name, message: escapeRankText(line.message), frame },
+          this.gang.rankOf(i),
+          this.gang.job.cards[i] ?? '?',
+        );
       }
       if (line.type !== type) {
-        const what = line.type === 'error' ? `error ${line.code}: ${escapeRankText(line.message)}` : `a "${line.type}" line`;
-        throw new OrchError('RANK_ANSWERED_ERROR', `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`);
+        const what =
+          line.type === 'error' ? `error ${line.code}: ${escapeRankText(line.message)}` : `a "${line.type}" line`;
+        throw new OrchError(
+          'RANK_ANSWERED_ERROR',
+          `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i]} answered ${op.op} ${op.id} (arm ${op.arm.name}) with ${what}`,
+        );
       }
       return line as Extract<RankLine, { type: T }>;
     };
@@ -211,10 +292,13 @@ export class GangRanks {
     const lines = await this.fate.race(
       Promise.all(
         this.handles.map((r, i) =>
-          r.request(op, this.opts.requestTimeoutMs).then((line) => {
-            answered[i] = Date.now();
-            return checked(line, i);
-          }).catch(failGang),
+          r
+            .request(op, this.opts.requestTimeoutMs)
+            .then((line) => {
+              answered[i] = Date.now();
+              return checked(line, i);
+            })
+            .catch(failGang),
         ),
       ),
     );
@@ -226,7 +310,10 @@ export class GangRanks {
   private sameSteps(op: RankOp, lines: Extract<RankLine, { type: 'rep' }>[]): void {
     const counts = lines.map((l) => l.step_ms.length);
     if (counts.every((n) => n === counts[0])) return;
-    const err = new OrchError('RANK_ANSWERED_ERROR', `the ranks disagree on the step count of ${op.op} ${op.id} (arm ${op.arm.name}): ${counts.map((n, i) => `rank ${this.gang.rankOf(i)} ${n}`).join(', ')}; a gang's step is every rank's same step`);
+    const err = new OrchError(
+      'RANK_ANSWERED_ERROR',
+      `the ranks disagree on the step count of ${op.op} ${op.id} (arm ${op.arm.name}): ${counts.map((n, i) => `rank ${this.gang.rankOf(i)} ${n}`).join(', ')}; a gang's step is every rank's same step`,
+    );
     this.fate.fail(err);
     throw err;
   }

@@ -16,11 +16,20 @@ export interface HelloRun {
 const HELLO_TIMEOUT_MS = 60_000;
 
 /** `env` is the base environment the binary sees (default: this process's); the backend's own variables go on top. */
-export function runHello(binary: string, backend: 'auto' | 'cuda' | 'cpu', env: NodeJS.ProcessEnv = process.env): Promise<HelloRun> {
+export function runHello(
+  binary: string,
+  backend: 'auto' | 'cuda' | 'cpu',
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<HelloRun> {
   const hello = toNativeHello(backend);
   return new Promise((resolve) => {
-    execFile(binary, hello.args, { timeout: HELLO_TIMEOUT_MS, env: { ...env, ...hello.env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
-    });
+    execFile(
+      binary,
+      hello.args,
+      { timeout: HELLO_TIMEOUT_MS, env: { ...env, ...hello.env } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
+      },
+    );
   });
 }

@@ -10,21 +10,29 @@
  * - stdin is a pipe from this worker: graphrt exits when it closes (the worker died or the block
  *   ended); and the worker's death signal (worker/rank-process.ts).
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import type { BlockJob } from '../jobs/block-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
-import { parseGraphrtLine, type GraphrtLine, type Hello } from '../jobs/graphrt-protocol.ts';
+import { type GraphrtLine, type Hello, parseGraphrtLine } from '../jobs/graphrt-protocol.ts';
+import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import { toJobError } from '../store/job-error.ts';
+import { openLockFile } from '../store/private-dir.ts';
 import { BuildCache } from './builds/build-cache.ts';
 import { ensureGraphrtBuild } from './builds/graphrt-build.ts';
-import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
-import { openLockFile } from '../store/private-dir.ts';
-import { RankExitError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankRunner, type RankStart } from './rank-runner.ts';
-import { RankProtocol, type RankLineSchema } from './rank-protocol.ts';
 import { programEnv } from './command/program-env.ts';
 import { fateShared, INHERITED_LOCK_FD, LOCK_BUSY_EXIT, lockDescription } from './rank-process.ts';
+import { type RankLineSchema, RankProtocol } from './rank-protocol.ts';
+import {
+  type RankExit,
+  RankExitError,
+  type RankHandle,
+  type RankLine,
+  type RankOp,
+  type RankRunner,
+  type RankStart,
+} from './rank-runner.ts';
 
 /** What a graphrt process inherits of the worker's environment beyond a program's basics. */
 const GRAPHRT_INHERITS = ['GRAPHRT_*', 'NCCL_*'];
@@ -66,12 +74,21 @@ export class GraphrtRunner implements RankRunner {
   /** Only the request that starts a build reports its events: the gang's other ranks would draw the same slice again. */
   private ensure(job: BlockJob, name: string, onEvent: RankStart['onBuild']): Promise<{ binary: string }> {
     const b = job.builds?.builds[name];
-    if (b === undefined || job.builds === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block}: an arm runs build "${name}", which the job's builds do not hold`);
+    if (b === undefined || job.builds === undefined)
+      throw new OrchError(
+        'BLOCK_PAYLOAD_INVALID',
+        `block ${job.block}: an arm runs build "${name}", which the job's builds do not hold`,
+      );
     let p = this.inFlight.get(b.commit);
     if (!p) {
-      p = this.build({ name, ref: b.ref, commit: b.commit, repo: job.builds.repo, experiment: job.experiment, ...(onEvent ? { onEvent } : {}) }).finally(() =>
-        this.inFlight.delete(b.commit),
-      );
+      p = this.build({
+        name,
+        ref: b.ref,
+        commit: b.commit,
+        repo: job.builds.repo,
+        experiment: job.experiment,
+        ...(onEvent ? { onEvent } : {}),
+      }).finally(() => this.inFlight.delete(b.commit));
       this.inFlight.set(b.commit, p);
     }
     return p;
@@ -79,7 +96,9 @@ export class GraphrtRunner implements RankRunner {
 
   /** A rank whose arms run several graphrt binaries (BuildsRank). */
   private startBuilds(s: RankStart, keys: string[]): RankHandle {
-    return new BuildsRank(s, keys, async (key) => (key === '' ? this.binary : (await this.ensure(s.job, key, s.onBuild)).binary));
+    return new BuildsRank(s, keys, async (key) =>
+      key === '' ? this.binary : (await this.ensure(s.job, key, s.onBuild)).binary,
+    );
   }
 }
 
@@ -133,9 +152,19 @@ class BuildsRank implements RankHandle {
   request(op: RankOp, timeoutMs: number): Promise<RankLine> {
     const key = op.arm.build ?? '';
     const p = this.procs.get(key);
-    if (p === undefined) return Promise.reject(new OrchError('RANK_REQUEST_INVALID', `rank ${this.s.rank}: arm ${op.arm.name} runs ${this.named(key)}, which this rank did not start`));
+    if (p === undefined)
+      return Promise.reject(
+        new OrchError(
+          'RANK_REQUEST_INVALID',
+          `rank ${this.s.rank}: arm ${op.arm.name} runs ${this.named(key)}, which this rank did not start`,
+        ),
+      );
     // a process killed because another of the rank ended reports that one's exit
-    return p.request(op, timeoutMs).catch((err: unknown) => Promise.reject(this.first !== null && err instanceof RankExitError ? new RankExitError(this.first) : err));
+    return p
+      .request(op, timeoutMs)
+      .catch((err: unknown) =>
+        Promise.reject(this.first !== null && err instanceof RankExitError ? new RankExitError(this.first) : err),
+      );
   }
 
   kill(): void {
@@ -150,7 +179,9 @@ class BuildsRank implements RankHandle {
   }
 
   private named(key: string): string {
-    return key === '' ? "this worker's graphrt" : `graphrt of build "${key}" (commit ${this.s.job.builds?.builds[key]?.commit.slice(0, 12) ?? '?'})`;
+    return key === ''
+      ? "this worker's graphrt"
+      : `graphrt of build "${key}" (commit ${this.s.job.builds?.builds[key]?.commit.slice(0, 12) ?? '?'})`;
   }
 
   private noProcess(code: number | null, signal: string | null, lastError: string | null): RankExit {
@@ -159,7 +190,10 @@ class BuildsRank implements RankHandle {
 
   private endBeforeStart(signal: string | null): void {
     this.ending = true;
-    if (this.procs.size === 0) void this.ready.catch(() => undefined).then(() => this.procs.size === 0 && this.resolveExited(this.preStart ?? this.noProcess(null, signal, null)));
+    if (this.procs.size === 0)
+      void this.ready
+        .catch(() => undefined)
+        .then(() => this.procs.size === 0 && this.resolveExited(this.preStart ?? this.noProcess(null, signal, null)));
   }
 
   private async start(): Promise<Hello> {
@@ -171,16 +205,29 @@ class BuildsRank implements RankHandle {
       this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
       throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
     }
-    if (this.ending) throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while its builds were made`);
+    if (this.ending)
+      throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while its builds were made`);
     if (s.rendezvous?.address.startsWith('tcp://')) {
       this.preStart = this.noProcess(null, null, 'builds across hosts');
-      throw toJobError(new UserInputError('BUILDS_ACROSS_HOSTS', `block ${s.job.block}: its gang spreads across hosts, and its arms run graphrt of several builds (${this.keys.map((k) => this.named(k)).join(', ')}); a gang across hosts runs one graphrt per rank for now`, {
-        hint: 'give the spec blocks.placement: host (a gang on one host), or measure one build per experiment',
-      }));
+      throw toJobError(
+        new UserInputError(
+          'BUILDS_ACROSS_HOSTS',
+          `block ${s.job.block}: its gang spreads across hosts, and its arms run graphrt of several builds (${this.keys.map((k) => this.named(k)).join(', ')}); a gang across hosts runs one graphrt per rank for now`,
+          {
+            hint: 'give the spec blocks.placement: host (a gang on one host), or measure one build per experiment',
+          },
+        ),
+      );
     }
     await this.startUnderLock(binaries);
-    void Promise.all([...this.procs.values()].map((p) => p.exited)).then((all) => this.resolveExited(this.first ?? (all[0] as RankExit)));
-    const hellos = await Promise.all([...this.procs.values()].map((p) => p.ready.catch((err: unknown) => Promise.reject(this.first === null ? err : new RankExitError(this.first)))));
+    void Promise.all([...this.procs.values()].map((p) => p.exited)).then((all) =>
+      this.resolveExited(this.first ?? (all[0] as RankExit)),
+    );
+    const hellos = await Promise.all(
+      [...this.procs.values()].map((p) =>
+        p.ready.catch((err: unknown) => Promise.reject(this.first === null ? err : new RankExitError(this.first))),
+      ),
+    );
     return hellos[0] as Hello;
   }
 
@@ -190,19 +237,32 @@ class BuildsRank implements RankHandle {
     const fd = openLockFile(s.lockPath);
     try {
       await lockDescription(fd, s.lockPath);
-      if (this.ending) throw new OrchError('LEASE_LOST', `rank ${s.rank} on card ${s.card.id} was ended while it took the card's lock`);
+      if (this.ending)
+        throw new OrchError(
+          'LEASE_LOST',
+          `rank ${s.rank} on card ${s.card.id} was ended while it took the card's lock`,
+        );
       for (const [i, key] of this.keys.entries()) {
-        const h = startProcess(binaries.get(key) as string, { ...s, ...buildRendezvous(s, i) }, { lockFd: fd, flag: key === '' });
+        const h = startProcess(
+          binaries.get(key) as string,
+          { ...s, ...buildRendezvous(s, i) },
+          { lockFd: fd, flag: key === '' },
+        );
         this.procs.set(key, h);
         void h.exited.then((e) => {
           if (this.first !== null) return;
-          this.first = e.lastError === null || key === '' ? e : { ...e, lastError: `${this.named(key)}: ${e.lastError}` };
+          this.first =
+            e.lastError === null || key === '' ? e : { ...e, lastError: `${this.named(key)}: ${e.lastError}` };
           // one process of the rank ended: the rank has ended, its other processes with it
           if (!this.ending) for (const p of this.procs.values()) p.kill();
         });
       }
     } catch (err) {
-      this.preStart ??= this.noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
+      this.preStart ??= this.noProcess(
+        err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null,
+        null,
+        err instanceof Error ? err.message : String(err),
+      );
       throw err;
     } finally {
       // the ranks hold the description now; the worker's copy would keep the card locked after them
@@ -226,7 +286,8 @@ export function graphrtLines(job: BlockJob): RankLineSchema<GraphrtLine> {
     parse: parseGraphrtLine,
     request: (op) => {
       // the trace probe is a resident command rank's; a native block never plans one
-      if (op.op === 'trace') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: graphrt has no trace op (${op.id})`);
+      if (op.op === 'trace')
+        throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: graphrt has no trace op (${op.id})`);
       return JSON.stringify(toNativeRequest(job, op.arm, { op: op.op, id: op.id }));
     },
   };
@@ -237,7 +298,11 @@ export function graphrtLines(job: BlockJob): RankLineSchema<GraphrtLine> {
  * (worker/rank-protocol.ts). `lock`: the card's lock handed down as an open file description
  * (`lockFd`, inherited as fd 3), else the process takes `--card-lock PATH`.
  */
-function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; flag: boolean }): RankProtocol<GraphrtLine> {
+function startProcess(
+  binary: string,
+  s: RankStart,
+  lock?: { lockFd: number; flag: boolean },
+): RankProtocol<GraphrtLine> {
   const { args, env } = toNativeProcess(s.job, {
     rank: s.rank,
     world: s.world,
@@ -255,5 +320,11 @@ function startProcess(binary: string, s: RankStart, lock?: { lockFd: number; fla
     env: programEnv(env, process.env, GRAPHRT_INHERITS),
   }) as ChildProcessWithoutNullStreams;
   s.log.debug({ pid: child.pid, cmd: [binary, ...args].join(' ') }, 'rank started');
-  return new RankProtocol(child, graphrtLines(s.job), { rank: s.rank, card: s.card, log: s.log, onLine: s.onLine, program: binary });
+  return new RankProtocol(child, graphrtLines(s.job), {
+    rank: s.rank,
+    card: s.card,
+    log: s.log,
+    onLine: s.onLine,
+    program: binary,
+  });
 }

@@ -48,6 +48,9 @@ export function helper(name: Helper): string {
 /** `name`'s absolute path; a host without it cannot run the block. */
 export function requireHelper(name: Helper, why: string): string {
   const file = helperPath(name);
-  if (file === null) throw new OrchError('HELPER_MISSING', `${name} not found on the worker's PATH (${WORKER_PATH}): ${why}`, { hint: `install util-linux's ${name} on this host, or put its directory on the worker's PATH` });
+  if (file === null)
+    throw new OrchError('HELPER_MISSING', `${name} not found on the worker's PATH (${WORKER_PATH}): ${why}`, {
+      hint: `install util-linux's ${name} on this host, or put its directory on the worker's PATH`,
+    });
   return file;
 }

@@ -64,7 +64,9 @@ export class LeaseKeeper {
   private check(): void {
     const since = performance.now() - this.lastOkSentAt;
     if (since >= this.o.ttlMs) {
-      this.lose(`no lease renew succeeded for ${Math.round(since)} ms (lease TTL ${this.o.ttlMs} ms, by this host's clock): Redis is unreachable or not answering, and the leases may have expired`);
+      this.lose(
+        `no lease renew succeeded for ${Math.round(since)} ms (lease TTL ${this.o.ttlMs} ms, by this host's clock): Redis is unreachable or not answering, and the leases may have expired`,
+      );
     }
   }
 

@@ -25,7 +25,9 @@ export function readLines(stream: Readable, maxBytes: number, h: LineReaderHandl
   const take = (piece: Buffer) => {
     if (discarding || piece.length === 0) return;
     if (size + piece.length > maxBytes) {
-      const head = Buffer.concat([...parts, piece]).subarray(0, QUOTED_LINE_CHARS).toString('utf8');
+      const head = Buffer.concat([...parts, piece])
+        .subarray(0, QUOTED_LINE_CHARS)
+        .toString('utf8');
       parts = [];
       size = 0;
       discarding = true;

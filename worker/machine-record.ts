@@ -4,18 +4,30 @@
  * from nvidia-smi each time (clocks and limits change between blocks). Never throws: what cannot
  * be read is null, and why the GPUs could not be read is said.
  */
-import { helper } from './helper-paths.ts';
+
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { arch, cpus, release, totalmem, type } from 'node:os';
 import { promisify } from 'node:util';
-import type { GpuState, MachineRecord } from '../jobs/machine-record.ts';
 import type { Card } from '../jobs/card.ts';
+import type { GpuState, MachineRecord } from '../jobs/machine-record.ts';
+import { helper } from './helper-paths.ts';
 
 const run = promisify(execFile);
 
 /** The nvidia-smi fields of a GpuState, in query order. */
-export const GPU_QUERY = ['uuid', 'name', 'driver_version', 'power.limit', 'clocks.sm', 'clocks.mem', 'clocks.max.sm', 'clocks.applications.graphics', 'persistence_mode', 'compute_mode'] as const;
+export const GPU_QUERY = [
+  'uuid',
+  'name',
+  'driver_version',
+  'power.limit',
+  'clocks.sm',
+  'clocks.mem',
+  'clocks.max.sm',
+  'clocks.applications.graphics',
+  'persistence_mode',
+  'compute_mode',
+] as const;
 
 type HostPart = Omit<MachineRecord, 'gpus' | 'gpus_unread'>;
 let host: Promise<HostPart> | null = null;
@@ -64,9 +76,17 @@ export function parseGpuRow(card: string, row: string): GpuState {
     return v !== null && Number.isFinite(Number(v)) ? Number(v) : null;
   };
   return {
-    card, uuid: at('uuid'), name: at('name'), driver: at('driver_version'), power_limit_w: n('power.limit'),
-    sm_mhz: n('clocks.sm'), mem_mhz: n('clocks.mem'), max_sm_mhz: n('clocks.max.sm'), applications_sm_mhz: n('clocks.applications.graphics'),
-    persistence_mode: at('persistence_mode'), compute_mode: at('compute_mode'),
+    card,
+    uuid: at('uuid'),
+    name: at('name'),
+    driver: at('driver_version'),
+    power_limit_w: n('power.limit'),
+    sm_mhz: n('clocks.sm'),
+    mem_mhz: n('clocks.mem'),
+    max_sm_mhz: n('clocks.max.sm'),
+    applications_sm_mhz: n('clocks.applications.graphics'),
+    persistence_mode: at('persistence_mode'),
+    compute_mode: at('compute_mode'),
   };
 }
 
@@ -74,7 +94,15 @@ async function readGpus(cards: Card[], nvidiaSmi: string): Promise<{ gpus: GpuSt
   const gpus = cards.filter((c) => c.backend === 'cuda');
   if (gpus.length === 0) return { gpus: [], gpus_unread: null };
   try {
-    const { stdout } = await run(nvidiaSmi, [`--query-gpu=${GPU_QUERY.join(',')}`, '--format=csv,noheader,nounits', `--id=${gpus.map((c) => c.uuid).join(',')}`], { timeout: 15_000 });
+    const { stdout } = await run(
+      nvidiaSmi,
+      [
+        `--query-gpu=${GPU_QUERY.join(',')}`,
+        '--format=csv,noheader,nounits',
+        `--id=${gpus.map((c) => c.uuid).join(',')}`,
+      ],
+      { timeout: 15_000 },
+    );
     const rows = stdout.split('\n').filter((l) => l.trim() !== '');
     const byUuid = new Map(rows.map((r) => [r.split(',')[0]!.trim(), r]));
     return { gpus: gpus.map((c) => parseGpuRow(c.id, byUuid.get(c.uuid) ?? '')), gpus_unread: null };

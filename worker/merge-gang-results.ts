@@ -20,7 +20,9 @@ export function mergeGangResults(lead: PartResults, others: PartResults[]): Part
   const reps = lead.reps.map((r, i) => {
     const same = parts.map((p) => p.reps[i]);
     if (same.some((s) => s === undefined || s.arm !== r.arm || s.rep !== r.rep)) {
-      throw new Error(`the parts of block ${r.block} disagree on rep ${i} (${r.arm} #${r.rep}): ${same.map((s) => (s ? `${s.arm} #${s.rep}` : 'missing')).join(', ')}`);
+      throw new Error(
+        `the parts of block ${r.block} disagree on rep ${i} (${r.arm} #${r.rep}): ${same.map((s) => (s ? `${s.arm} #${s.rep}` : 'missing')).join(', ')}`,
+      );
     }
     if (same.every((s) => s!.result.answers !== undefined && s!.result.answers.length > 0)) {
       const answers = same.flatMap((s) => s!.result.answers!);
@@ -30,7 +32,10 @@ export function mergeGangResults(lead: PartResults, others: PartResults[]): Part
     // a part without answers (a probe's rep): the parts' step values, per step the slowest
     const step_ms = stepMax(same.map((s) => s!.result.step_ms));
     const unsupported = [...new Set(same.flatMap((s) => s!.result.unsupported ?? []))];
-    return { ...r, result: { ...r.result, step_ms, cards, ...(r.result.unsupported === undefined ? {} : { unsupported }) } };
+    return {
+      ...r,
+      result: { ...r.result, step_ms, cards, ...(r.result.unsupported === undefined ? {} : { unsupported }) },
+    };
   });
   const gates = lead.gates.map((g) => {
     const same = parts.map((p) => p.gates.find((x) => x.arm === g.arm));

@@ -23,7 +23,7 @@
  * Every helper (setpriv, flock) runs by the absolute path resolved from the worker's own PATH
  * (helper-paths.ts), never the program environment's.
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -71,13 +71,21 @@ export function fateShared(file: string, argv: string[], warn: (msg: string) => 
  * left of the group and closes the tether: call it once the rank has exited (a child the program
  * forked dies with it, whatever it holds).
  */
-export function spawnRank(cmd: string, opts: { cwd: string; env: Record<string, string>; warn: (msg: string) => void; runAs?: RunAs | null }): { child: ChildProcessWithoutNullStreams; endGroup: () => void } {
+export function spawnRank(
+  cmd: string,
+  opts: { cwd: string; env: Record<string, string>; warn: (msg: string) => void; runAs?: RunAs | null },
+): { child: ChildProcessWithoutNullStreams; endGroup: () => void } {
   // as another user: the tether's watcher stays the worker's, so it can kill the whole group
   const run = ['/bin/sh', RANK_TETHER_SCRIPT, ...asUser(opts.runAs ?? null, ['/bin/sh', '-c', cmd])];
   const sp = setpriv();
   if (sp === null) opts.warn('setpriv not found: a rank dies with its worker through its group tether only');
   const [file, argv] = sp === null ? [run[0]!, run.slice(1)] : [sp, ['--pdeathsig', 'KILL', '--', ...run]];
-  const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] }) as ChildProcessWithoutNullStreams;
+  const child = spawn(file, argv, {
+    cwd: opts.cwd,
+    env: opts.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+  }) as ChildProcessWithoutNullStreams;
   const tether = child.stdio[TETHER_FD] as Writable;
   tether.on('error', () => {});
   const endGroup = () => {
@@ -106,14 +114,26 @@ export function lockDescription(fd: number, path: string): Promise<void> {
     } catch (err) {
       return reject(err);
     }
-    const child = spawn(flock, ['-n', '-E', String(LOCK_BUSY_EXIT), String(INHERITED_LOCK_FD)], { stdio: ['ignore', 'ignore', 'pipe', fd] });
+    const child = spawn(flock, ['-n', '-E', String(LOCK_BUSY_EXIT), String(INHERITED_LOCK_FD)], {
+      stdio: ['ignore', 'ignore', 'pipe', fd],
+    });
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-500)));
-    child.once('error', (err) => reject(new OrchError('CARD_LOCK_HANDOFF', `cannot run flock(1) to take the card lock ${path}: ${err.message}`, { cause: err })));
+    child.once('error', (err) =>
+      reject(
+        new OrchError('CARD_LOCK_HANDOFF', `cannot run flock(1) to take the card lock ${path}: ${err.message}`, {
+          cause: err,
+        }),
+      ),
+    );
     child.once('close', (code) => {
       if (code === 0) resolve();
-      else if (code === LOCK_BUSY_EXIT) reject(new OrchError('CARD_BUSY', `card lock ${path}: held by another process; one rank per card`));
-      else reject(new OrchError('CARD_LOCK_HANDOFF', `flock(1) on the card lock ${path} exited ${code}: ${stderr.trim()}`));
+      else if (code === LOCK_BUSY_EXIT)
+        reject(new OrchError('CARD_BUSY', `card lock ${path}: held by another process; one rank per card`));
+      else
+        reject(
+          new OrchError('CARD_LOCK_HANDOFF', `flock(1) on the card lock ${path} exited ${code}: ${stderr.trim()}`),
+        );
     });
   });
 }

@@ -33,14 +33,15 @@
  *
  * The child must lead its own process group (spawned `detached`): `kill()` SIGKILLs the group.
  */
-import { z } from 'zod';
+
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { readLines } from './line-reader.ts';
-import { RankExitError, RankProtocolError, type RankExit, type RankOp } from './rank-runner.ts';
+import { type RankExit, RankExitError, type RankOp, RankProtocolError } from './rank-runner.ts';
 
 /** What the protocol reads of every line; the schema's own types narrow the rest. */
 export interface ProtocolLine {
@@ -90,7 +91,9 @@ export interface RankProtocolOptions<L extends ProtocolLine> {
 /** A rank that did not answer a request in time, or a request behind it that it took along. */
 export class RankTimeoutError extends OrchError {
   constructor(message: string) {
-    super('RANK_TIMEOUT', message, { hint: 'raise the worker\'s request timeout if a rep of this workload takes longer; else the rank hung (a stalled collective, a stuck card)' });
+    super('RANK_TIMEOUT', message, {
+      hint: "raise the worker's request timeout if a rep of this workload takes longer; else the rank hung (a stalled collective, a stuck card)",
+    });
   }
 }
 
@@ -168,7 +171,10 @@ export class RankProtocol<L extends ProtocolLine> {
       onTooLong: (head) => this.breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${head}`),
     });
     // stderr is for people: an overlong line is kept by its head, not a protocol fault
-    readLines(child.stderr, MAX_RANK_LINE_BYTES, { onLine: (l) => this.keepStderr(l), onTooLong: (head) => this.keepStderr(`${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
+    readLines(child.stderr, MAX_RANK_LINE_BYTES, {
+      onLine: (l) => this.keepStderr(l),
+      onTooLong: (head) => this.keepStderr(`${head}… (longer than ${MAX_RANK_LINE_LABEL})`),
+    });
     this.exited = new Promise<RankExit>((resolve) => {
       child.once('error', (e) => {
         this.lastErrorLine = `cannot start ${opts.program}: ${e.message}`;
@@ -204,7 +210,12 @@ export class RankProtocol<L extends ProtocolLine> {
       if (this.fault !== null) return reject(this.protocolError(this.fault));
       if (this.pending.length >= MAX_PENDING) {
         const [a, b] = this.pending as [Pending<L>, Pending<L>];
-        return reject(new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: ${a.op.id} and ${b.op.id} already in flight (one request at most behind the one answered now); ${op.op} ${op.id} not sent`));
+        return reject(
+          new OrchError(
+            'RANK_REQUEST_INVALID',
+            `rank ${this.rank}: ${a.op.id} and ${b.op.id} already in flight (one request at most behind the one answered now); ${op.op} ${op.id} not sent`,
+          ),
+        );
       }
       const p: Pending<L> = { op, timeoutMs, resolve, reject };
       this.pending.push(p);
@@ -225,7 +236,11 @@ export class RankProtocol<L extends ProtocolLine> {
    */
   open(devices: string): void {
     const hp = this.opts.hostPhase;
-    if (hp === undefined || this.stateNow !== 'preparing') throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: open sent to a rank in state ${this.stateNow}, not one waiting in the host phase`);
+    if (hp === undefined || this.stateNow !== 'preparing')
+      throw new OrchError(
+        'RANK_REQUEST_INVALID',
+        `rank ${this.rank}: open sent to a rank in state ${this.stateNow}, not one waiting in the host phase`,
+      );
     this.stateNow = 'awaiting-hello';
     this.watchHello(this.opts.helloTimeoutMs);
     this.child.stdin.write(`${hp.open(devices)}\n`);
@@ -274,7 +289,8 @@ export class RankProtocol<L extends ProtocolLine> {
 
   private whilePreparing(line: L, raw: string): void {
     const p = line as ProtocolLine & Partial<PreparedLine>;
-    if (p.type === 'prepared' && typeof p.prepare_ms === 'number') this.resolvePrepared({ type: 'prepared', prepare_ms: p.prepare_ms });
+    if (p.type === 'prepared' && typeof p.prepare_ms === 'number')
+      this.resolvePrepared({ type: 'prepared', prepare_ms: p.prepare_ms });
     else if (line.type === 'error') this.opts.onLine(line, raw);
     else this.breakProtocol(`a "${line.type}" line in the host phase (before open): ${quoteLine(raw)}`);
   }
@@ -295,7 +311,11 @@ export class RankProtocol<L extends ProtocolLine> {
     const { type, id, final } = line as ProtocolLine;
     const arm = 'arm' in line ? String(line.arm) : undefined;
     // A line of another request (a repeated final line, a late answer) must never answer this one.
-    const stray = type === 'hello' || type === 'prepared' || (id !== undefined && (p === null || id !== p.op.id)) || (final === true && type !== 'error' && p === null);
+    const stray =
+      type === 'hello' ||
+      type === 'prepared' ||
+      (id !== undefined && (p === null || id !== p.op.id)) ||
+      (final === true && type !== 'error' && p === null);
     const wrongArm = p !== null && arm !== undefined && arm !== p.op.arm.name;
     if (stray || wrongArm) {
       const expected = p === null ? 'no request in flight' : `request ${p.op.id} (arm ${p.op.arm.name}) in flight`;
@@ -326,9 +346,18 @@ export class RankProtocol<L extends ProtocolLine> {
       if (this.pending[0] !== p) return;
       this.pending.shift();
       const where = `rank ${this.rank} on card ${this.card.id}`;
-      p.reject(new RankTimeoutError(`${where} did not answer ${p.op.op} ${p.op.id} (arm ${p.op.arm.name}) within ${p.timeoutMs} ms`));
+      p.reject(
+        new RankTimeoutError(
+          `${where} did not answer ${p.op.op} ${p.op.id} (arm ${p.op.arm.name}) within ${p.timeoutMs} ms`,
+        ),
+      );
       // the one written behind it would be answered only after it: it fails with it
-      for (const q of this.pending.splice(0)) q.reject(new RankTimeoutError(`${where}: ${q.op.op} ${q.op.id} not answered: ${p.op.id}, written before it, timed out`));
+      for (const q of this.pending.splice(0))
+        q.reject(
+          new RankTimeoutError(
+            `${where}: ${q.op.op} ${q.op.id} not answered: ${p.op.id}, written before it, timed out`,
+          ),
+        );
     }, p.timeoutMs);
   }
 
@@ -390,7 +419,8 @@ export class RankProtocol<L extends ProtocolLine> {
     if (ms === undefined) return;
     const t = setTimeout(() => {
       const hint = typeof this.opts.helloHint === 'function' ? this.opts.helloHint() : this.opts.helloHint;
-      if (this.stateNow === 'awaiting-hello') this.breakProtocol(`no hello within ${ms} ms${hint === undefined ? '' : `: ${hint}`}`);
+      if (this.stateNow === 'awaiting-hello')
+        this.breakProtocol(`no hello within ${ms} ms${hint === undefined ? '' : `: ${hint}`}`);
     }, ms);
     void this.ready.catch(() => undefined).finally(() => clearTimeout(t));
   }
@@ -403,7 +433,11 @@ function errorText(line: ProtocolLine): string {
 }
 
 /** A JSON error line on stderr, as much of it as a message needs (PROTOCOL.md "Errors"). */
-const StderrErrorSchema = z.object({ type: z.literal('error'), code: z.string().optional(), message: z.string().optional() });
+const StderrErrorSchema = z.object({
+  type: z.literal('error'),
+  code: z.string().optional(),
+  message: z.string().optional(),
+});
 
 function parseJson(text: string): unknown {
   try {
@@ -420,5 +454,10 @@ function stderrLastError(tail: string[], lines: number): string | null {
     const j = StderrErrorSchema.safeParse(parseJson(l));
     if (j.success) return `${j.data.code ?? 'ERROR'}: ${j.data.message ?? ''}`;
   }
-  return tail.length > 0 ? tail.slice(-lines).map((l) => l.slice(0, 500)).join(' | ') : null;
+  return tail.length > 0
+    ? tail
+        .slice(-lines)
+        .map((l) => l.slice(0, 500))
+        .join(' | ')
+    : null;
 }

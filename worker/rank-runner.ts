@@ -20,7 +20,7 @@
  * reject a pending `request` with a RankExitError when its process ends before answering (a
  * RankProtocolError when it broke the protocol), and resolve `exited` exactly once.
  */
-import { escapeRankText } from '../jobs/rank-text.ts';
+
 import type { Logger } from 'pino';
 import type { BlockArm, BlockJob } from '../jobs/block-job.ts';
 import type { Card } from '../jobs/card.ts';
@@ -28,6 +28,7 @@ import { OrchError } from '../jobs/errors.ts';
 import { DETERMINISTIC_EXITS } from '../jobs/graphrt-exit-codes.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine, RankLine } from '../jobs/rank-line.ts';
+import { escapeRankText } from '../jobs/rank-text.ts';
 import type { BuildEvent } from '../jobs/worker-event.ts';
 import type { CommandGang } from './command/command-gang.ts';
 
@@ -113,17 +114,35 @@ export class RankExitError extends OrchError {
   constructor(exit: RankExit, context = '') {
     // a rank ended for breaking the protocol would break it again: never retried
     // a user's program that exited 0 before hello never called serve(): no retry serves either
-    const neverServed = exit.fault === null && exit.beforeHello === true && exit.codesKnown === false && exit.code === 0 && exit.signal === null;
-    const deterministic = neverServed || exit.fault !== null || (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
+    const neverServed =
+      exit.fault === null &&
+      exit.beforeHello === true &&
+      exit.codesKnown === false &&
+      exit.code === 0 &&
+      exit.signal === null;
+    const deterministic =
+      neverServed ||
+      exit.fault !== null ||
+      (exit.codesKnown !== false && exit.signal === null && exit.code !== null && DETERMINISTIC_EXITS.has(exit.code));
     // the codes written in super()'s first argument: test/errors/error-codes.test.ts reads them there
-    super(neverServed ? 'RANK_NEVER_SERVED' : exit.fault !== null ? 'RANK_PROTOCOL' : deterministic ? 'RANK_EXITED' : 'RANK_DIED', `${describeRankExit(exit)}${neverServed ? NEVER_SERVED : ''}${context}`);
+    super(
+      neverServed
+        ? 'RANK_NEVER_SERVED'
+        : exit.fault !== null
+          ? 'RANK_PROTOCOL'
+          : deterministic
+            ? 'RANK_EXITED'
+            : 'RANK_DIED',
+      `${describeRankExit(exit)}${neverServed ? NEVER_SERVED : ''}${context}`,
+    );
     this.exit = exit;
     this.deterministic = deterministic;
   }
 }
 
 /** What a program that exited 0 before its hello is told. */
-export const NEVER_SERVED = '; it exited cleanly before its hello line: did it call serve()? A program is served through the rank library (orch_rank.serve(...) in Python, orch_rank::serve(...) in C++, ranklib/PROTOCOL.md), which writes the hello after setup; a clean exit before hello is never transient, so it is not retried';
+export const NEVER_SERVED =
+  '; it exited cleanly before its hello line: did it call serve()? A program is served through the rank library (orch_rank.serve(...) in Python, orch_rank::serve(...) in C++, ranklib/PROTOCOL.md), which writes the hello after setup; a clean exit before hello is never transient, so it is not retried';
 
 /**
  * A rank broke the protocol: a line that fails its schema, a line over the length limit, an answer
@@ -131,7 +150,9 @@ export const NEVER_SERVED = '; it exited cleanly before its hello line: did it c
  */
 export class RankProtocolError extends OrchError {
   constructor(where: { rank: number; card: string; pid: number | null }, fault: string) {
-    super('RANK_PROTOCOL', describeFault(where, fault), { hint: 'the rank program and this worker disagree on the rank protocol (native/PROTOCOL.md)' });
+    super('RANK_PROTOCOL', describeFault(where, fault), {
+      hint: 'the rank program and this worker disagree on the rank protocol (native/PROTOCOL.md)',
+    });
   }
 }
 
@@ -167,6 +188,10 @@ export function opId(job: Pick<BlockJob, 'block' | 'attempt'>, kind: RankOp['op'
 /** Helper for runners: the arm of a job by name. */
 export function armOf(job: BlockJob, name: string): BlockArm {
   const arm = job.arms.find((a) => a.name === name);
-  if (!arm) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${job.block}: arm "${name}" is not in the block job (its arms: ${job.arms.map((a) => a.name).join(', ')})`);
+  if (!arm)
+    throw new OrchError(
+      'BLOCK_PAYLOAD_INVALID',
+      `block ${job.block}: arm "${name}" is not in the block job (its arms: ${job.arms.map((a) => a.name).join(', ')})`,
+    );
   return arm;
 }

@@ -3,15 +3,16 @@
  * slowest rank's per step; or, for the design probe, a `probe` op whose probe lines per rank
  * become the probe record (and a rep without steps, committed, so the rep counts as measured).
  */
-import { armOf, opId } from './rank-runner.ts';
+
 import { OrchError } from '../jobs/errors.ts';
-import { reduceGang, type RankAnswer } from '../jobs/gang-rep.ts';
+import { type RankAnswer, reduceGang } from '../jobs/gang-rep.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
-import type { CommitRep } from '../store/result-store.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
+import type { CommitRep } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
+import { armOf, opId } from './rank-runner.ts';
 
 export interface Measured {
   rep: CommitRep;
@@ -42,7 +43,10 @@ export class RepMeasure {
    */
   private async trace(p: RepRef): Promise<{ rep: CommitRep; record: ProbeRecord }> {
     const { job, host } = this.gang;
-    const lines = await this.ranks.all({ id: opId(job, 'trace', p.position), op: 'trace', arm: armOf(job, p.arm) }, 'trace');
+    const lines = await this.ranks.all(
+      { id: opId(job, 'trace', p.position), op: 'trace', arm: armOf(job, p.arm) },
+      'trace',
+    );
     const hellos = this.ranks.hellos.map((h) => (h?.backend === 'command' ? h : undefined));
     const backend = hellos[0]?.program?.backend ?? 'cpu';
     const ranks = lines.map((trace, i) => {
@@ -56,10 +60,23 @@ export class RepMeasure {
         ...(hello?.graph_node_floor === undefined ? {} : { floor: hello.graph_node_floor }),
       };
     });
-    const common = { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep, position: p.position };
+    const common = {
+      experiment: job.experiment,
+      block: job.block,
+      attempt: job.attempt,
+      epoch: job.epoch,
+      arm: p.arm,
+      rep: p.rep,
+      position: p.position,
+    };
     return {
       record: { ...common, kind: 'trace', backend, host, ranks },
-      rep: { block: job.block, arm: p.arm, rep: p.rep, result: { ...common, step_ms: [], backend: 'command', mode: lines[0]?.mode ?? 'eager', host, cards: job.cards } },
+      rep: {
+        block: job.block,
+        arm: p.arm,
+        rep: p.rep,
+        result: { ...common, step_ms: [], backend: 'command', mode: lines[0]?.mode ?? 'eager', host, cards: job.cards },
+      },
     };
   }
 
@@ -68,32 +85,67 @@ export class RepMeasure {
     const lines = await this.ranks.probe({ id: opId(job, 'probe', p.position), op: 'probe', arm: armOf(job, p.arm) });
     const hellos = this.ranks.hellos;
     const backend = hellos[0]?.backend;
-    if (backend !== 'cpu' && backend !== 'cuda') throw new OrchError('RANK_ANSWERED_ERROR', `block ${job.block}: probe answered by a rank whose hello says backend ${backend ?? 'none'}, not graphrt's cpu or cuda`);
+    if (backend !== 'cpu' && backend !== 'cuda')
+      throw new OrchError(
+        'RANK_ANSWERED_ERROR',
+        `block ${job.block}: probe answered by a rank whose hello says backend ${backend ?? 'none'}, not graphrt's cpu or cuda`,
+      );
     const ranks = lines.map((probes, i) => ({
       rank: this.gang.rankOf(i),
       card: job.cards[i] as string,
       device: deviceOf(hellos[i]),
       probes: probes.map((l) => ({ name: l.name, pass: l.pass, detail: l.detail })),
     }));
-    const common = { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep, position: p.position };
+    const common = {
+      experiment: job.experiment,
+      block: job.block,
+      attempt: job.attempt,
+      epoch: job.epoch,
+      arm: p.arm,
+      rep: p.rep,
+      position: p.position,
+    };
     return {
       record: { ...common, backend, host, ranks },
-      rep: { block: job.block, arm: p.arm, rep: p.rep, result: { ...common, step_ms: [], backend, mode: 'graph', host, cards: job.cards } },
+      rep: {
+        block: job.block,
+        arm: p.arm,
+        rep: p.rep,
+        result: { ...common, step_ms: [], backend, mode: 'graph', host, cards: job.cards },
+      },
     };
   }
 
   /** One rep on every rank, reduced to the gang's rep by jobs/gang-rep.ts (per step the slowest rank); every rank's answer kept. */
   private async rep(p: RepRef, round: number): Promise<CommitRep> {
     const { job, host } = this.gang;
-    const got = await this.ranks.answers({ id: repOpId(job, p.position, round), op: 'rep', arm: armOf(job, p.arm) }, 'rep');
-    const answers: RankAnswer[] = got.map((a, i) => ({ rank: this.gang.rankOf(i), card: job.cards[i] as string, host, answered_ms: a.answeredMs, line: a.line }));
+    const got = await this.ranks.answers(
+      { id: repOpId(job, p.position, round), op: 'rep', arm: armOf(job, p.arm) },
+      'rep',
+    );
+    const answers: RankAnswer[] = got.map((a, i) => ({
+      rank: this.gang.rankOf(i),
+      card: job.cards[i] as string,
+      host,
+      answered_ms: a.answeredMs,
+      line: a.line,
+    }));
     return {
       block: job.block,
       arm: p.arm,
       rep: p.rep,
       result: {
-        experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep,
-        position: p.position, ...reduceGang(answers), host, cards: job.cards, answers,
+        experiment: job.experiment,
+        block: job.block,
+        attempt: job.attempt,
+        epoch: job.epoch,
+        arm: p.arm,
+        rep: p.rep,
+        position: p.position,
+        ...reduceGang(answers),
+        host,
+        cards: job.cards,
+        answers,
       },
     };
   }

@@ -20,17 +20,18 @@
  * already sent is in flight: it runs to its end and is kept — except on cancel, which kills the
  * ranks mid-rep (a half rep is not measured) and keeps neither it nor the one behind it.
  */
+
+import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
-import type { CommitRep } from '../store/result-store.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
+import type { CommitRep } from '../store/result-store.ts';
 import type { ForeignGuard } from './foreign-guard.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
 import type { GangRanks } from './gang-ranks.ts';
-import { armOf, type RankOp } from './rank-runner.ts';
-import { repOpId, type Measured, type RepMeasure } from './rep-measure.ts';
 import { rerunThrottled } from './hygiene-reruns.ts';
-import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
+import { armOf, type RankOp } from './rank-runner.ts';
+import { type Measured, type RepMeasure, repOpId } from './rep-measure.ts';
 
 export interface MeasuredReps {
   reps: CommitRep[];
@@ -68,7 +69,8 @@ export class RepPipeline {
     const hygiene = this.gang.job.hygiene;
     // a spread gang's hosts would each re-run what their own cards saw: their collectives would not meet
     if (out.stoppedAt !== null || this.opts.spread || hygiene?.policy !== 'discard' || hygiene.reruns === 0) return out;
-    const again = (list: RepRef[], round: number) => this.measureList(list, round).then((m) => (m.stoppedAt === null ? m.reps : null));
+    const again = (list: RepRef[], round: number) =>
+      this.measureList(list, round).then((m) => (m.stoppedAt === null ? m.reps : null));
     return { ...out, reps: await rerunThrottled(out.reps, planned, hygiene.reruns, again) };
   }
 
@@ -90,7 +92,14 @@ export class RepPipeline {
         inFlight = this.send(p, round);
       }
       const next = planned[i + 1];
-      if (behind === null && next !== undefined && !this.measure.probing && !this.mayStop() && this.queues(p, next, round)) behind = this.send(next, round);
+      if (
+        behind === null &&
+        next !== undefined &&
+        !this.measure.probing &&
+        !this.mayStop() &&
+        this.queues(p, next, round)
+      )
+        behind = this.send(next, round);
       const measured = await Promise.race([inFlight.measuring, this.fate.cancelled]);
       if (measured === null) {
         // cancelled mid-rep: its ranks die, the rep is not kept (nor the one behind it), nor the look at the rep before
@@ -132,7 +141,10 @@ export class RepPipeline {
         : this.measure.measure(p, round).catch((err: unknown) => {
             if (!(err instanceof CaptureBlockedError)) throw err;
             this.blockedArms.set(p.arm, err.blocker);
-            this.gang.log.warn({ arm: p.arm, reason: err.message }, 'capture failed: the arm is not measured, the block goes on');
+            this.gang.log.warn(
+              { arm: p.arm, reason: err.message },
+              'capture failed: the arm is not measured, the block goes on',
+            );
             return { blocked: err.blocker };
           });
     // a rep sent behind one that fails is never awaited: the block fails with the first

@@ -35,25 +35,63 @@ function passwd(user: string): RunAs | null {
  * `create`, and `log` says so. Refused: not root, root itself, a malformed name.
  */
 export function resolveRunAs(user: string, opts: { create: boolean; log: (msg: string) => void }): RunAs {
-  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(user)) throw new UserInputError('CLI_USAGE', `--run-as ${user}: not a user name`);
-  if (process.getuid?.() !== 0) throw new UserInputError('CLI_USAGE', `--run-as ${user}: only a worker running as root can run programs as another user`, { hint: 'leave --run-as out, or start orch worker as root' });
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(user))
+    throw new UserInputError('CLI_USAGE', `--run-as ${user}: not a user name`);
+  if (process.getuid?.() !== 0)
+    throw new UserInputError(
+      'CLI_USAGE',
+      `--run-as ${user}: only a worker running as root can run programs as another user`,
+      { hint: 'leave --run-as out, or start orch worker as root' },
+    );
   let found = passwd(user);
   if (found === null && opts.create) {
     const useradd = lookUp('useradd', '/usr/sbin:/usr/bin:/sbin:/bin');
-    const r = useradd === null ? null : spawnSync(useradd, ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', '--user-group', user], { encoding: 'utf8' });
-    if (r === null || r.status !== 0) throw new UserInputError('CLI_USAGE', `--run-as ${user}: the user does not exist and useradd failed: ${r === null ? 'useradd not found' : r.stderr.trim()}`, { hint: `create it yourself: useradd --system --user-group ${user}` });
+    const r =
+      useradd === null
+        ? null
+        : spawnSync(
+            useradd,
+            [
+              '--system',
+              '--no-create-home',
+              '--home-dir',
+              '/nonexistent',
+              '--shell',
+              '/usr/sbin/nologin',
+              '--user-group',
+              user,
+            ],
+            { encoding: 'utf8' },
+          );
+    if (r === null || r.status !== 0)
+      throw new UserInputError(
+        'CLI_USAGE',
+        `--run-as ${user}: the user does not exist and useradd failed: ${r === null ? 'useradd not found' : r.stderr.trim()}`,
+        { hint: `create it yourself: useradd --system --user-group ${user}` },
+      );
     opts.log(`created the system user ${user} (useradd) to run users' programs as`);
     found = passwd(user);
   }
-  if (found === null) throw new UserInputError('CLI_USAGE', `--run-as ${user}: no such user`, { hint: `create it: useradd --system --user-group ${user}` });
-  if (found.uid === 0) throw new UserInputError('CLI_USAGE', `--run-as ${user}: uid 0 is root; the point is another user`);
+  if (found === null)
+    throw new UserInputError('CLI_USAGE', `--run-as ${user}: no such user`, {
+      hint: `create it: useradd --system --user-group ${user}`,
+    });
+  if (found.uid === 0)
+    throw new UserInputError('CLI_USAGE', `--run-as ${user}: uid 0 is root; the point is another user`);
   return found;
 }
 
 /** `file argv` as `runAs` (setpriv: real and effective ids, no supplementary group), or as is when null. */
 export function asUser(runAs: RunAs | null, argv: string[]): string[] {
   if (runAs === null) return argv;
-  return [requireHelper('setpriv', `it runs programs as ${runAs.user}`), `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups', '--', ...argv];
+  return [
+    requireHelper('setpriv', `it runs programs as ${runAs.user}`),
+    `--reuid=${runAs.uid}`,
+    `--regid=${runAs.gid}`,
+    '--clear-groups',
+    '--',
+    ...argv,
+  ];
 }
 
 /** The variables that name the program's user: its own, not the worker's (HOME would be root's). */

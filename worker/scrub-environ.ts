@@ -31,7 +31,10 @@ export function scrubEnviron(names: readonly string[]): string[] {
   try {
     const stat = readFileSync('/proc/self/stat', 'utf8');
     // fields after "pid (comm) " start at field 3; comm may hold spaces and parentheses
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).trim().split(' ');
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .trim()
+      .split(' ');
     const start = Number(fields[ENV_START_FIELD - 3]);
     const end = Number(fields[ENV_END_FIELD - 3]);
     if (!(Number.isSafeInteger(start) && Number.isSafeInteger(end) && end > start)) return leftIn(present);

@@ -12,8 +12,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BlockJob } from '../jobs/block-job.ts';
-import type { RankRendezvous } from '../jobs/native-args.ts';
 import { OrchError } from '../jobs/errors.ts';
+import type { RankRendezvous } from '../jobs/native-args.ts';
 import { leadsGang } from '../jobs/spread-gang.ts';
 import type { AttemptRef, GangStaging } from '../store/gang-staging.ts';
 import type { ResultStore } from '../store/result-store.ts';
@@ -56,10 +56,15 @@ export class SpreadPart {
       const publish = join(dir, 'rv.addr');
       const host = this.opts.advertise.includes(':') ? `[${this.opts.advertise}]` : this.opts.advertise;
       start(0, { address: `tcp://${host}:0`, publish, secret });
-      address = await this.poll(`rank 0 of block ${this.job.block} attempt ${this.job.attempt} to listen`, async () => readIfThere(publish));
+      address = await this.poll(`rank 0 of block ${this.job.block} attempt ${this.job.attempt} to listen`, async () =>
+        readIfThere(publish),
+      );
       await this.staging.publishRendezvous(this.ref, address, this.opts.waitMs);
     } else {
-      address = await this.poll(`the leading part of block ${this.job.block} attempt ${this.job.attempt} to publish its rendezvous`, () => this.staging.rendezvousAddress(this.ref));
+      address = await this.poll(
+        `the leading part of block ${this.job.block} attempt ${this.job.attempt} to publish its rendezvous`,
+        () => this.staging.rendezvousAddress(this.ref),
+      );
     }
     for (let i = this.leads ? 1 : 0; i < this.job.cards.length; i++) start(i, { address: `tcp://${address}`, secret });
   }
@@ -73,20 +78,38 @@ export class SpreadPart {
     if (this.leads) {
       const port = await this.race(pickPort());
       const addr = this.opts.advertise;
-      await this.race(this.staging.publishRendezvous(this.ref, `${addr.includes(':') ? `[${addr}]` : addr}:${port}`, this.opts.waitMs));
+      await this.race(
+        this.staging.publishRendezvous(
+          this.ref,
+          `${addr.includes(':') ? `[${addr}]` : addr}:${port}`,
+          this.opts.waitMs,
+        ),
+      );
       return { addr, port };
     }
-    const published = await this.poll(`the leading part of block ${this.job.block} attempt ${this.job.attempt} to publish its MASTER_PORT`, () => this.staging.rendezvousAddress(this.ref));
+    const published = await this.poll(
+      `the leading part of block ${this.job.block} attempt ${this.job.attempt} to publish its MASTER_PORT`,
+      () => this.staging.rendezvousAddress(this.ref),
+    );
     const m = /^\[?(.*?)\]?:(\d+)$/.exec(published);
-    if (m === null) throw new OrchError('BLOCK_PAYLOAD_INVALID', `the rendezvous of block ${this.job.block} attempt ${this.job.attempt} is "${published}", not ADDR:PORT`);
+    if (m === null)
+      throw new OrchError(
+        'BLOCK_PAYLOAD_INVALID',
+        `the rendezvous of block ${this.job.block} attempt ${this.job.attempt} is "${published}", not ADDR:PORT`,
+      );
     return { addr: m[1] as string, port: Number(m[2]) };
   }
 
   /** A part that does not lead: stage its results, then hold its leases until the block is committed. */
   async stageAndAwaitCommit(own: PartResults): Promise<void> {
-    const r = await this.race(this.staging.stage(this.ref, this.job.epoch, { host: this.opts.host, ...own }, this.opts.waitMs));
+    const r = await this.race(
+      this.staging.stage(this.ref, this.job.epoch, { host: this.opts.host, ...own }, this.opts.waitMs),
+    );
     if (!r.staged) {
-      throw new OrchError('LEASE_LOST', `results of host ${this.opts.host}'s part of block ${this.job.block} attempt ${this.job.attempt} refused: card ${r.card} is ${r.holder === null ? 'no longer leased' : `leased under epoch ${r.holder}`}, not epoch ${this.job.epoch}`);
+      throw new OrchError(
+        'LEASE_LOST',
+        `results of host ${this.opts.host}'s part of block ${this.job.block} attempt ${this.job.attempt} refused: card ${r.card} is ${r.holder === null ? 'no longer leased' : `leased under epoch ${r.holder}`}, not epoch ${this.job.epoch}`,
+      );
     }
     await this.poll(`the leading part to commit block ${this.job.block} attempt ${this.job.attempt}`, async () =>
       (await this.results.committedAttempt(this.job.experiment, this.job.block)) === this.job.attempt ? true : null,
@@ -96,10 +119,13 @@ export class SpreadPart {
   /** The leading part: every part's results merged with its own, once all staged. */
   async gather(own: PartResults): Promise<PartResults> {
     const world = this.job.world ?? this.job.cards.length;
-    const others = await this.poll(`every part of block ${this.job.block} attempt ${this.job.attempt} to stage its results`, async () => {
-      const staged = await this.staging.staged(this.ref);
-      return own.cards.length + staged.reduce((n, p) => n + p.cards.length, 0) >= world ? staged : null;
-    });
+    const others = await this.poll(
+      `every part of block ${this.job.block} attempt ${this.job.attempt} to stage its results`,
+      async () => {
+        const staged = await this.staging.staged(this.ref);
+        return own.cards.length + staged.reduce((n, p) => n + p.cards.length, 0) >= world ? staged : null;
+      },
+    );
     return mergeGangResults(own, others);
   }
 
@@ -114,7 +140,10 @@ export class SpreadPart {
       const v = await this.race(get());
       if (v !== null) return v;
       if (Date.now() > deadline) {
-        throw new OrchError('GANG_PART_TIMEOUT', `host ${this.opts.host} waited ${this.opts.waitMs} ms for ${what}; the gang's other hosts did not get there (their worker died or is stuck)`);
+        throw new OrchError(
+          'GANG_PART_TIMEOUT',
+          `host ${this.opts.host} waited ${this.opts.waitMs} ms for ${what}; the gang's other hosts did not get there (their worker died or is stuck)`,
+        );
       }
       await this.race(new Promise((r) => setTimeout(r, this.opts.pollMs)));
     }

@@ -28,45 +28,45 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Queue, Worker as BullWorker, type Job } from 'bullmq';
+import { Worker as BullWorker, type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { CardRegistry, type Card } from '../store/card-registry.ts';
-import { connectRedis, readyWithin, requireNoEviction, requireRedisAuth } from '../store/connect.ts';
-import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, orchKeys } from '../store/keys.ts';
-import { HOST_NAME_PATTERN } from '../jobs/name-patterns.ts';
-import { LeaseStore } from '../store/lease-store.ts';
-import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
-import { ResultStore } from '../store/result-store.ts';
+import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
+import { HOST_NAME_PATTERN } from '../jobs/name-patterns.ts';
+import type { SlurmAllocation } from '../jobs/slurm-allocation.ts';
+import { type Capability, workerCapabilities } from '../jobs/worker-capabilities.ts';
+import { formatWorkerVersion } from '../jobs/worker-version.ts';
+import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
+import { type Card, CardRegistry } from '../store/card-registry.ts';
 import { requireClusterSecret } from '../store/cluster-secret.ts';
+import { connectRedis, readyWithin, requireNoEviction, requireRedisAuth } from '../store/connect.ts';
 import { GangStaging } from '../store/gang-staging.ts';
 import { HostClaim } from '../store/host-claim.ts';
-import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
+import { JobAdmission } from '../store/job-admission.ts';
 import { toJobError } from '../store/job-error.ts';
 import { JobNonces } from '../store/job-nonces.ts';
-import { RefusedJobs } from '../store/refused-jobs.ts';
-import { JobAdmission } from '../store/job-admission.ts';
-import type { BlockOutcome } from '../jobs/block-outcome.ts';
-import { BlockExecutor, cardLockPath } from './block-executor.ts';
-import { LeaseMessageCheck } from './lease-message-check.ts';
+import { DEFAULT_PREFIX, hostBuildQueue, hostQueue, orchKeys } from '../store/keys.ts';
+import { LeaseStore } from '../store/lease-store.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from '../store/private-dir.ts';
-import { discoverCards } from './discover-cards.ts';
-import { EventStream } from './event-stream.ts';
-import { HostForeignProcessProbe, type ForeignProcessProbe } from './foreign-processes.ts';
-import { GraphrtRunner } from './graphrt-runner.ts';
-import { injectLibPath } from './command/launch-counter.ts';
+import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
+import { RefusedJobs } from '../store/refused-jobs.ts';
+import { ResultStore } from '../store/result-store.ts';
+import { BlockExecutor, cardLockPath } from './block-executor.ts';
 import { BuildCache } from './builds/build-cache.ts';
 import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
-import type { RunAs } from './run-as.ts';
-import type { RankRunner } from './rank-runner.ts';
+import { injectLibPath } from './command/launch-counter.ts';
+import { discoverCards } from './discover-cards.ts';
+import { EventStream } from './event-stream.ts';
+import { type ForeignProcessProbe, HostForeignProcessProbe } from './foreign-processes.ts';
+import { GraphrtRunner } from './graphrt-runner.ts';
+import { LeaseMessageCheck } from './lease-message-check.ts';
 import { preflightGraphrt } from './preflight/preflight.ts';
-import { formatWorkerVersion } from '../jobs/worker-version.ts';
-import { workerCapabilities, type Capability } from '../jobs/worker-capabilities.ts';
-import type { SlurmAllocation } from '../jobs/slurm-allocation.ts';
-import { slurmCards } from './slurm/slurm-cards.ts';
+import type { RankRunner } from './rank-runner.ts';
+import type { RunAs } from './run-as.ts';
 import { AllocationClock } from './slurm/allocation-clock.ts';
+import { slurmCards } from './slurm/slurm-cards.ts';
 
 export interface WorkerOptions {
   redisUrl: string;
@@ -128,7 +128,11 @@ export interface WorkerSlurmOptions {
 }
 
 export function defaultHost(): string {
-  return hostname().split('.')[0]?.replace(/[^A-Za-z0-9_.@-]/g, '-') || 'localhost';
+  return (
+    hostname()
+      .split('.')[0]
+      ?.replace(/[^A-Za-z0-9_.@-]/g, '-') || 'localhost'
+  );
 }
 
 export class Worker {
@@ -169,7 +173,10 @@ export class Worker {
   constructor(private readonly opts: WorkerOptions) {
     this.host = opts.host ?? defaultHost();
     if (!HOST_NAME_PATTERN.test(this.host)) {
-      throw new UserInputError('HOST_NAME', `--host "${this.host}": use only letters, digits and _ . @ - (it becomes a queue name)`);
+      throw new UserInputError(
+        'HOST_NAME',
+        `--host "${this.host}": use only letters, digits and _ . @ - (it becomes a queue name)`,
+      );
     }
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
     this.heartbeatMs = opts.heartbeatMs ?? 2000;
@@ -188,20 +195,45 @@ export class Worker {
   private async admit(gate: JobAdmission, job: Job): Promise<void> {
     await gate.admit(job);
     // verified: the payload is the scheduler's own
-    const data = job.data as { experiment?: unknown; block?: unknown; epoch?: unknown; workload?: { runtime?: unknown }; builds?: { builds?: unknown } | null };
+    const data = job.data as {
+      experiment?: unknown;
+      block?: unknown;
+      epoch?: unknown;
+      workload?: { runtime?: unknown };
+      builds?: { builds?: unknown } | null;
+    };
     const about = { job: job.id, experiment: data.experiment, block: data.block, epoch: data.epoch };
     if (data.workload?.runtime === 'command' && !(this.opts.allowCommand ?? false)) {
-      this.log.error({ ...about, code: 'COMMAND_NOT_ALLOWED' }, 'refused a command workload: this worker runs no commands');
-      throw new UserInputError('COMMAND_NOT_ALLOWED', `job ${job.id ?? '?'}: a command workload reached the worker of host ${this.host}, which was started without --allow-command; nothing ran`, {
-        hint: 'start the worker with --allow-command, or run the experiment on hosts whose workers allow commands',
-      });
+      this.log.error(
+        { ...about, code: 'COMMAND_NOT_ALLOWED' },
+        'refused a command workload: this worker runs no commands',
+      );
+      throw new UserInputError(
+        'COMMAND_NOT_ALLOWED',
+        `job ${job.id ?? '?'}: a command workload reached the worker of host ${this.host}, which was started without --allow-command; nothing ran`,
+        {
+          hint: 'start the worker with --allow-command, or run the experiment on hosts whose workers allow commands',
+        },
+      );
     }
     const commits = data.builds?.builds;
-    if (typeof commits === 'object' && commits !== null && Object.keys(commits).length > 0 && !this.caps.includes('build')) {
-      this.log.error({ ...about, code: 'BUILD_NOT_ALLOWED' }, 'refused a build of a commit: this worker builds no commits');
-      throw new UserInputError('BUILD_NOT_ALLOWED', `job ${job.id ?? '?'}: builds of commits (${Object.keys(commits).join(', ')}) reached the worker of host ${this.host}, which was started without --allow-build or --allow-command; building a commit runs its code (CMakeLists.txt, the build recipe), so nothing ran`, {
-        hint: 'start the worker with --allow-build (or --allow-command), or run the experiment on hosts whose workers allow builds',
-      });
+    if (
+      typeof commits === 'object' &&
+      commits !== null &&
+      Object.keys(commits).length > 0 &&
+      !this.caps.includes('build')
+    ) {
+      this.log.error(
+        { ...about, code: 'BUILD_NOT_ALLOWED' },
+        'refused a build of a commit: this worker builds no commits',
+      );
+      throw new UserInputError(
+        'BUILD_NOT_ALLOWED',
+        `job ${job.id ?? '?'}: builds of commits (${Object.keys(commits).join(', ')}) reached the worker of host ${this.host}, which was started without --allow-build or --allow-command; building a commit runs its code (CMakeLists.txt, the build recipe), so nothing ran`,
+        {
+          hint: 'start the worker with --allow-build (or --allow-command), or run the experiment on hosts whose workers allow builds',
+        },
+      );
     }
   }
 
@@ -218,19 +250,41 @@ export class Worker {
       for (const part of parts) if (await check.confirms(m, part)) confirmed.push(part.epoch);
       if (confirmed.length < parts.length) {
         this.unconfirmedLeaseMessages++;
-        this.log.warn({ kind: m.kind, epochs: parts.map((p) => p.epoch).filter((e) => !confirmed.includes(e)), unconfirmed: this.unconfirmedLeaseMessages }, 'lease channel message not borne out by Redis state: ignored');
+        this.log.warn(
+          {
+            kind: m.kind,
+            epochs: parts.map((p) => p.epoch).filter((e) => !confirmed.includes(e)),
+            unconfirmed: this.unconfirmedLeaseMessages,
+          },
+          'lease channel message not borne out by Redis state: ignored',
+        );
       }
       if (confirmed.length === 0) return;
       if (m.kind === 'cancel') executor.cancelled(m.cards, confirmed, m.reason);
       else executor.revoked(m.cards, confirmed, m.reason);
     } catch (err) {
-      this.log.warn({ err: err instanceof Error ? err.message : String(err), bytes: raw.length }, 'unreadable lease channel message');
+      this.log.warn(
+        { err: err instanceof Error ? err.message : String(err), bytes: raw.length },
+        'unreadable lease channel message',
+      );
     }
   }
 
-  private registration(ttlMs: number): { ttlMs: number; pid: number; version?: string; caps: Capability[]; slurm?: SlurmAllocation['provenance'] } {
+  private registration(ttlMs: number): {
+    ttlMs: number;
+    pid: number;
+    version?: string;
+    caps: Capability[];
+    slurm?: SlurmAllocation['provenance'];
+  } {
     const slurm = this.opts.slurm?.alloc.provenance;
-    return { ttlMs, pid: process.pid, ...(this.version ? { version: this.version } : {}), caps: this.caps, ...(slurm ? { slurm } : {}) };
+    return {
+      ttlMs,
+      pid: process.pid,
+      ...(this.version ? { version: this.version } : {}),
+      caps: this.caps,
+      ...(slurm ? { slurm } : {}),
+    };
   }
 
   /** The cards as registered: under Slurm each with the last moment a lease on it may be held. */
@@ -257,8 +311,13 @@ export class Worker {
       refreshMs: slurm.refreshMs,
       stopFile: slurm.stopFile,
       onUntil: (until) => {
-        this.log.info({ until: until === undefined ? null : new Date(until).toISOString() }, 'the last moment to hold a lease moved (the allocation\'s time limit changed, or the worker stops): registering the cards again');
-        registry.register(this.host, this.registered(), this.registration(ttl)).catch((err: unknown) => this.log.warn({ err }, 'registering the new end failed'));
+        this.log.info(
+          { until: until === undefined ? null : new Date(until).toISOString() },
+          "the last moment to hold a lease moved (the allocation's time limit changed, or the worker stops): registering the cards again",
+        );
+        registry
+          .register(this.host, this.registered(), this.registration(ttl))
+          .catch((err: unknown) => this.log.warn({ err }, 'registering the new end failed'));
       },
       onStop: (why) => {
         this.log.info({ why }, 'stopping: the Slurm allocation ends');
@@ -285,7 +344,12 @@ export class Worker {
     const lockDir = await this.registerCards(redis, ttl);
     const keys = orchKeys(this.prefix);
     const cache = new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix });
-    const events = (experiment: string) => new EventStream(redis, { stream: keys.events(experiment), exp: keys.exp(experiment), budget: keys.eventBudget(experiment) }, this.log);
+    const events = (experiment: string) =>
+      new EventStream(
+        redis,
+        { stream: keys.events(experiment), exp: keys.exp(experiment), budget: keys.eventBudget(experiment) },
+        this.log,
+      );
     const executor = this.blockExecutor(redis, lockDir, ttl, cache, events);
     this.executor = executor;
     await this.followLeaseChannel(redis, executor);
@@ -300,14 +364,23 @@ export class Worker {
     this.log.info('connecting to redis');
     await readyWithin(redis, this.opts.redisUrl, { timeoutMs: Infinity });
     await requireNoEviction(redis, this.opts.redisUrl);
-    await requireRedisAuth(redis, this.opts.redisUrl, { allowInsecure: this.opts.insecureRedis ?? false, log: this.log, who: 'this worker' });
+    await requireRedisAuth(redis, this.opts.redisUrl, {
+      allowInsecure: this.opts.insecureRedis ?? false,
+      log: this.log,
+      who: 'this worker',
+    });
     return redis;
   }
 
   /** The host's name, before anything of the host is registered: a second worker under this name is refused here. */
   private async claimHost(redis: Redis, ttl: number): Promise<void> {
     const claim = new HostClaim(redis, this.host, { prefix: this.prefix });
-    await claim.take(ttl, (h) => this.log.warn({ holder: h }, `host name ${this.host}: the worker that held it (pid ${h.pid}) is gone without releasing it; waiting up to ${ttl} ms for its claim to expire`));
+    await claim.take(ttl, (h) =>
+      this.log.warn(
+        { holder: h },
+        `host name ${this.host}: the worker that held it (pid ${h.pid}) is gone without releasing it; waiting up to ${ttl} ms for its claim to expire`,
+      ),
+    );
     this.claim = claim;
   }
 
@@ -322,7 +395,13 @@ export class Worker {
     if (this.opts.privateRedis !== true) await warnIfNotPersistent(redis, this.log, 'this worker');
     const instance = new RedisInstance(redis, this.prefix);
     await instance.claim();
-    this.version = this.opts.orchVersion ? formatWorkerVersion({ orch: this.opts.orchVersion.version, commit: this.opts.orchVersion.commit, graphrt: await this.graphrtBuild() }) : undefined;
+    this.version = this.opts.orchVersion
+      ? formatWorkerVersion({
+          orch: this.opts.orchVersion.version,
+          commit: this.opts.orchVersion.commit,
+          graphrt: await this.graphrtBuild(),
+        })
+      : undefined;
     this.followAllocation(registry, ttl);
     await registry.register(this.host, this.registered(), this.registration(ttl));
     let beating = false;
@@ -337,7 +416,20 @@ export class Worker {
     return lockDir;
   }
 
-  private blockExecutor(redis: Redis, lockDir: string, ttl: number, cache: BuildCache, events: (experiment: string) => EventStream): BlockExecutor {
+  private blockExecutor(
+    redis: Redis,
+    lockDir: string,
+    ttl: number,
+    cache: BuildCache,
+    events: (experiment: string) => EventStream,
+  ): BlockExecutor {
+    // kept, so that the worker's stop ends the prepared ranks it holds
+    this.commandRunner = new CommandRankRunner({
+      cache,
+      runAs: this.opts.runAs ?? null,
+      injectLib: injectLibPath(this.opts.graphrt),
+      graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null,
+    });
     return new BlockExecutor(
       {
         host: this.host,
@@ -359,7 +451,7 @@ export class Worker {
           this.opts.runner ??
           runnerByRuntime({
             native: new GraphrtRunner(this.opts.graphrt, { cache }),
-            command: (this.commandRunner = new CommandRankRunner({ cache, runAs: this.opts.runAs ?? null, injectLib: injectLibPath(this.opts.graphrt), graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null })),
+            command: this.commandRunner,
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),
         events,
@@ -386,50 +478,67 @@ export class Worker {
   }
 
   /** The host's block and build queues, each job through its admission gate first. */
-  private serveQueues(redis: Redis, executor: BlockExecutor, cache: BuildCache, events: (experiment: string) => EventStream): void {
-    const admission = { secret: this.secret, nonces: new JobNonces(redis, this.prefix), refused: new RefusedJobs(redis, this.prefix), log: this.log };
+  private serveQueues(
+    redis: Redis,
+    executor: BlockExecutor,
+    cache: BuildCache,
+    events: (experiment: string) => EventStream,
+  ): void {
+    const admission = {
+      secret: this.secret,
+      nonces: new JobNonces(redis, this.prefix),
+      refused: new RefusedJobs(redis, this.prefix),
+      log: this.log,
+    };
     const producer = (name: string) => new Queue(name, { connection: redis, prefix: this.prefix });
     this.admissionQueues = [producer(hostQueue(this.host)), producer(hostBuildQueue(this.host))];
     const blockGate = new JobAdmission('host', this.admissionQueues[0]!, admission);
     const buildGate = new JobAdmission('build', this.admissionQueues[1]!, admission);
-    this.bull = new BullWorker<unknown, BlockOutcome>(hostQueue(this.host), async (job) => {
-      try {
-        await this.admit(blockGate, job);
-      } catch (err) {
-        // the code first: it is what the report recognizes a refusal by (orchestrator/stats/refused-grants.ts)
-        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
-      }
-      return executor.execute(job.data);
-    }, {
-      connection: redis,
-      prefix: this.prefix,
-      // leases, not BullMQ, are the card mutex; a slot per card plus one so a gang's release and
-      // the next grant never wait for a slot
-      concurrency: this.cards.length + 1,
-      // a stalled host job is a lost attempt: the scheduler re-dispatches it as attempt + 1
-      maxStalledCount: 0,
-    });
+    this.bull = new BullWorker<unknown, BlockOutcome>(
+      hostQueue(this.host),
+      async (job) => {
+        try {
+          await this.admit(blockGate, job);
+        } catch (err) {
+          // the code first: it is what the report recognizes a refusal by (orchestrator/stats/refused-grants.ts)
+          throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
+        }
+        return executor.execute(job.data);
+      },
+      {
+        connection: redis,
+        prefix: this.prefix,
+        // leases, not BullMQ, are the card mutex; a slot per card plus one so a gang's release and
+        // the next grant never wait for a slot
+        concurrency: this.cards.length + 1,
+        // a stalled host job is a lost attempt: the scheduler re-dispatches it as attempt + 1
+        maxStalledCount: 0,
+      },
+    );
     this.bull.on('error', (err) => this.log.error({ err }, 'queue worker error'));
-    this.builds = new BullWorker(hostBuildQueue(this.host), async (job) => {
-      try {
-        await this.admit(buildGate, job);
-        return await runBuildJob(job.data, { host: this.host, cache, events, log: this.log });
-      } catch (err) {
-        throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
-      }
-    }, {
-      connection: redis,
-      prefix: this.prefix,
-      // the host build lock serializes the builds themselves; more than one job lets a cached
-      // experiment's builds answer while another's build runs
-      concurrency: 4,
-      // a build whose worker died is tried again by the scheduler as attempt + 1
-      maxStalledCount: 0,
-    });
+    this.builds = new BullWorker(
+      hostBuildQueue(this.host),
+      async (job) => {
+        try {
+          await this.admit(buildGate, job);
+          return await runBuildJob(job.data, { host: this.host, cache, events, log: this.log });
+        } catch (err) {
+          throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
+        }
+      },
+      {
+        connection: redis,
+        prefix: this.prefix,
+        // the host build lock serializes the builds themselves; more than one job lets a cached
+        // experiment's builds answer while another's build runs
+        concurrency: 4,
+        // a build whose worker died is tried again by the scheduler as attempt + 1
+        maxStalledCount: 0,
+      },
+    );
     this.builds.on('error', (err) => this.log.error({ err }, 'build queue worker error'));
     this.bull.on('failed', (job, err) => this.log.warn({ job: job?.id, reason: err.message }, 'block attempt failed'));
   }
-
 
   /**
    * One heartbeat. A Redis that lost its data (its instance marker changed) has no card of this
@@ -441,11 +550,17 @@ export class Worker {
     if (other) {
       // This worker's claim expired (Redis unreachable past two heartbeats) and another worker
       // took the name: registering again would take its cards away.
-      this.log.error({ holder: other }, `another worker (pid ${other.pid} on ${other.machine}) now serves host name ${this.host}: this worker no longer registers its cards; stop it`);
+      this.log.error(
+        { holder: other },
+        `another worker (pid ${other.pid} on ${other.machine}) now serves host name ${this.host}: this worker no longer registers its cards; stop it`,
+      );
       return;
     }
     if (await instance.lostSinceLastCheck()) {
-      this.log.error({ running: this.executor?.running ?? 0 }, 'Redis lost its data (restarted without persistence?): its instance marker changed; registering the cards again, the running blocks fail on their lost leases');
+      this.log.error(
+        { running: this.executor?.running ?? 0 },
+        'Redis lost its data (restarted without persistence?): its instance marker changed; registering the cards again, the running blocks fail on their lost leases',
+      );
       await registry.register(this.host, this.registered(), this.registration(ttl));
       return;
     }
@@ -472,9 +587,14 @@ export class Worker {
     // a next block's process started in the host phase has no block here any more
     this.commandRunner?.prepared.dropAll();
     if (how === 'late') {
-      this.log.error({ running: this.executor?.running ?? 0, limit_ms: limitMs }, 'graceful stop did not finish in time (Redis unreachable?): killing the running ranks and cutting the connections');
+      this.log.error(
+        { running: this.executor?.running ?? 0, limit_ms: limitMs },
+        'graceful stop did not finish in time (Redis unreachable?): killing the running ranks and cutting the connections',
+      );
       clearInterval(this.heartbeat);
-      this.executor?.abortAll(`the worker of host ${this.host} was stopped and could not finish gracefully within ${limitMs} ms`);
+      this.executor?.abortAll(
+        `the worker of host ${this.host} was stopped and could not finish gracefully within ${limitMs} ms`,
+      );
       void this.bull?.close(true).catch(() => {});
       void this.builds?.close(true).catch(() => {});
       this.sub?.disconnect();

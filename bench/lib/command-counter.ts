@@ -18,7 +18,9 @@ export class CommandCounter {
 
   /** Counts from now on, for the rest of the process (a bench's life). */
   start(): void {
-    const proto = Redis.prototype as unknown as { sendCommand: (this: Redis, command: CommandLike, ...rest: unknown[]) => unknown };
+    const proto = Redis.prototype as unknown as {
+      sendCommand: (this: Redis, command: CommandLike, ...rest: unknown[]) => unknown;
+    };
     const original = proto.sendCommand;
     const self = this;
     proto.sendCommand = function (this: Redis, command: CommandLike, ...rest: unknown[]) {
@@ -33,7 +35,8 @@ export class CommandCounter {
   }
 
   private count(redis: Redis, command: CommandLike): void {
-    const name = command.name === 'evalsha' ? `evalsha ${this.scriptName(redis, String(command.args[0]))}` : command.name;
+    const name =
+      command.name === 'evalsha' ? `evalsha ${this.scriptName(redis, String(command.args[0]))}` : command.name;
     this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
   }
 

@@ -98,12 +98,18 @@ export function median(xs: number[]): number {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 }
 
-export function scaleMetrics(blocks: BlockTimeline[], jobs: HostJobRecord[], cards: number, slackMs: number): ScaleMetrics {
+export function scaleMetrics(
+  blocks: BlockTimeline[],
+  jobs: HostJobRecord[],
+  cards: number,
+  slackMs: number,
+): ScaleMetrics {
   const grants = blocks.map((b) => b.granted_at).sort((a, b) => a - b);
   const first = grants[0] ?? 0;
   const last = grants[grants.length - 1] ?? 0;
   const windows: number[] = [];
-  for (let t = first; t + 1000 <= last || windows.length === 0; t += 1000) windows.push(grants.filter((g) => g >= t && g < t + 1000).length);
+  for (let t = first; t + 1000 <= last || windows.length === 0; t += 1000)
+    windows.push(grants.filter((g) => g >= t && g < t + 1000).length);
   const t0 = Math.min(...blocks.map((b) => b.created));
 
   const grantedAt = new Map(blocks.map((b) => [`${b.experiment}.b${b.block}`, b.granted_at]));
@@ -136,7 +142,8 @@ export function scaleMetrics(blocks: BlockTimeline[], jobs: HostJobRecord[], car
 
   const queue = [...blocks].sort((a, b) => compareQueued(a, b));
   const ended = new Map<string, number>();
-  for (const j of jobs) ended.set(`${j.experiment}.b${j.block}`, Math.max(ended.get(`${j.experiment}.b${j.block}`) ?? 0, j.released));
+  for (const j of jobs)
+    ended.set(`${j.experiment}.b${j.block}`, Math.max(ended.get(`${j.experiment}.b${j.block}`) ?? 0, j.released));
   const waits: HeadWait[] = [];
   let aheadGranted = 0;
   for (const b of queue) {
@@ -146,7 +153,13 @@ export function scaleMetrics(blocks: BlockTimeline[], jobs: HostJobRecord[], car
       const end = ended.get(`${g.experiment}.b${g.block}`) ?? Infinity;
       if (g.granted_at <= headAt && end > headAt) latestEnd = Math.max(latestEnd, g.granted_at + g.expected_ms);
     }
-    waits.push({ key: `${b.experiment}.b${b.block}`, ranks: b.ranks, head_at: headAt, wait_ms: Math.max(0, b.granted_at - headAt), bound_ms: latestEnd - headAt });
+    waits.push({
+      key: `${b.experiment}.b${b.block}`,
+      ranks: b.ranks,
+      head_at: headAt,
+      wait_ms: Math.max(0, b.granted_at - headAt),
+      bound_ms: latestEnd - headAt,
+    });
     aheadGranted = Math.max(aheadGranted, b.granted_at);
   }
   const eights = waits.filter((w) => w.ranks === 8).sort((a, b) => b.wait_ms - a.wait_ms);
@@ -171,7 +184,13 @@ function stat(xs: number[]): Stat {
   return { median: median(xs), mean: xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length };
 }
 
-function cardGaps(jobs: HostJobRecord[], grantedAt: Map<string, number>, cards: number, t0: number, last: number): CardGaps {
+function cardGaps(
+  jobs: HostJobRecord[],
+  grantedAt: Map<string, number>,
+  cards: number,
+  t0: number,
+  last: number,
+): CardGaps {
   const granted = (j: HostJobRecord) => grantedAt.get(`${j.experiment}.b${j.block}`) ?? j.received;
   const done = jobs.filter((j) => j.started > 0 && j.ran > 0 && j.released > 0);
   const idle: number[] = [];
@@ -210,7 +229,8 @@ function overlaps(jobs: HostJobRecord[]): string[] {
     for (let i = 1; i < s.length; i++) {
       const a = s[i - 1] as HostJobRecord;
       const b = s[i] as HostJobRecord;
-      if (b.received < a.releasing) out.push(`${card}: ${a.experiment}.b${a.block}-a${a.attempt} and ${b.experiment}.b${b.block}-a${b.attempt}`);
+      if (b.received < a.releasing)
+        out.push(`${card}: ${a.experiment}.b${a.block}-a${a.attempt} and ${b.experiment}.b${b.block}-a${b.attempt}`);
     }
   }
   return out;

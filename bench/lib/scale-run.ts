@@ -10,17 +10,17 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { pino, type Level } from 'pino';
+import { type Level, pino } from 'pino';
 import { newClusterSecret } from '../../jobs/grant.ts';
-import { parseConfigText, type LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
-import { newSubmitToken } from '../../store/submit-token.ts';
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
+import { type LoadedSpec, parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { connectRedis, waitReady } from '../../store/connect.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { startRedisServer } from '../../store/redis-server-process.ts';
-import { scaleMetrics, type BlockTimeline, type ScaleMetrics } from './scale-metrics.ts';
+import { newSubmitToken } from '../../store/submit-token.ts';
+import { type BlockTimeline, type ScaleMetrics, scaleMetrics } from './scale-metrics.ts';
 import type { FleetConfig, FleetMessage } from './stand-in-fleet.ts';
 import type { HostJobRecord } from './stand-in-host.ts';
 
@@ -103,8 +103,16 @@ export async function usedMemory(redis: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? NaN);
 }
 
-export function startFleet(config: FleetConfig): { pid: number | undefined; ready: Promise<void>; stop: () => Promise<HostJobRecord[]>; kill: () => void } {
-  const child = fork(new URL('./stand-in-fleet.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export function startFleet(config: FleetConfig): {
+  pid: number | undefined;
+  ready: Promise<void>;
+  stop: () => Promise<HostJobRecord[]>;
+  kill: () => void;
+} {
+  const child = fork(new URL('./stand-in-fleet.ts', import.meta.url), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const next = () =>
     new Promise<FleetMessage>((resolve, reject) => {
       child.once('message', (m) => resolve(m as FleetMessage));
@@ -137,7 +145,17 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
   const fleets = Array.from({ length: procs }, (_, k) => {
     const first = Math.floor((k * o.hosts) / procs);
     const hosts = Math.floor(((k + 1) * o.hosts) / procs) - first;
-    return startFleet({ url: server.url, prefix, first, hosts, cardsPerHost: o.cardsPerHost, secret, heartbeatMs: 1000, runMs: o.runMs, seed: o.seed });
+    return startFleet({
+      url: server.url,
+      prefix,
+      first,
+      hosts,
+      cardsPerHost: o.cardsPerHost,
+      secret,
+      heartbeatMs: 1000,
+      runMs: o.runMs,
+      seed: o.seed,
+    });
   });
   const fleetCpu = () => fleets.reduce((ms, f) => ms + processCpuMs(f.pid), 0);
   let scheduler: Scheduler | null = null;
@@ -150,7 +168,11 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     const specs: LoadedSpec[] = Array.from({ length: o.experiments }, (_, i) => {
       const ranks = RANKS[Math.floor(random() * RANKS.length)] as number;
       const file = join(dir, `scale-${i}-r${ranks}.yaml`);
-      const loaded = parseConfigText(file, specText(`scale-${i}-r${ranks}`, ranks, o.blocksPerExperiment, o.reps), 'experiment');
+      const loaded = parseConfigText(
+        file,
+        specText(`scale-${i}-r${ranks}`, ranks, o.blocksPerExperiment, o.reps),
+        'experiment',
+      );
       if (loaded.kind !== 'experiment') throw new Error('not an experiment');
       return loaded;
     });
@@ -179,7 +201,10 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     for (;;) {
       const states = await Promise.all(ids.map((id) => store.state(id)));
       if (states.every((s) => s !== null && TERMINAL_EXPERIMENT_STATES.has(s))) break;
-      if (Date.now() - t0 > o.timeoutMs) throw new Error(`not every experiment ended within ${o.timeoutMs} ms: ${states.filter((s) => s === 'done').length}/${ids.length} done`);
+      if (Date.now() - t0 > o.timeoutMs)
+        throw new Error(
+          `not every experiment ended within ${o.timeoutMs} ms: ${states.filter((s) => s === 'done').length}/${ids.length} done`,
+        );
       // slow: this process is the scheduler's, and its CPU is what is measured
       await new Promise((r) => setTimeout(r, 1000));
     }
@@ -190,7 +215,9 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     const redisCpuMs = processCpuMs(server.child.pid) - redisCpu0;
     const fleetCpuMs = fleetCpu() - fleetCpu0;
     const after = await usedMemory(redis);
-    const commands = [...(await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map((m) => ({ command: m[1] as string, calls: Number(m[2]), usec: Number(m[3]) }));
+    const commands = [...(await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map(
+      (m) => ({ command: m[1] as string, calls: Number(m[2]), usec: Number(m[3]) }),
+    );
 
     const blocks: BlockTimeline[] = [];
     let notDone = 0;
@@ -200,9 +227,21 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
       if (!exp) throw new Error(`experiment ${id} is gone`);
       for (const b of await store.blocks(id)) {
         if (b.phase !== 'done') notDone++;
-        for (const a of b.attempts) if (a.outcome !== 'committed' && lostAttempts.length < 5) lostAttempts.push(`${id}.b${b.block}-a${a.attempt}: ${a.outcome}: ${a.reason ?? ''}`);
+        for (const a of b.attempts)
+          if (a.outcome !== 'committed' && lostAttempts.length < 5)
+            lostAttempts.push(`${id}.b${b.block}-a${a.attempt}: ${a.outcome}: ${a.reason ?? ''}`);
         if (b.granted_at === null) continue;
-        blocks.push({ experiment: id, block: b.block, seq: exp.seq, priority: exp.priority, ranks: exp.plan.ranks, created: exp.created, granted_at: b.granted_at, expected_ms: b.expected_ms ?? 0, attempts: b.attempts.length });
+        blocks.push({
+          experiment: id,
+          block: b.block,
+          seq: exp.seq,
+          priority: exp.priority,
+          ranks: exp.plan.ranks,
+          created: exp.created,
+          granted_at: b.granted_at,
+          expected_ms: b.expected_ms ?? 0,
+          attempts: b.attempts.length,
+        });
       }
     }
     const grantTimes = blocks.map((b) => b.granted_at);
@@ -210,7 +249,13 @@ export async function runScale(o: ScaleOptions): Promise<ScaleRun> {
     const a = samples.find((x) => x.t >= g0) ?? samples[0]!;
     const b = [...samples].reverse().find((x) => x.t <= g1) ?? samples[samples.length - 1]!;
     const n = grantTimes.filter((t) => t > a.t && t <= b.t).length;
-    const steady = { grants: n, ms: b.t - a.t, scheduler: (b.s - a.s) / n, redis: (b.r - a.r) / n, fleet: (b.f - a.f) / n };
+    const steady = {
+      grants: n,
+      ms: b.t - a.t,
+      scheduler: (b.s - a.s) / n,
+      redis: (b.r - a.r) / n,
+      fleet: (b.f - a.f) / n,
+    };
     await scheduler.stop();
     stopped = true;
     const jobs = (await Promise.all(fleets.map((f) => f.stop()))).flat();

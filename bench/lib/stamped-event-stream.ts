@@ -10,7 +10,11 @@ export class StampedEventStream extends EventStream {
   /** rep request id → CLOCK_MONOTONIC ns when its line's append was answered */
   readonly written = new Map<string, number>();
 
-  constructor(private readonly conn: Redis, keys: EventStreamKeys, log: Logger) {
+  constructor(
+    private readonly conn: Redis,
+    keys: EventStreamKeys,
+    log: Logger,
+  ) {
     super(conn, keys, log);
   }
 

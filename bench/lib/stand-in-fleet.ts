@@ -9,7 +9,7 @@
  */
 import { Redis } from 'ioredis';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
-import { StandInHost, type HostJobRecord } from './stand-in-host.ts';
+import { type HostJobRecord, StandInHost } from './stand-in-host.ts';
 
 export interface FleetConfig {
   url: string;
@@ -41,8 +41,12 @@ async function serve(c: FleetConfig): Promise<void> {
     const random = mulberry32(c.seed + i);
     const [lo, hi] = c.runMs;
     const host = new StandInHost(redis, {
-      host: fleetHostName(i), cards: c.cardsPerHost, prefix: c.prefix, secret: Buffer.from(c.secret, 'utf8'),
-      heartbeatMs: c.heartbeatMs, runMs: () => lo + random() * (hi - lo),
+      host: fleetHostName(i),
+      cards: c.cardsPerHost,
+      prefix: c.prefix,
+      secret: Buffer.from(c.secret, 'utf8'),
+      heartbeatMs: c.heartbeatMs,
+      runMs: () => lo + random() * (hi - lo),
     });
     await host.start();
     hosts.push(host);
@@ -57,8 +61,9 @@ async function serve(c: FleetConfig): Promise<void> {
 }
 
 process.once('message', (m: { config?: FleetConfig }) => {
-  if (m.config) serve(m.config).catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  if (m.config)
+    serve(m.config).catch((err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    });
 });

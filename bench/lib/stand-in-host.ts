@@ -75,7 +75,10 @@ export class StandInHost {
   async start(): Promise<void> {
     const ttl = 2 * this.o.heartbeatMs;
     await this.registry.register(this.o.host, this.cards, { ttlMs: ttl, pid: process.pid });
-    this.beat = setInterval(() => void this.registry.heartbeat(this.o.host, ttl).catch(() => undefined), this.o.heartbeatMs);
+    this.beat = setInterval(
+      () => void this.registry.heartbeat(this.o.host, ttl).catch(() => undefined),
+      this.o.heartbeatMs,
+    );
     this.bull = new BullWorker(hostQueue(this.o.host), (job) => this.run(job), {
       connection: this.redis,
       prefix: this.o.prefix,
@@ -88,10 +91,33 @@ export class StandInHost {
   private async run(bull: Job): Promise<unknown> {
     const received = Date.now();
     const data: unknown = bull.data;
-    const check = verifyJob({ queue: hostQueue(this.o.host), name: bull.name, id: bull.id, data, opts: bull.opts as Record<string, unknown>, repeatJobKey: bull.repeatJobKey }, this.o.secret);
+    const check = verifyJob(
+      {
+        queue: hostQueue(this.o.host),
+        name: bull.name,
+        id: bull.id,
+        data,
+        opts: bull.opts as Record<string, unknown>,
+        repeatJobKey: bull.repeatJobKey,
+      },
+      this.o.secret,
+    );
     if (!check.ok) throw new Error(`refused: ${check.why}`);
     const job = BlockJobSchema.parse(data);
-    const rec: HostJobRecord = { experiment: job.experiment, block: job.block, attempt: job.attempt, host: this.o.host, cards: job.cards, epoch: job.epoch, received, started: 0, ran: 0, releasing: 0, released: 0, committed: false };
+    const rec: HostJobRecord = {
+      experiment: job.experiment,
+      block: job.block,
+      attempt: job.attempt,
+      host: this.o.host,
+      cards: job.cards,
+      epoch: job.epoch,
+      received,
+      started: 0,
+      ran: 0,
+      releasing: 0,
+      released: 0,
+      committed: false,
+    };
     this.records.push(rec);
     const ttlMs = 2 * this.o.heartbeatMs;
     const owner = leaseOwnerOf({ ...job, host: this.o.host });
@@ -116,14 +142,42 @@ export class StandInHost {
         arm: p.arm,
         rep: p.rep,
         result: {
-          experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, arm: p.arm, rep: p.rep, position: p.position,
-          step_ms: Array.from({ length: job.steps }, (_, i) => 0.5 + 0.01 * i), backend: 'cpu', mode: 'eager' as const, host: this.o.host, cards: job.cards,
+          experiment: job.experiment,
+          block: job.block,
+          attempt: job.attempt,
+          epoch: job.epoch,
+          arm: p.arm,
+          rep: p.rep,
+          position: p.position,
+          step_ms: Array.from({ length: job.steps }, (_, i) => 0.5 + 0.01 * i),
+          backend: 'cpu',
+          mode: 'eager' as const,
+          host: this.o.host,
+          cards: job.cards,
         },
       }));
-      const res = await this.results.commitBlock({ experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, host: this.o.host, cards: job.cards, reps, notRun: [], gates: [] });
+      const res = await this.results.commitBlock({
+        experiment: job.experiment,
+        block: job.block,
+        attempt: job.attempt,
+        epoch: job.epoch,
+        host: this.o.host,
+        cards: job.cards,
+        reps,
+        notRun: [],
+        gates: [],
+      });
       if (!res.committed) throw new Error(`commit refused: ${JSON.stringify(res)}`);
       rec.committed = true;
-      return { experiment: job.experiment, block: job.block, attempt: job.attempt, epoch: job.epoch, measured: reps.length, not_run: 0, gates: [] };
+      return {
+        experiment: job.experiment,
+        block: job.block,
+        attempt: job.attempt,
+        epoch: job.epoch,
+        measured: reps.length,
+        not_run: 0,
+        gates: [],
+      };
     } catch (err) {
       rec.error = (err as Error).message;
       throw err;

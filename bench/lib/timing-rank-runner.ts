@@ -39,7 +39,15 @@ export class TimingRankRunner implements RankRunner {
       kill: () => h.kill(),
       close: (g) => h.close(g),
       request: async (op: RankOp, timeoutMs: number) => {
-        const st: OpStamps = { op: op.id, rank: s.rank, requested: now(), firstLine: null, answered: null, t_start_ns: null, t_end_ns: null };
+        const st: OpStamps = {
+          op: op.id,
+          rank: s.rank,
+          requested: now(),
+          firstLine: null,
+          answered: null,
+          t_start_ns: null,
+          t_end_ns: null,
+        };
         current = st;
         this.stamps.push(st);
         const line = await h.request(op, timeoutMs);

@@ -10,15 +10,29 @@ import { defineCommand } from '../command.ts';
 
 export const compareCommand = defineCommand({
   command: 'compare <runs..>',
-  describe: 'compare finished experiments of one workload unpaired (results dirs or ids): B against A, or each of several against the first',
+  describe:
+    'compare finished experiments of one workload unpaired (results dirs or ids): B against A, or each of several against the first',
   builder: (y) =>
     y
-      .positional('runs', { type: 'string', array: true, demandOption: true, describe: 'results directories or experiment ids; the first is the baseline' })
+      .positional('runs', {
+        type: 'string',
+        array: true,
+        demandOption: true,
+        describe: 'results directories or experiment ids; the first is the baseline',
+      })
       .option('results', { type: 'string', default: 'results', describe: 'where experiment ids are looked up' })
-      .option('allow-node-change', { type: 'boolean', default: false, describe: 'compare two runs whose Slurm workers ran on different nodes even where their specs do not allow it (across_runs.allow_node_change); the difference is listed' }),
+      .option('allow-node-change', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'compare two runs whose Slurm workers ran on different nodes even where their specs do not allow it (across_runs.allow_node_change); the difference is listed',
+      }),
   handler: async (argv) => {
     const runs = argv.runs;
-    if (runs.length < 2) throw new UserInputError('CLI_USAGE', `orch compare needs at least two runs, got ${runs.length}`, { hint: 'orch compare A B [C …]: results directories or experiment ids, the first the baseline' });
+    if (runs.length < 2)
+      throw new UserInputError('CLI_USAGE', `orch compare needs at least two runs, got ${runs.length}`, {
+        hint: 'orch compare A B [C …]: results directories or experiment ids, the first the baseline',
+      });
     const { resolveResultsDir } = await import('../../orchestrator/report/results-dir.ts');
     const dirs = runs.map((r) => resolveResultsDir(r, argv.results));
     if (dirs.length === 2) {
@@ -29,6 +43,10 @@ export const compareCommand = defineCommand({
     }
     const { compareRuns } = await import('../../orchestrator/report/compare-runs.ts');
     const { text, ...data } = compareRuns(dirs);
-    process.stdout.write(argv.json ? `${JSON.stringify({ ...data, comparisons: data.comparisons.map(({ text: _t, ...c }) => c) })}\n` : text);
+    process.stdout.write(
+      argv.json
+        ? `${JSON.stringify({ ...data, comparisons: data.comparisons.map(({ text: _t, ...c }) => c) })}\n`
+        : text,
+    );
   },
 });

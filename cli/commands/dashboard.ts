@@ -42,15 +42,21 @@ export interface DashboardToken {
 }
 
 /** The token the flags and the environment give, else the dashboard's own; none with --open-loopback. */
-export async function resolveDashboardToken(args: Pick<DashboardArgs, 'tokenFile' | 'openLoopback'>): Promise<DashboardToken> {
+export async function resolveDashboardToken(
+  args: Pick<DashboardArgs, 'tokenFile' | 'openLoopback'>,
+): Promise<DashboardToken> {
   const { UserInputError } = await import('../../jobs/errors.ts');
   const { readToken } = await import('../../orchestrator/dashboard/auth.ts');
   const { ensureDashboardToken } = await import('../../orchestrator/dashboard/dashboard-token-file.ts');
   const given = readToken({ tokenFile: args.tokenFile });
   if (given !== null && args.openLoopback) {
-    throw new UserInputError('DASHBOARD_TOKEN', `--open-loopback with a token (${args.tokenFile ? `--token-file ${args.tokenFile}` : 'ORCH_DASHBOARD_TOKEN'}): an open dashboard has none`, {
-      hint: 'drop --open-loopback to use the token, or unset ORCH_DASHBOARD_TOKEN / drop --token-file to serve loopback without one',
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `--open-loopback with a token (${args.tokenFile ? `--token-file ${args.tokenFile}` : 'ORCH_DASHBOARD_TOKEN'}): an open dashboard has none`,
+      {
+        hint: 'drop --open-loopback to use the token, or unset ORCH_DASHBOARD_TOKEN / drop --token-file to serve loopback without one',
+      },
+    );
   }
   if (given !== null) return { token: given, from: args.tokenFile ?? 'ORCH_DASHBOARD_TOKEN', own: false };
   if (args.openLoopback) return { token: null, from: null, own: false };
@@ -66,9 +72,13 @@ export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): 
   const { prefixFromEnv, redisUrlFromArgs } = await import('../embedded/redis-target.ts');
   const url = redisUrlFromArgs(args, 'dashboard');
   if (!url) {
-    throw new UserInputError('NO_REDIS_URL', 'orch dashboard needs REDIS_URL or --redis-url-file (the Redis that orch serve and the workers use)', {
-      hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, or pass --redis-url-file FILE (a 0600 file holding that URL), then run orch dashboard again',
-    });
+    throw new UserInputError(
+      'NO_REDIS_URL',
+      'orch dashboard needs REDIS_URL or --redis-url-file (the Redis that orch serve and the workers use)',
+      {
+        hint: 'export REDIS_URL=redis://:PASSWORD@host:6379, or pass --redis-url-file FILE (a 0600 file holding that URL), then run orch dashboard again',
+      },
+    );
   }
   const t = await resolveDashboardToken(args);
   const dashboard = await startDashboard({
@@ -90,14 +100,19 @@ export async function startDashboardFromArgs(args: DashboardArgs, log: Logger): 
  * (--print-token), else the path of the dashboard's own 0600 token file. A token given
  * (ORCH_DASHBOARD_TOKEN, --token-file) is never printed: its owner has it.
  */
-export function signInOf(address: string, t: DashboardToken, printToken: boolean): Pick<StartedDashboard, 'signIn' | 'tokenFile'> {
+export function signInOf(
+  address: string,
+  t: DashboardToken,
+  printToken: boolean,
+): Pick<StartedDashboard, 'signIn' | 'tokenFile'> {
   if (!t.own) return { signIn: null, tokenFile: null };
   return printToken ? { signIn: `${address}/?token=${t.token}`, tokenFile: null } : { signIn: null, tokenFile: t.from };
 }
 
 /** The start-up line: the address, where the token is, and (its own token) how to sign in. */
 export function describeStart(s: StartedDashboard): string {
-  const token = s.tokenFrom === null ? 'no token (--open-loopback): read-only, loopback only' : `token from ${s.tokenFrom}`;
+  const token =
+    s.tokenFrom === null ? 'no token (--open-loopback): read-only, loopback only' : `token from ${s.tokenFrom}`;
   const how = s.signIn
     ? `; open ${s.signIn}`
     : s.tokenFile
@@ -112,12 +127,38 @@ export const dashboardCommand = defineCommand({
   builder: (y) =>
     withRedisUrlFile(y)
       .option('port', { type: 'number', default: 7777, describe: 'port to listen on (0: any free one)' })
-      .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind; anything but loopback needs a token given (ORCH_DASHBOARD_TOKEN or --token-file)' })
-      .option('token-file', { type: 'string', describe: 'file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own ($XDG_RUNTIME_DIR/orch/dashboard-token, else ~/.cache/orch/dashboard-token)' })
-      .option('open-loopback', { type: 'boolean', default: false, describe: 'serve loopback without a token: every local user reads the cluster; no write action' })
-      .option('print-token', { type: 'boolean', default: false, describe: "print the sign-in URL, the dashboard's own token in it, at start (default: only the path of its 0600 token file)" })
-      .option('allow-host', { type: 'string', array: true, describe: 'a host name browsers use for the dashboard besides its address (repeat); any other Host is refused (421)' })
-      .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/ to link and serve read-only' }),
+      .option('host', {
+        type: 'string',
+        default: '127.0.0.1',
+        describe: 'address to bind; anything but loopback needs a token given (ORCH_DASHBOARD_TOKEN or --token-file)',
+      })
+      .option('token-file', {
+        type: 'string',
+        describe:
+          "file (mode 600) holding the token on its first line; default: ORCH_DASHBOARD_TOKEN, else the dashboard's own ($XDG_RUNTIME_DIR/orch/dashboard-token, else ~/.cache/orch/dashboard-token)",
+      })
+      .option('open-loopback', {
+        type: 'boolean',
+        default: false,
+        describe: 'serve loopback without a token: every local user reads the cluster; no write action',
+      })
+      .option('print-token', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "print the sign-in URL, the dashboard's own token in it, at start (default: only the path of its 0600 token file)",
+      })
+      .option('allow-host', {
+        type: 'string',
+        array: true,
+        describe:
+          'a host name browsers use for the dashboard besides its address (repeat); any other Host is refused (421)',
+      })
+      .option('results', {
+        type: 'string',
+        default: 'results',
+        describe: 'folder holding results/<id>/ to link and serve read-only',
+      }),
   handler: async (argv) => {
     const { orchLog } = await import('../embedded/log.ts');
     const log = orchLog('dashboard', process.env.ORCH_LOG ?? 'info');

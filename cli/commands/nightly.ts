@@ -16,9 +16,9 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import type { InstalledSuite } from '../../orchestrator/nightly/nightly-suites.ts';
 import { defineCommand } from '../command.ts';
-import { withRedisUrlFile } from '../redis-url-option.ts';
 import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 /** How many upcoming runs `orch nightly list` shows per suite. */
 const NEXT_RUNS = 3;
@@ -35,15 +35,35 @@ interface NightlyArgs extends RedisUrlArgs {
 
 export const nightlyCommand = defineCommand({
   command: 'nightly <action> [target]',
-  describe: 'nightly suites: install SUITE.yaml | list | remove NAME | run NAME | status [SUITE] | history SUITE (orch serve runs them on schedule; run: one night now)',
+  describe:
+    'nightly suites: install SUITE.yaml | list | remove NAME | run NAME | status [SUITE] | history SUITE (orch serve runs them on schedule; run: one night now)',
   builder: (y) =>
     withFailOn(withRedisUrlFile(y))
-      .positional('action', { choices: ['install', 'list', 'remove', 'run', 'status', 'history'] as const, demandOption: true, describe: 'what to do' })
-      .positional('target', { type: 'string', describe: 'install: the suite file; remove, run, status, history: the suite name' })
+      .positional('action', {
+        choices: ['install', 'list', 'remove', 'run', 'status', 'history'] as const,
+        demandOption: true,
+        describe: 'what to do',
+      })
+      .positional('target', {
+        type: 'string',
+        describe: 'install: the suite file; remove, run, status, history: the suite name',
+      })
       .option('limit', { type: 'number', default: 20, describe: 'status: how many runs; history: how many rows' })
-      .option('secret-file', { type: 'string', describe: 'install, run: file (mode 0600) holding the cluster secret the suite is signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
-      .option('submit-token-file', { type: 'string', describe: "run: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" })
-      .option('every', { type: 'number', hidden: true, describe: 'install: run every N ms instead of the cron (tests)' }),
+      .option('secret-file', {
+        type: 'string',
+        describe:
+          'install, run: file (mode 0600) holding the cluster secret the suite is signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)',
+      })
+      .option('submit-token-file', {
+        type: 'string',
+        describe:
+          "run: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)",
+      })
+      .option('every', {
+        type: 'number',
+        hidden: true,
+        describe: 'install: run every N ms instead of the cron (tests)',
+      }),
   handler: async (argv) => {
     const json = argv.json;
     const out = (s: string) => process.stdout.write(s);
@@ -52,9 +72,16 @@ export const nightlyCommand = defineCommand({
       return;
     }
     if (argv.action !== 'list' && !argv.target) {
-      throw new UserInputError('CLI_USAGE', `orch nightly ${argv.action} needs ${argv.action === 'install' ? 'a suite file' : 'a suite name'}`, {
-        hint: argv.action === 'install' ? 'orch nightly install configs/nightly.yaml' : 'orch nightly list shows the installed names',
-      });
+      throw new UserInputError(
+        'CLI_USAGE',
+        `orch nightly ${argv.action} needs ${argv.action === 'install' ? 'a suite file' : 'a suite name'}`,
+        {
+          hint:
+            argv.action === 'install'
+              ? 'orch nightly install configs/nightly.yaml'
+              : 'orch nightly list shows the installed names',
+        },
+      );
     }
     if (argv.action === 'run') return runNightCommand({ ...argv, target: argv.target! }, out);
     // Validation before any connection: an invalid suite or spec exits 2 with file and path.
@@ -62,13 +89,19 @@ export const nightlyCommand = defineCommand({
     // The history database next: a night that could not be recorded would be lost.
     if (argv.action === 'install') await (await (await import('../../history/open-history.ts')).openHistory()).close();
     // The signature orch serve checks each night with: no secret, nothing installed.
-    const secret = argv.action === 'install' ? (await import('../../store/cluster-secret.ts')).requireClusterSecret('orch nightly install', argv.secretFile) : undefined;
+    const secret =
+      argv.action === 'install'
+        ? (await import('../../store/cluster-secret.ts')).requireClusterSecret('orch nightly install', argv.secretFile)
+        : undefined;
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
     const { NightlySuites } = await import('../../orchestrator/nightly/nightly-suites.ts');
     const { nextCronRuns } = await import('../../jobs/cron.ts');
-    const withNext = (s: InstalledSuite) => ({ ...s, next_runs: s.cron !== null ? nextCronRuns(s.cron, s.tz ?? 'UTC', NEXT_RUNS).map((d) => d.toISOString()) : [] });
+    const withNext = (s: InstalledSuite) => ({
+      ...s,
+      next_runs: s.cron !== null ? nextCronRuns(s.cron, s.tz ?? 'UTC', NEXT_RUNS).map((d) => d.toISOString()) : [],
+    });
     const target = await requireTarget(`nightly ${argv.action}`, orchLog('nightly'), argv);
     const suites = new NightlySuites(target.redis, target.prefix, secret);
     try {
@@ -77,10 +110,18 @@ export const nightlyCommand = defineCommand({
         out(json ? `${JSON.stringify(s)}\n` : `installed ${describe(s)}\n`);
       } else if (argv.action === 'list') {
         const all = (await suites.list()).map(withNext);
-        out(json ? `${JSON.stringify(all)}\n` : all.length === 0 ? 'no nightly suites installed\n' : all.map((s) => `${describe(s)}\n${s.next_runs.map((t) => `  next run ${t}\n`).join('')}`).join(''));
+        out(
+          json
+            ? `${JSON.stringify(all)}\n`
+            : all.length === 0
+              ? 'no nightly suites installed\n'
+              : all.map((s) => `${describe(s)}\n${s.next_runs.map((t) => `  next run ${t}\n`).join('')}`).join(''),
+        );
       } else {
         if (!(await suites.remove(argv.target!))) {
-          throw new UserInputError('NO_SUCH_SUITE', `no nightly suite named "${argv.target}" is installed`, { hint: 'orch nightly list shows the installed names' });
+          throw new UserInputError('NO_SUCH_SUITE', `no nightly suite named "${argv.target}" is installed`, {
+            hint: 'orch nightly list shows the installed names',
+          });
         }
         out(json ? `${JSON.stringify({ removed: argv.target })}\n` : `removed ${argv.target}\n`);
       }
@@ -92,11 +133,20 @@ export const nightlyCommand = defineCommand({
 });
 
 /** `orch nightly run NAME`: one night now; prints what it ran and exits with the night's outcome. */
-async function runNightCommand(argv: NightlyArgs & { target: string; json: boolean }, out: (s: string) => void): Promise<number> {
+async function runNightCommand(
+  argv: NightlyArgs & { target: string; json: boolean },
+  out: (s: string) => void,
+): Promise<number> {
   const failOn = parseFailOn(argv.failOn);
   // the secret and token first: without them nothing would verify or be accepted
-  const secret = (await import('../../store/cluster-secret.ts')).requireClusterSecret('orch nightly run', argv.secretFile);
-  const submitToken = (await import('../../store/submit-token.ts')).requireSubmitToken('orch nightly run', argv.submitTokenFile);
+  const secret = (await import('../../store/cluster-secret.ts')).requireClusterSecret(
+    'orch nightly run',
+    argv.secretFile,
+  );
+  const submitToken = (await import('../../store/submit-token.ts')).requireSubmitToken(
+    'orch nightly run',
+    argv.submitTokenFile,
+  );
   const { orchLog } = await import('../embedded/log.ts');
   const { requireTarget } = await import('../embedded/redis-target.ts');
   const { runNightNow } = await import('../../orchestrator/nightly/run-night-now.ts');
@@ -104,16 +154,29 @@ async function runNightCommand(argv: NightlyArgs & { target: string; json: boole
   const log = orchLog('nightly');
   const target = await requireTarget('nightly run', log, argv);
   try {
-    const night = await runNightNow({ redis: target.redis, prefix: target.prefix, suite: argv.target, secret, submitToken, log });
+    const night = await runNightNow({
+      redis: target.redis,
+      prefix: target.prefix,
+      suite: argv.target,
+      secret,
+      submitToken,
+      log,
+    });
     const code = nightExitCode(night.rows, failOn);
     if (argv.json) {
-      out(`${JSON.stringify({ suite: night.suite, run: night.run, state: night.state, exit_code: code, alerts: night.alerts, experiments: night.submitted, rows: night.rows })}\n`);
+      out(
+        `${JSON.stringify({ suite: night.suite, run: night.run, state: night.state, exit_code: code, alerts: night.alerts, experiments: night.submitted, rows: night.rows })}\n`,
+      );
     } else {
       const { signedPct } = await import('../../orchestrator/stats/format-number.ts');
-      out(`night ${night.run} of ${night.suite}: ${night.state}, ${night.submitted.length} experiment(s), ${night.alerts} alert(s); exit ${code}\n`);
+      out(
+        `night ${night.run} of ${night.suite}: ${night.state}, ${night.submitted.length} experiment(s), ${night.alerts} alert(s); exit ${code}\n`,
+      );
       for (const r of night.rows) {
         const what = r.experiment_state === 'done' ? `${r.verdict ?? '—'} ${signedPct(r.change)}` : r.experiment_state;
-        out(`  ${r.spec_name ?? r.spec_file}${r.arm ? ` ${r.arm} vs ${r.reference}` : ''}: ${what}${r.finding ? ` [${r.finding}]` : ''}${r.results_dir ? ` (${r.results_dir})` : ''}\n`);
+        out(
+          `  ${r.spec_name ?? r.spec_file}${r.arm ? ` ${r.arm} vs ${r.reference}` : ''}: ${what}${r.finding ? ` [${r.finding}]` : ''}${r.results_dir ? ` (${r.results_dir})` : ''}\n`,
+        );
       }
     }
     return code;
@@ -125,7 +188,9 @@ async function runNightCommand(argv: NightlyArgs & { target: string; json: boole
 /** status and history read the history database alone: they work while Redis is down. */
 async function showHistory(argv: NightlyArgs & { json: boolean }, out: (s: string) => void): Promise<void> {
   if (argv.action === 'history' && !argv.target) {
-    throw new UserInputError('CLI_USAGE', 'orch nightly history needs a suite name', { hint: 'orch nightly status lists the suites that ran' });
+    throw new UserInputError('CLI_USAGE', 'orch nightly history needs a suite name', {
+      hint: 'orch nightly status lists the suites that ran',
+    });
   }
   const { openHistory } = await import('../../history/open-history.ts');
   const { renderRuns, renderHistory } = await import('../../orchestrator/nightly/render-history.ts');
@@ -139,9 +204,14 @@ async function showHistory(argv: NightlyArgs & { json: boolean }, out: (s: strin
     const runs = await history.runs(argv.target ?? null, argv.limit);
     const rows = new Map<string, Awaited<ReturnType<typeof history.rows>>>();
     for (const suite of new Set(runs.map((r) => r.suite))) {
-      for (const r of await history.rows(suite, argv.limit * 50)) rows.set(r.run_id, [...(rows.get(r.run_id) ?? []), r]);
+      for (const r of await history.rows(suite, argv.limit * 50))
+        rows.set(r.run_id, [...(rows.get(r.run_id) ?? []), r]);
     }
-    out(argv.json ? `${JSON.stringify(runs.map((r) => ({ ...r, rows: rows.get(r.id) ?? [] })))}\n` : renderRuns(runs, rows));
+    out(
+      argv.json
+        ? `${JSON.stringify(runs.map((r) => ({ ...r, rows: rows.get(r.id) ?? [] })))}\n`
+        : renderRuns(runs, rows),
+    );
   } finally {
     await history.close();
   }

@@ -14,7 +14,10 @@ const UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** `7d`, `12h`, `30m`, `0s` → milliseconds. */
 export function parseAge(text: string): number {
   const m = /^(\d+(?:\.\d+)?)([smhd])$/.exec(text.trim());
-  if (!m) throw new UserInputError('CLI_USAGE', `--older-than ${text}: not an age`, { hint: 'give a number and a unit: 30m, 12h, 7d (0s: every ended experiment)' });
+  if (!m)
+    throw new UserInputError('CLI_USAGE', `--older-than ${text}: not an age`, {
+      hint: 'give a number and a unit: 30m, 12h, 7d (0s: every ended experiment)',
+    });
   return Number(m[1]) * UNITS_MS[m[2] as keyof typeof UNITS_MS];
 }
 
@@ -23,7 +26,11 @@ export const pruneCommand = defineCommand({
   describe: "remove ended experiments' keys from Redis (their results directories stay)",
   builder: (y) =>
     withRedisUrlFile(y)
-      .option('older-than', { type: 'string', demandOption: true, describe: 'ended more than this long ago: 30m, 12h, 7d (0s: every ended experiment)' })
+      .option('older-than', {
+        type: 'string',
+        demandOption: true,
+        describe: 'ended more than this long ago: 30m, 12h, 7d (0s: every ended experiment)',
+      })
       .option('dry-run', { type: 'boolean', default: false, describe: 'list what would be removed, remove nothing' }),
   handler: async (argv) => {
     const ageMs = parseAge(argv.olderThan);
@@ -40,12 +47,18 @@ export const pruneCommand = defineCommand({
       if (!argv.dryRun) for (const c of found) if (await retention.remove(c.id, cutoff)) removed.push(c.id);
       const listed = argv.dryRun ? found : found.filter((c) => removed.includes(c.id));
       if (argv.json) {
-        process.stdout.write(`${JSON.stringify({ dry_run: argv.dryRun, older_than: argv.olderThan, experiments: listed })}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ dry_run: argv.dryRun, older_than: argv.olderThan, experiments: listed })}\n`,
+        );
         return;
       }
       const verb = argv.dryRun ? 'would remove' : 'removed';
-      const lines = listed.map((c) => `${verb} ${c.id} (${c.state}${c.ended === null ? '' : `, ended ${new Date(c.ended).toISOString()}`})\n`);
-      process.stdout.write(`${lines.join('')}${verb} ${listed.length} experiment${listed.length === 1 ? '' : 's'} ended over ${argv.olderThan} ago${argv.dryRun ? ' (dry run: nothing removed)' : ''}; results directories are kept\n`);
+      const lines = listed.map(
+        (c) => `${verb} ${c.id} (${c.state}${c.ended === null ? '' : `, ended ${new Date(c.ended).toISOString()}`})\n`,
+      );
+      process.stdout.write(
+        `${lines.join('')}${verb} ${listed.length} experiment${listed.length === 1 ? '' : 's'} ended over ${argv.olderThan} ago${argv.dryRun ? ' (dry run: nothing removed)' : ''}; results directories are kept\n`,
+      );
     } finally {
       await target.close();
     }

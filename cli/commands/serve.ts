@@ -11,14 +11,45 @@ export const serveCommand = defineCommand({
   describe: 'run the scheduler (one leader per Redis; others stand by)',
   builder: (y) =>
     withRedisUrlFile(y)
-      .option('leader-ttl', { type: 'number', default: 3000, describe: 'leader lease TTL in ms (takeover time after a crash)' })
-      .option('http', { type: 'number', describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT, behind its token' })
-      .option('http-token-file', { type: 'string', describe: 'the dashboard\'s token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard\'s own)' })
-      .option('http-open-loopback', { type: 'boolean', default: false, describe: 'serve the dashboard without a token (orch dashboard --open-loopback)' })
-      .option('http-print-token', { type: 'boolean', default: false, describe: 'print the dashboard\'s sign-in URL, its own token in it (orch dashboard --print-token)' })
-      .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
-      .option('submit-token-file', { type: 'string', describe: 'file (mode 0600) holding the submit token experiments must be signed with (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)' })
-      .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' }),
+      .option('leader-ttl', {
+        type: 'number',
+        default: 3000,
+        describe: 'leader lease TTL in ms (takeover time after a crash)',
+      })
+      .option('http', {
+        type: 'number',
+        describe: 'also serve the dashboard (orch dashboard) on 127.0.0.1:PORT, behind its token',
+      })
+      .option('http-token-file', {
+        type: 'string',
+        describe:
+          "the dashboard's token file, as orch dashboard --token-file (default: ORCH_DASHBOARD_TOKEN, else the dashboard's own)",
+      })
+      .option('http-open-loopback', {
+        type: 'boolean',
+        default: false,
+        describe: 'serve the dashboard without a token (orch dashboard --open-loopback)',
+      })
+      .option('http-print-token', {
+        type: 'boolean',
+        default: false,
+        describe: "print the dashboard's sign-in URL, its own token in it (orch dashboard --print-token)",
+      })
+      .option('secret-file', {
+        type: 'string',
+        describe:
+          'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)',
+      })
+      .option('submit-token-file', {
+        type: 'string',
+        describe:
+          'file (mode 0600) holding the submit token experiments must be signed with (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)',
+      })
+      .option('insecure-redis', {
+        type: 'boolean',
+        default: false,
+        describe: 'accept a Redis that answers without a password (only on a network only you reach)',
+      }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { startNightlyWorker } = await import('../../orchestrator/nightly/nightly-processor.ts');
@@ -39,11 +70,24 @@ export const serveCommand = defineCommand({
     const { requireClusterSecret } = await import('../../store/cluster-secret.ts');
     const secret = requireClusterSecret('orch serve', argv.secretFile);
     // before the scheduler starts: a bad token file stops serve before it leads
-    const httpToken = argv.http === undefined ? null : await (await import('./dashboard.ts')).resolveDashboardToken({ tokenFile: argv.httpTokenFile, openLoopback: argv.httpOpenLoopback });
-        const { requireSubmitToken } = await import('../../store/submit-token.ts');
+    const httpToken =
+      argv.http === undefined
+        ? null
+        : await (await import('./dashboard.ts')).resolveDashboardToken({
+            tokenFile: argv.httpTokenFile,
+            openLoopback: argv.httpOpenLoopback,
+          });
+    const { requireSubmitToken } = await import('../../store/submit-token.ts');
     // the scheduler acts only on experiments signed with it (orchestrator/scheduler/submit-admission.ts)
     const submitToken = requireSubmitToken('orch serve', argv.submitTokenFile);
-    const scheduler = new Scheduler({ url: target.url, prefix: target.prefix, log, leaderTtlMs: argv.leaderTtl, secret, submitToken });
+    const scheduler = new Scheduler({
+      url: target.url,
+      prefix: target.prefix,
+      log,
+      leaderTtlMs: argv.leaderTtl,
+      secret,
+      submitToken,
+    });
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
         argv.json
@@ -61,10 +105,26 @@ export const serveCommand = defineCommand({
     if (argv.http !== undefined && httpToken !== null) {
       const { describeStart, signInOf } = await import('./dashboard.ts');
       const { startDashboardProcess } = await import('../../orchestrator/dashboard/dashboard-process.ts');
-      const child = await startDashboardProcess({ url: target.url, port: argv.http, token: httpToken.token, results: 'results', log });
+      const child = await startDashboardProcess({
+        url: target.url,
+        port: argv.http,
+        token: httpToken.token,
+        results: 'results',
+        log,
+      });
       dashboard = child;
-      const started = { dashboard: child, tokenFrom: httpToken.from, ...signInOf(child.address, httpToken, argv.httpPrintToken) };
-      say('dashboard', { why: describeStart(started), address: child.address, pid: child.pid, open: started.signIn, token_file: started.tokenFile });
+      const started = {
+        dashboard: child,
+        tokenFrom: httpToken.from,
+        ...signInOf(child.address, httpToken, argv.httpPrintToken),
+      };
+      say('dashboard', {
+        why: describeStart(started),
+        address: child.address,
+        pid: child.pid,
+        open: started.signIn,
+        token_file: started.tokenFile,
+      });
     }
     await new Promise<void>((resolve) => {
       const stop = () => resolve();

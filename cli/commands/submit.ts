@@ -19,8 +19,8 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
-import { withRedisUrlFile } from '../redis-url-option.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const submitCommand = defineCommand({
   command: 'submit <spec>',
@@ -28,15 +28,29 @@ export const submitCommand = defineCommand({
   builder: (y) =>
     withFailOn(withRedisUrlFile(y))
       .positional('spec', { type: 'string', demandOption: true, describe: 'experiment spec (YAML)' })
-      .option('watch', { type: 'boolean', describe: 'show a progress bar per block while it runs (default: on when stdout is a terminal; --no-watch turns it off)' })
+      .option('watch', {
+        type: 'boolean',
+        describe:
+          'show a progress bar per block while it runs (default: on when stdout is a terminal; --no-watch turns it off)',
+      })
       .option('wait', {
         type: 'boolean',
         default: true,
-        describe: 'wait for the results (--no-wait: print the id once enqueued; refuse if no registered card can run it now)',
+        describe:
+          'wait for the results (--no-wait: print the id once enqueued; refuse if no registered card can run it now)',
       })
-      .option('cancel-on-interrupt', { type: 'boolean', default: false, describe: 'with REDIS_URL: Ctrl-C cancels the experiment (default: it keeps running on the cluster, and submit says how to follow or cancel it)' })
+      .option('cancel-on-interrupt', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'with REDIS_URL: Ctrl-C cancels the experiment (default: it keeps running on the cluster, and submit says how to follow or cancel it)',
+      })
       .option('results', { type: 'string', default: 'results', describe: 'directory for results/<id>/' })
-      .option('submit-token-file', { type: 'string', describe: "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)" }),
+      .option('submit-token-file', {
+        type: 'string',
+        describe:
+          "with REDIS_URL: file (mode 0600) holding the cluster's submit token (default: $ORCH_SUBMIT_TOKEN_FILE, else $ORCH_SUBMIT_TOKEN)",
+      }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { loadSpec } = await import('../../orchestrator/spec/load-spec.ts');
@@ -52,11 +66,15 @@ export const submitCommand = defineCommand({
         throw new UserInputError(
           'NO_WAIT_EMBEDDED',
           '--no-wait needs a cluster (REDIS_URL): without REDIS_URL, submit runs the experiment on a private redis-server that dies with this command, so nothing would be left to run it',
-          { hint: 'drop --no-wait to run it here and wait for the report, or export REDIS_URL=redis://HOST:PORT of a Redis that orch serve and orch worker use' },
+          {
+            hint: 'drop --no-wait to run it here and wait for the report, or export REDIS_URL=redis://HOST:PORT of a Redis that orch serve and orch worker use',
+          },
         );
       }
       const { runEmbedded } = await import('../embedded/run-embedded.ts');
-      return (await runEmbedded({ loaded, watch: watchByDefault(argv.watch, json), resultsRoot: argv.results, json, failOn })).exitCode;
+      return (
+        await runEmbedded({ loaded, watch: watchByDefault(argv.watch, json), resultsRoot: argv.results, json, failOn })
+      ).exitCode;
     }
     const { orchLog } = await import('../embedded/log.ts');
     const { prefixFromEnv, connectTarget } = await import('../embedded/redis-target.ts');
@@ -78,27 +96,48 @@ export const submitCommand = defineCommand({
       const input = { redis: target.redis, prefix: target.prefix, loaded, submitToken };
       if (!argv.wait) {
         const sub = await submitExperiment({ ...input, noWait: true });
-        out(json ? `${JSON.stringify({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor })}\n` : `${sub.id}\n`);
+        out(
+          json
+            ? `${JSON.stringify({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor })}\n`
+            : `${sub.id}\n`,
+        );
         return;
       }
       const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
       try {
         const sub = await submitExperiment(input);
         interrupt.following(sub.id);
-        if (!json) out(`experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`);
+        if (!json)
+          out(
+            `experiment ${sub.id} (spec ${loaded.hash.slice(0, 12)})${sub.waitingFor ? ` waiting: ${sub.waitingFor}` : ''}\n`,
+          );
         const exp = (await new ExperimentStore(target.redis, target.prefix).get(sub.id))!;
         const watching = watchByDefault(argv.watch, json);
         await waitForEnd(target.redis, target.prefix, exp, {
           signal: interrupt.abort.signal,
-          ...(watching ? { onProgress: progressPrinter(out, terminalMode(process.stdout), { columns: liveColumns(process.stdout) }) } : { onWaiting: (why: string) => process.stderr.write(`${why}\n`) }),
+          ...(watching
+            ? {
+                onProgress: progressPrinter(out, terminalMode(process.stdout), {
+                  columns: liveColumns(process.stdout),
+                }),
+              }
+            : { onWaiting: (why: string) => process.stderr.write(`${why}\n`) }),
         });
       } finally {
         interrupt.dispose();
       }
-      if (interrupt.interrupted) return interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
+      if (interrupt.interrupted)
+        return interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
       // ended: the wait inside returns at once
-      const { id, state, written, exitCode } = await awaitResults(target.redis, target.prefix, interrupt.experiment!, { resultsRoot: argv.results, failOn });
-      out(json ? `${JSON.stringify({ experiment: id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n` : `${written.report}\nresults: ${written.dir}\n`);
+      const { id, state, written, exitCode } = await awaitResults(target.redis, target.prefix, interrupt.experiment!, {
+        resultsRoot: argv.results,
+        failOn,
+      });
+      out(
+        json
+          ? `${JSON.stringify({ experiment: id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`
+          : `${written.report}\nresults: ${written.dir}\n`,
+      );
       if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, id)) ?? '');
       return exitCode;
     } catch (err) {
@@ -115,6 +154,10 @@ export const submitCommand = defineCommand({
  * it is redrawn in place with its ETA (cli/terminal/progress-printer.ts); a pipe or a file gets
  * it only with --watch, as plain lines.
  */
-export function watchByDefault(watch: boolean | undefined, json: boolean, stdout: { isTTY?: boolean } = process.stdout): boolean {
+export function watchByDefault(
+  watch: boolean | undefined,
+  json: boolean,
+  stdout: { isTTY?: boolean } = process.stdout,
+): boolean {
   return !json && (watch ?? stdout.isTTY === true);
 }

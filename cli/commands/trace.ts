@@ -33,14 +33,19 @@ export const traceCommand = defineCommand({
     withRedisUrlFile(y)
       .positional('id', { type: 'string', demandOption: true, describe: 'the experiment' })
       .option('results', { type: 'string', default: 'results', describe: 'folder holding results/<id>/events.jsonl' })
-      .option('from-results', { type: 'boolean', default: false, describe: 'read events.jsonl even when REDIS_URL is set' }),
+      .option('from-results', {
+        type: 'boolean',
+        default: false,
+        describe: 'read events.jsonl even when REDIS_URL is set',
+      }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them.
     const { redisUrlFromArgs, requireTarget } = await import('../embedded/redis-target.ts');
     const { chromeTrace } = await import('../../orchestrator/trace/chrome-trace.ts');
     let events: StreamEvent[];
     let reps: RepResult[];
-    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace')) ({ events, reps } = await fromResults(argv.results, argv.id));
+    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace'))
+      ({ events, reps } = await fromResults(argv.results, argv.id));
     else {
       const { orchLog } = await import('../embedded/log.ts');
       const { collectResults } = await import('../../orchestrator/results/collect-results.ts');

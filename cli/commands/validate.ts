@@ -51,14 +51,22 @@ function withStats(file: string, check: (file: string) => FileResult): FileResul
   const ms = Math.round((performance.now() - started) * 10) / 10;
   const used = process.cpuUsage(cpu);
   const cpu_ms = Math.round((used.user + used.system) / 100) / 10;
-  process.stderr.write(`orch-validate-stats ${JSON.stringify({ file, ms, cpu_ms, maxrss_kb: process.resourceUsage().maxRSS })}\n`);
+  process.stderr.write(
+    `orch-validate-stats ${JSON.stringify({ file, ms, cpu_ms, maxrss_kb: process.resourceUsage().maxRSS })}\n`,
+  );
   return result;
 }
 
 function validateFile(loadConfigFile: typeof LoadConfigFile, file: string): FileResult {
   try {
     const loaded = loadConfigFile(file);
-    return { file, ok: true, kind: loaded.kind, ...(loaded.kind === 'experiment' ? { hash: loaded.hash } : {}), issues: [] };
+    return {
+      file,
+      ok: true,
+      kind: loaded.kind,
+      ...(loaded.kind === 'experiment' ? { hash: loaded.hash } : {}),
+      issues: [],
+    };
   } catch (err) {
     if (err instanceof SpecError) return { file, ok: false, issues: err.issues };
     throw err;

@@ -8,15 +8,20 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
-import { withRedisUrlFile } from '../redis-url-option.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
+import { withRedisUrlFile } from '../redis-url-option.ts';
 
 export const watchCommand = defineCommand({
   command: 'watch <id>',
   describe: 'follow an experiment: a progress bar per block, the latest rep metrics, elapsed time and ETA',
   builder: (y) =>
-    withFailOn(withRedisUrlFile(y).positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }))
-      .option('cancel-on-interrupt', { type: 'boolean', default: false, describe: 'Ctrl-C cancels the experiment (default: it keeps running, and watch says how to cancel it)' }),
+    withFailOn(
+      withRedisUrlFile(y).positional('id', { type: 'string', demandOption: true, describe: 'experiment id' }),
+    ).option('cancel-on-interrupt', {
+      type: 'boolean',
+      default: false,
+      describe: 'Ctrl-C cancels the experiment (default: it keeps running, and watch says how to cancel it)',
+    }),
   handler: async (argv) => {
     const failOn = parseFailOn(argv.failOn);
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
@@ -34,9 +39,14 @@ export const watchCommand = defineCommand({
     const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
     try {
       const exp = await new ExperimentStore(target.redis, target.prefix).get(argv.id);
-      if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, { hint: 'run orch status to list experiments' });
+      if (!exp)
+        throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${argv.id}" in this Redis`, {
+          hint: 'run orch status to list experiments',
+        });
       interrupt.following(exp.id);
-      const print = progressPrinter((s) => process.stdout.write(s), terminalMode(process.stdout), { columns: liveColumns(process.stdout) });
+      const print = progressPrinter((s) => process.stdout.write(s), terminalMode(process.stdout), {
+        columns: liveColumns(process.stdout),
+      });
       const state = await waitForEnd(target.redis, target.prefix, exp, {
         signal: interrupt.abort.signal,
         onProgress: (p, events) => {
@@ -48,11 +58,16 @@ export const watchCommand = defineCommand({
         },
       });
       interrupt.dispose();
-      if (interrupt.interrupted) return await interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
+      if (interrupt.interrupted)
+        return await interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
       // the outcome as `orch report` would judge it, without writing results/<id>/
       const analysis = analyzeRecords(await collectRecords(target.redis, target.prefix, argv.id), []);
       const exitCode = outcomeExitCode(analysis, failOn);
-      process.stdout.write(argv.json ? `${JSON.stringify({ experiment: argv.id, state, verdict: analysis.verdict, exit_code: exitCode })}\n` : `experiment ${argv.id} ended ${state}: ${analysis.verdict} (exit ${exitCode})\n`);
+      process.stdout.write(
+        argv.json
+          ? `${JSON.stringify({ experiment: argv.id, state, verdict: analysis.verdict, exit_code: exitCode })}\n`
+          : `experiment ${argv.id} ended ${state}: ${analysis.verdict} (exit ${exitCode})\n`,
+      );
       return exitCode;
     } finally {
       interrupt.dispose();

@@ -16,9 +16,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
+import type { WorkerSlurmOptions } from '../../worker/worker.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
-import type { WorkerSlurmOptions } from '../../worker/worker.ts';
 
 const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
@@ -27,24 +27,90 @@ export const workerCommand = defineCommand({
   describe: "run this host's worker: register its cards and run the blocks dispatched to it",
   builder: (y) =>
     withRedisUrlFile(y)
-      .option('host', { type: 'string', defaultDescription: "this machine's short host name", describe: 'host name (the queue is host-<name>)' })
-      .option('cards', { type: 'string', default: 'auto', describe: 'auto, or a comma list of GPU indexes/UUIDs or cpu:N' })
+      .option('host', {
+        type: 'string',
+        defaultDescription: "this machine's short host name",
+        describe: 'host name (the queue is host-<name>)',
+      })
+      .option('cards', {
+        type: 'string',
+        default: 'auto',
+        describe: 'auto, or a comma list of GPU indexes/UUIDs or cpu:N',
+      })
       .option('graphrt', { type: 'string', default: DEFAULT_GRAPHRT, describe: 'the graphrt binary run once per rank' })
       .option('cpu-cards', { type: 'number', default: 1, describe: 'with no GPU: how many cpu:N cards to offer' })
-      .option('redis', { type: 'string', describe: 'Redis URL without a password (one with a password is refused: argv is public)' })
-      .option('insecure-redis', { type: 'boolean', default: false, describe: 'accept a Redis that answers without a password (only on a network only you reach)' })
-      .option('lock-dir', { type: 'string', describe: 'private directory of the per-card flock files (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards)' })
-      .option('build-dir', { type: 'string', describe: 'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)' })
-      .option('prefix', { type: 'string', defaultDescription: '$ORCH_PREFIX, else orch', describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)' })
-      .option('heartbeat-ms', { type: 'number', default: 2000, describe: 'heartbeat and lease renew period; leases live twice this' })
-      .option('secret-file', { type: 'string', describe: 'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)' })
-      .option('allow-command', { type: 'boolean', default: false, describe: "run command workloads (users' own binaries) on this host, and builds of commits; without it only graphrt runs" })
-      .option('slurm', { choices: ['auto', 'on', 'off'] as const, default: 'auto' as const, describe: "take the cards, host name and end of the Slurm job this runs in (auto: when SLURM_JOB_ID is set)" })
-      .option('drain-before-end', { type: 'number', default: 60, describe: "under Slurm: seconds before the allocation's end at which no lease is held any more and the worker stops" })
-      .option('stop-file', { type: 'string', describe: 'under Slurm: stop gracefully when this file appears (orch slurm down writes it)' })
-      .option('unlink-credential-files', { type: 'boolean', default: false, describe: 'remove the --redis-url-file and --secret-file once read (orch slurm up gives each worker its own copies)' })
-      .option('run-as', { type: 'string', describe: "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment" })
-      .option('allow-build', { type: 'boolean', default: false, describe: "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command" }),
+      .option('redis', {
+        type: 'string',
+        describe: 'Redis URL without a password (one with a password is refused: argv is public)',
+      })
+      .option('insecure-redis', {
+        type: 'boolean',
+        default: false,
+        describe: 'accept a Redis that answers without a password (only on a network only you reach)',
+      })
+      .option('lock-dir', {
+        type: 'string',
+        describe:
+          'private directory of the per-card flock files (default: $XDG_RUNTIME_DIR/orch/cards, else ~/.cache/orch/cards)',
+      })
+      .option('build-dir', {
+        type: 'string',
+        describe:
+          'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)',
+      })
+      .option('prefix', {
+        type: 'string',
+        defaultDescription: '$ORCH_PREFIX, else orch',
+        describe: 'Redis key prefix, the same for every orch process of a cluster (default: $ORCH_PREFIX, else orch)',
+      })
+      .option('heartbeat-ms', {
+        type: 'number',
+        default: 2000,
+        describe: 'heartbeat and lease renew period; leases live twice this',
+      })
+      .option('secret-file', {
+        type: 'string',
+        describe:
+          'file (mode 0600) holding the cluster secret block jobs are signed with (default: $ORCH_CLUSTER_SECRET_FILE, else $ORCH_CLUSTER_SECRET)',
+      })
+      .option('allow-command', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "run command workloads (users' own binaries) on this host, and builds of commits; without it only graphrt runs",
+      })
+      .option('slurm', {
+        choices: ['auto', 'on', 'off'] as const,
+        default: 'auto' as const,
+        describe: 'take the cards, host name and end of the Slurm job this runs in (auto: when SLURM_JOB_ID is set)',
+      })
+      .option('drain-before-end', {
+        type: 'number',
+        default: 60,
+        describe:
+          "under Slurm: seconds before the allocation's end at which no lease is held any more and the worker stops",
+      })
+      .option('stop-file', {
+        type: 'string',
+        describe: 'under Slurm: stop gracefully when this file appears (orch slurm down writes it)',
+      })
+      .option('unlink-credential-files', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'remove the --redis-url-file and --secret-file once read (orch slurm up gives each worker its own copies)',
+      })
+      .option('run-as', {
+        type: 'string',
+        describe:
+          "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment",
+      })
+      .option('allow-build', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "build commits a spec's builds: name (their CMakeLists.txt or build recipe runs on this host); implied by --allow-command",
+      }),
   handler: async (argv) => {
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
@@ -56,8 +122,10 @@ export const workerCommand = defineCommand({
         hint: 'pass --redis-url-file FILE (a 0600 file holding the URL) or set REDIS_URL (the URL `orch serve` uses)',
       });
     }
-    if (!Number.isInteger(argv.cpuCards) || argv.cpuCards < 1) throw new UserInputError('CLI_USAGE', `--cpu-cards ${argv.cpuCards}: expected a positive integer`);
-    if (!(argv.heartbeatMs >= 50)) throw new UserInputError('CLI_USAGE', `--heartbeat-ms ${argv.heartbeatMs}: expected at least 50`);
+    if (!Number.isInteger(argv.cpuCards) || argv.cpuCards < 1)
+      throw new UserInputError('CLI_USAGE', `--cpu-cards ${argv.cpuCards}: expected a positive integer`);
+    if (!(argv.heartbeatMs >= 50))
+      throw new UserInputError('CLI_USAGE', `--heartbeat-ms ${argv.heartbeatMs}: expected at least 50`);
     const { requireClusterSecret, SECRET_ENV } = await import('../../store/cluster-secret.ts');
     const { orchVersion } = await import('../version.ts');
     const secret = requireClusterSecret('orch worker', argv.secretFile);
@@ -65,7 +133,10 @@ export const workerCommand = defineCommand({
     // (worker/scrub-environ.ts): a user's program must find no credential there.
     const { scrubEnviron } = await import('../../worker/scrub-environ.ts');
     const left = scrubEnviron(['REDIS_URL', SECRET_ENV, 'ORCH_SUBMIT_TOKEN', 'ORCH_DASHBOARD_TOKEN']);
-    if (left.length > 0) process.stderr.write(`orch worker: ${left.join(', ')} still readable in /proc/${process.pid}/environ (this system refused to blank it); pass --redis-url-file and --secret-file instead of the environment\n`);
+    if (left.length > 0)
+      process.stderr.write(
+        `orch worker: ${left.join(', ')} still readable in /proc/${process.pid}/environ (this system refused to blank it); pass --redis-url-file and --secret-file instead of the environment\n`,
+      );
     // read once: no credential stays in a plain file (orchestrator/slurm/batch-script.ts)
     if (argv.unlinkCredentialFiles) {
       const { rmSync } = await import('node:fs');
@@ -73,7 +144,8 @@ export const workerCommand = defineCommand({
     }
     const log = orchLog('worker', process.env.ORCH_LOG ?? 'info');
     const { resolveRunAs } = await import('../../worker/run-as.ts');
-    const runAs = argv.runAs === undefined ? undefined : resolveRunAs(argv.runAs, { create: true, log: (msg) => log.info(msg) });
+    const runAs =
+      argv.runAs === undefined ? undefined : resolveRunAs(argv.runAs, { create: true, log: (msg) => log.info(msg) });
     const slurm = await slurmOptions(argv);
     const { slurmHostName } = await import('../../jobs/slurm-allocation.ts');
     const worker = new Worker({
@@ -84,7 +156,13 @@ export const workerCommand = defineCommand({
       allowBuild: argv.allowBuild,
       redisUrl,
       host: argv.host ?? (slurm ? slurmHostName(slurm.alloc.provenance) : undefined),
-      cards: argv.cards === 'auto' ? 'auto' : argv.cards.split(',').map((s) => s.trim()).filter(Boolean),
+      cards:
+        argv.cards === 'auto'
+          ? 'auto'
+          : argv.cards
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
       cpuCards: argv.cpuCards,
       graphrt: argv.graphrt,
       lockDir: argv.lockDir,
@@ -100,7 +178,13 @@ export const workerCommand = defineCommand({
         process.stderr.write(`orch worker: ${sig}, stopping after the reps in flight\n`);
         // under Slurm a SIGTERM is the job step's end, sent to every process of the step (the ranks ignore it)
         const job = slurm?.alloc.provenance.job;
-        worker.stop(sig === 'SIGTERM' && job !== undefined ? `Slurm's SIGTERM to job ${job}: scancel, preemption or its time limit` : sig).then(resolve, resolve);
+        worker
+          .stop(
+            sig === 'SIGTERM' && job !== undefined
+              ? `Slurm's SIGTERM to job ${job}: scancel, preemption or its time limit`
+              : sig,
+          )
+          .then(resolve, resolve);
       };
       process.once('SIGTERM', () => onSignal('SIGTERM'));
       process.once('SIGINT', () => onSignal('SIGINT'));
@@ -123,19 +207,34 @@ async function nodeAddress(node: string): Promise<string | undefined> {
   try {
     return (await slurmNodeAddress(node)) ?? undefined;
   } catch (err) {
-    throw new UserInputError('SLURM_COMMAND', `scontrol show node -o ${node} failed: ${err instanceof Error ? err.message : String(err)}`, {
-      hint: "the worker reads its node's NodeAddr for a spread gang's rendezvous; put slurm-client on PATH, or set ORCH_ADVERTISE_ADDR",
-    });
+    throw new UserInputError(
+      'SLURM_COMMAND',
+      `scontrol show node -o ${node} failed: ${err instanceof Error ? err.message : String(err)}`,
+      {
+        hint: "the worker reads its node's NodeAddr for a spread gang's rendezvous; put slurm-client on PATH, or set ORCH_ADVERTISE_ADDR",
+      },
+    );
   }
 }
 
 /** The Slurm job this worker runs in, when it runs in one and --slurm lets it (jobs/slurm-allocation.ts). */
-async function slurmOptions(argv: { slurm: 'auto' | 'on' | 'off'; drainBeforeEnd: number; stopFile?: string; cards: string }): Promise<WorkerSlurmOptions | null> {
+async function slurmOptions(argv: {
+  slurm: 'auto' | 'on' | 'off';
+  drainBeforeEnd: number;
+  stopFile?: string;
+  cards: string;
+}): Promise<WorkerSlurmOptions | null> {
   // Loaded here, not at the top: its schema needs zod, which `orch --help` does without.
   const { slurmAllocation, underSlurm } = await import('../../jobs/slurm-allocation.ts');
   if (argv.slurm === 'off' || (argv.slurm === 'auto' && !underSlurm(process.env))) return null;
-  if (!(argv.drainBeforeEnd >= 0)) throw new UserInputError('CLI_USAGE', `--drain-before-end ${argv.drainBeforeEnd}: expected seconds, 0 or more`);
-  if (argv.cards !== 'auto') throw new UserInputError('CLI_USAGE', `--cards ${argv.cards} under Slurm: the cards are the GPUs Slurm gave the step`, { hint: 'leave --cards at auto, or pass --slurm off to name cards yourself' });
+  if (!(argv.drainBeforeEnd >= 0))
+    throw new UserInputError('CLI_USAGE', `--drain-before-end ${argv.drainBeforeEnd}: expected seconds, 0 or more`);
+  if (argv.cards !== 'auto')
+    throw new UserInputError(
+      'CLI_USAGE',
+      `--cards ${argv.cards} under Slurm: the cards are the GPUs Slurm gave the step`,
+      { hint: 'leave --cards at auto, or pass --slurm off to name cards yourself' },
+    );
   const { squeueEnd } = await import('../../worker/slurm/squeue-end.ts');
   const job = process.env.SLURM_JOB_ID ?? '';
   const endEnv = process.env.SLURM_JOB_END_TIME;
@@ -144,7 +243,11 @@ async function slurmOptions(argv: { slurm: 'auto' | 'on' | 'off'; drainBeforeEnd
     try {
       end = await squeueEnd(job);
     } catch (err) {
-      throw new UserInputError('SLURM_COMMAND', `squeue -h -j ${job} -o %e failed: ${err instanceof Error ? err.message : String(err)}`, { hint: 'the worker needs squeue to learn when its allocation ends; put slurm-client on PATH' });
+      throw new UserInputError(
+        'SLURM_COMMAND',
+        `squeue -h -j ${job} -o %e failed: ${err instanceof Error ? err.message : String(err)}`,
+        { hint: 'the worker needs squeue to learn when its allocation ends; put slurm-client on PATH' },
+      );
     }
   }
   const alloc = slurmAllocation(process.env, end);

@@ -6,7 +6,7 @@
  * stack); unset, pretty on a terminal and JSON anywhere else. Either way a stack only at
  * ORCH_LOG=debug or for a bug in orch (errSerializer).
  */
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 import { z } from 'zod';
 import { kindOf } from '../../jobs/error-codes.ts';
 
@@ -19,7 +19,9 @@ export function logFormat(env = process.env.ORCH_LOG_FORMAT, tty = process.stder
 
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 /** A pino record: a JSON object, its `err` when that is one (a line that is not one is printed as it came). */
-const PinoRecordSchema = z.looseObject({ err: z.looseObject({ code: z.unknown(), message: z.unknown() }).optional().catch(undefined) });
+const PinoRecordSchema = z.looseObject({
+  err: z.looseObject({ code: z.unknown(), message: z.unknown() }).optional().catch(undefined),
+});
 /** record fields that are the envelope, not the story */
 const ENVELOPE = new Set(['level', 'time', 'pid', 'hostname', 'role', 'msg', 'err', 'v']);
 
@@ -36,7 +38,10 @@ export function prettyRecord(json: string): string {
   const r = record.data;
   const level = LEVELS[Number(r.level)] ?? String(r.level);
   const err = r.err;
-  const why = err && typeof err.message === 'string' ? ` (${typeof err.code === 'string' ? `${err.code}: ` : ''}${err.message.split('\n')[0]})` : '';
+  const why =
+    err && typeof err.message === 'string'
+      ? ` (${typeof err.code === 'string' ? `${err.code}: ` : ''}${err.message.split('\n')[0]})`
+      : '';
   const extra = Object.entries(r)
     .filter(([k]) => !ENVELOPE.has(k))
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
@@ -69,5 +74,8 @@ export function errSerializer(debug: boolean): (e: Error) => Record<string, unkn
 
 export function orchLog(role: string, level = process.env.ORCH_LOG ?? 'warn'): Logger {
   const debug = level === 'debug' || level === 'trace';
-  return pino({ level, base: { role, pid: process.pid }, serializers: { err: errSerializer(debug) } }, logFormat() === 'json' ? pino.destination(2) : prettyStderr());
+  return pino(
+    { level, base: { role, pid: process.pid }, serializers: { err: errSerializer(debug) } },
+    logFormat() === 'json' ? pino.destination(2) : prettyStderr(),
+  );
 }

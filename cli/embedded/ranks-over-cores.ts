@@ -6,8 +6,9 @@
  * with the fix, before anything runs; ORCH_CPU_CARDS, named explicitly, is the user saying the run
  * only checks that the spec works, and it then runs with a loud warning instead.
  */
-import { UserInputError } from '../../jobs/errors.ts';
+
 import type { Card } from '../../jobs/card.ts';
+import { UserInputError } from '../../jobs/errors.ts';
 
 export interface RanksOverCores {
   /** the spec file, for the message */

@@ -10,34 +10,33 @@
  * error (run-interrupts.ts). The shutdown is bounded: a part that does not stop in time is left
  * to the process's exit.
  */
-import { existsSync } from 'node:fs';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { newClusterSecret } from '../../jobs/grant.ts';
-import type { LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
-import { startRedisServer, redisServerBinary, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { DEFAULT_PREFIX } from '../../store/keys.ts';
-import { newSubmitToken } from '../../store/submit-token.ts';
-import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
-import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
+import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
+import type { FailOnSet } from '../../orchestrator/report/outcome-exit-code.ts';
+import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
+import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
+import type { LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
+import { type ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
+import { DEFAULT_PREFIX } from '../../store/keys.ts';
+import { type RedisServerProcess, redisServerBinary, startRedisServer } from '../../store/redis-server-process.ts';
+import { newSubmitToken } from '../../store/submit-token.ts';
+import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
+import { Worker } from '../../worker/worker.ts';
+import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
 import { progressPrinter } from '../terminal/progress-printer.ts';
 import { liveColumns, terminalMode } from '../terminal/terminal-mode.ts';
-import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
-import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
-import { Worker } from '../../worker/worker.ts';
-import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { orchLog } from './log.ts';
 import { checkRanksOverCores } from './ranks-over-cores.ts';
 import { EndedBySignal, RunInterrupts } from './run-interrupts.ts';
-import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
-import type { FailOnSet } from '../../orchestrator/report/outcome-exit-code.ts';
 
 export const DEFAULT_GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
@@ -78,8 +77,11 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
   }
   redisServerBinary(); // a missing binary: the message with the install command, before anything starts
   // Preflight before anything starts: a spec that needs cuda refuses a CPU-only graphrt.
-  if (input.loaded.spec.workload.runtime === 'native') await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
-  const cpuCards = input.cpuCards ?? (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
+  if (input.loaded.spec.workload.runtime === 'native')
+    await preflightGraphrt(graphrt, input.loaded.spec.workload.backend);
+  const cpuCards =
+    input.cpuCards ??
+    (Number(process.env.ORCH_CPU_CARDS) || Math.max(plan.ranks, Math.min(plan.blocks.length, cpus().length)));
 
   const stack: (() => Promise<void>)[] = [];
   // Steps run in reverse order of start; one still running at the deadline is left to finish
@@ -121,41 +123,79 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     // and one submit token, so the private scheduler accepts this process's submission alone
     const submitToken = newSubmitToken();
     // the spec is the user's own, run as the user: the embedded worker runs command workloads
-    const worker = new Worker({ redisUrl: server.url, prefix, graphrt, cpuCards, lockDir, secret, allowCommand: true, privateRedis: true, log: log.child({ part: 'worker' }) });
+    const worker = new Worker({
+      redisUrl: server.url,
+      prefix,
+      graphrt,
+      cpuCards,
+      lockDir,
+      secret,
+      allowCommand: true,
+      privateRedis: true,
+      log: log.child({ part: 'worker' }),
+    });
     stack.push(() => worker.stop());
     await guard(worker.start());
-    const oversubscribed = checkRanksOverCores({ file: input.loaded.file, ranks: plan.ranks, cards: worker.cards, cores: cpus().length, explicitCpuCards: process.env.ORCH_CPU_CARDS });
+    const oversubscribed = checkRanksOverCores({
+      file: input.loaded.file,
+      ranks: plan.ranks,
+      cards: worker.cards,
+      cores: cpus().length,
+      explicitCpuCards: process.env.ORCH_CPU_CARDS,
+    });
     if (oversubscribed !== null) note(oversubscribed);
-    const scheduler = new Scheduler({ url: server.url, prefix, secret, submitToken, log: log.child({ part: 'scheduler' }) });
+    const scheduler = new Scheduler({
+      url: server.url,
+      prefix,
+      secret,
+      submitToken,
+      log: log.child({ part: 'scheduler' }),
+    });
     scheduler.start();
     stack.push(() => scheduler.stop());
 
-    if (interrupts.interrupted) return { id: null, state: null, written: null, exitCode: signalExit(interrupts.interrupted) };
-    const outcome = await guard(runExperiment({
-      redis,
-      prefix,
-      loaded: input.loaded,
-      submitToken,
-      resultsRoot: input.resultsRoot,
-      ...(input.failOn ? { failOn: input.failOn } : {}),
-      wait: { signal: interrupts.abort.signal, ...(input.watch ? { onProgress: progressPrinter(out, terminalMode(process.stdout), { columns: liveColumns(process.stdout) }) } : {}) },
-      onSubmitted: (sub) => {
-        id = sub.id;
-        if (input.json) return;
-        out(`experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`);
-      },
-      // an interrupted run is cancelled and settles, so its results say what was and was not measured
-      settle: async (sid, state) => {
-        const interrupted = interrupts.interrupted;
-        if (!interrupted) return state;
-        await cancelExperiment(conn, prefix, sid, `interrupted (${interrupted})`);
-        const exp = (await new ExperimentStore(conn, prefix).get(sid))!;
-        return waitForEnd(conn, prefix, exp, { signal: AbortSignal.timeout(10_000) });
-      },
-    }));
+    if (interrupts.interrupted)
+      return { id: null, state: null, written: null, exitCode: signalExit(interrupts.interrupted) };
+    const outcome = await guard(
+      runExperiment({
+        redis,
+        prefix,
+        loaded: input.loaded,
+        submitToken,
+        resultsRoot: input.resultsRoot,
+        ...(input.failOn ? { failOn: input.failOn } : {}),
+        wait: {
+          signal: interrupts.abort.signal,
+          ...(input.watch
+            ? {
+                onProgress: progressPrinter(out, terminalMode(process.stdout), {
+                  columns: liveColumns(process.stdout),
+                }),
+              }
+            : {}),
+        },
+        onSubmitted: (sub) => {
+          id = sub.id;
+          if (input.json) return;
+          out(
+            `experiment ${sub.id} (spec ${input.loaded.hash.slice(0, 12)}): ${plan.arms.length} arms × ${plan.reps} reps × ${plan.blocks.length} blocks on ${worker.cards.map((c) => c.id).join(', ')}\n`,
+          );
+        },
+        // an interrupted run is cancelled and settles, so its results say what was and was not measured
+        settle: async (sid, state) => {
+          const interrupted = interrupts.interrupted;
+          if (!interrupted) return state;
+          await cancelExperiment(conn, prefix, sid, `interrupted (${interrupted})`);
+          const exp = (await new ExperimentStore(conn, prefix).get(sid))!;
+          return waitForEnd(conn, prefix, exp, { signal: AbortSignal.timeout(10_000) });
+        },
+      }),
+    );
     const { state, written } = outcome;
     if (input.json) {
-      out(`${JSON.stringify({ experiment: outcome.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`);
+      out(
+        `${JSON.stringify({ experiment: outcome.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`,
+      );
     } else {
       out(`${written.report}\nresults: ${written.dir}\n`);
     }

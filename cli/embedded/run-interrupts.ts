@@ -58,9 +58,13 @@ export class RunInterrupts {
     server.child.once('exit', (code, signal) => {
       if (stopping()) return;
       this.end(
-        new OrchError('EMBEDDED_REDIS_DIED', `the private redis-server (pid ${server.child.pid}) exited (${signal ?? `exit code ${code}`}) while ${this.what()} ran: its plan, leases and results were in it, so the run cannot go on`, {
-          hint: 'something outside orch ended it (a kill, the OOM killer: see `dmesg`); submit the spec again',
-        }),
+        new OrchError(
+          'EMBEDDED_REDIS_DIED',
+          `the private redis-server (pid ${server.child.pid}) exited (${signal ?? `exit code ${code}`}) while ${this.what()} ran: its plan, leases and results were in it, so the run cannot go on`,
+          {
+            hint: 'something outside orch ended it (a kill, the OOM killer: see `dmesg`); submit the spec again',
+          },
+        ),
       );
     });
   }

@@ -9,11 +9,12 @@
  *   one batch every `appendEveryMs` (the end always), and the header again every `heartbeatMs`
  *   so a log shows the clock and the ETA; a log grows with progress rather than with time.
  */
+
+import type { Progress } from '../../orchestrator/experiment/progress.ts';
+import { isEnded } from '../../orchestrator/experiment/progress.ts';
 import { displayWidth, truncateToWidth } from './display-width.ts';
 import { progressLines } from './progress-view.ts';
 import type { TerminalMode } from './terminal-mode.ts';
-import type { Progress } from '../../orchestrator/experiment/progress.ts';
-import { isEnded } from '../../orchestrator/experiment/progress.ts';
 
 export interface PrinterOptions {
   appendEveryMs?: number;
@@ -24,7 +25,11 @@ export interface PrinterOptions {
   columns?: () => number | null;
 }
 
-export function progressPrinter(write: (s: string) => void, mode: TerminalMode, opts: PrinterOptions = {}): (p: Progress) => void {
+export function progressPrinter(
+  write: (s: string) => void,
+  mode: TerminalMode,
+  opts: PrinterOptions = {},
+): (p: Progress) => void {
   const columns = opts.columns ?? (() => mode.columns);
   return mode.redraw ? redrawPrinter(write, mode, columns) : appendPrinter(write, mode, columns, opts);
 }
@@ -34,7 +39,11 @@ export function barWidth(columns: number | null): number {
   return columns === null || columns >= 120 ? 24 : 10;
 }
 
-function redrawPrinter(write: (s: string) => void, mode: TerminalMode, columns: () => number | null): (p: Progress) => void {
+function redrawPrinter(
+  write: (s: string) => void,
+  mode: TerminalMode,
+  columns: () => number | null,
+): (p: Progress) => void {
   // the widths of the last frame's lines, to count its rows at the width the terminal has now
   let drawn: number[] = [];
   return (p) => {
@@ -47,7 +56,12 @@ function redrawPrinter(write: (s: string) => void, mode: TerminalMode, columns: 
   };
 }
 
-function appendPrinter(write: (s: string) => void, mode: TerminalMode, columns: () => number | null, opts: PrinterOptions): (p: Progress) => void {
+function appendPrinter(
+  write: (s: string) => void,
+  mode: TerminalMode,
+  columns: () => number | null,
+  opts: PrinterOptions,
+): (p: Progress) => void {
   const now = opts.now ?? Date.now;
   const every = opts.appendEveryMs ?? 2000;
   const heartbeat = opts.heartbeatMs ?? 30_000;

@@ -15,7 +15,13 @@ export interface ProgressLine {
   change: string;
 }
 
-const STATE_COLOURS: Record<string, string> = { done: '32', failed: '31', cancelled: '33', cancelling: '33', running: '36' };
+const STATE_COLOURS: Record<string, string> = {
+  done: '32',
+  failed: '31',
+  cancelled: '33',
+  cancelling: '33',
+  running: '36',
+};
 
 function paint(s: string, code: string | undefined, color: boolean): string {
   return color && code ? `\x1b[${code}m${s}\x1b[0m` : s;
@@ -24,12 +30,15 @@ function paint(s: string, code: string | undefined, color: boolean): string {
 export function progressLines(p: Progress, opts: { color: boolean; barWidth?: number }): ProgressLine[] {
   const state = paint(p.state, STATE_COLOURS[p.state], opts.color);
   const clock = `elapsed ${formatDuration(p.elapsedMs)}${p.eta === null && ['done', 'failed', 'cancelled'].includes(p.state) ? '' : `  ${formatEta(p.eta)}`}`;
-  const lines: ProgressLine[] = [{ key: 'state', text: `${p.experiment}  ${state}  ${clock}`, change: `${p.experiment}  ${p.state}` }];
+  const lines: ProgressLine[] = [
+    { key: 'state', text: `${p.experiment}  ${state}  ${clock}`, change: `${p.experiment}  ${p.state}` },
+  ];
   for (const b of p.blocks) {
     const line = blockLine(b, opts.barWidth ?? 24);
     lines.push({ key: `block ${b.block}`, text: line.text, change: line.change });
   }
-  for (const b of p.builds ?? []) lines.push({ key: `build ${b.host}/${b.key}`, text: `  ${buildLine(b)}`, change: `  ${buildLine(b)}` });
+  for (const b of p.builds ?? [])
+    lines.push({ key: `build ${b.host}/${b.key}`, text: `  ${buildLine(b)}`, change: `  ${buildLine(b)}` });
   return lines;
 }
 
@@ -37,16 +46,24 @@ export function progressLines(p: Progress, opts: { color: boolean; barWidth?: nu
 function blockLine(b: BlockProgress, width: number): { text: string; change: string } {
   const filled = b.planned === 0 ? 0 : Math.round((b.done / b.planned) * width);
   const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
-  const last = b.latest ? `  last ${b.latest.arm} ${b.latest.mode}/${b.latest.backend} median ${b.latest.median_ms?.toFixed(3) ?? '-'} ms/step` : '';
+  const last = b.latest
+    ? `  last ${b.latest.arm} ${b.latest.mode}/${b.latest.backend} median ${b.latest.median_ms?.toFixed(3) ?? '-'} ms/step`
+    : '';
   const why = b.phase === 'waiting' && b.why ? `  (${b.why})` : '';
   const head = `  block ${b.block}  ${bar} ${String(b.done).padStart(3)}/${b.planned}  ${b.phase}${b.attempt > 0 ? ` a${b.attempt}` : ''}`;
-  const left = b.phase !== 'running' ? '' : b.done >= b.planned ? '  committing' : `  ${b.eta === null ? 'time left unknown' : `~${formatDuration(b.eta.ms)} left`}`;
+  const left =
+    b.phase !== 'running'
+      ? ''
+      : b.done >= b.planned
+        ? '  committing'
+        : `  ${b.eta === null ? 'time left unknown' : `~${formatDuration(b.eta.ms)} left`}`;
   return { text: `${head}${left}${last}${why}`, change: `${head}${last}${why}` };
 }
 
 /** `build 1a2b3c4d5e6f on host-a  built in 3.2 s` (the commit, else the build key). */
 function buildLine(b: BuildProgress): string {
-  const what = b.state === 'waiting for the build lock' && b.position !== null ? `${b.state} (#${b.position})` : b.state;
+  const what =
+    b.state === 'waiting for the build lock' && b.position !== null ? `${b.state} (#${b.position})` : b.state;
   const secs = b.ms === null ? '' : b.state === 'cached' ? '' : ` in ${(b.ms / 1000).toFixed(1)} s`;
   return `build ${(b.commit ?? b.key).slice(0, 12)} on ${b.host}  ${what}${secs}`;
 }

@@ -41,18 +41,22 @@ export class WatchInterrupt {
     }
     if (this.cancelOnInterrupt) {
       const r = await cancelExperiment(redis, prefix, id, 'cancelled on interrupt (--cancel-on-interrupt)');
-      note(r.state === 'cancelling'
-        ? `interrupted: cancelling experiment ${id}\n  its running blocks keep the reps they measured;\n  orch status shows when it has settled`
-        : `interrupted: experiment ${id} had already ended (${r.state})`);
+      note(
+        r.state === 'cancelling'
+          ? `interrupted: cancelling experiment ${id}\n  its running blocks keep the reps they measured;\n  orch status shows when it has settled`
+          : `interrupted: experiment ${id} had already ended (${r.state})`,
+      );
       return SIGNAL_EXIT_CODES.SIGINT;
     }
-    note([
-      `interrupted: stopped watching; experiment ${id}`,
-      '  keeps running on the cluster.',
-      `  follow it again:     orch watch ${id}`,
-      `  results once ended:  orch report ${id}`,
-      `  cancel it:           orch cancel ${id}`,
-    ].join('\n'));
+    note(
+      [
+        `interrupted: stopped watching; experiment ${id}`,
+        '  keeps running on the cluster.',
+        `  follow it again:     orch watch ${id}`,
+        `  results once ended:  orch report ${id}`,
+        `  cancel it:           orch cancel ${id}`,
+      ].join('\n'),
+    );
     return SIGNAL_EXIT_CODES.SIGINT;
   }
 

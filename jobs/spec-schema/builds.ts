@@ -13,11 +13,17 @@ import { PathSchema } from './bounded.ts';
 import { NameSchema, strictObject } from './strict-object.ts';
 
 /** A git commit id, as `git rev-parse` prints it (sha1 or sha256 repositories). */
-export const CommitSchema = z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, { error: 'a full commit id (40 or 64 hex digits)' });
+export const CommitSchema = z
+  .string()
+  .regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, { error: 'a full commit id (40 or 64 hex digits)' });
 
 export const BuildRefSchema = strictObject({
   /** A branch, tag, or commit of the spec's repository (`git rev-parse --verify <ref>^{commit}`). */
-  ref: z.string().min(1).max(256).regex(/^[^\s\0-]/, { error: 'a git ref (a branch, tag or commit); it may not start with "-" or a space' }),
+  ref: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[^\s\0-]/, { error: 'a git ref (a branch, tag or commit); it may not start with "-" or a space' }),
   /** Filled in by orch when the spec is loaded; a spec file never writes it. */
   commit: CommitSchema.optional(),
   /** Filled in by orch: the repository's checkout had uncommitted changes when the ref resolved to its HEAD (they are not in the build). */

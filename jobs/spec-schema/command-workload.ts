@@ -1,8 +1,18 @@
 import { z } from 'zod';
-import { LIMITS, LIMITS_FILE } from '../limits.ts';
-import { boundedList, CommandSchema, EnvNameSchema, EnvSchema, EnvValueSchema, intIn, PathSchema, processString, TimeoutSchema } from './bounded.ts';
-import { strictObject } from './strict-object.ts';
 import { artifactEscape } from '../artifact-path.ts';
+import { LIMITS, LIMITS_FILE } from '../limits.ts';
+import {
+  boundedList,
+  CommandSchema,
+  EnvNameSchema,
+  EnvSchema,
+  EnvValueSchema,
+  intIn,
+  PathSchema,
+  processString,
+  TimeoutSchema,
+} from './bounded.ts';
+import { strictObject } from './strict-object.ts';
 
 /** What the build's content address is made of (worker/builds/build-key.ts computes it). */
 const BuildKeySchema = strictObject({
@@ -11,7 +21,9 @@ const BuildKeySchema = strictObject({
   /** The uncommitted diff, so a dirty tree never reuses a clean build. */
   dirty_diff: z.boolean().default(true),
   /** Extra strings that change the artifact (compiler flags, build options). */
-  flags: boundedList(processString(LIMITS.orch.command_length.max, 'a flag is hashed into the build key; keep it short')).default([]),
+  flags: boundedList(
+    processString(LIMITS.orch.command_length.max, 'a flag is hashed into the build key; keep it short'),
+  ).default([]),
   /** Commands whose output is hashed, e.g. `nvcc --version`. */
   toolchain: boundedList(CommandSchema).default([]),
 });
@@ -19,7 +31,11 @@ const BuildKeySchema = strictObject({
 const BuildSchema = strictObject({
   cmd: CommandSchema,
   /** Paths (relative to `dir`) the build produces; they are what the cache keeps. */
-  artifacts: boundedList(PathSchema.refine((a) => artifactEscape(a) === null, { error: (iss) => artifactEscape(String(iss.input)) ?? 'invalid artifact path' })).min(1),
+  artifacts: boundedList(
+    PathSchema.refine((a) => artifactEscape(a) === null, {
+      error: (iss) => artifactEscape(String(iss.input)) ?? 'invalid artifact path',
+    }),
+  ).min(1),
   key: BuildKeySchema.default({ git: true, dirty_diff: true, flags: [], toolchain: [] }),
   dir: PathSchema.optional(),
 });
@@ -45,8 +61,13 @@ export const NVTX_INJECTION_VARIABLE = 'NVTX_INJECTION64_PATH';
 const StepRangeSchema = z
   .string()
   .min(1)
-  .max(LIMITS.orch.name_length.max, { error: `an NVTX step range is a name, at most ${LIMITS.orch.name_length.max} characters (${LIMITS_FILE} orch.name_length)` })
-  .regex(/^[\x20-\x7e]+$/, { error: 'an NVTX step range is matched as the ASCII message of nvtxRangePushA/nvtxRangeStartA: printable ASCII only, no control characters' });
+  .max(LIMITS.orch.name_length.max, {
+    error: `an NVTX step range is a name, at most ${LIMITS.orch.name_length.max} characters (${LIMITS_FILE} orch.name_length)`,
+  })
+  .regex(/^[\x20-\x7e]+$/, {
+    error:
+      'an NVTX step range is matched as the ASCII message of nvtxRangePushA/nvtxRangeStartA: printable ASCII only, no control characters',
+  });
 
 /** The shortest hello deadline a spec may set, in seconds. */
 export const HELLO_TIMEOUT_MIN_S = 1;
@@ -61,8 +82,12 @@ const RunSchema = strictObject({
    */
   hello_timeout_s: z
     .number()
-    .min(HELLO_TIMEOUT_MIN_S, { error: `no program starts and says hello this fast (the value is in seconds): use at least ${HELLO_TIMEOUT_MIN_S}, or leave it out for the default 120` })
-    .max(LIMITS.orch.timeout_s.max, { error: `Node's setTimeout holds at most 2^31-1 ms (${LIMITS_FILE} orch.timeout_s)` })
+    .min(HELLO_TIMEOUT_MIN_S, {
+      error: `no program starts and says hello this fast (the value is in seconds): use at least ${HELLO_TIMEOUT_MIN_S}, or leave it out for the default 120`,
+    })
+    .max(LIMITS.orch.timeout_s.max, {
+      error: `Node's setTimeout holds at most 2^31-1 ms (${LIMITS_FILE} orch.timeout_s)`,
+    })
     .optional(),
   /**
    * cuda cards: true runs the program with orch's CUPTI injection library, which counts every
@@ -82,19 +107,46 @@ const RunSchema = strictObject({
 }).superRefine(checkStepRange);
 
 /** What `run.launch_counts_step_range` needs from the rest of `run`: each gap named with its fix. */
-function checkStepRange(run: { launch_counts?: boolean | undefined; launch_counts_step_range?: string | undefined; mode?: string | undefined; env?: Record<string, string> | undefined }, ctx: z.RefinementCtx): void {
+function checkStepRange(
+  run: {
+    launch_counts?: boolean | undefined;
+    launch_counts_step_range?: string | undefined;
+    mode?: string | undefined;
+    env?: Record<string, string> | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
   if (run.launch_counts_step_range === undefined) return;
   const path = ['launch_counts_step_range'];
-  if (run.launch_counts !== true) ctx.addIssue({ code: 'custom', path, message: 'an NVTX step range delimits launch counts, which are off: add launch_counts: true beside it, or remove it' });
-  if (run.mode === 'resident') ctx.addIssue({ code: 'custom', path, message: "a resident rank's steps are its rank library's step() calls, already counted per step: remove launch_counts_step_range (it is for run.mode: per_rep)" });
+  if (run.launch_counts !== true)
+    ctx.addIssue({
+      code: 'custom',
+      path,
+      message:
+        'an NVTX step range delimits launch counts, which are off: add launch_counts: true beside it, or remove it',
+    });
+  if (run.mode === 'resident')
+    ctx.addIssue({
+      code: 'custom',
+      path,
+      message:
+        "a resident rank's steps are its rank library's step() calls, already counted per step: remove launch_counts_step_range (it is for run.mode: per_rep)",
+    });
   if (run.env?.[NVTX_INJECTION_VARIABLE] !== undefined) {
-    ctx.addIssue({ code: 'custom', path: ['env', NVTX_INJECTION_VARIABLE], message: `${NVTX_INJECTION_VARIABLE} names another tool's NVTX injection library; orch's NVTX step range needs it and never replaces it: remove it from run.env, or remove launch_counts_step_range (counts per rep ÷ steps)` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['env', NVTX_INJECTION_VARIABLE],
+      message: `${NVTX_INJECTION_VARIABLE} names another tool's NVTX injection library; orch's NVTX step range needs it and never replaces it: remove it from run.env, or remove launch_counts_step_range (counts per rep ÷ steps)`,
+    });
   }
 }
 
 /** How one toggle reaches the user's binary: an env var with on/off values, or extra args. */
 const EnvToggleSchema = strictObject({ env: EnvNameSchema, on: EnvValueSchema, off: EnvValueSchema });
-const ToggleArgSchema = processString(LIMITS.orch.command_length.max, 'the toggle\'s argument joins the /bin/sh -c command line');
+const ToggleArgSchema = processString(
+  LIMITS.orch.command_length.max,
+  "the toggle's argument joins the /bin/sh -c command line",
+);
 const ArgToggleSchema = strictObject({ arg_on: ToggleArgSchema, arg_off: ToggleArgSchema });
 /** resident: the toggle travels in each request; the program's hello must list it. */
 export const REQUEST_TOGGLE = 'request';
@@ -121,15 +173,31 @@ export const CommandWorkloadSchema = strictObject({
   build: BuildSchema.optional(),
   run: RunSchema,
   toggles: z
-    .record(z.string().max(LIMITS.orch.name_length.max).regex(/^[A-Za-z0-9_]+$/), ToggleMappingSchema)
-    .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, { error: `more toggles than orch plans for (${LIMITS_FILE} orch.list_length)` })
+    .record(
+      z
+        .string()
+        .max(LIMITS.orch.name_length.max)
+        .regex(/^[A-Za-z0-9_]+$/),
+      ToggleMappingSchema,
+    )
+    .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, {
+      error: `more toggles than orch plans for (${LIMITS_FILE} orch.list_length)`,
+    })
     .default({}),
   /** per_rep only (resident ranks report their step times): how each step's value is read. */
   metric_source: MetricSourceSchema.optional(),
   /** resident: what the program's setup(params) gets (ORCH_PARAMS, one JSON object) */
   params: z
-    .record(z.string().max(LIMITS.orch.name_length.max).regex(/^[A-Za-z0-9_]+$/), z.union([z.number(), z.boolean(), EnvValueSchema]))
-    .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, { error: `more params than orch plans for (${LIMITS_FILE} orch.list_length)` })
+    .record(
+      z
+        .string()
+        .max(LIMITS.orch.name_length.max)
+        .regex(/^[A-Za-z0-9_]+$/),
+      z.union([z.number(), z.boolean(), EnvValueSchema]),
+    )
+    .refine((t) => Object.keys(t).length <= LIMITS.orch.list_length.max, {
+      error: `more params than orch plans for (${LIMITS_FILE} orch.list_length)`,
+    })
     .optional(),
   /** Steps with an index below `warmup` are excluded (by the parsed step index, else by order). */
   warmup: intIn(LIMITS.graphrt.warmup, 'as for a native workload, warm-up steps per rep are bounded').default(8),

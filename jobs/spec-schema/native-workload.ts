@@ -22,7 +22,10 @@ const DecodeParamsSchema = strictObject({
   hidden: size('hidden').default(256),
   max_pos: size('max_pos').default(4096),
 });
-const TrainParamsSchema = strictObject({ params: size('params').default(16), param_size: size('param_size').default(4096) });
+const TrainParamsSchema = strictObject({
+  params: size('params').default(16),
+  param_size: size('param_size').default(4096),
+});
 const ProbeParamsSchema = strictObject({});
 
 /** Fields every native workload has; `kind` selects the params. */
@@ -43,7 +46,11 @@ export const NativeWorkloadSchema = z.discriminatedUnion('kind', [
     kind: z.literal('decode'),
     params: DecodeParamsSchema.default({ layers: 8, kernels_per_layer: 12, hidden: 256, max_pos: 4096 }),
   }),
-  strictObject({ ...common, kind: z.literal('train'), params: TrainParamsSchema.default({ params: 16, param_size: 4096 }) }),
+  strictObject({
+    ...common,
+    kind: z.literal('train'),
+    params: TrainParamsSchema.default({ params: 16, param_size: 4096 }),
+  }),
   strictObject({ ...common, kind: z.literal('probe'), params: ProbeParamsSchema.default({}) }),
 ]);
 export type NativeWorkload = z.infer<typeof NativeWorkloadSchema>;

@@ -34,5 +34,9 @@ export function knownKeysOf(value: unknown): readonly string[] {
 export const NAME_MAX_LENGTH = LIMITS.orch.name_length.max;
 export const NameSchema = z
   .string()
-  .max(NAME_MAX_LENGTH, { error: `a name becomes part of file names (at most 255 bytes with the experiment id's suffix); shorten it (${LIMITS_FILE} orch.name_length)` })
-  .regex(NAME_PATTERN, { error: 'use only letters, digits, "_", "." and "-" (it becomes a Redis key and a file name)' });
+  .max(NAME_MAX_LENGTH, {
+    error: `a name becomes part of file names (at most 255 bytes with the experiment id's suffix); shorten it (${LIMITS_FILE} orch.name_length)`,
+  })
+  .regex(NAME_PATTERN, {
+    error: 'use only letters, digits, "_", "." and "-" (it becomes a Redis key and a file name)',
+  });

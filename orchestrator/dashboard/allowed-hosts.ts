@@ -9,8 +9,9 @@
  * address, the host's name and every address of its interfaces too; and the names passed with
  * --allow-host (a reverse proxy's or a DNS name). Each with the listening port (no port: 80).
  */
-import { hostname, networkInterfaces } from 'node:os';
+
 import { isIP } from 'node:net';
+import { hostname, networkInterfaces } from 'node:os';
 import { UserInputError } from '../../jobs/errors.ts';
 import { isLoopback } from './auth.ts';
 
@@ -45,7 +46,9 @@ export class AllowedHosts {
     if (isLoopback(bind) || wildcard) for (const n of LOOPBACK_NAMES) names.add(n);
     if (wildcard || !isLoopback(bind)) {
       names.add(hostname().toLowerCase());
-      if (wildcard) for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) names.add(asHostName(a.address.replace(/%.*$/, '')));
+      if (wildcard)
+        for (const list of Object.values(networkInterfaces()))
+          for (const a of list ?? []) names.add(asHostName(a.address.replace(/%.*$/, '')));
     }
     this.names = names;
   }

@@ -10,7 +10,7 @@
  * are compared in constant time; nothing presented is ever logged.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync, type Stats } from 'node:fs';
+import { readFileSync, type Stats, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { UserInputError } from '../../jobs/errors.ts';
@@ -33,7 +33,9 @@ export function readToken(opts: { tokenFile?: string | undefined; env?: NodeJS.P
   if (opts.tokenFile !== undefined) return readTokenFile(opts.tokenFile, '--token-file');
   const env = (opts.env ?? process.env).ORCH_DASHBOARD_TOKEN?.trim();
   if (env && env.length < MIN_TOKEN_LENGTH) {
-    throw new UserInputError('DASHBOARD_TOKEN', `ORCH_DASHBOARD_TOKEN is shorter than ${MIN_TOKEN_LENGTH} characters`, { hint: 'export a longer one: openssl rand -hex 24' });
+    throw new UserInputError('DASHBOARD_TOKEN', `ORCH_DASHBOARD_TOKEN is shorter than ${MIN_TOKEN_LENGTH} characters`, {
+      hint: 'export a longer one: openssl rand -hex 24',
+    });
   }
   return env || null;
 }
@@ -44,18 +46,30 @@ export function readTokenFile(file: string, what: string): string {
   try {
     st = statSync(file);
   } catch (err) {
-    throw new UserInputError('DASHBOARD_TOKEN', `${what} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? err})`, {
-      hint: 'pass the path of a file holding the token on its first line (umask 077; openssl rand -hex 24 > FILE)',
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `${what} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? err})`,
+      {
+        hint: 'pass the path of a file holding the token on its first line (umask 077; openssl rand -hex 24 > FILE)',
+      },
+    );
   }
   if ((st.mode & 0o077) !== 0 || (process.getuid !== undefined && st.uid !== process.getuid())) {
-    throw new UserInputError('DASHBOARD_TOKEN', `${what} ${file}: mode ${(st.mode & 0o777).toString(8)}: a token file must be yours and readable by you alone`, {
-      hint: `chmod 600 ${file}, then start the dashboard again`,
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `${what} ${file}: mode ${(st.mode & 0o777).toString(8)}: a token file must be yours and readable by you alone`,
+      {
+        hint: `chmod 600 ${file}, then start the dashboard again`,
+      },
+    );
   }
   const token = readFileSync(file, 'utf8').split('\n')[0]?.trim() ?? '';
   if (token.length < MIN_TOKEN_LENGTH) {
-    throw new UserInputError('DASHBOARD_TOKEN', `${what} ${file}: the token on its first line is shorter than ${MIN_TOKEN_LENGTH} characters`, { hint: 'write a longer one: openssl rand -hex 24' });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `${what} ${file}: the token on its first line is shorter than ${MIN_TOKEN_LENGTH} characters`,
+      { hint: 'write a longer one: openssl rand -hex 24' },
+    );
   }
   return token;
 }
@@ -64,14 +78,22 @@ export function readTokenFile(file: string, what: string): string {
 export function requireTokenFor(host: string, token: string | null, openLoopback: boolean): void {
   if (token !== null) return;
   if (!isLoopback(host)) {
-    throw new UserInputError('DASHBOARD_TOKEN', `orch dashboard --host ${host}: an address other than loopback needs a token, or anyone who reaches it reads the cluster`, {
-      hint: 'export ORCH_DASHBOARD_TOKEN (openssl rand -hex 24) or pass --token-file FILE (mode 600), or bind to 127.0.0.1 and tunnel (ssh -L)',
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `orch dashboard --host ${host}: an address other than loopback needs a token, or anyone who reaches it reads the cluster`,
+      {
+        hint: 'export ORCH_DASHBOARD_TOKEN (openssl rand -hex 24) or pass --token-file FILE (mode 600), or bind to 127.0.0.1 and tunnel (ssh -L)',
+      },
+    );
   }
   if (!openLoopback) {
-    throw new UserInputError('DASHBOARD_TOKEN', `orch dashboard --host ${host}: no token, and --open-loopback was not given: every local user could read the cluster`, {
-      hint: 'let orch dashboard make its token file (the default), export ORCH_DASHBOARD_TOKEN, or pass --open-loopback to serve loopback without one',
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `orch dashboard --host ${host}: no token, and --open-loopback was not given: every local user could read the cluster`,
+      {
+        hint: 'let orch dashboard make its token file (the default), export ORCH_DASHBOARD_TOKEN, or pass --open-loopback to serve loopback without one',
+      },
+    );
   }
 }
 
@@ -140,14 +162,25 @@ export function csrfMatches(ctx: DashboardContext, req: FastifyRequest): boolean
   if (ctx.token === null) return false;
   const body = req.body as Record<string, unknown> | undefined;
   const header = req.headers['x-csrf-token'];
-  const given = typeof body?.[CSRF_FIELD] === 'string' ? (body[CSRF_FIELD] as string) : typeof header === 'string' ? header : '';
+  const given =
+    typeof body?.[CSRF_FIELD] === 'string' ? (body[CSRF_FIELD] as string) : typeof header === 'string' ? header : '';
   return given !== '' && same(given, csrfValue(ctx.token));
 }
 
 /** Answers a request that lacks the right token; logs who and where, never what was presented. */
-export function refuse(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, outcome: Exclude<AuthOutcome, 'ok'>): FastifyReply {
+export function refuse(
+  ctx: DashboardContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  outcome: Exclude<AuthOutcome, 'ok'>,
+): FastifyReply {
   if (outcome === 'unconfigured') {
-    return reply.code(403).type('text/plain').send('This dashboard has no token (--open-loopback), so it takes no write action. Start it without --open-loopback (or with ORCH_DASHBOARD_TOKEN set) to cancel from the page.\n');
+    return reply
+      .code(403)
+      .type('text/plain')
+      .send(
+        'This dashboard has no token (--open-loopback), so it takes no write action. Start it without --open-loopback (or with ORCH_DASHBOARD_TOKEN set) to cancel from the page.\n',
+      );
   }
   const where = { ip: req.ip, method: req.method, route: req.routeOptions.url ?? 'unknown' };
   // a missing token is every first visit: a wrong one is worth a warning

@@ -13,7 +13,7 @@ import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { hostQueue, QUEUES } from '../../store/keys.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
 import { redactJobData } from './redact-secrets.ts';
 
 export const BULL_BASE = '/bull';
@@ -27,17 +27,28 @@ class RedactedAdapter extends BullMQAdapter {
   }
 
   override async getJobSchedulers(): ReturnType<BullMQAdapter['getJobSchedulers']> {
-    return (await super.getJobSchedulers()).map((s) => (s.template ? { ...s, template: redactJobData(s.template) as typeof s.template } : s));
+    return (await super.getJobSchedulers()).map((s) =>
+      s.template ? { ...s, template: redactJobData(s.template) as typeof s.template } : s,
+    );
   }
 }
 
-export async function registerBullBoard(app: FastifyInstance, ctx: DashboardContext): Promise<{ refresh(): Promise<void>; close(): Promise<void> }> {
+export async function registerBullBoard(
+  app: FastifyInstance,
+  ctx: DashboardContext,
+): Promise<{ refresh(): Promise<void>; close(): Promise<void> }> {
   const adapter = new FastifyAdapter();
   adapter.setBasePath(BULL_BASE);
   const queues = new Map<string, Queue>();
-  const board = createBullBoard({ queues: [], serverAdapter: adapter, options: { uiConfig: { boardTitle: 'orch queues' } } });
+  const board = createBullBoard({
+    queues: [],
+    serverAdapter: adapter,
+    options: { uiConfig: { boardTitle: 'orch queues' } },
+  });
   const refresh = async () => {
-    const hosts = await fromRedis(ctx, async () => [...new Set((await new CardRegistry(ctx.redis, { prefix: ctx.prefix }).all()).map((c) => c.host))]).catch(() => []);
+    const hosts = await fromRedis(ctx, async () => [
+      ...new Set((await new CardRegistry(ctx.redis, { prefix: ctx.prefix }).all()).map((c) => c.host)),
+    ]).catch(() => []);
     let added = false;
     for (const name of [QUEUES.nightly, ...hosts.map(hostQueue)]) {
       if (queues.has(name)) continue;

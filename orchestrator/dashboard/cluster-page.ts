@@ -7,9 +7,9 @@ import { readBuildState } from '../../store/build-state.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
-import { clusterStatus, type CardStatus } from '../experiment/cluster-status.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
-import { ago, html, type Html } from './html.ts';
+import { type CardStatus, clusterStatus } from '../experiment/cluster-status.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
+import { ago, type Html, html } from './html.ts';
 import { sendPage } from './send-page.ts';
 
 export interface CardHolding {
@@ -39,7 +39,10 @@ export async function renderCluster(ctx: DashboardContext): Promise<Html> {
     const cards = await cardHoldings(ctx);
     const hostNames = [...new Set(cards.map((c) => c.card.host))].sort();
     const hosts = await Promise.all(
-      hostNames.map(async (h) => ({ info: await registry.hostInfo(h), ttl: await ctx.redis.pttl(orchKeys(ctx.prefix).hostAlive(h)) })),
+      hostNames.map(async (h) => ({
+        info: await registry.hostInfo(h),
+        ttl: await ctx.redis.pttl(orchKeys(ctx.prefix).hostAlive(h)),
+      })),
     );
     const builds = await readBuildState(ctx.redis, { prefix: ctx.prefix });
     // hosts of different versions never share a gang: marked when there are several
@@ -47,11 +50,15 @@ export async function renderCluster(ctx: DashboardContext): Promise<Html> {
     return html`<h2>Cards</h2>
 <table id="cards"><tr><th>card</th><th>host</th><th>backend</th><th>alive</th><th>held by</th><th>block</th><th>rank</th><th>since</th><th>lease expires in</th></tr>
 ${cards.length === 0 ? html`<tr><td colspan="9" class="muted">no card registered: start orch worker on a host</td></tr>` : ''}
-${cards.map(({ card: c, rank, since }) => html`<tr data-card="${c.id}"><td>${c.id}</td><td>${c.host}</td><td>${c.backend}</td>
+${cards.map(
+  ({ card: c, rank, since }) => html`<tr data-card="${c.id}"><td>${c.id}</td><td>${c.host}</td><td>${c.backend}</td>
 <td class="${c.alive ? 'ok' : 'bad'}">${c.alive ? 'alive' : 'dead'}</td>
-${c.holder
-  ? html`<td><a href="/experiments/${encodeURIComponent(c.holder.experiment)}">${c.holder.experiment}</a></td><td>${c.holder.block}</td><td>${rank ?? '?'}</td><td>${ago(since)}</td><td class="num">${(Math.max(0, c.holder.expires_in_ms) / 1000).toFixed(1)} s</td>`
-  : html`<td class="muted">free</td><td></td><td></td><td></td><td></td>`}</tr>`)}
+${
+  c.holder
+    ? html`<td><a href="/experiments/${encodeURIComponent(c.holder.experiment)}">${c.holder.experiment}</a></td><td>${c.holder.block}</td><td>${rank ?? '?'}</td><td>${ago(since)}</td><td class="num">${(Math.max(0, c.holder.expires_in_ms) / 1000).toFixed(1)} s</td>`
+    : html`<td class="muted">free</td><td></td><td></td><td></td><td></td>`
+}</tr>`,
+)}
 </table>
 <h2>Hosts</h2>
 <table id="hosts"><tr><th>host</th><th>heartbeat</th><th>worker pid</th><th>started</th><th>cards</th><th>version</th></tr>
@@ -59,12 +66,21 @@ ${hosts.map(({ info, ttl }) => html`<tr><td>${info.host}</td><td class="${info.a
 </table>
 <h2>Build locks</h2>
 ${builds.length === 0 ? html`<p class="muted">no host has built anything yet</p>` : ''}
-${builds.map((b) => html`<h3>${b.host}</h3>
+${builds.map(
+  (b) => html`<h3>${b.host}</h3>
 <p>${b.holder ? html`held by <a href="/experiments/${encodeURIComponent(b.holder.experiment)}">${b.holder.experiment}</a> (pid ${b.holder.pid}, ${Math.round(b.holder.elapsed_ms / 1000)} s so far${b.holder.past.median_ms !== null ? `, similar builds took ${Math.round(b.holder.past.median_ms / 1000)} s` : ''}): <code>${b.holder.cmd}</code>` : 'free'}</p>
-${b.waiters.length > 0 ? html`<table><tr><th>position</th><th>experiment</th><th>pid</th><th>waiting for</th></tr>${b.waiters.map((w) => html`<tr><td>${w.position}</td><td>${w.experiment}</td><td>${w.pid}</td><td>${Math.round(w.waited_ms / 1000)} s</td></tr>`)}</table>` : ''}`)}`;
+${b.waiters.length > 0 ? html`<table><tr><th>position</th><th>experiment</th><th>pid</th><th>waiting for</th></tr>${b.waiters.map((w) => html`<tr><td>${w.position}</td><td>${w.experiment}</td><td>${w.pid}</td><td>${Math.round(w.waited_ms / 1000)} s</td></tr>`)}</table>` : ''}`,
+)}`;
   });
 }
 
 export function registerClusterPage(app: FastifyInstance, ctx: DashboardContext): void {
-  app.get('/', (_req, reply) => sendPage(ctx, reply, { title: 'Cluster', nav: 'cluster', live: '/live?view=cluster' }, async () => html`<div data-live>${await renderCluster(ctx)}</div>`));
+  app.get('/', (_req, reply) =>
+    sendPage(
+      ctx,
+      reply,
+      { title: 'Cluster', nav: 'cluster', live: '/live?view=cluster' },
+      async () => html`<div data-live>${await renderCluster(ctx)}</div>`,
+    ),
+  );
 }

@@ -7,7 +7,7 @@
  * JSON line; it ends when the serve that started it ends, even by SIGKILL (its IPC channel
  * closes). A dashboard that dies later is logged, and the scheduler goes on without it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -41,12 +41,35 @@ export async function startDashboardProcess(opts: DashboardProcessOptions): Prom
   if (opts.token !== null) env.ORCH_DASHBOARD_TOKEN = opts.token;
   // serve may have read it from --redis-url-file: the child connects where serve does
   env.REDIS_URL = opts.url;
-  const args = [ORCH_BIN, 'dashboard', '--json', '--host', '127.0.0.1', '--port', String(opts.port), '--results', opts.results, ...(opts.token === null ? ['--open-loopback'] : [])];
+  const args = [
+    ORCH_BIN,
+    'dashboard',
+    '--json',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--results',
+    opts.results,
+    ...(opts.token === null ? ['--open-loopback'] : []),
+  ];
   const child: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   let out = '';
   const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard did not listen within ${START_TIMEOUT_MS / 1000} s`, { hint: 'run orch dashboard --port PORT alone to see why' })), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new UserInputError(
+            'DASHBOARD_PROCESS',
+            `orch serve --http ${opts.port}: the dashboard did not listen within ${START_TIMEOUT_MS / 1000} s`,
+            { hint: 'run orch dashboard --port PORT alone to see why' },
+          ),
+        ),
+      START_TIMEOUT_MS,
+    );
     const read = (d: Buffer) => {
       out += d.toString();
       const line = out.split('\n').find((l) => l.includes('"event":"listening"'));
@@ -57,16 +80,33 @@ export async function startDashboardProcess(opts: DashboardProcessOptions): Prom
         child.stdout!.resume();
         const listening = ListeningSchema.safeParse(JSON.parse(line));
         if (listening.success) resolve(listening.data.address);
-        else reject(new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard's listening line has no address: ${line.slice(0, 300)}`, { hint: 'run orch dashboard --json alone to see what it prints' }));
+        else
+          reject(
+            new UserInputError(
+              'DASHBOARD_PROCESS',
+              `orch serve --http ${opts.port}: the dashboard's listening line has no address: ${line.slice(0, 300)}`,
+              { hint: 'run orch dashboard --json alone to see what it prints' },
+            ),
+          );
       } else if (out.length > 64 * 1024) {
         clearTimeout(timer);
-        reject(new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard printed no address`, { hint: 'run orch dashboard --json alone to see what it prints' }));
+        reject(
+          new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard printed no address`, {
+            hint: 'run orch dashboard --json alone to see what it prints',
+          }),
+        );
       }
     };
     child.stdout!.on('data', read);
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new UserInputError('DASHBOARD_PROCESS', `orch serve --http ${opts.port}: the dashboard exited before it listened (${signal ?? `exit code ${code}`}; its error is above)`, { hint: 'fix what it says (a port in use: pick another with --http PORT), or run orch serve without --http' }));
+      reject(
+        new UserInputError(
+          'DASHBOARD_PROCESS',
+          `orch serve --http ${opts.port}: the dashboard exited before it listened (${signal ?? `exit code ${code}`}; its error is above)`,
+          { hint: 'fix what it says (a port in use: pick another with --http PORT), or run orch serve without --http' },
+        ),
+      );
     });
   }).catch(async (err: unknown) => {
     child.kill('SIGKILL');
@@ -75,7 +115,11 @@ export async function startDashboardProcess(opts: DashboardProcessOptions): Prom
   });
   let closing = false;
   void exited.then(({ code, signal }) => {
-    if (!closing) opts.log.error({ code, signal, address }, 'the dashboard process exited: orch serve goes on scheduling without it');
+    if (!closing)
+      opts.log.error(
+        { code, signal, address },
+        'the dashboard process exited: orch serve goes on scheduling without it',
+      );
   });
   return {
     address,

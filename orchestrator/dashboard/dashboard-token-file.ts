@@ -6,7 +6,7 @@
  * outlives a restart. Another user's file, a loose mode or a symlink there is refused.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, lstatSync, openSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, type Stats, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defaultStateDir, ensurePrivateDir } from '../../store/private-dir.ts';
@@ -26,9 +26,13 @@ export function ensureDashboardToken(stateDir = defaultStateDir()): DashboardTok
   const file = join(dir, TOKEN_FILE_NAME);
   const st = lstatOrNull(file);
   if (st?.isSymbolicLink()) {
-    throw new UserInputError('DASHBOARD_TOKEN', `the dashboard token file ${file} is a symbolic link: orch reads its token only from a file it made`, {
-      hint: `remove ${file}; orch dashboard makes a new one at its next start`,
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `the dashboard token file ${file} is a symbolic link: orch reads its token only from a file it made`,
+      {
+        hint: `remove ${file}; orch dashboard makes a new one at its next start`,
+      },
+    );
   }
   if (st) return { file, token: readTokenFile(file, 'the dashboard token file'), created: false };
   const token = randomBytes(24).toString('hex');
@@ -36,10 +40,14 @@ export function ensureDashboardToken(stateDir = defaultStateDir()): DashboardTok
   try {
     fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
-    throw new UserInputError('DASHBOARD_TOKEN', `the dashboard token file ${file}: cannot create it (${(err as NodeJS.ErrnoException).code ?? err})`, {
-      hint: `check that ${dir} is yours and writable, or pass --token-file FILE (mode 600)`,
-      cause: err,
-    });
+    throw new UserInputError(
+      'DASHBOARD_TOKEN',
+      `the dashboard token file ${file}: cannot create it (${(err as NodeJS.ErrnoException).code ?? err})`,
+      {
+        hint: `check that ${dir} is yours and writable, or pass --token-file FILE (mode 600)`,
+        cause: err,
+      },
+    );
   }
   try {
     writeSync(fd, `${token}\n`);

@@ -7,12 +7,22 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { plannedReps } from '../../jobs/plan.ts';
-import { EXPERIMENT_STATES, ExperimentStore, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
-import { filterProblem, selectExperiments, type ExperimentFilter } from '../experiment/experiment-filter.ts';
-import { experimentOutcomes, formatChange, formatDuration, type ExperimentOutcome } from '../experiment/experiment-outcome.ts';
+import {
+  EXPERIMENT_STATES,
+  type ExperimentRecord,
+  type ExperimentState,
+  ExperimentStore,
+} from '../../store/experiment-store.ts';
+import { type ExperimentFilter, filterProblem, selectExperiments } from '../experiment/experiment-filter.ts';
+import {
+  type ExperimentOutcome,
+  experimentOutcomes,
+  formatChange,
+  formatDuration,
+} from '../experiment/experiment-outcome.ts';
 import { OUTCOMES, type Outcome } from '../experiment/outcome-codes.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
-import { ago, html, raw, type Html } from './html.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
+import { ago, type Html, html, raw } from './html.ts';
 import { sendPage } from './send-page.ts';
 
 /** The query string of the page and of its live feed. */
@@ -34,7 +44,11 @@ export function listQueryString(q: ListQuery): string {
 }
 
 export async function hostsOf(store: ExperimentStore, id: string): Promise<string[]> {
-  return [...new Set((await store.blocks(id)).flatMap((b) => [...b.gang, ...b.attempts.flatMap((a) => a.gang)].map((g) => g.host)))].sort();
+  return [
+    ...new Set(
+      (await store.blocks(id)).flatMap((b) => [...b.gang, ...b.attempts.flatMap((a) => a.gang)].map((g) => g.host)),
+    ),
+  ].sort();
 }
 
 /** Rows of one page of the list, newest first. */
@@ -50,15 +64,25 @@ interface Row {
 
 function outcomeCells(o: ExperimentOutcome | null): Html {
   const { change, ci } = formatChange(o);
-  const cls = o?.outcome === 'slower' || o?.outcome === 'invalid' || o?.outcome === 'failed' ? 'bad' : o?.outcome === 'faster' ? 'ok' : '';
+  const cls =
+    o?.outcome === 'slower' || o?.outcome === 'invalid' || o?.outcome === 'failed'
+      ? 'bad'
+      : o?.outcome === 'faster'
+        ? 'ok'
+        : '';
   return html`<td class="verdict ${cls}">${o?.outcome ?? '–'}</td><td class="num">${change}</td><td class="num">${ci}</td><td class="num">${formatDuration(o?.duration_ms)}</td>`;
 }
 
 /** The live part: counts, the table of one page, the page links. */
 export async function renderExperimentList(ctx: DashboardContext, q: ListQuery): Promise<Html> {
   const problems = [filterProblem('state', q.state), filterProblem('verdict', q.verdict)].filter((p) => p !== null);
-  if (problems.length > 0) return html`<p class="bad" id="filter-problem">No list: ${problems.join('; ')}. Pick one from the form's lists.</p>`;
-  const f: ExperimentFilter = { ...(q.state ? { state: q.state as ExperimentState } : {}), ...(q.verdict ? { outcome: q.verdict as Outcome } : {}), ...(q.name ? { name: q.name } : {}) };
+  if (problems.length > 0)
+    return html`<p class="bad" id="filter-problem">No list: ${problems.join('; ')}. Pick one from the form's lists.</p>`;
+  const f: ExperimentFilter = {
+    ...(q.state ? { state: q.state as ExperimentState } : {}),
+    ...(q.verdict ? { outcome: q.verdict as Outcome } : {}),
+    ...(q.name ? { name: q.name } : {}),
+  };
   return fromRedis(ctx, async () => {
     const store = new ExperimentStore(ctx.redis, ctx.prefix);
     const ids = (await store.list()).reverse();
@@ -67,11 +91,26 @@ export async function renderExperimentList(ctx: DashboardContext, q: ListQuery):
     const counts = new Map<string, number>();
     for (const s of states) if (s) counts.set(s, (counts.get(s) ?? 0) + 1);
     const page = Math.max(0, Math.floor(Number(q.page ?? 0)) || 0);
-    const also = q.hash || q.host ? async (e: ExperimentRecord) => (!q.hash || e.hash.startsWith(q.hash)) && (!q.host || (await hostsOf(store, e.id)).includes(q.host)) : undefined;
+    const also =
+      q.hash || q.host
+        ? async (e: ExperimentRecord) =>
+            (!q.hash || e.hash.startsWith(q.hash)) && (!q.host || (await hostsOf(store, e.id)).includes(q.host))
+        : undefined;
     const candidates = ids.filter((_, i) => states[i] !== null && (!f.state || states[i] === f.state));
-    const { exps, more } = await selectExperiments(ctx.redis, ctx.prefix, candidates, f, { skip: page * PAGE_ROWS, limit: PAGE_ROWS, ...(also ? { also } : {}) });
+    const { exps, more } = await selectExperiments(ctx.redis, ctx.prefix, candidates, f, {
+      skip: page * PAGE_ROWS,
+      limit: PAGE_ROWS,
+      ...(also ? { also } : {}),
+    });
     const outcomes = await experimentOutcomes(ctx.redis, ctx.prefix, exps);
-    const rows: Row[] = await Promise.all(exps.map(async (exp, i) => ({ exp, outcome: outcomes[i]!, hosts: await hostsOf(store, exp.id), measured: await ctx.redis.hlen(store.keys.results(exp.id)) })));
+    const rows: Row[] = await Promise.all(
+      exps.map(async (exp, i) => ({
+        exp,
+        outcome: outcomes[i]!,
+        hosts: await hostsOf(store, exp.id),
+        measured: await ctx.redis.hlen(store.keys.results(exp.id)),
+      })),
+    );
     const link = (p: number) => `/experiments?${listQueryString({ ...q, page: String(p) })}`;
     return html`<p id="counts">${ids.length} experiments: ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}</p>
 <table id="experiments"><tr><th>experiment</th><th>name</th><th>state</th><th>reps</th><th>verdict</th><th>change</th><th>CI</th><th>duration</th><th>spec hash</th><th>hosts</th><th>submitted</th><th>priority</th></tr>
@@ -94,7 +133,12 @@ function filterForm(q: ListQuery): Html {
 export function registerExperimentListPage(app: FastifyInstance, ctx: DashboardContext): void {
   app.get<{ Querystring: ListQuery }>('/experiments', (req, reply) => {
     const qs = listQueryString(req.query);
-    return sendPage(ctx, reply, { title: 'Experiments', nav: 'experiments', live: `/live?view=experiments${qs ? `&${qs}` : ''}` }, async () => html`${filterForm(req.query)}
-<div data-live>${await renderExperimentList(ctx, req.query)}</div>`);
+    return sendPage(
+      ctx,
+      reply,
+      { title: 'Experiments', nav: 'experiments', live: `/live?view=experiments${qs ? `&${qs}` : ''}` },
+      async () => html`${filterForm(req.query)}
+<div data-live>${await renderExperimentList(ctx, req.query)}</div>`,
+    );
   });
 }

@@ -3,19 +3,20 @@
  * the arm table, the paired comparisons, the leave-one-out table and the plots (the report's own
  * SVG renderers), and links to every file of its results directory.
  */
-import { escapeRankText } from '../../jobs/rank-text.ts';
+
 import type { FastifyInstance } from 'fastify';
+import { escapeRankText } from '../../jobs/rank-text.ts';
 import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
+import type { Progress } from '../experiment/progress.ts';
 import { allComparisons } from '../report/all-comparisons.ts';
 import { renderPlots } from '../report/render-plots.ts';
 import { collectResults } from '../results/collect-results.ts';
 import { analyzeCollected } from '../results/write-results.ts';
 import type { Analysis } from '../stats/types.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
 import { hostsOf } from './experiments-list-page.ts';
-import { html, num, pct, raw, type Html } from './html.ts';
+import { type Html, html, num, pct, raw } from './html.ts';
 import { cancelForm, progressBar, readProgress } from './queue-page.ts';
-import type { Progress } from '../experiment/progress.ts';
 import { listResultFiles } from './results-files.ts';
 import { NotFound, sendPage } from './send-page.ts';
 
@@ -23,8 +24,12 @@ import { NotFound, sendPage } from './send-page.ts';
 export function renderExperimentProgress(p: Progress): Html {
   return html`<p>state <strong id="state">${p.state}</strong></p>
 <table id="progress"><tr><th>block</th><th>phase</th><th>reps</th><th>latest rep</th><th>waiting because</th></tr>
-${p.blocks.map((b) => html`<tr><td>${b.block}</td><td>${b.phase}${b.attempt > 1 ? ` (attempt ${b.attempt})` : ''}</td><td>${progressBar(b.done, b.planned)}</td>
-<td>${b.latest ? `${b.latest.arm} ${b.latest.mode}/${b.latest.backend} ${num(b.latest.median_ms)} ms/step` : ''}</td><td>${b.phase === 'waiting' ? (b.why ?? '') : ''}</td></tr>`)}
+${p.blocks.map(
+  (
+    b,
+  ) => html`<tr><td>${b.block}</td><td>${b.phase}${b.attempt > 1 ? ` (attempt ${b.attempt})` : ''}</td><td>${progressBar(b.done, b.planned)}</td>
+<td>${b.latest ? `${b.latest.arm} ${b.latest.mode}/${b.latest.backend} ${num(b.latest.median_ms)} ms/step` : ''}</td><td>${b.phase === 'waiting' ? (b.why ?? '') : ''}</td></tr>`,
+)}
 </table>`;
 }
 
@@ -41,20 +46,30 @@ ${a.gates.map((g) => html`<tr><td>${g.name}</td><td class="${g.pass === false ? 
 </table>
 <h2>Arms</h2>
 <table id="arms"><tr><th>arm</th><th>n</th><th>planned</th><th>missing</th><th>mean</th><th>median</th><th>sd</th><th>CI</th><th>cv</th><th>not measured</th></tr>
-${a.arms.map((s) => html`<tr><td>${s.arm}${s.aa_of ? html` <span class="muted">(A/A of ${s.aa_of})</span>` : ''}</td><td class="num">${s.n}</td><td class="num">${s.planned}</td><td class="num">${s.missing}</td>
-<td class="num">${num(s.mean)}</td><td class="num">${num(s.median)}</td><td class="num">${num(s.sd)}</td><td class="num">${s.ci ? `${num(s.ci[0])} – ${num(s.ci[1])}` : '–'}</td><td class="num">${pct(s.cv)}</td><td>${s.unsupported.map((u) => u.note).join('; ')}</td></tr>`)}
+${a.arms.map(
+  (
+    s,
+  ) => html`<tr><td>${s.arm}${s.aa_of ? html` <span class="muted">(A/A of ${s.aa_of})</span>` : ''}</td><td class="num">${s.n}</td><td class="num">${s.planned}</td><td class="num">${s.missing}</td>
+<td class="num">${num(s.mean)}</td><td class="num">${num(s.median)}</td><td class="num">${num(s.sd)}</td><td class="num">${s.ci ? `${num(s.ci[0])} – ${num(s.ci[1])}` : '–'}</td><td class="num">${pct(s.cv)}</td><td>${s.unsupported.map((u) => u.note).join('; ')}</td></tr>`,
+)}
 </table>
 <p class="muted">${a.metric.name} (${a.metric.statistic} per rep, ${a.metric.better} is better)</p>
 <h2>Paired comparisons</h2>
 <table id="comparisons"><tr><th>arm</th><th>against</th><th>pairs</th><th>relative</th><th>CI</th><th>p</th><th>verdict</th><th>statement</th></tr>
-${allComparisons(a).map((c) => html`<tr><td>${c.arm}</td><td>${c.reference}</td><td class="num">${c.pairs}</td><td class="num">${pct(c.relative.estimate, 2)}</td>
-<td class="num">${c.relative.ci ? `${pct(c.relative.ci[0], 2)} – ${pct(c.relative.ci[1], 2)}` : '–'}</td><td class="num">${num(c.log_ratio.p, 4)}</td><td>${c.verdict}</td><td>${c.statement}</td></tr>`)}
+${allComparisons(a).map(
+  (
+    c,
+  ) => html`<tr><td>${c.arm}</td><td>${c.reference}</td><td class="num">${c.pairs}</td><td class="num">${pct(c.relative.estimate, 2)}</td>
+<td class="num">${c.relative.ci ? `${pct(c.relative.ci[0], 2)} – ${pct(c.relative.ci[1], 2)}` : '–'}</td><td class="num">${num(c.log_ratio.p, 4)}</td><td>${c.verdict}</td><td>${c.statement}</td></tr>`,
+)}
 </table>
-${a.loo
-  ? html`<h2>Leave-one-out</h2><table id="loo"><tr><th>toggle</th><th>arm</th><th>worth</th><th>relative</th><th>p</th><th>share</th><th>note</th></tr>
+${
+  a.loo
+    ? html`<h2>Leave-one-out</h2><table id="loo"><tr><th>toggle</th><th>arm</th><th>worth</th><th>relative</th><th>p</th><th>share</th><th>note</th></tr>
 ${a.loo.rows.map((r) => html`<tr><td>${r.toggle}</td><td>${r.arm}</td><td class="num">${num(r.worth)}</td><td class="num">${pct(r.worth_rel, 2)}</td><td class="num">${num(r.p, 4)}</td><td class="num">${pct(r.share)}</td><td>${r.unsupported ?? ''}</td></tr>`)}
 </table><p>${a.loo.message}</p>`
-  : ''}
+    : ''
+}
 <h2>Plots</h2>
 ${Object.entries(plots).map(([file, svg]) => html`<figure class="plot" data-plot="${file}">${raw(svg)}<figcaption>${file}</figcaption></figure>`)}
 ${a.issues.length > 0 ? html`<h2>Issues</h2><details id="issues"${a.issues.length <= ISSUES_OPEN ? raw(' open') : ''}><summary>${a.issues.length} issue${a.issues.length === 1 ? '' : 's'}</summary><ul>${a.issues.map((i) => html`<li>${i}</li>`)}</ul></details>` : ''}`;
@@ -64,7 +79,10 @@ async function renderExperiment(ctx: DashboardContext, id: string): Promise<Html
   return fromRedis(ctx, async () => {
     const store = new ExperimentStore(ctx.redis, ctx.prefix);
     const exp = await store.get(id);
-    if (!exp) throw new NotFound(`No experiment "${id}" in this Redis (prefix ${ctx.prefix}): it was never submitted here, or its keys were removed. The list of experiments is at /experiments.`);
+    if (!exp)
+      throw new NotFound(
+        `No experiment "${id}" in this Redis (prefix ${ctx.prefix}): it was never submitted here, or its keys were removed. The list of experiments is at /experiments.`,
+      );
     const ended = TERMINAL_EXPERIMENT_STATES.has(exp.state);
     const collected = await collectResults(ctx.redis, ctx.prefix, id);
     const analysis = Object.keys(collected.reps).length > 0 ? analyzeCollected(collected) : null;
@@ -77,14 +95,25 @@ ${ended ? '' : cancelForm(ctx, id)}
 <div data-live>${renderExperimentProgress(await readProgress(ctx, exp))}</div>
 ${analysis ? renderAnalysis(analysis) : html`<p class="muted">No rep committed yet: the tables and plots appear when a block commits.</p>`}
 <h2>Results directory</h2>
-${files.length === 0
-  ? html`<p class="muted">No results/${id}/ under ${ctx.resultsRoot}: it is written when orch submit (or orch report) collects the experiment.</p>`
-  : html`<ul id="files">${files.map((f) => html`<li><a href="/results/${encodeURIComponent(id)}/${f.split('/').map(encodeURIComponent).join('/')}">${f}</a></li>`)}</ul>`}`;
+${
+  files.length === 0
+    ? html`<p class="muted">No results/${id}/ under ${ctx.resultsRoot}: it is written when orch submit (or orch report) collects the experiment.</p>`
+    : html`<ul id="files">${files.map((f) => html`<li><a href="/results/${encodeURIComponent(id)}/${f.split('/').map(encodeURIComponent).join('/')}">${f}</a></li>`)}</ul>`
+}`;
   });
 }
 
 export function registerExperimentPages(app: FastifyInstance, ctx: DashboardContext): void {
   app.get<{ Params: { id: string } }>('/experiments/:id', (req, reply) =>
-    sendPage(ctx, reply, { title: `Experiment ${req.params.id}`, nav: 'experiments', live: `/live/experiments/${encodeURIComponent(req.params.id)}` }, () => renderExperiment(ctx, req.params.id)),
+    sendPage(
+      ctx,
+      reply,
+      {
+        title: `Experiment ${req.params.id}`,
+        nav: 'experiments',
+        live: `/live/experiments/${encodeURIComponent(req.params.id)}`,
+      },
+      () => renderExperiment(ctx, req.params.id),
+    ),
   );
 }

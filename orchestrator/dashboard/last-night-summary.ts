@@ -8,7 +8,7 @@
 import type { NightlyRow, NightlyRun } from '../../history/history-store.ts';
 import { signedPct } from '../nightly/nightly-alert.ts';
 import { placement } from '../nightly/node-change.ts';
-import { ago, html, type Html } from './html.ts';
+import { ago, type Html, html } from './html.ts';
 
 /** How each finding is headed, in the order a reader must see them; findings not here are not listed. */
 const HEADINGS: [finding: string, heading: string, cls: string][] = [
@@ -40,10 +40,16 @@ function findingRow(r: NightlyRow, heading: string, cls: string): Html {
 /** `run`: the suite's newest run; `rows`: its rows. */
 export function renderLastNight(run: NightlyRun, rows: readonly NightlyRow[], now = Date.now()): Html {
   const tonight = rows.filter((r) => r.run_id === run.id);
-  const found = HEADINGS.flatMap(([finding, heading, cls]) => tonight.filter((r) => r.finding === finding).map((r) => findingRow(r, heading, cls)));
-  const when = run.ended_at ? `ended ${ago(run.ended_at, now)}` : `running, last heartbeat ${ago(run.heartbeat_at, now)}`;
+  const found = HEADINGS.flatMap(([finding, heading, cls]) =>
+    tonight.filter((r) => r.finding === finding).map((r) => findingRow(r, heading, cls)),
+  );
+  const when = run.ended_at
+    ? `ended ${ago(run.ended_at, now)}`
+    : `running, last heartbeat ${ago(run.heartbeat_at, now)}`;
   return html`<div class="last-night" data-suite="${run.suite}"><h3>${run.suite}: night of ${new Date(run.scheduled_at).toISOString().slice(0, 16).replace('T', ' ')} UTC — ${run.state}, <span class="when">${when}</span>${run.orch_commit ? html`, orch <code>${run.orch_commit.slice(0, 12)}</code>` : ''}</h3>
-${found.length === 0
-  ? html`<p class="ok">nothing regressed: ${tonight.length} comparison${tonight.length === 1 ? '' : 's'} without a finding${run.error ? html` <span class="bad">(${run.error})</span>` : ''}</p>`
-  : html`<table class="findings"><tr><th>finding</th><th>comparison</th><th>change</th><th>experiment</th><th>commit</th><th>ran on</th></tr>${found}</table>`}</div>`;
+${
+  found.length === 0
+    ? html`<p class="ok">nothing regressed: ${tonight.length} comparison${tonight.length === 1 ? '' : 's'} without a finding${run.error ? html` <span class="bad">(${run.error})</span>` : ''}</p>`
+    : html`<table class="findings"><tr><th>finding</th><th>comparison</th><th>change</th><th>experiment</th><th>commit</th><th>ran on</th></tr>${found}</table>`
+}</div>`;
 }

@@ -6,7 +6,7 @@
  * ended, so its tables and plots exist now) and `ended` (it had ended already: nothing more comes,
  * so the page stops following instead of reconnecting).
  */
-import { html, raw, type Html } from './html.ts';
+import { type Html, html, raw } from './html.ts';
 
 export interface PageOptions {
   title: string;

@@ -10,12 +10,12 @@
  * A feed beyond the limits (sse-admission.ts) is refused with 503 and Retry-After.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { type ExperimentRecord, ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { ProgressTracker } from '../experiment/progress.ts';
 import { renderCluster } from './cluster-page.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
-import { listQueryString, renderExperimentList, type ListQuery } from './experiments-list-page.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
+import { type ListQuery, listQueryString, renderExperimentList } from './experiments-list-page.ts';
 import { renderExperimentProgress } from './experiments-page.ts';
 import type { Html } from './html.ts';
 import { LiveHub, type TopicSource } from './live-hub.ts';
@@ -39,7 +39,10 @@ interface View {
   topic(query: ListQuery): string;
 }
 
-const plain = (render: (ctx: DashboardContext) => Promise<Html>): View => ({ render: (ctx) => render(ctx), topic: () => '' });
+const plain = (render: (ctx: DashboardContext) => Promise<Html>): View => ({
+  render: (ctx) => render(ctx),
+  topic: () => '',
+});
 
 const VIEWS: Record<string, View> = {
   cluster: plain(renderCluster),
@@ -120,7 +123,9 @@ export function registerLiveEvents(app: FastifyInstance, ctx: DashboardContext, 
   app.get<{ Params: { id: string } }>('/live/experiments/:id', async (req, reply) => {
     const ch = open(req, reply);
     if (ch === null) return reply;
-    const exp = await fromRedis(ctx, () => new ExperimentStore(ctx.redis, ctx.prefix).get(req.params.id)).catch(() => null);
+    const exp = await fromRedis(ctx, () => new ExperimentStore(ctx.redis, ctx.prefix).get(req.params.id)).catch(
+      () => null,
+    );
     if (!exp || ch.isClosed) return;
     hub.subscribe(`experiment:${exp.id}`, ch, () => experimentSource(ctx, wakeups, exp));
   });

@@ -11,8 +11,8 @@
  * ended while this page followed it: its tables exist now) and `ended` (ended before: stop
  * following, nothing more comes).
  */
-import { redisUp, type DashboardContext } from './dashboard-context.ts';
-import { KEEP_ALIVE_FRAME, sseFrame, type SseChannel } from './sse-channel.ts';
+import { type DashboardContext, redisUp } from './dashboard-context.ts';
+import { KEEP_ALIVE_FRAME, type SseChannel, sseFrame } from './sse-channel.ts';
 
 const REDIS_POLL_MS = 250;
 const KEEP_ALIVE_MS = 15_000;
@@ -155,7 +155,10 @@ export class LiveHub {
       while (topic.subs.size > 0 && !this.closing) {
         if (redisUp(this.ctx)) {
           const r = await topic.source.render(topic.takeWoken()).catch((err: Error) => {
-            this.ctx.log.debug({ err: err.message, topic: key }, 'live feed render failed; trying again at the next tick');
+            this.ctx.log.debug(
+              { err: err.message, topic: key },
+              'live feed render failed; trying again at the next tick',
+            );
             return null;
           });
           if (r && (r.ended || r.html !== topic.last?.html)) {

@@ -13,12 +13,17 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { readBuildState } from '../../store/build-state.ts';
-import { EXPERIMENT_STATES, ExperimentStore, TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/experiment-store.ts';
-import { readEvents } from '../results/collect-results.ts';
+import {
+  EXPERIMENT_STATES,
+  type ExperimentRecord,
+  ExperimentStore,
+  TERMINAL_EXPERIMENT_STATES,
+} from '../../store/experiment-store.ts';
 import { clusterStatus } from '../experiment/cluster-status.ts';
 import { experimentOutcomes } from '../experiment/experiment-outcome.ts';
 import { OUTCOMES } from '../experiment/outcome-codes.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
+import { readEvents } from '../results/collect-results.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
 import { dashboardHistory } from './dashboard-history.ts';
 import { WAIT_REASONS, waitReasonCode } from './wait-reason-code.ts';
 
@@ -67,26 +72,116 @@ export class DashboardMetrics {
   constructor(private readonly ctx: DashboardContext) {
     const registers = [this.registry];
     this.history = dashboardHistory(ctx);
-    this.cards = new Gauge({ name: 'orch_cards', help: 'Registered cards by state (free, held, dead: host missed its heartbeat)', labelNames: ['state'], registers });
-    this.waiting = new Gauge({ name: 'orch_blocks_waiting', help: 'Blocks waiting for a gang, by the scheduler\'s reason', labelNames: ['reason'], registers });
-    this.attempts = new Counter({ name: 'orch_block_attempts_total', help: 'Block attempts that ended, by outcome (lost: its gang was lost; failed; retried ones count as lost)', labelNames: ['outcome'], registers });
-    this.retried = new Counter({ name: 'orch_blocks_retried_total', help: 'Block attempts started again after a lost one (attempt > 1)', registers });
-    this.buildWaiters = new Gauge({ name: 'orch_build_lock_waiters', help: 'Requests waiting for the build lock, per host', labelNames: ['host'], registers });
-    this.buildWait = new Gauge({ name: 'orch_build_lock_wait_seconds', help: 'Longest current wait for the build lock, per host', labelNames: ['host'], registers });
-    this.busy = new Gauge({ name: 'orch_card_busy_ratio', help: 'Ratio of a host\'s live cards held by a gang (0..1)', labelNames: ['host'], registers });
-    this.cardUp = new Gauge({ name: 'orch_card_up', help: '1 while the card\'s host heartbeats, else 0', labelNames: ['host', 'card', 'backend'], registers });
-    this.cardHeld = new Gauge({ name: 'orch_card_held', help: '1 while a gang holds the card\'s lease, else 0', labelNames: ['host', 'card', 'backend'], registers });
-    this.workerUp = new Gauge({ name: 'orch_worker_up', help: '1 while the host\'s worker heartbeats, else 0 (it missed its heartbeat)', labelNames: ['host'], registers });
-    this.workerCards = new Gauge({ name: 'orch_worker_cards', help: 'Cards the host\'s worker registered', labelNames: ['host'], registers });
-    this.experiments = new Gauge({ name: 'orch_experiments', help: 'Experiments in Redis by state', labelNames: ['state'], registers });
-    this.ended = new Counter({ name: 'orch_experiments_ended_total', help: 'Experiments that ended, by outcome: the verdict of a done one, else cancelled, failed or no-reps', labelNames: ['outcome'], registers });
+    this.cards = new Gauge({
+      name: 'orch_cards',
+      help: 'Registered cards by state (free, held, dead: host missed its heartbeat)',
+      labelNames: ['state'],
+      registers,
+    });
+    this.waiting = new Gauge({
+      name: 'orch_blocks_waiting',
+      help: "Blocks waiting for a gang, by the scheduler's reason",
+      labelNames: ['reason'],
+      registers,
+    });
+    this.attempts = new Counter({
+      name: 'orch_block_attempts_total',
+      help: 'Block attempts that ended, by outcome (lost: its gang was lost; failed; retried ones count as lost)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.retried = new Counter({
+      name: 'orch_blocks_retried_total',
+      help: 'Block attempts started again after a lost one (attempt > 1)',
+      registers,
+    });
+    this.buildWaiters = new Gauge({
+      name: 'orch_build_lock_waiters',
+      help: 'Requests waiting for the build lock, per host',
+      labelNames: ['host'],
+      registers,
+    });
+    this.buildWait = new Gauge({
+      name: 'orch_build_lock_wait_seconds',
+      help: 'Longest current wait for the build lock, per host',
+      labelNames: ['host'],
+      registers,
+    });
+    this.busy = new Gauge({
+      name: 'orch_card_busy_ratio',
+      help: "Ratio of a host's live cards held by a gang (0..1)",
+      labelNames: ['host'],
+      registers,
+    });
+    this.cardUp = new Gauge({
+      name: 'orch_card_up',
+      help: "1 while the card's host heartbeats, else 0",
+      labelNames: ['host', 'card', 'backend'],
+      registers,
+    });
+    this.cardHeld = new Gauge({
+      name: 'orch_card_held',
+      help: "1 while a gang holds the card's lease, else 0",
+      labelNames: ['host', 'card', 'backend'],
+      registers,
+    });
+    this.workerUp = new Gauge({
+      name: 'orch_worker_up',
+      help: "1 while the host's worker heartbeats, else 0 (it missed its heartbeat)",
+      labelNames: ['host'],
+      registers,
+    });
+    this.workerCards = new Gauge({
+      name: 'orch_worker_cards',
+      help: "Cards the host's worker registered",
+      labelNames: ['host'],
+      registers,
+    });
+    this.experiments = new Gauge({
+      name: 'orch_experiments',
+      help: 'Experiments in Redis by state',
+      labelNames: ['state'],
+      registers,
+    });
+    this.ended = new Counter({
+      name: 'orch_experiments_ended_total',
+      help: 'Experiments that ended, by outcome: the verdict of a done one, else cancelled, failed or no-reps',
+      labelNames: ['outcome'],
+      registers,
+    });
     for (const outcome of OUTCOMES) this.ended.inc({ outcome }, 0);
-    this.reps = new Counter({ name: 'orch_reps_total', help: 'Reps answered (rank 0\'s rep lines on the experiments\' streams, committed or not)', registers });
-    this.repSeconds = new Histogram({ name: 'orch_rep_duration_seconds', help: 'Measured time of a rep: the sum of its timed steps (rank 0)', buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120], registers });
-    this.gateFailures = new Counter({ name: 'orch_gate_failures_total', help: 'Identity gates that failed (rank 0\'s gate lines with pass false)', registers });
-    this.nightlySuccess = new Gauge({ name: 'orch_nightly_last_success_timestamp_seconds', help: 'When each nightly suite\'s last successful (done) run ended, from the nightly history', labelNames: ['suite'], registers });
-    this.redisUp = new Gauge({ name: 'orch_redis_up', help: '1 when the dashboard\'s Redis answered this scrape', registers });
-    this.redisMemory = new Gauge({ name: 'orch_redis_used_memory_bytes', help: 'Redis used_memory (INFO memory)', registers });
+    this.reps = new Counter({
+      name: 'orch_reps_total',
+      help: "Reps answered (rank 0's rep lines on the experiments' streams, committed or not)",
+      registers,
+    });
+    this.repSeconds = new Histogram({
+      name: 'orch_rep_duration_seconds',
+      help: 'Measured time of a rep: the sum of its timed steps (rank 0)',
+      buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120],
+      registers,
+    });
+    this.gateFailures = new Counter({
+      name: 'orch_gate_failures_total',
+      help: "Identity gates that failed (rank 0's gate lines with pass false)",
+      registers,
+    });
+    this.nightlySuccess = new Gauge({
+      name: 'orch_nightly_last_success_timestamp_seconds',
+      help: "When each nightly suite's last successful (done) run ended, from the nightly history",
+      labelNames: ['suite'],
+      registers,
+    });
+    this.redisUp = new Gauge({
+      name: 'orch_redis_up',
+      help: "1 when the dashboard's Redis answered this scrape",
+      registers,
+    });
+    this.redisMemory = new Gauge({
+      name: 'orch_redis_used_memory_bytes',
+      help: 'Redis used_memory (INFO memory)',
+      registers,
+    });
   }
 
   private countUp(key: string, total: number, inc: (n: number) => void): void {
@@ -103,7 +198,10 @@ export class DashboardMetrics {
       this.redisUp.set(1);
     } catch (err) {
       this.redisUp.set(0);
-      this.ctx.log.warn({ err: (err as Error).message }, 'metrics: Redis did not answer; serving orch_redis_up 0 and the last values');
+      this.ctx.log.warn(
+        { err: (err as Error).message },
+        'metrics: Redis did not answer; serving orch_redis_up 0 and the last values',
+      );
     }
   }
 
@@ -115,7 +213,10 @@ export class DashboardMetrics {
       this.nightlySuccess.reset();
       for (const { suite, at } of last) this.nightlySuccess.set({ suite }, at / 1000);
     } catch (err) {
-      this.ctx.log.warn({ err: (err as Error).message, history: this.history.where }, 'metrics: the nightly history could not be read; serving the last values');
+      this.ctx.log.warn(
+        { err: (err as Error).message, history: this.history.where },
+        'metrics: the nightly history could not be read; serving the last values',
+      );
     }
   }
 
@@ -137,8 +238,15 @@ export class DashboardMetrics {
       tallyAttempts(attempts, blocks);
       await this.tail(store, id);
     }
-    await this.settle(store, ids.filter((id, i) => TERMINAL_EXPERIMENT_STATES.has(states[i]!) && !this.settled.has(id)).slice(0, SETTLE_PER_SCRAPE), attempts);
-    for (const outcome of ATTEMPT_OUTCOMES) this.countUp(`attempts/${outcome}`, attempts.get(outcome) ?? 0, (d) => this.attempts.inc({ outcome }, d));
+    await this.settle(
+      store,
+      ids
+        .filter((id, i) => TERMINAL_EXPERIMENT_STATES.has(states[i]!) && !this.settled.has(id))
+        .slice(0, SETTLE_PER_SCRAPE),
+      attempts,
+    );
+    for (const outcome of ATTEMPT_OUTCOMES)
+      this.countUp(`attempts/${outcome}`, attempts.get(outcome) ?? 0, (d) => this.attempts.inc({ outcome }, d));
     this.countUp('retried', attempts.get('retried') ?? 0, (d) => this.retried.inc(d));
 
     this.buildWaiters.reset();
@@ -212,10 +320,14 @@ export class DashboardMetrics {
 }
 
 /** Adds `blocks`' ended attempts by outcome (ATTEMPT_OUTCOMES) and their retries (`retried`) to `into`. */
-function tallyAttempts(into: Map<string, number>, blocks: readonly { attempt: number; attempts: readonly { outcome: string }[] }[]): void {
+function tallyAttempts(
+  into: Map<string, number>,
+  blocks: readonly { attempt: number; attempts: readonly { outcome: string }[] }[],
+): void {
   const add = (k: string, n: number) => into.set(k, (into.get(k) ?? 0) + n);
   for (const b of blocks) {
-    for (const a of b.attempts) add((ATTEMPT_OUTCOMES as readonly string[]).includes(a.outcome) ? a.outcome : 'other', 1);
+    for (const a of b.attempts)
+      add((ATTEMPT_OUTCOMES as readonly string[]).includes(a.outcome) ? a.outcome : 'other', 1);
     add('retried', Math.max(0, b.attempt - 1));
   }
 }

@@ -10,9 +10,9 @@ import type { FastifyInstance } from 'fastify';
 import type { HistoryStore, NightlyRow } from '../../history/history-store.ts';
 import { NightlySuites } from '../nightly/nightly-suites.ts';
 import { renderHistoryPlot } from '../nightly/render-history-plot.ts';
-import { dashboardHistory, type DashboardHistory } from './dashboard-history.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
-import { html, raw, type Html } from './html.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
+import { type DashboardHistory, dashboardHistory } from './dashboard-history.ts';
+import { type Html, html, raw } from './html.ts';
 import { renderLastNight } from './last-night-summary.ts';
 import { sendPage } from './send-page.ts';
 
@@ -58,7 +58,8 @@ async function historySection(history: DashboardHistory): Promise<Html> {
   } catch (err) {
     return html`<p id="history-error" class="bad">The nightly history ${history.where} could not be read: ${(err as Error).message}</p>`;
   }
-  if (!store) return html`<p id="no-history">No nightly history at ${history.where} yet: it is written by orch serve when a suite's night ends (orch nightly install SUITE.yaml).</p>`;
+  if (!store)
+    return html`<p id="no-history">No nightly history at ${history.where} yet: it is written by orch serve when a suite's night ends (orch nightly install SUITE.yaml).</p>`;
   const suites = await store.suites();
   if (suites.length === 0) return html`<p id="no-history">No nightly run recorded in ${history.where} yet.</p>`;
   const parts = await Promise.all(suites.map((suite) => suiteSection(store, suite)));
@@ -74,5 +75,12 @@ ${await renderSchedules(ctx)}`;
 
 export function registerNightlyPage(app: FastifyInstance, ctx: DashboardContext): void {
   dashboardHistory(ctx, app);
-  app.get('/nightly', (_req, reply) => sendPage(ctx, reply, { title: 'Nightly', nav: 'nightly', live: '/live?view=nightly' }, async () => html`<div data-live>${await renderNightly(ctx)}</div>`));
+  app.get('/nightly', (_req, reply) =>
+    sendPage(
+      ctx,
+      reply,
+      { title: 'Nightly', nav: 'nightly', live: '/live?view=nightly' },
+      async () => html`<div data-live>${await renderNightly(ctx)}</div>`,
+    ),
+  );
 }

@@ -5,14 +5,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { OrchError } from '../../jobs/errors.ts';
-import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { type BlockState, type ExperimentRecord, ExperimentStore } from '../../store/experiment-store.ts';
 import { cancelExperiment } from '../experiment/cancel.ts';
-import { ProgressTracker, type Progress } from '../experiment/progress.ts';
-import { compareQueued } from '../scheduler/grant-planner.ts';
 import { formatDuration } from '../experiment/eta.ts';
+import { type Progress, ProgressTracker } from '../experiment/progress.ts';
+import { compareQueued } from '../scheduler/grant-planner.ts';
 import { CSRF_FIELD, refuse } from './auth.ts';
-import { fromRedis, type DashboardContext } from './dashboard-context.ts';
-import { ago, html, type Html } from './html.ts';
+import { type DashboardContext, fromRedis } from './dashboard-context.ts';
+import { ago, type Html, html } from './html.ts';
 import { sendPage } from './send-page.ts';
 
 /** Reps done per block of the current attempt, from the whole stream read once. */
@@ -52,10 +52,16 @@ interface Queued {
 function estimateStarts(queued: Queued[], now: number): Map<string, number> {
   const free: number[] = [];
   const etaOf = (q: Queued, block: number) => q.progress.blocks.find((x) => x.block === block)?.eta ?? null;
-  for (const q of queued) for (const b of q.blocks) if (b.phase === 'running') free.push(now + (etaOf(q, b.block)?.ms ?? Number.POSITIVE_INFINITY));
+  for (const q of queued)
+    for (const b of q.blocks)
+      if (b.phase === 'running') free.push(now + (etaOf(q, b.block)?.ms ?? Number.POSITIVE_INFINITY));
   if (free.length === 0) free.push(now);
   const waiting = queued
-    .flatMap((q) => q.blocks.filter((b) => b.phase === 'waiting').map((b) => ({ q, b, priority: q.exp.priority, seq: q.exp.seq, block: b.block })))
+    .flatMap((q) =>
+      q.blocks
+        .filter((b) => b.phase === 'waiting')
+        .map((b) => ({ q, b, priority: q.exp.priority, seq: q.exp.seq, block: b.block })),
+    )
     .sort(compareQueued);
   const out = new Map<string, number>();
   for (const w of waiting) {
@@ -68,7 +74,8 @@ function estimateStarts(queued: Queued[], now: number): Map<string, number> {
 }
 
 function startText(start: number | undefined, now: number): string {
-  if (start === undefined || start === Number.POSITIVE_INFINITY) return 'unknown (no rep of the blocks ahead measured yet)';
+  if (start === undefined || start === Number.POSITIVE_INFINITY)
+    return 'unknown (no rep of the blocks ahead measured yet)';
   return start <= now ? 'now' : `in ~${formatDuration(start - now)}`;
 }
 
@@ -98,17 +105,21 @@ export async function renderQueue(ctx: DashboardContext): Promise<Html> {
   return fromRedis(ctx, async () => {
     const store = new ExperimentStore(ctx.redis, ctx.prefix);
     const head = await queueHead(store, QUEUE_PAGE);
-    const read = await Promise.all(head.ids.map(async (id): Promise<Queued | null> => {
-      const exp = await store.get(id);
-      if (!exp) return null;
-      return { exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp) };
-    }));
+    const read = await Promise.all(
+      head.ids.map(async (id): Promise<Queued | null> => {
+        const exp = await store.get(id);
+        if (!exp) return null;
+        return { exp, blocks: await store.blocks(id), progress: await readProgress(ctx, exp) };
+      }),
+    );
     const queued = read.filter((q): q is Queued => q !== null);
     const now = Date.now();
     const starts = estimateStarts(queued, now);
-    if (queued.length === 0) return html`<p class="muted" id="queue-empty">The queue is empty: no experiment is waiting or running.</p>`;
+    if (queued.length === 0)
+      return html`<p class="muted" id="queue-empty">The queue is empty: no experiment is waiting or running.</p>`;
     const rest = head.total - queued.length;
-    return html`<p id="queue-count">${head.total} in the queue${rest > 0 ? `, the first ${queued.length} shown (${rest} more behind them; orch status --limit N lists them)` : ''}</p>${queued.map(({ exp, blocks, progress }) => html`<section class="queued" data-experiment="${exp.id}">
+    return html`<p id="queue-count">${head.total} in the queue${rest > 0 ? `, the first ${queued.length} shown (${rest} more behind them; orch status --limit N lists them)` : ''}</p>${queued.map(
+      ({ exp, blocks, progress }) => html`<section class="queued" data-experiment="${exp.id}">
 <h2><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a> <span class="muted">${exp.state}, priority ${exp.priority}, submitted ${ago(exp.created, now)}</span></h2>
 ${cancelForm(ctx, exp.id)}
 <table><tr><th>block</th><th>phase</th><th>progress</th><th>detail</th></tr>
@@ -122,22 +133,35 @@ ${blocks.map((b) => {
         ? html`attempt ${b.attempt} on ${b.gang.flatMap((g) => g.cards).join(', ')} since ${ago(b.granted_at, now)}${p?.latest ? html`; last rep ${p.latest.arm} ${p.latest.median_ms?.toFixed(3) ?? '–'} ms/step` : ''}`
         : html`${b.reason ?? ''}`;
   return html`<tr data-block="${b.block}"><td>${b.block}</td><td>${b.phase}</td><td>${progressBar(p?.done ?? 0, p?.planned ?? 0)}</td><td>${detail}</td></tr>`;
-})}</table></section>`)}`;
+})}</table></section>`,
+    )}`;
   });
 }
 
 export function registerQueuePage(app: FastifyInstance, ctx: DashboardContext): void {
-  app.get('/queue', (_req, reply) => sendPage(ctx, reply, { title: 'Queue', nav: 'queue', live: '/live?view=queue' }, async () => html`<div data-live>${await renderQueue(ctx)}</div>`));
+  app.get('/queue', (_req, reply) =>
+    sendPage(
+      ctx,
+      reply,
+      { title: 'Queue', nav: 'queue', live: '/live?view=queue' },
+      async () => html`<div data-live>${await renderQueue(ctx)}</div>`,
+    ),
+  );
 
   // The one write action: the request guard checked its origin, token and CSRF field.
   app.post<{ Params: { id: string } }>('/experiments/:id/cancel', async (req, reply) => {
     if (ctx.token === null) return refuse(ctx, req, reply, 'unconfigured');
     try {
-      const r = await fromRedis(ctx, () => cancelExperiment(ctx.redis, ctx.prefix, req.params.id, 'cancelled from the dashboard'));
+      const r = await fromRedis(ctx, () =>
+        cancelExperiment(ctx.redis, ctx.prefix, req.params.id, 'cancelled from the dashboard'),
+      );
       ctx.log.info({ experiment: r.id, state: r.state, notified: r.notified }, 'cancel requested from the dashboard');
-      return req.headers.accept?.includes('application/json') ? reply.send(r) : reply.redirect(`/experiments/${encodeURIComponent(r.id)}`, 303);
+      return req.headers.accept?.includes('application/json')
+        ? reply.send(r)
+        : reply.redirect(`/experiments/${encodeURIComponent(r.id)}`, 303);
     } catch (err) {
-      if (err instanceof OrchError && err.code === 'NO_SUCH_EXPERIMENT') return reply.code(404).type('text/plain').send(`${err.message}\n`);
+      if (err instanceof OrchError && err.code === 'NO_SUCH_EXPERIMENT')
+        return reply.code(404).type('text/plain').send(`${err.message}\n`);
       throw err;
     }
   });

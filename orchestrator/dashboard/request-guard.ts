@@ -34,8 +34,17 @@ function crossOrigin(req: FastifyRequest): string | null {
   return null;
 }
 
-function forbid(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, why: string, text: string): FastifyReply {
-  ctx.log.warn({ ip: req.ip, method: req.method, route: req.routeOptions.url ?? 'unknown', why }, 'dashboard request refused with 403');
+function forbid(
+  ctx: DashboardContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  why: string,
+  text: string,
+): FastifyReply {
+  ctx.log.warn(
+    { ip: req.ip, method: req.method, route: req.routeOptions.url ?? 'unknown', why },
+    'dashboard request refused with 403',
+  );
   return reply.code(403).type('text/plain').send(text);
 }
 
@@ -50,7 +59,13 @@ const NO_FRAMING = "frame-ancestors 'none'";
 
 /** `csp` with framing forbidden: a route's own policy keeps every rule and gains frame-ancestors 'none'. */
 export function withoutFraming(csp: unknown): string {
-  const own = typeof csp === 'string' ? csp.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^frame-ancestors(\s|$)/i.test(d)) : [];
+  const own =
+    typeof csp === 'string'
+      ? csp
+          .split(';')
+          .map((d) => d.trim())
+          .filter((d) => d !== '' && !/^frame-ancestors(\s|$)/i.test(d))
+      : [];
   return [...own, NO_FRAMING].join('; ');
 }
 
@@ -62,7 +77,9 @@ export function registerRequestGuard(app: FastifyInstance, ctx: DashboardContext
     reply.raw.setHeader('x-frame-options', 'DENY');
   });
   app.addHook('onSend', async (_req, reply, payload) => {
-    reply.header('content-security-policy', withoutFraming(reply.getHeader('content-security-policy'))).header('x-frame-options', 'DENY');
+    reply
+      .header('content-security-policy', withoutFraming(reply.getHeader('content-security-policy')))
+      .header('x-frame-options', 'DENY');
     return payload;
   });
 
@@ -73,24 +90,41 @@ export function registerRequestGuard(app: FastifyInstance, ctx: DashboardContext
         .code(421)
         .header('connection', 'close')
         .type('text/plain')
-        .send(`This dashboard does not answer to the host name ${JSON.stringify(req.headers.host ?? '')}: it answers to ${hosts.describe()}. A page that reaches it under another name may be DNS rebinding; open it by one of those names, or start it with --allow-host NAME.\n`);
+        .send(
+          `This dashboard does not answer to the host name ${JSON.stringify(req.headers.host ?? '')}: it answers to ${hosts.describe()}. A page that reaches it under another name may be DNS rebinding; open it by one of those names, or start it with --allow-host NAME.\n`,
+        );
     }
     if (SAFE_METHODS.has(req.method)) return;
     const cross = crossOrigin(req);
     if (cross !== null) {
-      return forbid(ctx, req, reply, cross, `Refused: a ${req.method} from another origin (${cross}; this dashboard is http://${req.headers.host}). Only the dashboard's own pages take its actions.\n`);
+      return forbid(
+        ctx,
+        req,
+        reply,
+        cross,
+        `Refused: a ${req.method} from another origin (${cross}; this dashboard is http://${req.headers.host}). Only the dashboard's own pages take its actions.\n`,
+      );
     }
   });
 
   app.addHook('preHandler', async (req, reply) => {
     if (ctx.token === null || OPEN_ROUTES.has(req.routeOptions.url ?? '')) return;
-    const query = SAFE_METHODS.has(req.method) ? new URL(req.url, 'http://dashboard.invalid').searchParams.get('token') : null;
+    const query = SAFE_METHODS.has(req.method)
+      ? new URL(req.url, 'http://dashboard.invalid').searchParams.get('token')
+      : null;
     const given = presented(req, query);
     const outcome = checkCredential(ctx, given);
     if (outcome !== 'ok') return refuse(ctx, req, reply, outcome);
-    if (given!.via === 'query') return reply.header('set-cookie', sessionCookie(ctx.token)).redirect(withoutToken(req.url), 303);
+    if (given!.via === 'query')
+      return reply.header('set-cookie', sessionCookie(ctx.token)).redirect(withoutToken(req.url), 303);
     if (given!.via === 'cookie' && !SAFE_METHODS.has(req.method) && !csrfMatches(ctx, req)) {
-      return forbid(ctx, req, reply, 'no CSRF field', `Refused: a ${req.method} signed in by cookie without the page's CSRF field. Use the dashboard's own form, or send Authorization: Bearer TOKEN.\n`);
+      return forbid(
+        ctx,
+        req,
+        reply,
+        'no CSRF field',
+        `Refused: a ${req.method} signed in by cookie without the page's CSRF field. Use the dashboard's own form, or send Authorization: Bearer TOKEN.\n`,
+      );
     }
   });
 }

@@ -7,7 +7,18 @@
  * (the user's choice of where results live). Nothing but GET is routed. spec.yaml is served with
  * its env values masked (redact-secrets.ts).
  */
-import { closeSync, constants, createReadStream, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  type Stats,
+} from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { NAME_PATTERN } from '../../jobs/name-patterns.ts';
@@ -77,7 +88,13 @@ export interface OpenedResultFile {
 export function openResultFile(ctx: DashboardContext, id: string, file: string): OpenedResultFile | null {
   const dir = resultsDir(ctx, id);
   const parts = file.split('/');
-  if (dir === null || file.includes('\0') || parts.length > MAX_COMPONENTS || parts.some((p) => p === '' || p === '.' || p === '..')) return null;
+  if (
+    dir === null ||
+    file.includes('\0') ||
+    parts.length > MAX_COMPONENTS ||
+    parts.some((p) => p === '' || p === '.' || p === '..')
+  )
+    return null;
   let at = dir;
   let st: Stats | null = null;
   for (const [i, part] of parts.entries()) {
@@ -105,7 +122,12 @@ export function registerResultFiles(app: FastifyInstance, ctx: DashboardContext)
   app.get<{ Params: { id: string; '*': string } }>('/results/:id/*', (req, reply) => {
     const file = openResultFile(ctx, req.params.id, req.params['*']);
     if (file === null) {
-      return reply.code(404).type('text/plain').send(`No file "${req.params['*']}" in the results of "${req.params.id}" (only plain files inside results/${req.params.id}/ are served, never through a symbolic link).\n`);
+      return reply
+        .code(404)
+        .type('text/plain')
+        .send(
+          `No file "${req.params['*']}" in the results of "${req.params.id}" (only plain files inside results/${req.params.id}/ are served, never through a symbolic link).\n`,
+        );
     }
     reply
       .type(TYPES[extname(file.name)] ?? 'application/octet-stream')

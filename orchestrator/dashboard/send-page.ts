@@ -4,9 +4,9 @@
  * and reloads itself when Redis returns.
  */
 import type { FastifyReply } from 'fastify';
-import { RedisDownError, redisUp, type DashboardContext } from './dashboard-context.ts';
-import { html, type Html } from './html.ts';
-import { renderPage, type PageOptions } from './layout.ts';
+import { type DashboardContext, RedisDownError, redisUp } from './dashboard-context.ts';
+import { type Html, html } from './html.ts';
+import { type PageOptions, renderPage } from './layout.ts';
 
 /** A page that does not exist (an unknown experiment): a 404 page saying which and why. */
 export class NotFound extends Error {}
@@ -23,10 +23,16 @@ export async function sendPage(
     return reply.type('text/html; charset=utf-8').send(renderPage({ ...page, body: b, redis: 'up' }));
   } catch (err) {
     if (err instanceof NotFound) {
-      return reply.code(404).type('text/html; charset=utf-8').send(renderPage({ ...page, title: 'Not found', body: html`<p class="bad">${err.message}</p>`, redis: 'up' }));
+      return reply
+        .code(404)
+        .type('text/html; charset=utf-8')
+        .send(renderPage({ ...page, title: 'Not found', body: html`<p class="bad">${err.message}</p>`, redis: 'up' }));
     }
     if (err instanceof RedisDownError) {
-      return reply.code(503).type('text/html; charset=utf-8').send(renderPage({ ...page, body: html``, redis: 'down', redisProblem: err.message }));
+      return reply
+        .code(503)
+        .type('text/html; charset=utf-8')
+        .send(renderPage({ ...page, body: html``, redis: 'down', redisProblem: err.message }));
     }
     throw err;
   }

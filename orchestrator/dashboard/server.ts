@@ -16,7 +16,7 @@ import { registerExperimentListPage } from './experiments-list-page.ts';
 import { registerExperimentPages } from './experiments-page.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
-import { registerLiveEvents, type LiveEvents } from './live-events.ts';
+import { type LiveEvents, registerLiveEvents } from './live-events.ts';
 import { DashboardMetrics } from './metrics.ts';
 import { registerNightlyPage } from './nightly-page.ts';
 import { registerQueuePage } from './queue-page.ts';
@@ -72,7 +72,12 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     log: opts.log,
   };
   // fastify's own request log would carry URLs and headers: orch logs what it decides instead
-  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: BODY_LIMIT_BYTES, requestTimeout: REQUEST_TIMEOUT_MS });
+  const app = Fastify({
+    logger: false,
+    forceCloseConnections: true,
+    bodyLimit: BODY_LIMIT_BYTES,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+  });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
   });
@@ -80,7 +85,11 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   registerRequestGuard(app, ctx, hosts);
 
   app.get('/login', (_req, reply) =>
-    reply.type('text/html; charset=utf-8').send(`<!doctype html><title>orch dashboard</title><form method="post" action="/login"><input type="password" name="token" placeholder="dashboard token" autofocus> <button>Open</button></form>`),
+    reply
+      .type('text/html; charset=utf-8')
+      .send(
+        `<!doctype html><title>orch dashboard</title><form method="post" action="/login"><input type="password" name="token" placeholder="dashboard token" autofocus> <button>Open</button></form>`,
+      ),
   );
   app.post('/login', (req, reply) => {
     const outcome = checkCredential(ctx, presented(req, null));
@@ -103,14 +112,29 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     await metrics.refresh();
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  app.get('/healthz', (_req, reply) => reply.send({ redis: redis.status === 'ready' ? 'up' : 'down', live_feeds: live.admission.total }));
+  app.get('/healthz', (_req, reply) =>
+    reply.send({ redis: redis.status === 'ready' ? 'up' : 'down', live_feeds: live.admission.total }),
+  );
 
   app.setNotFoundHandler((req, reply) =>
-    reply.code(404).type('text/html; charset=utf-8').send(renderPage({ title: 'Not found', nav: 'cluster', redis: redis.status === 'ready' ? 'up' : 'down', body: html`<p class="bad">Nothing at ${req.url.split('?')[0]}.</p>` })),
+    reply
+      .code(404)
+      .type('text/html; charset=utf-8')
+      .send(
+        renderPage({
+          title: 'Not found',
+          nav: 'cluster',
+          redis: redis.status === 'ready' ? 'up' : 'down',
+          body: html`<p class="bad">Nothing at ${req.url.split('?')[0]}.</p>`,
+        }),
+      ),
   );
   app.setErrorHandler((err, req, reply) => {
     opts.log.error({ err: (err as Error).message, route: req.routeOptions.url }, 'dashboard route failed');
-    return reply.code(500).type('text/plain').send(`The dashboard failed on this page: ${(err as Error).message}\n`);
+    return reply
+      .code(500)
+      .type('text/plain')
+      .send(`The dashboard failed on this page: ${(err as Error).message}\n`);
   });
 
   await app.listen({ host: opts.host, port: opts.port });

@@ -34,8 +34,16 @@ export class SseAdmission {
 
   admit(ip: string): Admission {
     const mine = this.perIp.get(ip) ?? 0;
-    if (mine >= this.limits.perClient) return { ok: false, why: `this client (${ip}) holds ${mine} live feeds already, the most one client may (${this.limits.perClient})` };
-    if (this.held >= this.limits.total) return { ok: false, why: `the dashboard holds ${this.held} live feeds already, the most it serves (${this.limits.total})` };
+    if (mine >= this.limits.perClient)
+      return {
+        ok: false,
+        why: `this client (${ip}) holds ${mine} live feeds already, the most one client may (${this.limits.perClient})`,
+      };
+    if (this.held >= this.limits.total)
+      return {
+        ok: false,
+        why: `the dashboard holds ${this.held} live feeds already, the most it serves (${this.limits.total})`,
+      };
     this.held++;
     this.perIp.set(ip, mine + 1);
     let released = false;

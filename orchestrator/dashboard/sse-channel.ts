@@ -19,10 +19,18 @@ export class SseChannel {
   private done = false;
   private readonly res: FastifyReply['raw'];
 
-  constructor(reply: FastifyReply, private readonly maxBuffered = MAX_BUFFERED_BYTES) {
+  constructor(
+    reply: FastifyReply,
+    private readonly maxBuffered = MAX_BUFFERED_BYTES,
+  ) {
     reply.hijack();
     this.res = reply.raw;
-    this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     this.closed = new Promise<void>((resolve) =>
       this.res.once('close', () => {
         this.done = true;

@@ -79,7 +79,8 @@ export class StreamWakeups {
       try {
         reply = await readStreams(this.conn, from, { blockMs: BLOCK_MS, count: COUNT });
       } catch (err) {
-        if (!this.stopped) this.log.debug({ err: (err as Error).message }, 'dashboard stream reader: read failed; retrying');
+        if (!this.stopped)
+          this.log.debug({ err: (err as Error).message }, 'dashboard stream reader: read failed; retrying');
         await this.pause(RETRY_MS);
         continue;
       }

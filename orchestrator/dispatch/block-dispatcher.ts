@@ -25,7 +25,7 @@ import type { BlockJob } from '../../jobs/block-job.ts';
 import { signJob } from '../../jobs/grant.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
 import { lastStreamId, readStreams } from '../../store/event-log.ts';
-import { DEFAULT_PREFIX, hostJobId, hostQueue, orchKeys, type OrchKeys } from '../../store/keys.ts';
+import { DEFAULT_PREFIX, hostJobId, hostQueue, type OrchKeys, orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 
 export interface DispatchOptions {
@@ -239,15 +239,24 @@ export class BlockDispatcher {
         }
         // A live worker ends its job itself, also when the lease is lost (its renew or the
         // revocation message fails the block at once). Only a dead host leaves a job unended.
-        const [end, exists] = await Promise.all([this.ended(a.host, jobId), this.connection.exists(this.keys.hostAlive(a.host))]);
+        const [end, exists] = await Promise.all([
+          this.ended(a.host, jobId),
+          this.connection.exists(this.keys.hostAlive(a.host)),
+        ]);
         if (end) return end;
         const alive = exists === 1;
         if (alive) deadSince = null;
         else if (deadSince === null) deadSince = Date.now();
         else if (Date.now() - deadSince >= this.lostGraceMs) return this.lost(a, jobId);
-        if (Date.now() > deadline) throw new Error(`block ${a.block} attempt ${a.attempt} (job ${jobId}) did not end within ${opts.timeoutMs} ms`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `block ${a.block} attempt ${a.attempt} (job ${jobId}) did not end within ${opts.timeoutMs} ms`,
+          );
         if (signalled) continue;
-        const waitMs = Math.min(deadSince === null ? this.pollMs : Math.min(this.pollMs, this.lostGraceMs), Math.max(1, deadline - Date.now()));
+        const waitMs = Math.min(
+          deadSince === null ? this.pollMs : Math.min(this.pollMs, this.lostGraceMs),
+          Math.max(1, deadline - Date.now()),
+        );
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, waitMs);
           wake = () => {
@@ -270,9 +279,12 @@ export class BlockDispatcher {
   private async lost(a: AttemptRef, jobId: string): Promise<AttemptEnd> {
     const again = await this.ended(a.host, jobId);
     if (again) return again;
-    await this.queue(a.host).getJob(jobId).then((j) => j?.remove()).catch(() => {
-      // still locked by the dead worker's BullMQ lock: it fails on the lease when picked up again
-    });
+    await this.queue(a.host)
+      .getJob(jobId)
+      .then((j) => j?.remove())
+      .catch(() => {
+        // still locked by the dead worker's BullMQ lock: it fails on the lease when picked up again
+      });
     const held = await this.leases.held(a.cards);
     const still = held.filter((l) => l.epoch === a.epoch).map((l) => l.card);
     return {
@@ -292,7 +304,12 @@ export class BlockDispatcher {
     if (state === 'completed') return { state: 'completed', jobId, outcome: job.returnvalue };
     if (state === 'failed') {
       const last = job.stacktrace?.[job.stacktrace.length - 1] ?? '';
-      return { state: 'failed', jobId, reason: job.failedReason ?? 'failed', unrecoverable: last.startsWith('UnrecoverableError') };
+      return {
+        state: 'failed',
+        jobId,
+        reason: job.failedReason ?? 'failed',
+        unrecoverable: last.startsWith('UnrecoverableError'),
+      };
     }
     return null;
   }

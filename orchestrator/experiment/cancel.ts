@@ -12,8 +12,8 @@
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { publishCancel } from '../../store/cancel-notice.ts';
+import { type ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
-import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
 
 export interface CancelResult {
   id: string;
@@ -23,11 +23,18 @@ export interface CancelResult {
   notified: number;
 }
 
-export async function cancelExperiment(redis: Redis, prefix: string, id: string, reason = 'cancelled by orch cancel'): Promise<CancelResult> {
+export async function cancelExperiment(
+  redis: Redis,
+  prefix: string,
+  id: string,
+  reason = 'cancelled by orch cancel',
+): Promise<CancelResult> {
   const store = new ExperimentStore(redis, prefix);
   const state = await store.requestCancel(id, reason);
   if (state === null) {
-    throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, { hint: 'run orch status to list experiments' });
+    throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, {
+      hint: 'run orch status to list experiments',
+    });
   }
   if (state !== 'cancelling') return { id, state, notified: 0 };
   let notified = 0;

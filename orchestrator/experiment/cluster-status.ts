@@ -5,20 +5,25 @@
  * The experiments are a page (`limit`, oldest first) with the count of every state: with 10 000
  * queued, reading and printing every one took 3.8 s and 4.5 MB.
  */
-import { escapeRankText } from '../../jobs/rank-text.ts';
+
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { gangPlacement, plannedReps } from '../../jobs/plan.ts';
+import { escapeRankText } from '../../jobs/rank-text.ts';
+import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
+import {
+  type BlockState,
+  type ExperimentState,
+  ExperimentStore,
+  TERMINAL_EXPERIMENT_STATES,
+} from '../../store/experiment-store.ts';
 import { hostQueue } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
+import { neverFits, wantedBackend } from '../scheduler/grant-planner.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
-import { neverFits } from '../scheduler/grant-planner.ts';
-import { wantedBackend } from '../scheduler/grant-planner.ts';
-import { ExperimentStore, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentState } from '../../store/experiment-store.ts';
-import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
-import { selectExperiments, type ExperimentFilter } from './experiment-filter.ts';
-import { experimentOutcomes, formatChange, formatDuration, type ExperimentOutcome } from './experiment-outcome.ts';
-import { gangPlacement, plannedReps } from '../../jobs/plan.ts';
+import { type ExperimentFilter, selectExperiments } from './experiment-filter.ts';
+import { type ExperimentOutcome, experimentOutcomes, formatChange, formatDuration } from './experiment-outcome.ts';
 import { ProgressTracker } from './progress.ts';
 
 export interface CardStatus {
@@ -97,7 +102,9 @@ export async function clusterStatus(
       alive: live.has(c.id),
       version: c.version ?? null,
       version_differs: opts.own !== undefined && differsFrom(c.version, opts.own),
-      holder: l ? { experiment: l.experiment, block: l.block, epoch: l.epoch, owner: l.owner, expires_in_ms: l.expires - now } : null,
+      holder: l
+        ? { experiment: l.experiment, block: l.block, epoch: l.epoch, owner: l.owner, expires_in_ms: l.expires - now }
+        : null,
     };
   });
 
@@ -106,15 +113,32 @@ export async function clusterStatus(
   for (const name of names) {
     const q = new Queue(name, { connection: redis, prefix });
     try {
-      queues[name] = await q.getJobCounts('waiting', 'active', 'waiting-children', 'completed', 'failed', 'delayed', 'prioritized');
+      queues[name] = await q.getJobCounts(
+        'waiting',
+        'active',
+        'waiting-children',
+        'completed',
+        'failed',
+        'delayed',
+        'prioritized',
+      );
     } finally {
       await q.close();
     }
   }
 
   const ids = opts.experiment ? [opts.experiment] : await store.list();
-  const liveSlots = (await registry.liveCards()).map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index }));
-  const page = await pageOf(store, ids, { all: opts.all === true || opts.experiment !== undefined, now, ...(opts.filter?.state ? { state: opts.filter.state } : {}) });
+  const liveSlots = (await registry.liveCards()).map((c) => ({
+    id: c.id,
+    host: c.host,
+    backend: c.backend,
+    index: c.index,
+  }));
+  const page = await pageOf(store, ids, {
+    all: opts.all === true || opts.experiment !== undefined,
+    now,
+    ...(opts.filter?.state ? { state: opts.filter.state } : {}),
+  });
   const limit = opts.limit ?? DEFAULT_STATUS_LIMIT;
   const chosen = await selectExperiments(redis, prefix, page.ids, opts.filter ?? {}, { limit, countAll: true });
   const outcomes = opts.outcomes ? await experimentOutcomes(redis, prefix, chosen.exps) : chosen.exps.map(() => null);
@@ -122,15 +146,29 @@ export async function clusterStatus(
     chosen.exps.map(async (exp, i) => {
       const blocks = await store.blocks(exp.id);
       // Only while a block runs: the committed count alone reads 0 until its block ends.
-      const uncommitted = blocks.some((b) => b.phase === 'running') ? await new ProgressTracker(redis, prefix, exp).uncommittedReps(blocks) : 0;
-      return { exp, outcome: outcomes[i]!, blocks, measured: await redis.hlen(store.keys.results(exp.id)), uncommitted };
+      const uncommitted = blocks.some((b) => b.phase === 'running')
+        ? await new ProgressTracker(redis, prefix, exp).uncommittedReps(blocks)
+        : 0;
+      return {
+        exp,
+        outcome: outcomes[i]!,
+        blocks,
+        measured: await redis.hlen(store.keys.results(exp.id)),
+        uncommitted,
+      };
     }),
   );
   const experiments: ExperimentStatus[] = [];
   for (const { exp, outcome, blocks, measured, uncommitted } of read) {
     // Without a leader nobody writes `why`; say what the cards allow.
     const fallbackWhy = neverFits(
-      { key: '', ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement), expectedMs: 0 },
+      {
+        key: '',
+        ranks: exp.plan.ranks,
+        backend: wantedBackend(exp),
+        ...gangPlacement(exp.plan.placement),
+        expectedMs: 0,
+      },
       liveSlots,
     );
     experiments.push({
@@ -143,7 +181,8 @@ export async function clusterStatus(
         block: b.block,
         phase: b.phase,
         attempt: b.attempt,
-        why: b.phase === 'waiting' ? (b.why ?? fallbackWhy ?? 'queued (no grant pass yet: is orch serve running?)') : null,
+        why:
+          b.phase === 'waiting' ? (b.why ?? fallbackWhy ?? 'queued (no grant pass yet: is orch serve running?)') : null,
         reason: b.reason,
         cards: b.gang.flatMap((p) => p.cards),
       })),
@@ -153,8 +192,18 @@ export async function clusterStatus(
       outcome,
     });
   }
-  const reader = opts.own ? formatWorkerVersion({ orch: opts.own.version, commit: opts.own.commit, graphrt: '' }).replace(/ graphrt $/, '') : null;
-  return { leader: await LeaderLease.holder(redis, prefix), reader, queues, cards, experiments, counts: page.counts, not_shown: Math.max(0, chosen.matched - experiments.length) };
+  const reader = opts.own
+    ? formatWorkerVersion({ orch: opts.own.version, commit: opts.own.commit, graphrt: '' }).replace(/ graphrt $/, '')
+    : null;
+  return {
+    leader: await LeaderLease.holder(redis, prefix),
+    reader,
+    queues,
+    cards,
+    experiments,
+    counts: page.counts,
+    not_shown: Math.max(0, chosen.matched - experiments.length),
+  };
 }
 
 /** Ended this long ago, an experiment is left out unless `all`. */
@@ -165,14 +214,23 @@ const ENDED_SHOWN_MS = 3_600_000;
  * time of the ended ones in one more, then those not ended over an hour ago (or all), of `state`
  * when given. Two commands for any number of experiments; the counts are of every state.
  */
-async function pageOf(store: ExperimentStore, ids: string[], o: { all: boolean; now: number; state?: ExperimentState }): Promise<{ ids: string[]; counts: Record<string, number> }> {
+async function pageOf(
+  store: ExperimentStore,
+  ids: string[],
+  o: { all: boolean; now: number; state?: ExperimentState },
+): Promise<{ ids: string[]; counts: Record<string, number> }> {
   const states = await store.states(ids);
   const ended = ids.filter((_, i) => TERMINAL_EXPERIMENT_STATES.has(states[i] as ExperimentState));
-  const endedAt = o.all || ended.length === 0 ? [] : await store.redis.pipeline(ended.map((id) => ['hget', store.keys.exp(id), 'ended'])).exec();
-  const old = new Set(ended.filter((_, i) => {
-    const at = Number(endedAt?.[i]?.[1] ?? 0);
-    return !o.all && at > 0 && o.now - at > ENDED_SHOWN_MS;
-  }));
+  const endedAt =
+    o.all || ended.length === 0
+      ? []
+      : await store.redis.pipeline(ended.map((id) => ['hget', store.keys.exp(id), 'ended'])).exec();
+  const old = new Set(
+    ended.filter((_, i) => {
+      const at = Number(endedAt?.[i]?.[1] ?? 0);
+      return !o.all && at > 0 && o.now - at > ENDED_SHOWN_MS;
+    }),
+  );
   const counts: Record<string, number> = {};
   const listed: string[] = [];
   ids.forEach((id, i) => {
@@ -189,28 +247,45 @@ export function renderStatus(s: ClusterStatus): string {
   lines.push(`scheduler leader: ${s.leader ?? 'none (start orch serve)'}`);
   lines.push('', 'queues');
   for (const [name, c] of Object.entries(s.queues)) {
-    const parts = Object.entries(c).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
+    const parts = Object.entries(c)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`);
     lines.push(`  ${name.padEnd(16)} ${parts.join(', ') || 'empty'}`);
   }
   // a host of another orch than this one: told once per host, before its cards
   const differing = new Map(s.cards.filter((c) => c.version_differs).map((c) => [c.host, c.version] as const));
   for (const [host, version] of differing) {
-    lines.push(`host ${host} runs ${version ?? 'an unknown version (an older worker)'}, not ${s.reader ?? 'this orch'}: its cards never join a gang with other versions; update its checkout and restart its worker (orch hosts down/up)`);
+    lines.push(
+      `host ${host} runs ${version ?? 'an unknown version (an older worker)'}, not ${s.reader ?? 'this orch'}: its cards never join a gang with other versions; update its checkout and restart its worker (orch hosts down/up)`,
+    );
   }
   lines.push('', 'cards');
   if (s.cards.length === 0) lines.push('  none registered (start orch worker on a host)');
   for (const c of s.cards) {
-    const who = c.holder ? `held by ${c.holder.experiment} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)` : 'free';
+    const who = c.holder
+      ? `held by ${c.holder.experiment} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)`
+      : 'free';
     const version = c.version_differs ? `  version ${c.version ?? 'unknown'} DIFFERS` : '';
-    lines.push(`  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}`);
+    lines.push(
+      `  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}`,
+    );
   }
-  const counts = Object.entries(s.counts).map(([state, n]) => `${state} ${n}`).join(', ');
+  const counts = Object.entries(s.counts)
+    .map(([state, n]) => `${state} ${n}`)
+    .join(', ');
   lines.push('', `experiments${counts ? ` (${counts})` : ''}`);
   if (s.experiments.length === 0) lines.push('  none');
   for (const e of s.experiments) {
-    lines.push(`  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.uncommitted > 0 ? ` (+${e.uncommitted} in running blocks, not yet committed)` : ''}${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${escapeRankText(e.reason)})` : ''}`);
+    lines.push(
+      `  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.uncommitted > 0 ? ` (+${e.uncommitted} in running blocks, not yet committed)` : ''}${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${escapeRankText(e.reason)})` : ''}`,
+    );
     for (const b of e.blocks) {
-      const detail = b.phase === 'waiting' ? `waiting: ${b.why}` : b.phase === 'running' ? `running attempt ${b.attempt} on ${b.cards.join(', ')}` : `${b.phase}${b.reason ? `: ${escapeRankText(b.reason)}` : ''}`;
+      const detail =
+        b.phase === 'waiting'
+          ? `waiting: ${b.why}`
+          : b.phase === 'running'
+            ? `running attempt ${b.attempt} on ${b.cards.join(', ')}`
+            : `${b.phase}${b.reason ? `: ${escapeRankText(b.reason)}` : ''}`;
       lines.push(`    block ${b.block}  ${detail}`);
     }
   }

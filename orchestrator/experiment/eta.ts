@@ -58,7 +58,8 @@ export function estimateRemaining(input: EtaInput): Eta | null {
     const mean = recent.reduce((a, b) => a + b, 0) / recent.length;
     return { ms: (mean * input.repsLeft) / parallel, basis: 'measured', reps: input.repMs.length };
   }
-  if (input.historyRepMs) return { ms: (input.historyRepMs.ms * input.repsLeft) / parallel, basis: 'history', reps: input.historyRepMs.reps };
+  if (input.historyRepMs)
+    return { ms: (input.historyRepMs.ms * input.repsLeft) / parallel, basis: 'history', reps: input.historyRepMs.reps };
   return null;
 }
 
@@ -74,6 +75,9 @@ export function formatDuration(ms: number): string {
 /** `ETA ~3 min 05 s (from 14 reps)`, `ETA ~40 s (from the workload's history, 900 reps)`, `ETA unknown (no rep yet)`. */
 export function formatEta(eta: Eta | null): string {
   if (eta === null) return 'ETA unknown (no rep yet)';
-  const from = eta.basis === 'measured' ? `from ${eta.reps} rep${eta.reps === 1 ? '' : 's'}` : `from the workload's history, ${eta.reps} reps`;
+  const from =
+    eta.basis === 'measured'
+      ? `from ${eta.reps} rep${eta.reps === 1 ? '' : 's'}`
+      : `from the workload's history, ${eta.reps} reps`;
   return `ETA ~${formatDuration(eta.ms)} (${from})`;
 }

@@ -5,8 +5,14 @@
  * caller with its own wording (a page shows it, the CLI exits 2).
  */
 import type { Redis } from 'ioredis';
-import { EXPERIMENT_STATES, ExperimentStore, TERMINAL_EXPERIMENT_STATES, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
-import { experimentOutcomes, type ExperimentOutcome } from './experiment-outcome.ts';
+import {
+  EXPERIMENT_STATES,
+  type ExperimentRecord,
+  type ExperimentState,
+  ExperimentStore,
+  TERMINAL_EXPERIMENT_STATES,
+} from '../../store/experiment-store.ts';
+import { type ExperimentOutcome, experimentOutcomes } from './experiment-outcome.ts';
 import { OUTCOMES, type Outcome } from './outcome-codes.ts';
 
 export interface ExperimentFilter {
@@ -51,15 +57,29 @@ export interface Selection {
  * countAll) and whether more follow. Without a name, outcome or further test only the page's
  * records are read; with one, records are read a batch at a time until the page is full.
  */
-export async function selectExperiments(redis: Redis, prefix: string, ids: readonly string[], f: ExperimentFilter, sel: Selection): Promise<{ exps: ExperimentRecord[]; matched: number; more: boolean }> {
+export async function selectExperiments(
+  redis: Redis,
+  prefix: string,
+  ids: readonly string[],
+  f: ExperimentFilter,
+  sel: Selection,
+): Promise<{ exps: ExperimentRecord[]; matched: number; more: boolean }> {
   const store = new ExperimentStore(redis, prefix);
   const skip = sel.skip ?? 0;
-  const read = async (some: readonly string[]) => (await Promise.all(some.map((id) => store.get(id)))).filter((e): e is ExperimentRecord => e !== null);
-  if (!f.name && !f.outcome && !sel.also) return { exps: await read(ids.slice(skip, skip + sel.limit)), matched: ids.length, more: ids.length > skip + sel.limit };
+  const read = async (some: readonly string[]) =>
+    (await Promise.all(some.map((id) => store.get(id)))).filter((e): e is ExperimentRecord => e !== null);
+  if (!f.name && !f.outcome && !sel.also)
+    return {
+      exps: await read(ids.slice(skip, skip + sel.limit)),
+      matched: ids.length,
+      more: ids.length > skip + sel.limit,
+    };
   const exps: ExperimentRecord[] = [];
   let matched = 0;
   for (let i = 0; i < ids.length && (sel.countAll || matched <= skip + sel.limit); i += READ_BATCH) {
-    const named = (await read(ids.slice(i, i + READ_BATCH))).filter((e) => matchesName(f, e) && (!f.outcome || TERMINAL_EXPERIMENT_STATES.has(e.state)));
+    const named = (await read(ids.slice(i, i + READ_BATCH))).filter(
+      (e) => matchesName(f, e) && (!f.outcome || TERMINAL_EXPERIMENT_STATES.has(e.state)),
+    );
     const outcomes = f.outcome ? await experimentOutcomes(redis, prefix, named) : named.map(() => null);
     for (const [j, exp] of named.entries()) {
       if (!matchesOutcome(f, outcomes[j]!) || (sel.also && !(await sel.also(exp)))) continue;

@@ -8,7 +8,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { TERMINAL_EXPERIMENT_STATES, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { type ExperimentRecord, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { collectResults } from '../results/collect-results.ts';
 import { analyzeCollected } from '../results/write-results.ts';
@@ -27,11 +27,25 @@ export type ExperimentOutcome = z.infer<typeof ExperimentOutcomeSchema>;
 
 async function analyse(redis: Redis, prefix: string, exp: ExperimentRecord): Promise<ExperimentOutcome> {
   const duration_ms = exp.ended ? exp.ended - exp.created : null;
-  if (exp.state !== 'done') return { outcome: exp.state === 'failed' ? 'failed' : 'cancelled', verdict: null, change: null, ci: null, duration_ms };
+  if (exp.state !== 'done')
+    return {
+      outcome: exp.state === 'failed' ? 'failed' : 'cancelled',
+      verdict: null,
+      change: null,
+      ci: null,
+      duration_ms,
+    };
   const collected = await collectResults(redis, prefix, exp.id);
-  if (Object.keys(collected.reps).length === 0) return { outcome: 'no-reps', verdict: null, change: null, ci: null, duration_ms };
+  if (Object.keys(collected.reps).length === 0)
+    return { outcome: 'no-reps', verdict: null, change: null, ci: null, duration_ms };
   const a = analyzeCollected(collected);
-  return { outcome: a.verdict, verdict: isVerdict(a.verdict) ? a.verdict : null, change: a.primary?.relative.estimate ?? null, ci: a.primary?.relative.ci ?? null, duration_ms };
+  return {
+    outcome: a.verdict,
+    verdict: isVerdict(a.verdict) ? a.verdict : null,
+    change: a.primary?.relative.estimate ?? null,
+    ci: a.primary?.relative.ci ?? null,
+    duration_ms,
+  };
 }
 
 /** A kept outcome, or null when there is none or it does not parse (then it is computed again and overwritten). */
@@ -50,7 +64,11 @@ function keptOutcome(text: string | null): ExperimentOutcome | null {
  * others analysed and kept. An outcome that cannot be computed (its records unreadable) is null
  * and not kept, so the next reader tries again.
  */
-export async function experimentOutcomes(redis: Redis, prefix: string, exps: readonly ExperimentRecord[]): Promise<(ExperimentOutcome | null)[]> {
+export async function experimentOutcomes(
+  redis: Redis,
+  prefix: string,
+  exps: readonly ExperimentRecord[],
+): Promise<(ExperimentOutcome | null)[]> {
   const keys = orchKeys(prefix);
   const ended = exps.filter((e) => TERMINAL_EXPERIMENT_STATES.has(e.state));
   const kept = ended.length === 0 ? [] : await redis.mget(ended.map((e) => keys.outcome(e.id)));

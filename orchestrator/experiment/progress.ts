@@ -7,18 +7,25 @@
  * still waits (`waitingReason`): Redis refusing writes, no scheduler leading, the blocks' reasons.
  */
 import type { Redis } from 'ioredis';
+import { UserInputError } from '../../jobs/errors.ts';
+import { formatBytes } from '../../jobs/limits.ts';
+import { type StreamEvent, streamMs } from '../../jobs/stream-event.ts';
+import type { WorkerEvent } from '../../jobs/worker-event.ts';
+import { EventLog } from '../../store/event-log.ts';
+import {
+  type BlockState,
+  type ExperimentRecord,
+  type ExperimentState,
+  ExperimentStore,
+  TERMINAL_BLOCK_PHASES,
+  TERMINAL_EXPERIMENT_STATES,
+} from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { RedisInstance } from '../../store/redis-instance.ts';
 import { isRedisOom } from '../../store/redis-oom.ts';
-import { formatBytes } from '../../jobs/limits.ts';
-import { UserInputError } from '../../jobs/errors.ts';
-import { ExperimentStore, TERMINAL_BLOCK_PHASES, TERMINAL_EXPERIMENT_STATES, type BlockState, type ExperimentRecord, type ExperimentState } from '../../store/experiment-store.ts';
-import { EventLog } from '../../store/event-log.ts';
-import { streamMs, type StreamEvent } from '../../jobs/stream-event.ts';
 import { readStepHistory } from '../../store/step-history.ts';
 import { historyRepMs, workloadKey } from '../scheduler/expected-duration.ts';
-import { estimateRemaining, formatDuration, formatEta, RepClock, type Eta } from './eta.ts';
-import type { WorkerEvent } from '../../jobs/worker-event.ts';
+import { type Eta, estimateRemaining, formatDuration, formatEta, RepClock } from './eta.ts';
 
 export interface LatestRep {
   arm: string;
@@ -115,7 +122,9 @@ export class ProgressTracker {
    */
   async uncommittedReps(blocks: readonly BlockState[]): Promise<number> {
     while ((await this.poll(null)).length > 0);
-    return blocks.filter((b) => b.phase === 'running').reduce((n, b) => n + (this.done.get(`${b.block}/${b.attempt}`) ?? 0), 0);
+    return blocks
+      .filter((b) => b.phase === 'running')
+      .reduce((n, b) => n + (this.done.get(`${b.block}/${b.attempt}`) ?? 0), 0);
   }
 
   /** Rank 0's final answer of a rep (or, design probe, of a probe request) is one planned rep done. */
@@ -144,9 +153,11 @@ export class ProgressTracker {
     const id = `${host}/${line.key}`;
     const b = this.builds.get(id);
     if (line.event === 'build-start') {
-      if (!b) this.builds.set(id, { host, key: line.key, commit: line.commit, state: 'building', position: null, ms: null });
+      if (!b)
+        this.builds.set(id, { host, key: line.key, commit: line.commit, state: 'building', position: null, ms: null });
     } else if (line.event === 'build-wait') {
-      if (b?.state === 'building') this.builds.set(id, { ...b, state: 'waiting for the build lock', position: line.position });
+      if (b?.state === 'building')
+        this.builds.set(id, { ...b, state: 'waiting for the build lock', position: line.position });
     } else if (b && (b.ms === null || line.outcome !== 'cached')) {
       this.builds.set(id, { ...b, state: line.outcome, position: null, ms: line.ms });
     }
@@ -161,16 +172,32 @@ export class ProgressTracker {
   }
 
   async snapshot(now = Date.now()): Promise<Progress> {
-    const [state, blocks, history] = await Promise.all([this.store.state(this.exp.id), this.store.blocks(this.exp.id), this.historyRep()]);
+    const [state, blocks, history] = await Promise.all([
+      this.store.state(this.exp.id),
+      this.store.blocks(this.exp.id),
+      this.historyRep(),
+    ]);
     await this.endedCounts(blocks);
     const repMs = this.clock.measured();
     const rows = blocks.map((b: BlockState): BlockProgress => {
       const planned = this.exp.plan.blocks.find((p) => p.index === b.block)?.sequence.length ?? 0;
       const done = this.ended.get(b.block) ?? Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0);
       const left = TERMINAL_BLOCK_PHASES.has(b.phase) ? 0 : planned - done;
-      return { block: b.block, phase: b.phase, attempt: b.attempt, done, planned, latest: this.latest.get(b.block) ?? null, why: b.why, eta: estimateRemaining({ repsLeft: left, parallel: 1, repMs, historyRepMs: history }) };
+      return {
+        block: b.block,
+        phase: b.phase,
+        attempt: b.attempt,
+        done,
+        planned,
+        latest: this.latest.get(b.block) ?? null,
+        why: b.why,
+        eta: estimateRemaining({ repsLeft: left, parallel: 1, repMs, historyRepMs: history }),
+      };
     });
-    const repsLeft = rows.reduce((n, b) => n + (TERMINAL_BLOCK_PHASES.has(b.phase as BlockState['phase']) ? 0 : b.planned - b.done), 0);
+    const repsLeft = rows.reduce(
+      (n, b) => n + (TERMINAL_BLOCK_PHASES.has(b.phase as BlockState['phase']) ? 0 : b.planned - b.done),
+      0,
+    );
     const parallel = rows.filter((b) => b.phase === 'running').length;
     return {
       experiment: this.exp.id,
@@ -197,7 +224,10 @@ export const WAIT_REPORT_MS = 15_000;
  */
 export async function waitingReason(redis: Redis, prefix: string, p: Progress): Promise<string> {
   const keys = orchKeys(prefix);
-  const [memory, leader] = await Promise.all([redis.info('memory').catch(() => ''), redis.exists(keys.sched.leader).catch(() => 1)]);
+  const [memory, leader] = await Promise.all([
+    redis.info('memory').catch(() => ''),
+    redis.exists(keys.sched.leader).catch(() => 1),
+  ]);
   const used = Number(/used_memory:(\d+)/.exec(memory)?.[1] ?? 0);
   const max = Number(/maxmemory:(\d+)/.exec(memory)?.[1] ?? 0);
   if (max > 0 && used >= max) {
@@ -207,10 +237,19 @@ export async function waitingReason(redis: Redis, prefix: string, p: Progress): 
   const ended = p.blocks.filter((b) => TERMINAL_BLOCK_PHASES.has(b.phase as BlockState['phase'])).length;
   const parts: string[] = [];
   const waiting = p.blocks.filter((b) => b.phase === 'waiting');
-  for (const b of waiting.slice(0, 3)) parts.push(`block ${b.block} ${b.attempt > 0 ? `waiting for attempt ${b.attempt + 1}` : 'queued'}: ${b.why ?? 'no card granted yet'}`);
+  for (const b of waiting.slice(0, 3))
+    parts.push(
+      `block ${b.block} ${b.attempt > 0 ? `waiting for attempt ${b.attempt + 1}` : 'queued'}: ${b.why ?? 'no card granted yet'}`,
+    );
   if (waiting.length > 3) parts.push(`${waiting.length - 3} more blocks waiting`);
   const running = p.blocks.filter((b) => b.phase === 'running');
-  if (running.length > 0) parts.push(`${running.length} block${running.length === 1 ? '' : 's'} running (${running.slice(0, 3).map((b) => `block ${b.block} attempt ${b.attempt}: ${b.done}/${b.planned} reps`).join(', ')})`);
+  if (running.length > 0)
+    parts.push(
+      `${running.length} block${running.length === 1 ? '' : 's'} running (${running
+        .slice(0, 3)
+        .map((b) => `block ${b.block} attempt ${b.attempt}: ${b.done}/${b.planned} reps`)
+        .join(', ')})`,
+    );
   parts.push(`${ended}/${p.blocks.length} blocks ended`);
   parts.push(`elapsed ${formatDuration(p.elapsedMs)}, ${formatEta(p.eta)}`);
   return `waiting: experiment ${p.state}; ${parts.join('; ')}`;
@@ -225,7 +264,13 @@ export async function waitForEnd(
   redis: Redis,
   prefix: string,
   exp: ExperimentRecord,
-  opts: { onProgress?: (p: Progress, events: StreamEvent[]) => void; everyMs?: number; signal?: AbortSignal; onWaiting?: (why: string) => void; waitReportMs?: number } = {},
+  opts: {
+    onProgress?: (p: Progress, events: StreamEvent[]) => void;
+    everyMs?: number;
+    signal?: AbortSignal;
+    onWaiting?: (why: string) => void;
+    waitReportMs?: number;
+  } = {},
 ): Promise<ExperimentState> {
   // XREAD BLOCK holds its connection: the tracker gets its own.
   const conn = redis.duplicate();
@@ -267,7 +312,12 @@ export async function waitForEnd(
  * `output: 123 456 lines (12.0 MiB) of the ranks' output were not stored …`, or null when
  * nothing was dropped: the report of the output bounds (jobs/line-limit.ts), once, at the end.
  */
-export function droppedOutputLine(b: { lines: number; bytes: number; dropped_lines: number; dropped_bytes: number }): string | null {
+export function droppedOutputLine(b: {
+  lines: number;
+  bytes: number;
+  dropped_lines: number;
+  dropped_bytes: number;
+}): string | null {
   if (b.dropped_lines === 0) return null;
   return `output truncated: ${b.dropped_lines} lines (${formatBytes(b.dropped_bytes)}) of the ranks' output were not stored in the event stream (bounds: OUTPUT_PER_REP, OUTPUT_PER_EXPERIMENT in jobs/line-limit.ts); ${b.lines} lines (${formatBytes(b.bytes)}) were stored\n`;
 }

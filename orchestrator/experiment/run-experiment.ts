@@ -10,12 +10,12 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import { ExperimentStore, type ExperimentState } from '../../store/experiment-store.ts';
-import { DEFAULT_FAIL_ON_SET, outcomeExitCode, type FailOnSet } from '../report/outcome-exit-code.ts';
-import { writeResults, type WrittenResults } from '../results/write-results.ts';
 import { ExperimentRetention, experimentTtlSeconds } from '../../store/experiment-retention.ts';
+import { type ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
+import { DEFAULT_FAIL_ON_SET, type FailOnSet, outcomeExitCode } from '../report/outcome-exit-code.ts';
+import { type WrittenResults, writeResults } from '../results/write-results.ts';
 import { waitForEnd } from './progress.ts';
-import { submitExperiment, type SubmitInput, type Submitted } from './submit.ts';
+import { type SubmitInput, type Submitted, submitExperiment } from './submit.ts';
 
 export type WaitOptions = NonNullable<Parameters<typeof waitForEnd>[3]>;
 
@@ -47,13 +47,28 @@ export async function runExperiment(
   const { resultsRoot, wait, settle, failOn, onSubmitted, ...submit } = input;
   const sub = await submitExperiment(submit);
   onSubmitted?.(sub);
-  return awaitResults(input.redis, input.prefix, sub.id, { resultsRoot, ...(wait ? { wait } : {}), ...(settle ? { settle } : {}), ...(failOn ? { failOn } : {}) });
+  return awaitResults(input.redis, input.prefix, sub.id, {
+    resultsRoot,
+    ...(wait ? { wait } : {}),
+    ...(settle ? { settle } : {}),
+    ...(failOn ? { failOn } : {}),
+  });
 }
 
 /** Wait for a submitted experiment's end, write its results, pick its exit code. */
-export async function awaitResults(redis: Redis, prefix: string, id: string, opts: AwaitOptions): Promise<ExperimentOutcome> {
+export async function awaitResults(
+  redis: Redis,
+  prefix: string,
+  id: string,
+  opts: AwaitOptions,
+): Promise<ExperimentOutcome> {
   const exp = await new ExperimentStore(redis, prefix).get(id);
-  if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis (restarted without its data?)`, { hint: 'run orch status to list experiments' });
+  if (!exp)
+    throw new UserInputError(
+      'NO_SUCH_EXPERIMENT',
+      `no experiment "${id}" in this Redis (restarted without its data?)`,
+      { hint: 'run orch status to list experiments' },
+    );
   let state = await waitForEnd(redis, prefix, exp, opts.wait);
   if (opts.settle) state = await opts.settle(id, state);
   const written = await writeResults(redis, prefix, id, opts.resultsRoot);

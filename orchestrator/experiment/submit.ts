@@ -9,16 +9,15 @@
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
-import type { LoadedSpec } from '../spec/load-spec.ts';
-import { gangPlacement, planExperiment, type Plan } from '../../jobs/plan.ts';
-import { CardRegistry, type Card } from '../../store/card-registry.ts';
+import { gangPlacement, type Plan, planExperiment } from '../../jobs/plan.ts';
+import { signSubmission } from '../../jobs/submit-signature.ts';
 import { allows, CAPABILITY_FLAG, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
+import { type Card, CardRegistry } from '../../store/card-registry.ts';
+import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
 import { requireSubmitToken } from '../../store/submit-token.ts';
-import { signSubmission } from '../../jobs/submit-signature.ts';
-import { neverFits, type CardSlot } from '../scheduler/grant-planner.ts';
-import { wantedBackend } from '../scheduler/grant-planner.ts';
-import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
+import { type CardSlot, neverFits, wantedBackend } from '../scheduler/grant-planner.ts';
+import type { LoadedSpec } from '../spec/load-spec.ts';
 
 export interface SubmitInput {
   redis: Redis;
@@ -62,7 +61,17 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
     file: loaded.file,
   };
   // what the scheduler acts on, signed as it will read it back (JSON values of spec and plan)
-  record.submit_sig = signSubmission({ id, hash: loaded.hash, priority: loaded.spec.priority, specText: loaded.text, spec: JSON.parse(record.spec_json!), plan: JSON.parse(record.plan!) }, token);
+  record.submit_sig = signSubmission(
+    {
+      id,
+      hash: loaded.hash,
+      priority: loaded.spec.priority,
+      specText: loaded.text,
+      spec: JSON.parse(record.spec_json!),
+      plan: JSON.parse(record.plan!),
+    },
+    token,
+  );
   const blocks = plan.blocks.map((b) => [String(b.index), JSON.stringify(initialBlockState(b.index))]);
   await store.register(id, record, blocks);
 
@@ -77,18 +86,38 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
  * cards). A block that waits for cards not registered now (no CUDA card, no host at all) is
  * accepted and waits — unless `noWait`.
  */
-async function checkPlacement(redis: Redis, prefix: string, loaded: LoadedSpec, plan: Plan, noWait: boolean): Promise<string | null> {
+async function checkPlacement(
+  redis: Redis,
+  prefix: string,
+  loaded: LoadedSpec,
+  plan: Plan,
+  noWait: boolean,
+): Promise<string | null> {
   const registry = new CardRegistry(redis, { prefix });
   const all = await registry.all();
   const live = await registry.liveOf(all);
-  const block = { key: 'b0', ranks: plan.ranks, backend: wantedBackend(loaded), ...gangPlacement(plan.placement), expectedMs: 0 };
-  const toSlot = (c: (typeof all)[number]): CardSlot => ({ id: c.id, host: c.host, backend: c.backend, index: c.index });
+  const block = {
+    key: 'b0',
+    ranks: plan.ranks,
+    backend: wantedBackend(loaded),
+    ...gangPlacement(plan.placement),
+    expectedMs: 0,
+  };
+  const toSlot = (c: (typeof all)[number]): CardSlot => ({
+    id: c.id,
+    host: c.host,
+    backend: c.backend,
+    index: c.index,
+  });
   const where = `${loaded.file}: blocks.ranks = ${plan.ranks}, placement ${plan.placement}`;
   // Too many ranks for every registered host, whatever backend: no waiting helps.
   const anyBackend = neverFits({ ...block, backend: 'any' }, all.map(toSlot));
   if (anyBackend && all.length > 0) {
     throw new UserInputError('TOO_MANY_RANKS', `${where}: ${anyBackend}`, {
-      hint: plan.placement === 'host' ? 'lower blocks.ranks, register a larger host, or set blocks.placement: spread (or host_then_spread) to run the gang across hosts' : 'lower blocks.ranks or register more cards (all hosts together have fewer than the gang needs)',
+      hint:
+        plan.placement === 'host'
+          ? 'lower blocks.ranks, register a larger host, or set blocks.placement: spread (or host_then_spread) to run the gang across hosts'
+          : 'lower blocks.ranks or register more cards (all hosts together have fewer than the gang needs)',
     });
   }
   refuseDisallowed(loaded, all);
@@ -112,7 +141,11 @@ function refuseDisallowed(loaded: LoadedSpec, all: readonly Card[]): void {
   if (need.length === 0 || all.length === 0 || all.some((c) => allows(c, need))) return;
   const hosts = [...new Set(all.map((c) => c.host))];
   const missing = need.filter((cap) => !all.some((c) => allows(c, [cap])));
-  throw new UserInputError('WORK_NOT_ALLOWED', `${loaded.file}: the spec runs ${describeNeed(need)}, and no registered worker allows ${missing.length === need.length ? 'it' : describeNeed(missing)} (hosts: ${hosts.join(', ')}); nothing was registered`, {
-    hint: `start a worker with ${missing.map((c) => CAPABILITY_FLAG[c]).join(' ')} on a host that may run the submitter's code${need.includes('build') ? ', or drop builds: to measure the workers\' own graphrt' : ''}`,
-  });
+  throw new UserInputError(
+    'WORK_NOT_ALLOWED',
+    `${loaded.file}: the spec runs ${describeNeed(need)}, and no registered worker allows ${missing.length === need.length ? 'it' : describeNeed(missing)} (hosts: ${hosts.join(', ')}); nothing was registered`,
+    {
+      hint: `start a worker with ${missing.map((c) => CAPABILITY_FLAG[c]).join(' ')} on a host that may run the submitter's code${need.includes('build') ? ", or drop builds: to measure the workers' own graphrt" : ''}`,
+    },
+  );
 }

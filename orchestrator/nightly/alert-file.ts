@@ -21,7 +21,8 @@ export function appendAlertLine(file: string, roots: string[], line: string): vo
   const realRoot = realpathSync(root);
   const within = (dir: string) => {
     const real = realpathSync(dir);
-    if (real !== realRoot && !inside(realRoot, real)) throw new Error(`alert file ${file}: ${dir} resolves to ${real}, outside ${realRoot} (a link in the path)`);
+    if (real !== realRoot && !inside(realRoot, real))
+      throw new Error(`alert file ${file}: ${dir} resolves to ${real}, outside ${realRoot} (a link in the path)`);
   };
   // the nearest directory that exists is checked before anything is made under it
   let existing = parent;
@@ -31,15 +32,22 @@ export function appendAlertLine(file: string, roots: string[], line: string): vo
   within(parent);
   let fd: number;
   try {
-    fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+    fd = openSync(
+      file,
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      0o600,
+    );
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(`alert file ${file}: ${code === 'ELOOP' ? 'it is a symbolic link; alerts are never written through one' : (code ?? 'cannot be opened')}`);
+    throw new Error(
+      `alert file ${file}: ${code === 'ELOOP' ? 'it is a symbolic link; alerts are never written through one' : (code ?? 'cannot be opened')}`,
+    );
   }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new Error(`alert file ${file}: not a regular file`);
-    if (process.getuid !== undefined && st.uid !== process.getuid()) throw new Error(`alert file ${file}: owned by uid ${st.uid}, not by this orch serve's user`);
+    if (process.getuid !== undefined && st.uid !== process.getuid())
+      throw new Error(`alert file ${file}: owned by uid ${st.uid}, not by this orch serve's user`);
     writeSync(fd, line);
   } finally {
     closeSync(fd);

@@ -30,7 +30,10 @@ export function alertSinks(cfg: AlertSinksConfig, log: Logger): AlertSend {
       try {
         appendAlertLine(cfg.file, cfg.roots, `${JSON.stringify(alert)}\n`);
       } catch (err) {
-        log.error({ err, file: cfg.file, alert: alert.text }, 'nightly alert: could not append to the alert file; the alert is only in this log');
+        log.error(
+          { err, file: cfg.file, alert: alert.text },
+          'nightly alert: could not append to the alert file; the alert is only in this log',
+        );
       }
     }
     await Promise.all(cfg.webhooks.map((url) => postWithRetry(url, alert, cfg, log)));
@@ -55,7 +58,9 @@ async function postWithRetry(url: string, alert: NightlyAlert, cfg: AlertSinksCo
       const last = i === attempts;
       log.warn(
         { webhook: where, attempt: i, of: attempts, err: err instanceof Error ? err.message : String(err) },
-        last ? 'nightly alert: webhook failed every attempt; the alert is only in this log and the history' : `nightly alert: webhook failed, retrying in ${wait} ms`,
+        last
+          ? 'nightly alert: webhook failed every attempt; the alert is only in this log and the history'
+          : `nightly alert: webhook failed, retrying in ${wait} ms`,
       );
       if (last) {
         log.error({ webhook: where, alert: alert.text }, 'nightly alert not delivered');

@@ -27,28 +27,43 @@ export async function confirmRegressions(judged: NightFindings, rerun: Confirmat
   const again = new Map<string, NightlyRow[]>();
   for (const s of suspects) {
     const key = s.experiment ?? s.spec_file;
-    if (!again.has(key)) again.set(key, (await rerun(s)).map((c) => ({ ...c, confirms: s.experiment, finding: null })));
+    if (!again.has(key))
+      again.set(
+        key,
+        (await rerun(s)).map((c) => ({ ...c, confirms: s.experiment, finding: null })),
+      );
   }
   let alerts = [...judged.alerts];
   const rows = judged.rows.map((row) => {
     if (!suspects.includes(row)) return row;
     const confirmation = again.get(row.experiment ?? row.spec_file)!;
     const same = confirmation.find((c) => c.arm === row.arm && c.reference === row.reference) ?? null;
-    const first = alerts.find((a) => a.kind === 'regression' && a.experiment === row.experiment && a.comparison === comparisonOf(row));
+    const first = alerts.find(
+      (a) => a.kind === 'regression' && a.experiment === row.experiment && a.comparison === comparisonOf(row),
+    );
     alerts = alerts.filter((a) => a !== first);
     const failed = confirmation.find((c) => c.experiment_state !== 'done' || c.gates_pass === false) ?? null;
     if (same?.verdict === 'slower' || failed !== null) {
-      const what = failed === null
-        ? `confirmed by a paired confirmation run on the same card class (experiment ${same!.experiment}: slower by ${signedPct(same!.change)}, CI ${signedPct(same!.ci_low)} to ${signedPct(same!.ci_high)})`
-        : `NOT confirmed: the confirmation run (experiment ${failed.experiment ?? 'none'}) could not judge it: ${failed.error ?? failed.experiment_state}`;
-      alerts.push(alertFor(row, 'regression', `${first?.message ?? `${row.arm} is slower than ${row.reference} by ${signedPct(row.change)}`}; ${what}`));
+      const what =
+        failed === null
+          ? `confirmed by a paired confirmation run on the same card class (experiment ${same!.experiment}: slower by ${signedPct(same!.change)}, CI ${signedPct(same!.ci_low)} to ${signedPct(same!.ci_high)})`
+          : `NOT confirmed: the confirmation run (experiment ${failed.experiment ?? 'none'}) could not judge it: ${failed.error ?? failed.experiment_state}`;
+      alerts.push(
+        alertFor(
+          row,
+          'regression',
+          `${first?.message ?? `${row.arm} is slower than ${row.reference} by ${signedPct(row.change)}`}; ${what}`,
+        ),
+      );
       return row;
     }
     return { ...row, finding: 'regression-unconfirmed' };
   });
   const checked = [...again.values()].flat().map((c) => {
     const suspect = suspects.find((s) => s.experiment === c.confirms && s.arm === c.arm && s.reference === c.reference);
-    return suspect === undefined ? c : { ...c, finding: c.verdict === 'slower' ? 'confirmation-slower' : 'confirmation-not-slower' };
+    return suspect === undefined
+      ? c
+      : { ...c, finding: c.verdict === 'slower' ? 'confirmation-slower' : 'confirmation-not-slower' };
   });
   return { rows: [...rows, ...checked], alerts };
 }

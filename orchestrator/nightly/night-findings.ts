@@ -21,10 +21,10 @@
  * Every row also records its node change, if any, whatever its finding (`node_change`).
  */
 import type { NightlyRow } from '../../history/history-store.ts';
-import { SHIFT_DEFAULTS, shiftTonight, type ShiftAt } from './detect-shift.ts';
-import { nodeChange, type NodeChange } from './node-change.ts';
-import { makeAlert, signedPct, type NightlyAlert } from './nightly-alert.ts';
 import { benjaminiHochberg } from '../stats/false-discovery.ts';
+import { SHIFT_DEFAULTS, type ShiftAt, shiftTonight } from './detect-shift.ts';
+import { makeAlert, type NightlyAlert, signedPct } from './nightly-alert.ts';
+import { type NodeChange, nodeChange } from './node-change.ts';
 
 export interface NightFindings {
   rows: NightlyRow[];
@@ -48,7 +48,12 @@ export const DEFAULT_FDR = 0.05;
  * `allowsNodeChange`: whether the spec of a file lets its nights be compared across Slurm node
  * changes (across_runs.allow_node_change); default: none does.
  */
-export function findings(tonight: NightlyRow[], before: NightlyRow[], fdr = DEFAULT_FDR, allowsNodeChange: (specFile: string) => boolean = () => false): NightFindings {
+export function findings(
+  tonight: NightlyRow[],
+  before: NightlyRow[],
+  fdr = DEFAULT_FDR,
+  allowsNodeChange: (specFile: string) => boolean = () => false,
+): NightFindings {
   const past = new Map<string, NightlyRow[]>();
   for (const r of before) {
     // a confirmation run checked one night's row; the series is the nights themselves
@@ -86,9 +91,14 @@ interface Correction {
 
 /** `prior`: the series' earlier nights, oldest first; `nodes`: which of them its absolute numbers may be judged against. */
 function judge(row: NightlyRow, prior: NightlyRow[], nodes: NodeChange, correction: Correction): Finding {
-  if (row.experiment_state !== 'done') return { kind: 'failed', message: row.error ?? `experiment ended ${row.experiment_state}`, alert: true };
+  if (row.experiment_state !== 'done')
+    return { kind: 'failed', message: row.error ?? `experiment ended ${row.experiment_state}`, alert: true };
   if (row.gates_pass === false || row.verdict === 'invalid') {
-    return { kind: 'invalid', message: `the night's verdicts cannot be believed: ${row.error ?? row.gates ?? 'a gate failed'}`, alert: true };
+    return {
+      kind: 'invalid',
+      message: `the night's verdicts cannot be believed: ${row.error ?? row.gates ?? 'a gate failed'}`,
+      alert: true,
+    };
   }
   const last = prior.at(-1);
   // a slower night its confirmation run did not repeat was a fluke, not a regression going on
@@ -114,7 +124,13 @@ function judge(row: NightlyRow, prior: NightlyRow[], nodes: NodeChange, correcti
   };
   const arm = shift((r) => r.arm_value);
   const ref = shift((r) => r.reference_value);
-  if (arm && ref && arm.direction === ref.direction && row.aa_pass !== false && row.verdict === (last?.verdict ?? row.verdict)) {
+  if (
+    arm &&
+    ref &&
+    arm.direction === ref.direction &&
+    row.aa_pass !== false &&
+    row.verdict === (last?.verdict ?? row.verdict)
+  ) {
     const from = clean[arm.from - 1] ?? last;
     const codeMoved = from && JSON.stringify(from.commits) !== JSON.stringify(row.commits);
     return {
@@ -127,7 +143,8 @@ function judge(row: NightlyRow, prior: NightlyRow[], nodes: NodeChange, correcti
     };
   }
   // the nodes changed tonight and too few nights ran on the new ones to judge it: said once, as the alert
-  if (nodes.refused && nodes.changedTonight && nodes.comparable.length < SHIFT_DEFAULTS.minBaseline) return { kind: 'node-change', message: nodes.note!, alert: true };
+  if (nodes.refused && nodes.changedTonight && nodes.comparable.length < SHIFT_DEFAULTS.minBaseline)
+    return { kind: 'node-change', message: nodes.note!, alert: true };
   if (arm || ref) {
     const which = arm ? row.arm : row.reference;
     const s = (arm ?? ref)!;

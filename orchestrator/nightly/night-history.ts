@@ -9,10 +9,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { type DbFault, dbFault } from '../../history/db-fault.ts';
+import type { HistoryStore } from '../../history/history-store.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { OrchError } from '../../jobs/errors.ts';
-import { dbFault, type DbFault } from '../../history/db-fault.ts';
-import type { HistoryStore } from '../../history/history-store.ts';
 import { redactText } from '../../jobs/redact.ts';
 
 export interface HistoryRetry {
@@ -51,10 +51,19 @@ export class NightHistory {
       } catch (err) {
         const { fault, text } = this.describe(err);
         if (!fault.transient || attempt >= attempts) {
-          const tries = fault.transient ? ` after ${attempt} tries over ${((Date.now() - started) / 1000).toFixed(1)} s` : ' (not retried: waiting cannot fix it)';
-          throw new OrchError(fault.transient ? 'HISTORY_UNAVAILABLE' : 'HISTORY_UNUSABLE', `nightly history: could not ${what}${tries}: ${text}`, { hint: fault.fix, cause: err });
+          const tries = fault.transient
+            ? ` after ${attempt} tries over ${((Date.now() - started) / 1000).toFixed(1)} s`
+            : ' (not retried: waiting cannot fix it)';
+          throw new OrchError(
+            fault.transient ? 'HISTORY_UNAVAILABLE' : 'HISTORY_UNUSABLE',
+            `nightly history: could not ${what}${tries}: ${text}`,
+            { hint: fault.fix, cause: err },
+          );
         }
-        this.log.warn({ what, attempt, of: attempts, err: text }, `nightly history: could not ${what}; trying again in ${wait} ms`);
+        this.log.warn(
+          { what, attempt, of: attempts, err: text },
+          `nightly history: could not ${what}; trying again in ${wait} ms`,
+        );
         await sleep(wait);
         wait *= 2;
       }
@@ -72,7 +81,11 @@ export class NightHistory {
       if (this.beatFailing) this.log.info({ run: id }, 'nightly history: the heartbeat is written again');
       this.beatFailing = false;
     } catch (err) {
-      if (!this.beatFailing) this.log.warn({ run: id, err: this.describe(err).text }, 'nightly history: the heartbeat could not be written; trying again at the next beat');
+      if (!this.beatFailing)
+        this.log.warn(
+          { run: id, err: this.describe(err).text },
+          'nightly history: the heartbeat could not be written; trying again at the next beat',
+        );
       this.beatFailing = true;
     }
   }
@@ -90,7 +103,10 @@ export class NightHistory {
     // Not opened: openHistory's own message names the database, the reason and the fix.
     const cause = err instanceof Error ? err.cause : undefined;
     const code = (cause as { code?: unknown } | undefined)?.code;
-    const fault = dbFault(err, { engine: typeof code === 'string' && code.startsWith('SQLITE_') ? 'sqlite' : 'postgres', where: '' });
+    const fault = dbFault(err, {
+      engine: typeof code === 'string' && code.startsWith('SQLITE_') ? 'sqlite' : 'postgres',
+      where: '',
+    });
     // orch's own refusal with no driver error under it (a schema newer than this orch) stays refused.
     if (codeOf(err) !== null && cause === undefined) fault.transient = false;
     return { fault, text: redactText(err instanceof Error ? err.message : String(err)) };

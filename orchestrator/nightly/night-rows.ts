@@ -7,16 +7,34 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { parseStored } from '../../jobs/parse-stored.ts';
 import type { NightlyRow, SlurmPlacement } from '../../history/history-store.ts';
+import { parseStored } from '../../jobs/parse-stored.ts';
 import type { Provenance } from '../report/provenance.ts';
 import type { WrittenResults } from '../results/write-results.ts';
 
-export type RowContext = Pick<NightlyRow, 'run_id' | 'suite' | 'scheduled_at' | 'spec_file' | 'spec_name' | 'spec_hash' | 'commits' | 'pairing'>;
+export type RowContext = Pick<
+  NightlyRow,
+  'run_id' | 'suite' | 'scheduled_at' | 'spec_file' | 'spec_name' | 'spec_hash' | 'commits' | 'pairing'
+>;
 
 const EMPTY = {
-  metric: null, verdict: null, change: null, ci_low: null, ci_high: null, p_value: null, arm_value: null, reference_value: null,
-  aa_pass: null, gates_pass: null, gates: null, finding: null, cards: [], hosts: [], confirms: null, slurm: null, node_change: null,
+  metric: null,
+  verdict: null,
+  change: null,
+  ci_low: null,
+  ci_high: null,
+  p_value: null,
+  arm_value: null,
+  reference_value: null,
+  aa_pass: null,
+  gates_pass: null,
+  gates: null,
+  finding: null,
+  cards: [],
+  hosts: [],
+  confirms: null,
+  slurm: null,
+  node_change: null,
 } as const;
 
 /** The jobs, nodes and partitions of the hosts that ran blocks under Slurm; null when none did. */
@@ -28,11 +46,24 @@ export function slurmPlacement(p: Pick<Provenance, 'slurm'> | undefined): SlurmP
 }
 
 export function notRunRow(ctx: RowContext, experiment: string | null, error: string): NightlyRow {
-  return { ...ctx, ...EMPTY, cards: [], hosts: [], experiment, experiment_state: 'not-run', results_dir: null, arm: '', reference: '', error };
+  return {
+    ...ctx,
+    ...EMPTY,
+    cards: [],
+    hosts: [],
+    experiment,
+    experiment_state: 'not-run',
+    results_dir: null,
+    arm: '',
+    reference: '',
+    error,
+  };
 }
 
 /** What a row reads of written results; the provenance is absent only where a caller analysed without writing (bench/). */
-type RowSource = Pick<WrittenResults, 'dir' | 'state'> & { analysis: Omit<WrittenResults['analysis'], 'provenance'> & { provenance?: Provenance } };
+type RowSource = Pick<WrittenResults, 'dir' | 'state'> & {
+  analysis: Omit<WrittenResults['analysis'], 'provenance'> & { provenance?: Provenance };
+};
 
 export function rowsFromResults(ctx: RowContext, experiment: string, w: RowSource): NightlyRow[] {
   const a = w.analysis;
@@ -58,10 +89,28 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: RowSourc
     node_change: null,
     cards: gang.cards,
     hosts: gang.hosts,
-    error: w.state === 'done' ? (failedGates.length > 0 ? failedGates.map((g) => g.message).join('; ') : null) : `experiment ended ${w.state}`,
+    error:
+      w.state === 'done'
+        ? failedGates.length > 0
+          ? failedGates.map((g) => g.message).join('; ')
+          : null
+        : `experiment ended ${w.state}`,
   };
   if (a.comparisons.length === 0) {
-    return [{ ...common, arm: '', reference: '', verdict: a.verdict, change: null, ci_low: null, ci_high: null, p_value: null, arm_value: null, reference_value: null }];
+    return [
+      {
+        ...common,
+        arm: '',
+        reference: '',
+        verdict: a.verdict,
+        change: null,
+        ci_low: null,
+        ci_high: null,
+        p_value: null,
+        arm_value: null,
+        reference_value: null,
+      },
+    ];
   }
   return a.comparisons.map((c) => ({
     ...common,
@@ -79,7 +128,9 @@ export function rowsFromResults(ctx: RowContext, experiment: string, w: RowSourc
 
 /** The part of summary.json the row reads: every block's gang. */
 const GangSummarySchema = z.object({
-  blocks: z.array(z.object({ gang: z.array(z.object({ host: z.string(), cards: z.array(z.string()) })).optional() })).optional(),
+  blocks: z
+    .array(z.object({ gang: z.array(z.object({ host: z.string(), cards: z.array(z.string()) })).optional() }))
+    .optional(),
 });
 
 /** The cards and hosts every block's gang held, from summary.json (none when it cannot be read: the row is kept). */

@@ -36,8 +36,14 @@ export function signedPct(x: number | null | undefined): string {
 }
 
 export function makeAlert(a: Omit<NightlyAlert, 'text'>): NightlyAlert {
-  const commits = Object.entries(a.commits).map(([dir, c]) => `${dir}@${c.slice(0, 12)}`).join(', ') || 'none recorded';
-  const change = a.change === null ? '' : `\nchange: ${signedPct(a.change)}${a.ci ? ` (CI ${signedPct(a.ci[0])} to ${signedPct(a.ci[1])})` : ''}`;
+  const commits =
+    Object.entries(a.commits)
+      .map(([dir, c]) => `${dir}@${c.slice(0, 12)}`)
+      .join(', ') || 'none recorded';
+  const change =
+    a.change === null
+      ? ''
+      : `\nchange: ${signedPct(a.change)}${a.ci ? ` (CI ${signedPct(a.ci[0])} to ${signedPct(a.ci[1])})` : ''}`;
   const text =
     `[orch nightly] ${HEADLINE[a.kind]}: suite ${a.suite}, spec ${a.spec}${a.comparison ? `, ${a.comparison}` : ''} (night of ${a.scheduled_at})\n` +
     `${a.message}${change}\ncommits: ${commits}\nexperiment: ${a.experiment ?? 'none'}\nresults: ${a.results_dir ?? 'none'}`;

@@ -19,28 +19,34 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { UserInputError } from '../../jobs/errors.ts';
-import { loadSpec } from '../spec/load-spec.ts';
-import { allowsNodeChange } from '../../jobs/spec-schema/across-runs.ts';
+import {
+  type NightlyRow,
+  type NightlyRun,
+  type RunState,
+  runId,
+  type SubmittedSpec,
+} from '../../history/history-store.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
-import { runId, type NightlyRow, type NightlyRun, type RunState, type SubmittedSpec } from '../../history/history-store.ts';
+import { UserInputError } from '../../jobs/errors.ts';
+import { allowsNodeChange } from '../../jobs/spec-schema/across-runs.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
+import { requireSubmitToken } from '../../store/submit-token.ts';
 import { awaitResults } from '../experiment/run-experiment.ts';
 import { submitExperiment } from '../experiment/submit.ts';
-import { requireSubmitToken } from '../../store/submit-token.ts';
-import { rerunRefusal } from './rerun-refusal.ts';
-import type { AlertSend } from './alert-sinks.ts';
-import { findings } from './night-findings.ts';
-import { confirmRegressions } from './confirm-regressions.ts';
-import { makeAlert } from './nightly-alert.ts';
-import { contentFreeReason } from './content-free-reason.ts';
-import { notRunRow, rowsFromResults, type RowContext } from './night-rows.ts';
-import { NIGHTLY_HEARTBEAT_MS, staleAfter } from './heartbeat.ts';
-import { HISTORY_RETRY, NightHistory, type HistoryRetry, type HistorySource } from './night-history.ts';
-import { lastGoodCommit, pairedCommits, pairSpec } from './paired-night.ts';
 import { orchProvenance, specCommits } from '../report/orch-provenance.ts';
+import { loadSpec } from '../spec/load-spec.ts';
+import type { AlertSend } from './alert-sinks.ts';
+import { confirmRegressions } from './confirm-regressions.ts';
+import { contentFreeReason } from './content-free-reason.ts';
+import { NIGHTLY_HEARTBEAT_MS, staleAfter } from './heartbeat.ts';
+import { findings } from './night-findings.ts';
+import { HISTORY_RETRY, type HistoryRetry, type HistorySource, NightHistory } from './night-history.ts';
+import { notRunRow, type RowContext, rowsFromResults } from './night-rows.ts';
+import { makeAlert } from './nightly-alert.ts';
 import type { NightlyJobData } from './nightly-suites.ts';
+import { lastGoodCommit, pairedCommits, pairSpec } from './paired-night.ts';
+import { rerunRefusal } from './rerun-refusal.ts';
 
 export interface NightContext {
   redis: Redis;
@@ -87,7 +93,9 @@ export async function runNight(ctx: NightContext, data: NightData, scheduledAt: 
     // Whatever stopped the run is said first (the alert sink needs no database) and then
     // recorded: a night is never silently lost.
     const message = contentFreeReason(err);
-    await ctx.send(failedNight(data, scheduledAt, message)).catch((e) => log.error({ err: e }, 'nightly: the failed night could not be alerted'));
+    await ctx
+      .send(failedNight(data, scheduledAt, message))
+      .catch((e) => log.error({ err: e }, 'nightly: the failed night could not be alerted'));
     await recordFailure(ctx, history, data.suite, scheduledAt, message, night, isHistoryFault(err), log);
     throw err;
   }
@@ -102,17 +110,38 @@ function isHistoryFault(err: unknown): boolean {
  * The failed night in the history (retried like every write) and, when the history is what
  * failed, its reason in Redis beside the claim: the night that ends this run later says why.
  */
-async function recordFailure(ctx: NightContext, history: NightHistory, suite: string, scheduledAt: number, message: string, night: NightState, historyFault: boolean, log: Logger): Promise<void> {
+async function recordFailure(
+  ctx: NightContext,
+  history: NightHistory,
+  suite: string,
+  scheduledAt: number,
+  message: string,
+  night: NightState,
+  historyFault: boolean,
+  log: Logger,
+): Promise<void> {
   if (historyFault && night.owns) {
-    await new NightlyClaims(ctx.redis, ctx.prefix).recordFault(suite, scheduledAt, message).catch((e) => log.error({ err: e }, 'nightly: the history fault could not be kept in Redis either'));
+    await new NightlyClaims(ctx.redis, ctx.prefix)
+      .recordFault(suite, scheduledAt, message)
+      .catch((e) => log.error({ err: e }, 'nightly: the history fault could not be kept in Redis either'));
   }
   if (!night.owns) return;
   const id = runId(suite, scheduledAt);
-  await history.op('record the night as failed', (h) => h.finishRun(id, { state: 'failed', error: message, alerts: 1, rows: [] }))
-    .catch((e) => log.error({ err: e }, 'nightly: could not record the failed run; the next night of this suite ends it as failed'));
+  await history
+    .op('record the night as failed', (h) => h.finishRun(id, { state: 'failed', error: message, alerts: 1, rows: [] }))
+    .catch((e) =>
+      log.error({ err: e }, 'nightly: could not record the failed run; the next night of this suite ends it as failed'),
+    );
 }
 
-async function runHeldNight(ctx: NightContext, history: NightHistory, data: NightData, scheduledAt: number, night: NightState, log: Logger): Promise<NightOutcome> {
+async function runHeldNight(
+  ctx: NightContext,
+  history: NightHistory,
+  data: NightData,
+  scheduledAt: number,
+  night: NightState,
+  log: Logger,
+): Promise<NightOutcome> {
   const heartbeatMs = ctx.heartbeatMs ?? NIGHTLY_HEARTBEAT_MS;
   const { claimed, run: found } = await claimNight(ctx, history, data.suite, scheduledAt, heartbeatMs, night);
   let run = found;
@@ -152,56 +181,116 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
           intents.push({ file, experiment: id });
           await history.op(`record experiment ${id} before submitting it`, (h) => h.setExperiments(run.id, intents));
           try {
-            await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded, id, ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}) });
+            await submitExperiment({
+              redis: ctx.redis,
+              prefix: ctx.prefix,
+              loaded,
+              id,
+              ...(ctx.submitToken ? { submitToken: ctx.submitToken } : {}),
+            });
           } catch (err) {
             intents.pop();
-            await history.op(`record that experiment ${id} was not submitted`, (h) => h.setExperiments(run.id, intents));
+            await history.op(`record that experiment ${id} was not submitted`, (h) =>
+              h.setExperiments(run.id, intents),
+            );
             throw err;
           }
           submitted.push({ file, experiment: id, hash: loaded.hash });
           nodePolicy.set(file, allowsNodeChange(loaded.spec));
-          context.set(file, { ...base, spec_file: file, spec_name: loaded.spec.name, spec_hash: loaded.hash, ...extra });
-          log.info({ experiment: id, file, ...(extra.pairing ? { pairing: extra.pairing } : {}) }, 'nightly: submitted');
+          context.set(file, {
+            ...base,
+            spec_file: file,
+            spec_name: loaded.spec.name,
+            spec_hash: loaded.hash,
+            ...extra,
+          });
+          log.info(
+            { experiment: id, file, ...(extra.pairing ? { pairing: extra.pairing } : {}) },
+            'nightly: submitted',
+          );
         } catch (err) {
           if (!(err instanceof UserInputError)) throw err;
           // what reaches Redis, the history, the alerts and this log names the file, never its lines
           const reason = contentFreeReason(err);
           rejected.push(`${file}: ${reason}`);
-          rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null }, null, `not submitted: ${reason}`));
+          rows.push(
+            notRunRow(
+              { ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null },
+              null,
+              `not submitted: ${reason}`,
+            ),
+          );
           log.error({ file, code: err.code, reason }, 'nightly: spec not submitted');
         }
       }
     } else {
-      log.warn({ experiments: run.experiments }, 'nightly: the attempt that claimed this night stopped; waiting for the experiments it submitted, submitting nothing');
+      log.warn(
+        { experiments: run.experiments },
+        'nightly: the attempt that claimed this night stopped; waiting for the experiments it submitted, submitting nothing',
+      );
       const exps = new ExperimentStore(ctx.redis, ctx.prefix);
       for (const s of run.experiments) {
         const exp = await exps.get(s.experiment);
         const rc: RowContext = {
-          ...base, spec_file: s.file, spec_name: exp?.name ?? null, spec_hash: exp?.hash ?? null,
+          ...base,
+          spec_file: s.file,
+          spec_name: exp?.name ?? null,
+          spec_hash: exp?.hash ?? null,
           commits: exp ? (paired(s.file) ? pairedCommits(exp.spec) : specCommits(exp.spec)) : {},
-          pairing: exp && paired(s.file) ? `paired by the attempt that submitted it: ${JSON.stringify(pairedCommits(exp.spec))}` : null,
+          pairing:
+            exp && paired(s.file)
+              ? `paired by the attempt that submitted it: ${JSON.stringify(pairedCommits(exp.spec))}`
+              : null,
         };
         if (exp) {
           submitted.push({ ...s, hash: exp.hash });
           nodePolicy.set(s.file, allowsNodeChange(exp.spec));
           context.set(s.file, rc);
         } else {
-          rows.push(notRunRow(rc, s.experiment, `not submitted: the attempt that claimed this night stopped before submitting experiment ${s.experiment}`));
+          rows.push(
+            notRunRow(
+              rc,
+              s.experiment,
+              `not submitted: the attempt that claimed this night stopped before submitting experiment ${s.experiment}`,
+            ),
+          );
         }
       }
       for (const file of data.experiments.filter((f) => !run.experiments.some((s) => s.file === f))) {
-        rows.push(notRunRow({ ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null }, null, 'not submitted: the attempt that claimed this night stopped before submitting it'));
+        rows.push(
+          notRunRow(
+            { ...base, spec_file: file, spec_name: null, spec_hash: null, commits: {}, pairing: null },
+            null,
+            'not submitted: the attempt that claimed this night stopped before submitting it',
+          ),
+        );
       }
     }
     for (const s of submitted) rows.push(...(await collect(ctx, s, context.get(s.file)!, log)));
-    const judged = await confirmRegressions(findings(rows, before, data.false_discovery_rate, (file) => nodePolicy.get(file) === true), (suspect) => confirmationRun(ctx, suspect, log));
+    const judged = await confirmRegressions(
+      findings(rows, before, data.false_discovery_rate, (file) => nodePolicy.get(file) === true),
+      (suspect) => confirmationRun(ctx, suspect, log),
+    );
     for (const alert of judged.alerts) {
       log.warn({ alert: alert.kind, spec: alert.spec }, alert.text);
       await ctx.send(alert);
     }
-    const state: RunState = judged.rows.some((r) => r.experiment_state !== 'done') ? 'failed' : judged.rows.some((r) => r.gates_pass === false) ? 'invalid' : 'done';
-    const errors = judged.rows.filter((r) => r.error).map((r) => `${r.spec_file}${r.arm ? ` (${r.arm} vs ${r.reference})` : ''}: ${r.error}`);
-    await history.op(`record the night's ${judged.rows.length} rows and its end (${state})`, (h) => h.finishRun(run.id, { state, error: errors.length ? [...new Set(errors)].join('\n') : null, alerts: judged.alerts.length, rows: judged.rows }));
+    const state: RunState = judged.rows.some((r) => r.experiment_state !== 'done')
+      ? 'failed'
+      : judged.rows.some((r) => r.gates_pass === false)
+        ? 'invalid'
+        : 'done';
+    const errors = judged.rows
+      .filter((r) => r.error)
+      .map((r) => `${r.spec_file}${r.arm ? ` (${r.arm} vs ${r.reference})` : ''}: ${r.error}`);
+    await history.op(`record the night's ${judged.rows.length} rows and its end (${state})`, (h) =>
+      h.finishRun(run.id, {
+        state,
+        error: errors.length ? [...new Set(errors)].join('\n') : null,
+        alerts: judged.alerts.length,
+        rows: judged.rows,
+      }),
+    );
     log.info({ state, rows: judged.rows.length, alerts: judged.alerts.length }, 'nightly: run recorded');
     return { run: run.id, state, claimed, submitted, rejected, alerts: judged.alerts.length, rows: judged.rows };
   } finally {
@@ -215,9 +304,23 @@ async function runHeldNight(ctx: NightContext, history: NightHistory, data: Nigh
  * holder's row, and if none comes within the staleness window the holder died before writing it
  * — the night is then recorded as failed here, so it is never silently lost.
  */
-async function claimNight(ctx: NightContext, history: NightHistory, suite: string, scheduledAt: number, heartbeatMs: number, night: NightState): Promise<{ claimed: boolean; run: NightlyRun }> {
+async function claimNight(
+  ctx: NightContext,
+  history: NightHistory,
+  suite: string,
+  scheduledAt: number,
+  heartbeatMs: number,
+  night: NightState,
+): Promise<{ claimed: boolean; run: NightlyRun }> {
   const prov = orchProvenance();
-  const claim = { suite, scheduledAt, orchVersion: prov.version, orchCommit: prov.commit, orchDirty: prov.dirty, serveHost: prov.host };
+  const claim = {
+    suite,
+    scheduledAt,
+    orchVersion: prov.version,
+    orchCommit: prov.commit,
+    orchDirty: prov.dirty,
+    serveHost: prov.host,
+  };
   const claims = new NightlyClaims(ctx.redis, ctx.prefix);
   if (await claims.claim(suite, scheduledAt, `${prov.host}/${process.pid}/${randomBytes(4).toString('hex')}`)) {
     // Held from here: a history that fails the row's insert leaves its reason for whoever ends the night.
@@ -237,8 +340,12 @@ async function claimNight(ctx: NightContext, history: NightHistory, suite: strin
   const { claimed, run } = await history.op('claim the night (insert its run)', (h) => h.claimRun(claim));
   if (!claimed) return { claimed: false, run };
   const fault = await claims.fault(suite, scheduledAt);
-  const error = fault ?? 'another attempt took this night in Redis but never recorded it (it stopped before writing its run); nothing was submitted';
-  await history.op('record the night as failed', (h) => h.finishRun(run.id, { state: 'failed', error, alerts: 0, rows: [] }));
+  const error =
+    fault ??
+    'another attempt took this night in Redis but never recorded it (it stopped before writing its run); nothing was submitted';
+  await history.op('record the night as failed', (h) =>
+    h.finishRun(run.id, { state: 'failed', error, alerts: 0, rows: [] }),
+  );
   return { claimed: false, run: (await history.op('read the run', (h) => h.run(run.id)))! };
 }
 
@@ -258,13 +365,22 @@ async function whileAlive(history: NightHistory, run: NightlyRun, heartbeatMs: n
  * would not take it (its database was down), else with what is known: when and where it last
  * beat. Guarded in SQL (HistoryStore.endStale): an attempt that beats again is left alone.
  */
-async function endStalledNights(ctx: NightContext, history: NightHistory, own: NightlyRun, heartbeatMs: number, log: Logger): Promise<void> {
+async function endStalledNights(
+  ctx: NightContext,
+  history: NightHistory,
+  own: NightlyRun,
+  heartbeatMs: number,
+  log: Logger,
+): Promise<void> {
   const staleBefore = Date.now() - staleAfter(heartbeatMs);
-  const stalled = (await history.op('read the stalled runs of this suite', (h) => h.stalled(own.suite, staleBefore))).filter((r) => r.id !== own.id);
+  const stalled = (
+    await history.op('read the stalled runs of this suite', (h) => h.stalled(own.suite, staleBefore))
+  ).filter((r) => r.id !== own.id);
   const claims = new NightlyClaims(ctx.redis, ctx.prefix);
   for (const r of stalled) {
-    const why = (await claims.fault(r.suite, r.scheduled_at))
-      ?? `its attempt stopped beating at ${new Date(r.heartbeat_at).toISOString()}${r.serve_host ? ` on ${r.serve_host}` : ''} (its orch serve stopped) and nothing recorded its end`;
+    const why =
+      (await claims.fault(r.suite, r.scheduled_at)) ??
+      `its attempt stopped beating at ${new Date(r.heartbeat_at).toISOString()}${r.serve_host ? ` on ${r.serve_host}` : ''} (its orch serve stopped) and nothing recorded its end`;
     const error = `${why}\n(ended as failed by the run ${own.id}, which found it stalled)`;
     if (await history.op(`end the stalled run ${r.id}`, (h) => h.endStale(r.id, staleBefore, error))) {
       log.warn({ stalled: r.id, error }, 'nightly: an earlier night was left running; ended it as failed');
@@ -274,7 +390,10 @@ async function endStalledNights(ctx: NightContext, history: NightHistory, own: N
 
 async function collect(ctx: NightContext, s: SubmittedSpec, rc: RowContext, log: Logger): Promise<NightlyRow[]> {
   try {
-    if (!(await new ExperimentStore(ctx.redis, ctx.prefix).get(s.experiment))) return [notRunRow(rc, s.experiment, `experiment ${s.experiment} is gone from Redis (restarted without its data?)`)];
+    if (!(await new ExperimentStore(ctx.redis, ctx.prefix).get(s.experiment)))
+      return [
+        notRunRow(rc, s.experiment, `experiment ${s.experiment} is gone from Redis (restarted without its data?)`),
+      ];
     const { written } = await awaitResults(ctx.redis, ctx.prefix, s.experiment, { resultsRoot: ctx.resultsRoot });
     return rowsFromResults(rc, s.experiment, written);
   } catch (err) {
@@ -295,7 +414,10 @@ async function confirmationRun(ctx: NightContext, suspect: NightlyRow, log: Logg
   const rc: RowContext = { run_id, suite, scheduled_at, spec_file, spec_name, spec_hash, commits, pairing };
   const store = new ExperimentStore(ctx.redis, ctx.prefix);
   const exp = suspect.experiment === null ? null : await store.get(suspect.experiment);
-  if (!exp) return [notRunRow(rc, null, `confirmation not run: experiment ${suspect.experiment ?? '(none)'} is gone from Redis`)];
+  if (!exp)
+    return [
+      notRunRow(rc, null, `confirmation not run: experiment ${suspect.experiment ?? '(none)'} is gone from Redis`),
+    ];
   const token = ctx.submitToken ?? requireSubmitToken('the nightly confirmation run');
   // the record is read back from Redis: run again only as the night submitted it (rerun-refusal.ts)
   const changed = rerunRefusal(exp, spec_hash, token);
@@ -305,19 +427,37 @@ async function confirmationRun(ctx: NightContext, suspect: NightlyRow, log: Logg
   }
   const id = await store.newId(exp.name);
   try {
-    await submitExperiment({ redis: ctx.redis, prefix: ctx.prefix, loaded: { file: exp.file || spec_file, text: exp.specText, spec: exp.spec, hash: exp.hash }, id, submitToken: token });
+    await submitExperiment({
+      redis: ctx.redis,
+      prefix: ctx.prefix,
+      loaded: { file: exp.file || spec_file, text: exp.specText, spec: exp.spec, hash: exp.hash },
+      id,
+      submitToken: token,
+    });
   } catch (err) {
     if (!(err instanceof UserInputError)) throw err;
     return [notRunRow(rc, null, `confirmation not submitted: ${contentFreeReason(err)}`)];
   }
-  log.warn({ experiment: id, confirms: suspect.experiment, comparison: `${suspect.arm} vs ${suspect.reference}` }, 'nightly: suspected regression; confirmation run submitted');
+  log.warn(
+    { experiment: id, confirms: suspect.experiment, comparison: `${suspect.arm} vs ${suspect.reference}` },
+    'nightly: suspected regression; confirmation run submitted',
+  );
   return collect(ctx, { file: spec_file, experiment: id }, rc, log);
 }
 
 function failedNight(data: NightData, scheduledAt: number, message: string) {
   return makeAlert({
-    kind: 'failed', suite: data.suite, spec: '(the whole suite)', spec_file: data.file, scheduled_at: new Date(scheduledAt).toISOString(),
-    experiment: null, comparison: null, change: null, ci: null, commits: {}, results_dir: null,
+    kind: 'failed',
+    suite: data.suite,
+    spec: '(the whole suite)',
+    spec_file: data.file,
+    scheduled_at: new Date(scheduledAt).toISOString(),
+    experiment: null,
+    comparison: null,
+    change: null,
+    ci: null,
+    commits: {},
+    results_dir: null,
     message: `the nightly run stopped: ${message}`,
   });
 }

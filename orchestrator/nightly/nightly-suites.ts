@@ -9,13 +9,13 @@
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadConfigFile, loadSpec } from '../spec/load-spec.ts';
 import { SpecError, UserInputError } from '../../jobs/errors.ts';
 import { entryFile, type PairedEntry, type Suite } from '../../jobs/suite.ts';
-import { pairingProblem } from './paired-night.ts';
-import { alertFileProblem, alertRoots } from './alert-file.ts';
-import { signNightlyTemplate, type NightlyGrant, type NightlySchedule } from './nightly-grant.ts';
 import { QUEUES } from '../../store/keys.ts';
+import { loadConfigFile, loadSpec } from '../spec/load-spec.ts';
+import { alertFileProblem, alertRoots } from './alert-file.ts';
+import { type NightlyGrant, type NightlySchedule, signNightlyTemplate } from './nightly-grant.ts';
+import { pairingProblem } from './paired-night.ts';
 
 /** The data of every job a suite's scheduler produces. */
 export interface NightlyJobData {
@@ -54,7 +54,11 @@ export class NightlySuites {
   private readonly queue: Queue<NightlyJobData>;
 
   /** `secret`: the cluster secret a suite's template is signed with; install needs it, nothing else does */
-  constructor(redis: Redis, prefix: string, private readonly secret?: Buffer) {
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly secret?: Buffer,
+  ) {
     this.queue = new Queue<NightlyJobData>(QUEUES.nightly, { connection: redis, prefix });
   }
 
@@ -66,15 +70,29 @@ export class NightlySuites {
   async install(file: string, opts: { every?: number } = {}): Promise<InstalledSuite> {
     const loaded = loadConfigFile(file);
     if (loaded.kind !== 'suite') {
-      throw new SpecError([{ file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not a suite`, fix: 'add kind: suite, or pass a suite file' }]);
+      throw new SpecError([
+        {
+          file,
+          line: 1,
+          path: 'kind',
+          message: `this is a ${loaded.kind} file, not a suite`,
+          fix: 'add kind: suite, or pass a suite file',
+        },
+      ]);
     }
     const { suite } = loaded;
     const absolute = resolve(file);
     const at = (rel: string) => resolve(dirname(absolute), rel);
-    const paired = suite.experiments.filter((e): e is PairedEntry => typeof e !== 'string').map((e) => ({ file: at(e.spec), ref: e.ref ?? null }));
+    const paired = suite.experiments
+      .filter((e): e is PairedEntry => typeof e !== 'string')
+      .map((e) => ({ file: at(e.spec), ref: e.ref ?? null }));
     checkPaired(file, suite, paired);
-    if (!this.secret) throw new UserInputError('CLUSTER_SECRET', 'orch nightly install has no cluster secret to sign the suite with', { hint: 'give it the secret orch serve has: --secret-file FILE or ORCH_CLUSTER_SECRET' });
-    const schedule: NightlySchedule = opts.every !== undefined ? { every: opts.every } : { cron: suite.schedule.cron, tz: suite.schedule.tz };
+    if (!this.secret)
+      throw new UserInputError('CLUSTER_SECRET', 'orch nightly install has no cluster secret to sign the suite with', {
+        hint: 'give it the secret orch serve has: --secret-file FILE or ORCH_CLUSTER_SECRET',
+      });
+    const schedule: NightlySchedule =
+      opts.every !== undefined ? { every: opts.every } : { cron: suite.schedule.cron, tz: suite.schedule.tz };
     const data: Omit<NightlyJobData, 'grant'> = {
       suite: suite.name,
       file: absolute,
@@ -85,7 +103,9 @@ export class NightlySuites {
         ? {
             alerts: {
               ...(suite.alerts.webhook ? { webhook: suite.alerts.webhook } : {}),
-              ...(suite.alerts.file ? { file: suite.alerts.file === '-' ? '-' : resolve(dirname(absolute), suite.alerts.file) } : {}),
+              ...(suite.alerts.file
+                ? { file: suite.alerts.file === '-' ? '-' : resolve(dirname(absolute), suite.alerts.file) }
+                : {}),
             },
           }
         : {}),
@@ -94,7 +114,10 @@ export class NightlySuites {
     };
     checkAlertFile(file, data);
     const repeat = 'every' in schedule ? { every: schedule.every } : { pattern: schedule.cron, tz: schedule.tz };
-    await this.queue.upsertJobScheduler(suite.name, repeat, { name: NIGHTLY_JOB, data: signNightlyTemplate(data, this.secret) });
+    await this.queue.upsertJobScheduler(suite.name, repeat, {
+      name: NIGHTLY_JOB,
+      data: signNightlyTemplate(data, this.secret),
+    });
     return (await this.get(suite.name))!;
   }
 
@@ -133,14 +156,25 @@ function checkAlertFile(file: string, data: Omit<NightlyJobData, 'grant'>): void
   const alert = data.alerts?.file;
   if (alert === undefined || alert === '-') return;
   const problem = alertFileProblem(alert, alertRoots(resultsRootOf(data)));
-  if (problem) throw new SpecError([{ file, line: 1, path: 'alerts.file', message: problem, fix: `put it under the results directory (e.g. results/alerts.jsonl) or under a directory orch serve names in ORCH_ALERT_DIR` }]);
+  if (problem)
+    throw new SpecError([
+      {
+        file,
+        line: 1,
+        path: 'alerts.file',
+        message: problem,
+        fix: `put it under the results directory (e.g. results/alerts.jsonl) or under a directory orch serve names in ORCH_ALERT_DIR`,
+      },
+    ]);
 }
 
 /** A paired entry's spec must have the two builds the night sets; refused at install, nothing written. */
 function checkPaired(file: string, suite: Suite, paired: { file: string }[]): void {
   const issues = paired.flatMap((p) => {
     const problem = pairingProblem(loadSpec(p.file).spec);
-    const i = suite.experiments.findIndex((e) => typeof e !== 'string' && resolve(dirname(resolve(file)), e.spec) === p.file);
+    const i = suite.experiments.findIndex(
+      (e) => typeof e !== 'string' && resolve(dirname(resolve(file)), e.spec) === p.file,
+    );
     return problem ? [{ file, line: 1, path: `experiments[${i}].spec`, message: `${p.file}: ${problem}` }] : [];
   });
   if (issues.length > 0) throw new SpecError(issues);

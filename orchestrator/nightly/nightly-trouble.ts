@@ -15,7 +15,13 @@ export interface NightlyTrouble {
   /** the history database read (password masked) */
   history: string;
   /** null when there is no history yet */
-  runs: (Pick<NightlyRun, 'id' | 'suite' | 'state' | 'error' | 'alerts' | 'serve_host'> & { scheduled_at: string; heartbeat_at: string; stalled: boolean })[] | null;
+  runs:
+    | (Pick<NightlyRun, 'id' | 'suite' | 'state' | 'error' | 'alerts' | 'serve_host'> & {
+        scheduled_at: string;
+        heartbeat_at: string;
+        stalled: boolean;
+      })[]
+    | null;
   /** why the history could not be read */
   error: string | null;
 }
@@ -32,8 +38,15 @@ export async function nightlyTrouble(env: NodeJS.ProcessEnv = process.env, now =
         history,
         error: null,
         runs: runs.map((r) => ({
-          id: r.id, suite: r.suite, state: r.state, stalled: r.stalled, error: r.error, alerts: r.alerts, serve_host: r.serve_host,
-          scheduled_at: new Date(r.scheduled_at).toISOString(), heartbeat_at: new Date(r.heartbeat_at).toISOString(),
+          id: r.id,
+          suite: r.suite,
+          state: r.state,
+          stalled: r.stalled,
+          error: r.error,
+          alerts: r.alerts,
+          serve_host: r.serve_host,
+          scheduled_at: new Date(r.scheduled_at).toISOString(),
+          heartbeat_at: new Date(r.heartbeat_at).toISOString(),
         })),
       };
     } finally {
@@ -51,7 +64,9 @@ export function renderNightlyTrouble(t: NightlyTrouble): string[] {
     '',
     'nightly runs failed or stalled (last 7 days; orch nightly status SUITE)',
     ...t.runs.map((r) => {
-      const what = r.stalled ? `STALLED: running, last heartbeat ${r.heartbeat_at}${r.serve_host ? ` from ${r.serve_host}` : ''} (its orch serve stopped; no retry took it over)` : `${r.state.toUpperCase()}${r.error ? `: ${r.error.split('\n')[0]}` : ''}`;
+      const what = r.stalled
+        ? `STALLED: running, last heartbeat ${r.heartbeat_at}${r.serve_host ? ` from ${r.serve_host}` : ''} (its orch serve stopped; no retry took it over)`
+        : `${r.state.toUpperCase()}${r.error ? `: ${r.error.split('\n')[0]}` : ''}`;
       return `  ${r.suite} ${r.scheduled_at}  ${what}`;
     }),
   ];

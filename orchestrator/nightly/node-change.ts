@@ -38,11 +38,15 @@ export function nodeChange(tonight: NightlyRow, before: readonly NightlyRow[], a
   // the nights tonight's baseline would be drawn from (detect-shift.ts's window)
   const elsewhere = before.slice(-SHIFT_DEFAULTS.window).filter((n) => nodesKey(n) !== nodesKey(tonight)).length;
   if (elsewhere === 0) return { comparable: [...before], note: null, refused: false, changedTonight };
-  const change = changedTonight ? `ran on ${placement(tonight)}; the night before (${new Date(last!.scheduled_at).toISOString()}) on ${placement(last!)}: ` : '';
+  const change = changedTonight
+    ? `ran on ${placement(tonight)}; the night before (${new Date(last!.scheduled_at).toISOString()}) on ${placement(last!)}: `
+    : '';
   if (allowed) {
     return {
       comparable: [...before],
-      note: changedTonight ? `${change}compared across the change, as the spec allows (across_runs.allow_node_change)` : null,
+      note: changedTonight
+        ? `${change}compared across the change, as the spec allows (across_runs.allow_node_change)`
+        : null,
       refused: false,
       changedTonight,
     };

@@ -6,14 +6,15 @@
  * (the reference) gets the last good commit, the second's tonight's. Both refs are resolved
  * here, when the night submits, and the commits enter the spec hash as for any build.
  */
+
+import { parseDocument, Scalar } from 'yaml';
+import type { NightlyRow } from '../../history/history-store.ts';
 import { hashableSpec } from '../../jobs/build-refs.ts';
-import { resolveBuildRefs } from '../spec/resolve-build-refs.ts';
 import { SpecError } from '../../jobs/errors.ts';
-import type { LoadedSpec } from '../spec/load-spec.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { specHash } from '../../jobs/spec-hash.ts';
-import type { NightlyRow } from '../../history/history-store.ts';
-import { parseDocument, Scalar } from 'yaml';
+import type { LoadedSpec } from '../spec/load-spec.ts';
+import { resolveBuildRefs } from '../spec/resolve-build-refs.ts';
 
 /** The keys a paired row's `commits` carries. */
 export const TONIGHT = 'tonight';
@@ -23,7 +24,7 @@ export const LAST_GOOD = 'last_good';
 export function pairingProblem(spec: Spec): string | null {
   const builds = (spec.arms ?? []).map((a) => a.build ?? spec.build);
   if (spec.design !== 'ab' || builds.length !== 2 || builds.some((b) => b === undefined) || builds[0] === builds[1]) {
-    return 'a paired entry (against: last_good) needs design: ab with two arms each naming its own build (builds: { last_good: { ref: main }, tonight: { ref: HEAD } }): the first arm runs the last good commit, the second tonight\'s';
+    return "a paired entry (against: last_good) needs design: ab with two arms each naming its own build (builds: { last_good: { ref: main }, tonight: { ref: HEAD } }): the first arm runs the last good commit, the second tonight's";
   }
   return null;
 }
@@ -36,7 +37,16 @@ export function lastGoodCommit(rows: NightlyRow[], specFile: string): { commit: 
   const byRun = new Map<string, NightlyRow[]>();
   for (const r of rows) if (r.spec_file === specFile) byRun.set(r.run_id, [...(byRun.get(r.run_id) ?? []), r]);
   const good = [...byRun.values()]
-    .filter((rs) => rs.every((r) => r.experiment_state === 'done' && r.gates_pass === true && r.verdict !== 'slower' && r.finding !== 'regression' && r.commits[TONIGHT]))
+    .filter((rs) =>
+      rs.every(
+        (r) =>
+          r.experiment_state === 'done' &&
+          r.gates_pass === true &&
+          r.verdict !== 'slower' &&
+          r.finding !== 'regression' &&
+          r.commits[TONIGHT],
+      ),
+    )
     .sort((a, b) => b[0]!.scheduled_at - a[0]!.scheduled_at);
   const newest = good[0]?.[0];
   return newest ? { commit: newest.commits[TONIGHT]!, scheduledAt: newest.scheduled_at } : null;
@@ -54,7 +64,11 @@ export interface PairedSpec {
  * default HEAD of the spec's repository), resolved and hashed again. Without a last good night
  * both are tonight's commit: an A/A, said so in `pairing`.
  */
-export function pairSpec(loaded: LoadedSpec, lastGood: { commit: string; scheduledAt: number } | null, ref: string | null): PairedSpec {
+export function pairSpec(
+  loaded: LoadedSpec,
+  lastGood: { commit: string; scheduledAt: number } | null,
+  ref: string | null,
+): PairedSpec {
   const problem = pairingProblem(loaded.spec);
   if (problem) throw new SpecError([{ file: loaded.file, line: 1, path: 'arms', message: problem }]);
   const spec = structuredClone(loaded.spec);
@@ -66,7 +80,15 @@ export function pairSpec(loaded: LoadedSpec, lastGood: { commit: string; schedul
   spec.builds[reference] = { ref: lastGood?.commit ?? tonightRef };
   const problems = resolveBuildRefs(spec, loaded.file);
   if (problems.length > 0) {
-    throw new SpecError(problems.map((p) => ({ file: loaded.file, line: 1, path: p.path.join('.'), message: p.message, ...(p.fix ? { fix: p.fix } : {}) })));
+    throw new SpecError(
+      problems.map((p) => ({
+        file: loaded.file,
+        line: 1,
+        path: p.path.join('.'),
+        message: p.message,
+        ...(p.fix ? { fix: p.fix } : {}),
+      })),
+    );
   }
   const tonight = spec.builds[candidate]!.commit!;
   // One rev-parse for tonight: a HEAD that moved between the two resolutions would pair two commits.
@@ -76,7 +98,12 @@ export function pairSpec(loaded: LoadedSpec, lastGood: { commit: string; schedul
     ? `paired: ${candidate} ${tonight.slice(0, 12)} (${tonightRef}) against ${reference} ${last.slice(0, 12)}, the last good night's commit (${new Date(lastGood.scheduledAt).toISOString()})`
     : `unpaired: no night of this spec has passed yet, so tonight's commit ${tonight.slice(0, 12)} (${tonightRef}) runs against itself (an A/A)`;
   return {
-    loaded: { file: loaded.file, text: pairedText(loaded.text, { [reference]: last, [candidate]: tonight }), spec, hash: specHash(hashableSpec(spec)) },
+    loaded: {
+      file: loaded.file,
+      text: pairedText(loaded.text, { [reference]: last, [candidate]: tonight }),
+      spec,
+      hash: specHash(hashableSpec(spec)),
+    },
     commits: { [LAST_GOOD]: last, [TONIGHT]: tonight },
     pairing,
   };

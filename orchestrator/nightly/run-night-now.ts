@@ -8,10 +8,10 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { UserInputError } from '../../jobs/errors.ts';
 import { openHistory } from '../../history/open-history.ts';
+import { UserInputError } from '../../jobs/errors.ts';
 import { verifyNightlyTemplate } from './nightly-grant.ts';
-import { runSuiteJob, type NightlyResult } from './nightly-processor.ts';
+import { type NightlyResult, runSuiteJob } from './nightly-processor.ts';
 import { NightlySuites } from './nightly-suites.ts';
 
 export interface NightNowInput {
@@ -27,16 +27,27 @@ export interface NightNowInput {
 export async function runNightNow(o: NightNowInput): Promise<NightlyResult> {
   const suites = new NightlySuites(o.redis, o.prefix);
   const data = await suites.template(o.suite).finally(() => suites.close());
-  if (!data) throw new UserInputError('NO_SUCH_SUITE', `no nightly suite named "${o.suite}" is installed`, { hint: 'orch nightly list shows the installed names; orch nightly install SUITE.yaml installs one' });
+  if (!data)
+    throw new UserInputError('NO_SUCH_SUITE', `no nightly suite named "${o.suite}" is installed`, {
+      hint: 'orch nightly list shows the installed names; orch nightly install SUITE.yaml installs one',
+    });
   const signed = verifyNightlyTemplate(data, o.secret);
   if (!signed.ok) {
-    throw new UserInputError('CLUSTER_SECRET', `nightly suite "${o.suite}" was not signed with this cluster secret: ${signed.why}`, {
-      hint: 'give orch nightly run the secret orch serve has (--secret-file FILE or ORCH_CLUSTER_SECRET), or install the suite again with it',
-    });
+    throw new UserInputError(
+      'CLUSTER_SECRET',
+      `nightly suite "${o.suite}" was not signed with this cluster secret: ${signed.why}`,
+      {
+        hint: 'give orch nightly run the secret orch serve has (--secret-file FILE or ORCH_CLUSTER_SECRET), or install the suite again with it',
+      },
+    );
   }
   const history = await openHistory();
   try {
-    return await runSuiteJob({ redis: o.redis, prefix: o.prefix, history, log: o.log, submitToken: o.submitToken }, data, Date.now());
+    return await runSuiteJob(
+      { redis: o.redis, prefix: o.prefix, history, log: o.log, submitToken: o.submitToken },
+      data,
+      Date.now(),
+    );
   } finally {
     await history.close();
   }

@@ -6,5 +6,11 @@ export function sparkline(xs: readonly (number | null)[]): string {
   if (nums.length === 0) return '·'.repeat(xs.length);
   const lo = Math.min(...nums);
   const span = Math.max(...nums) - lo;
-  return xs.map((x) => (x === null || !Number.isFinite(x) ? '·' : BARS[span === 0 ? 3 : Math.round(((x - lo) / span) * (BARS.length - 1))])).join('');
+  return xs
+    .map((x) =>
+      x === null || !Number.isFinite(x)
+        ? '·'
+        : BARS[span === 0 ? 3 : Math.round(((x - lo) / span) * (BARS.length - 1))],
+    )
+    .join('');
 }

@@ -13,7 +13,9 @@ export function captureBlockersSection(a: Pick<Analysis, 'capture_blockers'>): s
     '',
     `${blockers.length === 1 ? 'One arm was' : `${blockers.length} arms were`} not measured: capture failed in the program. Fix ${blockers.length === 1 ? 'it' : 'each'} (move host work — a host-built tensor, a host sync, a CPU→GPU copy from unpinned memory — out of the captured step, writing device state in place) and run again; every other arm was measured and compared, and the comparisons with ${blockers.length === 1 ? 'this arm are' : 'these arms are'} not testable.`,
     '',
-    ...blockers.map((b) => `- arm ${b.arm}${b.frame === null ? '' : ` at \`${b.frame.file}:${b.frame.line}\``}: ${b.message}`),
+    ...blockers.map(
+      (b) => `- arm ${b.arm}${b.frame === null ? '' : ` at \`${b.frame.file}:${b.frame.line}\``}: ${b.message}`,
+    ),
     '',
   ];
 }

@@ -13,7 +13,9 @@ const LARGEST_SHOWN = 4;
 
 export function carryOverSection(c: CarryOver): string[] {
   const size = (x: CarryOverCell) => (x.effect === null ? -1 : Math.abs(x.effect));
-  const shown = c.flagged ? c.cells.filter((x) => x.flagged) : [...c.cells].sort((a, b) => size(b) - size(a)).slice(0, LARGEST_SHOWN);
+  const shown = c.flagged
+    ? c.cells.filter((x) => x.flagged)
+    : [...c.cells].sort((a, b) => size(b) - size(a)).slice(0, LARGEST_SHOWN);
   const which = c.flagged ? 'the flagged cells' : `the ${shown.length} largest of ${c.cells.length} cells`;
   return [
     '## Carry-over (arm × preceding arm)',
@@ -24,7 +26,16 @@ export function carryOverSection(c: CarryOver): string[] {
     '',
     markdownTable(
       ['arm', 'after', 'reps', 'against', 'effect', 'median rep', 'p', 'flagged'],
-      shown.map((x) => [x.arm, x.after, String(x.n), x.against, signedPct(x.effect), signedPct(x.median_effect), pValue(x.p), x.flagged ? '**yes**' : 'no']),
+      shown.map((x) => [
+        x.arm,
+        x.after,
+        String(x.n),
+        x.against,
+        signedPct(x.effect),
+        signedPct(x.median_effect),
+        pValue(x.p),
+        x.flagged ? '**yes**' : 'no',
+      ]),
     ),
     '',
   ];

@@ -9,7 +9,7 @@
 import { pValue, signedPct } from '../stats/format-number.ts';
 import type { Analysis, Comparison, Outcome } from '../stats/types.ts';
 import { allComparisons } from './all-comparisons.ts';
-import { outcomeExitCode, outcomeFails, type FailOnSet } from './outcome-exit-code.ts';
+import { type FailOnSet, outcomeExitCode, outcomeFails } from './outcome-exit-code.ts';
 
 export type CiStatus = 'passed' | 'failed' | 'skipped' | 'error';
 
@@ -36,22 +36,28 @@ export function changeWithCi(c: Comparison): string {
 const GOOD: ReadonlySet<Outcome> = new Set(['faster', 'equivalent', 'pass']);
 
 export function ciCases(a: Analysis, failOn: FailOnSet): CiCase[] {
-  const gates = a.gates.map((g): CiCase => ({
-    group: 'gates',
-    name: `gate ${g.name}`,
-    status: g.pass === null ? 'skipped' : g.pass || !failOn.has('invalid') ? 'passed' : 'failed',
-    notable: g.pass === false,
-    message: `${g.name} gate: ${g.pass === null ? 'n/a' : g.pass ? 'pass' : 'FAIL'}`,
-    detail: g.message,
-  }));
-  const comparisons = allComparisons(a).filter((c) => c !== a.aa).map((c): CiCase => ({
-    group: 'comparisons',
-    name: `${c.arm} vs ${c.reference}`,
-    status: a.stopped ? 'skipped' : outcomeFails(c.verdict, failOn) ? 'failed' : 'passed',
-    notable: !!a.stopped || !GOOD.has(c.verdict),
-    message: `${a.stopped ? `partial data (experiment ${a.stopped.state}), no verdict` : c.verdict}: change ${changeWithCi(c)}`,
-    detail: [c.statement, ...c.reasons].join('\n'),
-  }));
+  const gates = a.gates.map(
+    (g): CiCase => ({
+      group: 'gates',
+      name: `gate ${g.name}`,
+      status: g.pass === null ? 'skipped' : g.pass || !failOn.has('invalid') ? 'passed' : 'failed',
+      notable: g.pass === false,
+      message: `${g.name} gate: ${g.pass === null ? 'n/a' : g.pass ? 'pass' : 'FAIL'}`,
+      detail: g.message,
+    }),
+  );
+  const comparisons = allComparisons(a)
+    .filter((c) => c !== a.aa)
+    .map(
+      (c): CiCase => ({
+        group: 'comparisons',
+        name: `${c.arm} vs ${c.reference}`,
+        status: a.stopped ? 'skipped' : outcomeFails(c.verdict, failOn) ? 'failed' : 'passed',
+        notable: !!a.stopped || !GOOD.has(c.verdict),
+        message: `${a.stopped ? `partial data (experiment ${a.stopped.state}), no verdict` : c.verdict}: change ${changeWithCi(c)}`,
+        detail: [c.statement, ...c.reasons].join('\n'),
+      }),
+    );
   const code = outcomeExitCode(a, failOn);
   const outcome: CiCase = {
     group: 'outcome',

@@ -19,11 +19,11 @@ import { AcrossRunsOfSpecSchema, allowsNodeChange } from '../../jobs/spec-schema
 import { twoBuildSpec } from '../../jobs/two-build-spec.ts';
 import { mean } from '../stats/descriptive.ts';
 import { num, signedPct } from '../stats/format-number.ts';
-import type { RepValue } from '../stats/types.ts';
 import { logRatio } from '../stats/log-ratio.ts';
-import { pairedHalfWidth, welchT, type WelchTest } from '../stats/welch.ts';
+import type { RepValue } from '../stats/types.ts';
+import { pairedHalfWidth, type WelchTest, welchT } from '../stats/welch.ts';
 import type { Provenance } from './provenance.ts';
-import { readResultsDir, type ResultsDir } from './results-dir.ts';
+import { type ResultsDir, readResultsDir } from './results-dir.ts';
 
 export interface ArmComparison {
   arm: string;
@@ -53,7 +53,8 @@ const blockMeans = (values: readonly RepValue[], arm: string): number[] => {
   return [...by.entries()].sort((x, y) => x[0] - y[0]).map(([, xs]) => mean(xs));
 };
 
-const cardsOf = (p: Provenance | undefined, key: 'name' | 'driver') => [...new Set((p?.cards ?? []).map((c) => c[key] ?? `${c.backend} (unnamed)`))].sort().join(', ') || 'unknown';
+const cardsOf = (p: Provenance | undefined, key: 'name' | 'driver') =>
+  [...new Set((p?.cards ?? []).map((c) => c[key] ?? `${c.backend} (unnamed)`))].sort().join(', ') || 'unknown';
 
 function armCommit(r: ResultsDir, arm: string): string | null {
   const build = r.summary.plan.arms.find((a) => a.name === arm)?.build;
@@ -68,11 +69,22 @@ function pairingRatio(r: ResultsDir, alpha: number): CompareResult['pairing'] {
   const a = blockMeans(r.summary.analysis.values, primary.reference);
   const b = blockMeans(r.summary.analysis.values, primary.arm);
   const arms: [string, string] = [primary.reference, primary.arm];
-  const paired = a.length === b.length ? pairedHalfWidth(a.map((x, i) => b[i]! - x), alpha) : null;
+  const paired =
+    a.length === b.length
+      ? pairedHalfWidth(
+          a.map((x, i) => b[i]! - x),
+          alpha,
+        )
+      : null;
   const unpaired = welchT(a, b, alpha);
   const uw = unpaired.ci === null ? null : (unpaired.ci[1] - unpaired.ci[0]) / 2;
   if (paired === null || uw === null) {
-    return { run: r.summary.experiment, arms, ratio: null, message: `the paired and unpaired CI widths of ${arms[1]} vs ${arms[0]} in ${r.summary.experiment} cannot both be computed (${a.length} block(s)); an unpaired comparison of two runs cannot remove block-to-block drift at all` };
+    return {
+      run: r.summary.experiment,
+      arms,
+      ratio: null,
+      message: `the paired and unpaired CI widths of ${arms[1]} vs ${arms[0]} in ${r.summary.experiment} cannot both be computed (${a.length} block(s)); an unpaired comparison of two runs cannot remove block-to-block drift at all`,
+    };
   }
   const ratio = uw / paired;
   return {
@@ -81,53 +93,83 @@ function pairingRatio(r: ResultsDir, alpha: number): CompareResult['pairing'] {
     ratio,
     message:
       `in ${r.summary.experiment}, ${arms[1]} vs ${arms[0]} over the same ${a.length} blocks: unpaired (Welch on block means) the CI is ±${num(uw)}, paired within blocks ±${num(paired)}, ${num(ratio, 3)}× as wide` +
-      (ratio > 1 ? ` — pairing removed that much of the block-to-block variance there` : ` — this run had little block-to-block drift to remove`) +
+      (ratio > 1
+        ? ` — pairing removed that much of the block-to-block variance there`
+        : ` — this run had little block-to-block drift to remove`) +
       `; across two runs, drift between them is in the difference unseen, and no width can show it`,
   };
 }
 
 /** The nodes a run's Slurm workers ran on, or null when none ran under Slurm. */
-const slurmNodes = (p: Provenance): string | null => (p.slurm?.length ? [...new Set(p.slurm.map((s) => s.node))].sort().join(', ') : null);
+const slurmNodes = (p: Provenance): string | null =>
+  p.slurm?.length ? [...new Set(p.slurm.map((s) => s.node))].sort().join(', ') : null;
 
 /** The run's spec document (results/<id>/spec.yaml, as registered). */
-const specDoc = (dir: string): Record<string, unknown> => parse(readFileSync(join(dir, 'spec.yaml'), 'utf8')) as Record<string, unknown>;
+const specDoc = (dir: string): Record<string, unknown> =>
+  parse(readFileSync(join(dir, 'spec.yaml'), 'utf8')) as Record<string, unknown>;
 
 /** The runs (of A and B) whose spec does not allow a node change; [] when both do. */
 function specsRefusingNodeChange(dirs: readonly string[]): string[] {
-  return dirs.filter((dir) => !allowsNodeChange(checkStored(AcrossRunsOfSpecSchema, specDoc(dir), `${join(dir, 'spec.yaml')} (across_runs)`)));
+  return dirs.filter(
+    (dir) =>
+      !allowsNodeChange(checkStored(AcrossRunsOfSpecSchema, specDoc(dir), `${join(dir, 'spec.yaml')} (across_runs)`)),
+  );
 }
 
-export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: { allowNodeChange?: boolean } = {}): CompareResult {
+export function compareResults(
+  dirA: string,
+  dirB: string,
+  alpha = 0.05,
+  opts: { allowNodeChange?: boolean } = {},
+): CompareResult {
   const A = readResultsDir(dirA);
   const B = readResultsDir(dirB);
   const pa = A.summary.analysis.provenance;
   const pb = B.summary.analysis.provenance;
   const differences: string[] = [];
   if (pa === undefined || pb === undefined) {
-    throw new UserInputError('COMPARE_NOT_COMPARABLE', `${pa === undefined ? dirA : dirB} records no provenance (written by an orch before it did), so whether the two measured the same workload cannot be checked`, {
-      hint: 'rerun the experiment with this orch',
-    });
+    throw new UserInputError(
+      'COMPARE_NOT_COMPARABLE',
+      `${pa === undefined ? dirA : dirB} records no provenance (written by an orch before it did), so whether the two measured the same workload cannot be checked`,
+      {
+        hint: 'rerun the experiment with this orch',
+      },
+    );
   }
   if (pa.workload_hash !== pb.workload_hash) {
-    throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs measured different workloads: workload hash ${pa.workload_hash.slice(0, 12)} (${dirA}) vs ${pb.workload_hash.slice(0, 12)} (${dirB}); their numbers are not comparable`, {
-      hint: 'compare runs of the same workload section (diff their spec.yaml files), or measure both in one spec',
-    });
+    throw new UserInputError(
+      'COMPARE_NOT_COMPARABLE',
+      `the two runs measured different workloads: workload hash ${pa.workload_hash.slice(0, 12)} (${dirA}) vs ${pb.workload_hash.slice(0, 12)} (${dirB}); their numbers are not comparable`,
+      {
+        hint: 'compare runs of the same workload section (diff their spec.yaml files), or measure both in one spec',
+      },
+    );
   }
   const [na, nb] = [slurmNodes(pa), slurmNodes(pb)];
   if (na !== null && nb !== null && na !== nb) {
     const refusing = opts.allowNodeChange === true ? [] : specsRefusingNodeChange([dirA, dirB]);
     if (refusing.length > 0) {
-      throw new UserInputError('COMPARE_NOT_COMPARABLE', `the two runs ran on different Slurm nodes: ${na} (${dirA}) vs ${nb} (${dirB}); two nodes of one model differ by more than many changes measured, and the spec of ${refusing.join(' and of ')} does not allow comparing across them (across_runs.allow_node_change)`, {
-        hint: 'set across_runs: { allow_node_change: true } in the spec, or pass --allow-node-change to compare them anyway (the difference is listed), or measure both arms paired in one spec',
-      });
+      throw new UserInputError(
+        'COMPARE_NOT_COMPARABLE',
+        `the two runs ran on different Slurm nodes: ${na} (${dirA}) vs ${nb} (${dirB}); two nodes of one model differ by more than many changes measured, and the spec of ${refusing.join(' and of ')} does not allow comparing across them (across_runs.allow_node_change)`,
+        {
+          hint: 'set across_runs: { allow_node_change: true } in the spec, or pass --allow-node-change to compare them anyway (the difference is listed), or measure both arms paired in one spec',
+        },
+      );
     }
-    differences.push(`Slurm nodes: ${na} vs ${nb}${opts.allowNodeChange === true ? ' (compared by --allow-node-change)' : ' (compared: both specs allow a node change)'}`);
+    differences.push(
+      `Slurm nodes: ${na} vs ${nb}${opts.allowNodeChange === true ? ' (compared by --allow-node-change)' : ' (compared: both specs allow a node change)'}`,
+    );
   }
-  for (const [what, key] of [['card model', 'name'], ['driver', 'driver']] as const) {
+  for (const [what, key] of [
+    ['card model', 'name'],
+    ['driver', 'driver'],
+  ] as const) {
     const [x, y] = [cardsOf(pa, key), cardsOf(pb, key)];
     if (x !== y) differences.push(`${what}: ${x} vs ${y}`);
   }
-  if (A.summary.analysis.metric.name !== B.summary.analysis.metric.name) differences.push(`metric: ${A.summary.analysis.metric.name} vs ${B.summary.analysis.metric.name}`);
+  if (A.summary.analysis.metric.name !== B.summary.analysis.metric.name)
+    differences.push(`metric: ${A.summary.analysis.metric.name} vs ${B.summary.analysis.metric.name}`);
   const namesB = new Set(B.summary.analysis.arms.map((a) => a.arm));
   const shared = A.summary.analysis.arms.map((a) => a.arm).filter((n) => namesB.has(n));
   const arms: ArmComparison[] = shared.map((arm) => {
@@ -135,16 +177,22 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: {
     const b = blockMeans(B.summary.analysis.values, arm);
     const { welch, relative } = logRatio(a, b, alpha);
     const commits: [string | null, string | null] = [armCommit(A, arm), armCommit(B, arm)];
-    if (commits[0] !== commits[1]) differences.push(`arm ${arm}: commit ${commits[0] ?? '(the checkout)'} vs ${commits[1] ?? '(the checkout)'}`);
+    if (commits[0] !== commits[1])
+      differences.push(`arm ${arm}: commit ${commits[0] ?? '(the checkout)'} vs ${commits[1] ?? '(the checkout)'}`);
     return { arm, commits, blocks: [a.length, b.length], welch, relative };
   });
   const pairing = pairingRatio(A, alpha) ?? pairingRatio(B, alpha);
-  const first = arms.find((x) => x.commits[0] !== null && x.commits[1] !== null && x.commits[0] !== x.commits[1]) ?? arms[0];
+  const first =
+    arms.find((x) => x.commits[0] !== null && x.commits[1] !== null && x.commits[0] !== x.commits[1]) ?? arms[0];
   let paired_spec: string | null = null;
   if (first !== undefined) {
     const specA = specDoc(dirA);
     const toggles = A.summary.plan.arms.find((x) => x.name === first.arm)?.toggles ?? {};
-    paired_spec = twoBuildSpec(specA, { name: 'a', ref: first.commits[0] ?? '<commit of run A>', toggles }, { name: 'b', ref: first.commits[1] ?? '<commit of run B>', toggles });
+    paired_spec = twoBuildSpec(
+      specA,
+      { name: 'a', ref: first.commits[0] ?? '<commit of run A>', toggles },
+      { name: 'b', ref: first.commits[1] ?? '<commit of run B>', toggles },
+    );
   }
   const level = `${Math.round((1 - alpha) * 100)} %`;
   const lines = [
@@ -154,12 +202,23 @@ export function compareResults(dirA: string, dirB: string, alpha = 0.05, opts: {
     ...differences.map((d) => `- ${d}`),
     '',
     `Unpaired, blocks as the unit (Welch's t on the log of each arm's block means: B/A − 1, ${level} CI):`,
-    ...arms.map((x) => `- ${x.arm}: ${signedPct(x.relative.estimate)} (CI ${signedPct(x.relative.ci?.[0])} to ${signedPct(x.relative.ci?.[1])}; ${x.blocks[0]} vs ${x.blocks[1]} blocks, df ${num(x.welch.df, 3)}, p ${num(x.welch.p, 3)})`),
+    ...arms.map(
+      (x) =>
+        `- ${x.arm}: ${signedPct(x.relative.estimate)} (CI ${signedPct(x.relative.ci?.[0])} to ${signedPct(x.relative.ci?.[1])}; ${x.blocks[0]} vs ${x.blocks[1]} blocks, df ${num(x.welch.df, 3)}, p ${num(x.welch.p, 3)})`,
+    ),
     ...(arms.length === 0 ? ['- no arm ran in both'] : []),
     '',
     `How much weaker than paired: ${pairing?.message ?? 'neither run has a comparison of two arms to measure it on'}.`,
     '',
-    ...(paired_spec === null ? [] : ['The spec that measures it paired (both builds as arms of one experiment, in the same blocks):', '', '```yaml', paired_spec.trimEnd(), '```']),
+    ...(paired_spec === null
+      ? []
+      : [
+          'The spec that measures it paired (both builds as arms of one experiment, in the same blocks):',
+          '',
+          '```yaml',
+          paired_spec.trimEnd(),
+          '```',
+        ]),
     '',
   ];
   return { a: dirA, b: dirB, differences, arms, pairing, paired_spec, text: lines.join('\n') };

@@ -8,7 +8,7 @@
  */
 import { benjaminiHochberg } from '../stats/false-discovery.ts';
 import { signedPct } from '../stats/format-number.ts';
-import { compareResults, type CompareResult } from './compare-results.ts';
+import { type CompareResult, compareResults } from './compare-results.ts';
 import { markdownTable } from './markdown-table.ts';
 
 export interface RunsComparison {
@@ -40,7 +40,10 @@ export function compareRuns(dirs: readonly string[], alpha = 0.05): RunsComparis
     '',
     `Each run against the baseline ${baseline}, per arm: B/A − 1 unpaired (Welch's t on the log of block means), with its ${level} CI; **changed**: its p survives Benjamini–Hochberg at ${alpha} over all ${flat.length} arm comparisons.`,
     '',
-    markdownTable(['run', ...arms], comparisons.map((c, i) => [c.b, ...arms.map((arm) => cell(i, arm))])),
+    markdownTable(
+      ['run', ...arms],
+      comparisons.map((c, i) => [c.b, ...arms.map((arm) => cell(i, arm))]),
+    ),
     ...comparisons.map((c) => `\n${c.text}`),
   ].join('\n');
   return { baseline: baseline!, comparisons, discoveries, text: `${text.trimEnd()}\n` };

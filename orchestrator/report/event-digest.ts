@@ -26,7 +26,10 @@ export class EventDigest {
         const h = e.event;
         if (h.backend !== 'command') this.devices.add(h.device);
         // a resident program's own hello: where it ran, through what, on which clock
-        else if (h.program !== undefined) this.devices.add(`${h.program.device} (${h.program.name} through ${h.program.library}, ${h.program.backend}, timed by ${h.program.timing})`);
+        else if (h.program !== undefined)
+          this.devices.add(
+            `${h.program.device} (${h.program.name} through ${h.program.library}, ${h.program.backend}, timed by ${h.program.timing})`,
+          );
       }
     }
     this.provenance.add(e);

@@ -24,7 +24,13 @@ export interface OrchProvenance {
 
 export function gitCommit(dir: string): string | null {
   try {
-    return execFileSync('git', ['-C', dir, 'rev-parse', 'HEAD'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
+    return (
+      execFileSync('git', ['-C', dir, 'rev-parse', 'HEAD'], {
+        encoding: 'utf8',
+        timeout: 5000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim() || null
+    );
   } catch {
     return null;
   }
@@ -37,7 +43,13 @@ export function gitCommit(dir: string): string | null {
  */
 export function gitDirty(dir: string): boolean | null {
   try {
-    return execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    return (
+      execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], {
+        encoding: 'utf8',
+        timeout: 5000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim() !== ''
+    );
   } catch {
     return null;
   }
@@ -46,7 +58,11 @@ export function gitDirty(dir: string): boolean | null {
 export function orchProvenance(): OrchProvenance {
   let version: string | null = null;
   try {
-    version = parseStored(PackageJsonSchema, readFileSync(`${ROOT}package.json`, 'utf8'), `${ROOT}package.json`).version;
+    version = parseStored(
+      PackageJsonSchema,
+      readFileSync(`${ROOT}package.json`, 'utf8'),
+      `${ROOT}package.json`,
+    ).version;
   } catch {
     // an install without package.json next to it (or one without a version): no version to record
   }

@@ -54,7 +54,10 @@ export function outcomeFails(outcome: Outcome, failOn: FailOnSet = DEFAULT_FAIL_
 }
 
 /** The exit code of an analysed experiment under `failOn`. */
-export function outcomeExitCode(a: Pick<Analysis, 'verdict' | 'stopped'>, failOn: FailOnSet = DEFAULT_FAIL_ON_SET): number {
+export function outcomeExitCode(
+  a: Pick<Analysis, 'verdict' | 'stopped'>,
+  failOn: FailOnSet = DEFAULT_FAIL_ON_SET,
+): number {
   if (a.verdict === 'failed' && a.stopped?.user_input) return 2;
   return outcomeFails(a.verdict, failOn) ? EXIT_CODES[a.verdict] : 0;
 }
@@ -63,9 +66,23 @@ export function outcomeExitCode(a: Pick<Analysis, 'verdict' | 'stopped'>, failOn
  * Most severe first: several outcomes (a night's experiments) exit with the first of these that
  * fails under `failOn`, 0 when none does.
  */
-const SEVERITY: readonly Outcome[] = ['failed', 'cancelled', 'invalid', 'not_testable', 'fail', 'slower', 'inconclusive', 'equivalent', 'faster', 'pass'];
+const SEVERITY: readonly Outcome[] = [
+  'failed',
+  'cancelled',
+  'invalid',
+  'not_testable',
+  'fail',
+  'slower',
+  'inconclusive',
+  'equivalent',
+  'faster',
+  'pass',
+];
 
-export function worstExitCode(outcomes: readonly Pick<Analysis, 'verdict' | 'stopped'>[], failOn: FailOnSet = DEFAULT_FAIL_ON_SET): number {
+export function worstExitCode(
+  outcomes: readonly Pick<Analysis, 'verdict' | 'stopped'>[],
+  failOn: FailOnSet = DEFAULT_FAIL_ON_SET,
+): number {
   for (const o of SEVERITY) {
     const hit = outcomes.find((x) => x.verdict === o && outcomeExitCode(x, failOn) !== 0);
     if (hit) return outcomeExitCode(hit, failOn);

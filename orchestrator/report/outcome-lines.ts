@@ -33,7 +33,9 @@ export function exitCodesSection(): string[] {
   return [
     '## Exit codes of `orch submit`, `orch report`, `orch watch` and `orch nightly run`',
     '',
-    Object.entries(EXIT_CODES).map(([v, c]) => `${v} ${c}`).join(' · '),
+    Object.entries(EXIT_CODES)
+      .map(([v, c]) => `${v} ${c}`)
+      .join(' · '),
     '',
     `--fail-on chooses which of ${FAIL_ON_CHOICES.join(', ')} exit with their code (default ${DEFAULT_FAIL_ON.join(', ')}); the others exit 0. failed and cancelled always do.`,
     '',

@@ -4,13 +4,14 @@
  * (stats/pair-noise.ts: its A/A comparison, else its primary one), and what that costs in wall
  * time at the prior run's rep and block start-up times (stats/run-timing.ts).
  */
-import { LIMITS } from '../../jobs/limits.ts';
+
 import { UserInputError } from '../../jobs/errors.ts';
+import { LIMITS } from '../../jobs/limits.ts';
 import type { Plan } from '../../jobs/plan.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { pct } from '../stats/format-number.ts';
-import { pairNoise, type PairNoise } from '../stats/pair-noise.ts';
-import { cheapestDesign, pairedPower, wallMs, type BlockCost, type Design } from '../stats/power.ts';
+import { type PairNoise, pairNoise } from '../stats/pair-noise.ts';
+import { type BlockCost, cheapestDesign, type Design, pairedPower, wallMs } from '../stats/power.ts';
 import type { RunTiming } from '../stats/run-timing.ts';
 import type { Analysis, PlanLike } from '../stats/types.ts';
 
@@ -71,33 +72,56 @@ function noiseOf(prior: PriorRun): PairNoise {
     const n = pairNoise(prior.plan, a.values, c.arm, c.reference);
     if (n !== null) return n;
   }
-  throw new UserInputError('PRIOR_RUN_NO_NOISE', `${prior.source}: no comparison of experiment ${prior.experiment} has two pairs inside one block, so its paired noise is unknown`, {
-    hint: 'plan from a run with reps >= 2 that measured (an A/A run is best: gates: { aa: true })',
-  });
+  throw new UserInputError(
+    'PRIOR_RUN_NO_NOISE',
+    `${prior.source}: no comparison of experiment ${prior.experiment} has two pairs inside one block, so its paired noise is unknown`,
+    {
+      hint: 'plan from a run with reps >= 2 that measured (an A/A run is best: gates: { aa: true })',
+    },
+  );
 }
 
 export function powerPlan(i: PowerPlanInput): PowerPlan {
   const noise = noiseOf(i.prior);
   const timing = i.prior.timing;
   const notes: string[] = [];
-  if (noise.between === null) notes.push(`the prior run had pairs in one block only: between-block noise is unknown and taken as 0 (run blocks.count >= 2 to measure it)`);
+  if (noise.between === null)
+    notes.push(
+      `the prior run had pairs in one block only: between-block noise is unknown and taken as 0 (run blocks.count >= 2 to measure it)`,
+    );
   if (timing.step_ms === null) notes.push('the prior run has no rep times in its events: wall times are unknown (0)');
-  if (timing.startup_ms === null) notes.push('the prior run has no committed block with a start and a rep: block start-up taken as 0');
+  if (timing.startup_ms === null)
+    notes.push('the prior run has no committed block with a start and a rep: block start-up taken as 0');
   const arms = i.plan.arms.length;
   const round_ms = (timing.step_ms ?? 0) * (i.spec.workload.warmup + i.spec.workload.steps) * arms;
   const cost: BlockCost = { startup_ms: timing.startup_ms ?? 0, round_ms };
   const parts = { within: noise.within, between: noise.between ?? 0 };
   const min_effect = i.spec.metric.min_effect;
-  const bounds = { minReps: LIMITS.orch.reps.min, maxReps: LIMITS.orch.reps.max, maxBlocks: LIMITS.orch.blocks.max, maxPlanReps: LIMITS.orch.plan_reps.max, arms };
+  const bounds = {
+    minReps: LIMITS.orch.reps.min,
+    maxReps: LIMITS.orch.reps.max,
+    maxBlocks: LIMITS.orch.blocks.max,
+    maxPlanReps: LIMITS.orch.plan_reps.max,
+    arms,
+  };
   const rows = i.effects.map((m): PowerRow => {
     const effect = i.spec.metric.better === 'lower' ? -m : m;
     const q = { effect, noise: parts, alpha: i.alpha, min_effect };
     const reps = i.plan.reps;
     const blocks = i.plan.blocks.length;
     const as_written = { reps, blocks, power: pairedPower(q, reps, blocks), wall_ms: wallMs(cost, reps, blocks) };
-    if (m <= min_effect) return { effect, as_written, design: null, note: `inside the ±${pct(min_effect)} min_effect band: no run gives it a verdict` };
+    if (m <= min_effect)
+      return {
+        effect,
+        as_written,
+        design: null,
+        note: `inside the ±${pct(min_effect)} min_effect band: no run gives it a verdict`,
+      };
     const design = cheapestDesign(q, i.target, cost, bounds);
-    const note = design !== null ? null : `not reachable within orch's limits (reps <= ${bounds.maxReps}, blocks <= ${bounds.maxBlocks}, ${bounds.maxPlanReps} reps in a plan)${parts.between > 0 ? ': the between-block noise needs more blocks than that' : ''}`;
+    const note =
+      design !== null
+        ? null
+        : `not reachable within orch's limits (reps <= ${bounds.maxReps}, blocks <= ${bounds.maxBlocks}, ${bounds.maxPlanReps} reps in a plan)${parts.between > 0 ? ': the between-block noise needs more blocks than that' : ''}`;
     return { effect, as_written, design, note };
   });
   return {
@@ -106,7 +130,13 @@ export function powerPlan(i: PowerPlanInput): PowerPlan {
     alpha: i.alpha,
     min_effect,
     arms,
-    prior: { source: i.prior.source, experiment: i.prior.experiment, noise: { ...noise, within_sd: Math.sqrt(noise.within), between_sd: Math.sqrt(noise.between ?? 0) }, timing, round_ms },
+    prior: {
+      source: i.prior.source,
+      experiment: i.prior.experiment,
+      noise: { ...noise, within_sd: Math.sqrt(noise.within), between_sd: Math.sqrt(noise.between ?? 0) },
+      timing,
+      round_ms,
+    },
     rows,
     notes,
   };
@@ -143,7 +173,10 @@ export function formatPowerPlan(p: PowerPlan): string {
   const fmt = (r: string[]) => r.map((x, c) => (c === r.length - 1 ? x : x.padEnd(widths[c]!))).join('  ');
   lines.push(fmt(head), ...rows.map(fmt));
   for (const r of p.rows) if (r.note !== null) lines.push(`  ${pct(Math.abs(r.effect))}: ${r.note}`);
-  lines.push('', 'wall time: blocks one after another on one gang; blocks on more cards run side by side and take less.');
+  lines.push(
+    '',
+    'wall time: blocks one after another on one gang; blocks on more cards run side by side and take less.',
+  );
   for (const note of p.notes) lines.push(`note: ${note}`);
   return `${lines.join('\n')}\n`;
 }

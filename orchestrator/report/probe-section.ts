@@ -23,17 +23,39 @@ export function probeSection(p: ProbeSummary): string[] {
     '',
     p.pass ? p.message : `**${p.message}**`,
     '',
-    markdownTable(['probe', 'passed', 'of'], p.by_probe.map((b) => [b.name, String(b.passed), String(b.of)])),
+    markdownTable(
+      ['probe', 'passed', 'of'],
+      p.by_probe.map((b) => [b.name, String(b.passed), String(b.of)]),
+    ),
     '',
     markdownTable(
-      ['block', 'rep', 'rank', 'card', 'launch counter (counted / expected)', 'launches during replays', 'graph nodes vs launches', 'dispatches per replay', 'L', 'P', 'win', 'instantiate ms', 'failed'],
+      [
+        'block',
+        'rep',
+        'rank',
+        'card',
+        'launch counter (counted / expected)',
+        'launches during replays',
+        'graph nodes vs launches',
+        'dispatches per replay',
+        'L',
+        'P',
+        'win',
+        'instantiate ms',
+        'failed',
+      ],
       p.rows.map((r) => [
-        String(r.block), String(r.rep), String(r.rank), r.card,
+        String(r.block),
+        String(r.rep),
+        String(r.rank),
+        r.card,
         `${opt(r.launches_counted)} / ${opt(r.launches_expected)}`,
         opt(r.launches_during_replays),
         `${opt(r.graph_nodes)} vs ${opt(r.launches_counted)}${r.graph_nodes !== null && r.graph_nodes === r.launches_counted ? '' : ' **differ**'}`,
         opt(r.dispatches_per_replay),
-        opt(r.L), opt(r.P), yesNo(r.win),
+        opt(r.L),
+        opt(r.P),
+        yesNo(r.win),
         r.instantiate_ms === null ? '—' : num(r.instantiate_ms, 4),
         r.failed.length === 0 ? '—' : r.failed.join(', '),
       ]),
@@ -43,7 +65,10 @@ export function probeSection(p: ProbeSummary): string[] {
     '',
     p.capture_errors.length === 0
       ? 'None reported.'
-      : markdownTable(['class', 'where', 'graphrt said', 'rank-reps'], p.capture_errors.map((e) => [CLASS_TEXT[e.class], e.where, e.said, String(e.count)])),
+      : markdownTable(
+          ['class', 'where', 'graphrt said', 'rank-reps'],
+          p.capture_errors.map((e) => [CLASS_TEXT[e.class], e.where, e.said, String(e.count)]),
+        ),
     '',
   ];
 }

@@ -7,14 +7,15 @@
  * memory clocks at the start and end of the experiment, the throttle reasons seen and the reps
  * taken while one was reported (from the committed reps, `addRep`), and the hosts (with the Slurm job each ran in, when it did).
  */
-import { specHash } from '../../jobs/spec-hash.ts';
-import type { Spec } from '../../jobs/spec.ts';
-import { orchProvenance } from './orch-provenance.ts';
-import type { RepResult } from '../../jobs/rep-result.ts';
-import type { StreamEvent } from '../../jobs/stream-event.ts';
-import type { ExperimentRecord } from '../../store/experiment-store.ts';
+
 import type { MachineRecord } from '../../jobs/machine-record.ts';
+import type { RepResult } from '../../jobs/rep-result.ts';
+import type { Spec } from '../../jobs/spec.ts';
+import { specHash } from '../../jobs/spec-hash.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { workerEventOf } from '../../jobs/stream-event.ts';
+import type { ExperimentRecord } from '../../store/experiment-store.ts';
+import { orchProvenance } from './orch-provenance.ts';
 
 export interface ClockSample {
   sm_mhz: number;
@@ -73,7 +74,6 @@ export type HostMachine = { host: string } & MachineRecord;
 /** NVML reasons that do not slow a busy card (idle, a clock setting, boost sync, the display). */
 const NOT_THROTTLE = new Set(['gpu_idle', 'applications_clocks_setting', 'sync_boost', 'display_clock_setting']);
 
-
 export interface ProvenanceInput {
   spec: Spec;
   hash: string;
@@ -111,8 +111,14 @@ export class ProvenanceFold {
         const g = line.backend === 'command' ? null : line;
         const driver = g?.driver ?? null;
         this.cards.set(id, {
-          host: e.host, card: e.card, backend: line.backend, name: g?.device ?? null, sm: g?.sm ?? null, driver,
-          cuda_runtime: /runtime (\S+)/.exec(driver ?? '')?.[1] ?? null, clocks: { start: null, end: null },
+          host: e.host,
+          card: e.card,
+          backend: line.backend,
+          name: g?.device ?? null,
+          sm: g?.sm ?? null,
+          driver,
+          cuda_runtime: /runtime (\S+)/.exec(driver ?? '')?.[1] ?? null,
+          clocks: { start: null, end: null },
         });
       }
     }
@@ -145,20 +151,29 @@ export class ProvenanceFold {
       workload_hash: specHash(spec.workload),
       created: new Date(input.created).toISOString(),
       ended: input.ended === null ? null : new Date(input.ended).toISOString(),
-      builds: Object.entries(spec.builds ?? {}).map(([name, b]) => ({ name, ref: b.ref, commit: b.commit ?? null, dirty: b.dirty ?? false })),
+      builds: Object.entries(spec.builds ?? {}).map(([name, b]) => ({
+        name,
+        ref: b.ref,
+        commit: b.commit ?? null,
+        dirty: b.dirty ?? false,
+      })),
       graphrt: [...this.graphrt].sort(),
       hosts: [...this.hosts].sort(),
       ...(this.slurm.size > 0 ? { slurm: [...this.slurm.values()].sort((a, b) => a.host.localeCompare(b.host)) } : {}),
       cards: [...this.cards.values()].sort((a, b) => `${a.host}/${a.card}`.localeCompare(`${b.host}/${b.card}`)),
       throttle: { reasons: this.reasons, reps: [...this.throttled] },
-      machines: [...this.machines.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([host, m]) => ({ host, ...m })),
+      machines: [...this.machines.entries()]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([host, m]) => ({ host, ...m })),
     };
   }
 }
 
 const clock = (c: ClockSample): ClockSample => ({ sm_mhz: c.sm_mhz, mem_mhz: c.mem_mhz });
 
-export function collectProvenance(input: ProvenanceInput & { events: Iterable<StreamEvent>; reps: Iterable<RepResult> }): Provenance {
+export function collectProvenance(
+  input: ProvenanceInput & { events: Iterable<StreamEvent>; reps: Iterable<RepResult> },
+): Provenance {
   const f = new ProvenanceFold();
   for (const e of input.events) f.add(e);
   for (const r of input.reps) f.addRep(r);
@@ -166,7 +181,16 @@ export function collectProvenance(input: ProvenanceInput & { events: Iterable<St
 }
 
 /** The provenance of an experiment's record, with the orch that writes it. */
-export function provenanceOf(exp: Pick<ExperimentRecord, 'spec' | 'hash' | 'created' | 'ended'>, events: ProvenanceFold): Provenance {
+export function provenanceOf(
+  exp: Pick<ExperimentRecord, 'spec' | 'hash' | 'created' | 'ended'>,
+  events: ProvenanceFold,
+): Provenance {
   const { version, commit, dirty } = orchProvenance();
-  return events.result({ spec: exp.spec, hash: exp.hash, created: exp.created, ended: exp.ended, orch: { version, commit, dirty } });
+  return events.result({
+    spec: exp.spec,
+    hash: exp.hash,
+    created: exp.created,
+    ended: exp.ended,
+    orch: { version, commit, dirty },
+  });
 }

@@ -6,9 +6,9 @@
  * and commits: record-tables.ts), never from events.jsonl.
  */
 import type { Analysis } from '../stats/types.ts';
+import { recordTables } from './record-tables.ts';
 import { renderReportFiles } from './render-report-files.ts';
 import { readResultsDir } from './results-dir.ts';
-import { recordTables } from './record-tables.ts';
 import { ResultsOutDir } from './results-out-dir.ts';
 
 export interface RebuiltReport {
@@ -26,7 +26,10 @@ export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   // events.jsonl is read through, line by line through its schema, only to refuse a directory
   // holding a malformed one (EVENTS_FILE_INVALID); no number of the report comes from it
   for await (const _ of r.events());
-  const files = renderReportFiles(r.summary.analysis, recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }));
+  const files = renderReportFiles(
+    r.summary.analysis,
+    recordTables({ reps: r.reps(), gates: r.gates, commits: r.commits }),
+  );
   // 0600, and through no link planted at a report file (orchestrator/report/results-out-dir.ts)
   const out = ResultsOutDir.existing(dir);
   try {
@@ -34,5 +37,13 @@ export async function rebuildReport(dir: string): Promise<RebuiltReport> {
   } finally {
     out.close();
   }
-  return { dir, experiment: r.summary.experiment, state: r.summary.state, accounting: r.summary.accounting, analysis: r.summary.analysis, report: files['report.md']!, files: Object.keys(files) };
+  return {
+    dir,
+    experiment: r.summary.experiment,
+    state: r.summary.state,
+    accounting: r.summary.accounting,
+    analysis: r.summary.analysis,
+    report: files['report.md']!,
+    files: Object.keys(files),
+  };
 }

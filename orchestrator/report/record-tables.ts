@@ -8,9 +8,9 @@
 import type { CommitRecord } from '../../jobs/commit-record.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
-import { busyShare, type BusyShareRow } from '../stats/busy-share.ts';
-import { LaunchSummaryFold, type LaunchRow } from '../stats/launch-summary.ts';
-import { rankSummary, type RankRow } from '../stats/rank-summary.ts';
+import { type BusyShareRow, busyShare } from '../stats/busy-share.ts';
+import { type LaunchRow, LaunchSummaryFold } from '../stats/launch-summary.ts';
+import { type RankRow, rankSummary } from '../stats/rank-summary.ts';
 
 export interface RecordTables {
   ranks: RankRow[];

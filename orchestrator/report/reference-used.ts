@@ -20,7 +20,9 @@ export function referenceLines(a: Pick<Analysis, 'reference'>): string[] {
   return [
     `Reference of every comparison with ${choice.control}: ${choice.why}.`,
     '',
-    ...choice.set_aside.map((s) => `- set aside: ${s.arm} block ${s.block} rep ${s.rep} (${s.value.toPrecision(4)}): ${s.reason}`),
+    ...choice.set_aside.map(
+      (s) => `- set aside: ${s.arm} block ${s.block} rep ${s.rep} (${s.value.toPrecision(4)}): ${s.reason}`,
+    ),
     ...(choice.set_aside.length > 0 ? [''] : []),
   ];
 }

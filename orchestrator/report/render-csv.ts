@@ -2,8 +2,9 @@
  * CSV tables of an Analysis (RFC 4180 quoting, one header row, empty cell = not computable):
  * reps (one row per used rep), arms, comparisons, loo, drift. Relative numbers are fractions.
  */
-import { allComparisons } from './all-comparisons.ts';
+
 import type { Analysis } from '../stats/types.ts';
+import { allComparisons } from './all-comparisons.ts';
 import { referenceUsed } from './reference-used.ts';
 
 export interface CsvTables {
@@ -31,14 +32,73 @@ export function renderCsv(a: Analysis): CsvTables {
   return {
     reps: toCsv(
       ['experiment', 'block', 'arm', 'rep', 'position', 'value', 'throttled', 'reruns'],
-      a.values.map((v) => [a.experiment, v.block, v.arm, v.rep, v.position, v.value, (v.throttled ?? []).join('; '), v.reruns ?? 0]),
+      a.values.map((v) => [
+        a.experiment,
+        v.block,
+        v.arm,
+        v.rep,
+        v.position,
+        v.value,
+        (v.throttled ?? []).join('; '),
+        v.reruns ?? 0,
+      ]),
     ),
     arms: toCsv(
-      ['arm', 'aa_of', 'n', 'planned', 'missing', 'mean', 'median', 'sd', 'sem', 'ci_low', 'ci_high', 'min', 'max', 'cv', 'not_measured'],
-      a.arms.map((s) => [s.arm, s.aa_of, s.n, s.planned, s.missing, s.mean, s.median, s.sd, s.sem, s.ci?.[0], s.ci?.[1], s.min, s.max, s.cv, s.unsupported.map((u) => u.note).join('; ')]),
+      [
+        'arm',
+        'aa_of',
+        'n',
+        'planned',
+        'missing',
+        'mean',
+        'median',
+        'sd',
+        'sem',
+        'ci_low',
+        'ci_high',
+        'min',
+        'max',
+        'cv',
+        'not_measured',
+      ],
+      a.arms.map((s) => [
+        s.arm,
+        s.aa_of,
+        s.n,
+        s.planned,
+        s.missing,
+        s.mean,
+        s.median,
+        s.sd,
+        s.sem,
+        s.ci?.[0],
+        s.ci?.[1],
+        s.min,
+        s.max,
+        s.cv,
+        s.unsupported.map((u) => u.note).join('; '),
+      ]),
     ),
     comparisons: toCsv(
-      ['arm', 'reference', 'reference_used', 'pairs', 'relative', 'relative_ci_low', 'relative_ci_high', 'difference', 'difference_se', 't', 'df', 'p', 'wilcoxon_p', 'verdict', 'bound', 'mde', 'statement'],
+      [
+        'arm',
+        'reference',
+        'reference_used',
+        'pairs',
+        'relative',
+        'relative_ci_low',
+        'relative_ci_high',
+        'difference',
+        'difference_se',
+        't',
+        'df',
+        'p',
+        'wilcoxon_p',
+        'verdict',
+        'bound',
+        'mde',
+        'statement',
+      ],
       comps.map((c) => [
         c.arm,
         c.reference,
@@ -61,7 +121,19 @@ export function renderCsv(a: Analysis): CsvTables {
     ),
     loo: toCsv(
       ['toggle', 'arm', 'worth', 'worth_se', 'worth_rel', 'worth_rel_se', 't', 'df', 'p', 'share', 'unsupported'],
-      (a.loo?.rows ?? []).map((r) => [r.toggle, r.arm, r.worth, r.worth_se, r.worth_rel, r.worth_rel_se, r.t, r.df, r.p, r.share, r.unsupported]),
+      (a.loo?.rows ?? []).map((r) => [
+        r.toggle,
+        r.arm,
+        r.worth,
+        r.worth_se,
+        r.worth_rel,
+        r.worth_rel_se,
+        r.t,
+        r.df,
+        r.p,
+        r.share,
+        r.unsupported,
+      ]),
     ),
     drift: toCsv(
       ['arm', 'slope_per_position', 'se', 't', 'df', 'p', 'flagged'],

@@ -7,23 +7,32 @@
  * properties also : and ,.
  */
 import type { Analysis } from '../stats/types.ts';
-import { ciCases, type CiCase } from './ci-cases.ts';
+import { type CiCase, ciCases } from './ci-cases.ts';
 import { markdownTable } from './markdown-table.ts';
 import type { FailOnSet } from './outcome-exit-code.ts';
 
 const escapeData = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 const escapeProperty = (s: string) => escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
 
-const level = (c: CiCase) => (c.status === 'failed' || c.status === 'error' ? 'error' : c.notable ? 'warning' : 'notice');
+const level = (c: CiCase) =>
+  c.status === 'failed' || c.status === 'error' ? 'error' : c.notable ? 'warning' : 'notice';
 
 /** The workflow commands, one line per case. */
 export function githubAnnotations(a: Analysis, failOn: FailOnSet): string {
   return ciCases(a, failOn)
-    .map((c) => `::${level(c)} title=${escapeProperty(`orch ${a.experiment}: ${c.name}`)}::${escapeData(c.detail ? `${c.message}\n${c.detail}` : c.message)}\n`)
+    .map(
+      (c) =>
+        `::${level(c)} title=${escapeProperty(`orch ${a.experiment}: ${c.name}`)}::${escapeData(c.detail ? `${c.message}\n${c.detail}` : c.message)}\n`,
+    )
     .join('');
 }
 
-const MARK: Record<CiCase['status'], string> = { passed: '✅ passed', failed: '❌ failed', skipped: '⏭️ skipped', error: '⛔ error' };
+const MARK: Record<CiCase['status'], string> = {
+  passed: '✅ passed',
+  failed: '❌ failed',
+  skipped: '⏭️ skipped',
+  error: '⛔ error',
+};
 
 /** The step summary: the outcome, then every case in a table. */
 export function githubSummary(a: Analysis, failOn: FailOnSet): string {
@@ -34,7 +43,10 @@ export function githubSummary(a: Analysis, failOn: FailOnSet): string {
     '',
     `${MARK[outcome.status]} — ${outcome.message} (--fail-on ${[...failOn].join(',') || 'none'})`,
     '',
-    markdownTable(['case', 'result', 'found'], cases.filter((c) => c.group !== 'outcome').map((c) => [c.name, MARK[c.status], c.message])),
+    markdownTable(
+      ['case', 'result', 'found'],
+      cases.filter((c) => c.group !== 'outcome').map((c) => [c.name, MARK[c.status], c.message]),
+    ),
     '',
   ].join('\n');
 }

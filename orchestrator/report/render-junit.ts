@@ -6,7 +6,7 @@
  * that did not apply or a comparison of partial data, <error> for an experiment that ended early.
  */
 import type { Analysis } from '../stats/types.ts';
-import { ciCases, type CiCase } from './ci-cases.ts';
+import { type CiCase, ciCases } from './ci-cases.ts';
 import type { FailOnSet } from './outcome-exit-code.ts';
 
 /** Text as XML 1.0 attribute or character data: the five specials escaped, characters XML cannot hold dropped. */

@@ -2,8 +2,9 @@
  * The report's "Launches" section (orchestrator/stats/launch-summary.ts defines each column): is
  * the program launch-bound, and did the graph arm replace its launches with one graph launch?
  */
-import type { LaunchRow } from '../stats/launch-summary.ts';
+
 import { countingCostSentence } from '../../jobs/counting-cost.ts';
+import type { LaunchRow } from '../stats/launch-summary.ts';
 import { markdownTable } from './markdown-table.ts';
 
 const n = (x: number | null) => (x === null ? '—' : String(Math.round(x * 100) / 100));
@@ -11,8 +12,30 @@ const n = (x: number | null) => (x === null ? '—' : String(Math.round(x * 100)
 export function renderLaunches(rows: readonly LaunchRow[]): string {
   if (rows.length === 0) return '';
   const table = markdownTable(
-    ['arm', 'mode', 'reps', 'kernel launches / step', 'graph launches / step', 'copies / step', 'memsets / step', 'syncs / step', 'captured (graph nodes)', 'counted by'],
-    rows.map((r) => [r.arm, r.modes.join(', '), String(r.reps), n(r.kernels_per_step), n(r.graphs_per_step), n(r.memcpy_per_step), n(r.memset_per_step), n(r.syncs_per_step), n(r.captured), r.source]),
+    [
+      'arm',
+      'mode',
+      'reps',
+      'kernel launches / step',
+      'graph launches / step',
+      'copies / step',
+      'memsets / step',
+      'syncs / step',
+      'captured (graph nodes)',
+      'counted by',
+    ],
+    rows.map((r) => [
+      r.arm,
+      r.modes.join(', '),
+      String(r.reps),
+      n(r.kernels_per_step),
+      n(r.graphs_per_step),
+      n(r.memcpy_per_step),
+      n(r.memset_per_step),
+      n(r.syncs_per_step),
+      n(r.captured),
+      r.source,
+    ]),
   );
   return [
     '## Launches',

@@ -5,19 +5,19 @@
  * Every number goes through format-number.ts: a missing quantity prints "—", never NaN.
  */
 import { num, pct, pValue, signedPct } from '../stats/format-number.ts';
-import { allComparisons } from './all-comparisons.ts';
 import type { Analysis, Comparison } from '../stats/types.ts';
+import { allComparisons } from './all-comparisons.ts';
 import { backendLine } from './backend-line.ts';
-import { markdownTable } from './markdown-table.ts';
-import { carryOverSection } from './carry-over-section.ts';
-import { referenceLines, referenceUsed } from './reference-used.ts';
-import { sequentialSection } from './sequential-section.ts';
 import { cancelledSection } from './cancelled-section.ts';
-import { renderProvenance } from './render-provenance.ts';
-import { probeSection } from './probe-section.ts';
-import { renderTrace } from './render-trace.ts';
-import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
 import { captureBlockersSection } from './capture-blockers-section.ts';
+import { carryOverSection } from './carry-over-section.ts';
+import { markdownTable } from './markdown-table.ts';
+import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
+import { probeSection } from './probe-section.ts';
+import { referenceLines, referenceUsed } from './reference-used.ts';
+import { renderProvenance } from './render-provenance.ts';
+import { renderTrace } from './render-trace.ts';
+import { sequentialSection } from './sequential-section.ts';
 
 const gateResult = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'pass' : '**FAIL**');
 
@@ -41,7 +41,19 @@ function comparisonRow(a: Analysis, c: Comparison, unit: string): string[] {
   ];
 }
 
-const COMPARISON_HEADERS = ['arm', 'vs', 'reference used', 'pairs', 'change', `CI`, 'Δ', 't', 'p', 'Wilcoxon p', 'verdict'];
+const COMPARISON_HEADERS = [
+  'arm',
+  'vs',
+  'reference used',
+  'pairs',
+  'change',
+  `CI`,
+  'Δ',
+  't',
+  'p',
+  'Wilcoxon p',
+  'verdict',
+];
 
 export function renderMarkdown(a: Analysis): string {
   const unit = a.metric.name;
@@ -54,7 +66,11 @@ export function renderMarkdown(a: Analysis): string {
     out.push('**Invalid — no verdict can be believed:**', '', ...a.invalid_reasons.map((r) => `- ${r}`), '');
   }
   // an experiment that ended early shows what it measured, never as its verdict
-  if (a.primary) out.push(`**${a.primary.arm} vs ${a.primary.reference}${a.stopped ? ' (partial data, no verdict)' : ''}:** ${a.primary.statement}`, '');
+  if (a.primary)
+    out.push(
+      `**${a.primary.arm} vs ${a.primary.reference}${a.stopped ? ' (partial data, no verdict)' : ''}:** ${a.primary.statement}`,
+      '',
+    );
   out.push(
     `Plan ${a.plan.name} (${a.plan.design}, hash ${a.plan.hash}): ${a.plan.blocks} block(s) × ${a.plan.reps} rep(s) per arm, control ${a.plan.control}. ` +
       `Metric ${unit} (${a.metric.better} is better), rep value = ${a.metric.statistic} of its measured steps; ` +
@@ -65,7 +81,15 @@ export function renderMarkdown(a: Analysis): string {
     ...renderProvenance(a),
   );
 
-  out.push('## Gates', '', markdownTable(['gate', 'result', 'detail'], a.gates.map((g) => [g.name, gateResult(g.pass), g.message])), '');
+  out.push(
+    '## Gates',
+    '',
+    markdownTable(
+      ['gate', 'result', 'detail'],
+      a.gates.map((g) => [g.name, gateResult(g.pass), g.message]),
+    ),
+    '',
+  );
 
   out.push(
     `## Arms (${unit})`,
@@ -91,7 +115,15 @@ export function renderMarkdown(a: Analysis): string {
   );
 
   if (a.probe) out.push(...probeSection(a.probe));
-  if (a.trace) out.push(renderTrace(a.trace.arms, a.trace.floor, a.trace.pass ? a.trace.message : `**${a.trace.message}**`, a.trace.graph_check));
+  if (a.trace)
+    out.push(
+      renderTrace(
+        a.trace.arms,
+        a.trace.floor,
+        a.trace.pass ? a.trace.message : `**${a.trace.message}**`,
+        a.trace.graph_check,
+      ),
+    );
   if (a.sequential) out.push(...sequentialSection(a.sequential, a.min_effect));
 
   const comps = allComparisons(a);
@@ -103,7 +135,10 @@ export function renderMarkdown(a: Analysis): string {
         `A change counts only when the CI lies beyond ±${pct(a.min_effect)}.`,
       '',
       ...referenceLines(a),
-      markdownTable(COMPARISON_HEADERS, comps.map((c) => comparisonRow(a, c, unit))),
+      markdownTable(
+        COMPARISON_HEADERS,
+        comps.map((c) => comparisonRow(a, c, unit)),
+      ),
       '',
       ...comps.map((c) => {
         // Gate failures are already at the top of the report; do not repeat them per comparison.
@@ -121,11 +156,29 @@ export function renderMarkdown(a: Analysis): string {
       `worth = no_<toggle> − all_on: what removing the toggle costs with all others on. base − all_on = ${num(a.loo.total)} ± ${num(a.loo.total_se)} ${unit} (${signedPct(a.loo.total_rel)}).`,
       '',
       markdownTable(
-        ['toggle', `worth (${unit})`, `se (${unit})`, 'worth %', 'se %', 't', 'p', a.loo.share_withheld === null ? 'share of base − all_on' : 'share of base − all_on¹'],
+        [
+          'toggle',
+          `worth (${unit})`,
+          `se (${unit})`,
+          'worth %',
+          'se %',
+          't',
+          'p',
+          a.loo.share_withheld === null ? 'share of base − all_on' : 'share of base − all_on¹',
+        ],
         a.loo.rows.map((r) =>
           r.unsupported !== null
             ? [r.toggle, r.unsupported, '—', '—', '—', '—', '—', '—']
-            : [r.toggle, num(r.worth), num(r.worth_se, 3), signedPct(r.worth_rel), pct(r.worth_rel_se), num(r.t, 3), pValue(r.p), pct(r.share, 1)],
+            : [
+                r.toggle,
+                num(r.worth),
+                num(r.worth_se, 3),
+                signedPct(r.worth_rel),
+                pct(r.worth_rel_se),
+                num(r.t, 3),
+                pValue(r.p),
+                pct(r.share, 1),
+              ],
         ),
       ),
       '',
@@ -141,7 +194,10 @@ export function renderMarkdown(a: Analysis): string {
       '',
       a.order.flagged ? `**${a.order.message}**` : a.order.message,
       '',
-      markdownTable(['position', 'effect', 'n'], a.order.by_position.map((p) => [String(p.position), signedPct(p.effect), String(p.n)])),
+      markdownTable(
+        ['position', 'effect', 'n'],
+        a.order.by_position.map((p) => [String(p.position), signedPct(p.effect), String(p.n)]),
+      ),
       '',
     );
   }
@@ -154,7 +210,14 @@ export function renderMarkdown(a: Analysis): string {
       '',
       markdownTable(
         ['arm', 'slope per position', 'se', 't', 'p', 'flagged'],
-        a.drift.map((d) => [d.arm, signedPct(d.slope, 3), pct(d.se, 3), num(d.t, 3), pValue(d.p), d.flagged ? '**yes**' : 'no']),
+        a.drift.map((d) => [
+          d.arm,
+          signedPct(d.slope, 3),
+          pct(d.se, 3),
+          num(d.t, 3),
+          pValue(d.p),
+          d.flagged ? '**yes**' : 'no',
+        ]),
       ),
       '',
     );
@@ -162,7 +225,16 @@ export function renderMarkdown(a: Analysis): string {
 
   out.push(...cancelledSection(a));
   const allUsed = a.issues.length === 0 && (a.cancelled ?? []).length === 0;
-  out.push('## Input', '', ...(allUsed ? ['Every planned rep was measured and used.'] : a.issues.length === 0 ? ['Every measured rep was used.'] : a.issues.map((i) => `- ${i}`)), '');
+  out.push(
+    '## Input',
+    '',
+    ...(allUsed
+      ? ['Every planned rep was measured and used.']
+      : a.issues.length === 0
+        ? ['Every measured rep was used.']
+        : a.issues.map((i) => `- ${i}`)),
+    '',
+  );
   out.push(...exitCodesSection());
   return out.join('\n');
 }

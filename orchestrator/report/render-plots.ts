@@ -7,9 +7,21 @@
  * - loo.svg: the leave-one-out worths as bars with CI error bars (leave-one-out only).
  */
 import { studentQuantile } from '../stats/distributions.ts';
-import type { Analysis } from '../stats/types.ts';
 import { num } from '../stats/format-number.ts';
-import { esc, fitText, type Frame, linearScale, type LinearScale, PALETTE, px, svgDocument, textWidth, titledFrame, valueAxisY } from './svg-frame.ts';
+import type { Analysis } from '../stats/types.ts';
+import {
+  esc,
+  type Frame,
+  fitText,
+  type LinearScale,
+  linearScale,
+  PALETTE,
+  px,
+  svgDocument,
+  textWidth,
+  titledFrame,
+  valueAxisY,
+} from './svg-frame.ts';
 
 /** Arm labels under their slots: level when the widest fits its slot, else turned 40° (the frame grows below for them). */
 function slotLabels(names: readonly string[], slot: number): { rotate: boolean; room: number } {
@@ -34,8 +46,14 @@ export function renderStripPlot(a: Analysis): string {
   const title = `${a.experiment}: rep values per arm, mean and ${level} % CI`;
   const width = Math.max(360, 110 * arms.length + 80);
   const slot = (width - 64 - 16) / Math.max(1, arms.length);
-  const labels = slotLabels(arms.map((s) => s.arm), slot);
-  const f = titledFrame({ width, height: 320 + labels.room, left: 64, right: 16, top: 28, bottom: 44 + labels.room }, title);
+  const labels = slotLabels(
+    arms.map((s) => s.arm),
+    slot,
+  );
+  const f = titledFrame(
+    { width, height: 320 + labels.room, left: 64, right: 16, top: 28, bottom: 44 + labels.room },
+    title,
+  );
   const all = [...a.values.map((v) => v.value), ...arms.flatMap((s) => (s.ci ? s.ci : []))];
   const y = linearScale(all, f.height - f.bottom, f.top);
   const body = valueAxisY(f, y, a.metric.name);
@@ -45,7 +63,9 @@ export function renderStripPlot(a: Analysis): string {
     const mine = a.values.filter((v) => v.arm === s.arm);
     mine.forEach((v, j) => {
       const jitter = ((j % 7) - 3) * (slot / 28);
-      body.push(`<circle cx="${px(cx - slot / 6 + jitter)}" cy="${px(y.at(v.value))}" r="2.5" fill="${colour}" fill-opacity="0.6"><title>${esc(`${s.arm} block ${v.block} rep ${v.rep}: ${v.value}`)}</title></circle>`);
+      body.push(
+        `<circle cx="${px(cx - slot / 6 + jitter)}" cy="${px(y.at(v.value))}" r="2.5" fill="${colour}" fill-opacity="0.6"><title>${esc(`${s.arm} block ${v.block} rep ${v.rep}: ${v.value}`)}</title></circle>`,
+      );
     });
     if (s.ci && s.mean !== null) {
       const x = px(cx + slot / 6);
@@ -76,11 +96,22 @@ export function renderDriftPlot(a: Analysis): string {
   const cols = Math.min(DRIFT_COLUMNS, n);
   const rows = Math.ceil(n / cols);
   const outer = { left: 64, right: 16, top: 28, bottom: 40 };
-  const f = titledFrame({ width: outer.left + outer.right + cols * PANEL.width, height: outer.top + outer.bottom + rows * PANEL.height, ...outer }, title);
+  const f = titledFrame(
+    {
+      width: outer.left + outer.right + cols * PANEL.width,
+      height: outer.top + outer.bottom + rows * PANEL.height,
+      ...outer,
+    },
+    title,
+  );
   const positions = a.values.map((v) => v.position);
   const values = a.values.map((v) => v.value);
-  const body: string[] = [`<text transform="translate(12 ${px((f.top + f.height - f.bottom) / 2)}) rotate(-90)" text-anchor="middle">${esc(a.metric.name)}</text>`];
-  body.push(`<text x="${px((f.left + f.width - f.right) / 2)}" y="${f.height - 6}" text-anchor="middle">position in block (run order)</text>`);
+  const body: string[] = [
+    `<text transform="translate(12 ${px((f.top + f.height - f.bottom) / 2)}) rotate(-90)" text-anchor="middle">${esc(a.metric.name)}</text>`,
+  ];
+  body.push(
+    `<text x="${px((f.left + f.width - f.right) / 2)}" y="${f.height - 6}" text-anchor="middle">position in block (run order)</text>`,
+  );
   a.arms.forEach((s, i) => {
     const pf: Frame = { width: PANEL.width, height: PANEL.height, left: 8, right: 8, top: 20, bottom: 24 };
     const ox = f.left + (i % cols) * PANEL.width;
@@ -92,20 +123,31 @@ export function renderDriftPlot(a: Analysis): string {
   return svgDocument(f, title, body);
 }
 
-function driftPanel(a: Analysis, arm: string, colour: string, g: { ox: number; oy: number; pf: Frame; x: LinearScale; y: LinearScale; first: boolean }): string[] {
+function driftPanel(
+  a: Analysis,
+  arm: string,
+  colour: string,
+  g: { ox: number; oy: number; pf: Frame; x: LinearScale; y: LinearScale; first: boolean },
+): string[] {
   const { ox, oy, pf, x, y } = g;
   const [x0, x1, y0, y1] = [ox + pf.left, ox + pf.width - pf.right, oy + pf.top, oy + pf.height - pf.bottom];
-  const out = [`<rect x="${px(x0)}" y="${px(y0)}" width="${px(x1 - x0)}" height="${px(y1 - y0)}" fill="none" stroke="#ccc"/>`];
+  const out = [
+    `<rect x="${px(x0)}" y="${px(y0)}" width="${px(x1 - x0)}" height="${px(y1 - y0)}" fill="none" stroke="#ccc"/>`,
+  ];
   for (const t of y.ticks) {
     out.push(`<line x1="${px(x0)}" x2="${px(x1)}" y1="${px(y.at(t))}" y2="${px(y.at(t))}" stroke="#eee"/>`);
     if (g.first) out.push(`<text x="${px(x0 - 4)}" y="${px(y.at(t) + 4)}" text-anchor="end">${esc(num(t))}</text>`);
   }
-  for (const t of x.ticks.filter((t) => Number.isInteger(t))) out.push(`<text x="${px(x.at(t))}" y="${px(y1 + 14)}" text-anchor="middle">${t}</text>`);
+  for (const t of x.ticks.filter((t) => Number.isInteger(t)))
+    out.push(`<text x="${px(x.at(t))}" y="${px(y1 + 14)}" text-anchor="middle">${t}</text>`);
   const d = a.drift.find((r) => r.arm === arm);
   const name = `${arm}${d?.flagged ? ' (drift)' : ''}`;
-  out.push(`<text x="${px((x0 + x1) / 2)}" y="${px(oy + 14)}" text-anchor="middle" fill="${colour}"><title>${esc(name)}</title>${esc(fitText(name, x1 - x0, 11))}</text>`);
+  out.push(
+    `<text x="${px((x0 + x1) / 2)}" y="${px(oy + 14)}" text-anchor="middle" fill="${colour}"><title>${esc(name)}</title>${esc(fitText(name, x1 - x0, 11))}</text>`,
+  );
   const mine = a.values.filter((v) => v.arm === arm);
-  const line = (pts: { position: number; value: number }[], attrs: string) => `<polyline fill="none" stroke="${colour}" ${attrs} points="${pts.map((v) => `${px(x.at(v.position))},${px(y.at(v.value))}`).join(' ')}"/>`;
+  const line = (pts: { position: number; value: number }[], attrs: string) =>
+    `<polyline fill="none" stroke="${colour}" ${attrs} points="${pts.map((v) => `${px(x.at(v.position))},${px(y.at(v.value))}`).join(' ')}"/>`;
   for (const block of new Set(mine.map((v) => v.block))) {
     const pts = mine.filter((v) => v.block === block).sort((p, q) => p.position - q.position);
     if (pts.length >= 2) out.push(line(pts, 'stroke-opacity="0.35"'));
@@ -115,10 +157,16 @@ function driftPanel(a: Analysis, arm: string, colour: string, g: { ox: number; o
   if (d?.slope != null && mean !== null && mine.length >= 2) {
     const ps = mine.map((v) => v.position);
     const centre = ps.reduce((t, p) => t + p, 0) / ps.length;
-    const fit = [Math.min(...ps), Math.max(...ps)].map((position) => ({ position, value: mean * Math.exp(d.slope! * (position - centre)) }));
+    const fit = [Math.min(...ps), Math.max(...ps)].map((position) => ({
+      position,
+      value: mean * Math.exp(d.slope! * (position - centre)),
+    }));
     out.push(line(fit, 'stroke-width="2.5"'));
   }
-  for (const v of mine) out.push(`<circle cx="${px(x.at(v.position))}" cy="${px(y.at(v.value))}" r="2" fill="${colour}" fill-opacity="0.7"><title>${esc(`${arm} block ${v.block} position ${v.position}: ${v.value}`)}</title></circle>`);
+  for (const v of mine)
+    out.push(
+      `<circle cx="${px(x.at(v.position))}" cy="${px(y.at(v.value))}" r="2" fill="${colour}" fill-opacity="0.7"><title>${esc(`${arm} block ${v.block} position ${v.position}: ${v.value}`)}</title></circle>`,
+    );
   return out;
 }
 
@@ -130,13 +178,21 @@ export function renderLooChart(a: Analysis): string | null {
   const title = `${a.experiment}: leave-one-out worths with ${level} % CI`;
   const width = Math.max(360, 100 * rows.length + 100);
   const slot = (width - 64 - 16) / Math.max(1, rows.length);
-  const labels = slotLabels(rows.map((r) => r.toggle), slot);
-  const f = titledFrame({ width, height: 320 + labels.room, left: 64, right: 16, top: 28, bottom: 44 + labels.room }, title);
+  const labels = slotLabels(
+    rows.map((r) => r.toggle),
+    slot,
+  );
+  const f = titledFrame(
+    { width, height: 320 + labels.room, left: 64, right: 16, top: 28, bottom: 44 + labels.room },
+    title,
+  );
   const bars = rows.map((r) => {
     const half = r.worth_se !== null && r.df !== null ? studentQuantile(1 - a.alpha / 2, r.df) * r.worth_se : null;
     return { r, half };
   });
-  const extent = bars.flatMap(({ r, half }) => (r.worth === null ? [] : half === null ? [r.worth] : [r.worth - half, r.worth + half]));
+  const extent = bars.flatMap(({ r, half }) =>
+    r.worth === null ? [] : half === null ? [r.worth] : [r.worth - half, r.worth + half],
+  );
   const y = linearScale(extent, f.height - f.bottom, f.top, true);
   const body = valueAxisY(f, y, `worth = no_<toggle> − all_on (${a.metric.name})`);
   body.push(`<line x1="${f.left}" x2="${f.width - f.right}" y1="${px(y.at(0))}" y2="${px(y.at(0))}" stroke="black"/>`);
@@ -145,7 +201,9 @@ export function renderLooChart(a: Analysis): string | null {
     if (r.worth !== null) {
       const top = Math.min(y.at(r.worth), y.at(0));
       const h = Math.abs(y.at(r.worth) - y.at(0));
-      body.push(`<rect x="${px(cx - slot / 4)}" y="${px(top)}" width="${px(slot / 2)}" height="${px(h)}" fill="${PALETTE[i % PALETTE.length]}" fill-opacity="0.7"><title>${esc(`${r.toggle}: ${r.worth}`)}</title></rect>`);
+      body.push(
+        `<rect x="${px(cx - slot / 4)}" y="${px(top)}" width="${px(slot / 2)}" height="${px(h)}" fill="${PALETTE[i % PALETTE.length]}" fill-opacity="0.7"><title>${esc(`${r.toggle}: ${r.worth}`)}</title></rect>`,
+      );
       if (half !== null) {
         const [lo, hi] = [y.at(r.worth - half), y.at(r.worth + half)];
         body.push(

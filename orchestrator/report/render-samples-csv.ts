@@ -8,12 +8,38 @@
 import type { RepResult } from '../../jobs/rep-result.ts';
 import { toCsv } from './render-csv.ts';
 
-export const SAMPLES_HEADER = ['experiment', 'block', 'attempt', 'position', 'arm', 'rep', 'step', 'step_ms', 'mode', 'backend', 'host', 'throttled'] as const;
+export const SAMPLES_HEADER = [
+  'experiment',
+  'block',
+  'attempt',
+  'position',
+  'arm',
+  'rep',
+  'step',
+  'step_ms',
+  'mode',
+  'backend',
+  'host',
+  'throttled',
+] as const;
 
 export function renderSamplesCsv(reps: readonly RepResult[]): string {
   const ordered = [...reps].sort((a, b) => a.block - b.block || a.position - b.position);
   const rows = ordered.flatMap((r) =>
-    r.step_ms.map((ms, step) => [r.experiment, r.block, r.attempt, r.position, r.arm, r.rep, step, ms, r.mode, r.backend, r.host ?? null, (r.throttled ?? []).join('; ')]),
+    r.step_ms.map((ms, step) => [
+      r.experiment,
+      r.block,
+      r.attempt,
+      r.position,
+      r.arm,
+      r.rep,
+      step,
+      ms,
+      r.mode,
+      r.backend,
+      r.host ?? null,
+      (r.throttled ?? []).join('; '),
+    ]),
   );
   return toCsv(SAMPLES_HEADER, rows);
 }

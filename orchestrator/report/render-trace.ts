@@ -22,12 +22,15 @@ function binLabel(i: number): string {
 export function floorSentence(f: TraceFloor): string {
   if (f.source === 'none') return `Graph-node floor: not available (${f.reason}).`;
   const at = `${us(f.ns_per_node)} µs per node, measured by graphrt's chain on ${f.device} (${f.reps} graph reps)`;
-  return f.gpu ? `Graph-node floor: ${at}.` : `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
+  return f.gpu
+    ? `Graph-node floor: ${at}.`
+    : `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
 }
 
 /** Would a graph help, checked: the eager arm's estimate beside the graph arm's traced step. */
 export function graphCheckSentence(c: GraphCheck | null): string {
-  if (c === null) return 'Would a graph help: no check (it needs a GPU floor, a traced eager arm and a traced graph arm).';
+  if (c === null)
+    return 'Would a graph help: no check (it needs a GPU floor, a traced eager arm and a traced graph arm).';
   const head = `Would a graph help: ${c.eager_arm}'s graph step estimated ${us(c.estimate_ns)} µs (busy + kernels × floor), ${c.graph_arm} measured ${us(c.measured_ns)} µs under tracing: ratio ${c.ratio.toFixed(3)}`;
   if (!c.differs) return `${head}, within ${GRAPH_CHECK_TOLERANCE * 100} %.`;
   const why =
@@ -38,21 +41,64 @@ export function graphCheckSentence(c: GraphCheck | null): string {
 }
 
 /** `headline`: the probe's outcome, first under the section's title. */
-export function renderTrace(arms: readonly TraceArm[], floor: TraceFloor, headline?: string, check?: GraphCheck | null): string {
+export function renderTrace(
+  arms: readonly TraceArm[],
+  floor: TraceFloor,
+  headline?: string,
+  check?: GraphCheck | null,
+): string {
   if (arms.length === 0) return '';
   const orDash = (ns: number | null, f: (ns: number) => string = us) => (ns === null ? '—' : f(ns));
   const summaryRow = (a: TraceArm): string[] => {
     const s = a.summary;
-    if (s === null) return [a.arm, a.mode, '—', '—', '—', '—', '—', '—', '—', '—', '—', `not traced: ${a.reason ?? 'no trace answer'}`];
+    if (s === null)
+      return [
+        a.arm,
+        a.mode,
+        '—',
+        '—',
+        '—',
+        '—',
+        '—',
+        '—',
+        '—',
+        '—',
+        '—',
+        `not traced: ${a.reason ?? 'no trace answer'}`,
+      ];
     const pdl = orDash(s.pdl_upside_per_kernel_ns);
     const lost = a.dropped > 0 ? `; ${a.dropped} records lost: busy share is a lower bound` : '';
-    const recoverable = s.recoverable_ns === null || s.recoverable_share === null ? '—' : `${us(s.recoverable_ns)} (${pct(s.recoverable_share)})`;
-    const floorCell = s.floor_ns === null ? `no estimate: ${a.estimate_reason ?? 'no floor'}` : `${us(s.floor_ns)} µs/node`;
-    return [a.arm, a.mode, String(s.steps), us(s.step_ns), pct(s.busy_share), String(s.kernels), String(s.short_kernels), us(s.gaps_ns), orDash(s.graph_step_estimate_ns), recoverable, pdl, `${floorCell}${lost}`];
+    const recoverable =
+      s.recoverable_ns === null || s.recoverable_share === null
+        ? '—'
+        : `${us(s.recoverable_ns)} (${pct(s.recoverable_share)})`;
+    const floorCell =
+      s.floor_ns === null ? `no estimate: ${a.estimate_reason ?? 'no floor'}` : `${us(s.floor_ns)} µs/node`;
+    return [
+      a.arm,
+      a.mode,
+      String(s.steps),
+      us(s.step_ns),
+      pct(s.busy_share),
+      String(s.kernels),
+      String(s.short_kernels),
+      us(s.gaps_ns),
+      orDash(s.graph_step_estimate_ns),
+      recoverable,
+      pdl,
+      `${floorCell}${lost}`,
+    ];
   };
   const traced = arms.filter((a) => a.summary !== null);
-  const histogram = markdownTable(['gap', ...traced.map((a) => a.arm)], GAP_BINS_US.map((_, i) => i).concat(GAP_BINS_US.length).map((i) => [binLabel(i), ...traced.map((a) => String(a.summary?.histogram[i] ?? 0))]));
-  const graphs = arms.flatMap((a) => a.graphs.map((g) => [a.arm, String(g.graph_id), String(g.nodes), String(g.instantiations), us(g.instantiate_ns)]));
+  const histogram = markdownTable(
+    ['gap', ...traced.map((a) => a.arm)],
+    GAP_BINS_US.map((_, i) => i)
+      .concat(GAP_BINS_US.length)
+      .map((i) => [binLabel(i), ...traced.map((a) => String(a.summary?.histogram[i] ?? 0))]),
+  );
+  const graphs = arms.flatMap((a) =>
+    a.graphs.map((g) => [a.arm, String(g.graph_id), String(g.nodes), String(g.instantiations), us(g.instantiate_ns)]),
+  );
   return [
     '## Trace',
     '',
@@ -61,10 +107,33 @@ export function renderTrace(arms: readonly TraceArm[], floor: TraceFloor, headli
     '',
     floorSentence(floor),
     '',
-    markdownTable(['arm', 'mode', 'steps', 'step', 'busy', 'kernels', '< 5 µs', 'gaps', 'graph step est.', 'recoverable', 'PDL upside / kernel', 'floor'], arms.map(summaryRow)),
+    markdownTable(
+      [
+        'arm',
+        'mode',
+        'steps',
+        'step',
+        'busy',
+        'kernels',
+        '< 5 µs',
+        'gaps',
+        'graph step est.',
+        'recoverable',
+        'PDL upside / kernel',
+        'floor',
+      ],
+      arms.map(summaryRow),
+    ),
     '',
     ...(check === undefined ? [] : [graphCheckSentence(check), '']),
     ...(traced.length > 0 ? ['Gaps between kernels, over every traced step:', '', histogram, ''] : []),
-    ...(graphs.length > 0 ? ['Graphs instantiated:', '', markdownTable(['arm', 'graph', 'nodes', 'instantiations', 'instantiate (µs, median)'], graphs), ''] : []),
+    ...(graphs.length > 0
+      ? [
+          'Graphs instantiated:',
+          '',
+          markdownTable(['arm', 'graph', 'nodes', 'instantiations', 'instantiate (µs, median)'], graphs),
+          '',
+        ]
+      : []),
   ].join('\n');
 }

@@ -9,14 +9,14 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { type CommitRecord, CommitRecordSchema } from '../../jobs/commit-record.ts';
 import { UserInputError } from '../../jobs/errors.ts';
+import { type GateResult, GateResultSchema } from '../../jobs/gate-result.ts';
+import { type RepResult, RepResultSchema } from '../../jobs/rep-result.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
-import { CommitRecordSchema, type CommitRecord } from '../../jobs/commit-record.ts';
-import { GateResultSchema, type GateResult } from '../../jobs/gate-result.ts';
-import { RepResultSchema, type RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
-import { busyShare, type BusyShareRow } from '../stats/busy-share.ts';
+import { type BusyShareRow, busyShare } from '../stats/busy-share.ts';
 import type { Analysis } from '../stats/types.ts';
 import type { Provenance } from './provenance.ts';
 
@@ -34,9 +34,20 @@ const SummarySchema = z.looseObject({
   commits: z.record(z.string(), CommitRecordSchema).optional(),
   /** the committed identity gates (absent in a directory older than the field) */
   gates: z.record(z.string(), GateResultSchema).optional(),
-  plan: z.looseObject({ arms: z.array(z.looseObject({ name: z.string(), build: z.string().optional(), toggles: z.record(z.string(), z.union([z.boolean(), z.string()])) })) }),
+  plan: z.looseObject({
+    arms: z.array(
+      z.looseObject({
+        name: z.string(),
+        build: z.string().optional(),
+        toggles: z.record(z.string(), z.union([z.boolean(), z.string()])),
+      }),
+    ),
+  }),
   analysis: z.custom<Analysis & { provenance?: Provenance }>(
-    (a) => typeof a === 'object' && a !== null && ['values', 'arms', 'comparisons'].every((f) => Array.isArray((a as Record<string, unknown>)[f])),
+    (a) =>
+      typeof a === 'object' &&
+      a !== null &&
+      ['values', 'arms', 'comparisons'].every((f) => Array.isArray((a as Record<string, unknown>)[f])),
     'the analysis needs values, arms and comparisons (lists)',
   ),
 });
@@ -82,7 +93,9 @@ export function resolveResultsDir(ref: string, root = 'results'): string {
   if (existsSync(ref)) return ref;
   const under = join(root, ref);
   if (existsSync(under)) return under;
-  throw new UserInputError('RESULTS_DIR_INVALID', `no results directory ${ref} (nor ${under})`, { hint: 'give a results directory, or an experiment id under --results' });
+  throw new UserInputError('RESULTS_DIR_INVALID', `no results directory ${ref} (nor ${under})`, {
+    hint: 'give a results directory, or an experiment id under --results',
+  });
 }
 
 export function readResultsDir(dir: string): ResultsDir {
@@ -102,5 +115,13 @@ export function readResultsDir(dir: string): ResultsDir {
   const eventsFile = join(dir, 'events.jsonl');
   if (!existsSync(eventsFile)) throw notResults(dir, 'it has no events.jsonl');
   const repsFile = join(dir, 'reps.jsonl');
-  return { dir, summary, eventsFile, events: () => importJsonl(eventsFile), reps: () => readRepsFile(repsFile, dir), commits: summary.commits ?? {}, gates: Object.values(summary.gates ?? {}) };
+  return {
+    dir,
+    summary,
+    eventsFile,
+    events: () => importJsonl(eventsFile),
+    reps: () => readRepsFile(repsFile, dir),
+    commits: summary.commits ?? {},
+    gates: Object.values(summary.gates ?? {}),
+  };
 }

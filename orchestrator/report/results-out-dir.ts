@@ -13,7 +13,18 @@
  * The root itself is the caller's choice (`--results`, a suite's `results`) and may be a link.
  * Every refusal is a UserInputError (RESULTS_PATH_UNSAFE) naming the path and the fix.
  */
-import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 
@@ -47,7 +58,8 @@ export class ResultsOutDir {
   /** Makes (0700) or reopens `root/id`; refuses a link, another user's directory, or an id that is no file name. */
   static open(root: string, id: string): ResultsOutDir {
     const dir = join(root, id);
-    if (!ID.test(id)) throw unsafe(dir, `names no results directory: the experiment id ${JSON.stringify(id)} is not one file name`);
+    if (!ID.test(id))
+      throw unsafe(dir, `names no results directory: the experiment id ${JSON.stringify(id)} is not one file name`);
     mkdirSync(root, { recursive: true, mode: 0o700 });
     try {
       mkdirSync(dir, { mode: 0o700 });
@@ -60,7 +72,12 @@ export class ResultsOutDir {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       // Linux answers ENOTDIR for a link opened O_DIRECTORY | O_NOFOLLOW; lstat says which it is
-      if (code === 'ELOOP' || code === 'ENOTDIR') throw unsafe(dir, lstatSync(dir).isSymbolicLink() ? `is a symbolic link${linkTarget(dir)}` : 'is not a directory', err);
+      if (code === 'ELOOP' || code === 'ENOTDIR')
+        throw unsafe(
+          dir,
+          lstatSync(dir).isSymbolicLink() ? `is a symbolic link${linkTarget(dir)}` : 'is not a directory',
+          err,
+        );
       throw err;
     }
     try {
@@ -105,16 +122,22 @@ export class ResultsOutDir {
     const shown = join(this.dir, name);
     let fd: number;
     try {
-      fd = openSync(this.pathOf(name), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+      fd = openSync(
+        this.pathOf(name),
+        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+        0o600,
+      );
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw unsafe(shown, `is a symbolic link${linkTarget(shown)}`, err);
+      if ((err as NodeJS.ErrnoException).code === 'ELOOP')
+        throw unsafe(shown, `is a symbolic link${linkTarget(shown)}`, err);
       throw err;
     }
     try {
       const st = fstatSync(fd);
       const uid = process.getuid?.();
       if (!st.isFile()) throw unsafe(shown, 'is not a regular file');
-      if (uid !== undefined && st.uid !== uid) throw unsafe(shown, `is owned by uid ${st.uid}, not by you (uid ${uid})`);
+      if (uid !== undefined && st.uid !== uid)
+        throw unsafe(shown, `is owned by uid ${st.uid}, not by you (uid ${uid})`);
       fchmodSync(fd, 0o600);
       const bytes = Buffer.from(data, 'utf8');
       for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);

@@ -11,7 +11,10 @@ export function sequentialPlanLines(plan: Plan): string[] {
   if (plan.sequential === undefined) return [];
   const max = plan.blocks.length;
   const at = lookSchedule(max, plan.sequential.looks);
-  const bounds = sequentialBoundaries(at.map((c) => c / max), DEFAULT_ALPHA);
+  const bounds = sequentialBoundaries(
+    at.map((c) => c / max),
+    DEFAULT_ALPHA,
+  );
   return [
     `sequential: ${max} block(s) at most, as few as ${at[0]}; looks after ${at.join(', ')} block(s), boundaries z ${bounds.map((b) => b.toFixed(2)).join(', ')} (two-sided alpha ${DEFAULT_ALPHA} over all looks)`,
   ];

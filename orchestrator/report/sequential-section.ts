@@ -3,19 +3,30 @@
  * comparison — the blocks it saw, its pairs, the alpha-spending boundary, the repeated CI and the
  * decision — so a reader sees where the experiment stopped and why (orchestrator/stats/sequential.ts).
  */
-import type { SequentialOutcome } from '../stats/sequential-looks.ts';
+
 import { pct, signedPct } from '../stats/format-number.ts';
+import type { SequentialOutcome } from '../stats/sequential-looks.ts';
 import { markdownTable } from './markdown-table.ts';
 
 export function sequentialSection(s: SequentialOutcome, minEffect: number): string[] {
   const table = markdownTable(
     ['look', 'blocks', 'information', 'pairs', 'boundary z', 't critical', 'estimate', 'repeated CI', 'decision'],
     s.looks.map((l, i) => [
-      String(i + 1), `${l.blocks.length} of ${s.max_blocks}`, pct(l.fraction, 0), String(l.pairs), l.boundary.toFixed(3),
-      l.critical === null ? '—' : l.critical.toFixed(3), signedPct(l.estimate), l.rci === null ? '—' : `${signedPct(l.rci[0])} to ${signedPct(l.rci[1])}`, l.decision,
+      String(i + 1),
+      `${l.blocks.length} of ${s.max_blocks}`,
+      pct(l.fraction, 0),
+      String(l.pairs),
+      l.boundary.toFixed(3),
+      l.critical === null ? '—' : l.critical.toFixed(3),
+      signedPct(l.estimate),
+      l.rci === null ? '—' : `${signedPct(l.rci[0])} to ${signedPct(l.rci[1])}`,
+      l.decision,
     ]),
   );
-  const outcome = s.decided_at === null ? `no look decided: ${s.looks.length} look(s) so far` : `look ${s.decided_at} decided **${s.decision}**`;
+  const outcome =
+    s.decided_at === null
+      ? `no look decided: ${s.looks.length} look(s) so far`
+      : `look ${s.decided_at} decided **${s.decision}**`;
   return [
     '## Sequential looks',
     '',

@@ -4,7 +4,18 @@
  */
 import { num } from '../stats/format-number.ts';
 
-export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+export const PALETTE = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#9467bd',
+  '#ff7f0e',
+  '#17becf',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+];
 
 export const esc = (s: string): string =>
   s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
@@ -30,7 +41,12 @@ export interface LinearScale {
 }
 
 /** A linear scale over [min, max] of `values` padded 5 %, with 4–6 round ticks. */
-export function linearScale(values: readonly number[], pixelFrom: number, pixelTo: number, includeZero = false): LinearScale {
+export function linearScale(
+  values: readonly number[],
+  pixelFrom: number,
+  pixelTo: number,
+  includeZero = false,
+): LinearScale {
   const finite = values.filter(Number.isFinite);
   let lo = finite.length > 0 ? Math.min(...finite) : 0;
   let hi = finite.length > 0 ? Math.max(...finite) : 1;
@@ -53,7 +69,8 @@ export function linearScale(values: readonly number[], pixelFrom: number, pixelT
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
   const ticks: number[] = [];
   const first = Math.ceil(lo / step);
-  for (let i = first; i * step <= hi + step * 1e-9 && ticks.length < MAX_TICKS; i++) ticks.push(Number((i * step).toPrecision(12)));
+  for (let i = first; i * step <= hi + step * 1e-9 && ticks.length < MAX_TICKS; i++)
+    ticks.push(Number((i * step).toPrecision(12)));
   const at = (v: number) => pixelFrom + ((v - lo) / (hi - lo)) * (pixelTo - pixelFrom);
   return { lo, hi, ticks, at };
 }
@@ -108,7 +125,12 @@ export function fitText(s: string, width: number, fontSize: number): string {
 /** The frame made room for `title` wrapped to its width: the plot area starts below the title's last line. */
 export function titledFrame(f: Frame, title: string): Frame & { titleLines: string[] } {
   const titleLines = wrapText(title, f.width - 16, TITLE_SIZE);
-  return { ...f, top: f.top + TITLE_LINE * (titleLines.length - 1), height: f.height + TITLE_LINE * (titleLines.length - 1), titleLines };
+  return {
+    ...f,
+    top: f.top + TITLE_LINE * (titleLines.length - 1),
+    height: f.height + TITLE_LINE * (titleLines.length - 1),
+    titleLines,
+  };
 }
 
 /** A frame from `titledFrame` draws its title in the room it made; any other wraps it in place. */
@@ -118,7 +140,10 @@ export function svgDocument(f: Frame & { titleLines?: string[] }, title: string,
     `<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" viewBox="0 0 ${f.width} ${f.height}" font-family="sans-serif" font-size="11">`,
     `<title>${esc(title)}</title>`,
     `<rect width="${f.width}" height="${f.height}" fill="white"/>`,
-    ...lines.map((l, i) => `<text x="${px(f.width / 2)}" y="${16 + TITLE_LINE * i}" text-anchor="middle" font-size="${TITLE_SIZE}">${esc(l)}</text>`),
+    ...lines.map(
+      (l, i) =>
+        `<text x="${px(f.width / 2)}" y="${16 + TITLE_LINE * i}" text-anchor="middle" font-size="${TITLE_SIZE}">${esc(l)}</text>`,
+    ),
     ...body,
     '</svg>',
     '',

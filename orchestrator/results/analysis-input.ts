@@ -7,12 +7,13 @@
  * same input.
  */
 import type { BlockState } from '../../store/experiment-store.ts';
-import type { AnalysisInput, BlockEnd } from '../stats/types.ts';
 import { DEFAULT_ALPHA } from '../stats/defaults.ts';
+import type { AnalysisInput, BlockEnd } from '../stats/types.ts';
 import type { CollectedRecords } from './collect-results.ts';
 import { stoppedExperiment } from './stopped-experiment.ts';
 
-export type AnalysisRecords = Pick<CollectedRecords, 'exp' | 'blocks' | 'reps' | 'failed' | 'gates'> & Partial<Pick<CollectedRecords, 'probes'>>;
+export type AnalysisRecords = Pick<CollectedRecords, 'exp' | 'blocks' | 'reps' | 'failed' | 'gates'> &
+  Partial<Pick<CollectedRecords, 'probes'>>;
 
 /** `devices`: the ones the committed hello lines named (none where no events were read). */
 export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []): AnalysisInput {
@@ -35,11 +36,19 @@ export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []
     stopped: stoppedExperiment(exp),
     ...(ref === undefined
       ? {}
-      : { base_reference: { tolerance: ref.tolerance, build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null }, ...(ref.value === undefined ? {} : { value: ref.value }) } }),
+      : {
+          base_reference: {
+            tolerance: ref.tolerance,
+            build: { name: ref.build, commit: exp.spec.builds?.[ref.build]?.commit ?? null },
+            ...(ref.value === undefined ? {} : { value: ref.value }),
+          },
+        }),
   };
 }
 
 /** The blocks that ended with their reps committed, with when: a sequential plan looks in this order. */
 export function endedBlocks(blocks: readonly BlockState[]): BlockEnd[] {
-  return blocks.flatMap((b) => (b.phase === 'done' && b.ended_at !== null ? [{ block: b.block, ended_at: b.ended_at }] : []));
+  return blocks.flatMap((b) =>
+    b.phase === 'done' && b.ended_at !== null ? [{ block: b.block, ended_at: b.ended_at }] : [],
+  );
 }

@@ -14,7 +14,7 @@ import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { EventLog } from '../../store/event-log.ts';
-import { ExperimentStore, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
+import { type BlockState, type ExperimentRecord, ExperimentStore } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 
 export type { StreamEvent, StreamEventBody } from '../../jobs/stream-event.ts';
@@ -40,7 +40,10 @@ export interface CollectedResults extends CollectedRecords {
 export async function collectRecords(redis: Redis, prefix: string, id: string): Promise<CollectedRecords> {
   const store = new ExperimentStore(redis, prefix);
   const exp = await store.get(id);
-  if (!exp) throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, { hint: 'run orch status to list experiments' });
+  if (!exp)
+    throw new UserInputError('NO_SUCH_EXPERIMENT', `no experiment "${id}" in this Redis`, {
+      hint: 'run orch status to list experiments',
+    });
   const rs = new ResultStore(redis, { prefix });
   const [blocks, reps, failed, gates, commits, probes] = await Promise.all([
     store.blocks(id),
@@ -59,6 +62,11 @@ export async function collectResults(redis: Redis, prefix: string, id: string): 
 }
 
 /** The stream at `key` from `from` ('-', or `(<id>`: after it), in one array, through the record's owner. */
-export async function readEvents(redis: Redis, key: string, commits: Record<string, { attempt: number }>, from = '-'): Promise<StreamEvent[]> {
+export async function readEvents(
+  redis: Redis,
+  key: string,
+  commits: Record<string, { attempt: number }>,
+  from = '-',
+): Promise<StreamEvent[]> {
   return EventLog.reader(redis, key).all(commits, from);
 }

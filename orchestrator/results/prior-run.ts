@@ -6,14 +6,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { analyzeRecords } from './write-results.ts';
-import { collectRecords } from './collect-results.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { runTiming } from '../stats/run-timing.ts';
 import type { PriorRun } from '../report/power-plan.ts';
-import type { PlanLike } from '../stats/types.ts';
 import { readResultsDir } from '../report/results-dir.ts';
-
+import { runTiming } from '../stats/run-timing.ts';
+import type { PlanLike } from '../stats/types.ts';
+import { collectRecords } from './collect-results.ts';
+import { analyzeRecords } from './write-results.ts';
 
 /**
  * `ref` as a results directory when it is one's path (or an id under `root`); else null: the
@@ -23,12 +22,24 @@ export async function priorRunFromDir(ref: string, root: string): Promise<PriorR
   const dir = existsSync(ref) ? ref : existsSync(join(root, ref)) ? join(root, ref) : null;
   if (dir === null) return null;
   const r = readResultsDir(dir);
-  return { source: dir, experiment: r.summary.experiment, plan: r.summary.plan as unknown as PlanLike, analysis: r.summary.analysis, timing: runTiming(r.reps(), r.commits) };
+  return {
+    source: dir,
+    experiment: r.summary.experiment,
+    plan: r.summary.plan as unknown as PlanLike,
+    analysis: r.summary.analysis,
+    timing: runTiming(r.reps(), r.commits),
+  };
 }
 
 export async function priorRunFromRedis(redis: Redis, prefix: string, id: string): Promise<PriorRun> {
   const c = await collectRecords(redis, prefix, id);
   const digest = new EventDigest();
   for await (const page of c.log.pages(c.commits)) for (const e of page) digest.add(e);
-  return { source: `redis:${id}`, experiment: id, plan: c.exp.plan, analysis: analyzeRecords(c, digest.devices), timing: runTiming(Object.values(c.reps), c.commits) };
+  return {
+    source: `redis:${id}`,
+    experiment: id,
+    plan: c.exp.plan,
+    analysis: analyzeRecords(c, digest.devices),
+    timing: runTiming(Object.values(c.reps), c.commits),
+  };
 }

@@ -4,11 +4,13 @@
  * cancelled (`orch cancel` stopped it), stopped (a sequential experiment decided without it), or unaccounted (none of those: must not happen once the
  * experiment ended). The counts are for people; `reps` is for scripts.
  */
-import { failedKind, type FailedRecord } from '../../jobs/failed-rep.ts';
-import type { ExperimentRecord } from '../../store/experiment-store.ts';
+import { type FailedRecord, failedKind } from '../../jobs/failed-rep.ts';
 import { allPlannedReps, repKey } from '../../jobs/rep-ref.ts';
+import type { ExperimentRecord } from '../../store/experiment-store.ts';
 
-export type RepFate = { fate: 'measured' } | { fate: 'failed' | 'not_run' | 'cancelled' | 'stopped'; reason: string; attempt: number };
+export type RepFate =
+  | { fate: 'measured' }
+  | { fate: 'failed' | 'not_run' | 'cancelled' | 'stopped'; reason: string; attempt: number };
 
 export interface Accounting {
   planned: number;
@@ -26,9 +28,23 @@ export interface Accounting {
   reps: Record<string, RepFate>;
 }
 
-export function accountReps(exp: Pick<ExperimentRecord, 'plan'>, reps: Record<string, unknown>, failed: Record<string, FailedRecord>): Accounting {
+export function accountReps(
+  exp: Pick<ExperimentRecord, 'plan'>,
+  reps: Record<string, unknown>,
+  failed: Record<string, FailedRecord>,
+): Accounting {
   const planned = allPlannedReps(exp.plan);
-  const a: Accounting = { planned: planned.length, measured: 0, not_run: 0, cancelled: 0, stopped: 0, unaccounted: [], not_run_reasons: {}, cancelled_reasons: {}, reps: {} };
+  const a: Accounting = {
+    planned: planned.length,
+    measured: 0,
+    not_run: 0,
+    cancelled: 0,
+    stopped: 0,
+    unaccounted: [],
+    not_run_reasons: {},
+    cancelled_reasons: {},
+    reps: {},
+  };
   for (const r of planned) {
     const field = repKey(r);
     const f = failed[field];

@@ -14,5 +14,9 @@ export function stoppedExperiment(exp: Pick<ExperimentRecord, 'state' | 'reason'
   if (exp.state !== 'cancelled' && exp.state !== 'failed') return null;
   const reason = exp.reason ?? exp.state;
   const code = [...reason.matchAll(/\b([A-Z][A-Z0-9_]+): /g)].map((m) => m[1]!).find(isErrorCode);
-  return { state: exp.state, reason, user_input: exp.state === 'failed' && code !== undefined && ERROR_CODES[code].kind === 'user-input' };
+  return {
+    state: exp.state,
+    reason,
+    user_input: exp.state === 'failed' && code !== undefined && ERROR_CODES[code].kind === 'user-input',
+  };
 }

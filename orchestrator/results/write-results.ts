@@ -13,19 +13,20 @@
  * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
  * read, so memory does not grow with the events.
  */
-import { ResultsOutDir } from '../report/results-out-dir.ts';
+
 import type { Redis } from 'ioredis';
+import { exportJsonl } from '../../store/event-log.ts';
+import { EventDigest } from '../report/event-digest.ts';
+import { type Provenance, provenanceOf } from '../report/provenance.ts';
+import { recordTables, repsInOrder } from '../report/record-tables.ts';
+import { renderReportFiles } from '../report/render-report-files.ts';
+import { renderSamplesCsv } from '../report/render-samples-csv.ts';
+import { ResultsOutDir } from '../report/results-out-dir.ts';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis } from '../stats/types.ts';
 import { analysisInput } from './analysis-input.ts';
-import { accountReps, type Accounting } from './rep-fates.ts';
-import { collectRecords, type CollectedRecords, type CollectedResults } from './collect-results.ts';
-import { provenanceOf, type Provenance } from '../report/provenance.ts';
-import { renderReportFiles } from '../report/render-report-files.ts';
-import { renderSamplesCsv } from '../report/render-samples-csv.ts';
-import { exportJsonl } from '../../store/event-log.ts';
-import { EventDigest } from '../report/event-digest.ts';
-import { recordTables, repsInOrder } from '../report/record-tables.ts';
+import { type CollectedRecords, type CollectedResults, collectRecords } from './collect-results.ts';
+import { type Accounting, accountReps } from './rep-fates.ts';
 
 export type { Accounting } from './rep-fates.ts';
 
@@ -53,7 +54,12 @@ export function accountFor(c: CollectedRecords): Accounting {
   return accountReps(c.exp, c.reps, c.failed);
 }
 
-export async function writeResults(redis: Redis, prefix: string, id: string, root = 'results'): Promise<WrittenResults> {
+export async function writeResults(
+  redis: Redis,
+  prefix: string,
+  id: string,
+  root = 'results',
+): Promise<WrittenResults> {
   const c = await collectRecords(redis, prefix, id);
   // Results hold the spec with its run.env values and every event: readable by their owner
   // alone (files 0600 in a 0700 directory), and written through no planted link (orchestrator/report/results-out-dir.ts).
@@ -73,9 +79,14 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
   // the reps' clocks and throttle reasons from the committed records, after the hellos named the cards
   for (const r of repsInOrder(Object.values(c.reps))) digest.provenance.addRep(r);
-  const analysis = Object.assign(analyzeRecords(c, digest.devices), { provenance: provenanceOf(c.exp, digest.provenance) });
+  const analysis = Object.assign(analyzeRecords(c, digest.devices), {
+    provenance: provenanceOf(c.exp, digest.provenance),
+  });
   const accounting = accountFor(c);
-  const files = renderReportFiles(analysis, recordTables({ reps: Object.values(c.reps), gates: Object.values(c.gates), commits: c.commits }));
+  const files = renderReportFiles(
+    analysis,
+    recordTables({ reps: Object.values(c.reps), gates: Object.values(c.gates), commits: c.commits }),
+  );
   const report = files['report.md']!;
   writeFileSync('spec.yaml', c.exp.specText);
   writeFileSync('spec.hash', `${c.exp.hash}\n`);
@@ -99,7 +110,13 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   };
   writeFileSync('summary.json', `${JSON.stringify(summary, null, 2)}\n`);
   writeFileSync('samples.csv', renderSamplesCsv(Object.values(c.reps)));
-  writeFileSync('reps.jsonl', Object.keys(c.reps).sort().map((k) => `${JSON.stringify(c.reps[k])}\n`).join(''));
+  writeFileSync(
+    'reps.jsonl',
+    Object.keys(c.reps)
+      .sort()
+      .map((k) => `${JSON.stringify(c.reps[k])}\n`)
+      .join(''),
+  );
   // The report, and the same analysis for machines (report.json, CSVs) and for eyes (SVG plots).
   for (const [file, text] of Object.entries(files)) writeFileSync(file, text);
   return { dir: out.dir, analysis, report, accounting, state: c.exp.state };

@@ -5,12 +5,13 @@
  * cancel notice), its workers commit what they measured and end their jobs, and only then — or
  * after CANCEL_GRACE_MS, whichever comes first — are its leases revoked.
  */
+
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
+import { publishCancel } from '../../store/cancel-notice.ts';
+import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 import type { AttemptEnd } from '../dispatch/block-dispatcher.ts';
 import { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
-import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
-import { publishCancel } from '../../store/cancel-notice.ts';
 import { buildBlockJob } from './build-block-job.ts';
-import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import type { UnsuccessfulEnd } from './retry-decision.ts';
 import { revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
 
@@ -41,7 +42,13 @@ export interface ObserveOptions {
   partEnded?: () => void;
 }
 
-export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecord, st: BlockState, term: Term, opts: ObserveOptions = {}): Promise<Outcome> {
+export async function observeAttempt(
+  ctx: SchedulerContext,
+  exp: ExperimentRecord,
+  st: BlockState,
+  term: Term,
+  opts: ObserveOptions = {},
+): Promise<Outcome> {
   const { dispatcher, store, leases } = ctx;
   const ends: (AttemptEnd | null)[] = st.gang.map(() => null);
   let signalled = false;
@@ -68,17 +75,26 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
       // The notice first, the revocation after: a revoked gang could no longer commit the reps it
       // measured. orch cancel sent one already; this one reaches an attempt granted since.
       const why = (await store.get(exp.id))?.reason ?? 'cancelled by orch cancel';
-      for (const p of st.gang) await publishCancel(ctx.redis, ctx.prefix, p, why).catch((err: unknown) => ctx.log.warn({ err }, 'cancel notice not published; the gang is revoked after the grace'));
+      for (const p of st.gang)
+        await publishCancel(ctx.redis, ctx.prefix, p, why).catch((err: unknown) =>
+          ctx.log.warn({ err }, 'cancel notice not published; the gang is revoked after the grace'),
+        );
     }
     const all = ends.every((e) => e !== null);
     if (cancelledAt !== null) {
       // The workers commit what they measured and end their jobs; a dead or hung one never does.
       if (all || Date.now() - cancelledAt > CANCEL_GRACE_MS) {
         await revokeGang(leases, st.gang, 'experiment cancelled');
-        for (const p of st.gang) await dispatcher.queue(p.host).getJob(p.job).then((j) => j?.remove()).catch(() => undefined);
+        for (const p of st.gang)
+          await dispatcher
+            .queue(p.host)
+            .getJob(p.job)
+            .then((j) => j?.remove())
+            .catch(() => undefined);
         const why = (await store.get(exp.id))?.reason ?? 'cancelled by orch cancel';
         // a block that committed all its reps before the cancel is done; one cut short is cancelled
-        if (await committed()) return (await fullyMeasured(ctx, exp, st.block)) ? { kind: 'committed' } : { kind: 'cancelled', reason: why };
+        if (await committed())
+          return (await fullyMeasured(ctx, exp, st.block)) ? { kind: 'committed' } : { kind: 'cancelled', reason: why };
         return { kind: 'cancelled', reason: why };
       }
     } else {
@@ -96,7 +112,10 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     }
     if (signalled) continue;
     // after a cancel, wake by the end of the grace at the latest
-    const sleepMs = cancelledAt === null ? ctx.tuning.safetyPollMs : Math.min(ctx.tuning.safetyPollMs, Math.max(0, cancelledAt + CANCEL_GRACE_MS + 1 - Date.now()));
+    const sleepMs =
+      cancelledAt === null
+        ? ctx.tuning.safetyPollMs
+        : Math.min(ctx.tuning.safetyPollMs, Math.max(0, cancelledAt + CANCEL_GRACE_MS + 1 - Date.now()));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, sleepMs);
       wake = () => {
@@ -107,7 +126,6 @@ export async function observeAttempt(ctx: SchedulerContext, exp: ExperimentRecor
     wake = () => undefined;
   }
 }
-
 
 /**
  * Each part's host job, every part at once (a spread gang's parts go out together): dispatched
@@ -125,11 +143,22 @@ async function dispatchParts(
   const { dispatcher } = ctx;
   await Promise.all(
     st.gang.map(async (part, i) => {
-      const ref = { experiment: exp.id, block: st.block, attempt: st.attempt, host: part.host, cards: part.cards, epoch: part.epoch };
+      const ref = {
+        experiment: exp.id,
+        block: st.block,
+        attempt: st.attempt,
+        host: part.host,
+        cards: part.cards,
+        epoch: part.epoch,
+      };
       if (!opts.recorded) {
         const [held, exists] = await Promise.all([heldUnder(ctx, part), dispatcher.queue(part.host).getJob(part.job)]);
         if (!exists && !held) {
-          ends[i] = { state: 'lost', jobId: part.job, reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched` };
+          ends[i] = {
+            state: 'lost',
+            jobId: part.job,
+            reason: `attempt ${st.attempt}: its leases on ${part.cards.join(',')} ended before the host job was dispatched`,
+          };
           return;
         }
         if (!exists) await dispatcher.dispatch(buildBlockJob(exp, st.block, st.attempt, part));
@@ -138,7 +167,8 @@ async function dispatchParts(
       }
       void dispatcher.waitEnd(ref).then(
         (end) => partEnded(i, end),
-        (err: unknown) => partEnded(i, { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }),
+        (err: unknown) =>
+          partEnded(i, { state: 'lost', jobId: part.job, reason: `cannot follow the host job: ${String(err)}` }),
       );
     }),
   );
@@ -155,6 +185,11 @@ async function heldUnder(ctx: SchedulerContext, part: Omit<GangPart, 'job'>): Pr
 }
 
 /** The gang parts of a granted attempt, each with its host job's deterministic id. */
-export function gangWithJobs(experiment: string, block: number, attempt: number, gang: Omit<GangPart, 'job'>[]): GangPart[] {
+export function gangWithJobs(
+  experiment: string,
+  block: number,
+  attempt: number,
+  gang: Omit<GangPart, 'job'>[],
+): GangPart[] {
   return gang.map((p) => ({ ...p, job: BlockDispatcher.jobId({ experiment, block, attempt, host: p.host }) }));
 }

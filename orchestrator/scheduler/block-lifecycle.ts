@@ -17,17 +17,18 @@
  * lost attempt whose end could not be written was re-attached, found lost and failed again in a
  * tight loop. The log says so once per change, not per retry.
  */
-import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord } from '../../store/experiment-store.ts';
-import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
-import { gangWithJobs, observeAttempt, type Outcome } from './attempt-observer.ts';
+
 import type { Logger } from 'pino';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
+import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
+import { isRedisCondition } from '../../store/redis-oom.ts';
+import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
+import { gangWithJobs, type Outcome, observeAttempt } from './attempt-observer.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
+import { type BlockRef, blockKey, revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
 import { sequentialStop } from './sequential-stop.ts';
-import { blockKey, revokeGang, type BlockRef, type SchedulerContext, type Term } from './scheduler-context.ts';
-import { isRedisCondition } from '../../store/redis-oom.ts';
 
 /** The back-off channel of block processors (failure-backoff.ts). */
 const PROCESSOR = 'scheduler: block processor';
@@ -114,7 +115,13 @@ export class BlockLifecycle {
       const st = await this.ctx.store.block(experiment, block);
       if (!st || TERMINAL_BLOCK_PHASES.has(st.phase)) return;
       if (st.gang.length > 0) await revokeGang(this.ctx.leases, st.gang, reason);
-      const w = await this.ctx.store.transitionBlock(experiment, st, { ...st, phase: 'failed', reason, why: null, ended_at: Date.now() });
+      const w = await this.ctx.store.transitionBlock(experiment, st, {
+        ...st,
+        phase: 'failed',
+        reason,
+        why: null,
+        ended_at: Date.now(),
+      });
       if (!w.written) this.ctx.log.warn({ key }, 'block state moved while failing it; the next pass reads it again');
     } catch (e: unknown) {
       retryLater(e);
@@ -138,7 +145,8 @@ export class BlockLifecycle {
       let recorded = false;
       if (st.phase === 'running' && st.gang.length > 0) {
         // said once, not at each try of a back-off
-        if (this.ctx.backoff.failures(key) === 0) log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
+        if (this.ctx.backoff.failures(key) === 0)
+          log.info({ attempt: st.attempt }, 're-attaching to the attempt in flight');
       } else {
         const g = await this.grantAttempt(exp, st, term, log);
         if (g === DEPOSED) return DEPOSED;
@@ -153,10 +161,18 @@ export class BlockLifecycle {
       const running: BlockState = st;
       // expected_ms is stored only when measured; backfill still plans an unmeasured block with its guess
       const planned = running.expected_ms ?? plannedBlockMs(exp.plan, exp.spec, null).ms;
-      this.grants.attemptStarted(key, running.gang.flatMap((p) => p.cards), (running.granted_at ?? Date.now()) + planned, running.expected_ms !== null);
+      this.grants.attemptStarted(
+        key,
+        running.gang.flatMap((p) => p.cards),
+        (running.granted_at ?? Date.now()) + planned,
+        running.expected_ms !== null,
+      );
       // a part's end frees its cards (the host released them before ending its job): the grant
       // pass runs on it, not after the attempt's own bookkeeping
-      const outcome = await observeAttempt(this.ctx, exp, running, term, { recorded, partEnded: () => this.grants.kick() });
+      const outcome = await observeAttempt(this.ctx, exp, running, term, {
+        recorded,
+        partEnded: () => this.grants.kick(),
+      });
       this.grants.attemptEnded(key);
       if (outcome.kind === 'deposed' || term.aborted) return DEPOSED;
       const w = await this.attemptEnded(exp, running, outcome, log);
@@ -166,11 +182,22 @@ export class BlockLifecycle {
   }
 
   /** Waits for the block's grant and records the attempt: the running state, or what to go on from. */
-  private async grantAttempt(exp: ExperimentRecord, st: BlockState, term: Term, log: Logger): Promise<Step | { granted: BlockState } | typeof DEPOSED> {
+  private async grantAttempt(
+    exp: ExperimentRecord,
+    st: BlockState,
+    term: Term,
+    log: Logger,
+  ): Promise<Step | { granted: BlockState } | typeof DEPOSED> {
     const experiment = exp.id;
     const block = st.block;
     const expected = await this.grants.expectedMs(exp);
-    const got = await this.grants.waitForGrant({ exp, block, st, expectedMs: expected.ms, expectedKnown: expected.known });
+    const got = await this.grants.waitForGrant({
+      exp,
+      block,
+      st,
+      expectedMs: expected.ms,
+      expectedKnown: expected.known,
+    });
     if (term.aborted) return DEPOSED;
     if ('cancelled' in got) return this.endBlock(exp, st, st, 'cancelled', got.cancelled);
     const attempt = st.attempt + 1;
@@ -185,8 +212,15 @@ export class BlockLifecycle {
     };
     const w = await this.ctx.store.beginAttempt(experiment, st.attempt, next);
     if (!w.written) {
-      log.warn({ attempt, stored: w.current && { phase: w.current.phase, attempt: w.current.attempt } }, 'block state moved since it was read: grant undone');
-      await revokeGang(this.ctx.leases, got.gang, `grant undone: block ${block} attempt ${attempt} was recorded by another processor`);
+      log.warn(
+        { attempt, stored: w.current && { phase: w.current.phase, attempt: w.current.attempt } },
+        'block state moved since it was read: grant undone',
+      );
+      await revokeGang(
+        this.ctx.leases,
+        got.gang,
+        `grant undone: block ${block} attempt ${attempt} was recorded by another processor`,
+      );
       return { current: w.current };
     }
     log.info({ attempt, gang: next.gang }, 'granted');
@@ -194,23 +228,36 @@ export class BlockLifecycle {
   }
 
   /** Records how an attempt ended, and ends the block or puts it back to waiting (a retry). */
-  private async attemptEnded(exp: ExperimentRecord, running: BlockState, outcome: Exclude<Outcome, { kind: 'deposed' }>, log: Logger): Promise<Step> {
+  private async attemptEnded(
+    exp: ExperimentRecord,
+    running: BlockState,
+    outcome: Exclude<Outcome, { kind: 'deposed' }>,
+    log: Logger,
+  ): Promise<Step> {
     const key = blockKey(exp.id, running.block);
     const record = (o: string, reason?: string) => ({
       ...running,
-      attempts: [...running.attempts, { attempt: running.attempt, gang: running.gang, outcome: o, ...(reason === undefined ? {} : { reason }) }],
+      attempts: [
+        ...running.attempts,
+        { attempt: running.attempt, gang: running.gang, outcome: o, ...(reason === undefined ? {} : { reason }) },
+      ],
     });
     if (outcome.kind === 'committed') {
       // the estimate's input beside the block's end, not before it: a lost update of the
       // history only makes one estimate staler, and never fails the block; a sample of the
       // ended blocks (StepHistorySampler), not every one
-      const history = this.sampler.take(workloadKey(exp.spec)) ? this.recordStepTimes(exp, running.block).catch((err: unknown) => log.warn({ err }, 'step history not updated')) : null;
+      const history = this.sampler.take(workloadKey(exp.spec))
+        ? this.recordStepTimes(exp, running.block).catch((err: unknown) =>
+            log.warn({ err }, 'step history not updated'),
+          )
+        : null;
       const w = await this.endBlock(exp, running, record('committed'), 'done', null);
       await history;
       if ('end' in w) await this.look(exp, log);
       return w;
     }
-    if (outcome.kind === 'cancelled' || outcome.kind === 'failed') return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
+    if (outcome.kind === 'cancelled' || outcome.kind === 'failed')
+      return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
     const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts, running.attempts);
     const ended = record(d.outcome, outcome.end.reason);
     if (!d.retry) return this.endBlock(exp, running, ended, 'failed', d.reason);

@@ -2,13 +2,18 @@
  * The host job payload for one host's part of a granted block attempt (jobs/block-job.ts),
  * from the registered experiment — the only place the scheduler turns a plan into a BlockJob.
  */
-import { BlockJobSchema, type BlockJob } from '../../jobs/block-job.ts';
+import { type BlockJob, BlockJobSchema } from '../../jobs/block-job.ts';
 import { blockBuilds } from '../../jobs/build-refs.ts';
 import { rerunBudget } from '../../jobs/clock-hygiene.ts';
 import { isTraceProbe } from '../../jobs/compile-spec.ts';
 import type { ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 
-export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: number, part: Omit<GangPart, 'job'>): BlockJob {
+export function buildBlockJob(
+  exp: ExperimentRecord,
+  block: number,
+  attempt: number,
+  part: Omit<GangPart, 'job'>,
+): BlockJob {
   const planned = exp.plan.blocks.find((b) => b.index === block);
   if (!planned) throw new Error(`experiment ${exp.id} has no block ${block}`);
   const { spec } = exp;
@@ -27,7 +32,13 @@ export function buildBlockJob(exp: ExperimentRecord, block: number, attempt: num
     workload: spec.workload,
     arms: exp.plan.arms,
     sequence: planned.sequence,
-    gates: { identity: identity === false ? null : { replays: identity.replays, ...(identity.toggle === undefined ? {} : { toggle: identity.toggle }) }, aa: spec.gates.aa },
+    gates: {
+      identity:
+        identity === false
+          ? null
+          : { replays: identity.replays, ...(identity.toggle === undefined ? {} : { toggle: identity.toggle }) },
+      aa: spec.gates.aa,
+    },
     warmup: spec.workload.warmup,
     steps: spec.workload.steps,
     foreign_process: spec.foreign_process,

@@ -25,20 +25,24 @@
  * Only the leader runs it (begin/end with the term): it writes block states.
  */
 import { Job, Queue } from 'bullmq';
+import { type BuildJob, BuildJobSchema, buildsOfArms } from '../../jobs/build-job.ts';
 import { blockBuilds } from '../../jobs/build-refs.ts';
-import { buildsOfArms, BuildJobSchema, type BuildJob } from '../../jobs/build-job.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { signJob } from '../../jobs/grant.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
 import { allows, specNeeds } from '../../jobs/worker-capabilities.ts';
 import type { Card } from '../../store/card-registry.ts';
 import { requireClusterSecret } from '../../store/cluster-secret.ts';
-import { ExperimentBuildStore, type BuildFailure, type ExperimentBuilds, type HostBuilds } from '../../store/experiment-builds.ts';
+import {
+  type BuildFailure,
+  ExperimentBuildStore,
+  type ExperimentBuilds,
+  type HostBuilds,
+} from '../../store/experiment-builds.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { buildJobId, hostBuildQueue } from '../../store/keys.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
-import { backendMatches } from './grant-planner.ts';
-import { wantedBackend } from './grant-planner.ts';
+import { backendMatches, wantedBackend } from './grant-planner.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
 
 /** What the grant pass may do with an experiment's blocks: null when it has no build phase. */
@@ -58,12 +62,23 @@ export function hasBuildPhase(exp: Pick<ExperimentRecord, 'spec'>): boolean {
 }
 
 /** The build job of one host (unsigned): the builds the plan's arms name, and the workload's own when an arm names none. */
-export function buildJobOf(exp: Pick<ExperimentRecord, 'id' | 'spec' | 'plan'>, host: string, attempt: number): BuildJob {
+export function buildJobOf(
+  exp: Pick<ExperimentRecord, 'id' | 'spec' | 'plan'>,
+  host: string,
+  attempt: number,
+): BuildJob {
   const all = blockBuilds(exp.spec);
   const w = exp.spec.workload;
   const { named, own } = buildsOfArms(exp.plan.arms, w.runtime === 'command' && w.build !== undefined);
   if (!all && !own) throw new Error(`experiment ${exp.id} has no builds`);
-  const builds = all ? { builds: { repo: all.repo, builds: Object.fromEntries(Object.entries(all.builds).filter(([n]) => named.includes(n))) } } : {};
+  const builds = all
+    ? {
+        builds: {
+          repo: all.repo,
+          builds: Object.fromEntries(Object.entries(all.builds).filter(([n]) => named.includes(n))),
+        },
+      }
+    : {};
   return BuildJobSchema.parse({ experiment: exp.id, host, attempt, epoch: attempt, workload: w, ...builds, own });
 }
 
@@ -76,14 +91,19 @@ export function buildFailureReason(f: BuildFailure): string {
  * Hosts whose live cards could hold one of the experiment's gangs, of workers that allow what it
  * runs (jobs/worker-capabilities.ts): a build job goes nowhere the build is not allowed.
  */
-export function candidateHosts(exp: Pick<ExperimentRecord, 'spec' | 'plan'>, cards: readonly Pick<Card, 'host' | 'backend' | 'caps'>[]): Set<string> {
+export function candidateHosts(
+  exp: Pick<ExperimentRecord, 'spec' | 'plan'>,
+  cards: readonly Pick<Card, 'host' | 'backend' | 'caps'>[],
+): Set<string> {
   const want = wantedBackend(exp);
   const need = specNeeds(exp.spec);
   const per = new Map<string, number>();
-  for (const c of cards) if (backendMatches(want, c.backend) && allows(c, need)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
+  for (const c of cards)
+    if (backendMatches(want, c.backend) && allows(c, need)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
   const { placement, spreadFallback } = gangPlacement(exp.plan.placement);
   const total = [...per.values()].reduce((a, n) => a + n, 0);
-  const spreads = placement === 'spread' || (spreadFallback === true && ![...per.values()].some((n) => n >= exp.plan.ranks));
+  const spreads =
+    placement === 'spread' || (spreadFallback === true && ![...per.values()].some((n) => n >= exp.plan.ranks));
   return new Set([...per].filter(([, n]) => (spreads ? total >= exp.plan.ranks : n >= exp.plan.ranks)).map(([h]) => h));
 }
 
@@ -239,10 +259,18 @@ export class BuildPhase {
           h = { ...h, state: 'ready', ended: Date.now() };
           this.ctx.log.info({ experiment: exp.id, host, ms: h.ended! - h.since }, 'builds ready on host');
         } else if (end.unrecoverable) {
-          await this.fail(exp, { code: codeOf({ code: /^([A-Z][A-Z0-9_]+): /.exec(end.reason)?.[1] }), message: end.reason, host, at: Date.now() });
+          await this.fail(exp, {
+            code: codeOf({ code: /^([A-Z][A-Z0-9_]+): /.exec(end.reason)?.[1] }),
+            message: end.reason,
+            host,
+            at: Date.now(),
+          });
           return false;
         } else {
-          this.ctx.log.warn({ experiment: exp.id, host, attempt: h.attempt, reason: end.reason }, 'build failed transiently');
+          this.ctx.log.warn(
+            { experiment: exp.id, host, attempt: h.attempt, reason: end.reason },
+            'build failed transiently',
+          );
           h = { ...h, state: h.attempt < max ? 'retry' : 'given-up', reason: end.reason };
         }
         await this.builds.setHost(exp.id, host, h);
@@ -312,13 +340,27 @@ export class BuildPhase {
     const q = this.queue(host);
     const state = await q.getJobState(jobId);
     if (state === 'completed') return { ok: true };
-    if (state === 'unknown') return { ok: false, unrecoverable: false, reason: `its build job ${jobId} is gone from the queue of host ${host}` };
+    if (state === 'unknown')
+      return {
+        ok: false,
+        unrecoverable: false,
+        reason: `its build job ${jobId} is gone from the queue of host ${host}`,
+      };
     if (state !== 'failed' && state !== 'active') return null;
-    const [job, info] = await Promise.all([Job.fromId(q, jobId), state === 'active' ? this.ctx.registry.hostInfo(host) : null]);
+    const [job, info] = await Promise.all([
+      Job.fromId(q, jobId),
+      state === 'active' ? this.ctx.registry.hostInfo(host) : null,
+    ]);
     if (state === 'active') {
       const taken = job?.processedOn;
       const restarted = taken !== undefined && info?.started != null && info.started > taken;
-      return restarted ? { ok: false, unrecoverable: false, reason: `the worker of host ${host} stopped while it built (it registered again since)` } : null;
+      return restarted
+        ? {
+            ok: false,
+            unrecoverable: false,
+            reason: `the worker of host ${host} stopped while it built (it registered again since)`,
+          }
+        : null;
     }
     const last = job?.stacktrace?.[job.stacktrace.length - 1] ?? '';
     return { ok: false, unrecoverable: last.startsWith('UnrecoverableError'), reason: job?.failedReason ?? 'failed' };
@@ -334,7 +376,11 @@ export class BuildPhase {
     const recorded = await this.builds.fail(exp.id, f);
     // the first failure recorded stays: the gate reads it back rather than assume this one
     this.known.delete(exp.id);
-    if (recorded) this.ctx.log.warn({ experiment: exp.id, host: f.host, code: f.code }, 'build failed: the experiment ends before any card is leased to it');
+    if (recorded)
+      this.ctx.log.warn(
+        { experiment: exp.id, host: f.host, code: f.code },
+        'build failed: the experiment ends before any card is leased to it',
+      );
     this.kick();
   }
 
@@ -348,6 +394,12 @@ export class BuildPhase {
 function describeBuilds(hosts: ReadonlyMap<string, HostBuilds>): string {
   if (hosts.size === 0) return 'waiting for its builds (no host has started them yet)';
   // no running clock in it: the grant pass writes a block's why each time it changes
-  const parts = [...hosts].map(([host, h]) => (h.state === 'building' ? `building on ${host} (attempt ${h.attempt})` : h.state === 'ready' ? `ready on ${host}` : `${h.state} on ${host}: ${h.reason ?? ''}`));
+  const parts = [...hosts].map(([host, h]) =>
+    h.state === 'building'
+      ? `building on ${host} (attempt ${h.attempt})`
+      : h.state === 'ready'
+        ? `ready on ${host}`
+        : `${h.state} on ${host}: ${h.reason ?? ''}`,
+  );
   return `waiting for its builds (${parts.join('; ')})`;
 }

@@ -23,7 +23,10 @@ export function workloadKey(spec: Spec): string {
 export function historyRepMs(spec: Spec, history: StepHistory | null): { ms: number; reps: number } | null {
   if (!history || history.n <= 0) return null;
   const stepsPerRep = spec.workload.warmup + spec.workload.steps;
-  return { ms: history.ms_per_step * stepsPerRep, reps: Math.max(1, Math.round(history.n / Math.max(1, spec.workload.steps))) };
+  return {
+    ms: history.ms_per_step * stepsPerRep,
+    reps: Math.max(1, Math.round(history.n / Math.max(1, spec.workload.steps))),
+  };
 }
 
 /** A block's expected time on its cards from the step history, or null when none was measured. */

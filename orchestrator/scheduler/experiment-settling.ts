@@ -4,10 +4,11 @@
  * as not measured; then the experiment's state is final and it leaves the scheduler's queue.
  * Idempotent: a leader that dies halfway leaves it active, and the next one settles it again.
  */
-import { TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
-import { ExperimentBuildStore } from '../../store/experiment-builds.ts';
-import { plannedReps } from '../../jobs/rep-ref.ts';
+
 import { groupedBlockReasons } from '../../jobs/grouped-reasons.ts';
+import { plannedReps } from '../../jobs/rep-ref.ts';
+import { ExperimentBuildStore } from '../../store/experiment-builds.ts';
+import { TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
 import { buildFailureReason } from './build-phase.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
 
@@ -22,7 +23,8 @@ export async function settleExperiment(ctx: SchedulerContext, experiment: string
     if (TERMINAL_BLOCK_PHASES.has(b.phase)) continue;
     const reason = `the block ended without an outcome (${b.why ?? b.reason ?? 'see the scheduler log'})`;
     const w = await store.transitionBlock(experiment, b, { ...b, phase: 'failed', reason, ended_at: Date.now() });
-    if (!w.written) log.warn({ experiment, block: b.block, stored: w.current?.phase }, 'block state moved while settling');
+    if (!w.written)
+      log.warn({ experiment, block: b.block, stored: w.current?.phase }, 'block state moved while settling');
   }
   const blocks = await store.blocks(experiment);
   const byIndex = new Map(blocks.map((s) => [s.block, s]));
@@ -57,5 +59,8 @@ export async function settleExperiment(ctx: SchedulerContext, experiment: string
     await store.finish(experiment, 'done', null);
   }
   await store.deactivate(experiment);
-  log.info({ experiment, state: await store.state(experiment), blocks: blocks.map((b) => b.phase) }, 'experiment ended');
+  log.info(
+    { experiment, state: await store.state(experiment), blocks: blocks.map((b) => b.phase) },
+    'experiment ended',
+  );
 }

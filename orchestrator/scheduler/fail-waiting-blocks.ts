@@ -5,11 +5,17 @@
  * them stopped, its reps recorded as not needed. A compare-and-set per block: one granted
  * meanwhile runs to its end.
  */
-import type { ExperimentRecord } from '../../store/experiment-store.ts';
+
 import { plannedReps } from '../../jobs/rep-ref.ts';
+import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import type { SchedulerContext } from './scheduler-context.ts';
 
-export async function failWaitingBlocks(ctx: Pick<SchedulerContext, 'store' | 'results'>, exp: ExperimentRecord, reason: string, phase: 'failed' | 'stopped' = 'failed'): Promise<void> {
+export async function failWaitingBlocks(
+  ctx: Pick<SchedulerContext, 'store' | 'results'>,
+  exp: ExperimentRecord,
+  reason: string,
+  phase: 'failed' | 'stopped' = 'failed',
+): Promise<void> {
   const { store, results } = ctx;
   for (const st of await store.blocks(exp.id)) {
     if (st.phase !== 'waiting') continue;
@@ -17,7 +23,11 @@ export async function failWaitingBlocks(ctx: Pick<SchedulerContext, 'store' | 'r
     if (!w.written) continue;
     // each rep names the reason's first line; the whole of it is in the block's and the experiment's reason, once
     const line = reason.split('\n')[0]!;
-    const notRun = plannedReps(exp.plan, st.block).map((r) => (phase === 'stopped' ? { ...r, kind: 'stopped' as const, reason: `stopped: ${line}` } : { ...r, reason: `not run: ${line}` }));
+    const notRun = plannedReps(exp.plan, st.block).map((r) =>
+      phase === 'stopped'
+        ? { ...r, kind: 'stopped' as const, reason: `stopped: ${line}` }
+        : { ...r, reason: `not run: ${line}` },
+    );
     await results.failReps(exp.id, st.block, st.attempt, notRun);
   }
 }

@@ -49,7 +49,10 @@ export class FailureBackoff {
     }
     const before = c ? ` (was: ${c.cause}; ${c.suppressed} repeats not logged)` : '';
     this.channels.set(channel, { cause, suppressed: 0, failing: new Set([key]) });
-    this.log.error({ err, ...fields, channel, retry_in_ms: delay }, `${channel} failed: ${cause}${before}; retrying with back-off (up to ${this.maxMs / 1000} s), repeats not logged`);
+    this.log.error(
+      { err, ...fields, channel, retry_in_ms: delay },
+      `${channel} failed: ${cause}${before}; retrying with back-off (up to ${this.maxMs / 1000} s), repeats not logged`,
+    );
     return delay;
   }
 
@@ -59,7 +62,10 @@ export class FailureBackoff {
     const c = this.channels.get(channel);
     if (!c?.failing.delete(key) || c.failing.size > 0) return;
     this.channels.delete(channel);
-    this.log.info({ channel, suppressed: c.suppressed }, `${channel} recovered (${c.suppressed} repeated failures were not logged)`);
+    this.log.info(
+      { channel, suppressed: c.suppressed },
+      `${channel} recovered (${c.suppressed} repeated failures were not logged)`,
+    );
   }
 
   /** ms until `key` may be tried again; 0 when it may now. */

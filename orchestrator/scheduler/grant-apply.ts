@@ -2,8 +2,9 @@
  * Carrying out a grant pass's decision (grant-planner.ts): each planned gang leased all or none
  * and handed to its waiting processor, and the waiting reasons the pass may write written.
  */
-import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
+
 import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
+import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
 import type { CardSlot, GrantDecision, WaitingBlock } from './grant-planner.ts';
 import type { SchedulerContext } from './scheduler-context.ts';
 
@@ -82,7 +83,13 @@ export class GrantApplier {
    * lease is answered. A grant to a block whose processor is not waiting yet is held: its cards
    * wait for it.
    */
-  async apply(decision: GrantDecision, queue: QueuedBlock[], now: number, waiters: ReadonlyMap<string, Waiter>, granted: (w: Waiter, gang: Omit<GangPart, 'job'>[]) => void): Promise<void> {
+  async apply(
+    decision: GrantDecision,
+    queue: QueuedBlock[],
+    now: number,
+    waiters: ReadonlyMap<string, Waiter>,
+    granted: (w: Waiter, gang: Omit<GangPart, 'job'>[]) => void,
+  ): Promise<void> {
     const { backoff } = this.ctx;
     const acquiring = decision.grants.flatMap((g) => {
       const w = waiters.get(g.key);
@@ -136,14 +143,22 @@ export class GrantApplier {
     const spread = byHost.size > 1;
     const [onlyHost] = byHost.keys();
     const owner = spread ? spreadLeaseOwner(w.exp.id, w.block) : (onlyHost as string);
-    const r = await this.ctx.leases.acquireGang({ cards: slots.map((s) => s.id), owner, ttlMs: this.ctx.tuning.grantTtlMs, experiment: w.exp.id, block: w.block });
+    const r = await this.ctx.leases.acquireGang({
+      cards: slots.map((s) => s.id),
+      owner,
+      ttlMs: this.ctx.tuning.grantTtlMs,
+      experiment: w.exp.id,
+      block: w.block,
+    });
     if (!r.granted) {
       this.ctx.log.info({ key: w.key, busy: r.busy }, 'grant raced with another lease; retrying next pass');
       return null;
     }
     let first = 0;
     return [...byHost].map(([host, cards]) => {
-      const part = spread ? { host, cards, epoch: r.epoch, world: slots.length, first_rank: first } : { host, cards, epoch: r.epoch };
+      const part = spread
+        ? { host, cards, epoch: r.epoch, world: slots.length, first_rank: first }
+        : { host, cards, epoch: r.epoch };
       first += cards.length;
       return part;
     });

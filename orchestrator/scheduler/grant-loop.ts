@@ -8,18 +8,23 @@
  * before its back-off (failure-backoff.ts): a kick meanwhile runs it when the back-off ends.
  */
 import type { Card } from '../../jobs/card.ts';
-import { TERMINAL_BLOCK_PHASES, type BlockState, type ExperimentRecord, type GangPart } from '../../store/experiment-store.ts';
-import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
-import { plannedBlockMs, workloadKey } from './expected-duration.ts';
-import { compareQueued, planGrants, shapeKey, wantedBackend, type WaitingBlock } from './grant-planner.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
-import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
-import type { BuildGate } from './build-phase.ts';
-import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { allows, describeNeed, specNeeds } from '../../jobs/worker-capabilities.ts';
+import {
+  type BlockState,
+  type ExperimentRecord,
+  type GangPart,
+  TERMINAL_BLOCK_PHASES,
+} from '../../store/experiment-store.ts';
+import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
+import type { BuildGate } from './build-phase.ts';
+import { plannedBlockMs, workloadKey } from './expected-duration.ts';
+import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { GrantApplier, type GrantResult, type QueuedBlock, type Waiter } from './grant-apply.ts';
+import { compareQueued, planGrants, shapeKey, type WaitingBlock, wantedBackend } from './grant-planner.ts';
 import { LiveCards } from './live-cards.ts';
 import { QueueWindow, type WindowEntry } from './queue-window.ts';
+import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
 
 export type { GrantResult } from './grant-apply.ts';
 
@@ -67,7 +72,9 @@ interface PassRead {
 
 /** A term's queue window; an experiment whose stored record does not parse is failed and logged. */
 function queueWindow(ctx: SchedulerContext): QueueWindow {
-  return new QueueWindow(ctx.store, TAIL_STATES_POLLS * ctx.tuning.safetyPollMs, (id, err) => ctx.log.error({ experiment: id, err }, 'experiment failed: its record in Redis does not parse'));
+  return new QueueWindow(ctx.store, TAIL_STATES_POLLS * ctx.tuning.safetyPollMs, (id, err) =>
+    ctx.log.error({ experiment: id, err }, 'experiment failed: its record in Redis does not parse'),
+  );
 }
 
 export class GrantLoop {
@@ -131,7 +138,7 @@ export class GrantLoop {
     this.term = null;
     // each waiting processor returns (it sees its term ended), so the next term's pass starts
     // one of its own for the block
-    for (const w of this.waiters.values()) w.resolve({ cancelled: 'the leader\'s term ended' });
+    for (const w of this.waiters.values()) w.resolve({ cancelled: "the leader's term ended" });
     this.waiters.clear();
     for (const set of [this.settling, this.recording, this.delivered, this.driven]) set.clear();
     this.running.clear();
@@ -274,7 +281,11 @@ export class GrantLoop {
     // on every card freed since the last pass.
     const known = this.window.pick(budget, keep);
     const reads = new Map(known.filter((e) => needsBlocks(e.id)).map((e) => [e.id, store.blocks(e.id)] as const));
-    const [, busy] = await Promise.all([this.window.refresh(known), leases.leased(cards.map((c) => c.id)), ...reads.values()]);
+    const [, busy] = await Promise.all([
+      this.window.refresh(known),
+      leases.leased(cards.map((c) => c.id)),
+      ...reads.values(),
+    ]);
     const entries = this.window.entries(this.window.pick(budget, keep));
     for (const e of entries) if (needsBlocks(e.id) && !reads.has(e.id)) reads.set(e.id, store.blocks(e.id));
     const blocks = await Promise.all(entries.map((e) => (needsBlocks(e.id) ? (reads.get(e.id) ?? null) : null)));
@@ -343,8 +354,18 @@ export class GrantLoop {
    * blocks by index. Sorting the experiments and then each one's blocks, instead of every block
    * of the queue against every other through the comparator, is most of a pass's sort.
    */
-  private async queue(runnable: ReadExperiment[], cards: Card[], gates: Map<string, Exclude<BuildGate, { failed: string }>>, term: Term): Promise<QueuedBlock[]> {
-    runnable.sort((a, b) => compareQueued({ priority: a.exp.priority, seq: a.exp.seq, block: 0 }, { priority: b.exp.priority, seq: b.exp.seq, block: 0 }));
+  private async queue(
+    runnable: ReadExperiment[],
+    cards: Card[],
+    gates: Map<string, Exclude<BuildGate, { failed: string }>>,
+    term: Term,
+  ): Promise<QueuedBlock[]> {
+    runnable.sort((a, b) =>
+      compareQueued(
+        { priority: a.exp.priority, seq: a.exp.seq, block: 0 },
+        { priority: b.exp.priority, seq: b.exp.seq, block: 0 },
+      ),
+    );
     const capable = capableHosts(cards);
     const waitersOf = new Map<string, Waiter[]>();
     for (const w of this.waiters.values()) {
@@ -357,10 +378,23 @@ export class GrantLoop {
       // what the planner needs of a block: the same for every block of one experiment, made once
       // per experiment and copied into each of its queue entries
       const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
-      const shape: Omit<WaitingBlock, 'key' | 'expectedMs' | 'expectedKnown'> = { ...fits, ...(gates.get(id) ?? capable(exp)), shape: shapeKey(fits) };
+      const shape: Omit<WaitingBlock, 'key' | 'expectedMs' | 'expectedKnown'> = {
+        ...fits,
+        ...(gates.get(id) ?? capable(exp)),
+        shape: shapeKey(fits),
+      };
       const mine: QueuedBlock[] = [];
       if (!blocks) {
-        for (const w of waitersOf.get(id) ?? []) mine.push({ ...shape, key: w.key, expectedMs: w.expectedMs, expectedKnown: w.expectedKnown, exp, block: w.block, st: w.st });
+        for (const w of waitersOf.get(id) ?? [])
+          mine.push({
+            ...shape,
+            key: w.key,
+            expectedMs: w.expectedMs,
+            expectedKnown: w.expectedKnown,
+            exp,
+            block: w.block,
+            st: w.st,
+          });
       } else {
         const waiting = blocks.filter((b) => b.phase === 'waiting' && !this.recording.has(blockKey(id, b.block)));
         const undelivered = waiting.some((b) => !this.waiters.has(blockKey(id, b.block)));
@@ -370,7 +404,15 @@ export class GrantLoop {
         for (const b of waiting) {
           const key = blockKey(id, b.block);
           const w = this.waiters.get(key);
-          mine.push({ ...shape, key, expectedMs: w?.expectedMs ?? estimate.ms, expectedKnown: w?.expectedKnown ?? estimate.known, exp, block: b.block, st: b });
+          mine.push({
+            ...shape,
+            key,
+            expectedMs: w?.expectedMs ?? estimate.ms,
+            expectedKnown: w?.expectedKnown ?? estimate.known,
+            exp,
+            block: b.block,
+            st: b,
+          });
         }
       }
       mine.sort((a, b) => a.block - b.block);
@@ -390,9 +432,17 @@ export class GrantLoop {
     if (this.refusing.has(exp.id)) return;
     this.refusing.add(exp.id);
     this.cancelWaiters(exp.id, reason);
-    this.ctx.log.warn({ experiment: exp.id, code: 'SUBMIT_UNAUTHORIZED' }, 'refused an experiment without a valid submit signature: nothing planned or granted');
+    this.ctx.log.warn(
+      { experiment: exp.id, code: 'SUBMIT_UNAUTHORIZED' },
+      'refused an experiment without a valid submit signature: nothing planned or granted',
+    );
     failWaitingBlocks(this.ctx, exp, reason)
-      .catch((err: unknown) => this.ctx.log.error({ err, experiment: exp.id }, 'scheduler: ending a refused experiment\'s blocks failed; the next pass tries again'))
+      .catch((err: unknown) =>
+        this.ctx.log.error(
+          { err, experiment: exp.id },
+          "scheduler: ending a refused experiment's blocks failed; the next pass tries again",
+        ),
+      )
       .finally(() => {
         this.refusing.delete(exp.id);
         this.reread(exp.id);
@@ -440,16 +490,23 @@ export class GrantLoop {
  * commands (one with a build phase builds only there, so its ready hosts are such): per need, the
  * hosts of `cards` that allow it, made once per pass.
  */
-function capableHosts(cards: Card[]): (exp: ExperimentRecord) => { hosts: ReadonlySet<string>; hostsWhy: string } | undefined {
+function capableHosts(
+  cards: Card[],
+): (exp: ExperimentRecord) => { hosts: ReadonlySet<string>; hostsWhy: string } | undefined {
   const byNeed = new Map<string, { hosts: ReadonlySet<string>; hostsWhy: string } | undefined>();
   return (exp) => {
     const need = specNeeds(exp.spec);
     const key = need.join(',');
     if (!byNeed.has(key)) {
-      byNeed.set(key, need.length === 0 ? undefined : {
-        hosts: new Set(cards.filter((c) => allows(c, need)).map((c) => c.host)),
-        hostsWhy: `waiting for a host whose worker allows ${describeNeed(need)}`,
-      });
+      byNeed.set(
+        key,
+        need.length === 0
+          ? undefined
+          : {
+              hosts: new Set(cards.filter((c) => allows(c, need)).map((c) => c.host)),
+              hostsWhy: `waiting for a host whose worker allows ${describeNeed(need)}`,
+            },
+      );
     }
     return byNeed.get(key);
   };

@@ -135,7 +135,9 @@ export function fitGang(block: WaitingBlock, free: CardSlot[]): CardSlot[] | nul
 
 function fitOneVersion(block: WaitingBlock, usable: CardSlot[]): CardSlot[] | null {
   if (usable.length < block.ranks) return null;
-  const hosts = [...byKey(usable, (c) => c.host).entries()].sort((a, b) => a[1].length - b[1].length || a[0].localeCompare(b[0]));
+  const hosts = [...byKey(usable, (c) => c.host).entries()].sort(
+    (a, b) => a[1].length - b[1].length || a[0].localeCompare(b[0]),
+  );
   const ordered = (cs: CardSlot[]) => [...cs].sort((a, b) => a.index - b.index || a.id.localeCompare(b.id));
   // Best fit: the host with the fewest free cards that still holds the gang keeps big holes open.
   const one = hosts.find(([, cs]) => cs.length >= block.ranks);
@@ -185,17 +187,25 @@ export function neverFits(block: WaitingBlock, cards: CardSlot[]): string | null
         : '';
     return `needs ${block.ranks} ${kind}cards across hosts; the largest possible gang is ${largest.length} (${perHost(largest)}${version && versions.size > 1 ? `, version ${version}` : ''})${mixed}`;
   }
-  const [host, n] = [...byKey(usable, (c) => c.host).entries()].map(([h, cs]) => [h, cs.length] as const).sort((a, b) => b[1] - a[1])[0]!;
-  const mixed = versions.size > 1 ? ` (hosts of different versions never share a gang: ${versionSummary(versions)})` : '';
+  const [host, n] = [...byKey(usable, (c) => c.host).entries()]
+    .map(([h, cs]) => [h, cs.length] as const)
+    .sort((a, b) => b[1] - a[1])[0]!;
+  const mixed =
+    versions.size > 1 ? ` (hosts of different versions never share a gang: ${versionSummary(versions)})` : '';
   return `needs ${block.ranks} ${kind}cards on one host; the largest host, ${host}, has ${n}${mixed}`;
 }
 
 function perHost(cards: CardSlot[]): string {
-  return [...byKey(cards, (c) => c.host).entries()].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0])).map(([h, cs]) => `${h}: ${cs.length}`).join(', ');
+  return [...byKey(cards, (c) => c.host).entries()]
+    .sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0]))
+    .map(([h, cs]) => `${h}: ${cs.length}`)
+    .join(', ');
 }
 
 function versionSummary(versions: Map<string, CardSlot[]>): string {
-  return [...versions.entries()].map(([v, cs]) => `${[...new Set(cs.map((c) => c.host))].join(',')} at ${v || 'an unknown version'}`).join('; ');
+  return [...versions.entries()]
+    .map(([v, cs]) => `${[...new Set(cs.map((c) => c.host))].join(',')} at ${v || 'an unknown version'}`)
+    .join('; ');
 }
 
 export function summarizeCards(cards: CardSlot[]): string {
@@ -272,7 +282,14 @@ class GrantPass {
         this.take(block, gang);
         return;
       }
-      const r = reserve(block, this.lasting(block, within(allowed, this.free)), this.input.running, this.alive, within(allowed, cards), now);
+      const r = reserve(
+        block,
+        this.lasting(block, within(allowed, this.free)),
+        this.input.running,
+        this.alive,
+        within(allowed, cards),
+        now,
+      );
       this.reservation = r;
       this.why.set(block.key, r.reason);
       return;
@@ -281,12 +298,19 @@ class GrantPass {
   }
 
   /** Backfill: only cards the reservation does not need, or an end before it starts. With no free card left (most passes at scale, once their grants are made) nothing fits. */
-  private backfill(block: WaitingBlock, shape: string, reservation: { key: string; at: number; cards: Set<string> }): void {
+  private backfill(
+    block: WaitingBlock,
+    shape: string,
+    reservation: { key: string; at: number; cards: Set<string> },
+  ): void {
     const allowed = block.hosts;
     let gang: CardSlot[] | null = null;
     if (this.free.length > 0 && !failed(this.noFitOutside, allowed, shape)) {
       const res = reservation.cards;
-      gang = fitGang(block, this.lasting(block, within(allowed, this.free)).filter((c) => !res.has(c.id)));
+      gang = fitGang(
+        block,
+        this.lasting(block, within(allowed, this.free)).filter((c) => !res.has(c.id)),
+      );
       if (!gang) fail(this.noFitOutside, allowed, shape);
     }
     if (!gang && this.input.now + block.expectedMs <= reservation.at) gang = this.fitsFree(block, shape);
@@ -314,8 +338,14 @@ class GrantPass {
   private endsTooSoon(block: WaitingBlock): string | null {
     const { cards, now } = this.input;
     if (!this.bounded || !neverFits(block, this.lasting(block, cards))) return null;
-    const ending = [...byKey(cards.filter((c) => c.until !== undefined), (c) => c.host).entries()]
-      .map(([host, cs]) => `${host} in ${Math.max(0, Math.floor((Math.min(...cs.map((c) => c.until!)) - now) / 1000))} s`);
+    const ending = [
+      ...byKey(
+        cards.filter((c) => c.until !== undefined),
+        (c) => c.host,
+      ).entries(),
+    ].map(
+      ([host, cs]) => `${host} in ${Math.max(0, Math.floor((Math.min(...cs.map((c) => c.until!)) - now) / 1000))} s`,
+    );
     return `expected to take ${Math.ceil(block.expectedMs / 1000)} s, longer than the allocations left to the cards it fits (no lease past an allocation's end: ${ending.join(', ')}); it waits for a worker whose allocation lasts long enough (orch slurm up --time)`;
   }
 

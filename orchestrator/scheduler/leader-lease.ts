@@ -5,17 +5,16 @@
  */
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { orchKeys } from '../../store/keys.ts';
-import { runScript } from '../../store/scripts.ts';
-import { settleWithin } from '../../jobs/settle-within.ts';
 import { z } from 'zod';
 import { checkStored } from '../../jobs/parse-stored.ts';
+import { settleWithin } from '../../jobs/settle-within.ts';
+import { orchKeys } from '../../store/keys.ts';
+import { runScript } from '../../store/scripts.ts';
 
 /** leader-renew.lua: 1 when this candidate leads after the call, 0 when another does. */
 const LeaderRenewReplySchema = z.union([z.literal(0), z.literal(1)]);
 
 const RELEASE_WAIT_MS = 2000;
-
 
 export interface LeaderLeaseOptions {
   prefix: string;
@@ -49,7 +48,11 @@ export class LeaderLease {
 
   /** One compare-and-extend; true when this candidate leads after it. */
   async tryAcquire(): Promise<boolean> {
-    const r = checkStored(LeaderRenewReplySchema, await runScript(this.redis, 'leader-renew', [this.key], [this.id, this.ttlMs]), 'reply of store/lua/leader-renew.lua');
+    const r = checkStored(
+      LeaderRenewReplySchema,
+      await runScript(this.redis, 'leader-renew', [this.key], [this.id, this.ttlMs]),
+      'reply of store/lua/leader-renew.lua',
+    );
     return r === 1;
   }
 

@@ -34,7 +34,10 @@ export class LiveCards {
       // the first read of a term is waited for; later ones serve the next pass
       if (prior) {
         const ids = (cs: Card[]) => cs.map((c) => c.id).join(',');
-        void Promise.all([prior.cards, refresh.cards]).then(([a, b]) => ids(a) !== ids(b) && this.changed(), () => undefined);
+        void Promise.all([prior.cards, refresh.cards]).then(
+          ([a, b]) => ids(a) !== ids(b) && this.changed(),
+          () => undefined,
+        );
         return prior.cards.catch(() => refresh.cards);
       }
     }
@@ -45,7 +48,14 @@ export class LiveCards {
   slots(cards: Card[]): CardSlot[] {
     let slots = this.slotsOf.get(cards);
     if (!slots) {
-      slots = cards.map((c) => ({ id: c.id, host: c.host, backend: c.backend, index: c.index, version: c.version, ...(c.until === undefined ? {} : { until: c.until }) }));
+      slots = cards.map((c) => ({
+        id: c.id,
+        host: c.host,
+        backend: c.backend,
+        index: c.index,
+        version: c.version,
+        ...(c.until === undefined ? {} : { until: c.until }),
+      }));
       this.slotsOf.set(cards, slots);
     }
     return slots;

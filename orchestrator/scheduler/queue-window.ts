@@ -15,9 +15,10 @@
  *   The reads of a pass go out together: the new experiments, the states of the window as the
  *   last pass left it (a new experiment is queued until its state is read on the next pass).
  */
+
+import { codeOf } from '../../jobs/error-codes.ts';
 import type { ExperimentRecord, ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
 import { compareQueued } from './grant-planner.ts';
-import { codeOf } from '../../jobs/error-codes.ts';
 
 /** New active experiments read per pass: a term's first passes over a long queue catch up in steps of this. */
 const NEW_PER_PASS = 500;
@@ -54,7 +55,10 @@ export class QueueWindow {
       exp = this.store.get(id);
       this.records.set(id, exp);
       // a failed or missing read is not remembered: the next caller reads again
-      exp.then((e) => e ?? this.records.delete(id), () => this.records.delete(id));
+      exp.then(
+        (e) => e ?? this.records.delete(id),
+        () => this.records.delete(id),
+      );
     }
     return exp;
   }
@@ -65,7 +69,9 @@ export class QueueWindow {
    */
   pick(blockBudget: number, keep: (id: string) => boolean): ExperimentRecord[] {
     if (!this.sorted) {
-      this.ordered.sort((a, b) => compareQueued({ priority: a.priority, seq: a.seq, block: 0 }, { priority: b.priority, seq: b.seq, block: 0 }));
+      this.ordered.sort((a, b) =>
+        compareQueued({ priority: a.priority, seq: a.seq, block: 0 }, { priority: b.priority, seq: b.seq, block: 0 }),
+      );
       this.sorted = true;
     }
     const picked: ExperimentRecord[] = [];
@@ -116,7 +122,9 @@ export class QueueWindow {
     // A failed read fails the pass before lastSeq moves: the next pass reads the same ones again.
     // A record that is there but not a record (written by hand into Redis) fails its experiment
     // alone: it would fail every later pass too, and hold up every experiment behind it.
-    const exps = await Promise.all(fresh.map((f) => this.record(f.id).catch((err: unknown) => this.refuseRecord(f.id, err))));
+    const exps = await Promise.all(
+      fresh.map((f) => this.record(f.id).catch((err: unknown) => this.refuseRecord(f.id, err))),
+    );
     this.lastSeq = Math.max(this.lastSeq, ...fresh.map((f) => f.seq));
     for (const exp of exps) if (exp) this.ordered.push(exp);
     this.sorted = false;

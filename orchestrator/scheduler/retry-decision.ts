@@ -18,11 +18,23 @@ export interface RetryDecision {
  * A host that threw UnrecoverableError would fail the same payload again: the block fails. Any
  * other end (a failure, a lost host) is retried as attempt + 1 on new leases, up to maxAttempts.
  */
-export function retryDecision(end: UnsuccessfulEnd, attempt: number, maxAttempts: number, earlier: readonly { attempt: number; reason?: string | undefined }[] = []): RetryDecision {
-  if (end.state === 'failed' && end.unrecoverable && !diedHolding(end.reason)) return { retry: false, outcome: 'failed', reason: end.reason };
+export function retryDecision(
+  end: UnsuccessfulEnd,
+  attempt: number,
+  maxAttempts: number,
+  earlier: readonly { attempt: number; reason?: string | undefined }[] = [],
+): RetryDecision {
+  if (end.state === 'failed' && end.unrecoverable && !diedHolding(end.reason))
+    return { retry: false, outcome: 'failed', reason: end.reason };
   const same = end.state === 'failed' ? sameRankExit(end.reason, earlier) : null;
-  if (same !== null) return { retry: false, outcome: 'failed', reason: `${end.reason}; the same exit and output as attempt ${same}: a failure that repeats is not retried` };
-  if (attempt >= maxAttempts) return { retry: false, outcome: 'lost', reason: `${end.reason}; gave up after ${attempt} attempts` };
+  if (same !== null)
+    return {
+      retry: false,
+      outcome: 'failed',
+      reason: `${end.reason}; the same exit and output as attempt ${same}: a failure that repeats is not retried`,
+    };
+  if (attempt >= maxAttempts)
+    return { retry: false, outcome: 'lost', reason: `${end.reason}; gave up after ${attempt} attempts` };
   return { retry: true, outcome: 'lost', reason: end.reason };
 }
 
@@ -38,10 +50,16 @@ export const STALLED_REASON = 'job stalled more than allowable limit';
  * the same last output — ids aside (pids, cards, attempts, epochs, request ids, seconds); or null.
  * Only rank exits count: a lost lease or host says nothing about the next attempt.
  */
-export function sameRankExit(reason: string, earlier: readonly { attempt: number; reason?: string | undefined }[]): number | null {
+export function sameRankExit(
+  reason: string,
+  earlier: readonly { attempt: number; reason?: string | undefined }[],
+): number | null {
   if (!RANK_EXIT.test(reason)) return null;
   const key = exitKey(reason);
-  return earlier.find((a) => a.reason !== undefined && RANK_EXIT.test(a.reason) && exitKey(a.reason) === key)?.attempt ?? null;
+  return (
+    earlier.find((a) => a.reason !== undefined && RANK_EXIT.test(a.reason) && exitKey(a.reason) === key)?.attempt ??
+    null
+  );
 }
 
 const RANK_EXIT = /\brank \d+ on card \S+ \(pid [\d?]+\) (exited with code|was killed by)/;

@@ -4,11 +4,11 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import type { CardRegistry } from '../../store/card-registry.ts';
 import type { ExperimentRecord, ExperimentStore, GangPart } from '../../store/experiment-store.ts';
 import type { LeaseStore } from '../../store/lease-store.ts';
 import type { ResultStore } from '../../store/result-store.ts';
+import type { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import type { FailureBackoff } from './failure-backoff.ts';
 
 export interface SchedulerOptions {

@@ -18,25 +18,25 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { connectRedis } from '../../store/connect.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { RedisInstance } from '../../store/redis-instance.ts';
-import { followWakes } from '../../store/scheduler-wake.ts';
 import { ResultStore } from '../../store/result-store.ts';
+import { followWakes } from '../../store/scheduler-wake.ts';
 import { defineAllScripts } from '../../store/scripts.ts';
+import { requireSubmitToken } from '../../store/submit-token.ts';
+import { BlockDispatcher } from '../dispatch/block-dispatcher.ts';
 import { BlockLifecycle } from './block-lifecycle.ts';
 import { BuildPhase } from './build-phase.ts';
 import { settleExperiment } from './experiment-settling.ts';
 import { FailureBackoff } from './failure-backoff.ts';
-import { SubmitAdmission } from './submit-admission.ts';
-import { requireSubmitToken } from '../../store/submit-token.ts';
 import { GrantLoop } from './grant-loop.ts';
 import type { LeaderLease } from './leader-lease.ts';
 import { Leadership } from './leadership.ts';
-import { schedulerTuning, type SchedulerContext, type SchedulerOptions } from './scheduler-context.ts';
+import { type SchedulerContext, type SchedulerOptions, schedulerTuning } from './scheduler-context.ts';
+import { SubmitAdmission } from './submit-admission.ts';
 
 export type { SchedulerOptions } from './scheduler-context.ts';
 
@@ -73,7 +73,12 @@ export class Scheduler extends EventEmitter {
       registry: new CardRegistry(this.redis, { prefix }),
       leases: new LeaseStore(this.redis, { prefix }),
       results: new ResultStore(this.redis, { prefix }),
-      dispatcher: new BlockDispatcher(this.redis, { prefix, pollMs: tuning.safetyPollMs, lostGraceMs: tuning.lostAfterMs, secret: options.secret }),
+      dispatcher: new BlockDispatcher(this.redis, {
+        prefix,
+        pollMs: tuning.safetyPollMs,
+        lostGraceMs: tuning.lostAfterMs,
+        secret: options.secret,
+      }),
       backoff: new FailureBackoff(log),
       refusal: (exp) => admission.refusal(exp),
     };
@@ -143,9 +148,13 @@ export class Scheduler extends EventEmitter {
     if (!(await this.instance.lostSinceLastCheck())) return;
     const lost = [...this.known];
     this.known.clear();
-    const reason = 'Redis lost its data (restarted without persistence, or flushed): its plan, block states, leases and results are gone';
+    const reason =
+      'Redis lost its data (restarted without persistence, or flushed): its plan, block states, leases and results are gone';
     for (const id of lost) {
-      this.ctx.log.error({ experiment: id, code: 'REDIS_DATA_LOST' }, `experiment ${id} failed: it no longer exists: ${reason}; submit it again (and give Redis persistence: appendonly yes)`);
+      this.ctx.log.error(
+        { experiment: id, code: 'REDIS_DATA_LOST' },
+        `experiment ${id} failed: it no longer exists: ${reason}; submit it again (and give Redis persistence: appendonly yes)`,
+      );
     }
     this.ctx.log.error({ experiments: lost.length }, `scheduler: ${reason}; starting a fresh term`);
     await this.leadership.restartTerm('Redis lost its data');

@@ -21,7 +21,10 @@ export class SubmitAdmission {
     let r = this.checked.get(exp);
     if (r === undefined) {
       const why = submissionRefusal(exp, exp.submitSignature, this.token);
-      r = why === null ? null : `SUBMIT_UNAUTHORIZED: the scheduler refused experiment ${exp.id}: ${why}; nothing was planned, built or granted. Submit it with orch submit and the submit token orch serve holds (ORCH_SUBMIT_TOKEN_FILE)`;
+      r =
+        why === null
+          ? null
+          : `SUBMIT_UNAUTHORIZED: the scheduler refused experiment ${exp.id}: ${why}; nothing was planned, built or granted. Submit it with orch submit and the submit token orch serve holds (ORCH_SUBMIT_TOKEN_FILE)`;
       this.checked.set(exp, r);
     }
     return r;

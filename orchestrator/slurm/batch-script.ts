@@ -47,11 +47,25 @@ export function batchScript(i: BatchScriptInput): string {
     ...(i.account ? [`--account=${i.account}`] : []),
   ];
   // the task's own copies, named by its SLURM_PROCID, which only the task's shell knows
-  const ownCopies = 'd=$1; shift; exec "$@" --redis-url-file "$d/redis-url.$SLURM_PROCID" --secret-file "$d/secret.$SLURM_PROCID" --unlink-credential-files';
+  const ownCopies =
+    'd=$1; shift; exec "$@" --redis-url-file "$d/redis-url.$SLURM_PROCID" --secret-file "$d/secret.$SLURM_PROCID" --unlink-credential-files';
   const worker = [
-    'bash', '-c', ownCopies, 'orch-worker', i.dir,
-    i.node, i.orch, 'worker', '--slurm', 'on',
-    '--stop-file', `${i.dir}/stop`, '--prefix', i.prefix, '--drain-before-end', String(i.drainSeconds),
+    'bash',
+    '-c',
+    ownCopies,
+    'orch-worker',
+    i.dir,
+    i.node,
+    i.orch,
+    'worker',
+    '--slurm',
+    'on',
+    '--stop-file',
+    `${i.dir}/stop`,
+    '--prefix',
+    i.prefix,
+    '--drain-before-end',
+    String(i.drainSeconds),
     ...i.workerArgs,
   ];
   return [

@@ -27,13 +27,18 @@ export async function slurmCommand(cmd: 'sbatch' | 'squeue' | 'scancel' | 'scont
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     const why = e.code === 'ENOENT' ? `${cmd} is not on PATH` : (e.stderr ?? '').trim() || e.message;
     throw new UserInputError('SLURM_COMMAND', `${cmd} ${args.join(' ')}: ${why}`, {
-      hint: e.code === 'ENOENT' ? 'run orch slurm on a Slurm login node (slurm-client installed)' : "fix what Slurm said (partition, account, time limit, GRES) and run again",
+      hint:
+        e.code === 'ENOENT'
+          ? 'run orch slurm on a Slurm login node (slurm-client installed)'
+          : 'fix what Slurm said (partition, account, time limit, GRES) and run again',
     });
   }
 }
 
 /** A job's state, node list, end time and pending reason; null when Slurm no longer knows it. */
-export async function squeueJob(job: string): Promise<{ state: string; nodes: string; end: string; reason: string } | null> {
+export async function squeueJob(
+  job: string,
+): Promise<{ state: string; nodes: string; end: string; reason: string } | null> {
   const out = await slurmCommand('squeue', ['-h', '-j', job, '-o', '%T|%N|%e|%r']).catch((err: unknown) => {
     // squeue names an ended job invalid once it left slurmctld's memory (MinJobAge)
     if (err instanceof UserInputError && /Invalid job id/i.test(err.message)) return '';

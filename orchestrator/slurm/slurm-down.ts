@@ -11,7 +11,13 @@ import type { Redis } from 'ioredis';
 import { slurmCommand, squeueJob } from './slurm-commands.ts';
 import { jobHosts } from './slurm-status.ts';
 
-export async function slurmDown(redis: Redis, prefix: string, job: string, dir: string, waitMs: number): Promise<{ drained: boolean; cancelled: boolean }> {
+export async function slurmDown(
+  redis: Redis,
+  prefix: string,
+  job: string,
+  dir: string,
+  waitMs: number,
+): Promise<{ drained: boolean; cancelled: boolean }> {
   writeFileSync(join(dir, 'stop'), `orch slurm down ${new Date().toISOString()}\n`, { mode: 0o600 });
   const deadline = Date.now() + waitMs;
   const pause = () => new Promise((r) => setTimeout(r, 250));
@@ -25,7 +31,8 @@ export async function slurmDown(redis: Redis, prefix: string, job: string, dir: 
   // drained workers exit and the batch script ends with them: the job ends on its own
   while (drained && Date.now() < deadline && (await squeueJob(job))?.state === 'RUNNING') await pause();
   const known = await squeueJob(job);
-  if (known === null || !/^(RUNNING|PENDING|SUSPENDED|CONFIGURING)$/.test(known.state)) return { drained, cancelled: false };
+  if (known === null || !/^(RUNNING|PENDING|SUSPENDED|CONFIGURING)$/.test(known.state))
+    return { drained, cancelled: false };
   await slurmCommand('scancel', [job]);
   return { drained, cancelled: true };
 }

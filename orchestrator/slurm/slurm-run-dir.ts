@@ -73,14 +73,23 @@ export function recordJob(root: string, dir: string, rec: SlurmJobRecord): void 
 
 /** The directory and record of `job`, or of the latest submission. */
 export function findJob(root: string, job?: string): { dir: string; rec: SlurmJobRecord } {
-  const read = (dir: string) => ({ dir, rec: parseStored(SlurmJobRecordSchema, readFileSync(join(dir, 'job.json'), 'utf8'), join(dir, 'job.json')) });
-  const hint = 'start workers with orch slurm up, or pass --job with the id it printed (and --run-dir if you gave it one)';
+  const read = (dir: string) => ({
+    dir,
+    rec: parseStored(SlurmJobRecordSchema, readFileSync(join(dir, 'job.json'), 'utf8'), join(dir, 'job.json')),
+  });
+  const hint =
+    'start workers with orch slurm up, or pass --job with the id it printed (and --run-dir if you gave it one)';
   if (job === undefined) {
     const last = join(root, 'last');
-    if (!existsSync(last)) throw new UserInputError('SLURM_NO_JOB', `no orch slurm up job is recorded under ${root}`, { hint });
+    if (!existsSync(last))
+      throw new UserInputError('SLURM_NO_JOB', `no orch slurm up job is recorded under ${root}`, { hint });
     return read(readFileSync(last, 'utf8').trim());
   }
-  const dirs = existsSync(root) ? readdirSync(root).map((n) => join(root, n)).filter((d) => existsSync(join(d, 'job.json'))) : [];
+  const dirs = existsSync(root)
+    ? readdirSync(root)
+        .map((n) => join(root, n))
+        .filter((d) => existsSync(join(d, 'job.json')))
+    : [];
   const found = dirs.map(read).find((r) => r.rec.job === job);
   if (!found) throw new UserInputError('SLURM_NO_JOB', `job ${job}: no orch slurm up record under ${root}`, { hint });
   return found;

@@ -27,9 +27,13 @@ export async function slurmStatus(redis: Redis, prefix: string, job: string): Pr
 }
 
 export function renderSlurmStatus(s: SlurmStatus): string {
-  const head = s.slurm === null
-    ? `job ${s.job}: not known to Slurm any more (ended)`
-    : `job ${s.job}: ${s.slurm.state}${s.slurm.nodes ? ` on ${s.slurm.nodes}` : ''}${s.slurm.end && s.slurm.end !== 'N/A' ? `, ends ${s.slurm.end}` : ''}${s.slurm.state === 'PENDING' ? ` (${s.slurm.reason})` : ''}`;
-  const hosts = s.hosts.map((h) => `  ${h.host}: ${h.alive ? 'heartbeat alive' : 'no heartbeat'}; cards ${h.cards.join(', ') || '(none)'}${h.slurm ? `; node ${h.slurm.node}, partition ${h.slurm.partition || '-'}` : ''}`);
+  const head =
+    s.slurm === null
+      ? `job ${s.job}: not known to Slurm any more (ended)`
+      : `job ${s.job}: ${s.slurm.state}${s.slurm.nodes ? ` on ${s.slurm.nodes}` : ''}${s.slurm.end && s.slurm.end !== 'N/A' ? `, ends ${s.slurm.end}` : ''}${s.slurm.state === 'PENDING' ? ` (${s.slurm.reason})` : ''}`;
+  const hosts = s.hosts.map(
+    (h) =>
+      `  ${h.host}: ${h.alive ? 'heartbeat alive' : 'no heartbeat'}; cards ${h.cards.join(', ') || '(none)'}${h.slurm ? `; node ${h.slurm.node}, partition ${h.slurm.partition || '-'}` : ''}`,
+  );
   return `${[head, ...(hosts.length > 0 ? hosts : ['  no worker registered yet'])].join('\n')}\n`;
 }

@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { batchScript, type BatchScriptInput } from './batch-script.ts';
+import { type BatchScriptInput, batchScript } from './batch-script.ts';
 import { slurmCommand } from './slurm-commands.ts';
 import { newRunDir, recordJob, writeCredentials } from './slurm-run-dir.ts';
 
@@ -21,6 +21,13 @@ export async function slurmUp(i: SlurmUpInput): Promise<{ job: string; dir: stri
   writeFileSync(script, batchScript({ ...i, dir }), { mode: 0o700 });
   // --parsable: `<id>` or `<id>;<cluster>`
   const job = (await slurmCommand('sbatch', ['--parsable', script])).trim().split(';')[0]!;
-  recordJob(i.root, dir, { job, prefix: i.prefix, nodes: i.nodes, gpus_per_node: i.gpusPerNode, time: i.time, submitted: new Date().toISOString() });
+  recordJob(i.root, dir, {
+    job,
+    prefix: i.prefix,
+    nodes: i.nodes,
+    gpus_per_node: i.gpusPerNode,
+    time: i.time,
+    submitted: new Date().toISOString(),
+  });
   return { job, dir };
 }

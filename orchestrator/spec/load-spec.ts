@@ -8,20 +8,20 @@ import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ALERT_DIR_ENV, alertFileProblem, alertRoots } from '../../jobs/alert-place.ts';
-import { ClusterSchema, type Cluster } from '../../jobs/cluster.ts';
 import { hashableSpec } from '../../jobs/build-refs.ts';
-import { resolveBuildRefs } from './resolve-build-refs.ts';
+import { type Cluster, ClusterSchema } from '../../jobs/cluster.ts';
+import type { CompileProblem } from '../../jobs/compile-problem.ts';
 import { compileSpec } from '../../jobs/compile-spec.ts';
 import { suggestion } from '../../jobs/did-you-mean.ts';
 import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
 import { readSpecFile } from '../../jobs/read-spec-file.ts';
-import { SpecSchema, type Spec } from '../../jobs/spec.ts';
-import { specHash } from '../../jobs/spec-hash.ts';
-import { entryFile, SuiteSchema, type Suite } from '../../jobs/suite.ts';
-import { formatPath, parseYamlSource, type PathSegment, type YamlSource } from '../../jobs/yaml-source.ts';
 import { overlapsCut, salvageParse } from '../../jobs/salvage-parse.ts';
-import type { CompileProblem } from '../../jobs/compile-problem.ts';
+import { type Spec, SpecSchema } from '../../jobs/spec.ts';
+import { specHash } from '../../jobs/spec-hash.ts';
+import { entryFile, type Suite, SuiteSchema } from '../../jobs/suite.ts';
+import { formatPath, type PathSegment, parseYamlSource, type YamlSource } from '../../jobs/yaml-source.ts';
 import { zodIssuesToSpecIssues } from '../../jobs/zod-issues.ts';
+import { resolveBuildRefs } from './resolve-build-refs.ts';
 
 export const CONFIG_KINDS = ['experiment', 'suite', 'cluster'] as const;
 export type ConfigKind = (typeof CONFIG_KINDS)[number];
@@ -49,7 +49,15 @@ export type LoadedConfig =
 export function loadSpec(file: string): LoadedSpec {
   const loaded = loadConfigFile(file);
   if (loaded.kind !== 'experiment') {
-    throw new SpecError([{ file, line: 1, path: 'kind', message: `this is a ${loaded.kind} file, not an experiment spec`, fix: 'pass an experiment spec' }]);
+    throw new SpecError([
+      {
+        file,
+        line: 1,
+        path: 'kind',
+        message: `this is a ${loaded.kind} file, not an experiment spec`,
+        fix: 'pass an experiment spec',
+      },
+    ]);
   }
   return { file: loaded.file, text: loaded.text, spec: loaded.spec, hash: loaded.hash };
 }
@@ -68,18 +76,42 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
   if (source.issues.length > 0) throw new SpecError(source.issues);
   const data = source.data;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-    throw new SpecError([{ file, line: source.lineOf([]), path: '', message: 'expected a mapping (key: value lines) at the top level', fix: 'start with name: … and design: …' }]);
+    throw new SpecError([
+      {
+        file,
+        line: source.lineOf([]),
+        path: '',
+        message: 'expected a mapping (key: value lines) at the top level',
+        fix: 'start with name: … and design: …',
+      },
+    ]);
   }
   const kind = (data as { kind?: unknown }).kind ?? 'experiment';
-  if (only !== undefined && kind !== only && typeof kind === 'string' && (CONFIG_KINDS as readonly string[]).includes(kind)) {
+  if (
+    only !== undefined &&
+    kind !== only &&
+    typeof kind === 'string' &&
+    (CONFIG_KINDS as readonly string[]).includes(kind)
+  ) {
     // Refused before its content is checked: a suite inside a suite would be read recursively.
-    throw new SpecError([{ file, line: source.lineOf(['kind']), path: 'kind', message: `this is a ${kind} file, not ${only === 'experiment' ? 'an' : 'a'} ${only} file`, fix: `pass ${only === 'experiment' ? 'an experiment spec' : `a ${only} file`}` }]);
+    throw new SpecError([
+      {
+        file,
+        line: source.lineOf(['kind']),
+        path: 'kind',
+        message: `this is a ${kind} file, not ${only === 'experiment' ? 'an' : 'a'} ${only} file`,
+        fix: `pass ${only === 'experiment' ? 'an experiment spec' : `a ${only} file`}`,
+      },
+    ]);
   }
   switch (kind) {
     case 'experiment': {
       const parsed = validate(file, source, SpecSchema, {
         schema: SpecSchema,
-        check: (salvaged, cut) => compileSpec(salvaged).problems.filter((p) => !overlapsCut(p.path, cut)).map((p) => toIssue(file, source, p)),
+        check: (salvaged, cut) =>
+          compileSpec(salvaged)
+            .problems.filter((p) => !overlapsCut(p.path, cut))
+            .map((p) => toIssue(file, source, p)),
       });
       const { spec, problems } = compileSpec(parsed);
       // Refs resolve only in a spec that is otherwise whole (a misspelt build name says so first).
@@ -94,7 +126,8 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
       // when its schedule is wrong.
       const suite = validate(file, source, SuiteSchema, {
         schema: SuiteSchema.partial(),
-        check: (salvaged, cut) => suiteIssues(file, source, salvaged).filter((i) => i.file !== file || !overlapsCut(pathOf(i.path), cut)),
+        check: (salvaged, cut) =>
+          suiteIssues(file, source, salvaged).filter((i) => i.file !== file || !overlapsCut(pathOf(i.path), cut)),
       });
       checkSuiteExperiments(file, source, suite);
       return { kind: 'suite', file, suite };
@@ -102,7 +135,15 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
     case 'cluster':
       return { kind: 'cluster', file, cluster: validate(file, source, ClusterSchema) };
     default:
-      throw new SpecError([{ file, line: source.lineOf(['kind']), path: 'kind', message: `unknown kind ${JSON.stringify(kind)}`, fix: suggestion(String(kind), CONFIG_KINDS) }]);
+      throw new SpecError([
+        {
+          file,
+          line: source.lineOf(['kind']),
+          path: 'kind',
+          message: `unknown kind ${JSON.stringify(kind)}`,
+          fix: suggestion(String(kind), CONFIG_KINDS),
+        },
+      ]);
   }
 }
 
@@ -128,20 +169,36 @@ function suiteIssues(file: string, source: YamlSource, suite: Partial<Suite>): S
     // and its results written over the first's.
     const first = seen.get(absolute);
     if (first !== undefined) {
-      issues.push({ ...at, message: `"${rel}" is listed twice (also experiments[${first}])`, fix: 'list each spec once; for a second configuration, copy the spec under another name' });
+      issues.push({
+        ...at,
+        message: `"${rel}" is listed twice (also experiments[${first}])`,
+        fix: 'list each spec once; for a second configuration, copy the spec under another name',
+      });
       return;
     }
     seen.set(absolute, i);
     if (!within(suiteDir, absolute)) {
-      issues.push({ ...at, message: `"${rel}" is outside the suite's directory ${suiteDir}; not read`, fix: "put the spec in the suite's directory or below it, and name it by a relative path without .." });
+      issues.push({
+        ...at,
+        message: `"${rel}" is outside the suite's directory ${suiteDir}; not read`,
+        fix: "put the spec in the suite's directory or below it, and name it by a relative path without ..",
+      });
       return;
     }
     if (!existsSync(path)) {
-      issues.push({ ...at, message: `no such file "${rel}" (looked for ${path})`, fix: 'paths are relative to the suite file' });
+      issues.push({
+        ...at,
+        message: `no such file "${rel}" (looked for ${path})`,
+        fix: 'paths are relative to the suite file',
+      });
       return;
     }
     if (!within(suiteDir, realpathSync(path))) {
-      issues.push({ ...at, message: `"${rel}" is a link to a file outside the suite's directory ${suiteDir}; not read`, fix: "copy the spec into the suite's directory" });
+      issues.push({
+        ...at,
+        message: `"${rel}" is a link to a file outside the suite's directory ${suiteDir}; not read`,
+        fix: "copy the spec into the suite's directory",
+      });
       return;
     }
     try {
@@ -163,13 +220,15 @@ function alertFileIssues(file: string, source: YamlSource, suite: Partial<Suite>
   const resultsRoot = resolve(dirname(file), suite.results ?? 'results');
   const problem = alertFileProblem(resolve(dirname(file), alert), alertRoots(resultsRoot));
   if (problem === null) return [];
-  return [{
-    file,
-    line: source.lineOf(['alerts', 'file']),
-    path: 'alerts.file',
-    message: problem,
-    fix: `put it under the results directory (e.g. ${suite.results ?? 'results'}/alerts.jsonl), or under a directory orch serve names in ${ALERT_DIR_ENV}, or use - for orch serve's stdout`,
-  }];
+  return [
+    {
+      file,
+      line: source.lineOf(['alerts', 'file']),
+      path: 'alerts.file',
+      message: problem,
+      fix: `put it under the results directory (e.g. ${suite.results ?? 'results'}/alerts.jsonl), or under a directory orch serve names in ${ALERT_DIR_ENV}, or use - for orch serve's stdout`,
+    },
+  ];
 }
 
 /** The directory with its links resolved (the suite's own directory exists: the suite was read from it). */
@@ -205,12 +264,21 @@ function validate<S extends z.ZodType, L extends z.ZodType = S>(
 }
 
 function toIssue(file: string, source: YamlSource, p: CompileProblem): SpecIssue {
-  return { file, line: source.lineOf(p.path), path: formatPath(p.path), message: p.message, ...(p.fix ? { fix: p.fix } : {}) };
+  return {
+    file,
+    line: source.lineOf(p.path),
+    path: formatPath(p.path),
+    message: p.message,
+    ...(p.fix ? { fix: p.fix } : {}),
+  };
 }
 
 /** A SpecIssue's dotted path (`experiments[2].spec`) as segments, to compare with what was cut. */
 function pathOf(dotted: string): PathSegment[] {
-  return dotted.split(/\.|\[(\d+)\]/).filter((s): s is string => s !== undefined && s !== '').map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  return dotted
+    .split(/\.|\[(\d+)\]/)
+    .filter((s): s is string => s !== undefined && s !== '')
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
 function sortIssues(issues: SpecIssue[]): SpecIssue[] {

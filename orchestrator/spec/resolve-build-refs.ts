@@ -14,7 +14,15 @@ import type { Spec } from '../../jobs/spec.ts';
 
 function git(args: string[], cwd: string): { ok: true; out: string } | { ok: false; err: string } {
   try {
-    return { ok: true, out: execFileSync('git', [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim() };
+    return {
+      ok: true,
+      out: execFileSync('git', [...HARDENED_GIT_ARGS, ...args], {
+        cwd,
+        env: hardenedGitEnv(),
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).trim(),
+    };
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     return { ok: false, err: (e.stderr || e.message).trim().split('\n').slice(-2).join(' | ') };
@@ -37,7 +45,10 @@ export function resolveBuildRefs(spec: Spec, specFile: string): BuildRefProblem[
     problems.push({
       path: spec.repo === undefined ? ['builds'] : ['repo'],
       message: `${start} is not inside a git repository, so the refs of builds cannot be resolved (${top.err})`,
-      fix: spec.repo === undefined ? 'put the spec in the repository, or set repo: <path of a git checkout>' : 'give the path of a git checkout',
+      fix:
+        spec.repo === undefined
+          ? 'put the spec in the repository, or set repo: <path of a git checkout>'
+          : 'give the path of a git checkout',
     });
     return problems;
   }
@@ -47,7 +58,11 @@ export function resolveBuildRefs(spec: Spec, specFile: string): BuildRefProblem[
   const dirtyHead = head.ok && status.ok && status.out !== '' ? head.out : null;
   for (const [name, build] of Object.entries(spec.builds)) {
     if (build.commit !== undefined || build.dirty !== undefined) {
-      problems.push({ path: ['builds', name, build.commit !== undefined ? 'commit' : 'dirty'], message: 'orch fills this in from the ref when the spec is loaded', fix: 'remove it; name the commit as ref: <commit>' });
+      problems.push({
+        path: ['builds', name, build.commit !== undefined ? 'commit' : 'dirty'],
+        message: 'orch fills this in from the ref when the spec is loaded',
+        fix: 'remove it; name the commit as ref: <commit>',
+      });
       continue;
     }
     const r = git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${build.ref}^{commit}`], top.out);

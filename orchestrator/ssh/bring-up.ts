@@ -50,7 +50,9 @@ export function workerPaths(host: Host): string {
   const base = shellWord(`worker-${host.name}`);
   return [
     // biome-ignore lint/suspicious/noTemplateCurlyInString: ${XDG_RUNTIME_DIR:+...} is the remote shell's expansion, not a template
-    host.run_dir !== undefined ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}` : 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}',
+    host.run_dir !== undefined
+      ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}`
+      : 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}',
     `pid="$d"/${base}.pid; log="$d"/${base}.log; url="$d"/${base}.redis-url; sec="$d"/${base}.secret`,
     // field 22 of /proc/<pid>/stat (the start time): after "pid (comm) " it is the 20th
     "starttime() { sed 's/^.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -d' ' -f20; }",
@@ -112,19 +114,27 @@ async function logTail(ssh: SshHost, host: Host): Promise<string[]> {
 
 /** Alive and not a zombie: an orphaned worker's parent (pid 1 of a container) may never reap it. */
 async function isRunning(ssh: SshHost, pid: number): Promise<boolean> {
-  return (await ssh.exec(`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`)).code === 0;
+  return (
+    (await ssh.exec(`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`)).code === 0
+  );
 }
 
 function failure(host: Host, err: unknown): HostReport {
-  if (err instanceof OrchError) return { host: host.name, status: 'failed', reason: err.message, ...(err.hint ? { hint: err.hint } : {}) };
+  if (err instanceof OrchError)
+    return { host: host.name, status: 'failed', reason: err.message, ...(err.hint ? { hint: err.hint } : {}) };
   return { host: host.name, status: 'failed', reason: err instanceof Error ? err.message : String(err) };
 }
 
-async function eachHost(opts: HostsOptions, one: (ssh: SshHost, host: Host, registry: CardRegistry) => Promise<HostReport>): Promise<HostReport[]> {
+async function eachHost(
+  opts: HostsOptions,
+  one: (ssh: SshHost, host: Host, registry: CardRegistry) => Promise<HostReport>,
+): Promise<HostReport[]> {
   const redis = connectRedis(opts.cluster.redis.url, { log: opts.log, name: 'orch-hosts' });
   try {
     // Every command below would wait for a reconnect forever: a Redis that never answers is an error.
-    await readyWithin(redis, opts.cluster.redis.url, { hint: `check redis.url in ${opts.file} and that redis-server is running there` });
+    await readyWithin(redis, opts.cluster.redis.url, {
+      hint: `check redis.url in ${opts.file} and that redis-server is running there`,
+    });
     const registry = new CardRegistry(redis, { prefix: opts.prefix });
     return await Promise.all(
       opts.cluster.hosts.map(async (host, index) => {
@@ -147,14 +157,23 @@ async function eachHost(opts: HostsOptions, one: (ssh: SshHost, host: Host, regi
 export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return eachHost(opts, async (ssh, host, registry) => {
-    const r = await ssh.exec(startCommand(host, opts.prefix), { stdin: `${opts.cluster.redis.url}\n${opts.secret?.toString('utf8') ?? ''}\n` });
+    const r = await ssh.exec(startCommand(host, opts.prefix), {
+      stdin: `${opts.cluster.redis.url}\n${opts.secret?.toString('utf8') ?? ''}\n`,
+    });
     const m = /^(started|running) (\d+)$/m.exec(r.stdout);
     if (r.code !== 0 || !m) {
       const why =
-        r.code === 3 ? `cannot enter repo_dir ${host.repo_dir}`
-          : r.code === 5 ? 'its run_dir is not private'
+        r.code === 3
+          ? `cannot enter repo_dir ${host.repo_dir}`
+          : r.code === 5
+            ? 'its run_dir is not private'
             : `the start command exited ${r.code ?? r.signal}`;
-      return { host: host.name, status: 'failed', reason: `${why}: ${r.stderr.trim() || r.stdout.trim()}`, hint: 'check repo_dir, node and run_dir of this host in the cluster file' };
+      return {
+        host: host.name,
+        status: 'failed',
+        reason: `${why}: ${r.stderr.trim() || r.stdout.trim()}`,
+        hint: 'check repo_dir, node and run_dir of this host in the cluster file',
+      };
     }
     const pid = Number(m[2]);
     const outcome = await waitFor(timeoutMs, async () => {
@@ -168,7 +187,9 @@ export function hostsUp(opts: HostsOptions): Promise<HostReport[]> {
       host: host.name,
       status: 'failed',
       pid,
-      reason: outcome ? `the worker (pid ${pid}) exited before registering its cards` : `the worker (pid ${pid}) did not register its cards within ${timeoutMs} ms`,
+      reason: outcome
+        ? `the worker (pid ${pid}) exited before registering its cards`
+        : `the worker (pid ${pid}) did not register its cards within ${timeoutMs} ms`,
       hint: `read its log on the host: worker-${host.name}.log in ${host.run_dir ?? '$XDG_RUNTIME_DIR/orch (else ~/.orch/run)'}`,
       log: await logTail(ssh, host),
     };

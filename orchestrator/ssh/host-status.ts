@@ -17,9 +17,18 @@ import { SshHost } from './ssh-host.ts';
 export interface HostStatus {
   host: string;
   /** the worker process on the host: pid file, and whether that process still runs */
-  process: { state: 'running' | 'stopped' | 'stale'; pid?: number } | { state: 'unreachable'; reason: string; hint?: string };
+  process:
+    | { state: 'running' | 'stopped' | 'stale'; pid?: number }
+    | { state: 'unreachable'; reason: string; hint?: string };
   /** what the worker registered in Redis */
-  registered: { pid: number | null; alive: boolean; cards: string[]; version: string | null; version_differs: boolean; /** the heartbeat key's remaining life (two beats from the last); null: no heartbeat */ alive_expires_in_ms: number | null };
+  registered: {
+    pid: number | null;
+    alive: boolean;
+    cards: string[];
+    version: string | null;
+    version_differs: boolean /** the heartbeat key's remaining life (two beats from the last); null: no heartbeat */;
+    alive_expires_in_ms: number | null;
+  };
 }
 
 export interface HostsStatusOptions {
@@ -50,7 +59,9 @@ export async function hostsStatus(opts: HostsStatusOptions): Promise<HostStatus[
   const redis = connectRedis(opts.cluster.redis.url, { log: opts.log, name: 'orch-hosts-status' });
   try {
     // Every command below would wait for a reconnect forever: a Redis that never answers is an error.
-    await readyWithin(redis, opts.cluster.redis.url, { hint: `check redis.url in ${opts.file} and that redis-server is running there` });
+    await readyWithin(redis, opts.cluster.redis.url, {
+      hint: `check redis.url in ${opts.file} and that redis-server is running there`,
+    });
     const registry = new CardRegistry(redis, { prefix: opts.prefix });
     const keys = orchKeys(opts.prefix ?? 'orch');
     const all = await registry.all();
@@ -75,7 +86,15 @@ export async function hostsStatus(opts: HostsStatusOptions): Promise<HostStatus[
           return { host: host.name, process: await processState(ssh, host), registered };
         } catch (err) {
           const reason = err instanceof Error ? err.message : String(err);
-          return { host: host.name, process: { state: 'unreachable', reason, ...(err instanceof OrchError && err.hint ? { hint: err.hint } : {}) }, registered };
+          return {
+            host: host.name,
+            process: {
+              state: 'unreachable',
+              reason,
+              ...(err instanceof OrchError && err.hint ? { hint: err.hint } : {}),
+            },
+            registered,
+          };
         } finally {
           ssh?.close();
         }

@@ -14,7 +14,12 @@ import { dirname } from 'node:path';
 export type HostKeyVerdict =
   | { status: 'trusted'; fingerprint: string; type: string }
   | { status: 'unknown'; fingerprint: string; type: string }
-  | { status: 'changed' | 'revoked'; fingerprint: string; type: string; /** where the other key is listed: `file:line` or `host_key` */ known: string[] };
+  | {
+      status: 'changed' | 'revoked';
+      fingerprint: string;
+      type: string /** where the other key is listed: `file:line` or `host_key` */;
+      known: string[];
+    };
 
 export interface KnownKey {
   type: string;
@@ -46,7 +51,13 @@ export function blobType(blob: Buffer): string {
 }
 
 function globMatch(pattern: string, name: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i');
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    'i',
+  );
   return re.test(name);
 }
 
@@ -115,7 +126,8 @@ export function verifyHostKey(blob: Buffer, known: KnownKey[]): HostKeyVerdict {
   const fp = fingerprint(blob);
   const b64 = blob.toString('base64');
   const matching = known.filter((k) => k.key === b64);
-  if (matching.some((k) => k.revoked)) return { status: 'revoked', fingerprint: fp, type, known: matching.map((k) => k.where) };
+  if (matching.some((k) => k.revoked))
+    return { status: 'revoked', fingerprint: fp, type, known: matching.map((k) => k.where) };
   if (matching.length > 0) return { status: 'trusted', fingerprint: fp, type };
   const others = known.filter((k) => !k.revoked && sameType(k.type, type));
   if (others.length > 0) return { status: 'changed', fingerprint: fp, type, known: others.map((k) => k.where) };
@@ -127,7 +139,15 @@ export function verifyHostKey(blob: Buffer, known: KnownKey[]): HostKeyVerdict {
  * ed25519 and an rsa key presents the one known_hosts has (as OpenSSH orders them).
  */
 export function preferredHostKeyAlgorithms(known: KnownKey[]): string[] {
-  const all = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+  const all = [
+    'ssh-ed25519',
+    'ecdsa-sha2-nistp256',
+    'ecdsa-sha2-nistp384',
+    'ecdsa-sha2-nistp521',
+    'rsa-sha2-512',
+    'rsa-sha2-256',
+    'ssh-rsa',
+  ];
   const knownTypes = new Set(known.filter((k) => !k.revoked).map((k) => k.type));
   const first = all.filter((a) => [...knownTypes].some((t) => sameType(t, a)));
   return [...first, ...all.filter((a) => !first.includes(a))];

@@ -10,11 +10,18 @@
 import { readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import ssh2, { Client, type AgentAuthMethod, type PublicKeyAuthMethod } from 'ssh2';
+import ssh2, { type AgentAuthMethod, Client, type PublicKeyAuthMethod } from 'ssh2';
 import type { Host } from '../../jobs/cluster.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { redactText } from '../../jobs/redact.ts';
-import { clusterHostKey, knownHostsName, knownKeys, preferredHostKeyAlgorithms, verifyHostKey, type HostKeyVerdict } from './known-hosts.ts';
+import {
+  clusterHostKey,
+  type HostKeyVerdict,
+  knownHostsName,
+  knownKeys,
+  preferredHostKeyAlgorithms,
+  verifyHostKey,
+} from './known-hosts.ts';
 import { describeTarget, resolveTarget, type SshTarget } from './ssh-target.ts';
 
 export interface ExecResult {
@@ -65,11 +72,15 @@ function keyRefusal(ref: HostRef, e: HostKeyEvent): UserInputError {
       },
     );
   }
-  return new UserInputError('SSH_HOST_UNKNOWN', `${at}: the host key of ${e.name}${hop} is not known: ${v.type} ${v.fingerprint}; orch connects only to hosts whose key is trusted`, {
-    hint:
-      `check the fingerprint with the host's administrator, then trust it: ${trust} ` +
-      `(or ssh-keyscan -p ${t.port} ${t.hostName} >> ~/.ssh/known_hosts, or set ${at}.host_key)`,
-  });
+  return new UserInputError(
+    'SSH_HOST_UNKNOWN',
+    `${at}: the host key of ${e.name}${hop} is not known: ${v.type} ${v.fingerprint}; orch connects only to hosts whose key is trusted`,
+    {
+      hint:
+        `check the fingerprint with the host's administrator, then trust it: ${trust} ` +
+        `(or ssh-keyscan -p ${t.port} ${t.hostName} >> ~/.ssh/known_hosts, or set ${at}.host_key)`,
+    },
+  );
 }
 
 /** The private keys to offer, read now: a cluster file's key_file that cannot be used is an error, a config IdentityFile that cannot is skipped (as ssh does). */
@@ -82,24 +93,36 @@ function loadKeys(ref: HostRef, t: SshTarget, hop: boolean): Buffer[] {
       key = readFileSync(file);
     } catch (err) {
       if (!t.explicitKey) continue;
-      throw new UserInputError('SSH_KEY_MISSING', `${at}.key_file: cannot read ${ref.host.ssh.key_file} (${(err as NodeJS.ErrnoException).code ?? err})`, {
-        hint: `fix ${at}.key_file to the private key authorized for ${describeTarget(t)} (e.g. ssh-keygen -t ed25519 -f ${ref.host.ssh.key_file}, then ssh-copy-id)`,
-        cause: err,
-      });
+      throw new UserInputError(
+        'SSH_KEY_MISSING',
+        `${at}.key_file: cannot read ${ref.host.ssh.key_file} (${(err as NodeJS.ErrnoException).code ?? err})`,
+        {
+          hint: `fix ${at}.key_file to the private key authorized for ${describeTarget(t)} (e.g. ssh-keygen -t ed25519 -f ${ref.host.ssh.key_file}, then ssh-copy-id)`,
+          cause: err,
+        },
+      );
     }
     const parsed = ssh2.utils.parseKey(key);
     if (parsed instanceof Error || (Array.isArray(parsed) ? parsed[0] : parsed)?.isPrivateKey() !== true) {
       if (!t.explicitKey) continue;
-      throw new UserInputError('SSH_KEY_INVALID', `${at}.key_file: ${ref.host.ssh.key_file} is not a usable private key (${parsed instanceof Error ? parsed.message : 'not a private key'})`, {
-        hint: `point ${at}.key_file at an unencrypted OpenSSH private key (not the .pub file)`,
-      });
+      throw new UserInputError(
+        'SSH_KEY_INVALID',
+        `${at}.key_file: ${ref.host.ssh.key_file} is not a usable private key (${parsed instanceof Error ? parsed.message : 'not a private key'})`,
+        {
+          hint: `point ${at}.key_file at an unencrypted OpenSSH private key (not the .pub file)`,
+        },
+      );
     }
     keys.push(key);
   }
   if (keys.length === 0 && t.agent === undefined) {
-    throw new UserInputError('SSH_KEY_MISSING', `${at}: no key to offer ${describeTarget(t)}${hop ? ' (a ProxyJump hop)' : ''}: no key_file, no usable IdentityFile in ~/.ssh/config, no ~/.ssh/id_ed25519, id_ecdsa or id_rsa, and no ssh-agent (SSH_AUTH_SOCK)`, {
-      hint: `set ${at}.key_file, an IdentityFile for ${t.alias} in ~/.ssh/config, or start ssh-agent and ssh-add the key`,
-    });
+    throw new UserInputError(
+      'SSH_KEY_MISSING',
+      `${at}: no key to offer ${describeTarget(t)}${hop ? ' (a ProxyJump hop)' : ''}: no key_file, no usable IdentityFile in ~/.ssh/config, no ~/.ssh/id_ed25519, id_ecdsa or id_rsa, and no ssh-agent (SSH_AUTH_SOCK)`,
+      {
+        hint: `set ${at}.key_file, an IdentityFile for ${t.alias} in ~/.ssh/config, or start ssh-agent and ssh-add the key`,
+      },
+    );
   }
   return keys;
 }
@@ -108,7 +131,12 @@ function loadKeys(ref: HostRef, t: SshTarget, hop: boolean): Buffer[] {
  * Opens one hop: verifies its host key through `decide`, authenticates with the agent and the
  * keys (unless `probe`: then it stops after the key was decided and resolves null).
  */
-function openHop(ref: HostRef, t: SshTarget, sock: Duplex | undefined, o: { final: boolean; decide: HostKeyDecider; probe: boolean; readyTimeoutMs: number }): Promise<Client | null> {
+function openHop(
+  ref: HostRef,
+  t: SshTarget,
+  sock: Duplex | undefined,
+  o: { final: boolean; decide: HostKeyDecider; probe: boolean; readyTimeoutMs: number },
+): Promise<Client | null> {
   const at = `${ref.file} hosts[${ref.index}].ssh`;
   const name = knownHostsName(t.hostName, t.port);
   const known = [...knownKeys(t.knownHostsFiles, name), ...(o.final ? clusterHostKey(t.hostKey) : [])];
@@ -125,17 +153,30 @@ function openHop(ref: HostRef, t: SshTarget, sock: Duplex | undefined, o: { fina
       const where = describeTarget({ ...t, jump: [] });
       if (err.level === 'client-authentication') {
         reject(
-          new UserInputError('SSH_AUTH_FAILED', `${at}: ${where}${o.final ? '' : ' (a ProxyJump hop)'} refused the key${t.identityFiles.length > 1 ? 's' : ''} ${t.identityFiles.join(', ') || '(none)'}${t.agent ? ' and those of ssh-agent' : ''}`, {
-            hint: `add the public key of ${at}.key_file to ~${t.user}/.ssh/authorized_keys on ${t.hostName}, or fix ${at}.user / ${at}.key_file (or User / IdentityFile of ${t.alias} in ~/.ssh/config)`,
-            cause: err,
-          }),
+          new UserInputError(
+            'SSH_AUTH_FAILED',
+            `${at}: ${where}${o.final ? '' : ' (a ProxyJump hop)'} refused the key${t.identityFiles.length > 1 ? 's' : ''} ${t.identityFiles.join(', ') || '(none)'}${t.agent ? ' and those of ssh-agent' : ''}`,
+            {
+              hint: `add the public key of ${at}.key_file to ~${t.user}/.ssh/authorized_keys on ${t.hostName}, or fix ${at}.user / ${at}.key_file (or User / IdentityFile of ${t.alias} in ~/.ssh/config)`,
+              cause: err,
+            },
+          ),
         );
-      } else if (err.level === 'client-socket' || err.level === 'client-timeout' || err.level === 'client-dns' || err.code !== undefined) {
+      } else if (
+        err.level === 'client-socket' ||
+        err.level === 'client-timeout' ||
+        err.level === 'client-dns' ||
+        err.code !== undefined
+      ) {
         reject(
-          new UserInputError('SSH_UNREACHABLE', `${at}: cannot reach ${where}${o.final ? '' : ' (a ProxyJump hop)'} (${err.code ?? err.level}: ${err.message})`, {
-            hint: `check ${at}.host and ${at}.port (and HostName, Port, ProxyJump of ${t.alias} in ~/.ssh/config), and that sshd runs there and is reachable from this machine`,
-            cause: err,
-          }),
+          new UserInputError(
+            'SSH_UNREACHABLE',
+            `${at}: cannot reach ${where}${o.final ? '' : ' (a ProxyJump hop)'} (${err.code ?? err.level}: ${err.message})`,
+            {
+              hint: `check ${at}.host and ${at}.port (and HostName, Port, ProxyJump of ${t.alias} in ~/.ssh/config), and that sshd runs there and is reachable from this machine`,
+              cause: err,
+            },
+          ),
         );
       } else {
         reject(err);
@@ -174,11 +215,16 @@ function openHop(ref: HostRef, t: SshTarget, sock: Duplex | undefined, o: { fina
 }
 
 function forwardOut(client: Client, host: string, port: number): Promise<Duplex> {
-  return new Promise((resolve, reject) => client.forwardOut('127.0.0.1', 0, host, port, (err, stream) => (err ? reject(err) : resolve(stream))));
+  return new Promise((resolve, reject) =>
+    client.forwardOut('127.0.0.1', 0, host, port, (err, stream) => (err ? reject(err) : resolve(stream))),
+  );
 }
 
 /** Opens every hop of `target`'s chain, each through the previous one's forwardOut; the last client is the host's. */
-async function openChain(ref: HostRef, o: { decide: HostKeyDecider; probe: boolean; readyTimeoutMs: number }): Promise<Client[]> {
+async function openChain(
+  ref: HostRef,
+  o: { decide: HostKeyDecider; probe: boolean; readyTimeoutMs: number },
+): Promise<Client[]> {
   const target = resolveTarget(ref.host);
   const hops = [...target.jump, target];
   const clients: Client[] = [];
@@ -192,10 +238,14 @@ async function openChain(ref: HostRef, o: { decide: HostKeyDecider; probe: boole
       if (!final) {
         const next = hops[i + 1]!;
         sock = await forwardOut(c, next.hostName, next.port).catch((err: Error) => {
-          throw new UserInputError('SSH_UNREACHABLE', `${ref.file} hosts[${ref.index}].ssh: the ProxyJump hop ${describeTarget({ ...hop, jump: [] })} cannot reach ${next.hostName}:${next.port} (${err.message})`, {
-            hint: `check HostName and Port of ${next.alias}, as seen from ${hop.hostName}, and that the hop's sshd allows TCP forwarding`,
-            cause: err,
-          });
+          throw new UserInputError(
+            'SSH_UNREACHABLE',
+            `${ref.file} hosts[${ref.index}].ssh: the ProxyJump hop ${describeTarget({ ...hop, jump: [] })} cannot reach ${next.hostName}:${next.port} (${err.message})`,
+            {
+              hint: `check HostName and Port of ${next.alias}, as seen from ${hop.hostName}, and that the hop's sshd allows TCP forwarding`,
+              cause: err,
+            },
+          );
         });
       }
     }
@@ -217,8 +267,16 @@ export class SshHost {
     return this.clients[this.clients.length - 1]!;
   }
 
-  static async connect(ref: HostRef, log: Logger, opts: { readyTimeoutMs?: number; decide?: HostKeyDecider } = {}): Promise<SshHost> {
-    const clients = await openChain(ref, { decide: opts.decide ?? trustedOnly, probe: false, readyTimeoutMs: opts.readyTimeoutMs ?? 15_000 });
+  static async connect(
+    ref: HostRef,
+    log: Logger,
+    opts: { readyTimeoutMs?: number; decide?: HostKeyDecider } = {},
+  ): Promise<SshHost> {
+    const clients = await openChain(ref, {
+      decide: opts.decide ?? trustedOnly,
+      probe: false,
+      readyTimeoutMs: opts.readyTimeoutMs ?? 15_000,
+    });
     return new SshHost(clients, log.child({ host: ref.host.name }));
   }
 
@@ -226,7 +284,11 @@ export class SshHost {
    * Goes as far as the host's key, without logging in to the host: `decide` sees every hop's
    * key (a hop must be trusted, or trusted by `decide`, to go on) and the host's.
    */
-  static async probeHostKey(ref: HostRef, decide: HostKeyDecider, opts: { readyTimeoutMs?: number } = {}): Promise<void> {
+  static async probeHostKey(
+    ref: HostRef,
+    decide: HostKeyDecider,
+    opts: { readyTimeoutMs?: number } = {},
+  ): Promise<void> {
     const clients = await openChain(ref, { decide, probe: true, readyTimeoutMs: opts.readyTimeoutMs ?? 15_000 });
     for (const c of clients.reverse()) c.end();
   }

@@ -55,35 +55,71 @@ const all = (v: string | string[] | undefined): string[] => (v === undefined ? [
 
 /** `%d %u %h %r %p %%` and a leading `~`, as ssh expands them in IdentityFile and UserKnownHostsFile. */
 function tokens(s: string, t: { host: string; user: string; port: number }): string {
-  const map: Record<string, string> = { d: homedir(), u: userInfo().username, h: t.host, r: t.user, p: String(t.port), '%': '%' };
+  const map: Record<string, string> = {
+    d: homedir(),
+    u: userInfo().username,
+    h: t.host,
+    r: t.user,
+    p: String(t.port),
+    '%': '%',
+  };
   return expandHome(s.replace(/%([duhrp%])/g, (_, c: string) => map[c] ?? ''));
 }
 
 /** One hop of a ProxyJump value: `[user@]host[:port]` (or `ssh://user@host:port`). */
 function parseHop(hop: string): { user?: string; host: string; port?: number } {
   const m = /^(?:ssh:\/\/)?(?:([^@]+)@)?(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hop.trim());
-  if (!m?.[2]) throw new UserInputError('SSH_CONFIG_INVALID', `ProxyJump ${hop}: expected [user@]host[:port]`, { hint: `fix the ProxyJump line in ${sshConfigPath()}` });
-  return { ...(m[1] ? { user: m[1] } : {}), host: m[2].replace(/^\[|\]$/g, ''), ...(m[3] ? { port: Number(m[3]) } : {}) };
+  if (!m?.[2])
+    throw new UserInputError('SSH_CONFIG_INVALID', `ProxyJump ${hop}: expected [user@]host[:port]`, {
+      hint: `fix the ProxyJump line in ${sshConfigPath()}`,
+    });
+  return {
+    ...(m[1] ? { user: m[1] } : {}),
+    host: m[2].replace(/^\[|\]$/g, ''),
+    ...(m[3] ? { port: Number(m[3]) } : {}),
+  };
 }
 
-function resolve(config: SSHConfig, alias: string, given: { port?: number; user?: string; key_file?: string; host_key?: string }, depth: number): SshTarget {
-  if (depth > 8) throw new UserInputError('SSH_CONFIG_INVALID', `ProxyJump of ${alias}: more than 8 hops (a loop?)`, { hint: `fix the ProxyJump lines in ${sshConfigPath()}` });
+function resolve(
+  config: SSHConfig,
+  alias: string,
+  given: { port?: number; user?: string; key_file?: string; host_key?: string },
+  depth: number,
+): SshTarget {
+  if (depth > 8)
+    throw new UserInputError('SSH_CONFIG_INVALID', `ProxyJump of ${alias}: more than 8 hops (a loop?)`, {
+      hint: `fix the ProxyJump lines in ${sshConfigPath()}`,
+    });
   const c = config.compute(alias);
   const hostName = first(c.HostName) ?? alias;
   const user = given.user ?? first(c.User) ?? userInfo().username;
   const port = given.port ?? (first(c.Port) ? Number(first(c.Port)) : 22);
   const t = { host: hostName, user, port };
   const fromConfig = all(c.IdentityFile).map((f) => tokens(f, t));
-  const defaults = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((n) => `${homedir()}/.ssh/${n}`).filter((f) => existsSync(f));
-  const identityFiles = given.key_file ? [expandHome(given.key_file)] : fromConfig.length > 0 ? fromConfig.filter((f) => existsSync(f)) : defaults;
+  const defaults = ['id_ed25519', 'id_ecdsa', 'id_rsa']
+    .map((n) => `${homedir()}/.ssh/${n}`)
+    .filter((f) => existsSync(f));
+  const identityFiles = given.key_file
+    ? [expandHome(given.key_file)]
+    : fromConfig.length > 0
+      ? fromConfig.filter((f) => existsSync(f))
+      : defaults;
   const identitiesOnly = first(c.IdentitiesOnly)?.toLowerCase() === 'yes';
-  const knownHosts = all(c.UserKnownHostsFile).flatMap((v) => v.split(/\s+/)).filter(Boolean).map((f) => tokens(f, t));
+  const knownHosts = all(c.UserKnownHostsFile)
+    .flatMap((v) => v.split(/\s+/))
+    .filter(Boolean)
+    .map((f) => tokens(f, t));
   const proxy = first(c.ProxyJump);
   const jump: SshTarget[] = [];
   if (proxy && proxy.toLowerCase() !== 'none') {
     for (const hop of proxy.split(',')) {
       const h = parseHop(hop);
-      const target = resolve(config, h.host, { ...(h.user ? { user: h.user } : {}), ...(h.port ? { port: h.port } : {}) }, depth + 1);
+      const target = resolve(
+        config,
+        h.host,
+        { ...(h.user ? { user: h.user } : {}), ...(h.port ? { port: h.port } : {}) },
+        depth + 1,
+      );
       jump.push(...target.jump, { ...target, jump: [] });
     }
   }

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Cluster } from '../../jobs/cluster.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { appendKnownHost } from './known-hosts.ts';
-import { SshHost, type HostKeyEvent } from './ssh-host.ts';
+import { type HostKeyEvent, SshHost } from './ssh-host.ts';
 
 export interface TrustReport {
   host: string;
@@ -35,9 +35,13 @@ export interface TrustOptions {
 }
 
 export async function trustHosts(opts: TrustOptions): Promise<TrustReport[]> {
-  const hosts = opts.cluster.hosts.map((host, index) => ({ host, index })).filter((h) => opts.only === undefined || h.host.name === opts.only);
+  const hosts = opts.cluster.hosts
+    .map((host, index) => ({ host, index }))
+    .filter((h) => opts.only === undefined || h.host.name === opts.only);
   if (hosts.length === 0) {
-    throw new UserInputError('HOSTS_FAILED', `${opts.file}: no host named ${opts.only}`, { hint: `name one of ${opts.cluster.hosts.map((h) => h.name).join(', ')}, or none for all` });
+    throw new UserInputError('HOSTS_FAILED', `${opts.file}: no host named ${opts.only}`, {
+      hint: `name one of ${opts.cluster.hosts.map((h) => h.name).join(', ')}, or none for all`,
+    });
   }
   const reports: TrustReport[] = [];
   for (const { host, index } of hosts) {
@@ -55,7 +59,13 @@ export async function trustHosts(opts: TrustOptions): Promise<TrustReport[]> {
       opts.say(`${what}: ${e.verdict.type} key ${e.verdict.fingerprint}`);
       if (!(await opts.confirm(`trust ${what} with key ${e.verdict.fingerprint}?`))) {
         report.status = 'declined';
-        return e.final ? false : Promise.reject(new UserInputError('SSH_HOST_UNKNOWN', `${what}: not trusted (declined)`, { hint: 'run again and answer yes, or pass --yes, once the fingerprint is checked' }));
+        return e.final
+          ? false
+          : Promise.reject(
+              new UserInputError('SSH_HOST_UNKNOWN', `${what}: not trusted (declined)`, {
+                hint: 'run again and answer yes, or pass --yes, once the fingerprint is checked',
+              }),
+            );
       }
       const file = e.target.knownHostsFiles[0]!;
       appendKnownHost(file, e.name, e.blob);

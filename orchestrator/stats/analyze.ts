@@ -9,32 +9,44 @@
  *   comparisons against it → leave-one-out table, order effects, carry-over (carry-over.ts) and
  *   drift → the verdict.
  */
-import { captureBlockerOf, type CaptureBlocker } from '../../jobs/capture-blocker.ts';
-import { groupedReasonLines } from '../../jobs/grouped-reasons.ts';
+import { type CaptureBlocker, captureBlockerOf } from '../../jobs/capture-blocker.ts';
 import { UserInputError } from '../../jobs/errors.ts';
-import { compareArms, type CompareOptions } from './compare.ts';
+import { groupedReasonLines } from '../../jobs/grouped-reasons.ts';
+import { summarizeBackend } from './backend-summary.ts';
+import { cancelledByArm } from './cancelled-reps.ts';
+import { carryOver } from './carry-over.ts';
+import { type CompareOptions, compareArms } from './compare.ts';
 import { describe } from './descriptive.ts';
+import { pct, signedPct } from './format-number.ts';
 import { aaGate, baseReferenceGate, identityGate, inputGate } from './gates.ts';
 import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
-import { carryOver } from './carry-over.ts';
 import { valueIndex } from './pairing.ts';
-import { repValues } from './rep-values.ts';
-import { chooseReference } from './reference-arm.ts';
-import { cancelledByArm } from './cancelled-reps.ts';
-import { summarizeBackend } from './backend-summary.ts';
 import { summarizeProbes } from './probe-summary.ts';
+import { chooseReference } from './reference-arm.ts';
+import { repValues } from './rep-values.ts';
+import { type SequentialOutcome, sequentialLooks } from './sequential-looks.ts';
 import { summarizeTraceProbe } from './trace-probe.ts';
-import { sequentialLooks, type SequentialOutcome } from './sequential-looks.ts';
-import { pct, signedPct } from './format-number.ts';
-import type { Analysis, AnalysisInput, ArmSummary, Comparison, GateSummary, RepValue, UnsupportedToggle, Verdict } from './types.ts';
+import type {
+  Analysis,
+  AnalysisInput,
+  ArmSummary,
+  Comparison,
+  GateSummary,
+  RepValue,
+  UnsupportedToggle,
+  Verdict,
+} from './types.ts';
 
 function checkOptions(input: AnalysisInput): void {
   const bad: string[] = [];
   if (!(input.alpha > 0 && input.alpha < 1)) bad.push(`alpha must be in (0, 1), got ${input.alpha}`);
-  if (!(input.min_effect >= 0 && input.min_effect < 1)) bad.push(`min_effect must be in [0, 1), got ${input.min_effect}`);
-  if (!input.plan.arms.some((a) => a.name === input.plan.control)) bad.push(`control arm "${input.plan.control}" is not an arm of the plan`);
-  if (bad.length > 0) throw new UserInputError('ANALYSIS_INPUT', `cannot analyze ${input.plan.name}: ${bad.join('; ')}`);
+  if (!(input.min_effect >= 0 && input.min_effect < 1))
+    bad.push(`min_effect must be in [0, 1), got ${input.min_effect}`);
+  if (!input.plan.arms.some((a) => a.name === input.plan.control))
+    bad.push(`control arm "${input.plan.control}" is not an arm of the plan`);
+  if (bad.length > 0)
+    throw new UserInputError('ANALYSIS_INPUT', `cannot analyze ${input.plan.name}: ${bad.join('; ')}`);
 }
 
 function aggregate(comparisons: readonly Comparison[]): Verdict {
@@ -46,11 +58,22 @@ function aggregate(comparisons: readonly Comparison[]): Verdict {
   return 'inconclusive';
 }
 
-const GATE_LABEL: Record<GateSummary['name'], string> = { input: 'input', identity: 'identity', aa: 'A/A', base_reference: 'base-reference', probe: 'probe' };
+const GATE_LABEL: Record<GateSummary['name'], string> = {
+  input: 'input',
+  identity: 'identity',
+  aa: 'A/A',
+  base_reference: 'base-reference',
+  probe: 'probe',
+};
 
 function invalidate(c: Comparison, reasons: readonly string[], gates: readonly string[]): Comparison {
   const why = `invalid: the ${gates.join(', ')} gate${gates.length === 1 ? '' : 's'} failed`;
-  return { ...c, verdict: 'invalid', reasons: [...reasons, ...c.reasons], statement: `${why}; measured: ${c.statement}` };
+  return {
+    ...c,
+    verdict: 'invalid',
+    reasons: [...reasons, ...c.reasons],
+    statement: `${why}; measured: ${c.statement}`,
+  };
 }
 
 /** Per arm, the toggles its committed reps report unsupported, with the backends that said so. */
@@ -64,10 +87,13 @@ function unsupportedToggles(input: AnalysisInput): Map<string, UnsupportedToggle
   }
   const out = new Map<string, UnsupportedToggle[]>();
   for (const [arm, toggles] of seen) {
-    out.set(arm, [...toggles].map(([toggle, b]) => {
-      const backends = [...b].sort();
-      return { toggle, backends, note: `${toggle}: unsupported on ${backends.join(', ')} — not measured` };
-    }));
+    out.set(
+      arm,
+      [...toggles].map(([toggle, b]) => {
+        const backends = [...b].sort();
+        return { toggle, backends, note: `${toggle}: unsupported on ${backends.join(', ')} — not measured` };
+      }),
+    );
   }
   return out;
 }
@@ -95,15 +121,27 @@ function analyzeRan(input: AnalysisInput): Analysis {
       ...describe(xs, alpha),
     };
   });
-  const backend = summarizeBackend(input.reps.map((r) => r.backend), [...(input.devices ?? []), ...(input.probes ?? []).flatMap((p) => p.ranks.map((r) => r.device))], arms);
+  const backend = summarizeBackend(
+    input.reps.map((r) => r.backend),
+    [...(input.devices ?? []), ...(input.probes ?? []).flatMap((p) => p.ranks.map((r) => r.device))],
+    arms,
+  );
   if (plan.design === 'probe') return probeAnalysis(input, arms, backend);
   const opts: CompareOptions = { metric, alpha, min_effect };
   const notMeasured = (c: Comparison): Comparison => {
     const notes = (unsupported.get(c.arm) ?? []).map((u) => u.note);
-    return notes.length === 0 ? c : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
+    return notes.length === 0
+      ? c
+      : { ...c, reasons: [...c.reasons, ...notes], statement: `${c.statement} (${notes.join('; ')})` };
   };
   const blockers = captureBlockers(input.failed);
-  const { aa, refArm, baseReference, gates } = measurementGates(input, index, arms, opts, new Set(blockers.map((b) => b.arm)));
+  const { aa, refArm, baseReference, gates } = measurementGates(
+    input,
+    index,
+    arms,
+    opts,
+    new Set(blockers.map((b) => b.arm)),
+  );
   // every comparison with the control pairs with the reference one bad rep cannot move
   const reference = chooseReference(plan, rv.values, gates.find((g) => g.name === 'aa')!);
   const refIndex = valueIndex(reference.values);
@@ -128,7 +166,19 @@ function analyzeRan(input: AnalysisInput): Analysis {
   }
   // ab: the treatment against the control is the primary comparison, the same object as listed.
   if (plan.design === 'ab') primary = comparisons[0] ?? null;
-  const sequential = plan.sequential !== undefined && primary !== null ? sequentialLooks({ plan, values: reference.values, ended: input.ended ?? [], arm: primary.arm, reference: primary.reference, metric, alpha, min_effect }) : null;
+  const sequential =
+    plan.sequential !== undefined && primary !== null
+      ? sequentialLooks({
+          plan,
+          values: reference.values,
+          ended: input.ended ?? [],
+          arm: primary.arm,
+          reference: primary.reference,
+          metric,
+          alpha,
+          min_effect,
+        })
+      : null;
   if (sequential !== null && primary !== null && primary.verdict !== 'invalid') {
     primary = sequentialVerdict(primary, sequential, min_effect);
     // ab lists its primary comparison first: the list shows the sequential verdict too
@@ -143,7 +193,14 @@ function analyzeRan(input: AnalysisInput): Analysis {
   const { order, drift } = orderAndDrift(rv.values, alpha, min_effect);
   return {
     experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
-    plan: { name: plan.name, hash: plan.hash, design: plan.design, control: plan.control, blocks: plan.blocks.length, reps: plan.reps },
+    plan: {
+      name: plan.name,
+      hash: plan.hash,
+      design: plan.design,
+      control: plan.control,
+      blocks: plan.blocks.length,
+      reps: plan.reps,
+    },
     metric,
     alpha,
     min_effect,
@@ -157,7 +214,15 @@ function analyzeRan(input: AnalysisInput): Analysis {
     reference: reference.choice,
     ...(refArm ? { base_reference: baseReference } : {}),
     loo: isLoo
-      ? leaveOneOut(plan, refIndex, comparisons, alpha, min_effect, allOn, (t) => unsupported.get(LOO_ALL_ON)?.find((u) => u.toggle === t)?.note ?? null)
+      ? leaveOneOut(
+          plan,
+          refIndex,
+          comparisons,
+          alpha,
+          min_effect,
+          allOn,
+          (t) => unsupported.get(LOO_ALL_ON)?.find((u) => u.toggle === t)?.note ?? null,
+        )
       : null,
     order,
     carry_over: carryOver(plan, rv.values, alpha, min_effect),
@@ -176,7 +241,9 @@ function analyzeRan(input: AnalysisInput): Analysis {
  * The capture blockers among the failure records: one per arm (its first rep's), the arm's
  * every rep failed with it (jobs/capture-blocker.ts).
  */
-export function captureBlockers(failed: readonly { arm: string; reason: string; block: number; rep: number }[]): CaptureBlocker[] {
+export function captureBlockers(
+  failed: readonly { arm: string; reason: string; block: number; rep: number }[],
+): CaptureBlocker[] {
   const out = new Map<string, CaptureBlocker>();
   for (const f of [...failed].sort((a, b) => a.block - b.block || a.rep - b.rep)) {
     if (out.has(f.arm)) continue;
@@ -190,23 +257,44 @@ export function captureBlockers(failed: readonly { arm: string; reason: string; 
 function notTestable(c: Comparison, blockers: readonly CaptureBlocker[]): Comparison {
   const hit = blockers.filter((b) => b.arm === c.arm || b.arm === c.reference);
   if (hit.length === 0) return c;
-  const why = hit.map((b) => `arm ${b.arm}: capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`);
+  const why = hit.map(
+    (b) => `arm ${b.arm}: capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`,
+  );
   // the statement names the arm, the reason says what failed where (report.md prints both on one line)
-  return { ...c, verdict: 'not_testable', reasons: [...why, ...c.reasons], statement: `not testable: the capture of arm ${hit.map((b) => b.arm).join(' and ')} failed in the program (Capture blockers)` };
+  return {
+    ...c,
+    verdict: 'not_testable',
+    reasons: [...why, ...c.reasons],
+    statement: `not testable: the capture of arm ${hit.map((b) => b.arm).join(' and ')} failed in the program (Capture blockers)`,
+  };
 }
 
 /**
  * The gates, with the two comparisons that are checks on the measurement, not treatments: the A/A
  * copy and the base-reference arm, each compared with the arm it copies, on the raw reps.
  */
-function measurementGates(input: AnalysisInput, index: Map<string, RepValue>, arms: readonly ArmSummary[], opts: CompareOptions, blocked: ReadonlySet<string> = new Set()) {
+function measurementGates(
+  input: AnalysisInput,
+  index: Map<string, RepValue>,
+  arms: readonly ArmSummary[],
+  opts: CompareOptions,
+  blocked: ReadonlySet<string> = new Set(),
+) {
   const { plan, alpha } = input;
   const aaArm = plan.arms.find((a) => a.aa_of !== undefined);
   const aa = aaArm ? compareArms(plan, index, aaArm.name, aaArm.aa_of!, opts) : null;
   const refArm = plan.arms.find((a) => a.ref_of !== undefined);
   const baseReference = refArm ? compareArms(plan, index, refArm.ref_of!, refArm.name, opts) : null;
   const baseArm = refArm?.ref_of ?? (plan.arms.some((a) => a.name === LOO_BASE) ? LOO_BASE : plan.control);
-  const gates = [identityGate(input.gates), aaGate(aa, alpha), baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha), inputGate(arms.filter((a) => !blocked.has(a.arm)), input.failed)];
+  const gates = [
+    identityGate(input.gates),
+    aaGate(aa, alpha),
+    baseReferenceGate(input.base_reference, arms, baseArm, baseReference, alpha),
+    inputGate(
+      arms.filter((a) => !blocked.has(a.arm)),
+      input.failed,
+    ),
+  ];
   return { aa, refArm, baseReference, gates };
 }
 
@@ -219,7 +307,12 @@ function sequentialVerdict(c: Comparison, s: SequentialOutcome, minEffect: numbe
   const look = s.decided_at === null ? null : s.looks[s.decided_at - 1]!;
   if (look === null || look.rci === null || s.decision === 'continue' || s.decision === 'inconclusive') {
     const at = s.looks.length === 0 ? 'no look yet' : `${s.looks.length} look(s), none decisive`;
-    return { ...c, verdict: 'inconclusive', reasons: [`sequential: ${at}`, ...c.reasons], statement: `inconclusive (sequential: ${at}); fixed-design view: ${c.statement}` };
+    return {
+      ...c,
+      verdict: 'inconclusive',
+      reasons: [`sequential: ${at}`, ...c.reasons],
+      statement: `inconclusive (sequential: ${at}); fixed-design view: ${c.statement}`,
+    };
   }
   const rci = `repeated CI ${signedPct(look.rci[0])} to ${signedPct(look.rci[1])}`;
   const where = `look ${s.decided_at} of ${s.looks.length}, ${look.blocks.length} of ${s.max_blocks} blocks, ${look.pairs} pairs, boundary z ${look.boundary.toFixed(2)}`;
@@ -241,18 +334,45 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
   // a trace request captures a graph arm as a rep does: its capture blocker is a finding (the
   // arm not traced, its reps not missing ones), the other arms traced
   const blockers = captureBlockers(input.failed);
-  const blockedArms = new Map(blockers.map((b) => [b.arm, `capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`]));
+  const blockedArms = new Map(
+    blockers.map((b) => [
+      b.arm,
+      `capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`,
+    ]),
+  );
   const blockedReps = input.failed.filter((f) => blockedArms.has(f.arm)).length;
   const probe = traceProbe ? null : summarizeProbes(planned, input.probes ?? []);
-  const trace = traceProbe ? summarizeTraceProbe(planned - blockedReps, plan.arms.map((a) => a.name), input.probes ?? [], blockedArms) : null;
+  const trace = traceProbe
+    ? summarizeTraceProbe(
+        planned - blockedReps,
+        plan.arms.map((a) => a.name),
+        input.probes ?? [],
+        blockedArms,
+      )
+    : null;
   const measured = new Set((input.probes ?? []).map((r) => `${r.block}/${r.arm}/${r.rep}`));
   const probeGate = (trace ?? probe) as { pass: boolean; message: string };
-  const gates: GateSummary[] = [identityGate(input.gates), { name: 'probe', pass: probeGate.pass, message: probeGate.message }];
+  const gates: GateSummary[] = [
+    identityGate(input.gates),
+    { name: 'probe', pass: probeGate.pass, message: probeGate.message },
+  ];
   const invalid_reasons = gates.filter((g) => g.pass === false).map((g) => g.message);
-  const issues = groupedReasonLines(input.failed.filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`)).map((f) => ({ key: `${f.block}/${f.arm}/${f.rep}`, reason: f.reason })), { noun: 'probe rep' });
+  const issues = groupedReasonLines(
+    input.failed
+      .filter((f) => !measured.has(`${f.block}/${f.arm}/${f.rep}`))
+      .map((f) => ({ key: `${f.block}/${f.arm}/${f.rep}`, reason: f.reason })),
+    { noun: 'probe rep' },
+  );
   return {
     experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
-    plan: { name: plan.name, hash: plan.hash, design: plan.design, control: plan.control, blocks: plan.blocks.length, reps: plan.reps },
+    plan: {
+      name: plan.name,
+      hash: plan.hash,
+      design: plan.design,
+      control: plan.control,
+      blocks: plan.blocks.length,
+      reps: plan.reps,
+    },
     metric: input.metric,
     alpha: input.alpha,
     min_effect: input.min_effect,
@@ -260,7 +380,10 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     verdict: invalid_reasons.length > 0 ? 'fail' : blockers.length > 0 ? 'not_testable' : 'pass',
     invalid_reasons,
     gates,
-    arms: arms.map((a) => ({ ...a, missing: Math.max(0, a.planned - (input.probes ?? []).filter((r) => r.arm === a.arm).length) })),
+    arms: arms.map((a) => ({
+      ...a,
+      missing: Math.max(0, a.planned - (input.probes ?? []).filter((r) => r.arm === a.arm).length),
+    })),
     comparisons: [],
     primary: null,
     aa: null,

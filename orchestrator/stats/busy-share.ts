@@ -30,7 +30,7 @@
  * A record without `started` (an older one) gives no row.
  */
 import type { CommitRecord } from '../../jobs/commit-record.ts';
-import { rankSpan, warmupSteps, type RankAnswer } from '../../jobs/gang-rep.ts';
+import { type RankAnswer, rankSpan, warmupSteps } from '../../jobs/gang-rep.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import { median } from './descriptive.ts';
 
@@ -86,7 +86,13 @@ export function busyShare(reps: Iterable<RepResult>, commits: Readonly<Record<st
   const byCard = new Map<string, { block: number; commit: CommitRecord; list: CardRep[] }>();
   for (const r of reps) {
     const commit = commits[String(r.block)];
-    if (commit === undefined || commit.attempt !== r.attempt || commit.started === undefined || commit.committed === undefined) continue;
+    if (
+      commit === undefined ||
+      commit.attempt !== r.attempt ||
+      commit.started === undefined ||
+      commit.committed === undefined
+    )
+      continue;
     for (const a of r.answers ?? []) {
       const key = `${r.block}\u0000${a.card}`;
       let card = byCard.get(key);
@@ -94,11 +100,23 @@ export function busyShare(reps: Iterable<RepResult>, commits: Readonly<Record<st
         card = { block: r.block, commit, list: [] };
         byCard.set(key, card);
       }
-      card.list.push({ position: r.position, label: `rep ${r.arm} #${r.rep} (block ${r.block}, position ${r.position})`, answer: a });
+      card.list.push({
+        position: r.position,
+        label: `rep ${r.arm} #${r.rep} (block ${r.block}, position ${r.position})`,
+        answer: a,
+      });
     }
   }
   const rows: BusyShareRow[] = [];
-  for (const { block, commit, list } of byCard.values()) rows.push(cardRow(block, commit, list.sort((x, y) => x.answer.answered_ms - y.answer.answered_ms || x.position - y.position), list[0]!.answer));
+  for (const { block, commit, list } of byCard.values())
+    rows.push(
+      cardRow(
+        block,
+        commit,
+        list.sort((x, y) => x.answer.answered_ms - y.answer.answered_ms || x.position - y.position),
+        list[0]!.answer,
+      ),
+    );
   return rows.sort((a, b) => a.block - b.block || a.rank - b.rank || a.card.localeCompare(b.card));
 }
 
@@ -132,7 +150,8 @@ function cardRow(block: number, commit: CommitRecord, list: CardRep[], first: Ra
   const repMs = timed ? spans.reduce((s, x) => s + (x.end - x.start) / 1e6, 0) : null;
   const gaps = timed ? spans.slice(1).map((x, i) => (x.start - spans[i]!.end) / 1e6) : [];
   const ready = commit.ready === undefined ? null : Math.max(commit.ready - started, 0);
-  const gatesMs = commit.ready === undefined || commit.gated === undefined ? null : Math.max(commit.gated - commit.ready, 0);
+  const gatesMs =
+    commit.ready === undefined || commit.gated === undefined ? null : Math.max(commit.gated - commit.ready, 0);
   return {
     block,
     attempt: commit.attempt,
@@ -157,12 +176,23 @@ function cardRow(block: number, commit: CommitRecord, list: CardRep[], first: Ra
 }
 
 /** Why a rank's span cannot be (monotonic within the rep, on the card, within the lease), or null. */
-function impossible(span: { start: number; end: number }, a: RankAnswer, previousEnd: number, leasedMs: number, commit: CommitRecord): string | null {
+function impossible(
+  span: { start: number; end: number },
+  a: RankAnswer,
+  previousEnd: number,
+  leasedMs: number,
+  commit: CommitRecord,
+): string | null {
   const ms = (span.end - span.start) / 1e6;
   if (ms < 0) return `t_end_ns ${span.end} is before t_start_ns ${span.start}`;
-  if (ms > leasedMs + LEASE_SLACK_MS) return `its span of ${ms.toFixed(3)} ms is longer than the block's lease of ${leasedMs} ms`;
-  if (span.start < previousEnd) return `it starts ${((previousEnd - span.start) / 1e6).toFixed(3)} ms before the previous rep on this card ended`;
-  if (a.host === commit.host && (a.answered_ms - ms < commit.started! - LEASE_SLACK_MS || a.answered_ms > commit.committed! + LEASE_SLACK_MS)) {
+  if (ms > leasedMs + LEASE_SLACK_MS)
+    return `its span of ${ms.toFixed(3)} ms is longer than the block's lease of ${leasedMs} ms`;
+  if (span.start < previousEnd)
+    return `it starts ${((previousEnd - span.start) / 1e6).toFixed(3)} ms before the previous rep on this card ended`;
+  if (
+    a.host === commit.host &&
+    (a.answered_ms - ms < commit.started! - LEASE_SLACK_MS || a.answered_ms > commit.committed! + LEASE_SLACK_MS)
+  ) {
     return `its span (${ms.toFixed(3)} ms, answered at ${a.answered_ms}) falls outside the lease ${commit.started}..${commit.committed}`;
   }
   return null;

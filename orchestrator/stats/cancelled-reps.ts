@@ -3,12 +3,15 @@
  * many were cancelled (`orch cancel` stopped them). A cancel cuts off most of a plan at once, so
  * the cancelled reps are summed here instead of being listed one by one among the input issues.
  */
-import { failedKind, type FailedKind } from '../../jobs/failed-rep.ts';
-import { repKey, type RepRef } from '../../jobs/rep-ref.ts';
+import { type FailedKind, failedKind } from '../../jobs/failed-rep.ts';
+import { type RepRef, repKey } from '../../jobs/rep-ref.ts';
 import type { AnalysisInput, CancelledArm } from './types.ts';
 
 /** Per arm of the plan, in plan order; empty when no rep was cancelled. */
-export function cancelledByArm(planned: readonly RepRef[], input: Pick<AnalysisInput, 'reps' | 'failed'>): CancelledArm[] {
+export function cancelledByArm(
+  planned: readonly RepRef[],
+  input: Pick<AnalysisInput, 'reps' | 'failed'>,
+): CancelledArm[] {
   const measured = new Set(input.reps.map((r) => repKey(r)));
   const cancelled = new Set(input.failed.filter((f) => failedKind(f) === 'cancelled').map((f) => repKey(f)));
   const byArm = new Map<string, CancelledArm>();

@@ -20,8 +20,8 @@
  */
 import { median } from './descriptive.ts';
 import { studentTwoSidedP } from './distributions.ts';
-import { dummies, leastSquaresOn } from './linear-model.ts';
 import { pClause, pct, signedPct } from './format-number.ts';
+import { dummies, leastSquaresOn } from './linear-model.ts';
 import type { CarryOver, CarryOverCell, PlanLike, RepValue } from './types.ts';
 
 interface Rest {
@@ -39,7 +39,10 @@ const BACKFIT_ROUNDS = 50;
 const BACKFIT_TOLERANCE = 1e-7;
 
 /** Per arm, its reps' residuals summed by preceding arm; `cell[i]` the arm and predecessor of rep i, or null when it opened its block. */
-function cellsOf(residuals: readonly number[], cell: readonly ({ arm: string; after: string } | null)[]): Map<string, Map<string, Rest>> {
+function cellsOf(
+  residuals: readonly number[],
+  cell: readonly ({ arm: string; after: string } | null)[],
+): Map<string, Map<string, Rest>> {
   const byArm = new Map<string, Map<string, Rest>>();
   cell.forEach((k, i) => {
     if (k === null) return;
@@ -60,7 +63,12 @@ function baselineOf(arm: string, byBefore: Map<string, Rest>, after: string): { 
 
 const meanOf = (r: Rest): number => (r.n === 0 ? 0 : r.sum / r.n);
 
-export function carryOver(plan: PlanLike, values: readonly RepValue[], alpha: number, min_effect: number): CarryOver | null {
+export function carryOver(
+  plan: PlanLike,
+  values: readonly RepValue[],
+  alpha: number,
+  min_effect: number,
+): CarryOver | null {
   const n = values.length;
   if (n < 3) return null;
   const sequence = new Map(plan.blocks.map((b) => [b.index, b.sequence]));
@@ -69,7 +77,10 @@ export function carryOver(plan: PlanLike, values: readonly RepValue[], alpha: nu
     return after === undefined ? null : { arm: v.arm, after };
   });
   const y = values.map((v) => Math.log(v.value));
-  const blockAndArm = leastSquaresOn([values.map(() => 1), ...dummies(values.map((v) => v.block)), ...dummies(values.map((v) => v.arm))], n);
+  const blockAndArm = leastSquaresOn(
+    [values.map(() => 1), ...dummies(values.map((v) => v.block)), ...dummies(values.map((v) => v.arm))],
+    n,
+  );
   // y = block + arm + carry(arm, predecessor) + e, by turns: block + arm on y − carry, then each
   // cell's carry as its mean residual over its arm's baseline (Gauss–Seidel on the normal equations)
   let carry: number[] = values.map(() => 0);
@@ -112,25 +123,43 @@ export function carryOver(plan: PlanLike, values: readonly RepValue[], alpha: nu
   return { cells, flagged: cells.some((c) => c.flagged), message: message(cells, tested, alpha, min_effect) };
 }
 
-function contrast(c: Rest, base: Rest, s: number | null, df: number): Pick<CarryOverCell, 'effect' | 'median_effect' | 'p' | 'flagged'> {
+function contrast(
+  c: Rest,
+  base: Rest,
+  s: number | null,
+  df: number,
+): Pick<CarryOverCell, 'effect' | 'median_effect' | 'p' | 'flagged'> {
   if (base.n === 0) return { effect: null, median_effect: null, p: null, flagged: false };
   const diff = meanOf(c) - meanOf(base);
   const se = s === null ? null : s * Math.sqrt(1 / c.n + 1 / base.n);
-  return { effect: Math.expm1(diff), median_effect: Math.expm1(median(c.xs) - meanOf(base)), p: se === null || se === 0 ? null : studentTwoSidedP(diff / se, df), flagged: false };
+  return {
+    effect: Math.expm1(diff),
+    median_effect: Math.expm1(median(c.xs) - meanOf(base)),
+    p: se === null || se === 0 ? null : studentTwoSidedP(diff / se, df),
+    flagged: false,
+  };
 }
 
 /** Large: past Bonferroni, and the cell's mean and its median rep both beyond min_effect on one side (one bad rep is not a carry-over). */
 function large(c: CarryOverCell, alpha: number, tested: number, min_effect: number): boolean {
   if (c.p === null || c.effect === null || c.median_effect === null || c.p >= alpha / tested) return false;
-  return Math.abs(c.effect) >= min_effect && Math.abs(c.median_effect) >= min_effect && Math.sign(c.effect) === Math.sign(c.median_effect);
+  return (
+    Math.abs(c.effect) >= min_effect &&
+    Math.abs(c.median_effect) >= min_effect &&
+    Math.sign(c.effect) === Math.sign(c.median_effect)
+  );
 }
 
 function message(cells: readonly CarryOverCell[], tested: number, alpha: number, min_effect: number): string {
   const rule = `an arm after one predecessor against the same arm after itself, or after the others where it never followed itself; flagged at p < ${alpha} / ${tested} cells with the mean and the median rep of the cell both beyond ${pct(min_effect)}`;
   const flagged = cells.filter((c) => c.flagged);
-  if (tested === 0) return `carry-over not testable: no arm ran after two different predecessors with a residual to test against (${rule})`;
+  if (tested === 0)
+    return `carry-over not testable: no arm ran after two different predecessors with a residual to test against (${rule})`;
   if (flagged.length === 0) {
-    const largest = cells.reduce<CarryOverCell | null>((m, c) => (c.effect !== null && (m === null || Math.abs(c.effect) > Math.abs(m.effect!)) ? c : m), null);
+    const largest = cells.reduce<CarryOverCell | null>(
+      (m, c) => (c.effect !== null && (m === null || Math.abs(c.effect) > Math.abs(m.effect!)) ? c : m),
+      null,
+    );
     return `no large carry-over: largest ${largest === null ? '—' : `${largest.arm} after ${largest.after} ${signedPct(largest.effect)} (${pClause(largest.p)})`} (${rule})`;
   }
   const each = flagged.map((c) => `${c.arm} after ${c.after} ${signedPct(c.effect)} (${pClause(c.p)}, ${c.n} reps)`);

@@ -8,10 +8,11 @@
  * side is "faster". Wilcoxon's signed-rank test runs on the same units as a check that does not
  * lean on normality; a disagreement is reported, not silently resolved.
  */
-import { detectableEffect } from './mde.ts';
-import { pairArms, unpairedReasons } from './pairing.ts';
-import { pairedT, wilcoxonSignedRank } from './paired-test.ts';
+
 import { pClause, pct, signedPct } from './format-number.ts';
+import { detectableEffect } from './mde.ts';
+import { pairedT, wilcoxonSignedRank } from './paired-test.ts';
+import { pairArms, unpairedReasons } from './pairing.ts';
 import type { Comparison, MetricSpec, PlanLike, RepValue, Verdict } from './types.ts';
 
 export interface CompareOptions {
@@ -75,7 +76,8 @@ export function compareArms(
         ? `the ${level} CI includes 0`
         : `the ${level} CI excludes 0 but reaches into the ±${pct(o.min_effect)} min_effect band`,
     );
-    if (mde !== null) reasons.push(`this comparison could detect a change of ${pct(mde)} with ${MDE_POWER * 100} % power`);
+    if (mde !== null)
+      reasons.push(`this comparison could detect a change of ${pct(mde)} with ${MDE_POWER * 100} % power`);
   } else {
     const size = pct(Math.abs(est ?? 0));
     statement = `${verdict}: ${arm} is ${verdict} than ${reference} by ${size} (${ciText}, ${pairs.length} pairs)`;

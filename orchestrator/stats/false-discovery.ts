@@ -5,7 +5,9 @@
  * night. Sorted p ascending, the largest k with p_(k) ≤ k·q/m rejects the k smallest.
  */
 export function benjaminiHochberg(ps: readonly (number | null)[], q: number): boolean[] {
-  const tested = ps.map((p, i) => ({ p, i })).filter((x): x is { p: number; i: number } => x.p !== null && Number.isFinite(x.p));
+  const tested = ps
+    .map((p, i) => ({ p, i }))
+    .filter((x): x is { p: number; i: number } => x.p !== null && Number.isFinite(x.p));
   const m = tested.length;
   const sorted = [...tested].sort((a, b) => a.p - b.p);
   let k = 0;

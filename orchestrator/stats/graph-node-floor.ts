@@ -20,10 +20,12 @@ export interface ChainGraphRep {
 export function graphNodeFloorNs(reps: readonly ChainGraphRep[]): number {
   const perRep = reps.map((r, i) => {
     if (r.mode !== 'graph') throw new Error(`chain rep ${i} ran ${r.mode}: the graph-node floor is a graph rep's`);
-    if (r.nodes === null || r.nodes === undefined || r.nodes <= 0) throw new Error(`chain rep ${i} has no node count: the floor is the step over its nodes`);
+    if (r.nodes === null || r.nodes === undefined || r.nodes <= 0)
+      throw new Error(`chain rep ${i} has no node count: the floor is the step over its nodes`);
     if (r.step_ms.length === 0) throw new Error(`chain rep ${i} has no measured steps`);
     return (median(r.step_ms) * 1e6) / r.nodes;
   });
-  if (perRep.length === 0) throw new Error('no chain graph rep: the graph-node floor is measured on the card, never assumed');
+  if (perRep.length === 0)
+    throw new Error('no chain graph rep: the graph-node floor is measured on the card, never assumed');
   return median(perRep);
 }

@@ -20,8 +20,9 @@
  * The idle time before the step's first kernel and after its last is host time the step spends
  * around its launches: reported apart (`edge_idle_ns`), not counted as recoverable.
  */
-import { median } from './descriptive.ts';
+
 import type { OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import { median } from './descriptive.ts';
 import type { TraceSummary } from './trace-summary-types.ts';
 
 export type { TraceSummary } from './trace-summary-types.ts';
@@ -89,7 +90,10 @@ export function summarizeStep(step: TracedStep, floorNs: number | null): StepTra
   const busy_ns = busy.reduce((s, b) => s + b.end_ns - b.start_ns, 0);
   const gaps_ns = gapsBetween(busy);
   const duration_ns = step.end_ns - step.start_ns;
-  const edge_idle_ns = busy.length === 0 ? duration_ns : (busy[0] as Interval).start_ns - step.start_ns + step.end_ns - (busy.at(-1) as Interval).end_ns;
+  const edge_idle_ns =
+    busy.length === 0
+      ? duration_ns
+      : (busy[0] as Interval).start_ns - step.start_ns + step.end_ns - (busy.at(-1) as Interval).end_ns;
   const sumGaps = gaps_ns.reduce((s, g) => s + g, 0);
   const pdl = dependentGaps(inside);
   return {
@@ -136,7 +140,6 @@ export function gapHistogram(gapsNs: readonly number[]): number[] {
   return counts;
 }
 
-
 /** Every traced step of one arm, summarised (null without a step); the estimates null without a floor. */
 export function summarizeTrace(steps: readonly TracedStep[], floorNs: number | null): TraceSummary | null {
   if (steps.length === 0) return null;
@@ -157,7 +160,8 @@ export function summarizeTrace(steps: readonly TracedStep[], floorNs: number | n
     graph_step_estimate_ns: withFloor((s) => s.graph_step_estimate_ns),
     recoverable_ns: withFloor((s) => s.recoverable_ns),
     recoverable_share: withFloor((s) => (s.duration_ns > 0 ? (s.recoverable_ns ?? 0) / s.duration_ns : 0)),
-    pdl_upside_per_kernel_ns: floorNs === null || dependent === 0 ? null : each.reduce((n, s) => n + (s.pdl_upside_ns ?? 0), 0) / dependent,
+    pdl_upside_per_kernel_ns:
+      floorNs === null || dependent === 0 ? null : each.reduce((n, s) => n + (s.pdl_upside_ns ?? 0), 0) / dependent,
     floor_ns: floorNs,
     histogram: gapHistogram(each.flatMap((s) => s.gaps_ns)),
   };
@@ -167,5 +171,8 @@ export function summarizeTrace(steps: readonly TracedStep[], floorNs: number | n
 export function stepsOfTrace(answer: OrchRankTrace): TracedStep[] | null {
   const t = answer.trace;
   if (t.source === 'none') return null;
-  return t.steps.map((s) => ({ ...s, kernels: t.kernels.filter((k) => k.end_ns > s.start_ns && k.start_ns < s.end_ns) }));
+  return t.steps.map((s) => ({
+    ...s,
+    kernels: t.kernels.filter((k) => k.end_ns > s.start_ns && k.start_ns < s.end_ns),
+  }));
 }

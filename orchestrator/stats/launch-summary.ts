@@ -40,12 +40,24 @@ interface ArmAcc {
 }
 
 /** How a per_rep program's counts were made per step: said in the report, never passed off as a step's own. */
-export const PER_REP_SOURCE = "cupti, per rep ÷ steps (a per_rep program: its process's counts, setup and warm-up included, over the steps it reported)";
+export const PER_REP_SOURCE =
+  "cupti, per rep ÷ steps (a per_rep program: its process's counts, setup and warm-up included, over the steps it reported)";
 
 /** How a per_rep program's counts were delimited by the NVTX range the spec named (its steps' own counts). */
-export const perRangeSource = (range: string): string => `cupti, per NVTX range ${JSON.stringify(range)} (a per_rep program's steps as its NVTX ranges delimit them, warm-up ranges dropped)`;
+export const perRangeSource = (range: string): string =>
+  `cupti, per NVTX range ${JSON.stringify(range)} (a per_rep program's steps as its NVTX ranges delimit them, warm-up ranges dropped)`;
 
-const acc = (): ArmAcc => ({ source: new Set(), modes: new Set(), reps: 0, kernels: [], graphs: [], memcpy: [], memset: [], syncs: [], captured: [] });
+const acc = (): ArmAcc => ({
+  source: new Set(),
+  modes: new Set(),
+  reps: 0,
+  kernels: [],
+  graphs: [],
+  memcpy: [],
+  memset: [],
+  syncs: [],
+  captured: [],
+});
 const mid = (xs: number[]): number | null => (xs.length === 0 ? null : median(xs));
 
 export class LaunchSummaryFold {

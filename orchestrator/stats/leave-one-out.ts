@@ -8,9 +8,10 @@
  * line prints both sides as means over those same units, so they are there whenever the
  * difference is, and the difference is exactly one minus the other.
  */
-import { pairedT } from './paired-test.ts';
-import { num, pClause, pct } from './format-number.ts';
+
 import { repKey } from '../../jobs/rep-ref.ts';
+import { num, pClause, pct } from './format-number.ts';
+import { pairedT } from './paired-test.ts';
 import type { Comparison, LooRow, LooTable, PairedTest, PlanLike, RepValue } from './types.ts';
 
 export const LOO_BASE = 'base';
@@ -66,15 +67,19 @@ export function leaveOneOut(
     };
   });
   const units = interactionUnits(plan, index);
-  const interaction = pairedT(units.map((u) => u.total - u.sum), alpha);
+  const interaction = pairedT(
+    units.map((u) => u.total - u.sum),
+    alpha,
+  );
   const large = allOnMean !== null && interaction.mean !== null && Math.abs(interaction.mean) >= min_effect * allOnMean;
   const interaction_flagged = interaction.p !== null && interaction.p < alpha && large;
   const what = `base − all_on = ${num(meanOf(units.map((u) => u.total)))} vs Σ worths = ${num(meanOf(units.map((u) => u.sum)))} (means over the same units); difference ${num(interaction.mean)} ± ${num(interaction.se)} (${pClause(interaction.p)}, ${interaction.n} units)`;
-  const message = interaction.n < 2
-    ? `interaction check not possible: ${interaction.n} complete unit(s) with every leave-one-out arm; at least 2 are needed`
-    : interaction_flagged
-      ? `the toggles interact: ${what}; worths do not add up beyond ${pct(min_effect)} of all_on`
-      : `the worths add up: ${what}`;
+  const message =
+    interaction.n < 2
+      ? `interaction check not possible: ${interaction.n} complete unit(s) with every leave-one-out arm; at least 2 are needed`
+      : interaction_flagged
+        ? `the toggles interact: ${what}; worths do not add up beyond ${pct(min_effect)} of all_on`
+        : `the worths add up: ${what}`;
   return {
     rows,
     total: totalAbs,
@@ -90,9 +95,11 @@ export function leaveOneOut(
 /** Why no share of base − all_on is printed, or null when base − all_on differs from zero. */
 function shareWithheld(total: PairedTest | null): string | null {
   if (total === null || total.mean === null) return 'base − all_on was not measured';
-  if (total.ci === null) return `base − all_on = ${num(total.mean)} has no CI (${total.n} pair${total.n === 1 ? '' : 's'})`;
+  if (total.ci === null)
+    return `base − all_on = ${num(total.mean)} has no CI (${total.n} pair${total.n === 1 ? '' : 's'})`;
   const [lo, hi] = total.ci;
-  if (lo <= 0 && hi >= 0) return `base − all_on's CI (${num(lo)} to ${num(hi)}) includes zero: the toggles together make no difference this run could tell, so a share of it means nothing`;
+  if (lo <= 0 && hi >= 0)
+    return `base − all_on's CI (${num(lo)} to ${num(hi)}) includes zero: the toggles together make no difference this run could tell, so a share of it means nothing`;
   return null;
 }
 

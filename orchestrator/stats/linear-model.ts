@@ -32,7 +32,10 @@ export function leastSquares(y: readonly number[], columns: readonly (readonly n
  * The fit of any y of length n on `columns`, the columns orthonormalized once: for a loop that
  * refits the same design to a changing y (carry-over.ts fits block + arm by turns).
  */
-export function leastSquaresOn(columns: readonly (readonly number[])[], n: number): (y: readonly number[]) => LeastSquares {
+export function leastSquaresOn(
+  columns: readonly (readonly number[])[],
+  n: number,
+): (y: readonly number[]) => LeastSquares {
   const basis: Float64Array[] = [];
   for (const col of columns) {
     if (basis.length === n) break; // the basis spans everything: the rest is dependent

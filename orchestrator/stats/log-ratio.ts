@@ -6,7 +6,7 @@
  * difference divided by A's mean does, with few blocks and a wide spread (−180 % for two blocks a
  * side), which is no statement about a time at all. Null where a value is not positive (no log).
  */
-import { welchT, type WelchTest } from './welch.ts';
+import { type WelchTest, welchT } from './welch.ts';
 
 export interface LogRatio {
   /** Welch's t on ln(values): diff is ln(B/A) of the geometric means; null test when a value is not positive */
@@ -17,7 +17,10 @@ export interface LogRatio {
 
 export function logRatio(a: readonly number[], b: readonly number[], alpha: number): LogRatio {
   if (![...a, ...b].every((x) => x > 0 && Number.isFinite(x))) {
-    return { welch: { n: [a.length, b.length], diff: null, se: null, df: null, t: null, p: null, ci: null }, relative: { estimate: null, ci: null } };
+    return {
+      welch: { n: [a.length, b.length], diff: null, se: null, df: null, t: null, p: null, ci: null },
+      relative: { estimate: null, ci: null },
+    };
   }
   const welch = welchT(a.map(Math.log), b.map(Math.log), alpha);
   return {

@@ -51,12 +51,21 @@ export function repsPerBlock(pairs: number, blocks: number): number {
 }
 
 /** Smallest |relative effect| beyond the band detectable with `pairs` pairs at this noise. */
-export function detectableEffect(pairs: number, noise: number, alpha: number, power: number, min_effect = 0): number | null {
+export function detectableEffect(
+  pairs: number,
+  noise: number,
+  alpha: number,
+  power: number,
+  min_effect = 0,
+): number | null {
   if (pairs < 2 || !Number.isFinite(noise)) return null;
   return Math.expm1(halfWidthFactor(pairs, alpha, power) * noise + Math.log1p(min_effect));
 }
 
 /** Noise for planning from a prior run: its A/A comparison, else its primary comparison. */
-export function noiseFromAnalysis(a: { aa: { log_ratio: { sd: number | null } } | null; primary: { log_ratio: { sd: number | null } } | null }): number | null {
+export function noiseFromAnalysis(a: {
+  aa: { log_ratio: { sd: number | null } } | null;
+  primary: { log_ratio: { sd: number | null } } | null;
+}): number | null {
   return a.aa?.log_ratio.sd ?? a.primary?.log_ratio.sd ?? null;
 }

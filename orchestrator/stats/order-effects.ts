@@ -9,8 +9,8 @@
  * relative change per position), with its t test on the model's residual degrees of freedom.
  */
 import { fisherUpperP, studentTwoSidedP } from './distributions.ts';
-import { dummies, leastSquares, nestedF } from './linear-model.ts';
 import { pClause, pct } from './format-number.ts';
+import { dummies, leastSquares, nestedF } from './linear-model.ts';
 import type { DriftRow, OrderEffects, RepValue } from './types.ts';
 
 function meanBy<K>(keys: readonly K[], r: readonly number[]): Map<K, { sum: number; n: number }> {
@@ -53,11 +53,17 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
     ? test(nestedF(m1, leastSquares(y, [one, ...blockCols, ...armCols, ...posCols, ...cellCols]), n))
     : { F: null, df1: cellCols.length, df2: 0, p: null };
 
-  const byPos = meanBy(values.map((v) => v.position), m0.residuals);
+  const byPos = meanBy(
+    values.map((v) => v.position),
+    m0.residuals,
+  );
   const by_position = [...byPos.entries()]
     .sort((a, b) => a[0] - b[0])
     .map(([position, a]) => ({ position, effect: Math.expm1(a.sum / a.n), n: a.n }));
-  const byCell = meanBy(values.map((v) => `${v.arm}@${v.position}`), m0.residuals);
+  const byCell = meanBy(
+    values.map((v) => `${v.arm}@${v.position}`),
+    m0.residuals,
+  );
   const by_arm_position = [...byCell.entries()]
     .map(([key, a]) => {
       const at = key.lastIndexOf('@');
@@ -70,11 +76,14 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
   const intFlag = interaction_test.p !== null && interaction_test.p < alpha;
   const parts = [
     `position effect up to ${pct(largestPos)} (F test ${pClause(position_test.p)})`,
-    testable ? `arm × position ${pClause(interaction_test.p)}` : 'arm × position not testable (fewer than two reps per arm × position cell; more blocks make it testable)',
+    testable
+      ? `arm × position ${pClause(interaction_test.p)}`
+      : 'arm × position not testable (fewer than two reps per arm × position cell; more blocks make it testable)',
   ];
-  const message = posFlag || intFlag
-    ? `order effects flagged: ${parts.join('; ')} — a balanced order cancels a position effect shared by all arms, not one that differs by arm`
-    : `no large order effect: ${parts.join('; ')}`;
+  const message =
+    posFlag || intFlag
+      ? `order effects flagged: ${parts.join('; ')} — a balanced order cancels a position effect shared by all arms, not one that differs by arm`
+      : `no large order effect: ${parts.join('; ')}`;
   const order: OrderEffects = {
     by_position,
     by_arm_position,
@@ -92,7 +101,13 @@ export function orderAndDrift(values: readonly RepValue[], alpha: number, min_ef
  * y and the arm's position column are both residualized on every other column, so the slope,
  * its se and the residual degrees of freedom are those of the full least-squares fit.
  */
-function driftOf(arm: string, y: readonly number[], values: readonly RepValue[], base: readonly number[][], alpha: number): DriftRow {
+function driftOf(
+  arm: string,
+  y: readonly number[],
+  values: readonly RepValue[],
+  base: readonly number[][],
+  alpha: number,
+): DriftRow {
   const none: DriftRow = { arm, slope: null, se: null, t: null, p: null, df: null, flagged: false };
   const arms = [...new Set(values.map((v) => v.arm))];
   const slopeCol = (a: string) => values.map((v) => (v.arm === a ? v.position : 0));

@@ -26,7 +26,12 @@ export interface PairNoise {
 }
 
 /** The noise of `arm` vs `reference` in a run's values; null when no block has 2 pairs. */
-export function pairNoise(plan: PlanLike, values: readonly RepValue[], arm: string, reference: string): PairNoise | null {
+export function pairNoise(
+  plan: PlanLike,
+  values: readonly RepValue[],
+  arm: string,
+  reference: string,
+): PairNoise | null {
   const { pairs } = pairArms(plan, valueIndex(values), arm, reference);
   const byBlock = new Map<number, number[]>();
   for (const p of pairs) {

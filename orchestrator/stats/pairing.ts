@@ -55,5 +55,8 @@ const NAMED_UNPAIRED = 3;
  */
 export function unpairedReasons(unpaired: readonly string[]): string[] {
   if (unpaired.length <= NAMED_UNPAIRED) return [...unpaired];
-  return [...unpaired.slice(0, NAMED_UNPAIRED - 1), `and ${unpaired.length - (NAMED_UNPAIRED - 1)} more pairs without a usable rep (see Input)`];
+  return [
+    ...unpaired.slice(0, NAMED_UNPAIRED - 1),
+    `and ${unpaired.length - (NAMED_UNPAIRED - 1)} more pairs without a usable rep (see Input)`,
+  ];
 }

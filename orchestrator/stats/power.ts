@@ -16,8 +16,9 @@
  * noise this is the usual t approximation mde.ts inverts; the t (not a normal) carries the
  * uncertainty of the sd the test estimates.
  */
-import { distanceToBand } from './mde.ts';
+
 import { studentCdf, studentQuantile } from './distributions.ts';
+import { distanceToBand } from './mde.ts';
 
 export interface NoiseParts {
   within: number;
@@ -68,7 +69,8 @@ export interface DesignBounds {
   arms: number;
 }
 
-export const wallMs = (cost: BlockCost, reps: number, blocks: number): number => blocks * (cost.startup_ms + reps * cost.round_ms);
+export const wallMs = (cost: BlockCost, reps: number, blocks: number): number =>
+  blocks * (cost.startup_ms + reps * cost.round_ms);
 
 /**
  * The design of least wall time reaching `target` power; null when none within the bounds does.
@@ -88,7 +90,8 @@ export function cheapestDesign(q: PowerQuery, target: number, cost: BlockCost, b
       else lo = mid + 1;
     }
     const wall = wallMs(cost, lo, blocks);
-    if (best === null || wall < best.wall_ms) best = { reps: lo, blocks, power: pairedPower(q, lo, blocks), wall_ms: wall };
+    if (best === null || wall < best.wall_ms)
+      best = { reps: lo, blocks, power: pairedPower(q, lo, blocks), wall_ms: wall };
   }
   return best;
 }

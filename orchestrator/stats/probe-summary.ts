@@ -76,7 +76,8 @@ function captureErrorsOf(probes: ProbeOutcome[]): Omit<CaptureError, 'count'>[] 
     for (const [check, expected] of Object.entries(REFUSALS)) {
       const said = p.detail[check];
       if (typeof said !== 'string') continue;
-      const cls: CaptureErrorClass = said === expected ? 'expected-refusal' : said === 'accepted' ? 'accepted-not-refused' : 'other-refusal';
+      const cls: CaptureErrorClass =
+        said === expected ? 'expected-refusal' : said === 'accepted' ? 'accepted-not-refused' : 'other-refusal';
       out.push({ class: cls, where: `${p.name}/${check}`, said });
     }
   }
@@ -95,11 +96,20 @@ export function summarizeProbes(planned: number, records: readonly ProbeRecord[]
       const win = pe?.detail.win;
       const failed = GRAPHRT_PROBES.filter((n) => by.get(n)?.pass !== true);
       rows.push({
-        block: r.block, rep: r.rep, rank: rank.rank, card: rank.card, device: rank.device,
-        pass: failed.length === 0, failed,
-        launches_counted: numberIn(lc, 'counted'), launches_expected: numberIn(lc, 'expected'),
-        launches_during_replays: numberIn(lc, 'launches_during_replays'), graph_nodes: numberIn(lc, 'graph_nodes'),
-        L: numberIn(pe, 'L'), P: numberIn(pe, 'P'), win: typeof win === 'boolean' ? win : null,
+        block: r.block,
+        rep: r.rep,
+        rank: rank.rank,
+        card: rank.card,
+        device: rank.device,
+        pass: failed.length === 0,
+        failed,
+        launches_counted: numberIn(lc, 'counted'),
+        launches_expected: numberIn(lc, 'expected'),
+        launches_during_replays: numberIn(lc, 'launches_during_replays'),
+        graph_nodes: numberIn(lc, 'graph_nodes'),
+        L: numberIn(pe, 'L'),
+        P: numberIn(pe, 'P'),
+        win: typeof win === 'boolean' ? win : null,
         instantiate_ms: numberIn(lc, 'instantiate_ms'),
         dispatches_per_replay: numberIn(by.get('replay_dispatch'), 'dispatches_per_replay'),
       });

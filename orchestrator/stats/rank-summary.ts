@@ -43,7 +43,19 @@ export class RankSummaryFold {
     const id = `${arm}\u0000${rank}`;
     let row = this.rows.get(id);
     if (!row) {
-      row = { arm, rank, gates: 0, gates_passed: 0, reps: 0, modes: [], collectives_per_step: [], nodes: [], launches_per_step: [], same_as_rank0: 0, compared: 0 };
+      row = {
+        arm,
+        rank,
+        gates: 0,
+        gates_passed: 0,
+        reps: 0,
+        modes: [],
+        collectives_per_step: [],
+        nodes: [],
+        launches_per_step: [],
+        same_as_rank0: 0,
+        compared: 0,
+      };
       this.rows.set(id, row);
     }
     return row;
@@ -51,7 +63,9 @@ export class RankSummaryFold {
 
   /** One committed rep: each graphrt rank's answer, its hashes against rank 0's. */
   addRep(r: RepResult): void {
-    const answers = (r.answers ?? []).flatMap((a) => (a.line.backend === 'command' ? [] : [{ rank: a.rank, line: a.line }]));
+    const answers = (r.answers ?? []).flatMap((a) =>
+      a.line.backend === 'command' ? [] : [{ rank: a.rank, line: a.line }],
+    );
     if (answers.length === 0) return;
     if (answers.some((a) => a.line.world > 1)) this.multi = true;
     const rank0 = answers.find((a) => a.rank === 0);

@@ -21,9 +21,10 @@
  * pool with), the reference is the control's own reps, and the choice says why. The A/A and the
  * base-reference gates always judge the raw reps: they check the measurement, not the reference.
  */
+
+import { repKey } from '../../jobs/rep-ref.ts';
 import { median } from './descriptive.ts';
 import { signedPct } from './format-number.ts';
-import { repKey } from '../../jobs/rep-ref.ts';
 import type { GateSummary, PlanLike, ReferenceChoice, RepValue, SetAsideRep } from './types.ts';
 
 /** A normal difference lies this many robust sds from its median once in 1.7 million pairs. */
@@ -44,9 +45,15 @@ const unitKey = (v: Pick<RepValue, 'block' | 'rep'>): string => `${v.block}/${v.
 export function chooseReference(plan: PlanLike, values: readonly RepValue[], aa: GateSummary): ReferenceValues {
   const control = plan.control;
   const twin = plan.arms.find((a) => a.aa_of === control)?.name ?? null;
-  const alone = (why: string): ReferenceValues => ({ choice: { control, kind: 'control', twin, why, set_aside: [] }, values: [...values] });
+  const alone = (why: string): ReferenceValues => ({
+    choice: { control, kind: 'control', twin, why, set_aside: [] },
+    values: [...values],
+  });
   if (twin === null) return alone(`the control ${control} alone: the plan has no A/A twin to pool it with`);
-  if (aa.pass !== true) return alone(`the control ${control} alone: the A/A gate ${aa.pass === false ? 'failed' : 'did not apply'}, so ${twin} is not a copy to pool with`);
+  if (aa.pass !== true)
+    return alone(
+      `the control ${control} alone: the A/A gate ${aa.pass === false ? 'failed' : 'did not apply'}, so ${twin} is not a copy to pool with`,
+    );
 
   const ofArm = (arm: string) => new Map(values.filter((v) => v.arm === arm).map((v) => [unitKey(v), v]));
   const c = ofArm(control);
@@ -72,9 +79,19 @@ interface SetAsideResult {
   scaleNote: string;
 }
 
-function setAside(values: readonly RepValue[], control: string, twin: string, c: Map<string, RepValue>, t: Map<string, RepValue>): SetAsideResult {
+function setAside(
+  values: readonly RepValue[],
+  control: string,
+  twin: string,
+  c: Map<string, RepValue>,
+  t: Map<string, RepValue>,
+): SetAsideResult {
   const units = [...c.keys()].filter((k) => t.has(k));
-  if (units.length < MIN_UNITS_TO_SET_ASIDE) return { set_aside: [], scaleNote: `${units.length} control–twin pairs, under the ${MIN_UNITS_TO_SET_ASIDE} an outlier test needs` };
+  if (units.length < MIN_UNITS_TO_SET_ASIDE)
+    return {
+      set_aside: [],
+      scaleNote: `${units.length} control–twin pairs, under the ${MIN_UNITS_TO_SET_ASIDE} an outlier test needs`,
+    };
   const d = new Map(units.map((k) => [k, Math.log(c.get(k)!.value / t.get(k)!.value)]));
   const centre = median([...d.values()]);
   const scale = MAD_TO_SD * median([...d.values()].map((x) => Math.abs(x - centre)));
@@ -112,7 +129,8 @@ function setAside(values: readonly RepValue[], control: string, twin: string, c:
 function unitLevels(values: readonly RepValue[], skip: ReadonlySet<string>): Map<string, number> {
   const others = values.filter((v) => !skip.has(v.arm));
   const mid = new Map<string, number>();
-  for (const arm of new Set(others.map((v) => v.arm))) mid.set(arm, median(others.filter((v) => v.arm === arm).map((v) => Math.log(v.value))));
+  for (const arm of new Set(others.map((v) => v.arm)))
+    mid.set(arm, median(others.filter((v) => v.arm === arm).map((v) => Math.log(v.value))));
   const devs = new Map<string, number[]>();
   for (const v of others) devs.set(unitKey(v), [...(devs.get(unitKey(v)) ?? []), Math.log(v.value) - mid.get(v.arm)!]);
   return new Map([...devs].map(([k, xs]) => [k, median(xs)]));

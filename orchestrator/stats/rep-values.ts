@@ -4,14 +4,14 @@
  * cancelled — counted in its arm's cancelled summary (cancelled-reps.ts). Nothing is dropped
  * silently and nothing is counted twice.
  */
-import { groupedReasonLines, type KeyedReason } from '../../jobs/grouped-reasons.ts';
-import { allPlannedReps, repKey, type RepRef } from '../../jobs/rep-ref.ts';
-import { isCancelled } from './cancelled-reps.ts';
+
+import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
 import { failedKind } from '../../jobs/failed-rep.ts';
+import { groupedReasonLines, type KeyedReason } from '../../jobs/grouped-reasons.ts';
+import { allPlannedReps, type RepRef, repKey } from '../../jobs/rep-ref.ts';
+import { isCancelled } from './cancelled-reps.ts';
 import { mean, median } from './descriptive.ts';
 import type { AnalysisInput, RepResult, RepValue } from './types.ts';
-import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
-
 
 export interface RepValues {
   planned: RepRef[];
@@ -90,23 +90,34 @@ export function repValues(input: AnalysisInput): RepValues {
     const value = input.metric.statistic === 'mean' ? mean(r.step_ms) : median(r.step_ms);
     const throttled = r.throttled ?? [];
     values.push({
-      block: p.block, arm: p.arm, rep: p.rep, position: p.position, value,
+      block: p.block,
+      arm: p.arm,
+      rep: p.rep,
+      position: p.position,
+      value,
       ...(throttled.length > 0 ? { throttled } : {}),
       ...(runs.length > 0 ? { reruns: runs.length } : {}),
     });
   }
   issues.push(...groupedReasonLines(failedReps));
-  if (warned.length > 0) issues.push(`${warned.length} rep(s) ran on a throttled card and were used (hygiene: warn): ${warned.join('; ')}`);
+  if (warned.length > 0)
+    issues.push(`${warned.length} rep(s) ran on a throttled card and were used (hygiene: warn): ${warned.join('; ')}`);
   const counted = hygieneCounts(input.hygiene ?? 'flag', hygiene);
   if (counted !== null) issues.push(counted);
   return { planned, values, issues, missing };
 }
 
 /** One line that counts what the hygiene policy did, or null when no rep was throttled. */
-function hygieneCounts(policy: HygienePolicy, n: { flagged: number; discarded: number; rerun: number; thrownAway: number }): string | null {
+function hygieneCounts(
+  policy: HygienePolicy,
+  n: { flagged: number; discarded: number; rerun: number; thrownAway: number },
+): string | null {
   if (n.flagged + n.discarded + n.rerun === 0) return null;
   const used = policy === 'warn' ? 'used' : 'flagged';
-  const rerun = n.rerun === 0 ? '' : `, ${n.rerun} re-run at their block's end (${n.thrownAway} throttled measurement(s) thrown away)`;
+  const rerun =
+    n.rerun === 0
+      ? ''
+      : `, ${n.rerun} re-run at their block's end (${n.thrownAway} throttled measurement(s) thrown away)`;
   return `hygiene: ${policy}: ${n.flagged} throttled rep(s) ${used}, ${n.discarded} discarded${rerun}`;
 }
 

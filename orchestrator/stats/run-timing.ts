@@ -60,5 +60,10 @@ export function runTiming(reps: Iterable<RepResult>, commits: Readonly<Record<st
     const started = commits[String(block)]?.started;
     if (started !== undefined) startups.push(Math.max(0, f.at - started - f.ms));
   }
-  return { step_ms: steps > 0 ? ms / steps : null, startup_ms: startups.length > 0 ? median(startups) : null, reps: count, blocks: startups.length };
+  return {
+    step_ms: steps > 0 ? ms / steps : null,
+    startup_ms: startups.length > 0 ? median(startups) : null,
+    reps: count,
+    blocks: startups.length,
+  };
 }

@@ -34,19 +34,33 @@ export function sequentialLooks(x: SequentialInput): SequentialOutcome {
   const counts = schedule.filter((c) => c <= order.length);
   const compared = counts.map((c) => {
     const inLook = new Set(order.slice(0, c));
-    return compareArms(x.plan, valueIndex(x.values.filter((v) => inLook.has(v.block))), x.arm, x.reference, { metric: x.metric, alpha: x.alpha, min_effect: x.min_effect });
+    return compareArms(x.plan, valueIndex(x.values.filter((v) => inLook.has(v.block))), x.arm, x.reference, {
+      metric: x.metric,
+      alpha: x.alpha,
+      min_effect: x.min_effect,
+    });
   });
   // look k's critical value depends on the looks up to k only, so the scheduler's and the report's agree
-  const critical = tBoundaries(counts.map((c, j) => ({ pairs: compared[j]!.pairs, fraction: c / maxBlocks })), x.alpha);
+  const critical = tBoundaries(
+    counts.map((c, j) => ({ pairs: compared[j]!.pairs, fraction: c / maxBlocks })),
+    x.alpha,
+  );
   const looks: SequentialOutcome['looks'] = [];
   for (const [j, c] of counts.entries()) {
     const cmp = compared[j]!;
     const look = decideLook({
-      pairs: cmp.pairs, maxPairs: cmp.pairs * (maxBlocks / c), mean: cmp.log_ratio.mean, se: cmp.log_ratio.se,
-      critical: critical[j]!, last: c === maxBlocks, better: x.metric.better, min_effect: x.min_effect,
+      pairs: cmp.pairs,
+      maxPairs: cmp.pairs * (maxBlocks / c),
+      mean: cmp.log_ratio.mean,
+      se: cmp.log_ratio.se,
+      critical: critical[j]!,
+      last: c === maxBlocks,
+      better: x.metric.better,
+      min_effect: x.min_effect,
     });
     looks.push({ ...look, blocks: order.slice(0, c).sort((a, b) => a - b) });
-    if (look.decision !== 'continue') return { looks, decision: look.decision, decided_at: j + 1, max_blocks: maxBlocks };
+    if (look.decision !== 'continue')
+      return { looks, decision: look.decision, decided_at: j + 1, max_blocks: maxBlocks };
   }
   return { looks, decision: 'continue', decided_at: null, max_blocks: maxBlocks };
 }

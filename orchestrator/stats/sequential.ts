@@ -25,7 +25,8 @@ import { studentCdf, studentQuantile } from './distributions.ts';
 const NORMAL_DF = 1e8;
 const phi = (z: number): number => studentCdf(z, NORMAL_DF);
 const phiInv = (p: number): number => studentQuantile(p, NORMAL_DF);
-const density = (x: number, variance: number): number => Math.exp((-x * x) / (2 * variance)) / Math.sqrt(2 * Math.PI * variance);
+const density = (x: number, variance: number): number =>
+  Math.exp((-x * x) / (2 * variance)) / Math.sqrt(2 * Math.PI * variance);
 
 /**
  * Lan–DeMets O'Brien–Fleming-type spending, two-sided and symmetric: each side spends
@@ -53,11 +54,13 @@ export function sequentialBoundaries(fractions: readonly number[], alpha: number
   let prevT = 0;
   let spentBefore = 0;
   for (const t of fractions) {
-    if (!(t > prevT) || t > 1 + 1e-12) throw new Error(`information fractions must increase within (0, 1]: ${fractions.join(', ')}`);
+    if (!(t > prevT) || t > 1 + 1e-12)
+      throw new Error(`information fractions must increase within (0, 1]: ${fractions.join(', ')}`);
     const target = obrienFlemingSpent(t, alpha) - spentBefore;
     const dt = t - prevT;
     // the density of S_t restricted to "not stopped before", as a function of s
-    const at = (s: number): number => (grid.length === 0 ? density(s, t) : integrate(grid, dens, (u) => density(s - u, dt)));
+    const at = (s: number): number =>
+      grid.length === 0 ? density(s, t) : integrate(grid, dens, (u) => density(s - u, dt));
     // P(|S_t| ≥ c√t, not stopped before) for a boundary c on the z scale
     const sd = Math.sqrt(t);
     const tail = (c: number): number => {
@@ -134,9 +137,22 @@ export interface Look {
 /** One look: the repeated CI at this look's boundary, and what it decides. */
 export function decideLook(x: LookInput): Look {
   const fraction = x.pairs / x.maxPairs;
-  if (x.mean === null || x.se === null || x.pairs < 2) return { pairs: x.pairs, fraction, boundary: Infinity, critical: null, estimate: null, rci: null, decision: x.last ? 'inconclusive' : 'continue' };
+  if (x.mean === null || x.se === null || x.pairs < 2)
+    return {
+      pairs: x.pairs,
+      fraction,
+      boundary: Infinity,
+      critical: null,
+      estimate: null,
+      rci: null,
+      decision: x.last ? 'inconclusive' : 'continue',
+    };
   const critical = x.critical;
-  const base = { pairs: x.pairs, fraction, boundary: Number.isFinite(critical) ? phiInv(studentCdf(critical, x.pairs - 1)) : Infinity };
+  const base = {
+    pairs: x.pairs,
+    fraction,
+    boundary: Number.isFinite(critical) ? phiInv(studentCdf(critical, x.pairs - 1)) : Infinity,
+  };
   const rci: [number, number] = [Math.expm1(x.mean - critical * x.se), Math.expm1(x.mean + critical * x.se)];
   const below = rci[1] < -x.min_effect;
   const above = rci[0] > x.min_effect;

@@ -56,8 +56,15 @@ export function tBoundaries(looks: readonly TLook[], alpha: number): number[] {
   for (let k = 0; k < looks.length; k++) {
     const l = looks[k]!;
     const prev = looks[k - 1];
-    if (!(l.fraction > (prev?.fraction ?? 0)) || l.fraction > 1 + 1e-12 || !Number.isInteger(l.pairs) || l.pairs < (prev?.pairs ?? 0)) {
-      throw new Error(`looks must increase in pairs and in information fraction within (0, 1]: ${looks.map((x) => `${x.pairs} pairs at ${x.fraction}`).join(', ')}`);
+    if (
+      !(l.fraction > (prev?.fraction ?? 0)) ||
+      l.fraction > 1 + 1e-12 ||
+      !Number.isInteger(l.pairs) ||
+      l.pairs < (prev?.pairs ?? 0)
+    ) {
+      throw new Error(
+        `looks must increase in pairs and in information fraction within (0, 1]: ${looks.map((x) => `${x.pairs} pairs at ${x.fraction}`).join(', ')}`,
+      );
     }
   }
   const out = simulateBoundaries(looks, alpha);

@@ -11,7 +11,6 @@ import type { TraceArm, TracedGraphRow } from './trace-summary-types.ts';
 
 export type { TraceArm, TracedGraphRow } from './trace-summary-types.ts';
 
-
 /** The card's graph-node floor in ns, or why there is none to estimate against (never a stand-in number). */
 export type FloorForEstimate = { ns: number } | { reason: string };
 
@@ -26,7 +25,12 @@ export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor
     seen.times.push(g.instantiate_ns);
     byGraph.set(g.graph_id, seen);
   }
-  const graphs: TracedGraphRow[] = [...byGraph].map(([graph_id, g]) => ({ graph_id, nodes: g.nodes, instantiations: g.times.length, instantiate_ns: median(g.times) }));
+  const graphs: TracedGraphRow[] = [...byGraph].map(([graph_id, g]) => ({
+    graph_id,
+    nodes: g.nodes,
+    instantiations: g.times.length,
+    instantiate_ns: median(g.times),
+  }));
   // busy share, kernels and gaps need no floor: only the estimates wait for one
   const summary = summarizeTrace(steps, 'ns' in floor ? floor.ns : null);
   const reason = none?.source === 'none' ? none.reason : 'no trace answer';
@@ -35,7 +39,9 @@ export function traceArmOf(arm: string, answers: readonly OrchRankTrace[], floor
     mode,
     summary,
     ...(summary === null ? { reason } : {}),
-    ...(summary !== null && 'reason' in floor ? { estimate_reason: `no graph-node floor to estimate against: ${floor.reason}` } : {}),
+    ...(summary !== null && 'reason' in floor
+      ? { estimate_reason: `no graph-node floor to estimate against: ${floor.reason}` }
+      : {}),
     graphs,
     dropped: traced.reduce((n, t) => n + t.dropped, 0),
   };

@@ -9,7 +9,7 @@
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import { graphNodeFloorNs } from './graph-node-floor.ts';
-import { traceArmOf, type FloorForEstimate } from './trace-arm.ts';
+import { type FloorForEstimate, traceArmOf } from './trace-arm.ts';
 import type { GraphCheck, TraceArm, TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
 
 export type { GraphCheck, TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
@@ -27,11 +27,18 @@ export function graphCheckOf(arms: readonly TraceArm[]): GraphCheck | null {
   const graph = arms.find((a) => a.mode === 'graph' && a.summary !== null);
   const estimate = eager?.summary?.graph_step_estimate_ns;
   const measured = graph?.summary?.step_ns;
-  if (eager === undefined || graph === undefined || estimate == null || measured === undefined || measured <= 0) return null;
+  if (eager === undefined || graph === undefined || estimate == null || measured === undefined || measured <= 0)
+    return null;
   const ratio = estimate / measured;
-  return { eager_arm: eager.arm, graph_arm: graph.arm, estimate_ns: estimate, measured_ns: measured, ratio, differs: Math.abs(ratio - 1) > GRAPH_CHECK_TOLERANCE };
+  return {
+    eager_arm: eager.arm,
+    graph_arm: graph.arm,
+    estimate_ns: estimate,
+    measured_ns: measured,
+    ratio,
+    differs: Math.abs(ratio - 1) > GRAPH_CHECK_TOLERANCE,
+  };
 }
-
 
 /** The floor over every rank's chain run (the median of their reps); the first reason when none ran. */
 export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {
@@ -43,7 +50,14 @@ export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {
   }
   const reps = measured.flatMap((r) => r.reps);
   const backend = measured.every((r) => r.backend === 'cuda') ? 'cuda' : 'cpu';
-  return { source: 'graphrt-chain', backend, device: first.device, ns_per_node: graphNodeFloorNs(reps), reps: reps.length, gpu: backend === 'cuda' };
+  return {
+    source: 'graphrt-chain',
+    backend,
+    device: first.device,
+    ns_per_node: graphNodeFloorNs(reps),
+    reps: reps.length,
+    gpu: backend === 'cuda',
+  };
 }
 
 function floorForEstimate(f: TraceFloor): FloorForEstimate {
@@ -56,15 +70,27 @@ function floorForEstimate(f: TraceFloor): FloorForEstimate {
  * `blocked`: the arms whose capture failed in the program (a capture blocker, jobs/capture-blocker.ts),
  * each with why: such an arm is not traced for that reason, and its reps are not missing ones.
  */
-export function summarizeTraceProbe(planned: number, armOrder: readonly string[], records: readonly ProbeRecord[], blocked: ReadonlyMap<string, string> = new Map()): TraceProbeSummary {
+export function summarizeTraceProbe(
+  planned: number,
+  armOrder: readonly string[],
+  records: readonly ProbeRecord[],
+  blocked: ReadonlyMap<string, string> = new Map(),
+): TraceProbeSummary {
   const traced = records.filter((r) => r.kind === 'trace');
   // one chain run per rank process: every record of its block attempt carries it
   const runs = new Map<string, ChainFloorRun>();
-  for (const r of traced) for (const k of r.ranks) if (k.floor !== undefined) runs.set(`${r.block}/${r.attempt}/${k.card}`, k.floor);
+  for (const r of traced)
+    for (const k of r.ranks) if (k.floor !== undefined) runs.set(`${r.block}/${r.attempt}/${k.card}`, k.floor);
   const floor = traceFloorOf([...runs.values()]);
   const estimate = floorForEstimate(floor);
   const arms = armOrder.map((arm) => {
-    const a = traceArmOf(arm, traced.filter((r) => r.arm === arm).flatMap((r) => r.ranks.flatMap((k) => (k.trace === undefined ? [] : [k.trace]))), estimate);
+    const a = traceArmOf(
+      arm,
+      traced
+        .filter((r) => r.arm === arm)
+        .flatMap((r) => r.ranks.flatMap((k) => (k.trace === undefined ? [] : [k.trace]))),
+      estimate,
+    );
     const why = blocked.get(arm);
     return a.summary === null && why !== undefined ? { ...a, reason: why } : a;
   });
@@ -72,7 +98,17 @@ export function summarizeTraceProbe(planned: number, armOrder: readonly string[]
   const notTraced = arms.filter((a) => a.summary === null);
   const graph_check = graphCheckOf(arms);
   const pass = traced.length > 0 && missing === 0;
-  const what = notTraced.length === 0 ? 'every arm traced' : notTraced.length === arms.length ? `not traced: ${notTraced[0]?.reason ?? 'no trace answer'}` : `${notTraced.length} of ${arms.length} arms not traced`;
-  const message = traced.length === 0 ? `no trace record committed (${planned} planned)` : missing > 0 ? `${traced.length} of ${planned} planned trace reps committed; ${what}` : `${traced.length} trace rep(s) committed; ${what}`;
+  const what =
+    notTraced.length === 0
+      ? 'every arm traced'
+      : notTraced.length === arms.length
+        ? `not traced: ${notTraced[0]?.reason ?? 'no trace answer'}`
+        : `${notTraced.length} of ${arms.length} arms not traced`;
+  const message =
+    traced.length === 0
+      ? `no trace record committed (${planned} planned)`
+      : missing > 0
+        ? `${traced.length} of ${planned} planned trace reps committed; ${what}`
+        : `${traced.length} trace rep(s) committed; ${what}`;
   return { planned, missing, floor, arms, graph_check, pass, message };
 }

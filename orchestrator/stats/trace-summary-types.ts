@@ -48,7 +48,14 @@ export interface TraceArm {
 
 /** What the chain measured, as the report states it. */
 export type TraceFloor =
-  | { source: 'graphrt-chain'; backend: 'cpu' | 'cuda'; device: string; ns_per_node: number; reps: number; gpu: boolean }
+  | {
+      source: 'graphrt-chain';
+      backend: 'cpu' | 'cuda';
+      device: string;
+      ns_per_node: number;
+      reps: number;
+      gpu: boolean;
+    }
   | { source: 'none'; reason: string };
 
 export interface TraceProbeSummary {

@@ -11,15 +11,15 @@
  * - values are in the metric's unit (`metric.name`, ms per step by default).
  */
 
-import type { ProbeRecord } from '../../jobs/probe-record.ts';
-import type { ProbeSummary } from './probe-summary.ts';
-import type { TraceProbeSummary } from './trace-summary-types.ts';
+import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
+import type { ProbeRecord } from '../../jobs/probe-record.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
-import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
+import type { ProbeSummary } from './probe-summary.ts';
 import type { Look, LookDecision } from './sequential.ts';
+import type { TraceProbeSummary } from './trace-summary-types.ts';
 
 /** The subset of jobs/plan.ts `Arm` the statistics read. */
 export interface PlanArm {

@@ -71,7 +71,10 @@ function repSlice(a: RankAnswer): { start: number; end: number } | null {
   if (l.t_start_ns !== undefined && l.t_end_ns !== undefined) {
     if (l.t_end_ns < l.t_start_ns) return null;
     us = Math.round((l.t_end_ns - l.t_start_ns) / 1000);
-  } else us = Math.round(('wall_ms' in l ? l.wall_ms : [...l.step_ms, ...(l.warmup_ms ?? [])].reduce((x, y) => x + y, 0)) * 1000);
+  } else
+    us = Math.round(
+      ('wall_ms' in l ? l.wall_ms : [...l.step_ms, ...(l.warmup_ms ?? [])].reduce((x, y) => x + y, 0)) * 1000,
+    );
   const end = Math.round(a.answered_ms * 1000);
   return { start: end - us, end };
 }
@@ -97,22 +100,57 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
     }
     if (!threads.has(`${pid}/${e.rank}`)) {
       threads.add(`${pid}/${e.rank}`);
-      out.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid: e.rank, args: { name: e.card === '' ? 'worker' : `rank ${e.rank}` } });
+      out.push({
+        name: 'thread_name',
+        ph: 'M',
+        ts: 0,
+        pid,
+        tid: e.rank,
+        args: { name: e.card === '' ? 'worker' : `rank ${e.rank}` },
+      });
     }
     return pid;
   };
 
   // per (block, attempt, card, rank): the attempt's span and the rank's previous event
-  const spans = new Map<string, { pid: number; tid: number; first: number; last: number; e: StreamEvent; outcome: string | null }>();
+  const spans = new Map<
+    string,
+    { pid: number; tid: number; first: number; last: number; e: StreamEvent; outcome: string | null }
+  >();
   const previous = new Map<string, number>();
   const builds = new Map<string, OpenBuild>();
   const buildSlices = (b: OpenBuild, end: number, last: BuildEnd | null) => {
     const key = b.line.key;
-    out.push({ pid: b.pid, tid: b.tid, name: `build ${key.slice(0, 12)}`, cat: 'build', ph: 'X', ts: b.start, dur: end - b.start,
-      args: { ...b.base, key, recipe: b.line.recipe, commit: b.line.commit, outcome: last?.outcome ?? 'unfinished', ok: last?.ok ?? null, wait_ms: last?.wait_ms ?? null } });
+    out.push({
+      pid: b.pid,
+      tid: b.tid,
+      name: `build ${key.slice(0, 12)}`,
+      cat: 'build',
+      ph: 'X',
+      ts: b.start,
+      dur: end - b.start,
+      args: {
+        ...b.base,
+        key,
+        recipe: b.line.recipe,
+        commit: b.line.commit,
+        outcome: last?.outcome ?? 'unfinished',
+        ok: last?.ok ?? null,
+        wait_ms: last?.wait_ms ?? null,
+      },
+    });
     if (b.wait === null) return;
     const waitEnd = last === null ? end : Math.min(end, b.wait.ts + Math.round(last.wait_ms * 1000));
-    out.push({ pid: b.pid, tid: b.tid, name: `wait for build lock${b.wait.position === null ? '' : ` #${b.wait.position}`}`, cat: 'build', ph: 'X', ts: b.wait.ts, dur: Math.max(0, waitEnd - b.wait.ts), args: { ...b.base, key, position: b.wait.position } });
+    out.push({
+      pid: b.pid,
+      tid: b.tid,
+      name: `wait for build lock${b.wait.position === null ? '' : ` #${b.wait.position}`}`,
+      cat: 'build',
+      ph: 'X',
+      ts: b.wait.ts,
+      dur: Math.max(0, waitEnd - b.wait.ts),
+      args: { ...b.base, key, position: b.wait.position },
+    });
   };
   for (const e of events) {
     const ts = micros(e.id) - t0;
@@ -130,12 +168,34 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
     switch (line.type) {
       // a rep is a slice of the committed record (below), never of the stream's copy
       case 'gate':
-        out.push({ ...base, name: `gate identity ${line.arm}`, cat: 'gate', ph: 'X', ts: since, dur: ts - since, args: { ...base.args, arm: line.arm, pass: line.pass } });
+        out.push({
+          ...base,
+          name: `gate identity ${line.arm}`,
+          cat: 'gate',
+          ph: 'X',
+          ts: since,
+          dur: ts - since,
+          args: { ...base.args, arm: line.arm, pass: line.pass },
+        });
         break;
       case 'capture': {
         const dur = line.ok ? Math.round((line.capture_ms + line.instantiate_ms) * 1000) : 0;
         const start = Math.max(since, ts - dur);
-        out.push({ ...base, name: `capture ${line.arm}`, cat: 'capture', ph: 'X', ts: start, dur: ts - start, args: { ...base.args, arm: line.arm, ok: line.ok, nodes: line.ok ? line.nodes : null, reason: line.ok ? null : line.reason } });
+        out.push({
+          ...base,
+          name: `capture ${line.arm}`,
+          cat: 'capture',
+          ph: 'X',
+          ts: start,
+          dur: ts - start,
+          args: {
+            ...base.args,
+            arm: line.arm,
+            ok: line.ok,
+            nodes: line.ok ? line.nodes : null,
+            reason: line.ok ? null : line.reason,
+          },
+        });
         break;
       }
       case 'worker': {
@@ -155,11 +215,20 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
         }
         if (line.event === 'block-committed') span.outcome = 'committed';
         else if (line.event === 'block-failed') span.outcome = `failed: ${line.reason}`;
-        if (line.event !== 'block-start') out.push({ ...base, name: line.event, cat: 'worker', ph: 'i', s: 't', ts, args: { ...base.args, ...line } });
+        if (line.event !== 'block-start')
+          out.push({ ...base, name: line.event, cat: 'worker', ph: 'i', s: 't', ts, args: { ...base.args, ...line } });
         break;
       }
       case 'error':
-        out.push({ ...base, name: `error ${line.code}`, cat: 'error', ph: 'i', s: 't', ts, args: { ...base.args, message: line.message } });
+        out.push({
+          ...base,
+          name: `error ${line.code}`,
+          cat: 'error',
+          ph: 'i',
+          s: 't',
+          ts,
+          args: { ...base.args, message: line.message },
+        });
         break;
       default:
         break;
@@ -172,11 +241,42 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
       const pid = pidOf(a);
       const tid = a.rank;
       const l = a.line;
-      const args = { block: r.block, attempt: r.attempt, epoch: r.epoch, committed: true, arm: r.arm, rep: r.rep, position: r.position, mode: l.mode, backend: l.backend, steps: l.step_ms.length, median_step_ms: median(l.step_ms) };
-      out.push({ pid, tid, name: `rep ${r.arm}`, cat: 'rep', ph: 'X', ts: slice.start - t0, dur: slice.end - slice.start, args });
+      const args = {
+        block: r.block,
+        attempt: r.attempt,
+        epoch: r.epoch,
+        committed: true,
+        arm: r.arm,
+        rep: r.rep,
+        position: r.position,
+        mode: l.mode,
+        backend: l.backend,
+        steps: l.step_ms.length,
+        median_step_ms: median(l.step_ms),
+      };
+      out.push({
+        pid,
+        tid,
+        name: `rep ${r.arm}`,
+        cat: 'rep',
+        ph: 'X',
+        ts: slice.start - t0,
+        dur: slice.end - slice.start,
+        args,
+      });
       if (l.clocks) {
-        for (const [at, reading] of [[slice.start, l.clocks.start], [slice.end, l.clocks.end]] as const) {
-          out.push({ pid, tid, name: 'clocks', ph: 'C', ts: at - t0, args: { sm_mhz: reading.sm_mhz, mem_mhz: reading.mem_mhz } });
+        for (const [at, reading] of [
+          [slice.start, l.clocks.start],
+          [slice.end, l.clocks.end],
+        ] as const) {
+          out.push({
+            pid,
+            tid,
+            name: 'clocks',
+            ph: 'C',
+            ts: at - t0,
+            args: { sm_mhz: reading.sm_mhz, mem_mhz: reading.mem_mhz },
+          });
         }
       }
     }
@@ -188,13 +288,28 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
       pid: s.pid,
       tid: s.tid,
       // block -1: the experiment's build phase on the host, before any card was leased (worker/builds/build-job-processor.ts)
-      name: s.e.block < 0 ? `builds before any lease, attempt ${s.e.attempt}` : `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
+      name:
+        s.e.block < 0
+          ? `builds before any lease, attempt ${s.e.attempt}`
+          : `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
       cat: 'attempt',
       ph: 'X',
       ts: s.first,
       dur: s.last - s.first,
-      args: { block: s.e.block, attempt: s.e.attempt, epoch: s.e.epoch, host: s.e.host, card: s.e.card, committed: s.e.committed, outcome: s.outcome },
+      args: {
+        block: s.e.block,
+        attempt: s.e.attempt,
+        epoch: s.e.epoch,
+        host: s.e.host,
+        card: s.e.card,
+        committed: s.e.committed,
+        outcome: s.outcome,
+      },
     });
   }
-  return { traceEvents: out, displayTimeUnit: 'ms', otherData: { experiment, clock: 'Redis stream ids and the workers\' clock (ms), from the first event or rep' } };
+  return {
+    traceEvents: out,
+    displayTimeUnit: 'ms',
+    otherData: { experiment, clock: "Redis stream ids and the workers' clock (ms), from the first event or rep" },
+  };
 }

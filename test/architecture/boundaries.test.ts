@@ -42,7 +42,17 @@ describe('import boundaries', () => {
 
   test("no circle between orchestrator/'s rooms", () => {
     const rooms = folderEdges(graph, 2, 'orchestrator');
-    console.log(`# orchestrator rooms: ${[...rooms].map(([f, to]) => `${f.slice(13)} → ${[...to].map((t) => t.slice(13)).sort().join(', ')}`).join('; ')}`);
+    console.log(
+      `# orchestrator rooms: ${[...rooms]
+        .map(
+          ([f, to]) =>
+            `${f.slice(13)} → ${[...to]
+              .map((t) => t.slice(13))
+              .sort()
+              .join(', ')}`,
+        )
+        .join('; ')}`,
+    );
     assert.deepEqual(cycles(rooms), []);
   });
 
@@ -55,7 +65,10 @@ describe('import boundaries', () => {
     const planted = new Map(graph);
     planted.set('orchestrator/planted.ts', ['worker/worker.ts']);
     assert.deepEqual(violations(planted), ['orchestrator/planted.ts imports worker/worker.ts']);
-    const circle = new Map([['a.ts', new Set(['b.ts'])], ['b.ts', new Set(['a.ts'])]]);
+    const circle = new Map([
+      ['a.ts', new Set(['b.ts'])],
+      ['b.ts', new Set(['a.ts'])],
+    ]);
     assert.deepEqual(cycles(circle), [['a.ts', 'b.ts']]);
   });
 });

@@ -17,7 +17,8 @@ function tsFiles(dir: string): string[] {
   });
 }
 
-const SPECIFIER = /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+const SPECIFIER =
+  /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** file (relative to the root) → the repository files it imports (relative to the root). */
 export function importGraph(): Map<string, string[]> {

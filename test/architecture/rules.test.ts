@@ -90,11 +90,13 @@ function streamReaders(files: Sources): string[] {
 }
 
 function jobsProcessRunners(files: Sources): string[] {
-  const spawn = /from\s+['"](node:)?child_process['"]|import\(\s*['"](node:)?child_process['"]\s*\)|require\(\s*['"](node:)?child_process['"]\s*\)/;
+  const spawn =
+    /from\s+['"](node:)?child_process['"]|import\(\s*['"](node:)?child_process['"]\s*\)|require\(\s*['"](node:)?child_process['"]\s*\)/;
   const out: string[] = [];
   for (const [file, text] of files) {
     if (!file.startsWith('jobs/')) continue;
-    for (const { line, code } of codeLines(text)) if (spawn.test(code)) out.push(`${file}:${line} imports child_process`);
+    for (const { line, code } of codeLines(text))
+      if (spawn.test(code)) out.push(`${file}:${line} imports child_process`);
   }
   return out;
 }
@@ -113,7 +115,10 @@ describe('architecture rules', () => {
     for (const f of Object.keys(STREAM_READERS_KNOWN)) {
       const only = new Map([[f, files.get(f) ?? '']]);
       const asNew = streamReaders(new Map([...only].map(([, t]) => ['orchestrator/as-new.ts', t])));
-      assert.ok(asNew.length > 0, `${f} is listed as a known stream reader but reads none: remove it from STREAM_READERS_KNOWN`);
+      assert.ok(
+        asNew.length > 0,
+        `${f} is listed as a known stream reader but reads none: remove it from STREAM_READERS_KNOWN`,
+      );
     }
   });
 
@@ -123,18 +128,58 @@ describe('architecture rules', () => {
 
   test('each rule fails on a planted violation, and not on a comment', () => {
     const planted = (file: string, text: string): Sources => new Map([...files, [file, text]]);
-    assert.deepEqual(flagSpellers(planted('worker/planted.ts', "run(binary, ['hello', '--backend', 'cpu']);\n")), ['worker/planted.ts:1 spells --backend']);
+    assert.deepEqual(flagSpellers(planted('worker/planted.ts', "run(binary, ['hello', '--backend', 'cpu']);\n")), [
+      'worker/planted.ts:1 spells --backend',
+    ]);
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the planted source text holds a template literal
-    assert.deepEqual(flagSpellers(planted('worker/planted.ts', "const m = `graphrt hello ${'--backend'} cpu`;\n")), ['worker/planted.ts:1 spells --backend']);
-    assert.deepEqual(flagSpellers(planted('worker/planted.ts', "// graphrt '--backend' cpu\n/** `--world` */\nconst x = '--world-size';\n")), []);
-    assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', "await redis.xrange(key, '-', '+');\n")), ['orchestrator/planted.ts:1 reads a stream (xrange)']);
-    assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', "  const r = await conn.call('XREAD', 'STREAMS', key, id);\n")), ['orchestrator/planted.ts:1 reads a stream (XREAD)']);
-    assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', '// an XREAD BLOCK holds its connection: redis.xread(...)\n')), []);
+    assert.deepEqual(flagSpellers(planted('worker/planted.ts', "const m = `graphrt hello ${'--backend'} cpu`;\n")), [
+      'worker/planted.ts:1 spells --backend',
+    ]);
+    assert.deepEqual(
+      flagSpellers(
+        planted('worker/planted.ts', "// graphrt '--backend' cpu\n/** `--world` */\nconst x = '--world-size';\n"),
+      ),
+      [],
+    );
+    assert.deepEqual(streamReaders(planted('orchestrator/planted.ts', "await redis.xrange(key, '-', '+');\n")), [
+      'orchestrator/planted.ts:1 reads a stream (xrange)',
+    ]);
+    assert.deepEqual(
+      streamReaders(planted('orchestrator/planted.ts', "  const r = await conn.call('XREAD', 'STREAMS', key, id);\n")),
+      ['orchestrator/planted.ts:1 reads a stream (XREAD)'],
+    );
+    assert.deepEqual(
+      streamReaders(planted('orchestrator/planted.ts', '// an XREAD BLOCK holds its connection: redis.xread(...)\n')),
+      [],
+    );
     // the dispatcher and the dashboard are no exception: a raw call there fails too
-    assert.deepEqual(streamReaders(planted('orchestrator/dashboard/stream-wakeups.ts', "await this.conn.xread('BLOCK', 1000, 'STREAMS', k, id);\n")), ['orchestrator/dashboard/stream-wakeups.ts:1 reads a stream (xread)']);
-    assert.deepEqual(streamReaders(planted('orchestrator/dispatch/block-dispatcher.ts', "await this.connection.xrevrange(key, '+', '-', 'COUNT', 1);\n")), ['orchestrator/dispatch/block-dispatcher.ts:1 reads a stream (xrevrange)']);
-    assert.deepEqual(jobsProcessRunners(planted('jobs/planted.ts', "import { spawn } from 'node:child_process';\n")), ['jobs/planted.ts:1 imports child_process']);
-    assert.deepEqual(jobsProcessRunners(planted('jobs/planted.ts', "const cp = await import('child_process');\n")), ['jobs/planted.ts:1 imports child_process']);
-    assert.deepEqual(jobsProcessRunners(planted('worker/planted.ts', "import { spawn } from 'node:child_process';\n")), []);
+    assert.deepEqual(
+      streamReaders(
+        planted(
+          'orchestrator/dashboard/stream-wakeups.ts',
+          "await this.conn.xread('BLOCK', 1000, 'STREAMS', k, id);\n",
+        ),
+      ),
+      ['orchestrator/dashboard/stream-wakeups.ts:1 reads a stream (xread)'],
+    );
+    assert.deepEqual(
+      streamReaders(
+        planted(
+          'orchestrator/dispatch/block-dispatcher.ts',
+          "await this.connection.xrevrange(key, '+', '-', 'COUNT', 1);\n",
+        ),
+      ),
+      ['orchestrator/dispatch/block-dispatcher.ts:1 reads a stream (xrevrange)'],
+    );
+    assert.deepEqual(jobsProcessRunners(planted('jobs/planted.ts', "import { spawn } from 'node:child_process';\n")), [
+      'jobs/planted.ts:1 imports child_process',
+    ]);
+    assert.deepEqual(jobsProcessRunners(planted('jobs/planted.ts', "const cp = await import('child_process');\n")), [
+      'jobs/planted.ts:1 imports child_process',
+    ]);
+    assert.deepEqual(
+      jobsProcessRunners(planted('worker/planted.ts', "import { spawn } from 'node:child_process';\n")),
+      [],
+    );
   });
 });

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WorkloadSchema } from '../../jobs/spec.ts';
 import { artifactEscape } from '../../jobs/artifact-path.ts';
+import { WorkloadSchema } from '../../jobs/spec.ts';
 
 const workload = (artifacts: string[]) => ({
   runtime: 'command',
@@ -22,8 +22,15 @@ test('artifacts outside the build directory are refused at validate; inside ones
   for (const bad of ['../../..', '..', 'out/../../x', '/etc', '.']) {
     const r = WorkloadSchema.safeParse(workload(['out/ok', bad]));
     assert.equal(r.success, false, `${bad} accepted`);
-    assert.match(JSON.stringify(r.error!.issues), /leaves the build directory|is absolute|the build directory itself/, bad);
-    assert.ok(r.error!.issues.some((i) => i.path.join('.') === 'build.artifacts.1'), JSON.stringify(r.error!.issues));
+    assert.match(
+      JSON.stringify(r.error!.issues),
+      /leaves the build directory|is absolute|the build directory itself/,
+      bad,
+    );
+    assert.ok(
+      r.error!.issues.some((i) => i.path.join('.') === 'build.artifacts.1'),
+      JSON.stringify(r.error!.issues),
+    );
   }
   for (const good of ['out/speedy', 'a/../b', 'lib/', './bin/x']) {
     assert.equal(artifactEscape(good), null, good);

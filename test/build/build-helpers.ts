@@ -2,7 +2,7 @@
  * Helpers of the build tests: a git checkout of a fixture in a temporary directory, build
  * requests in their own processes (build-client.ts), and the trace the slow-build fixture writes.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,10 @@ export function gitCheckout(fixture: string): string {
   const dir = join(mkdtempSync(join(tmpdir(), `orch-${fixture}-`)), 'src');
   cpSync(join(FIXTURES, fixture), dir, { recursive: true });
   const git = (...args: string[]) => {
-    const r = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
   };
   git('init', '-q');
@@ -33,7 +36,10 @@ export interface BuildClient {
   result: Promise<ClientResult>;
 }
 
-export function startBuildClient(cfg: { root: string; host: string; redisUrl?: string; prefix?: string; request: BuildRequest }, env: Record<string, string> = {}): BuildClient {
+export function startBuildClient(
+  cfg: { root: string; host: string; redisUrl?: string; prefix?: string; request: BuildRequest },
+  env: Record<string, string> = {},
+): BuildClient {
   const child = spawn(process.execPath, ['--import', 'tsx', CLIENT], {
     // the fixture build reads BUILD_TRACE and BUILD_SLEEP: a build gets only the variables the operator names (program-env.ts)
     env: { ...process.env, ORCH_RANK_ENV: 'BUILD_*', ...env, ORCH_TEST_BUILD: JSON.stringify(cfg) },
@@ -64,7 +70,8 @@ export function readTrace(file: string): TracedBuild[] {
   const builds: TracedBuild[] = [];
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     const [ev, key, ns, pid] = line.split(' ');
-    if (ev === 'start') builds.push({ key: key!, pid: Number(pid), start: Number(BigInt(ns!) / 1_000_000n), end: null });
+    if (ev === 'start')
+      builds.push({ key: key!, pid: Number(pid), start: Number(BigInt(ns!) / 1_000_000n), end: null });
     if (ev === 'end') {
       const b = builds.find((x) => x.pid === Number(pid));
       if (b) b.end = Number(BigInt(ns!) / 1_000_000n);

@@ -9,7 +9,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { UserInputError } from '../../jobs/errors.ts';
-import { computeBuildKey, type BuildKeyInput } from '../../worker/builds/build-key.ts';
+import { type BuildKeyInput, computeBuildKey } from '../../worker/builds/build-key.ts';
 import { gitCheckout } from './build-helpers.ts';
 
 const input = (dir: string, over: Partial<BuildKeyInput['key']> = {}, cmd = 'sh build.sh'): BuildKeyInput => ({
@@ -19,7 +19,8 @@ const input = (dir: string, over: Partial<BuildKeyInput['key']> = {}, cmd = 'sh 
   dir,
 });
 
-const git = (dir: string, ...args: string[]) => spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=t', ...args], { cwd: dir });
+const git = (dir: string, ...args: string[]) =>
+  spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=t', ...args], { cwd: dir });
 
 describe('build key', () => {
   test('same inputs give the same key; each hashed input changes it', async () => {
@@ -57,20 +58,40 @@ describe('build key', () => {
     assert.equal(committed.parts.diff_sha256, null);
     // Without dirty_diff, an edit does not change the key (the user asked for commit-only keys).
     appendFileSync(join(dir, 'speedy.cpp'), '\n// another edit\n');
-    assert.equal((await computeBuildKey(input(dir, { dirty_diff: false }))).key, (await computeBuildKey(input(dir, { dirty_diff: false }))).key);
-    assert.notEqual((await computeBuildKey(input(dir, { dirty_diff: false }))).key, (await computeBuildKey(input(dir))).key);
+    assert.equal(
+      (await computeBuildKey(input(dir, { dirty_diff: false }))).key,
+      (await computeBuildKey(input(dir, { dirty_diff: false }))).key,
+    );
+    assert.notEqual(
+      (await computeBuildKey(input(dir, { dirty_diff: false }))).key,
+      (await computeBuildKey(input(dir))).key,
+    );
     // The recipe (cmd, artifacts, flags) is shared by similar builds across commits.
     assert.equal(committed.recipe, k0.recipe);
   });
 
   test('a build dir that is not a git checkout, and a failing toolchain command, are errors naming the spec path', async () => {
-    await assert.rejects(computeBuildKey(input('/tmp')), (e: unknown) => e instanceof UserInputError && e.code === 'BUILD_NOT_GIT' && e.message.startsWith('workload.build.key.git: /tmp is not a git checkout'));
+    await assert.rejects(
+      computeBuildKey(input('/tmp')),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'BUILD_NOT_GIT' &&
+        e.message.startsWith('workload.build.key.git: /tmp is not a git checkout'),
+    );
     // a dir that does not exist is named as such, not as git's exit 127
-    await assert.rejects(computeBuildKey(input('/nonexistent/orch-build-dir')), (e: unknown) => e instanceof UserInputError && e.code === 'BUILD_DIR_MISSING' && e.message === 'workload.build.dir: /nonexistent/orch-build-dir is not a directory on this host (ENOENT)');
+    await assert.rejects(
+      computeBuildKey(input('/nonexistent/orch-build-dir')),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'BUILD_DIR_MISSING' &&
+        e.message === 'workload.build.dir: /nonexistent/orch-build-dir is not a directory on this host (ENOENT)',
+    );
     const dir = gitCheckout('cmd-speedy');
     await assert.rejects(
       computeBuildKey(input(dir, { toolchain: ['g++ --version', 'nvcc-missing --version'] })),
-      (e: unknown) => e instanceof UserInputError && /^workload\.build\.key\.toolchain\[1\]: "nvcc-missing --version" exited 127/.test(e.message),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        /^workload\.build\.key\.toolchain\[1\]: "nvcc-missing --version" exited 127/.test(e.message),
     );
   });
 });

@@ -23,7 +23,16 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pct, signedPct } from '../../orchestrator/stats/format-number.ts';
 import { runDecided } from '../utils/statistical-retry.ts';
-import { PLANTED_ARMS, PLANTED_BUILDS, freshBuildDir, plantedRepo, plantedSpec, submitSpec, type PlantedRepo, type Submitted } from './planted-repo.ts';
+import {
+  freshBuildDir,
+  PLANTED_ARMS,
+  PLANTED_BUILDS,
+  type PlantedRepo,
+  plantedRepo,
+  plantedSpec,
+  type Submitted,
+  submitSpec,
+} from './planted-repo.ts';
 
 /** The gate's tolerance in both cases (see above for why not tighter). */
 const TOLERANCE = 0.06;
@@ -34,7 +43,13 @@ const BLOCKS = 4;
 const EFFECT = 0.1;
 
 /** The planted spec with a `ref` build at `refRef` checked against the base arm `main`. */
-async function withReference(repo: PlantedRepo, name: string, refRef: string, tolerance: number, buildDir = freshBuildDir()): Promise<Submitted> {
+async function withReference(
+  repo: PlantedRepo,
+  name: string,
+  refRef: string,
+  tolerance: number,
+  buildDir = freshBuildDir(),
+): Promise<Submitted> {
   const spec = plantedSpec({
     name,
     builds: `${PLANTED_BUILDS}\n  ref: { ref: ${refRef} }`,
@@ -62,7 +77,9 @@ describe('base-reference gate through orch submit', () => {
       () => withReference(repo, 'same-reference', 'main', tolerance, buildDir),
       (run) => [
         ...(gateOf(run).pass === true ? [] : [`gate: ${gateOf(run).message}`]),
-        ...(run.summary!.analysis.verdict === (repo.planted > 0 ? 'slower' : 'faster') ? [] : [`verdict ${run.summary!.analysis.verdict}: ${JSON.stringify(run.summary!.analysis.invalid_reasons)}`]),
+        ...(run.summary!.analysis.verdict === (repo.planted > 0 ? 'slower' : 'faster')
+          ? []
+          : [`verdict ${run.summary!.analysis.verdict}: ${JSON.stringify(run.summary!.analysis.invalid_reasons)}`]),
       ],
     );
     assert.deepEqual(decided.misses, []);
@@ -70,17 +87,25 @@ describe('base-reference gate through orch submit', () => {
     const a = r.summary!.analysis;
     const paired = a.base_reference;
     const [lo, hi] = paired.relative.ci;
-    console.log(`main vs main_ref: ${signedPct(paired.relative.estimate)} (CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), tolerance ±${pct(tolerance)}; gate: ${gateOf(r).message}`);
+    console.log(
+      `main vs main_ref: ${signedPct(paired.relative.estimate)} (CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), tolerance ±${pct(tolerance)}; gate: ${gateOf(r).message}`,
+    );
     assert.equal(paired.pairs, REPS * BLOCKS);
     assert.equal(paired.arm, 'main');
     assert.equal(paired.reference, 'main_ref');
     assert.ok(gateOf(r).message.includes(`build ref@${short(repo.git('rev-parse', 'main'))}`), gateOf(r).message);
     // the reference arm is no treatment: branch vs main alone decides
-    assert.deepEqual(a.comparisons.map((c: any) => `${c.arm} vs ${c.reference}`), ['branch vs main']);
+    assert.deepEqual(
+      a.comparisons.map((c: any) => `${c.arm} vs ${c.reference}`),
+      ['branch vs main'],
+    );
     assert.equal(a.verdict, repo.planted > 0 ? 'slower' : 'faster', JSON.stringify(a.invalid_reasons));
     assert.equal(r.code, repo.planted > 0 ? 4 : 0, r.output);
     assert.equal(readdirSync(join(buildDir, 'logs')).length, 2, 'main and ref are one commit: built once');
-    assert.match(readFileSync(join(r.dir!, 'report.md'), 'utf8'), /\| base_reference \| pass \| base matches the reference: arm main is within/);
+    assert.match(
+      readFileSync(join(r.dir!, 'report.md'), 'utf8'),
+      /\| base_reference \| pass \| base matches the reference: arm main is within/,
+    );
     assert.equal(JSON.parse(readFileSync(join(r.dir!, 'report.json'), 'utf8')).base_reference.reference, 'main_ref');
   });
 
@@ -99,12 +124,16 @@ describe('base-reference gate through orch submit', () => {
       (run) => {
         const p = run.summary!.analysis.base_reference;
         const [l, h] = p.relative.ci;
-        console.log(`main vs main_ref: ${signedPct(p.relative.estimate)} (CI ${signedPct(l)} to ${signedPct(h)}, ${p.pairs} pairs), planted ${signedPct(expected)}, tolerance ±${pct(tolerance)}`);
+        console.log(
+          `main vs main_ref: ${signedPct(p.relative.estimate)} (CI ${signedPct(l)} to ${signedPct(h)}, ${p.pairs} pairs), planted ${signedPct(expected)}, tolerance ±${pct(tolerance)}`,
+        );
         return [
           ...(gateOf(run).pass === false ? [] : [`gate: ${gateOf(run).message}`]),
           ...(h < 0 ? [] : [`CI ${l}..${h} not below 0: main is faster than the slower reference`]),
           ...(l < -tolerance ? [] : [`CI ${l}..${h} does not reach below −${tolerance}`]),
-          ...(Math.abs(p.relative.estimate - expected) < tolerance ? [] : [`estimate ${p.relative.estimate} not near the planted ${expected}`]),
+          ...(Math.abs(p.relative.estimate - expected) < tolerance
+            ? []
+            : [`estimate ${p.relative.estimate} not near the planted ${expected}`]),
         ];
       },
     );
@@ -118,7 +147,9 @@ describe('base-reference gate through orch submit', () => {
     assert.equal(r.code, 5, r.output);
     assert.equal(a.invalid_reasons[0], gate.message);
     assert.ok(
-      gate.message.includes(`arm main differs from the reference build ref@${short(repo.git('rev-parse', 'branch'))} by ${signedPct(paired.relative.estimate)} (95 % CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), outside ±${pct(tolerance)}`),
+      gate.message.includes(
+        `arm main differs from the reference build ref@${short(repo.git('rev-parse', 'branch'))} by ${signedPct(paired.relative.estimate)} (95 % CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), outside ±${pct(tolerance)}`,
+      ),
       gate.message,
     );
     const md = readFileSync(join(r.dir!, 'report.md'), 'utf8');

@@ -10,7 +10,15 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { missedTwice } from '../utils/statistical-retry.ts';
-import { ONE_CARD, PLANTED_ARMS, PLANTED_BUILDS, freshBuildDir, plantedRepo, plantedSpec, submitSpec } from './planted-repo.ts';
+import {
+  freshBuildDir,
+  ONE_CARD,
+  PLANTED_ARMS,
+  PLANTED_BUILDS,
+  plantedRepo,
+  plantedSpec,
+  submitSpec,
+} from './planted-repo.ts';
 
 describe('builds as arms: is my branch faster than main?', () => {
   test('one arm per commit: the planted difference, right sign, CI covering it; each commit built once in a worktree', async () => {
@@ -19,23 +27,40 @@ describe('builds as arms: is my branch faster than main?', () => {
     // 30 pairs (10 reps x 3 blocks): with the 12 of plantedSpec's default a CI run on a busy box
     // measured +3.41 % (CI -0.85..+7.86 %) for the planted +5 %, inconclusive: that run could only
     // detect 7.1 % with 80 % power. The paired nightly test needed the same.
-    const submit = () => submitSpec(join(repo.dir, 'branch-vs-main.yaml'), plantedSpec({ name: 'planted', builds: PLANTED_BUILDS, arms: PLANTED_ARMS, reps: 10, blocks: 3 }), buildDir, ONE_CARD);
+    const submit = () =>
+      submitSpec(
+        join(repo.dir, 'branch-vs-main.yaml'),
+        plantedSpec({ name: 'planted', builds: PLANTED_BUILDS, arms: PLANTED_ARMS, reps: 10, blocks: 3 }),
+        buildDir,
+        ONE_CARD,
+      );
     const misses = (r: Awaited<ReturnType<typeof submitSpec>>): string[] => {
       assert.ok(r.summary, r.output);
       const a = r.summary.analysis;
       const cmp = a.comparisons.find((c: any) => c.arm === 'branch' && c.reference === 'main');
       const [lo, hi] = cmp.relative.ci;
-      console.log(`branch vs main: ${(cmp.relative.estimate * 100).toFixed(2)} % (CI ${(lo * 100).toFixed(2)}..${(hi * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %, verdict ${cmp.verdict}; A/A ${a.aa.verdict}`);
+      console.log(
+        `branch vs main: ${(cmp.relative.estimate * 100).toFixed(2)} % (CI ${(lo * 100).toFixed(2)}..${(hi * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %, verdict ${cmp.verdict}; A/A ${a.aa.verdict}`,
+      );
       return [
-        ...(cmp.verdict === (repo.planted > 0 ? 'slower' : 'faster') ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp.reasons)}`]),
-        ...(lo <= repo.planted && repo.planted <= hi ? [] : [`CI ${lo}..${hi} does not cover the planted ${repo.planted}`]),
+        ...(cmp.verdict === (repo.planted > 0 ? 'slower' : 'faster')
+          ? []
+          : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp.reasons)}`]),
+        ...(lo <= repo.planted && repo.planted <= hi
+          ? []
+          : [`CI ${lo}..${hi} does not cover the planted ${repo.planted}`]),
         ...(a.aa.verdict === 'inconclusive' ? [] : [`A/A ${a.aa.verdict}`]),
       ];
     };
     assert.deepEqual(await missedTwice(submit, misses), []);
     // One worktree per commit, each built once; the user's checkout never built.
     const commits = [repo.git('rev-parse', 'main'), repo.git('rev-parse', 'branch')].sort();
-    assert.deepEqual(readdirSync(join(buildDir, 'worktrees')).filter((f) => !f.endsWith('.ready')).sort(), commits);
+    assert.deepEqual(
+      readdirSync(join(buildDir, 'worktrees'))
+        .filter((f) => !f.endsWith('.ready'))
+        .sort(),
+      commits,
+    );
     assert.equal(readdirSync(join(buildDir, 'logs')).length, 2);
     assert.equal(existsSync(join(repo.dir, 'out')), false, 'the checkout was not built in');
   });
@@ -45,12 +70,15 @@ describe('builds as arms: is my branch faster than main?', () => {
     const buildDir = freshBuildDir();
     const builds = '  one: { ref: main }\n  again: { ref: main }';
     const arms = '  - { name: one, build: one }\n  - { name: again, build: again }';
-    const submit = () => submitSpec(join(repo.dir, 'aa.yaml'), plantedSpec({ name: 'aa', builds, arms }), buildDir, ONE_CARD);
+    const submit = () =>
+      submitSpec(join(repo.dir, 'aa.yaml'), plantedSpec({ name: 'aa', builds, arms }), buildDir, ONE_CARD);
     const misses = (r: Awaited<ReturnType<typeof submitSpec>>): string[] => {
       assert.ok(r.summary, r.output);
       const primary = r.summary.analysis.primary;
       // inconclusive passes under the default --fail-on: exit 0
-      return primary.verdict === 'inconclusive' && r.code === 0 ? [] : [`verdict ${primary.verdict}, exit ${r.code}: ${JSON.stringify(primary.reasons)}`];
+      return primary.verdict === 'inconclusive' && r.code === 0
+        ? []
+        : [`verdict ${primary.verdict}, exit ${r.code}: ${JSON.stringify(primary.reasons)}`];
     };
     assert.deepEqual(await missedTwice(submit, misses), []);
     assert.equal(readdirSync(join(buildDir, 'logs')).length, 1, 'one commit, one build');
@@ -68,25 +96,52 @@ describe('builds as arms: is my branch faster than main?', () => {
     };
 
     test('a ref that does not exist: the file, line and ref named', () =>
-      refused(plantedSpec({ name: 'bad-ref', builds: '  main: { ref: main }\n  branch: { ref: no-such-branch }', arms: PLANTED_ARMS }),
-        /bad\.yaml:\d+ builds\.branch\.ref: ref "no-such-branch" of build "branch" does not name a commit in \S+/));
+      refused(
+        plantedSpec({
+          name: 'bad-ref',
+          builds: '  main: { ref: main }\n  branch: { ref: no-such-branch }',
+          arms: PLANTED_ARMS,
+        }),
+        /bad\.yaml:\d+ builds\.branch\.ref: ref "no-such-branch" of build "branch" does not name a commit in \S+/,
+      ));
 
     test('two arms naming the same build and toggles: a duplicate arm', () =>
-      refused(plantedSpec({ name: 'dup', builds: PLANTED_BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: main }' }),
-        /arms "a" and "b" run the same build "main" and set the same toggles \(a duplicate arm\)/));
+      refused(
+        plantedSpec({
+          name: 'dup',
+          builds: PLANTED_BUILDS,
+          arms: '  - { name: a, build: main }\n  - { name: b, build: main }',
+        }),
+        /arms "a" and "b" run the same build "main" and set the same toggles \(a duplicate arm\)/,
+      ));
 
     test('an arm naming a build the spec does not define', () =>
-      refused(plantedSpec({ name: 'unknown', builds: PLANTED_BUILDS, arms: '  - { name: a, build: main }\n  - { name: b, build: brnach }' }),
-        /arms\[1\]\.build: no build named "brnach" — did you mean "branch"/));
+      refused(
+        plantedSpec({
+          name: 'unknown',
+          builds: PLANTED_BUILDS,
+          arms: '  - { name: a, build: main }\n  - { name: b, build: brnach }',
+        }),
+        /arms\[1\]\.build: no build named "brnach" — did you mean "branch"/,
+      ));
   });
 
   test('a commit whose build fails: the build, its commit, the command and the log tail; no rep measured', async () => {
     const repo = plantedRepo({ brokenBranch: true });
-    const r = await submitSpec(join(repo.dir, 'broken.yaml'), plantedSpec({ name: 'broken', builds: PLANTED_BUILDS, arms: PLANTED_ARMS, reps: 2, blocks: 1 }), freshBuildDir());
+    const r = await submitSpec(
+      join(repo.dir, 'broken.yaml'),
+      plantedSpec({ name: 'broken', builds: PLANTED_BUILDS, arms: PLANTED_ARMS, reps: 2, blocks: 1 }),
+      freshBuildDir(),
+    );
     assert.ok(r.summary, r.output);
     assert.equal(r.summary.accounting.measured, 0);
     const commit = repo.git('rev-parse', 'branch');
-    assert.match(r.summary.reason, new RegExp(`BUILD_FAILED: build "branch" \\(ref branch, commit ${commit}\\): workload\\.build\\.cmd: the build "sh build\\.sh" in \\S+ exited \\d+`));
+    assert.match(
+      r.summary.reason,
+      new RegExp(
+        `BUILD_FAILED: build "branch" \\(ref branch, commit ${commit}\\): workload\\.build\\.cmd: the build "sh build\\.sh" in \\S+ exited \\d+`,
+      ),
+    );
     assert.match(r.summary.reason, /\| .*error/);
   });
 });

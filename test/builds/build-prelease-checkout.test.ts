@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { gitCheckout } from '../build/build-helpers.ts';
 import { speedySpec } from '../command/speedy-spec.ts';
-import { runOrch, type OrchRun } from '../utils/orch-run.ts';
+import { type OrchRun, runOrch } from '../utils/orch-run.ts';
 import { freshBuildDir } from './planted-repo.ts';
 
 interface Event {
@@ -45,24 +45,33 @@ async function submit(spec: string, cwd: string): Promise<Submitted> {
   const [id] = readdirSync(results);
   assert.ok(id !== undefined, `no results: exit ${r.code}: ${r.output}`);
   const summary = JSON.parse(readFileSync(join(results, id, 'summary.json'), 'utf8'));
-  const events = readFileSync(join(results, id, 'events.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => {
-    const e = JSON.parse(l) as Event;
-    return { ...e, event: typeof e.event === 'string' && e.event.startsWith('{') ? JSON.parse(e.event) : e.event };
-  });
+  const events = readFileSync(join(results, id, 'events.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const e = JSON.parse(l) as Event;
+      return { ...e, event: typeof e.event === 'string' && e.event.startsWith('{') ? JSON.parse(e.event) : e.event };
+    });
   return { ...r, ms, summary, events };
 }
 
-const worker = (events: Event[], name: string) => events.filter((e) => e.event?.type === 'worker' && e.event.event === name);
+const worker = (events: Event[], name: string) =>
+  events.filter((e) => e.event?.type === 'worker' && e.event.event === name);
 
 describe("the checkout's build before any card time", () => {
   test('its uncommitted build.sh exits 1: exit 2 with the command and log tail, no block granted, every rep not run', async () => {
     const src = gitCheckout('cmd-speedy');
     // the commit's build.sh builds; the working tree's fails: only a build of the dirty checkout fails
-    writeFileSync(join(src, 'build.sh'), 'echo "orch-test: the uncommitted build.sh of this checkout fails" >&2\nexit 1\n');
+    writeFileSync(
+      join(src, 'build.sh'),
+      'echo "orch-test: the uncommitted build.sh of this checkout fails" >&2\nexit 1\n',
+    );
     const r = await submit(speedySpec({ dir: src, reps: 2, steps: 3 }), src);
     console.log(`orch submit exited ${r.code} after ${r.ms} ms; its output:\n${r.output}`);
     assert.equal(r.code, 2, "a build failure is the user's input (jobs/error-codes.ts BUILD_FAILED): exit 2");
-    const message = new RegExp(`a build failed on \\S+ before any card was leased to the experiment: BUILD_FAILED: workload\\.build\\.cmd: the build "sh build\\.sh" in ${src.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} exited 1 after [0-9.]+ s; last lines of \\S+:\\n  \\| orch-test: the uncommitted build\\.sh of this checkout fails`);
+    const message = new RegExp(
+      `a build failed on \\S+ before any card was leased to the experiment: BUILD_FAILED: workload\\.build\\.cmd: the build "sh build\\.sh" in ${src.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} exited 1 after [0-9.]+ s; last lines of \\S+:\\n  \\| orch-test: the uncommitted build\\.sh of this checkout fails`,
+    );
     assert.match(r.output, message);
 
     const s = r.summary;
@@ -77,27 +86,49 @@ describe("the checkout's build before any card time", () => {
       assert.equal(b.granted_at, null);
     }
     assert.equal(r.events.filter((e) => e.event?.event === 'block-start').length, 0, 'no block-start event');
-    assert.ok(r.events.every((e) => e.block === -1), 'every event is of the build phase (block -1), none of a block');
+    assert.ok(
+      r.events.every((e) => e.block === -1),
+      'every event is of the build phase (block -1), none of a block',
+    );
     const [start] = worker(r.events, 'build-start');
-    assert.equal(start?.event.commit, (await import('node:child_process')).execFileSync('git', ['rev-parse', 'HEAD'], { cwd: src, encoding: 'utf8' }).trim(), "the checkout's commit");
-    assert.ok(worker(r.events, 'build-end').some((e) => e.event.ok === false), 'the failed build is on the stream');
+    assert.equal(
+      start?.event.commit,
+      (await import('node:child_process'))
+        .execFileSync('git', ['rev-parse', 'HEAD'], { cwd: src, encoding: 'utf8' })
+        .trim(),
+      "the checkout's commit",
+    );
+    assert.ok(
+      worker(r.events, 'build-end').some((e) => e.event.ok === false),
+      'the failed build is on the stream',
+    );
 
     const acc = s.accounting;
-    assert.equal(acc.planned, s.plan.blocks.reduce((n: number, b: { sequence: string[] }) => n + b.sequence.length, 0));
+    assert.equal(
+      acc.planned,
+      s.plan.blocks.reduce((n: number, b: { sequence: string[] }) => n + b.sequence.length, 0),
+    );
     assert.ok(acc.planned > 0);
     assert.equal(acc.measured, 0);
     assert.equal(acc.not_run, acc.planned);
     assert.deepEqual(acc.unaccounted, []);
     for (const [field, fate] of Object.entries(acc.reps) as [string, { fate: string; reason: string }][]) {
       assert.equal(fate.fate, 'not_run', field);
-      assert.match(fate.reason, /^not run: a build failed on \S+ before any card was leased to the experiment: BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 1/, field);
+      assert.match(
+        fate.reason,
+        /^not run: a build failed on \S+ before any card was leased to the experiment: BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 1/,
+        field,
+      );
     }
   });
 
-  test('a build that passes, its dir relative to the worker\'s cwd: built by the build phase, the rank build cached, no block granted before', async () => {
+  test("a build that passes, its dir relative to the worker's cwd: built by the build phase, the rank build cached, no block granted before", async () => {
     const src = gitCheckout('cmd-speedy');
     // dirty: the key carries the diff, and the phase and the rank compute it alike
-    writeFileSync(join(src, 'build.sh'), `${readFileSync(join(src, 'build.sh'), 'utf8')}echo "orch-test: an uncommitted line"\n`);
+    writeFileSync(
+      join(src, 'build.sh'),
+      `${readFileSync(join(src, 'build.sh'), 'utf8')}echo "orch-test: an uncommitted line"\n`,
+    );
     // the spec file lives elsewhere: `src` means <worker cwd>/src, as the rank path resolves it
     const r = await submit(speedySpec({ dir: 'src', reps: 2, steps: 3 }), dirname(src));
     // the exit code is the verdict's (two pairs on a loaded box: any of them); the run must have ended done
@@ -107,7 +138,9 @@ describe("the checkout's build before any card time", () => {
 
     const phase = worker(r.events, 'build-end').filter((e) => e.block === -1);
     const rank = worker(r.events, 'build-end').filter((e) => e.block >= 0);
-    console.log(`orch submit exited ${r.code} after ${r.ms} ms; build phase: ${JSON.stringify(phase.map((e) => e.event))}; rank builds: ${JSON.stringify(rank.map((e) => e.event))}`);
+    console.log(
+      `orch submit exited ${r.code} after ${r.ms} ms; build phase: ${JSON.stringify(phase.map((e) => e.event))}; rank builds: ${JSON.stringify(rank.map((e) => e.event))}`,
+    );
     assert.equal(phase.length, 1);
     assert.equal(phase[0]!.event.outcome, 'built', 'the build phase built the checkout');
     assert.ok(rank.length >= 1, 'the rank path asked for the build');

@@ -11,16 +11,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
 import { checkGraphrtBuildProtocol, graphrtCudaChoice, graphrtRecipe } from '../../worker/builds/graphrt-build.ts';
 import { runOrch } from '../utils/orch-run.ts';
 import { missedTwice } from '../utils/statistical-retry.ts';
-import { ONE_CARD, freshBuildDir, submitSpec } from './planted-repo.ts';
+import { freshBuildDir, ONE_CARD, submitSpec } from './planted-repo.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The chain workload's kernels per step: `mine` runs KERNELS + KERNELS / 2. */
@@ -41,7 +41,10 @@ function cloneWithPlantedWork(): Clone {
   const r = spawnSync('git', ['clone', '-q', '--local', '--no-hardlinks', ROOT, dir], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   const git = (...args: string[]): string => {
-    const g = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], { cwd: dir, encoding: 'utf8' });
+    const g = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     if (g.status !== 0) throw new Error(`git ${args.join(' ')}: ${g.stderr}`);
     return g.stdout.trim();
   };
@@ -50,7 +53,7 @@ function cloneWithPlantedWork(): Clone {
   const file = join(dir, 'native/src/workloads/chain.cpp');
   const src = readFileSync(file, 'utf8');
   const planted = src.replace('k < kernels_;', 'k < kernels_ + kernels_ / 2;');
-  assert.notEqual(planted, src, 'the chain workload\'s kernel loop is where the test plants its work');
+  assert.notEqual(planted, src, "the chain workload's kernel loop is where the test plants its work");
   writeFileSync(file, planted);
   git('commit', '-qam', 'chain: half again as many kernels per step (planted)');
   return { dir, git };
@@ -79,7 +82,8 @@ metric: { name: ms_per_step, better: lower }
 }
 
 const BUILDS = '  main: { ref: main }\n  mine: { ref: mine }';
-const ARMS = '  - { name: main, build: main, toggles: { graph: true } }\n  - { name: mine, build: mine, toggles: { graph: true } }';
+const ARMS =
+  '  - { name: main, build: main, toggles: { graph: true } }\n  - { name: mine, build: mine, toggles: { graph: true } }';
 
 describe('graphrt builds as arms: is my branch of graphrt faster than main?', () => {
   let clone: Clone;
@@ -90,7 +94,13 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
 
   test('one arm per commit: the planted work found slower, identity passing on both graph arms, both commits in summary.json', async () => {
     const started = Date.now();
-    const submit = () => submitSpec(join(clone.dir, 'graphrt-ab.yaml'), nativeSpec({ name: 'graphrt-planted', builds: BUILDS, arms: ARMS }), buildDir, ONE_CARD);
+    const submit = () =>
+      submitSpec(
+        join(clone.dir, 'graphrt-ab.yaml'),
+        nativeSpec({ name: 'graphrt-planted', builds: BUILDS, arms: ARMS }),
+        buildDir,
+        ONE_CARD,
+      );
     const r = await submit();
     assert.ok(r.summary, r.output);
     const a = r.summary.analysis;
@@ -102,7 +112,9 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
       const cmp = run.summary?.analysis.comparisons.find((c: any) => c.arm === 'mine' && c.reference === 'main');
       if (!cmp) return [`no mine vs main comparison: ${run.output.slice(-2000)}`];
       const [lo, hi] = cmp.relative.ci;
-      console.log(`mine vs main: ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${(lo * 100).toFixed(1)}..${(hi * 100).toFixed(1)} %), planted +${PLANTED * 100} % kernels, verdict ${cmp.verdict}; ${((Date.now() - started) / 1000).toFixed(0)} s with both builds`);
+      console.log(
+        `mine vs main: ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${(lo * 100).toFixed(1)}..${(hi * 100).toFixed(1)} %), planted +${PLANTED * 100} % kernels, verdict ${cmp.verdict}; ${((Date.now() - started) / 1000).toFixed(0)} s with both builds`,
+      );
       return [
         ...(cmp.verdict === 'slower' ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp.reasons)}`]),
         ...(lo > 0 ? [] : [`CI ${lo}..${hi} not above 0`]),
@@ -118,17 +130,28 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
     const builds = Object.fromEntries(a.provenance.builds.map((b: any) => [b.name, b.commit]));
     assert.deepEqual(builds, { main: clone.git('rev-parse', 'main'), mine: clone.git('rev-parse', 'mine') });
     // Each commit built once, in its own worktree; the clone itself never built in.
-    assert.deepEqual(readdirSync(join(buildDir, 'worktrees')).filter((f) => !f.endsWith('.ready')).sort(), [clone.git('rev-parse', 'main'), clone.git('rev-parse', 'mine')].sort());
+    assert.deepEqual(
+      readdirSync(join(buildDir, 'worktrees'))
+        .filter((f) => !f.endsWith('.ready'))
+        .sort(),
+      [clone.git('rev-parse', 'main'), clone.git('rev-parse', 'mine')].sort(),
+    );
     assert.equal(readdirSync(join(buildDir, 'logs')).length, 2);
     assert.equal(existsSync(join(clone.dir, 'native/build-orch-off')), false, 'the clone was not built in');
   });
 
-  test('gates.base_reference on a native spec: the base arm again from the reference build, next to this checkout\'s graphrt', async () => {
+  test("gates.base_reference on a native spec: the base arm again from the reference build, next to this checkout's graphrt", async () => {
     // the base arm (the first) is a graph arm: its short steps are the least noisy on a shared box
     const arms = '  - { name: graph, toggles: { graph: true } }\n  - { name: eager, toggles: {} }';
     const r = await submitSpec(
       join(clone.dir, 'graphrt-ref.yaml'),
-      nativeSpec({ name: 'graphrt-ref', builds: '  main: { ref: main }', arms, gates: '{ identity: { replays: 3 }, aa: false, base_reference: { build: main, tolerance: 0.5 } }', reps: 3 }),
+      nativeSpec({
+        name: 'graphrt-ref',
+        builds: '  main: { ref: main }',
+        arms,
+        gates: '{ identity: { replays: 3 }, aa: false, base_reference: { build: main, tolerance: 0.5 } }',
+        reps: 3,
+      }),
       buildDir,
     );
     assert.ok(r.summary, r.output);
@@ -137,13 +160,15 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
     console.log(`base reference: ${gate.message}`);
     assert.notEqual(gate.pass, null, JSON.stringify(gate));
     assert.equal(r.summary.accounting.measured, r.summary.accounting.planned, JSON.stringify(r.summary.accounting));
-    const refReps = Object.entries(r.summary.accounting.reps).filter(([k, v]: [string, any]) => k.split('/')[1] === 'graph_ref' && v.fate === 'measured');
+    const refReps = Object.entries(r.summary.accounting.reps).filter(
+      ([k, v]: [string, any]) => k.split('/')[1] === 'graph_ref' && v.fate === 'measured',
+    );
     assert.equal(refReps.length, 6, 'the reference arm measured in both blocks');
     // main's graphrt comes from the cache when the first case built it
     assert.ok(readdirSync(join(buildDir, 'logs')).length <= 2, 'no build beyond main and mine');
   });
 
-  test('leave-one-out over the toggles of one build (build: at spec level): every arm runs that build\'s graphrt', async () => {
+  test("leave-one-out over the toggles of one build (build: at spec level): every arm runs that build's graphrt", async () => {
     const spec = nativeSpec({ name: 'graphrt-loo', builds: BUILDS, arms: '  []', reps: 2 })
       .replace('design: ab', 'design: leave-one-out\nbuild: mine')
       .replace('toggles: [graph]', 'toggles: [graph, pdl]')
@@ -166,16 +191,29 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
       const v = await runOrch(['validate', ok]);
       assert.equal(v.code, 0, v.output);
       const bad = join(clone.dir, 'bad-ref.yaml');
-      writeFileSync(bad, nativeSpec({ name: 'bad', builds: '  main: { ref: main }\n  mine: { ref: no-such-branch }', arms: ARMS }));
+      writeFileSync(
+        bad,
+        nativeSpec({ name: 'bad', builds: '  main: { ref: main }\n  mine: { ref: no-such-branch }', arms: ARMS }),
+      );
       const b = await runOrch(['validate', bad]);
       assert.equal(b.code, 2, b.output);
-      assert.match(b.output, /bad-ref\.yaml:\d+ builds\.mine\.ref: ref "no-such-branch" of build "mine" does not name a commit/);
+      assert.match(
+        b.output,
+        /bad-ref\.yaml:\d+ builds\.mine\.ref: ref "no-such-branch" of build "mine" does not name a commit/,
+      );
       assert.match(b.output, /git branch -a/);
     });
 
     test('two arms naming the same build and toggles: a duplicate arm', async () => {
       const f = join(clone.dir, 'dup.yaml');
-      writeFileSync(f, nativeSpec({ name: 'dup', builds: BUILDS, arms: '  - { name: a, build: mine, toggles: { graph: true } }\n  - { name: b, build: mine, toggles: { graph: true } }' }));
+      writeFileSync(
+        f,
+        nativeSpec({
+          name: 'dup',
+          builds: BUILDS,
+          arms: '  - { name: a, build: mine, toggles: { graph: true } }\n  - { name: b, build: mine, toggles: { graph: true } }',
+        }),
+      );
       const r = await runOrch(['validate', f]);
       assert.equal(r.code, 2, r.output);
       assert.match(r.output, /arms "a" and "b" run the same build "mine" and set the same toggles \(a duplicate arm\)/);
@@ -184,27 +222,50 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
     test('a commit whose graphrt does not build: the build, its commit, the command and the log tail; nothing measured', async () => {
       clone.git('checkout', '-qb', 'broken', 'main');
       const cmake = join(clone.dir, 'native/CMakeLists.txt');
-      writeFileSync(cmake, `message(FATAL_ERROR "orch-test: the planted configure failure")\n${readFileSync(cmake, 'utf8')}`);
+      writeFileSync(
+        cmake,
+        `message(FATAL_ERROR "orch-test: the planted configure failure")\n${readFileSync(cmake, 'utf8')}`,
+      );
       clone.git('commit', '-qam', 'native: a configure that fails (planted)');
       clone.git('checkout', '-q', 'main');
       const commit = clone.git('rev-parse', 'broken');
-      const r = await submitSpec(join(clone.dir, 'broken.yaml'), nativeSpec({ name: 'graphrt-broken', builds: '  main: { ref: main }\n  broken: { ref: broken }', arms: ARMS.replace('build: mine', 'build: broken'), reps: 2 }), buildDir);
+      const r = await submitSpec(
+        join(clone.dir, 'broken.yaml'),
+        nativeSpec({
+          name: 'graphrt-broken',
+          builds: '  main: { ref: main }\n  broken: { ref: broken }',
+          arms: ARMS.replace('build: mine', 'build: broken'),
+          reps: 2,
+        }),
+        buildDir,
+      );
       assert.equal(r.code, 2, r.output);
       assert.ok(r.summary, r.output);
       assert.equal(r.summary.accounting.measured, 0);
-      assert.match(r.summary.reason, new RegExp(`BUILD_FAILED: build "broken" \\(ref broken, commit ${commit}\\): graphrt\\.cmd: the build "cmake -S native -B native/build-orch-off -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_CUDA=OFF && cmake --build native/build-orch-off --target graphrt -j .*" in \\S+ exited 1 after [0-9.]+ s; last lines of \\S+:\\n`));
+      assert.match(
+        r.summary.reason,
+        new RegExp(
+          `BUILD_FAILED: build "broken" \\(ref broken, commit ${commit}\\): graphrt\\.cmd: the build "cmake -S native -B native/build-orch-off -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_CUDA=OFF && cmake --build native/build-orch-off --target graphrt -j .*" in \\S+ exited 1 after [0-9.]+ s; last lines of \\S+:\\n`,
+        ),
+      );
       assert.match(r.summary.reason, /\| .*orch-test: the planted configure failure/);
     });
 
-    test('the recipe follows the worker\'s GRAPHRT_CUDA: one key per choice, a bad value refused', () => {
+    test("the recipe follows the worker's GRAPHRT_CUDA: one key per choice, a bad value refused", () => {
       const off = graphrtRecipe('OFF');
       const on = graphrtRecipe('ON');
       assert.notEqual(off.cmd, on.cmd);
       assert.deepEqual([off.key.flags, on.key.flags], [['GRAPHRT_CUDA=OFF'], ['GRAPHRT_CUDA=ON']]);
-      assert.ok(on.key.toolchain.some((t) => t.includes('nvcc --version')) && !off.key.toolchain.some((t) => t.includes('nvcc')));
+      assert.ok(
+        on.key.toolchain.some((t) => t.includes('nvcc --version')) &&
+          !off.key.toolchain.some((t) => t.includes('nvcc')),
+      );
       assert.equal(graphrtCudaChoice({ GRAPHRT_CUDA: 'auto' }), 'AUTO');
       assert.equal(graphrtCudaChoice({}), 'AUTO');
-      assert.throws(() => graphrtCudaChoice({ GRAPHRT_CUDA: 'yes' }), (err: UserInputError) => err.code === 'GRAPHRT_CUDA_CHOICE' && /GRAPHRT_CUDA="yes"/.test(err.message));
+      assert.throws(
+        () => graphrtCudaChoice({ GRAPHRT_CUDA: 'yes' }),
+        (err: UserInputError) => err.code === 'GRAPHRT_CUDA_CHOICE' && /GRAPHRT_CUDA="yes"/.test(err.message),
+      );
     });
 
     test('a build whose graphrt speaks another protocol is refused naming the build, the commit and what differs', async () => {
@@ -215,13 +276,22 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
         chmodSync(bin, 0o755);
         return bin;
       };
-      const current = JSON.parse(spawnSync(join(ROOT, 'native/build/graphrt'), ['hello', '--backend', 'cpu'], { encoding: 'utf8' }).stdout.trim().split('\n')[0] as string);
+      const current = JSON.parse(
+        spawnSync(join(ROOT, 'native/build/graphrt'), ['hello', '--backend', 'cpu'], { encoding: 'utf8' })
+          .stdout.trim()
+          .split('\n')[0] as string,
+      );
       const req = { name: 'old', ref: 'v0', commit: 'c'.repeat(40) };
       const refused = async (bin: string, what: RegExp) => {
         await assert.rejects(checkGraphrtBuildProtocol(bin, req), (err: Error) => {
           assert.ok(err instanceof UserInputError, String(err));
           assert.equal(err.code, 'GRAPHRT_BUILD_PROTOCOL');
-          assert.match(err.message, new RegExp(`build "old" \\(ref v0, commit ${'c'.repeat(40)}\\): its graphrt \\(.+\\) speaks a line protocol this worker cannot read: `));
+          assert.match(
+            err.message,
+            new RegExp(
+              `build "old" \\(ref v0, commit ${'c'.repeat(40)}\\): its graphrt \\(.+\\) speaks a line protocol this worker cannot read: `,
+            ),
+          );
           assert.match(err.message, what);
           return true;
         });
@@ -230,8 +300,15 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
       const { driver: _driver, ...noDriver } = current;
       await refused(hello(noDriver), /field driver missing/);
       await refused(hello({ ...current, flavour: 'x' }), /fields this worker does not know: flavour/);
-      await refused(hello({ ...current, features: { ...current.features, teleport: true } }), /features: fields this worker does not know: teleport/);
-      assert.equal((await checkGraphrtBuildProtocol(hello(current), req)).version, current.version, 'the same protocol passes');
+      await refused(
+        hello({ ...current, features: { ...current.features, teleport: true } }),
+        /features: fields this worker does not know: teleport/,
+      );
+      assert.equal(
+        (await checkGraphrtBuildProtocol(hello(current), req)).version,
+        current.version,
+        'the same protocol passes',
+      );
     });
   });
 });

@@ -7,12 +7,12 @@
  * every process of the rank is gone (closed, or one killed, which ends the rank).
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
@@ -34,7 +34,12 @@ const commit = 'a'.repeat(40);
 
 function twoBuildJob(): BlockJob {
   return blockJob({
-    experiment: 'lock', block: 0, attempt: 1, epoch: 1, host: 'lock', cards: [card.id],
+    experiment: 'lock',
+    block: 0,
+    attempt: 1,
+    epoch: 1,
+    host: 'lock',
+    cards: [card.id],
     arms: [
       { name: 'own', toggles: { graph: true } },
       { name: 'old', toggles: { graph: true }, build: 'old' },
@@ -57,7 +62,15 @@ after(() => {
 
 const runner = new GraphrtRunner(GRAPHRT, { build: async (req) => ({ binary: req.name === 'old' ? OLD : GRAPHRT }) });
 
-function start(lockPath: string, gang: { rank: number; world: number; card: Card; job: BlockJob; rendezvous?: { address: string } } = { rank: 0, world: 1, card, job: twoBuildJob() }): { h: RankHandle; lines: RankLine[] } {
+function start(
+  lockPath: string,
+  gang: { rank: number; world: number; card: Card; job: BlockJob; rendezvous?: { address: string } } = {
+    rank: 0,
+    world: 1,
+    card,
+    job: twoBuildJob(),
+  },
+): { h: RankHandle; lines: RankLine[] } {
   const lines: RankLine[] = [];
   const h = runner.start({ ...gang, lockPath, log: pino({ level: 'silent' }), onLine: (l) => lines.push(l) });
   return { h, lines };
@@ -65,7 +78,10 @@ function start(lockPath: string, gang: { rank: number; world: number; card: Card
 
 /** A foreign `graphrt hello --card-lock PATH` (its own open file description): its exit code and last line. */
 function foreign(lockPath: string): { code: number | null; line: string } {
-  const r = spawnSync(GRAPHRT, ['hello', '--backend', 'cpu', '--card-lock', lockPath], { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync(GRAPHRT, ['hello', '--backend', 'cpu', '--card-lock', lockPath], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   return { code: r.status, line: r.stdout.trim().split('\n').pop() ?? '' };
 }
 
@@ -79,11 +95,18 @@ describe('card lock handed to the processes of a rank of two builds', { skip }, 
     const pids = h.pids();
     assert.equal(pids.length, 2, 'one process per build');
     const exes = new Map(pids.map((p) => [readlinkSync(`/proc/${p}/exe`), p]));
-    assert.deepEqual([...exes.keys()].sort(), [GRAPHRT, OLD].sort(), 'the checkout\'s graphrt and the build\'s binary');
+    assert.deepEqual([...exes.keys()].sort(), [GRAPHRT, OLD].sort(), "the checkout's graphrt and the build's binary");
     const own = exes.get(GRAPHRT) as number;
     const old = exes.get(OLD) as number;
-    assert.deepEqual(argv(own).slice(-2), ['--card-lock-fd', '3'], 'the checkout\'s graphrt takes the lock on the inherited descriptor');
-    assert.ok(!argv(old).some((a) => a.startsWith('--card-lock')), `the build's graphrt gets no lock flag: ${argv(old).join(' ')}`);
+    assert.deepEqual(
+      argv(own).slice(-2),
+      ['--card-lock-fd', '3'],
+      "the checkout's graphrt takes the lock on the inherited descriptor",
+    );
+    assert.ok(
+      !argv(old).some((a) => a.startsWith('--card-lock')),
+      `the build's graphrt gets no lock flag: ${argv(old).join(' ')}`,
+    );
     assert.equal(lines.filter((l) => l.type === 'hello').length, 2, 'a hello per process');
 
     // Interleaved arms, each to its build's process; no process restarts.
@@ -98,12 +121,19 @@ describe('card lock handed to the processes of a rank of two builds', { skip }, 
 
     // Held by exactly the rank's processes: the worker closed its own copy of the description.
     const users = lockUsers(lockPath).map((u) => u.pid);
-    assert.ok(users.length > 0 && users.every((p) => pids.includes(p)), `lock users ${users.join(',')} are the rank's ${pids.join(',')}`);
+    assert.ok(
+      users.length > 0 && users.every((p) => pids.includes(p)),
+      `lock users ${users.join(',')} are the rank's ${pids.join(',')}`,
+    );
     assert.deepEqual(await new HostForeignProcessProbe().list(card, lockPath, new Set(pids)), [], 'no foreign process');
     const f = foreign(lockPath);
     assert.equal(f.code, 4, f.line);
     assert.equal(JSON.parse(f.line).code, 'CARD_BUSY');
-    assert.equal(spawnSync('flock', ['-n', lockPath, 'true']).status, 1, 'flock(1) of its own description is refused too');
+    assert.equal(
+      spawnSync('flock', ['-n', lockPath, 'true']).status,
+      1,
+      'flock(1) of its own description is refused too',
+    );
 
     const exit = await h.close(5000);
     assert.equal(exit.code, 0);
@@ -124,16 +154,24 @@ describe('card lock handed to the processes of a rank of two builds', { skip }, 
     assert.equal(foreign(lockPath).code, 0);
   });
 
-  test('a gang of two ranks: each build\'s processes meet on a rendezvous of their own, and every rep of both arms is answered', async () => {
+  test("a gang of two ranks: each build's processes meet on a rendezvous of their own, and every rep of both arms is answered", async () => {
     const cards: Card[] = [0, 1].map((i) => ({ ...card, id: `cpu:${i}@gang`, index: i, uuid: `cpu:${i}@gang` }));
     const job = { ...twoBuildJob(), cards: cards.map((c) => c.id) };
     const rendezvous = { address: join(mkdtempSync(join(tmpdir(), 'orch-rv-')), 'rv.sock') };
-    const ranks = cards.map((c, rank) => start(join(dir, `gang${rank}.lock`), { rank, world: 2, card: c, job, rendezvous }).h);
+    const ranks = cards.map(
+      (c, rank) => start(join(dir, `gang${rank}.lock`), { rank, world: 2, card: c, job, rendezvous }).h,
+    );
     await Promise.all(ranks.map((h) => h.ready));
     for (const [i, name] of job.sequence.entries()) {
       const arm = job.arms.find((a) => a.name === name)!;
       const lines = await Promise.all(ranks.map((h) => h.request({ id: `g${i}`, op: 'rep', arm }, 30_000)));
-      assert.deepEqual(lines.map((l) => [l.type, (l as { arm?: string }).arm, (l as { world?: number }).world]), [['rep', name, 2], ['rep', name, 2]]);
+      assert.deepEqual(
+        lines.map((l) => [l.type, (l as { arm?: string }).arm, (l as { world?: number }).world]),
+        [
+          ['rep', name, 2],
+          ['rep', name, 2],
+        ],
+      );
     }
     for (const h of ranks) assert.equal((await h.close(5000)).code, 0);
   });
@@ -144,7 +182,10 @@ describe('card lock handed to the processes of a rank of two builds', { skip }, 
     holders.push(holder);
     for (let i = 0; i < 100 && lockUsers(lockPath).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     const { h } = start(lockPath);
-    await assert.rejects(h.ready, (err: Error & { code?: string }) => err.code === 'CARD_BUSY' && /held by another process/.test(err.message));
+    await assert.rejects(
+      h.ready,
+      (err: Error & { code?: string }) => err.code === 'CARD_BUSY' && /held by another process/.test(err.message),
+    );
     assert.deepEqual(h.pids(), []);
     h.kill();
     const exit = await h.exited;

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runOrch, type OrchRun } from '../utils/orch-run.ts';
+import { type OrchRun, runOrch } from '../utils/orch-run.ts';
 
 export interface PlantedRepo {
   dir: string;
@@ -45,7 +45,10 @@ export function plantedRepo(opts: { base?: number; effect?: number; brokenBranch
   const dir = join(mkdtempSync(join(tmpdir(), 'orch-planted-')), 'repo');
   spawnSync('mkdir', ['-p', dir]);
   const git = (...args: string[]): string => {
-    const r = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync('git', ['-c', 'user.email=t@orch', '-c', 'user.name=orch-test', ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
     return r.stdout.trim();
   };
@@ -57,7 +60,10 @@ export function plantedRepo(opts: { base?: number; effect?: number; brokenBranch
   git('add', 'build.sh', 'work.c');
   git('commit', '-qm', `work: ${base} rounds per step`);
   git('checkout', '-qb', 'branch');
-  writeFileSync(join(dir, 'work.c'), opts.brokenBranch ? `${program(branch)}\nthis does not compile;\n` : program(branch));
+  writeFileSync(
+    join(dir, 'work.c'),
+    opts.brokenBranch ? `${program(branch)}\nthis does not compile;\n` : program(branch),
+  );
   git('commit', '-qam', `work: ${branch} rounds per step`);
   return { dir, iters: { main: base, branch }, planted: branch / base - 1, git };
 }
@@ -70,7 +76,17 @@ export const PLANTED_BUILDS = '  main: { ref: main }\n  branch: { ref: branch }'
 export const freshBuildDir = (): string => mkdtempSync(join(tmpdir(), 'orch-builds-'));
 
 /** A spec over the planted repository: `arms` lines and `builds` lines given by the test; `gates` a flow map. */
-export function plantedSpec(o: { name: string; builds: string; arms: string; reps?: number; blocks?: number; steps?: number; gates?: string; extra?: string; repo?: string }): string {
+export function plantedSpec(o: {
+  name: string;
+  builds: string;
+  arms: string;
+  reps?: number;
+  blocks?: number;
+  steps?: number;
+  gates?: string;
+  extra?: string;
+  repo?: string;
+}): string {
   return `name: ${o.name}
 design: ab
 ${o.repo === undefined ? '' : `repo: ${o.repo}\n`}builds:
@@ -117,13 +133,18 @@ export interface Submitted extends OrchRun {
   summary: Record<string, any> | null;
 }
 
-export async function submitSpec(file: string, text: string, buildDir: string, env: Record<string, string> = {}): Promise<Submitted> {
+export async function submitSpec(
+  file: string,
+  text: string,
+  buildDir: string,
+  env: Record<string, string> = {},
+): Promise<Submitted> {
   writeFileSync(file, text);
   const results = mkdtempSync(join(tmpdir(), 'orch-results-'));
   const r = await runOrch(['submit', file, '--results', results], { ORCH_BUILD_DIR: buildDir, ...env });
   const [exp] = readdirSync(results);
   const dir = exp === undefined ? null : join(results, exp);
-  const summary = dir && existsSync(join(dir, 'summary.json')) ? JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) : null;
+  const summary =
+    dir && existsSync(join(dir, 'summary.json')) ? JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) : null;
   return { ...r, results, dir, summary };
 }
-

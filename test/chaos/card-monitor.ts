@@ -74,7 +74,13 @@ function rankProcs(lockDir: string): RankProc[] {
       if (!lock.startsWith(`${lockDir}/`)) continue;
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.push({ pid: Number(name), pgid: Number(f[2]), lock, cpuS: (Number(f[11]) + Number(f[12])) / CLK_TCK, zombie: f[0] === 'Z' });
+      out.push({
+        pid: Number(name),
+        pgid: Number(f[2]),
+        lock,
+        cpuS: (Number(f[11]) + Number(f[12])) / CLK_TCK,
+        zombie: f[0] === 'Z',
+      });
     } catch {
       // gone between readdir and read
     }
@@ -106,7 +112,18 @@ export class CardMonitor {
   private lastSampleAt = 0;
   private refreshing = false;
   private readonly lastCpu = new Map<number, number>();
-  private readonly report: MonitorReport = { overlaps: 0, overlapDetail: [], unleasedCpuS: 0, unleasedAliveS: 0, rankPids: [], rankPgids: [], lockHolders: new Map(), samples: 0, rankPeakMiB: 0, peakMiB: new Map() };
+  private readonly report: MonitorReport = {
+    overlaps: 0,
+    overlapDetail: [],
+    unleasedCpuS: 0,
+    unleasedAliveS: 0,
+    rankPids: [],
+    rankPgids: [],
+    lockHolders: new Map(),
+    samples: 0,
+    rankPeakMiB: 0,
+    peakMiB: new Map(),
+  };
   /** pid → label of the processes whose memory is watched besides the ranks */
   private readonly watched = new Map<number, string>();
   private readonly pids = new Set<number>();
@@ -191,7 +208,8 @@ export class CardMonitor {
       const lease = card === undefined ? undefined : this.lastRead.get(card);
       const live = lease !== undefined && lease.expires > now;
       if (!this.firstSeen.has(p.pid)) this.firstSeen.set(p.pid, now);
-      if (live && !this.rankEpoch.has(p.pid) && lease.readAt > (this.firstSeen.get(p.pid) as number)) this.rankEpoch.set(p.pid, lease.epoch);
+      if (live && !this.rankEpoch.has(p.pid) && lease.readAt > (this.firstSeen.get(p.pid) as number))
+        this.rankEpoch.set(p.pid, lease.epoch);
       const own = this.rankEpoch.get(p.pid);
       if (!live || (own !== undefined && own !== lease.epoch)) {
         r.unleasedCpuS += p.cpuS - prev;

@@ -20,25 +20,31 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { newClusterSecret, signJob } from '../../jobs/grant.ts';
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { ExperimentStore, type ExperimentRecord } from '../../store/experiment-store.ts';
-import { hostJobId, hostQueue, orchKeys } from '../../store/keys.ts';
-import { ResultStore } from '../../store/result-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { newClusterSecret, signJob } from '../../jobs/grant.ts';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
+import { type ExperimentRecord, ExperimentStore } from '../../store/experiment-store.ts';
+import { hostJobId, hostQueue, orchKeys } from '../../store/keys.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { ResultStore } from '../../store/result-store.ts';
+import {
+  abSpec,
+  type InProcessScheduler,
+  startScheduler,
+  submitYaml,
+  waitEnded,
+} from '../orchestrator/in-process-scheduler.ts';
+import { type OrchChild, spawnOrch } from '../orchestrator/orch-cluster.ts';
 import { blockJob } from '../utils/block-jobs.ts';
-import { readEvents, waitForEvents, type StreamEvent } from '../utils/events.ts';
+import { readEvents, type StreamEvent, waitForEvents } from '../utils/events.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { startTcpProxy, type TcpProxy } from '../utils/tcp-proxy.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
-import { abSpec, startScheduler, submitYaml, waitEnded, type InProcessScheduler } from '../orchestrator/in-process-scheduler.ts';
-import { spawnOrch, type OrchChild } from '../orchestrator/orch-cluster.ts';
 import { CardMonitor, leftovers, type MonitorReport } from './card-monitor.ts';
 import { auditReps, type LedgerRow } from './rep-ledger.ts';
 
@@ -69,7 +75,10 @@ const REP_MS = 150;
  */
 const LONG_REP_MS = 700;
 /** the planted step time per arm (FIXTURE_ARM_MS): a rep stored under the other arm is seen */
-const PLANTED = new Map([['A', 2], ['B', 3]]);
+const PLANTED = new Map([
+  ['A', 2],
+  ['B', 3],
+]);
 /**
  * Unleased rank CPU allowed: half a lease TTL of one core. The worker kills its ranks at its own
  * deadline, no later than the lease expires in Redis; what is left is the sampling (25 ms) and
@@ -179,10 +188,14 @@ async function runningJob(c: Ctx): Promise<BlockJob> {
 
 /** An injected job that must be refused before it runs: it fails, with a failedReason matching `why`. */
 async function refused(c: Ctx, jobId: string, why: RegExp): Promise<void> {
-  const job = await waitFor(`${jobId} ended`, async () => {
-    const j = await c.queue().getJob(jobId);
-    return j && (j.failedReason || j.finishedOn) ? j : null;
-  }, { timeoutMs: 30_000 });
+  const job = await waitFor(
+    `${jobId} ended`,
+    async () => {
+      const j = await c.queue().getJob(jobId);
+      return j && (j.failedReason || j.finishedOn) ? j : null;
+    },
+    { timeoutMs: 30_000 },
+  );
   const got = job.failedReason ?? `it ran to its end: ${JSON.stringify(job.returnvalue)}`;
   assert.match(got, why, `${jobId} was to be refused (${why}), got: ${got.slice(0, 200)}`);
 }
@@ -206,15 +219,19 @@ const SCENARIOS: Scenario[] = [
     async fault_(c) {
       await c.measured(2);
       // a rank found live may end (its block done) before the kill reaches it: then the next one
-      await waitFor('a live rank killed', async () => {
-        try {
-          process.kill(await c.rankPid(), 'SIGKILL');
-          return true;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
-          throw err;
-        }
-      }, { timeoutMs: 20_000 });
+      await waitFor(
+        'a live rank killed',
+        async () => {
+          try {
+            process.kill(await c.rankPid(), 'SIGKILL');
+            return true;
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+            throw err;
+          }
+        },
+        { timeoutMs: 20_000 },
+      );
     },
   },
   {
@@ -257,17 +274,27 @@ const SCENARIOS: Scenario[] = [
       // `orch submit` waited through the restart: it ends, with the verdict's exit code (0, 3, 4, 5)
       const end = await Promise.race([c.submit!.exited, sleep(60_000).then(() => null)]);
       if (end === null) out.push('orch submit did not end within 60 s of the experiment');
-      else if (![0, 3, 4, 5].includes(end.code ?? -1)) out.push(`orch submit exited ${end.code ?? end.signal}: ${c.submit!.out().slice(-400)}`);
-      if (!existsSync(join(c.dir, 'results', c.id, 'events.jsonl'))) out.push('orch submit wrote no results/<id>/events.jsonl');
+      else if (![0, 3, 4, 5].includes(end.code ?? -1))
+        out.push(`orch submit exited ${end.code ?? end.signal}: ${c.submit!.out().slice(-400)}`);
+      if (!existsSync(join(c.dir, 'results', c.id, 'events.jsonl')))
+        out.push('orch submit wrote no results/<id>/events.jsonl');
       // the epochs of the grants after the restart are above every one before it
-      const starts = (await readEvents(c.redis, c.prefix, c.id)).filter((e) => e.event.type === 'worker' && e.event.event === 'block-start').map((e) => e.epoch);
-      if (starts.some((e, i) => i > 0 && e <= starts[i - 1]!)) out.push(`block-start epochs not increasing: ${starts.join(', ')}`);
+      const starts = (await readEvents(c.redis, c.prefix, c.id))
+        .filter((e) => e.event.type === 'worker' && e.event.event === 'block-start')
+        .map((e) => e.epoch);
+      if (starts.some((e, i) => i > 0 && e <= starts[i - 1]!))
+        out.push(`block-start epochs not increasing: ${starts.join(', ')}`);
       // and the next experiment runs to its end on the restarted Redis
       const next = await submitYaml(c.redis, c.prefix, c.dir, 'after-restart', chaosSpec('after-restart', 1, 2));
       const state = await waitEnded(c.redis, c.prefix, next, 60_000).catch((e: Error) => e.message);
       if (state !== 'done') out.push(`the next experiment ended ${state}`);
-      const nextStarts = (await readEvents(c.redis, c.prefix, next)).filter((e) => e.event.type === 'worker' && e.event.event === 'block-start').map((e) => e.epoch);
-      if (nextStarts.some((e) => e <= Math.max(...starts))) out.push(`the next experiment's epochs ${nextStarts.join(', ')} are not above the first's (${Math.max(...starts)})`);
+      const nextStarts = (await readEvents(c.redis, c.prefix, next))
+        .filter((e) => e.event.type === 'worker' && e.event.event === 'block-start')
+        .map((e) => e.epoch);
+      if (nextStarts.some((e) => e <= Math.max(...starts)))
+        out.push(
+          `the next experiment's epochs ${nextStarts.join(', ')} are not above the first's (${Math.max(...starts)})`,
+        );
       return out;
     },
   },
@@ -342,7 +369,14 @@ const SCENARIOS: Scenario[] = [
       await c.measured(1);
       // a payload for a card this experiment uses, by its real epoch: only the grant is missing
       const lease = await c.redis.hget(`${c.prefix}:lease:${LEASE_CARDS[0]}`, 'epoch');
-      const job = blockJob({ experiment: c.id, block: 0, attempt: 99, epoch: Number(lease ?? 1), host: HOST, cards: [LEASE_CARDS[0]!] });
+      const job = blockJob({
+        experiment: c.id,
+        block: 0,
+        attempt: 99,
+        epoch: Number(lease ?? 1),
+        host: HOST,
+        cards: [LEASE_CARDS[0]!],
+      });
       await c.queue().add('block', job, { jobId: `${c.id}.injected`, attempts: 1 });
       await refused(c, `${c.id}.injected`, /carries no grant; nothing ran/);
     },
@@ -356,14 +390,17 @@ const SCENARIOS: Scenario[] = [
       const forged = signJob(hostQueue(HOST), 'block', `${c.id}.wrong-key`, unsigned, newClusterSecret());
       await c.queue().add(forged.name, forged.data, forged.opts);
       // the scheduler's own grant over a payload with another arm's toggles
-      const altered = { ...real, arms: real.arms.map((a) => ({ ...a, toggles: { ...a.toggles, graph: !a.toggles.graph } })) };
+      const altered = {
+        ...real,
+        arms: real.arms.map((a) => ({ ...a, toggles: { ...a.toggles, graph: !a.toggles.graph } })),
+      };
       await c.queue().add('block', altered, { jobId: `${c.id}.altered`, attempts: 1 });
       await refused(c, `${c.id}.wrong-key`, /the grant does not match the (payload|job)/);
       await refused(c, `${c.id}.altered`, /the grant does not match the (payload|job)/);
     },
   },
   {
-    fault: 'a replayed signed host job (the running block\'s, under a new job id)',
+    fault: "a replayed signed host job (the running block's, under a new job id)",
     async fault_(c) {
       const real = await runningJob(c);
       await c.queue().add('block', real, { jobId: `${c.id}.replayed`, attempts: 1 });
@@ -380,9 +417,15 @@ const SCENARIOS: Scenario[] = [
       const real = await runningJob(c);
       // every 300 ms, 3 times: BullMQ adds each repetition as a job of its own, same payload
       const scheduler = `${c.id}.repeated`;
-      await c.queue().upsertJobScheduler(scheduler, { every: 300, limit: 3 }, { name: 'block', data: real, opts: { attempts: 1 } });
+      await c
+        .queue()
+        .upsertJobScheduler(scheduler, { every: 300, limit: 3 }, { name: 'block', data: real, opts: { attempts: 1 } });
       try {
-        await waitFor('a repetition ended', async () => (await c.queue().getJobs(['completed', 'failed'])).some((j) => !j.id?.startsWith(`${c.id}.b`)), { timeoutMs: 30_000 });
+        await waitFor(
+          'a repetition ended',
+          async () => (await c.queue().getJobs(['completed', 'failed'])).some((j) => !j.id?.startsWith(`${c.id}.b`)),
+          { timeoutMs: 30_000 },
+        );
       } finally {
         await c.queue().removeJobScheduler(scheduler);
       }
@@ -413,7 +456,8 @@ function chaosSpec(name: string, blocks: number, reps: number, workload?: string
 }
 
 const T0 = Date.now();
-const mark = (what: string) => process.env.CHAOS_DEBUG && console.log(`# chaos +${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}`);
+const mark = (what: string) =>
+  process.env.CHAOS_DEBUG && console.log(`# chaos +${((Date.now() - T0) / 1000).toFixed(1)} s: ${what}`);
 
 async function runScenario(s: Scenario): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), 'orch-chaos-'));
@@ -423,22 +467,59 @@ async function runScenario(s: Scenario): Promise<Row> {
   const server = await startRedisServer(s.redisConfig ? { config: s.redisConfig(join(dir, 'aof')) } : {});
   const redis = client(server.url);
   const monitor = new CardMonitor(redis, prefix, lockDir, LEASE_CARDS);
-  const fixtureEnv: Record<string, string> = s.graphrt ? {} : { FIXTURE_REP_MS: String(s.repMs ?? REP_MS), FIXTURE_BURN: '1', FIXTURE_ARM_MS: [...PLANTED].map(([a, ms]) => `${a}:${ms}`).join(',') };
+  const fixtureEnv: Record<string, string> = s.graphrt
+    ? {}
+    : {
+        FIXTURE_REP_MS: String(s.repMs ?? REP_MS),
+        FIXTURE_BURN: '1',
+        FIXTURE_ARM_MS: [...PLANTED].map(([a, ms]) => `${a}:${ms}`).join(','),
+      };
   let queue: Queue | null = null;
   const ctx: Ctx = {
-    server, redis, prefix, dir, lockDir, workers: [], serves: [], sched: null, proxy: null, id: '', exp: null, submit: null,
+    server,
+    redis,
+    prefix,
+    dir,
+    lockDir,
+    workers: [],
+    serves: [],
+    sched: null,
+    proxy: null,
+    id: '',
+    exp: null,
+    submit: null,
     async startWorker(o = {}) {
       const url = s.viaProxy ? ctx.proxy!.urlFor(ctx.server.url) : ctx.server.url;
-      const w = await spawnWorker({ redisUrl: url, host: HOST, prefix, cards: CARDS.join(','), lockDir, heartbeatMs: HB, ...(s.graphrt ? { graphrt: s.graphrt } : {}), env: { ...fixtureEnv, ...s.workerEnv, ...o.env } });
+      const w = await spawnWorker({
+        redisUrl: url,
+        host: HOST,
+        prefix,
+        cards: CARDS.join(','),
+        lockDir,
+        heartbeatMs: HB,
+        ...(s.graphrt ? { graphrt: s.graphrt } : {}),
+        env: { ...fixtureEnv, ...s.workerEnv, ...o.env },
+      });
       ctx.workers.push(w);
       monitor.watch(w.child.pid!, 'worker');
       return w;
     },
     async measured(n) {
-      await waitFor(`${n} reps measured`, async () => (await redis.hlen(`${prefix}:experiment:${ctx.id}:results`)) >= n, { timeoutMs: 60_000, intervalMs: 20 });
+      await waitFor(
+        `${n} reps measured`,
+        async () => (await redis.hlen(`${prefix}:experiment:${ctx.id}:results`)) >= n,
+        { timeoutMs: 60_000, intervalMs: 20 },
+      );
     },
     async repAnswered() {
-      const evs = await waitForEvents(redis, prefix, ctx.id, 'a rep answered', (e) => e.some((x) => x.event.type === 'rep'), 60_000);
+      const evs = await waitForEvents(
+        redis,
+        prefix,
+        ctx.id,
+        'a rep answered',
+        (e) => e.some((x) => x.event.type === 'rep'),
+        60_000,
+      );
       return evs.find((x) => x.event.type === 'rep')!;
     },
     async rankPid() {
@@ -478,15 +559,25 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
       const env = { REDIS_URL: server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn' };
       for (let i = 0; i < 2; i++) ctx.serves.push(spawnOrch(['serve', '--leader-ttl', '1500', '--json'], env));
       for (const x of ctx.serves) monitor.watch(x.child.pid!, 'orch');
-      await waitFor('a leader', () => ctx.serves.some((x) => x.out().includes('"event":"leader"')), { timeoutMs: 60_000 });
+      await waitFor('a leader', () => ctx.serves.some((x) => x.out().includes('"event":"leader"')), {
+        timeoutMs: 60_000,
+      });
     } else {
       ctx.sched = await startScheduler({ url: server.url, prefix, grantTtlMs: 3000, safetyPollMs: 300 });
     }
     if (s.cliSubmit) {
       writeFileSync(join(dir, 'chaos.yaml'), spec);
-      ctx.submit = spawnOrch(['submit', join(dir, 'chaos.yaml'), '--results', join(dir, 'results')], { REDIS_URL: server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn' });
+      ctx.submit = spawnOrch(['submit', join(dir, 'chaos.yaml'), '--results', join(dir, 'results')], {
+        REDIS_URL: server.url,
+        ORCH_PREFIX: prefix,
+        ORCH_LOG: 'warn',
+      });
       monitor.watch(ctx.submit.child.pid!, 'orch');
-      ctx.id = await waitFor('orch submit printed the experiment id', () => /^experiment (\S+)/m.exec(ctx.submit!.out())?.[1], { timeoutMs: 30_000 });
+      ctx.id = await waitFor(
+        'orch submit printed the experiment id',
+        () => /^experiment (\S+)/m.exec(ctx.submit!.out())?.[1],
+        { timeoutMs: 30_000 },
+      );
     } else {
       ctx.id = await submitYaml(redis, prefix, dir, 'chaos', spec);
     }
@@ -495,7 +586,11 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
     await s.fault_(ctx);
     mark('fault done');
     if (s.dataLost) {
-      await waitFor('the scheduler reports the experiment lost', () => ctx.sched!.log().some((l) => l.msg.includes(`experiment ${ctx.id} failed: it no longer exists`)), { timeoutMs: 30_000 });
+      await waitFor(
+        'the scheduler reports the experiment lost',
+        () => ctx.sched!.log().some((l) => l.msg.includes(`experiment ${ctx.id} failed: it no longer exists`)),
+        { timeoutMs: 30_000 },
+      );
       lostReported = true;
     } else {
       await waitEnded(redis, prefix, ctx.id, 120_000);
@@ -531,13 +626,32 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
 
   mark('torn down');
   const planned = plannedReps(ctx.exp!.plan, 0).length * blocks;
-  const watchedRow = { overlaps: report.overlaps, unleasedCpuS: report.unleasedCpuS, unleasedAliveS: report.unleasedAliveS, workerMiB: report.peakMiB.get('worker') ?? 0, orchMiB: report.peakMiB.get('orch') ?? 0, rankMiB: report.rankPeakMiB, leftBehind: left.length };
+  const watchedRow = {
+    overlaps: report.overlaps,
+    unleasedCpuS: report.unleasedCpuS,
+    unleasedAliveS: report.unleasedAliveS,
+    workerMiB: report.peakMiB.get('worker') ?? 0,
+    orchMiB: report.peakMiB.get('orch') ?? 0,
+    rankMiB: report.rankPeakMiB,
+    leftBehind: left.length,
+  };
   let row: Row;
   if (s.dataLost) {
     assert.ok(lostReported);
     const gone = (await redis.exists(`${prefix}:experiment:${ctx.id}`)) === 0;
     assert.ok(gone, 'the experiment is gone with the data');
-    row = { fault: s.fault, planned, measured: 0, failed: planned, reasons: 'REDIS_DATA_LOST (experiment gone; reported by the scheduler)', twice: 0, resent: 0, misattributed: 0, ...watchedRow, detail: [] };
+    row = {
+      fault: s.fault,
+      planned,
+      measured: 0,
+      failed: planned,
+      reasons: 'REDIS_DATA_LOST (experiment gone; reported by the scheduler)',
+      twice: 0,
+      resent: 0,
+      misattributed: 0,
+      ...watchedRow,
+      detail: [],
+    };
   } else {
     const results = new ResultStore(redis, { prefix });
     const committed = await results.results(ctx.id);
@@ -545,7 +659,11 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
     const failed = await results.failed(ctx.id);
     const states = await new ExperimentStore(redis, prefix).blocks(ctx.id);
     const fields = ctx.exp!.plan.blocks.flatMap((b) => plannedReps(ctx.exp!.plan, b.index).map(repKey));
-    const audit = auditReps(await readEvents(redis, prefix, ctx.id), Object.values(committed), s.graphrt ? new Map() : PLANTED);
+    const audit = auditReps(
+      await readEvents(redis, prefix, ctx.id),
+      Object.values(committed),
+      s.graphrt ? new Map() : PLANTED,
+    );
     const twice =
       fields.filter((f) => measured.has(f) && f in failed).length +
       states.reduce((n, b) => n + Math.max(0, b.attempts.filter((a) => a.outcome === 'committed').length - 1), 0) +
@@ -553,9 +671,25 @@ async function observe(s: Scenario, ctx: Ctx, monitor: CardMonitor, queue: () =>
     const withReason = fields.filter((f) => !measured.has(f) && (failed[f]?.reason ?? '') !== '');
     const unaccounted = fields.filter((f) => !measured.has(f) && !withReason.includes(f));
     assert.deepEqual(unaccounted, [], `every planned rep measured or failed with a reason (${s.fault})`);
-    for (const b of states.filter((x) => x.phase !== 'done')) console.log(`# chaos: ${s.fault}: block ${b.block} ${b.phase}: ${JSON.stringify(b.attempts.map((a) => [a.attempt, a.outcome, a.reason]))}`);
-    const reasons = [...new Set(withReason.map((f) => failed[f]!.reason.replace(/\s+/g, ' ').slice(0, 90)))].join(' / ');
-    row = { fault: s.fault, planned: fields.length, measured: fields.filter((f) => measured.has(f)).length, failed: withReason.length, reasons, twice, resent: audit.resent, misattributed: audit.misattributed, ...watchedRow, detail: [...audit.detail, ...found] };
+    for (const b of states.filter((x) => x.phase !== 'done'))
+      console.log(
+        `# chaos: ${s.fault}: block ${b.block} ${b.phase}: ${JSON.stringify(b.attempts.map((a) => [a.attempt, a.outcome, a.reason]))}`,
+      );
+    const reasons = [...new Set(withReason.map((f) => failed[f]!.reason.replace(/\s+/g, ' ').slice(0, 90)))].join(
+      ' / ',
+    );
+    row = {
+      fault: s.fault,
+      planned: fields.length,
+      measured: fields.filter((f) => measured.has(f)).length,
+      failed: withReason.length,
+      reasons,
+      twice,
+      resent: audit.resent,
+      misattributed: audit.misattributed,
+      ...watchedRow,
+      detail: [...audit.detail, ...found],
+    };
   }
   const notes = [...report.overlapDetail.slice(0, 3), ...row.detail.slice(0, 6)];
   console.log(`# chaos: ${line(row)}${notes.length ? `; ${notes.join('; ')}` : ''}`);
@@ -567,14 +701,23 @@ function line(r: Row): string {
 }
 
 function table(rows: Row[]): string {
-  const head = '| fault | planned | measured | failed (reason) | measured twice | misattributed | overlaps | unleased rank CPU s (alive s) | peak RSS worker / rank (/ orch) MiB | left behind |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
-  return [head, ...rows.map((r) => `| ${r.fault} | ${r.planned} | ${r.measured} | ${r.failed}${r.reasons ? ` (${r.reasons.replace(/\|/g, '\\|')})` : ''} | ${r.twice}${r.resent ? ` (re-sent ${r.resent})` : ''} | ${r.misattributed} | ${r.overlaps} | ${r.unleasedCpuS.toFixed(2)} (${r.unleasedAliveS.toFixed(2)}) | ${r.workerMiB.toFixed(0)} / ${r.rankMiB.toFixed(0)}${r.orchMiB ? ` / ${r.orchMiB.toFixed(0)}` : ''} | ${r.leftBehind} |`)].join('\n');
+  const head =
+    '| fault | planned | measured | failed (reason) | measured twice | misattributed | overlaps | unleased rank CPU s (alive s) | peak RSS worker / rank (/ orch) MiB | left behind |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+  return [
+    head,
+    ...rows.map(
+      (r) =>
+        `| ${r.fault} | ${r.planned} | ${r.measured} | ${r.failed}${r.reasons ? ` (${r.reasons.replace(/\|/g, '\\|')})` : ''} | ${r.twice}${r.resent ? ` (re-sent ${r.resent})` : ''} | ${r.misattributed} | ${r.overlaps} | ${r.unleasedCpuS.toFixed(2)} (${r.unleasedAliveS.toFixed(2)}) | ${r.workerMiB.toFixed(0)} / ${r.rankMiB.toFixed(0)}${r.orchMiB ? ` / ${r.orchMiB.toFixed(0)}` : ''} | ${r.leftBehind} |`,
+    ),
+  ].join('\n');
 }
 
 describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
   const rows: Row[] = [];
   after(() => {
-    console.log(`\n## chaos (${FULL ? 'full' : 'ci'} size: ${BLOCKS} blocks × 2 arms × ${REPS} reps, lease TTL ${TTL} ms)\n\n${table(rows)}\n`);
+    console.log(
+      `\n## chaos (${FULL ? 'full' : 'ci'} size: ${BLOCKS} blocks × 2 arms × ${REPS} reps, lease TTL ${TTL} ms)\n\n${table(rows)}\n`,
+    );
   });
   const only = process.env.CHAOS_ONLY;
   for (const s of SCENARIOS) {
@@ -584,17 +727,38 @@ describe(`chaos (${FULL ? 'full' : 'ci'} size)`, () => {
       rows.push(row);
       assert.equal(row.twice, 0, `measured twice: ${row.detail.join('; ')}`);
       assert.equal(row.misattributed, 0, `reps stored under another request or arm: ${row.detail.join('; ')}`);
-      assert.deepEqual(row.detail, [], 'the scenario\'s own checks');
+      assert.deepEqual(row.detail, [], "the scenario's own checks");
       assert.equal(row.overlaps, 0, 'two processes on one card at once');
-      if (s.unleasedAliveS !== undefined) assert.ok(row.unleasedAliveS <= s.unleasedAliveS, `ranks alive unleased for ${row.unleasedAliveS.toFixed(2)} rank-s, over ${s.unleasedAliveS} s`);
+      if (s.unleasedAliveS !== undefined)
+        assert.ok(
+          row.unleasedAliveS <= s.unleasedAliveS,
+          `ranks alive unleased for ${row.unleasedAliveS.toFixed(2)} rank-s, over ${s.unleasedAliveS} s`,
+        );
       const allowS = s.unleasedAllowS ?? UNLEASED_CPU_S;
-      assert.ok(row.unleasedCpuS <= allowS, `unleased rank CPU ${row.unleasedCpuS.toFixed(2)} s is over ${allowS} s${s.unleasedAllowS === undefined ? ' (half a lease TTL of one core)' : ''}`);
-      assert.ok(row.workerMiB <= WORKER_MIB, `the worker's peak RSS ${row.workerMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
-      assert.ok(row.orchMiB <= WORKER_MIB, `an orch serve or submit process's peak RSS ${row.orchMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`);
-      assert.ok(row.rankMiB <= RANK_MIB, `a rank's peak RSS ${row.rankMiB.toFixed(0)} MiB is over its ceiling of ${RANK_MIB} MiB`);
+      assert.ok(
+        row.unleasedCpuS <= allowS,
+        `unleased rank CPU ${row.unleasedCpuS.toFixed(2)} s is over ${allowS} s${s.unleasedAllowS === undefined ? ' (half a lease TTL of one core)' : ''}`,
+      );
+      assert.ok(
+        row.workerMiB <= WORKER_MIB,
+        `the worker's peak RSS ${row.workerMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`,
+      );
+      assert.ok(
+        row.orchMiB <= WORKER_MIB,
+        `an orch serve or submit process's peak RSS ${row.orchMiB.toFixed(0)} MiB is over its ceiling of ${WORKER_MIB} MiB`,
+      );
+      assert.ok(
+        row.rankMiB <= RANK_MIB,
+        `a rank's peak RSS ${row.rankMiB.toFixed(0)} MiB is over its ceiling of ${RANK_MIB} MiB`,
+      );
       assert.equal(row.leftBehind, 0, 'ranks or workers left behind');
       assert.equal(row.measured + row.failed, row.planned);
-      if (s.lossless) assert.equal(row.measured, row.planned, `every planned rep measured despite the fault (failed: ${row.reasons})`);
+      if (s.lossless)
+        assert.equal(
+          row.measured,
+          row.planned,
+          `every planned rep measured despite the fault (failed: ${row.reasons})`,
+        );
     });
   }
 });

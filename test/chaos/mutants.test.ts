@@ -12,8 +12,14 @@ import { test } from 'node:test';
 const picked = (process.env.MUTANTS_CI ?? '').split(',').filter(Boolean);
 const inGit = spawnSync('git', ['rev-parse', '--verify', 'HEAD'], { encoding: 'utf8' }).status === 0;
 
-test('every mutant of test/mutants is killed by its scenario', { skip: !inGit && 'not a git checkout: no HEAD to make a scratch worktree of', timeout: 600_000 }, () => {
-  const r = spawnSync(process.execPath, ['scripts/mutation-check.mjs', ...picked], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+test('every mutant of test/mutants is killed by its scenario', {
+  skip: !inGit && 'not a git checkout: no HEAD to make a scratch worktree of',
+  timeout: 600_000,
+}, () => {
+  const r = spawnSync(process.execPath, ['scripts/mutation-check.mjs', ...picked], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const table = r.stdout.trim();
   console.log(`\n${table}\n`);
   const rows = table.split('\n').slice(2);

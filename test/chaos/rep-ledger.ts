@@ -42,7 +42,11 @@ export interface RepAudit {
 /** How far a rep's mean step time may sit from its arm's planted one (the fixture varies it by ±0.5 %). */
 const PLANTED_TOLERANCE = 0.02;
 
-export function auditReps(events: StreamEvent[], committed: RepResult[], planted: ReadonlyMap<string, number>): RepAudit {
+export function auditReps(
+  events: StreamEvent[],
+  committed: RepResult[],
+  planted: ReadonlyMap<string, number>,
+): RepAudit {
   const detail: string[] = [];
   const lines = new Map<string, StreamEvent[]>();
   for (const e of events) {
@@ -77,7 +81,9 @@ export function auditReps(events: StreamEvent[], committed: RepResult[], planted
   };
   for (const r of committed) {
     const id = opId(r, 'rep', r.position);
-    const own = events.filter((e) => e.event.type === 'rep' && e.block === r.block && e.attempt === r.attempt && e.event.id === id);
+    const own = events.filter(
+      (e) => e.event.type === 'rep' && e.block === r.block && e.attempt === r.attempt && e.event.id === id,
+    );
     if (own.length === 0) {
       wrong(r, `no rep line of request ${id} in the stream`);
       continue;
@@ -85,8 +91,14 @@ export function auditReps(events: StreamEvent[], committed: RepResult[], planted
     const arms = [...new Set(own.map((e) => String(e.event.arm)))];
     if (arms.some((a) => a !== r.arm)) wrong(r, `request ${id} was answered for arm ${arms.join(', ')}`);
     // one rank: the committed step times are that rank's line; a gang's are the slowest rank's per step
-    const slowest = r.step_ms.map((_, k) => Math.max(...own.map((e) => Number((e.event.step_ms as number[] | undefined)?.[k]))));
-    if (slowest.some((ms, k) => ms !== r.step_ms[k])) wrong(r, `step_ms ${JSON.stringify(r.step_ms.slice(0, 2))}… are not those of its request's line ${JSON.stringify(slowest.slice(0, 2))}…`);
+    const slowest = r.step_ms.map((_, k) =>
+      Math.max(...own.map((e) => Number((e.event.step_ms as number[] | undefined)?.[k]))),
+    );
+    if (slowest.some((ms, k) => ms !== r.step_ms[k]))
+      wrong(
+        r,
+        `step_ms ${JSON.stringify(r.step_ms.slice(0, 2))}… are not those of its request's line ${JSON.stringify(slowest.slice(0, 2))}…`,
+      );
     const want = planted.get(r.arm);
     const mean = r.step_ms.reduce((a, b) => a + b, 0) / Math.max(1, r.step_ms.length);
     if (want !== undefined && Math.abs(mean / want - 1) > PLANTED_TOLERANCE) {

@@ -43,7 +43,10 @@ describe('bad specs through `orch validate`', () => {
     assert.equal(r.stdout, '', 'no fixture may validate');
     const lines = r.stderr.split('\n');
     for (const { file, expect } of fixtures) {
-      assert.ok(lines.some((l) => l.startsWith(`${file}${expect}`)), `${file}: no line "${file}${expect}" in\n${lines.filter((l) => l.startsWith(file)).join('\n')}`);
+      assert.ok(
+        lines.some((l) => l.startsWith(`${file}${expect}`)),
+        `${file}: no line "${file}${expect}" in\n${lines.filter((l) => l.startsWith(file)).join('\n')}`,
+      );
     }
     assert.match(r.stderr, new RegExp(`problems in ${fixtures.length} files`));
   });
@@ -53,7 +56,10 @@ describe('bad specs through `orch validate`', () => {
     assert.equal(r.status, 2);
     const out = JSON.parse(r.stdout) as { ok: boolean; files: { file: string; ok: boolean; issues: unknown[] }[] };
     assert.equal(out.ok, false);
-    assert.deepEqual(out.files.map((f) => f.file), fixtures.map((f) => f.file));
+    assert.deepEqual(
+      out.files.map((f) => f.file),
+      fixtures.map((f) => f.file),
+    );
     for (const f of out.files) assert.ok(!f.ok && f.issues.length > 0, f.file);
   });
 
@@ -87,21 +93,47 @@ function generatedCases(dir: string): Generated[] {
   writeFileSync(at('deep-block.yaml'), `${'- '.repeat(20_000)}x\n`);
   writeFileSync(at('deep-flow.yaml'), `name: ${'['.repeat(20_000)}${']'.repeat(20_000)}\n`);
   // The deepest nesting by indentation that fits the size bound: one more space per level.
-  writeFileSync(at('deep-indent.yaml'), `name: x\n${Array.from({ length: 1400 }, (_, i) => `${' '.repeat(i)}k${i}:\n`).join('')}`);
+  writeFileSync(
+    at('deep-indent.yaml'),
+    `name: x\n${Array.from({ length: 1400 }, (_, i) => `${' '.repeat(i)}k${i}:\n`).join('')}`,
+  );
   mkdirSync(at('suite'));
   mkdirSync(at('outside'));
   writeFileSync(at('outside/secret.yaml'), 'secret-line-that-must-not-be-echoed: 1\n');
   symlinkSync(at('outside/secret.yaml'), at('suite/link.yaml'));
-  writeFileSync(at('suite/suite.yaml'), 'kind: suite\nname: nightly\nschedule: { cron: "0 2 * * *" }\nexperiments:\n  - link.yaml\n');
+  writeFileSync(
+    at('suite/suite.yaml'),
+    'kind: suite\nname: nightly\nschedule: { cron: "0 2 * * *" }\nexperiments:\n  - link.yaml\n',
+  );
   return [
     { name: '/dev/zero', file: '/dev/zero', expect: ' (root): is a character device, not a regular file' },
     { name: 'FIFO', file: fifo, expect: ' (root): is a FIFO (named pipe), not a regular file' },
     { name: 'directory', file: at('a-directory.yaml'), expect: ' (root): is a directory, not a regular file' },
-    { name: '2 MiB file', file: at('two-mib.yaml'), expect: ' (root): is 2097165 bytes; a spec file is at most 1048576 bytes' },
-    { name: '20 000-deep block nesting', file: at('deep-block.yaml'), expect: ':1 (root): nesting deeper than 64 levels' },
-    { name: '20 000-deep flow nesting', file: at('deep-flow.yaml'), expect: ':1 (root): nesting deeper than 64 levels' },
-    { name: '1 400-deep indentation (1 MB)', file: at('deep-indent.yaml'), expect: ':66 (root): nesting deeper than 64 levels' },
-    { name: 'suite entry linking out', file: at('suite/suite.yaml'), expect: ':5 experiments[0]: "link.yaml" is a link to a file outside the suite\'s directory' },
+    {
+      name: '2 MiB file',
+      file: at('two-mib.yaml'),
+      expect: ' (root): is 2097165 bytes; a spec file is at most 1048576 bytes',
+    },
+    {
+      name: '20 000-deep block nesting',
+      file: at('deep-block.yaml'),
+      expect: ':1 (root): nesting deeper than 64 levels',
+    },
+    {
+      name: '20 000-deep flow nesting',
+      file: at('deep-flow.yaml'),
+      expect: ':1 (root): nesting deeper than 64 levels',
+    },
+    {
+      name: '1 400-deep indentation (1 MB)',
+      file: at('deep-indent.yaml'),
+      expect: ':66 (root): nesting deeper than 64 levels',
+    },
+    {
+      name: 'suite entry linking out',
+      file: at('suite/suite.yaml'),
+      expect: ':5 experiments[0]: "link.yaml" is a link to a file outside the suite\'s directory',
+    },
     { name: 'missing file', file: at('missing.yaml'), expect: ' (root): cannot read the file (ENOENT)' },
   ];
 }
@@ -135,8 +167,14 @@ const MAX_RSS_KB = 200 * 1024;
 
 function printTable(title: string, rows: { name: string; ms: number; cpu_ms: number; maxrss_kb: number }[]): void {
   const width = Math.max(...rows.map((r) => r.name.length), 4);
-  const lines = [`${title}`, `  ${'case'.padEnd(width)}  ${'ms'.padStart(8)}  ${'cpu ms'.padStart(8)}  ${'peak RSS MB'.padStart(11)}`];
-  for (const r of rows) lines.push(`  ${r.name.padEnd(width)}  ${r.ms.toFixed(1).padStart(8)}  ${r.cpu_ms.toFixed(1).padStart(8)}  ${(r.maxrss_kb / 1024).toFixed(1).padStart(11)}`);
+  const lines = [
+    `${title}`,
+    `  ${'case'.padEnd(width)}  ${'ms'.padStart(8)}  ${'cpu ms'.padStart(8)}  ${'peak RSS MB'.padStart(11)}`,
+  ];
+  for (const r of rows)
+    lines.push(
+      `  ${r.name.padEnd(width)}  ${r.ms.toFixed(1).padStart(8)}  ${r.cpu_ms.toFixed(1).padStart(8)}  ${(r.maxrss_kb / 1024).toFixed(1).padStart(11)}`,
+    );
   console.log(lines.join('\n'));
 }
 
@@ -155,7 +193,11 @@ describe('hostile inputs through `orch validate`: refused, fast and small', () =
   });
   after(() => {
     rmSync(dir, { recursive: true, force: true });
-    assert.deepEqual(watched.map((d) => readdirSync(d).sort()), listings, 'a test wrote outside its temporary directory');
+    assert.deepEqual(
+      watched.map((d) => readdirSync(d).sort()),
+      listings,
+      'a test wrote outside its temporary directory',
+    );
   });
 
   it('each generated case exits 2 with its own message and no stack, and nothing outside is echoed', () => {
@@ -165,7 +207,10 @@ describe('hostile inputs through `orch validate`: refused, fast and small', () =
     assert.doesNotMatch(r.stderr, /internal error/);
     const lines = r.stderr.split('\n');
     for (const c of cases) {
-      assert.ok(lines.some((l) => l.startsWith(`${c.file}${c.expect}`)), `${c.name}: no line "${c.file}${c.expect}" in\n${r.stderr}`);
+      assert.ok(
+        lines.some((l) => l.startsWith(`${c.file}${c.expect}`)),
+        `${c.name}: no line "${c.file}${c.expect}" in\n${r.stderr}`,
+      );
     }
     assert.doesNotMatch(r.stderr, /secret-line-that-must-not-be-echoed/);
   });
@@ -182,7 +227,10 @@ describe('hostile inputs through `orch validate`: refused, fast and small', () =
     assert.equal(r.status, 2);
     assert.equal(r.stats.length, all.length, r.stderr);
     // maxrss is the process's peak so far: each row bounds that case and every case before it.
-    printTable('orch validate, all cases in one process (peak RSS: the process so far, startup included)', r.stats.map((s, i) => ({ ...s, name: all[i]!.name })));
+    printTable(
+      'orch validate, all cases in one process (peak RSS: the process so far, startup included)',
+      r.stats.map((s, i) => ({ ...s, name: all[i]!.name })),
+    );
     for (const [i, s] of r.stats.entries()) {
       assert.ok(s.cpu_ms < MAX_MS, `${all[i]!.name}: ${s.cpu_ms} ms of CPU`);
       assert.ok(s.maxrss_kb < MAX_RSS_KB, `${all[i]!.name}: peak RSS ${s.maxrss_kb} KB`);
@@ -190,7 +238,16 @@ describe('hostile inputs through `orch validate`: refused, fast and small', () =
   });
 
   it('each hostile case alone, in its own process: under a second and 200 MB', () => {
-    const hostile = [...cases, ...['billion-laughs.yaml', 'binary.yaml', 'name-too-long.yaml', 'reps-too-many.yaml', 'blocks-count-too-many.yaml'].map((n) => ({ name: n, file: join(DIR, n) }))];
+    const hostile = [
+      ...cases,
+      ...[
+        'billion-laughs.yaml',
+        'binary.yaml',
+        'name-too-long.yaml',
+        'reps-too-many.yaml',
+        'blocks-count-too-many.yaml',
+      ].map((n) => ({ name: n, file: join(DIR, n) })),
+    ];
     const rows = hostile.map((c) => {
       const r = validateWithStats([c.file]);
       assert.equal(r.status, 2, `${c.name}: ${r.stderr}`);

@@ -22,8 +22,15 @@ after(() => {
 /** Runs the compiled main() of `out` as bin/orch.mjs would. */
 function runBuilt(args: string[], env: Record<string, string> = {}) {
   const boot = join(dir, 'boot.mjs');
-  writeFileSync(boot, `const { main } = await import(${JSON.stringify(join(out, 'main.js'))});\nawait main(process.argv.slice(2));\n`);
-  return spawnSync(process.execPath, [boot, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 });
+  writeFileSync(
+    boot,
+    `const { main } = await import(${JSON.stringify(join(out, 'main.js'))});\nawait main(process.argv.slice(2));\n`,
+  );
+  return spawnSync(process.execPath, [boot, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  });
 }
 
 describe('the compiled CLI', () => {
@@ -61,7 +68,8 @@ describe('dist freshness', () => {
   mkdirSync(join(root, 'cli'), { recursive: true });
   mkdirSync(fake, { recursive: true });
   const started = Date.now() - 60_000;
-  const build = (inputs: string[]) => writeFileSync(join(fake, 'build.json'), JSON.stringify({ startedMs: started, main: 'main.js', inputs }));
+  const build = (inputs: string[]) =>
+    writeFileSync(join(fake, 'build.json'), JSON.stringify({ startedMs: started, main: 'main.js', inputs }));
   const source = (name: string, ageMs: number) => {
     writeFileSync(join(root, name), '');
     const t = (started + ageMs) / 1000;
@@ -77,9 +85,15 @@ describe('dist freshness', () => {
   it('stale when an input changed after the build began, or is gone; absent without build.json', () => {
     source('cli/b.ts', 1000);
     build(['cli/a.ts', 'cli/b.ts']);
-    assert.deepEqual(distState(`${fake}/`, `${root}/`), { fresh: false, reason: 'cli/b.ts changed after dist/ was built' });
+    assert.deepEqual(distState(`${fake}/`, `${root}/`), {
+      fresh: false,
+      reason: 'cli/b.ts changed after dist/ was built',
+    });
     build(['cli/a.ts', 'cli/gone.ts']);
-    assert.deepEqual(distState(`${fake}/`, `${root}/`), { fresh: false, reason: 'cli/gone.ts, compiled into dist/, is gone' });
+    assert.deepEqual(distState(`${fake}/`, `${root}/`), {
+      fresh: false,
+      reason: 'cli/gone.ts, compiled into dist/, is gone',
+    });
     assert.deepEqual(distState(`${join(dir, 'nothing')}/`, `${root}/`), { fresh: false, reason: 'dist/ is not built' });
   });
 });

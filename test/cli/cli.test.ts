@@ -4,11 +4,13 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { SpecError, UserInputError } from '../../jobs/errors.ts';
 import { exitCodeOf, formatError } from '../../cli/print-error.ts';
+import { SpecError, UserInputError } from '../../jobs/errors.ts';
 import { runOrch, STACK_FRAME } from './run-orch.ts';
 
-const CONFIGS = readdirSync('configs').filter((f) => f.endsWith('.yaml')).map((f) => join('configs', f));
+const CONFIGS = readdirSync('configs')
+  .filter((f) => f.endsWith('.yaml'))
+  .map((f) => join('configs', f));
 
 describe('orch CLI', () => {
   it('--help lists the commands and exits 0', () => {
@@ -24,7 +26,10 @@ describe('orch CLI', () => {
   it('submit --no-wait without REDIS_URL is a user error naming the cluster it needs: exit 2, no stack', () => {
     const r = runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--no-wait'], { REDIS_URL: '' });
     assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stderr, /^orch: --no-wait needs a cluster \(REDIS_URL\): .*private redis-server that dies with this command/);
+    assert.match(
+      r.stderr,
+      /^orch: --no-wait needs a cluster \(REDIS_URL\): .*private redis-server that dies with this command/,
+    );
     assert.match(r.stderr, /hint: drop --no-wait .* or export REDIS_URL=/);
     assert.doesNotMatch(r.stderr, /internal error/);
     assert.doesNotMatch(r.stderr, STACK_FRAME);
@@ -62,7 +67,10 @@ describe('orch CLI', () => {
   it('validate: one bad file among good ones exits 2 and names only the bad one', () => {
     const dir = mkdtempSync(join(tmpdir(), 'orch-cli-'));
     const bad = join(dir, 'x.yaml');
-    writeFileSync(bad, 'name: x\ndesign: leave-one-out\nworkload: { runtime: native, kind: decode }\ntoggles: [graph, pdl, pld]\n');
+    writeFileSync(
+      bad,
+      'name: x\ndesign: leave-one-out\nworkload: { runtime: native, kind: decode }\ntoggles: [graph, pdl, pld]\n',
+    );
     const r = runOrch(['validate', 'configs/ab.yaml', bad, 'configs/cluster.yaml']);
     assert.equal(r.status, 2);
     assert.match(r.stdout, /^ok configs\/ab\.yaml/m);
@@ -75,14 +83,28 @@ describe('orch CLI', () => {
   it('plan --json: hash, arms with toggles, blocks whose sequences hold every arm reps times', () => {
     const r = runOrch(['plan', 'configs/leave-one-out.yaml', '--json']);
     assert.equal(r.status, 0, r.stderr);
-    const plan = JSON.parse(r.stdout) as { hash: string; reps: number; arms: { name: string; toggles: Record<string, unknown> }[]; blocks: { index: number; sequence: string[] }[] };
+    const plan = JSON.parse(r.stdout) as {
+      hash: string;
+      reps: number;
+      arms: { name: string; toggles: Record<string, unknown> }[];
+      blocks: { index: number; sequence: string[] }[];
+    };
     assert.match(plan.hash, /^[0-9a-f]{64}$/);
-    assert.deepEqual(plan.arms.map((a) => a.name), ['base', 'all_on', 'no_graph', 'no_pdl', 'no_overlap', 'no_split_combine', 'all_on_aa']);
-    for (const a of plan.arms) for (const v of Object.values(a.toggles)) assert.ok(typeof v === 'boolean' || typeof v === 'string');
+    assert.deepEqual(
+      plan.arms.map((a) => a.name),
+      ['base', 'all_on', 'no_graph', 'no_pdl', 'no_overlap', 'no_split_combine', 'all_on_aa'],
+    );
+    for (const a of plan.arms)
+      for (const v of Object.values(a.toggles)) assert.ok(typeof v === 'boolean' || typeof v === 'string');
     assert.equal(plan.blocks.length, 2);
-    for (const b of plan.blocks) for (const a of plan.arms) assert.equal(b.sequence.filter((s) => s === a.name).length, plan.reps);
+    for (const b of plan.blocks)
+      for (const a of plan.arms) assert.equal(b.sequence.filter((s) => s === a.name).length, plan.reps);
     const validate = runOrch(['validate', '--json', 'configs/leave-one-out.yaml']);
-    assert.equal((JSON.parse(validate.stdout) as { files: { hash: string }[] }).files[0]?.hash, plan.hash, 'validate and plan agree on the hash');
+    assert.equal(
+      (JSON.parse(validate.stdout) as { files: { hash: string }[] }).files[0]?.hash,
+      plan.hash,
+      'validate and plan agree on the hash',
+    );
   });
 
   it('plan without --json prints a table of arms and blocks', () => {

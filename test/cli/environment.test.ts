@@ -31,7 +31,10 @@ describe('environment variables', () => {
   });
 
   it('each one read is in the table of cli/environment.ts', () => {
-    assert.deepEqual([...used].filter(([v]) => !listed.has(v)).map(([v, f]) => `${v} (${f})`), []);
+    assert.deepEqual(
+      [...used].filter(([v]) => !listed.has(v)).map(([v, f]) => `${v} (${f})`),
+      [],
+    );
   });
 
   it('orch --help and README.md list every one of the table', () => {

@@ -7,13 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { commands } from '../../cli/commands/index.ts';
-import { jsonError, type JsonError } from '../../cli/print-error.ts';
+import { type JsonError, jsonError } from '../../cli/print-error.ts';
 import { runOrch } from './run-orch.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'orch-json-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const bad = join(dir, 'bad.yaml');
-writeFileSync(bad, 'name: x\ndesign: leave-one-out\nworkload: { runtime: native, kind: decode }\ntoggles: [graph, pdl]\nreps: 0\ncolour: red\n');
+writeFileSync(
+  bad,
+  'name: x\ndesign: leave-one-out\nworkload: { runtime: native, kind: decode }\ntoggles: [graph, pdl]\nreps: 0\ncolour: red\n',
+);
 const noCluster = { REDIS_URL: '', ORCH_PREFIX: '' };
 
 /** One failing command line per command, and the code its error must carry. */
@@ -48,7 +51,10 @@ function parseOne(stdout: string): JsonError {
 describe('--json errors', () => {
   it('every command has a case', () => {
     const names = commands.map((c) => c.command.split(' ')[0]!);
-    assert.deepEqual(names.filter((n) => !(n in CASES)), []);
+    assert.deepEqual(
+      names.filter((n) => !(n in CASES)),
+      [],
+    );
   });
 
   // a case whose command is not registered (yet) is left out; the test above asks the reverse
@@ -71,7 +77,13 @@ describe('--json errors', () => {
     const e = parseOne(r.stdout) as JsonError & { files: { file: string; ok: boolean }[] };
     assert.ok(Array.isArray(e.error.issues) && e.error.issues.length >= 2, r.stdout);
     for (const i of e.error.issues!) assert.equal(i.file, bad);
-    assert.deepEqual(e.files.map((f) => [f.file, f.ok]), [['configs/ab.yaml', true], [bad, false]]);
+    assert.deepEqual(
+      e.files.map((f) => [f.file, f.ok]),
+      [
+        ['configs/ab.yaml', true],
+        [bad, false],
+      ],
+    );
     assert.equal(r.stderr, '');
   });
 

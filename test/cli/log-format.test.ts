@@ -1,9 +1,10 @@
 // Log lines on stderr: a person at a terminal (or ORCH_LOG_FORMAT=pretty) gets one line per
 // problem with the error's code and message and no stack; a pipe (or ORCH_LOG_FORMAT=json) gets
 // pino's JSON lines. Real child processes logging through cli/embedded/log.ts.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
 
 const CODE = `
 import { orchLog } from './cli/embedded/log.ts';
@@ -16,7 +17,11 @@ function logOf(format: string | undefined, level = 'info'): string[] {
   const env: NodeJS.ProcessEnv = { ...process.env, TEST_LOG_LEVEL: level };
   delete env.ORCH_LOG_FORMAT;
   if (format !== undefined) env.ORCH_LOG_FORMAT = format;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CODE], { env, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CODE], {
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(r.status, 0, r.stderr);
   return r.stderr.split('\n').filter((l) => l.trim() !== '');
 }
@@ -24,10 +29,13 @@ function logOf(format: string | undefined, level = 'info'): string[] {
 test('ORCH_LOG_FORMAT=pretty: one line, the code and message, no stack, no JSON', () => {
   const lines = logOf('pretty');
   assert.equal(lines.length, 1, lines.join('\n'));
-  assert.match(lines[0]!, /^orch worker error: block attempt failed; ranks killed \(BAD_PARAM: params\.hidden: 4096 is above 1024\) {2}block=3$/);
+  assert.match(
+    lines[0]!,
+    /^orch worker error: block attempt failed; ranks killed \(BAD_PARAM: params\.hidden: 4096 is above 1024\) {2}block=3$/,
+  );
 });
 
-test('stderr not a terminal, no ORCH_LOG_FORMAT: JSON lines, the error\'s code and message without a stack; json asks for the same', () => {
+test("stderr not a terminal, no ORCH_LOG_FORMAT: JSON lines, the error's code and message without a stack; json asks for the same", () => {
   for (const format of [undefined, 'json']) {
     const lines = logOf(format);
     assert.equal(lines.length, 1, lines.join('\n'));

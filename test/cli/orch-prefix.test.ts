@@ -9,7 +9,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FIXTURE_RANK, runOrch, spawnOrch, startCluster, type Cluster, type OrchChild } from '../orchestrator/orch-cluster.ts';
+import {
+  type Cluster,
+  FIXTURE_RANK,
+  type OrchChild,
+  runOrch,
+  spawnOrch,
+  startCluster,
+} from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
 describe('ORCH_PREFIX', () => {
@@ -30,8 +37,15 @@ describe('ORCH_PREFIX', () => {
   });
 
   it('the worker registers under ORCH_PREFIX without --prefix, and status lists its cards', async () => {
-    worker = spawnOrch(['worker', '--host', 'p1', '--cpu-cards', '2', '--graphrt', FIXTURE_RANK, '--lock-dir', join(dir, 'locks')], c.env);
-    await waitFor('worker p1 registered under the prefix', async () => (await c.redis.exists(`${c.prefix}:host:p1:alive`)) === 1, { timeoutMs: 60_000 }).catch((err: Error) => {
+    worker = spawnOrch(
+      ['worker', '--host', 'p1', '--cpu-cards', '2', '--graphrt', FIXTURE_RANK, '--lock-dir', join(dir, 'locks')],
+      c.env,
+    );
+    await waitFor(
+      'worker p1 registered under the prefix',
+      async () => (await c.redis.exists(`${c.prefix}:host:p1:alive`)) === 1,
+      { timeoutMs: 60_000 },
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; worker output:\n${worker?.out()}`);
     });
     assert.equal(await c.redis.exists('orch:host:p1:alive'), 0, 'nothing under the default prefix');

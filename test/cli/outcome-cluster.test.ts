@@ -3,15 +3,16 @@
 // regression (FIXTURE_ARM_MS: the graph arm twice as slow) exits 4, or 0 under a --fail-on that
 // leaves slower out; a cancelled run exits 9 from all three (watch exited 0 for it) and its report
 // is headed CANCELLED, never SLOWER from the partial data it measured (it was, and exited 4).
-import { after, before, describe, it } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
+import { after, before, describe, it } from 'node:test';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
+import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
+import { type Cluster, runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { runOrch, spawnOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
 
 const SPEC = 'test/fixtures/specs/verdict-ab.yaml';
 let cluster: Cluster;
@@ -40,7 +41,12 @@ describe('outcome exit codes on a cluster', () => {
     assert.match(watch.stdout, new RegExp(`experiment ${id} ended done: slower \\(exit ${EXIT_CODES.slower}\\)`));
     const lenient = await runOrch(['watch', id, '--fail-on', 'invalid', '--json'], c.env);
     assert.equal(lenient.code, 0, lenient.stderr);
-    assert.deepEqual(JSON.parse(lenient.stdout.trim().split('\n').at(-1)!), { experiment: id, state: 'done', verdict: 'slower', exit_code: 0 });
+    assert.deepEqual(JSON.parse(lenient.stdout.trim().split('\n').at(-1)!), {
+      experiment: id,
+      state: 'done',
+      verdict: 'slower',
+      exit_code: 0,
+    });
     const report = await runOrch(['report', id, '--results', dir], c.env);
     assert.equal(report.code, EXIT_CODES.slower, report.stderr);
     const waited = await runOrch(['submit', SPEC, '--results', dir, '--json'], c.env, 120_000);
@@ -51,9 +57,15 @@ describe('outcome exit codes on a cluster', () => {
   it('cancelled: submit, watch and report exit 9; the report is headed CANCELLED with no verdict', async () => {
     const c = cluster;
     const submitting = spawnOrch(['submit', SPEC, '--results', dir], c.env);
-    const id = await waitFor('submitted', () => /^experiment (\S+) \(spec /m.exec(submitting.out())?.[1] ?? null, { timeoutMs: 30_000, intervalMs: 20 });
+    const id = await waitFor('submitted', () => /^experiment (\S+) \(spec /m.exec(submitting.out())?.[1] ?? null, {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     const watching = spawnOrch(['watch', id], c.env);
-    await waitFor('a rep measured', async () => (await c.redis.xlen(`${c.prefix}:experiment:${id}:events`)) > 0, { timeoutMs: 40_000, intervalMs: 20 });
+    await waitFor('a rep measured', async () => (await c.redis.xlen(`${c.prefix}:experiment:${id}:events`)) > 0, {
+      timeoutMs: 40_000,
+      intervalMs: 20,
+    });
     // orch cancel's own work, from here: a process started now could come after the experiment's end on a loaded machine
     const cancel = await cancelExperiment(c.redis, c.prefix, id, 'cancelled by the test');
     assert.equal(cancel.state, 'cancelling', 'the experiment ended before the cancel: make its reps longer');
@@ -64,7 +76,10 @@ describe('outcome exit codes on a cluster', () => {
     const report = await runOrch(['report', id, '--results', dir, '--fail-on', 'none'], c.env);
     assert.equal(report.code, EXIT_CODES.cancelled, report.stderr);
     assert.match(report.stdout, /^# \S+: CANCELLED$/m, report.stdout);
-    assert.match(report.stdout, /\*\*Cancelled — no verdict: the plan did not run to its end, and partial data decides nothing\.\*\* cancelled by the test/);
+    assert.match(
+      report.stdout,
+      /\*\*Cancelled — no verdict: the plan did not run to its end, and partial data decides nothing\.\*\* cancelled by the test/,
+    );
     assert.doesNotMatch(report.stdout, /SLOWER/);
     assert.equal(JSON.parse(readFileSync(join(dir, id, 'report.json'), 'utf8')).verdict, 'cancelled');
   });

@@ -9,10 +9,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { PowerPlan } from '../../orchestrator/report/power-plan.ts';
-import { seeded, simulateExperiment, twoArms, type SimParams } from '../stats/simulate.ts';
+import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { writeSimulatedResultsDir } from '../stats/sim-results-dir.ts';
+import { type SimParams, seeded, simulateExperiment, twoArms } from '../stats/simulate.ts';
 import { runOrch, STACK_FRAME } from './run-orch.ts';
 
 const MIN_EFFECT = 0.005;
@@ -39,7 +39,15 @@ metric: { name: ms_per_step, better: lower, min_effect: ${MIN_EFFECT} }
 `;
 
 /** The planted noise of the prior run: rep-to-rep and arm × block, log sd. */
-const PRIOR: Partial<SimParams> = { blocks: 10, reps: 12, sigma: 0.01, blockArmSd: 0.004, blockSd: 0.05, steps: STEPS, stepSigma: 0 };
+const PRIOR: Partial<SimParams> = {
+  blocks: 10,
+  reps: 12,
+  sigma: 0.01,
+  blockArmSd: 0.004,
+  blockSd: 0.05,
+  steps: STEPS,
+  stepSigma: 0,
+};
 const STARTUP_MS = 2500;
 
 function setup() {
@@ -54,11 +62,26 @@ function setup() {
 }
 
 /** Share of seeded simulated runs of this design, at this noise, that the real analysis calls faster. */
-function detectionRate(effect: number, reps: number, blocks: number, noise: { within: number; between: number }, runs: number, seed: number): number {
-  const p = twoArms(1 + effect, { blocks, reps, sigma: Math.sqrt(noise.within / 2), blockArmSd: Math.sqrt(noise.between / 2), blockSd: 0.05, stepSigma: 0 });
+function detectionRate(
+  effect: number,
+  reps: number,
+  blocks: number,
+  noise: { within: number; between: number },
+  runs: number,
+  seed: number,
+): number {
+  const p = twoArms(1 + effect, {
+    blocks,
+    reps,
+    sigma: Math.sqrt(noise.within / 2),
+    blockArmSd: Math.sqrt(noise.between / 2),
+    blockSd: 0.05,
+    stepSigma: 0,
+  });
   const rng = seeded(seed);
   let found = 0;
-  for (let i = 0; i < runs; i++) if (analyzeExperiment(simulateExperiment(p, rng, { min_effect: MIN_EFFECT })).verdict === 'faster') found++;
+  for (let i = 0; i < runs; i++)
+    if (analyzeExperiment(simulateExperiment(p, rng, { min_effect: MIN_EFFECT })).verdict === 'faster') found++;
   return found / runs;
 }
 
@@ -73,9 +96,15 @@ describe('orch plan --power', () => {
     // The estimates of the planted noise (10 blocks × 12 pairs): generous bounds.
     const within = Math.SQRT2 * PRIOR.sigma!;
     const between = Math.SQRT2 * PRIOR.blockArmSd!;
-    assert.ok(n.within_sd > 0.8 * within && n.within_sd < 1.25 * within, `within sd ${n.within_sd} vs planted ${within}`);
+    assert.ok(
+      n.within_sd > 0.8 * within && n.within_sd < 1.25 * within,
+      `within sd ${n.within_sd} vs planted ${within}`,
+    );
     assert.ok(n.between !== null && n.between_sd < 3 * between, `between sd ${n.between_sd} vs planted ${between}`);
-    assert.ok(Math.abs(p.prior.timing.step_ms! - s.meanStep) < 1e-9 * s.meanStep + 1e-6, `${p.prior.timing.step_ms} vs ${s.meanStep}`);
+    assert.ok(
+      Math.abs(p.prior.timing.step_ms! - s.meanStep) < 1e-9 * s.meanStep + 1e-6,
+      `${p.prior.timing.step_ms} vs ${s.meanStep}`,
+    );
     assert.ok(Math.abs(p.prior.timing.startup_ms! - STARTUP_MS) <= 2, `start-up ${p.prior.timing.startup_ms}`);
     assert.equal(p.rows.length, 2);
     let seed = 100;
@@ -86,8 +115,17 @@ describe('orch plan --power', () => {
       const planted = row.design.blocks * (STARTUP_MS + row.design.reps * p.arms * (WARMUP + STEPS) * s.meanStep);
       assert.ok(Math.abs(row.design.wall_ms - planted) < 0.01 * planted, `wall ${row.design.wall_ms} vs ${planted}`);
       for (const d of [row.design, row.as_written]) {
-        const rate = detectionRate(row.effect, d.reps, d.blocks, { within: n.within, between: n.between ?? 0 }, 300, seed++);
-        console.log(`effect ${(row.effect * 100).toFixed(1)} %: ${d.reps} reps × ${d.blocks} blocks: stated power ${d.power.toFixed(3)}, simulated ${rate.toFixed(3)}`);
+        const rate = detectionRate(
+          row.effect,
+          d.reps,
+          d.blocks,
+          { within: n.within, between: n.between ?? 0 },
+          300,
+          seed++,
+        );
+        console.log(
+          `effect ${(row.effect * 100).toFixed(1)} %: ${d.reps} reps × ${d.blocks} blocks: stated power ${d.power.toFixed(3)}, simulated ${rate.toFixed(3)}`,
+        );
         assert.ok(Math.abs(rate - d.power) < 0.1, `stated ${d.power}, simulated ${rate} (${d.reps} × ${d.blocks})`);
       }
     }
@@ -105,12 +143,27 @@ describe('orch plan --power', () => {
     const notResults = join(s.dir, 'not-results');
     mkdirSync(notResults);
     const cases: [string[], RegExp][] = [
-      [['plan', '--power', s.spec], /give --noise-from[\s\S]*orch submit .*spec\.yaml[\s\S]*orch plan --power .*spec\.yaml --noise-from results\/<id>/],
-      [['plan', '--power', s.spec, '--noise-from', notResults], /not-results is not an orch results directory: it has no summary\.json/],
+      [
+        ['plan', '--power', s.spec],
+        /give --noise-from[\s\S]*orch submit .*spec\.yaml[\s\S]*orch plan --power .*spec\.yaml --noise-from results\/<id>/,
+      ],
+      [
+        ['plan', '--power', s.spec, '--noise-from', notResults],
+        /not-results is not an orch results directory: it has no summary\.json/,
+      ],
       [['plan', '--power', s.spec, '--noise-from', join(s.dir, 'no', 'such')], /no such results directory/],
-      [['plan', '--power', s.spec, '--noise-from', s.prior, '--effect', '0%'], /--effect 0%: an effect is a relative change greater than 0/],
-      [['plan', '--power', s.spec, '--noise-from', s.prior, '--effect=-2%'], /--effect -2%: an effect is a relative change greater than 0/],
-      [['plan', '--power', s.spec, '--power', '1.5', '--noise-from', s.prior], /--power 1\.5: a target power is a probability strictly between 0 and 1/],
+      [
+        ['plan', '--power', s.spec, '--noise-from', s.prior, '--effect', '0%'],
+        /--effect 0%: an effect is a relative change greater than 0/,
+      ],
+      [
+        ['plan', '--power', s.spec, '--noise-from', s.prior, '--effect=-2%'],
+        /--effect -2%: an effect is a relative change greater than 0/,
+      ],
+      [
+        ['plan', '--power', s.spec, '--power', '1.5', '--noise-from', s.prior],
+        /--power 1\.5: a target power is a probability strictly between 0 and 1/,
+      ],
     ];
     for (const [args, message] of cases) {
       const r = runOrch(args);

@@ -9,14 +9,17 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { runOrch, STACK_FRAME } from './run-orch.ts';
 
 const COMMANDS_DIR = 'cli/commands';
 /** The command files that find the cluster's Redis from their argv (orch hosts reads its cluster file's). */
 const redisCommands = readdirSync(COMMANDS_DIR)
-  .filter((f) => f.endsWith('.ts') && /\b(requireTarget|redisUrlFromArgs)\(/.test(readFileSync(join(COMMANDS_DIR, f), 'utf8')))
+  .filter(
+    (f) =>
+      f.endsWith('.ts') && /\b(requireTarget|redisUrlFromArgs)\(/.test(readFileSync(join(COMMANDS_DIR, f), 'utf8')),
+  )
   .map((f) => f.replace(/\.ts$/, ''));
 
 describe('--redis-url-file on every command that talks to the cluster', { timeout: 180_000 }, () => {
@@ -36,9 +39,15 @@ describe('--redis-url-file on every command that talks to the cluster', { timeou
     for (const command of redisCommands) {
       const r = runOrch([command, '--help']);
       assert.equal(r.status, 0, `${command}: ${r.stderr}`);
-      assert.match(r.stdout, /--redis-url-file\s+file \(mode 0600, yours\) whose first line is the cluster's Redis URL/, `orch ${command} --help`);
+      assert.match(
+        r.stdout,
+        /--redis-url-file\s+file \(mode 0600, yours\) whose first line is the cluster's Redis URL/,
+        `orch ${command} --help`,
+      );
     }
-    const declaring = readdirSync(COMMANDS_DIR).filter((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8').includes("option('redis-url-file'"));
+    const declaring = readdirSync(COMMANDS_DIR).filter((f) =>
+      readFileSync(join(COMMANDS_DIR, f), 'utf8').includes("option('redis-url-file'"),
+    );
     assert.deepEqual(declaring, [], 'the option is declared in cli/redis-url-option.ts only');
   });
 

@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ORCH_BIN } from '../utils/worker-process.ts';
 
-const orch = (args: string[]) => spawnSync(process.execPath, [ORCH_BIN, ...args], { encoding: 'utf8', env: { ...process.env, ORCH_LOG: 'warn' }, timeout: 120_000 });
+const orch = (args: string[]) =>
+  spawnSync(process.execPath, [ORCH_BIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ORCH_LOG: 'warn' },
+    timeout: 120_000,
+  });
 
 describe('first messages', () => {
   test('orch report --from a missing directory: exit 2 and what is wrong, no stack', () => {
@@ -25,7 +30,10 @@ describe('first messages', () => {
   test('the embedded default does not warn about persistence of its own private Redis', () => {
     const dir = mkdtempSync(join(tmpdir(), 'orch-first-'));
     const spec = join(dir, 'a.yaml');
-    writeFileSync(spec, 'name: first\ndesign: ab\nworkload: { runtime: native, kind: chain, params: { kernels: 4 }, warmup: 1, steps: 2 }\ntoggles: [graph]\narms: [{ name: eager }, { name: graph, toggles: { graph: true } }]\nreps: 2\n');
+    writeFileSync(
+      spec,
+      'name: first\ndesign: ab\nworkload: { runtime: native, kind: chain, params: { kernels: 4 }, warmup: 1, steps: 2 }\ntoggles: [graph]\narms: [{ name: eager }, { name: graph, toggles: { graph: true } }]\nreps: 2\n',
+    );
     const r = orch(['submit', spec, '--results', join(dir, 'results')]);
     assert.ok([0, 3, 4].includes(r.status ?? -1), r.stdout + r.stderr);
     assert.doesNotMatch(r.stdout + r.stderr, /appendonly yes/);

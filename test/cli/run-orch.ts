@@ -11,7 +11,11 @@ export interface OrchRun {
  * process's. Past `timeoutMs` it is killed and `status` is null.
  */
 export function runOrch(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000): OrchRun {
-  const r = spawnSync(process.execPath, ['bin/orch.mjs', ...args], { encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, ...env } });
+  const r = spawnSync(process.execPath, ['bin/orch.mjs', ...args], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    env: { ...process.env, ...env },
+  });
   if (r.error && (r.error as NodeJS.ErrnoException).code !== 'ETIMEDOUT') throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

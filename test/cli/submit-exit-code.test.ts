@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
 import { FIXTURE_RANK } from '../orchestrator/orch-cluster.ts';
-import { runOrch } from './run-orch.ts';
 import { sequentialSpec } from '../utils/sequential-spec.ts';
+import { runOrch } from './run-orch.ts';
 
 const embedded = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_GRAPHRT: FIXTURE_RANK, ORCH_CPU_CARDS: '2' };
 
@@ -21,16 +21,31 @@ const cases = [
   { verdict: 'slower', arms: 'eager:5,eager_aa:5,graph:10', code: EXIT_CODES.slower, other: 'invalid', otherCode: 0 },
   { verdict: 'invalid', arms: 'eager:10,eager_aa:14,graph:5', code: EXIT_CODES.invalid, other: 'slower', otherCode: 0 },
   // no change: passes by default (it exited 3, failing a CI step for a change that changes nothing)
-  { verdict: 'inconclusive', arms: 'eager:10,eager_aa:10,graph:10', code: 0, other: 'inconclusive,slower', otherCode: EXIT_CODES.inconclusive },
+  {
+    verdict: 'inconclusive',
+    arms: 'eager:10,eager_aa:10,graph:10',
+    code: 0,
+    other: 'inconclusive,slower',
+    otherCode: EXIT_CODES.inconclusive,
+  },
 ] as const;
 
 /** `orch submit` of `spec` with `args`; its results directory and `--json` line. */
-function submit(spec: string, args: string[], env: Record<string, string>): { status: number | null; dir: string; out: { state: string; verdict: string }; stderr: string } {
+function submit(
+  spec: string,
+  args: string[],
+  env: Record<string, string>,
+): { status: number | null; dir: string; out: { state: string; verdict: string }; stderr: string } {
   const root = mkdtempSync(join(tmpdir(), 'orch-outcome-'));
   const r = runOrch(['submit', spec, '--results', root, '--json', ...args], { ...embedded, ...env });
   const [id] = readdirSync(root);
   assert.ok(id, `no results written: ${r.stderr}`);
-  return { status: r.status, dir: join(root, id), out: JSON.parse(r.stdout) as { state: string; verdict: string }, stderr: r.stderr };
+  return {
+    status: r.status,
+    dir: join(root, id),
+    out: JSON.parse(r.stdout) as { state: string; verdict: string },
+    stderr: r.stderr,
+  };
 }
 
 describe('orch submit and orch report: one exit code per outcome, under --fail-on', () => {
@@ -41,7 +56,11 @@ describe('orch submit and orch report: one exit code per outcome, under --fail-o
         assert.equal(s.out.state, 'done', s.stderr);
         assert.equal(s.out.verdict, c.verdict, s.stderr);
         assert.equal(s.status, c.code, s.stderr);
-        assert.equal(runOrch(['report', '--from', s.dir]).status, c.code, 'orch report gives the code orch submit gave');
+        assert.equal(
+          runOrch(['report', '--from', s.dir]).status,
+          c.code,
+          'orch report gives the code orch submit gave',
+        );
         const flipped = runOrch(['report', '--from', s.dir, '--fail-on', c.other, '--json']);
         assert.equal(flipped.status, c.otherCode, flipped.stderr);
       } finally {

@@ -27,7 +27,19 @@ describe('orch --version', () => {
       cpSync('package.json', join(dir, 'package.json'));
       assert.deepEqual(orchVersion(root), { version: pkg.version, commit: 'unknown' });
       execFileSync('git', ['init', '-q', dir]);
-      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'x']);
+      execFileSync('git', [
+        '-C',
+        dir,
+        '-c',
+        'user.name=t',
+        '-c',
+        'user.email=t@t',
+        'commit',
+        '-q',
+        '--allow-empty',
+        '-m',
+        'x',
+      ]);
       const head = execFileSync('git', ['-C', dir, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
       assert.equal(orchVersion(root).commit, head);
       execFileSync('git', ['-C', dir, 'pack-refs', '--all']);

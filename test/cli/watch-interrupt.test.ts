@@ -3,12 +3,13 @@
 // no escape sequence, no line wider than 80 columns, the clock and the ETA; Ctrl-C (SIGINT) says
 // the experiment keeps running and how to cancel it, exits 130 and leaves it running;
 // `--cancel-on-interrupt` cancels it.
-import { after, test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { ExperimentStore } from '../../store/experiment-store.ts';
+import { after, test } from 'node:test';
 import { displayWidth } from '../../cli/terminal/display-width.ts';
+import { ExperimentStore } from '../../store/experiment-store.ts';
+import { type Cluster, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { spawnOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
@@ -29,8 +30,13 @@ test('Ctrl-C on submit --watch: the experiment keeps running, the message says h
   const store = new ExperimentStore(c.redis, c.prefix);
 
   const submit = spawnOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--watch'], { ...c.env, ...DUMB });
-  const id = await waitFor('the experiment id', async () => /^experiment (\S+) /m.exec(submit.out())?.[1] ?? null, { timeoutMs: 30_000 });
-  await waitFor('a measured rep in the progress', async () => (/ ~\d+ s left/.test(submit.out()) ? true : null), { timeoutMs: 60_000, intervalMs: 100 });
+  const id = await waitFor('the experiment id', async () => /^experiment (\S+) /m.exec(submit.out())?.[1] ?? null, {
+    timeoutMs: 30_000,
+  });
+  await waitFor('a measured rep in the progress', async () => (/ ~\d+ s left/.test(submit.out()) ? true : null), {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
   submit.child.kill('SIGINT');
   const s = await submit.exited;
   console.log(`orch submit --watch, its output:\n${submit.out()}`);
@@ -42,15 +48,22 @@ test('Ctrl-C on submit --watch: the experiment keeps running, the message says h
   assert.equal(await store.state(id), 'running', 'the experiment was left running');
 
   const watch = spawnOrch(['watch', id, '--cancel-on-interrupt'], { ...c.env, ...DUMB });
-  await waitFor('watch printed its state', async () => (watch.out().includes(`${id}  running`) ? true : null), { timeoutMs: 30_000, intervalMs: 100 });
+  await waitFor('watch printed its state', async () => (watch.out().includes(`${id}  running`) ? true : null), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+  });
   watch.child.kill('SIGINT');
   const w = await watch.exited;
   assert.equal(w.code, 130, watch.out());
   assert.match(watch.out(), new RegExp(`cancelling experiment ${id}`));
   assertPlainWithin80(watch.out());
-  const ended = await waitFor('the experiment cancelled', async () => {
-    const st = await store.state(id);
-    return st === 'cancelled' ? st : null;
-  }, { timeoutMs: 30_000, intervalMs: 100 });
+  const ended = await waitFor(
+    'the experiment cancelled',
+    async () => {
+      const st = await store.state(id);
+      return st === 'cancelled' ? st : null;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
   assert.equal(ended, 'cancelled');
 });

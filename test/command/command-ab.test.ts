@@ -11,9 +11,9 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { ORCH_BIN } from '../utils/worker-process.ts';
 import { FIXTURES, gitCheckout } from '../build/build-helpers.ts';
 import { missedTwice } from '../utils/statistical-retry.ts';
+import { ORCH_BIN } from '../utils/worker-process.ts';
 import { speedySpec } from './speedy-spec.ts';
 
 interface Submitted {
@@ -87,18 +87,29 @@ describe('command workloads through orch submit', () => {
       return [
         ...(run.code === 0 ? [] : [`exit ${run.code}`]),
         ...(cmp.verdict === 'faster' ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp)}`]),
-        ...(cmp.relative.estimate > -0.75 && cmp.relative.estimate < -0.25 ? [] : [`fast vs slow ${cmp.relative.estimate}`]),
+        ...(cmp.relative.estimate > -0.75 && cmp.relative.estimate < -0.25
+          ? []
+          : [`fast vs slow ${cmp.relative.estimate}`]),
       ];
     };
-    assert.deepEqual(await missedTwice(() => submit(speedySpec({ dir: src, reps: 6, steps: 15 }), buildDir), misses, r), [], r.output);
+    assert.deepEqual(
+      await missedTwice(() => submit(speedySpec({ dir: src, reps: 6, steps: 15 }), buildDir), misses, r),
+      [],
+      r.output,
+    );
     const a = r.summary!.analysis;
     const cmp = a.comparisons.find((c: any) => c.arm === 'fast' && c.reference === 'slow');
     assert.equal(r.summary!.accounting.measured, r.summary!.accounting.planned);
     // built by the build phase before any lease; the rank's build is then a cache hit
     assert.deepEqual(r.phase, ['built']);
-    assert.deepEqual(r.hellos.map((h) => h.build?.outcome), ['cached']);
+    assert.deepEqual(
+      r.hellos.map((h) => h.build?.outcome),
+      ['cached'],
+    );
     const med = (arm: string) => a.arms.find((x: any) => x.arm === arm).median;
-    console.log(`A/B: slow median ${med('slow').toFixed(2)} ms, fast ${med('fast').toFixed(2)} ms, change ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${cmp.relative.ci.map((x: number) => (x * 100).toFixed(1)).join('..')} %), verdict ${a.verdict}`);
+    console.log(
+      `A/B: slow median ${med('slow').toFixed(2)} ms, fast ${med('fast').toFixed(2)} ms, change ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${cmp.relative.ci.map((x: number) => (x * 100).toFixed(1)).join('..')} %), verdict ${a.verdict}`,
+    );
 
     // A later experiment with the same build key reuses the artifact: no second build.
     // Two pairs decide nothing on a loaded box (t with 1 df): this run checks the cache, not the
@@ -107,7 +118,10 @@ describe('command workloads through orch submit', () => {
     const again = await submit(speedySpec({ dir: src, reps: 2, steps: 3, aa: false }), buildDir);
     assert.ok(again.code === 0 || again.code === 3, again.output);
     assert.deepEqual(again.phase, ['cached']);
-    assert.deepEqual(again.hellos.map((h) => h.build?.outcome), ['cached']);
+    assert.deepEqual(
+      again.hellos.map((h) => h.build?.outcome),
+      ['cached'],
+    );
     assert.equal(again.hellos[0]!.build!.key, r.hellos[0]!.build!.key);
     assert.equal(buildLogs(buildDir).length, 1);
   });
@@ -134,7 +148,10 @@ describe('command workloads through orch submit', () => {
   describe('bad input: a clear error naming the spec path, before or instead of any measurement', () => {
     test('a regex without the named group the metric needs: refused at submit with file:line', async () => {
       const buildDir = mkdtempSync(join(tmpdir(), 'orch-builds-'));
-      const r = await submit(speedySpec({ dir: '/nonexistent', pattern: 'timer step (?<step>\\d+): total=([0-9.]+)ms' }), buildDir);
+      const r = await submit(
+        speedySpec({ dir: '/nonexistent', pattern: 'timer step (?<step>\\d+): total=([0-9.]+)ms' }),
+        buildDir,
+      );
       assert.equal(r.code, 2, r.output);
       assert.match(r.output, /speedy-ab\.yaml:\d+ workload\.metric_source\.pattern: .*named group "value"/);
       assert.equal(r.summary, null);
@@ -143,31 +160,55 @@ describe('command workloads through orch submit', () => {
 
     test('an artifact the build did not produce', async () => {
       const src = gitCheckout('cmd-no-artifact');
-      const r = await submit(speedySpec({ dir: src, artifact: 'out/trainer' }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      const r = await submit(
+        speedySpec({ dir: src, artifact: 'out/trainer' }),
+        mkdtempSync(join(tmpdir(), 'orch-builds-')),
+      );
       assert.equal(r.summary!.accounting.measured, 0);
-      assert.match(r.summary!.reason, /BUILD_ARTIFACT_MISSING: workload\.build\.artifacts\[0\]: the build "sh build\.sh" exited 0 but did not produce "out\/trainer"/);
+      assert.match(
+        r.summary!.reason,
+        /BUILD_ARTIFACT_MISSING: workload\.build\.artifacts\[0\]: the build "sh build\.sh" exited 0 but did not produce "out\/trainer"/,
+      );
       assert.match(r.summary!.reason, /\| built out\/trainer-v2/);
     });
 
     test('a build that exits non-zero: the last lines of its log', async () => {
       const src = gitCheckout('cmd-build-fails');
-      const r = await submit(speedySpec({ dir: src, artifact: 'out/train' }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      const r = await submit(
+        speedySpec({ dir: src, artifact: 'out/train' }),
+        mkdtempSync(join(tmpdir(), 'orch-builds-')),
+      );
       assert.equal(r.summary!.accounting.measured, 0);
-      assert.match(r.summary!.reason, /BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 2 after [0-9.]+ s; last lines of \S+\.log:/);
+      assert.match(
+        r.summary!.reason,
+        /BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 2 after [0-9.]+ s; last lines of \S+\.log:/,
+      );
       assert.match(r.summary!.reason, /\| collect2: error: ld returned 1 exit status/);
     });
 
     test('free disk below min_free_disk_gb: refused by preflight after the build, before the first rep', async () => {
       const src = gitCheckout('cmd-speedy');
-      const r = await submit(speedySpec({ dir: src, reps: 2, steps: 3, extra: 'min_free_disk_gb: 1000000\n' }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      const r = await submit(
+        speedySpec({ dir: src, reps: 2, steps: 3, extra: 'min_free_disk_gb: 1000000\n' }),
+        mkdtempSync(join(tmpdir(), 'orch-builds-')),
+      );
       assert.equal(r.summary!.accounting.measured, 0);
-      assert.match(r.summary!.reason, /PREFLIGHT_DISK: min_free_disk_gb: \S+ has [0-9.]+ GB free, the spec asks for at least 1000000 GB/);
+      assert.match(
+        r.summary!.reason,
+        /PREFLIGHT_DISK: min_free_disk_gb: \S+ has [0-9.]+ GB free, the spec asks for at least 1000000 GB/,
+      );
     });
 
     test('a run command that prints no metric line', async () => {
-      const r = await submit(speedySpec({ dir: '', build: false, runCmd: `sh ${join(FIXTURES, 'cmd-no-metric', 'run.sh')}` }), mkdtempSync(join(tmpdir(), 'orch-builds-')));
+      const r = await submit(
+        speedySpec({ dir: '', build: false, runCmd: `sh ${join(FIXTURES, 'cmd-no-metric', 'run.sh')}` }),
+        mkdtempSync(join(tmpdir(), 'orch-builds-')),
+      );
       assert.equal(r.summary!.accounting.measured, 0);
-      assert.match(r.summary!.reason, /METRIC_NO_LINES: workload\.metric_source: the run printed no metric line \(arm "\w+", command: sh \S+run\.sh\); last output:/);
+      assert.match(
+        r.summary!.reason,
+        /METRIC_NO_LINES: workload\.metric_source: the run printed no metric line \(arm "\w+", command: sh \S+run\.sh\); last output:/,
+      );
       assert.match(r.summary!.reason, /\| done/);
     });
   });

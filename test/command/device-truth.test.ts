@@ -8,16 +8,18 @@
  * refused rather than replaced.
  */
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { injectionEnv } from '../../worker/command/launch-counter.ts';
-import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
+import { fileURLToPath } from 'node:url';
 import { countingCostSentence } from '../../jobs/counting-cost.ts';
+import { injectionEnv } from '../../worker/command/launch-counter.ts';
+import { type Submitted, submitSpec } from '../utils/submit-spec.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 
 function submit(env: Record<string, string>, extra = ''): Submitted {
-  return submitSpec('truth', `name: truth
+  return submitSpec(
+    'truth',
+    `name: truth
 design: ab
 workload:
   runtime: command
@@ -34,7 +36,8 @@ arms:
   - { name: graph, toggles: { GRAPH: true } }
 reps: 3
 gates: { identity: { toggle: GRAPH, replays: 3 } }
-${extra}`);
+${extra}`,
+  );
 }
 
 const launchesSection = (report: string) => report.slice(report.indexOf('## Launches'), report.indexOf('## Card time'));
@@ -47,10 +50,17 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
     // the gate captured the graph its reps replay: the measured reps captured nothing
     assert.match(table, /\| graph \| graph \| 3 \| 0 \| 1 \| 1 \| 0 \| 0 \| 0 \| cupti \|/, table);
     const none = launchesSection(submit({}).report);
-    assert.match(none, /\| eager \| eager \| 3 \| — \| — \| — \| — \| — \| — \| none: off: workload.run.launch_counts is not true \(CUPTI in the process slows timed steps: the measured cost is under this table\) \|/, none);
+    assert.match(
+      none,
+      /\| eager \| eager \| 3 \| — \| — \| — \| — \| — \| — \| none: off: workload.run.launch_counts is not true \(CUPTI in the process slows timed steps: the measured cost is under this table\) \|/,
+      none,
+    );
     // the cost said from the measured table (jobs/counting-cost.ts), not a number of the report's own
     assert.ok(none.includes(countingCostSentence()), none);
-    assert.match(countingCostSentence(), /^Counting's cost to a timed step, on against off through orch: the CUDA example \(examples\/cuda-decode\): eager [+−]\d+\.\d %, graph [+−]\d+\.\d % \(H200, bench\/h200\/user-rank\/truth[\w.]*\.sh/);
+    assert.match(
+      countingCostSentence(),
+      /^Counting's cost to a timed step, on against off through orch: the CUDA example \(examples\/cuda-decode\): eager [+−]\d+\.\d %, graph [+−]\d+\.\d % \(H200, bench\/h200\/user-rank\/truth[\w.]*\.sh/,
+    );
     assert.doesNotMatch(none, /\| 0 \| 0 \|/, 'not available is never shown as zeros');
   });
 
@@ -67,7 +77,10 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
     const r = submit({ FIXTURE_THROTTLE_AT: '3' }, 'hygiene: discard');
     // the re-run (a later request, not throttled) took the thrown-away rep's place, and its pair's
     assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
-    assert.match(r.report, /hygiene: discard: 0 throttled rep\(s\) flagged, 0 discarded, 2 re-run at their block's end \(1 throttled measurement\(s\) thrown away\)/);
+    assert.match(
+      r.report,
+      /hygiene: discard: 0 throttled rep\(s\) flagged, 0 discarded, 2 re-run at their block's end \(1 throttled measurement\(s\) thrown away\)/,
+    );
     const reruns = r.events.filter((e) => e.event.type === 'rep' && /-rerun1$/.test(String(e.event.id)));
     assert.equal(reruns.length, 2, 'both reps of the pair ran again, under their own request ids');
   });
@@ -86,10 +99,24 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
 
   test('the injection variable: cuda cards with counts on only; another profiler refused, not replaced', () => {
     const lib = '/opt/orch/liborch_inject.so';
-    assert.deepEqual(injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib, programEnv: {} }), { CUDA_INJECTION64_PATH: lib });
+    assert.deepEqual(injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib, programEnv: {} }), {
+      CUDA_INJECTION64_PATH: lib,
+    });
     assert.deepEqual(injectionEnv({ backend: 'cpu', counts: true, traceProbe: false, lib, programEnv: {} }), {});
     assert.deepEqual(injectionEnv({ backend: 'cuda', counts: false, traceProbe: false, lib, programEnv: {} }), {});
     assert.deepEqual(injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib: null, programEnv: {} }), {});
-    assert.throws(() => injectionEnv({ backend: 'cuda', counts: true, traceProbe: false, lib, programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' } }), (e: Error & { code?: string }) => e.code === 'RANK_INJECTION_TAKEN' && /\/opt\/nsight\/libToolsInjection64\.so .*do not replace it/.test(e.message));
+    assert.throws(
+      () =>
+        injectionEnv({
+          backend: 'cuda',
+          counts: true,
+          traceProbe: false,
+          lib,
+          programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' },
+        }),
+      (e: Error & { code?: string }) =>
+        e.code === 'RANK_INJECTION_TAKEN' &&
+        /\/opt\/nsight\/libToolsInjection64\.so .*do not replace it/.test(e.message),
+    );
   });
 });

@@ -38,7 +38,10 @@ describe('hints where the user is', () => {
   it('a program that never called serve(): "did it call serve()?", exit 2, never retried', () => {
     const r = submitSpec('hint-noserve', spec('noserve'), env);
     assert.equal(r.code, 2, r.output.slice(0, 3000));
-    assert.match(r.report, /RANK_NEVER_SERVED: rank 0 on card \S+ \(pid \d+\) exited with code 0, signal none; last error: set up; forgot to serve; it exited cleanly before its hello line: did it call serve\(\)\?/);
+    assert.match(
+      r.report,
+      /RANK_NEVER_SERVED: rank 0 on card \S+ \(pid \d+\) exited with code 0, signal none; last error: set up; forgot to serve; it exited cleanly before its hello line: did it call serve\(\)\?/,
+    );
     const starts = r.events.filter((e) => e.event.type === 'worker' && e.event.event === 'block-start');
     assert.equal(starts.length, 1, 'one attempt: a clean exit before hello is never transient');
   });
@@ -46,13 +49,19 @@ describe('hints where the user is', () => {
   it('an unknown toggle at run time: exit 2, naming the toggles the program declared', () => {
     const r = submitSpec('hint-toggle', spec('', 'GRAHP'), env);
     assert.equal(r.code, 2, r.output.slice(0, 3000));
-    assert.match(r.report, /RANK_TOGGLE_UNKNOWN: toggles: the program "hint-program" \(orch_rank\.py [\d.]+\) does not understand "GRAHP"; it understands GRAPH/);
+    assert.match(
+      r.report,
+      /RANK_TOGGLE_UNKNOWN: toggles: the program "hint-program" \(orch_rank\.py [\d.]+\) does not understand "GRAHP"; it understands GRAPH/,
+    );
   });
 
   it('reset() that rebinds its state: the identity gate says the in-place rule', () => {
     const r = submitSpec('hint-rebind', spec('rebind', 'GRAPH', true), env);
     assert.equal(r.code, EXIT_CODES.invalid, r.output.slice(0, 3000));
-    assert.match(r.report, /identity gate failed: graph replay differs from eager .*The rule: a graph holds the addresses it was captured with, so reset\(\) and step\(\) must write state in place/);
+    assert.match(
+      r.report,
+      /identity gate failed: graph replay differs from eager .*The rule: a graph holds the addresses it was captured with, so reset\(\) and step\(\) must write state in place/,
+    );
   });
 
   it('a start failure that repeats the same exit and output is not retried a third time', () => {
@@ -60,6 +69,9 @@ describe('hints where the user is', () => {
     assert.equal(r.code, EXIT_CODES.failed, r.output.slice(0, 3000));
     const starts = r.events.filter((e) => e.event.type === 'worker' && e.event.event === 'block-start');
     assert.equal(starts.length, 2, 'the second attempt ended as the first: no third');
-    assert.match(r.report, /exited with code 3, signal none; last error: ImportError: no module named 'flash_attn'.*; the same exit and output as attempt 1: a failure that repeats is not retried/);
+    assert.match(
+      r.report,
+      /exited with code 3, signal none; last error: ImportError: no module named 'flash_attn'.*; the same exit and output as attempt 1: a failure that repeats is not retried/,
+    );
   });
 });

@@ -47,7 +47,11 @@ describe('a catastrophically backtracking metric regex', () => {
   const env = useWorkerEnv('regex-budget');
 
   test('fails the rank within its budget while the lease renewals keep flowing', async () => {
-    assert.deepEqual(checkMetricSource({ format: 'regex', pattern: PATTERN, value_group: 'value' }), [], 'the static check lets it through');
+    assert.deepEqual(
+      checkMetricSource({ format: 'regex', pattern: PATTERN, value_group: 'value' }),
+      [],
+      'the static check lets it through',
+    );
     const prefix = freshPrefix();
     await env.spawn({ prefix, host: 'rx', cards: 'cpu:0', heartbeatMs: 300 });
     const sched = await startScheduler({ url: env.server.url, prefix, grantTtlMs: 3000 });
@@ -72,7 +76,11 @@ describe('a catastrophically backtracking metric regex', () => {
     }
     const blocks = await new ExperimentStore(env.redis, prefix).blocks(id);
     const reason = blocks[0]?.reason ?? '';
-    assert.match(reason, /workload\.metric_source\.pattern "ms=\(\?<value>\[0-9\]\+\) \(a\|a\)\*\$" took longer than its budget of 1000 ms on output line 2/, reason);
+    assert.match(
+      reason,
+      /workload\.metric_source\.pattern "ms=\(\?<value>\[0-9\]\+\) \(a\|a\)\*\$" took longer than its budget of 1000 ms on output line 2/,
+      reason,
+    );
     assert.equal(blocks[0]?.attempts.length, 1, 'not retried: the same regex fails the same way');
     // the grant's expiry, then the worker's renewals every 300 ms over the sleep and the match
     assert.ok(expiries.size >= 4, `the lease was renewed while the regex ran: ${expiries.size} distinct expiries seen`);

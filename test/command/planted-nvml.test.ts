@@ -12,11 +12,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { type OrchRankRep, parseOrchRankLine } from '../../jobs/orch-rank-protocol.ts';
 import { buildIdleRank, buildInjectLibrary, CUDA, CUDART_DIR, NO_CUPTI, sh } from '../utils/inject-build.ts';
-import { parseOrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
-import { submitSpec, type Submitted } from '../utils/submit-spec.ts';
+import { type Submitted, submitSpec } from '../utils/submit-spec.ts';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/planted-nvml/', import.meta.url));
 const RANKLIB = fileURLToPath(new URL('../../ranklib/python/', import.meta.url));
@@ -53,8 +53,9 @@ function readings(reps: number, at: Record<number, { reasons?: number; xid?: num
 
 const SW_THERMAL = 1 << 5; // nvmlClocksEventReasonSwThermalSlowdown, bit 5
 
-
-describe('clock hygiene from a planted NVML answer, through liborch_inject.so and orch_rank', { skip: NO_CUPTI }, () => {
+describe('clock hygiene from a planted NVML answer, through liborch_inject.so and orch_rank', {
+  skip: NO_CUPTI,
+}, () => {
   let dir = '';
   let env: Record<string, string> = {};
   let program = '';
@@ -62,7 +63,18 @@ describe('clock hygiene from a planted NVML answer, through liborch_inject.so an
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'orch-planted-nvml-'));
     const lib = buildInjectLibrary(dir);
-    const cc = (src: string, soname: string) => sh('cc', ['-shared', '-fPIC', '-Wall', '-Wextra', '-Werror', `-Wl,-soname,${soname}`, '-o', join(dir, soname), join(FIXTURES, src)]);
+    const cc = (src: string, soname: string) =>
+      sh('cc', [
+        '-shared',
+        '-fPIC',
+        '-Wall',
+        '-Wextra',
+        '-Werror',
+        `-Wl,-soname,${soname}`,
+        '-o',
+        join(dir, soname),
+        join(FIXTURES, src),
+      ]);
     cc('planted_nvml.c', 'libnvidia-ml.so.1');
     cc('planted_cuda.c', 'libcuda.so.1');
     program = join(dir, 'counter.py');
@@ -76,7 +88,9 @@ describe('clock hygiene from a planted NVML answer, through liborch_inject.so an
   function submit(planted: string, extra: string): Submitted {
     const file = join(dir, `planted-${Math.random().toString(36).slice(2)}.txt`);
     writeFileSync(file, planted);
-    return submitSpec('planted-nvml', `name: planted-nvml
+    return submitSpec(
+      'planted-nvml',
+      `name: planted-nvml
 design: ab
 workload:
   runtime: command
@@ -93,7 +107,8 @@ arms:
   - { name: graph, toggles: { GRAPH: true } }
 reps: 3
 gates: { identity: false }
-${extra}`);
+${extra}`,
+    );
   }
 
   // reps served 1 (a throttle reason at its end) and 4 (an XID and an ECC error during it), of 6
@@ -121,24 +136,42 @@ ${extra}`);
   test('discard: each throttled pair runs again at the block end, every planned rep used', () => {
     const r = submit(twoBad, 'hygiene: discard');
     assert.match(r.report, /\| input \| pass \| all 6 planned reps used \|/);
-    assert.match(r.report, /hygiene: discard: 0 throttled rep\(s\) flagged, 0 discarded, 4 re-run at their block's end \(2 throttled measurement\(s\) thrown away\)/);
-    assert.equal((r.summary.analysis.values as { reruns?: number }[]).filter((v) => v.reruns === 1).length, 4, 'each re-run rep marked');
+    assert.match(
+      r.report,
+      /hygiene: discard: 0 throttled rep\(s\) flagged, 0 discarded, 4 re-run at their block's end \(2 throttled measurement\(s\) thrown away\)/,
+    );
+    assert.equal(
+      (r.summary.analysis.values as { reruns?: number }[]).filter((v) => v.reruns === 1).length,
+      4,
+      'each re-run rep marked',
+    );
   });
 
   test('discard with a budget of one pair, whose re-run is throttled again: that rep is left out', () => {
     // served 6 and 7 are the re-run of rep 1's pair; 7 is throttled again, and no budget is left
-    const r = submit(readings(8, { 1: { reasons: SW_THERMAL }, 7: { reasons: SW_THERMAL } }), 'hygiene: discard\nhygiene_reruns: 1');
+    const r = submit(
+      readings(8, { 1: { reasons: SW_THERMAL }, 7: { reasons: SW_THERMAL } }),
+      'hygiene: discard\nhygiene_reruns: 1',
+    );
     assert.match(r.report, /rep 0\/\w+\/\d not used: the card was throttled \(sw_thermal_slowdown\); hygiene: discard/);
     assert.match(r.report, /\| input \| pass \| 5 of 6 planned reps used \(see issues\) \|/);
-    assert.match(r.report, /hygiene: discard: 0 throttled rep\(s\) flagged, 1 discarded, 2 re-run at their block's end \(1 throttled measurement\(s\) thrown away\)/);
+    assert.match(
+      r.report,
+      /hygiene: discard: 0 throttled rep\(s\) flagged, 1 discarded, 2 re-run at their block's end \(1 throttled measurement\(s\) thrown away\)/,
+    );
   });
 
-  test('orch_rank.h reads the same planted answer: the end reasons, the XID and the ECC error of its rep', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
+  test('orch_rank.h reads the same planted answer: the end reasons, the XID and the ECC error of its rep', {
+    skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false,
+  }, () => {
     const bin = buildIdleRank(dir);
     const file = join(dir, 'planted-cpp.txt');
     writeFileSync(file, readings(1, { 0: { reasons: SW_THERMAL, xid: 2, ecc: 1 } }));
     const request = { v: 1, id: 'r0', op: 'rep', arm: 'A', toggles: {}, warmup: 1, steps: 2, seed: 1 };
-    const out = sh(bin, [], { input: `${JSON.stringify(request)}\n`, env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env, PLANTED_NVML: file } });
+    const out = sh(bin, [], {
+      input: `${JSON.stringify(request)}\n`,
+      env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env, PLANTED_NVML: file },
+    });
     const rep = parseOrchRankLine(out.trim().split('\n')[1] ?? '') as OrchRankRep;
     assert.deepEqual(rep.clocks?.end.reasons, ['sw_thermal_slowdown']);
     assert.deepEqual([rep.xid_events, rep.ecc_errors], [2, 1]);

@@ -13,10 +13,16 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
 import { BuildCache } from '../../worker/builds/build-cache.ts';
-import { checkArtifacts, checkBackend, checkFreeDisk, freeBytes, preflightGraphrt } from '../../worker/preflight/preflight.ts';
+import {
+  checkArtifacts,
+  checkBackend,
+  checkFreeDisk,
+  freeBytes,
+  preflightGraphrt,
+} from '../../worker/preflight/preflight.ts';
 import { FIXTURES } from '../build/build-helpers.ts';
-import { ORCH_BIN } from '../utils/worker-process.ts';
 import { skipWithoutBinary } from '../native/graphrt.ts';
+import { ORCH_BIN } from '../utils/worker-process.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 const GRAPHRT_CPU = process.env.ORCH_TEST_GRAPHRT_CPU;
@@ -37,29 +43,53 @@ describe('preflight', () => {
     // the build gets only the variables the operator names (worker/command/program-env.ts)
     process.env.ORCH_RANK_ENV = 'BUILD_*';
     const b = await cache.ensure({
-      build: { cmd: 'sh build.sh', artifacts: ['out/tool'], key: { git: false, dirty_diff: false, flags: [], toolchain: [] }, dir: join(FIXTURES, 'cmd-slow-build') },
+      build: {
+        cmd: 'sh build.sh',
+        artifacts: ['out/tool'],
+        key: { git: false, dirty_diff: false, flags: [], toolchain: [] },
+        dir: join(FIXTURES, 'cmd-slow-build'),
+      },
     });
     checkArtifacts(b);
     rmSync(b.artifacts[0]!);
-    assert.throws(() => checkArtifacts(b), (e: unknown) => e instanceof UserInputError && e.code === 'PREFLIGHT_ARTIFACT_MISSING' && e.message.startsWith(`workload.build.artifacts[0]: ${b.artifacts[0]} is missing`));
+    assert.throws(
+      () => checkArtifacts(b),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'PREFLIGHT_ARTIFACT_MISSING' &&
+        e.message.startsWith(`workload.build.artifacts[0]: ${b.artifacts[0]} is missing`),
+    );
   });
 
-  test('free disk below the spec\'s floor is refused, naming min_free_disk_gb', async () => {
+  test("free disk below the spec's floor is refused, naming min_free_disk_gb", async () => {
     const free = await freeBytes(tmpdir());
     // Other processes write meanwhile: the second reading is near the first, not equal to it.
     assert.ok(Math.abs((await checkFreeDisk(tmpdir(), 0)) - free) < 1e9);
     const floor = Math.ceil(free / 1e9) + 1000;
-    await assert.rejects(checkFreeDisk(tmpdir(), floor), (e: unknown) => e instanceof UserInputError && e.code === 'PREFLIGHT_DISK' && e.message.startsWith(`min_free_disk_gb: ${tmpdir()} has `) && e.message.endsWith(`the spec asks for at least ${floor} GB`));
+    await assert.rejects(
+      checkFreeDisk(tmpdir(), floor),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'PREFLIGHT_DISK' &&
+        e.message.startsWith(`min_free_disk_gb: ${tmpdir()} has `) &&
+        e.message.endsWith(`the spec asks for at least ${floor} GB`),
+    );
   });
 
   test('a spec that needs cuda refuses a CPU build, naming GRAPHRT_CUDA=ON in the message', () => {
     assert.throws(
       () => checkBackend({ backend: 'cpu', features: { graph: true, pdl: false } }, 'cuda', 'graphrt'),
-      (e: unknown) => e instanceof UserInputError && e.code === 'PREFLIGHT_CPU_BUILD' &&
-        e.message === 'workload.backend: the spec needs cuda, but graphrt is a CPU-only build (it reports backend "cpu" (features: graph=true pdl=false)): rebuild it with GRAPHRT_CUDA=ON. A CPU build prints launches=0, which would read as a broken instrument, so nothing is measured.',
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'PREFLIGHT_CPU_BUILD' &&
+        e.message ===
+          'workload.backend: the spec needs cuda, but graphrt is a CPU-only build (it reports backend "cpu" (features: graph=true pdl=false)): rebuild it with GRAPHRT_CUDA=ON. A CPU build prints launches=0, which would read as a broken instrument, so nothing is measured.',
     );
     // A CUDA build on a host without a visible GPU is the host's problem, not the build flag's.
-    assert.throws(() => checkBackend({ backend: 'cpu' }, 'cuda', 'graphrt', 'no CUDA device is visible'), (e: unknown) => e instanceof UserInputError && e.code === 'PREFLIGHT_NO_GPU');
+    assert.throws(
+      () => checkBackend({ backend: 'cpu' }, 'cuda', 'graphrt', 'no CUDA device is visible'),
+      (e: unknown) => e instanceof UserInputError && e.code === 'PREFLIGHT_NO_GPU',
+    );
     assert.doesNotThrow(() => checkBackend({ backend: 'cpu' }, 'auto', 'graphrt'));
     assert.doesNotThrow(() => checkBackend({ backend: 'cuda' }, 'cuda', 'graphrt'));
     // A GPU host's graphrt says cuda under auto; a cpu spec runs it with --backend cpu.
@@ -68,8 +98,13 @@ describe('preflight', () => {
 
   // The real graphrt: the repo's build (CUDA where nvcc was found at build time), and a CPU-only
   // build when ORCH_TEST_GRAPHRT_CPU names one (cmake -DGRAPHRT_CUDA=OFF).
-  for (const [name, binary] of [['native/build/graphrt', GRAPHRT], ['ORCH_TEST_GRAPHRT_CPU', GRAPHRT_CPU ?? '']] as const) {
-    test(`graphrt hello preflight (${name}): auto passes; cuda on this GPU-less host is refused with graphrt's own reason`, { skip: binary === GRAPHRT ? skipWithoutBinary : !existsSync(binary) && `no graphrt at ${binary || name}` }, async () => {
+  for (const [name, binary] of [
+    ['native/build/graphrt', GRAPHRT],
+    ['ORCH_TEST_GRAPHRT_CPU', GRAPHRT_CPU ?? ''],
+  ] as const) {
+    test(`graphrt hello preflight (${name}): auto passes; cuda on this GPU-less host is refused with graphrt's own reason`, {
+      skip: binary === GRAPHRT ? skipWithoutBinary : !existsSync(binary) && `no graphrt at ${binary || name}`,
+    }, async () => {
       const hello = await preflightGraphrt(binary, 'auto');
       assert.equal(hello.backend, 'cpu');
       const built = spawnSync(binary, ['hello', '--backend', 'cuda'], { encoding: 'utf8' }).stdout;
@@ -77,16 +112,29 @@ describe('preflight', () => {
       await assert.rejects(preflightGraphrt(binary, 'cuda'), (e: unknown) => {
         assert.ok(e instanceof UserInputError);
         assert.equal(e.code, cpuOnly ? 'PREFLIGHT_CPU_BUILD' : 'PREFLIGHT_NO_GPU');
-        if (cpuOnly) assert.match(e.message, /is a CPU-only build \(it reports backend "cpu" \(features: [^)]*\); backend "cuda" is not built into this graphrt.*\): rebuild it with GRAPHRT_CUDA=ON\./);
+        if (cpuOnly)
+          assert.match(
+            e.message,
+            /is a CPU-only build \(it reports backend "cpu" \(features: [^)]*\); backend "cuda" is not built into this graphrt.*\): rebuild it with GRAPHRT_CUDA=ON\./,
+          );
         console.log(`${name} (${cpuOnly ? 'CPU-only build' : 'CUDA build, no GPU'}): ${e.message}`);
         return true;
       });
       // orch submit refuses the cuda spec before anything starts: exit 2, no results.
       const dir = mkdtempSync(join(tmpdir(), 'orch-pre-'));
       writeFileSync(join(dir, 'cuda.yaml'), CUDA_SPEC);
-      const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', join(dir, 'cuda.yaml'), '--results', join(dir, 'results')], { encoding: 'utf8', env: { ...process.env, ORCH_GRAPHRT: binary } });
+      const r = spawnSync(
+        process.execPath,
+        [ORCH_BIN, 'submit', join(dir, 'cuda.yaml'), '--results', join(dir, 'results')],
+        { encoding: 'utf8', env: { ...process.env, ORCH_GRAPHRT: binary } },
+      );
       assert.equal(r.status, 2, r.stderr);
-      assert.match(r.stderr, cpuOnly ? /workload\.backend: the spec needs cuda, but \S+ is a CPU-only build .*rebuild it with GRAPHRT_CUDA=ON/ : /workload\.backend: the spec needs cuda; \S+ has the CUDA backend but reports backend "cpu"/);
+      assert.match(
+        r.stderr,
+        cpuOnly
+          ? /workload\.backend: the spec needs cuda, but \S+ is a CPU-only build .*rebuild it with GRAPHRT_CUDA=ON/
+          : /workload\.backend: the spec needs cuda; \S+ has the CUDA backend but reports backend "cpu"/,
+      );
       assert.equal(existsSync(join(dir, 'results')), false);
     });
   }

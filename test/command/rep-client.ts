@@ -3,7 +3,7 @@
  * (without callbacks). Prints the result (or { error }) as one JSON line. The fate-sharing test
  * kills this process with -9 in the middle of the rep.
  */
-import { runCommandRep, type CommandRepInput } from '../../worker/command/run-command-rep.ts';
+import { type CommandRepInput, runCommandRep } from '../../worker/command/run-command-rep.ts';
 
 const input = JSON.parse(process.env.ORCH_TEST_REP ?? '{}') as CommandRepInput;
 try {

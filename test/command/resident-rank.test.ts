@@ -12,14 +12,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
 import { kindOf } from '../../jobs/error-codes.ts';
-import { CommandWorkloadSchema } from '../../jobs/spec-schema/command-workload.ts';
 import type { RankLine } from '../../jobs/rank-line.ts';
+import { CommandWorkloadSchema } from '../../jobs/spec-schema/command-workload.ts';
 import { ResidentCommandRank } from '../../worker/command/resident-command-rank.ts';
 import { armOf, type RankOp } from '../../worker/rank-runner.ts';
 import { blockJob } from '../utils/block-jobs.ts';
@@ -27,13 +27,22 @@ import { blockJob } from '../utils/block-jobs.ts';
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 const card: Card = { id: 'cpu:0@rr', host: 'rr', backend: 'cpu', index: 0, uuid: 'cpu:0@rr', name: 'cpu' };
 
-interface Extra { helloTimeoutS?: number; timeoutS?: number; launchCounts?: boolean; card?: Card; injectLib?: string }
+interface Extra {
+  helloTimeoutS?: number;
+  timeoutS?: number;
+  launchCounts?: boolean;
+  card?: Card;
+  injectLib?: string;
+}
 
 function job(env: Record<string, string>, extra: Extra = {}): BlockJob {
   const workload = CommandWorkloadSchema.parse({
     runtime: 'command',
     run: {
-      cmd: `${JSON.stringify(process.execPath)} ${JSON.stringify(FIXTURE)}`, mode: 'resident', env, timeout_s: extra.timeoutS ?? 60,
+      cmd: `${JSON.stringify(process.execPath)} ${JSON.stringify(FIXTURE)}`,
+      mode: 'resident',
+      env,
+      timeout_s: extra.timeoutS ?? 60,
       ...(extra.helloTimeoutS === undefined ? {} : { hello_timeout_s: extra.helloTimeoutS }),
       ...(extra.launchCounts === undefined ? {} : { launch_counts: extra.launchCounts }),
     },
@@ -43,19 +52,42 @@ function job(env: Record<string, string>, extra: Extra = {}): BlockJob {
     steps: 3,
   });
   return blockJob({
-    experiment: 'rr', block: 0, attempt: 1, epoch: 1, host: 'rr', cards: [(extra.card ?? card).id], workload, warmup: 2, steps: 3,
-    arms: [{ name: 'eager', toggles: { GRAPH: false, STALE: false } }, { name: 'graph', toggles: { GRAPH: true, STALE: false } }, { name: 'stale', toggles: { GRAPH: true, STALE: true } }],
+    experiment: 'rr',
+    block: 0,
+    attempt: 1,
+    epoch: 1,
+    host: 'rr',
+    cards: [(extra.card ?? card).id],
+    workload,
+    warmup: 2,
+    steps: 3,
+    arms: [
+      { name: 'eager', toggles: { GRAPH: false, STALE: false } },
+      { name: 'graph', toggles: { GRAPH: true, STALE: false } },
+      { name: 'stale', toggles: { GRAPH: true, STALE: true } },
+    ],
     sequence: ['eager', 'graph', 'stale'],
     gates: { identity: { replays: 7, toggle: 'GRAPH' }, aa: false },
   });
 }
 
-function start(env: Record<string, string> = {}, extra: Extra = {}): { rank: ResidentCommandRank; lines: RankLine[]; j: BlockJob } {
+function start(
+  env: Record<string, string> = {},
+  extra: Extra = {},
+): { rank: ResidentCommandRank; lines: RankLine[]; j: BlockJob } {
   const j = job(env, extra);
   const lines: RankLine[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'orch-rr-'));
   const rank = new ResidentCommandRank(
-    { job: j, rank: 0, world: 1, card: extra.card ?? card, lockPath: join(dir, 'card.lock'), log: pino({ level: 'silent' }), onLine: (l) => lines.push(l) },
+    {
+      job: j,
+      rank: 0,
+      world: 1,
+      card: extra.card ?? card,
+      lockPath: join(dir, 'card.lock'),
+      log: pino({ level: 'silent' }),
+      onLine: (l) => lines.push(l),
+    },
     j.workload as Extract<BlockJob['workload'], { runtime: 'command' }>,
     { buildRoot: dir, minFreeDiskGb: 0, ...(extra.injectLib === undefined ? {} : { injectLib: extra.injectLib }) },
     () => Promise.reject(new Error('no build in these tests')),
@@ -63,8 +95,16 @@ function start(env: Record<string, string> = {}, extra: Extra = {}): { rank: Res
   return { rank, lines, j };
 }
 
-const op = (j: BlockJob, kind: RankOp['op'], arm: string, i = 0): RankOp => ({ id: `b0-a1-${kind}${i}`, op: kind, arm: armOf(j, arm) });
-const failure = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as Error & { code: string });
+const op = (j: BlockJob, kind: RankOp['op'], arm: string, i = 0): RankOp => ({
+  id: `b0-a1-${kind}${i}`,
+  op: kind,
+  arm: armOf(j, arm),
+});
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: unknown) => e as Error & { code: string },
+  );
 
 describe('a resident command rank', () => {
   test('a program that works: one process for every rep, its hello checked, reps and gates as command lines, stderr as output', async () => {
@@ -75,7 +115,8 @@ describe('a resident command rank', () => {
       assert.deepEqual(hello.program?.outputs, ['y']);
       const pid = rank.pids()[0];
       const reps = [];
-      for (const [i, arm] of ['eager', 'graph', 'graph'].entries()) reps.push(await rank.request(op(j, 'rep', arm, i), 10_000));
+      for (const [i, arm] of ['eager', 'graph', 'graph'].entries())
+        reps.push(await rank.request(op(j, 'rep', arm, i), 10_000));
       assert.equal(rank.pids()[0], pid, 'the same program served every rep');
       const [eager, fresh, reused] = reps;
       assert.ok(eager?.type === 'rep' && fresh?.type === 'rep' && reused?.type === 'rep');
@@ -89,10 +130,23 @@ describe('a resident command rank', () => {
       assert.deepEqual([gate.pass, gate.first_bad_replay, gate.first_bad_output, gate.replays], [true, null, null, 7]);
       const stale = await rank.request(op(j, 'identity', 'stale', 1), 10_000);
       assert.ok(stale.type === 'gate' && 'first_bad_output' in stale);
-      assert.deepEqual([stale.pass, stale.first_bad_replay, stale.first_bad_output], [false, 2, 'y'], 'the planted stale input fails at replay 2, naming the output');
+      assert.deepEqual(
+        [stale.pass, stale.first_bad_replay, stale.first_bad_output],
+        [false, 2, 'y'],
+        'the planted stale input fails at replay 2, naming the output',
+      );
       const output = lines.filter((l) => l.type === 'output');
-      assert.ok(output.some((l) => l.type === 'output' && l.stream === 'stderr' && /fixture rank up with params \{"layers":2\}/.test(l.line)), 'setup saw ORCH_PARAMS; stderr reached the stream');
-      assert.deepEqual(lines.filter((l) => l.type !== 'output').map((l) => l.type), ['hello', 'rep', 'rep', 'rep', 'gate', 'gate']);
+      assert.ok(
+        output.some(
+          (l) =>
+            l.type === 'output' && l.stream === 'stderr' && /fixture rank up with params \{"layers":2\}/.test(l.line),
+        ),
+        'setup saw ORCH_PARAMS; stderr reached the stream',
+      );
+      assert.deepEqual(
+        lines.filter((l) => l.type !== 'output').map((l) => l.type),
+        ['hello', 'rep', 'rep', 'rep', 'gate', 'gate'],
+      );
     } finally {
       const exit = await rank.close(2_000);
       assert.equal(exit.code, 0, 'stdin closed: the program ends by itself');
@@ -103,7 +157,10 @@ describe('a resident command rank', () => {
     const { rank } = start({ FIXTURE_MODE: 'silent' }, { helloTimeoutS: 1 });
     const err = await failure(rank.ready);
     assert.equal(err?.code, 'RANK_PROTOCOL');
-    assert.match(err!.message, /no hello within 1000 ms: .*orch-rank protocol \(ranklib\/PROTOCOL\.md\).*orch_rank \(Python, ranklib\/python\) or orch_rank\.h/);
+    assert.match(
+      err!.message,
+      /no hello within 1000 ms: .*orch-rank protocol \(ranklib\/PROTOCOL\.md\).*orch_rank \(Python, ranklib\/python\) or orch_rank\.h/,
+    );
     assert.equal(kindOf(err!), 'deterministic', 'not retried');
     await rank.exited;
   });
@@ -154,16 +211,25 @@ describe('a resident command rank', () => {
 
   test("another profiler's CUDA_INJECTION64_PATH on a cuda card with counts on: refused before the program starts, not replaced", async () => {
     const gpu: Card = { id: 'GPU-rr', host: 'rr', backend: 'cuda', index: 0, uuid: 'GPU-rr', name: 'NVIDIA H200' };
-    const { rank } = start({ CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' }, { card: gpu, launchCounts: true, injectLib: '/opt/orch/liborch_inject.so' });
+    const { rank } = start(
+      { CUDA_INJECTION64_PATH: '/opt/nsight/libToolsInjection64.so' },
+      { card: gpu, launchCounts: true, injectLib: '/opt/orch/liborch_inject.so' },
+    );
     const err = await failure(rank.ready);
     assert.equal(err?.code, 'RANK_INJECTION_TAKEN', String(err));
-    assert.match(err!.message, /^CUDA_INJECTION64_PATH is already \/opt\/nsight\/libToolsInjection64\.so for this rank .*do not replace it$/);
+    assert.match(
+      err!.message,
+      /^CUDA_INJECTION64_PATH is already \/opt\/nsight\/libToolsInjection64\.so for this rank .*do not replace it$/,
+    );
     rank.kill();
     assert.equal((await rank.exited).pid, null, 'no program was started');
   });
 
   // 3 is a deterministic exit of graphrt's (native/PROTOCOL.md), which a user's program does not speak
-  for (const [mode, status] of [['exit0', 'code 0, signal none'], ['crash', 'code 3, signal none']] as const) {
+  for (const [mode, status] of [
+    ['exit0', 'code 0, signal none'],
+    ['crash', 'code 3, signal none'],
+  ] as const) {
     test(`${mode}: a program that ends mid-block fails the rep in flight with its exit status and the last stderr lines (retried)`, async () => {
       const { rank, j } = start({ FIXTURE_MODE: mode });
       await rank.ready;
@@ -171,7 +237,12 @@ describe('a resident command rank', () => {
       const err = await failure(rank.request(op(j, 'rep', 'graph', 1), 10_000));
       assert.equal(err?.code, 'RANK_DIED', String(err));
       assert.equal(kindOf(err!), 'transient', 'the block is retried, as for any rank that dies');
-      assert.match(err!.message, new RegExp(`exited with ${status}; last error: traceback line 1 \\| traceback line 2 \\| traceback line 3 \\| traceback line 4 \\| traceback line 5$`));
+      assert.match(
+        err!.message,
+        new RegExp(
+          `exited with ${status}; last error: traceback line 1 \\| traceback line 2 \\| traceback line 3 \\| traceback line 4 \\| traceback line 5$`,
+        ),
+      );
     });
   }
 });

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { toCommandInvocation } from '../../worker/command/command-invocation.ts';
-import { runCommandRep, type CommandWorkloadInput } from '../../worker/command/run-command-rep.ts';
+import { type CommandWorkloadInput, runCommandRep } from '../../worker/command/run-command-rep.ts';
 import { lockUsers } from '../../worker/foreign-processes.ts';
 import { FIXTURES, isAlive } from '../build/build-helpers.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -37,19 +37,44 @@ const ECHO = `sh -c 'i=0; while [ $i -lt $ORCH_TOTAL_STEPS ]; do echo "{\\"step\
 
 describe('command rep', () => {
   test('toggles become env values and arguments; ORCH_* variables size the run', () => {
-    const inv = toCommandInvocation(workload('bin/train'), { name: 'b', toggles: { FAST: true, EXTRA: true } }, '/cache/k');
+    const inv = toCommandInvocation(
+      workload('bin/train'),
+      { name: 'b', toggles: { FAST: true, EXTRA: true } },
+      '/cache/k',
+    );
     assert.equal(inv.cmd, 'bin/train --extra --level 2');
-    assert.deepEqual(inv.env, { ORCH_WARMUP: '1', ORCH_STEPS: '2', ORCH_TOTAL_STEPS: '3', ORCH_ARM: 'b', ORCH_ARTIFACTS: '/cache/k', SPEEDY_FAST: '1' });
-    assert.equal(toCommandInvocation(workload('bin/train'), { name: 'a', toggles: { FAST: false, EXTRA: false } }, null).env.SPEEDY_FAST, '0');
+    assert.deepEqual(inv.env, {
+      ORCH_WARMUP: '1',
+      ORCH_STEPS: '2',
+      ORCH_TOTAL_STEPS: '3',
+      ORCH_ARM: 'b',
+      ORCH_ARTIFACTS: '/cache/k',
+      SPEEDY_FAST: '1',
+    });
+    assert.equal(
+      toCommandInvocation(workload('bin/train'), { name: 'a', toggles: { FAST: false, EXTRA: false } }, null).env
+        .SPEEDY_FAST,
+      '0',
+    );
     // one truthiness rule (jobs/rank-protocol-constants.ts toggleIsOn), as the arms and both rank libraries read a value
-    const value = (v: string) => toCommandInvocation(workload('bin/train'), { name: 's', toggles: { FAST: v } }, null).env.SPEEDY_FAST;
+    const value = (v: string) =>
+      toCommandInvocation(workload('bin/train'), { name: 's', toggles: { FAST: v } }, null).env.SPEEDY_FAST;
     assert.deepEqual(['true', 'on', 'off', 'false', 'yes'].map(value), ['1', '1', '0', '0', '0']);
-    assert.throws(() => toCommandInvocation(workload('x'), { name: 'a', toggles: { GRAPH: true } }, null), /arm "a" sets toggle "GRAPH" but workload.toggles has no mapping for it \(mapped: FAST, EXTRA\)/);
+    assert.throws(
+      () => toCommandInvocation(workload('x'), { name: 'a', toggles: { GRAPH: true } }, null),
+      /arm "a" sets toggle "GRAPH" but workload.toggles has no mapping for it \(mapped: FAST, EXTRA\)/,
+    );
   });
 
-  test('a rep runs the command with the arm\'s toggles and returns the measured steps', async () => {
+  test("a rep runs the command with the arm's toggles and returns the measured steps", async () => {
     const lines: string[] = [];
-    const r = await runCommandRep({ workload: workload(ECHO), arm: { name: 'fast', toggles: { FAST: true, EXTRA: true } }, artifactDir: null, cardLock: join(dir(), 'card.lock'), onLine: (_s, l) => lines.push(l) });
+    const r = await runCommandRep({
+      workload: workload(ECHO),
+      arm: { name: 'fast', toggles: { FAST: true, EXTRA: true } },
+      artifactDir: null,
+      cardLock: join(dir(), 'card.lock'),
+      onLine: (_s, l) => lines.push(l),
+    });
     assert.deepEqual(r.step_ms, [1, 1]);
     assert.deepEqual(r.steps, [1, 2]);
     assert.equal(r.excluded, 1);
@@ -58,12 +83,29 @@ describe('command rep', () => {
 
   test('the card flock is held while the process runs; a second process on the card is refused', async () => {
     const lock = join(dir(), 'card.lock');
-    const first = runCommandRep({ workload: workload(`sleep 1; ${ECHO}`), arm: { name: 'a', toggles: { FAST: false } }, artifactDir: null, cardLock: lock });
-    const holders = await waitFor('the card lock to be held', () => (lockUsers(lock).length > 0 ? lockUsers(lock) : null), { timeoutMs: 5000 });
+    const first = runCommandRep({
+      workload: workload(`sleep 1; ${ECHO}`),
+      arm: { name: 'a', toggles: { FAST: false } },
+      artifactDir: null,
+      cardLock: lock,
+    });
+    const holders = await waitFor(
+      'the card lock to be held',
+      () => (lockUsers(lock).length > 0 ? lockUsers(lock) : null),
+      { timeoutMs: 5000 },
+    );
     assert.match(holders[0]!.name, /^\/\S*\/flock -n -o -E 199 /, "orch's own flock, by its absolute path");
     await assert.rejects(
-      runCommandRep({ workload: workload(ECHO), arm: { name: 'b', toggles: { FAST: false } }, artifactDir: null, cardLock: lock }),
-      (e: unknown) => e instanceof OrchError && e.code === 'CARD_BUSY' && e.message.startsWith(`the card lock ${lock} is held by another process`),
+      runCommandRep({
+        workload: workload(ECHO),
+        arm: { name: 'b', toggles: { FAST: false } },
+        artifactDir: null,
+        cardLock: lock,
+      }),
+      (e: unknown) =>
+        e instanceof OrchError &&
+        e.code === 'CARD_BUSY' &&
+        e.message.startsWith(`the card lock ${lock} is held by another process`),
     );
     await first;
     assert.deepEqual(lockUsers(lock), []);
@@ -71,16 +113,35 @@ describe('command rep', () => {
 
   test('a run that prints no metric line: an error naming workload.metric_source with its last output', async () => {
     await assert.rejects(
-      runCommandRep({ workload: workload(`sh ${join(FIXTURES, 'cmd-no-metric', 'run.sh')}`), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: join(dir(), 'c.lock') }),
-      (e: unknown) => e instanceof UserInputError && e.code === 'METRIC_NO_LINES' &&
-        /^workload\.metric_source: the run printed no metric line \(arm "a", command: sh \S+run\.sh\); last output:\n(.|\n)* {2}\| step 2 loss=3\.22\n {2}\| done$/.test(e.message),
+      runCommandRep({
+        workload: workload(`sh ${join(FIXTURES, 'cmd-no-metric', 'run.sh')}`),
+        arm: { name: 'a', toggles: {} },
+        artifactDir: null,
+        cardLock: join(dir(), 'c.lock'),
+      }),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'METRIC_NO_LINES' &&
+        /^workload\.metric_source: the run printed no metric line \(arm "a", command: sh \S+run\.sh\); last output:\n(.|\n)* {2}\| step 2 loss=3\.22\n {2}\| done$/.test(
+          e.message,
+        ),
     );
   });
 
   test('a run that exits non-zero: an error naming workload.run.cmd with its last output', async () => {
     await assert.rejects(
-      runCommandRep({ workload: workload('echo "CUDA error: an illegal memory access" >&2; exit 6'), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: join(dir(), 'c.lock') }),
-      (e: unknown) => e instanceof UserInputError && e.code === 'COMMAND_FAILED' && /^workload\.run\.cmd exited 6 after [0-9.]+ s \(arm "a", command: .*\); last output:\n {2}\| \[stderr\] CUDA error: an illegal memory access$/.test(e.message),
+      runCommandRep({
+        workload: workload('echo "CUDA error: an illegal memory access" >&2; exit 6'),
+        arm: { name: 'a', toggles: {} },
+        artifactDir: null,
+        cardLock: join(dir(), 'c.lock'),
+      }),
+      (e: unknown) =>
+        e instanceof UserInputError &&
+        e.code === 'COMMAND_FAILED' &&
+        /^workload\.run\.cmd exited 6 after [0-9.]+ s \(arm "a", command: .*\); last output:\n {2}\| \[stderr\] CUDA error: an illegal memory access$/.test(
+          e.message,
+        ),
     );
   });
 
@@ -88,9 +149,19 @@ describe('command rep', () => {
     const d = dir();
     const lock = join(d, 'card.lock');
     const pidFile = join(d, 'pid');
-    const input = { workload: workload(`echo $$ > ${pidFile}; exec sleep 60`), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: lock };
-    const worker = spawn(process.execPath, ['--import', 'tsx', REP_CLIENT], { env: { ...process.env, ORCH_TEST_REP: JSON.stringify(input) }, stdio: 'ignore' });
-    const pid = await waitFor('the rep process to start', () => Number(readFileSync(pidFile, 'utf8').trim()) || null, { timeoutMs: 10_000 });
+    const input = {
+      workload: workload(`echo $$ > ${pidFile}; exec sleep 60`),
+      arm: { name: 'a', toggles: {} },
+      artifactDir: null,
+      cardLock: lock,
+    };
+    const worker = spawn(process.execPath, ['--import', 'tsx', REP_CLIENT], {
+      env: { ...process.env, ORCH_TEST_REP: JSON.stringify(input) },
+      stdio: 'ignore',
+    });
+    const pid = await waitFor('the rep process to start', () => Number(readFileSync(pidFile, 'utf8').trim()) || null, {
+      timeoutMs: 10_000,
+    });
     await waitFor('the card lock to be held', () => lockUsers(lock).length > 0, { timeoutMs: 5000 });
     const killed = Date.now();
     worker.kill('SIGKILL');

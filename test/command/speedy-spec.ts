@@ -20,7 +20,10 @@ export interface SpecOptions {
 }
 
 export function speedySpec(o: SpecOptions): string {
-  const build = o.build === false ? '' : `
+  const build =
+    o.build === false
+      ? ''
+      : `
   build:
     dir: ${o.dir}
     cmd: ${o.buildCmd ?? 'sh build.sh'}
@@ -52,4 +55,3 @@ gates: { identity: false, aa: ${o.aa ?? true} }
 metric: { name: ms, better: lower }
 ${o.extra ?? ''}`;
 }
-

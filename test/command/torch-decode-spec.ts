@@ -3,7 +3,13 @@
  * path), for the tests that submit it: the workload and its two toggles written once, the design,
  * the eager and graph arms' GRAPH-on toggles and the rest (`tail`: reps, blocks, gates) per test.
  */
-export function torchDecodeSpec(o: { name: string; design: 'ab' | 'probe'; steps: number; graphToggles: string; tail: string }): string {
+export function torchDecodeSpec(o: {
+  name: string;
+  design: 'ab' | 'probe';
+  steps: number;
+  graphToggles: string;
+  tail: string;
+}): string {
   return `name: ${o.name}
 design: ${o.design}
 workload:

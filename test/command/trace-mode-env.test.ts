@@ -32,7 +32,10 @@ const DESIGNS: Record<string, string> = {
 };
 
 function blockJob(design: string) {
-  const text = `name: t\n${DESIGNS[design]}${WORKLOAD}`.replace(design === 'sweep' ? 'toggles: [GRAPH, FUSE]\n' : '\0', '');
+  const text = `name: t\n${DESIGNS[design]}${WORKLOAD}`.replace(
+    design === 'sweep' ? 'toggles: [GRAPH, FUSE]\n' : '\0',
+    '',
+  );
   const parsed = SpecSchema.parse(parse(text));
   const { spec, problems } = compileSpec(parsed);
   assert.deepEqual(problems, [], `${design}: ${JSON.stringify(problems)}`);
@@ -45,14 +48,36 @@ test('trace mode for the trace probe only: never for a design whose reps are tim
   const lib = '/opt/orch/liborch_inject.so';
   for (const design of Object.keys(DESIGNS)) {
     const job = blockJob(design);
-    const env = injectionEnv({ backend: 'cuda', counts: true, traceProbe: job.trace_probe === true, lib, programEnv: {} });
+    const env = injectionEnv({
+      backend: 'cuda',
+      counts: true,
+      traceProbe: job.trace_probe === true,
+      lib,
+      programEnv: {},
+    });
     assert.equal(env.CUDA_INJECTION64_PATH, lib, `${design}: counting on`);
     assert.equal(env[TRACE_VARIABLE], design === 'probe' ? '1' : undefined, `${design}: ${JSON.stringify(env)}`);
-    assert.deepEqual(job.arms.map((a) => a.name).slice(0, 2), design === 'probe' ? ['eager', 'graph'] : job.arms.map((a) => a.name).slice(0, 2));
+    assert.deepEqual(
+      job.arms.map((a) => a.name).slice(0, 2),
+      design === 'probe' ? ['eager', 'graph'] : job.arms.map((a) => a.name).slice(0, 2),
+    );
   }
   // the probe traces with counting off too; a cpu card or a host without the library gets nothing
-  assert.deepEqual(injectionEnv({ backend: 'cuda', counts: false, traceProbe: true, lib, programEnv: {} }), { CUDA_INJECTION64_PATH: lib, [TRACE_VARIABLE]: '1' });
+  assert.deepEqual(injectionEnv({ backend: 'cuda', counts: false, traceProbe: true, lib, programEnv: {} }), {
+    CUDA_INJECTION64_PATH: lib,
+    [TRACE_VARIABLE]: '1',
+  });
   assert.deepEqual(injectionEnv({ backend: 'cpu', counts: false, traceProbe: true, lib, programEnv: {} }), {});
   assert.deepEqual(injectionEnv({ backend: 'cuda', counts: false, traceProbe: true, lib: null, programEnv: {} }), {});
-  assert.throws(() => injectionEnv({ backend: 'cuda', counts: false, traceProbe: true, lib, programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/x.so' } }), /the trace probe traces through orch's injection library and do not replace it/);
+  assert.throws(
+    () =>
+      injectionEnv({
+        backend: 'cuda',
+        counts: false,
+        traceProbe: true,
+        lib,
+        programEnv: { CUDA_INJECTION64_PATH: '/opt/nsight/x.so' },
+      }),
+    /the trace probe traces through orch's injection library and do not replace it/,
+  );
 });

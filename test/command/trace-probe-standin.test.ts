@@ -12,8 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { submitSpec } from '../utils/submit-spec.ts';
 
 const RANKLIB = fileURLToPath(new URL('../../ranklib/python', import.meta.url));
@@ -83,8 +83,10 @@ describe('the trace probe with kernels on the CPU backend', () => {
   const why = cc.status === 0 ? false : `no C compiler here: ${cc.error?.message ?? cc.stderr}`;
   writeFileSync(join(dir, 'traced.py'), program(lib));
 
-  test("epoch timestamps and a cpu floor: every arm summarised, the estimates left out and why", { skip: why }, () => {
-    const r = submitSpec('trace-standin', `name: trace-standin
+  test('epoch timestamps and a cpu floor: every arm summarised, the estimates left out and why', { skip: why }, () => {
+    const r = submitSpec(
+      'trace-standin',
+      `name: trace-standin
 design: probe
 workload:
   runtime: command
@@ -97,22 +99,36 @@ arms:
   - { name: eager, toggles: { GRAPH: false } }
 reps: 2
 gates: { identity: false }
-`, { PYTHONDONTWRITEBYTECODE: '1' });
+`,
+      { PYTHONDONTWRITEBYTECODE: '1' },
+    );
     assert.equal(r.code, 0, r.output);
     const traces = r.events.filter((e) => e.event.type === 'trace');
     assert.equal(traces.length, 2, r.output);
     for (const t of traces) {
       assert.equal(t.event.trace.source, 'cupti');
-      assert.ok(t.event.trace.steps.every((s: { start_ns: number }) => Number.isSafeInteger(s.start_ns)), 'rebased to safe integers');
+      assert.ok(
+        t.event.trace.steps.every((s: { start_ns: number }) => Number.isSafeInteger(s.start_ns)),
+        'rebased to safe integers',
+      );
     }
     const arm = r.summary.analysis.trace.arms[0];
     assert.equal(arm.summary.kernels, 2);
     assert.equal(arm.summary.short_kernels, 2);
     assert.equal(arm.summary.busy_share, 0.5, '5 µs of kernels in a 10 µs step');
     assert.equal(arm.summary.gaps_ns, 1000);
-    assert.deepEqual([arm.summary.graph_step_estimate_ns, arm.summary.recoverable_ns, arm.summary.floor_ns], [null, null, null]);
-    assert.match(arm.estimate_reason, /^no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/);
-    assert.match(r.report, /\| eager \| eager \| 6 \| 10\.00 \| 50\.0 % \| 2 \| 2 \| 1\.00 \| — \| — \| — \| no estimate: no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/);
+    assert.deepEqual(
+      [arm.summary.graph_step_estimate_ns, arm.summary.recoverable_ns, arm.summary.floor_ns],
+      [null, null, null],
+    );
+    assert.match(
+      arm.estimate_reason,
+      /^no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/,
+    );
+    assert.match(
+      r.report,
+      /\| eager \| eager \| 6 \| 10\.00 \| 50\.0 % \| 2 \| 2 \| 1\.00 \| — \| — \| — \| no estimate: no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/,
+    );
     assert.doesNotMatch(r.report, /not traced/);
   });
 });

@@ -13,10 +13,16 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { submitSpec } from '../utils/submit-spec.ts';
 import { torchDecodeSpec } from './torch-decode-spec.ts';
 
-const SPEC = torchDecodeSpec({ name: 'torch-decode-trace', design: 'probe', steps: 4, graphToggles: '{ GRAPH: true }', tail: `reps: 2
+const SPEC = torchDecodeSpec({
+  name: 'torch-decode-trace',
+  design: 'probe',
+  steps: 4,
+  graphToggles: '{ GRAPH: true }',
+  tail: `reps: 2
 gates:
   identity: false
-` });
+`,
+});
 
 describe('the trace probe of a resident Python rank through orch submit', () => {
   test('every arm traced by a trace request; no GPU: "not traced" with the reason, the chain floor not a GPU floor', () => {
@@ -36,16 +42,39 @@ describe('the trace probe of a resident Python rank through orch submit', () => 
     assert.equal(r.events.filter((e) => e.event.type === 'rep').length, 0, 'a trace probe times no rep');
     const reason = traces[0]!.event.trace.reason as string;
     const cell = reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    assert.match(r.report, new RegExp(`\\| eager \\| eager \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`));
-    assert.match(r.report, new RegExp(`\\| graph \\| graph \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`));
-    assert.match(r.report, /Graph-node floor: \d+\.\d\d µs per node, measured by graphrt's chain on cpu emulation[^\n]*\(3 graph reps\): graphrt's cpu backend, not a GPU floor, so no estimate uses it\./);
+    assert.match(
+      r.report,
+      new RegExp(
+        `\\| eager \\| eager \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`,
+      ),
+    );
+    assert.match(
+      r.report,
+      new RegExp(
+        `\\| graph \\| graph \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| — \\| not traced: ${cell} \\|`,
+      ),
+    );
+    assert.match(
+      r.report,
+      /Graph-node floor: \d+\.\d\d µs per node, measured by graphrt's chain on cpu emulation[^\n]*\(3 graph reps\): graphrt's cpu backend, not a GPU floor, so no estimate uses it\./,
+    );
     assert.match(r.report, /4 trace rep\(s\) committed; not traced: /);
-    const section = r.report.slice(r.report.indexOf('## Trace'), r.report.indexOf('\n## ', r.report.indexOf('## Trace') + 1));
+    const section = r.report.slice(
+      r.report.indexOf('## Trace'),
+      r.report.indexOf('\n## ', r.report.indexOf('## Trace') + 1),
+    );
     assert.doesNotMatch(section, /\| 0(\.0+)?( %)? \|/, 'no zero stands for "not traced"');
-    assert.equal(r.summary.analysis.verdict, 'pass', 'a probe that committed every trace rep passes; not traced is said, not failed');
+    assert.equal(
+      r.summary.analysis.verdict,
+      'pass',
+      'a probe that committed every trace rep passes; not traced is said, not failed',
+    );
     assert.equal(r.summary.analysis.trace.floor.gpu, false);
     assert.equal(r.summary.analysis.trace.graph_check, null);
-    assert.deepEqual(r.summary.analysis.trace.arms.map((a: { summary: unknown }) => a.summary), [null, null]);
+    assert.deepEqual(
+      r.summary.analysis.trace.arms.map((a: { summary: unknown }) => a.summary),
+      [null, null],
+    );
     // summary.json (its analysis is report.json's) as docs/schemas says
     const ajv = new Ajv2020({ allErrors: true, strict: true });
     ajv.addKeyword({ keyword: 'unit', schemaType: 'string' });

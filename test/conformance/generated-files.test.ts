@@ -7,9 +7,15 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { GENERATED_PATHS, renderNativeHeader, renderProtocolJson, renderPython, withCppSection } from '../../jobs/rank-protocol-render.ts';
+import { fileURLToPath } from 'node:url';
+import {
+  GENERATED_PATHS,
+  renderNativeHeader,
+  renderProtocolJson,
+  renderPython,
+  withCppSection,
+} from '../../jobs/rank-protocol-render.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
@@ -26,10 +32,20 @@ test('the generated protocol files are up to date (npm run gen:protocol)', () =>
 });
 
 test('the line limit, the protocol name and the injection ABI are stated only in the generated parts', () => {
-  const py = ['protocol.py', 'channel.py', 'device_counters.py', 'device_trace.py', 'exchange.py'].map((f) => read(`ranklib/python/orch_rank/${f}`)).join('\n');
+  const py = ['protocol.py', 'channel.py', 'device_counters.py', 'device_trace.py', 'exchange.py']
+    .map((f) => read(`ranklib/python/orch_rank/${f}`))
+    .join('\n');
   assert.doesNotMatch(py, /1 << 20|1048576|"orch-rank"|^ABI = \d/m, 'orch_rank.py restates a protocol constant');
   const cpp = read(GENERATED_PATHS.cpp).split('// END GENERATED PROTOCOL CONSTANTS')[1] ?? '';
-  assert.doesNotMatch(cpp, /1024 \* 1024|1048576|kInjectAbi = \d/, 'orch_rank.h restates a protocol constant outside its generated section');
+  assert.doesNotMatch(
+    cpp,
+    /1024 \* 1024|1048576|kInjectAbi = \d/,
+    'orch_rank.h restates a protocol constant outside its generated section',
+  );
   assert.doesNotMatch(read('native/src/request.cpp'), /"split_combine",/, "graphrt's toggle list is written by hand");
-  assert.doesNotMatch(read('native/inject/orch_inject.h'), /#define ORCH_INJECT_ABI \d/, 'the injection ABI is written by hand');
+  assert.doesNotMatch(
+    read('native/inject/orch_inject.h'),
+    /#define ORCH_INJECT_ABI \d/,
+    'the injection ABI is written by hand',
+  );
 });

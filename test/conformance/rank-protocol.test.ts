@@ -13,8 +13,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { RANK_LINE_MAX_BYTES } from '../../jobs/rank-protocol-constants.ts';
 import { RankUnderTest } from './rank-under-test.ts';
 
@@ -36,11 +36,17 @@ const LIBRARIES: Library[] = [
   {
     name: 'python',
     start: (env = {}, params = {}) =>
-      new RankUnderTest('python3', [join(PROGRAMS, 'conformance_rank.py')], { PYTHONPATH: join(ROOT, 'ranklib', 'python'), ORCH_RANK_PROTOCOL: '1', ORCH_PARAMS: JSON.stringify(params), ...env }),
+      new RankUnderTest('python3', [join(PROGRAMS, 'conformance_rank.py')], {
+        PYTHONPATH: join(ROOT, 'ranklib', 'python'),
+        ORCH_RANK_PROTOCOL: '1',
+        ORCH_PARAMS: JSON.stringify(params),
+        ...env,
+      }),
   },
   {
     name: 'cpp',
-    start: (env = {}, params = {}) => new RankUnderTest(CPP_BIN, [], { ORCH_RANK_PROTOCOL: '1', ORCH_PARAMS: JSON.stringify(params), ...env }),
+    start: (env = {}, params = {}) =>
+      new RankUnderTest(CPP_BIN, [], { ORCH_RANK_PROTOCOL: '1', ORCH_PARAMS: JSON.stringify(params), ...env }),
   },
 ];
 
@@ -51,7 +57,21 @@ const track = (r: RankUnderTest): RankUnderTest => {
 };
 
 before(() => {
-  const cc = spawnSync('g++', ['-std=c++17', '-O1', '-Wall', '-Wextra', '-Werror', `-I${join(ROOT, 'ranklib', 'cpp')}`, '-o', CPP_BIN, join(PROGRAMS, 'conformance_rank.cpp')], { encoding: 'utf8' });
+  const cc = spawnSync(
+    'g++',
+    [
+      '-std=c++17',
+      '-O1',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      `-I${join(ROOT, 'ranklib', 'cpp')}`,
+      '-o',
+      CPP_BIN,
+      join(PROGRAMS, 'conformance_rank.cpp'),
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(cc.status, 0, `g++: ${cc.stderr}`);
 });
 
@@ -65,7 +85,21 @@ function normal(line: Line | null): unknown {
   if (line === null) return null;
   const out: Line = {};
   for (const [k, value] of Object.entries(line)) {
-    if (['pid', 'device', 'library', 't_start_ns', 't_end_ns', 'launches', 'clocks', 'xid_events', 'ecc_errors', 'message'].includes(k)) continue;
+    if (
+      [
+        'pid',
+        'device',
+        'library',
+        't_start_ns',
+        't_end_ns',
+        'launches',
+        'clocks',
+        'xid_events',
+        'ecc_errors',
+        'message',
+      ].includes(k)
+    )
+      continue;
     if (k === 'step_ms' || k === 'warmup_ms') out[k] = Array.isArray(value) ? value.length : value;
     else if (k === 'prepare_ms' || k === 'setup_ms') out[k] = typeof value;
     else out[k] = value;
@@ -73,7 +107,17 @@ function normal(line: Line | null): unknown {
   return out;
 }
 
-const rep = (id: string, toggles: Record<string, boolean | string>, extra: Line = {}): Line => ({ v: 1, id, op: 'rep', arm: id, toggles, warmup: 1, steps: 3, seed: 5, ...extra });
+const rep = (id: string, toggles: Record<string, boolean | string>, extra: Line = {}): Line => ({
+  v: 1,
+  id,
+  op: 'rep',
+  arm: id,
+  toggles,
+  warmup: 1,
+  steps: 3,
+  seed: 5,
+  ...extra,
+});
 
 /** A request of exactly `bytes` bytes (its newline not counted): valid JSON padded with spaces. */
 function padded(request: Line, bytes: number): string {
@@ -83,14 +127,31 @@ function padded(request: Line, bytes: number): string {
 
 /** The bad inputs every implementation answers alike: the line and the answer's type, id and code. */
 const BAD_INPUTS: Array<{ name: string; line: () => string; answer: Line }> = [
-  { name: 'bad version', line: () => JSON.stringify({ ...rep('bad-v', {}), v: 2 }), answer: { type: 'error', id: 'bad-v', code: 'BAD_REQUEST' } },
-  { name: 'unknown toggle', line: () => JSON.stringify(rep('bad-t', { NOPE: true })), answer: { type: 'error', id: 'bad-t', code: 'UNKNOWN_TOGGLE' } },
+  {
+    name: 'bad version',
+    line: () => JSON.stringify({ ...rep('bad-v', {}), v: 2 }),
+    answer: { type: 'error', id: 'bad-v', code: 'BAD_REQUEST' },
+  },
+  {
+    name: 'unknown toggle',
+    line: () => JSON.stringify(rep('bad-t', { NOPE: true })),
+    answer: { type: 'error', id: 'bad-t', code: 'UNKNOWN_TOGGLE' },
+  },
   { name: 'garbage line', line: () => 'garbage{', answer: { type: 'error', code: 'BAD_REQUEST' } },
-  { name: '1 MiB + 1 line', line: () => padded(rep('big', {}), RANK_LINE_MAX_BYTES + 1), answer: { type: 'error', code: 'BAD_REQUEST' } },
-  { name: 'wrong id', line: () => JSON.stringify({ ...rep('x', {}), id: 7 }), answer: { type: 'error', code: 'BAD_REQUEST' } },
+  {
+    name: '1 MiB + 1 line',
+    line: () => padded(rep('big', {}), RANK_LINE_MAX_BYTES + 1),
+    answer: { type: 'error', code: 'BAD_REQUEST' },
+  },
+  {
+    name: 'wrong id',
+    line: () => JSON.stringify({ ...rep('x', {}), id: 7 }),
+    answer: { type: 'error', code: 'BAD_REQUEST' },
+  },
 ];
 
-const pick = (line: Line | null, keys: string[]): Line => Object.fromEntries(keys.filter((k) => line !== null && k in line).map((k) => [k, line?.[k]]));
+const pick = (line: Line | null, keys: string[]): Line =>
+  Object.fromEntries(keys.filter((k) => line !== null && k in line).map((k) => [k, line?.[k]]));
 
 const transcripts = new Map<string, Map<string, unknown[]>>();
 function record(lib: string, name: string, lines: unknown[]): void {
@@ -105,41 +166,108 @@ for (const lib of LIBRARIES) {
       const lines: Array<Line | null> = [];
       const hello = await r.next();
       lines.push(hello);
-      assert.deepEqual(pick(hello, ['v', 'type', 'protocol', 'version', 'name', 'hash', 'toggles', 'outputs', 'backend', 'timing', 'final']), {
-        v: 1, type: 'hello', protocol: 'orch-rank', version: 1, name: 'conformance', hash: 'blake2b-64', toggles: ['GRAPH', 'PDL'], outputs: ['state'], backend: 'cpu', timing: 'host-clock', final: true,
-      }); // prettier-ignore
+      assert.deepEqual(
+        pick(hello, [
+          'v',
+          'type',
+          'protocol',
+          'version',
+          'name',
+          'hash',
+          'toggles',
+          'outputs',
+          'backend',
+          'timing',
+          'final',
+        ]),
+        {
+          v: 1,
+          type: 'hello',
+          protocol: 'orch-rank',
+          version: 1,
+          name: 'conformance',
+          hash: 'blake2b-64',
+          toggles: ['GRAPH', 'PDL'],
+          outputs: ['state'],
+          backend: 'cpu',
+          timing: 'host-clock',
+          final: true,
+        },
+      ); // prettier-ignore
       assert.equal(typeof hello?.prepare_ms, 'number');
       assert.equal(typeof hello?.setup_ms, 'number');
       const ask = async (request: Line | string): Promise<Line> => {
         const line = await r.send(request);
-        assert.ok(line !== null, `no answer to ${typeof request === 'string' ? request.slice(0, 80) : JSON.stringify(request)}`);
+        assert.ok(
+          line !== null,
+          `no answer to ${typeof request === 'string' ? request.slice(0, 80) : JSON.stringify(request)}`,
+        );
         lines.push(line);
         return line;
       };
       const eager = await ask(rep('eager', {}));
-      assert.deepEqual(pick(eager, ['type', 'id', 'mode', 'graph']), { type: 'rep', id: 'eager', mode: 'eager', graph: null });
+      assert.deepEqual(pick(eager, ['type', 'id', 'mode', 'graph']), {
+        type: 'rep',
+        id: 'eager',
+        mode: 'eager',
+        graph: null,
+      });
       const graph = await ask(rep('graph', { GRAPH: true }));
       assert.deepEqual(pick(graph, ['mode', 'graph']), { mode: 'graph', graph: 'fresh' });
       assert.deepEqual(graph.hashes, eager.hashes, 'a graph rep hashes as the eager rep of its seed');
-      assert.deepEqual(pick(await ask(rep('graph-again', { GRAPH: true })), ['mode', 'graph']), { mode: 'graph', graph: 'reused' });
-      assert.deepEqual(pick(await ask(rep('graph-off', { GRAPH: 'off' })), ['mode', 'graph']), { mode: 'eager', graph: null }, '"off" reads as off');
-      assert.deepEqual(pick(await ask(rep('graph-false', { GRAPH: 'false' })), ['mode', 'graph']), { mode: 'eager', graph: null }, '"false" reads as off');
+      assert.deepEqual(pick(await ask(rep('graph-again', { GRAPH: true })), ['mode', 'graph']), {
+        mode: 'graph',
+        graph: 'reused',
+      });
+      assert.deepEqual(
+        pick(await ask(rep('graph-off', { GRAPH: 'off' })), ['mode', 'graph']),
+        { mode: 'eager', graph: null },
+        '"off" reads as off',
+      );
+      assert.deepEqual(
+        pick(await ask(rep('graph-false', { GRAPH: 'false' })), ['mode', 'graph']),
+        { mode: 'eager', graph: null },
+        '"false" reads as off',
+      );
       assert.equal((await ask(rep('graph-on', { GRAPH: 'on' }))).mode, 'graph', '"on" reads as on');
       const pdlEager = await ask(rep('pdl-eager', { PDL: true }));
       const pdlGraph = await ask(rep('pdl-graph', { GRAPH: true, PDL: true }));
-      assert.deepEqual(pick(pdlGraph, ['mode', 'graph']), { mode: 'graph', graph: 'fresh' }, 'a graph captured without PDL is not replayed with PDL on');
+      assert.deepEqual(
+        pick(pdlGraph, ['mode', 'graph']),
+        { mode: 'graph', graph: 'fresh' },
+        'a graph captured without PDL is not replayed with PDL on',
+      );
       assert.deepEqual(pdlGraph.hashes, pdlEager.hashes, 'the PDL arm replays its own graph');
       assert.notDeepEqual(pdlGraph.hashes, graph.hashes);
       const { seed: _seed, ...noSeed } = rep('no-seed', {});
       const unseeded = await ask(noSeed);
       assert.equal(unseeded.type, 'rep', 'a request without a seed is served (seed 0)');
       assert.notDeepEqual(unseeded.hashes, eager.hashes, 'the seed shapes reset()');
-      const gate = await ask({ v: 1, id: 'gate', op: 'identity', arm: 'graph', toggles: { GRAPH: true }, toggle: 'GRAPH', replays: 3, seed: 5 });
-      assert.deepEqual(pick(gate, ['type', 'id', 'mode', 'replays']), { type: 'identity', id: 'gate', mode: 'graph', replays: 3 });
+      const gate = await ask({
+        v: 1,
+        id: 'gate',
+        op: 'identity',
+        arm: 'graph',
+        toggles: { GRAPH: true },
+        toggle: 'GRAPH',
+        replays: 3,
+        seed: 5,
+      });
+      assert.deepEqual(pick(gate, ['type', 'id', 'mode', 'replays']), {
+        type: 'identity',
+        id: 'gate',
+        mode: 'graph',
+        replays: 3,
+      });
       assert.deepEqual(gate.graph, gate.eager);
-      for (const bad of BAD_INPUTS) assert.deepEqual(pick(await ask(bad.line()), ['type', 'id', 'code']), bad.answer, bad.name);
+      for (const bad of BAD_INPUTS)
+        assert.deepEqual(pick(await ask(bad.line()), ['type', 'id', 'code']), bad.answer, bad.name);
       const exact = await ask(padded(rep('exact', {}), RANK_LINE_MAX_BYTES));
-      assert.deepEqual(pick(exact, ['type', 'id']), { type: 'rep', id: 'exact' }, 'a line of exactly 1 MiB (its newline not counted) is served');
+      assert.deepEqual(
+        pick(exact, ['type', 'id']),
+        { type: 'rep', id: 'exact' },
+        'a line of exactly 1 MiB (its newline not counted) is served',
+      );
       assert.deepEqual(await r.close(), { code: 0, signal: null }, 'stdin closed: exit 0');
       assert.equal(await r.next(), null, 'nothing after stdin closed');
       record(lib.name, 'serving', lines.map(normal));
@@ -148,8 +276,18 @@ for (const lib of LIBRARIES) {
     test('exchange on rank 0: its bytes out, the worker answer in, then hello', async () => {
       const r = track(lib.start({ ORCH_RANK: '0' }, { exchange: 'conf-key' }));
       const ex = await r.next();
-      assert.deepEqual(ex, { v: 1, type: 'exchange', key: 'conf-key', data: Buffer.from('conformance-bytes').toString('base64') });
-      const hello = await r.send({ v: 1, op: 'exchange', key: 'conf-key', data: Buffer.from('conformance-bytes').toString('base64') });
+      assert.deepEqual(ex, {
+        v: 1,
+        type: 'exchange',
+        key: 'conf-key',
+        data: Buffer.from('conformance-bytes').toString('base64'),
+      });
+      const hello = await r.send({
+        v: 1,
+        op: 'exchange',
+        key: 'conf-key',
+        data: Buffer.from('conformance-bytes').toString('base64'),
+      });
       assert.equal(hello?.type, 'hello');
       const answer = await r.send(rep('after', {}));
       assert.deepEqual(answer?.counters, { exchanged: 17 });
@@ -161,7 +299,10 @@ for (const lib of LIBRARIES) {
       const r = track(lib.start({ ORCH_RANK: '1' }, { exchange: 'conf-key' }));
       const ex = await r.next();
       assert.deepEqual(ex, { v: 1, type: 'exchange', key: 'conf-key', data: null });
-      assert.equal((await r.send({ v: 1, op: 'exchange', key: 'conf-key', data: Buffer.from('abc').toString('base64') }))?.type, 'hello');
+      assert.equal(
+        (await r.send({ v: 1, op: 'exchange', key: 'conf-key', data: Buffer.from('abc').toString('base64') }))?.type,
+        'hello',
+      );
       assert.deepEqual((await r.send(rep('after', {})))?.counters, { exchanged: 3 });
       assert.deepEqual(await r.close(), { code: 0, signal: null });
       record(lib.name, 'exchange rank 1', [ex]);
@@ -177,7 +318,9 @@ for (const lib of LIBRARIES) {
     });
 
     test('host phase: prepared with no device, open sets the devices, hello with prepare_ms and setup_ms', async () => {
-      const r = track(lib.start({ ORCH_HOST_PHASE: '1', CUDA_VISIBLE_DEVICES: 'GPU-before' }, { expect_devices: 'GPU-conf' }));
+      const r = track(
+        lib.start({ ORCH_HOST_PHASE: '1', CUDA_VISIBLE_DEVICES: 'GPU-before' }, { expect_devices: 'GPU-conf' }),
+      );
       const prepared = await r.next();
       assert.deepEqual(pick(prepared, ['v', 'type']), { v: 1, type: 'prepared' });
       assert.equal(typeof prepared?.prepare_ms, 'number');
@@ -210,7 +353,10 @@ test('conformance: the Python library refuses a prepare() that initialised CUDA 
   const r = track(python.start({ ORCH_HOST_PHASE: '1', CONFORMANCE_TOUCH_CUDA: '1' }));
   const err = await r.next();
   assert.deepEqual(pick(err, ['type', 'code', 'fatal']), { type: 'error', code: 'PREPARE_TOUCHED_CUDA', fatal: true });
-  assert.match(String(err?.message), /^prepare\(\) initialised CUDA \(.+\); orch will start this rank inside its lease$/);
+  assert.match(
+    String(err?.message),
+    /^prepare\(\) initialised CUDA \(.+\); orch will start this rank inside its lease$/,
+  );
   assert.deepEqual(await r.exitWithin(), { code: 2, signal: null });
 });
 
@@ -229,7 +375,23 @@ describe('conformance: graphrt', { skip: existsSync(GRAPHRT) ? false : 'native/b
       // graphrt's toggles are its own; the unknown toggle is as unknown there
       assert.deepEqual(pick(await r.send(bad.line()), ['type', 'id', 'code']), bad.answer, bad.name);
     }
-    const exact = await r.send(padded({ v: 1, id: 'exact', op: 'rep', arm: 'a', workload: 'chain', params: { kernels: 4 }, toggles: {}, warmup: 0, steps: 2, seed: 5 }, RANK_LINE_MAX_BYTES));
+    const exact = await r.send(
+      padded(
+        {
+          v: 1,
+          id: 'exact',
+          op: 'rep',
+          arm: 'a',
+          workload: 'chain',
+          params: { kernels: 4 },
+          toggles: {},
+          warmup: 0,
+          steps: 2,
+          seed: 5,
+        },
+        RANK_LINE_MAX_BYTES,
+      ),
+    );
     assert.deepEqual(pick(exact, ['type', 'id', 'mode']), { type: 'rep', id: 'exact', mode: 'eager' });
     assert.deepEqual(await r.close(), { code: 0, signal: null });
     assert.equal(await r.next(), null);

@@ -4,7 +4,7 @@
  * read from its protocol stream (stdout), with a deadline on every read. No schema here: the suite
  * judges what comes back.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 export interface Exit {
@@ -48,7 +48,10 @@ export class RankUnderTest {
       (this.ended
         ? null
         : await new Promise<string | null>((resolve, reject) => {
-            const timer = setTimeout(() => reject(new Error(`no line within ${ms} ms; stderr: ${this.stderr.slice(-2000)}`)), ms);
+            const timer = setTimeout(
+              () => reject(new Error(`no line within ${ms} ms; stderr: ${this.stderr.slice(-2000)}`)),
+              ms,
+            );
             this.waiting = (l) => {
               clearTimeout(timer);
               resolve(l);
@@ -56,7 +59,8 @@ export class RankUnderTest {
           }));
     if (line === null) return null;
     const parsed: unknown = JSON.parse(line);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`not a JSON object line: ${line.slice(0, 300)}`);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error(`not a JSON object line: ${line.slice(0, 300)}`);
     return parsed as Record<string, unknown>;
   }
 

@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { WorkerEventSchema, type WorkerEvent } from '../../jobs/worker-event.ts';
+import { type WorkerEvent, WorkerEventSchema } from '../../jobs/worker-event.ts';
 import { gitCheckout } from '../build/build-helpers.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { speedySpec } from '../command/speedy-spec.ts';
@@ -38,11 +38,15 @@ function submitAndTrace(spec: string, buildDir: string): Run {
   const [id] = readdirSync(results);
   assert.ok(id !== undefined, `no results: exit ${s.status}: ${s.stderr}`);
   assert.equal(JSON.parse(readFileSync(join(results, id, 'summary.json'), 'utf8')).state, 'done', s.stderr);
-  const events = readFileSync(join(results, id!, 'events.jsonl'), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { block: number; event: unknown });
-  const buildsOf = (phase: boolean) => events.flatMap((e) => {
-    const r = WorkerEventSchema.safeParse(e.event);
-    return r.success && r.data.event.startsWith('build-') && (e.block === -1) === phase ? [r.data] : [];
-  });
+  const events = readFileSync(join(results, id!, 'events.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { block: number; event: unknown });
+  const buildsOf = (phase: boolean) =>
+    events.flatMap((e) => {
+      const r = WorkerEventSchema.safeParse(e.event);
+      return r.success && r.data.event.startsWith('build-') && (e.block === -1) === phase ? [r.data] : [];
+    });
   const [builds, rankBuilds] = [buildsOf(true), buildsOf(false)];
   const t = runOrch(['trace', id!, '--from-results', '--results', results], env);
   assert.equal(t.status, 0, t.stderr);
@@ -50,10 +54,13 @@ function submitAndTrace(spec: string, buildDir: string): Run {
 }
 
 type Slice = Extract<Run['trace']['traceEvents'][number], { ph: 'X' }>;
-const slice = (r: Run, name: string): Slice | undefined => r.trace.traceEvents.find((e): e is Slice => e.ph === 'X' && e.name === name);
+const slice = (r: Run, name: string): Slice | undefined =>
+  r.trace.traceEvents.find((e): e is Slice => e.ph === 'X' && e.name === name);
 
 const workerTrack = (r: Run) => {
-  const m = r.trace.traceEvents.find((e) => e.ph === 'M' && e.name === 'process_name' && String(e.args?.name).endsWith('/worker'));
+  const m = r.trace.traceEvents.find(
+    (e) => e.ph === 'M' && e.name === 'process_name' && String(e.args?.name).endsWith('/worker'),
+  );
   assert.ok(m, 'a worker track');
   return m.pid;
 };
@@ -65,8 +72,16 @@ test('a command workload that builds: build slices on the host track, from the s
   const spec = speedySpec({ dir: src, reps: 2, steps: 3 });
 
   const first = submitAndTrace(spec, buildDir);
-  assert.deepEqual(first.builds.map((b) => b.event), ['build-start', 'build-wait', 'build-end'], JSON.stringify(first.builds));
-  const [start, wait, end] = first.builds as [Extract<WorkerEvent, { event: 'build-start' }>, Extract<WorkerEvent, { event: 'build-wait' }>, Extract<WorkerEvent, { event: 'build-end' }>];
+  assert.deepEqual(
+    first.builds.map((b) => b.event),
+    ['build-start', 'build-wait', 'build-end'],
+    JSON.stringify(first.builds),
+  );
+  const [start, wait, end] = first.builds as [
+    Extract<WorkerEvent, { event: 'build-start' }>,
+    Extract<WorkerEvent, { event: 'build-wait' }>,
+    Extract<WorkerEvent, { event: 'build-end' }>,
+  ];
   assert.match(start.key, /^[0-9a-f]{64}$/);
   assert.equal(wait.position, 1, 'alone in line for the host build lock (the worker mirrors the line to Redis)');
   assert.equal(end.outcome, 'built');
@@ -83,12 +98,27 @@ test('a command workload that builds: build slices on the host track, from the s
   assert.ok(lockWait && lockWait.pid === pid, 'the lock wait inside it');
   assert.ok(lockWait.ts >= built.ts && lockWait.ts + lockWait.dur <= built.ts + built.dur, 'nested in the build slice');
   // the checkout was built by the build phase before any lease: the rank's build is a cache hit
-  assert.deepEqual(first.rankBuilds.map((b) => [b.event, 'outcome' in b ? b.outcome : null]), [['build-start', null], ['build-end', 'cached']]);
+  assert.deepEqual(
+    first.rankBuilds.map((b) => [b.event, 'outcome' in b ? b.outcome : null]),
+    [
+      ['build-start', null],
+      ['build-end', 'cached'],
+    ],
+  );
 
   const again = submitAndTrace(spec, buildDir);
-  assert.deepEqual(again.builds.map((b) => b.event), ['build-start', 'build-end']);
-  assert.deepEqual(again.rankBuilds.map((b) => b.event), ['build-start', 'build-end']);
+  assert.deepEqual(
+    again.builds.map((b) => b.event),
+    ['build-start', 'build-end'],
+  );
+  assert.deepEqual(
+    again.rankBuilds.map((b) => b.event),
+    ['build-start', 'build-end'],
+  );
   const cached = slice(again, `build ${start.key.slice(0, 12)}`);
   assert.equal(cached?.args?.outcome, 'cached');
-  assert.ok(!again.trace.traceEvents.some((e) => e.name.startsWith('wait for build lock')), 'a cached build waits for no lock');
+  assert.ok(
+    !again.trace.traceEvents.some((e) => e.name.startsWith('wait for build lock')),
+    'a cached build waits for no lock',
+  );
 });

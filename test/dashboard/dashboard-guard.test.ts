@@ -6,24 +6,28 @@
 // directory or file that is a link out of the results root is not served (results/<id> -> /etc
 // served /etc/passwd); run.env values, grant MACs and webhooks are masked in bull-board and in
 // the served spec.yaml.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { Queue } from 'bullmq';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { hostQueue } from '../../store/keys.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
-import { get, testDashboard, type TestDashboard } from './dashboard-harness.ts';
+import { get, type TestDashboard, testDashboard } from './dashboard-harness.ts';
 
 const r = privateRedis();
 const FORM = 'application/x-www-form-urlencoded';
 
-async function withDashboard(run: (d: TestDashboard, prefix: string, root: string) => Promise<void>, before?: (prefix: string) => Promise<void>): Promise<void> {
+async function withDashboard(
+  run: (d: TestDashboard, prefix: string, root: string) => Promise<void>,
+  before?: (prefix: string) => Promise<void>,
+): Promise<void> {
   const prefix = freshPrefix('g');
   const root = mkdtempSync(join(tmpdir(), 'orch-dash-guard-'));
   await before?.(prefix);
@@ -38,41 +42,71 @@ async function withDashboard(run: (d: TestDashboard, prefix: string, root: strin
 
 /** The session cookie (`name=value`) a browser gets from the /login form. */
 async function signIn(d: TestDashboard): Promise<string> {
-  const res = await fetch(`${d.address}/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': FORM, origin: d.address }, body: `token=${d.token}` });
+  const res = await fetch(`${d.address}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': FORM, origin: d.address },
+    body: `token=${d.token}`,
+  });
   const cookie = res.headers.get('set-cookie')?.split(';')[0];
   assert.ok(cookie, `/login set no cookie (${res.status})`);
   return cookie;
 }
 
 /** A GET with a Host header of the test's choosing (fetch sets its own). */
-function getWithHost(address: string, path: string, host: string, token: string | null): Promise<{ status: number; text: string }> {
+function getWithHost(
+  address: string,
+  path: string,
+  host: string,
+  token: string | null,
+): Promise<{ status: number; text: string }> {
   const u = new URL(address);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path, headers: { host, ...(token ? { authorization: `Bearer ${token}` } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        headers: { host, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
 
-test('cancel from another origin with the session cookie is refused (403) and cancels nothing; the page\'s own form cancels', async () => {
+test("cancel from another origin with the session cookie is refused (403) and cancels nothing; the page's own form cancels", async () => {
   let id = '';
   await withDashboard(
     async (d, prefix) => {
       const cookie = await signIn(d);
       const cancel = (headers: Record<string, string>, body = 'csrf=guessed') =>
-        get(`${d.address}/experiments/${id}/cancel`, { method: 'POST', headers: { 'content-type': FORM, ...headers }, body });
+        get(`${d.address}/experiments/${id}/cancel`, {
+          method: 'POST',
+          headers: { 'content-type': FORM, ...headers },
+          body,
+        });
       const state = () => r.redis.hget(`${prefix}:experiment:${id}`, 'state');
 
       const cross = await cancel({ cookie, origin: 'http://127.0.0.1:1' });
       assert.equal(cross.status, 403, `a POST from http://127.0.0.1:1 with the cookie: ${cross.status} ${cross.text}`);
       assert.match(cross.text, /from another origin \(Origin http:\/\/127\.0\.0\.1:1;/);
       assert.equal(await state(), 'queued', 'the cross-origin cancel cancelled the experiment');
-      assert.equal((await cancel({ cookie, 'sec-fetch-site': 'same-site' })).status, 403, 'Sec-Fetch-Site same-site (another port) is refused');
-      assert.equal((await cancel({ authorization: `Bearer ${d.token}`, origin: 'http://attacker.example' })).status, 403, 'a foreign Origin is refused even with the token');
+      assert.equal(
+        (await cancel({ cookie, 'sec-fetch-site': 'same-site' })).status,
+        403,
+        'Sec-Fetch-Site same-site (another port) is refused',
+      );
+      assert.equal(
+        (await cancel({ authorization: `Bearer ${d.token}`, origin: 'http://attacker.example' })).status,
+        403,
+        'a foreign Origin is refused even with the token',
+      );
       const noCsrf = await cancel({ cookie, origin: d.address }, '');
       assert.equal(noCsrf.status, 403, 'the cookie alone does not act');
       assert.match(noCsrf.text, /without the page's CSRF field/);
@@ -81,7 +115,7 @@ test('cancel from another origin with the session cookie is refused (403) and ca
       // the queue page's form: same origin, the cookie and its CSRF field
       const page = await get(`${d.address}/queue`, { headers: { cookie } });
       const csrf = /name="csrf" value="([0-9a-f]{64})"/.exec(page.text)?.[1];
-      assert.ok(csrf, 'the queue page\'s cancel form carries a CSRF field');
+      assert.ok(csrf, "the queue page's cancel form carries a CSRF field");
       assert.ok(!page.text.includes(d.token!), 'the page does not hold the token');
       const own = await cancel({ cookie, origin: d.address }, `csrf=${csrf}`);
       assert.equal(own.status, 303, own.text);
@@ -89,10 +123,12 @@ test('cancel from another origin with the session cookie is refused (403) and ca
       assert.equal(await state(), 'cancelling');
       const log = d.logText();
       assert.match(log, /dashboard request refused with 403/);
-      for (const secret of [d.token!, cookie.split('=')[1]!, csrf]) assert.ok(!log.includes(secret), 'the log holds a credential');
+      for (const secret of [d.token!, cookie.split('=')[1]!, csrf])
+        assert.ok(!log.includes(secret), 'the log holds a credential');
     },
     async (prefix) => {
-      id = (await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec('test/fixtures/specs/tiny-ab.yaml') })).id;
+      id = (await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec('test/fixtures/specs/tiny-ab.yaml') }))
+        .id;
     },
   );
 });
@@ -107,14 +143,27 @@ test('a request for another Host name is refused (421), on every route', async (
       }
     }
     const refused = await getWithHost(d.address, '/', 'attacker.example', d.token);
-    assert.match(refused.text, /does not answer to the host name "attacker\.example": it answers to 127\.0\.0\.1:\d+, localhost:\d+/);
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`]) assert.equal((await getWithHost(d.address, '/', host, d.token)).status, 200, host);
+    assert.match(
+      refused.text,
+      /does not answer to the host name "attacker\.example": it answers to 127\.0\.0\.1:\d+, localhost:\d+/,
+    );
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`])
+      assert.equal((await getWithHost(d.address, '/', host, d.token)).status, 200, host);
   });
 });
 
 test('every page needs the token (401); ?token= signs a browser in by cookie and leaves the URL', async () => {
   await withDashboard(async (d) => {
-    for (const path of ['/', '/queue', '/experiments', '/nightly', '/metrics', '/bull', '/live?view=cluster', '/results/x/y']) {
+    for (const path of [
+      '/',
+      '/queue',
+      '/experiments',
+      '/nightly',
+      '/metrics',
+      '/bull',
+      '/live?view=cluster',
+      '/results/x/y',
+    ]) {
       const res = await get(`${d.address}${path}`);
       assert.equal(res.status, 401, `${path} without the token: ${res.status}`);
       assert.match(res.text, /This needs the dashboard token/);
@@ -129,7 +178,11 @@ test('every page needs the token (401); ?token= signs a browser in by cookie and
     assert.ok(!setCookie.includes(d.token!), 'the cookie does not carry the token itself');
     const cookie = setCookie.split(';')[0]!;
     assert.equal((await get(`${d.address}/queue`, { headers: { cookie } })).status, 200);
-    assert.equal((await get(`${d.address}/queue`, { headers: { cookie: `${cookie.split('=')[0]}=${d.token}` } })).status, 401, 'the token as a cookie is no session');
+    assert.equal(
+      (await get(`${d.address}/queue`, { headers: { cookie: `${cookie.split('=')[0]}=${d.token}` } })).status,
+      401,
+      'the token as a cookie is no session',
+    );
   });
 });
 
@@ -146,7 +199,12 @@ test('a results directory or file linked out of the results root is not served',
     writeFileSync(join(root, 'elsewhere', 'report.md'), 'not served\n');
     symlinkSync(join(root, 'elsewhere'), join(results, 'exp2'));
 
-    for (const path of ['/results/etc-exp/passwd', '/results/exp1/etc/passwd', '/results/exp1/passwd', '/results/exp2/report.md']) {
+    for (const path of [
+      '/results/etc-exp/passwd',
+      '/results/exp1/etc/passwd',
+      '/results/exp1/passwd',
+      '/results/exp2/report.md',
+    ]) {
       const res = await d.get(path);
       assert.equal(res.status, 404, `${path}: ${res.status} ${res.text.slice(0, 80)}`);
       assert.doesNotMatch(res.text, /root:|not served/);
@@ -165,24 +223,36 @@ test('run.env values, grant MACs and alert webhooks are masked in bull-board and
     async (d, _prefix, root) => {
       const job = await d.get('/bull/api/queues?activeQueue=host-h1&status=waiting&page=1');
       assert.equal(job.status, 200, `bull-board: ${job.text.slice(0, 400)}`);
-      assert.match(job.text, /API_TOKEN/, 'the variable\'s name is shown');
+      assert.match(job.text, /API_TOKEN/, "the variable's name is shown");
       for (const s of [secret, mac]) assert.ok(!job.text.includes(s), `bull-board shows ${s}`);
       assert.match(job.text, /\[redacted\]/);
 
       const dir = join(root, 'results', 'exp1');
       mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, 'spec.yaml'), `name: x\n# the token\nworkload:\n  runtime: command\n  run:\n    cmd: ./bench\n    env: { API_TOKEN: ${secret}, OTHER: &o other-${secret} }\n  toggles: { t: { env: T, on: "1", off: "0" } }\nnotes: *o\n`);
+      writeFileSync(
+        join(dir, 'spec.yaml'),
+        `name: x\n# the token\nworkload:\n  runtime: command\n  run:\n    cmd: ./bench\n    env: { API_TOKEN: ${secret}, OTHER: &o other-${secret} }\n  toggles: { t: { env: T, on: "1", off: "0" } }\nnotes: *o\n`,
+      );
       const spec = await d.get('/results/exp1/spec.yaml');
       assert.equal(spec.status, 200);
       assert.ok(!spec.text.includes(secret), spec.text);
       assert.match(spec.text, /API_TOKEN: "\[redacted\]"/);
       assert.match(spec.text, /# the token\n/, 'comments are kept');
-      assert.match(spec.text, /on: "1"/, 'a toggle\'s env name and values are no secret');
+      assert.match(spec.text, /on: "1"/, "a toggle's env name and values are no secret");
     },
     async (prefix) => {
-      await new CardRegistry(r.redis, { prefix }).register('h1', [{ id: 'h1/cpu:0', host: 'h1', backend: 'cpu', index: 0, uuid: 'h1/cpu:0', name: 'cpu' }], { ttlMs: 60_000, pid: 1 });
+      await new CardRegistry(r.redis, { prefix }).register(
+        'h1',
+        [{ id: 'h1/cpu:0', host: 'h1', backend: 'cpu', index: 0, uuid: 'h1/cpu:0', name: 'cpu' }],
+        { ttlMs: 60_000, pid: 1 },
+      );
       const q = new Queue(hostQueue('h1'), { connection: r.redis, prefix });
-      await q.add('block', { experiment: 'e', workload: { runtime: 'command', run: { cmd: './bench', env: { API_TOKEN: secret } } }, alerts: { webhook: `https://hooks.example/${secret}` }, grant: { v: 1, mac } });
+      await q.add('block', {
+        experiment: 'e',
+        workload: { runtime: 'command', run: { cmd: './bench', env: { API_TOKEN: secret } } },
+        alerts: { webhook: `https://hooks.example/${secret}` },
+        grant: { v: 1, mac },
+      });
       await q.close();
     },
   );

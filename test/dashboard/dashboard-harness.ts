@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { startDashboard, type Dashboard } from '../../orchestrator/dashboard/server.ts';
+import { type Dashboard, startDashboard } from '../../orchestrator/dashboard/server.ts';
 import type { SseLimits } from '../../orchestrator/dashboard/sse-admission.ts';
 
 export interface TestDashboard extends Dashboard {
@@ -25,7 +25,14 @@ export interface Answer {
   headers: Headers;
 }
 
-export async function testDashboard(opts: { url: string; prefix: string; token?: string | null; resultsRoot?: string; host?: string; sse?: SseLimits }): Promise<TestDashboard> {
+export async function testDashboard(opts: {
+  url: string;
+  prefix: string;
+  token?: string | null;
+  resultsRoot?: string;
+  host?: string;
+  sse?: SseLimits;
+}): Promise<TestDashboard> {
   let text = '';
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -49,7 +56,14 @@ export async function testDashboard(opts: { url: string; prefix: string; token?:
     ...d,
     token,
     logText: () => text,
-    get: (path, init = {}) => get(`${d.address}${path}`, { ...init, headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...(init.headers as Record<string, string> | undefined) } }),
+    get: (path, init = {}) =>
+      get(`${d.address}${path}`, {
+        ...init,
+        headers: {
+          ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+          ...(init.headers as Record<string, string> | undefined),
+        },
+      }),
   };
 }
 

@@ -11,21 +11,36 @@
 // while it is open, and each page's screenshot is taken after its updates (copied to the folder
 // ORCH_DASHBOARD_SCREENSHOTS names: scripts/dashboard-screenshots.mjs sets it to docs/screenshots).
 // Without /usr/bin/chromium the test is skipped, except under ORCH_REQUIRE_SUITES (test/utils/required-suite.ts), where it fails.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { test } from 'node:test';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { openHistory } from '../../history/open-history.ts';
 import { row } from '../history/nightly-row.ts';
-import { runOrch, spawnOrch, startCluster, type Cluster, type OrchChild } from '../orchestrator/orch-cluster.ts';
+import { type Cluster, type OrchChild, runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { suiteSkip } from '../utils/required-suite.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { testDashboard } from './dashboard-harness.ts';
-import { suiteSkip } from '../utils/required-suite.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const missing = suiteSkip('chromium', existsSync(CHROMIUM) ? null : `${CHROMIUM} not installed (apt-get install -y chromium): the browser tests need Debian's chromium`);
+const missing = suiteSkip(
+  'chromium',
+  existsSync(CHROMIUM)
+    ? null
+    : `${CHROMIUM} not installed (apt-get install -y chromium): the browser tests need Debian's chromium`,
+);
 
 /** Live updates a page must take, before and again after its reload, before it is looked at. */
 const UPDATES = 3;
@@ -47,7 +62,10 @@ async function fragments(page: Page): Promise<number> {
 
 /** Waits for `n` live updates of the page as loaded now. */
 async function liveUpdates(page: Page, n: number, what: string): Promise<void> {
-  await waitFor(`${n} live updates of ${what}`, async () => (await fragments(page)) >= n, { timeoutMs: 60_000, intervalMs: 100 });
+  await waitFor(`${n} live updates of ${what}`, async () => (await fragments(page)) >= n, {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
 }
 
 /** The frame every page has: the navigation, the title, the live part. */
@@ -73,8 +91,16 @@ async function afterUpdates(page: Page, path: string, title: string, check: () =
 async function seedNightly(file: string, experiment: string): Promise<void> {
   const history = await openHistory({ url: null, file });
   const comparisons = [
-    { arm: 'graph-with-pdl', changes: [0.004, -0.002, 0.001, 0.05], last: { verdict: 'slower', finding: 'regression' } },
-    { arm: 'pdl-only', changes: [0.001, 0.003, -0.001, 0.012], last: { verdict: 'slower', finding: 'slower-uncorrected' } },
+    {
+      arm: 'graph-with-pdl',
+      changes: [0.004, -0.002, 0.001, 0.05],
+      last: { verdict: 'slower', finding: 'regression' },
+    },
+    {
+      arm: 'pdl-only',
+      changes: [0.001, 0.003, -0.001, 0.012],
+      last: { verdict: 'slower', finding: 'slower-uncorrected' },
+    },
   ];
   try {
     const now = Date.now();
@@ -82,11 +108,33 @@ async function seedNightly(file: string, experiment: string): Promise<void> {
     for (let i = 0; i < nights; i++) {
       const at = now - (nights - 1 - i) * DAY;
       const last = i === nights - 1;
-      const { run } = await history.claimRun({ suite: 'live', scheduledAt: at, orchVersion: null, orchCommit: null, serveHost: 'h1' });
+      const { run } = await history.claimRun({
+        suite: 'live',
+        scheduledAt: at,
+        orchVersion: null,
+        orchCommit: null,
+        serveHost: 'h1',
+      });
       const rows = comparisons.map(({ arm, changes, last: l }) => {
         const change = changes[i]!;
         const reference = 2 + 0.01 * Math.sin(i);
-        return row({ run_id: run.id, suite: 'live', scheduled_at: at, spec_name: 'a-long-spec-name', arm, reference: 'eager-baseline', experiment, verdict: last ? l.verdict : 'inconclusive', change, ci_low: change - 0.01, ci_high: change + 0.01, arm_value: reference * (1 + change), reference_value: reference, finding: last ? l.finding : null, commits: { '/src/app': `c0ffee${i}${'0'.repeat(33)}` } });
+        return row({
+          run_id: run.id,
+          suite: 'live',
+          scheduled_at: at,
+          spec_name: 'a-long-spec-name',
+          arm,
+          reference: 'eager-baseline',
+          experiment,
+          verdict: last ? l.verdict : 'inconclusive',
+          change,
+          ci_low: change - 0.01,
+          ci_high: change + 0.01,
+          arm_value: reference * (1 + change),
+          reference_value: reference,
+          finding: last ? l.finding : null,
+          commits: { '/src/app': `c0ffee${i}${'0'.repeat(33)}` },
+        });
       });
       await history.finishRun(run.id, { state: 'done', error: null, alerts: last ? 1 : 0, rows });
     }
@@ -98,7 +146,12 @@ async function seedNightly(file: string, experiment: string): Promise<void> {
 function longSpec(dir: string): string {
   const file = join(dir, 'long-ab.yaml');
   // tiny-ab with enough blocks to outlast the visit: the test cancels it when done
-  writeFileSync(file, readFileSync('test/fixtures/specs/tiny-ab.yaml', 'utf8').replace('name: tiny-ab', 'name: long-ab').replace('blocks: { count: 3, ranks: 1 }', 'blocks: { count: 60, ranks: 1 }'));
+  writeFileSync(
+    file,
+    readFileSync('test/fixtures/specs/tiny-ab.yaml', 'utf8')
+      .replace('name: tiny-ab', 'name: long-ab')
+      .replace('blocks: { count: 3, ranks: 1 }', 'blocks: { count: 60, ranks: 1 }'),
+  );
   return file;
 }
 
@@ -106,7 +159,10 @@ async function experimentIds(c: Cluster): Promise<string[]> {
   return c.redis.zrange(`${c.prefix}:exps`, '0', '-1');
 }
 
-test('every dashboard page keeps its verdict, tables, plots, navigation and Cancel through live updates and a reload', { skip: missing, timeout: 600_000 }, async () => {
+test('every dashboard page keeps its verdict, tables, plots, navigation and Cancel through live updates and a reload', {
+  skip: missing,
+  timeout: 600_000,
+}, async () => {
   const c = await startCluster();
   const dir = mkdtempSync(join(tmpdir(), 'orch-dash-live-'));
   const shots = join(dir, 'screenshots');
@@ -133,13 +189,30 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
     assert.equal(await c.redis.hget(`${c.prefix}:experiment:${done}`, 'state'), 'done', short.stderr);
     // ... and one running, with a block committed so its verdict, tables and plots exist
     const long = submit(longSpec(dir));
-    const running = await waitFor('the long experiment registered', async () => (await experimentIds(c)).find((x) => x !== done), { timeoutMs: 30_000, intervalMs: 50 });
-    await waitFor('a block of the long experiment committed', async () => (await c.redis.hlen(`${c.prefix}:experiment:${running}:commits`)) > 0, { timeoutMs: 60_000, intervalMs: 100 });
+    const running = await waitFor(
+      'the long experiment registered',
+      async () => (await experimentIds(c)).find((x) => x !== done),
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    await waitFor(
+      'a block of the long experiment committed',
+      async () => (await c.redis.hlen(`${c.prefix}:experiment:${running}:commits`)) > 0,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
 
     browser = await chromium.launchPersistentContext(join(dir, 'profile'), {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 900 },
     });
     await browser.addInitScript(COUNT_FRAGMENTS);
@@ -163,11 +236,19 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
     await shoot(page, 'queue');
 
     const experimentPage = (id: string, runningNow: boolean) => async () => {
-      assert.match((await page.locator('main h2').first().textContent()) ?? '', /^Verdict: (faster|slower|equivalent|inconclusive|invalid)$/);
-      for (const table of ['#about', '#progress', '#gates', '#arms', '#comparisons']) assert.equal(await page.locator(table).count(), 1, `${id}: ${table}`);
+      assert.match(
+        (await page.locator('main h2').first().textContent()) ?? '',
+        /^Verdict: (faster|slower|equivalent|inconclusive|invalid)$/,
+      );
+      for (const table of ['#about', '#progress', '#gates', '#arms', '#comparisons'])
+        assert.equal(await page.locator(table).count(), 1, `${id}: ${table}`);
       const plot = page.locator('figure.plot[data-plot="arms.svg"] svg');
       assert.ok(((await plot.boundingBox())?.height ?? 0) > 50, `${id}: the arms plot has a size`);
-      assert.equal(await page.locator('form.cancel button').count(), runningNow ? 1 : 0, `${id}: Cancel while it runs only`);
+      assert.equal(
+        await page.locator('form.cancel button').count(),
+        runningNow ? 1 : 0,
+        `${id}: Cancel while it runs only`,
+      );
       if (runningNow) assert.ok(await page.locator('form.cancel button').isVisible());
     };
     await afterUpdates(page, at(`/experiments/${running}`), `Experiment ${running}`, experimentPage(running, true));
@@ -188,14 +269,27 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
       assert.match(cells[5]!, /^[+−]\d+\.\d\d %$/, 'change');
       assert.match(cells[6]!, /^[+−]\d+\.\d\d % – [+−]\d+\.\d\d %$/, 'CI');
       assert.match(cells[7]!, /^\d+ s$|min/, 'duration');
-      assert.equal((await page.locator(`#experiments tr[data-experiment="${running}"] td.state`).textContent()), 'running');
+      assert.equal(
+        await page.locator(`#experiments tr[data-experiment="${running}"] td.state`).textContent(),
+        'running',
+      );
     });
     // an experiment submitted while the list is open appears in it by itself
     const loadsBefore = await page.evaluate(() => performance.getEntriesByType('navigation').length);
     const third = submit('test/fixtures/specs/tiny-ab.yaml');
-    const queued = await waitFor('a third experiment registered', async () => (await experimentIds(c)).find((x) => x !== done && x !== running), { timeoutMs: 30_000, intervalMs: 50 });
-    await page.locator(`#experiments tr[data-experiment="${queued}"] td.state`, { hasText: 'queued' }).waitFor({ timeout: 30_000 });
-    assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length), loadsBefore, 'no reload');
+    const queued = await waitFor(
+      'a third experiment registered',
+      async () => (await experimentIds(c)).find((x) => x !== done && x !== running),
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    await page
+      .locator(`#experiments tr[data-experiment="${queued}"] td.state`, { hasText: 'queued' })
+      .waitFor({ timeout: 30_000 });
+    assert.equal(
+      await page.evaluate(() => performance.getEntriesByType('navigation').length),
+      loadsBefore,
+      'no reload',
+    );
     await assertFrame(page, 'Experiments');
     await shoot(page, 'experiments');
 
@@ -204,32 +298,56 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
     await afterUpdates(page, at('/nightly'), 'Nightly', async () => {
       const regressed = page.locator('#last-night tr[data-finding="regression"]');
       assert.equal(await regressed.count(), 1, 'last night regressed');
-      assert.equal(await regressed.locator(`a[href="/experiments/${done}"]`).count(), 1, 'a link to the night\'s experiment');
+      assert.equal(
+        await regressed.locator(`a[href="/experiments/${done}"]`).count(),
+        1,
+        "a link to the night's experiment",
+      );
       assert.match((await regressed.locator('code.commit').textContent()) ?? '', /^c0ffee3/);
-      assert.match((await page.locator('#last-night tr[data-finding="slower-uncorrected"]').textContent()) ?? '', /slower, not confirmed after correction.*pdl-only vs eager-baseline/);
+      assert.match(
+        (await page.locator('#last-night tr[data-finding="slower-uncorrected"]').textContent()) ?? '',
+        /slower, not confirmed after correction.*pdl-only vs eager-baseline/,
+      );
       assert.equal(await page.locator('figure.nightly-plot svg').count(), 2, 'a plot per comparison');
       const svg = page.locator('figure.nightly-plot svg').first();
       assert.equal(await svg.locator('text.night-label').count(), 4, 'each of the four nights labelled');
-      assert.deepEqual(await svg.locator('text.legend').allTextContents(), ['change graph-with-pdl vs eager-baseline (CI band)', 'graph-with-pdl', 'eager-baseline', 'alert (ringed)']);
+      assert.deepEqual(await svg.locator('text.legend').allTextContents(), [
+        'change graph-with-pdl vs eager-baseline (CI band)',
+        'graph-with-pdl',
+        'eager-baseline',
+        'alert (ringed)',
+      ]);
       assert.equal(await svg.locator('a.night-link').count(), 12, 'every point of the three lines links to its night');
     });
     await shoot(page, 'nightly');
 
     await page.goto(at('/bull'));
-    for (const q of ['nightly', 'host-h1']) await page.getByText(q, { exact: true }).first().waitFor({ timeout: 30_000 });
+    for (const q of ['nightly', 'host-h1'])
+      await page.getByText(q, { exact: true }).first().waitFor({ timeout: 30_000 });
     await shoot(page, 'bull-board');
 
     // the running experiment's own Cancel button ends it; its page reloads to the ended state
     await page.goto(at(`/experiments/${running}`));
     await page.locator('form.cancel button').click();
-    await waitFor('the long experiment cancelled', async () => (await page.locator('#state').textContent()) === 'cancelled', { timeoutMs: 60_000, intervalMs: 100 });
+    await waitFor(
+      'the long experiment cancelled',
+      async () => (await page.locator('#state').textContent()) === 'cancelled',
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     await assertFrame(page, `Experiment ${running}`);
     await runOrch(['cancel', queued], c.env);
     await long.exited;
     await third.exited;
 
     const saved = readdirSync(shots).sort();
-    assert.deepEqual(saved, ['bull-board.png', 'cluster.png', 'experiment.png', 'experiments.png', 'nightly.png', 'queue.png']);
+    assert.deepEqual(saved, [
+      'bull-board.png',
+      'cluster.png',
+      'experiment.png',
+      'experiments.png',
+      'nightly.png',
+      'queue.png',
+    ]);
     const to = process.env.ORCH_DASHBOARD_SCREENSHOTS;
     if (to) {
       mkdirSync(to, { recursive: true });

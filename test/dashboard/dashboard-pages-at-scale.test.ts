@@ -12,8 +12,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { abSpec } from '../orchestrator/in-process-scheduler.ts';
 import { countCommands } from '../orchestrator/command-count.ts';
+import { abSpec } from '../orchestrator/in-process-scheduler.ts';
 import { submitMany } from '../orchestrator/submit-many.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
 import { testDashboard } from './dashboard-harness.ts';
@@ -21,7 +21,9 @@ import { testDashboard } from './dashboard-harness.ts';
 const env = privateRedis();
 after(() => env.server.stop());
 
-async function pagesOf(queued: number): Promise<{ list: string; next: string; queue: string; commands: { list: number; queue: number } }> {
+async function pagesOf(
+  queued: number,
+): Promise<{ list: string; next: string; queue: string; commands: { list: number; queue: number } }> {
   const prefix = freshPrefix('dp');
   await submitMany(env.redis, prefix, mkdtempSync(join(tmpdir(), 'orch-pages-')), 'q', abSpec('q', 1, 2), queued);
   const d = await testDashboard({ url: env.server.url, prefix });
@@ -35,13 +37,20 @@ async function pagesOf(queued: number): Promise<{ list: string; next: string; qu
     assert.equal(list.status, 200, list.text.slice(0, 300));
     assert.equal(queue.status, 200, queue.text.slice(0, 300));
     const next = await d.get('/experiments?page=1');
-    return { list: list.text, next: next.text, queue: queue.text, commands: { list: listCommands, queue: queueCommands } };
+    return {
+      list: list.text,
+      next: next.text,
+      queue: queue.text,
+      commands: { list: listCommands, queue: queueCommands },
+    };
   } finally {
     await d.close();
   }
 }
 
-test('the experiments and queue pages are pages, in commands that do not grow with the queue', { timeout: 180_000 }, async () => {
+test('the experiments and queue pages are pages, in commands that do not grow with the queue', {
+  timeout: 180_000,
+}, async () => {
   const small = await pagesOf(200);
   const large = await pagesOf(2000);
   const rows = (page: string) => (page.match(/<tr data-experiment="[^"]+"><td><a href="\/experiments\//g) ?? []).length;
@@ -54,8 +63,16 @@ test('the experiments and queue pages are pages, in commands that do not grow wi
   assert.equal((large.queue.match(/<section class="queued"/g) ?? []).length, 50, 'the head of the queue');
   assert.match(large.queue, /2000 in the queue, the first 50 shown \(1950 more behind them/);
   assert.match(large.queue, /data-experiment="q-0"/, 'oldest first, as the scheduler grants');
-  console.log(`# Redis commands per page, 200 → 2 000 queued: /experiments ${small.commands.list} → ${large.commands.list}, /queue ${small.commands.queue} → ${large.commands.queue}`);
+  console.log(
+    `# Redis commands per page, 200 → 2 000 queued: /experiments ${small.commands.list} → ${large.commands.list}, /queue ${small.commands.queue} → ${large.commands.queue}`,
+  );
   // a command per experiment would be 1 800 more; a pipeline of HGETs counts its entries, so the queue's grows by those alone
-  assert.ok(large.commands.list - small.commands.list <= 5, `/experiments: ${small.commands.list} → ${large.commands.list}`);
-  assert.ok(large.commands.queue - small.commands.queue <= 1800 + 5, `/queue: ${small.commands.queue} → ${large.commands.queue}`);
+  assert.ok(
+    large.commands.list - small.commands.list <= 5,
+    `/experiments: ${small.commands.list} → ${large.commands.list}`,
+  );
+  assert.ok(
+    large.commands.queue - small.commands.queue <= 1800 + 5,
+    `/queue: ${small.commands.queue} → ${large.commands.queue}`,
+  );
 });

@@ -7,13 +7,13 @@
 // `orch serve --http` the dashboard is a process of its own, behind the same token, and it ends
 // when serve is killed.
 import '../utils/cluster-secret.ts';
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { startRedisServer } from '../../store/redis-server-process.ts';
-import { runOrch, spawnOrch, type OrchChild } from '../orchestrator/orch-cluster.ts';
+import { type OrchChild, runOrch, spawnOrch } from '../orchestrator/orch-cluster.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { get } from './dashboard-harness.ts';
@@ -26,10 +26,17 @@ interface Listening {
 }
 
 async function listening(child: OrchChild, event = 'listening'): Promise<Record<string, unknown>> {
-  return waitFor(`orch printed its ${event} line`, () => {
-    const line = child.out().split('\n').find((l) => l.includes(`"event":"${event}"`));
-    return line ? (JSON.parse(line) as Record<string, unknown>) : null;
-  }, { timeoutMs: 60_000, intervalMs: 50 });
+  return waitFor(
+    `orch printed its ${event} line`,
+    () => {
+      const line = child
+        .out()
+        .split('\n')
+        .find((l) => l.includes(`"event":"${event}"`));
+      return line ? (JSON.parse(line) as Record<string, unknown>) : null;
+    },
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
 }
 
 async function stop(child: OrchChild): Promise<void> {
@@ -49,7 +56,12 @@ function isAlive(pid: number): boolean {
 test('orch dashboard makes its own token (0600), names its file without printing it (the URL only with --print-token), and every page needs it', async () => {
   const srv = await startRedisServer();
   const state = mkdtempSync(join(tmpdir(), 'orch-dash-state-'));
-  const env: Record<string, string> = { REDIS_URL: srv.url, ORCH_PREFIX: freshPrefix('dt'), XDG_RUNTIME_DIR: state, ORCH_DASHBOARD_TOKEN: '' };
+  const env: Record<string, string> = {
+    REDIS_URL: srv.url,
+    ORCH_PREFIX: freshPrefix('dt'),
+    XDG_RUNTIME_DIR: state,
+    ORCH_DASHBOARD_TOKEN: '',
+  };
   const children: OrchChild[] = [];
   try {
     const first = spawnOrch(['dashboard', '--port', '0', '--json'], env);
@@ -68,7 +80,15 @@ test('orch dashboard makes its own token (0600), names its file without printing
     await stop(first);
     const plain = spawnOrch(['dashboard', '--port', '0'], env);
     children.push(plain);
-    const said = await waitFor('orch dashboard printed its start-up line', () => plain.out().split('\n').find((x) => x.startsWith('orch dashboard listening on ')) ?? null, { timeoutMs: 60_000, intervalMs: 50 });
+    const said = await waitFor(
+      'orch dashboard printed its start-up line',
+      () =>
+        plain
+          .out()
+          .split('\n')
+          .find((x) => x.startsWith('orch dashboard listening on ')) ?? null,
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     assert.ok(said.includes(`with the token in ${file} (mode 0600)`) && said.includes('--print-token'), said);
     assert.ok(!plain.out().includes(token), 'the token is not printed');
     await stop(plain);
@@ -99,7 +119,10 @@ test('orch dashboard makes its own token (0600), names its file without printing
     assert.equal((await get(`${l3.address}/`)).status, 200, '--open-loopback serves without a token');
     await stop(open);
 
-    const both = await runOrch(['dashboard', '--port', '0', '--open-loopback'], { ...env, ORCH_DASHBOARD_TOKEN: 'given-token-0123456789' });
+    const both = await runOrch(['dashboard', '--port', '0', '--open-loopback'], {
+      ...env,
+      ORCH_DASHBOARD_TOKEN: 'given-token-0123456789',
+    });
     assert.equal(both.code, 2, both.stderr);
     assert.match(both.stderr, /--open-loopback with a token \(ORCH_DASHBOARD_TOKEN\): an open dashboard has none/);
 
@@ -122,17 +145,28 @@ test('orch serve --http: the dashboard is a process of its own, behind the token
   const srv = await startRedisServer();
   const state = mkdtempSync(join(tmpdir(), 'orch-serve-state-'));
   const token = 'serve-http-token-0123456789abcdef';
-  const serve = spawnOrch(['serve', '--json', '--http', '0'], { REDIS_URL: srv.url, ORCH_PREFIX: freshPrefix('ds'), XDG_RUNTIME_DIR: state, ORCH_DASHBOARD_TOKEN: token });
+  const serve = spawnOrch(['serve', '--json', '--http', '0'], {
+    REDIS_URL: srv.url,
+    ORCH_PREFIX: freshPrefix('ds'),
+    XDG_RUNTIME_DIR: state,
+    ORCH_DASHBOARD_TOKEN: token,
+  });
   try {
     const e = (await listening(serve, 'dashboard')) as { address: string; pid: number; open: string | null };
-    assert.ok(Number.isInteger(e.pid) && e.pid !== serve.child.pid, `the dashboard runs in its own process (pid ${e.pid}, serve ${serve.child.pid})`);
+    assert.ok(
+      Number.isInteger(e.pid) && e.pid !== serve.child.pid,
+      `the dashboard runs in its own process (pid ${e.pid}, serve ${serve.child.pid})`,
+    );
     assert.equal(e.open, null, 'a token given is not printed');
     assert.ok(!serve.out().includes(token), 'serve prints no token it was given');
     assert.equal((await get(`${e.address}/`)).status, 401);
     assert.equal((await get(`${e.address}/`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
     serve.child.kill('SIGKILL');
     await serve.exited;
-    await waitFor('the dashboard process ended with serve', () => !isAlive(e.pid), { timeoutMs: 10_000, intervalMs: 50 });
+    await waitFor('the dashboard process ended with serve', () => !isAlive(e.pid), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    });
   } finally {
     await stop(serve);
     await srv.stop();

@@ -10,13 +10,14 @@
 // every 50 ms, stays above a third of its full length). Then every feed is closed, and the
 // dashboard holds none. SSE_FLOOD_CONNECTIONS sets the size (default 400, as in npm test; the
 // audit's was 2000).
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnOrch, startCluster, type OrchChild } from '../orchestrator/orch-cluster.ts';
+import { test } from 'node:test';
+import { type OrchChild, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
 const CONNECTIONS = Number(process.env.SSE_FLOOD_CONNECTIONS ?? 400);
@@ -60,27 +61,41 @@ test(`${CONNECTIONS} live feeds on orch serve --http: bounded feeds, Redis clien
   let submit: OrchChild | null = null;
   const dir = mkdtempSync(join(tmpdir(), 'orch-sse-flood-'));
   try {
-    serve = spawnOrch(['serve', '--leader-ttl', String(LEADER_TTL_MS), '--json', '--http', '0'], { ...c.env, ORCH_DASHBOARD_TOKEN: token });
-    const started = await waitFor('orch serve --http listening', () => {
-      const line = serve!.out().split('\n').find((l) => l.includes('"event":"dashboard"'));
-      if (!line) return null;
-      const e = JSON.parse(line) as { address?: string; why?: string; pid?: number };
-      const at = /http:\/\/[\d.]+:\d+/.exec(e.address ?? e.why ?? '')?.[0];
-      // the process that serves the dashboard: its own, or (in one process) serve's
-      return at ? { address: at, pid: e.pid ?? serve!.child.pid! } : null;
-    }, { timeoutMs: 60_000, intervalMs: 100 });
+    serve = spawnOrch(['serve', '--leader-ttl', String(LEADER_TTL_MS), '--json', '--http', '0'], {
+      ...c.env,
+      ORCH_DASHBOARD_TOKEN: token,
+    });
+    const started = await waitFor(
+      'orch serve --http listening',
+      () => {
+        const line = serve!
+          .out()
+          .split('\n')
+          .find((l) => l.includes('"event":"dashboard"'));
+        if (!line) return null;
+        const e = JSON.parse(line) as { address?: string; why?: string; pid?: number };
+        const at = /http:\/\/[\d.]+:\d+/.exec(e.address ?? e.why ?? '')?.[0];
+        // the process that serves the dashboard: its own, or (in one process) serve's
+        return at ? { address: at, pid: e.pid ?? serve!.child.pid! } : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     const { address, pid: dashboardPid } = started;
     const port = Number(new URL(address).port);
     const leaderKey = `${c.prefix}:sched:leader`;
     const leader = await waitFor('a leader', () => c.redis.get(leaderKey), { timeoutMs: 20_000, intervalMs: 50 });
     await c.startWorker({ cpuCards: 1, repMs: 1500 });
     submit = spawnOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', join(dir, 'results')], c.env);
-    const id = await waitFor('the experiment running', async () => {
-      const x = (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0];
-      return x && (await c.redis.hget(`${c.prefix}:experiment:${x}`, 'state')) === 'running' ? x : null;
-    }, { timeoutMs: 30_000, intervalMs: 50 });
+    const id = await waitFor(
+      'the experiment running',
+      async () => {
+        const x = (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0];
+        return x && (await c.redis.hget(`${c.prefix}:experiment:${x}`, 'state')) === 'running' ? x : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
 
-    const clients = async () => (await c.redis.client('LIST') as string).trim().split('\n').length;
+    const clients = async () => ((await c.redis.client('LIST')) as string).trim().split('\n').length;
     // settle: the dashboard's own connections are open (a page of each view once)
     for (const p of ['/', '/queue', `/experiments/${id}`]) await timedGet(`${address}${p}`, token);
     const clientsBefore = await clients();
@@ -95,7 +110,10 @@ test(`${CONNECTIONS} live feeds on orch serve --http: bounded feeds, Redis clien
     const loops = [
       (async () => {
         while (sampling) {
-          const [[, holder], [, pttl]] = (await c.redis.multi().get(leaderKey).pttl(leaderKey).exec()) as [[null, string | null], [null, number]];
+          const [[, holder], [, pttl]] = (await c.redis.multi().get(leaderKey).pttl(leaderKey).exec()) as [
+            [null, string | null],
+            [null, number],
+          ];
           leaderSamples.push({ holder, pttl });
           await new Promise((r) => setTimeout(r, 50));
         }
@@ -117,7 +135,20 @@ test(`${CONNECTIONS} live feeds on orch serve --http: bounded feeds, Redis clien
 
     const paths = ['/live?view=cluster', '/live?view=queue', `/live/experiments/${encodeURIComponent(id)}`];
     const addresses = 1 + Math.ceil((CONNECTIONS - BURST) / PER_CLIENT);
-    flood = spawn(process.execPath, ['test/fixtures/sse-flood-client.mjs', String(port), token, String(CONNECTIONS), String(BURST), String(PER_CLIENT), String(HOLD_MS), ...paths], { stdio: ['ignore', 'pipe', 'inherit'] });
+    flood = spawn(
+      process.execPath,
+      [
+        'test/fixtures/sse-flood-client.mjs',
+        String(port),
+        token,
+        String(CONNECTIONS),
+        String(BURST),
+        String(PER_CLIENT),
+        String(HOLD_MS),
+        ...paths,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     flood.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     await new Promise<void>((resolve) => flood!.once('exit', () => resolve()));
@@ -138,25 +169,66 @@ test(`${CONNECTIONS} live feeds on orch serve --http: bounded feeds, Redis clien
         `/healthz max ${Math.max(...healthz).toFixed(0)} ms over ${healthz.length}; leader sampled ${leaderSamples.length}x, min PTTL ${minPttl} ms of ${LEADER_TTL_MS}, holders ${holders.size}`,
     );
 
-    assert.equal(accepted.length + refused.length, CONNECTIONS, `every feed is accepted or refused with 503: ${[...new Set(feeds.map((f) => f.status))].join(', ')}`);
-    assert.equal(accepted.length, Math.min(TOTAL, PER_CLIENT + (CONNECTIONS - BURST)), 'the total and per-client limits, exactly');
-    assert.equal(feeds.slice(0, BURST).filter((f) => f.status === 200).length, PER_CLIENT, `${PER_CLIENT} feeds for one client address`);
+    assert.equal(
+      accepted.length + refused.length,
+      CONNECTIONS,
+      `every feed is accepted or refused with 503: ${[...new Set(feeds.map((f) => f.status))].join(', ')}`,
+    );
+    assert.equal(
+      accepted.length,
+      Math.min(TOTAL, PER_CLIENT + (CONNECTIONS - BURST)),
+      'the total and per-client limits, exactly',
+    );
+    assert.equal(
+      feeds.slice(0, BURST).filter((f) => f.status === 200).length,
+      PER_CLIENT,
+      `${PER_CLIENT} feeds for one client address`,
+    );
     for (const f of refused) {
       assert.equal(f.retry_after, '10');
-      assert.match(f.body, /No live feed for now: (this client \(127\.0\.0\.200\) holds 8|the dashboard holds 256) live feeds already/);
+      assert.match(
+        f.body,
+        /No live feed for now: (this client \(127\.0\.0\.200\) holds 8|the dashboard holds 256) live feeds already/,
+      );
     }
-    assert.ok(accepted.every((f) => f.redis >= 1), 'every accepted feed got the Redis state');
-    assert.ok(accepted.every((f) => f.fragments >= 1), `every accepted feed got its first fragment (${accepted.filter((f) => f.fragments < 1).map((f) => f.path).slice(0, 3).join(', ')} did not)`);
-    assert.ok(clientsMax - clientsBefore <= 2, `Redis clients ${clientsBefore} -> ${clientsMax}: the feeds opened clients of their own`);
-    assert.ok(Math.max(...healthz) < HEALTHZ_LIMIT_MS, `/healthz took ${Math.max(...healthz).toFixed(0)} ms at worst (limit ${HEALTHZ_LIMIT_MS})`);
-    assert.ok(rssMax - rssBefore <= RSS_GROWTH_LIMIT_MB, `dashboard RSS grew ${(rssMax - rssBefore).toFixed(0)} MB (limit ${RSS_GROWTH_LIMIT_MB})`);
+    assert.ok(
+      accepted.every((f) => f.redis >= 1),
+      'every accepted feed got the Redis state',
+    );
+    assert.ok(
+      accepted.every((f) => f.fragments >= 1),
+      `every accepted feed got its first fragment (${accepted
+        .filter((f) => f.fragments < 1)
+        .map((f) => f.path)
+        .slice(0, 3)
+        .join(', ')} did not)`,
+    );
+    assert.ok(
+      clientsMax - clientsBefore <= 2,
+      `Redis clients ${clientsBefore} -> ${clientsMax}: the feeds opened clients of their own`,
+    );
+    assert.ok(
+      Math.max(...healthz) < HEALTHZ_LIMIT_MS,
+      `/healthz took ${Math.max(...healthz).toFixed(0)} ms at worst (limit ${HEALTHZ_LIMIT_MS})`,
+    );
+    assert.ok(
+      rssMax - rssBefore <= RSS_GROWTH_LIMIT_MB,
+      `dashboard RSS grew ${(rssMax - rssBefore).toFixed(0)} MB (limit ${RSS_GROWTH_LIMIT_MB})`,
+    );
     assert.deepEqual([...holders], [leader], 'the leader key never lapsed nor changed hands');
-    assert.ok(minPttl > LEADER_TTL_MS / 3, `the lease's TTL fell to ${minPttl} ms of ${LEADER_TTL_MS}: a renewal (every ${LEADER_TTL_MS / 3} ms) came late`);
+    assert.ok(
+      minPttl > LEADER_TTL_MS / 3,
+      `the lease's TTL fell to ${minPttl} ms of ${LEADER_TTL_MS}: a renewal (every ${LEADER_TTL_MS / 3} ms) came late`,
+    );
 
-    await waitFor('the dashboard holds no feed', async () => {
-      const r = await fetch(`${address}/healthz`, { headers: { authorization: `Bearer ${token}` } });
-      return ((await r.json()) as { live_feeds?: number }).live_feeds === 0;
-    }, { timeoutMs: 10_000, intervalMs: 100 });
+    await waitFor(
+      'the dashboard holds no feed',
+      async () => {
+        const r = await fetch(`${address}/healthz`, { headers: { authorization: `Bearer ${token}` } });
+        return ((await r.json()) as { live_feeds?: number }).live_feeds === 0;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
   } finally {
     if (flood && flood.exitCode === null) flood.kill('SIGKILL');
     for (const child of [submit, serve]) {

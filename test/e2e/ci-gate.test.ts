@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
 import '../utils/cluster-secret.ts';
-import { FIXTURE_RANK } from '../orchestrator/orch-cluster.ts';
 import { runOrch } from '../cli/run-orch.ts';
+import { FIXTURE_RANK } from '../orchestrator/orch-cluster.ts';
 import { parseXml, type XmlNode } from '../utils/parse-xml.ts';
 
 interface Gate {
@@ -36,7 +36,17 @@ function gate(spec: string, env: Record<string, string>): Gate {
   const r = spawnSync('examples/ci/gate.sh', [spec], {
     encoding: 'utf8',
     timeout: 240_000,
-    env: { ...process.env, REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH: `${process.execPath} bin/orch.mjs`, RESULTS: results, GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary, ...env },
+    env: {
+      ...process.env,
+      REDIS_URL: '',
+      ORCH_PREFIX: '',
+      ORCH_LOG: 'warn',
+      ORCH: `${process.execPath} bin/orch.mjs`,
+      RESULTS: results,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: summary,
+      ...env,
+    },
   });
   const [id] = readdirSync(results).filter((f) => !f.endsWith('.xml'));
   assert.ok(id, `${r.stdout}\n${r.stderr}`);
@@ -61,18 +71,23 @@ function withGate(spec: string, env: Record<string, string>, check: (g: Gate) =>
   }
 }
 
-const outcomeCase = (junit: XmlNode) => junit.children[0]!.children.find((c) => c.attrs.name?.startsWith('outcome of '))!;
+const outcomeCase = (junit: XmlNode) =>
+  junit.children[0]!.children.find((c) => c.attrs.name?.startsWith('outcome of '))!;
 
 describe('examples/ci/gate.sh', () => {
   it("on graphrt's cpu backend: the step's exit code is the outcome's, and the JUnit file says the same", () => {
     withGate('test/fixtures/specs/tiny-ab.yaml', {}, (g) => {
       const report = runOrch(['report', '--from', g.dir, '--json']);
       assert.equal(g.code, report.status, `${g.stdout}\n${g.stderr}`);
-      const verdict = (JSON.parse(report.stdout) as { analysis: { verdict: string; backend: { backends: string[] } } }).analysis;
+      const verdict = (JSON.parse(report.stdout) as { analysis: { verdict: string; backend: { backends: string[] } } })
+        .analysis;
       assert.deepEqual(verdict.backend.backends, ['cpu']);
       const outcome = outcomeCase(g.junit);
       assert.equal(outcome.children.length === 0, g.code === 0, JSON.stringify(outcome));
-      assert.match(outcome.children[0]?.attrs.message ?? `${verdict.verdict}: exit code 0`, new RegExp(`^${verdict.verdict}: exit code ${g.code}`));
+      assert.match(
+        outcome.children[0]?.attrs.message ?? `${verdict.verdict}: exit code 0`,
+        new RegExp(`^${verdict.verdict}: exit code ${g.code}`),
+      );
       assert.match(g.stdout, /^::(notice|warning|error) title=orch /m, 'the annotations, on a GitHub runner');
       assert.match(g.summary, new RegExp(`^### orch \\S+: ${verdict.verdict.toUpperCase()}$`, 'm'));
     });
@@ -84,7 +99,10 @@ describe('examples/ci/gate.sh', () => {
       assert.equal(g.code, EXIT_CODES.slower, `${g.stdout}\n${g.stderr}`);
       const cmp = g.junit.children[0]!.children.find((c) => c.attrs.name === 'graph vs eager')!;
       assert.equal(cmp.children[0]?.tag, 'failure');
-      assert.match(cmp.children[0]!.attrs.message!, /^slower: change \+\d+\.\d+ % \(CI \+\d+\.\d+ % to \+\d+\.\d+ %, p [^)]+\)$/);
+      assert.match(
+        cmp.children[0]!.attrs.message!,
+        /^slower: change \+\d+\.\d+ % \(CI \+\d+\.\d+ % to \+\d+\.\d+ %, p [^)]+\)$/,
+      );
       assert.match(g.stdout, /^::error title=orch \S+%3A graph vs eager::slower: change /m);
     });
     withGate('test/fixtures/specs/verdict-ab.yaml', { ...planted, FAIL_ON: 'invalid' }, (lenient) => {

@@ -8,12 +8,13 @@
 // the same CMake project with the CPU backend (GRAPHRT_CUDA=OFF: no GPU here, and the CUDA backend
 // and the ctest executables take minutes on 2 cores). Then the user's command runs as written,
 // through npx.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 
 const sh = (cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env, timeout = 600_000) => {
   const t0 = Date.now();
@@ -21,7 +22,9 @@ const sh = (cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = p
   return { ...r, ms: Date.now() - t0 };
 };
 
-test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → a verdict, every arm n = reps × blocks', { timeout: 900_000 }, async () => {
+test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → a verdict, every arm n = reps × blocks', {
+  timeout: 900_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-e2e-'));
   try {
     const repo = join(dir, 'orch');
@@ -29,7 +32,11 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
     assert.equal(clone.status, 0, clone.stderr);
     const cp = sh('cp', ['-a', join(process.cwd(), 'node_modules'), join(repo, 'node_modules')], dir);
     assert.equal(cp.status, 0, cp.stderr);
-    const configure = sh('cmake', ['-S', 'native', '-B', 'native/build', '-DCMAKE_BUILD_TYPE=Release', '-DGRAPHRT_CUDA=OFF'], repo);
+    const configure = sh(
+      'cmake',
+      ['-S', 'native', '-B', 'native/build', '-DCMAKE_BUILD_TYPE=Release', '-DGRAPHRT_CUDA=OFF'],
+      repo,
+    );
     assert.equal(configure.status, 0, `${configure.stdout}\n${configure.stderr}`);
     const build = sh('cmake', ['--build', 'native/build', '--target', 'graphrt', '-j', '2'], repo);
     assert.equal(build.status, 0, `${build.stdout}\n${build.stderr}`);
@@ -40,13 +47,32 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
     delete env.ORCH_PREFIX;
     delete env.ORCH_GRAPHRT;
     const run = sh('npx', ['orch', 'submit', 'configs/leave-one-out.yaml'], repo, env);
-    console.log(`clone ${clone.ms} ms, node_modules copy ${cp.ms} ms, native build ${build.ms} ms, orch submit ${run.ms} ms (exit ${run.status})`);
+    console.log(
+      `clone ${clone.ms} ms, node_modules copy ${cp.ms} ms, native build ${build.ms} ms, orch submit ${run.ms} ms (exit ${run.status})`,
+    );
     // a run that ended before any results (exit 1 or 2) fails here, with its output
     const ids = existsSync(join(repo, 'results')) ? readdirSync(join(repo, 'results')) : [];
     assert.equal(ids.length, 1, `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
     const out = join(repo, 'results', ids[0]!);
-    for (const f of ['spec.yaml', 'spec.hash', 'events.jsonl', 'summary.json', 'report.md', 'report.json', 'arms.csv', 'comparisons.csv', 'loo.csv', 'arms.svg', 'drift.svg', 'loo.svg']) assert.ok(existsSync(join(out, f)), f);
-    assert.equal(readFileSync(join(out, 'spec.yaml'), 'utf8'), readFileSync(join(repo, 'configs/leave-one-out.yaml'), 'utf8'));
+    for (const f of [
+      'spec.yaml',
+      'spec.hash',
+      'events.jsonl',
+      'summary.json',
+      'report.md',
+      'report.json',
+      'arms.csv',
+      'comparisons.csv',
+      'loo.csv',
+      'arms.svg',
+      'drift.svg',
+      'loo.svg',
+    ])
+      assert.ok(existsSync(join(out, f)), f);
+    assert.equal(
+      readFileSync(join(out, 'spec.yaml'), 'utf8'),
+      readFileSync(join(repo, 'configs/leave-one-out.yaml'), 'utf8'),
+    );
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
       state: string;
       hash: string;
@@ -78,11 +104,18 @@ test('fresh clone: npx orch submit configs/leave-one-out.yaml with no Redis → 
         .map((l) => l.split('|').map((c) => c.trim()))
         .map((c) => [c[1]!.split(' ')[0]!, Number(c[2])] as const),
     );
-    for (const arm of summary.plan.arms) assert.equal(rows.get(arm.name), n, `arm ${arm.name}: n = ${rows.get(arm.name)}, want ${n}`);
+    for (const arm of summary.plan.arms)
+      assert.equal(rows.get(arm.name), n, `arm ${arm.name}: n = ${rows.get(arm.name)}, want ${n}`);
     assert.equal(summary.accounting.measured, summary.accounting.planned);
     // nothing left running: no redis-server or graphrt of this run
     const ps = sh('ps', ['-eo', 'args'], dir).stdout;
-    assert.ok(!ps.includes(repo), `processes of the run are still alive:\n${ps.split('\n').filter((l) => l.includes(repo)).join('\n')}`);
+    assert.ok(
+      !ps.includes(repo),
+      `processes of the run are still alive:\n${ps
+        .split('\n')
+        .filter((l) => l.includes(repo))
+        .join('\n')}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

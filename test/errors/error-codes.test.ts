@@ -11,7 +11,16 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { UnrecoverableError } from 'bullmq';
-import { ERROR_CODES, exitCodeFor, isErrorCode, kindOf, KIND_POLICY, printsStack, retryable, type ErrorCode } from '../../jobs/error-codes.ts';
+import {
+  ERROR_CODES,
+  type ErrorCode,
+  exitCodeFor,
+  isErrorCode,
+  KIND_POLICY,
+  kindOf,
+  printsStack,
+  retryable,
+} from '../../jobs/error-codes.ts';
 import { OrchError, SpecError, UserInputError } from '../../jobs/errors.ts';
 import { toJobError } from '../../store/job-error.ts';
 
@@ -49,7 +58,14 @@ describe('error registry', () => {
   const used = codesConstructed();
 
   it('finds the codes of the tree (the scan works)', () => {
-    for (const c of ['SPEC_INVALID', 'LEASE_LOST', 'RANK_EXITED', 'RANK_DIED', 'NO_WAIT_EMBEDDED', 'METRIC_TOO_FEW_STEPS']) {
+    for (const c of [
+      'SPEC_INVALID',
+      'LEASE_LOST',
+      'RANK_EXITED',
+      'RANK_DIED',
+      'NO_WAIT_EMBEDDED',
+      'METRIC_TOO_FEW_STEPS',
+    ]) {
       assert.ok(used.has(c), `${c} not found by the scan`);
     }
   });
@@ -60,7 +76,10 @@ describe('error registry', () => {
   });
 
   it('has no code the source never uses', () => {
-    const all = SOURCE_DIRS.flatMap(sources).filter((f) => !f.endsWith('error-codes.ts')).map((f) => readFileSync(f, 'utf8')).join('\n');
+    const all = SOURCE_DIRS.flatMap(sources)
+      .filter((f) => !f.endsWith('error-codes.ts'))
+      .map((f) => readFileSync(f, 'utf8'))
+      .join('\n');
     const dead = Object.keys(ERROR_CODES).filter((c) => !all.includes(`'${c}'`));
     assert.deepEqual(dead, []);
   });
@@ -103,7 +122,10 @@ describe('error registry', () => {
     const build = toJobError(new UserInputError('BUILD_FAILED', 'the build exited 2'));
     assert.ok(build instanceof UnrecoverableError);
     assert.equal(build.message, 'the build exited 2');
-    const prefixed = toJobError(new UserInputError('BUILD_FAILED', 'the build exited 2'), 'BUILD_FAILED: the build exited 2');
+    const prefixed = toJobError(
+      new UserInputError('BUILD_FAILED', 'the build exited 2'),
+      'BUILD_FAILED: the build exited 2',
+    );
     assert.equal(prefixed.message, 'BUILD_FAILED: the build exited 2');
     const already = new UnrecoverableError('given up');
     assert.equal(toJobError(already), already);

@@ -27,7 +27,10 @@ interface Opener {
 }
 
 function opener(env: Record<string, string>): Opener {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/history/open-on-go.ts'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/history/open-on-go.ts'], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const o: Opener = {
     ready: false,
     out: '',
@@ -59,7 +62,10 @@ for (const name of BACKENDS) {
           const store = await openHistory(backend.target);
           try {
             const rows = await store.db.all<{ version: number }>('SELECT version FROM schema_version ORDER BY version');
-            assert.deepEqual(rows.map((r) => r.version), migrations().map((m) => m.version));
+            assert.deepEqual(
+              rows.map((r) => r.version),
+              migrations().map((m) => m.version),
+            );
           } finally {
             await store.close();
           }

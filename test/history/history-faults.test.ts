@@ -5,7 +5,7 @@
  * file and the missing database are refused as not worth a retry, the refused connection is.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, openSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -13,8 +13,13 @@ import { dbFault } from '../../history/db-fault.ts';
 import { openHistory } from '../../history/open-history.ts';
 import { PG_ADMIN_URL } from '../utils/history-backends.ts';
 
-async function refusal(target: Parameters<typeof openHistory>[0]): Promise<Error & { code?: string; hint?: string; cause?: unknown }> {
-  const err = await openHistory(target).then(() => null, (e: Error) => e);
+async function refusal(
+  target: Parameters<typeof openHistory>[0],
+): Promise<Error & { code?: string; hint?: string; cause?: unknown }> {
+  const err = await openHistory(target).then(
+    () => null,
+    (e: Error) => e,
+  );
   assert.ok(err, 'opening was refused');
   return err;
 }

@@ -1,13 +1,13 @@
-import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
 import type { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { LeaseStore, type RevokeMessage } from '../../store/lease-store.ts';
-import { ResultStore } from '../../store/result-store.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { GangStaging } from '../../store/gang-staging.ts';
+import { LeaseStore, type RevokeMessage } from '../../store/lease-store.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { ResultStore } from '../../store/result-store.ts';
 import { scriptSource } from '../../store/scripts.ts';
-import { readFileSync } from 'node:fs';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
@@ -29,7 +29,10 @@ describe('card leases (Lua, real redis-server)', () => {
     assert.equal(a.granted, true);
     // c1 is held: c2 must not be taken either (all or none)
     const b = await leases.acquireGang({ cards: ['c2', 'c1'], owner: 'h1', ttlMs: 5000, experiment: 'e', block: 1 });
-    assert.deepEqual(b, { granted: false, busy: { card: 'c1', owner: 'h1', epoch: a.granted ? a.epoch : -1, experiment: 'e', block: 0 } });
+    assert.deepEqual(b, {
+      granted: false,
+      busy: { card: 'c1', owner: 'h1', epoch: a.granted ? a.epoch : -1, experiment: 'e', block: 0 },
+    });
     assert.equal(await leases.get('c2'), null);
     const c = await leases.acquireGang({ cards: ['c2', 'c3'], owner: 'h2', ttlMs: 5000, experiment: 'e', block: 1 });
     assert.ok(c.granted && a.granted && c.epoch > a.epoch);
@@ -53,7 +56,9 @@ describe('card leases (Lua, real redis-server)', () => {
       card: 'g0',
       reason: `epoch ${a.epoch}`,
     });
-    assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h1', epoch: a.epoch, ttlMs: 400 }), { ok: true });
+    assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h1', epoch: a.epoch, ttlMs: 400 }), {
+      ok: true,
+    });
     assert.ok((await redis.pttl(leases.keys.lease('g1'))) > 300);
     await waitFor('leases to expire', async () => (await leases.held(['g0', 'g1'])).length === 0, { timeoutMs: 2000 });
     assert.deepEqual(await leases.renew({ cards: ['g0', 'g1'], owner: 'h1', epoch: a.epoch, ttlMs: 400 }), {
@@ -96,13 +101,34 @@ describe('card leases (Lua, real redis-server)', () => {
     const a = await leases.acquireGang({ cards: ['k0', 'k1'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 3 });
     assert.ok(a.granted);
     // every write of the worker needs the experiment to exist (a Redis that lost its data gets no orphan keys)
-    assert.equal(await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'rank 1 exited 3' }]), -1);
+    assert.equal(
+      await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'rank 1 exited 3' }]),
+      -1,
+    );
     await redis.hset(results.keys.exp('x'), 'state', 'running');
     await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'rank 1 exited 3' }]);
-    const rep = { experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, arm: 'A', rep: 0, position: 0, step_ms: [1], backend: 'cpu', mode: 'eager' as const };
+    const rep = {
+      experiment: 'x',
+      block: 3,
+      attempt: 2,
+      epoch: a.epoch,
+      arm: 'A',
+      rep: 0,
+      position: 0,
+      step_ms: [1],
+      backend: 'cpu',
+      mode: 'eager' as const,
+    };
     const input = {
-      experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, host: 'h1', cards: ['k0', 'k1'],
-      reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], notRun: [], gates: [],
+      experiment: 'x',
+      block: 3,
+      attempt: 2,
+      epoch: a.epoch,
+      host: 'h1',
+      cards: ['k0', 'k1'],
+      reps: [{ block: 3, arm: 'A', rep: 0, result: rep }],
+      notRun: [],
+      gates: [],
     };
     // revoked: refused, nothing written
     await leases.revoke({ cards: ['k1'], reason: 'test' });
@@ -149,7 +175,12 @@ describe('card leases (Lua, real redis-server)', () => {
     assert.ok(b.granted);
     const id = { experiment: 'x', block: 3, attempt: 2, epoch: a.epoch, arm: 'A', rep: 0, position: 0 };
     const rep = { ...id, step_ms: [1], backend: 'cpu', mode: 'eager' as const };
-    const probe = { ...id, backend: 'cpu' as const, host: 'h1', ranks: [{ rank: 0, card: 'f0', device: 'cpu', probes: [] }] };
+    const probe = {
+      ...id,
+      backend: 'cpu' as const,
+      host: 'h1',
+      ranks: [{ rank: 0, card: 'f0', device: 'cpu', probes: [] }],
+    };
     const cards = ['f0', 'f1'];
     const ref = { experiment: 'x', block: 3, attempt: 2 };
     return {
@@ -157,8 +188,21 @@ describe('card leases (Lua, real redis-server)', () => {
       holder: b.epoch,
       // in the order of a real attempt: probes, then the part staged, then the commit
       probes: await results.commitProbes({ ...ref, epoch: a.epoch, cards, records: [probe] }),
-      stage: await staging.stage(ref, a.epoch, { host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], gates: [] }, 5000),
-      commit: await results.commitBlock({ ...ref, epoch: a.epoch, host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], notRun: [], gates: [] }),
+      stage: await staging.stage(
+        ref,
+        a.epoch,
+        { host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], gates: [] },
+        5000,
+      ),
+      commit: await results.commitBlock({
+        ...ref,
+        epoch: a.epoch,
+        host: 'h1',
+        cards,
+        reps: [{ block: 3, arm: 'A', rep: 0, result: rep }],
+        notRun: [],
+        gates: [],
+      }),
       written: {
         results: await conn.hlen(results.keys.results('x')),
         probes: await conn.hlen(results.keys.probes('x')),
@@ -170,7 +214,10 @@ describe('card leases (Lua, real redis-server)', () => {
   test('the lease fence (include/lease-fence.lua) refuses commit-block, commit-probes and stage-part under a stale epoch', async () => {
     const w = await staleWrites(redis);
     assert.deepEqual(w.commit, { committed: false, why: 'epoch', card: 'f1', holder: w.holder });
-    assert.deepEqual(w.probes, { written: false, why: `card f1 is leased under epoch ${w.holder}, not epoch ${w.stale}` });
+    assert.deepEqual(w.probes, {
+      written: false,
+      why: `card f1 is leased under epoch ${w.holder}, not epoch ${w.stale}`,
+    });
     assert.deepEqual(w.stage, { staged: false, card: 'f1', holder: w.holder });
     assert.deepEqual(w.written, { results: 0, probes: 0, staged: 0 }, 'nothing of a stale attempt reached Redis');
 
@@ -182,7 +229,9 @@ describe('card leases (Lua, real redis-server)', () => {
       for (const name of ['commit-block', 'commit-probes', 'stage-part']) {
         const lua = scriptSource(name);
         assert.ok(lua.includes(fence), `${name}.lua takes its fence from the include`);
-        unfenced.defineCommand(`orch_${name.replace(/-/g, '_')}`, { lua: lua.replace(fence, 'local function lease_fence() return nil end\n') });
+        unfenced.defineCommand(`orch_${name.replace(/-/g, '_')}`, {
+          lua: lua.replace(fence, 'local function lease_fence() return nil end\n'),
+        });
       }
       const u = await staleWrites(unfenced);
       assert.deepEqual([u.commit, u.probes, u.stage], [{ committed: true }, { written: true }, { staged: true }]);
@@ -194,15 +243,31 @@ describe('card leases (Lua, real redis-server)', () => {
 
   test('card registry: live cards are those of heartbeating hosts', async () => {
     const reg = new CardRegistry(redis, { prefix: freshPrefix() });
-    const card = (host: string, index: number) => ({ id: `cpu:${index}@${host}`, host, backend: 'cpu' as const, index, uuid: `cpu:${index}@${host}`, name: 'cpu' });
+    const card = (host: string, index: number) => ({
+      id: `cpu:${index}@${host}`,
+      host,
+      backend: 'cpu' as const,
+      index,
+      uuid: `cpu:${index}@${host}`,
+      name: 'cpu',
+    });
     await reg.register('a', [card('a', 0), card('a', 1)], { ttlMs: 5000, pid: 1 });
     await reg.register('b', [card('b', 0)], { ttlMs: 200, pid: 2 });
-    assert.deepEqual((await reg.liveCards()).map((c) => c.id), ['cpu:0@a', 'cpu:1@a', 'cpu:0@b']);
+    assert.deepEqual(
+      (await reg.liveCards()).map((c) => c.id),
+      ['cpu:0@a', 'cpu:1@a', 'cpu:0@b'],
+    );
     await reg.register('a', [card('a', 1)], { ttlMs: 5000, pid: 1 });
-    assert.deepEqual((await reg.liveCards('a')).map((c) => c.id), ['cpu:1@a']);
+    assert.deepEqual(
+      (await reg.liveCards('a')).map((c) => c.id),
+      ['cpu:1@a'],
+    );
     await waitFor('host b to look dead', async () => (await reg.liveCards('b')).length === 0, { timeoutMs: 2000 });
     assert.equal(await reg.heartbeat('b', 5000), false);
-    assert.deepEqual((await reg.liveCardsByHost()).get('b')?.map((c) => c.id), ['cpu:0@b']);
+    assert.deepEqual(
+      (await reg.liveCardsByHost()).get('b')?.map((c) => c.id),
+      ['cpu:0@b'],
+    );
     assert.equal((await reg.hostInfo('a')).alive, true);
   });
 });

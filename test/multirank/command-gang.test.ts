@@ -22,12 +22,29 @@ import { useWorkerEnv } from '../utils/worker-env.ts';
 
 const FIXTURE = new URL('../fixtures/ranks/gang-rank.py', import.meta.url).pathname;
 
-function gangJob(host: string, block: number, attempt: number, env: Record<string, string>, o: { helloTimeoutS?: number; identity?: boolean } = {}): BlockJob {
+function gangJob(
+  host: string,
+  block: number,
+  attempt: number,
+  env: Record<string, string>,
+  o: { helloTimeoutS?: number; identity?: boolean } = {},
+): BlockJob {
   return blockJob({
-    experiment: 'cg', block, attempt, epoch: 7, host, cards: [`cpu:0@${host}`, `cpu:1@${host}`],
+    experiment: 'cg',
+    block,
+    attempt,
+    epoch: 7,
+    host,
+    cards: [`cpu:0@${host}`, `cpu:1@${host}`],
     workload: WorkloadSchema.parse({
       runtime: 'command',
-      run: { cmd: `/usr/bin/python3 ${JSON.stringify(FIXTURE)}`, mode: 'resident', env, timeout_s: 30, hello_timeout_s: o.helloTimeoutS ?? 30 },
+      run: {
+        cmd: `/usr/bin/python3 ${JSON.stringify(FIXTURE)}`,
+        mode: 'resident',
+        env,
+        timeout_s: 30,
+        hello_timeout_s: o.helloTimeoutS ?? 30,
+      },
       toggles: { GRAPH: { env: 'GRAPH', on: '1', off: '0' } },
       warmup: 1,
       steps: 3,
@@ -46,7 +63,11 @@ describe('a command gang of 2 resident ranks on one host', () => {
   let prefix = '';
   let dispatcher: BlockDispatcher;
 
-  async function run(mode: string, block: number, o: { helloTimeoutS?: number; identity?: boolean; attempt?: number; extra?: Record<string, string> } = {}) {
+  async function run(
+    mode: string,
+    block: number,
+    o: { helloTimeoutS?: number; identity?: boolean; attempt?: number; extra?: Record<string, string> } = {},
+  ) {
     if (prefix === '') {
       prefix = freshPrefix();
       await env.spawn({ host, prefix, allowCommand: true, cards: 'cpu:0,cpu:1', heartbeatMs: 3000 });
@@ -57,13 +78,23 @@ describe('a command gang of 2 resident ranks on one host', () => {
     const job = gangJob(host, block, o.attempt ?? 1, { FIXTURE_MODE: mode, FIXTURE_DIR: dir, ...(o.extra ?? {}) }, o);
     for (const card of job.cards) {
       const key = orchKeys(prefix).lease(card);
-      await env.redis.hset(key, { owner: host, epoch: job.epoch, experiment: job.experiment, block, expires: Date.now() + 120_000 });
+      await env.redis.hset(key, {
+        owner: host,
+        epoch: job.epoch,
+        experiment: job.experiment,
+        block,
+        expires: Date.now() + 120_000,
+      });
       await env.redis.pexpire(key, 120_000);
     }
     const t0 = Date.now();
     await dispatcher.dispatch(job);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 90_000 });
-    const seen = (r: number) => JSON.parse(readFileSync(join(dir, `rank${r}.json`), 'utf8')) as { env: Record<string, string>; exchanged: Record<string, string> };
+    const seen = (r: number) =>
+      JSON.parse(readFileSync(join(dir, `rank${r}.json`), 'utf8')) as {
+        env: Record<string, string>;
+        exchanged: Record<string, string>;
+      };
     return { end, seen, ms: Date.now() - t0 };
   }
 
@@ -73,7 +104,16 @@ describe('a command gang of 2 resident ranks on one host', () => {
     assert.equal(end.state, 'completed', JSON.stringify(end));
     const [r0, r1] = [seen(0), seen(1)];
     assert.deepEqual(
-      [r0.env.RANK, r1.env.RANK, r0.env.WORLD_SIZE, r1.env.LOCAL_RANK, r1.env.LOCAL_WORLD_SIZE, r1.env.GROUP_RANK, r1.env.ORCH_RANK, r1.env.CUDA_VISIBLE_DEVICES],
+      [
+        r0.env.RANK,
+        r1.env.RANK,
+        r0.env.WORLD_SIZE,
+        r1.env.LOCAL_RANK,
+        r1.env.LOCAL_WORLD_SIZE,
+        r1.env.GROUP_RANK,
+        r1.env.ORCH_RANK,
+        r1.env.CUDA_VISIBLE_DEVICES,
+      ],
       ['0', '1', '2', '1', '2', '0', '1', ''],
     );
     assert.equal(r0.env.MASTER_ADDR, '127.0.0.1');
@@ -98,16 +138,22 @@ describe('a command gang of 2 resident ranks on one host', () => {
     assert.deepEqual(byRank, { '0': true, '1': false });
   });
 
-  test("rank 0 never reaches its exchange: the deadline names rank 0", async () => {
+  test('rank 0 never reaches its exchange: the deadline names rank 0', async () => {
     const { end } = await run('rank0-no-exchange', 4, { helloTimeoutS: 6 });
     assert.equal(end.state, 'failed');
-    assert.match(end.state === 'failed' ? end.reason : '', /exchange "nccl-id".*rank 0 (did not publish|never published)/);
+    assert.match(
+      end.state === 'failed' ? end.reason : '',
+      /exchange "nccl-id".*rank 0 (did not publish|never published)/,
+    );
   });
 
   test('a rank that never joins the rendezvous: the failure says which rank had not said hello', async () => {
     const { end } = await run('skip-join', 5, { helloTimeoutS: 6 });
     assert.equal(end.state, 'failed');
-    assert.match(end.state === 'failed' ? end.reason : '', /no hello within 6000 ms.*the gang was starting: no rank had said hello, rank 0, 1 had not$/);
+    assert.match(
+      end.state === 'failed' ? end.reason : '',
+      /no hello within 6000 ms.*the gang was starting: no rank had said hello, rank 0, 1 had not$/,
+    );
   });
 
   test('a rank exits 0 early: the gang fails naming it', async () => {
@@ -132,6 +178,9 @@ describe('a command gang of 2 resident ranks on one host', () => {
   test('a 17th exchange is a protocol fault', async () => {
     const { end } = await run('many-exchanges', 9);
     assert.equal(end.state, 'failed');
-    assert.match(end.state === 'failed' ? end.reason : '', /exchange "k15" is this rank's 17th of the attempt; at most 16/);
+    assert.match(
+      end.state === 'failed' ? end.reason : '',
+      /exchange "k15" is this rank's 17th of the attempt; at most 16/,
+    );
   });
 });

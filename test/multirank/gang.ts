@@ -15,7 +15,10 @@ export class Gang {
     this.ranks = Array.from(
       { length: world },
       (_, rank) =>
-        new ServeProcess(['--backend', 'cpu', '--world', String(world), '--rank', String(rank), '--rendezvous', socket], { ...process.env, ...env }),
+        new ServeProcess(
+          ['--backend', 'cpu', '--world', String(world), '--rank', String(rank), '--rendezvous', socket],
+          { ...process.env, ...env },
+        ),
     );
   }
 
@@ -36,7 +39,10 @@ export class Gang {
 }
 
 /** The one line of `type` in an answer. */
-export function lineOf<T extends GraphrtLine['type']>(answer: GraphrtLine[], type: T): Extract<GraphrtLine, { type: T }> {
+export function lineOf<T extends GraphrtLine['type']>(
+  answer: GraphrtLine[],
+  type: T,
+): Extract<GraphrtLine, { type: T }> {
   const found = answer.filter((l) => l.type === type);
   if (found.length !== 1) throw new Error(`expected one ${type} line, got ${JSON.stringify(answer)}`);
   return found[0] as Extract<GraphrtLine, { type: T }>;

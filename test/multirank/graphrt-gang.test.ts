@@ -5,11 +5,12 @@
  * eager, a killed rank makes the others fail fast, a rank that never comes is named. Every line is
  * parsed with the zod mirror (jobs/graphrt-protocol.ts).
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { only, runGraphrt, skipWithoutBinary } from '../native/graphrt.ts';
 import { Gang, lineOf } from './gang.ts';
 
@@ -32,7 +33,14 @@ describe('graphrt multi-rank (cpu)', { skip: skipWithoutBinary }, () => {
         if (h.type !== 'hello') return;
         assert.deepEqual([h.world, h.rank, h.features.collectives], [4, r, true]);
       });
-      const gates = (await gang.askAll({ id: 'g', op: 'identity', replays: 5, ...decode({ toggles: { graph: true, allreduce: true } }) })).map((a) => lineOf(a, 'gate'));
+      const gates = (
+        await gang.askAll({
+          id: 'g',
+          op: 'identity',
+          replays: 5,
+          ...decode({ toggles: { graph: true, allreduce: true } }),
+        })
+      ).map((a) => lineOf(a, 'gate'));
       for (const [r, g] of gates.entries()) {
         assert.equal(g.rank, r);
         assert.equal(g.pass, true, `rank ${r}: ${JSON.stringify(g)}`);
@@ -41,15 +49,46 @@ describe('graphrt multi-rank (cpu)', { skip: skipWithoutBinary }, () => {
         assert.equal(g.nodes, g.launches_per_step + LAYERS, 'one graph node per captured all-reduce');
         assert.deepEqual(g.eager_hashes, gates[0]?.eager_hashes, `rank ${r} holds rank 0's sums`);
       }
-      const eager = (await gang.askAll({ id: 'e', ...decode({ toggles: { allreduce: true } }) })).map((a) => lineOf(a, 'rep'));
-      const graph = (await gang.askAll({ id: 'c', ...decode({ toggles: { graph: true, allreduce: true } }) })).map((a) => lineOf(a, 'rep'));
+      const eager = (await gang.askAll({ id: 'e', ...decode({ toggles: { allreduce: true } }) })).map((a) =>
+        lineOf(a, 'rep'),
+      );
+      const graph = (await gang.askAll({ id: 'c', ...decode({ toggles: { graph: true, allreduce: true } }) })).map(
+        (a) => lineOf(a, 'rep'),
+      );
       for (let r = 0; r < 4; r++) {
         assert.deepEqual([eager[r]?.mode, graph[r]?.mode], ['eager', 'graph']);
-        assert.deepEqual([eager[r]?.collectives_per_step, graph[r]?.collectives_per_step, graph[r]?.world], [LAYERS, LAYERS, 4]);
-        assert.deepEqual(graph[r]?.hashes, eager[0]?.hashes, `rank ${r}: graph replay = eager, bit for bit, on every rank`);
+        assert.deepEqual(
+          [eager[r]?.collectives_per_step, graph[r]?.collectives_per_step, graph[r]?.world],
+          [LAYERS, LAYERS, 4],
+        );
+        assert.deepEqual(
+          graph[r]?.hashes,
+          eager[0]?.hashes,
+          `rank ${r}: graph replay = eager, bit for bit, on every rank`,
+        );
       }
       // The sum is real: one rank alone (allreduce inert) computes something else from rank 0's shard.
-      const alone = only(runGraphrt(['run', '--backend', 'cpu', '--workload', 'decode', '--layers', String(LAYERS), '--hidden', '32', '--max-pos', '16', '--warmup', '1', '--steps', '4', '--allreduce']).lines, 'rep');
+      const alone = only(
+        runGraphrt([
+          'run',
+          '--backend',
+          'cpu',
+          '--workload',
+          'decode',
+          '--layers',
+          String(LAYERS),
+          '--hidden',
+          '32',
+          '--max-pos',
+          '16',
+          '--warmup',
+          '1',
+          '--steps',
+          '4',
+          '--allreduce',
+        ]).lines,
+        'rep',
+      );
       assert.deepEqual(alone.unsupported, ['allreduce']);
       assert.equal(alone.collectives_per_step, 0);
       assert.notDeepEqual(alone.hashes, eager[0]?.hashes, 'the all-reduce changes what a rank computes');
@@ -62,7 +101,12 @@ describe('graphrt multi-rank (cpu)', { skip: skipWithoutBinary }, () => {
     const gang = new Gang(4, { GRAPHRT_PLANT_LAZY_INIT_RANK: '2' });
     try {
       await gang.hellos();
-      const answers = await gang.askAll({ id: 'g', op: 'identity', replays: 3, ...decode({ toggles: { graph: true, allreduce: true } }) });
+      const answers = await gang.askAll({
+        id: 'g',
+        op: 'identity',
+        replays: 3,
+        ...decode({ toggles: { graph: true, allreduce: true } }),
+      });
       for (const [r, a] of answers.entries()) {
         const c = lineOf(a, 'capture');
         assert.equal(c.ok, false, `rank ${r} must not keep a graph the others lack`);
@@ -71,7 +115,9 @@ describe('graphrt multi-rank (cpu)', { skip: skipWithoutBinary }, () => {
         const g = lineOf(a, 'gate');
         assert.deepEqual([g.mode, g.pass], ['eager', true]);
       }
-      const reps = (await gang.askAll({ id: 'r', ...decode({ toggles: { graph: true, allreduce: true } }) })).map((a) => lineOf(a, 'rep'));
+      const reps = (await gang.askAll({ id: 'r', ...decode({ toggles: { graph: true, allreduce: true } }) })).map((a) =>
+        lineOf(a, 'rep'),
+      );
       assert.ok(reps.every((x) => x.mode === 'eager' && x.nodes === null));
       assert.ok(reps.every((x) => JSON.stringify(x.hashes) === JSON.stringify(reps[0]?.hashes)));
     } finally {
@@ -92,8 +138,13 @@ describe('graphrt multi-rank (cpu)', { skip: skipWithoutBinary }, () => {
       victim.child.kill('SIGKILL');
       const exits = await Promise.all(gang.ranks.filter((r) => r !== victim).map((r) => r.exited));
       const slowest = Math.max(...exits.map((e) => e.at - t0));
-      console.log(`# rank 2 killed: ranks 0, 1, 3 exited ${exits.map((e) => `${e.code} after ${e.at - t0} ms`).join(', ')}`);
-      assert.deepEqual(exits.map((e) => e.code), [7, 7, 7]);
+      console.log(
+        `# rank 2 killed: ranks 0, 1, 3 exited ${exits.map((e) => `${e.code} after ${e.at - t0} ms`).join(', ')}`,
+      );
+      assert.deepEqual(
+        exits.map((e) => e.code),
+        [7, 7, 7],
+      );
       assert.ok(slowest < 1000, `the gang failed within a second (${slowest} ms)`);
       for (const i of [0, 1, 3]) {
         const answer = await pending[i]!;
@@ -109,7 +160,19 @@ describe('graphrt multi-rank (cpu)', { skip: skipWithoutBinary }, () => {
   test('a rank that never comes: rank 0 gives up naming it (RANK_LOST); --world > 1 needs --rendezvous', () => {
     const dir = mkdtempSync(join(tmpdir(), 'orch-gang-'));
     try {
-      const r = runGraphrt(['serve', '--backend', 'cpu', '--world', '3', '--rank', '0', '--rendezvous', join(dir, 'rv.sock'), '--rendezvous-timeout-ms', '300']);
+      const r = runGraphrt([
+        'serve',
+        '--backend',
+        'cpu',
+        '--world',
+        '3',
+        '--rank',
+        '0',
+        '--rendezvous',
+        join(dir, 'rv.sock'),
+        '--rendezvous-timeout-ms',
+        '300',
+      ]);
       assert.equal(r.code, 7);
       const e = only(r.lines, 'error');
       assert.equal(e.code, 'RANK_LOST');

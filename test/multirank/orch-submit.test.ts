@@ -6,11 +6,12 @@
  * results are written. And the same with a capture failure planted on rank 2: every rank runs
  * eager, the gates still pass, nothing hangs.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { skipWithoutBinary } from '../native/graphrt.ts';
 import { runOrch } from '../orchestrator/orch-cluster.ts';
 
@@ -22,7 +23,11 @@ interface Ev {
   event: Record<string, unknown>;
 }
 
-async function submit(env: Record<string, string>): Promise<{ summary: { state: string; accounting: { planned: number; measured: number } }; events: Ev[]; report: string }> {
+async function submit(env: Record<string, string>): Promise<{
+  summary: { state: string; accounting: { planned: number; measured: number } };
+  events: Ev[];
+  report: string;
+}> {
   const dir = mkdtempSync(join(tmpdir(), 'orch-multirank-'));
   try {
     const r = await runOrch(['submit', SPEC, '--results', dir], { ...embedded, ...env }, 60_000);
@@ -30,7 +35,10 @@ async function submit(env: Record<string, string>): Promise<{ summary: { state: 
     const [id] = readdirSync(dir);
     assert.ok(id, `no results written: ${r.stderr}`);
     const summary = JSON.parse(readFileSync(join(dir, id, 'summary.json'), 'utf8'));
-    const events = readFileSync(join(dir, id, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);
+    const events = readFileSync(join(dir, id, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Ev);
     return { summary, events, report: readFileSync(join(dir, id, 'report.md'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -51,18 +59,31 @@ describe('orch submit: one block of 4 ranks (cpu)', { skip: skipWithoutBinary },
     assert.ok(hellos.every((e) => e.event.world === 4 && Number(e.rank) === e.event.rank));
     const gates = ofType(events, 'gate');
     assert.equal(gates.length, 4, 'the graph arm is gated on every rank');
-    for (const g of gates) assert.deepEqual([g.event.pass, g.event.mode, g.event.collectives_per_step], [true, 'graph', 2], JSON.stringify(g));
+    for (const g of gates)
+      assert.deepEqual(
+        [g.event.pass, g.event.mode, g.event.collectives_per_step],
+        [true, 'graph', 2],
+        JSON.stringify(g),
+      );
     const reps = ofType(events, 'rep');
     assert.equal(reps.length, 16, '4 reps x 4 ranks');
     for (const id of new Set(reps.map((e) => e.event.id))) {
       const same = reps.filter((e) => e.event.id === id);
-      assert.equal(new Set(same.map((e) => JSON.stringify(e.event.hashes))).size, 1, `rep ${String(id)}: every rank holds the same output`);
+      assert.equal(
+        new Set(same.map((e) => JSON.stringify(e.event.hashes))).size,
+        1,
+        `rep ${String(id)}: every rank holds the same output`,
+      );
       const want = same[0]?.event.arm === 'graph' ? 'graph' : 'eager';
       assert.ok(same.every((e) => e.event.mode === want && e.event.collectives_per_step === 2));
     }
     // The report's ranks section: per arm and rank the gate, hashes against rank 0's, collectives, nodes.
     assert.match(report, /## Ranks\n\n.*Every rank holds rank 0's hashes\./);
-    for (let r = 0; r < 4; r++) assert.match(report, new RegExp(`\\| graph \\| ${r} \\| 1 / 1 \\| 2 \\| graph \\| 3 / 3 \\| 2 \\| \\d+ \\| \\d+ \\|`));
+    for (let r = 0; r < 4; r++)
+      assert.match(
+        report,
+        new RegExp(`\\| graph \\| ${r} \\| 1 / 1 \\| 2 \\| graph \\| 3 / 3 \\| 2 \\| \\d+ \\| \\d+ \\|`),
+      );
     assert.match(report, /## Card time/);
   });
 

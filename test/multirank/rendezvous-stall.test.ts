@@ -4,28 +4,55 @@
  * and then nothing. Rank 0 must keep its deadline (RANK_LOST, not a hang), drop the stalled
  * connection, and meanwhile let the honest rank in: the hellos are read side by side.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { ServeProcess, skipWithoutBinary } from '../native/graphrt.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
 const SECRET = 'stall-test-secret';
 
 /** Rank 0 of 2 on an ephemeral loopback port; resolves once it has published the address. */
-async function rankZero(dir: string, timeoutMs: number): Promise<{ rank: ServeProcess; port: number; startedAt: number; stderr: () => string }> {
+async function rankZero(
+  dir: string,
+  timeoutMs: number,
+): Promise<{ rank: ServeProcess; port: number; startedAt: number; stderr: () => string }> {
   const publish = join(dir, 'addr');
   const startedAt = Date.now();
   const rank = new ServeProcess(
-    ['--backend', 'cpu', '--world', '2', '--rank', '0', '--rendezvous', 'tcp://127.0.0.1:0', '--rendezvous-publish', publish, '--rendezvous-timeout-ms', String(timeoutMs)],
+    [
+      '--backend',
+      'cpu',
+      '--world',
+      '2',
+      '--rank',
+      '0',
+      '--rendezvous',
+      'tcp://127.0.0.1:0',
+      '--rendezvous-publish',
+      publish,
+      '--rendezvous-timeout-ms',
+      String(timeoutMs),
+    ],
     { ...process.env, GRAPHRT_RENDEZVOUS_SECRET: SECRET },
   );
   let err = '';
   rank.child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const addr = await waitFor('rank 0 publishes its address', () => { try { return readFileSync(publish, 'utf8').trim() || null; } catch { return null; } }, { timeoutMs: 10_000 });
+  const addr = await waitFor(
+    'rank 0 publishes its address',
+    () => {
+      try {
+        return readFileSync(publish, 'utf8').trim() || null;
+      } catch {
+        return null;
+      }
+    },
+    { timeoutMs: 10_000 },
+  );
   return { rank, port: Number(addr.split(':').pop()), startedAt, stderr: () => err };
 }
 
@@ -57,7 +84,10 @@ async function exitWithin(p: ServeProcess, ms: number): Promise<{ code: number |
 }
 
 describe('graphrt rendezvous: a peer that stalls mid-hello', { skip: skipWithoutBinary }, () => {
-  for (const [what, bytes] of [['1 byte', Buffer.from([0x52])], ['a 24-byte header', helloHeader()]] as const) {
+  for (const [what, bytes] of [
+    ['1 byte', Buffer.from([0x52])],
+    ['a 24-byte header', helloHeader()],
+  ] as const) {
     test(`${what} and then silence: rank 0 gives up at its 2 s deadline (RANK_LOST), not later`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'orch-rv-stall-'));
       let sock: Socket | undefined;
@@ -70,7 +100,10 @@ describe('graphrt rendezvous: a peer that stalls mid-hello', { skip: skipWithout
         const took = exit.at - r0.startedAt;
         assert.ok(took < 2000 + 1500, `rank 0 gave up after ${took} ms (deadline 2000 ms)`);
         assert.match(r0.stderr(), /rank\(s\) 1 did not reach the rendezvous/);
-        assert.match(r0.stderr(), /refused a rendezvous connection from 127\.0\.0\.1:\d+: stalled: \d+ of 88 hello bytes/);
+        assert.match(
+          r0.stderr(),
+          /refused a rendezvous connection from 127\.0\.0\.1:\d+: stalled: \d+ of 88 hello bytes/,
+        );
       } finally {
         sock?.destroy();
         rmSync(dir, { recursive: true, force: true });
@@ -87,7 +120,18 @@ describe('graphrt rendezvous: a peer that stalls mid-hello', { skip: skipWithout
       sock = await stall(r0.port, helloHeader());
       const joinedAt = Date.now();
       r1 = new ServeProcess(
-        ['--backend', 'cpu', '--world', '2', '--rank', '1', '--rendezvous', `tcp://127.0.0.1:${r0.port}`, '--rendezvous-timeout-ms', '20000'],
+        [
+          '--backend',
+          'cpu',
+          '--world',
+          '2',
+          '--rank',
+          '1',
+          '--rendezvous',
+          `tcp://127.0.0.1:${r0.port}`,
+          '--rendezvous-timeout-ms',
+          '20000',
+        ],
         { ...process.env, GRAPHRT_RENDEZVOUS_SECRET: SECRET },
       );
       const [h0, h1] = await Promise.all([r0.rank.next(4000), r1.next(4000)]);

@@ -6,11 +6,12 @@
  * hashes, and the block is committed once, by s1, with all four cards. Then kill -9 of s2's worker
  * in the middle of a rep fails the gang and frees all four cards within two heartbeats.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { runOrch, spawnOrch } from '../orchestrator/orch-cluster.ts';
 import { freshPrefix } from '../utils/redis.ts';
@@ -58,8 +59,22 @@ describe('a 4-rank gang spread 2 + 2 over two hosts (cpu, TCP rendezvous)', { sk
 
   async function cluster(prefix: string) {
     const workerEnv = { ORCH_ADVERTISE_ADDR: '127.0.0.1', ORCH_LOG: 'info' };
-    const s1 = await env.spawn({ prefix, host: 's1', cards: 'cpu:0,cpu:1', graphrt: GRAPHRT, heartbeatMs: HEARTBEAT_MS, env: workerEnv });
-    const s2 = await env.spawn({ prefix, host: 's2', cards: 'cpu:0,cpu:1', graphrt: GRAPHRT, heartbeatMs: HEARTBEAT_MS, env: workerEnv });
+    const s1 = await env.spawn({
+      prefix,
+      host: 's1',
+      cards: 'cpu:0,cpu:1',
+      graphrt: GRAPHRT,
+      heartbeatMs: HEARTBEAT_MS,
+      env: workerEnv,
+    });
+    const s2 = await env.spawn({
+      prefix,
+      host: 's2',
+      cards: 'cpu:0,cpu:1',
+      graphrt: GRAPHRT,
+      heartbeatMs: HEARTBEAT_MS,
+      env: workerEnv,
+    });
     const orchEnv = { REDIS_URL: env.server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn' };
     const serve = spawnOrch(['serve', '--leader-ttl', '1500', '--json'], orchEnv);
     return { s1, s2, serve, orchEnv };
@@ -74,7 +89,10 @@ describe('a 4-rank gang spread 2 + 2 over two hosts (cpu, TCP rendezvous)', { sk
       const [id] = readdirSync(join(dir, 'out'));
       assert.ok(id, `no results written (exit ${r.code}): ${r.stderr.slice(-2000)}`);
       const summary = JSON.parse(readFileSync(join(dir, 'out', id, 'summary.json'), 'utf8'));
-      const events = readFileSync(join(dir, 'out', id, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);
+      const events = readFileSync(join(dir, 'out', id, 'events.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Ev);
       assert.equal(summary.state, 'done', r.stderr.slice(-2000));
       assert.deepEqual([summary.accounting.planned, summary.accounting.measured], [4, 4]);
       const ofType = (type: string) => events.filter((e) => e.event.type === type && e.rank !== '');
@@ -84,21 +102,36 @@ describe('a 4-rank gang spread 2 + 2 over two hosts (cpu, TCP rendezvous)', { sk
       const gates = ofType('gate');
       assert.equal(gates.length, 4, 'the graph arm is gated on every rank');
       for (const g of gates) assert.deepEqual([g.event.pass, g.event.mode], [true, 'graph'], JSON.stringify(g));
-      assert.equal(new Set(gates.map((g) => JSON.stringify(g.event.graph_hashes))).size, 1, 'identity hashes identical across ranks');
+      assert.equal(
+        new Set(gates.map((g) => JSON.stringify(g.event.graph_hashes))).size,
+        1,
+        'identity hashes identical across ranks',
+      );
       const reps = ofType('rep');
       assert.equal(reps.length, 16, '4 reps x 4 ranks');
       for (const rid of new Set(reps.map((e) => e.event.id))) {
         const same = reps.filter((e) => e.event.id === rid);
-        assert.equal(new Set(same.map((e) => JSON.stringify(e.event.hashes))).size, 1, `rep ${String(rid)}: every rank holds the same output`);
+        assert.equal(
+          new Set(same.map((e) => JSON.stringify(e.event.hashes))).size,
+          1,
+          `rep ${String(rid)}: every rank holds the same output`,
+        );
       }
       const commits = await env.redis.hgetall(`${prefix}:experiment:${id}:commits`);
       assert.deepEqual(Object.keys(commits), ['0'], 'one commit');
       assert.equal(JSON.parse(commits['0']!).host, 's1', 'committed by the leading host');
-      const results = Object.values(await env.redis.hgetall(`${prefix}:experiment:${id}:results`)).map((v) => JSON.parse(v) as { cards: string[] });
+      const results = Object.values(await env.redis.hgetall(`${prefix}:experiment:${id}:results`)).map(
+        (v) => JSON.parse(v) as { cards: string[] },
+      );
       assert.equal(results.length, 4);
       for (const res of results) assert.deepEqual(res.cards, ['cpu:0@s1', 'cpu:1@s1', 'cpu:0@s2', 'cpu:1@s2']);
-      const gateRecords = Object.values(await env.redis.hgetall(`${prefix}:experiment:${id}:gates`)).map((v) => JSON.parse(v) as { pass: boolean; detail: { rank: number }[] });
-      assert.deepEqual(gateRecords.map((g) => [g.pass, g.detail.map((d) => d.rank)]), [[true, [0, 1, 2, 3]]]);
+      const gateRecords = Object.values(await env.redis.hgetall(`${prefix}:experiment:${id}:gates`)).map(
+        (v) => JSON.parse(v) as { pass: boolean; detail: { rank: number }[] },
+      );
+      assert.deepEqual(
+        gateRecords.map((g) => [g.pass, g.detail.map((d) => d.rank)]),
+        [[true, [0, 1, 2, 3]]],
+      );
       assert.deepEqual(await env.redis.keys(`${prefix}:experiment:${id}:staged:*`), [], 'staged parts cleaned up');
     } finally {
       serve.child.kill('SIGTERM');
@@ -107,7 +140,7 @@ describe('a 4-rank gang spread 2 + 2 over two hosts (cpu, TCP rendezvous)', { sk
     }
   });
 
-  test('kill -9 of one host\'s worker mid-rep fails the gang and frees all four cards within two heartbeats', async () => {
+  test("kill -9 of one host's worker mid-rep fails the gang and frees all four cards within two heartbeats", async () => {
     const prefix = freshPrefix();
     const { s1, s2, serve, orchEnv } = await cluster(prefix);
     const dir = mkdtempSync(join(tmpdir(), 'orch-spread-'));
@@ -119,17 +152,32 @@ describe('a 4-rank gang spread 2 + 2 over two hosts (cpu, TCP rendezvous)', { sk
         const ids = await env.redis.keys(`${prefix}:experiment:*:events`);
         return ids.length === 1 ? (await env.redis.xrange(ids[0]!, '-', '+')).map(([, f]) => f.join(' ')) : [];
       };
-      await waitFor('every rank in the first rep', async () => (await stream()).filter((l) => l.includes('"type":"capture"')).length >= 4, { timeoutMs: 30_000 });
+      await waitFor(
+        'every rank in the first rep',
+        async () => (await stream()).filter((l) => l.includes('"type":"capture"')).length >= 4,
+        { timeoutMs: 30_000 },
+      );
       const epochs = async () => new Set(await Promise.all((await leaseKeys()).map((k) => env.redis.hget(k, 'epoch'))));
       const [epoch] = await epochs();
       assert.ok(epoch, 'the gang holds one epoch on all four cards');
       const t0 = Date.now();
       s2.child.kill('SIGKILL');
       // the attempt's leases, not whatever a retry is granted next on cards whose host still looks alive
-      await waitFor('every lease of the attempt gone', async () => !(await epochs()).has(epoch), { timeoutMs: 10_000, intervalMs: 20 });
+      await waitFor('every lease of the attempt gone', async () => !(await epochs()).has(epoch), {
+        timeoutMs: 10_000,
+        intervalMs: 20,
+      });
       const freedMs = Date.now() - t0;
       console.log(`# worker s2 killed: all four cards of the attempt free after ${freedMs} ms`);
-      if (process.env.SPREAD_DEBUG) console.log(s1.log().split('\n').filter((l) => /fail|revok|lost/i.test(l)).map((l) => l.slice(0, 400)).join('\n'));
+      if (process.env.SPREAD_DEBUG)
+        console.log(
+          s1
+            .log()
+            .split('\n')
+            .filter((l) => /fail|revok|lost/i.test(l))
+            .map((l) => l.slice(0, 400))
+            .join('\n'),
+        );
       assert.ok(freedMs < 2 * HEARTBEAT_MS, `all four cards free within two heartbeats (${freedMs} ms)`);
     } finally {
       submit.child.kill('SIGKILL');

@@ -6,10 +6,11 @@
  * own exit, or a survivor's RANK_LOST naming it). Every card's lease is released and the
  * rendezvous directory of the attempt is gone after.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { describe, test } from 'node:test';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
@@ -23,10 +24,18 @@ const rendezvousDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith('o
 describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, () => {
   const env = useWorkerEnv('multirank');
 
-  for (const { world, victimRank } of [{ world: 2, victimRank: 0 }, { world: 4, victimRank: 2 }]) {
+  for (const { world, victimRank } of [
+    { world: 2, victimRank: 0 },
+    { world: 4, victimRank: 2 },
+  ]) {
     test(`kill -9 of rank ${victimRank} of ${world} mid-rep: the whole block fails within a second, naming the rank, every card free`, async () => {
       const prefix = freshPrefix();
-      await env.spawn({ prefix, host: 'm1', cards: Array.from({ length: world }, (_, i) => `cpu:${i}`).join(','), graphrt: GRAPHRT });
+      await env.spawn({
+        prefix,
+        host: 'm1',
+        cards: Array.from({ length: world }, (_, i) => `cpu:${i}`).join(','),
+        graphrt: GRAPHRT,
+      });
       const leases = new LeaseStore(env.redis, { prefix });
       const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
       const before = new Set(rendezvousDirs());
@@ -35,14 +44,34 @@ describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, 
         const g = await leases.acquireGang({ cards, owner: 'm1', ttlMs: 10_000, experiment: 'mk', block: 0 });
         assert.ok(g.granted);
         const job = blockJob({
-          experiment: 'mk', block: 0, attempt: 1, epoch: g.epoch, host: 'm1', cards, steps: 3000,
-          workload: { runtime: 'native', backend: 'cpu', kind: 'decode', params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 }, warmup: 1, steps: 3000 },
+          experiment: 'mk',
+          block: 0,
+          attempt: 1,
+          epoch: g.epoch,
+          host: 'm1',
+          cards,
+          steps: 3000,
+          workload: {
+            runtime: 'native',
+            backend: 'cpu',
+            kind: 'decode',
+            params: { layers: 2, kernels_per_layer: 12, hidden: 32, max_pos: 16 },
+            warmup: 1,
+            steps: 3000,
+          },
           arms: [{ name: 'tp', toggles: { graph: true, allreduce: true } }],
           sequence: ['tp', 'tp'],
           gates: { identity: null, aa: false },
         });
         await dispatcher.dispatch(job);
-        const evs = await waitForEvents(env.redis, prefix, 'mk', 'the capture of the first rep', (e) => e.filter((x) => x.event.type === 'capture').length === world, 30_000);
+        const evs = await waitForEvents(
+          env.redis,
+          prefix,
+          'mk',
+          'the capture of the first rep',
+          (e) => e.filter((x) => x.event.type === 'capture').length === world,
+          30_000,
+        );
         const pids = rankPids(evs, 1);
         assert.equal(pids.length, world);
         const victim = Number(evs.find((e) => e.event.type === 'hello' && e.rank === String(victimRank))?.event.pid);
@@ -64,7 +93,11 @@ describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, 
           ),
         );
         assert.deepEqual(await leases.held(cards), [], 'every card of the gang is free');
-        assert.deepEqual(rendezvousDirs().filter((d) => !before.has(d)), [], 'the attempt removed its rendezvous directory');
+        assert.deepEqual(
+          rendezvousDirs().filter((d) => !before.has(d)),
+          [],
+          'the attempt removed its rendezvous directory',
+        );
       } finally {
         await dispatcher.close();
       }

@@ -12,7 +12,9 @@ import { throttleOf } from '../../jobs/clock-hygiene.ts';
 import { parseGraphrtLine, type Rep } from '../../jobs/graphrt-protocol.ts';
 import { only, runGraphrt, skipWithoutBinary } from './graphrt.ts';
 
-test("a graphrt rep's ECC errors mark it throttled; a cpu rep reads none and says nothing", { skip: skipWithoutBinary }, () => {
+test("a graphrt rep's ECC errors mark it throttled; a cpu rep reads none and says nothing", {
+  skip: skipWithoutBinary,
+}, () => {
   const r = runGraphrt(['run', '--backend', 'cpu', '--workload', 'chain', '--kernels', '8', '--steps', '2']);
   assert.equal(r.code, 0, r.stderr);
   const rep = only(r.lines, 'rep');

@@ -1,17 +1,18 @@
 /** Driving the real graphrt binary from tests: one `run`, or a resident `serve` process. */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { parseGraphrtLine, type GraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { type GraphrtLine, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
 
 export const GRAPHRT = 'native/build/graphrt';
 /**
  * node:test `skip` option: a reason when the binary is not built. Never under CI (which builds
  * it): there a missing binary must fail the graphrt tests, not skip them green.
  */
-export const skipWithoutBinary: string | false = existsSync(GRAPHRT) || process.env.CI
-  ? false
-  : `${GRAPHRT} is missing: build it with \`npm run build\` (cmake + a C++20 compiler)`;
+export const skipWithoutBinary: string | false =
+  existsSync(GRAPHRT) || process.env.CI
+    ? false
+    : `${GRAPHRT} is missing: build it with \`npm run build\` (cmake + a C++20 compiler)`;
 
 export interface RunResult {
   code: number | null;
@@ -23,7 +24,10 @@ export interface RunResult {
 export function runGraphrt(args: string[]): RunResult {
   const r = spawnSync(GRAPHRT, args, { encoding: 'utf8', timeout: 120_000 });
   if (r.error) throw r.error;
-  const lines = r.stdout.split('\n').filter((l) => l.length > 0).map(parseGraphrtLine);
+  const lines = r.stdout
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map(parseGraphrtLine);
   return { code: r.status, lines, stderr: r.stderr };
 }
 

@@ -14,9 +14,14 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { OrchRankTraceSchema, parseOrchRankLine, type OrchRankRep, type OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import { fileURLToPath } from 'node:url';
+import {
+  type OrchRankRep,
+  type OrchRankTrace,
+  OrchRankTraceSchema,
+  parseOrchRankLine,
+} from '../../jobs/orch-rank-protocol.ts';
 import { buildIdleRank, buildInjectLibrary, CUDA, CUDART_DIR, NATIVE, NO_CUPTI, sh } from '../utils/inject-build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,16 +29,35 @@ const INJECT_INCLUDE = join(NATIVE, 'inject');
 const RANKLIB = join(ROOT, 'ranklib', 'cpp');
 const HOST_RANK = join(ROOT, 'test', 'fixtures', 'ranks', 'host-rank.cpp');
 const NVCC = join(CUDA, 'bin', 'nvcc');
-const EXPORTS = ['InitializeInjection', 'InitializeInjectionNvtx2', 'orch_inject_clocks', 'orch_inject_ecc', 'orch_inject_graphs', 'orch_inject_kernels', 'orch_inject_read', 'orch_inject_reason_name', 'orch_inject_status', 'orch_inject_timestamp', 'orch_inject_tracing'];
+const EXPORTS = [
+  'InitializeInjection',
+  'InitializeInjectionNvtx2',
+  'orch_inject_clocks',
+  'orch_inject_ecc',
+  'orch_inject_graphs',
+  'orch_inject_kernels',
+  'orch_inject_read',
+  'orch_inject_reason_name',
+  'orch_inject_status',
+  'orch_inject_timestamp',
+  'orch_inject_tracing',
+];
 
 /** The answers of a rank to one small rep request and one trace request (stdin then closed), as the worker's schemas read them. */
 function answersOf(bin: string, env: NodeJS.ProcessEnv): { rep: OrchRankRep; trace: OrchRankTrace } {
-  const request = (id: string, op: string) => JSON.stringify({ v: 1, id, op, arm: 'A', toggles: {}, warmup: 1, steps: 3, seed: 1 });
-  const out = sh(bin, [], { input: `${request('r0', 'rep')}\n${request('t0', 'trace')}\n`, env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env } });
+  const request = (id: string, op: string) =>
+    JSON.stringify({ v: 1, id, op, arm: 'A', toggles: {}, warmup: 1, steps: 3, seed: 1 });
+  const out = sh(bin, [], {
+    input: `${request('r0', 'rep')}\n${request('t0', 'trace')}\n`,
+    env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ...env },
+  });
   const lines = out.trim().split('\n');
   const hello = parseOrchRankLine(lines[0] ?? '');
   assert.equal(hello.type, 'hello', out);
-  return { rep: parseOrchRankLine(lines[1] ?? '') as OrchRankRep, trace: OrchRankTraceSchema.parse(JSON.parse(lines[2] ?? 'null')) };
+  return {
+    rep: parseOrchRankLine(lines[1] ?? '') as OrchRankRep,
+    trace: OrchRankTraceSchema.parse(JSON.parse(lines[2] ?? 'null')),
+  };
 }
 
 const repOf = (bin: string, env: NodeJS.ProcessEnv): OrchRankRep => answersOf(bin, env).rep;
@@ -122,7 +146,11 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
 
   test('it lands beside graphrt in the build directory and exports its C ABI, nothing else', () => {
     assert.ok(existsSync(lib), lib);
-    const defined = sh('nm', ['-D', '--defined-only', lib]).trim().split('\n').map((l) => l.split(/\s+/).at(-1)).sort();
+    const defined = sh('nm', ['-D', '--defined-only', lib])
+      .trim()
+      .split('\n')
+      .map((l) => l.split(/\s+/).at(-1))
+      .sort();
     assert.deepEqual(defined, EXPORTS);
   });
 
@@ -132,13 +160,24 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     sh('cc', ['-std=c11', '-Wall', '-Wextra', '-Werror', '-I', INJECT_INCLUDE, `${probe}.c`, '-o', probe, '-ldl']);
     const out = sh(probe, [lib]).split('\n');
     assert.equal(out[0], 'read=0 abi=1 initialized=0 kernels=0');
-    assert.match(out[1] ?? '', /^status=never initialized: the CUDA driver did not call InitializeInjection \(no cuInit in this process, or CUDA_INJECTION64_PATH not set\)$/);
+    assert.match(
+      out[1] ?? '',
+      /^status=never initialized: the CUDA driver did not call InitializeInjection \(no cuInit in this process, or CUDA_INJECTION64_PATH not set\)$/,
+    );
     assert.equal(out[2], 'clocks=0 ok=0', 'no NVML, no driver: ok 0');
     assert.equal(out[3], 'reason0=gpu_idle reason2=sw_power_cap reason9=null', "graphrt's names, by bit index");
     assert.equal(out[4], 'init=1');
-    assert.equal(out[5], 'read=0 initialized=0', 'InitializeInjection with no driver in the process: still not counting');
+    assert.equal(
+      out[5],
+      'read=0 initialized=0',
+      'InitializeInjection with no driver in the process: still not counting',
+    );
     assert.equal(out[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process');
-    assert.equal(out[7], 'tracing=0 timestamp=0 kernels=0 dropped=7 graphs=0', 'trace mode off: no clock, no records, nothing written');
+    assert.equal(
+      out[7],
+      'tracing=0 timestamp=0 kernels=0 dropped=7 graphs=0',
+      'trace mode off: no clock, no records, nothing written',
+    );
   });
 
   test('with nothing to count (ORCH_INJECT_ONLY=none) and no trace, InitializeInjection subscribes to nothing and says so; ORCH_INJECT_IDLE_SUBSCRIBE=1 goes on as before', () => {
@@ -151,25 +190,46 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     assert.equal(idle[5], 'read=0 initialized=0');
     // it stops before it looks for the driver or CUPTI: no subscriber (a subscriber alone cost a PyTorch graph step 11-13 % on the H200)
     assert.equal(idle[6], 'status=idle: ORCH_INJECT_ONLY=none counts nothing, so nothing is subscribed');
-    const before = sh(probe, [lib], { env: { ...process.env, ORCH_INJECT_ONLY: 'none', ORCH_INJECT_IDLE_SUBSCRIBE: '1' } }).split('\n');
-    assert.equal(before[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process', 'the way to the subscription, as before');
-    const traced = sh(probe, [lib], { env: { ...process.env, ORCH_INJECT_ONLY: 'none', ORCH_INJECT_TRACE: '1' } }).split('\n');
-    assert.equal(traced[6], 'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process', 'trace mode needs CUPTI even with nothing counted');
+    const before = sh(probe, [lib], {
+      env: { ...process.env, ORCH_INJECT_ONLY: 'none', ORCH_INJECT_IDLE_SUBSCRIBE: '1' },
+    }).split('\n');
+    assert.equal(
+      before[6],
+      'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process',
+      'the way to the subscription, as before',
+    );
+    const traced = sh(probe, [lib], {
+      env: { ...process.env, ORCH_INJECT_ONLY: 'none', ORCH_INJECT_TRACE: '1' },
+    }).split('\n');
+    assert.equal(
+      traced[6],
+      'status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process',
+      'trace mode needs CUPTI even with nothing counted',
+    );
   });
 
-  test('orch_rank.h with CUDA on and no GPU: launches says why, for each way of not counting', { skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false }, () => {
+  test('orch_rank.h with CUDA on and no GPU: launches says why, for each way of not counting', {
+    skip: CUDART_DIR === null ? `no libcudart under ${CUDA}` : false,
+  }, () => {
     const bin = buildIdleRank(dir);
     const unset = repOf(bin, {});
     assert.deepEqual(unset.launches, { source: 'none', reason: 'CUDA_INJECTION64_PATH is not set' });
     assert.equal(unset.clocks, undefined, 'no NVML here: clocks absent');
     assert.equal(unset.xid_events, undefined);
-    assert.deepEqual(repOf(bin, { CUDA_INJECTION64_PATH: lib }).launches, { source: 'none', reason: `CUDA_INJECTION64_PATH names ${lib}, which is not loaded in this process` });
+    assert.deepEqual(repOf(bin, { CUDA_INJECTION64_PATH: lib }).launches, {
+      source: 'none',
+      reason: `CUDA_INJECTION64_PATH names ${lib}, which is not loaded in this process`,
+    });
     // Loaded (as the driver would load it) but never called: the library's own sentence.
     const loaded = answersOf(bin, { CUDA_INJECTION64_PATH: lib, LD_PRELOAD: lib, ORCH_INJECT_TRACE: '1' });
-    const never = 'never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or CUDA_INJECTION64_PATH not set)';
+    const never =
+      'never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or CUDA_INJECTION64_PATH not set)';
     assert.deepEqual(loaded.rep.launches, { source: 'none', reason: never });
     // a trace request: not tracing, and why (trace mode starts only where the driver calls the library)
-    assert.deepEqual(loaded.trace.trace, { source: 'none', reason: `the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): ${never}` });
+    assert.deepEqual(loaded.trace.trace, {
+      source: 'none',
+      reason: `the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): ${never}`,
+    });
   });
 
   test('the host rank (no CUDA in the build): source none, and why', () => {
@@ -182,9 +242,23 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
     assert.equal(a.xid_events, undefined);
   });
 
-  test('nvcc compiles a CUDA rank against orch_rank.h without warnings (it runs on a GPU, not here)', { skip: existsSync(NVCC) ? false : `no nvcc at ${NVCC}`, timeout: 600_000 }, () => {
+  test('nvcc compiles a CUDA rank against orch_rank.h without warnings (it runs on a GPU, not here)', {
+    skip: existsSync(NVCC) ? false : `no nvcc at ${NVCC}`,
+    timeout: 600_000,
+  }, () => {
     const src = join(dir, 'add_one.cu');
     writeFileSync(src, RANK_CU);
-    sh(NVCC, ['-O2', '-std=c++17', '-arch=sm_90', '-Werror', 'all-warnings', '-I', RANKLIB, src, '-o', join(dir, 'add-one')]);
+    sh(NVCC, [
+      '-O2',
+      '-std=c++17',
+      '-arch=sm_90',
+      '-Werror',
+      'all-warnings',
+      '-I',
+      RANKLIB,
+      src,
+      '-o',
+      join(dir, 'add-one'),
+    ]);
   });
 });

@@ -3,8 +3,9 @@
  * unpinned parameter, lazy allocation), the A/A, and every bad input with its code and exit code.
  * Oracles are computed: the eager run of the same steps, never a hand-written hash.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { only, runGraphrt, skipWithoutBinary } from './graphrt.ts';
 
 const skip = skipWithoutBinary;
@@ -58,7 +59,9 @@ test('decode with freeze_pointer: replay 1 passes, the gate fails first at repla
   assert.match(r.stderr, /"code":"GATE_FAILED"/);
 });
 
-test('train: unpinned graph diverges from the eager oracle; pinned is bit-identical over 8 steps, P reported', { skip }, () => {
+test('train: unpinned graph diverges from the eager oracle; pinned is bit-identical over 8 steps, P reported', {
+  skip,
+}, () => {
   const sizes = ['--workload', 'train', '--params', '6', '--param-size', '64', '--warmup', '0', '--steps', '8'];
   const oracle = only(runGraphrt(['run', ...cpu, ...sizes]).lines, 'rep');
   assert.equal(oracle.mode, 'eager');
@@ -67,7 +70,8 @@ test('train: unpinned graph diverges from the eager oracle; pinned is bit-identi
   const unpinned = only(runGraphrt(['run', ...cpu, ...sizes, '--graph']).lines, 'rep');
   assert.equal(unpinned.mode, 'graph');
   assert.equal(unpinned.hashes[0], oracle.hashes[0]);
-  for (let k = 1; k < 8; k++) assert.notEqual(unpinned.hashes[k], oracle.hashes[k], `step ${k + 1} reads stale weights`);
+  for (let k = 1; k < 8; k++)
+    assert.notEqual(unpinned.hashes[k], oracle.hashes[k], `step ${k + 1} reads stale weights`);
 
   const pinned = only(runGraphrt(['run', ...cpu, ...sizes, '--graph', '--pin']).lines, 'rep');
   assert.equal(pinned.mode, 'graph');
@@ -77,7 +81,9 @@ test('train: unpinned graph diverges from the eager oracle; pinned is bit-identi
   assert.equal(pinned.nodes, 24);
 });
 
-test('lazy_init under graph: capture fails with a reason, the run completes eagerly with correct hashes', { skip }, () => {
+test('lazy_init under graph: capture fails with a reason, the run completes eagerly with correct hashes', {
+  skip,
+}, () => {
   const expected = only(runGraphrt(['run', ...cpu, '--workload', 'decode']).lines, 'rep');
   const r = runGraphrt(['run', ...cpu, '--workload', 'decode', '--graph', '--lazy-init']);
   assert.equal(r.code, 0);
@@ -107,7 +113,18 @@ test('pdl on the cpu backend is accepted and reported unsupported', { skip }, ()
 });
 
 test('the probe workload: five self-checks, all pass, the last one final', { skip }, () => {
-  const r = runGraphrt(['run', ...cpu, '--workload', 'probe', '--kernels', '32', '--params', '4', '--param-size', '32']);
+  const r = runGraphrt([
+    'run',
+    ...cpu,
+    '--workload',
+    'probe',
+    '--kernels',
+    '32',
+    '--params',
+    '4',
+    '--param-size',
+    '32',
+  ]);
   assert.equal(r.code, 0);
   const probes = r.lines.filter((l) => l.type === 'probe');
   assert.deepEqual(

@@ -4,11 +4,12 @@
  * goes on, and closing stdin ends the process with exit 0 within a second. --card-lock keeps a
  * second process off the card.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import type { GraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { only, runGraphrt, ServeProcess, skipWithoutBinary } from './graphrt.ts';
 
@@ -18,14 +19,22 @@ function repOf(answer: GraphrtLine[]) {
   return only(answer, 'rep');
 }
 
-test('serve: 100 requests alternating arms in one process, then stdin closed → exit 0 within a second', { skip }, async () => {
+test('serve: 100 requests alternating arms in one process, then stdin closed → exit 0 within a second', {
+  skip,
+}, async () => {
   const serve = new ServeProcess(['--backend', 'cpu']);
   try {
     const hello = await serve.next();
     assert.equal(hello.type, 'hello');
     const arms = {
       eager: { workload: 'decode', toggles: { graph: false }, params: { layers: 2, hidden: 32 }, warmup: 1, steps: 3 },
-      graph: { workload: 'decode', toggles: { graph: true, split_combine: true }, params: { layers: 2, hidden: 32 }, warmup: 1, steps: 3 },
+      graph: {
+        workload: 'decode',
+        toggles: { graph: true, split_combine: true },
+        params: { layers: 2, hidden: 32 },
+        warmup: 1,
+        steps: 3,
+      },
     };
     const hashes: Record<string, string[][]> = { eager: [], graph: [] };
     let captures = 0;
@@ -46,7 +55,8 @@ test('serve: 100 requests alternating arms in one process, then stdin closed →
     // and interleaving the eager arm between its reps never re-captures it.
     assert.equal(captures, 1);
     assert.deepEqual(graphUse, ['fresh', ...Array(49).fill('reused')]);
-    for (const h of [...(hashes.eager ?? []), ...(hashes.graph ?? [])]) assert.deepEqual(h, hashes.eager?.[0], 'A/A and graph = eager');
+    for (const h of [...(hashes.eager ?? []), ...(hashes.graph ?? [])])
+      assert.deepEqual(h, hashes.eager?.[0], 'A/A and graph = eager');
     const closedAt = Date.now();
     serve.child.stdin.end();
     const exit = await serve.exited;
@@ -85,8 +95,17 @@ test('serve: a bad request is answered with its code and serving goes on', { ski
       const ok = await serve.ask({ id: 'ok', workload: 'chain', params: { kernels: 4 }, steps: 1 });
       assert.equal(repOf(ok).hashes.length, 1, 'still serving');
     }
-    const probes = await serve.ask({ id: 'p', op: 'probe', workload: 'probe', params: { kernels: 8, params: 2, param_size: 16 } });
-    assert.deepEqual(probes.map((l) => l.type), ['probe', 'probe', 'probe', 'probe', 'probe'], 'op probe: five probe lines');
+    const probes = await serve.ask({
+      id: 'p',
+      op: 'probe',
+      workload: 'probe',
+      params: { kernels: 8, params: 2, param_size: 16 },
+    });
+    assert.deepEqual(
+      probes.map((l) => l.type),
+      ['probe', 'probe', 'probe', 'probe', 'probe'],
+      'op probe: five probe lines',
+    );
     const hello = only(await serve.ask({ id: 'h', op: 'hello' }), 'hello');
     assert.equal(hello.id, 'h');
     serve.child.stdin.end();
@@ -98,7 +117,9 @@ test('serve: a bad request is answered with its code and serving goes on', { ski
   }
 });
 
-test('--card-lock: a second process on a held card gets CARD_BUSY, exit 4; free again once the first exits', { skip }, async () => {
+test('--card-lock: a second process on a held card gets CARD_BUSY, exit 4; free again once the first exits', {
+  skip,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'graphrt-lock-'));
   const lock = join(dir, 'card0.lock');
   const holder = new ServeProcess(['--backend', 'cpu', '--card-lock', lock]);

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
+import { type HistoryStore, runId } from '../../history/history-store.ts';
 import { openHistory } from '../../history/open-history.ts';
-import { runId, type HistoryStore } from '../../history/history-store.ts';
 import { awaitResults } from '../../orchestrator/experiment/run-experiment.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
@@ -23,9 +23,9 @@ import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { freshBackend, type Backend } from '../utils/history-backends.ts';
-import { startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { type Cluster, startCluster } from '../orchestrator/orch-cluster.ts';
+import { type Backend, freshBackend } from '../utils/history-backends.ts';
 
 const STEPS = join(process.cwd(), 'test/fixtures/cmd-nightly/steps.sh');
 
@@ -94,7 +94,13 @@ describe('a nightly confirmation of a record changed in Redis', { timeout: 180_0
     const at = Date.UTC(2030, 0, 1, 2);
     const suite = 'stored';
     assert.ok(await new NightlyClaims(redis, prefix).claim(suite, at, 'a-stopped-attempt'));
-    const { run } = await history.claimRun({ suite, scheduledAt: at, orchVersion: null, orchCommit: null, serveHost: 'serve.example' });
+    const { run } = await history.claimRun({
+      suite,
+      scheduledAt: at,
+      orchVersion: null,
+      orchCommit: null,
+      serveHost: 'serve.example',
+    });
     const exps = new ExperimentStore(redis, prefix);
     const loaded = loadSpec(file);
     const id = await exps.newId(loaded.spec.name);
@@ -109,20 +115,38 @@ describe('a nightly confirmation of a record changed in Redis', { timeout: 180_0
     await redis.hset(key, 'spec_json', JSON.stringify(stored), 'spec', spec(msFile, `sh ${planted}`));
 
     const alerts: NightlyAlert[] = [];
-    const outcome = await runNight({
-      redis, prefix, history, log: pino({ level: 'silent' }), resultsRoot: join(dir, 'results'), heartbeatMs: 200,
-      send: async (a) => void alerts.push(a),
-    }, { suite, file: join(dir, 'suite.yaml'), experiments: [file], results: join(dir, 'results') }, at);
+    const outcome = await runNight(
+      {
+        redis,
+        prefix,
+        history,
+        log: pino({ level: 'silent' }),
+        resultsRoot: join(dir, 'results'),
+        heartbeatMs: 200,
+        send: async (a) => void alerts.push(a),
+      },
+      { suite, file: join(dir, 'suite.yaml'), experiments: [file], results: join(dir, 'results') },
+      at,
+    );
 
     assert.equal(outcome.claimed, false, 'the night was taken over, not claimed again');
     const suspect = outcome.rows.find((r) => r.experiment === id && r.arm === 'candidate');
     assert.equal(suspect?.verdict, 'slower', JSON.stringify(outcome.rows));
     assert.equal(suspect?.finding, 'regression', 'the regression stands: not silently unconfirmed');
     assert.ok(!existsSync(marker), 'the planted command ran');
-    assert.deepEqual(await exps.list(), [id], 'only the night\'s own experiment is registered: no confirmation was submitted');
+    assert.deepEqual(
+      await exps.list(),
+      [id],
+      "only the night's own experiment is registered: no confirmation was submitted",
+    );
     const regression = alerts.filter((a) => a.kind === 'regression');
     assert.equal(regression.length, 1, JSON.stringify(alerts.map((a) => a.text)));
-    assert.match(regression[0]!.text, new RegExp(`NOT confirmed: .*stored record changed since the night ran: experiment ${id} in Redis: its submit signature does not verify`));
+    assert.match(
+      regression[0]!.text,
+      new RegExp(
+        `NOT confirmed: .*stored record changed since the night ran: experiment ${id} in Redis: its submit signature does not verify`,
+      ),
+    );
     assert.equal((await history.run(runId(suite, at)))!.state, 'failed');
   });
 });

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { detectShifts, SHIFT_DEFAULTS, shiftTonight } from '../../orchestrator/nightly/detect-shift.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { detectShifts, SHIFT_DEFAULTS, shiftTonight } from '../../orchestrator/nightly/detect-shift.ts';
 import { simulateDetector, simulateSeries } from './simulate-nights.ts';
 
 describe('nightly change detector', () => {
@@ -32,7 +32,10 @@ describe('nightly change detector', () => {
     assert.equal(alarms.length, 1, JSON.stringify(alarms));
     const [a] = alarms;
     assert.equal(a!.direction, 'up');
-    assert.ok(a!.from >= sim.at - 2 && a!.from <= sim.at && a!.night >= sim.at && a!.night <= sim.at + 2, JSON.stringify(a));
+    assert.ok(
+      a!.from >= sim.at - 2 && a!.from <= sim.at && a!.night >= sim.at && a!.night <= sim.at + 2,
+      JSON.stringify(a),
+    );
     // the simulated level moved by shift × cv
     assert.ok(Math.abs(a!.change - sim.shift * sim.cv) < 0.02, `change ${a!.change}`);
     assert.equal(shiftTonight(series.slice(0, a!.night + 1))?.night, a!.night);

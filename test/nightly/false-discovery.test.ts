@@ -9,11 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { benjaminiHochberg } from '../../orchestrator/stats/false-discovery.ts';
-import { findings } from '../../orchestrator/nightly/night-findings.ts';
-import { confirmRegressions } from '../../orchestrator/nightly/confirm-regressions.ts';
 import type { NightlyRow } from '../../history/history-store.ts';
 import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { confirmRegressions } from '../../orchestrator/nightly/confirm-regressions.ts';
+import { findings } from '../../orchestrator/nightly/night-findings.ts';
+import { benjaminiHochberg } from '../../orchestrator/stats/false-discovery.ts';
 import { row } from '../history/nightly-row.ts';
 
 describe('the night corrected together', () => {
@@ -39,18 +39,36 @@ describe('the night corrected together', () => {
         const slower = planted || (p < 0.05 && rand() < 0.5);
         return row({ verdict: slower ? 'slower' : 'inconclusive', p_value: p, change: slower ? 0.03 : 0.001, ...over });
       };
-      const rows = Array.from({ length: 200 }, (_, i) => comparison(i < 5, { run_id: `night-${n}`, spec_file: `/s/spec-${i}.yaml`, experiment: `e${i}` }));
+      const rows = Array.from({ length: 200 }, (_, i) =>
+        comparison(i < 5, { run_id: `night-${n}`, spec_file: `/s/spec-${i}.yaml`, experiment: `e${i}` }),
+      );
       uncorrectedSlower += rows.filter((r, i) => i >= 5 && r.verdict === 'slower').length;
       const corrected = findings(rows, []);
       uncorrectedThrough += corrected.alerts.filter((a) => !/spec-[0-4]\.yaml/.test(a.spec_file)).length;
       // the confirmation run of a spec: the same truth measured again
-      const f = await confirmRegressions(corrected, async (s) => [comparison(/spec-[0-4]\.yaml/.test(s.spec_file), { run_id: s.run_id, spec_file: s.spec_file, experiment: `${s.experiment}-again` })]);
+      const f = await confirmRegressions(corrected, async (s) => [
+        comparison(/spec-[0-4]\.yaml/.test(s.spec_file), {
+          run_id: s.run_id,
+          spec_file: s.spec_file,
+          experiment: `${s.experiment}-again`,
+        }),
+      ]);
       falseAlerts += f.alerts.filter((a) => !/spec-[0-4]\.yaml/.test(a.spec_file)).length;
-      found += f.alerts.filter((a) => /spec-[0-4]\.yaml/.test(a.spec_file) && a.message.includes('; confirmed by a paired confirmation run')).length;
-      assert.ok(f.rows.filter((r) => r.finding === 'slower-uncorrected').every((r) => !/spec-[0-4]\.yaml/.test(r.spec_file)));
+      found += f.alerts.filter(
+        (a) => /spec-[0-4]\.yaml/.test(a.spec_file) && a.message.includes('; confirmed by a paired confirmation run'),
+      ).length;
+      assert.ok(
+        f.rows.filter((r) => r.finding === 'slower-uncorrected').every((r) => !/spec-[0-4]\.yaml/.test(r.spec_file)),
+      );
     }
-    assert.ok(uncorrectedSlower / nights > 3, `without correction about 5 null "slower"s a night: ${uncorrectedSlower / nights}`);
-    assert.ok(uncorrectedThrough > falseAlerts, `the confirmation stopped none of the ${uncorrectedThrough} nulls the correction let through`);
+    assert.ok(
+      uncorrectedSlower / nights > 3,
+      `without correction about 5 null "slower"s a night: ${uncorrectedSlower / nights}`,
+    );
+    assert.ok(
+      uncorrectedThrough > falseAlerts,
+      `the confirmation stopped none of the ${uncorrectedThrough} nulls the correction let through`,
+    );
     assert.ok(falseAlerts / nights <= 0.05, `false alerts per night ${falseAlerts / nights}`);
     assert.equal(found, 5 * nights, 'every planted regression alerted, confirmed, every night');
   });

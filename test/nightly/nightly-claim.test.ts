@@ -13,16 +13,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
+import { type HistoryStore, runId } from '../../history/history-store.ts';
 import { openHistory } from '../../history/open-history.ts';
-import { runId, type HistoryStore } from '../../history/history-store.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
 import { runNight } from '../../orchestrator/nightly/nightly-run.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { NightlyClaims } from '../../store/nightly-claims.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
-import { startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { type Cluster, startCluster } from '../orchestrator/orch-cluster.ts';
+import { BACKENDS, type Backend, freshBackend } from '../utils/history-backends.ts';
 import { client } from '../utils/redis.ts';
 
 const SPECS = ['ab.yaml', 'capture-probe.yaml'];
@@ -57,19 +57,35 @@ for (const name of BACKENDS) {
       const redis = [client(server.url), client(server.url)];
       histories.push(await openHistory(backend.target), await openHistory(backend.target));
       const at = Date.UTC(2030, 0, 1, 2);
-      const data = { suite: 'race', file: join(dir, 'suite.yaml'), experiments: SPECS.map((s) => join(dir, s)), results: join(dir, 'results') };
+      const data = {
+        suite: 'race',
+        file: join(dir, 'suite.yaml'),
+        experiments: SPECS.map((s) => join(dir, s)),
+        results: join(dir, 'results'),
+      };
       const alerts: NightlyAlert[][] = [[], []];
-      const processor = (i: number) => runNight({
-        redis: redis[i]!, prefix, history: histories[i]!, log: pino({ level: 'silent' }), resultsRoot: data.results, heartbeatMs: 200,
-        send: async (a) => void alerts[i]!.push(a),
-      }, data, at);
+      const processor = (i: number) =>
+        runNight(
+          {
+            redis: redis[i]!,
+            prefix,
+            history: histories[i]!,
+            log: pino({ level: 'silent' }),
+            resultsRoot: data.results,
+            heartbeatMs: 200,
+            send: async (a) => void alerts[i]!.push(a),
+          },
+          data,
+          at,
+        );
 
       // No worker runs them: each experiment the run recorded is cancelled once it exists.
       let cancelling = true;
       const canceller = (async () => {
         while (cancelling) {
           const run = await histories[0]!.run(runId('race', at));
-          for (const e of run?.experiments ?? []) await cancelExperiment(redis[0]!, prefix, e.experiment).catch(() => undefined);
+          for (const e of run?.experiments ?? [])
+            await cancelExperiment(redis[0]!, prefix, e.experiment).catch(() => undefined);
           await new Promise((r) => setTimeout(r, 100));
         }
       })();

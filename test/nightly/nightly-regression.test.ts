@@ -17,12 +17,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Queue } from 'bullmq';
-import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
-import { openHistory } from '../../history/open-history.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { runOrch, spawnOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
-import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
+import { openHistory } from '../../history/open-history.ts';
+import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { type Cluster, runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { BACKENDS, type Backend, freshBackend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { suiteNights } from './suite-nights.ts';
 
@@ -30,7 +30,9 @@ const STEPS = join(process.cwd(), 'test/fixtures/cmd-nightly/steps.sh');
 const BASE_MS = 2;
 const SLOWDOWN = 1.05;
 // Workers refuse users' commands unless allowed, where this orch has that switch.
-const ALLOW_COMMAND = readFileSync('cli/commands/worker.ts', 'utf8').includes("'allow-command'") ? ['--allow-command'] : [];
+const ALLOW_COMMAND = readFileSync('cli/commands/worker.ts', 'utf8').includes("'allow-command'")
+  ? ['--allow-command']
+  : [];
 
 function spec(msFile: string): string {
   return `name: nightly-candidate
@@ -67,10 +69,12 @@ function receiver(): Promise<{ server: Server; url: string; received: NightlyAle
       res.writeHead(200).end('ok');
     });
   });
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => {
-    const addr = server.address() as { port: number };
-    r({ server, url: `http://127.0.0.1:${addr.port}/hook`, received });
-  }));
+  return new Promise((r) =>
+    server.listen(0, '127.0.0.1', () => {
+      const addr = server.address() as { port: number };
+      r({ server, url: `http://127.0.0.1:${addr.port}/hook`, received });
+    }),
+  );
 }
 
 for (const name of BACKENDS) {
@@ -104,10 +108,16 @@ for (const name of BACKENDS) {
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    const setMs = (candidate: number) => writeFileSync(join(dir, 'ms.txt'), `control ${BASE_MS}\ncandidate ${candidate}\n`);
+    const setMs = (candidate: number) =>
+      writeFileSync(join(dir, 'ms.txt'), `control ${BASE_MS}\ncandidate ${candidate}\n`);
     // the candidate's next `reps` reps slow (test/fixtures/cmd-nightly/steps.sh), the rest at the base
-    const setFluke = (reps: number) => writeFileSync(join(dir, 'ms.txt'), `control ${BASE_MS}\ncandidate ${BASE_MS} ${BASE_MS * SLOWDOWN} ${join(dir, 'fluke-count')} ${reps}\n`);
-    const nights = (count: number) => suiteNights({ cluster, history, queue, suite: 'loop', file: join(dir, 'suite.yaml') })(count);
+    const setFluke = (reps: number) =>
+      writeFileSync(
+        join(dir, 'ms.txt'),
+        `control ${BASE_MS}\ncandidate ${BASE_MS} ${BASE_MS * SLOWDOWN} ${join(dir, 'fluke-count')} ${reps}\n`,
+      );
+    const nights = (count: number) =>
+      suiteNights({ cluster, history, queue, suite: 'loop', file: join(dir, 'suite.yaml') })(count);
 
     it('three quiet nights, a fluke its confirmation does not repeat (no alert), then one planted slowdown: exactly one alert, confirmed, naming the change; the history outlives Redis', async () => {
       writeFileSync(join(dir, 'candidate.yaml'), spec(join(dir, 'ms.txt')));
@@ -117,26 +127,63 @@ for (const name of BACKENDS) {
       );
       setMs(BASE_MS);
       cluster.startServe();
-      const worker = spawnOrch(['worker', '--host', 'h1', '--cpu-cards', '1', '--heartbeat-ms', '1000', '--lock-dir', join(dir, 'locks'), '--prefix', cluster.prefix, ...ALLOW_COMMAND], cluster.env);
+      const worker = spawnOrch(
+        [
+          'worker',
+          '--host',
+          'h1',
+          '--cpu-cards',
+          '1',
+          '--heartbeat-ms',
+          '1000',
+          '--lock-dir',
+          join(dir, 'locks'),
+          '--prefix',
+          cluster.prefix,
+          ...ALLOW_COMMAND,
+        ],
+        cluster.env,
+      );
       try {
-        await waitFor('worker h1 registered', async () => (await cluster.redis.exists(`${cluster.prefix}:host:h1:alive`)) === 1, { timeoutMs: 30_000 });
+        await waitFor(
+          'worker h1 registered',
+          async () => (await cluster.redis.exists(`${cluster.prefix}:host:h1:alive`)) === 1,
+          { timeoutMs: 30_000 },
+        );
 
         await nights(3);
         const quiet = await history.runs('loop', 100);
         assert.ok(quiet.length >= 3, JSON.stringify(quiet));
-        assert.deepEqual(quiet.map((r) => [r.state, r.alerts]), quiet.map(() => ['done', 0]), JSON.stringify(quiet.map((r) => r.error)));
+        assert.deepEqual(
+          quiet.map((r) => [r.state, r.alerts]),
+          quiet.map(() => ['done', 0]),
+          JSON.stringify(quiet.map((r) => r.error)),
+        );
         const quietRows = await history.rows('loop');
-        assert.deepEqual(quietRows.map((r) => [r.arm, r.reference, r.verdict, r.aa_pass]), quietRows.map(() => ['candidate', 'control', 'inconclusive', true]));
+        assert.deepEqual(
+          quietRows.map((r) => [r.arm, r.reference, r.verdict, r.aa_pass]),
+          quietRows.map(() => ['candidate', 'control', 'inconclusive', true]),
+        );
         assert.equal(hook.received.length, 0, JSON.stringify(hook.received));
 
         // one night's experiment slow in every candidate rep (2 blocks × 3 reps), its confirmation not
         setFluke(6);
         await nights(1);
         const fluke = (await history.rows('loop')).filter((r) => r.finding === 'regression-unconfirmed');
-        assert.equal(fluke.length, 1, JSON.stringify({ rows: (await history.rows('loop')).map((r) => [r.experiment, r.verdict, r.finding, r.confirms]), runs: (await history.runs('loop', 100)).map((r) => [r.state, r.error]) }));
+        assert.equal(
+          fluke.length,
+          1,
+          JSON.stringify({
+            rows: (await history.rows('loop')).map((r) => [r.experiment, r.verdict, r.finding, r.confirms]),
+            runs: (await history.runs('loop', 100)).map((r) => [r.state, r.error]),
+          }),
+        );
         assert.equal(fluke[0]!.verdict, 'slower');
         const flukeCheck = (await history.rows('loop')).filter((r) => r.confirms === fluke[0]!.experiment);
-        assert.deepEqual(flukeCheck.map((r) => [r.arm, r.verdict, r.finding]), [['candidate', 'inconclusive', 'confirmation-not-slower']]);
+        assert.deepEqual(
+          flukeCheck.map((r) => [r.arm, r.verdict, r.finding]),
+          [['candidate', 'inconclusive', 'confirmation-not-slower']],
+        );
         assert.equal(hook.received.length, 0, JSON.stringify(hook.received.map((a) => a.text)));
 
         setMs(BASE_MS * SLOWDOWN);
@@ -149,19 +196,37 @@ for (const name of BACKENDS) {
         assert.equal(alert!.spec, 'nightly-candidate');
         assert.equal(alert!.comparison, 'candidate vs control');
         assert.ok(Math.abs(alert!.change! - (SLOWDOWN - 1)) < 0.01, `change ${alert!.change}`);
-        assert.ok(alert!.ci![0] > 0 && alert!.ci![0] <= alert!.change! && alert!.change! <= alert!.ci![1], JSON.stringify(alert!.ci));
-        assert.ok(alert!.results_dir && existsSync(join(alert!.results_dir, 'report.json')), alert!.results_dir ?? 'no results dir');
+        assert.ok(
+          alert!.ci![0] > 0 && alert!.ci![0] <= alert!.change! && alert!.change! <= alert!.ci![1],
+          JSON.stringify(alert!.ci),
+        );
+        assert.ok(
+          alert!.results_dir && existsSync(join(alert!.results_dir, 'report.json')),
+          alert!.results_dir ?? 'no results dir',
+        );
         assert.match(alert!.text, /regression: suite loop, spec nightly-candidate, candidate vs control/);
         assert.match(alert!.text, /change: \+\d\.\d % \(CI \+\d\.\d % to \+\d\.\d %\)/);
-        assert.match(alert!.text, /; confirmed by a paired confirmation run on the same card class \(experiment \S+: slower by \+\d\.\d %, CI \+\d\.\d % to \+\d\.\d %\)/);
+        assert.match(
+          alert!.text,
+          /; confirmed by a paired confirmation run on the same card class \(experiment \S+: slower by \+\d\.\d %, CI \+\d\.\d % to \+\d\.\d %\)/,
+        );
         assert.ok(alert!.text.includes(`results: ${alert!.results_dir}`), alert!.text);
-        const fileAlerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
-        assert.deepEqual(fileAlerts.map((a) => a.text), [alert!.text]);
+        const fileAlerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as NightlyAlert);
+        assert.deepEqual(
+          fileAlerts.map((a) => a.text),
+          [alert!.text],
+        );
         const regressed = (await history.rows('loop')).filter((r) => r.finding === 'regression');
         assert.equal(regressed.length, 1);
         assert.equal(regressed[0]!.verdict, 'slower');
         const confirmation = (await history.rows('loop')).filter((r) => r.confirms === regressed[0]!.experiment);
-        assert.deepEqual(confirmation.map((r) => [r.arm, r.verdict, r.finding]), [['candidate', 'slower', 'confirmation-slower']]);
+        assert.deepEqual(
+          confirmation.map((r) => [r.arm, r.verdict, r.finding]),
+          [['candidate', 'slower', 'confirmation-slower']],
+        );
         assert.ok(alert!.text.includes(`experiment ${confirmation[0]!.experiment}: slower`), alert!.text);
       } finally {
         worker.child.kill('SIGTERM');
@@ -181,13 +246,20 @@ for (const name of BACKENDS) {
         const shown = await runOrch(['nightly', 'history', 'loop'], env, 30_000);
         assert.equal(shown.code, 0, shown.stderr);
         assert.match(shown.stdout, /nightly-candidate: candidate vs control\n {2}change [▁▂▃▄▅▆▇█]{4,}/);
-        assert.equal(shown.stdout.split('\n').filter((l) => /^ {2}\d{4}-/.test(l)).length, rowsBefore.length, shown.stdout);
+        assert.equal(
+          shown.stdout.split('\n').filter((l) => /^ {2}\d{4}-/.test(l)).length,
+          rowsBefore.length,
+          shown.stdout,
+        );
         assert.match(shown.stdout, /done slower \+\d\.\d % .*\[regression\]/);
         const json = await runOrch(['nightly', 'history', 'loop', '--json'], env, 30_000);
         assert.deepEqual(JSON.parse(json.stdout), JSON.parse(JSON.stringify(rowsBefore)));
         const status = await runOrch(['nightly', 'status', 'loop'], env, 30_000);
         assert.equal(status.code, 0, status.stderr);
-        assert.match(status.stdout, /^loop \S+ done, 1 alert\n {4}nightly-candidate candidate vs control: slower \+\d\.\d % \[regression\]/m);
+        assert.match(
+          status.stdout,
+          /^loop \S+ done, 1 alert\n {4}nightly-candidate candidate vs control: slower \+\d\.\d % \[regression\]/m,
+        );
       } finally {
         await fresh.stop();
       }

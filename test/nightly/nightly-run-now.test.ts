@@ -10,11 +10,11 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { openHistory } from '../../history/open-history.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
+import { openHistory } from '../../history/open-history.ts';
 import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
-import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
-import { freshBackend, type Backend } from '../utils/history-backends.ts';
+import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { type Backend, freshBackend } from '../utils/history-backends.ts';
 
 describe('orch nightly run', { timeout: 240_000 }, () => {
   let backend: Backend;
@@ -30,7 +30,10 @@ describe('orch nightly run', { timeout: 240_000 }, () => {
     cluster = await startCluster();
     Object.assign(cluster.env, backend.env);
     copyFileSync('test/fixtures/specs/verdict-ab.yaml', join(dir, 'spec.yaml'));
-    writeFileSync(join(dir, 'suite.yaml'), 'kind: suite\nname: now\nschedule: { cron: "0 2 * * *" }\nexperiments: [spec.yaml]\nresults: results\n');
+    writeFileSync(
+      join(dir, 'suite.yaml'),
+      'kind: suite\nname: now\nschedule: { cron: "0 2 * * *" }\nexperiments: [spec.yaml]\nresults: results\n',
+    );
     const inst = await runOrch(['nightly', 'install', join(dir, 'suite.yaml')], cluster.env, 30_000);
     assert.equal(inst.code, 0, inst.stderr);
     cluster.startServe();
@@ -47,15 +50,31 @@ describe('orch nightly run', { timeout: 240_000 }, () => {
   it("runs a night now: recorded in the history, the regression's exit code; 0 under --fail-on without slower", async () => {
     const r = await runOrch(['nightly', 'run', 'now'], cluster.env, 120_000);
     assert.equal(r.code, EXIT_CODES.slower, `${r.stdout}\n${r.stderr}`);
-    assert.match(r.stdout, new RegExp(`^night \\S+ of now: done, 1 experiment\\(s\\), \\d+ alert\\(s\\); exit ${EXIT_CODES.slower}$`, 'm'), r.stdout);
+    assert.match(
+      r.stdout,
+      new RegExp(`^night \\S+ of now: done, 1 experiment\\(s\\), \\d+ alert\\(s\\); exit ${EXIT_CODES.slower}$`, 'm'),
+      r.stdout,
+    );
     assert.match(r.stdout, /^ {2}verdict-ab graph vs eager: slower \+/m, r.stdout);
     const lenient = await runOrch(['nightly', 'run', 'now', '--fail-on', 'invalid', '--json'], cluster.env, 120_000);
     assert.equal(lenient.code, 0, lenient.stderr);
-    const out = JSON.parse(lenient.stdout) as { run: string; state: string; exit_code: number; rows: { verdict: string }[] };
+    const out = JSON.parse(lenient.stdout) as {
+      run: string;
+      state: string;
+      exit_code: number;
+      rows: { verdict: string }[];
+    };
     assert.equal(out.exit_code, 0);
-    assert.ok(out.rows.some((x) => x.verdict === 'slower'), lenient.stdout);
+    assert.ok(
+      out.rows.some((x) => x.verdict === 'slower'),
+      lenient.stdout,
+    );
     const runs = await history.runs('now', 10);
-    assert.deepEqual(runs.map((x) => x.state), ['done', 'done'], 'both nights are in the history');
+    assert.deepEqual(
+      runs.map((x) => x.state),
+      ['done', 'done'],
+      'both nights are in the history',
+    );
     assert.ok(runs.some((x) => x.id === out.run));
   });
 

@@ -14,13 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Queue } from 'bullmq';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { openHistory } from '../../history/open-history.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
-import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';
 import type { NightlyResult } from '../../orchestrator/nightly/nightly-processor.ts';
+import type { NightlyJobData } from '../../orchestrator/nightly/nightly-suites.ts';
 import { orchProvenance } from '../../orchestrator/report/orch-provenance.ts';
-import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
+import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
 const SPECS = ['ab.yaml', 'capture-probe.yaml'];
@@ -56,7 +56,9 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     }
   });
 
-  it('install registers one scheduler with the cron and time zone; install again upserts; remove removes', { timeout: 30_000 }, async () => {
+  it('install registers one scheduler with the cron and time zone; install again upserts; remove removes', {
+    timeout: 30_000,
+  }, async () => {
     const suite = writeSuite(dir, 'nightly-a', SPECS);
     for (let i = 0; i < 2; i++) {
       const r = await runOrch(['nightly', 'install', suite], cluster.env, 20_000);
@@ -68,11 +70,17 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     assert.equal(schedulers[0]!.key, 'nightly-a');
     assert.equal(schedulers[0]!.pattern, '0 2 * * *');
     assert.equal(schedulers[0]!.tz, 'Europe/Berlin');
-    assert.deepEqual(schedulers[0]!.template?.data?.experiments, SPECS.map((s) => join(dir, s)));
+    assert.deepEqual(
+      schedulers[0]!.template?.data?.experiments,
+      SPECS.map((s) => join(dir, s)),
+    );
 
     const list = await runOrch(['nightly', 'list', '--json'], cluster.env, 20_000);
     assert.equal(list.code, 0, list.stderr);
-    assert.deepEqual(JSON.parse(list.stdout).map((s: { name: string; cron: string; tz: string }) => [s.name, s.cron, s.tz]), [['nightly-a', '0 2 * * *', 'Europe/Berlin']]);
+    assert.deepEqual(
+      JSON.parse(list.stdout).map((s: { name: string; cron: string; tz: string }) => [s.name, s.cron, s.tz]),
+      [['nightly-a', '0 2 * * *', 'Europe/Berlin']],
+    );
 
     const rm = await runOrch(['nightly', 'remove', 'nightly-a'], cluster.env, 20_000);
     assert.equal(rm.code, 0, rm.stderr);
@@ -82,7 +90,9 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     assert.match(again.stderr, /no nightly suite named "nightly-a"/);
   });
 
-  it('a suite naming a missing spec is refused at install with the file and path (exit 2, nothing written)', { timeout: 20_000 }, async () => {
+  it('a suite naming a missing spec is refused at install with the file and path (exit 2, nothing written)', {
+    timeout: 20_000,
+  }, async () => {
     const suite = writeSuite(dir, 'nightly-bad', [SPECS[0]!, 'missing.yaml']);
     const r = await runOrch(['nightly', 'install', suite], cluster.env, 20_000);
     assert.equal(r.code, 2, r.stderr);
@@ -91,7 +101,9 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     assert.equal((await queue.getJobSchedulers()).length, 0);
   });
 
-  it('orch serve runs the suite: every spec submitted with its hash; a spec that became invalid fails the run, the other is still submitted', { timeout: 40_000 }, async () => {
+  it('orch serve runs the suite: every spec submitted with its hash; a spec that became invalid fails the run, the other is still submitted', {
+    timeout: 40_000,
+  }, async () => {
     const suite = writeSuite(dir, 'nightly-run', SPECS);
     const installed = await runOrch(['nightly', 'install', suite, '--every', '500'], cluster.env, 20_000);
     assert.equal(installed.code, 0, installed.stderr);
@@ -102,14 +114,23 @@ describe('orch nightly', { timeout: 60_000 }, () => {
     const canceller = (async () => {
       while (cancelling) {
         for (const run of await history.runs('nightly-run', 5)) {
-          if (run.state === 'running') for (const e of run.experiments) await cancelExperiment(cluster.redis, cluster.prefix, e.experiment).catch(() => undefined);
+          if (run.state === 'running')
+            for (const e of run.experiments)
+              await cancelExperiment(cluster.redis, cluster.prefix, e.experiment).catch(() => undefined);
         }
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
     try {
-      const first = await waitFor('a recorded night', async () => (await history.runs('nightly-run', 50)).find((r) => r.state !== 'running'), { timeoutMs: 20_000, intervalMs: 100 });
-      assert.deepEqual(first.experiments.map((s) => s.file), SPECS.map((s) => join(dir, s)));
+      const first = await waitFor(
+        'a recorded night',
+        async () => (await history.runs('nightly-run', 50)).find((r) => r.state !== 'running'),
+        { timeoutMs: 20_000, intervalMs: 100 },
+      );
+      assert.deepEqual(
+        first.experiments.map((s) => s.file),
+        SPECS.map((s) => join(dir, s)),
+      );
       for (const s of first.experiments) {
         const exp = await cluster.redis.hgetall(`${cluster.prefix}:experiment:${s.experiment}`);
         assert.equal(exp.hash, loadSpec(s.file).hash, `experiment ${s.experiment} of ${s.file}`);
@@ -118,14 +139,23 @@ describe('orch nightly', { timeout: 60_000 }, () => {
       assert.equal(first.state, 'failed');
       // which orch ran it: its commit, and whether that checkout had uncommitted changes
       const prov = orchProvenance();
-      assert.deepEqual([first.orch_version, first.orch_commit, first.orch_dirty], [prov.version, prov.commit, prov.dirty]);
+      assert.deepEqual(
+        [first.orch_version, first.orch_commit, first.orch_dirty],
+        [prov.version, prov.commit, prov.dirty],
+      );
       assert.equal(typeof first.orch_dirty, prov.commit === null ? 'object' : 'boolean');
-      assert.deepEqual((await history.rows('nightly-run')).filter((r) => r.run_id === first.id).map((r) => r.experiment_state), ['cancelled', 'cancelled']);
+      assert.deepEqual(
+        (await history.rows('nightly-run')).filter((r) => r.run_id === first.id).map((r) => r.experiment_state),
+        ['cancelled', 'cancelled'],
+      );
 
       // Break one spec after install (atomically: a run never reads half a file): validated again at run time.
       writeFileSync(join(dir, 'ab.yaml.tmp'), 'name: broken\ndesign: ab\nrepz: 3\n');
       renameSync(join(dir, 'ab.yaml.tmp'), join(dir, 'ab.yaml'));
-      const failed = await waitFor('a failed suite run', async () => (await queue.getJobs(['failed'], 0, 0))[0], { timeoutMs: 20_000, intervalMs: 100 });
+      const failed = await waitFor('a failed suite run', async () => (await queue.getJobs(['failed'], 0, 0))[0], {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       assert.match(failed.failedReason, /^suite nightly-run \(.*\): 1 of 2 specs not submitted \(submitted: \S+\)/);
       assert.ok(failed.failedReason.includes(`${join(dir, 'ab.yaml')}:`), failed.failedReason);
       assert.match(failed.failedReason, /repz/);
@@ -134,9 +164,13 @@ describe('orch nightly', { timeout: 60_000 }, () => {
       assert.equal(exp.file, join(dir, 'capture-probe.yaml'));
       assert.equal(exp.hash, loadSpec(join(dir, 'capture-probe.yaml')).hash);
       // The night is in the history as failed, the broken spec's row carrying its error.
-      const night = (await history.runs('nightly-run', 50)).find((r) => r.experiments.some((e) => e.experiment === submittedId))!;
+      const night = (await history.runs('nightly-run', 50)).find((r) =>
+        r.experiments.some((e) => e.experiment === submittedId),
+      )!;
       assert.equal(night.state, 'failed');
-      const notRun = (await history.rows('nightly-run')).find((r) => r.run_id === night.id && r.experiment_state === 'not-run')!;
+      const notRun = (await history.rows('nightly-run')).find(
+        (r) => r.run_id === night.id && r.experiment_state === 'not-run',
+      )!;
       assert.equal(notRun.spec_file, join(dir, 'ab.yaml'));
       assert.match(notRun.error ?? '', /repz/);
     } finally {

@@ -13,13 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Queue } from 'bullmq';
-import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
-import { openHistory } from '../../history/open-history.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { plantedRepo, plantedSpec, type PlantedRepo } from '../builds/planted-repo.ts';
-import { spawnOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
-import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
+import { openHistory } from '../../history/open-history.ts';
+import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { type PlantedRepo, plantedRepo, plantedSpec } from '../builds/planted-repo.ts';
+import { type Cluster, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { BACKENDS, type Backend, freshBackend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { suiteNights } from './suite-nights.ts';
 
@@ -54,59 +54,113 @@ for (const name of BACKENDS) {
       if (repo) rmSync(join(repo.dir, '..'), { recursive: true, force: true });
     });
 
-    const nights = (count: number) => suiteNights({ cluster, history, queue, suite: 'paired', file: join(dir, 'suite.yaml'), timeoutMs: 150_000 })(count);
+    const nights = (count: number) =>
+      suiteNights({ cluster, history, queue, suite: 'paired', file: join(dir, 'suite.yaml'), timeoutMs: 150_000 })(
+        count,
+      );
 
     it('nights at A pass (the first an A/A, said so); commit B 5 % slower: one paired night says slower, one alert names both commits', async () => {
       const a = repo.git('rev-parse', 'main');
       const b = repo.git('rev-parse', 'branch');
       repo.git('checkout', '-q', 'main');
-      writeFileSync(join(dir, 'perf.yaml'), plantedSpec({
-        name: 'perf',
-        repo: repo.dir,
-        builds: '  last_good: { ref: main }\n  tonight: { ref: HEAD }',
-        arms: '  - { name: last_good, build: last_good }\n  - { name: tonight, build: tonight }',
-        // more pairs than the builds tests use: a night's verdict must clear the ±1 % band, and the
-        // PostgreSQL run (its server sharing the two cores) measured CIs up to ±5 % with 12 pairs
-        reps: 10,
-        blocks: 3,
-      }));
+      writeFileSync(
+        join(dir, 'perf.yaml'),
+        plantedSpec({
+          name: 'perf',
+          repo: repo.dir,
+          builds: '  last_good: { ref: main }\n  tonight: { ref: HEAD }',
+          arms: '  - { name: last_good, build: last_good }\n  - { name: tonight, build: tonight }',
+          // more pairs than the builds tests use: a night's verdict must clear the ±1 % band, and the
+          // PostgreSQL run (its server sharing the two cores) measured CIs up to ±5 % with 12 pairs
+          reps: 10,
+          blocks: 3,
+        }),
+      );
       writeFileSync(
         join(dir, 'suite.yaml'),
         'kind: suite\nname: paired\nschedule: { cron: "0 2 * * *" }\nexperiments:\n  - { spec: perf.yaml, against: last_good }\nresults: results\nalerts:\n  file: results/alerts.jsonl\n',
       );
       cluster.startServe();
-      const worker = spawnOrch(['worker', '--host', 'h1', '--cpu-cards', '1', '--heartbeat-ms', '1000', '--lock-dir', join(dir, 'locks'), '--prefix', cluster.prefix, '--allow-command'], cluster.env);
+      const worker = spawnOrch(
+        [
+          'worker',
+          '--host',
+          'h1',
+          '--cpu-cards',
+          '1',
+          '--heartbeat-ms',
+          '1000',
+          '--lock-dir',
+          join(dir, 'locks'),
+          '--prefix',
+          cluster.prefix,
+          '--allow-command',
+        ],
+        cluster.env,
+      );
       try {
-        await waitFor('worker h1 registered', async () => (await cluster.redis.exists(`${cluster.prefix}:host:h1:alive`)) === 1, { timeoutMs: 30_000 });
+        await waitFor(
+          'worker h1 registered',
+          async () => (await cluster.redis.exists(`${cluster.prefix}:host:h1:alive`)) === 1,
+          { timeoutMs: 30_000 },
+        );
 
         await nights(2);
         const atA = await history.rows('paired');
         assert.ok(atA.length >= 2, JSON.stringify(atA));
-        assert.deepEqual(atA.map((r) => [r.experiment_state, r.arm, r.reference, r.verdict, r.gates_pass]), atA.map(() => ['done', 'tonight', 'last_good', 'inconclusive', true]), JSON.stringify(atA.map((r) => r.error)));
-        assert.deepEqual(atA.map((r) => r.commits), atA.map(() => ({ last_good: a, tonight: a })));
-        assert.match(atA[0]!.pairing ?? '', /^unpaired: no night of this spec has passed yet, so tonight's commit \w{12} \(HEAD\) runs against itself \(an A\/A\)/);
-        for (const r of atA.slice(1)) assert.match(r.pairing ?? '', new RegExp(`^paired: tonight ${a.slice(0, 12)} \\(HEAD\\) against last_good ${a.slice(0, 12)}, the last good night's commit`));
+        assert.deepEqual(
+          atA.map((r) => [r.experiment_state, r.arm, r.reference, r.verdict, r.gates_pass]),
+          atA.map(() => ['done', 'tonight', 'last_good', 'inconclusive', true]),
+          JSON.stringify(atA.map((r) => r.error)),
+        );
+        assert.deepEqual(
+          atA.map((r) => r.commits),
+          atA.map(() => ({ last_good: a, tonight: a })),
+        );
+        assert.match(
+          atA[0]!.pairing ?? '',
+          /^unpaired: no night of this spec has passed yet, so tonight's commit \w{12} \(HEAD\) runs against itself \(an A\/A\)/,
+        );
+        for (const r of atA.slice(1))
+          assert.match(
+            r.pairing ?? '',
+            new RegExp(
+              `^paired: tonight ${a.slice(0, 12)} \\(HEAD\\) against last_good ${a.slice(0, 12)}, the last good night's commit`,
+            ),
+          );
 
         repo.git('checkout', '-q', 'branch');
         await nights(1);
         const atB = (await history.rows('paired')).filter((r) => r.commits.tonight === b);
         assert.ok(atB.length >= 1);
         const [first] = atB;
-        console.log(`B vs A: ${((first!.change ?? NaN) * 100).toFixed(2)} % (CI ${((first!.ci_low ?? NaN) * 100).toFixed(2)}..${((first!.ci_high ?? NaN) * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %`);
+        console.log(
+          `B vs A: ${((first!.change ?? NaN) * 100).toFixed(2)} % (CI ${((first!.ci_low ?? NaN) * 100).toFixed(2)}..${((first!.ci_high ?? NaN) * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %`,
+        );
         assert.deepEqual(first!.commits, { last_good: a, tonight: b }, 'B paired against the last good A');
         assert.equal(first!.verdict, 'slower');
         assert.equal(first!.finding, 'regression');
         // Slower with the whole CI above zero; where inside it the planted 5 % falls is not asserted:
         // on a shared box the other jobs' load moves a CPU-time measurement by a percent or so.
-        assert.ok(first!.ci_low! > 0 && first!.ci_low! <= first!.change! && first!.change! <= first!.ci_high!, `CI ${first!.ci_low}..${first!.ci_high} around ${first!.change}`);
+        assert.ok(
+          first!.ci_low! > 0 && first!.ci_low! <= first!.change! && first!.change! <= first!.ci_high!,
+          `CI ${first!.ci_low}..${first!.ci_high} around ${first!.change}`,
+        );
         // Later nights at B stay paired against A (a regressed night is not good), and are not alerted again.
         for (const r of atB) assert.equal(r.commits.last_good, a);
 
-        const alerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as NightlyAlert);
+        const alerts = readFileSync(join(dir, 'results', 'alerts.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as NightlyAlert);
         assert.equal(alerts.length, 1, JSON.stringify(alerts.map((x) => x.text)));
         assert.equal(alerts[0]!.kind, 'regression');
         assert.equal(alerts[0]!.comparison, 'tonight vs last_good');
-        assert.ok(alerts[0]!.text.includes(`last_good@${a.slice(0, 12)}`) && alerts[0]!.text.includes(`tonight@${b.slice(0, 12)}`), alerts[0]!.text);
+        assert.ok(
+          alerts[0]!.text.includes(`last_good@${a.slice(0, 12)}`) &&
+            alerts[0]!.text.includes(`tonight@${b.slice(0, 12)}`),
+          alerts[0]!.text,
+        );
       } finally {
         worker.child.kill('SIGTERM');
         await worker.exited;

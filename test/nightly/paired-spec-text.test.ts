@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { loadSpec, parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { pairSpec } from '../../orchestrator/nightly/paired-night.ts';
+import { loadSpec, parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { plantedRepo, plantedSpec } from '../builds/planted-repo.ts';
 
 const repo = plantedRepo();
@@ -21,19 +21,34 @@ test("a paired night's registered text loads to its spec and its hash", () => {
   const lastGood = repo.git('rev-parse', 'branch');
   const tonight = repo.git('rev-parse', 'main');
   const file = join(repo.dir, 'perf.yaml');
-  writeFileSync(file, `# tonight against the last good night\n${plantedSpec({
-    name: 'perf',
-    repo: repo.dir,
-    builds: '  last_good: { ref: main }\n  tonight: { ref: HEAD }',
-    arms: '  - { name: last_good, build: last_good }\n  - { name: tonight, build: tonight }',
-  })}`);
+  writeFileSync(
+    file,
+    `# tonight against the last good night\n${plantedSpec({
+      name: 'perf',
+      repo: repo.dir,
+      builds: '  last_good: { ref: main }\n  tonight: { ref: HEAD }',
+      arms: '  - { name: last_good, build: last_good }\n  - { name: tonight, build: tonight }',
+    })}`,
+  );
   const paired = pairSpec(loadSpec(file), { commit: lastGood, scheduledAt: 0 }, null);
   assert.equal(paired.loaded.spec.builds?.last_good?.commit, lastGood);
   const registered = (paired.loaded as { text?: string }).text;
   assert.ok(registered !== undefined, 'the paired spec carries the text it registers');
   const again = parseConfigText(file, registered, 'experiment');
   assert.equal(again.kind, 'experiment');
-  assert.equal(again.kind === 'experiment' && again.hash, paired.loaded.hash, 'the registered text hashes to the registered hash');
-  assert.deepEqual(again.kind === 'experiment' && Object.fromEntries(Object.entries(again.spec.builds ?? {}).map(([n, b]) => [n, b.commit])), { last_good: lastGood, tonight });
-  assert.match(registered, /^# tonight against the last good night\n/, 'the rest of the text is as written, comments too');
+  assert.equal(
+    again.kind === 'experiment' && again.hash,
+    paired.loaded.hash,
+    'the registered text hashes to the registered hash',
+  );
+  assert.deepEqual(
+    again.kind === 'experiment' &&
+      Object.fromEntries(Object.entries(again.spec.builds ?? {}).map(([n, b]) => [n, b.commit])),
+    { last_good: lastGood, tonight },
+  );
+  assert.match(
+    registered,
+    /^# tonight against the last good night\n/,
+    'the rest of the text is as written, comments too',
+  );
 });

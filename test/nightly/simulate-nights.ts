@@ -46,7 +46,10 @@ export interface SimResult {
   within: Record<1 | 3 | 7, number>;
 }
 
-export function simulateDetector(p: Omit<SimSeries, 'shift'> & { shift: number; trials: number; seed: number }, o: ShiftOptions = SHIFT_DEFAULTS): SimResult {
+export function simulateDetector(
+  p: Omit<SimSeries, 'shift'> & { shift: number; trials: number; seed: number },
+  o: ShiftOptions = SHIFT_DEFAULTS,
+): SimResult {
   const rand = mulberry32(p.seed);
   let alarms = 0;
   let tested = 0;

@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { openHistory } from '../../history/open-history.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
+import { openHistory } from '../../history/open-history.ts';
 import type { NightlyTrouble } from '../../orchestrator/nightly/nightly-trouble.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { BACKENDS, freshBackend, type Backend } from '../utils/history-backends.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { BACKENDS, type Backend, freshBackend } from '../utils/history-backends.ts';
 import { runOrch } from '../utils/orch-run.ts';
 import { freshPrefix } from '../utils/redis.ts';
 
@@ -37,7 +37,12 @@ for (const name of BACKENDS) {
       const good = await history.claimRun({ suite: 'st', scheduledAt: now - 3000, ...host });
       await history.finishRun(good.run.id, { state: 'done', error: null, alerts: 0, rows: [] });
       const failed = await history.claimRun({ suite: 'st', scheduledAt: now - 2000, ...host });
-      await history.finishRun(failed.run.id, { state: 'failed', error: 'perf.yaml: experiment ended cancelled', alerts: 1, rows: [] });
+      await history.finishRun(failed.run.id, {
+        state: 'failed',
+        error: 'perf.yaml: experiment ended cancelled',
+        alerts: 1,
+        rows: [],
+      });
       const stalled = await history.claimRun({ suite: 'st', scheduledAt: now - 1000, ...host });
       await history.db.run('UPDATE nightly_runs SET heartbeat_at = ? WHERE id = ?', [now - 3_600_000, stalled.run.id]);
 
@@ -45,18 +50,29 @@ for (const name of BACKENDS) {
       const text = await runOrch(['status'], env);
       assert.equal(text.code, 0, text.output);
       assert.match(text.stdout, /\nnightly runs failed or stalled \(last 7 days; orch nightly status SUITE\)\n/);
-      assert.match(text.stdout, new RegExp(`\\n  st ${new Date(now - 1000).toISOString()}  STALLED: running, last heartbeat \\S+ from serve-1 \\(its orch serve stopped; no retry took it over\\)\\n`));
-      assert.match(text.stdout, new RegExp(`\\n  st ${new Date(now - 2000).toISOString()}  FAILED: perf\\.yaml: experiment ended cancelled\\n`));
+      assert.match(
+        text.stdout,
+        new RegExp(
+          `\\n  st ${new Date(now - 1000).toISOString()}  STALLED: running, last heartbeat \\S+ from serve-1 \\(its orch serve stopped; no retry took it over\\)\\n`,
+        ),
+      );
+      assert.match(
+        text.stdout,
+        new RegExp(`\\n  st ${new Date(now - 2000).toISOString()}  FAILED: perf\\.yaml: experiment ended cancelled\\n`),
+      );
       assert.ok(!text.stdout.includes(new Date(now - 3000).toISOString()), text.stdout);
 
       const json = await runOrch(['status', '--json'], env);
       assert.equal(json.code, 0, json.output);
       const nightly = (JSON.parse(json.stdout) as { nightly: NightlyTrouble }).nightly;
       assert.equal(nightly.error, null);
-      assert.deepEqual(nightly.runs!.map((r) => [r.id, r.state, r.stalled]), [
-        [stalled.run.id, 'running', true],
-        [failed.run.id, 'failed', false],
-      ]);
+      assert.deepEqual(
+        nightly.runs!.map((r) => [r.id, r.state, r.stalled]),
+        [
+          [stalled.run.id, 'running', true],
+          [failed.run.id, 'failed', false],
+        ],
+      );
     });
   });
 }

@@ -5,8 +5,13 @@ import { Redis } from 'ioredis';
  * them `isPass` marks (one per scheduler pass, say). Counted where every command passes, pipelined
  * or not (`Redis.prototype.sendCommand`), until `stop`.
  */
-export function countCommands(isPass: (c: { name: string; args: unknown[] }) => boolean = () => false): { take: () => { commands: number; args: number; passes: number }; stop: () => void } {
-  const proto = Redis.prototype as unknown as { sendCommand: (this: Redis, c: { name: string; args: unknown[] }, ...rest: unknown[]) => unknown };
+export function countCommands(isPass: (c: { name: string; args: unknown[] }) => boolean = () => false): {
+  take: () => { commands: number; args: number; passes: number };
+  stop: () => void;
+} {
+  const proto = Redis.prototype as unknown as {
+    sendCommand: (this: Redis, c: { name: string; args: unknown[] }, ...rest: unknown[]) => unknown;
+  };
   const original = proto.sendCommand;
   let commands = 0;
   let args = 0;

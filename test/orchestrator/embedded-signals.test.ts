@@ -4,14 +4,15 @@
 // its results; a second signal exits at once; a private Redis killed from outside ends the run
 // with an error naming it instead of "redis unreachable; retrying" forever; and an orch killed
 // with -9 still takes its redis-server with it.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { waitFor } from '../utils/wait-for.ts';
-import { FIXTURE_RANK, isAlive as alive } from './orch-cluster.ts';
+import { isAlive as alive, FIXTURE_RANK } from './orch-cluster.ts';
 
 const ORCH = 'bin/orch.mjs';
 const EXIT_WITHIN_MS = 20_000;
@@ -29,19 +30,44 @@ interface Run {
 async function submit(): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), 'orch-embedded-sig-'));
   const log = join(dir, 'ranks.jsonl');
-  const child = spawn(process.execPath, [ORCH, 'submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', join(dir, 'results')], {
-    env: { ...process.env, REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_GRAPHRT: FIXTURE_RANK, ORCH_CPU_CARDS: '2', FIXTURE_LOG: log, FIXTURE_REP_MS: '3000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const child = spawn(
+    process.execPath,
+    [ORCH, 'submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', join(dir, 'results')],
+    {
+      env: {
+        ...process.env,
+        REDIS_URL: '',
+        ORCH_PREFIX: '',
+        ORCH_LOG: 'warn',
+        ORCH_GRAPHRT: FIXTURE_RANK,
+        ORCH_CPU_CARDS: '2',
+        FIXTURE_LOG: log,
+        FIXTURE_REP_MS: '3000',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
   const pid = child.pid!;
-  await waitFor('two ranks running', () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 2, { timeoutMs: 60_000, intervalMs: 50 });
+  await waitFor(
+    'two ranks running',
+    () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 2,
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
   const tree = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' });
-  const redisPid = Number(tree.split('\n').find((l) => l.includes('redis-server'))?.trim().split(/\s+/)[0]);
+  const redisPid = Number(
+    tree
+      .split('\n')
+      .find((l) => l.includes('redis-server'))
+      ?.trim()
+      .split(/\s+/)[0],
+  );
   assert.ok(redisPid > 0, `no redis-server child in:\n${tree}`);
   return {
     pid,
@@ -51,7 +77,12 @@ async function submit(): Promise<Run> {
     async exitWithin(ms) {
       const r = await Promise.race([exited, new Promise<'running'>((res) => setTimeout(() => res('running'), ms))]);
       if (r === 'running') {
-        for (const p of [-pid, redisPid]) try { process.kill(p, 'SIGKILL'); } catch { /* gone */ }
+        for (const p of [-pid, redisPid])
+          try {
+            process.kill(p, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
       }
       return r;
     },
@@ -65,10 +96,17 @@ test('embedded: Ctrl-C to the process group cancels through the private Redis an
     process.kill(-run.pid, 'SIGINT');
     const end = await run.exitWithin(EXIT_WITHIN_MS);
     const took = Date.now() - t0;
-    assert.deepEqual(end, { code: 130, signal: null }, `${took} ms after SIGINT to the group:\n${run.out().slice(-3000)}`);
+    assert.deepEqual(
+      end,
+      { code: 130, signal: null },
+      `${took} ms after SIGINT to the group:\n${run.out().slice(-3000)}`,
+    );
     assert.doesNotMatch(run.out(), /redis unreachable/);
     const [id] = readdirSync(join(run.dir, 'results'));
-    const summary = JSON.parse(readFileSync(join(run.dir, 'results', id!, 'summary.json'), 'utf8')) as { state: string; accounting: { planned: number; unaccounted: string[] } };
+    const summary = JSON.parse(readFileSync(join(run.dir, 'results', id!, 'summary.json'), 'utf8')) as {
+      state: string;
+      accounting: { planned: number; unaccounted: string[] };
+    };
     assert.equal(summary.state, 'cancelled');
     assert.deepEqual(summary.accounting.unaccounted, []);
     assert.ok(!alive(run.redisPid), 'redis-server stopped once orch was done with it');
@@ -87,7 +125,11 @@ for (const second of ['SIGINT', 'SIGTERM'] as const) {
       process.kill(run.pid, second);
       const end = await run.exitWithin(EXIT_WITHIN_MS);
       const took = Date.now() - t0;
-      assert.deepEqual(end, { code: second === 'SIGINT' ? 130 : 143, signal: null }, `${took} ms after the second signal:\n${run.out().slice(-3000)}`);
+      assert.deepEqual(
+        end,
+        { code: second === 'SIGINT' ? 130 : 143, signal: null },
+        `${took} ms after the second signal:\n${run.out().slice(-3000)}`,
+      );
       assert.ok(took < 3000, `exited ${took} ms after the second signal`);
       assert.match(run.out(), new RegExp(`${second} again: exiting now`));
       await waitFor('the private redis-server gone with orch', () => !alive(run.redisPid), { timeoutMs: 5000 });
@@ -104,15 +146,22 @@ test('embedded: the private redis-server killed from outside ends the run with a
     process.kill(run.redisPid, 'SIGKILL');
     const end = await run.exitWithin(EXIT_WITHIN_MS);
     const took = Date.now() - t0;
-    assert.deepEqual(end, { code: 1, signal: null }, `${took} ms after kill -9 of redis-server:\n${run.out().slice(-3000)}`);
-    assert.match(run.out(), new RegExp(`the private redis-server \\(pid ${run.redisPid}\\) exited \\(SIGKILL\\) while \\S+ ran`));
+    assert.deepEqual(
+      end,
+      { code: 1, signal: null },
+      `${took} ms after kill -9 of redis-server:\n${run.out().slice(-3000)}`,
+    );
+    assert.match(
+      run.out(),
+      new RegExp(`the private redis-server \\(pid ${run.redisPid}\\) exited \\(SIGKILL\\) while \\S+ ran`),
+    );
     assert.ok(took < 10_000, `gave up ${took} ms after the kill`);
   } finally {
     rmSync(run.dir, { recursive: true, force: true });
   }
 });
 
-test('embedded: kill -9 of orch\'s process group still takes the private redis-server down (its parent-death signal)', async () => {
+test("embedded: kill -9 of orch's process group still takes the private redis-server down (its parent-death signal)", async () => {
   const run = await submit();
   try {
     process.kill(-run.pid, 'SIGKILL');

@@ -2,15 +2,16 @@
 // Ctrl-C mid-run cancels the experiment, writes its results (every planned rep accounted for),
 // and takes the whole process tree down (redis-server, ranks); a failed experiment says why on
 // stderr; a missing redis-server binary gets a message with the install command.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../utils/wait-for.ts';
+import { test } from 'node:test';
 import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
-import { FIXTURE_RANK, runOrch, spawnOrch, isAlive as alive } from './orch-cluster.ts';
+import { waitFor } from '../utils/wait-for.ts';
+import { isAlive as alive, FIXTURE_RANK, runOrch, spawnOrch } from './orch-cluster.ts';
 
 const noCluster = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn' };
 
@@ -26,10 +27,24 @@ test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', 
       FIXTURE_LOG: log,
       FIXTURE_REP_MS: '3000',
     });
-    await waitFor('two ranks running', () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 2, { timeoutMs: 60_000, intervalMs: 50 });
-    const ranks = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { pid: number }).map((e) => e.pid);
+    await waitFor(
+      'two ranks running',
+      () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 2,
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
+    const ranks = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { pid: number })
+      .map((e) => e.pid);
     const tree = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(run.child.pid)], { encoding: 'utf8' });
-    const redisPid = Number(tree.split('\n').find((l) => l.includes('redis-server'))?.trim().split(/\s+/)[0]);
+    const redisPid = Number(
+      tree
+        .split('\n')
+        .find((l) => l.includes('redis-server'))
+        ?.trim()
+        .split(/\s+/)[0],
+    );
     assert.ok(redisPid > 0, `no redis-server child in:\n${tree}`);
 
     run.child.kill('SIGINT');
@@ -38,9 +53,15 @@ test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', 
     console.log(`exited ${end.code} ${Date.now() - t0} ms after SIGINT`);
     assert.equal(end.code, 130, run.out());
     assert.ok(!alive(redisPid), 'redis-server stopped');
-    assert.ok(ranks.every((p) => !alive(p)), 'ranks stopped');
+    assert.ok(
+      ranks.every((p) => !alive(p)),
+      'ranks stopped',
+    );
     const [id] = readdirSync(results);
-    const summary = JSON.parse(readFileSync(join(results, id!, 'summary.json'), 'utf8')) as { state: string; accounting: { planned: number; measured: number; not_run: number; cancelled: number; unaccounted: string[] } };
+    const summary = JSON.parse(readFileSync(join(results, id!, 'summary.json'), 'utf8')) as {
+      state: string;
+      accounting: { planned: number; measured: number; not_run: number; cancelled: number; unaccounted: string[] };
+    };
     assert.equal(summary.state, 'cancelled');
     assert.equal(summary.accounting.planned, 12);
     assert.equal(summary.accounting.measured + summary.accounting.not_run + summary.accounting.cancelled, 12);
@@ -51,7 +72,7 @@ test('embedded: Ctrl-C cancels, writes the results and leaves nothing running', 
   }
 });
 
-test('embedded: a failed experiment ends with the failed outcome\'s exit code and its blocks\' reasons on stderr', async () => {
+test("embedded: a failed experiment ends with the failed outcome's exit code and its blocks' reasons on stderr", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-embedded-'));
   try {
     // rank 0 answers its first request with an error and exits 2 (bad input): unrecoverable
@@ -72,7 +93,11 @@ test('embedded: a failed experiment ends with the failed outcome\'s exit code an
 });
 
 test('embedded: a missing redis-server binary names the install command', async () => {
-  const r = await runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml'], { ...noCluster, ORCH_REDIS_SERVER: '/nonexistent/redis-server', ORCH_GRAPHRT: FIXTURE_RANK });
+  const r = await runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml'], {
+    ...noCluster,
+    ORCH_REDIS_SERVER: '/nonexistent/redis-server',
+    ORCH_GRAPHRT: FIXTURE_RANK,
+  });
   assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /cannot run "\/nonexistent\/redis-server"/);
   assert.match(r.stderr, /apt-get install -y redis-server/);

@@ -2,9 +2,18 @@
 // The backfill property is checked against a simulation: granting every decision and running
 // blocks to their expected end, the oldest waiting block must start no later than it would if
 // nothing behind it were ever granted ahead of it.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { compareQueued, fitGang, neverFits, planGrants, type CardSlot, type GrantInput, type WaitingBlock } from '../../orchestrator/scheduler/grant-planner.ts';
+import { test } from 'node:test';
+import {
+  type CardSlot,
+  compareQueued,
+  fitGang,
+  type GrantInput,
+  neverFits,
+  planGrants,
+  type WaitingBlock,
+} from '../../orchestrator/scheduler/grant-planner.ts';
 
 const cards = (host: string, n: number, backend: 'cpu' | 'cuda' = 'cuda'): CardSlot[] =>
   Array.from({ length: n }, (_, i) => ({ id: `${host}-${i}`, host, backend, index: i }));
@@ -25,7 +34,10 @@ test('grants in FIFO order while cards last; a later block does not jump a waiti
     running: [{ key: 'r', cards: ['h1-0', 'h1-1'], expectedEndMs: 10_000 }],
     waiting: [block('a', 1), block('b', 3, 60_000), block('c', 1, 60_000)],
   });
-  assert.deepEqual(d.grants.map((g) => g.key), ['a']);
+  assert.deepEqual(
+    d.grants.map((g) => g.key),
+    ['a'],
+  );
   assert.match(d.why.get('b')!, /waiting for 3 free card/);
   // c fits in the one free card, but b is reserved those cards at t = 10 s and c would run 60 s
   assert.match(d.why.get('c')!, /behind .*b.*FIFO/);
@@ -39,7 +51,10 @@ test('backfill: a short block runs ahead of the oldest when it ends before the r
     running: [{ key: 'r', cards: ['h1-0', 'h1-1'], expectedEndMs: 10_000 }],
     waiting: [block('b', 3, 60_000), block('short', 1, 5_000), block('long', 1, 60_000)],
   });
-  assert.deepEqual(d.grants.map((g) => g.key), ['short']);
+  assert.deepEqual(
+    d.grants.map((g) => g.key),
+    ['short'],
+  );
   assert.ok(d.why.get('long'));
 });
 
@@ -52,8 +67,14 @@ test('backfill on cards the reservation does not need, whatever the length', () 
     // b needs both h1 cards (placement host); h2-0 is outside its reservation
     waiting: [block('b', 2, 60_000), block('other-host', 1, 600_000)],
   });
-  assert.deepEqual(d.grants.map((g) => g.key), ['other-host']);
-  assert.deepEqual(d.grants[0]!.cards.map((c) => c.id), ['h2-0']);
+  assert.deepEqual(
+    d.grants.map((g) => g.key),
+    ['other-host'],
+  );
+  assert.deepEqual(
+    d.grants[0]!.cards.map((c) => c.id),
+    ['h2-0'],
+  );
 });
 
 test('simulated: backfill never delays the oldest waiting block', () => {
@@ -64,9 +85,12 @@ test('simulated: backfill never delays the oldest waiting block', () => {
   };
   for (let trial = 0; trial < 300; trial++) {
     const all = [...cards('h1', 4), ...cards('h2', 2)];
-    const waiting = Array.from({ length: 6 }, (_, i) => block(`w${i}`, 1 + Math.floor(rnd() * 4), 1000 + Math.floor(rnd() * 20_000)));
+    const waiting = Array.from({ length: 6 }, (_, i) =>
+      block(`w${i}`, 1 + Math.floor(rnd() * 4), 1000 + Math.floor(rnd() * 20_000)),
+    );
     const running = [{ key: 'r0', cards: ['h1-0', 'h1-1'], expectedEndMs: 1000 + Math.floor(rnd() * 10_000) }];
-    const startOfOldest = (withBackfill: boolean) => simulate({ cards: all, running, waiting, now: 0, busy: new Set() }, withBackfill);
+    const startOfOldest = (withBackfill: boolean) =>
+      simulate({ cards: all, running, waiting, now: 0, busy: new Set() }, withBackfill);
     assert.ok(
       startOfOldest(true) <= startOfOldest(false),
       `trial ${trial}: oldest starts at ${startOfOldest(true)} with backfill, ${startOfOldest(false)} without`,
@@ -100,17 +124,32 @@ function simulate(input: Omit<GrantInput, 'busy'> & { busy: Set<string> }, withB
 test('placement host stays on one host; spread takes one host when it can, else the fewest hosts, fullest first', () => {
   const free = [...cards('h1', 2), ...cards('h2', 3)];
   assert.equal(fitGang(block('x', 4), free), null);
-  assert.deepEqual(fitGang(block('x', 4, 1, { placement: 'spread' }), free)!.map((c) => c.id), ['h2-0', 'h2-1', 'h2-2', 'h1-0']);
+  assert.deepEqual(
+    fitGang(block('x', 4, 1, { placement: 'spread' }), free)!.map((c) => c.id),
+    ['h2-0', 'h2-1', 'h2-2', 'h1-0'],
+  );
   // host placement falls back to spread only when the spec allows it
-  assert.deepEqual(fitGang(block('x', 4, 1, { spreadFallback: true }), free)!.map((c) => c.host), ['h2', 'h2', 'h2', 'h1']);
-  assert.deepEqual(fitGang(block('x', 2, 1, { placement: 'spread' }), free)!.map((c) => c.host), ['h1', 'h1']);
+  assert.deepEqual(
+    fitGang(block('x', 4, 1, { spreadFallback: true }), free)!.map((c) => c.host),
+    ['h2', 'h2', 'h2', 'h1'],
+  );
+  assert.deepEqual(
+    fitGang(block('x', 2, 1, { placement: 'spread' }), free)!.map((c) => c.host),
+    ['h1', 'h1'],
+  );
   // best fit: the smallest host that holds the gang
-  assert.deepEqual(fitGang(block('y', 2), [...cards('big', 4), ...cards('small', 2)])!.map((c) => c.host), ['small', 'small']);
+  assert.deepEqual(
+    fitGang(block('y', 2), [...cards('big', 4), ...cards('small', 2)])!.map((c) => c.host),
+    ['small', 'small'],
+  );
 });
 
 test('a spread gang that no set of hosts can hold names the largest possible gang', () => {
   const all = [...cards('h1', 2), ...cards('h2', 4)];
-  assert.equal(neverFits(block('x', 8, 1, { placement: 'spread' }), all), 'needs 8 cards across hosts; the largest possible gang is 6 (h2: 4, h1: 2)');
+  assert.equal(
+    neverFits(block('x', 8, 1, { placement: 'spread' }), all),
+    'needs 8 cards across hosts; the largest possible gang is 6 (h2: 4, h1: 2)',
+  );
   assert.equal(neverFits(block('x', 6, 1, { placement: 'spread' }), all), null);
 });
 
@@ -118,7 +157,10 @@ test('a gang never mixes versions: the planner refuses, and the reason says so',
   const v = (cs: CardSlot[], version: string) => cs.map((c) => ({ ...c, version }));
   const all = [...v(cards('h1', 2), 'orch 1.0 abc; graphrt 1'), ...v(cards('h2', 2), 'orch 1.1 def; graphrt 1')];
   assert.equal(fitGang(block('x', 4, 1, { placement: 'spread' }), all), null);
-  assert.match(neverFits(block('x', 4, 1, { placement: 'spread' }), all)!, /largest possible gang is 2 .*never mixes versions \(h1 at orch 1\.0 abc; graphrt 1; h2 at orch 1\.1 def; graphrt 1\)/);
+  assert.match(
+    neverFits(block('x', 4, 1, { placement: 'spread' }), all)!,
+    /largest possible gang is 2 .*never mixes versions \(h1 at orch 1\.0 abc; graphrt 1; h2 at orch 1\.1 def; graphrt 1\)/,
+  );
   const same = [...v(cards('h1', 2), 'orch 1.0 abc; graphrt 1'), ...v(cards('h2', 2), 'orch 1.0 abc; graphrt 1')];
   assert.equal(fitGang(block('x', 4, 1, { placement: 'spread' }), same)!.length, 4);
 });
@@ -126,9 +168,21 @@ test('a gang never mixes versions: the planner refuses, and the reason says so',
 test('a block no host can ever hold names the largest host and takes no reservation', () => {
   const all = [...cards('h1', 2), ...cards('h2', 4)];
   assert.equal(neverFits(block('x', 8), all), 'needs 8 cards on one host; the largest host, h2, has 4');
-  assert.match(neverFits(block('x', 1, 1, { backend: 'cuda' }), cards('h1', 2, 'cpu'))!, /no cuda card is registered \(cards: 2 cpu@h1\)/);
-  const d = planGrants({ now: 0, cards: all, busy: new Set(), running: [], waiting: [block('huge', 8), block('ok', 1)] });
-  assert.deepEqual(d.grants.map((g) => g.key), ['ok']);
+  assert.match(
+    neverFits(block('x', 1, 1, { backend: 'cuda' }), cards('h1', 2, 'cpu'))!,
+    /no cuda card is registered \(cards: 2 cpu@h1\)/,
+  );
+  const d = planGrants({
+    now: 0,
+    cards: all,
+    busy: new Set(),
+    running: [],
+    waiting: [block('huge', 8), block('ok', 1)],
+  });
+  assert.deepEqual(
+    d.grants.map((g) => g.key),
+    ['ok'],
+  );
   assert.match(d.why.get('huge')!, /largest host, h2, has 4/);
 });
 
@@ -140,7 +194,10 @@ test('queue order: priority first, then submission order, then block index', () 
     { id: 'mid-b0', priority: 0, seq: 2, block: 0 },
     { id: 'low-b0', priority: -1, seq: 0, block: 0 },
   ];
-  assert.deepEqual([...q].sort(compareQueued).map((x) => x.id), ['new-urgent-b0', 'old-b0', 'old-b1', 'mid-b0', 'low-b0']);
+  assert.deepEqual(
+    [...q].sort(compareQueued).map((x) => x.id),
+    ['new-urgent-b0', 'old-b0', 'old-b1', 'mid-b0', 'low-b0'],
+  );
 });
 
 test("a card's allocation end: a block that would outlast it goes to a card that lasts, or waits saying why", () => {
@@ -153,7 +210,13 @@ test("a card's allocation end: a block that would outlast it goes to a card that
     running: [],
     waiting: [block('long', 1, 60_000), block('short', 1, 5_000)],
   });
-  assert.deepEqual(d.grants.map((g) => [g.key, g.cards[0]!.host]), [['long', 'h2'], ['short', 'h1']]);
+  assert.deepEqual(
+    d.grants.map((g) => [g.key, g.cards[0]!.host]),
+    [
+      ['long', 'h2'],
+      ['short', 'h1'],
+    ],
+  );
   // no card lasts long enough: the block waits with the ends named and takes no reservation, so a short one behind it runs
   const e = planGrants({
     now: 1_000,
@@ -162,9 +225,21 @@ test("a card's allocation end: a block that would outlast it goes to a card that
     running: [],
     waiting: [block('long', 1, 60_000), block('short', 1, 5_000)],
   });
-  assert.deepEqual(e.grants.map((g) => g.key), ['short']);
+  assert.deepEqual(
+    e.grants.map((g) => g.key),
+    ['short'],
+  );
   assert.match(e.why.get('long')!, /expected to take 60 s, longer than the allocations left .*h1 in 30 s/);
   // a card without an end takes any block
-  const f = planGrants({ now: 1_000, cards: [...ending('h1', 1, 31_000), ...cards('h3', 1)], busy: new Set(), running: [], waiting: [block('long', 1, 60_000)] });
-  assert.deepEqual(f.grants.map((g) => g.cards[0]!.host), ['h3']);
+  const f = planGrants({
+    now: 1_000,
+    cards: [...ending('h1', 1, 31_000), ...cards('h3', 1)],
+    busy: new Set(),
+    running: [],
+    waiting: [block('long', 1, 60_000)],
+  });
+  assert.deepEqual(
+    f.grants.map((g) => g.cards[0]!.host),
+    ['h3'],
+  );
 });

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { Scheduler, type SchedulerOptions } from '../../orchestrator/scheduler/scheduler.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
@@ -40,7 +40,13 @@ export async function startScheduler(o: Omit<SchedulerOptions, 'log'>): Promise<
 }
 
 /** Writes `yaml` to `dir`, submits it, and returns the experiment id. */
-export async function submitYaml(redis: Redis, prefix: string, dir: string, name: string, yaml: string): Promise<string> {
+export async function submitYaml(
+  redis: Redis,
+  prefix: string,
+  dir: string,
+  name: string,
+  yaml: string,
+): Promise<string> {
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, yaml);
   const { id } = await submitExperiment({ redis, prefix, loaded: loadSpec(file) });
@@ -67,8 +73,12 @@ export function abSpec(name: string, blocks: number, reps: number): string {
 
 export async function waitEnded(redis: Redis, prefix: string, id: string, timeoutMs: number): Promise<string> {
   const store = new ExperimentStore(redis, prefix);
-  return waitFor(`experiment ${id} ended`, async () => {
-    const s = await store.state(id);
-    return s === 'done' || s === 'failed' || s === 'cancelled' ? s : null;
-  }, { timeoutMs, intervalMs: 50 });
+  return waitFor(
+    `experiment ${id} ended`,
+    async () => {
+      const s = await store.state(id);
+      return s === 'done' || s === 'failed' || s === 'cancelled' ? s : null;
+    },
+    { timeoutMs, intervalMs: 50 },
+  );
 }

@@ -4,12 +4,12 @@
  * real redis-server. Every child is killed by its pid in stop(); nothing is left running.
  */
 import '../utils/cluster-secret.ts';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
@@ -23,16 +23,28 @@ export interface OrchChild {
 }
 
 export function spawnOrch(args: string[], env: Record<string, string>): OrchChild {
-  const child = spawn(process.execPath, [ORCH, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [ORCH, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
   return { child, out: () => out, exited };
 }
 
-export async function runOrch(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [ORCH, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runOrch(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [ORCH, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -83,17 +95,40 @@ export async function startCluster(server?: RedisServerProcess): Promise<Cluster
     },
     async startWorker({ host = 'h1', cpuCards, repMs }) {
       const w = spawnOrch(
-        ['worker', '--host', host, '--cpu-cards', String(cpuCards), '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '1000', '--lock-dir', join(dir, `locks-${host}`), '--prefix', prefix, '--allow-command'],
+        [
+          'worker',
+          '--host',
+          host,
+          '--cpu-cards',
+          String(cpuCards),
+          '--graphrt',
+          FIXTURE_RANK,
+          '--heartbeat-ms',
+          '1000',
+          '--lock-dir',
+          join(dir, `locks-${host}`),
+          '--prefix',
+          prefix,
+          '--allow-command',
+        ],
         { ...env, FIXTURE_LOG: fixtureLog, FIXTURE_REP_MS: String(repMs) },
       );
       children.push(w);
       c.worker = w;
-      await waitFor(`worker ${host} registered`, async () => (await redis.exists(`${prefix}:host:${host}:alive`)) === 1, { timeoutMs: 20_000 });
+      await waitFor(
+        `worker ${host} registered`,
+        async () => (await redis.exists(`${prefix}:host:${host}:alive`)) === 1,
+        { timeoutMs: 20_000 },
+      );
       return w;
     },
     rankLog() {
       if (!existsSync(fixtureLog)) return [];
-      return readFileSync(fixtureLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      return readFileSync(fixtureLog, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
     },
     async stop() {
       for (const ch of children) {
@@ -113,7 +148,9 @@ export async function startCluster(server?: RedisServerProcess): Promise<Cluster
 }
 
 /** Per card, the [start, end] of each rank process, from the fixture log. */
-export function rankIntervals(log: ReturnType<Cluster['rankLog']>): Map<string, { pid: number; start: number; end: number }[]> {
+export function rankIntervals(
+  log: ReturnType<Cluster['rankLog']>,
+): Map<string, { pid: number; start: number; end: number }[]> {
   const byPid = new Map<number, { card: string; start: number; end: number }>();
   for (const e of log) {
     const cur = byPid.get(e.pid) ?? { card: e.card, start: Number.NaN, end: Number.POSITIVE_INFINITY };

@@ -17,19 +17,19 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { OUTPUT_PER_REP } from '../../jobs/line-limit.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { readOutputBudget } from '../../store/event-budget.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { ORCH_BIN, spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
-import { abSpec, startScheduler, submitYaml, waitEnded, type InProcessScheduler } from './in-process-scheduler.ts';
+import { abSpec, type InProcessScheduler, startScheduler, submitYaml, waitEnded } from './in-process-scheduler.ts';
 
 const MAXMEMORY = 16 * 1024 * 1024;
 const FLOOD = fileURLToPath(new URL('../fixtures/ranks/flood-output.sh', import.meta.url));
@@ -58,11 +58,26 @@ afterEach(async () => {
 
 async function memory(): Promise<{ used: number; oomRefusals: number }> {
   const [mem, errs] = await Promise.all([redis.info('memory'), redis.info('errorstats')]);
-  return { used: Number(/used_memory:(\d+)/.exec(mem)![1]), oomRefusals: Number(/errorstat_OOM:count=(\d+)/.exec(errs)?.[1] ?? 0) };
+  return {
+    used: Number(/used_memory:(\d+)/.exec(mem)![1]),
+    oomRefusals: Number(/errorstat_OOM:count=(\d+)/.exec(errs)?.[1] ?? 0),
+  };
 }
 
-async function worker(prefix: string, host: string, env: Record<string, string> = {}, heartbeatMs = 300): Promise<WorkerProcess> {
-  const w = await spawnWorker({ redisUrl: server.url, host, prefix, lockDir: join(dir, `locks-${host}`), heartbeatMs, env });
+async function worker(
+  prefix: string,
+  host: string,
+  env: Record<string, string> = {},
+  heartbeatMs = 300,
+): Promise<WorkerProcess> {
+  const w = await spawnWorker({
+    redisUrl: server.url,
+    host,
+    prefix,
+    lockDir: join(dir, `locks-${host}`),
+    heartbeatMs,
+    env,
+  });
   workers.push(w);
   return w;
 }
@@ -118,7 +133,9 @@ test('a rank flooding its output: bounded per rep and per experiment, Redis neve
   const after = await memory();
   const secs = (Date.now() - started) / 1000;
   const budget = await readOutputBudget(redis, prefix, id);
-  console.log(`flood: ${state ?? 'not ended'} in ${secs.toFixed(1)} s; Redis peak ${(peak / 2 ** 20).toFixed(1)} MiB of ${MAXMEMORY / 2 ** 20}, OOM refusals ${after.oomRefusals - before.oomRefusals}; output stored ${budget.lines} lines / ${budget.bytes} bytes, dropped ${budget.dropped_lines} / ${budget.dropped_bytes}; scheduler log ${sched.log().length} lines`);
+  console.log(
+    `flood: ${state ?? 'not ended'} in ${secs.toFixed(1)} s; Redis peak ${(peak / 2 ** 20).toFixed(1)} MiB of ${MAXMEMORY / 2 ** 20}, OOM refusals ${after.oomRefusals - before.oomRefusals}; output stored ${budget.lines} lines / ${budget.bytes} bytes, dropped ${budget.dropped_lines} / ${budget.dropped_bytes}; scheduler log ${sched.log().length} lines`,
+  );
   const attempts = (await new ExperimentStore(redis, prefix).block(id, 0))?.attempts ?? [];
   console.log(`block 0 attempts: ${JSON.stringify(attempts.map((a) => [a.attempt, a.outcome, a.reason]))}`);
   assert.equal(after.oomRefusals - before.oomRefusals, 0, 'Redis refused no write (OOM) during the flood');
@@ -128,11 +145,22 @@ test('a rank flooding its output: bounded per rep and per experiment, Redis neve
   const events = entries.map(([, flat]) => flat[flat.indexOf('event') + 1]!);
   const repNotes = events.filter((e) => e.includes('"output-truncated"') && e.includes('"scope":"rep"'));
   assert.equal(repNotes.length, 2 * REPS, 'one rep note per rep');
-  assert.equal(events.filter((e) => e.includes('"output-truncated"') && e.includes('"scope":"experiment"')).length, 1, 'the experiment note written once');
+  assert.equal(
+    events.filter((e) => e.includes('"output-truncated"') && e.includes('"scope":"experiment"')).length,
+    1,
+    'the experiment note written once',
+  );
   const printed = 2 * REPS * (FLOOD_LINES + 3);
   assert.equal(budget.lines + budget.dropped_lines, printed, 'every line printed is stored or counted dropped');
-  assert.ok(budget.lines < 2 * REPS * OUTPUT_PER_REP.lines, 'the experiment budget stopped output before the rep bounds alone would have');
-  assert.equal(events.filter((e) => e.includes('"type":"rep"')).length, 2 * REPS, 'every rep answer stored past both bounds');
+  assert.ok(
+    budget.lines < 2 * REPS * OUTPUT_PER_REP.lines,
+    'the experiment budget stopped output before the rep bounds alone would have',
+  );
+  assert.equal(
+    events.filter((e) => e.includes('"type":"rep"')).length,
+    2 * REPS,
+    'every rep answer stored past both bounds',
+  );
   assert.ok(sched.log().length < 60, `the scheduler logged ${sched.log().length} lines`);
 });
 
@@ -143,7 +171,11 @@ test('a rank flooding its output: bounded per rep and per experiment, Redis neve
 async function fillRedis(): Promise<number> {
   for (let n = 0; n < 1000; n++) {
     try {
-      await redis.eval("for i = 1, 64 do redis.call('SET', 'junk:' .. (ARGV[1] * 64 + i), string.rep('x', 8192)) end return 1", 0, n);
+      await redis.eval(
+        "for i = 1, 64 do redis.call('SET', 'junk:' .. (ARGV[1] * 64 + i), string.rep('x', 8192)) end return 1",
+        0,
+        n,
+      );
     } catch (err) {
       if (/^OOM/.test((err as Error).message)) return n * 64;
       throw err;
@@ -164,20 +196,30 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   schedulers.push(sched);
   const id = await submitYaml(redis, prefix, dir, 'oom', abSpec('oom', 1, 6));
   const store = new ExperimentStore(redis, prefix);
-  await waitFor('block 0 measuring', async () => (await store.block(id, 0))?.phase === 'running' && (await redis.xlen(keys.events(id))) >= 3, { timeoutMs: 30_000 });
+  await waitFor(
+    'block 0 measuring',
+    async () => (await store.block(id, 0))?.phase === 'running' && (await redis.xlen(keys.events(id))) >= 3,
+    { timeoutMs: 30_000 },
+  );
   // the block's worker dies, and Redis fills before its lost attempt's end can be written
   w1.child.kill('SIGKILL');
   await w1.exited;
   const filled = await fillRedis();
   assert.ok(filled > 0, 'Redis reached its maxmemory');
-  await waitFor('the scheduler failed on the full Redis', () => sched.log().some((l) => JSON.stringify(l).includes('OOM command not allowed')), { timeoutMs: 20_000 });
+  await waitFor(
+    'the scheduler failed on the full Redis',
+    () => sched.log().some((l) => JSON.stringify(l).includes('OOM command not allowed')),
+    { timeoutMs: 20_000 },
+  );
   const atFailure = sched.log().length;
 
   // the scheduler, still leading on the full Redis, retries with back-off: a few lines, no loop
   const windowStart = Date.now();
   await waitFor('a 5 s window', () => Date.now() - windowStart >= 5000, { timeoutMs: 10_000, intervalMs: 100 });
   const during = sched.log().slice(atFailure);
-  console.log(`scheduler log while full: ${during.length} lines in ${((Date.now() - windowStart) / 1000).toFixed(1)} s; ${JSON.stringify(during.slice(0, 5).map((l) => l.msg))}`);
+  console.log(
+    `scheduler log while full: ${during.length} lines in ${((Date.now() - windowStart) / 1000).toFixed(1)} s; ${JSON.stringify(during.slice(0, 5).map((l) => l.msg))}`,
+  );
   assert.ok(during.length <= 10, `the scheduler logged ${during.length} lines while Redis was full`);
 
   // a submit already waiting says why
@@ -209,15 +251,31 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   const code = await new Promise<number | null>((r) => cli.once('close', r));
   console.log(`submit into the full Redis: exit ${code}\n${output.trim()}`);
   assert.equal(code, 2, output);
-  assert.match(output, /orch: Redis refused to write while submitting .*: it is at maxmemory \(used .* of maxmemory 16\.0 MiB\)/);
-  assert.match(output, /hint: orch's \d+ keys under "oom[0-9a-f]+" hold .* of the .* used, the largest .*:events .*; raise maxmemory .*orch cancel/);
+  assert.match(
+    output,
+    /orch: Redis refused to write while submitting .*: it is at maxmemory \(used .* of maxmemory 16\.0 MiB\)/,
+  );
+  assert.match(
+    output,
+    /hint: orch's \d+ keys under "oom[0-9a-f]+" hold .* of the .* used, the largest .*:events .*; raise maxmemory .*orch cancel/,
+  );
   assert.doesNotMatch(output, /internal error| {4}at /);
 
   // any other command that meets the full Redis (a worker registering its cards): the same code
-  const refused = await spawnWorker({ redisUrl: server.url, host: 'h3', prefix, lockDir: join(dir, 'locks-h3'), noWait: true });
+  const refused = await spawnWorker({
+    redisUrl: server.url,
+    host: 'h3',
+    prefix,
+    lockDir: join(dir, 'locks-h3'),
+    noWait: true,
+  });
   workers.push(refused);
   const exit = await refused.exited;
-  const said = refused.log().split('\n').filter((l) => l.startsWith('orch:') || l.startsWith('  hint:')).join('\n');
+  const said = refused
+    .log()
+    .split('\n')
+    .filter((l) => l.startsWith('orch:') || l.startsWith('  hint:'))
+    .join('\n');
   console.log(`a worker starting on the full Redis: exit ${exit.code}\n${said}`);
   assert.equal(exit.code, 2, refused.log().slice(-2000));
   assert.match(said, /^orch: Redis refused a write: OOM command not allowed .*\n {2}hint: raise maxmemory/);
@@ -227,7 +285,15 @@ test('a full Redis: the scheduler backs off and logs once, a waiting submit says
   await worker(prefix, 'h2', { FIXTURE_REP_MS: '20' });
   const freedAt = Date.now();
   const state = await waitEnded(redis, prefix, id, 60_000);
-  console.log(`freed: experiment ${state} after ${((Date.now() - freedAt) / 1000).toFixed(1)} s; the scheduler's log, all of it:\n${sched.log().map((l) => `  ${l.msg}`).join('\n')}`);
+  console.log(
+    `freed: experiment ${state} after ${((Date.now() - freedAt) / 1000).toFixed(1)} s; the scheduler's log, all of it:\n${sched
+      .log()
+      .map((l) => `  ${l.msg}`)
+      .join('\n')}`,
+  );
   assert.equal(state, 'done');
-  assert.ok(sched.log().some((l) => / recovered \(\d+ repeated failures were not logged\)/.test(l.msg)), 'the recovery is logged');
+  assert.ok(
+    sched.log().some((l) => / recovered \(\d+ repeated failures were not logged\)/.test(l.msg)),
+    'the recovery is logged',
+  );
 });

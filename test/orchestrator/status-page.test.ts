@@ -5,16 +5,16 @@
  * printed 4.5 MB.
  */
 import '../utils/cluster-secret.ts';
-import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, test } from 'node:test';
 import { clusterStatus, renderStatus } from '../../orchestrator/experiment/cluster-status.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
+import { countCommands } from './command-count.ts';
 import { abSpec } from './in-process-scheduler.ts';
 import { submitMany } from './submit-many.ts';
-import { countCommands } from './command-count.ts';
 
 const env = privateRedis();
 after(() => env.server.stop());
@@ -31,7 +31,9 @@ async function statusOf(queued: number, limit?: number) {
   }
 }
 
-test('orch status shows a page of the queue with the count of every state, in commands that do not grow with it', { timeout: 120_000 }, async () => {
+test('orch status shows a page of the queue with the count of every state, in commands that do not grow with it', {
+  timeout: 120_000,
+}, async () => {
   const small = await statusOf(100);
   const large = await statusOf(1000);
   assert.equal(large.s.experiments.length, 20, 'the default page');
@@ -41,7 +43,9 @@ test('orch status shows a page of the queue with the count of every state, in co
   const text = renderStatus(large.s);
   assert.match(text, /experiments \(queued 1000\)/);
   assert.match(text, /980 more not shown \(orch status --limit N/);
-  console.log(`# status commands: 100 queued ${small.commands}, 1000 queued ${large.commands}; text ${text.length} bytes`);
+  console.log(
+    `# status commands: 100 queued ${small.commands}, 1000 queued ${large.commands}; text ${text.length} bytes`,
+  );
   assert.equal(large.commands, small.commands, 'commands for 1 000 queued against 100');
   const five = await statusOf(30, 5);
   assert.equal(five.s.experiments.length, 5);

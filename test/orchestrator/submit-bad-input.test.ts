@@ -2,12 +2,13 @@
 // h1, the real CLI): an invalid spec changes nothing in Redis; more ranks per block than the
 // largest host has cards is refused naming that host; a cuda-only spec with no CUDA card waits
 // and `orch status` says why — or, with --no-wait, is refused at once.
-import { after, test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
 import type { Redis } from 'ioredis';
-import { waitFor } from '../utils/wait-for.ts';
-import { runOrch, spawnOrch, startCluster, type Cluster } from './orch-cluster.ts';
 import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
+import { waitFor } from '../utils/wait-for.ts';
+import { type Cluster, runOrch, spawnOrch, startCluster } from './orch-cluster.ts';
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
@@ -28,7 +29,10 @@ test('bad input at submit', async () => {
   await c.startWorker({ cpuCards: 2, repMs: 50 });
   // the worker's and the scheduler's queues settle first (their meta keys are theirs, not submit's)
   for (const q of ['host-h1', 'nightly']) {
-    await waitFor(`queue ${q} ready`, async () => (await c.redis.exists(`${c.prefix}:${q}:meta`)) === 1, { timeoutMs: 20_000, intervalMs: 50 });
+    await waitFor(`queue ${q} ready`, async () => (await c.redis.exists(`${c.prefix}:${q}:meta`)) === 1, {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    });
   }
   const before = await snapshot(c.redis);
 
@@ -37,7 +41,9 @@ test('bad input at submit', async () => {
     runOrch(['submit', 'test/fixtures/specs/three-ranks.yaml'], c.env),
     runOrch(['submit', 'test/fixtures/specs/cuda-only.yaml', '--no-wait'], c.env),
   ]);
-  console.log(`invalid: ${invalid.stderr.trim()}\ntoo many ranks: ${tooMany.stderr.trim()}\ncuda --no-wait: ${cudaNoWait.stderr.trim()}`);
+  console.log(
+    `invalid: ${invalid.stderr.trim()}\ntoo many ranks: ${tooMany.stderr.trim()}\ncuda --no-wait: ${cudaNoWait.stderr.trim()}`,
+  );
   assert.equal(invalid.code, 2);
   assert.match(invalid.stderr, /aa-not-boolean\.yaml:\d+ gates\.aa/);
   assert.equal(tooMany.code, 2);
@@ -48,12 +54,23 @@ test('bad input at submit', async () => {
 
   // Without --no-wait the cuda spec is accepted and waits; status says why.
   // its results go under the cluster's temporary directory, never the checkout's results/
-  const waiting = spawnOrch(['submit', 'test/fixtures/specs/cuda-only.yaml', '--results', `${c.fixtureLog}.results`], c.env);
-  const id = await waitFor('the cuda experiment registered', async () => (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0], { timeoutMs: 40_000, intervalMs: 50 });
-  const status = await waitFor('status names the missing card', async () => {
-    const s = await runOrch(['status', id], c.env);
-    return /block 0 {2}waiting: no cuda card is registered/.test(s.stdout) ? s.stdout : null;
-  }, { timeoutMs: 40_000, intervalMs: 200 });
+  const waiting = spawnOrch(
+    ['submit', 'test/fixtures/specs/cuda-only.yaml', '--results', `${c.fixtureLog}.results`],
+    c.env,
+  );
+  const id = await waitFor(
+    'the cuda experiment registered',
+    async () => (await c.redis.zrange(`${c.prefix}:exps`, '0', '-1'))[0],
+    { timeoutMs: 40_000, intervalMs: 50 },
+  );
+  const status = await waitFor(
+    'status names the missing card',
+    async () => {
+      const s = await runOrch(['status', id], c.env);
+      return /block 0 {2}waiting: no cuda card is registered/.test(s.stdout) ? s.stdout : null;
+    },
+    { timeoutMs: 40_000, intervalMs: 200 },
+  );
   console.log(status);
   assert.match(status, /cpu:0@h1 +h1 +cpu +alive +free/);
   const cancel = await runOrch(['cancel', id], c.env);

@@ -14,13 +14,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { TEST_SUBMIT_TOKEN } from '../utils/cluster-secret.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { runOrch, startCluster, type Cluster } from './orch-cluster.ts';
+import { type Cluster, runOrch, startCluster } from './orch-cluster.ts';
 
 const SPEC = 'test/fixtures/specs/tiny-ab.yaml';
 
@@ -37,26 +37,48 @@ describe('submitting needs the submit token', () => {
 
   async function endOf(id: string): Promise<{ state: string; reason: string | null; attempts: number[] }> {
     const store = new ExperimentStore(c.redis, c.prefix);
-    await waitFor(`experiment ${id} ends`, async () => ['done', 'failed', 'cancelled'].includes((await store.state(id)) ?? ''), { timeoutMs: 60_000 });
+    await waitFor(
+      `experiment ${id} ends`,
+      async () => ['done', 'failed', 'cancelled'].includes((await store.state(id)) ?? ''),
+      { timeoutMs: 60_000 },
+    );
     const exp = (await store.get(id))!;
     return { state: exp.state, reason: exp.reason, attempts: (await store.blocks(id)).map((b) => b.attempt) };
   }
 
   test('no token: orch submit refuses before it registers anything, exit 2', async () => {
-    const r = await runOrch(['submit', SPEC, '--no-wait'], { ...c.env, ORCH_SUBMIT_TOKEN: '', ORCH_SUBMIT_TOKEN_FILE: '' });
+    const r = await runOrch(['submit', SPEC, '--no-wait'], {
+      ...c.env,
+      ORCH_SUBMIT_TOKEN: '',
+      ORCH_SUBMIT_TOKEN_FILE: '',
+    });
     assert.equal(r.code, 2, r.stdout + r.stderr);
     assert.match(r.stderr, /orch submit has no submit token to sign experiments with/);
-    assert.equal(await c.redis.zcard(orchKeys(c.prefix).sched.experiments), 0, 'a submission without a token was registered');
+    assert.equal(
+      await c.redis.zcard(orchKeys(c.prefix).sched.experiments),
+      0,
+      'a submission without a token was registered',
+    );
   });
 
   test('a wrong token: the scheduler refuses the experiment before any grant, and orch submit exits 2', async () => {
-    const r = await runOrch(['submit', SPEC, '--results', `${c.fixtureLog}.results`], { ...c.env, ORCH_SUBMIT_TOKEN: randomBytes(32).toString('hex') });
+    const r = await runOrch(['submit', SPEC, '--results', `${c.fixtureLog}.results`], {
+      ...c.env,
+      ORCH_SUBMIT_TOKEN: randomBytes(32).toString('hex'),
+    });
     assert.equal(r.code, 2, r.stdout + r.stderr);
     const [id] = await c.redis.zrange(orchKeys(c.prefix).sched.experiments, '-1', '-1');
     const end = await endOf(id!);
     assert.equal(end.state, 'failed');
-    assert.match(end.reason ?? '', /^SUBMIT_UNAUTHORIZED: the scheduler refused experiment .*: its submit signature does not verify \(another submit token, or the record was altered after submit\); nothing was planned, built or granted/);
-    assert.deepEqual(end.attempts.filter((a) => a > 0), [], 'a block of the refused experiment was granted');
+    assert.match(
+      end.reason ?? '',
+      /^SUBMIT_UNAUTHORIZED: the scheduler refused experiment .*: its submit signature does not verify \(another submit token, or the record was altered after submit\); nothing was planned, built or granted/,
+    );
+    assert.deepEqual(
+      end.attempts.filter((a) => a > 0),
+      [],
+      'a block of the refused experiment was granted',
+    );
     assert.deepEqual(c.rankLog(), [], 'a rank started for the refused experiment');
   });
 
@@ -64,7 +86,13 @@ describe('submitting needs the submit token', () => {
     const store = new ExperimentStore(c.redis, c.prefix);
     const loaded = loadSpec(SPEC);
     // signed, then its spec altered: what anyone who can write to Redis could do to a queued one
-    const sub = await submitExperiment({ redis: c.redis, prefix: c.prefix, loaded: { ...loaded, text: 'name: other\n' }, submitToken: TEST_SUBMIT_TOKEN, id: 'altered-1' });
+    const sub = await submitExperiment({
+      redis: c.redis,
+      prefix: c.prefix,
+      loaded: { ...loaded, text: 'name: other\n' },
+      submitToken: TEST_SUBMIT_TOKEN,
+      id: 'altered-1',
+    });
     const unsigned = 'unsigned-1';
     const record = await c.redis.hgetall(orchKeys(c.prefix).exp(sub.id));
     // the scheduler may have read the first before the change: the test alters a copy registered under a fresh id
@@ -73,11 +101,21 @@ describe('submitting needs the submit token', () => {
     await store.register(unsigned, { ...bare, id: unsigned }, blocks);
     const altered = 'altered-2';
     await store.register(altered, { ...record, id: altered, spec: `${record.spec}# altered\n` }, blocks);
-    for (const [id, why] of [[unsigned, 'it carries no submit signature'], [altered, 'its submit signature does not verify']] as const) {
+    for (const [id, why] of [
+      [unsigned, 'it carries no submit signature'],
+      [altered, 'its submit signature does not verify'],
+    ] as const) {
       const end = await endOf(id);
       assert.equal(end.state, 'failed', id);
-      assert.ok(end.reason?.startsWith(`SUBMIT_UNAUTHORIZED: the scheduler refused experiment ${id}: ${why}`), `${id}: ${end.reason}`);
-      assert.deepEqual(end.attempts.filter((a) => a > 0), [], `${id}: a block was granted`);
+      assert.ok(
+        end.reason?.startsWith(`SUBMIT_UNAUTHORIZED: the scheduler refused experiment ${id}: ${why}`),
+        `${id}: ${end.reason}`,
+      );
+      assert.deepEqual(
+        end.attempts.filter((a) => a > 0),
+        [],
+        `${id}: a block was granted`,
+      );
     }
     // the signed original (its text as signed) ran
     assert.equal((await endOf(sub.id)).state, 'done');

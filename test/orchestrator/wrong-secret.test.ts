@@ -10,11 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { waitFor } from '../utils/wait-for.ts';
-import { FIXTURE_RANK, runOrch, spawnOrch, startCluster, type OrchChild } from './orch-cluster.ts';
+import { FIXTURE_RANK, type OrchChild, runOrch, spawnOrch, startCluster } from './orch-cluster.ts';
 
 const HOST = 'othersecret';
 const PLANTED_SECRET = 'planted-wrong-secret-7f3a9c1e5b2d4f60';
-const FIRST = new RegExp(`^- the worker of host ${HOST} refused \\d+ block jobs? at its grant check \\(GRANT_INVALID\\): the grants orch serve signed do not verify with its cluster secret \\(the worker holds another secret than orch serve\\), so nothing ran there — start orch worker --host ${HOST} with the cluster secret orch serve holds \\(--secret-file FILE, or ORCH_CLUSTER_SECRET`);
+const FIRST = new RegExp(
+  `^- the worker of host ${HOST} refused \\d+ block jobs? at its grant check \\(GRANT_INVALID\\): the grants orch serve signed do not verify with its cluster secret \\(the worker holds another secret than orch serve\\), so nothing ran there — start orch worker --host ${HOST} with the cluster secret orch serve holds \\(--secret-file FILE, or ORCH_CLUSTER_SECRET`,
+);
 
 /**
  * The first bullet under the report's opening verdict: every block failed, so the experiment ended
@@ -27,18 +29,42 @@ function firstReason(report: string): string {
   return lines.slice(at + 1).find((l) => l.startsWith('- ')) ?? '';
 }
 
-test('a worker with the wrong cluster secret: submit and report name it first, with the fix', { timeout: 180_000 }, async () => {
+test('a worker with the wrong cluster secret: submit and report name it first, with the fix', {
+  timeout: 180_000,
+}, async () => {
   const c = await startCluster();
   const dir = mkdtempSync(join(tmpdir(), 'orch-wrong-secret-'));
   let worker: OrchChild | null = null;
   try {
     c.startServe();
     worker = spawnOrch(
-      ['worker', '--host', HOST, '--cpu-cards', '1', '--graphrt', FIXTURE_RANK, '--heartbeat-ms', '1000', '--lock-dir', join(dir, 'locks'), '--prefix', c.prefix],
+      [
+        'worker',
+        '--host',
+        HOST,
+        '--cpu-cards',
+        '1',
+        '--graphrt',
+        FIXTURE_RANK,
+        '--heartbeat-ms',
+        '1000',
+        '--lock-dir',
+        join(dir, 'locks'),
+        '--prefix',
+        c.prefix,
+      ],
       { ...c.env, ORCH_CLUSTER_SECRET: PLANTED_SECRET, FIXTURE_REP_MS: '50' },
     );
-    await waitFor(`worker ${HOST} registered`, async () => (await c.redis.exists(`${c.prefix}:host:${HOST}:alive`)) === 1, { timeoutMs: 30_000 });
-    const submit = await runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', join(dir, 'results')], c.env, 120_000);
+    await waitFor(
+      `worker ${HOST} registered`,
+      async () => (await c.redis.exists(`${c.prefix}:host:${HOST}:alive`)) === 1,
+      { timeoutMs: 30_000 },
+    );
+    const submit = await runOrch(
+      ['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', join(dir, 'results')],
+      c.env,
+      120_000,
+    );
     assert.match(firstReason(submit.stdout), FIRST, submit.stdout.slice(0, 2000));
     const [id] = readdirSync(join(dir, 'results'));
     assert.ok(id !== undefined, submit.stderr);
@@ -46,7 +72,7 @@ test('a worker with the wrong cluster secret: submit and report name it first, w
     assert.match(firstReason(report.stdout), FIRST, report.stdout.slice(0, 2000));
     // the secret itself is never printed
     const printed = `${submit.stdout}${submit.stderr}${report.stdout}${report.stderr}`;
-    assert.ok(!printed.includes(PLANTED_SECRET), 'the worker\'s secret was printed');
+    assert.ok(!printed.includes(PLANTED_SECRET), "the worker's secret was printed");
   } finally {
     // not one of the cluster's own children: stopped here, by its pid
     worker?.child.kill('SIGKILL');

@@ -47,9 +47,11 @@ export function balanceViolations(plan: Plan): { violations: string[]; checked: 
     const pairs = new Map<string, number>();
     const positions = new Map<string, number>();
     for (const round of roundsOf) {
-      if ([...round].sort().join() !== [...names].sort().join()) violations.push(`${label}: round [${round}] is not one run of every arm`);
+      if ([...round].sort().join() !== [...names].sort().join())
+        violations.push(`${label}: round [${round}] is not one run of every arm`);
       for (const [p, arm] of round.entries()) positions.set(`${arm}@${p}`, (positions.get(`${arm}@${p}`) ?? 0) + 1);
-      for (let i = 1; i < round.length; i++) pairs.set(`${round[i - 1]}>${round[i]}`, (pairs.get(`${round[i - 1]}>${round[i]}`) ?? 0) + 1);
+      for (let i = 1; i < round.length; i++)
+        pairs.set(`${round[i - 1]}>${round[i]}`, (pairs.get(`${round[i - 1]}>${round[i]}`) ?? 0) + 1);
     }
     for (const a of names) {
       for (let p = 0; p < n; p++) {
@@ -69,7 +71,10 @@ export function balanceViolations(plan: Plan): { violations: string[]; checked: 
     if (plan.reps % R === 0) check(`block ${block.index}`, rounds(plan, block.sequence));
   }
   if ((plan.blocks.length * plan.reps) % R === 0) {
-    check('all blocks', plan.blocks.flatMap((b) => rounds(plan, b.sequence)));
+    check(
+      'all blocks',
+      plan.blocks.flatMap((b) => rounds(plan, b.sequence)),
+    );
   }
   return { violations, checked };
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planExperiment, type Plan } from '../../jobs/plan.ts';
-import { williamsRows } from '../../jobs/williams.ts';
 import { NAME_PATTERN } from '../../jobs/name-patterns.ts';
+import { type Plan, planExperiment } from '../../jobs/plan.ts';
+import { williamsRows } from '../../jobs/williams.ts';
 import { balanceViolations, designRows, repsViolations, rounds } from './plan-properties.ts';
 import { generateSpecs, loadRaw } from './spec-generator.ts';
 
@@ -16,7 +16,10 @@ describe('planner properties over generated specs', () => {
   });
 
   it('a planner that drops the last rep is caught (planted bug)', () => {
-    const buggy = plans.map((p) => ({ ...p, blocks: p.blocks.map((b) => ({ ...b, sequence: b.sequence.slice(0, -1) })) }));
+    const buggy = plans.map((p) => ({
+      ...p,
+      blocks: p.blocks.map((b) => ({ ...b, sequence: b.sequence.slice(0, -1) })),
+    }));
     for (const plan of buggy) assert.notDeepEqual(repsViolations(plan), [], plan.name);
   });
 
@@ -31,11 +34,16 @@ describe('planner properties over generated specs', () => {
   });
 
   it('a planner that repeats one Williams row is caught (planted bug)', () => {
-    const repeated = plans.filter((p) => p.order === 'balanced' && p.arms.length >= 3 && balanceViolations(p).checked > 0);
+    const repeated = plans.filter(
+      (p) => p.order === 'balanced' && p.arms.length >= 3 && balanceViolations(p).checked > 0,
+    );
     assert.ok(repeated.length >= 10);
     for (const plan of repeated) {
       const first = rounds(plan, plan.blocks[0]!.sequence)[0]!;
-      const buggy: Plan = { ...plan, blocks: plan.blocks.map((b) => ({ ...b, sequence: Array.from({ length: plan.reps }, () => first).flat() })) };
+      const buggy: Plan = {
+        ...plan,
+        blocks: plan.blocks.map((b) => ({ ...b, sequence: Array.from({ length: plan.reps }, () => first).flat() })),
+      };
       assert.deepEqual(repsViolations(buggy), []);
       assert.notDeepEqual(balanceViolations(buggy).violations, [], plan.name);
     }
@@ -50,7 +58,11 @@ describe('planner properties over generated specs', () => {
       if (loaded.spec.order === 'random' && loaded.spec.reps * (planExperiment(loaded.spec, '').arms.length - 1) >= 4) {
         randomPlans++;
         const other = loadRaw({ ...raw, seed: (loaded.spec.seed ?? 0) + 1 });
-        if (JSON.stringify(planExperiment(other.spec, '').blocks) !== JSON.stringify(planExperiment(loaded.spec, '').blocks)) differ++;
+        if (
+          JSON.stringify(planExperiment(other.spec, '').blocks) !==
+          JSON.stringify(planExperiment(loaded.spec, '').blocks)
+        )
+          differ++;
       }
     }
     assert.ok(randomPlans >= 20, `only ${randomPlans} random-order specs generated`);
@@ -64,7 +76,11 @@ describe('planner properties over generated specs', () => {
       assert.equal(new Set(names).size, names.length, 'arm names are unique');
       for (const a of plan.arms) {
         assert.match(a.name, NAME_PATTERN);
-        assert.deepEqual(Object.keys(a.toggles).filter((t) => !(spec.sweep?.toggle === t)), spec.toggles, 'every toggle assigned, in spec order');
+        assert.deepEqual(
+          Object.keys(a.toggles).filter((t) => !(spec.sweep?.toggle === t)),
+          spec.toggles,
+          'every toggle assigned, in spec order',
+        );
       }
       assert.ok(names.includes(plan.control));
       const aa = plan.arms.filter((a) => a.aa_of !== undefined);
@@ -84,7 +100,12 @@ describe('planner properties over generated specs', () => {
 
 describe('leave-one-out arms', () => {
   it('are base, all_on and all_on minus each toggle, control all_on', () => {
-    const { spec, hash } = loadRaw({ name: 'l', design: 'leave-one-out', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph', 'pdl', 'overlap'] });
+    const { spec, hash } = loadRaw({
+      name: 'l',
+      design: 'leave-one-out',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['graph', 'pdl', 'overlap'],
+    });
     const plan = planExperiment(spec, hash);
     assert.equal(plan.control, 'all_on');
     assert.deepEqual(
@@ -103,18 +124,37 @@ describe('leave-one-out arms', () => {
 describe('ABBA for two arms', () => {
   it('rounds alternate AB, BA across rounds and blocks', () => {
     const { spec, hash } = loadRaw({
-      name: 'ab', design: 'ab', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph'], reps: 3, blocks: { count: 2 },
-      arms: [{ name: 'A', toggles: {} }, { name: 'B', toggles: { graph: true } }],
+      name: 'ab',
+      design: 'ab',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['graph'],
+      reps: 3,
+      blocks: { count: 2 },
+      arms: [
+        { name: 'A', toggles: {} },
+        { name: 'B', toggles: { graph: true } },
+      ],
     });
     const plan = planExperiment(spec, hash);
-    assert.deepEqual(plan.blocks.map((b) => b.sequence.join('')), ['ABBAAB', 'BAABBA']);
+    assert.deepEqual(
+      plan.blocks.map((b) => b.sequence.join('')),
+      ['ABBAAB', 'BAABBA'],
+    );
   });
 
   it('with reps a multiple of the rows, blocks still start on different arms (ABBA, BAAB)', () => {
     for (const reps of [2, 4]) {
       const { spec, hash } = loadRaw({
-        name: 'ab', design: 'ab', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph'], reps, blocks: { count: 4 },
-        arms: [{ name: 'A', toggles: {} }, { name: 'B', toggles: { graph: true } }],
+        name: 'ab',
+        design: 'ab',
+        workload: { runtime: 'native', kind: 'chain' },
+        toggles: ['graph'],
+        reps,
+        blocks: { count: 4 },
+        arms: [
+          { name: 'A', toggles: {} },
+          { name: 'B', toggles: { graph: true } },
+        ],
       });
       const firsts = planExperiment(spec, hash).blocks.map((b) => b.sequence[0]);
       assert.deepEqual(firsts, ['A', 'B', 'A', 'B'], `reps=${reps}`);
@@ -129,7 +169,8 @@ describe('williamsRows', () => {
       assert.equal(rows.length, designRows(n));
       const names = Array.from({ length: n }, (_, i) => `a${i}`);
       const plan = {
-        arms: names.map((name) => ({ name, toggles: {} })), reps: rows.length,
+        arms: names.map((name) => ({ name, toggles: {} })),
+        reps: rows.length,
         blocks: [{ index: 0, sequence: rows.flat().map((i) => names[i]!) }],
       } as unknown as Plan;
       assert.deepEqual(balanceViolations(plan).violations, [], `n=${n}`);
@@ -140,7 +181,11 @@ describe('williamsRows', () => {
     for (const n of [3, 5, 7]) {
       const square = williamsRows(n).slice(0, n);
       const names = Array.from({ length: n }, (_, i) => `a${i}`);
-      const plan = { arms: names.map((name) => ({ name, toggles: {} })), reps: n * 2, blocks: [{ index: 0, sequence: [...square, ...square].flat().map((i) => names[i]!) }] } as unknown as Plan;
+      const plan = {
+        arms: names.map((name) => ({ name, toggles: {} })),
+        reps: n * 2,
+        blocks: [{ index: 0, sequence: [...square, ...square].flat().map((i) => names[i]!) }],
+      } as unknown as Plan;
       assert.notDeepEqual(balanceViolations(plan).violations, [], `n=${n}`);
     }
   });
@@ -148,7 +193,13 @@ describe('williamsRows', () => {
 
 describe('sweep arms', () => {
   it('a native param sweep: one arm per value, every toggle on, params overridden', () => {
-    const { spec, hash } = loadRaw({ name: 's', design: 'sweep', workload: { runtime: 'native', kind: 'decode' }, toggles: ['graph'], sweep: { param: 'hidden', values: [256, 1024] } });
+    const { spec, hash } = loadRaw({
+      name: 's',
+      design: 'sweep',
+      workload: { runtime: 'native', kind: 'decode' },
+      toggles: ['graph'],
+      sweep: { param: 'hidden', values: [256, 1024] },
+    });
     const plan = planExperiment(spec, hash);
     assert.deepEqual(plan.arms, [
       { name: 'hidden-256', toggles: { graph: true }, params: { hidden: 256 } },

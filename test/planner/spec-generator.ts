@@ -3,9 +3,9 @@
  * for the property tests of the planner and the hash. Same seed, same specs.
  */
 import { stringify, type ToStringOptions } from 'yaml';
-import { parseConfigText, type LoadedSpec } from '../../orchestrator/spec/load-spec.ts';
 import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
 import { mulberry32, shuffled } from '../../jobs/seeded-random.ts';
+import { type LoadedSpec, parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 
 export type Random = () => number;
 
@@ -33,7 +33,11 @@ export function generateRawSpec(random: Random, index: number): Record<string, u
       }
     : design === 'probe'
       ? { runtime: 'native', kind: 'probe' }
-      : { runtime: 'native', kind: 'decode', params: { layers: int(random, 1, 16), hidden: pick(random, [128, 256, 512]) } };
+      : {
+          runtime: 'native',
+          kind: 'decode',
+          params: { layers: int(random, 1, 16), hidden: pick(random, [128, 256, 512]) },
+        };
   if (chance(random, 0.5)) workload.warmup = int(random, 0, 8);
   if (chance(random, 0.5)) workload.steps = int(random, 1, 64);
   if (design === 'probe' && command) workload.probe = { cmd: './probe' };
@@ -58,12 +62,16 @@ export function generateRawSpec(random: Random, index: number): Record<string, u
   // Reps: often a multiple of the Williams design's row count, so balance is exercised.
   spec.reps = chance(random, 0.5) ? int(random, 2, 9) : int(random, 1, 3) * pick(random, [2, 4, 6, 8, 10, 12, 14]);
   spec.blocks = { count: int(random, 1, 4), ranks: int(random, 1, 8), placement: pick(random, ['host', 'spread']) };
-  spec.gates = { aa: chance(random, 0.5), identity: command || chance(random, 0.3) ? false : { replays: int(random, 3, 9) } };
+  spec.gates = {
+    aa: chance(random, 0.5),
+    identity: command || chance(random, 0.3) ? false : { replays: int(random, 3, 9) },
+  };
   if (chance(random, 0.3)) {
     spec.order = 'random';
     spec.seed = int(random, 0, 2 ** 31);
   }
-  if (chance(random, 0.3)) spec.metric = { name: 'ms', better: pick(random, ['lower', 'higher']), min_effect: pick(random, [0.005, 0.02]) };
+  if (chance(random, 0.3))
+    spec.metric = { name: 'ms', better: pick(random, ['lower', 'higher']), min_effect: pick(random, [0.005, 0.02]) };
   return spec;
 }
 

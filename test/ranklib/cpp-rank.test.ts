@@ -10,14 +10,21 @@
  * examples/cuda-decode/decode.cu is compiled with nvcc where one is found (it runs on an H200).
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { parseOrchRankLine, type OrchRankError, type OrchRankHello, type OrchRankIdentity, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
+import { fileURLToPath } from 'node:url';
+import {
+  type OrchRankError,
+  type OrchRankHello,
+  type OrchRankIdentity,
+  type OrchRankLine,
+  type OrchRankRep,
+  parseOrchRankLine,
+} from '../../jobs/orch-rank-protocol.ts';
 import { compareIdentity } from '../../jobs/output-hashes.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -36,7 +43,10 @@ class Rank {
   private ended = false;
 
   constructor(bin: string, params: Record<string, unknown> = {}) {
-    this.child = spawn(bin, [], { stdio: 'pipe', env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ORCH_PARAMS: JSON.stringify(params) } });
+    this.child = spawn(bin, [], {
+      stdio: 'pipe',
+      env: { PATH: process.env.PATH ?? '', ORCH_RANK_PROTOCOL: '1', ORCH_PARAMS: JSON.stringify(params) },
+    });
     this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     createInterface({ input: this.child.stdout })
       .on('line', (line) => {
@@ -59,7 +69,9 @@ class Rank {
 
   /** The next protocol line, validated as the worker validates it. */
   async next(): Promise<OrchRankLine> {
-    const line = this.unread.shift() ?? (this.ended ? null : await new Promise<string | null>((resolve) => (this.waiting = resolve)));
+    const line =
+      this.unread.shift() ??
+      (this.ended ? null : await new Promise<string | null>((resolve) => (this.waiting = resolve)));
     if (line === null) throw new Error(`the rank closed its stdout; stderr: ${this.stderr}`);
     return parseOrchRankLine(line);
   }
@@ -94,12 +106,37 @@ class Rank {
   }
 }
 
-const rep = (id: string, toggles: Record<string, boolean | string>, extra: Record<string, unknown> = {}) => ({ v: 1, id, op: 'rep', arm: 'A', toggles, warmup: 2, steps: 6, seed: 1, ...extra });
-const identity = (id: string, toggles: Record<string, boolean | string>, replays = 7) => ({ v: 1, id, op: 'identity', arm: 'G', toggles, toggle: 'GRAPH', replays, seed: 1 });
+const rep = (id: string, toggles: Record<string, boolean | string>, extra: Record<string, unknown> = {}) => ({
+  v: 1,
+  id,
+  op: 'rep',
+  arm: 'A',
+  toggles,
+  warmup: 2,
+  steps: 6,
+  seed: 1,
+  ...extra,
+});
+const identity = (id: string, toggles: Record<string, boolean | string>, replays = 7) => ({
+  v: 1,
+  id,
+  op: 'identity',
+  arm: 'G',
+  toggles,
+  toggle: 'GRAPH',
+  replays,
+  seed: 1,
+});
 
 /** nvcc at CUDA's usual place, else on PATH; null when there is none. */
 function findNvcc(): string | null {
-  const candidates = ['/usr/local/cuda/bin/nvcc', ...(process.env.PATH ?? '').split(delimiter).filter((d) => d !== '').map((d) => join(d, 'nvcc'))];
+  const candidates = [
+    '/usr/local/cuda/bin/nvcc',
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter((d) => d !== '')
+      .map((d) => join(d, 'nvcc')),
+  ];
   return candidates.find((p) => existsSync(p)) ?? null;
 }
 
@@ -117,7 +154,11 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
     dir = mkdtempSync(join(tmpdir(), 'orch-cpp-rank-'));
     bin = join(dir, 'host-rank');
     // -Werror: the header must stay free of warnings in the programs that include it.
-    const cc = spawnSync('g++', ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Werror', '-I', INCLUDE, HOST_RANK, '-o', bin], { encoding: 'utf8' });
+    const cc = spawnSync(
+      'g++',
+      ['-O2', '-std=c++17', '-Wall', '-Wextra', '-Wshadow', '-Werror', '-I', INCLUDE, HOST_RANK, '-o', bin],
+      { encoding: 'utf8' },
+    );
     assert.equal(cc.status, 0, `g++ failed: ${cc.error?.message ?? ''}${cc.stderr}`);
   });
 
@@ -134,9 +175,20 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
     const { prepare_ms, setup_ms, ...hello } = line as OrchRankHello;
     assert.ok(typeof prepare_ms === 'number' && typeof setup_ms === 'number', 'prepare() and setup() timed');
     assert.deepEqual(hello, {
-      v: 1, type: 'hello', protocol: 'orch-rank', version: 1, name: 'host-decode', library: 'orch_rank.h 1.0', backend: 'cpu',
-      device: 'host cpu (a build without CUDA)', pid: r.child.pid, timing: 'host-clock', hash: 'blake2b-64',
-      toggles: ['GRAPH', 'STALE_INPUT'], outputs: ['logits'], final: true,
+      v: 1,
+      type: 'hello',
+      protocol: 'orch-rank',
+      version: 1,
+      name: 'host-decode',
+      library: 'orch_rank.h 1.0',
+      backend: 'cpu',
+      device: 'host cpu (a build without CUDA)',
+      pid: r.child.pid,
+      timing: 'host-clock',
+      hash: 'blake2b-64',
+      toggles: ['GRAPH', 'STALE_INPUT'],
+      outputs: ['logits'],
+      final: true,
     });
     assert.deepEqual(await r.close(), { code: 0, signal: null }, 'stdin closed: exit 0');
   });
@@ -163,9 +215,15 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
     const fresh = await r.rep(rep('g0', { GRAPH: true }));
     const reused = await r.rep(rep('g1', { GRAPH: true }));
     const again = await r.rep(rep('e1', {}));
-    assert.deepEqual([eager, fresh, reused, again].map((a) => [a.id, a.arm, a.mode, a.graph]), [
-      ['e0', 'A', 'eager', null], ['g0', 'A', 'graph', 'fresh'], ['g1', 'A', 'graph', 'reused'], ['e1', 'A', 'eager', null],
-    ]);
+    assert.deepEqual(
+      [eager, fresh, reused, again].map((a) => [a.id, a.arm, a.mode, a.graph]),
+      [
+        ['e0', 'A', 'eager', null],
+        ['g0', 'A', 'graph', 'fresh'],
+        ['g1', 'A', 'graph', 'reused'],
+        ['e1', 'A', 'eager', null],
+      ],
+    );
     for (const a of [eager, fresh, reused, again]) {
       assert.equal(a.warmup_ms.length, 2);
       assert.equal(a.step_ms.length, 6);
@@ -185,8 +243,15 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
     await r.next();
     await r.rep(rep('g0', { GRAPH: true })); // a graph captured before: the gate captures afresh anyway
     const gate = await r.identity(identity('i0', { GRAPH: true }));
-    assert.deepEqual([gate.id, gate.arm, gate.mode, gate.replays, gate.eager.length, gate.graph.length], ['i0', 'G', 'graph', 7, 7, 7]);
-    assert.deepEqual(compareIdentity(gate.eager, gate.graph, 7, ['logits']), { pass: true, first_bad_replay: null, first_bad_output: null });
+    assert.deepEqual(
+      [gate.id, gate.arm, gate.mode, gate.replays, gate.eager.length, gate.graph.length],
+      ['i0', 'G', 'graph', 7, 7, 7],
+    );
+    assert.deepEqual(compareIdentity(gate.eager, gate.graph, 7, ['logits']), {
+      pass: true,
+      first_bad_replay: null,
+      first_bad_output: null,
+    });
     const after = await r.rep(rep('g1', { GRAPH: true }));
     assert.equal(after.graph, 'reused', "the gate's capture is the graph later reps replay");
   });
@@ -198,7 +263,11 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
     assert.equal(gate.mode, 'graph');
     assert.equal(gate.graph[0]?.logits, gate.eager[0]?.logits);
     assert.notEqual(gate.graph[1]?.logits, gate.eager[1]?.logits);
-    assert.deepEqual(compareIdentity(gate.eager, gate.graph, 7, ['logits']), { pass: false, first_bad_replay: 2, first_bad_output: 'logits' });
+    assert.deepEqual(compareIdentity(gate.eager, gate.graph, 7, ['logits']), {
+      pass: false,
+      first_bad_replay: 2,
+      first_bad_output: 'logits',
+    });
     const clean = await r.identity(identity('i1', { GRAPH: true }));
     assert.deepEqual(clean.eager, gate.eager, 'the eager side runs with GRAPH off, where the bug does nothing');
   });
@@ -217,7 +286,11 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
       [rep('x5', {}, { toggles: { GRAPH: 1 } }), 'BAD_REQUEST', /toggle "GRAPH" must be a boolean or a string/],
       [rep('x6', {}, { op: 'probe' }), 'BAD_REQUEST', /unknown op "probe"/],
       [rep('x7', {}, { v: 2 }), 'BAD_REQUEST', /field "v" must be 1/],
-      [rep('x8', { NOPE: true }), 'UNKNOWN_TOGGLE', /unknown toggle "NOPE"; host-decode understands: GRAPH, STALE_INPUT/],
+      [
+        rep('x8', { NOPE: true }),
+        'UNKNOWN_TOGGLE',
+        /unknown toggle "NOPE"; host-decode understands: GRAPH, STALE_INPUT/,
+      ],
       [{ ...identity('x9', { GRAPH: true }), toggle: 'PDL' }, 'UNKNOWN_TOGGLE', /unknown toggle "PDL"/],
     ];
     for (const [request, code, message] of cases) {
@@ -253,10 +326,28 @@ describe('orch_rank.h with a host rank (g++, no CUDA)', () => {
 
 describe('examples/cuda-decode with nvcc', () => {
   const nvcc = findNvcc();
-  test('decode.cu compiles for sm_90 without warnings (it runs on an H200, not here)', { skip: nvcc === null ? 'no nvcc at /usr/local/cuda/bin or on PATH' : false, timeout: 600_000 }, () => {
+  test('decode.cu compiles for sm_90 without warnings (it runs on an H200, not here)', {
+    skip: nvcc === null ? 'no nvcc at /usr/local/cuda/bin or on PATH' : false,
+    timeout: 600_000,
+  }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'orch-cuda-decode-'));
     try {
-      const cc = spawnSync(nvcc as string, ['-O2', '-std=c++17', '-arch=sm_90', '-Werror', 'all-warnings', '-I', INCLUDE, DECODE, '-o', join(dir, 'cuda-decode')], { encoding: 'utf8' });
+      const cc = spawnSync(
+        nvcc as string,
+        [
+          '-O2',
+          '-std=c++17',
+          '-arch=sm_90',
+          '-Werror',
+          'all-warnings',
+          '-I',
+          INCLUDE,
+          DECODE,
+          '-o',
+          join(dir, 'cuda-decode'),
+        ],
+        { encoding: 'utf8' },
+      );
       assert.equal(cc.status, 0, `nvcc failed: ${cc.error?.message ?? ''}${cc.stderr}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });

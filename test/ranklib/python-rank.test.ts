@@ -15,14 +15,14 @@
  * of ranklib/python, when pip can build it offline.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { OrchRankTraceSchema } from '../../jobs/orch-rank-protocol.ts';
-import { after, describe, test } from 'node:test';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DECODE = join(ROOT, 'examples/torch-decode/decode.py');
@@ -46,7 +46,13 @@ class Rank {
       cwd: ROOT,
       stdio: 'pipe',
       // PYTHONDONTWRITEBYTECODE: no __pycache__ left in the checkout
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ORCH_PARAMS: JSON.stringify(params), PYTHONDONTWRITEBYTECODE: '1', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        ORCH_PARAMS: JSON.stringify(params),
+        PYTHONDONTWRITEBYTECODE: '1',
+        ...env,
+      },
     });
     this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     createInterface({ input: this.child.stdout }).on('line', (raw) => {
@@ -69,7 +75,9 @@ class Rank {
     if (q) return Promise.resolve(q);
     return new Promise((resolve, reject) => {
       this.waiting.push(resolve);
-      void this.exited.then(({ code }) => reject(new Error(`the rank exited (${code}) with no line; stderr:\n${this.stderr}`)));
+      void this.exited.then(({ code }) =>
+        reject(new Error(`the rank exited (${code}) with no line; stderr:\n${this.stderr}`)),
+      );
     });
   }
 
@@ -105,26 +113,66 @@ after(() => {
   for (const r of ranks) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
 });
 
-const rep = (id: string, arm: string, toggles: Record<string, boolean | string>, steps = 6, warmup = 2) => ({ id, op: 'rep', arm, toggles, warmup, steps, seed: 1 });
-const identity = (id: string, toggles: Record<string, boolean>) => ({ id, op: 'identity', arm: 'graph', toggles, toggle: 'GRAPH', replays: 7, seed: 1 });
+const rep = (id: string, arm: string, toggles: Record<string, boolean | string>, steps = 6, warmup = 2) => ({
+  id,
+  op: 'rep',
+  arm,
+  toggles,
+  warmup,
+  steps,
+  seed: 1,
+});
+const identity = (id: string, toggles: Record<string, boolean>) => ({
+  id,
+  op: 'identity',
+  arm: 'graph',
+  toggles,
+  toggle: 'GRAPH',
+  replays: 7,
+  seed: 1,
+});
 
 function assertRep(line: Line, id: string, arm: string, steps: number, warmup: number): Hashes {
   assert.equal(line.type, 'rep', JSON.stringify(line));
   // no injection library here (the rank's env names none): launches say why, and no clocks
-  assert.deepEqual(Object.keys(line), ['v', 'type', 'id', 'arm', 'mode', 'graph', 'warmup_ms', 'step_ms', 'hashes', 'counters', 'launches', 't_start_ns', 't_end_ns', 'final']);
+  assert.deepEqual(Object.keys(line), [
+    'v',
+    'type',
+    'id',
+    'arm',
+    'mode',
+    'graph',
+    'warmup_ms',
+    'step_ms',
+    'hashes',
+    'counters',
+    'launches',
+    't_start_ns',
+    't_end_ns',
+    'final',
+  ]);
   const launches = line.launches as Record<string, unknown>;
   assert.deepEqual(Object.keys(launches), ['source', 'reason']);
   assert.equal(launches.source, 'none');
   assert.ok(typeof launches.reason === 'string' && launches.reason.length > 0);
   assert.deepEqual([line.id, line.arm, line.final], [id, arm, true]);
-  for (const [field, n] of [['step_ms', steps], ['warmup_ms', warmup]] as const) {
+  for (const [field, n] of [
+    ['step_ms', steps],
+    ['warmup_ms', warmup],
+  ] as const) {
     const ms = line[field] as number[];
     assert.equal(ms.length, n, field);
-    assert.ok(ms.every((x) => Number.isFinite(x) && x >= 0), `${field}: ${ms.join(' ')}`);
+    assert.ok(
+      ms.every((x) => Number.isFinite(x) && x >= 0),
+      `${field}: ${ms.join(' ')}`,
+    );
   }
   const hashes = line.hashes as Hashes;
   assert.equal(hashes.length, steps);
-  assert.ok(hashes.every((h) => Object.keys(h).join() === 'logits' && HEX16.test(h.logits!)), JSON.stringify(hashes));
+  assert.ok(
+    hashes.every((h) => Object.keys(h).join() === 'logits' && HEX16.test(h.logits!)),
+    JSON.stringify(hashes),
+  );
   assert.equal(new Set(hashes.map((h) => h.logits)).size, steps, 'every step computes another token: its own hash');
   assert.ok((line.t_start_ns as number) <= (line.t_end_ns as number));
   return hashes;
@@ -135,14 +183,45 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
     // configs/torch-decode.yaml's params: they size the torch model; the pure-Python one keeps its own
     const r = decode({ layers: 24, hidden: 1024, max_pos: 128 });
     const hello = await r.next();
-    assert.deepEqual(Object.keys(hello), ['v', 'type', 'protocol', 'version', 'name', 'library', 'backend', 'device', 'pid', 'timing', 'hash', 'toggles', 'outputs', 'prepare_ms', 'setup_ms', 'final']);
+    assert.deepEqual(Object.keys(hello), [
+      'v',
+      'type',
+      'protocol',
+      'version',
+      'name',
+      'library',
+      'backend',
+      'device',
+      'pid',
+      'timing',
+      'hash',
+      'toggles',
+      'outputs',
+      'prepare_ms',
+      'setup_ms',
+      'final',
+    ]);
     const { backend, device, pid, timing, prepare_ms, setup_ms, ...rest } = hello;
-    assert.ok(typeof prepare_ms === 'number' && typeof setup_ms === 'number' && setup_ms >= 0, 'prepare() and setup() timed');
+    assert.ok(
+      typeof prepare_ms === 'number' && typeof setup_ms === 'number' && setup_ms >= 0,
+      'prepare() and setup() timed',
+    );
     assert.deepEqual(rest, {
-      v: 1, type: 'hello', protocol: 'orch-rank', version: 1, name: 'torch-decode', library: 'orch_rank.py 1.0',
-      hash: 'blake2b-64', toggles: ['GRAPH', 'STALE_INPUT'], outputs: ['logits'], final: true,
+      v: 1,
+      type: 'hello',
+      protocol: 'orch-rank',
+      version: 1,
+      name: 'torch-decode',
+      library: 'orch_rank.py 1.0',
+      hash: 'blake2b-64',
+      toggles: ['GRAPH', 'STALE_INPUT'],
+      outputs: ['logits'],
+      final: true,
     }); // prettier-ignore
-    assert.ok((backend === 'cpu' && timing === 'host-clock') || (backend === 'cuda' && timing === 'cuda-events'), `${String(backend)} timed by ${String(timing)}`);
+    assert.ok(
+      (backend === 'cpu' && timing === 'host-clock') || (backend === 'cuda' && timing === 'cuda-events'),
+      `${String(backend)} timed by ${String(timing)}`,
+    );
     assert.ok(typeof device === 'string' && device.length > 0);
     assert.equal(pid, r.child.pid);
     const first = await r.request(rep('r0', 'eager', {}, 2, 0));
@@ -175,8 +254,24 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
     const r = decode();
     await r.next();
     const ok = await r.request(identity('i0', { GRAPH: true }));
-    assert.deepEqual(Object.keys(ok), ['v', 'type', 'id', 'arm', 'mode', 'replays', 'eager', 'graph', 'counters', 't_start_ns', 't_end_ns', 'final']);
-    assert.deepEqual([ok.type, ok.id, ok.arm, ok.mode, ok.replays, ok.final], ['identity', 'i0', 'graph', 'graph', 7, true]);
+    assert.deepEqual(Object.keys(ok), [
+      'v',
+      'type',
+      'id',
+      'arm',
+      'mode',
+      'replays',
+      'eager',
+      'graph',
+      'counters',
+      't_start_ns',
+      't_end_ns',
+      'final',
+    ]);
+    assert.deepEqual(
+      [ok.type, ok.id, ok.arm, ok.mode, ok.replays, ok.final],
+      ['identity', 'i0', 'graph', 'graph', 7, true],
+    );
     const eager = ok.eager as Hashes;
     assert.equal(eager.length, 7);
     assert.deepEqual(ok.graph, eager, 'every replay equals its eager step');
@@ -202,18 +297,40 @@ describe('orch_rank.py through examples/torch-decode/decode.py', () => {
       [{ id: 'b1', op: 'rep', arm: 'A', toggles: {}, steps: 4 }, 'b1', 'BAD_REQUEST', /missing field\(s\) "warmup"/],
       [rep('b2', 'A', {}, 0), 'b2', 'BAD_REQUEST', /"steps" must be an integer >= 1, not 0/],
       [{ ...rep('b3', 'A', {}), warmup: true }, 'b3', 'BAD_REQUEST', /"warmup" must be an integer >= 0, not true/],
-      [{ ...rep('b4', 'A', { GRAPH: 1 as unknown as boolean }) }, 'b4', 'BAD_REQUEST', /"toggles" must be an object of booleans or strings/],
-      [{ ...rep('b5', 'A', {}), op: 'probe' }, 'b5', 'BAD_REQUEST', /"op" must be "rep", "identity" or "trace", not "probe"/],
+      [
+        { ...rep('b4', 'A', { GRAPH: 1 as unknown as boolean }) },
+        'b4',
+        'BAD_REQUEST',
+        /"toggles" must be an object of booleans or strings/,
+      ],
+      [
+        { ...rep('b5', 'A', {}), op: 'probe' },
+        'b5',
+        'BAD_REQUEST',
+        /"op" must be "rep", "identity" or "trace", not "probe"/,
+      ],
       [{ ...rep('b6', 'A', {}), v: 2 }, 'b6', 'BAD_REQUEST', /"v" must be 1, not 2/],
       ['{"v":1,"id":"b7",', undefined, 'BAD_REQUEST', /not a JSON line/],
-      [rep('u0', 'A', { GRAPH: true, PDL: true }), 'u0', 'UNKNOWN_TOGGLE', /unknown toggle\(s\) "PDL": torch-decode understands GRAPH, STALE_INPUT/],
+      [
+        rep('u0', 'A', { GRAPH: true, PDL: true }),
+        'u0',
+        'UNKNOWN_TOGGLE',
+        /unknown toggle\(s\) "PDL": torch-decode understands GRAPH, STALE_INPUT/,
+      ],
       [{ ...identity('u1', { GRAPH: true }), toggle: 'CAPTURE' }, 'u1', 'UNKNOWN_TOGGLE', /"CAPTURE"/],
     ];
     for (const [req, id, code, message] of cases) {
       const line = typeof req === 'string' ? await r.send(req) : await r.send(JSON.stringify({ v: 1, ...req }));
       assert.equal(line.type, 'error', JSON.stringify(line));
       const { message: text, ...rest } = line;
-      assert.deepEqual(rest, { v: 1, type: 'error', ...(id === undefined ? {} : { id }), code, fatal: false, final: true });
+      assert.deepEqual(rest, {
+        v: 1,
+        type: 'error',
+        ...(id === undefined ? {} : { id }),
+        code,
+        fatal: false,
+        final: true,
+      });
       assert.match(String(text), message);
       const served = await r.request(rep(`after-${id ?? 'json'}`, 'A', {}, 2, 0));
       assert.equal(served.type, 'rep', `served after ${code}: ${JSON.stringify(served)}`);
@@ -260,7 +377,10 @@ describe('orch_rank.py with a program of its own', () => {
     const r = new Rank(['-c', INLINE]);
     ranks.push(r);
     const hello = await r.next();
-    assert.deepEqual([hello.type, hello.name, hello.backend, hello.toggles, hello.outputs], ['hello', 'chatty', 'cpu', ['BOOM'], ['n', 'twice']]);
+    assert.deepEqual(
+      [hello.type, hello.name, hello.backend, hello.toggles, hello.outputs],
+      ['hello', 'chatty', 'cpu', ['BOOM'], ['n', 'twice']],
+    );
     const ok = await r.request({ id: 'r0', op: 'rep', arm: 'A', toggles: {}, warmup: 1, steps: 2 });
     assert.deepEqual([ok.type, ok.mode, ok.graph, ok.counters], ['rep', 'eager', null, { launches_per_step: 1 }]);
     assert.deepEqual([ok.launches, 'clocks' in ok], [{ source: 'none', reason: 'cpu backend: no CUDA' }, false]);
@@ -271,10 +391,19 @@ describe('orch_rank.py with a program of its own', () => {
     const again = await r.request({ id: 'r2', op: 'rep', arm: 'A', toggles: { BOOM: false }, warmup: 1, steps: 2 });
     assert.deepEqual(again.hashes, ok.hashes, 'served after the failure, from the reset state');
     await r.close();
-    for (const text of ['setup says hello on stdout', 'step 0', 'a write to sys.stdout', 'a write to fd 1', 'ValueError: the planted failure']) {
+    for (const text of [
+      'setup says hello on stdout',
+      'step 0',
+      'a write to sys.stdout',
+      'a write to fd 1',
+      'ValueError: the planted failure',
+    ]) {
       assert.ok(r.stderr.includes(text), `stderr has ${JSON.stringify(text)}:\n${r.stderr}`);
     }
-    assert.ok(r.stdout.every((l) => !l.includes('hello on stdout') && !l.includes('a write to')), r.stdout.join('\n'));
+    assert.ok(
+      r.stdout.every((l) => !l.includes('hello on stdout') && !l.includes('a write to')),
+      r.stdout.join('\n'),
+    );
   });
 });
 
@@ -381,14 +510,47 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
     const r = counted({ PRELOAD: '1', FORCE: '1' });
     assert.equal((await r.next()).backend, 'cpu');
     const a = await r.request(req('c0', 3));
-    assert.deepEqual(Object.keys(a), ['v', 'type', 'id', 'arm', 'mode', 'graph', 'warmup_ms', 'step_ms', 'hashes', 'counters', 'launches', 'clocks', 'xid_events', 't_start_ns', 't_end_ns', 'final']);
+    assert.deepEqual(Object.keys(a), [
+      'v',
+      'type',
+      'id',
+      'arm',
+      'mode',
+      'graph',
+      'warmup_ms',
+      'step_ms',
+      'hashes',
+      'counters',
+      'launches',
+      'clocks',
+      'xid_events',
+      't_start_ns',
+      't_end_ns',
+      'final',
+    ]);
     // one read before and one after each step: a step's count is one read's planted advance; the
     // warm-up steps are not read; captured spans the request: reads 1 (its start) to 8 (its end)
-    assert.deepEqual(a.launches, { source: 'cupti', kernels: [7, 7, 7], captured: 7 * 5, graphs: [1, 1, 1], memcpy: [2, 2, 2], memset: [0, 0, 0], syncs: [3, 3, 3] });
+    assert.deepEqual(a.launches, {
+      source: 'cupti',
+      kernels: [7, 7, 7],
+      captured: 7 * 5,
+      graphs: [1, 1, 1],
+      memcpy: [2, 2, 2],
+      memset: [0, 0, 0],
+      syncs: [3, 3, 3],
+    });
     assert.deepEqual(a.clocks, { start: clock, end: clock }, 'the named reason kept, the bit with no name left out');
     assert.equal(a.xid_events, 1, 'one more XID at the end than at the start');
     const b = await r.request(req('c1', 1));
-    assert.deepEqual(b.launches, { source: 'cupti', kernels: [7], captured: 3 * 5, graphs: [1], memcpy: [2], memset: [0], syncs: [3] });
+    assert.deepEqual(b.launches, {
+      source: 'cupti',
+      kernels: [7],
+      captured: 3 * 5,
+      graphs: [1],
+      memcpy: [2],
+      memset: [0],
+      syncs: [3],
+    });
     assert.equal(b.xid_events, 1);
     await r.close();
     // a library whose orch_inject_reason_name takes the mask, not the index, names alike
@@ -398,7 +560,9 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
     await m.close();
   });
 
-  test('a trace request: each step between two marks, the kernels inside it, the graphs; not tracing says why', { skip: why }, async () => {
+  test('a trace request: each step between two marks, the kernels inside it, the graphs; not tracing says why', {
+    skip: why,
+  }, async () => {
     const r = counted({ PRELOAD: '1', FORCE: '1', FAKE_TRACE: '1' });
     await r.next();
     const a = OrchRankTraceSchema.parse(await r.request({ ...req('t0', 3), op: 'trace' }));
@@ -415,7 +579,10 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
     const off = counted({ PRELOAD: '1', FORCE: '1' });
     await off.next();
     const b = OrchRankTraceSchema.parse(await off.request({ ...req('t1', 2), op: 'trace' }));
-    assert.deepEqual(b.trace, { source: 'none', reason: 'the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): counting' });
+    assert.deepEqual(b.trace, {
+      source: 'none',
+      reason: 'the injection library is not tracing (ORCH_INJECT_TRACE=1 when the driver loaded it?): counting',
+    });
     await off.close();
   });
 
@@ -452,25 +619,46 @@ describe('ranklib/python as a package', () => {
   // The first Python whose pip can build offline (setuptools and wheel installed).
   const pip = { status: null as number | null, stderr: 'no python3' };
   for (const python of ['python3', '/usr/bin/python3']) {
-    const r = spawnSync(python, ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', join(dir, 'site'), join(dir, 'src')], {
-      encoding: 'utf8',
-      env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PYTHONDONTWRITEBYTECODE: '1' },
-    });
+    const r = spawnSync(
+      python,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--no-deps',
+        '--no-build-isolation',
+        '--no-index',
+        '--target',
+        join(dir, 'site'),
+        join(dir, 'src'),
+      ],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PYTHONDONTWRITEBYTECODE: '1' },
+      },
+    );
     Object.assign(pip, { status: r.status, stderr: r.stderr ?? '' });
     if (r.status === 0) break;
   }
-  const why = pip.status === 0 ? false : `pip cannot build it offline here: ${(pip.stderr.match(/error: .*/g) ?? [pip.stderr.trim().split('\n').at(-1) ?? 'no output']).join('; ')}`;
+  const why =
+    pip.status === 0
+      ? false
+      : `pip cannot build it offline here: ${(pip.stderr.match(/error: .*/g) ?? [pip.stderr.trim().split('\n').at(-1) ?? 'no output']).join('; ')}`;
 
   test('pip install leaves nothing in the source directory (no build/, no *.egg-info)', { skip: why }, () => {
     assert.deepEqual(readdirSync(join(dir, 'src')).sort(), before);
   });
 
   test('pip install --no-deps --no-build-isolation installs orch_rank', { skip: why }, () => {
-    const check = spawnSync('python3', ['-c', 'import orch_rank, os; print(orch_rank.__version__, os.path.dirname(orch_rank.__file__))'], {
-      cwd: dir,
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '', PYTHONPATH: join(dir, 'site'), PYTHONDONTWRITEBYTECODE: '1' },
-    });
+    const check = spawnSync(
+      'python3',
+      ['-c', 'import orch_rank, os; print(orch_rank.__version__, os.path.dirname(orch_rank.__file__))'],
+      {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', PYTHONPATH: join(dir, 'site'), PYTHONDONTWRITEBYTECODE: '1' },
+      },
+    );
     assert.equal(check.status, 0, check.stderr);
     assert.equal(check.stdout.trim(), `1.0 ${join(dir, 'site', 'orch_rank')}`);
   });

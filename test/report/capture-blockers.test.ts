@@ -17,7 +17,10 @@ import { runOrch } from '../cli/run-orch.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
 
 const PROGRAM = resolve('test/fixtures/hf-host-input/decode.py');
-const BLOCKER_LINE = readFileSync(PROGRAM, 'utf8').split('\n').findIndex((l) => l.includes('# BLOCKER')) + 1;
+const BLOCKER_LINE =
+  readFileSync(PROGRAM, 'utf8')
+    .split('\n')
+    .findIndex((l) => l.includes('# BLOCKER')) + 1;
 
 const spec = `name: hf-host-input
 design: ab
@@ -39,8 +42,13 @@ gates:
 `;
 
 describe('a capture blocker', () => {
-  it('the graph arm not measured at the user\'s line, once; the eager arms measured and compared; exit by --fail-on', () => {
-    const r = submitSpec('hf-host-input', spec, { PYTHONDONTWRITEBYTECODE: '1', ORCH_CPU_CARDS: '2', REDIS_URL: '', ORCH_PREFIX: '' });
+  it("the graph arm not measured at the user's line, once; the eager arms measured and compared; exit by --fail-on", () => {
+    const r = submitSpec('hf-host-input', spec, {
+      PYTHONDONTWRITEBYTECODE: '1',
+      ORCH_CPU_CARDS: '2',
+      REDIS_URL: '',
+      ORCH_PREFIX: '',
+    });
     assert.equal(r.code, EXIT_CODES.not_testable, r.output.slice(0, 4000));
     assert.equal(r.summary.verdict ?? r.summary.analysis?.verdict ?? 'not_testable', 'not_testable');
     const md = r.report;
@@ -49,8 +57,14 @@ describe('a capture blocker', () => {
     assert.match(lines[0]!, /: NOT_TESTABLE$/);
     assert.equal(lines[2], '## Capture blockers', md.slice(0, 1500));
     const at = `${PROGRAM}:${BLOCKER_LINE}`;
-    const blockers = md.split('## Capture blockers')[1]!.split('\n## ')[0]!.split('\n').filter((l) => l.startsWith('- arm '));
-    assert.deepEqual(blockers, [`- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`]);
+    const blockers = md
+      .split('## Capture blockers')[1]!
+      .split('\n## ')[0]!
+      .split('\n')
+      .filter((l) => l.startsWith('- arm '));
+    assert.deepEqual(blockers, [
+      `- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`,
+    ]);
     // the eager arm and its twin measured, every planned rep of theirs; the graph arm none
     const arms = (name: string) => md.split('\n').find((l) => l.startsWith(`| ${name} `))!;
     assert.match(arms('eager'), /^\| eager \| 6 \| 6 \| 0 \|/);
@@ -60,23 +74,38 @@ describe('a capture blocker', () => {
     assert.match(md, /\| aa \| pass \|/);
     assert.match(md, /\| input \| pass \|/);
     // one grouped line for the six reps in the input section, never one per rep
-    assert.equal(md.match(/Cannot copy between CPU and CUDA/g)?.length, 3, 'the blocker, the comparison\'s reason, the input line');
-    assert.match(md, /\*\*graph vs eager:\*\* not testable: the capture of arm graph failed in the program \(Capture blockers\)/);
-    assert.match(md, /- 6 reps failed \(0\/graph\/0, 0\/graph\/1, 0\/graph\/2, … 3 more\): not measured: capture failed: /);
+    assert.equal(
+      md.match(/Cannot copy between CPU and CUDA/g)?.length,
+      3,
+      "the blocker, the comparison's reason, the input line",
+    );
+    assert.match(
+      md,
+      /\*\*graph vs eager:\*\* not testable: the capture of arm graph failed in the program \(Capture blockers\)/,
+    );
+    assert.match(
+      md,
+      /- 6 reps failed \(0\/graph\/0, 0\/graph\/1, 0\/graph\/2, … 3 more\): not measured: capture failed: /,
+    );
     // no identity gate result for an arm that could not be captured, and no retry: each block's one attempt committed
     const hellos = r.events.filter((e) => e.event.type === 'hello');
     assert.equal(hellos.length, 2, 'one program per block, never restarted');
     assert.ok(!r.output.includes('"stack"'), 'no stack in the log');
   });
 
-  it('orch report --from gives not_testable\'s code under --fail-on', () => {
-    const r = submitSpec('hf-host-input-b', spec.replace('reps: 3', 'reps: 2'), { PYTHONDONTWRITEBYTECODE: '1', ORCH_CPU_CARDS: '2', REDIS_URL: '', ORCH_PREFIX: '' });
+  it("orch report --from gives not_testable's code under --fail-on", () => {
+    const r = submitSpec('hf-host-input-b', spec.replace('reps: 3', 'reps: 2'), {
+      PYTHONDONTWRITEBYTECODE: '1',
+      ORCH_CPU_CARDS: '2',
+      REDIS_URL: '',
+      ORCH_PREFIX: '',
+    });
     assert.equal(r.code, EXIT_CODES.not_testable, r.output.slice(0, 3000));
     assert.equal(runOrch(['report', '--from', r.dir, '--fail-on', 'slower,invalid']).status, 0);
     assert.equal(runOrch(['report', '--from', r.dir]).status, EXIT_CODES.not_testable);
   });
 
-  it('a trace probe (design: probe): the graph arm\'s CAPTURE_FAILED to a trace request is a blocker too, the block is not failed', () => {
+  it("a trace probe (design: probe): the graph arm's CAPTURE_FAILED to a trace request is a blocker too, the block is not failed", () => {
     const probe = `name: hf-host-input-trace
 design: probe
 workload:
@@ -92,15 +121,30 @@ arms:
 reps: 2
 gates: { identity: false }
 `;
-    const r = submitSpec('hf-host-input-trace', probe, { PYTHONDONTWRITEBYTECODE: '1', ORCH_CPU_CARDS: '1', REDIS_URL: '', ORCH_PREFIX: '' });
+    const r = submitSpec('hf-host-input-trace', probe, {
+      PYTHONDONTWRITEBYTECODE: '1',
+      ORCH_CPU_CARDS: '1',
+      REDIS_URL: '',
+      ORCH_PREFIX: '',
+    });
     assert.equal(r.code, EXIT_CODES.not_testable, r.output.slice(0, 4000));
     assert.doesNotMatch(r.output, /ended failed/, r.output.slice(0, 4000));
     const at = `${PROGRAM}:${BLOCKER_LINE}`;
-    const blockers = r.report.split('## Capture blockers')[1]?.split('\n## ')[0]!.split('\n').filter((l) => l.startsWith('- arm ')) ?? [];
-    assert.deepEqual(blockers, [`- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`], r.report.slice(0, 3000));
+    const section = r.report.split('## Capture blockers')[1]?.split('\n## ')[0] ?? '';
+    const blockers = section.split('\n').filter((l) => l.startsWith('- arm '));
+    assert.deepEqual(
+      blockers,
+      [
+        `- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`,
+      ],
+      r.report.slice(0, 3000),
+    );
     // the eager arm's reps committed (not traced on the CPU, and why); the graph arm not traced because of its capture, not missing
     assert.match(r.report, /\| probe \| pass \| 2 trace rep\(s\) committed; /);
-    assert.match(r.report, /\| graph \|  \| — .*\| not traced: capture failed at [^|]*decode\.py:\d+: capturing graph 'decode'/);
+    assert.match(
+      r.report,
+      /\| graph \| {2}\| — .*\| not traced: capture failed at [^|]*decode\.py:\d+: capturing graph 'decode'/,
+    );
     const hellos = r.events.filter((e) => e.event.type === 'hello');
     assert.equal(hellos.length, 1, 'one program for the block, never restarted');
   });

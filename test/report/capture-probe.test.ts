@@ -4,11 +4,12 @@
  * records, and report.md / report.json carry the probe section — checked against the probe lines
  * graphrt printed (events.jsonl), not against numbers written here.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import type { Probe } from '../../jobs/graphrt-protocol.ts';
 import type { StreamEvent } from '../../orchestrator/results/collect-results.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
@@ -18,7 +19,11 @@ test('orch submit configs/capture-probe.yaml: every probe rep measured, the repo
   const dir = mkdtempSync(join(tmpdir(), 'orch-probe-'));
   try {
     const results = join(dir, 'results');
-    const r = await runOrch(['submit', 'configs/capture-probe.yaml', '--results', results], { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' }, 240_000);
+    const r = await runOrch(
+      ['submit', 'configs/capture-probe.yaml', '--results', results],
+      { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' },
+      240_000,
+    );
     const [id] = readdirSync(results);
     const out = join(results, id!);
     const md = readFileSync(join(out, 'report.md'), 'utf8');
@@ -32,8 +37,13 @@ test('orch submit configs/capture-probe.yaml: every probe rep measured, the repo
     const planned = summary.plan.blocks.reduce((s, b) => s + b.sequence.length, 0);
     assert.deepEqual(summary.accounting, { ...summary.accounting, planned, measured: planned, not_run: 0 });
 
-    const lines = readFileSync(join(out, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StreamEvent);
-    const probeLines = lines.filter((e) => e.committed && typeof e.event === 'object' && e.event !== null && e.event.type === 'probe').map((e) => e.event as Probe);
+    const lines = readFileSync(join(out, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as StreamEvent);
+    const probeLines = lines
+      .filter((e) => e.committed && typeof e.event === 'object' && e.event !== null && e.event.type === 'probe')
+      .map((e) => e.event as Probe);
     assert.equal(probeLines.length, planned * 5, 'five probe lines per planned rep (one rank)');
 
     const p = report.probe!;
@@ -48,14 +58,23 @@ test('orch submit configs/capture-probe.yaml: every probe rep measured, the repo
     for (const b of p.by_probe) assert.equal(b.passed, b.of, `${b.name}: ${JSON.stringify(p.rows)}`);
     // each row is the numbers graphrt printed for that rep
     const of = (name: string) => probeLines.filter((l) => l.name === name).map((l) => l.detail);
-    assert.deepEqual(p.rows.map((row) => [row.launches_counted, row.graph_nodes, row.instantiate_ms]), of('launch_counter').map((d) => [d.counted, d.graph_nodes, d.instantiate_ms]));
-    assert.deepEqual(p.rows.map((row) => [row.L, row.P, row.win]), of('pinned_exact').map((d) => [d.L, d.P, d.win]));
+    assert.deepEqual(
+      p.rows.map((row) => [row.launches_counted, row.graph_nodes, row.instantiate_ms]),
+      of('launch_counter').map((d) => [d.counted, d.graph_nodes, d.instantiate_ms]),
+    );
+    assert.deepEqual(
+      p.rows.map((row) => [row.L, row.P, row.win]),
+      of('pinned_exact').map((d) => [d.L, d.P, d.win]),
+    );
     assert.deepEqual(
       p.capture_errors.map((e) => [e.class, e.where, e.said]).sort(),
-      of('recapture_refusals').slice(0, 1).flatMap((d) => [
-        ['expected-refusal', 'recapture_refusals/capture_over_live_graph', d.capture_over_live_graph],
-        ['expected-refusal', 'recapture_refusals/capture_without_prepare', d.capture_without_prepare],
-      ]).sort(),
+      of('recapture_refusals')
+        .slice(0, 1)
+        .flatMap((d) => [
+          ['expected-refusal', 'recapture_refusals/capture_over_live_graph', d.capture_over_live_graph],
+          ['expected-refusal', 'recapture_refusals/capture_without_prepare', d.capture_without_prepare],
+        ])
+        .sort(),
     );
 
     assert.match(md, /^## Capture probe$/m, md);

@@ -16,8 +16,18 @@ import type { Analysis } from '../../orchestrator/stats/types.ts';
 import { abWithAa } from '../stats/fixtures.ts';
 import { parseXml, type XmlNode } from '../utils/parse-xml.ts';
 
-const slowerArms = { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] };
-const flatArms = { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] };
+const slowerArms = {
+  arms: [
+    { name: 'A', mu: 40, toggles: {} },
+    { name: 'B', mu: 41.6, toggles: {} },
+  ],
+};
+const flatArms = {
+  arms: [
+    { name: 'A', mu: 40, toggles: {} },
+    { name: 'B', mu: 40, toggles: {} },
+  ],
+};
 
 function junitOf(a: Analysis, failOn: FailOnSet): { suite: XmlNode; cases: Map<string, XmlNode> } {
   const root = parseXml(renderJunit([a], failOn));
@@ -29,10 +39,12 @@ function junitOf(a: Analysis, failOn: FailOnSet): { suite: XmlNode; cases: Map<s
   assert.ok(suite.children.every((c) => c.tag === 'testcase' && c.children.length <= 1));
   // the counts CI systems show are the elements themselves
   const count = (tag: string) => suite.children.filter((c) => c.children[0]?.tag === tag).length;
-  assert.deepEqual(
-    [suite.attrs.tests, suite.attrs.failures, suite.attrs.errors, suite.attrs.skipped].map(Number),
-    [suite.children.length, count('failure'), count('error'), count('skipped')],
-  );
+  assert.deepEqual([suite.attrs.tests, suite.attrs.failures, suite.attrs.errors, suite.attrs.skipped].map(Number), [
+    suite.children.length,
+    count('failure'),
+    count('error'),
+    count('skipped'),
+  ]);
   assert.deepEqual([root.attrs.tests, root.attrs.failures], [suite.attrs.tests, suite.attrs.failures]);
   return { suite, cases: new Map(suite.children.map((c) => [c.attrs.name!, c])) };
 }
@@ -42,7 +54,11 @@ test('junit: a planted regression fails its comparison and the outcome; the mess
   assert.equal(a.verdict, 'slower');
   const { cases } = junitOf(a, DEFAULT_FAIL_ON_SET);
   const names = [...a.gates.map((g) => `gate ${g.name}`), 'B vs A', `outcome of ${a.experiment}`];
-  assert.deepEqual([...cases.keys()].sort(), names.sort(), 'one testcase per gate, per comparison (the A/A is its gate) and the outcome');
+  assert.deepEqual(
+    [...cases.keys()].sort(),
+    names.sort(),
+    'one testcase per gate, per comparison (the A/A is its gate) and the outcome',
+  );
   const failure = cases.get('B vs A')!.children[0]!;
   assert.equal(failure.tag, 'failure');
   assert.equal(failure.attrs.message, `slower: change ${changeWithCi(a.primary!)}`);
@@ -56,7 +72,9 @@ test('junit: a planted regression fails its comparison and the outcome; the mess
 });
 
 test('junit: a failed gate fails when --fail-on has invalid; an inconclusive result passes by default', () => {
-  const invalid = analyzeExperiment(abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] }));
+  const invalid = analyzeExperiment(
+    abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] }),
+  );
   const gate = junitOf(invalid, DEFAULT_FAIL_ON_SET).cases.get('gate identity')!;
   assert.equal(gate.children[0]?.tag, 'failure');
   assert.equal(gate.children[0]?.text, invalid.gates.find((g) => g.name === 'identity')!.message);
@@ -67,7 +85,11 @@ test('junit: a failed gate fails when --fail-on has invalid; an inconclusive res
 });
 
 test('junit: a cancelled experiment is an error with its reason; its comparisons of partial data are skipped', () => {
-  const a = analyzeExperiment({ ...abWithAa(65, slowerArms), experiment: 'x<&"y\'>', stopped: { state: 'cancelled', reason: 'cancelled by orch cancel (ci & "test")', user_input: false } });
+  const a = analyzeExperiment({
+    ...abWithAa(65, slowerArms),
+    experiment: 'x<&"y\'>',
+    stopped: { state: 'cancelled', reason: 'cancelled by orch cancel (ci & "test")', user_input: false },
+  });
   const { suite, cases } = junitOf(a, new Set());
   assert.equal(suite.attrs.name, 'x<&"y\'>', 'the specials survive the escape');
   const outcome = cases.get(`outcome of ${a.experiment}`)!.children[0]!;

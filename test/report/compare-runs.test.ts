@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
+import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 
 const REP_MS = 200;
 const PLANTED = 1.5;
@@ -44,17 +44,29 @@ test('compare three runs: each against the first, the planted change found and k
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.equal(out.baseline, dirs[0]);
-  assert.deepEqual(out.comparisons.map((x: { b: string }) => x.b), dirs.slice(1));
+  assert.deepEqual(
+    out.comparisons.map((x: { b: string }) => x.b),
+    dirs.slice(1),
+  );
   const third = out.comparisons[1];
   for (const [i, arm] of third.arms.entries()) {
     const [lo, hi] = arm.relative.ci;
-    assert.ok(lo < PLANTED - 1 + 0.02 && hi > PLANTED - 1 - 0.02, `${arm.arm}: ${arm.relative.estimate} (CI ${lo} to ${hi}) against the planted ${PLANTED - 1}`);
+    assert.ok(
+      lo < PLANTED - 1 + 0.02 && hi > PLANTED - 1 - 0.02,
+      `${arm.arm}: ${arm.relative.estimate} (CI ${lo} to ${hi}) against the planted ${PLANTED - 1}`,
+    );
     assert.equal(out.discoveries[1][i], true, `${arm.arm} of the third run survives BH`);
   }
   const text = await runOrch(['compare', ...dirs], c.env);
   console.log(text.stdout);
   assert.match(text.stdout, /^# compare 3 runs with /);
-  assert.match(text.stdout, new RegExp(`^\\| ${dirs[2]!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\| \\+\\d+\\.\\d\\d % .* \\*\\*changed\\*\\* \\|`, 'm'));
+  assert.match(
+    text.stdout,
+    new RegExp(
+      `^\\| ${dirs[2]!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\| \\+\\d+\\.\\d\\d % .* \\*\\*changed\\*\\* \\|`,
+      'm',
+    ),
+  );
 
   const one = await runOrch(['compare', dirs[0]!], c.env);
   assert.equal(one.code, 2, one.stderr);

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
-import { STACK_FRAME, runOrch } from '../cli/run-orch.ts';
+import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
 import { measureOrch } from '../utils/measure-orch.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
 import { plantRecord } from '../utils/synthetic-record.ts';
@@ -36,7 +36,10 @@ test('a malformed line of events.jsonl is refused with its file, line and schema
   const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
   assert.equal(lines.length, 300);
   const ok = runOrch(['report', '--from', dir]);
-  assert.ok(ok.status === 0 || ok.status === 3 || ok.status === 4, `the intact directory reports: exit ${ok.status}: ${ok.stderr}`);
+  assert.ok(
+    ok.status === 0 || ok.status === 3 || ok.status === 4,
+    `the intact directory reports: exit ${ok.status}: ${ok.stderr}`,
+  );
   const n = lines.findIndex((l) => l.includes('"type":"rep"') && l.includes('"rank":1')) + 1;
   assert.ok(n > 0);
   const bad = JSON.parse(lines[n - 1]!) as { event: { step_ms: unknown[] } };
@@ -57,17 +60,33 @@ test('orch report ID and orch report --from peak alike at 20 000 and 200 000 eve
     const id = await plantRecord(env.redis, prefix, n);
     const cli = { REDIS_URL: env.server.url, ORCH_PREFIX: prefix, ORCH_LOG: 'warn' };
     const w = measureOrch(['report', id, '--results', root], cli, { heapMiB: HEAP_MIB });
-    assert.ok(w.status !== null && [0, 3, 4].includes(w.status), `orch report ${id} (${n} events, a ${HEAP_MIB} MiB heap): exit ${w.status}: ${w.stderr.slice(-2000)}`);
+    assert.ok(
+      w.status !== null && [0, 3, 4].includes(w.status),
+      `orch report ${id} (${n} events, a ${HEAP_MIB} MiB heap): exit ${w.status}: ${w.stderr.slice(-2000)}`,
+    );
     const dir = join(root, id);
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { events: { total: number } };
     assert.equal(summary.events.total, n);
     const f = measureOrch(['report', '--from', dir], { ORCH_LOG: 'warn', REDIS_URL: '' }, { heapMiB: HEAP_MIB });
-    assert.ok(f.status !== null && [0, 3, 4].includes(f.status), `orch report --from (${n} events, a ${HEAP_MIB} MiB heap): exit ${f.status}: ${f.stderr.slice(-2000)}`);
-    assert.equal(f.stdout, w.stdout.replace(/^results: .*$/m, `results: ${dir}`), 'the rebuilt report is the written one');
+    assert.ok(
+      f.status !== null && [0, 3, 4].includes(f.status),
+      `orch report --from (${n} events, a ${HEAP_MIB} MiB heap): exit ${f.status}: ${f.stderr.slice(-2000)}`,
+    );
+    assert.equal(
+      f.stdout,
+      w.stdout.replace(/^results: .*$/m, `results: ${dir}`),
+      'the rebuilt report is the written one',
+    );
     peaks[n] = { write: w.peak_mib, from: f.peak_mib };
     await env.redis.del(`${prefix}:experiment:${id}:events`);
   }
   const [small, large] = [peaks[20_000]!, peaks[200_000]!];
-  assert.ok(large.write - small.write < GROWTH_MIB, `orch report ID: ${small.write.toFixed(0)} MiB at 20 000 events, ${large.write.toFixed(0)} MiB at 200 000`);
-  assert.ok(large.from - small.from < GROWTH_MIB, `orch report --from: ${small.from.toFixed(0)} MiB at 20 000 events, ${large.from.toFixed(0)} MiB at 200 000`);
+  assert.ok(
+    large.write - small.write < GROWTH_MIB,
+    `orch report ID: ${small.write.toFixed(0)} MiB at 20 000 events, ${large.write.toFixed(0)} MiB at 200 000`,
+  );
+  assert.ok(
+    large.from - small.from < GROWTH_MIB,
+    `orch report --from: ${small.from.toFixed(0)} MiB at 20 000 events, ${large.from.toFixed(0)} MiB at 200 000`,
+  );
 });

@@ -10,15 +10,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { RANK_TEXT_MAX_BYTES } from '../../jobs/rank-text.ts';
 import { groupedBlockReasons } from '../../jobs/grouped-reasons.ts';
+import { RANK_TEXT_MAX_BYTES } from '../../jobs/rank-text.ts';
 import { renderStatus } from '../../orchestrator/experiment/cluster-status.ts';
 import { stoppedLines } from '../../orchestrator/report/outcome-lines.ts';
-import { ResultStore } from '../../store/result-store.ts';
 import { orchKeys } from '../../store/keys.ts';
+import { ResultStore } from '../../store/result-store.ts';
 import { runOrch } from '../cli/run-orch.ts';
-import { freshPrefix, privateRedis } from '../utils/redis.ts';
 import { assertInert } from '../utils/inert-text.ts';
+import { freshPrefix, privateRedis } from '../utils/redis.ts';
 
 const HOSTILE = '::add-mask::s3cret\n\x1b[2J\x1b]0;title\x07\n##[error]x\u009b31m';
 const BIG = `${HOSTILE}${'y'.repeat(1024 * 1024)}`;
@@ -60,7 +60,12 @@ describe('hostile rank text and repeated reasons', () => {
     try {
       const file = join(dir, 'spec.yaml');
       writeFileSync(file, spec(dir));
-      const res = runOrch(['submit', file, '--results', join(dir, 'res')], { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' });
+      const res = runOrch(['submit', file, '--results', join(dir, 'res')], {
+        REDIS_URL: '',
+        ORCH_PREFIX: '',
+        ORCH_LOG: 'warn',
+        ORCH_CPU_CARDS: '1',
+      });
       const [id] = readdirSync(join(dir, 'res'));
       assert.ok(id, res.stderr.slice(0, 2000));
       const md = readFileSync(join(dir, 'res', id, 'report.md'), 'utf8');
@@ -87,7 +92,13 @@ describe('hostile rank text and repeated reasons', () => {
     const keys = orchKeys(prefix);
     await r.redis.hset(keys.exp('e1'), { state: 'running' });
     const store = new ResultStore(r.redis, { prefix });
-    const reps = Array.from({ length: 100 }, (_, i) => ({ block: 0, arm: i % 2 ? 'a' : 'b', rep: i >> 1, position: i, reason: BIG }));
+    const reps = Array.from({ length: 100 }, (_, i) => ({
+      block: 0,
+      arm: i % 2 ? 'a' : 'b',
+      rep: i >> 1,
+      position: i,
+      reason: BIG,
+    }));
     assert.equal(await store.failReps('e1', 0, 1, reps), 100);
     const sizes = await Promise.all(reps.map((f) => r.redis.hstrlen(keys.failed('e1'), `0/${f.arm}/${f.rep}`)));
     for (const n of sizes) assert.ok(n <= RANK_TEXT_MAX_BYTES + 200, `a stored record of ${n} bytes`);
@@ -95,13 +106,31 @@ describe('hostile rank text and repeated reasons', () => {
     for (const f of failed) assertInert(f.reason);
   });
 
-  it('orch status, report.md\'s outcome line and an experiment\'s reason escape and group it', () => {
+  it("orch status, report.md's outcome line and an experiment's reason escape and group it", () => {
     const reason = groupedBlockReasons([0, 1, 2].map((block) => ({ block, reason: HOSTILE })));
     assert.equal(reason.match(/add-mask/g)?.length, 1, 'three blocks, one reason, said once');
     assert.match(reason, /^blocks 0, 1, 2: /);
     const status = renderStatus({
-      leader: null, reader: null, queues: {}, cards: [], counts: { failed: 1 }, not_shown: 0,
-      experiments: [{ id: 'e1', name: 'n', state: 'failed', reason: HOSTILE, created: '', measured: 0, planned: 2, uncommitted: 0, outcome: null, blocks: [{ block: 0, phase: 'failed', attempt: 1, why: null, reason: HOSTILE, cards: [] }] }],
+      leader: null,
+      reader: null,
+      queues: {},
+      cards: [],
+      counts: { failed: 1 },
+      not_shown: 0,
+      experiments: [
+        {
+          id: 'e1',
+          name: 'n',
+          state: 'failed',
+          reason: HOSTILE,
+          created: '',
+          measured: 0,
+          planned: 2,
+          uncommitted: 0,
+          outcome: null,
+          blocks: [{ block: 0, phase: 'failed', attempt: 1, why: null, reason: HOSTILE, cards: [] }],
+        },
+      ],
     });
     assertInert(status);
     assert.match(status, /\\x1b\[2J/);

@@ -9,13 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gitCommit, gitDirty } from '../../orchestrator/report/orch-provenance.ts';
-import { renderProvenance } from '../../orchestrator/report/render-provenance.ts';
 import type { Provenance } from '../../orchestrator/report/provenance.ts';
+import { renderProvenance } from '../../orchestrator/report/render-provenance.ts';
 
 test('gitDirty: tracked changes are dirty, untracked files are not, no repository is unknown', () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-prov-'));
   assert.equal(gitDirty(dir), null);
-  const git = (...a: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.email=t@orch', '-c', 'user.name=t', ...a], { stdio: 'ignore' });
+  const git = (...a: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.email=t@orch', '-c', 'user.name=t', ...a], { stdio: 'ignore' });
   git('init', '-q');
   writeFileSync(join(dir, 'a.txt'), 'one\n');
   git('add', 'a.txt');
@@ -30,11 +31,25 @@ test('gitDirty: tracked changes are dirty, untracked files are not, no repositor
 
 test('the header names a dirty orch, and renders results written before dirty was recorded as before', () => {
   const base: Provenance = {
-    orch: { version: '0.1.0', commit: 'c0ffee' }, spec_hash: 'h', workload_hash: 'w', created: '2026-11-30T00:00:00.000Z', ended: null,
-    builds: [], graphrt: [], hosts: [], cards: [], throttle: { reasons: {}, reps: [] },
+    orch: { version: '0.1.0', commit: 'c0ffee' },
+    spec_hash: 'h',
+    workload_hash: 'w',
+    created: '2026-11-30T00:00:00.000Z',
+    ended: null,
+    builds: [],
+    graphrt: [],
+    hosts: [],
+    cards: [],
+    throttle: { reasons: {}, reps: [] },
   };
   const line = (orch: Provenance['orch']) => renderProvenance({ provenance: { ...base, orch } })[0] as string;
-  assert.match(line({ version: '0.1.0', commit: 'c0ffee', dirty: true }), /\(commit c0ffee, with uncommitted changes to tracked files\)/);
+  assert.match(
+    line({ version: '0.1.0', commit: 'c0ffee', dirty: true }),
+    /\(commit c0ffee, with uncommitted changes to tracked files\)/,
+  );
   assert.match(line({ version: '0.1.0', commit: 'c0ffee', dirty: false }), /\(commit c0ffee\);/);
-  assert.equal(line({ version: '0.1.0', commit: 'c0ffee' }), line({ version: '0.1.0', commit: 'c0ffee', dirty: false }));
+  assert.equal(
+    line({ version: '0.1.0', commit: 'c0ffee' }),
+    line({ version: '0.1.0', commit: 'c0ffee', dirty: false }),
+  );
 });

@@ -41,7 +41,8 @@ describe('escapeRankText', () => {
   });
 
   it('leaves ordinary text alone: C++ names, unicode, a Python traceback line', () => {
-    for (const s of ['std::runtime_error: bad', 'ü → 🙂', 'File "model.py", line 12, in step']) assert.equal(escapeRankText(s), s);
+    for (const s of ['std::runtime_error: bad', 'ü → 🙂', 'File "model.py", line 12, in step'])
+      assert.equal(escapeRankText(s), s);
   });
 
   it('is idempotent, so text escaped where it was stored prints the same when escaped again', () => {

@@ -6,17 +6,20 @@
  * copy of every rep line was cut. Skips, saying so, when native/build/graphrt has not been built,
  * except under CI.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { runOrch } from '../orchestrator/orch-cluster.ts';
 
 const noCluster = { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn' };
 
-test('an 800-step A/B: card time counts its 6 reps and the trace holds 6 rep slices, from the committed reps', { skip: skipWithoutBinary }, async () => {
+test('an 800-step A/B: card time counts its 6 reps and the trace holds 6 rep slices, from the committed reps', {
+  skip: skipWithoutBinary,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-rep-record-'));
   try {
     const results = join(dir, 'results');
@@ -27,9 +30,20 @@ test('an 800-step A/B: card time counts its 6 reps and the trace holds 6 rep sli
     const out = join(results, id!);
 
     // the premise: the stream's copy of each rep line was cut (a text body, not a rep line)
-    const events = readFileSync(join(out, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { event: unknown });
-    assert.equal(events.filter((e) => typeof e.event === 'object' && (e.event as { type?: string } | null)?.type === 'rep').length, 0, 'no whole rep line in the stream');
-    assert.equal(events.filter((e) => typeof e.event === 'string' && e.event.includes('"type":"rep"')).length, 6, 'six rep lines, each cut');
+    const events = readFileSync(join(out, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: unknown });
+    assert.equal(
+      events.filter((e) => typeof e.event === 'object' && (e.event as { type?: string } | null)?.type === 'rep').length,
+      0,
+      'no whole rep line in the stream',
+    );
+    assert.equal(
+      events.filter((e) => typeof e.event === 'string' && e.event.includes('"type":"rep"')).length,
+      6,
+      'six rep lines, each cut',
+    );
 
     // card time: one row for the one card, 6 reps, a busy share above 0 and at most 100 %
     const report = readFileSync(join(out, 'report.md'), 'utf8');
@@ -47,10 +61,16 @@ test('an 800-step A/B: card time counts its 6 reps and the trace holds 6 rep sli
     // `orch trace` from the results directory: 6 rep slices, each as long as its measured steps at least
     const t = await runOrch(['trace', id!, '--results', results], env);
     assert.equal(t.code, 0, t.stderr);
-    const trace = JSON.parse(t.stdout) as { traceEvents: { cat?: string; dur?: number; args?: { steps?: number; median_step_ms?: number } }[] };
+    const trace = JSON.parse(t.stdout) as {
+      traceEvents: { cat?: string; dur?: number; args?: { steps?: number; median_step_ms?: number } }[];
+    };
     const reps = trace.traceEvents.filter((e) => e.cat === 'rep');
     assert.equal(reps.length, 6);
-    for (const s of reps) assert.ok(s.args?.steps === 800 && (s.dur as number) >= 800 * (s.args.median_step_ms as number) * 1000 * 0.5, JSON.stringify(s));
+    for (const s of reps)
+      assert.ok(
+        s.args?.steps === 800 && (s.dur as number) >= 800 * (s.args.median_step_ms as number) * 1000 * 0.5,
+        JSON.stringify(s),
+      );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,7 +7,7 @@
  * beside report.md holds every measured step of every committed rep, as Redis held them.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, release, tmpdir, type } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -16,10 +16,11 @@ import { renderJson } from '../../orchestrator/report/render-json.ts';
 import { SAMPLES_HEADER } from '../../orchestrator/report/render-samples-csv.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { ResultStore } from '../../store/result-store.ts';
+import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { abWithAa, looExperiment } from '../stats/fixtures.ts';
-import { runOrch, startCluster, type Cluster } from '../orchestrator/orch-cluster.ts';
 
-const schema = (name: string) => JSON.parse(readFileSync(`docs/schemas/${name}.schema.json`, 'utf8')) as Record<string, unknown>;
+const schema = (name: string) =>
+  JSON.parse(readFileSync(`docs/schemas/${name}.schema.json`, 'utf8')) as Record<string, unknown>;
 
 function validator(name: string) {
   const ajv = new Ajv2020({ allErrors: true, strict: true });
@@ -49,7 +50,11 @@ test('every number in the schemas names its unit', () => {
     // summary's own numbers (its analysis is report.schema.json's Analysis, checked there)
     assert.ok(nodes.length > (name === 'report' ? 50 : 10), `${name}: ${nodes.length} numbers`);
     const bare = nodes.filter((x) => typeof x.unit !== 'string' || x.unit === '');
-    assert.deepEqual(bare.map((x) => x.path), [], `${name}: numbers without a unit`);
+    assert.deepEqual(
+      bare.map((x) => x.path),
+      [],
+      `${name}: numbers without a unit`,
+    );
   }
 });
 
@@ -59,7 +64,11 @@ test('report.json of the simulated experiments (leave-one-out, A/B with A/A, seq
   check('report', JSON.parse(renderJson(analyzeExperiment(abWithAa(6)))));
   // stopping: sequential, two looks, its blocks ended in order
   const ab = abWithAa(7);
-  const seq = analyzeExperiment({ ...ab, plan: { ...ab.plan, sequential: { looks: 2 } }, ended: ab.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })) });
+  const seq = analyzeExperiment({
+    ...ab,
+    plan: { ...ab.plan, sequential: { looks: 2 } },
+    ended: ab.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })),
+  });
   assert.ok(seq.sequential, 'the sequential section is there');
   check('report', JSON.parse(renderJson(seq)));
   const v = validator('report');
@@ -89,17 +98,33 @@ test('a real run: report.json and summary.json validate; samples.csv holds every
   check('summary', summary);
   // the machine record, as the worker (on this machine) reported it at each block's start
   const [m] = report.provenance.machines;
-  assert.deepEqual([m.host, m.os, m.kernel, m.node, m.cpu_model, m.gpus], ['h1', type(), release(), process.version, cpus()[0]!.model.trim(), []]);
-  assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), new RegExp(`^- machine h1: ${type()} .*; node ${process.version}; compiler `, 'm'));
+  assert.deepEqual(
+    [m.host, m.os, m.kernel, m.node, m.cpu_model, m.gpus],
+    ['h1', type(), release(), process.version, cpus()[0]!.model.trim(), []],
+  );
+  assert.match(
+    readFileSync(join(dir, 'report.md'), 'utf8'),
+    new RegExp(`^- machine h1: ${type()} .*; node ${process.version}; compiler `, 'm'),
+  );
 
   const reps = Object.values(await new ResultStore(c.redis, { prefix: c.prefix }).results(summary.experiment));
   const lines = readFileSync(join(dir, 'samples.csv'), 'utf8').trim().split('\n');
   assert.equal(lines[0], SAMPLES_HEADER.join(','));
   const rows = lines.slice(1).map((l) => l.split(','));
-  assert.equal(rows.length, reps.reduce((t, x) => t + x.step_ms.length, 0), 'one row per measured step');
+  assert.equal(
+    rows.length,
+    reps.reduce((t, x) => t + x.step_ms.length, 0),
+    'one row per measured step',
+  );
   const col = (name: string) => SAMPLES_HEADER.indexOf(name as (typeof SAMPLES_HEADER)[number]);
   for (const rep of reps) {
-    const mine = rows.filter((x) => Number(x[col('block')]) === rep.block && x[col('arm')] === rep.arm && Number(x[col('rep')]) === rep.rep);
-    assert.deepEqual(mine.map((x) => Number(x[col('step_ms')])), rep.step_ms, `${rep.block}/${rep.arm}/${rep.rep}`);
+    const mine = rows.filter(
+      (x) => Number(x[col('block')]) === rep.block && x[col('arm')] === rep.arm && Number(x[col('rep')]) === rep.rep,
+    );
+    assert.deepEqual(
+      mine.map((x) => Number(x[col('step_ms')])),
+      rep.step_ms,
+      `${rep.block}/${rep.arm}/${rep.rep}`,
+    );
   }
 });

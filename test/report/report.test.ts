@@ -3,17 +3,18 @@
  * analysis' own numbers), JSON (round-trips), SVG plots (one mark per rep, error bars from the
  * t quantile), and the exit codes of the four verdicts, each reached by a simulated experiment.
  */
-import { captureFailedReason } from '../../jobs/capture-blocker.ts';
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { captureFailedReason } from '../../jobs/capture-blocker.ts';
+import { EXIT_CODES, FAIL_ON_CHOICES, outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
 import { renderCsv } from '../../orchestrator/report/render-csv.ts';
-import { renderJson, REPORT_JSON_VERSION } from '../../orchestrator/report/render-json.ts';
+import { REPORT_JSON_VERSION, renderJson } from '../../orchestrator/report/render-json.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { renderLooChart, renderPlots, renderStripPlot } from '../../orchestrator/report/render-plots.ts';
-import { EXIT_CODES, FAIL_ON_CHOICES, outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { studentQuantile } from '../../orchestrator/stats/distributions.ts';
-import type { AnalysisInput, Outcome, } from '../../orchestrator/stats/types.ts';
+import type { AnalysisInput, Outcome } from '../../orchestrator/stats/types.ts';
 import { abWithAa, looExperiment } from '../stats/fixtures.ts';
 
 /** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */
@@ -48,10 +49,23 @@ test('Markdown: verdict in the title, then gates, arms, comparisons, LOO, order,
   const a = analyzeExperiment(looExperiment(61));
   const md = renderMarkdown(a);
   assert.ok(md.startsWith(`# ${a.experiment}: ${a.verdict.toUpperCase()}\n`));
-  const order = ['## Gates', '## Arms', '## Paired comparisons', '## Leave-one-out', '## Order effects', '## Drift', '## Input', '## Exit codes'];
+  const order = [
+    '## Gates',
+    '## Arms',
+    '## Paired comparisons',
+    '## Leave-one-out',
+    '## Order effects',
+    '## Drift',
+    '## Input',
+    '## Exit codes',
+  ];
   const at = order.map((h) => md.indexOf(h));
-  assert.ok(at.every((i, k) => i > 0 && (k === 0 || i > at[k - 1]!)), JSON.stringify(at));
-  for (const s of a.arms) assert.match(md, new RegExp(`^\\| ${s.arm}( \\(A/A of \\w+\\))? \\| ${s.n} \\| ${s.planned} \\|`, 'm'));
+  assert.ok(
+    at.every((i, k) => i > 0 && (k === 0 || i > at[k - 1]!)),
+    JSON.stringify(at),
+  );
+  for (const s of a.arms)
+    assert.match(md, new RegExp(`^\\| ${s.arm}( \\(A/A of \\w+\\))? \\| ${s.n} \\| ${s.planned} \\|`, 'm'));
   for (const r of a.loo!.rows) assert.match(md, new RegExp(`^\\| ${r.toggle} \\|`, 'm'));
   assert.match(md, /Interaction check: the worths add up: base − all_on = /);
 });
@@ -93,7 +107,11 @@ test('SVG: one point per rep in the strip plot; LOO error bars span the t interv
   assert.ok(strip.startsWith('<svg xmlns="http://www.w3.org/2000/svg"'));
   assert.equal(strip.match(/<circle /g)!.length, a.values.length);
   const loo = renderLooChart(a)!;
-  const bars = [...loo.matchAll(/<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="([\d.]+)"[^\n]*\n<line x1="([\d.]+)" x2="\2" y1="([\d.]+)" y2="([\d.]+)"/g)];
+  const bars = [
+    ...loo.matchAll(
+      /<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="([\d.]+)"[^\n]*\n<line x1="([\d.]+)" x2="\2" y1="([\d.]+)" y2="([\d.]+)"/g,
+    ),
+  ];
   assert.equal(bars.length, a.loo!.rows.length);
   bars.forEach((m, i) => {
     const r = a.loo!.rows[i]!;
@@ -113,16 +131,28 @@ test('SVG: one point per rep in the strip plot; LOO error bars span the t interv
 
 /** The same experiment as a sequential one (stopping: sequential, two looks), its blocks ended in order. */
 function sequential(input: ReturnType<typeof abWithAa>): ReturnType<typeof abWithAa> {
-  return { ...input, plan: { ...input.plan, sequential: { looks: 2 } }, ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })) };
+  return {
+    ...input,
+    plan: { ...input.plan, sequential: { looks: 2 } },
+    ended: input.plan.blocks.map((b, i) => ({ block: b.index, ended_at: i })),
+  };
 }
 
 /** `input` with every rep of `arm` failed as a capture blocker (jobs/capture-blocker.ts). */
 function blocked(input: AnalysisInput, arm: string): AnalysisInput {
-  const reason = captureFailedReason({ message: 'RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture', frame: { file: 'model.py', line: 7 } });
+  const reason = captureFailedReason({
+    message: 'RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture',
+    frame: { file: 'model.py', line: 7 },
+  });
   return {
     ...input,
     reps: input.reps.filter((r) => r.arm !== arm),
-    failed: [...input.failed, ...input.reps.filter((r) => r.arm === arm).map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, position: r.position, reason }))],
+    failed: [
+      ...input.failed,
+      ...input.reps
+        .filter((r) => r.arm === arm)
+        .map((r) => ({ block: r.block, arm: r.arm, rep: r.rep, position: r.position, reason })),
+    ],
   };
 }
 
@@ -135,13 +165,64 @@ test('exit codes: one per outcome, clear of 1 (bug) and 2 (user input); each out
   const stopped = (state: 'cancelled' | 'failed') => ({ state, reason: `${state} for the test`, user_input: false });
   const cases: [Outcome, AnalysisInput][] = [
     ['faster', abWithAa(65)],
-    ['slower', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] })],
-    ['inconclusive', abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] })],
-    ['invalid', abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] })],
-    ['equivalent', sequential(abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] }))],
+    [
+      'slower',
+      abWithAa(65, {
+        arms: [
+          { name: 'A', mu: 40, toggles: {} },
+          { name: 'B', mu: 41.6, toggles: {} },
+        ],
+      }),
+    ],
+    [
+      'inconclusive',
+      abWithAa(65, {
+        arms: [
+          { name: 'A', mu: 40, toggles: {} },
+          { name: 'B', mu: 40, toggles: {} },
+        ],
+      }),
+    ],
+    [
+      'invalid',
+      abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] }),
+    ],
+    [
+      'equivalent',
+      sequential(
+        abWithAa(65, {
+          arms: [
+            { name: 'A', mu: 40, toggles: {} },
+            { name: 'B', mu: 40, toggles: {} },
+          ],
+        }),
+      ),
+    ],
     // the data of a planted +4 % regression, cut short: no speed verdict, never 4
-    ['cancelled', { ...abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }), stopped: stopped('cancelled') }],
-    ['failed', { ...abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }), stopped: stopped('failed') }],
+    [
+      'cancelled',
+      {
+        ...abWithAa(65, {
+          arms: [
+            { name: 'A', mu: 40, toggles: {} },
+            { name: 'B', mu: 41.6, toggles: {} },
+          ],
+        }),
+        stopped: stopped('cancelled'),
+      },
+    ],
+    [
+      'failed',
+      {
+        ...abWithAa(65, {
+          arms: [
+            { name: 'A', mu: 40, toggles: {} },
+            { name: 'B', mu: 41.6, toggles: {} },
+          ],
+        }),
+        stopped: stopped('failed'),
+      },
+    ],
     // the treatment's capture failed in the program (a capture blocker): its reps failed with it
     ['not_testable', blocked(abWithAa(65), 'B')],
   ];
@@ -157,19 +238,48 @@ test('exit codes: one per outcome, clear of 1 (bug) and 2 (user input); each out
       assert.equal(outcomeExitCode(a, new Set()), EXIT_CODES[want], '--fail-on cannot let a run that ended early pass');
     }
   }
-  assert.deepEqual(Object.fromEntries(seen), Object.fromEntries(Object.entries(EXIT_CODES).filter(([o]) => o !== 'pass' && o !== 'fail')));
+  assert.deepEqual(
+    Object.fromEntries(seen),
+    Object.fromEntries(Object.entries(EXIT_CODES).filter(([o]) => o !== 'pass' && o !== 'fail')),
+  );
   // a failure on the user's input (a build that failed) exits 2, as any input error
-  assert.equal(outcomeExitCode(analyzeExperiment({ ...abWithAa(65), stopped: { ...stopped('failed'), user_input: true } })), 2);
+  assert.equal(
+    outcomeExitCode(analyzeExperiment({ ...abWithAa(65), stopped: { ...stopped('failed'), user_input: true } })),
+    2,
+  );
 });
 
 test('--fail-on: an outcome it leaves out exits 0; the default fails slower and invalid, passes inconclusive and equivalent', () => {
-  const flat = abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 40, toggles: {} }] });
-  const slower = analyzeExperiment(abWithAa(65, { arms: [{ name: 'A', mu: 40, toggles: {} }, { name: 'B', mu: 41.6, toggles: {} }] }));
+  const flat = abWithAa(65, {
+    arms: [
+      { name: 'A', mu: 40, toggles: {} },
+      { name: 'B', mu: 40, toggles: {} },
+    ],
+  });
+  const slower = analyzeExperiment(
+    abWithAa(65, {
+      arms: [
+        { name: 'A', mu: 40, toggles: {} },
+        { name: 'B', mu: 41.6, toggles: {} },
+      ],
+    }),
+  );
   const inconclusive = analyzeExperiment(flat);
   const equivalent = analyzeExperiment(sequential(flat));
-  const invalid = analyzeExperiment(abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] }));
-  assert.deepEqual([slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a)), [EXIT_CODES.slower, 0, 0, EXIT_CODES.invalid]);
-  assert.deepEqual([slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a, new Set(['inconclusive']))), [0, EXIT_CODES.inconclusive, 0, 0]);
+  const invalid = analyzeExperiment(
+    abWithAa(65, {}, { gates: [{ block: 0, arm: 'B', name: 'identity', pass: false, first_bad_replay: 4 }] }),
+  );
+  assert.deepEqual(
+    [slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a)),
+    [EXIT_CODES.slower, 0, 0, EXIT_CODES.invalid],
+  );
+  assert.deepEqual(
+    [slower, inconclusive, equivalent, invalid].map((a) => outcomeExitCode(a, new Set(['inconclusive']))),
+    [0, EXIT_CODES.inconclusive, 0, 0],
+  );
   assert.equal(outcomeExitCode(equivalent, new Set(['equivalent'])), EXIT_CODES.equivalent);
-  assert.match(renderMarkdown(inconclusive), /Exit code 0 \(inconclusive\) with the default --fail-on slower,invalid,fail,not_testable; 3 with --fail-on inconclusive\./);
+  assert.match(
+    renderMarkdown(inconclusive),
+    /Exit code 0 \(inconclusive\) with the default --fail-on slower,invalid,fail,not_testable; 3 with --fail-on inconclusive\./,
+  );
 });

@@ -6,7 +6,16 @@
  * second time into the directory orch made are written as before. Real Redis, a synthetic record.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -39,7 +48,10 @@ test('a symbolic link planted at results/<id> is refused; the directory it point
   mkdirSync(root, { recursive: true });
   mkdirSync(elsewhere, { mode: 0o755 });
   symlinkSync(elsewhere, join(root, id));
-  await assert.rejects(writeResults(env.redis, prefix, id, root), refusal(join(root, id), /is a symbolic link \(to .*elsewhere\); nothing was written there$/));
+  await assert.rejects(
+    writeResults(env.redis, prefix, id, root),
+    refusal(join(root, id), /is a symbolic link \(to .*elsewhere\); nothing was written there$/),
+  );
   assert.deepEqual(readdirSync(elsewhere), [], 'nothing written through the link');
   assert.equal(statSync(elsewhere).mode & 0o777, 0o755, 'nor chmod-ed through it');
 });
@@ -56,15 +68,21 @@ test('a symbolic link planted at a file in results/<id> is refused; its target k
   assert.equal(readFileSync(join(again.dir, 'report.md'), 'utf8'), first.report);
 
   const victim = join(scratch, 'file-link', 'victim.txt');
-  writeFileSync(victim, 'not orch\'s\n', { mode: 0o644 });
+  writeFileSync(victim, "not orch's\n", { mode: 0o644 });
   rmSync(join(first.dir, 'spec.yaml'));
   symlinkSync(victim, join(first.dir, 'spec.yaml'));
-  await assert.rejects(writeResults(env.redis, prefix, id, root), refusal(join(first.dir, 'spec.yaml'), /is a symbolic link \(to .*victim\.txt\)/));
+  await assert.rejects(
+    writeResults(env.redis, prefix, id, root),
+    refusal(join(first.dir, 'spec.yaml'), /is a symbolic link \(to .*victim\.txt\)/),
+  );
   rmSync(join(first.dir, 'spec.yaml'));
   rmSync(join(first.dir, 'events.jsonl'));
   symlinkSync(victim, join(first.dir, 'events.jsonl'));
-  await assert.rejects(writeResults(env.redis, prefix, id, root), refusal(join(first.dir, 'events.jsonl'), /is a symbolic link \(to .*victim\.txt\)/));
-  assert.equal(readFileSync(victim, 'utf8'), 'not orch\'s\n');
+  await assert.rejects(
+    writeResults(env.redis, prefix, id, root),
+    refusal(join(first.dir, 'events.jsonl'), /is a symbolic link \(to .*victim\.txt\)/),
+  );
+  assert.equal(readFileSync(victim, 'utf8'), "not orch's\n");
   assert.equal(statSync(victim).mode & 0o777, 0o644);
 
   // orch report --from: the directory is the user's, its report files are written through no link
@@ -72,5 +90,5 @@ test('a symbolic link planted at a file in results/<id> is refused; its target k
   rmSync(join(clean.dir, 'report.md'));
   symlinkSync(victim, join(clean.dir, 'report.md'));
   await assert.rejects(rebuildReport(clean.dir), refusal(join(clean.dir, 'report.md'), /is a symbolic link/));
-  assert.equal(readFileSync(victim, 'utf8'), 'not orch\'s\n');
+  assert.equal(readFileSync(victim, 'utf8'), "not orch's\n");
 });

@@ -10,7 +10,12 @@ import { describe, test } from 'node:test';
 import { linearScale } from '../../orchestrator/report/svg-frame.ts';
 
 describe('linearScale', () => {
-  for (const values of [[1.02, 1.0200000000000002], [1e12, 1e12 + 1e-3], [0.3, 0.1 + 0.2], [5, 5]]) {
+  for (const values of [
+    [1.02, 1.0200000000000002],
+    [1e12, 1e12 + 1e-3],
+    [0.3, 0.1 + 0.2],
+    [5, 5],
+  ]) {
     test(`values ${values.join(', ')}: a few round ticks around them`, () => {
       const s = linearScale(values, 0, 100);
       assert.ok(s.ticks.length >= 2 && s.ticks.length <= 12, `${s.ticks.length} ticks`);

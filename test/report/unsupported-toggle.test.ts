@@ -4,11 +4,12 @@
  * Redis, a real `orch submit`) commits the reps' `unsupported`, and report.md, report.json and
  * summary.json say the arms with pdl on did not measure it and give pdl no worth.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
 import { runOrch } from '../orchestrator/orch-cluster.ts';
 
@@ -16,12 +17,19 @@ test('pdl on the cpu backend: reported unsupported in the arm and leave-one-out 
   const dir = mkdtempSync(join(tmpdir(), 'orch-unsupported-'));
   try {
     const results = join(dir, 'results');
-    const r = await runOrch(['submit', 'test/fixtures/specs/cpu-pdl-loo.yaml', '--results', results], { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' }, 240_000);
+    const r = await runOrch(
+      ['submit', 'test/fixtures/specs/cpu-pdl-loo.yaml', '--results', results],
+      { REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_CPU_CARDS: '1' },
+      240_000,
+    );
     const [id] = readdirSync(results);
     const out = join(results, id!);
     const md = readFileSync(join(out, 'report.md'), 'utf8');
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as Analysis;
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { state: string; analysis: Analysis };
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+      state: string;
+      analysis: Analysis;
+    };
     assert.equal(summary.state, 'done', `${r.stderr}\n${md}`);
 
     const note = 'pdl: unsupported on cpu — not measured';
@@ -34,7 +42,10 @@ test('pdl on the cpu backend: reported unsupported in the arm and leave-one-out 
       assert.deepEqual(byArm.get('no_pdl'), []);
       const pdl = a.loo!.rows.find((row) => row.toggle === 'pdl')!;
       assert.equal(pdl.unsupported, note);
-      assert.deepEqual([pdl.worth, pdl.worth_se, pdl.worth_rel, pdl.t, pdl.p, pdl.share], [null, null, null, null, null, null]);
+      assert.deepEqual(
+        [pdl.worth, pdl.worth_se, pdl.worth_rel, pdl.t, pdl.p, pdl.share],
+        [null, null, null, null, null, null],
+      );
       assert.equal(a.loo!.rows.find((row) => row.toggle === 'graph')!.unsupported, null);
     }
     assert.match(md, new RegExp(`^\\| all_on \\|.*\\| ${note} \\|$`, 'm'), md);

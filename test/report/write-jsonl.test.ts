@@ -12,7 +12,17 @@ import { test } from 'node:test';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { exportJsonl, importJsonl } from '../../store/event-log.ts';
 
-const event = (i: number, body: StreamEvent['event']): StreamEvent => ({ id: `${i}-0`, block: 0, attempt: 1, epoch: 1, host: 'h', card: 'cpu:0', rank: 0, committed: true, event: body });
+const event = (i: number, body: StreamEvent['event']): StreamEvent => ({
+  id: `${i}-0`,
+  block: 0,
+  attempt: 1,
+  epoch: 1,
+  host: 'h',
+  card: 'cpu:0',
+  rank: 0,
+  committed: true,
+  event: body,
+});
 
 test('events past the longest string V8 can build are written line by line', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'orch-jsonl-'));
@@ -25,7 +35,11 @@ test('events past the longest string V8 can build are written line by line', asy
     const st = statSync(file);
     assert.equal(st.mode & 0o777, 0o600);
     assert.ok(st.size > 600 * (1 << 20), `${st.size} bytes`);
-    const small = [event(1, 'é'), event(2, { v: 1, type: 'worker', event: 'block-failed', reason: 'r' }), event(3, null)];
+    const small = [
+      event(1, 'é'),
+      event(2, { v: 1, type: 'worker', event: 'block-failed', reason: 'r' }),
+      event(3, null),
+    ];
     await exportJsonl(file, [small]);
     const back: StreamEvent[] = [];
     for await (const e of importJsonl(file)) back.push(e);

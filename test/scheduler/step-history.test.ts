@@ -16,7 +16,9 @@ describe('step history', () => {
     const prefix = freshPrefix();
     await recordStepHistory(redis, prefix, 'w', [10, 20]);
     // ten blocks of 3 ms steps and ten of 5 ms, all in flight together on one connection
-    await Promise.all(Array.from({ length: 20 }, (_, i) => recordStepHistory(redis, prefix, 'w', [i % 2 ? 3 : 5, i % 2 ? 3 : 5])));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => recordStepHistory(redis, prefix, 'w', [i % 2 ? 3 : 5, i % 2 ? 3 : 5])),
+    );
     const h = await readStepHistory(redis, prefix, 'w');
     assert.equal(h?.n, 42);
     assert.ok(Math.abs(h!.ms_per_step - (30 + 20 * 3 + 20 * 5) / 42) < 1e-9, String(h?.ms_per_step));

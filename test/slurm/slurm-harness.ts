@@ -14,20 +14,21 @@ import type { Redis } from 'ioredis';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { CardRegistry, type HostInfo } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
 import { auditReps, type LedgerRow } from '../chaos/rep-ledger.ts';
+import { type InProcessScheduler, startScheduler } from '../orchestrator/in-process-scheduler.ts';
+import { FIXTURE_RANK, runOrch } from '../orchestrator/orch-cluster.ts';
 import { readEvents } from '../utils/events.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { FIXTURE_RANK, runOrch } from '../orchestrator/orch-cluster.ts';
-import { startScheduler, type InProcessScheduler } from '../orchestrator/in-process-scheduler.ts';
 
 /** Why the Slurm tests cannot run here, or null: they need the daemons .ci/slurm-up starts. */
 export function slurmMissing(): string | null {
   const r = spawnSync('sinfo', ['-h', '-o', '%T'], { encoding: 'utf8' });
   if (r.error) return 'sinfo is not on PATH: run .ci/slurm-up (as root) to install and start a single-node Slurm';
-  if (r.status !== 0 || !/idle|mixed|allocated/.test(r.stdout)) return `sinfo shows no usable node (${(r.stderr || r.stdout).trim()}): run .ci/slurm-up`;
+  if (r.status !== 0 || !/idle|mixed|allocated/.test(r.stdout))
+    return `sinfo shows no usable node (${(r.stderr || r.stdout).trim()}): run .ci/slurm-up`;
   return null;
 }
 
@@ -39,7 +40,16 @@ export interface SlurmWorld {
   sched: InProcessScheduler;
   env: Record<string, string>;
   /** `orch slurm up` with the fixture rank (or `graphrt`, with `env` for the job), on `nodes` nodes of `partition` (default 1, the default partition); returns the job id */
-  up(opts: { gpus: number; time: string; repMs: number; drainS?: number; graphrt?: string; env?: Record<string, string>; nodes?: number; partition?: string }): Promise<string>;
+  up(opts: {
+    gpus: number;
+    time: string;
+    repMs: number;
+    drainS?: number;
+    graphrt?: string;
+    env?: Record<string, string>;
+    nodes?: number;
+    partition?: string;
+  }): Promise<string>;
   orch(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
   /** the hosts of `job` once its workers registered `cards` cards in all */
   registered(job: string, cards: number): Promise<HostInfo[]>;
@@ -56,11 +66,34 @@ export async function startSlurmWorld(): Promise<SlurmWorld> {
   const jobs: string[] = [];
   const orch = (args: string[]) => runOrch(['slurm', ...args, '--run-dir', join(dir, 'runs')], env);
   return {
-    srv, redis, prefix, dir, sched, env, orch,
+    srv,
+    redis,
+    prefix,
+    dir,
+    sched,
+    env,
+    orch,
     async up({ gpus, time, repMs, drainS = 0, graphrt = FIXTURE_RANK, env: jobEnv = {}, nodes = 1, partition }) {
       const r = await runOrch(
-        ['slurm', 'up', '--nodes', String(nodes), ...(partition ? ['--partition', partition] : []), '--gpus-per-node', String(gpus), '--time', time, '--drain-before-end', String(drainS), '--run-dir', join(dir, 'runs'), '--json',
-          `--worker-arg=--graphrt=${graphrt}`, '--worker-arg=--heartbeat-ms=500', `--worker-arg=--lock-dir=${join(dir, `locks-${jobs.length}`)}`],
+        [
+          'slurm',
+          'up',
+          '--nodes',
+          String(nodes),
+          ...(partition ? ['--partition', partition] : []),
+          '--gpus-per-node',
+          String(gpus),
+          '--time',
+          time,
+          '--drain-before-end',
+          String(drainS),
+          '--run-dir',
+          join(dir, 'runs'),
+          '--json',
+          `--worker-arg=--graphrt=${graphrt}`,
+          '--worker-arg=--heartbeat-ms=500',
+          `--worker-arg=--lock-dir=${join(dir, `locks-${jobs.length}`)}`,
+        ],
         { ...env, ...jobEnv, FIXTURE_REP_MS: String(repMs) },
       );
       if (r.code !== 0) throw new Error(`orch slurm up exited ${r.code}: ${r.stdout}${r.stderr}`);
@@ -70,15 +103,31 @@ export async function startSlurmWorld(): Promise<SlurmWorld> {
     },
     async registered(job, cards) {
       const registry = new CardRegistry(redis, { prefix });
-      return waitFor(`the workers of job ${job} registered ${cards} card(s)`, async () => {
-        const hosts = [...new Set((await registry.liveCards()).map((c) => c.host))];
-        const infos = (await Promise.all(hosts.map((h) => registry.hostInfo(h)))).filter((h) => h.slurm?.job === job && h.alive);
-        return infos.reduce((n, h) => n + h.cards.length, 0) === cards ? infos : null;
-      }, { timeoutMs: 60_000, intervalMs: 200 });
+      return waitFor(
+        `the workers of job ${job} registered ${cards} card(s)`,
+        async () => {
+          const hosts = [...new Set((await registry.liveCards()).map((c) => c.host))];
+          const infos = (await Promise.all(hosts.map((h) => registry.hostInfo(h)))).filter(
+            (h) => h.slurm?.job === job && h.alive,
+          );
+          return infos.reduce((n, h) => n + h.cards.length, 0) === cards ? infos : null;
+        },
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
     },
     async stop() {
       for (const job of jobs) spawnSync('scancel', [job]);
-      await waitFor('the jobs left Slurm', () => jobs.every((j) => !/RUNNING|COMPLETING|PENDING/.test(spawnSync('squeue', ['-h', '-j', j, '-o', '%T'], { encoding: 'utf8' }).stdout)), { timeoutMs: 60_000, intervalMs: 250 }).catch(() => undefined);
+      await waitFor(
+        'the jobs left Slurm',
+        () =>
+          jobs.every(
+            (j) =>
+              !/RUNNING|COMPLETING|PENDING/.test(
+                spawnSync('squeue', ['-h', '-j', j, '-o', '%T'], { encoding: 'utf8' }).stdout,
+              ),
+          ),
+        { timeoutMs: 60_000, intervalMs: 250 },
+      ).catch(() => undefined);
       await sched.stop();
       redis.disconnect();
       await srv.stop();
@@ -104,7 +153,16 @@ export async function ledger(w: SlurmWorld, id: string, fault: string): Promise<
     audit.twice;
   const withReason = fields.filter((f) => !measured.has(f) && (failed[f]?.reason ?? '') !== '');
   const reasons = [...new Set(withReason.map((f) => failed[f]!.reason.replace(/\s+/g, ' ').slice(0, 90)))].join(' / ');
-  const row = { fault, planned: fields.length, measured: fields.filter((f) => measured.has(f)).length, failed: withReason.length, reasons, twice };
-  console.log(`# slurm: | ${row.fault} | ${row.planned} | ${row.measured} | ${row.failed}${row.reasons ? ` (${row.reasons})` : ''} | ${row.twice} |${audit.detail.length ? ` ${audit.detail.slice(0, 3).join('; ')}` : ''}`);
+  const row = {
+    fault,
+    planned: fields.length,
+    measured: fields.filter((f) => measured.has(f)).length,
+    failed: withReason.length,
+    reasons,
+    twice,
+  };
+  console.log(
+    `# slurm: | ${row.fault} | ${row.planned} | ${row.measured} | ${row.failed}${row.reasons ? ` (${row.reasons})` : ''} | ${row.twice} |${audit.detail.length ? ` ${audit.detail.slice(0, 3).join('; ')}` : ''}`,
+  );
   return { ...row, unaccounted: fields.filter((f) => !measured.has(f) && !withReason.includes(f)) };
 }

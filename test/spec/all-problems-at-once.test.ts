@@ -19,14 +19,25 @@ function validate(name: string, text: string): string[] {
   writeFileSync(file, text);
   const r = runOrch(['validate', file]);
   assert.equal(r.status, 2, r.stderr);
-  return r.stderr.split('\n').filter((l) => l.startsWith(file)).map((l) => l.slice(file.length));
+  return r.stderr
+    .split('\n')
+    .filter((l) => l.startsWith(file))
+    .map((l) => l.slice(file.length));
 }
 
 describe('all problems of a file at once', () => {
   it('a spec with two typos of different stages reports both, each once', () => {
     const lines = validate(
       'two-typos.yaml',
-      ['name: two', 'design: leave-one-out', 'workload: { runtime: native, kind: decode }', 'toggles: [graph, pld]', 'reps: three', 'blocks: { cuont: 2 }', ''].join('\n'),
+      [
+        'name: two',
+        'design: leave-one-out',
+        'workload: { runtime: native, kind: decode }',
+        'toggles: [graph, pld]',
+        'reps: three',
+        'blocks: { cuont: 2 }',
+        '',
+      ].join('\n'),
     );
     assert.deepEqual(lines, [
       ':4 toggles[1]: unknown toggle "pld" — did you mean "pdl"?',
@@ -38,7 +49,14 @@ describe('all problems of a file at once', () => {
   it('a sequential leave-one-out with a misspelt key: both', () => {
     const lines = validate(
       'seq-loo.yaml',
-      ['name: two', 'design: leave-one-out', 'workload: { runtime: native, kind: decode }', 'toggles: [graph, pdl]', 'stopping: { rule: sequential, max_blocks: 6, loks: 2 }', ''].join('\n'),
+      [
+        'name: two',
+        'design: leave-one-out',
+        'workload: { runtime: native, kind: decode }',
+        'toggles: [graph, pdl]',
+        'stopping: { rule: sequential, max_blocks: 6, loks: 2 }',
+        '',
+      ].join('\n'),
     );
     assert.equal(lines.length, 2, lines.join('\n'));
     assert.match(lines[0]!, /^:5 stopping\.loks: unknown key "loks"/);
@@ -48,7 +66,14 @@ describe('all problems of a file at once', () => {
   it('a suite with an impossible cron date, a duplicate entry and an alert file under /etc: all three', () => {
     const lines = validate(
       'suite.yaml',
-      ['kind: suite', 'name: s', 'schedule: { cron: "0 0 30 2 *" }', 'experiments: [a.yaml, a.yaml]', 'alerts: { file: /etc/cron.d/orch }', ''].join('\n'),
+      [
+        'kind: suite',
+        'name: s',
+        'schedule: { cron: "0 0 30 2 *" }',
+        'experiments: [a.yaml, a.yaml]',
+        'alerts: { file: /etc/cron.d/orch }',
+        '',
+      ].join('\n'),
     );
     assert.equal(lines.length, 4, lines.join('\n'));
     assert.match(lines[0]!, /^:3 schedule\.cron: day of month 30 never occurs in month 2/);
@@ -58,9 +83,28 @@ describe('all problems of a file at once', () => {
   });
 
   it('an alert file under the results directory is accepted', () => {
-    writeFileSync(join(dir, 'ok-spec.yaml'), ['name: ok', 'design: leave-one-out', 'workload: { runtime: native, kind: decode }', 'toggles: [graph, pdl]', ''].join('\n'));
+    writeFileSync(
+      join(dir, 'ok-spec.yaml'),
+      [
+        'name: ok',
+        'design: leave-one-out',
+        'workload: { runtime: native, kind: decode }',
+        'toggles: [graph, pdl]',
+        '',
+      ].join('\n'),
+    );
     const file = join(dir, 'ok-suite.yaml');
-    writeFileSync(file, ['kind: suite', 'name: s', 'schedule: { cron: "0 2 * * *" }', 'experiments: [ok-spec.yaml]', 'alerts: { file: results/alerts.jsonl }', ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'kind: suite',
+        'name: s',
+        'schedule: { cron: "0 2 * * *" }',
+        'experiments: [ok-spec.yaml]',
+        'alerts: { file: results/alerts.jsonl }',
+        '',
+      ].join('\n'),
+    );
     const r = runOrch(['validate', file]);
     assert.equal(r.status, 0, r.stderr);
   });

@@ -3,15 +3,24 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfigFile, loadSpec } from '../../orchestrator/spec/load-spec.ts';
-import { planExperiment } from '../../jobs/plan.ts';
 import { isTraceProbe } from '../../jobs/compile-spec.ts';
+import { planExperiment } from '../../jobs/plan.ts';
+import { loadConfigFile, loadSpec } from '../../orchestrator/spec/load-spec.ts';
 
-const files = readdirSync('configs').filter((f) => /\.ya?ml$/.test(f)).sort();
+const files = readdirSync('configs')
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort();
 
 describe('configs/', () => {
   it('holds the example files the README names', () => {
-    for (const f of ['leave-one-out.yaml', 'ab.yaml', 'capture-probe.yaml', 'command-ab.yaml', 'nightly.yaml', 'cluster.yaml']) {
+    for (const f of [
+      'leave-one-out.yaml',
+      'ab.yaml',
+      'capture-probe.yaml',
+      'command-ab.yaml',
+      'nightly.yaml',
+      'cluster.yaml',
+    ]) {
       assert.ok(files.includes(f), `configs/${f} is missing`);
     }
   });

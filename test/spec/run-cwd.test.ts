@@ -38,8 +38,14 @@ describe('workload.run.cwd', () => {
           assert.ok(err instanceof SpecError, String(err));
           assert.equal(err.issues.length, 1, err.message);
           const [issue] = err.issues;
-          assert.deepEqual({ file: issue?.file, line: issue?.line, path: issue?.path }, { file: 'cwd.yaml', line: 7, path: 'workload.run.cwd' });
-          assert.match(issue?.message ?? '', new RegExp(`^"${cwd.replaceAll('.', '\\.')}" climbs out of the directory a relative cwd is resolved in`));
+          assert.deepEqual(
+            { file: issue?.file, line: issue?.line, path: issue?.path },
+            { file: 'cwd.yaml', line: 7, path: 'workload.run.cwd' },
+          );
+          assert.match(
+            issue?.message ?? '',
+            new RegExp(`^"${cwd.replaceAll('.', '\\.')}" climbs out of the directory a relative cwd is resolved in`),
+          );
           assert.match(issue?.fix ?? '', /name a directory inside it .* or give an absolute path/);
           return true;
         },

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { mulberry32 } from '../../jobs/seeded-random.ts';
 import { compileSpec } from '../../jobs/compile-spec.ts';
-import { SpecSchema, type Spec } from '../../jobs/spec.ts';
 import { GRAPHRT_TOGGLES } from '../../jobs/graphrt-toggles.ts';
+import { mulberry32 } from '../../jobs/seeded-random.ts';
+import { type Spec, SpecSchema } from '../../jobs/spec.ts';
 import { canonicalJson, specHash } from '../../jobs/spec-hash.ts';
 import { generateSpecs, loadRaw, type Random } from '../planner/spec-generator.ts';
 
@@ -23,7 +23,8 @@ type Path = (string | number)[];
 
 function leaves(value: unknown, path: Path = []): Path[] {
   if (Array.isArray(value)) return value.flatMap((v, i) => leaves(v, [...path, i]));
-  if (value !== null && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]));
+  if (value !== null && typeof value === 'object')
+    return Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]));
   return [path];
 }
 
@@ -35,7 +36,30 @@ function setAt(root: unknown, path: Path, v: unknown): unknown {
   return copy;
 }
 
-const STRING_ALTERNATIVES = ['balanced', 'random', 'layers', 'max_pos', 'cpu', 'cuda', 'auto', 'higher', 'lower', 'mean', 'median', 'spread', 'host', 'wait', 'fail', 'chain', ...GRAPHRT_TOGGLES, 'GRAPH', 'PDL', 'OVERLAP', 'SPLIT', 'PIN'];
+const STRING_ALTERNATIVES = [
+  'balanced',
+  'random',
+  'layers',
+  'max_pos',
+  'cpu',
+  'cuda',
+  'auto',
+  'higher',
+  'lower',
+  'mean',
+  'median',
+  'spread',
+  'host',
+  'wait',
+  'fail',
+  'chain',
+  ...GRAPHRT_TOGGLES,
+  'GRAPH',
+  'PDL',
+  'OVERLAP',
+  'SPLIT',
+  'PIN',
+];
 
 function alternatives(v: unknown): unknown[] {
   if (typeof v === 'boolean') return [!v, { replays: 3 }]; // gates.identity: false → on
@@ -54,7 +78,9 @@ function validateObject(raw: unknown): Spec | undefined {
 
 /** `arms.[].toggles.*`: the leaf's place in the schema (indices and toggle names folded). */
 const pattern = (path: Path): string =>
-  path.map((p, i) => (typeof p === 'number' ? '[]' : path[i - 1] === 'toggles' && path[0] === 'arms' ? '*' : p)).join('.');
+  path
+    .map((p, i) => (typeof p === 'number' ? '[]' : path[i - 1] === 'toggles' && path[0] === 'arms' ? '*' : p))
+    .join('.');
 
 /**
  * Mutates each leaf of each validated spec in turn to the first other value that still
@@ -96,14 +122,33 @@ describe('spec hash', () => {
   it('is stable under YAML reformatting (flow/block style, quoting, indentation)', () => {
     for (const { raw, loaded } of SPECS) {
       assert.equal(loadRaw(raw, { collectionStyle: 'flow' }).hash, loaded.hash);
-      assert.equal(loadRaw(raw, { defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN', indent: 4 }).hash, loaded.hash);
+      assert.equal(
+        loadRaw(raw, { defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN', indent: 4 }).hash,
+        loaded.hash,
+      );
     }
   });
 
   it('is stable when every default is spelled out', () => {
     for (const { loaded } of SPECS) assert.equal(loadRaw(loaded.spec).hash, loaded.hash);
-    const short = { name: 'x', design: 'ab', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph', 'pdl'], arms: [{ name: 'a' }, { name: 'b', toggles: { graph: true } }] };
-    const long = { ...short, kind: 'experiment', reps: 5, order: 'balanced', arms: [{ name: 'a', toggles: { graph: false, pdl: false } }, { name: 'b', toggles: { graph: true, pdl: false } }], gates: { identity: { replays: 7 }, aa: false } };
+    const short = {
+      name: 'x',
+      design: 'ab',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['graph', 'pdl'],
+      arms: [{ name: 'a' }, { name: 'b', toggles: { graph: true } }],
+    };
+    const long = {
+      ...short,
+      kind: 'experiment',
+      reps: 5,
+      order: 'balanced',
+      arms: [
+        { name: 'a', toggles: { graph: false, pdl: false } },
+        { name: 'b', toggles: { graph: true, pdl: false } },
+      ],
+      gates: { identity: { replays: 7 }, aa: false },
+    };
     assert.equal(loadRaw(long).hash, loadRaw(short).hash);
   });
 
@@ -111,17 +156,40 @@ describe('spec hash', () => {
     const { missed, immutable } = unnoticedMutations((s) => specHash(s));
     assert.deepEqual(missed, []);
     // A discriminator or a regex group name cannot change alone and stay valid.
-    assert.deepEqual(immutable, ['design', 'kind', 'workload.kind', 'workload.metric_source.format', 'workload.metric_source.step_group', 'workload.metric_source.value_group', 'workload.runtime']);
+    assert.deepEqual(immutable, [
+      'design',
+      'kind',
+      'workload.kind',
+      'workload.metric_source.format',
+      'workload.metric_source.step_group',
+      'workload.metric_source.value_group',
+      'workload.runtime',
+    ]);
   });
 
   it('changes when the toggle order changes (it orders the arms)', () => {
-    const a = loadRaw({ name: 'x', design: 'leave-one-out', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph', 'pdl'] });
-    const b = loadRaw({ name: 'x', design: 'leave-one-out', workload: { runtime: 'native', kind: 'chain' }, toggles: ['pdl', 'graph'] });
+    const a = loadRaw({
+      name: 'x',
+      design: 'leave-one-out',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['graph', 'pdl'],
+    });
+    const b = loadRaw({
+      name: 'x',
+      design: 'leave-one-out',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['pdl', 'graph'],
+    });
     assert.notEqual(a.hash, b.hash);
   });
 
   it('covers across_runs: allowing a Slurm node change is registered with the spec, absent keeps the hash specs had before it', () => {
-    const short = { name: 'x', design: 'leave-one-out', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph', 'pdl'] };
+    const short = {
+      name: 'x',
+      design: 'leave-one-out',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['graph', 'pdl'],
+    };
     const allowing = loadRaw({ ...short, across_runs: { allow_node_change: true } });
     assert.equal(allowing.spec.across_runs?.allow_node_change, true);
     assert.notEqual(allowing.hash, loadRaw(short).hash);

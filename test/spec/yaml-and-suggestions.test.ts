@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { didYouMean, levenshtein, suggestion } from '../../jobs/did-you-mean.ts';
 import { SpecError } from '../../jobs/errors.ts';
-import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 import { formatPath, parseYamlSource } from '../../jobs/yaml-source.ts';
+import { parseConfigText } from '../../orchestrator/spec/load-spec.ts';
 
 describe('did-you-mean', () => {
   it('levenshtein counts single-character edits', () => {
@@ -18,12 +18,25 @@ describe('did-you-mean', () => {
     assert.equal(didYouMean('hostname', ['host', 'port', 'user']), 'host');
     assert.equal(didYouMean('zzzzzz', ['graph', 'pdl']), undefined);
     assert.equal(suggestion('zzzzzz', ['a', 'b']), 'expected one of "a", "b"');
-    assert.equal(suggestion('gpu', ['auto', 'cuda', 'cpu'], true), 'did you mean "cpu"? (one of "auto", "cuda", "cpu")');
+    assert.equal(
+      suggestion('gpu', ['auto', 'cuda', 'cpu'], true),
+      'did you mean "cpu"? (one of "auto", "cuda", "cpu")',
+    );
   });
 });
 
 describe('YAML lines', () => {
-  const text = ['name: x', 'toggles:', '  - graph', '  - pdl', 'blocks: { count: 2,', '  ranks: 0 }', 'arms:', '  - name: a', '    toggles: { graph: true }'].join('\n');
+  const text = [
+    'name: x',
+    'toggles:',
+    '  - graph',
+    '  - pdl',
+    'blocks: { count: 2,',
+    '  ranks: 0 }',
+    'arms:',
+    '  - name: a',
+    '    toggles: { graph: true }',
+  ].join('\n');
   const source = parseYamlSource('f.yaml', text);
 
   it('maps dotted paths to the line of the key or item, block and flow style alike', () => {
@@ -36,7 +49,8 @@ describe('YAML lines', () => {
   });
 
   it('reports every problem of a spec at once', () => {
-    const bad = 'name: x\ndesign: leave-one-out\nworkload: { runtime: native, kind: decode }\ntoggles: [graph, pld]\nreps: 1\nfoo: 1\n';
+    const bad =
+      'name: x\ndesign: leave-one-out\nworkload: { runtime: native, kind: decode }\ntoggles: [graph, pld]\nreps: 1\nfoo: 1\n';
     assert.throws(
       () => parseConfigText('b.yaml', bad),
       (err: unknown) =>

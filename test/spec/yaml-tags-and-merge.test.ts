@@ -30,8 +30,20 @@ function issuesOf(file: string, text: string): SpecError['issues'] {
 
 describe('YAML merge keys and tags', () => {
   it('a merge key is read: the arms it builds are the arms written out', () => {
-    const merged = hashOf(['arms:', '  - { name: eager, toggles: &g { graph: false } }', '  - name: graph_pdl', '    toggles:', '      <<: *g', '      pdl: true']);
-    const written = hashOf(['arms:', '  - { name: eager, toggles: { graph: false } }', '  - name: graph_pdl', '    toggles: { graph: false, pdl: true }']);
+    const merged = hashOf([
+      'arms:',
+      '  - { name: eager, toggles: &g { graph: false } }',
+      '  - name: graph_pdl',
+      '    toggles:',
+      '      <<: *g',
+      '      pdl: true',
+    ]);
+    const written = hashOf([
+      'arms:',
+      '  - { name: eager, toggles: { graph: false } }',
+      '  - name: graph_pdl',
+      '    toggles: { graph: false, pdl: true }',
+    ]);
     assert.equal(merged, written);
   });
 
@@ -49,10 +61,22 @@ describe('YAML merge keys and tags', () => {
   });
 
   it('a custom tag, which yaml would only warn of, is refused too; !!str stays allowed', () => {
-    const [issue] = issuesOf('c.yaml', [...HEAD, 'arms:', '  - { name: eager, toggles: {} }', '  - { name: g, toggles: { graph: !on true } }', ...TAIL].join('\n'));
+    const [issue] = issuesOf(
+      'c.yaml',
+      [
+        ...HEAD,
+        'arms:',
+        '  - { name: eager, toggles: {} }',
+        '  - { name: g, toggles: { graph: !on true } }',
+        ...TAIL,
+      ].join('\n'),
+    );
     assert.equal(issue?.line, 8);
     assert.equal(issue?.path, 'arms[1].toggles.graph');
     assert.match(issue?.message ?? '', /^!on: a YAML tag orch does not read/);
-    assert.equal(hashOf(['arms:', '  - { name: eager, toggles: {} }', '  - { name: g, toggles: { graph: !!bool true } }']), hashOf(['arms:', '  - { name: eager, toggles: {} }', '  - { name: g, toggles: { graph: true } }']));
+    assert.equal(
+      hashOf(['arms:', '  - { name: eager, toggles: {} }', '  - { name: g, toggles: { graph: !!bool true } }']),
+      hashOf(['arms:', '  - { name: eager, toggles: {} }', '  - { name: g, toggles: { graph: true } }']),
+    );
   });
 });

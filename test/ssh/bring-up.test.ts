@@ -5,10 +5,10 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { connectRedis } from '../../store/connect.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
-import { keygen, startSshd, SECRET_ENV, type SshdProcess } from './sshd-process.ts';
 import { sshdMissing, suiteSkip } from '../utils/required-suite.ts';
+import { keygen, SECRET_ENV, type SshdProcess, startSshd } from './sshd-process.ts';
 
 /** Alive and not a zombie (pid 1 here may never reap an orphaned worker). */
 function running(pid: number): boolean {
@@ -78,7 +78,10 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000, skip: suiteS
       const live = await registry.liveCards('sshhost');
       assert.ok(live.length > 0, 'the worker registered no cards');
       assert.ok(live.every((c) => c.host === 'sshhost'));
-      assert.deepEqual(upReport.hosts[0].cards, live.map((c) => c.id));
+      assert.deepEqual(
+        upReport.hosts[0].cards,
+        live.map((c) => c.id),
+      );
       assert.equal((await registry.hostInfo('sshhost')).pid, pid);
 
       // a second up finds the worker running and starts no other

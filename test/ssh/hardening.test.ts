@@ -14,11 +14,11 @@ import { pino } from 'pino';
 import { ClusterSchema } from '../../jobs/cluster.ts';
 import { startCommand } from '../../orchestrator/ssh/bring-up.ts';
 import { SshHost } from '../../orchestrator/ssh/ssh-host.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { isAlive } from '../utils/processes.ts';
-import { startSshd, SECRET_ENV, type SshdProcess } from './sshd-process.ts';
 import { sshdMissing, suiteSkip } from '../utils/required-suite.ts';
+import { SECRET_ENV, type SshdProcess, startSshd } from './sshd-process.ts';
 
 describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh', sshdMissing()) }, () => {
   let sshd: SshdProcess;
@@ -37,18 +37,21 @@ describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh
 
   function clusterFile(name: string, runDir: string): string {
     const file = join(sshd.dir, `${name}.yaml`);
-    writeFileSync(file, [
-      'kind: cluster',
-      `redis: { url: "${redis.url}" }`,
-      'hosts:',
-      `  - name: ${name}`,
-      `    ssh: { host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}", host_key: "${sshd.hostKeyLine()}" }`,
-      `    build_dir: "${join(sshd.dir, 'builds')}"`,
-      `    repo_dir: "${process.cwd()}"`,
-      `    node: "${process.execPath}"`,
-      `    run_dir: "${runDir}"`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'kind: cluster',
+        `redis: { url: "${redis.url}" }`,
+        'hosts:',
+        `  - name: ${name}`,
+        `    ssh: { host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}", host_key: "${sshd.hostKeyLine()}" }`,
+        `    build_dir: "${join(sshd.dir, 'builds')}"`,
+        `    repo_dir: "${process.cwd()}"`,
+        `    node: "${process.execPath}"`,
+        `    run_dir: "${runDir}"`,
+        '',
+      ].join('\n'),
+    );
     return file;
   }
 
@@ -91,11 +94,18 @@ describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh
     chmodSync(run, 0o777);
     const up = runOrch(['hosts', 'up', clusterFile('hopen', run)], SECRET_ENV);
     assert.equal(up.status, 2, up.stderr);
-    assert.match(up.stdout, /hopen: failed: its run_dir is not private: run_dir .*run-open is not a private directory of \S+ \(owner uid \d+, mode 777\)/);
+    assert.match(
+      up.stdout,
+      /hopen: failed: its run_dir is not private: run_dir .*run-open is not a private directory of \S+ \(owner uid \d+, mode 777\)/,
+    );
   });
 
   it('the Redis URL is in no command line; the default run_dir is per user, not /tmp', () => {
-    const cluster = ClusterSchema.parse({ kind: 'cluster', redis: { url: redis.url }, hosts: [{ name: 'h', ssh: { host: 'x', user: 'u', key_file: 'k' }, build_dir: '/b' }] });
+    const cluster = ClusterSchema.parse({
+      kind: 'cluster',
+      redis: { url: redis.url },
+      hosts: [{ name: 'h', ssh: { host: 'x', user: 'u', key_file: 'k' }, build_dir: '/b' }],
+    });
     const cmd = startCommand(cluster.hosts[0]!);
     assert.ok(!cmd.includes(redis.password!), 'no password in the remote command line');
     assert.ok(!cmd.includes('/tmp/orch'));
@@ -103,12 +113,34 @@ describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh
   });
 
   it('an ssh exec that times out says so without the password it ran with', async () => {
-    const cluster = ClusterSchema.parse({ kind: 'cluster', redis: { url: redis.url }, hosts: [{ name: 'h', ssh: { host: '127.0.0.1', port: sshd.port, user: sshd.user, key_file: sshd.clientKey, host_key: sshd.hostKeyLine() }, build_dir: '/b' }] });
+    const cluster = ClusterSchema.parse({
+      kind: 'cluster',
+      redis: { url: redis.url },
+      hosts: [
+        {
+          name: 'h',
+          ssh: {
+            host: '127.0.0.1',
+            port: sshd.port,
+            user: sshd.user,
+            key_file: sshd.clientKey,
+            host_key: sshd.hostKeyLine(),
+          },
+          build_dir: '/b',
+        },
+      ],
+    });
     const ssh = await SshHost.connect({ file: 'c.yaml', index: 0, host: cluster.hosts[0]! }, pino({ level: 'silent' }));
     try {
-      const err = await ssh.exec(`REDIS_URL='${redis.url}' sleep 30`, { timeoutMs: 500 }).then(() => null, (e: Error) => e);
+      const err = await ssh.exec(`REDIS_URL='${redis.url}' sleep 30`, { timeoutMs: 500 }).then(
+        () => null,
+        (e: Error) => e,
+      );
       assert.ok(err, 'the exec timed out');
-      assert.match(err.message, /ssh exec timed out after 500 ms: REDIS_URL='redis:\/\/:\*\*\*@127\.0\.0\.1:\d+' sleep 30/);
+      assert.match(
+        err.message,
+        /ssh exec timed out after 500 ms: REDIS_URL='redis:\/\/:\*\*\*@127\.0\.0\.1:\d+' sleep 30/,
+      );
       assert.ok(!err.message.includes(redis.password!));
     } finally {
       ssh.close();

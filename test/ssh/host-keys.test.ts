@@ -17,11 +17,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { orchVersion } from '../../cli/version.ts';
 import { formatWorkerVersion } from '../../jobs/worker-version.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { runOrch, STACK_FRAME } from '../cli/run-orch.ts';
 import { isAlive } from '../utils/processes.ts';
-import { SECRET_ENV, startSshd, type SshdProcess } from './sshd-process.ts';
 import { sshdMissing, suiteSkip } from '../utils/required-suite.ts';
+import { SECRET_ENV, type SshdProcess, startSshd } from './sshd-process.ts';
 
 /** The fingerprint ssh-keygen prints for sshd's current host key. */
 function fingerprintOf(s: SshdProcess): string {
@@ -73,16 +73,31 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
     writeFileSync(file, ['kind: cluster', `redis: { url: "${redis.url}" }`, 'hosts:', ...hosts.flat(), ''].join('\n'));
     return file;
   }
-  const direct = (extra = '') => `{ host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}"${extra} }`;
+  const direct = (extra = '') =>
+    `{ host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}"${extra} }`;
 
   it('an unknown host key is refused with its fingerprint and the commands that trust it; no worker starts', () => {
     const file = clusterFile('unknown', [host('sshhost', direct())]);
     const r = runOrch(['hosts', 'up', file], env);
     assert.equal(r.status, 2, `${r.stdout}\n${r.stderr}`);
-    assert.match(r.stdout, new RegExp(`sshhost: failed: .*hosts\\[0\\]\\.ssh: the host key of \\[127\\.0\\.0\\.1\\]:${sshd.port} is not known: ssh-ed25519 ${esc(fingerprintOf(sshd))}`));
-    assert.match(r.stdout, new RegExp(`fix: .*orch hosts trust ${esc(file)} sshhost .*ssh-keyscan -p ${sshd.port} 127\\.0\\.0\\.1 >> ~/\\.ssh/known_hosts`));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `sshhost: failed: .*hosts\\[0\\]\\.ssh: the host key of \\[127\\.0\\.0\\.1\\]:${sshd.port} is not known: ssh-ed25519 ${esc(fingerprintOf(sshd))}`,
+      ),
+    );
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `fix: .*orch hosts trust ${esc(file)} sshhost .*ssh-keyscan -p ${sshd.port} 127\\.0\\.0\\.1 >> ~/\\.ssh/known_hosts`,
+      ),
+    );
     assert.doesNotMatch(r.stderr, STACK_FRAME);
-    assert.equal(existsSync(join(sshd.dir, 'run-sshhost', 'worker-sshhost.pid')), false, 'a worker was started on an untrusted host');
+    assert.equal(
+      existsSync(join(sshd.dir, 'run-sshhost', 'worker-sshhost.pid')),
+      false,
+      'a worker was started on an untrusted host',
+    );
   });
 
   it('hosts trust without --yes and without a terminal adds nothing', () => {
@@ -98,16 +113,26 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
     const one = clusterFile('unknown', [host('sshhost', direct())]);
     const t = runOrch(['hosts', 'trust', one, 'sshhost', '--yes'], env);
     assert.equal(t.status, 0, `${t.stdout}\n${t.stderr}`);
-    assert.match(t.stdout, new RegExp(`sshhost: trusted \\[127\\.0\\.0\\.1\\]:${sshd.port} ${esc(fingerprintOf(sshd))} \\(added to ${esc(knownHosts())}\\)`));
+    assert.match(
+      t.stdout,
+      new RegExp(
+        `sshhost: trusted \\[127\\.0\\.0\\.1\\]:${sshd.port} ${esc(fingerprintOf(sshd))} \\(added to ${esc(knownHosts())}\\)`,
+      ),
+    );
     assert.equal(readFileSync(knownHosts(), 'utf8'), `[127.0.0.1]:${sshd.port} ${sshd.hostKeyLine()}\n`);
     // the entry hashed as HashKnownHosts writes it: still found
     const h = spawnSync('ssh-keygen', ['-H', '-f', knownHosts()], { encoding: 'utf8' });
     assert.equal(h.status, 0, h.stderr);
     assert.match(readFileSync(knownHosts(), 'utf8'), /^\|1\|/);
 
-    const file = clusterFile('two', [host('sshhost', direct()), host('deadhost', `{ host: 127.0.0.1, port: 1, user: ${sshd.user}, key_file: "${sshd.clientKey}" }`)]);
+    const file = clusterFile('two', [
+      host('sshhost', direct()),
+      host('deadhost', `{ host: 127.0.0.1, port: 1, user: ${sshd.user}, key_file: "${sshd.clientKey}" }`),
+    ]);
     const up = runOrch(['hosts', 'up', file, '--json', '--timeout', '60'], env);
-    const report = JSON.parse(up.stdout.split('\n')[0]!) as { hosts: { host: string; status: string; pid?: number; reason?: string }[] };
+    const report = JSON.parse(up.stdout.split('\n')[0]!) as {
+      hosts: { host: string; status: string; pid?: number; reason?: string }[];
+    };
     const pid = report.hosts[0]?.pid;
     if (pid) pids.push(pid);
     assert.equal(up.status, 2, `${up.stdout}\n${up.stderr}`);
@@ -123,13 +148,22 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
     assert.equal(hosts[0].registered.pid, pid);
     assert.equal(hosts[0].registered.alive, true);
     assert.ok(hosts[0].registered.cards.length > 0);
-    assert.match(hosts[0].registered.version, new RegExp(`^${esc(formatWorkerVersion({ orch: own.version, commit: own.commit, graphrt: '' }))}\\S+$`));
+    assert.match(
+      hosts[0].registered.version,
+      new RegExp(`^${esc(formatWorkerVersion({ orch: own.version, commit: own.commit, graphrt: '' }))}\\S+$`),
+    );
     assert.equal(hosts[0].registered.version_differs, false);
     assert.ok(hosts[0].registered.alive_expires_in_ms > 0);
     assert.equal(hosts[1].process.state, 'unreachable');
     assert.match(hosts[1].process.reason, /127\.0\.0\.1:1 \(ECONNREFUSED/);
     const text = runOrch(['hosts', 'status', file], env);
-    assert.match(text.stdout, new RegExp(`^sshhost: worker running \\(pid ${pid}\\); heartbeat alive \\(expires in [\\d.]+ s\\); version orch ${esc(own.version)} commit \\S+ graphrt \\S+; cards \\S`, 'm'));
+    assert.match(
+      text.stdout,
+      new RegExp(
+        `^sshhost: worker running \\(pid ${pid}\\); heartbeat alive \\(expires in [\\d.]+ s\\); version orch ${esc(own.version)} commit \\S+ graphrt \\S+; cards \\S`,
+        'm',
+      ),
+    );
     assert.match(text.stdout, /^deadhost: unreachable: .*ECONNREFUSED/m);
 
     const down = runOrch(['hosts', 'down', one, '--json', '--timeout', '60'], env);
@@ -150,7 +184,12 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
 
     const up = runOrch(['hosts', 'up', file], env);
     assert.equal(up.status, 2, `${up.stdout}\n${up.stderr}`);
-    assert.match(up.stdout, new RegExp(`POSSIBLE MAN-IN-THE-MIDDLE: \\[127\\.0\\.0\\.1\\]:${sshd.port} presented the ssh-ed25519 key ${esc(newFp)}, not the one known for it \\(${esc(knownHosts())}:1\\)`));
+    assert.match(
+      up.stdout,
+      new RegExp(
+        `POSSIBLE MAN-IN-THE-MIDDLE: \\[127\\.0\\.0\\.1\\]:${sshd.port} presented the ssh-ed25519 key ${esc(newFp)}, not the one known for it \\(${esc(knownHosts())}:1\\)`,
+      ),
+    );
     assert.match(up.stdout, new RegExp(`fix: .*ssh-keygen -R '\\[127\\.0\\.0\\.1\\]:${sshd.port}'`));
 
     const t = runOrch(['hosts', 'trust', file, '--yes'], env);
@@ -170,20 +209,40 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
   });
 
   it('a ~/.ssh/config alias gives HostName, User, Port and IdentityFile', () => {
-    writeFileSync(join(home, '.ssh', 'config'), ['Host gpu-alias', '  HostName 127.0.0.1', `  Port ${sshd.port}`, `  User ${sshd.user}`, `  IdentityFile ${sshd.clientKey}`, ''].join('\n'));
+    writeFileSync(
+      join(home, '.ssh', 'config'),
+      [
+        'Host gpu-alias',
+        '  HostName 127.0.0.1',
+        `  Port ${sshd.port}`,
+        `  User ${sshd.user}`,
+        `  IdentityFile ${sshd.clientKey}`,
+        '',
+      ].join('\n'),
+    );
     const file = clusterFile('alias', [host('aliased', '{ host: gpu-alias }')]);
     const st = runOrch(['hosts', 'status', file, '--json'], env);
     assert.equal(st.status, 0, `${st.stdout}\n${st.stderr}`);
     assert.deepEqual(JSON.parse(st.stdout).hosts[0].process, { state: 'stopped' }, st.stdout);
 
     // the alias's User is used: a user sshd does not know is refused with it in the message
-    writeFileSync(join(home, '.ssh', 'config'), ['Host gpu-alias', '  HostName 127.0.0.1', `  Port ${sshd.port}`, '  User nosuchuser', `  IdentityFile ${sshd.clientKey}`, ''].join('\n'));
+    writeFileSync(
+      join(home, '.ssh', 'config'),
+      [
+        'Host gpu-alias',
+        '  HostName 127.0.0.1',
+        `  Port ${sshd.port}`,
+        '  User nosuchuser',
+        `  IdentityFile ${sshd.clientKey}`,
+        '',
+      ].join('\n'),
+    );
     const bad = JSON.parse(runOrch(['hosts', 'status', file, '--json'], env).stdout).hosts[0].process;
     assert.equal(bad.state, 'unreachable');
     assert.match(bad.reason, new RegExp(`nosuchuser@127\\.0\\.0\\.1:${sshd.port} \\(gpu-alias\\) refused the key`));
   });
 
-  it('a ProxyJump through a second sshd: trust adds the hop\'s key, then the host is reached through it', async () => {
+  it("a ProxyJump through a second sshd: trust adds the hop's key, then the host is reached through it", async () => {
     jump = await startSshd();
     // a copy: the jump sshd's dir goes when it stops, the key must not
     const jumpKey = join(home, '.ssh', 'jump_key');
@@ -207,7 +266,12 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
     );
     const file = clusterFile('jumped', [host('behind', '{ host: behind }')]);
     const refused = JSON.parse(runOrch(['hosts', 'status', file, '--json'], env).stdout).hosts[0].process;
-    assert.match(refused.reason, new RegExp(`the host key of \\[127\\.0\\.0\\.1\\]:${jump.port} \\(the ProxyJump hop on the way to behind\\) is not known`));
+    assert.match(
+      refused.reason,
+      new RegExp(
+        `the host key of \\[127\\.0\\.0\\.1\\]:${jump.port} \\(the ProxyJump hop on the way to behind\\) is not known`,
+      ),
+    );
 
     const t = runOrch(['hosts', 'trust', file, '--yes'], env);
     assert.equal(t.status, 0, `${t.stdout}\n${t.stderr}`);
@@ -221,6 +285,9 @@ describe('orch hosts trusts no unknown host', { timeout: 300_000, skip: suiteSki
     jump = undefined;
     const gone = JSON.parse(runOrch(['hosts', 'status', file, '--json'], env).stdout).hosts[0].process;
     assert.equal(gone.state, 'unreachable');
-    assert.match(gone.reason, new RegExp(`cannot reach \\S+@127\\.0\\.0\\.1:${jumpPort} \\(jumpbox\\) \\(a ProxyJump hop\\) \\(ECONNREFUSED`));
+    assert.match(
+      gone.reason,
+      new RegExp(`cannot reach \\S+@127\\.0\\.0\\.1:${jumpPort} \\(jumpbox\\) \\(a ProxyJump hop\\) \\(ECONNREFUSED`),
+    );
   });
 });

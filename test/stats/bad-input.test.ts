@@ -50,13 +50,19 @@ test('a NaN, a negative and an empty timing each exclude their rep with a reason
   repOf(input, 1, 'B', 0).step_ms[0] = -3;
   repOf(input, 2, 'A', 2).step_ms = [];
   const a = analyzeExperiment(input);
-  assert.ok(a.issues.includes('rep 0/B/1 not used: step_ms[2] of 5 is NaN (timings must be finite and > 0)'), a.issues.join('\n'));
+  assert.ok(
+    a.issues.includes('rep 0/B/1 not used: step_ms[2] of 5 is NaN (timings must be finite and > 0)'),
+    a.issues.join('\n'),
+  );
   assert.ok(a.issues.includes('rep 1/B/0 not used: step_ms[0] of 5 is -3 (timings must be finite and > 0)'));
   assert.ok(a.issues.includes('rep 2/A/2 not used: has no measured steps'));
   const B = a.arms.find((s) => s.arm === 'B')!;
   assert.equal(B.n, B.planned - 2);
   assert.equal(B.missing, 2);
-  assert.equal(a.gates.find((g) => g.name === 'input')!.message, `${3 * 12 - 3} of ${3 * 12} planned reps used (see issues)`);
+  assert.equal(
+    a.gates.find((g) => g.name === 'input')!.message,
+    `${3 * 12 - 3} of ${3 * 12} planned reps used (see issues)`,
+  );
   // the A/A gate passed, so A is pooled with its twin A_aa per pair: A's lost rep 2/A/2 is
   // covered by A_aa's, and only B's two losses cost a pair
   assert.equal(a.reference?.kind, 'pooled');
@@ -115,7 +121,10 @@ test('a rep committed twice counts once (the later epoch); a stray result is nam
 });
 
 test('invalid options are a UserInputError, not a silent default', () => {
-  assert.throws(() => analyzeExperiment(abWithAa(25, {}, { alpha: 0 })), (e: unknown) => e instanceof UserInputError && /alpha must be in \(0, 1\), got 0/.test(e.message));
+  assert.throws(
+    () => analyzeExperiment(abWithAa(25, {}, { alpha: 0 })),
+    (e: unknown) => e instanceof UserInputError && /alpha must be in \(0, 1\), got 0/.test(e.message),
+  );
   const input = abWithAa(25);
   input.plan = { ...input.plan, control: 'Z' };
   assert.throws(() => analyzeExperiment(input), /control arm "Z" is not an arm of the plan/);

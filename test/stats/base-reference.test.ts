@@ -7,8 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
+import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { withinTolerance } from '../../orchestrator/stats/equivalence.ts';
 import { pct, signedPct } from '../../orchestrator/stats/format-number.ts';
@@ -20,7 +20,12 @@ const COMMIT = 'abc1234def5678abc1234def5678abc1234def56';
 const MU = 40;
 
 /** The A/B of fixtures.ts (B planted 3 % faster) with the control A run again from the reference build at `MU · refRatio`. */
-function withReference(seed: number, refRatio: number, tolerance: number, rest: Partial<SimParams> = {}): AnalysisInput {
+function withReference(
+  seed: number,
+  refRatio: number,
+  tolerance: number,
+  rest: Partial<SimParams> = {},
+): AnalysisInput {
   const arms = [
     { name: 'A', mu: MU, toggles: {} },
     { name: 'B', mu: MU * 0.97, toggles: {} },
@@ -40,18 +45,27 @@ describe('base-reference gate: base vs the same arm from the reference build, pa
     assert.equal(paired.arm, 'A');
     assert.equal(paired.reference, 'A_ref');
     assert.equal(paired.pairs, 12, 'every block pairs every rep of base with its reference');
-    assert.ok(paired.relative.ci![0] <= plantedChange(1) && plantedChange(1) <= paired.relative.ci![1], `CI ${paired.relative.ci} covers 0`);
+    assert.ok(
+      paired.relative.ci![0] <= plantedChange(1) && plantedChange(1) <= paired.relative.ci![1],
+      `CI ${paired.relative.ci} covers 0`,
+    );
     assert.ok(withinTolerance(paired.relative.ci!, 0.02), `CI ${paired.relative.ci} inside ±2 %`);
     const gate = gateOf(a);
     assert.equal(gate.pass, true, gate.message);
     assert.ok(gate.message.includes('build main@abc1234'), gate.message);
     assert.ok(gate.message.includes(signedPct(paired.relative.estimate)), gate.message);
     // the reference arm is a check, not a treatment: no comparison, and the A/B verdict is B's
-    assert.deepEqual(a.comparisons.map((c) => `${c.arm} vs ${c.reference}`), ['B vs A']);
+    assert.deepEqual(
+      a.comparisons.map((c) => `${c.arm} vs ${c.reference}`),
+      ['B vs A'],
+    );
     assert.equal(a.primary!.arm, 'B');
     assert.equal(a.verdict, 'faster');
     assert.equal(outcomeExitCode(a), 0);
-    assert.ok(a.arms.some((s) => s.arm === 'A_ref' && s.n === 12), 'its reps are still summarized');
+    assert.ok(
+      a.arms.some((s) => s.arm === 'A_ref' && s.n === 12),
+      'its reps are still summarized',
+    );
   });
 
   test('a reference 5 % slower with tolerance 1 %: the gate fails with change, CI and tolerance; verdict invalid, exit 5', () => {
@@ -59,7 +73,10 @@ describe('base-reference gate: base vs the same arm from the reference build, pa
     const a = analyzeExperiment(withReference(42, refRatio, 0.01));
     const paired = a.base_reference!;
     const [lo, hi] = paired.relative.ci!;
-    assert.ok(lo <= plantedChange(refRatio) && plantedChange(refRatio) <= hi, `CI ${lo}..${hi} covers the planted ${plantedChange(refRatio)}`);
+    assert.ok(
+      lo <= plantedChange(refRatio) && plantedChange(refRatio) <= hi,
+      `CI ${lo}..${hi} covers the planted ${plantedChange(refRatio)}`,
+    );
     const gate = gateOf(a);
     assert.equal(gate.pass, false);
     assert.equal(a.verdict, 'invalid');
@@ -67,11 +84,16 @@ describe('base-reference gate: base vs the same arm from the reference build, pa
     const first = a.invalid_reasons[0]!;
     assert.equal(first, gate.message);
     assert.ok(
-      first.includes(`arm A differs from the reference build main@abc1234 by ${signedPct(paired.relative.estimate)} (95 % CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), outside ±${pct(0.01)}`),
+      first.includes(
+        `arm A differs from the reference build main@abc1234 by ${signedPct(paired.relative.estimate)} (95 % CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), outside ±${pct(0.01)}`,
+      ),
       first,
     );
     for (const c of a.comparisons) assert.equal(c.verdict, 'invalid');
-    assert.match(renderMarkdown(a), /\| base_reference \| \*\*FAIL\*\* \| base-reference gate failed: arm A differs from the reference build main@abc1234/);
+    assert.match(
+      renderMarkdown(a),
+      /\| base_reference \| \*\*FAIL\*\* \| base-reference gate failed: arm A differs from the reference build main@abc1234/,
+    );
   });
 
   test('equivalence, not difference: an estimate inside ±tolerance whose CI reaches beyond it fails', () => {
@@ -86,14 +108,21 @@ describe('base-reference gate: base vs the same arm from the reference build, pa
   });
 
   test('leave-one-out: base_ref is paired with base, kept out of the worth table and the comparisons', () => {
-    const fromReference = (arms: readonly SimArm[]) => [{ ...arms.find((x) => x.name === 'base')!, name: 'base_ref', ref_of: 'base' }];
-    const a = analyzeExperiment(looExperiment(44, { base_reference: { tolerance: 0.02, build: { name: 'main', commit: null } } }, fromReference));
+    const fromReference = (arms: readonly SimArm[]) => [
+      { ...arms.find((x) => x.name === 'base')!, name: 'base_ref', ref_of: 'base' },
+    ];
+    const a = analyzeExperiment(
+      looExperiment(44, { base_reference: { tolerance: 0.02, build: { name: 'main', commit: null } } }, fromReference),
+    );
     assert.equal(a.base_reference!.arm, 'base');
     assert.equal(a.base_reference!.reference, 'base_ref');
     assert.equal(gateOf(a).pass, true, gateOf(a).message);
     assert.ok(gateOf(a).message.includes('the reference build main:'), gateOf(a).message);
     assert.ok(!a.comparisons.some((c) => c.arm === 'base_ref'));
-    assert.deepEqual(a.loo!.rows.map((r) => r.arm), ['no_pdl', 'no_kda', 'no_proj']);
+    assert.deepEqual(
+      a.loo!.rows.map((r) => r.arm),
+      ['no_pdl', 'no_kda', 'no_proj'],
+    );
     assert.equal(a.verdict, 'faster');
   });
 

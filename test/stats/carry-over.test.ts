@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
-import { leaveOneOutProgram, plantRep, seeded, simulateExperiment, twoArms, type SimParams } from './simulate.ts';
+import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
+import { leaveOneOutProgram, plantRep, type SimParams, seeded, simulateExperiment, twoArms } from './simulate.ts';
 
 const AFTER_EAGER = 1.2;
 
@@ -25,20 +25,30 @@ function graphAndEager(carry: boolean, rest: Partial<SimParams> = {}): SimParams
   };
 }
 
-const analyze = (p: SimParams, seed: number) => analyzeExperiment(simulateExperiment(p, seeded(seed), { min_effect: 0.01 }));
+const analyze = (p: SimParams, seed: number) =>
+  analyzeExperiment(simulateExperiment(p, seeded(seed), { min_effect: 0.01 }));
 
 test('a graph arm planted slower after the eager arm is flagged, with its size, and the report says so unasked', () => {
   const a = analyze(graphAndEager(true), 41);
   const c = a.carry_over!;
   assert.equal(c.flagged, true, c.message);
   const flagged = c.cells.filter((x) => x.flagged);
-  assert.deepEqual(flagged.map((x) => `${x.arm}<${x.after}`), ['graph<eager']);
+  assert.deepEqual(
+    flagged.map((x) => `${x.arm}<${x.after}`),
+    ['graph<eager'],
+  );
   // against graph after itself, which carries nothing: the planted factor, within 3 se of noise
   const cell = flagged[0]!;
-  assert.ok(Math.abs(Math.log1p(cell.effect!) - Math.log(AFTER_EAGER)) < 3 * 0.02 * Math.sqrt(2 / cell.n), `effect ${cell.effect}`);
+  assert.ok(
+    Math.abs(Math.log1p(cell.effect!) - Math.log(AFTER_EAGER)) < 3 * 0.02 * Math.sqrt(2 / cell.n),
+    `effect ${cell.effect}`,
+  );
   const md = renderMarkdown(a);
   assert.match(md, /## Carry-over \(arm × preceding arm\)\n\n\*\*carry-over flagged: graph after eager \+/);
-  assert.match(md, /\| graph \| eager \| \d+ \| graph after itself \| \+\d+\.\d+ % \| \+\d+\.\d+ % \| [^|]+ \| \*\*yes\*\* \|/);
+  assert.match(
+    md,
+    /\| graph \| eager \| \d+ \| graph after itself \| \+\d+\.\d+ % \| \+\d+\.\d+ % \| [^|]+ \| \*\*yes\*\* \|/,
+  );
 });
 
 test('without planted carry-over nothing is flagged (seeded runs, two and three arms, normal and heavy-tailed noise)', () => {
@@ -57,8 +67,13 @@ test('without planted carry-over nothing is flagged (seeded runs, two and three 
 
 test('one slow rep is not a carry-over: the cell it lands in moves, its median rep does not', () => {
   const p = leaveOneOutProgram({ pdl: 4.6, kda: 2.7, proj: 1.2 }, true);
-  const a = analyzeExperiment(plantRep(simulateExperiment(p, seeded(3), { min_effect: 0.01 }), { block: 1, arm: 'all_on', rep: 2 }, 1.3));
+  const a = analyzeExperiment(
+    plantRep(simulateExperiment(p, seeded(3), { min_effect: 0.01 }), { block: 1, arm: 'all_on', rep: 2 }, 1.3),
+  );
   const hit = a.carry_over!.cells.filter((c) => c.arm === 'all_on' && c.effect! > 0.05);
-  assert.ok(hit.length > 0 && hit.every((c) => c.p! < 0.05 / a.carry_over!.cells.length), `the slow rep's cell: ${JSON.stringify(hit)}`);
+  assert.ok(
+    hit.length > 0 && hit.every((c) => c.p! < 0.05 / a.carry_over!.cells.length),
+    `the slow rep's cell: ${JSON.stringify(hit)}`,
+  );
   assert.equal(a.carry_over!.flagged, false, a.carry_over!.message);
 });

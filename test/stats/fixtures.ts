@@ -1,9 +1,13 @@
 /** Small seeded experiments shared by the statistics' and reports' tests. */
 import type { AnalysisInput } from '../../orchestrator/stats/types.ts';
-import { seeded, simulateExperiment, type SimArm, type SimParams } from './simulate.ts';
+import { type SimArm, type SimParams, seeded, simulateExperiment } from './simulate.ts';
 
 /** An A/B with an A/A copy of the control: B is planted 3 % faster. */
-export function abWithAa(seed = 1, overrides: Partial<SimParams> = {}, extra: Partial<AnalysisInput> = {}): AnalysisInput {
+export function abWithAa(
+  seed = 1,
+  overrides: Partial<SimParams> = {},
+  extra: Partial<AnalysisInput> = {},
+): AnalysisInput {
   const p: SimParams = {
     design: 'ab',
     control: 'A',
@@ -27,7 +31,11 @@ export function abWithAa(seed = 1, overrides: Partial<SimParams> = {}, extra: Pa
  * A leave-one-out over three toggles whose savings add up (ms), with an A/A copy of all_on;
  * `more` adds arms made from these (a copy of one from another build).
  */
-export function looExperiment(seed = 2, extra: Partial<AnalysisInput> = {}, more: (arms: readonly SimArm[]) => SimArm[] = () => []): AnalysisInput {
+export function looExperiment(
+  seed = 2,
+  extra: Partial<AnalysisInput> = {},
+  more: (arms: readonly SimArm[]) => SimArm[] = () => [],
+): AnalysisInput {
   const worths = { pdl: 4.6, kda: 2.7, proj: 0.5 };
   const allOn = 47.5 - worths.pdl - worths.kda - worths.proj;
   const p: SimParams = {

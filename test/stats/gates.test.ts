@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { outcomeExitCode } from '../../orchestrator/report/outcome-exit-code.ts';
+import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { pct, signedPct } from '../../orchestrator/stats/format-number.ts';
 import { NO_DISCRIMINATING_POWER } from '../../orchestrator/stats/gates.ts';
@@ -51,7 +51,10 @@ test('identity gate: one failed byte-identity check invalidates the experiment, 
   ];
   const a = analyzeExperiment(abWithAa(33, {}, { gates }));
   assert.equal(a.verdict, 'invalid');
-  assert.match(a.invalid_reasons[0]!, /^identity gate failed: graph replay differs from eager \(block 1 arm B first differing replay 3\)/);
+  assert.match(
+    a.invalid_reasons[0]!,
+    /^identity gate failed: graph replay differs from eager \(block 1 arm B first differing replay 3\)/,
+  );
   assert.match(afterTitle(renderMarkdown(a)), /identity gate failed/);
   const ok = analyzeExperiment(abWithAa(33, {}, { gates: gates.slice(0, 1) }));
   assert.equal(ok.gates.find((g) => g.name === 'identity')!.pass, true);
@@ -69,5 +72,8 @@ test('base-reference gate: base within tolerance passes, outside fails with both
   const msg = far.invalid_reasons[0]!;
   assert.match(msg, /^base-reference gate failed: arm base /);
   assert.ok(msg.includes(`tolerance ±${pct(0.01)}`), msg);
-  assert.ok(far.loo!.rows.every((r) => r.worth !== null), 'the LOO numbers are still shown');
+  assert.ok(
+    far.loo!.rows.every((r) => r.worth !== null),
+    'the LOO numbers are still shown',
+  );
 });

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
-import { seeded, simulateExperiment, type SimParams } from './simulate.ts';
+import { type SimParams, seeded, simulateExperiment } from './simulate.ts';
 
 const worths = { pdl: 4.6, kda: 2.7, proj: 0.5 };
 const toggles = Object.keys(worths) as (keyof typeof worths)[];
@@ -51,7 +51,8 @@ test('shares: worth / (base − all_on) per toggle, from the same paired differe
   }
   const shares = t.rows.map((r) => r.share!);
   const planted = toggles.map((k) => worths[k] / sum);
-  for (const [i, s] of shares.entries()) assert.ok(Math.abs(s - planted[i]!) < 0.05, `share ${s} vs planted ${planted[i]}`);
+  for (const [i, s] of shares.entries())
+    assert.ok(Math.abs(s - planted[i]!) < 0.05, `share ${s} vs planted ${planted[i]}`);
   assert.equal(t.share_withheld, null);
   assert.doesNotMatch(renderMarkdown(a), /No shares/);
 });
@@ -62,8 +63,14 @@ test('shares withheld when base − all_on\'s CI includes zero: "—" and a foot
   const t = a.loo!;
   const ci = a.comparisons.find((c) => c.arm === 'base' && c.reference === 'all_on')!.absolute.ci!;
   assert.ok(ci[0] <= 0 && ci[1] >= 0, `the planted difference was told from zero: ${ci}`);
-  assert.deepEqual(t.rows.map((r) => r.share), toggles.map(() => null));
-  assert.ok(t.rows.every((r) => r.worth !== null), 'the worths themselves are still printed');
+  assert.deepEqual(
+    t.rows.map((r) => r.share),
+    toggles.map(() => null),
+  );
+  assert.ok(
+    t.rows.every((r) => r.worth !== null),
+    'the worths themselves are still printed',
+  );
   assert.match(t.share_withheld ?? '', /^base − all_on's CI \(.+ to .+\) includes zero/);
   const md = renderMarkdown(a);
   const rows = md.split('\n').filter((l) => toggles.some((k) => l.startsWith(`| ${k} |`)));
@@ -79,7 +86,9 @@ test('interaction line: both sides are printed beside the difference, even with 
   for (const r of input.reps) if (r.arm === 'all_on') r.unsupported = ['pdl'];
   const t = analyzeExperiment(input).loo!;
   assert.equal(t.rows.find((r) => r.toggle === 'pdl')!.worth, null);
-  const m = /base − all_on = (\S+) vs Σ worths = (\S+) \(means over the same units\); difference (\S+) ±/.exec(t.message);
+  const m = /base − all_on = (\S+) vs Σ worths = (\S+) \(means over the same units\); difference (\S+) ±/.exec(
+    t.message,
+  );
   assert.ok(m, t.message);
   const [total, sumOfWorths, difference] = m.slice(1).map(Number);
   for (const x of [total, sumOfWorths, difference]) assert.ok(Number.isFinite(x), t.message);
@@ -89,7 +98,9 @@ test('interaction line: both sides are printed beside the difference, even with 
 test('interaction check: quiet when savings add up, flagged when base hides 1.5 ms more', () => {
   const additive = rate(loo(0), 82, 200, (a) => a.loo!.interaction_flagged);
   const planted = rate(loo(1.5), 83, 200, (a) => a.loo!.interaction_flagged && a.loo!.interaction.mean! > 0);
-  console.log(`# LOO interaction flagged: ${(additive * 100).toFixed(1)} % additive, ${(planted * 100).toFixed(1)} % with +1.5 ms on base`);
+  console.log(
+    `# LOO interaction flagged: ${(additive * 100).toFixed(1)} % additive, ${(planted * 100).toFixed(1)} % with +1.5 ms on base`,
+  );
   assert.ok(additive <= 0.07, `flagged without interaction in ${additive}`);
   assert.ok(planted >= 0.9, `planted interaction found in ${planted}`);
   const a = analyzeExperiment(simulateExperiment(loo(1.5), seeded(84), { min_effect: 0.01 }));

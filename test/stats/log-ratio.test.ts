@@ -37,7 +37,8 @@ describe('logRatio', () => {
     let covered = 0;
     const runs = 2000;
     for (let i = 0; i < runs; i++) {
-      const draw = (n: number, scale: number) => Array.from({ length: n }, () => scale * Math.exp(0.2 * standardNormal(random)));
+      const draw = (n: number, scale: number) =>
+        Array.from({ length: n }, () => scale * Math.exp(0.2 * standardNormal(random)));
       const { relative } = logRatio(draw(3, 10), draw(4, 10 * planted), 0.05);
       assert.ok(relative.ci![0] > -1);
       if (relative.ci![0] <= planted - 1 && planted - 1 <= relative.ci![1]) covered++;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
-import { seeded, simulateExperiment, twoArms, type SimParams } from './simulate.ts';
+import { type SimParams, seeded, simulateExperiment, twoArms } from './simulate.ts';
 
 const quiet = twoArms(39 / 40, { sigma: 0.005 });
 
@@ -24,7 +24,9 @@ test('order effects: a 3 % cold first position is flagged; none is rarely flagge
     const largest = a.order!.by_position.reduce((m, p) => (Math.abs(p.effect!) > Math.abs(m.effect!) ? p : m));
     return Number(a.order!.flagged && largest.position === 0);
   });
-  console.log(`# order effects flagged: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with a planted 3 % first position`);
+  console.log(
+    `# order effects flagged: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with a planted 3 % first position`,
+  );
   assert.ok(none <= 0.1, `flagged without an order effect in ${none}`);
   assert.ok(found >= 0.9, `planted order effect found in ${found}`);
 });
@@ -36,7 +38,9 @@ test('order effects: an arm-specific cold start shows as an arm × position inte
   const significant = (a: Analysis) => (a.order!.interaction_test.p ?? 1) < 0.05;
   const found = runs(planted, 43, 300, (a) => Number(significant(a) && a.order!.flagged));
   const none = runs(eight, 44, 300, (a) => Number(significant(a)));
-  console.log(`# arm × position significant: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with a planted 4 % B-only cold start`);
+  console.log(
+    `# arm × position significant: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with a planted 4 % B-only cold start`,
+  );
   assert.ok(found >= 0.9, `interaction found in ${found}`);
   assert.ok(none <= 0.08, `interaction flagged without one in ${none}`);
   const a = analyzeExperiment(simulateExperiment(planted, seeded(45), { min_effect: 0.01 }));
@@ -49,10 +53,20 @@ test('order effects: an arm-specific cold start shows as an arm × position inte
 test('drift: a planted trend over run position is flagged per arm; none is flagged at about alpha', () => {
   const none = runs(quiet, 46, 300, (a) => a.drift.filter((d) => d.flagged).length / a.drift.length);
   const drifting = { ...quiet, drift: 0.004 };
-  const found = runs(drifting, 47, 300, (a) => a.drift.filter((d) => d.flagged && d.slope! > 0).length / a.drift.length);
+  const found = runs(
+    drifting,
+    47,
+    300,
+    (a) => a.drift.filter((d) => d.flagged && d.slope! > 0).length / a.drift.length,
+  );
   const slope = runs(drifting, 48, 300, (a) => a.drift.reduce((s, d) => s + Math.log1p(d.slope!), 0) / a.drift.length);
-  console.log(`# drift flagged per arm: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with 0.4 %/position; mean slope ${(slope * 100).toFixed(3)} %`);
+  console.log(
+    `# drift flagged per arm: ${(none * 100).toFixed(1)} % without, ${(found * 100).toFixed(1)} % with 0.4 %/position; mean slope ${(slope * 100).toFixed(3)} %`,
+  );
   assert.ok(none <= 0.08, `drift flagged without drift in ${none}`);
   assert.ok(found >= 0.9, `planted drift flagged in ${found}`);
-  assert.ok(Math.abs(slope - drifting.drift) < 0.1 * drifting.drift, `mean slope ${slope} vs planted ${drifting.drift}`);
+  assert.ok(
+    Math.abs(slope - drifting.drift) < 0.1 * drifting.drift,
+    `mean slope ${slope} vs planted ${drifting.drift}`,
+  );
 });

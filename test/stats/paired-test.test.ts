@@ -21,7 +21,13 @@ function sample(rng: () => number, n: number, shift: number, sd: number): number
 
 test('paired t: statistic, df, p and CI agree with @stdlib ttest on seeded reference data', () => {
   const rng = seeded(11);
-  for (const [n, shift, alpha] of [[2, 0.3, 0.05], [5, 0, 0.05], [8, 0.5, 0.1], [12, -0.2, 0.01], [40, 0.05, 0.05]] as const) {
+  for (const [n, shift, alpha] of [
+    [2, 0.3, 0.05],
+    [5, 0, 0.05],
+    [8, 0.5, 0.1],
+    [12, -0.2, 0.01],
+    [40, 0.05, 0.05],
+  ] as const) {
     const d = sample(rng, n, shift, 1);
     const mine = pairedT(d, alpha);
     const lib = ttest(d, { alpha });
@@ -92,7 +98,9 @@ test('Wilcoxon signed-rank: with ties the normal approximation matches @stdlib',
 });
 
 test('a verdict the Wilcoxon check does not back says so (5 pairs: exact p cannot go below 1/16)', () => {
-  const a = analyzeExperiment(simulateExperiment(twoArms(0.95, { blocks: 5, reps: 1 }), seeded(14), { min_effect: 0.01 }));
+  const a = analyzeExperiment(
+    simulateExperiment(twoArms(0.95, { blocks: 5, reps: 1 }), seeded(14), { min_effect: 0.01 }),
+  );
   const c = a.primary!;
   assert.equal(c.verdict, 'faster');
   assert.equal(c.wilcoxon.method, 'exact');

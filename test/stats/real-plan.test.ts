@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { AnalysisInput } from '../../orchestrator/stats/types.ts';
-import { seeded, simulateReps, type SimParams } from './simulate.ts';
+import { type SimParams, seeded, simulateReps } from './simulate.ts';
 
 test('a planned leave-one-out spec analyzes end to end: one worth row per toggle, A/A gate applied', () => {
   const { spec, hash } = loadSpec('configs/leave-one-out.yaml');
@@ -39,7 +39,10 @@ test('a planned leave-one-out spec analyzes end to end: one worth row per toggle
     alpha: 0.05,
   };
   const a = analyzeExperiment(input);
-  assert.deepEqual(a.loo!.rows.map((r) => r.toggle), spec.toggles);
+  assert.deepEqual(
+    a.loo!.rows.map((r) => r.toggle),
+    spec.toggles,
+  );
   assert.equal(a.aa!.arm, `${plan.control}_aa`);
   assert.equal(a.gates.find((g) => g.name === 'aa')!.pass, true);
   assert.equal(a.verdict, 'faster');

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
+import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { Analysis, AnalysisInput } from '../../orchestrator/stats/types.ts';
-import { leaveOneOutProgram, plantRep, seeded, simulateExperiment, type SimParams } from './simulate.ts';
+import { leaveOneOutProgram, plantRep, type SimParams, seeded, simulateExperiment } from './simulate.ts';
 
 const worths = { pdl: 4.6, kda: 2.7, proj: 1.2, fuse: 0.8, pin: 0.4 };
 const bad = { block: 2, arm: 'all_on', rep: 1 };
@@ -17,7 +17,11 @@ const SLOW = 1.3;
 
 function withoutTwin(input: AnalysisInput): AnalysisInput {
   const blocks = input.plan.blocks.map((b) => ({ ...b, sequence: b.sequence.filter((a) => a !== 'all_on_aa') }));
-  return { ...input, plan: { ...input.plan, arms: input.plan.arms.filter((a) => a.name !== 'all_on_aa'), blocks }, reps: input.reps.filter((r) => r.arm !== 'all_on_aa') };
+  return {
+    ...input,
+    plan: { ...input.plan, arms: input.plan.arms.filter((a) => a.name !== 'all_on_aa'), blocks },
+    reps: input.reps.filter((r) => r.arm !== 'all_on_aa'),
+  };
 }
 
 /** Per leave-one-out comparison, how far the planted rep moved its mean log ratio, in the clean run's se. */
@@ -39,9 +43,15 @@ test('a slow rep planted in the control is set aside with its reason and moves n
   assert.ok(aside, `the planted rep is not set aside: ${JSON.stringify(now.reference)}`);
   assert.match(aside.reason, /robust sds/);
   const kept = moves(analyzeExperiment(clean), now);
-  assert.ok(kept.every((m) => m < 0.5), `pooled reference moved by ${kept.map((m) => m.toFixed(2)).join(', ')} se`);
+  assert.ok(
+    kept.every((m) => m < 0.5),
+    `pooled reference moved by ${kept.map((m) => m.toFixed(2)).join(', ')} se`,
+  );
   const before = moves(analyzeExperiment(withoutTwin(clean)), analyzeExperiment(withoutTwin(planted)));
-  assert.ok(before.every((m) => m >= 0.5), `the control alone moved by ${before.map((m) => m.toFixed(2)).join(', ')} se`);
+  assert.ok(
+    before.every((m) => m >= 0.5),
+    `the control alone moved by ${before.map((m) => m.toFixed(2)).join(', ')} se`,
+  );
 });
 
 test('leave-one-out CIs cover their planted worths with a slow control rep under heavy-tailed noise', () => {

@@ -8,7 +8,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mulberry32, standardNormal } from '../../jobs/seeded-random.ts';
-import { decideLook, lookSchedule, obrienFlemingSpent, sequentialBoundaries } from '../../orchestrator/stats/sequential.ts';
+import {
+  decideLook,
+  lookSchedule,
+  obrienFlemingSpent,
+  sequentialBoundaries,
+} from '../../orchestrator/stats/sequential.ts';
 
 /** Fraction of null z-paths (K equal looks) that cross `bounds` at some look. */
 function crossingRate(bounds: readonly number[], runs: number, seed: number): number {
@@ -31,7 +36,8 @@ function crossingRate(bounds: readonly number[], runs: number, seed: number): nu
 describe('sequential boundaries', () => {
   test('five equal looks at 0.05: 4.877, 3.357, 2.680, 2.290, 2.031 (ldbounds, OBF type)', () => {
     const b = sequentialBoundaries([0.2, 0.4, 0.6, 0.8, 1], 0.05);
-    for (const [i, want] of [4.8769, 3.3569, 2.6803, 2.2898, 2.031].entries()) assert.ok(Math.abs((b[i] as number) - want) < 0.003, `look ${i + 1}: ${b[i]} vs ${want}`);
+    for (const [i, want] of [4.8769, 3.3569, 2.6803, 2.2898, 2.031].entries())
+      assert.ok(Math.abs((b[i] as number) - want) < 0.003, `look ${i + 1}: ${b[i]} vs ${want}`);
   });
 
   test('one look is the fixed two-sided test; the spending is alpha at the budget', () => {
@@ -74,13 +80,22 @@ describe('a look', () => {
 });
 
 describe('orch plan of a sequential spec', () => {
-  test('its budget, its earliest stop and every look\'s boundary', async () => {
+  test("its budget, its earliest stop and every look's boundary", async () => {
     const { sequentialPlanLines } = await import('../../orchestrator/report/sequential-plan.ts');
     const { planExperiment } = await import('../../jobs/plan.ts');
     const { SpecSchema } = await import('../../jobs/spec.ts');
-    const spec = SpecSchema.parse({ name: 's', design: 'ab', workload: { runtime: 'native', kind: 'chain' }, toggles: ['graph'], arms: [{ name: 'e' }, { name: 'g', toggles: { graph: true } }], stopping: { rule: 'sequential', max_blocks: 10, looks: 5 } });
+    const spec = SpecSchema.parse({
+      name: 's',
+      design: 'ab',
+      workload: { runtime: 'native', kind: 'chain' },
+      toggles: ['graph'],
+      arms: [{ name: 'e' }, { name: 'g', toggles: { graph: true } }],
+      stopping: { rule: 'sequential', max_blocks: 10, looks: 5 },
+    });
     const plan = planExperiment(spec, 'h');
     assert.equal(plan.blocks.length, 10);
-    assert.deepEqual(sequentialPlanLines(plan), ['sequential: 10 block(s) at most, as few as 2; looks after 2, 4, 6, 8, 10 block(s), boundaries z 4.88, 3.36, 2.68, 2.29, 2.03 (two-sided alpha 0.05 over all looks)']);
+    assert.deepEqual(sequentialPlanLines(plan), [
+      'sequential: 10 block(s) at most, as few as 2; looks after 2, 4, 6, 8, 10 block(s), boundaries z 4.88, 3.36, 2.68, 2.29, 2.03 (two-sided alpha 0.05 over all looks)',
+    ]);
   });
 });

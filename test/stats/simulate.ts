@@ -12,10 +12,10 @@
  * checks against is computed from the planted `mu`s, never written by hand.
  */
 import { balancedBlocks } from '../../jobs/plan.ts';
-import { mulberry32 } from '../../jobs/seeded-random.ts';
-import { t3 } from '../nightly/simulate-nights.ts';
 import type { RepRef } from '../../jobs/rep-ref.ts';
+import { mulberry32 } from '../../jobs/seeded-random.ts';
 import type { AnalysisInput, PlanArm, PlanLike, RepResult } from '../../orchestrator/stats/types.ts';
+import { t3 } from '../nightly/simulate-nights.ts';
 
 export type Rng = () => number;
 
@@ -110,9 +110,26 @@ export function simulateReps(p: SimParams, plan: PlanLike, rng: Rng): RepResult[
       const rep = seen.get(arm) ?? 0;
       seen.set(arm, rep + 1);
       const level =
-        Math.log(mu.get(arm)!) + blockEffect + (armEffect.get(arm) ?? 0) + p.drift * position + (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) + carried(p, arm, b.sequence[position - 1]) + p.sigma * repNoise(rng);
+        Math.log(mu.get(arm)!) +
+        blockEffect +
+        (armEffect.get(arm) ?? 0) +
+        p.drift * position +
+        (position === 0 ? p.firstPosition + (p.firstPositionByArm?.[arm] ?? 0) : 0) +
+        carried(p, arm, b.sequence[position - 1]) +
+        p.sigma * repNoise(rng);
       const step_ms = Array.from({ length: steps }, () => Math.exp(level + stepSigma * gaussian(rng)));
-      out.push({ experiment: 'sim', block: b.index, attempt: 1, epoch: 1, arm, rep, position, step_ms, backend: 'cpu', mode: 'graph' });
+      out.push({
+        experiment: 'sim',
+        block: b.index,
+        attempt: 1,
+        epoch: 1,
+        arm,
+        rep,
+        position,
+        step_ms,
+        backend: 'cpu',
+        mode: 'graph',
+      });
     });
   }
   return out;
@@ -137,7 +154,11 @@ export function simulateExperiment(p: SimParams, rng: Rng, extra: Partial<Analys
 }
 
 /** The input with one rep's every step `factor` times as long: a bad rep planted where the test says. */
-export function plantRep(input: AnalysisInput, at: Pick<RepRef, 'block' | 'arm' | 'rep'>, factor: number): AnalysisInput {
+export function plantRep(
+  input: AnalysisInput,
+  at: Pick<RepRef, 'block' | 'arm' | 'rep'>,
+  factor: number,
+): AnalysisInput {
   const hit = (r: RepResult) => r.block === at.block && r.arm === at.arm && r.rep === at.rep;
   if (!input.reps.some(hit)) throw new Error(`plantRep: no rep ${at.block}/${at.arm}/${at.rep} in the simulated input`);
   return { ...input, reps: input.reps.map((r) => (hit(r) ? { ...r, step_ms: r.step_ms.map((x) => x * factor) } : r)) };
@@ -147,7 +168,12 @@ export function plantRep(input: AnalysisInput, at: Pick<RepRef, 'block' | 'arm' 
  * A leave-one-out program: all_on at `allOn`, no_<t> at allOn + worths[t], base at allOn + Σ worths
  * (savings that add), and with `aa` the control's A/A twin all_on_aa at all_on's level.
  */
-export function leaveOneOutProgram(worths: Record<string, number>, aa: boolean, rest: Partial<SimParams> = {}, allOn = 40): SimParams {
+export function leaveOneOutProgram(
+  worths: Record<string, number>,
+  aa: boolean,
+  rest: Partial<SimParams> = {},
+  allOn = 40,
+): SimParams {
   const toggles = Object.keys(worths);
   const sum = toggles.reduce((s, t) => s + worths[t]!, 0);
   return {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { noiseFromCv, repsPerBlock, requiredPairs } from '../../orchestrator/stats/mde.ts';
-import { seeded, simulateExperiment, twoArms, type SimParams } from './simulate.ts';
+import { type SimParams, seeded, simulateExperiment, twoArms } from './simulate.ts';
 
 const nuisance = { blockSd: 0.05, drift: 0.0005, firstPosition: 0.002 };
 
@@ -57,8 +57,14 @@ test('a planted 2 % speedup is found with power >= 0.9 at the reps the MDE funct
   assert.notEqual(pairs, null);
   const reps = repsPerBlock(pairs!, blocks);
   const p = twoArms(1 + effect, { blocks, reps, sigma, ...nuisance });
-  const power = rate(1000, 303, (rng) => analyzeExperiment(simulateExperiment(p, rng, { min_effect })).verdict === 'faster');
-  console.log(`# power for a 2 % effect at ${pairs} pairs (${blocks} blocks × ${reps} reps): ${(power * 100).toFixed(1)} %`);
+  const power = rate(
+    1000,
+    303,
+    (rng) => analyzeExperiment(simulateExperiment(p, rng, { min_effect })).verdict === 'faster',
+  );
+  console.log(
+    `# power for a 2 % effect at ${pairs} pairs (${blocks} blocks × ${reps} reps): ${(power * 100).toFixed(1)} %`,
+  );
   assert.ok(power >= 0.9, `power ${power} at ${reps} reps per block`);
 });
 

@@ -49,21 +49,55 @@ describe('t-scale boundaries of the looks', () => {
 
   test('one look is the fixed t test; many pairs per look approach the z boundaries', () => {
     assert.ok(Math.abs(tBoundaries([{ pairs: 40, fraction: 1 }], 0.05)[0]! - studentQuantile(0.975, 39)) < 1e-9);
-    assert.ok(Math.abs(tBoundaries([{ pairs: 12, fraction: 0.4 }], 0.05)[0]! - studentQuantile(1 - obrienFlemingSpent(0.4, 0.05) / 2, 11)) < 1e-9);
+    assert.ok(
+      Math.abs(
+        tBoundaries([{ pairs: 12, fraction: 0.4 }], 0.05)[0]! -
+          studentQuantile(1 - obrienFlemingSpent(0.4, 0.05) / 2, 11),
+      ) < 1e-9,
+    );
     const z = sequentialBoundaries([0.2, 0.4, 0.6, 0.8, 1], 0.05);
-    const t = tBoundaries([1, 2, 3, 4, 5].map((k) => ({ pairs: 2000 * k, fraction: k / 5 })), 0.05);
+    const t = tBoundaries(
+      [1, 2, 3, 4, 5].map((k) => ({ pairs: 2000 * k, fraction: k / 5 })),
+      0.05,
+    );
     // looks 2–5: the simulated boundary within 0.03 of the z recursion's (look 2 spends 0.08 %)
     for (let k = 1; k < 5; k++) assert.ok(Math.abs(t[k]! - z[k]!) < 0.03, `look ${k + 1}: t ${t[k]} vs z ${z[k]}`);
   });
 
   test('a look under 2 pairs never stops, and what it would have spent passes to the next', () => {
-    const b = tBoundaries([{ pairs: 1, fraction: 0.5 }, { pairs: 10, fraction: 1 }], 0.05);
+    const b = tBoundaries(
+      [
+        { pairs: 1, fraction: 0.5 },
+        { pairs: 10, fraction: 1 },
+      ],
+      0.05,
+    );
     assert.equal(b[0], Infinity);
     assert.ok(Math.abs(b[1]! - studentQuantile(0.975, 9)) < 1e-9);
   });
 
   test('looks that go backwards are refused', () => {
-    assert.throws(() => tBoundaries([{ pairs: 10, fraction: 0.5 }, { pairs: 8, fraction: 1 }], 0.05), /must increase/);
-    assert.throws(() => tBoundaries([{ pairs: 8, fraction: 0.5 }, { pairs: 10, fraction: 0.5 }], 0.05), /must increase/);
+    assert.throws(
+      () =>
+        tBoundaries(
+          [
+            { pairs: 10, fraction: 0.5 },
+            { pairs: 8, fraction: 1 },
+          ],
+          0.05,
+        ),
+      /must increase/,
+    );
+    assert.throws(
+      () =>
+        tBoundaries(
+          [
+            { pairs: 8, fraction: 0.5 },
+            { pairs: 10, fraction: 0.5 },
+          ],
+          0.05,
+        ),
+      /must increase/,
+    );
   });
 });

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseOrchRankLine, rebaseTraceTimes, type OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import { type OrchRankTrace, parseOrchRankLine, rebaseTraceTimes } from '../../jobs/orch-rank-protocol.ts';
 import { traceArmOf } from '../../orchestrator/stats/trace-arm.ts';
 
 // an H200's CUPTI clock in December 2026: 1.796e18 ns, 200 times 2^53
@@ -51,7 +51,10 @@ test('an answer the schema refuses: the first three issues and a count, not one 
   assert.throws(
     () => parseOrchRankLine(bad),
     (e: Error) => {
-      assert.match(e.message, /^not an orch-rank line: trace\.trace\.kernels\.0\.stream_id: [^;]+; trace\.trace\.kernels\.1\.stream_id: [^;]+; trace\.trace\.kernels\.2\.stream_id: [^;]+; and 8997 more \(9000 issues\)$/);
+      assert.match(
+        e.message,
+        /^not an orch-rank line: trace\.trace\.kernels\.0\.stream_id: [^;]+; trace\.trace\.kernels\.1\.stream_id: [^;]+; trace\.trace\.kernels\.2\.stream_id: [^;]+; and 8997 more \(9000 issues\)$/,
+      );
       assert.ok(e.message.length < 600, `${e.message.length} characters`);
       return true;
     },

@@ -8,33 +8,72 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
-import { OrchRankTraceSchema, type OrchRankTrace } from '../../jobs/orch-rank-protocol.ts';
+import { type OrchRankTrace, OrchRankTraceSchema } from '../../jobs/orch-rank-protocol.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
+import { renderTrace } from '../../orchestrator/report/render-trace.ts';
 import { graphNodeFloorNs } from '../../orchestrator/stats/graph-node-floor.ts';
 import { summarizeStep } from '../../orchestrator/stats/kernel-trace.ts';
 import { summarizeTraceProbe, traceFloorOf } from '../../orchestrator/stats/trace-probe.ts';
-import { renderTrace } from '../../orchestrator/report/render-trace.ts';
 
 const chain = (backend: 'cpu' | 'cuda', perNodeMs: number[]): ChainFloorRun => ({
-  source: 'graphrt-chain', backend, device: backend === 'cuda' ? 'NVIDIA H200' : 'cpu emulation', kernels: 256,
+  source: 'graphrt-chain',
+  backend,
+  device: backend === 'cuda' ? 'NVIDIA H200' : 'cpu emulation',
+  kernels: 256,
   reps: perNodeMs.map((ms) => ({ mode: 'graph', nodes: 256, step_ms: [ms * 256, ms * 256 * 1.1, ms * 256 * 0.9] })),
 });
 
 const step = { start_ns: 0, end_ns: 100_000 };
-const kernels = Array.from({ length: 10 }, (_, i) => ({ start_ns: 1_000 + i * 9_000, end_ns: 4_000 + i * 9_000, graph_id: 0, stream_id: 7 }));
-const traced = (arm: string): OrchRankTrace => OrchRankTraceSchema.parse({ v: 1, type: 'trace', id: `t-${arm}`, arm, mode: 'eager', t_start_ns: 1, t_end_ns: 2, final: true, trace: { source: 'cupti', steps: [step], kernels, graphs: [], dropped: 0 } });
+const kernels = Array.from({ length: 10 }, (_, i) => ({
+  start_ns: 1_000 + i * 9_000,
+  end_ns: 4_000 + i * 9_000,
+  graph_id: 0,
+  stream_id: 7,
+}));
+const traced = (arm: string): OrchRankTrace =>
+  OrchRankTraceSchema.parse({
+    v: 1,
+    type: 'trace',
+    id: `t-${arm}`,
+    arm,
+    mode: 'eager',
+    t_start_ns: 1,
+    t_end_ns: 2,
+    final: true,
+    trace: { source: 'cupti', steps: [step], kernels, graphs: [], dropped: 0 },
+  });
 
 function record(block: number, rep: number, arm: string, floor: ChainFloorRun, trace: OrchRankTrace): ProbeRecord {
-  return { experiment: 'x', block, attempt: 1, epoch: 1, arm, rep, position: rep, kind: 'trace', backend: 'cuda', host: 'h', ranks: [{ rank: 0, card: 'h/cuda:0', device: 'NVIDIA H200', probes: [], trace, floor }] };
+  return {
+    experiment: 'x',
+    block,
+    attempt: 1,
+    epoch: 1,
+    arm,
+    rep,
+    position: rep,
+    kind: 'trace',
+    backend: 'cuda',
+    host: 'h',
+    ranks: [{ rank: 0, card: 'h/cuda:0', device: 'NVIDIA H200', probes: [], trace, floor }],
+  };
 }
 
 test("one chain run per rank process: the floor is the median of its reps, not of every record's copy", () => {
   const a = chain('cuda', [0.0004, 0.0005, 0.0009]);
   const b = chain('cuda', [0.0006, 0.0006, 0.0006]);
   // block 0's run rides on 3 records, block 1's on 1: counted once each
-  const recs = [record(0, 0, 'eager', a, traced('eager')), record(0, 1, 'eager', a, traced('eager')), record(0, 2, 'eager', a, traced('eager')), record(1, 0, 'eager', b, traced('eager'))];
+  const recs = [
+    record(0, 0, 'eager', a, traced('eager')),
+    record(0, 1, 'eager', a, traced('eager')),
+    record(0, 2, 'eager', a, traced('eager')),
+    record(1, 0, 'eager', b, traced('eager')),
+  ];
   const s = summarizeTraceProbe(4, ['eager'], recs);
-  const want = graphNodeFloorNs([...a.source === 'graphrt-chain' ? a.reps : [], ...b.source === 'graphrt-chain' ? b.reps : []]);
+  const want = graphNodeFloorNs([
+    ...(a.source === 'graphrt-chain' ? a.reps : []),
+    ...(b.source === 'graphrt-chain' ? b.reps : []),
+  ]);
   assert.equal(s.floor.source === 'graphrt-chain' && s.floor.ns_per_node, want);
   assert.equal(s.floor.source === 'graphrt-chain' && s.floor.reps, 6);
   assert.equal(s.arms[0]!.summary!.recoverable_ns, summarizeStep({ ...step, kernels }, want).recoverable_ns);
@@ -47,37 +86,98 @@ test("a cpu card's chain floor is reported, never estimated against; a traced ar
   // busy share, kernels, short kernels and gaps need no floor
   const s = cpu.arms[0]!.summary!;
   const floorless = summarizeStep({ ...step, kernels }, null);
-  assert.deepEqual([s.busy_share, s.kernels, s.short_kernels, s.gaps_ns], [0.3, 10, 10, floorless.gaps_ns.reduce((a, g) => a + g, 0)]);
-  assert.deepEqual([s.graph_step_estimate_ns, s.recoverable_ns, s.recoverable_share, s.pdl_upside_per_kernel_ns, s.floor_ns], [null, null, null, null, null]);
+  assert.deepEqual(
+    [s.busy_share, s.kernels, s.short_kernels, s.gaps_ns],
+    [0.3, 10, 10, floorless.gaps_ns.reduce((a, g) => a + g, 0)],
+  );
+  assert.deepEqual(
+    [s.graph_step_estimate_ns, s.recoverable_ns, s.recoverable_share, s.pdl_upside_per_kernel_ns, s.floor_ns],
+    [null, null, null, null, null],
+  );
   assert.equal(cpu.arms[0]!.reason, undefined);
-  assert.match(cpu.arms[0]!.estimate_reason ?? '', /^no graph-node floor to estimate against: the chain ran on graphrt's cpu backend \(cpu emulation\): not a GPU floor$/);
+  assert.match(
+    cpu.arms[0]!.estimate_reason ?? '',
+    /^no graph-node floor to estimate against: the chain ran on graphrt's cpu backend \(cpu emulation\): not a GPU floor$/,
+  );
   assert.equal(cpu.graph_check, null);
   const md = renderTrace(cpu.arms, cpu.floor, cpu.message, cpu.graph_check);
-  assert.match(md, /\| eager \| eager \| 1 \| 100\.00 \| 30\.0 % \| 10 \| 10 \| 54\.00 \| — \| — \| — \| no estimate: no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/);
+  assert.match(
+    md,
+    /\| eager \| eager \| 1 \| 100\.00 \| 30\.0 % \| 10 \| 10 \| 54\.00 \| — \| — \| — \| no estimate: no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/,
+  );
   assert.match(md, /Would a graph help: no check/);
-  const none = summarizeTraceProbe(2, ['eager', 'graph'], [record(0, 0, 'eager', { source: 'none', reason: 'no graphrt on this worker' }, traced('eager'))]);
+  const none = summarizeTraceProbe(
+    2,
+    ['eager', 'graph'],
+    [record(0, 0, 'eager', { source: 'none', reason: 'no graphrt on this worker' }, traced('eager'))],
+  );
   assert.deepEqual(none.floor, { source: 'none', reason: 'no graphrt on this worker' });
-  assert.match(none.arms[0]!.estimate_reason ?? '', /no graph-node floor to estimate against: no graphrt on this worker/);
+  assert.match(
+    none.arms[0]!.estimate_reason ?? '',
+    /no graph-node floor to estimate against: no graphrt on this worker/,
+  );
   assert.equal(none.arms[0]!.summary!.kernels, 10);
   assert.deepEqual([none.pass, none.missing], [false, 1]);
   assert.match(none.message, /^1 of 2 planned trace reps committed/);
   assert.deepEqual(traceFloorOf([]), { source: 'none', reason: 'no chain run reached the probe record' });
 });
 
-test('would a graph help, checked: the eager arm\'s busy + kernels × floor against the graph arm\'s traced step, a difference over 10 % said', () => {
+test("would a graph help, checked: the eager arm's busy + kernels × floor against the graph arm's traced step, a difference over 10 % said", () => {
   const floorRun = chain('cuda', [0.0006]);
   const floorNs = graphNodeFloorNs(floorRun.source === 'graphrt-chain' ? floorRun.reps : []);
   // the graph arm: the same ten kernels back to back, one floor apart, in a step that ends with them
   const graphStep = (perNode: number): OrchRankTrace => {
-    const ks = Array.from({ length: 10 }, (_, i) => ({ start_ns: i * (3_000 + perNode), end_ns: i * (3_000 + perNode) + 3_000, graph_id: 5, stream_id: 7 }));
-    return OrchRankTraceSchema.parse({ v: 1, type: 'trace', id: 't-graph', arm: 'graph', mode: 'graph', t_start_ns: 1, t_end_ns: 2, final: true, trace: { source: 'cupti', steps: [{ start_ns: 0, end_ns: ks.at(-1)!.end_ns + perNode }], kernels: ks, graphs: [], dropped: 0 } });
+    const ks = Array.from({ length: 10 }, (_, i) => ({
+      start_ns: i * (3_000 + perNode),
+      end_ns: i * (3_000 + perNode) + 3_000,
+      graph_id: 5,
+      stream_id: 7,
+    }));
+    return OrchRankTraceSchema.parse({
+      v: 1,
+      type: 'trace',
+      id: 't-graph',
+      arm: 'graph',
+      mode: 'graph',
+      t_start_ns: 1,
+      t_end_ns: 2,
+      final: true,
+      trace: {
+        source: 'cupti',
+        steps: [{ start_ns: 0, end_ns: ks.at(-1)!.end_ns + perNode }],
+        kernels: ks,
+        graphs: [],
+        dropped: 0,
+      },
+    });
   };
   const estimate = 30_000 + 10 * floorNs; // eager's busy 30 µs + 10 kernels × floor
-  const close = summarizeTraceProbe(2, ['eager', 'graph'], [record(0, 0, 'eager', floorRun, traced('eager')), record(0, 1, 'graph', floorRun, graphStep(floorNs))]);
-  assert.deepEqual(close.graph_check, { eager_arm: 'eager', graph_arm: 'graph', estimate_ns: estimate, measured_ns: estimate, ratio: 1, differs: false });
-  assert.match(renderTrace(close.arms, close.floor, close.message, close.graph_check), /graph step estimated [\d.]+ µs \(busy \+ kernels × floor\), graph measured [\d.]+ µs under tracing: ratio 1\.000, within 10 %\./);
-  const far = summarizeTraceProbe(2, ['eager', 'graph'], [record(0, 0, 'eager', floorRun, traced('eager')), record(0, 1, 'graph', floorRun, graphStep(4 * floorNs))]);
+  const close = summarizeTraceProbe(
+    2,
+    ['eager', 'graph'],
+    [record(0, 0, 'eager', floorRun, traced('eager')), record(0, 1, 'graph', floorRun, graphStep(floorNs))],
+  );
+  assert.deepEqual(close.graph_check, {
+    eager_arm: 'eager',
+    graph_arm: 'graph',
+    estimate_ns: estimate,
+    measured_ns: estimate,
+    ratio: 1,
+    differs: false,
+  });
+  assert.match(
+    renderTrace(close.arms, close.floor, close.message, close.graph_check),
+    /graph step estimated [\d.]+ µs \(busy \+ kernels × floor\), graph measured [\d.]+ µs under tracing: ratio 1\.000, within 10 %\./,
+  );
+  const far = summarizeTraceProbe(
+    2,
+    ['eager', 'graph'],
+    [record(0, 0, 'eager', floorRun, traced('eager')), record(0, 1, 'graph', floorRun, graphStep(4 * floorNs))],
+  );
   assert.equal(far.graph_check?.differs, true);
   assert.ok(far.graph_check!.ratio < 0.9, String(far.graph_check?.ratio));
-  assert.match(renderTrace(far.arms, far.floor, far.message, far.graph_check), /they differ by more than 10 % \(the estimate is lower/);
+  assert.match(
+    renderTrace(far.arms, far.floor, far.message, far.graph_check),
+    /they differ by more than 10 % \(the estimate is lower/,
+  );
 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ExperimentStore } from '../../store/experiment-store.ts';
-import { privateRedis, freshPrefix, client } from '../utils/redis.ts';
+import { client, freshPrefix, privateRedis } from '../utils/redis.ts';
 
 describe('experiment ids', () => {
   const r = privateRedis();
@@ -22,7 +22,10 @@ describe('experiment ids', () => {
       assert.equal(new Set(ids).size, ids.length, 'no id twice');
       for (const id of ids) assert.match(id, /^ab-20261201-210000-\d+$/);
       const later = await stores[0]!.newId('ab', new Date('2026-12-01T21:00:01Z'));
-      assert.ok(ids.every((id) => id < later), 'a later second sorts after');
+      assert.ok(
+        ids.every((id) => id < later),
+        'a later second sorts after',
+      );
     } finally {
       other.disconnect();
     }

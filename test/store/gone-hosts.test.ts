@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CardRegistry, hostGone, HOST_GONE_AFTER_HEARTBEATS, type Card } from '../../store/card-registry.ts';
+import { type Card, CardRegistry, HOST_GONE_AFTER_HEARTBEATS, hostGone } from '../../store/card-registry.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { testDashboard } from '../dashboard/dashboard-harness.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
@@ -15,11 +15,24 @@ import { waitFor } from '../utils/wait-for.ts';
 
 const env = privateRedis();
 
-const card = (host: string): Card => ({ id: `cpu:0@${host}`, host, backend: 'cpu', index: 0, uuid: `cpu:0@${host}`, name: 'cpu' });
+const card = (host: string): Card => ({
+  id: `cpu:0@${host}`,
+  host,
+  backend: 'cpu',
+  index: 0,
+  uuid: `cpu:0@${host}`,
+  name: 'cpu',
+});
 
 test('hostGone: never a live host; a dead one after N heartbeats, a Slurm one after its end', () => {
   const ttlMs = 2000; // two heartbeats of 1 s
-  const at = (over: Partial<Parameters<typeof hostGone>[0]>) => ({ alive: false, seen: 0, ttlMs, slurmEnd: null, ...over });
+  const at = (over: Partial<Parameters<typeof hostGone>[0]>) => ({
+    alive: false,
+    seen: 0,
+    ttlMs,
+    slurmEnd: null,
+    ...over,
+  });
   assert.equal(hostGone(at({ alive: true, seen: -1e9, slurmEnd: -1 }), 0), false);
   assert.equal(hostGone(at({}), HOST_GONE_AFTER_HEARTBEATS * 1000), false);
   assert.equal(hostGone(at({}), HOST_GONE_AFTER_HEARTBEATS * 1000 + 1), true);
@@ -27,7 +40,7 @@ test('hostGone: never a live host; a dead one after N heartbeats, a Slurm one af
   assert.equal(hostGone(at({ seen: null }), 1e12), false, 'unknown: kept');
 });
 
-test('orch status and /metrics leave out a host not seen for N heartbeats and an ended Slurm allocation\'s host', async () => {
+test("orch status and /metrics leave out a host not seen for N heartbeats and an ended Slurm allocation's host", async () => {
   const prefix = freshPrefix('gone');
   const registry = new CardRegistry(env.redis, { prefix });
   await registry.register('live.example', [card('live.example')], { ttlMs: 60_000, pid: 1 });
@@ -38,7 +51,11 @@ test('orch status and /metrics leave out a host not seen for N heartbeats and an
   const slurm = { job: '4242', nodes: 'gpu07', partition: 'p', node: 'gpu07', end: Date.now() - 1000 };
   await registry.register('gpu07-slurm4242', [card('gpu07-slurm4242')], { ttlMs: 60_000, pid: 4, slurm });
   await registry.goOffline('gpu07-slurm4242');
-  await waitFor('long-dead.example unseen for 10 heartbeats', async () => !(await registry.all()).some((c) => c.host === 'long-dead.example'), { timeoutMs: 5000, intervalMs: 50 });
+  await waitFor(
+    'long-dead.example unseen for 10 heartbeats',
+    async () => !(await registry.all()).some((c) => c.host === 'long-dead.example'),
+    { timeoutMs: 5000, intervalMs: 50 },
+  );
 
   const status = runOrch(['status'], { REDIS_URL: env.server.url, ORCH_PREFIX: prefix });
   assert.equal(status.status, 0, status.stderr);

@@ -7,15 +7,27 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import { ExperimentRetention, experimentTtlSeconds, DEFAULT_TTL_DAYS, TTL_ENV } from '../../store/experiment-retention.ts';
+import {
+  DEFAULT_TTL_DAYS,
+  ExperimentRetention,
+  experimentTtlSeconds,
+  TTL_ENV,
+} from '../../store/experiment-retention.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
 
 /** Registers an experiment as submit does (its hash, its blocks, its place in the queue) and moves it to `state`. */
-async function experiment(store: ExperimentStore, id: string, state: 'running' | 'done' | 'failed' | 'cancelled'): Promise<void> {
-  await store.register(id, { id, name: id.replace(/-\d+$/, ''), state: 'queued', created: String(Date.now()) }, [['0', '{}'], ['1', '{}']]);
+async function experiment(
+  store: ExperimentStore,
+  id: string,
+  state: 'running' | 'done' | 'failed' | 'cancelled',
+): Promise<void> {
+  await store.register(id, { id, name: id.replace(/-\d+$/, ''), state: 'queued', created: String(Date.now()) }, [
+    ['0', '{}'],
+    ['1', '{}'],
+  ]);
   if (state === 'running') await store.advance(id, 'running');
   else await store.finish(id, state, state === 'done' ? null : `it ${state}`);
 }
@@ -28,7 +40,7 @@ async function keysOf(redis: Redis, prefix: string, id: string): Promise<string[
 describe('experiment retention', { timeout: 120_000 }, () => {
   const r = privateRedis();
 
-  it('orch prune: the ended experiments\' keys are gone, a running experiment untouched; --dry-run removes nothing', async () => {
+  it("orch prune: the ended experiments' keys are gone, a running experiment untouched; --dry-run removes nothing", async () => {
     const { redis, server } = r;
     const prefix = freshPrefix();
     const store = new ExperimentStore(redis, prefix);
@@ -37,7 +49,9 @@ describe('experiment retention', { timeout: 120_000 }, () => {
     await experiment(store, ended[1]!, 'failed');
     await experiment(store, ended[2]!, 'cancelled');
     await experiment(store, 'running-4', 'running');
-    const before = new Map(await Promise.all([...ended, 'running-4'].map(async (id) => [id, await keysOf(redis, prefix, id)] as const)));
+    const before = new Map(
+      await Promise.all([...ended, 'running-4'].map(async (id) => [id, await keysOf(redis, prefix, id)] as const)),
+    );
     for (const [id, keys] of before) assert.equal(keys.length, 2, `${id}: ${keys}`);
     const env = { REDIS_URL: server.url, ORCH_PREFIX: prefix };
 
@@ -47,8 +61,12 @@ describe('experiment retention', { timeout: 120_000 }, () => {
 
     const dry = runOrch(['prune', '--older-than', '0s', '--dry-run', '--json'], env);
     assert.equal(dry.status, 0, dry.stderr);
-    assert.deepEqual((JSON.parse(dry.stdout).experiments as { id: string }[]).map((e) => e.id), ended);
-    for (const [id, keys] of before) assert.deepEqual(await keysOf(redis, prefix, id), keys, `--dry-run removed keys of ${id}`);
+    assert.deepEqual(
+      (JSON.parse(dry.stdout).experiments as { id: string }[]).map((e) => e.id),
+      ended,
+    );
+    for (const [id, keys] of before)
+      assert.deepEqual(await keysOf(redis, prefix, id), keys, `--dry-run removed keys of ${id}`);
 
     const real = runOrch(['prune', '--older-than', '0s'], env);
     assert.equal(real.status, 0, real.stderr);
@@ -75,9 +93,13 @@ describe('experiment retention', { timeout: 120_000 }, () => {
       assert.ok(left > 0 && left <= ttl!, `${key}: ttl ${left}`);
     }
     assert.equal(await retention.expire('running-2', ttl!), false);
-    for (const key of await keysOf(redis, prefix, 'running-2')) assert.equal(await redis.ttl(key), -1, `${key} of a running experiment expires`);
+    for (const key of await keysOf(redis, prefix, 'running-2'))
+      assert.equal(await redis.ttl(key), -1, `${key} of a running experiment expires`);
     assert.equal(experimentTtlSeconds({ [TTL_ENV]: '0' }), null, '0 keeps the keys');
     assert.equal(experimentTtlSeconds({ [TTL_ENV]: '0.5' }), 12 * 3600);
-    assert.throws(() => experimentTtlSeconds({ [TTL_ENV]: 'a week' }), /ORCH_EXPERIMENT_TTL_DAYS=a week: not a number of days/);
+    assert.throws(
+      () => experimentTtlSeconds({ [TTL_ENV]: 'a week' }),
+      /ORCH_EXPERIMENT_TTL_DAYS=a week: not a number of days/,
+    );
   });
 });

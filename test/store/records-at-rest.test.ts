@@ -12,16 +12,16 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { codeOf, kindOf } from '../../jobs/error-codes.ts';
 import { OrchError } from '../../jobs/errors.ts';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { readStepHistory } from '../../store/step-history.ts';
-import { freshPrefix, privateRedis } from '../utils/redis.ts';
 import { abSpec, startScheduler } from '../orchestrator/in-process-scheduler.ts';
+import { freshPrefix, privateRedis } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
 /** Two one-rank A/B blocks of the fixture workload. */
@@ -33,7 +33,10 @@ async function refused(read: Promise<unknown>, ...parts: (string | RegExp)[]): P
     assert.ok(err instanceof OrchError, `an OrchError, not ${String(err)}`);
     assert.equal(codeOf(err), 'STORED_RECORD_INVALID');
     assert.equal(kindOf(err), 'deterministic');
-    for (const p of parts) typeof p === 'string' ? assert.ok(err.message.includes(p), `"${p}" in: ${err.message}`) : assert.match(err.message, p);
+    for (const p of parts)
+      typeof p === 'string'
+        ? assert.ok(err.message.includes(p), `"${p}" in: ${err.message}`)
+        : assert.match(err.message, p);
     return true;
   });
 }
@@ -104,9 +107,16 @@ describe('records at rest, parsed as they are read back', () => {
     const sched = await startScheduler({ url: r.server.url, prefix, grantTtlMs: 3000, safetyPollMs: 300 });
     try {
       type Logged = { msg: string; err?: { code?: string; type?: string; message?: string } };
-      const refusal = (l: Logged) => l.err?.code === 'STORED_RECORD_INVALID' && (l.err.message ?? '').startsWith(`${key} field 1: phase: `);
-      await waitFor('the grant pass to name the record', () => (sched.log() as Logged[]).some(refusal), { timeoutMs: 10_000 });
-      assert.deepEqual((sched.log() as Logged[]).filter((l) => l.err?.type === 'TypeError'), [], 'no TypeError further on');
+      const refusal = (l: Logged) =>
+        l.err?.code === 'STORED_RECORD_INVALID' && (l.err.message ?? '').startsWith(`${key} field 1: phase: `);
+      await waitFor('the grant pass to name the record', () => (sched.log() as Logged[]).some(refusal), {
+        timeoutMs: 10_000,
+      });
+      assert.deepEqual(
+        (sched.log() as Logged[]).filter((l) => l.err?.type === 'TypeError'),
+        [],
+        'no TypeError further on',
+      );
     } finally {
       await sched.stop();
     }
@@ -114,24 +124,34 @@ describe('records at rest, parsed as they are read back', () => {
 
   test('the scheduler over a plan written by hand: that experiment fails with the code, the one behind it is still scheduled', async () => {
     const { prefix, id, store } = await submitted();
-    await r.redis.hset(store.keys.exp(id), 'plan', JSON.stringify({ ...(await store.get(id))!.plan, blocks: [{ index: 0 }] }));
+    await r.redis.hset(
+      store.keys.exp(id),
+      'plan',
+      JSON.stringify({ ...(await store.get(id))!.plan, blocks: [{ index: 0 }] }),
+    );
     const file = join(dir, `${prefix}-next.yaml`);
     writeFileSync(file, SPEC);
     const { id: next } = await submitExperiment({ redis: r.redis, prefix, loaded: loadSpec(file) });
     const sched = await startScheduler({ url: r.server.url, prefix, grantTtlMs: 3000, safetyPollMs: 300 });
     try {
-      await waitFor('the bad experiment to fail', async () => (await store.state(id)) === 'failed', { timeoutMs: 10_000 });
+      await waitFor('the bad experiment to fail', async () => (await store.state(id)) === 'failed', {
+        timeoutMs: 10_000,
+      });
       const reason = await r.redis.hget(store.keys.exp(id), 'reason');
       assert.match(reason ?? '', /^STORED_RECORD_INVALID: .*field plan: blocks\.0\.sequence/);
       // no card is registered: the next experiment waits with a reason the grant pass wrote
-      await waitFor('the next experiment to get a waiting reason', async () => (await store.blocks(next))[0]?.why ?? null, { timeoutMs: 10_000 });
+      await waitFor(
+        'the next experiment to get a waiting reason',
+        async () => (await store.blocks(next))[0]?.why ?? null,
+        { timeoutMs: 10_000 },
+      );
       assert.equal(await store.state(next), 'queued');
     } finally {
       await sched.stop();
     }
   });
 
-  test('step history, a host\'s card list and a block\'s commit record written by hand fail their reads', async () => {
+  test("step history, a host's card list and a block's commit record written by hand fail their reads", async () => {
     const prefix = freshPrefix();
     const history = `${prefix}:sched:history`;
     await r.redis.hset(history, 'w1', '{"ms_per_step":"fast","n":3}');
@@ -150,7 +170,17 @@ describe('records at rest, parsed as they are read back', () => {
     const g = await leases.acquireGang({ cards: ['k0'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 0 });
     assert.ok(g.granted);
     await refused(
-      results.commitBlock({ experiment: 'x', block: 0, attempt: 1, epoch: g.epoch, host: 'h1', cards: ['k0'], reps: [], notRun: [], gates: [] }),
+      results.commitBlock({
+        experiment: 'x',
+        block: 0,
+        attempt: 1,
+        epoch: g.epoch,
+        host: 'h1',
+        cards: ['k0'],
+        reps: [],
+        notRun: [],
+        gates: [],
+      }),
       `${results.keys.commits('x')} field 0: attempt:`,
     );
   });

@@ -6,15 +6,19 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { redactText, redactUrl, urlHasPassword } from '../../jobs/redact.ts';
-import { runOrch } from '../cli/run-orch.ts';
 import { freePort } from '../../store/redis-server-process.ts';
+import { runOrch } from '../cli/run-orch.ts';
 
 const SECRETS = ['s3cr/et', 'p@ss@word', 'a:b:c', 'pct%40x%2F', 'q?x=1&y', 'plain'];
 
 describe('redactUrl / redactText', () => {
   for (const secret of SECRETS) {
     test(`password ${JSON.stringify(secret.replace(/\w/g, 'x'))}: user:pass, :pass and pass@ forms`, () => {
-      for (const url of [`redis://alice:${secret}@db.example:6380/2`, `redis://:${secret}@127.0.0.1:6379`, `rediss://default:${secret}@h:1`]) {
+      for (const url of [
+        `redis://alice:${secret}@db.example:6380/2`,
+        `redis://:${secret}@127.0.0.1:6379`,
+        `rediss://default:${secret}@h:1`,
+      ]) {
         const r = redactUrl(url);
         assert.ok(!r.includes(secret), 'the password is masked');
         assert.match(r, /^rediss?:\/\/(alice|default)?:\*\*\*@(db\.example:6380\/2|127\.0\.0\.1:6379|h:1)$/);
@@ -33,9 +37,15 @@ describe('redactUrl / redactText', () => {
       redactUrl('postgres://u:pw@db.example/x?sslmode=verify-full&sslpassword=keypass&application_name=a'),
       'postgres://u:***@db.example/x?sslmode=verify-full&sslpassword=***&application_name=a',
     );
-    assert.equal(redactText("host=db.example user=u password=hunter2 sslpassword='k p' dbname=x"), 'host=db.example user=u password=*** sslpassword=*** dbname=x');
+    assert.equal(
+      redactText("host=db.example user=u password=hunter2 sslpassword='k p' dbname=x"),
+      'host=db.example user=u password=*** sslpassword=*** dbname=x',
+    );
     assert.equal(redactText('orch worker --password=abc --port 1'), 'orch worker --password=*** --port 1');
-    assert.equal(redactText('postgres://db.example/x?access_token=t0k&x=1'), 'postgres://db.example/x?access_token=***&x=1');
+    assert.equal(
+      redactText('postgres://db.example/x?access_token=t0k&x=1'),
+      'postgres://db.example/x?access_token=***&x=1',
+    );
     assert.equal(redactText('the password is masked; sslmode=require'), 'the password is masked; sslmode=require');
   });
 

@@ -10,19 +10,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { pino } from 'pino';
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
+import { pino } from 'pino';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
-import { LeaseStore } from '../../store/lease-store.ts';
-import { ResultStore } from '../../store/result-store.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { warnIfNotPersistent } from '../../store/redis-instance.ts';
-import { EventStream } from '../../worker/event-stream.ts';
 import { orchKeys } from '../../store/keys.ts';
+import { LeaseStore } from '../../store/lease-store.ts';
+import { warnIfNotPersistent } from '../../store/redis-instance.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { ResultStore } from '../../store/result-store.ts';
+import { EventStream } from '../../worker/event-stream.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
@@ -65,10 +65,23 @@ describe('redis restart', () => {
     const prefix = freshPrefix();
     const keys = orchKeys(prefix);
     const redis = await connect(server);
-    const worker: WorkerProcess = await spawnWorker({ redisUrl: server.url, prefix, host: 'rr', cards: 'cpu:0', lockDir: join(dir, 'locks'), heartbeatMs: 300 });
+    const worker: WorkerProcess = await spawnWorker({
+      redisUrl: server.url,
+      prefix,
+      host: 'rr',
+      cards: 'cpu:0',
+      lockDir: join(dir, 'locks'),
+      heartbeatMs: 300,
+    });
     cleanup.push(() => worker.kill());
 
-    const before = await new LeaseStore(redis, { prefix }).acquireGang({ cards: ['cpu:9@zz'], owner: 'zz', ttlMs: 60_000, experiment: 'e', block: 0 });
+    const before = await new LeaseStore(redis, { prefix }).acquireGang({
+      cards: ['cpu:9@zz'],
+      owner: 'zz',
+      ttlMs: 60_000,
+      experiment: 'e',
+      block: 0,
+    });
     assert.ok(before.granted);
     writeFileSync(join(dir, 'restart.yaml'), SPEC);
     const loaded = loadSpec(join(dir, 'restart.yaml'));
@@ -81,19 +94,46 @@ describe('redis restart', () => {
 
     server = await restart(server);
     const ended = await waiting;
-    assert.equal((ended.err as { code?: string } | null)?.code, 'REDIS_DATA_LOST', `the waiting submit ended with ${JSON.stringify(ended)}`);
-    assert.match((ended.err as Error).message, new RegExp(`experiment ${sub.id} no longer exists: Redis restarted without its data`));
+    assert.equal(
+      (ended.err as { code?: string } | null)?.code,
+      'REDIS_DATA_LOST',
+      `the waiting submit ended with ${JSON.stringify(ended)}`,
+    );
+    assert.match(
+      (ended.err as Error).message,
+      new RegExp(`experiment ${sub.id} no longer exists: Redis restarted without its data`),
+    );
 
-    await waitFor('the worker to register its card again', async () => (await new CardRegistry(redis, { prefix }).liveCards('rr')).length === 1, { timeoutMs: 15_000 });
+    await waitFor(
+      'the worker to register its card again',
+      async () => (await new CardRegistry(redis, { prefix }).liveCards('rr')).length === 1,
+      { timeoutMs: 15_000 },
+    );
     assert.ok(worker.log().includes('Redis lost its data'), 'the worker says why it registered again');
 
-    const afterRestart = await new LeaseStore(redis, { prefix }).acquireGang({ cards: ['cpu:9@zz'], owner: 'zz', ttlMs: 60_000, experiment: 'e', block: 0 });
-    assert.ok(afterRestart.granted && before.granted && afterRestart.epoch > before.epoch, `epoch after the restart ${JSON.stringify(afterRestart)} is not above ${JSON.stringify(before)}`);
+    const afterRestart = await new LeaseStore(redis, { prefix }).acquireGang({
+      cards: ['cpu:9@zz'],
+      owner: 'zz',
+      ttlMs: 60_000,
+      experiment: 'e',
+      block: 0,
+    });
+    assert.ok(
+      afterRestart.granted && before.granted && afterRestart.epoch > before.epoch,
+      `epoch after the restart ${JSON.stringify(afterRestart)} is not above ${JSON.stringify(before)}`,
+    );
 
     // a stale worker's writes for the lost experiment land nothing
     const results = new ResultStore(redis, { prefix });
-    assert.equal(await results.failReps(sub.id, 0, 1, [{ block: 0, arm: 'eager', rep: 0, position: 0, reason: 'x' }]), -1);
-    const events = new EventStream(redis, { stream: keys.events(sub.id), exp: keys.exp(sub.id), budget: keys.eventBudget(sub.id) }, pino({ level: 'silent' }));
+    assert.equal(
+      await results.failReps(sub.id, 0, 1, [{ block: 0, arm: 'eager', rep: 0, position: 0, reason: 'x' }]),
+      -1,
+    );
+    const events = new EventStream(
+      redis,
+      { stream: keys.events(sub.id), exp: keys.exp(sub.id), budget: keys.eventBudget(sub.id) },
+      pino({ level: 'silent' }),
+    );
     events.emit({ block: 0, attempt: 1, epoch: 1, host: 'rr', card: 'cpu:0@rr', rank: 0 }, '{"v":1}');
     await events.flush();
     const orphans = await redis.keys(`${prefix}:experiment:*`);
@@ -108,14 +148,25 @@ describe('redis restart', () => {
     const prefix = freshPrefix();
     const redis = await connect(server);
     assert.equal(await warnIfNotPersistent(redis, pino({ level: 'silent' }), 'test'), false);
-    const worker = await spawnWorker({ redisUrl: server.url, prefix, host: 'ra', cards: 'cpu:0', lockDir: join(dir, 'locks'), heartbeatMs: 300 });
+    const worker = await spawnWorker({
+      redisUrl: server.url,
+      prefix,
+      host: 'ra',
+      cards: 'cpu:0',
+      lockDir: join(dir, 'locks'),
+      heartbeatMs: 300,
+    });
     cleanup.push(() => worker.kill());
     writeFileSync(join(dir, 'restart-aof.yaml'), SPEC);
     const loaded = loadSpec(join(dir, 'restart-aof.yaml'));
     const sub = await submitExperiment({ redis, prefix, loaded });
 
     server = await restart(server, config);
-    await waitFor('the worker heartbeats into the restarted Redis', async () => (await new CardRegistry(redis, { prefix }).liveCards('ra')).length === 1, { timeoutMs: 15_000 });
+    await waitFor(
+      'the worker heartbeats into the restarted Redis',
+      async () => (await new CardRegistry(redis, { prefix }).liveCards('ra')).length === 1,
+      { timeoutMs: 15_000 },
+    );
     assert.ok((await new ExperimentStore(redis, prefix).get(sub.id)) !== null, 'the experiment survived');
     assert.ok(!worker.log().includes('Redis lost its data'), 'a persistent restart was reported as a loss');
   });

@@ -4,7 +4,9 @@ import type { BlockJob } from '../../jobs/block-job.ts';
 import { BlockDispatcher, type DispatchOptions } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { orchKeys } from '../../store/keys.ts';
 
-export function blockJob(p: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'epoch' | 'host' | 'cards'> & Partial<BlockJob>): BlockJob {
+export function blockJob(
+  p: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'epoch' | 'host' | 'cards'> & Partial<BlockJob>,
+): BlockJob {
   return {
     spec_hash: 'test',
     workload: { runtime: 'native', backend: 'cpu', kind: 'chain', params: { kernels: 4 }, warmup: 1, steps: 2 },

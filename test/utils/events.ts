@@ -19,14 +19,24 @@ export async function readEvents(redis: Redis, prefix: string, experiment: strin
     const f: Record<string, string> = {};
     for (let i = 0; i < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
     return {
-      block: Number(f.block), attempt: Number(f.attempt), epoch: Number(f.epoch), host: f.host ?? '', card: f.card ?? '',
-      rank: f.rank ?? '', event: JSON.parse(f.event ?? '{}'),
+      block: Number(f.block),
+      attempt: Number(f.attempt),
+      epoch: Number(f.epoch),
+      host: f.host ?? '',
+      card: f.card ?? '',
+      rank: f.rank ?? '',
+      event: JSON.parse(f.event ?? '{}'),
     };
   });
 }
 
 export async function waitForEvents(
-  redis: Redis, prefix: string, experiment: string, what: string, pred: (evs: StreamEvent[]) => boolean, timeoutMs: number,
+  redis: Redis,
+  prefix: string,
+  experiment: string,
+  what: string,
+  pred: (evs: StreamEvent[]) => boolean,
+  timeoutMs: number,
 ): Promise<StreamEvent[]> {
   let last: StreamEvent[] = [];
   await waitFor(

@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { test } from 'node:test';
+import pg from 'pg';
 import type { HistoryTarget } from '../../history/open-history.ts';
 import { postgresMissing, suiteSkip } from './required-suite.ts';
 
@@ -33,7 +33,12 @@ export async function freshBackend(name: BackendName): Promise<Backend> {
   if (name === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'orch-history-'));
     const file = join(dir, 'history.sqlite');
-    return { name, target: { url: null, file }, env: { ORCH_HISTORY_DB: file }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return {
+      name,
+      target: { url: null, file },
+      env: { ORCH_HISTORY_DB: file },
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
   }
   const db = `orch_t_${randomBytes(5).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });

@@ -19,7 +19,11 @@ export interface MeasuredRun {
 
 const PRELOAD = resolve(import.meta.dirname, 'peak-rss.mjs');
 
-export function measureOrch(args: string[], env: Record<string, string>, opts: { cwd?: string; heapMiB?: number; timeoutMs?: number } = {}): MeasuredRun {
+export function measureOrch(
+  args: string[],
+  env: Record<string, string>,
+  opts: { cwd?: string; heapMiB?: number; timeoutMs?: number } = {},
+): MeasuredRun {
   const cwd = opts.cwd ?? process.cwd();
   const heap = opts.heapMiB === undefined ? '' : ` --max-old-space-size=${opts.heapMiB}`;
   const dir = mkdtempSync(join(tmpdir(), 'orch-rss-'));
@@ -27,14 +31,23 @@ export function measureOrch(args: string[], env: Record<string, string>, opts: {
   try {
     const t0 = performance.now();
     const r = spawnSync(process.execPath, [join(cwd, 'bin/orch.mjs'), ...args], {
-      cwd, encoding: 'utf8', timeout: opts.timeoutMs ?? 600_000, maxBuffer: 64 << 20,
-      env: { ...process.env, ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${PRELOAD}${heap}`.trim(), ORCH_PEAK_RSS_FILE: file },
+      cwd,
+      encoding: 'utf8',
+      timeout: opts.timeoutMs ?? 600_000,
+      maxBuffer: 64 << 20,
+      env: {
+        ...process.env,
+        ...env,
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${PRELOAD}${heap}`.trim(),
+        ORCH_PEAK_RSS_FILE: file,
+      },
     });
     const ms = performance.now() - t0;
     if (r.error) throw r.error;
     let peak = NaN;
     try {
-      for (const l of readFileSync(file, 'utf8').trim().split('\n')) peak = Math.max(Number.isNaN(peak) ? 0 : peak, (JSON.parse(l) as { peak_kib: number }).peak_kib);
+      for (const l of readFileSync(file, 'utf8').trim().split('\n'))
+        peak = Math.max(Number.isNaN(peak) ? 0 : peak, (JSON.parse(l) as { peak_kib: number }).peak_kib);
     } catch {
       // no line: the child died before its exit handler (a crash of V8 itself); peak stays NaN
     }

@@ -13,6 +13,9 @@ export function isAlive(pid: number): boolean {
 
 /** Waits until every pid is gone; returns the ms it took from `since`. */
 export async function waitGone(pids: number[], since: number, timeoutMs: number): Promise<number> {
-  await waitFor(`pids ${pids.join(', ')} to be gone`, () => pids.every((p) => !isAlive(p)), { timeoutMs, intervalMs: 5 });
+  await waitFor(`pids ${pids.join(', ')} to be gone`, () => pids.every((p) => !isAlive(p)), {
+    timeoutMs,
+    intervalMs: 5,
+  });
   return Date.now() - since;
 }

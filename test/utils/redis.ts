@@ -6,7 +6,7 @@ import './cluster-secret.ts';
 import { randomBytes } from 'node:crypto';
 import { after, before } from 'node:test';
 import { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 
 export function freshPrefix(tag = 't'): string {
   return `${tag}${randomBytes(4).toString('hex')}`;

@@ -10,14 +10,23 @@ import { postgresMissing, REQUIRE_SUITES_ENV, SUITE_NAMES, suiteSkip } from './r
 describe('required suites', () => {
   it('a missing service: skipped with its reason, unless required', () => {
     assert.equal(suiteSkip('ssh', null, {}), false);
-    assert.equal(suiteSkip('ssh', 'no sshd (apt-get install -y openssh-server)', {}), 'ssh suite skipped: no sshd (apt-get install -y openssh-server)');
+    assert.equal(
+      suiteSkip('ssh', 'no sshd (apt-get install -y openssh-server)', {}),
+      'ssh suite skipped: no sshd (apt-get install -y openssh-server)',
+    );
     assert.equal(suiteSkip('ssh', 'no sshd', { [REQUIRE_SUITES_ENV]: 'slurm' }), 'ssh suite skipped: no sshd');
-    assert.throws(() => suiteSkip('ssh', 'no sshd', { [REQUIRE_SUITES_ENV]: 'slurm, ssh' }), /ssh suite skipped: no sshd — but ORCH_REQUIRE_SUITES=slurm, ssh requires it/);
+    assert.throws(
+      () => suiteSkip('ssh', 'no sshd', { [REQUIRE_SUITES_ENV]: 'slurm, ssh' }),
+      /ssh suite skipped: no sshd — but ORCH_REQUIRE_SUITES=slurm, ssh requires it/,
+    );
     assert.throws(() => suiteSkip('postgres', 'x', { [REQUIRE_SUITES_ENV]: 'all' }), /requires it/);
   });
 
   it('a port nothing listens on is a missing PostgreSQL, named with its address', () => {
-    assert.match(postgresMissing('postgres://postgres@127.0.0.1:1/test') ?? '', /no PostgreSQL answers at 127\.0\.0\.1:1/);
+    assert.match(
+      postgresMissing('postgres://postgres@127.0.0.1:1/test') ?? '',
+      /no PostgreSQL answers at 127\.0\.0\.1:1/,
+    );
   });
 
   it('.ci/run requires every suite, and README lists each skip reason', () => {
@@ -26,6 +35,7 @@ describe('required suites', () => {
     assert.ok(line, '.ci/run exports ORCH_REQUIRE_SUITES');
     assert.deepEqual(line[1]!.split(',').sort(), [...SUITE_NAMES].sort());
     const readme = readFileSync('README.md', 'utf8');
-    for (const s of SUITE_NAMES) assert.match(readme, new RegExp(`\`${s}\` suite skipped`), `README names the ${s} skip`);
+    for (const s of SUITE_NAMES)
+      assert.match(readme, new RegExp(`\`${s}\` suite skipped`), `README names the ${s} skip`);
   });
 });

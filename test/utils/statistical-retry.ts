@@ -6,12 +6,20 @@
  * are what the test asserts: a real fault (a bias, a wrong sign, a broken A/A) misses both.
  * `firstRun`: the first run, made already (its other checks are the caller's).
  */
-export async function missedTwice<R>(run: () => Promise<R>, misses: (r: R) => string[], firstRun?: R): Promise<string[]> {
+export async function missedTwice<R>(
+  run: () => Promise<R>,
+  misses: (r: R) => string[],
+  firstRun?: R,
+): Promise<string[]> {
   return (await runDecided(run, misses, firstRun)).misses;
 }
 
 /** As missedTwice, with the run its misses come from, for the checks that read that run further. */
-export async function runDecided<R>(run: () => Promise<R>, misses: (r: R) => string[], firstRun?: R): Promise<{ run: R; misses: string[] }> {
+export async function runDecided<R>(
+  run: () => Promise<R>,
+  misses: (r: R) => string[],
+  firstRun?: R,
+): Promise<{ run: R; misses: string[] }> {
   const first = firstRun ?? (await run());
   const firstMisses = misses(first);
   if (firstMisses.length === 0) return { run: first, misses: firstMisses };

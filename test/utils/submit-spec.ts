@@ -20,12 +20,21 @@ export interface Submitted {
   events: { block: number; card: string; rank: number; committed: boolean; event: Record<string, any> }[];
 }
 
-export function submitSpec(name: string, yaml: string, env: Record<string, string> = {}, timeoutMs = 240_000): Submitted {
+export function submitSpec(
+  name: string,
+  yaml: string,
+  env: Record<string, string> = {},
+  timeoutMs = 240_000,
+): Submitted {
   const dir = mkdtempSync(join(tmpdir(), `orch-${name}-`));
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, yaml);
   const results = join(dir, 'results');
-  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], { env: { ...process.env, ORCH_LOG: 'warn', ...env }, encoding: 'utf8', timeout: timeoutMs });
+  const r = spawnSync(process.execPath, [ORCH_BIN, 'submit', file, '--results', results], {
+    env: { ...process.env, ORCH_LOG: 'warn', ...env },
+    encoding: 'utf8',
+    timeout: timeoutMs,
+  });
   const output = `${r.stdout}${r.stderr}`;
   const [exp] = readdirSync(results);
   if (exp === undefined) throw new Error(`orch submit wrote no results (exit ${r.status}): ${output}`);
@@ -37,6 +46,9 @@ export function submitSpec(name: string, yaml: string, env: Record<string, strin
     output,
     report: read('report.md'),
     summary: JSON.parse(read('summary.json')) as Record<string, any>,
-    events: read('events.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Submitted['events'][number]),
+    events: read('events.jsonl')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Submitted['events'][number]),
   };
 }

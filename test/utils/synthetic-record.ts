@@ -8,9 +8,9 @@
  * could leave them: the point is the size of the record, not how it got there.
  */
 import type { Redis } from 'ioredis';
-import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
-import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
+import { submitExperiment } from '../../orchestrator/experiment/submit.ts';
+import { loadSpec } from '../../orchestrator/spec/load-spec.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 
@@ -28,7 +28,11 @@ export async function plantRecord(redis: Redis, prefix: string, events: number):
     await redis.hset(keys.commits(id), String(block), JSON.stringify({ attempt: 1, epoch: 1, host: 'h' }));
     for (const r of plannedReps(exp.plan, block)) {
       const step_ms = Array.from({ length: 8 }, (_, k) => 0.4 + ((block * 31 + r.position * 7 + k) % 13) / 100);
-      await redis.hset(keys.results(id), repKey(r), JSON.stringify({ experiment: id, ...r, attempt: 1, epoch: 1, step_ms, backend: 'cpu', mode: 'graph' }));
+      await redis.hset(
+        keys.results(id),
+        repKey(r),
+        JSON.stringify({ experiment: id, ...r, attempt: 1, epoch: 1, step_ms, backend: 'cpu', mode: 'graph' }),
+      );
     }
   }
   const perBlock = Math.ceil(events / blocks.length);
@@ -38,7 +42,24 @@ export async function plantRecord(redis: Redis, prefix: string, events: number):
   const add = async (block: number, card: string, rank: number | '', event: unknown) => {
     if (left <= 0) return;
     left--;
-    pipe.xadd(keys.events(id), '*', 'block', String(block), 'attempt', '1', 'epoch', '1', 'host', 'h', 'card', card, 'rank', String(rank), 'event', JSON.stringify(event));
+    pipe.xadd(
+      keys.events(id),
+      '*',
+      'block',
+      String(block),
+      'attempt',
+      '1',
+      'epoch',
+      '1',
+      'host',
+      'h',
+      'card',
+      card,
+      'rank',
+      String(rank),
+      'event',
+      JSON.stringify(event),
+    );
     if (++queued >= 2000) {
       await pipe.exec();
       pipe = redis.pipeline();
@@ -55,17 +76,59 @@ export async function plantRecord(redis: Redis, prefix: string, events: number):
     };
     await emit('', '', { v: 1, type: 'worker', event: 'block-start', cards: ['cpu:0', 'cpu:1'], sequence: [] });
     for (let r = 0; r < WORLD; r++) {
-      await emit(`cpu:${r}`, r, { v: 1, type: 'hello', backend: 'cpu', device: 'cpu', sm: null, sms: 0, driver: 'none', features: FEATURES, version: '1.0', pid: 100 + r, world: WORLD, rank: r, final: true });
+      await emit(`cpu:${r}`, r, {
+        v: 1,
+        type: 'hello',
+        backend: 'cpu',
+        device: 'cpu',
+        sm: null,
+        sms: 0,
+        driver: 'none',
+        features: FEATURES,
+        version: '1.0',
+        pid: 100 + r,
+        world: WORLD,
+        rank: r,
+        final: true,
+      });
     }
     for (let i = 0; used < budget - 1; i++) {
       const arm = i % 2 === 0 ? 'eager' : 'graph_pdl';
       for (let r = 0; r < WORLD && used < budget - 1; r++) {
         const step_ms = Array.from({ length: 8 }, (_, k) => 0.4 + ((i + k + r) % 11) / 100);
         await emit(`cpu:${r}`, r, {
-          v: 1, type: 'rep', id: `b${block}-${i}`, arm, workload: 'chain', backend: 'cpu', mode: 'graph', warmup: 2, steps: 8, step_ms, warmup_ms: [0.5, 0.5], settle_ms: 0.45,
-          launches_per_step: 64, dispatches_per_step: 1, collectives_per_step: 1, rank: r, world: WORLD, nodes: 64, hashes: [HASH, HASH], unsupported: [], t_start_ns: t, t_end_ns: t + 5e6, final: true,
+          v: 1,
+          type: 'rep',
+          id: `b${block}-${i}`,
+          arm,
+          workload: 'chain',
+          backend: 'cpu',
+          mode: 'graph',
+          warmup: 2,
+          steps: 8,
+          step_ms,
+          warmup_ms: [0.5, 0.5],
+          settle_ms: 0.45,
+          launches_per_step: 64,
+          dispatches_per_step: 1,
+          collectives_per_step: 1,
+          rank: r,
+          world: WORLD,
+          nodes: 64,
+          hashes: [HASH, HASH],
+          unsupported: [],
+          t_start_ns: t,
+          t_end_ns: t + 5e6,
+          final: true,
         });
-        for (let k = 0; k < 2 && used < budget - 1; k++) await emit(`cpu:${r}`, r, { v: 1, type: 'output', id: `b${block}-${i}`, stream: 'stdout', line: `step ${k} of request b${block}-${i}: ok, nothing to see here` });
+        for (let k = 0; k < 2 && used < budget - 1; k++)
+          await emit(`cpu:${r}`, r, {
+            v: 1,
+            type: 'output',
+            id: `b${block}-${i}`,
+            stream: 'stdout',
+            line: `step ${k} of request b${block}-${i}: ok, nothing to see here`,
+          });
       }
       t += 6e6;
     }

@@ -6,7 +6,7 @@
  * connections are cut so clients start clean), `refuse(true)` cuts every connection and resets
  * each new one at once (the server stopped: the client fails fast) until `refuse(false)`.
  */
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface TcpProxy {
   port: number;

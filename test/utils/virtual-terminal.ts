@@ -38,7 +38,10 @@ export class VirtualTerminal {
    * than the new width takes several. The cursor stays at the start of its (re-wrapped) row.
    */
   resize(columns: number): void {
-    const chunks = (r: string[]) => (r.length === 0 ? [[]] : Array.from({ length: Math.ceil(r.length / columns) }, (_, i) => r.slice(i * columns, (i + 1) * columns)));
+    const chunks = (r: string[]) =>
+      r.length === 0
+        ? [[]]
+        : Array.from({ length: Math.ceil(r.length / columns) }, (_, i) => r.slice(i * columns, (i + 1) * columns));
     const above = this.rows.slice(0, this.row).flatMap(chunks);
     const rest = this.rows.slice(this.row).flatMap(chunks);
     this.rows = [...above, ...rest];

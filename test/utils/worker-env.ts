@@ -3,12 +3,13 @@
  * redis-server, a client, a temporary directory (lock dir inside), and `spawn` for real worker
  * processes that are all SIGKILLed in `after` (cleanup even when a test fails half-way).
  */
-import { after, before } from 'node:test';
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import type { Redis } from 'ioredis';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { client } from './redis.ts';
 import { spawnWorker, type WorkerProcess, type WorkerSpawnOptions } from './worker-process.ts';
 

@@ -4,7 +4,7 @@
  * argv: it holds the password). Resolves once the worker logs "worker ready".
  */
 import './cluster-secret.ts';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait-for.ts';
 
@@ -43,18 +43,36 @@ export interface WorkerSpawnOptions {
 
 export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess> {
   const args = [
-    ORCH_BIN, 'worker', '--host', o.host, '--cards', o.cards ?? 'cpu:0', '--graphrt', o.graphrt ?? FIXTURE_RANK,
-    ...(o.lockDir === '' ? [] : ['--lock-dir', o.lockDir]), '--prefix', o.prefix, '--heartbeat-ms', String(o.heartbeatMs ?? 600),
+    ORCH_BIN,
+    'worker',
+    '--host',
+    o.host,
+    '--cards',
+    o.cards ?? 'cpu:0',
+    '--graphrt',
+    o.graphrt ?? FIXTURE_RANK,
+    ...(o.lockDir === '' ? [] : ['--lock-dir', o.lockDir]),
+    '--prefix',
+    o.prefix,
+    '--heartbeat-ms',
+    String(o.heartbeatMs ?? 600),
     ...(o.allowCommand === false ? [] : ['--allow-command']),
     ...(o.args ?? []),
   ];
   // PR_SET_PDEATHSIG where setpriv exists: a test process killed on timeout leaves no worker behind
-  const [file, argv] = HAS_SETPRIV ? ['setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...args]] : [process.execPath, args];
-  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_LOG: 'debug', REDIS_URL: o.redisUrl, ...o.env } });
+  const [file, argv] = HAS_SETPRIV
+    ? ['setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...args]]
+    : [process.execPath, args];
+  const child = spawn(file, argv, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ORCH_LOG: 'debug', REDIS_URL: o.redisUrl, ...o.env },
+  });
   let text = '';
   child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   void exited.then(() => process.removeListener('exit', killOnExit));
@@ -70,10 +88,14 @@ export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess>
     let done = false;
     void exited.then(() => (done = true));
     try {
-      await waitFor(`worker ${o.host} ready`, () => {
-        if (done) throw new Error(`worker ${o.host} exited before it was ready`);
-        return text.includes('"worker ready"');
-      }, { timeoutMs: o.readyTimeoutMs ?? 30_000 });
+      await waitFor(
+        `worker ${o.host} ready`,
+        () => {
+          if (done) throw new Error(`worker ${o.host} exited before it was ready`);
+          return text.includes('"worker ready"');
+        },
+        { timeoutMs: o.readyTimeoutMs ?? 30_000 },
+      );
     } catch (err) {
       w.kill();
       throw new Error(`${(err as Error).message}; its output:\n${text.slice(-3000)}`);

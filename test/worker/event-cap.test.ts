@@ -8,13 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
 import type { Redis } from 'ioredis';
-import { orchKeys } from '../../store/keys.ts';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
-import { EventStream, MAX_EVENT_BYTES } from '../../worker/event-stream.ts';
-import { readOutputBudget } from '../../store/event-budget.ts';
+import { pino } from 'pino';
 import type { RankLine } from '../../jobs/rank-line.ts';
+import { readOutputBudget } from '../../store/event-budget.ts';
+import { orchKeys } from '../../store/keys.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
+import { EventStream, MAX_EVENT_BYTES } from '../../worker/event-stream.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 
 let server: RedisServerProcess;
@@ -31,7 +31,11 @@ after(async () => {
 test('an oversized event is cut to MAX_EVENT_BYTES plus a note; a short one is kept whole', async () => {
   const keys = orchKeys(freshPrefix());
   await redis.hset(keys.exp('x'), 'state', 'running');
-  const stream = new EventStream(redis, { stream: keys.events('x'), exp: keys.exp('x'), budget: keys.eventBudget('x') }, pino({ level: 'silent' }));
+  const stream = new EventStream(
+    redis,
+    { stream: keys.events('x'), exp: keys.exp('x'), budget: keys.eventBudget('x') },
+    pino({ level: 'silent' }),
+  );
   const tags = { block: 0, attempt: 1, epoch: 1, host: 'h', card: 'cpu:0@h', rank: 0 };
   const big = `{"v":1,"type":"log","text":"${'é'.repeat(600_000)}"}`;
   stream.emit(tags, '{"v":1,"type":"ok"}');
@@ -41,7 +45,10 @@ test('an oversized event is cut to MAX_EVENT_BYTES plus a note; a short one is k
   const events = entries.map(([, flat]) => flat[flat.indexOf('event') + 1]!);
   assert.equal(events[0], '{"v":1,"type":"ok"}');
   assert.ok(Buffer.byteLength(events[1]!) < MAX_EVENT_BYTES + 200, `stored ${Buffer.byteLength(events[1]!)} bytes`);
-  assert.match(events[1]!, new RegExp(`… \\[orch: event cut: ${Buffer.byteLength(big)} bytes, the first \\d+ kept\\]$`));
+  assert.match(
+    events[1]!,
+    new RegExp(`… \\[orch: event cut: ${Buffer.byteLength(big)} bytes, the first \\d+ kept\\]$`),
+  );
   assert.ok(big.startsWith(events[1]!.slice(0, events[1]!.indexOf('…'))), 'the head is the event as printed');
 });
 
@@ -62,8 +69,12 @@ test('output past the rep bound is dropped and noted once before the answer; the
   const b = new EventStream(redis, streamKeys, pino({ level: 'silent' }), limits);
   const tags = (rank: number) => ({ block: 0, attempt: 1, epoch: 1, host: 'h', card: `cpu:${rank}@h`, rank });
   for (let rep = 0; rep < 3; rep++) {
-    for (const [s, rank] of [[a, 0], [b, 1]] as const) {
-      for (let i = 0; i < 40; i++) s.rankLine(tags(rank), output(`r${rep}`, `line ${i}`), JSON.stringify(output(`r${rep}`, `line ${i}`)));
+    for (const [s, rank] of [
+      [a, 0],
+      [b, 1],
+    ] as const) {
+      for (let i = 0; i < 40; i++)
+        s.rankLine(tags(rank), output(`r${rep}`, `line ${i}`), JSON.stringify(output(`r${rep}`, `line ${i}`)));
       s.rankLine(tags(rank), answer(`r${rep}`), JSON.stringify(answer(`r${rep}`)));
     }
     // let the script's answers come back, as between two reps
@@ -73,11 +84,24 @@ test('output past the rep bound is dropped and noted once before the answer; the
   const events = await storedEvents(redis, keys.events('x'));
   const stored = events.filter((e) => e.includes('"type":"output"'));
   assert.equal(stored.length, limits.experiment.lines, 'the experiment stores exactly its budget of output lines');
-  const repNotes = events.filter((e) => e.includes('"scope":"rep"')).map((e) => JSON.parse(e) as { dropped_lines: number; id: string });
+  const repNotes = events
+    .filter((e) => e.includes('"scope":"rep"'))
+    .map((e) => JSON.parse(e) as { dropped_lines: number; id: string });
   assert.equal(repNotes.length, 6, 'one rep note per rank and request');
-  assert.ok(repNotes.every((n) => n.dropped_lines === 35), JSON.stringify(repNotes));
-  assert.equal(events.filter((e) => e.includes('"scope":"experiment"')).length, 1, 'the experiment note is written once');
-  assert.equal(events.filter((e) => e.includes('"message":"answer"')).length, 6, 'every answer stored, past both bounds');
+  assert.ok(
+    repNotes.every((n) => n.dropped_lines === 35),
+    JSON.stringify(repNotes),
+  );
+  assert.equal(
+    events.filter((e) => e.includes('"scope":"experiment"')).length,
+    1,
+    'the experiment note is written once',
+  );
+  assert.equal(
+    events.filter((e) => e.includes('"message":"answer"')).length,
+    6,
+    'every answer stored, past both bounds',
+  );
   const budget = await readOutputBudget(redis, keys.prefix, 'x');
   assert.equal(budget.lines, limits.experiment.lines);
   assert.equal(budget.dropped_lines, 6 * 40 - limits.experiment.lines, 'every line not stored is counted');

@@ -3,10 +3,11 @@
  * Scheduler, whose fixture ranks record their start and end: no two intervals on one card
  * overlap, every block ran (and committed) exactly once, at its first attempt.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { abSpec, startScheduler, submitYaml, waitEnded } from '../orchestrator/in-process-scheduler.ts';
@@ -36,13 +37,24 @@ describe('two workers, four cards, 40 blocks', () => {
     const states = await new ExperimentStore(env.redis, prefix).blocks(id);
     const failedAttempts = states.flatMap((b) => b.attempts).filter((a) => a.outcome !== 'committed');
     assert.deepEqual(failedAttempts, [], 'no attempt failed or was lost');
-    assert.deepEqual(states.map((b) => [b.block, b.attempts.length]), blocks.map((b) => [b, 1]), 'one attempt per block');
+    assert.deepEqual(
+      states.map((b) => [b.block, b.attempts.length]),
+      blocks.map((b) => [b, 1]),
+      'one attempt per block',
+    );
     const commits = await new ResultStore(env.redis, { prefix }).commits(id);
     assert.equal(Object.keys(commits).length, 40);
-    assert.equal(Object.keys(await new ResultStore(env.redis, { prefix }).results(id)).length, 160, 'every planned rep (2 arms × 2 reps × 40 blocks) measured');
+    assert.equal(
+      Object.keys(await new ResultStore(env.redis, { prefix }).results(id)).length,
+      160,
+      'every planned rep (2 arms × 2 reps × 40 blocks) measured',
+    );
 
     type Ev = { ev: 'start' | 'end'; card: string; pid: number; t: number };
-    const evs = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);
+    const evs = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Ev);
     const byPid = new Map<number, { card: string; start?: number; end?: number }>();
     for (const e of evs) {
       const r = byPid.get(e.pid) ?? { card: e.card };
@@ -65,6 +77,8 @@ describe('two workers, four cards, 40 blocks', () => {
         minGap = Math.min(minGap, gap);
       }
     }
-    console.log(`# 40 blocks on 4 cards in ${wall} ms; per card ${[...perCard.values()].map((v) => v.length).join('/')} blocks; smallest gap between ranks on one card ${minGap} ms`);
+    console.log(
+      `# 40 blocks on 4 cards in ${wall} ms; per card ${[...perCard.values()].map((v) => v.length).join('/')} blocks; smallest gap between ranks on one card ${minGap} ms`,
+    );
   });
 });

@@ -3,15 +3,16 @@
  * cards) and, for cuda cards, nvidia-smi's compute apps of the card's UUID (a stand-in nvidia-smi
  * prints the rows here, as there is no GPU); the block's own ranks are never foreign.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { HostForeignProcessProbe } from '../../worker/foreign-processes.ts';
 import { listGpus } from '../../worker/discover-cards.ts';
+import { HostForeignProcessProbe } from '../../worker/foreign-processes.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
 const FAKE_SMI = fileURLToPath(new URL('../fixtures/nvidia-smi', import.meta.url));
@@ -24,7 +25,9 @@ describe('foreign-process probe', () => {
     process.env.FAKE_SMI_GPUS = '0, GPU-aaaa, NVIDIA H200\\n1, GPU-bbbb, NVIDIA H200\\n';
     try {
       const probe = new HostForeignProcessProbe(FAKE_SMI);
-      assert.deepEqual(await probe.list(gpu, '/nonexistent.lock', new Set([777])), [{ pid: 4242, name: 'python train.py', via: 'nvidia-smi' }]);
+      assert.deepEqual(await probe.list(gpu, '/nonexistent.lock', new Set([777])), [
+        { pid: 4242, name: 'python train.py', via: 'nvidia-smi' },
+      ]);
       assert.deepEqual(await listGpus(FAKE_SMI), [
         { index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA H200' },
         { index: 1, uuid: 'GPU-bbbb', name: 'NVIDIA H200' },
@@ -42,12 +45,23 @@ describe('foreign-process probe', () => {
     const ours = new Set([process.pid]);
     try {
       process.env.FAKE_SMI_APPS = `${alien(1)}\\n`;
-      assert.deepEqual(await probe.list(gpu, '/nonexistent.lock', ours), [], 'one process for one rank: ours, under the host pid');
-      assert.equal((await probe.list(gpu, '/nonexistent.lock', new Set())).length, 1, 'before the ranks start, any process is foreign');
+      assert.deepEqual(
+        await probe.list(gpu, '/nonexistent.lock', ours),
+        [],
+        'one process for one rank: ours, under the host pid',
+      );
+      assert.equal(
+        (await probe.list(gpu, '/nonexistent.lock', new Set())).length,
+        1,
+        'before the ranks start, any process is foreign',
+      );
       process.env.FAKE_SMI_APPS = `${alien(1)}\\n${alien(2)}\\n`;
       const two = await probe.list(gpu, '/nonexistent.lock', ours);
       assert.equal(two.length, 2);
-      assert.match(two[0]!.name, /^python rank\.py; 2 processes on the card for 1 rank; nvidia-smi's pids are of another PID namespace \(a container\), so compared by count$/);
+      assert.match(
+        two[0]!.name,
+        /^python rank\.py; 2 processes on the card for 1 rank; nvidia-smi's pids are of another PID namespace \(a container\), so compared by count$/,
+      );
     } finally {
       delete process.env.FAKE_SMI_APPS;
     }
@@ -58,9 +72,13 @@ describe('foreign-process probe', () => {
     const lock = join(dir, 'cpu_0@h.lock');
     const h = spawn('flock', ['-n', lock, 'sleep', '30'], { stdio: 'ignore', detached: true });
     try {
-      await waitFor('the lock to be held', () => spawnSync('flock', ['-n', lock, 'true']).status === 1, { timeoutMs: 5000 });
+      await waitFor('the lock to be held', () => spawnSync('flock', ['-n', lock, 'true']).status === 1, {
+        timeoutMs: 5000,
+      });
       const probe = new HostForeignProcessProbe(FAKE_SMI);
-      assert.deepEqual(await probe.list(cpu, lock, new Set()), [{ pid: h.pid, name: `flock -n ${lock} sleep 30`, via: 'card-lock' }]);
+      assert.deepEqual(await probe.list(cpu, lock, new Set()), [
+        { pid: h.pid, name: `flock -n ${lock} sleep 30`, via: 'card-lock' },
+      ]);
       assert.deepEqual(await probe.list(cpu, lock, new Set([h.pid as number])), []);
       assert.deepEqual(await probe.list(cpu, join(dir, 'free.lock'), new Set()), []);
     } finally {

@@ -37,7 +37,10 @@ describe('the rendezvous port of a command gang', () => {
     const held = await listen();
     const taken = (held.address() as { port: number }).port;
     try {
-      await assert.rejects(pickFreePort({ candidates: () => taken, tries: 3 }), (e: Error & { code?: string }) => e.code === 'GANG_NO_PORT' && e.message.includes(String(taken)));
+      await assert.rejects(
+        pickFreePort({ candidates: () => taken, tries: 3 }),
+        (e: Error & { code?: string }) => e.code === 'GANG_NO_PORT' && e.message.includes(String(taken)),
+      );
     } finally {
       await new Promise((r) => held.close(r));
     }

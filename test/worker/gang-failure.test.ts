@@ -4,10 +4,11 @@
  * UnrecoverableError for a deterministic exit code and a plain error for a signal; every planned
  * rep is reported failed with that reason and the leases are free.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
@@ -24,7 +25,9 @@ describe('a rank of a gang fails', () => {
     const log = join(env.dir, `${host}.jsonl`);
     // request 1 is the identity gate of arm B; rank 1's 3rd request is the 2nd rep
     const _w = await env.spawn({
-      prefix, host, cards: 'cpu:0,cpu:1',
+      prefix,
+      host,
+      cards: 'cpu:0,cpu:1',
       env: { FIXTURE_LOG: log, FIXTURE_FAIL: fail, FIXTURE_REP_MS: '150' },
     });
     const leases = new LeaseStore(env.redis, { prefix });
@@ -36,7 +39,10 @@ describe('a rank of a gang fails', () => {
     await dispatcher.dispatch(job);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 30_000 });
     await dispatcher.close();
-    const ranks = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ev: string; rank: number; pid: number; t: number });
+    const ranks = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { ev: string; rank: number; pid: number; t: number });
     const pids = rankPids(await readEvents(env.redis, prefix, 'g'), 1);
     return { end, ranks, pids, leases, results: new ResultStore(env.redis, { prefix }), cards, job };
   }
@@ -45,12 +51,21 @@ describe('a rank of a gang fails', () => {
     const { end, ranks, pids, leases, results, cards } = await runGang('f1', '1:3:3');
     const pid1 = ranks.find((r) => r.ev === 'start' && r.rank === 1)?.pid;
     assert.deepEqual(end, {
-      state: 'failed', jobId: 'g.b0-a1-f1', unrecoverable: true,
+      state: 'failed',
+      jobId: 'g.b0-a1-f1',
+      unrecoverable: true,
       reason: `rank 1 on card cpu:1@f1 (pid ${pid1}) exited with code 3, signal none; last error: INTERNAL: fixture rank 1 failing at request 3`,
     });
     assert.equal(pids.length, 2);
-    assert.ok(pids.every((p) => !isAlive(p)), 'both ranks are gone');
-    assert.deepEqual(ranks.filter((r) => r.rank === 0).map((r) => r.ev), ['start'], 'rank 0 was killed (it never reached its orderly end)');
+    assert.ok(
+      pids.every((p) => !isAlive(p)),
+      'both ranks are gone',
+    );
+    assert.deepEqual(
+      ranks.filter((r) => r.rank === 0).map((r) => r.ev),
+      ['start'],
+      'rank 0 was killed (it never reached its orderly end)',
+    );
     assert.deepEqual(await leases.held(cards), []);
     const failed = await results.failed('g');
     assert.deepEqual(Object.keys(failed).sort(), ['0/A/0', '0/A/1', '0/B/0', '0/B/1']);
@@ -62,7 +77,9 @@ describe('a rank of a gang fails', () => {
     const { end, ranks } = await runGang('f2', '0:2:SIGSEGV');
     const pid0 = ranks.find((r) => r.ev === 'start' && r.rank === 0)?.pid;
     assert.deepEqual(end, {
-      state: 'failed', jobId: 'g.b0-a1-f2', unrecoverable: false,
+      state: 'failed',
+      jobId: 'g.b0-a1-f2',
+      unrecoverable: false,
       reason: `rank 0 on card cpu:0@f2 (pid ${pid0}) was killed by SIGSEGV; last error: INTERNAL: fixture rank 0 failing at request 2`,
     });
   });

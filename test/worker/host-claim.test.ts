@@ -30,18 +30,37 @@ describe('one worker per host name', { timeout: 120_000 }, () => {
     rmSync(dir, { recursive: true, force: true });
   });
   const worker = async (prefix: string, lock: string, noWait = false, heartbeatMs = HEARTBEAT_MS) => {
-    const w = await spawnWorker({ redisUrl: r.server.url, host: 'h1', prefix, lockDir: join(dir, lock), heartbeatMs, noWait });
+    const w = await spawnWorker({
+      redisUrl: r.server.url,
+      host: 'h1',
+      prefix,
+      lockDir: join(dir, lock),
+      heartbeatMs,
+      noWait,
+    });
     workers.push(w);
     return w;
   };
 
-  test('a second worker with the same --host is refused with the holder\'s pid and machine; a clean stop frees the name', async () => {
+  test("a second worker with the same --host is refused with the holder's pid and machine; a clean stop frees the name", async () => {
     const prefix = freshPrefix();
     const first = await worker(prefix, 'a');
     const second = await worker(prefix, 'b', true);
-    const refused = await Promise.race([second.exited, new Promise<'running'>((res) => setTimeout(() => res('running'), 15_000))]);
-    assert.deepEqual(refused, { code: 2, signal: null }, `the second worker of h1: ${JSON.stringify(refused)}\n${second.log().slice(-2000)}`);
-    assert.match(second.log(), new RegExp(`host name "h1" is already served by the worker pid ${first.child.pid} on ${hostname().replace(/\./g, '\\.')} \\(started \\d{4}-`));
+    const refused = await Promise.race([
+      second.exited,
+      new Promise<'running'>((res) => setTimeout(() => res('running'), 15_000)),
+    ]);
+    assert.deepEqual(
+      refused,
+      { code: 2, signal: null },
+      `the second worker of h1: ${JSON.stringify(refused)}\n${second.log().slice(-2000)}`,
+    );
+    assert.match(
+      second.log(),
+      new RegExp(
+        `host name "h1" is already served by the worker pid ${first.child.pid} on ${hostname().replace(/\./g, '\\.')} \\(started \\d{4}-`,
+      ),
+    );
     assert.match(second.log(), /hint: stop that worker .* or give this one another --host/);
     assert.doesNotMatch(second.log(), /"worker ready"/);
     // the first still holds its host: its registration is its own
@@ -61,13 +80,26 @@ describe('one worker per host name', { timeout: 120_000 }, () => {
     const first = await worker(prefix, 'd', false, hb);
     // the heartbeat renews it: still held past one TTL
     await new Promise((res) => setTimeout(res, 2 * hb + 500));
-    assert.equal(await r.redis.hget(orchKeys(prefix).hostClaim('h1'), 'pid'), String(first.child.pid), 'renewed by the heartbeat');
+    assert.equal(
+      await r.redis.hget(orchKeys(prefix).hostClaim('h1'), 'pid'),
+      String(first.child.pid),
+      'renewed by the heartbeat',
+    );
     first.kill();
     await first.exited;
     const next = await worker(prefix, 'e', true, hb);
-    const taken = await waitFor('the replacement to take the name', async () => (await r.redis.hget(orchKeys(prefix).hostClaim('h1'), 'pid')) === String(next.child.pid), { timeoutMs: 15_000 });
+    const taken = await waitFor(
+      'the replacement to take the name',
+      async () => (await r.redis.hget(orchKeys(prefix).hostClaim('h1'), 'pid')) === String(next.child.pid),
+      { timeoutMs: 15_000 },
+    );
     assert.ok(taken);
-    assert.match(next.log(), new RegExp(`the worker that held it \\(pid ${first.child.pid}\\) is gone without releasing it; waiting up to ${2 * hb} ms`));
+    assert.match(
+      next.log(),
+      new RegExp(
+        `the worker that held it \\(pid ${first.child.pid}\\) is gone without releasing it; waiting up to ${2 * hb} ms`,
+      ),
+    );
     await waitFor('the replacement ready', () => next.log().includes('"worker ready"'), { timeoutMs: 15_000 });
   });
 });

@@ -3,10 +3,11 @@
  * flock (whatever Redis says); a foreign process on a card fails the block naming it
  * (foreign_process: fail) — before the block, and after a rep — or makes it wait (wait).
  */
-import { after, before, describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
@@ -55,7 +56,17 @@ describe('host guard', () => {
     const cards = ['cpu:0@g1'];
     const g = await leases.acquireGang({ cards, owner: 'g1', ttlMs: 5000, experiment: 'h', block });
     assert.ok(g.granted);
-    const job = blockJob({ experiment: 'h', block: block++, attempt: 1, epoch: g.epoch, host: 'g1', cards, foreign_process: foreign, sequence, gates: { identity: null, aa: false } });
+    const job = blockJob({
+      experiment: 'h',
+      block: block++,
+      attempt: 1,
+      epoch: g.epoch,
+      host: 'g1',
+      cards,
+      foreign_process: foreign,
+      sequence,
+      gates: { identity: null, aa: false },
+    });
     await dispatcher.dispatch(job);
     return job;
   }
@@ -69,11 +80,22 @@ describe('host guard', () => {
 
   test('a second process on a leased card is refused by the flock', async () => {
     const job = await start('fail');
-    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 120_000);
+    await waitForEvents(
+      env.redis,
+      prefix,
+      'h',
+      'a rep',
+      (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'),
+      120_000,
+    );
     // under CI the build is expected: a missing graphrt fails here rather than narrowing the check
     const withGraphrt = existsSync(GRAPHRT) || Boolean(process.env.CI);
     for (const bin of [FIXTURE_RANK, ...(withGraphrt ? [GRAPHRT] : [])]) {
-      const r = spawnSync(bin, ['serve', '--backend', 'cpu', '--card-lock', lock()], { encoding: 'utf8', input: '', timeout: 10_000 });
+      const r = spawnSync(bin, ['serve', '--backend', 'cpu', '--card-lock', lock()], {
+        encoding: 'utf8',
+        input: '',
+        timeout: 10_000,
+      });
       assert.equal(r.status, 4, `${bin} exits 4 (CARD_BUSY): ${r.stdout}${r.stderr}`);
       const last = JSON.parse(r.stdout.trim().split('\n').pop() as string) as { type: string; code: string };
       assert.equal(last.type, 'error');
@@ -85,12 +107,16 @@ describe('host guard', () => {
 
   test('a process holding the card before the block: the block fails naming it', async () => {
     const h = holder(false);
-    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 60_000 });
+    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, {
+      timeoutMs: 60_000,
+    });
     const job = await start('fail');
     const end = await dispatcher.waitEnd(job, { timeoutMs: 120_000 });
     killGroup(h);
     assert.deepEqual(end, {
-      state: 'failed', jobId: `h.b${job.block}-a1-g1`, unrecoverable: false,
+      state: 'failed',
+      jobId: `h.b${job.block}-a1-g1`,
+      unrecoverable: false,
       reason: `card cpu:0@g1 is used by a process that is not this block's: pid ${h.pid} (flock -n ${lock()} sleep 60, seen by card-lock)`,
     });
     const evs = await readEvents(env.redis, prefix, 'h');
@@ -99,21 +125,42 @@ describe('host guard', () => {
 
   test('a process queueing for the card during the block: fails after the rep in flight', async () => {
     const job = await start('fail', ['A', 'B', 'B', 'A', 'A', 'B']);
-    await waitForEvents(env.redis, prefix, 'h', 'a rep', (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'), 120_000);
+    await waitForEvents(
+      env.redis,
+      prefix,
+      'h',
+      'a rep',
+      (e) => e.some((x) => x.block === job.block && x.event.type === 'rep'),
+      120_000,
+    );
     const h = holder(true);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 120_000 });
     killGroup(h);
     assert.equal(end.state, 'failed');
-    assert.equal(end.state === 'failed' && end.reason, `card cpu:0@g1 is used by a process that is not this block's: pid ${h.pid} (flock ${lock()} sleep 60, seen by card-lock)`);
-    const reps = (await readEvents(env.redis, prefix, 'h')).filter((e) => e.block === job.block && e.event.type === 'rep');
+    assert.equal(
+      end.state === 'failed' && end.reason,
+      `card cpu:0@g1 is used by a process that is not this block's: pid ${h.pid} (flock ${lock()} sleep 60, seen by card-lock)`,
+    );
+    const reps = (await readEvents(env.redis, prefix, 'h')).filter(
+      (e) => e.block === job.block && e.event.type === 'rep',
+    );
     assert.ok(reps.length >= 1 && reps.length < 6, `stopped after a rep (${reps.length} of 6 ran)`);
   });
 
   test('foreign_process: wait — the block waits for the holder to go, then runs', async () => {
     const h = holder(false);
-    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, { timeoutMs: 60_000 });
+    await waitFor('the holder to take the lock', () => spawnSync('flock', ['-n', lock(), 'true']).status === 1, {
+      timeoutMs: 60_000,
+    });
     const job = await start('wait', ['A', 'B']);
-    await waitForEvents(env.redis, prefix, 'h', 'foreign-wait', (e) => e.some((x) => x.block === job.block && x.event.event === 'foreign-wait'), 120_000);
+    await waitForEvents(
+      env.redis,
+      prefix,
+      'h',
+      'foreign-wait',
+      (e) => e.some((x) => x.block === job.block && x.event.event === 'foreign-wait'),
+      120_000,
+    );
     killGroup(h);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 120_000 });
     assert.equal(end.state, 'completed', JSON.stringify(end));

@@ -8,11 +8,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
@@ -27,22 +27,52 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PROGRAM = join(ROOT, 'test/fixtures/ranks/host-phase-rank.py');
 const PYTHON = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).stdout.trim();
 // a cuda card by its uuid: the host phase must hide it until `open` (the program itself runs on the cpu)
-const card: Card = { id: 'cuda:0@hp', host: 'hp', backend: 'cuda', index: 0, uuid: 'GPU-00000000-0000-0000-0000-00000000beef', name: 'fixture' };
+const card: Card = {
+  id: 'cuda:0@hp',
+  host: 'hp',
+  backend: 'cuda',
+  index: 0,
+  uuid: 'GPU-00000000-0000-0000-0000-00000000beef',
+  name: 'fixture',
+};
 
 const dir = mkdtempSync(join(tmpdir(), 'orch-host-phase-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const LOCK = join(dir, 'card.lock');
 writeFileSync(LOCK, '');
 
-function job(experiment: string, block: number, log: string, env: Record<string, string> = {}, blocksAfter?: number): BlockJob {
+function job(
+  experiment: string,
+  block: number,
+  log: string,
+  env: Record<string, string> = {},
+  blocksAfter?: number,
+): BlockJob {
   const workload = CommandWorkloadSchema.parse({
     runtime: 'command',
-    run: { cmd: `${PYTHON} ${PROGRAM}`, mode: 'resident', env: { PYTHONPATH: join(ROOT, 'ranklib/python'), PYTHONDONTWRITEBYTECODE: '1', HOST_PHASE_LOG: log, ...env }, timeout_s: 60 },
-    toggles: { GRAPH: 'request' }, warmup: 1, steps: 2,
+    run: {
+      cmd: `${PYTHON} ${PROGRAM}`,
+      mode: 'resident',
+      env: { PYTHONPATH: join(ROOT, 'ranklib/python'), PYTHONDONTWRITEBYTECODE: '1', HOST_PHASE_LOG: log, ...env },
+      timeout_s: 60,
+    },
+    toggles: { GRAPH: 'request' },
+    warmup: 1,
+    steps: 2,
   });
   return blockJob({
-    experiment, block, attempt: 1, epoch: 1, host: 'hp', cards: [card.id], workload, warmup: 1, steps: 2,
-    arms: [{ name: 'eager', toggles: { GRAPH: false } }], sequence: ['eager'], gates: { identity: null, aa: false },
+    experiment,
+    block,
+    attempt: 1,
+    epoch: 1,
+    host: 'hp',
+    cards: [card.id],
+    workload,
+    warmup: 1,
+    steps: 2,
+    arms: [{ name: 'eager', toggles: { GRAPH: false } }],
+    sequence: ['eager'],
+    gates: { identity: null, aa: false },
     ...(blocksAfter === undefined ? {} : { blocks_after: blocksAfter }),
   });
 }
@@ -50,7 +80,15 @@ function job(experiment: string, block: number, log: string, env: Record<string,
 const hellos: CommandHello[] = [];
 function rank(j: BlockJob, slots: PreparedSlots): ResidentCommandRank {
   return new ResidentCommandRank(
-    { job: j, rank: 0, world: 1, card, lockPath: LOCK, log: pino({ level: 'silent' }), onLine: (l) => void (l.type === 'hello' && 'program' in l && hellos.push(l as CommandHello)) },
+    {
+      job: j,
+      rank: 0,
+      world: 1,
+      card,
+      lockPath: LOCK,
+      log: pino({ level: 'silent' }),
+      onLine: (l) => void (l.type === 'hello' && 'program' in l && hellos.push(l as CommandHello)),
+    },
     j.workload as Extract<BlockJob['workload'], { runtime: 'command' }>,
     { buildRoot: join(dir, 'builds'), minFreeDiskGb: 0, slots },
     () => Promise.reject(new Error('no build here')),
@@ -58,7 +96,11 @@ function rank(j: BlockJob, slots: PreparedSlots): ResidentCommandRank {
 }
 
 type Seen = { phase: string; pid: number; devices: string | null; host_phase: string | null };
-const seen = (log: string): Seen[] => readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Seen);
+const seen = (log: string): Seen[] =>
+  readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Seen);
 
 /** The variable in the process's own environment as it was started (/proc/PID/environ). */
 function environOf(pid: number): Map<string, string> {
@@ -105,16 +147,30 @@ describe('the host phase: a rank started before its lease', () => {
     assert.ok(prepared.prepare_ms >= 0);
     assert.equal(next.proto.state, 'preparing');
     const pid = next.proto.pids()[0]!;
-    const group = spawnSync('pgrep', ['-g', String(pid)], { encoding: 'utf8' }).stdout.trim().split('\n').map(Number);
+    const group = spawnSync('pgrep', ['-g', String(pid)], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')
+      .map(Number);
     for (const p of group) {
       const env = environOf(p);
       assert.equal(env.get('CUDA_VISIBLE_DEVICES'), '', `process ${p} of the prepared rank sees no device`);
       assert.equal(env.get('ORCH_HOST_PHASE'), '1');
-      assert.equal(env.get('TORCHINDUCTOR_CACHE_DIR'), join(dir, 'rank-caches', 'checkout', 'inductor'), 'the compiler caches outlive the block');
+      assert.equal(
+        env.get('TORCHINDUCTOR_CACHE_DIR'),
+        join(dir, 'rank-caches', 'checkout', 'inductor'),
+        'the compiler caches outlive the block',
+      );
     }
     assert.equal(holdsLockFile(group), false, 'no process of the prepared rank holds the card lock file');
     const program = seen(log).filter((s) => s.phase === 'prepare');
-    assert.deepEqual(program.map((s) => [s.devices, s.host_phase]), [[card.uuid, null], ['', '1']], 'prepare() of the first rank saw the card; of the next one, nothing');
+    assert.deepEqual(
+      program.map((s) => [s.devices, s.host_phase]),
+      [
+        [card.uuid, null],
+        ['', '1'],
+      ],
+      'prepare() of the first rank saw the card; of the next one, nothing',
+    );
     // the first rank's sequence goes on meanwhile
     const line = await first.request({ id: 'b0-r0', op: 'rep', arm: armOf(first['s'].job, 'eager') }, 30_000);
     assert.equal(line.type, 'rep');
@@ -123,12 +179,22 @@ describe('the host phase: a rank started before its lease', () => {
     const second = rank(job('hp', 1, log), slots);
     await second.ready;
     assert.deepEqual(second.startedHow, { hostPhase: true, prepare_ms: prepared.prepare_ms });
-    assert.deepEqual(hellos.at(-1)?.started, { host_phase: true, caches: 'cold' }, 'the hello says how the rank started');
+    assert.deepEqual(
+      hellos.at(-1)?.started,
+      { host_phase: true, caches: 'cold' },
+      'the hello says how the rank started',
+    );
     assert.equal(second.pids()[0], pid, 'the prepared process itself serves block 1');
     assert.ok(lockHeld(), 'the worker took the card lock for the adopted process');
     assert.equal(slots.keyOf(card.id), null, 'the slot is empty once adopted');
-    const setup = seen(log).filter((s) => s.phase === 'setup').at(-1)!;
-    assert.deepEqual([setup.pid, setup.devices], [program[1]!.pid, card.uuid], 'the prepared program ran setup() after open, with the card visible');
+    const setup = seen(log)
+      .filter((s) => s.phase === 'setup')
+      .at(-1)!;
+    assert.deepEqual(
+      [setup.pid, setup.devices],
+      [program[1]!.pid, card.uuid],
+      'the prepared program ran setup() after open, with the card visible',
+    );
     const rep = await second.request({ id: 'b1-r0', op: 'rep', arm: armOf(second['s'].job, 'eager') }, 30_000);
     assert.equal(rep.type, 'rep');
     await second.close(5_000);
@@ -173,7 +239,7 @@ describe('the host phase: a rank started before its lease', () => {
     const log = join(dir, 'auto.log');
     const first = rank(job('hp-auto', 0, log, {}, 1), slots);
     await first.ready;
-    assert.notEqual(slots.keyOf(card.id), null, 'block 0 of 2: the next block\'s process is in the slot');
+    assert.notEqual(slots.keyOf(card.id), null, "block 0 of 2: the next block's process is in the slot");
     await first.close(5_000);
     const last = rank(job('hp-auto', 1, log), slots);
     await last.ready;

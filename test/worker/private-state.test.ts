@@ -5,11 +5,21 @@
  * refused rather than followed. Results are written 0700/0600.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { FIXTURE_RANK, runOrch } from '../orchestrator/orch-cluster.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
@@ -55,11 +65,16 @@ describe('private state directories', { timeout: 180_000 }, () => {
     chmodSync(shared, 0o1777);
     const w = await spawn({ host: 'p2', lockDir: shared, noWait: true });
     assert.deepEqual(await w.exited, { code: 2, signal: null });
-    assert.ok(w.log().includes(`orch: the card lock directory ${shared} is writable by group or others (mode 777)`), w.log());
+    assert.ok(
+      w.log().includes(`orch: the card lock directory ${shared} is writable by group or others (mode 777)`),
+      w.log(),
+    );
     assert.ok(w.log().includes(`chmod 700 ${shared}`));
   });
 
-  test('a lock directory owned by another user is refused', { skip: process.getuid?.() !== 0 && 'needs root to chown' }, async () => {
+  test('a lock directory owned by another user is refused', {
+    skip: process.getuid?.() !== 0 && 'needs root to chown',
+  }, async () => {
     const theirs = join(dir, 'theirs');
     mkdirSync(theirs, { mode: 0o700 });
     chownSync(theirs, 65534, 65534);
@@ -81,9 +96,17 @@ describe('private state directories', { timeout: 180_000 }, () => {
 
   test('results are written 0700 (directory) and 0600 (files)', async () => {
     const results = join(dir, 'results');
-    const r = await runOrch(['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', results], {
-      REDIS_URL: '', ORCH_PREFIX: '', ORCH_LOG: 'warn', ORCH_GRAPHRT: FIXTURE_RANK, ORCH_CPU_CARDS: '2',
-    }, 120_000);
+    const r = await runOrch(
+      ['submit', 'test/fixtures/specs/tiny-ab.yaml', '--results', results],
+      {
+        REDIS_URL: '',
+        ORCH_PREFIX: '',
+        ORCH_LOG: 'warn',
+        ORCH_GRAPHRT: FIXTURE_RANK,
+        ORCH_CPU_CARDS: '2',
+      },
+      120_000,
+    );
     // the submit exits with the verdict's code: two arms of the same fixture are inconclusive (3)
     assert.ok([0, 3, 4].includes(r.code ?? -1), `exit ${r.code}: ${r.stderr}`);
     const [id] = readdirSync(results);

@@ -8,19 +8,19 @@
  * RANK_EXITED (a deterministic exit code) or RANK_DIED (a signal).
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { Card } from '../../jobs/card.ts';
 import { kindOf } from '../../jobs/error-codes.ts';
 import type { GraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { GraphrtRunner, graphrtLines } from '../../worker/graphrt-runner.ts';
 import { RankProtocol, RankTimeoutError } from '../../worker/rank-protocol.ts';
-import { armOf, RankExitError, RankProtocolError, type RankOp } from '../../worker/rank-runner.ts';
+import { armOf, RankExitError, type RankOp, RankProtocolError } from '../../worker/rank-runner.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { FIXTURE_RANK } from '../utils/worker-process.ts';
 
@@ -30,10 +30,24 @@ const job = blockJob({ experiment: 'rp', block: 0, attempt: 1, epoch: 1, host: '
 const rep = (i: number, arm = 'A'): RankOp => ({ id: `r${i}`, op: 'rep', arm: armOf(job, arm) });
 
 /** The fixture rank as its own process group, misbehaving as `env` asks; every line it reports kept. */
-function start(env: Record<string, string>): { p: RankProtocol<GraphrtLine>; lines: GraphrtLine[]; child: ChildProcessWithoutNullStreams } {
-  const child = spawn(process.execPath, [RANK, '--rank', '0'], { detached: true, stdio: 'pipe', env: { PATH: process.env.PATH ?? '', ...env } });
+function start(env: Record<string, string>): {
+  p: RankProtocol<GraphrtLine>;
+  lines: GraphrtLine[];
+  child: ChildProcessWithoutNullStreams;
+} {
+  const child = spawn(process.execPath, [RANK, '--rank', '0'], {
+    detached: true,
+    stdio: 'pipe',
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
   const lines: GraphrtLine[] = [];
-  const p = new RankProtocol(child, graphrtLines(job), { rank: 0, card, log: pino({ level: 'silent' }), onLine: (l) => lines.push(l), program: 'rank.mjs' });
+  const p = new RankProtocol(child, graphrtLines(job), {
+    rank: 0,
+    card,
+    log: pino({ level: 'silent' }),
+    onLine: (l) => lines.push(l),
+    program: 'rank.mjs',
+  });
   return { p, lines, child };
 }
 
@@ -44,7 +58,10 @@ describe('RankProtocol with a fixture rank', () => {
     assert.equal(p.state, 'serving');
     const first = await p.request(rep(0), 10_000);
     assert.deepEqual([first.type, first.id], ['rep', 'r0']);
-    const err = await p.request(rep(1, 'B'), 10_000).then(() => null, (e: unknown) => e);
+    const err = await p.request(rep(1, 'B'), 10_000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof RankProtocolError, String(err));
     assert.equal(err.code, 'RANK_PROTOCOL');
     assert.match(err.message, /broke the protocol: a "rep" line of id r0, arm A with request r1 \(arm B\) in flight: /);
@@ -52,7 +69,10 @@ describe('RankProtocol with a fixture rank', () => {
     assert.equal(p.state, 'exited');
     assert.equal(exit.signal, 'SIGKILL', 'the worker killed it');
     assert.match(exit.fault ?? '', /id r0, arm A with request r1/);
-    const after = await p.request(rep(2), 10_000).then(() => null, (e: unknown) => e);
+    const after = await p.request(rep(2), 10_000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(after instanceof RankExitError && after.code === 'RANK_PROTOCOL', 'a faulted rank answers nothing more');
   });
 
@@ -60,8 +80,14 @@ describe('RankProtocol with a fixture rank', () => {
     const { p } = start({ FIXTURE_HANG: '0:1' });
     try {
       await p.ready;
-      const first = p.request(rep(0), 100).then(() => null, (e: unknown) => e);
-      const behind = p.request(rep(1), 30_000).then(() => null, (e: unknown) => e);
+      const first = p.request(rep(0), 100).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      const behind = p.request(rep(1), 30_000).then(
+        () => null,
+        (e: unknown) => e,
+      );
       const [a, b] = await Promise.all([first, behind]);
       for (const e of [a, b]) {
         assert.ok(e instanceof RankTimeoutError, String(e));
@@ -69,7 +95,10 @@ describe('RankProtocol with a fixture rank', () => {
         assert.equal(kindOf(e), 'transient');
       }
       assert.equal((a as Error).message, 'rank 0 on card cpu:0@rp did not answer rep r0 (arm A) within 100 ms');
-      assert.equal((b as Error).message, 'rank 0 on card cpu:0@rp: rep r1 not answered: r0, written before it, timed out');
+      assert.equal(
+        (b as Error).message,
+        'rank 0 on card cpu:0@rp: rep r1 not answered: r0, written before it, timed out',
+      );
     } finally {
       p.kill();
       await p.exited;
@@ -79,14 +108,24 @@ describe('RankProtocol with a fixture rank', () => {
   test('an error line and its exit: the exit code picks RANK_EXITED, the line is the last error', async () => {
     const { p, lines } = start({ FIXTURE_FAIL: '0:1:1' });
     await p.ready;
-    const err = await p.request(rep(0), 10_000).then(() => null, (e: unknown) => e);
+    const err = await p.request(rep(0), 10_000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof RankExitError, String(err));
     assert.equal(err.code, 'RANK_EXITED');
     assert.equal(kindOf(err), 'deterministic');
     assert.equal(err.exit.code, 1);
     assert.equal(err.exit.lastError, 'INTERNAL: fixture rank 0 failing at request 1');
-    assert.match(err.message, /exited with code 1, signal none; last error: INTERNAL: fixture rank 0 failing at request 1$/);
-    assert.deepEqual(lines.map((l) => l.type), ['hello', 'error'], 'the error line reached the stream');
+    assert.match(
+      err.message,
+      /exited with code 1, signal none; last error: INTERNAL: fixture rank 0 failing at request 1$/,
+    );
+    assert.deepEqual(
+      lines.map((l) => l.type),
+      ['hello', 'error'],
+      'the error line reached the stream',
+    );
   });
 
   test('an error line without an exit answers its request with the line and its code; serving goes on', async () => {
@@ -96,11 +135,24 @@ describe('RankProtocol with a fixture rank', () => {
       out({ type: 'hello', backend: 'cpu', device: 'e', sm: null, sms: 1, driver: 'e', features: { graph: true, pdl: false, overlap: false, collectives: false }, version: 'e', pid: process.pid, world: 1, rank: 0, final: true });
       require('node:readline').createInterface({ input: process.stdin }).on('line', (l) => out({ type: 'error', id: JSON.parse(l).id, code: 'BAD_PARAM', message: 'kernels too few', exit_code: 2, final: true }));`;
     const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: 'pipe' });
-    const p = new RankProtocol(child, graphrtLines(job), { rank: 0, card, log: pino({ level: 'silent' }), onLine: () => {}, program: 'node', errorExitWaitMs: 50 });
+    const p = new RankProtocol(child, graphrtLines(job), {
+      rank: 0,
+      card,
+      log: pino({ level: 'silent' }),
+      onLine: () => {},
+      program: 'node',
+      errorExitWaitMs: 50,
+    });
     try {
       await p.ready;
       const [a, b] = await Promise.all([p.request(rep(0), 10_000), p.request(rep(1), 10_000)]);
-      assert.deepEqual([a, b].map((l) => (l.type === 'error' ? [l.id, l.code, l.message] : l.type)), [['r0', 'BAD_PARAM', 'kernels too few'], ['r1', 'BAD_PARAM', 'kernels too few']]);
+      assert.deepEqual(
+        [a, b].map((l) => (l.type === 'error' ? [l.id, l.code, l.message] : l.type)),
+        [
+          ['r0', 'BAD_PARAM', 'kernels too few'],
+          ['r1', 'BAD_PARAM', 'kernels too few'],
+        ],
+      );
       assert.equal(p.state, 'serving');
       assert.equal(p.pids().length, 1, 'the rank serves on');
     } finally {
@@ -111,7 +163,10 @@ describe('RankProtocol with a fixture rank', () => {
   test('a rank that dies mid-request: RANK_DIED (a signal)', async () => {
     const { p, child } = start({ FIXTURE_HANG: '0:1' });
     await p.ready;
-    const pending = p.request(rep(0), 30_000).then(() => null, (e: unknown) => e);
+    const pending = p.request(rep(0), 30_000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     process.kill(child.pid as number, 'SIGKILL');
     const err = await pending;
     assert.ok(err instanceof RankExitError, String(err));
@@ -121,9 +176,22 @@ describe('RankProtocol with a fixture rank', () => {
   });
 
   test('a line before hello that is not hello: a fault that rejects ready', async () => {
-    const child = spawn('sh', ['-c', 'echo \'{"v":1,"type":"probe","id":"x","name":"launch_counter","pass":true,"detail":{}}\'; sleep 30'], { detached: true, stdio: 'pipe' });
-    const p = new RankProtocol(child, graphrtLines(job), { rank: 0, card, log: pino({ level: 'silent' }), onLine: () => {}, program: 'sh' });
-    await assert.rejects(p.ready, (e: unknown) => e instanceof RankProtocolError && /a "probe" line before hello/.test(e.message));
+    const child = spawn(
+      'sh',
+      ['-c', 'echo \'{"v":1,"type":"probe","id":"x","name":"launch_counter","pass":true,"detail":{}}\'; sleep 30'],
+      { detached: true, stdio: 'pipe' },
+    );
+    const p = new RankProtocol(child, graphrtLines(job), {
+      rank: 0,
+      card,
+      log: pino({ level: 'silent' }),
+      onLine: () => {},
+      program: 'sh',
+    });
+    await assert.rejects(
+      p.ready,
+      (e: unknown) => e instanceof RankProtocolError && /a "probe" line before hello/.test(e.message),
+    );
     assert.equal((await p.exited).signal, 'SIGKILL');
   });
 
@@ -132,17 +200,31 @@ describe('RankProtocol with a fixture rank', () => {
     process.env.ORCH_RANK_ENV = 'FIXTURE_*';
     process.env.FIXTURE_HANG = '0:1';
     const dir = mkdtempSync(join(tmpdir(), 'orch-rank-protocol-'));
-    const h = new GraphrtRunner(FIXTURE_RANK).start({ job, rank: 0, world: 1, card, lockPath: join(dir, 'card.lock'), log: pino({ level: 'silent' }), onLine: () => {} });
+    const h = new GraphrtRunner(FIXTURE_RANK).start({
+      job,
+      rank: 0,
+      world: 1,
+      card,
+      lockPath: join(dir, 'card.lock'),
+      log: pino({ level: 'silent' }),
+      onLine: () => {},
+    });
     try {
       await h.ready;
-      const err = await h.request(rep(0), 100).then(() => null, (e: unknown) => e);
+      const err = await h.request(rep(0), 100).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.equal(kindOf(err), 'transient', `a timeout carries a registered code: ${String(err)}`);
       assert.equal((err as { code?: string }).code, 'RANK_TIMEOUT');
     } finally {
       h.kill();
       await h.exited;
       rmSync(dir, { recursive: true, force: true });
-      for (const [k, v] of [['ORCH_RANK_ENV', saved.env], ['FIXTURE_HANG', saved.hang]] as const) {
+      for (const [k, v] of [
+        ['ORCH_RANK_ENV', saved.env],
+        ['FIXTURE_HANG', saved.hang],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }

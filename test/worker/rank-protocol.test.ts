@@ -5,11 +5,12 @@
  * reason that reaches Redis (BullMQ's failedReason and every failed rep) names the fault, quotes
  * the line and, for a schema failure, the schema path.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { rankPids, readEvents } from '../utils/events.ts';
 import { isAlive } from '../utils/processes.ts';
@@ -41,31 +42,50 @@ describe('a rank that breaks the protocol', () => {
     for (const f of Object.values(failed)) assert.equal(f.reason, `attempt 1 failed: ${reason}`);
     assert.deepEqual(await results.results('p'), {}, 'nothing is committed');
     const pids = rankPids(await readEvents(env.redis, prefix, 'p'), 1);
-    assert.ok(pids.every((p) => !isAlive(p)), 'the rank is gone');
+    assert.ok(
+      pids.every((p) => !isAlive(p)),
+      'the rank is gone',
+    );
     assert.deepEqual(await leases.held(cards), []);
     return reason;
   }
 
   test('a rep line without step_ms: the line and the schema path in the reason', async () => {
     const reason = await runBad('p1', '0:2:no-step-ms');
-    assert.match(reason, /^rank 0 on card cpu:0@p1 \(pid \d+\) broke the protocol: graphrt protocol: rep\.step_ms: Invalid input: expected array, received undefined: /);
-    assert.match(reason, /: \{"v":1,"type":"rep","id":"b0-a1-rep0","arm":"A","workload":"chain",/, 'the line is quoted');
+    assert.match(
+      reason,
+      /^rank 0 on card cpu:0@p1 \(pid \d+\) broke the protocol: graphrt protocol: rep\.step_ms: Invalid input: expected array, received undefined: /,
+    );
+    assert.match(
+      reason,
+      /: \{"v":1,"type":"rep","id":"b0-a1-rep0","arm":"A","workload":"chain",/,
+      'the line is quoted',
+    );
     assert.doesNotMatch(reason, /"step_ms"/);
   });
 
   test('a null in step_ms is refused, not committed as a measurement', async () => {
     const reason = await runBad('p2', '0:2:step-ms-null');
-    assert.match(reason, /broke the protocol: graphrt protocol: rep\.step_ms\.0: Invalid input: expected number, received null: \{"v":1,"type":"rep","id":"b0-a1-rep0"/);
+    assert.match(
+      reason,
+      /broke the protocol: graphrt protocol: rep\.step_ms\.0: Invalid input: expected number, received null: \{"v":1,"type":"rep","id":"b0-a1-rep0"/,
+    );
   });
 
   test('a string in step_ms is refused', async () => {
     const reason = await runBad('p3', '0:2:step-ms-string');
-    assert.match(reason, /broke the protocol: graphrt protocol: rep\.step_ms\.0: Invalid input: expected number, received string: /);
+    assert.match(
+      reason,
+      /broke the protocol: graphrt protocol: rep\.step_ms\.0: Invalid input: expected number, received string: /,
+    );
   });
 
   test('a line over the limit fails the rank naming the limit; its rest is discarded', async () => {
     const reason = await runBad('p4', '0:2:long-line');
-    assert.ok(reason.includes(`broke the protocol: a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: xxxx`), reason);
+    assert.ok(
+      reason.includes(`broke the protocol: a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: xxxx`),
+      reason,
+    );
     assert.ok(reason.length < 2000, `the reason quotes the line's head only (${reason.length} chars)`);
   });
 

@@ -14,9 +14,9 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
-import { runCommandRep, type CommandWorkloadInput } from '../../worker/command/run-command-rep.ts';
+import { fileURLToPath } from 'node:url';
+import { type CommandWorkloadInput, runCommandRep } from '../../worker/command/run-command-rep.ts';
 import { lockUsers } from '../../worker/foreign-processes.ts';
 import { processGroupPids } from '../../worker/rank-process.ts';
 import { residentJob, startResident } from '../fixtures/resident-rank-host.ts';
@@ -49,17 +49,28 @@ after(() => {
 });
 
 /** A child that keeps stdout open and sleeps; its pid written to `pidFile` before the command goes on. `setsid`: out of the group. */
-const holder = (pidFile: string, setsid: boolean) => `${setsid ? 'setsid ' : ''}sh -c 'echo $$ > ${pidFile}.new && mv ${pidFile}.new ${pidFile}; exec sleep 60' & while [ ! -s ${pidFile} ]; do sleep 0.05; done;`;
-const readPid = (f: string) => waitFor(`the child's pid in ${f}`, () => (existsSync(f) && /^\d+\n/.test(readFileSync(f, 'utf8')) ? Number(readFileSync(f, 'utf8')) : null), { timeoutMs: 10_000 });
+const holder = (pidFile: string, setsid: boolean) =>
+  `${setsid ? 'setsid ' : ''}sh -c 'echo $$ > ${pidFile}.new && mv ${pidFile}.new ${pidFile}; exec sleep 60' & while [ ! -s ${pidFile} ]; do sleep 0.05; done;`;
+const readPid = (f: string) =>
+  waitFor(
+    `the child's pid in ${f}`,
+    () => (existsSync(f) && /^\d+\n/.test(readFileSync(f, 'utf8')) ? Number(readFileSync(f, 'utf8')) : null),
+    { timeoutMs: 10_000 },
+  );
 
 describe('a program never outlives its worker', () => {
-  test('kill -9 of the worker mid-request: the whole tree dies, and the next attempt gets the card', { timeout: 20_000 }, async () => {
+  test('kill -9 of the worker mid-request: the whole tree dies, and the next attempt gets the card', {
+    timeout: 20_000,
+  }, async () => {
     const d = dir();
     const lock = join(d, 'card.lock');
     const pidFile = join(d, 'child.pid');
     // the program's shell forks a child (it inherits whatever the program is given) and execs the program
     const cmd = `${holder(pidFile, false)} exec ${PROGRAM}`;
-    const host = spawn(process.execPath, ['--import', 'tsx', HOST, lock, cmd], { env: { ...process.env, FIXTURE_MODE: 'hang' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const host = spawn(process.execPath, ['--import', 'tsx', HOST, lock, cmd], {
+      env: { ...process.env, FIXTURE_MODE: 'hang' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const first = await new Promise<string>((resolve, reject) => {
       createInterface({ input: host.stdout! }).once('line', resolve);
       host.once('exit', (code) => reject(new Error(`the stand-in worker exited ${code} before its rank said hello`)));
@@ -71,7 +82,11 @@ describe('a program never outlives its worker', () => {
     assert.ok(tree.length >= 2, `the program and its child: ${tree.join(', ')}`);
     assert.ok(tree.every(alive), 'the rank runs');
     host.kill('SIGKILL');
-    await waitFor(`every process of the rank to die with its worker (${tree.join(', ')})`, () => tree.every((p) => !alive(p)), { timeoutMs: 5000 });
+    await waitFor(
+      `every process of the rank to die with its worker (${tree.join(', ')})`,
+      () => tree.every((p) => !alive(p)),
+      { timeoutMs: 5000 },
+    );
     // the next attempt of the block: the card is free
     const next = startResident(lock, residentJob(PROGRAM));
     try {
@@ -82,7 +97,9 @@ describe('a program never outlives its worker', () => {
     }
   });
 
-  test('a killed resident rank whose child escaped with setsid and holds stdout: it ends, and its lock is free', { timeout: 20_000 }, async () => {
+  test('a killed resident rank whose child escaped with setsid and holds stdout: it ends, and its lock is free', {
+    timeout: 20_000,
+  }, async () => {
     const d = dir();
     const lock = join(d, 'card.lock');
     const pidFile = join(d, 'child.pid');
@@ -104,7 +121,9 @@ describe('a program never outlives its worker', () => {
     }
   });
 
-  test('a resident rank that exits while its forked child holds stdout: ended at once, the child killed with its group', { timeout: 20_000 }, async () => {
+  test('a resident rank that exits while its forked child holds stdout: ended at once, the child killed with its group', {
+    timeout: 20_000,
+  }, async () => {
     const d = dir();
     const pidFile = join(d, 'child.pid');
     const rank = startResident(join(d, 'card.lock'), residentJob(`${holder(pidFile, false)} exec ${PROGRAM}`));
@@ -112,7 +131,10 @@ describe('a program never outlives its worker', () => {
     const child = await readPid(pidFile);
     leftovers.push(child);
     const t0 = Date.now();
-    const exit = await Promise.race([rank.close(2000), new Promise<null>((r) => setTimeout(() => r(null), 8000).unref())]);
+    const exit = await Promise.race([
+      rank.close(2000),
+      new Promise<null>((r) => setTimeout(() => r(null), 8000).unref()),
+    ]);
     assert.ok(exit !== null && exit.code === 0, 'the program ended on its stdin closing');
     // within the close's 2 s grace: the child does not hold the rank until the grace's SIGKILL
     assert.ok(Date.now() - t0 < 1500, `ended in ${Date.now() - t0} ms`);
@@ -121,16 +143,32 @@ describe('a program never outlives its worker', () => {
 });
 
 function perRep(cmd: string, timeout_s: number): CommandWorkloadInput {
-  return { run: { cmd, timeout_s }, toggles: {}, metric_source: { format: 'jsonl', field: 'ms', step_field: 'step' }, warmup: 0, steps: 1 };
+  return {
+    run: { cmd, timeout_s },
+    toggles: {},
+    metric_source: { format: 'jsonl', field: 'ms', step_field: 'step' },
+    warmup: 0,
+    steps: 1,
+  };
 }
 const METRIC = `echo '{"step":0,"ms":1}'; echo '{"step":1,"ms":1}'`;
 
 describe('a per-rep process ends by its deadline, not by its pipe', () => {
-  test('a deadline of 1 s with a child that escaped with setsid and holds stdout: COMMAND_TIMEOUT in about 1 s', { timeout: 20_000 }, async () => {
+  test('a deadline of 1 s with a child that escaped with setsid and holds stdout: COMMAND_TIMEOUT in about 1 s', {
+    timeout: 20_000,
+  }, async () => {
     const d = dir();
     const pidFile = join(d, 'child.pid');
     const t0 = Date.now();
-    const err = await runCommandRep({ workload: perRep(`${holder(pidFile, true)} sleep 60`, 1), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: join(d, 'card.lock') }).then(() => null, (e: Error & { code?: string }) => e);
+    const err = await runCommandRep({
+      workload: perRep(`${holder(pidFile, true)} sleep 60`, 1),
+      arm: { name: 'a', toggles: {} },
+      artifactDir: null,
+      cardLock: join(d, 'card.lock'),
+    }).then(
+      () => null,
+      (e: Error & { code?: string }) => e,
+    );
     leftovers.push(await readPid(pidFile));
     assert.equal(err?.code, 'COMMAND_TIMEOUT');
     assert.ok(Date.now() - t0 < 5000, `the 1 s deadline ended the rep after ${Date.now() - t0} ms`);
@@ -140,7 +178,16 @@ describe('a per-rep process ends by its deadline, not by its pipe', () => {
     const d = dir();
     const pidFile = join(d, 'child.pid');
     const abort = new AbortController();
-    const running = runCommandRep({ workload: perRep(`${holder(pidFile, true)} sleep 60`, 60), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: join(d, 'card.lock'), signal: abort.signal }).then(() => null, (e: Error & { code?: string }) => e);
+    const running = runCommandRep({
+      workload: perRep(`${holder(pidFile, true)} sleep 60`, 60),
+      arm: { name: 'a', toggles: {} },
+      artifactDir: null,
+      cardLock: join(d, 'card.lock'),
+      signal: abort.signal,
+    }).then(
+      () => null,
+      (e: Error & { code?: string }) => e,
+    );
     leftovers.push(await readPid(pidFile));
     const t0 = Date.now();
     abort.abort(new Error('orch cancel'));
@@ -149,11 +196,18 @@ describe('a per-rep process ends by its deadline, not by its pipe', () => {
     assert.ok(Date.now() - t0 < 4000, `the cancel ended the rep after ${Date.now() - t0} ms`);
   });
 
-  test('a command that exits 0 leaving a child on stdout: measured at once, the child killed', { timeout: 20_000 }, async () => {
+  test('a command that exits 0 leaving a child on stdout: measured at once, the child killed', {
+    timeout: 20_000,
+  }, async () => {
     const d = dir();
     const pidFile = join(d, 'child.pid');
     const t0 = Date.now();
-    const r = await runCommandRep({ workload: perRep(`${holder(pidFile, false)} ${METRIC}`, 30), arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: join(d, 'card.lock') });
+    const r = await runCommandRep({
+      workload: perRep(`${holder(pidFile, false)} ${METRIC}`, 30),
+      arm: { name: 'a', toggles: {} },
+      artifactDir: null,
+      cardLock: join(d, 'card.lock'),
+    });
     const child = await readPid(pidFile);
     leftovers.push(child);
     assert.deepEqual(r.step_ms, [1]);
@@ -163,15 +217,32 @@ describe('a per-rep process ends by its deadline, not by its pipe', () => {
 });
 
 describe("a spec's PATH never replaces orch's helpers", () => {
-  test('a per-rep command under a spec PATH holding a fake flock still runs under the card lock', { timeout: 20_000 }, async () => {
+  test('a per-rep command under a spec PATH holding a fake flock still runs under the card lock', {
+    timeout: 20_000,
+  }, async () => {
     const d = dir();
     const lock = join(d, 'card.lock');
     const marker = join(d, 'fake-flock-ran');
     // a flock that runs its command without any lock, as a spec's PATH could plant
-    writeFileSync(join(d, 'flock'), `#!/bin/sh\ntouch ${marker}\nwhile [ "$1" != /bin/sh ]; do shift; done\nexec "$@"\n`);
+    writeFileSync(
+      join(d, 'flock'),
+      `#!/bin/sh\ntouch ${marker}\nwhile [ "$1" != /bin/sh ]; do shift; done\nexec "$@"\n`,
+    );
     chmodSync(join(d, 'flock'), 0o755);
-    const running = runCommandRep({ workload: { ...perRep(`sleep 1; ${METRIC}`, 30), run: { cmd: `sleep 1; ${METRIC}`, timeout_s: 30, env: { PATH: `${d}:/usr/bin:/bin` } } }, arm: { name: 'a', toggles: {} }, artifactDir: null, cardLock: lock });
-    const holders = await waitFor('the card lock to be held', () => (lockUsers(lock).length > 0 ? lockUsers(lock) : null), { timeoutMs: 5000 });
+    const running = runCommandRep({
+      workload: {
+        ...perRep(`sleep 1; ${METRIC}`, 30),
+        run: { cmd: `sleep 1; ${METRIC}`, timeout_s: 30, env: { PATH: `${d}:/usr/bin:/bin` } },
+      },
+      arm: { name: 'a', toggles: {} },
+      artifactDir: null,
+      cardLock: lock,
+    });
+    const holders = await waitFor(
+      'the card lock to be held',
+      () => (lockUsers(lock).length > 0 ? lockUsers(lock) : null),
+      { timeoutMs: 5000 },
+    );
     assert.match(holders[0]!.name, /flock -n -o -E 199 /);
     await running;
     assert.equal(existsSync(marker), false, "the spec's flock never ran");

@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startRedisServer, type RedisServerProcess } from '../../store/redis-server-process.ts';
+import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { spawnOrch } from '../orchestrator/orch-cluster.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { spawnWorker, type WorkerProcess } from '../utils/worker-process.ts';
@@ -38,7 +38,9 @@ describe('Redis authentication', { timeout: 120_000 }, () => {
   test('the embedded redis-server refuses a client without its password, and its argv holds none', async () => {
     // a bare socket: what a local user scanning loopback ports would send
     const reply = await new Promise<string>((resolve, reject) => {
-      const s = connect({ host: '127.0.0.1', port: secured.port }, () => s.write('*3\r\n$3\r\nSET\r\n$13\r\norch:injected\r\n$1\r\nx\r\n'));
+      const s = connect({ host: '127.0.0.1', port: secured.port }, () =>
+        s.write('*3\r\n$3\r\nSET\r\n$13\r\norch:injected\r\n$1\r\nx\r\n'),
+      );
       s.on('data', (d: Buffer) => {
         s.destroy();
         resolve(d.toString());
@@ -51,12 +53,24 @@ describe('Redis authentication', { timeout: 120_000 }, () => {
   });
 
   test('orch worker refuses a Redis without a password, and comes up with --insecure-redis, warning', async () => {
-    const w = await spawnWorker({ redisUrl: open.url, host: 'a1', prefix: freshPrefix(), lockDir: join(dir, 'l1'), noWait: true });
+    const w = await spawnWorker({
+      redisUrl: open.url,
+      host: 'a1',
+      prefix: freshPrefix(),
+      lockDir: join(dir, 'l1'),
+      noWait: true,
+    });
     workers.push(w);
     assert.deepEqual(await w.exited, { code: 2, signal: null });
     assert.match(w.log(), /answers without a password: anyone who can reach it can queue work that this worker runs/);
     assert.match(w.log(), /hint: set `requirepass/);
-    const w2 = await spawnWorker({ redisUrl: open.url, host: 'a2', prefix: freshPrefix(), lockDir: join(dir, 'l2'), args: ['--insecure-redis'] });
+    const w2 = await spawnWorker({
+      redisUrl: open.url,
+      host: 'a2',
+      prefix: freshPrefix(),
+      lockDir: join(dir, 'l2'),
+      args: ['--insecure-redis'],
+    });
     workers.push(w2);
     assert.match(w2.log(), /answers without a password.*--insecure-redis given/);
   });
@@ -71,22 +85,48 @@ describe('Redis authentication', { timeout: 120_000 }, () => {
   });
 
   test('--redis with a password is refused; --redis-url-file (0600) works and keeps it out of argv', async () => {
-    const w = await spawnWorker({ redisUrl: '', env: { REDIS_URL: '' }, host: 'a3', prefix: freshPrefix(), lockDir: join(dir, 'l3'), args: ['--redis', secured.url], noWait: true });
+    const w = await spawnWorker({
+      redisUrl: '',
+      env: { REDIS_URL: '' },
+      host: 'a3',
+      prefix: freshPrefix(),
+      lockDir: join(dir, 'l3'),
+      args: ['--redis', secured.url],
+      noWait: true,
+    });
     workers.push(w);
     assert.deepEqual(await w.exited, { code: 2, signal: null });
-    assert.match(w.log(), /--redis redis:\/\/:\*\*\*@127\.0\.0\.1:\d+: a URL with a password on the command line is readable by every local user/);
+    assert.match(
+      w.log(),
+      /--redis redis:\/\/:\*\*\*@127\.0\.0\.1:\d+: a URL with a password on the command line is readable by every local user/,
+    );
     assert.ok(!w.log().includes(secured.password!), 'the refusal does not print the password');
 
     const loose = join(dir, 'url-loose');
     writeFileSync(loose, `${secured.url}\n`, { mode: 0o644 });
-    const w4 = await spawnWorker({ redisUrl: '', env: { REDIS_URL: '' }, host: 'a4', prefix: freshPrefix(), lockDir: join(dir, 'l4'), args: ['--redis-url-file', loose], noWait: true });
+    const w4 = await spawnWorker({
+      redisUrl: '',
+      env: { REDIS_URL: '' },
+      host: 'a4',
+      prefix: freshPrefix(),
+      lockDir: join(dir, 'l4'),
+      args: ['--redis-url-file', loose],
+      noWait: true,
+    });
     workers.push(w4);
     assert.deepEqual(await w4.exited, { code: 2, signal: null });
     assert.match(w4.log(), /mode 644.*must belong to you and be readable by you alone/);
 
     const file = join(dir, 'url');
     writeFileSync(file, `${secured.url}\n`, { mode: 0o600 });
-    const w5 = await spawnWorker({ redisUrl: '', env: { REDIS_URL: '' }, host: 'a5', prefix: freshPrefix(), lockDir: join(dir, 'l5'), args: ['--redis-url-file', file] });
+    const w5 = await spawnWorker({
+      redisUrl: '',
+      env: { REDIS_URL: '' },
+      host: 'a5',
+      prefix: freshPrefix(),
+      lockDir: join(dir, 'l5'),
+      args: ['--redis-url-file', file],
+    });
     workers.push(w5);
     assert.ok(!cmdline(w5.child.pid!).includes(secured.password!));
     assert.ok(!w5.log().includes(secured.password!), 'no log line holds the password');

@@ -10,14 +10,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { Card } from '../../jobs/card.ts';
 import { GraphrtRunner } from '../../worker/graphrt-runner.ts';
 import { armOf, type RankHandle, type RankLine, type RankOp } from '../../worker/rank-runner.ts';
-import { blockJob } from '../utils/block-jobs.ts';
 import { skipWithoutBinary } from '../native/graphrt.ts';
+import { blockJob } from '../utils/block-jobs.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'orch-rep-queue-'));
@@ -27,18 +27,45 @@ const card: Card = { id: 'cpu:0@q', host: 'q', backend: 'cpu', index: 0, uuid: '
 
 function start(steps: number, kernelsPerLayer = 12): { h: RankHandle; job: ReturnType<typeof blockJob> } {
   const job = blockJob({
-    experiment: 'q', block: 0, attempt: 1, epoch: 1, host: 'q', cards: [card.id],
-    workload: { runtime: 'native', backend: 'cpu', kind: 'decode', params: { layers: 2, kernels_per_layer: kernelsPerLayer, hidden: 64, max_pos: 64 }, warmup: 1, steps },
-    arms: [{ name: 'A', toggles: { graph: false } }, { name: 'B', toggles: { graph: true } }],
+    experiment: 'q',
+    block: 0,
+    attempt: 1,
+    epoch: 1,
+    host: 'q',
+    cards: [card.id],
+    workload: {
+      runtime: 'native',
+      backend: 'cpu',
+      kind: 'decode',
+      params: { layers: 2, kernels_per_layer: kernelsPerLayer, hidden: 64, max_pos: 64 },
+      warmup: 1,
+      steps,
+    },
+    arms: [
+      { name: 'A', toggles: { graph: false } },
+      { name: 'B', toggles: { graph: true } },
+    ],
     sequence: ['A', 'B', 'A'],
     steps,
     warmup: 1,
   });
-  const h = new GraphrtRunner(GRAPHRT).start({ job, rank: 0, world: 1, card, lockPath: join(dir, `card-${steps}-${kernelsPerLayer}.lock`), log: pino({ level: 'silent' }), onLine: () => {} });
+  const h = new GraphrtRunner(GRAPHRT).start({
+    job,
+    rank: 0,
+    world: 1,
+    card,
+    lockPath: join(dir, `card-${steps}-${kernelsPerLayer}.lock`),
+    log: pino({ level: 'silent' }),
+    onLine: () => {},
+  });
   return { h, job };
 }
 
-const rep = (job: ReturnType<typeof blockJob>, i: number, arm: string): RankOp => ({ id: `r${i}`, op: 'rep', arm: armOf(job, arm) });
+const rep = (job: ReturnType<typeof blockJob>, i: number, arm: string): RankOp => ({
+  id: `r${i}`,
+  op: 'rep',
+  arm: armOf(job, arm),
+});
 type Rep = Extract<RankLine, { type: 'rep'; backend: 'cpu' | 'cuda' }>;
 
 describe('one-deep request pipeline of a graphrt rank', { skip: skipWithoutBinary }, () => {
@@ -46,7 +73,11 @@ describe('one-deep request pipeline of a graphrt rank', { skip: skipWithoutBinar
     const { h, job } = start(4);
     try {
       await h.ready;
-      assert.equal(h.queues?.(rep(job, 0, 'A'), rep(job, 1, 'B')), true, 'one process serves every arm: requests queue');
+      assert.equal(
+        h.queues?.(rep(job, 0, 'A'), rep(job, 1, 'B')),
+        true,
+        'one process serves every arm: requests queue',
+      );
       const first = h.request(rep(job, 0, 'A'), 30_000);
       const second = h.request(rep(job, 1, 'B'), 30_000);
       await assert.rejects(h.request(rep(job, 2, 'A'), 30_000), /r0 and r1 already in flight/);
@@ -55,7 +86,9 @@ describe('one-deep request pipeline of a graphrt rank', { skip: skipWithoutBinar
       assert.equal(b.type, 'rep');
       assert.deepEqual([a.id, a.arm, b.id, b.arm], ['r0', 'A', 'r1', 'B']);
       assert.ok((b.t_start_ns as number) >= (a.t_end_ns as number), 'one rep at a time, in order');
-      console.log(`# gap between a rep and the one queued behind it: ${(((b.t_start_ns as number) - (a.t_end_ns as number)) / 1e6).toFixed(3)} ms`);
+      console.log(
+        `# gap between a rep and the one queued behind it: ${(((b.t_start_ns as number) - (a.t_end_ns as number)) / 1e6).toFixed(3)} ms`,
+      );
       // the pipeline drained: a request after both is served as before
       const c = (await h.request(rep(job, 2, 'A'), 30_000)) as Rep;
       assert.deepEqual([c.type, c.id, c.arm], ['rep', 'r2', 'A']);
@@ -69,8 +102,17 @@ describe('one-deep request pipeline of a graphrt rank', { skip: skipWithoutBinar
     const { h, job } = start(4, 4);
     try {
       await h.ready;
-      const lines = (await Promise.all([h.request(rep(job, 0, 'A'), 30_000), h.request(rep(job, 1, 'B'), 30_000)])) as Extract<RankLine, { type: 'error' }>[];
-      assert.deepEqual(lines.map((l) => [l.type, l.id, l.code]), [['error', 'r0', 'BAD_PARAM'], ['error', 'r1', 'BAD_PARAM']]);
+      const lines = (await Promise.all([
+        h.request(rep(job, 0, 'A'), 30_000),
+        h.request(rep(job, 1, 'B'), 30_000),
+      ])) as Extract<RankLine, { type: 'error' }>[];
+      assert.deepEqual(
+        lines.map((l) => [l.type, l.id, l.code]),
+        [
+          ['error', 'r0', 'BAD_PARAM'],
+          ['error', 'r1', 'BAD_PARAM'],
+        ],
+      );
       assert.deepEqual(h.pids().length, 1, 'the rank serves on');
     } finally {
       await h.close(5_000);

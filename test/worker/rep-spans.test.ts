@@ -5,21 +5,22 @@
  * committed reps and commit records alone (orchestrator/stats/busy-share.ts).
  * Skips, saying so, when native/build/graphrt has not been built, except under CI.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readEvents } from '../../orchestrator/results/collect-results.ts';
 import { busyShare } from '../../orchestrator/stats/busy-share.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { ResultStore } from '../../store/result-store.ts';
+import { skipWithoutBinary } from '../native/graphrt.ts';
 import { BareExperimentDispatcher, blockJob } from '../utils/block-jobs.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
-import { skipWithoutBinary } from '../native/graphrt.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
 
@@ -44,20 +45,46 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
 
       const events = await readEvents(env.redis, orchKeys(prefix).events('sp'), await results.commits('sp'));
       const reps = events
-        .map((e) => e.event as { type?: string; mode?: string; t_start_ns?: number; t_end_ns?: number; step_ms?: number[]; warmup_ms?: number[]; settle_ms?: number | null })
+        .map(
+          (e) =>
+            e.event as {
+              type?: string;
+              mode?: string;
+              t_start_ns?: number;
+              t_end_ns?: number;
+              step_ms?: number[];
+              warmup_ms?: number[];
+              settle_ms?: number | null;
+            },
+        )
         .filter((e) => e.type === 'rep');
       assert.equal(reps.length, job.sequence.length);
       for (const r of reps) {
         assert.equal(typeof r.t_start_ns, 'number', 'every rep line has t_start_ns');
         assert.ok((r.t_start_ns as number) <= (r.t_end_ns as number), 'a rep ends after it starts');
         const steps = (r.step_ms as number[]).reduce((a, b) => a + b, 0);
-        assert.ok(((r.t_end_ns as number) - (r.t_start_ns as number)) / 1e6 >= steps * 0.99, 'the span holds the measured steps');
+        assert.ok(
+          ((r.t_end_ns as number) - (r.t_start_ns as number)) / 1e6 >= steps * 0.99,
+          'the span holds the measured steps',
+        );
       }
-      for (let i = 1; i < reps.length; i++) assert.ok((reps[i]!.t_start_ns as number) >= (reps[i - 1]!.t_end_ns as number), 'one rank serves one rep at a time, in order');
+      for (let i = 1; i < reps.length; i++)
+        assert.ok(
+          (reps[i]!.t_start_ns as number) >= (reps[i - 1]!.t_end_ns as number),
+          'one rank serves one rep at a time, in order',
+        );
 
       // a graph rep's settle step (native/PROTOCOL.md) is on its line; an eager rep has none
-      assert.ok(reps.some((r) => r.mode === 'graph') && reps.some((r) => r.mode === 'eager'), 'the block has graph and eager reps');
-      for (const r of reps) assert.equal(typeof r.settle_ms, r.mode === 'graph' ? 'number' : 'object', `settle_ms of a ${r.mode} rep: ${r.settle_ms}`);
+      assert.ok(
+        reps.some((r) => r.mode === 'graph') && reps.some((r) => r.mode === 'eager'),
+        'the block has graph and eager reps',
+      );
+      for (const r of reps)
+        assert.equal(
+          typeof r.settle_ms,
+          r.mode === 'graph' ? 'number' : 'object',
+          `settle_ms of a ${r.mode} rep: ${r.settle_ms}`,
+        );
 
       // the committed record keeps what each rank's line said: span, warm-up, settle and hashes
       const committed = Object.values(await results.results('sp'));
@@ -67,7 +94,10 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
         assert.equal(c.answers?.length, 1, 'one rank answer per rank');
         assert.equal(c.answers![0]!.card, 'cpu:0@s1');
         const rank = c.answers![0]!.line as typeof line & { hashes?: string[] };
-        assert.deepEqual([rank.t_start_ns, rank.t_end_ns, rank.warmup_ms, rank.settle_ms], [line.t_start_ns, line.t_end_ns, line.warmup_ms, line.settle_ms]);
+        assert.deepEqual(
+          [rank.t_start_ns, rank.t_end_ns, rank.warmup_ms, rank.settle_ms],
+          [line.t_start_ns, line.t_end_ns, line.warmup_ms, line.settle_ms],
+        );
         assert.deepEqual(rank.hashes, c.hashes);
       }
 
@@ -79,14 +109,29 @@ describe('rep spans and card busy share', { skip: skipWithoutBinary }, () => {
       assert.equal(row.reps, job.sequence.length);
       assert.ok(row.leased_ms > 0);
       assert.ok(row.step_share > 0 && row.step_share <= 1, `step share ${row.step_share}`);
-      assert.ok(row.rep_share !== null && row.rep_share >= row.step_share && row.rep_share <= 1, `rep share ${row.rep_share} ≥ step share`);
+      assert.ok(
+        row.rep_share !== null && row.rep_share >= row.step_share && row.rep_share <= 1,
+        `rep share ${row.rep_share} ≥ step share`,
+      );
       assert.ok(row.gap_p50_ms !== null && row.gap_p50_ms >= 0 && (row.gap_p99_ms as number) >= row.gap_p50_ms);
       // warm-up steps are card time too: the warm-up + measured share is at least the measured one
-      assert.ok(row.busy_share !== null && row.busy_share >= row.step_share && row.busy_share <= 1, `busy share ${row.busy_share}`);
+      assert.ok(
+        row.busy_share !== null && row.busy_share >= row.step_share && row.busy_share <= 1,
+        `busy share ${row.busy_share}`,
+      );
       // the unmeasured card time: every warm-up step and every graph rep's settle step (one rank)
-      const unmeasured = reps.reduce((s, r) => s + (r.warmup_ms ?? []).reduce((a, b) => a + b, 0) + (r.settle_ms ?? 0), 0);
-      assert.ok(Math.abs((row.warmup_ms as number) - unmeasured) < 1e-6, `warm-up ${row.warmup_ms} ms = Σ warm-up + settle ${unmeasured} ms`);
-      assert.ok(row.ready_ms !== null && row.ready_ms >= 0 && (row.startup_ms as number) >= row.ready_ms, `start-up ${row.startup_ms} ≥ ranks ready ${row.ready_ms}`);
+      const unmeasured = reps.reduce(
+        (s, r) => s + (r.warmup_ms ?? []).reduce((a, b) => a + b, 0) + (r.settle_ms ?? 0),
+        0,
+      );
+      assert.ok(
+        Math.abs((row.warmup_ms as number) - unmeasured) < 1e-6,
+        `warm-up ${row.warmup_ms} ms = Σ warm-up + settle ${unmeasured} ms`,
+      );
+      assert.ok(
+        row.ready_ms !== null && row.ready_ms >= 0 && (row.startup_ms as number) >= row.ready_ms,
+        `start-up ${row.startup_ms} ≥ ranks ready ${row.ready_ms}`,
+      );
     } finally {
       await dispatcher.close();
       rmSync(dir, { recursive: true, force: true });

@@ -14,7 +14,10 @@ import { resolveRunAs } from '../../worker/run-as.ts';
 
 const root = process.getuid?.() === 0;
 
-test('a command run as the run-as user reads neither the worker\'s environ nor its secret file', { skip: !root && 'not root: only root can switch to a second local user (useradd, setpriv)', timeout: 60_000 }, async () => {
+test("a command run as the run-as user reads neither the worker's environ nor its secret file", {
+  skip: !root && 'not root: only root can switch to a second local user (useradd, setpriv)',
+  timeout: 60_000,
+}, async () => {
   const logged: string[] = [];
   const runAs = resolveRunAs('orch-test-run', { create: true, log: (m) => logged.push(m) });
   const d = mkdtempSync(join(tmpdir(), 'orch-runas-'));
@@ -29,10 +32,28 @@ test('a command run as the run-as user reads neither the worker\'s environ nor i
   ].join('; ');
   const run = async (as: typeof runAs | null) => {
     const lines: string[] = [];
-    await runCommandRep({ workload: { run: { cmd, timeout_s: 30 }, toggles: {}, metric_source: { format: 'jsonl', field: 'ms', step_field: 'step' }, warmup: 0, steps: 1 }, arm: { name: 'a', toggles: {} }, artifactDir: null, baseDir: d, cardLock: join(d, 'card.lock'), runAs: as, onLine: (_s, l) => lines.push(l) });
+    await runCommandRep({
+      workload: {
+        run: { cmd, timeout_s: 30 },
+        toggles: {},
+        metric_source: { format: 'jsonl', field: 'ms', step_field: 'step' },
+        warmup: 0,
+        steps: 1,
+      },
+      arm: { name: 'a', toggles: {} },
+      artifactDir: null,
+      baseDir: d,
+      cardLock: join(d, 'card.lock'),
+      runAs: as,
+      onLine: (_s, l) => lines.push(l),
+    });
     return lines.filter((l) => !l.startsWith('{'));
   };
-  assert.deepEqual(await run(null), ['environ-read', 'secret-read', 'uid=0'], "the control: the worker's own user reads both");
+  assert.deepEqual(
+    await run(null),
+    ['environ-read', 'secret-read', 'uid=0'],
+    "the control: the worker's own user reads both",
+  );
   assert.deepEqual(await run(runAs), ['environ-refused', 'secret-refused', `uid=${runAs.uid}`]);
   assert.ok(runAs.uid !== 0);
 });

@@ -25,14 +25,30 @@ import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
 
-function commandJob(host: string, marker: string, epoch: number, experiment: string, cmd = `touch ${marker}`): BlockJob {
+function commandJob(
+  host: string,
+  marker: string,
+  epoch: number,
+  experiment: string,
+  cmd = `touch ${marker}`,
+): BlockJob {
   return blockJob({
-    experiment, block: 0, attempt: 1, epoch, host, cards: [`cpu:0@${host}`],
+    experiment,
+    block: 0,
+    attempt: 1,
+    epoch,
+    host,
+    cards: [`cpu:0@${host}`],
     workload: WorkloadSchema.parse({
       runtime: 'command',
       run: { cmd: `${cmd}; echo "step 0: 1.0"; echo "step 1: 1.0"; echo "step 2: 1.0"`, timeout_s: 30 },
       toggles: { FAST: { env: 'FAST', on: '1', off: '0' } },
-      metric_source: { format: 'regex', pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: 'value', step_group: 'step' },
+      metric_source: {
+        format: 'regex',
+        pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)',
+        value_group: 'value',
+        step_group: 'step',
+      },
       warmup: 1,
       steps: 2,
     }),
@@ -51,7 +67,13 @@ describe('signed work', () => {
   async function leaseByHand(prefix: string, job: BlockJob): Promise<void> {
     for (const card of job.cards) {
       const key = orchKeys(prefix).lease(card);
-      await env.redis.hset(key, { owner: job.host, epoch: job.epoch, experiment: job.experiment, block: job.block, expires: Date.now() + 60_000 });
+      await env.redis.hset(key, {
+        owner: job.host,
+        epoch: job.epoch,
+        experiment: job.experiment,
+        block: job.block,
+        expires: Date.now() + 60_000,
+      });
       await env.redis.pexpire(key, 60_000);
     }
   }
@@ -86,7 +108,11 @@ describe('signed work', () => {
       const cases: { name: string; make(job: BlockJob): Promise<unknown>; code: string }[] = [
         { name: 'unsigned', make: async (job) => job, code: 'GRANT_MISSING' },
         { name: 'forged', make: (job) => signedData(prefix, job, randomBytes(32)), code: 'GRANT_INVALID' },
-        { name: 'altered', make: async (job) => ({ ...(await signedData(prefix, job)), epoch: job.epoch + 1 }), code: 'GRANT_INVALID' },
+        {
+          name: 'altered',
+          make: async (job) => ({ ...(await signedData(prefix, job)), epoch: job.epoch + 1 }),
+          code: 'GRANT_INVALID',
+        },
         { name: 'garbage-grant', make: async (job) => ({ ...job, grant: { v: 1, mac: 'zz' } }), code: 'GRANT_INVALID' },
         { name: 'not-allowed', make: (job) => signedData(prefix, job), code: 'COMMAND_NOT_ALLOWED' },
       ];
@@ -107,8 +133,9 @@ describe('signed work', () => {
         assert.ok(existsSync(marker) === false, `${c.name}: the command ran (${marker} exists)`);
         // the job's end reaches Redis before the worker's log line has crossed its stderr pipe
         // (a fresh-clone CI read the end first once): wait for the line, with a deadline
-        await waitFor(`${c.name}: the worker logs ${c.code}`, () => w.log().includes(`"code":"${c.code}"`), { timeoutMs: 10_000 })
-          .catch((err: Error) => assert.fail(`${err.message}\n${w.log().slice(-3000)}`));
+        await waitFor(`${c.name}: the worker logs ${c.code}`, () => w.log().includes(`"code":"${c.code}"`), {
+          timeoutMs: 10_000,
+        }).catch((err: Error) => assert.fail(`${err.message}\n${w.log().slice(-3000)}`));
       }
       // the log names what was refused but never the secret
       assert.ok(!w.log().includes(TEST_CLUSTER_SECRET.toString('utf8')), 'the secret appears in the worker log');
@@ -155,36 +182,59 @@ describe('signed work', () => {
       // grant and its nonce stand between a copy and a run
       const holding = setInterval(() => void leaseByHand(prefix, job).catch(() => undefined), 50);
       try {
+        // 1. its data as a job scheduler's template, every 200 ms (the jobs carry repeat options and a scheduler key)
+        await q.upsertJobScheduler('again', { every: 200 }, { name: 'block', data: signed, opts: { attempts: 1 } });
+        const copies = async () =>
+          (await q.getJobs(['completed', 'failed'])).filter((j) => j.id?.startsWith('repeat:again:'));
+        await waitFor(
+          "the scheduler's copies end (three, or one and the scheduler removed)",
+          async () => {
+            const ended = (await copies()).length;
+            return ended >= 3 || (ended >= 1 && (await q.getJobScheduler('again')) === undefined) ? ended : null;
+          },
+          { timeoutMs: 30_000, intervalMs: 100 },
+        );
+        await q.removeJobScheduler('again');
+        assert.equal(runs(), 1, `a copy made by a job scheduler ran the command (${runs()} runs)`);
+        for (const c of await copies())
+          assert.equal(
+            c.failedReason?.includes('refused') ?? false,
+            true,
+            `copy ${c.id}: ${c.failedReason ?? 'completed'}`,
+          );
 
-      // 1. its data as a job scheduler's template, every 200 ms (the jobs carry repeat options and a scheduler key)
-      await q.upsertJobScheduler('again', { every: 200 }, { name: 'block', data: signed, opts: { attempts: 1 } });
-      const copies = async () => (await q.getJobs(['completed', 'failed'])).filter((j) => j.id?.startsWith('repeat:again:'));
-      await waitFor('the scheduler\'s copies end (three, or one and the scheduler removed)', async () => {
-        const ended = (await copies()).length;
-        return ended >= 3 || (ended >= 1 && (await q.getJobScheduler('again')) === undefined) ? ended : null;
-      }, { timeoutMs: 30_000, intervalMs: 100 });
-      await q.removeJobScheduler('again');
-      assert.equal(runs(), 1, `a copy made by a job scheduler ran the command (${runs()} runs)`);
-      for (const c of await copies()) assert.equal(c.failedReason?.includes('refused') ?? false, true, `copy ${c.id}: ${c.failedReason ?? 'completed'}`);
+        // 2. the same data under a new job id
+        await leaseByHand(prefix, job);
+        await q.add('block', signed, { jobId: `${id}-again`, attempts: 1 });
+        await waitFor(
+          'the copy under a new id ends',
+          async () =>
+            (await q.getJobState(`${id}-again`)) === 'failed' || (await q.getJobState(`${id}-again`)) === 'completed'
+              ? true
+              : null,
+          { timeoutMs: 30_000, intervalMs: 100 },
+        );
+        assert.equal(runs(), 1, `a copy under a new job id ran the command (${runs()} runs)`);
 
-      // 2. the same data under a new job id
-      await leaseByHand(prefix, job);
-      await q.add('block', signed, { jobId: `${id}-again`, attempts: 1 });
-      await waitFor('the copy under a new id ends', async () => ((await q.getJobState(`${id}-again`)) === 'failed' || (await q.getJobState(`${id}-again`)) === 'completed' ? true : null), { timeoutMs: 30_000, intervalMs: 100 });
-      assert.equal(runs(), 1, `a copy under a new job id ran the command (${runs()} runs)`);
-
-      // 3. the original removed, the same data added again under its own id and options: the nonce was used
-      await original.remove();
-      await leaseByHand(prefix, job);
-      await q.add('block', signed, { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
-      await waitFor('the replay ends', async () => ((await q.getJobState(id)) === 'failed' || (await q.getJobState(id)) === 'completed' ? true : null), { timeoutMs: 30_000, intervalMs: 100 });
-      assert.equal(runs(), 1, `a replay under its own id ran the command (${runs()} runs)`);
-      assert.match((await Job.fromId(q, id))!.failedReason ?? '', /GRANT_REPLAYED|nonce was used before/);
+        // 3. the original removed, the same data added again under its own id and options: the nonce was used
+        await original.remove();
+        await leaseByHand(prefix, job);
+        await q.add('block', signed, { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
+        await waitFor(
+          'the replay ends',
+          async () =>
+            (await q.getJobState(id)) === 'failed' || (await q.getJobState(id)) === 'completed' ? true : null,
+          { timeoutMs: 30_000, intervalMs: 100 },
+        );
+        assert.equal(runs(), 1, `a replay under its own id ran the command (${runs()} runs)`);
+        assert.match((await Job.fromId(q, id))!.failedReason ?? '', /GRANT_REPLAYED|nonce was used before/);
       } finally {
         clearInterval(holding);
       }
 
-      await waitFor('the worker logs the replay', () => w.log().includes('"code":"GRANT_REPLAYED"'), { timeoutMs: 10_000 });
+      await waitFor('the worker logs the replay', () => w.log().includes('"code":"GRANT_REPLAYED"'), {
+        timeoutMs: 10_000,
+      });
       // counted where orch status reads them
       const { RefusedJobs } = await import('../../store/refused-jobs.ts');
       const counts = await new RefusedJobs(env.redis, prefix).counts();
@@ -201,27 +251,51 @@ describe('signed work', () => {
     const { hostBuildQueue } = await import('../../store/keys.ts');
     const prefix = freshPrefix();
     const host = 's4';
-    const w = await env.spawn({ host, prefix, allowCommand: true, env: { ORCH_BUILD_DIR: join(env.dir, 'builds-s4') } });
+    const w = await env.spawn({
+      host,
+      prefix,
+      allowCommand: true,
+      env: { ORCH_BUILD_DIR: join(env.dir, 'builds-s4') },
+    });
     const q = new Queue(hostBuildQueue(host), { connection: env.redis, prefix });
     const src = join(env.dir, 'src-s4');
     const marker = join(env.dir, 'built-s4');
     mkdirSync(src);
     const build = (experiment: string) => ({
-      experiment, host, attempt: 1, epoch: 1, own: true,
+      experiment,
+      host,
+      attempt: 1,
+      epoch: 1,
+      own: true,
       workload: WorkloadSchema.parse({
         runtime: 'command',
-        build: { cmd: `echo built >> ${marker}; mkdir -p out; echo ${experiment} > out/a`, artifacts: ['out/a'], key: { git: false, dirty_diff: false }, dir: src },
+        build: {
+          cmd: `echo built >> ${marker}; mkdir -p out; echo ${experiment} > out/a`,
+          artifacts: ['out/a'],
+          key: { git: false, dirty_diff: false },
+          dir: src,
+        },
         run: { cmd: 'true', timeout_s: 30 },
         toggles: { FAST: { env: 'FAST', on: '1', off: '0' } },
-        metric_source: { format: 'regex', pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)', value_group: 'value', step_group: 'step' },
+        metric_source: {
+          format: 'regex',
+          pattern: 'step (?<step>\\d+): (?<value>[0-9.]+)',
+          value_group: 'value',
+          step_group: 'step',
+        },
         warmup: 1,
         steps: 2,
       }),
     });
-    const end = (id: string) => waitFor(`build job ${id} ends`, async () => {
-      const state = await q.getJobState(id);
-      return state === 'completed' || state === 'failed' ? (await Job.fromId(q, id))! : null;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
+    const end = (id: string) =>
+      waitFor(
+        `build job ${id} ends`,
+        async () => {
+          const state = await q.getJobState(id);
+          return state === 'completed' || state === 'failed' ? (await Job.fromId(q, id))! : null;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
     try {
       await q.add('build', build('unsigned'), { jobId: 'unsigned.build-a1-s4', attempts: 1 });
       assert.match((await end('unsigned.build-a1-s4')).failedReason ?? '(completed)', /GRANT_MISSING/);
@@ -235,9 +309,14 @@ describe('signed work', () => {
       await first.remove();
       await q.add(signed.name, signed.data, signed.opts);
       assert.match((await end('signed.build-a1-s4')).failedReason ?? '(completed)', /GRANT_REPLAYED/);
-      await waitFor('the worker logs the replay', () => w.log().includes('"code":"GRANT_REPLAYED"'), { timeoutMs: 10_000 });
+      await waitFor('the worker logs the replay', () => w.log().includes('"code":"GRANT_REPLAYED"'), {
+        timeoutMs: 10_000,
+      });
       const { RefusedJobs } = await import('../../store/refused-jobs.ts');
-      assert.deepEqual(await new RefusedJobs(env.redis, prefix).counts(), { 'build/GRANT_MISSING': 1, 'build/GRANT_REPLAYED': 1 });
+      assert.deepEqual(await new RefusedJobs(env.redis, prefix).counts(), {
+        'build/GRANT_MISSING': 1,
+        'build/GRANT_REPLAYED': 1,
+      });
     } finally {
       await q.close();
     }

@@ -15,23 +15,24 @@
  * becomes artifacts/<key> by one rename(2) with `.complete` already inside, so a reader sees a
  * whole build or none. A builder killed with -9 leaves a staging dir the next holder removes.
  */
+
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { ERROR_CODES, isErrorCode, type UserInputCode } from '../../jobs/error-codes.ts';
-import { parseStored } from '../../jobs/parse-stored.ts';
-import { UserInputError } from '../../jobs/errors.ts';
-import { spawnTethered } from '../command/tether.ts';
-import { programEnv } from '../command/program-env.ts';
-import { acquireBuildLock } from './build-lock.ts';
-import { computeBuildKey, type BuildKey, type BuildKeySpec } from './build-key.ts';
-import { BUILD_STATE_TTL_MS, BuildStateMirror, type BuildRequestInfo } from '../../store/build-state.ts';
 import { artifactEscape } from '../../jobs/artifact-path.ts';
+import { ERROR_CODES, isErrorCode, type UserInputCode } from '../../jobs/error-codes.ts';
+import { UserInputError } from '../../jobs/errors.ts';
+import { parseStored } from '../../jobs/parse-stored.ts';
 import type { BuildEvent } from '../../jobs/worker-event.ts';
+import { BUILD_STATE_TTL_MS, type BuildRequestInfo, BuildStateMirror } from '../../store/build-state.ts';
+import { programEnv } from '../command/program-env.ts';
+import { spawnTethered } from '../command/tether.ts';
+import { type BuildKey, type BuildKeySpec, computeBuildKey } from './build-key.ts';
+import { acquireBuildLock } from './build-lock.ts';
 
 export const COMPLETE_MARKER = '.complete';
 const LOG_TAIL_LINES = 20;
@@ -85,7 +86,10 @@ const FailureRecordSchema = z.object({
   finished_at: z.number(),
   pid: z.int(),
   message: z.string(),
-  code: z.custom<UserInputCode>((c) => isErrorCode(c) && ERROR_CODES[c].kind === 'user-input', 'a registered code of kind user-input'),
+  code: z.custom<UserInputCode>(
+    (c) => isErrorCode(c) && ERROR_CODES[c].kind === 'user-input',
+    'a registered code of kind user-input',
+  ),
 });
 type FailureRecord = z.infer<typeof FailureRecordSchema>;
 
@@ -128,7 +132,13 @@ export class BuildCache {
     // `~/src/x` is the user's home on this host; a relative dir is relative to `baseDir`.
     const given = req.build.dir?.replace(/^~(?=\/|$)/, homedir());
     const dir = given === undefined ? base : isAbsolute(given) ? given : resolve(base, given);
-    const bk = await computeBuildKey({ cmd: req.build.cmd, artifacts: req.build.artifacts, key: req.build.key, dir, path });
+    const bk = await computeBuildKey({
+      cmd: req.build.cmd,
+      artifacts: req.build.artifacts,
+      key: req.build.key,
+      dir,
+      path,
+    });
     const done = (outcome: EnsuredBuild['outcome'], wait_ms: number, build_ms: number | null): EnsuredBuild => ({
       key: bk.key,
       recipe: bk.recipe,
@@ -141,7 +151,8 @@ export class BuildCache {
     const asked = Date.now();
     const emit = req.onEvent ?? (() => {});
     emit({ event: 'build-start', key: bk.key, recipe: bk.recipe, commit: bk.parts.commit });
-    const end = (outcome: EnsuredBuild['outcome'] | 'failed', wait_ms: number) => emit({ event: 'build-end', key: bk.key, ms: Date.now() - asked, wait_ms, ok: outcome !== 'failed', outcome });
+    const end = (outcome: EnsuredBuild['outcome'] | 'failed', wait_ms: number) =>
+      emit({ event: 'build-end', key: bk.key, ms: Date.now() - asked, wait_ms, ok: outcome !== 'failed', outcome });
     if (this.isComplete(bk.key)) {
       end('cached', 0);
       return done('cached', 0, null);
@@ -152,7 +163,14 @@ export class BuildCache {
     // directory, then loses it before its check, fails ENOENT (a fresh-clone CI failed a build
     // request so, with two builds on one host).
     for (const d of ['artifacts', 'logs', 'failed']) await mkdir(join(this.root, d), { recursive: true });
-    const info: BuildRequestInfo = { id: `${process.pid}.${++requestSeq}.${randomBytes(3).toString('hex')}`, key: bk.key, recipe: bk.recipe, experiment: req.experiment ?? '', pid: process.pid, since: Date.now() };
+    const info: BuildRequestInfo = {
+      id: `${process.pid}.${++requestSeq}.${randomBytes(3).toString('hex')}`,
+      key: bk.key,
+      recipe: bk.recipe,
+      experiment: req.experiment ?? '',
+      pid: process.pid,
+      since: Date.now(),
+    };
     await this.view((m) => m.waiting(info));
     let position: number | null = null;
     await this.view(async (m) => {
@@ -160,7 +178,10 @@ export class BuildCache {
     });
     emit({ event: 'build-wait', key: bk.key, position });
     let holding = false;
-    const refresh = setInterval(() => void this.view((m) => (holding ? m.refreshHolding() : m.refreshWaiting(info))), BUILD_STATE_TTL_MS / 3);
+    const refresh = setInterval(
+      () => void this.view((m) => (holding ? m.refreshHolding() : m.refreshWaiting(info))),
+      BUILD_STATE_TTL_MS / 3,
+    );
     let built: { ms: number; ok: boolean } | undefined;
     let wait_ms = 0;
     let outcome: EnsuredBuild['outcome'] | 'failed' = 'failed';
@@ -174,7 +195,10 @@ export class BuildCache {
         }
         const failure = await this.recentFailure(bk.key, info.since);
         if (failure) {
-          throw new UserInputError(failure.code, `${failure.message}\n(this request waited for that build of key ${bk.key.slice(0, 12)}, run by pid ${failure.pid}, and fails with it)`);
+          throw new UserInputError(
+            failure.code,
+            `${failure.message}\n(this request waited for that build of key ${bk.key.slice(0, 12)}, run by pid ${failure.pid}, and fails with it)`,
+          );
         }
         holding = true;
         const started = Date.now();
@@ -185,7 +209,12 @@ export class BuildCache {
         } catch (err) {
           built = { ms: Date.now() - started, ok: false };
           if (err instanceof UserInputError) {
-            const rec: FailureRecord = { finished_at: Date.now(), pid: process.pid, message: err.message, code: err.code };
+            const rec: FailureRecord = {
+              finished_at: Date.now(),
+              pid: process.pid,
+              message: err.message,
+              code: err.code,
+            };
             await writeFile(join(this.root, 'failed', `${bk.key}.json`), JSON.stringify(rec));
           }
           throw err;
@@ -242,26 +271,53 @@ export class BuildCache {
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     if (exit.code !== 0) {
       const how = exit.signal ? `was killed by ${exit.signal}` : `exited ${exit.code}`;
-      throw new UserInputError('BUILD_FAILED', `${path}.cmd: the build "${build.cmd}" in ${dir} ${how} after ${secs} s; last lines of ${logFile}:\n${await tail(logFile)}`, {
-        hint: 'fix the build (run the command by hand in that directory), then submit again',
-      });
+      throw new UserInputError(
+        'BUILD_FAILED',
+        `${path}.cmd: the build "${build.cmd}" in ${dir} ${how} after ${secs} s; last lines of ${logFile}:\n${await tail(logFile)}`,
+        {
+          hint: 'fix the build (run the command by hand in that directory), then submit again',
+        },
+      );
     }
     for (const [i, a] of build.artifacts.entries()) {
       // validate refuses these too; a payload that skipped it must still not copy outside
       const outside = artifactEscape(a);
-      if (outside !== null) throw new UserInputError('BUILD_ARTIFACT_OUTSIDE', `${path}.artifacts[${i}]: ${outside}`, { hint: `list paths inside ${dir}` });
+      if (outside !== null)
+        throw new UserInputError('BUILD_ARTIFACT_OUTSIDE', `${path}.artifacts[${i}]: ${outside}`, {
+          hint: `list paths inside ${dir}`,
+        });
       const inStaging = join(staging, a);
       if (existsSync(inStaging)) continue;
       const src = resolve(dir, a);
       const st = await stat(src).catch(() => null);
       if (!st) {
-        throw new UserInputError('BUILD_ARTIFACT_MISSING', `${path}.artifacts[${i}]: the build "${build.cmd}" exited 0 but did not produce "${a}" (looked in ${src} and in $ORCH_BUILD_OUT); last lines of ${logFile}:\n${await tail(logFile)}`, {
-          hint: `make the build write ${a}, or list the path it does write in ${path}.artifacts`,
-        });
+        throw new UserInputError(
+          'BUILD_ARTIFACT_MISSING',
+          `${path}.artifacts[${i}]: the build "${build.cmd}" exited 0 but did not produce "${a}" (looked in ${src} and in $ORCH_BUILD_OUT); last lines of ${logFile}:\n${await tail(logFile)}`,
+          {
+            hint: `make the build write ${a}, or list the path it does write in ${path}.artifacts`,
+          },
+        );
       }
       await cp(src, inStaging, { recursive: true, preserveTimestamps: true });
     }
-    await writeFile(join(staging, COMPLETE_MARKER), JSON.stringify({ key: bk.key, parts: bk.parts, cmd: build.cmd, dir, built_at: Date.now(), build_ms: Date.now() - started, host: this.host, log: logFile }, null, 2));
+    await writeFile(
+      join(staging, COMPLETE_MARKER),
+      JSON.stringify(
+        {
+          key: bk.key,
+          parts: bk.parts,
+          cmd: build.cmd,
+          dir,
+          built_at: Date.now(),
+          build_ms: Date.now() - started,
+          host: this.host,
+          log: logFile,
+        },
+        null,
+        2,
+      ),
+    );
     try {
       await rename(staging, this.artifactDir(bk.key));
     } catch {
@@ -280,6 +336,10 @@ export class BuildCache {
 export async function tail(file: string, lines = LOG_TAIL_LINES): Promise<string> {
   const text = await readFile(file, 'utf8').catch(() => '');
   const all = text.replace(/\n$/, '').split('\n');
-  return all.slice(-lines).map((l) => `  | ${l}`).join('\n') || '  | (empty log)';
+  return (
+    all
+      .slice(-lines)
+      .map((l) => `  | ${l}`)
+      .join('\n') || '  | (empty log)'
+  );
 }
-

@@ -11,7 +11,7 @@ import { OrchError } from '../../jobs/errors.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import type { EventStream } from '../event-stream.ts';
 import type { BuildCache } from './build-cache.ts';
-import { ensureExperimentBuilds, type BuiltForExperiment } from './ensure-experiment-builds.ts';
+import { type BuiltForExperiment, ensureExperimentBuilds } from './ensure-experiment-builds.ts';
 
 export interface BuildJobContext {
   host: string;
@@ -20,18 +20,31 @@ export interface BuildJobContext {
   log: Logger;
 }
 
-export async function runBuildJob(data: unknown, ctx: BuildJobContext): Promise<{ host: string; builds: BuiltForExperiment[] }> {
+export async function runBuildJob(
+  data: unknown,
+  ctx: BuildJobContext,
+): Promise<{ host: string; builds: BuiltForExperiment[] }> {
   const parsed = BuildJobSchema.safeParse(data);
-  if (!parsed.success) throw new OrchError('BUILD_JOB_INVALID', `build job payload: ${describeIssues(parsed.error, 'job')}`);
+  if (!parsed.success)
+    throw new OrchError('BUILD_JOB_INVALID', `build job payload: ${describeIssues(parsed.error, 'job')}`);
   const job = parsed.data;
-  if (job.host !== ctx.host) throw new OrchError('BLOCK_WRONG_HOST', `a build job for host ${job.host} reached the worker of host ${ctx.host}`);
+  if (job.host !== ctx.host)
+    throw new OrchError('BLOCK_WRONG_HOST', `a build job for host ${job.host} reached the worker of host ${ctx.host}`);
   const stream = ctx.events(job.experiment);
   const tags = { block: -1, attempt: job.attempt, epoch: 0, host: ctx.host, card: '', rank: '' as const };
   const log = ctx.log.child({ experiment: job.experiment, build_attempt: job.attempt });
-  log.info({ builds: Object.keys(job.builds?.builds ?? {}), own: job.own }, 'building the experiment before any card is leased to it');
+  log.info(
+    { builds: Object.keys(job.builds?.builds ?? {}), own: job.own },
+    'building the experiment before any card is leased to it',
+  );
   try {
-    const builds = await ensureExperimentBuilds(ctx.cache, job, ({ event, ...fields }) => stream.worker(tags, event, fields as never));
-    log.info({ builds: builds.map((b) => ({ name: b.name, outcome: b.outcome, build_ms: b.build_ms })) }, 'experiment builds ready');
+    const builds = await ensureExperimentBuilds(ctx.cache, job, ({ event, ...fields }) =>
+      stream.worker(tags, event, fields as never),
+    );
+    log.info(
+      { builds: builds.map((b) => ({ name: b.name, outcome: b.outcome, build_ms: b.build_ms })) },
+      'experiment builds ready',
+    );
     return { host: ctx.host, builds };
   } finally {
     await stream.flush();

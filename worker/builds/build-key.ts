@@ -4,7 +4,7 @@
  * tree (tracked changes and untracked files), the spec's flags, and the output of each
  * toolchain command (`g++ --version`, `nvcc --version`). Same inputs, same key, on any host.
  */
-import { helper } from '../helper-paths.ts';
+
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { HARDENED_GIT_ARGS, hardenedGitEnv } from '../../jobs/hardened-git.ts';
 import { programEnv } from '../command/program-env.ts';
+import { helper } from '../helper-paths.ts';
 
 export interface BuildKeySpec {
   git: boolean;
@@ -35,7 +36,12 @@ export interface BuildKey {
   key: string;
   /** The recipe alone (cmd + artifacts + flags): "similar builds" share it across commits. */
   recipe: string;
-  parts: { commit: string | null; diff_sha256: string | null; untracked: number; toolchain: { cmd: string; sha256: string }[] };
+  parts: {
+    commit: string | null;
+    diff_sha256: string | null;
+    untracked: number;
+    toolchain: { cmd: string; sha256: string }[];
+  };
 }
 
 const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
@@ -45,10 +51,15 @@ function run(file: string, args: string[], cwd: string): Promise<{ code: number;
   // a toolchain command is the spec's, so it gets a program's environment
   const [argv, env] = file === 'git' ? [[...HARDENED_GIT_ARGS, ...args], hardenedGitEnv()] : [args, programEnv({})];
   return new Promise((resolve) => {
-    execFile(file === 'git' ? helper('git') : file, argv, { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
-      resolve({ code, out: stdout, err: stderr.toString() });
-    });
+    execFile(
+      file === 'git' ? helper('git') : file,
+      argv,
+      { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
+        resolve({ code, out: stdout, err: stderr.toString() });
+      },
+    );
   });
 }
 
@@ -63,16 +74,24 @@ export async function computeBuildKey(input: BuildKeyInput): Promise<BuildKey> {
   // git in a missing cwd fails to spawn ("git exit 127"): name the directory instead.
   const dirStat = await stat(input.dir).catch((err: NodeJS.ErrnoException) => err.code ?? String(err));
   if (typeof dirStat === 'string' || !dirStat.isDirectory()) {
-    throw new UserInputError('BUILD_DIR_MISSING', `${path}.dir: ${input.dir} is not a directory on this host (${typeof dirStat === 'string' ? dirStat : 'not a directory'})`, {
-      hint: `check ${path}.dir (a relative dir is relative to the worker's working directory, ~ is the worker's home), or clone the checkout there`,
-    });
+    throw new UserInputError(
+      'BUILD_DIR_MISSING',
+      `${path}.dir: ${input.dir} is not a directory on this host (${typeof dirStat === 'string' ? dirStat : 'not a directory'})`,
+      {
+        hint: `check ${path}.dir (a relative dir is relative to the worker's working directory, ~ is the worker's home), or clone the checkout there`,
+      },
+    );
   }
   if (input.key.git || input.key.dirty_diff) {
     const r = await run('git', ['rev-parse', 'HEAD'], input.dir);
     if (r.code !== 0) {
-      throw new UserInputError('BUILD_NOT_GIT', `${path}.key.git: ${input.dir} is not a git checkout with a commit (${r.err.trim() || `git exit ${r.code}`})`, {
-        hint: `commit the sources there, or set ${path}.key.git: false and ${path}.key.dirty_diff: false`,
-      });
+      throw new UserInputError(
+        'BUILD_NOT_GIT',
+        `${path}.key.git: ${input.dir} is not a git checkout with a commit (${r.err.trim() || `git exit ${r.code}`})`,
+        {
+          hint: `commit the sources there, or set ${path}.key.git: false and ${path}.key.dirty_diff: false`,
+        },
+      );
     }
     commit = r.out.toString().trim();
     h.update(`commit\0${commit}\0`);
@@ -81,10 +100,17 @@ export async function computeBuildKey(input: BuildKeyInput): Promise<BuildKey> {
     const diff = await run('git', ['diff', 'HEAD', '--binary', '--no-ext-diff', '--no-textconv'], input.dir);
     const others = await run('git', ['ls-files', '--others', '--exclude-standard', '-z'], input.dir);
     if (diff.code !== 0 || others.code !== 0) {
-      throw new UserInputError('BUILD_GIT_FAILED', `${path}.key.dirty_diff: git diff failed in ${input.dir}: ${diff.err || others.err}`);
+      throw new UserInputError(
+        'BUILD_GIT_FAILED',
+        `${path}.key.dirty_diff: git diff failed in ${input.dir}: ${diff.err || others.err}`,
+      );
     }
     const d = createHash('sha256').update(diff.out);
-    const files = others.out.toString().split('\0').filter((f) => f !== '').sort();
+    const files = others.out
+      .toString()
+      .split('\0')
+      .filter((f) => f !== '')
+      .sort();
     for (const f of files) {
       d.update(`\0untracked\0${f}\0`);
       d.update(sha256(await readFile(join(input.dir, f)).catch(() => Buffer.from('<unreadable>'))));
@@ -97,7 +123,10 @@ export async function computeBuildKey(input: BuildKeyInput): Promise<BuildKey> {
   for (const [i, cmd] of input.key.toolchain.entries()) {
     const r = await run('/bin/sh', ['-c', cmd], input.dir);
     if (r.code !== 0) {
-      throw new UserInputError('BUILD_TOOLCHAIN_FAILED', `${path}.key.toolchain[${i}]: "${cmd}" exited ${r.code}: ${r.err.trim().split('\n').slice(-3).join(' | ')}`);
+      throw new UserInputError(
+        'BUILD_TOOLCHAIN_FAILED',
+        `${path}.key.toolchain[${i}]: "${cmd}" exited ${r.code}: ${r.err.trim().split('\n').slice(-3).join(' | ')}`,
+      );
     }
     const s = sha256(Buffer.concat([r.out, Buffer.from(r.err)]));
     toolchain.push({ cmd, sha256: s });

@@ -10,13 +10,14 @@
  * by waiters. The key always holds the commit and never a dirty diff: the worktree is exactly
  * the commit, and the build's own outputs inside it must not change the key.
  */
-import { helper } from '../helper-paths.ts';
+
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { HARDENED_GIT_ARGS, hardenedGitEnv } from '../../jobs/hardened-git.ts';
+import { helper } from '../helper-paths.ts';
 import type { BuildCache, BuildRequest, BuildSpecInput, EnsuredBuild } from './build-cache.ts';
 import { acquireBuildLock } from './build-lock.ts';
 
@@ -43,7 +44,9 @@ export interface CommitBuild extends EnsuredBuild {
 
 function git(args: string[], cwd: string): Promise<{ code: number; err: string }> {
   return new Promise((resolve) => {
-    execFile(helper('git'), [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv() }, (error, _out, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 127) : 0, err: String(stderr) }));
+    execFile(helper('git'), [...HARDENED_GIT_ARGS, ...args], { cwd, env: hardenedGitEnv() }, (error, _out, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 127) : 0, err: String(stderr) }),
+    );
   });
 }
 
@@ -60,9 +63,13 @@ export async function ensureWorktree(root: string, repo: string, commit: string,
     await git(['worktree', 'prune'], repo);
     const r = await git(['worktree', 'add', '--detach', '--force', dir, commit], repo);
     if (r.code !== 0) {
-      throw new UserInputError('BUILD_COMMIT_MISSING', `builds.${name}: cannot check out commit ${commit} of ${repo} on this host: ${r.err.trim().split('\n').slice(-2).join(' | ')}`, {
-        hint: `fetch the commit into ${repo} on this host (git fetch), or submit from a checkout that has it`,
-      });
+      throw new UserInputError(
+        'BUILD_COMMIT_MISSING',
+        `builds.${name}: cannot check out commit ${commit} of ${repo} on this host: ${r.err.trim().split('\n').slice(-2).join(' | ')}`,
+        {
+          hint: `fetch the commit into ${repo} on this host (git fetch), or submit from a checkout that has it`,
+        },
+      );
     }
     await writeFile(ready, `${commit}\n`);
     return dir;
@@ -73,14 +80,26 @@ export async function ensureWorktree(root: string, repo: string, commit: string,
 
 export async function ensureCommitBuild(cache: BuildCache, req: CommitBuildRequest): Promise<CommitBuild> {
   const worktree = await ensureWorktree(cache.root, req.repo, req.commit, req.name);
-  const build: BuildSpecInput = { ...req.build, dir: worktree, key: { ...req.build.key, git: true, dirty_diff: false } };
+  const build: BuildSpecInput = {
+    ...req.build,
+    dir: worktree,
+    key: { ...req.build.key, git: true, dirty_diff: false },
+  };
   try {
-    const b = await cache.ensure({ build, path: req.path ?? 'workload.build', ...(req.experiment ? { experiment: req.experiment } : {}), ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
+    const b = await cache.ensure({
+      build,
+      path: req.path ?? 'workload.build',
+      ...(req.experiment ? { experiment: req.experiment } : {}),
+      ...(req.onEvent ? { onEvent: req.onEvent } : {}),
+    });
     return { ...b, name: req.name, commit: req.commit, worktree };
   } catch (err) {
     if (err instanceof UserInputError) {
       // The same error, naming which build of the spec failed: its ref and commit.
-      throw new UserInputError(err.code, `build "${req.name}" (ref ${req.ref}, commit ${req.commit}): ${err.message}`, { cause: err, ...(err.hint ? { hint: err.hint } : {}) });
+      throw new UserInputError(err.code, `build "${req.name}" (ref ${req.ref}, commit ${req.commit}): ${err.message}`, {
+        cause: err,
+        ...(err.hint ? { hint: err.hint } : {}),
+      });
     }
     throw err;
   }

@@ -31,7 +31,8 @@ export async function ensureExperimentBuilds(
   onEvent?: BuildRequest['onEvent'],
 ): Promise<BuiltForExperiment[]> {
   const out: BuiltForExperiment[] = [];
-  const seen = (name: string, commit: string | null, b: EnsuredBuild) => out.push({ name, commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms });
+  const seen = (name: string, commit: string | null, b: EnsuredBuild) =>
+    out.push({ name, commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms });
   const common = { experiment: job.experiment, ...(onEvent ? { onEvent } : {}) };
   const w = job.workload;
   // The checkout's build exactly as the rank path asks for it (command-rank-runner.ts): no

@@ -16,12 +16,12 @@
  */
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
-import { HelloSchema, parseGraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
-import type { BuildCache, BuildRequest, BuildSpecInput } from './build-cache.ts';
-import { ensureCommitBuild, type CommitBuild } from './commit-build.ts';
+import { type Hello, HelloSchema, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { toNativeHello } from '../../jobs/native-args.ts';
 import { programEnv } from '../command/program-env.ts';
 import { runHello } from '../graphrt-hello.ts';
-import { toNativeHello } from '../../jobs/native-args.ts';
+import type { BuildCache, BuildRequest, BuildSpecInput } from './build-cache.ts';
+import { type CommitBuild, ensureCommitBuild } from './commit-build.ts';
 
 /** the command line named in a refusal */
 const HELLO_CPU = toNativeHello('cpu').args.join(' ');
@@ -43,9 +43,13 @@ export interface GraphrtBuildRequest {
 export function graphrtCudaChoice(env: NodeJS.ProcessEnv = process.env): GraphrtCuda {
   const v = (env.GRAPHRT_CUDA ?? 'AUTO').toUpperCase();
   if (v === 'ON' || v === 'OFF' || v === 'AUTO') return v;
-  throw new UserInputError('GRAPHRT_CUDA_CHOICE', `GRAPHRT_CUDA="${env.GRAPHRT_CUDA}" in the worker's environment: graphrt builds of a commit take ON, OFF or AUTO`, {
-    hint: 'unset it (AUTO: CUDA where nvcc is found) or set ON or OFF, as for npm run build',
-  });
+  throw new UserInputError(
+    'GRAPHRT_CUDA_CHOICE',
+    `GRAPHRT_CUDA="${env.GRAPHRT_CUDA}" in the worker's environment: graphrt builds of a commit take ON, OFF or AUTO`,
+    {
+      hint: 'unset it (AUTO: CUDA where nvcc is found) or set ON or OFF, as for npm run build',
+    },
+  );
 }
 
 /** The build directory inside the worktree: one per CUDA choice, so two choices never share a CMake cache. */
@@ -71,7 +75,14 @@ const checkedHellos = new Map<string, Promise<Hello>>();
 
 export async function ensureGraphrtBuild(
   cache: BuildCache,
-  req: { name: string; ref: string; commit: string; repo: string; experiment?: string; onEvent?: BuildRequest['onEvent'] },
+  req: {
+    name: string;
+    ref: string;
+    commit: string;
+    repo: string;
+    experiment?: string;
+    onEvent?: BuildRequest['onEvent'];
+  },
 ): Promise<CommitBuild & { binary: string }> {
   const build = graphrtRecipe();
   const b = await ensureCommitBuild(cache, {
@@ -99,17 +110,27 @@ export async function ensureGraphrtBuild(
  * The build's hello through this worker's protocol schema. What differs is named: the protocol
  * version `v`, a field this worker does not know or misses, a feature it lacks.
  */
-export async function checkGraphrtBuildProtocol(binary: string, req: { name: string; ref: string; commit: string }): Promise<Hello> {
+export async function checkGraphrtBuildProtocol(
+  binary: string,
+  req: { name: string; ref: string; commit: string },
+): Promise<Hello> {
   const who = `build "${req.name}" (ref ${req.ref}, commit ${req.commit})`;
   const refuse = (what: string): never => {
-    throw new UserInputError('GRAPHRT_BUILD_PROTOCOL', `${who}: its graphrt (${binary}) speaks a line protocol this worker cannot read: ${what}`, {
-      hint: 'measure commits whose native/PROTOCOL.md matches this checkout\'s (version 1, the same hello fields and features), or run the worker from a checkout of that protocol',
-    });
+    throw new UserInputError(
+      'GRAPHRT_BUILD_PROTOCOL',
+      `${who}: its graphrt (${binary}) speaks a line protocol this worker cannot read: ${what}`,
+      {
+        hint: "measure commits whose native/PROTOCOL.md matches this checkout's (version 1, the same hello fields and features), or run the worker from a checkout of that protocol",
+      },
+    );
   };
   // the program environment a rank of this build gets (worker/command/program-env.ts), on the cpu backend
   const r = await runHello(binary, 'cpu', programEnv({}));
   const first = r.stdout.split('\n').find((l) => l.trim() !== '');
-  if (first === undefined) return refuse(`\`graphrt ${HELLO_CPU}\` exited ${r.code} and printed no line (stderr: ${r.stderr.trim().split('\n').slice(-3).join(' | ') || 'empty'})`);
+  if (first === undefined)
+    return refuse(
+      `\`graphrt ${HELLO_CPU}\` exited ${r.code} and printed no line (stderr: ${r.stderr.trim().split('\n').slice(-3).join(' | ') || 'empty'})`,
+    );
   let json: unknown;
   try {
     json = JSON.parse(first);
@@ -123,7 +144,8 @@ export async function checkGraphrtBuildProtocol(binary: string, req: { name: str
     const got = json as Record<string, unknown>;
     const differs = shape.error.issues.map((i) => {
       const path = i.path.join('.');
-      if (i.code === 'unrecognized_keys') return `${path ? `${path}: ` : ''}fields this worker does not know: ${i.keys.join(', ')}`;
+      if (i.code === 'unrecognized_keys')
+        return `${path ? `${path}: ` : ''}fields this worker does not know: ${i.keys.join(', ')}`;
       if (i.path.length > 0 && getPath(got, i.path) === undefined) return `field ${path} missing`;
       return `${path}: ${i.message}`;
     });

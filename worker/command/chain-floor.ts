@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChainFloorRep, ChainFloorRun } from '../../jobs/chain-floor-run.ts';
-import { parseGraphrtLine, type GraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { type GraphrtLine, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from '../../jobs/line-limit.ts';
 import { toChainFloorRun } from '../../jobs/native-args.ts';
 import { fateShared, INHERITED_LOCK_FD } from '../rank-process.ts';
@@ -36,7 +36,12 @@ export interface ChainFloorOptions {
 /** The chain's reps on the card, or why there are none: a failure is said, never a floor made up. */
 export async function measureChainFloor(o: ChainFloorOptions): Promise<ChainFloorRun> {
   const graphrt = o.graphrt;
-  if (graphrt === null) return { source: 'none', reason: "no graphrt on this worker: graphrt's chain measures the graph-node floor (build it: node scripts/build-native.mjs)" };
+  if (graphrt === null)
+    return {
+      source: 'none',
+      reason:
+        "no graphrt on this worker: graphrt's chain measures the graph-node floor (build it: node scripts/build-native.mjs)",
+    };
   const reps: ChainFloorRep[] = [];
   let device = '';
   let backend: 'cpu' | 'cuda' = o.backend;
@@ -53,7 +58,14 @@ export async function measureChainFloor(o: ChainFloorOptions): Promise<ChainFloo
 type RepOrReason = { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda' } | { reason: string };
 
 function chainRep(o: ChainFloorOptions & { graphrt: string }): Promise<RepOrReason> {
-  const { args, env } = toChainFloorRun({ backend: o.backend, uuid: o.uuid, lockFd: INHERITED_LOCK_FD, kernels: CHAIN_KERNELS, warmup: CHAIN_WARMUP, steps: CHAIN_STEPS });
+  const { args, env } = toChainFloorRun({
+    backend: o.backend,
+    uuid: o.uuid,
+    lockFd: INHERITED_LOCK_FD,
+    kernels: CHAIN_KERNELS,
+    warmup: CHAIN_WARMUP,
+    steps: CHAIN_STEPS,
+  });
   const [file, argv] = fateShared(o.graphrt, args, o.warn);
   return new Promise((resolve) => {
     // the minimal environment every program orch starts gets (never a credential)
@@ -79,7 +91,16 @@ function chainRep(o: ChainFloorOptions & { graphrt: string }): Promise<RepOrReas
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      const ended = code === 0 ? null : new Error(over ? `it printed more than ${4 * MAX_RANK_LINE_BYTES} bytes` : signal !== null ? `killed by ${signal} (over ${CHAIN_TIMEOUT_MS} ms?)` : `exit ${code}`);
+      const ended =
+        code === 0
+          ? null
+          : new Error(
+              over
+                ? `it printed more than ${4 * MAX_RANK_LINE_BYTES} bytes`
+                : signal !== null
+                  ? `killed by ${signal} (over ${CHAIN_TIMEOUT_MS} ms?)`
+                  : `exit ${code}`,
+            );
       resolve(readChainRep(stdout, stderr, ended));
     });
   });
@@ -102,10 +123,13 @@ export function readChainRep(stdout: string, stderr: string, err: Error | null):
     } else if (line.type === 'error') {
       return { reason: `graphrt's chain failed on the card: ${line.code}: ${line.message}` };
     } else if (line.type === 'rep' && backend !== null) {
-      if (line.mode !== 'graph' || line.nodes === null || line.nodes === undefined) return { reason: `graphrt's chain ran ${line.mode} without graph nodes on ${device}: no graph-node floor` };
+      if (line.mode !== 'graph' || line.nodes === null || line.nodes === undefined)
+        return { reason: `graphrt's chain ran ${line.mode} without graph nodes on ${device}: no graph-node floor` };
       return { rep: { mode: line.mode, nodes: line.nodes, step_ms: line.step_ms }, device, backend };
     }
   }
   const why = err === null ? 'it printed no rep' : err.message;
-  return { reason: `graphrt's chain gave no rep: ${why}${stderr.trim() === '' ? '' : ` (stderr: ${stderr.trim().split('\n').at(-1)})`}` };
+  return {
+    reason: `graphrt's chain gave no rep: ${why}${stderr.trim() === '' ? '' : ` (stderr: ${stderr.trim().split('\n').at(-1)})`}`,
+  };
 }

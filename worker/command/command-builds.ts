@@ -40,7 +40,12 @@ export interface PrepareOptions {
   minFreeDiskGb?: number | undefined;
 }
 
-export async function prepareCommandBuilds(s: RankStart, workload: CommandWorkload, ensure: EnsureBuild, opts: PrepareOptions): Promise<CommandBuilds> {
+export async function prepareCommandBuilds(
+  s: RankStart,
+  workload: CommandWorkload,
+  ensure: EnsureBuild,
+  opts: PrepareOptions,
+): Promise<CommandBuilds> {
   const { job } = s;
   let build: EnsuredBuild | null = null;
   let artifactDir: string | null = null;
@@ -59,9 +64,19 @@ export async function prepareCommandBuilds(s: RankStart, workload: CommandWorklo
       const b = await ensure(s.onBuild, name);
       build ??= b;
       buildDirs.set(name, b.dir);
-      builds[name] = { commit: job.builds!.builds[name]!.commit, key: b.key, outcome: b.outcome, wait_ms: b.wait_ms, build_ms: b.build_ms };
+      builds[name] = {
+        commit: job.builds!.builds[name]!.commit,
+        key: b.key,
+        outcome: b.outcome,
+        wait_ms: b.wait_ms,
+        build_ms: b.build_ms,
+      };
     }
-    await preflightCommand({ build, buildRoot: opts.buildRoot, minFreeDiskGb: job.min_free_disk_gb ?? opts.minFreeDiskGb ?? 1 });
+    await preflightCommand({
+      build,
+      buildRoot: opts.buildRoot,
+      minFreeDiskGb: job.min_free_disk_gb ?? opts.minFreeDiskGb ?? 1,
+    });
   } catch (err) {
     throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
   }
@@ -70,7 +85,9 @@ export async function prepareCommandBuilds(s: RankStart, workload: CommandWorklo
     buildDirs,
     hello: {
       artifacts: build?.artifacts ?? [],
-      build: build ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms } : null,
+      build: build
+        ? { key: build.key, outcome: build.outcome, wait_ms: build.wait_ms, build_ms: build.build_ms }
+        : null,
       ...(buildDirs.size > 0 ? { builds } : {}),
     },
   };

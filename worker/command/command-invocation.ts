@@ -14,7 +14,10 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import { toggleIsOn } from '../../jobs/rank-protocol-constants.ts';
 
-export type ToggleMappingInput = { env: string; on: string; off: string } | { arg_on: string; arg_off: string } | 'request';
+export type ToggleMappingInput =
+  | { env: string; on: string; off: string }
+  | { arg_on: string; arg_off: string }
+  | 'request';
 
 export interface CommandRunInput {
   cmd: string;
@@ -50,12 +53,20 @@ export function toCommandInvocation(
   for (const [name, value] of Object.entries(arm.toggles)) {
     const mapping = workload.toggles[name];
     if (!mapping) {
-      throw new UserInputError('TOGGLE_UNMAPPED', `workload.toggles: arm "${arm.name}" sets toggle "${name}" but workload.toggles has no mapping for it (mapped: ${Object.keys(workload.toggles).join(', ') || 'none'})`, {
-        hint: `add workload.toggles.${name}: { env: SOME_VAR, on: "1", off: "0" }`,
-      });
+      throw new UserInputError(
+        'TOGGLE_UNMAPPED',
+        `workload.toggles: arm "${arm.name}" sets toggle "${name}" but workload.toggles has no mapping for it (mapped: ${Object.keys(workload.toggles).join(', ') || 'none'})`,
+        {
+          hint: `add workload.toggles.${name}: { env: SOME_VAR, on: "1", off: "0" }`,
+        },
+      );
     }
     if (mapping === 'request') {
-      throw new UserInputError('TOGGLE_UNMAPPED', `workload.toggles.${name}: a request toggle reaches only a resident rank, and this command runs once per rep`, { hint: 'set workload.run.mode: resident, or map the toggle to an env var or arguments' });
+      throw new UserInputError(
+        'TOGGLE_UNMAPPED',
+        `workload.toggles.${name}: a request toggle reaches only a resident rank, and this command runs once per rep`,
+        { hint: 'set workload.run.mode: resident, or map the toggle to an env var or arguments' },
+      );
     }
     const on = toggleIsOn(value);
     if ('env' in mapping) env[mapping.env] = on ? mapping.on : mapping.off;

@@ -10,20 +10,21 @@
  * line (or an `error` line whose message names the spec path, e.g. METRIC_NO_LINES). Every
  * output line of the user's process reaches the event stream as `{ type: 'output', stream, line }`.
  */
-import { OrchError } from '../../jobs/errors.ts';
+
 import type { BlockJob } from '../../jobs/block-job.ts';
-import { CommandRepSchema, type CommandHello, type CommandLine, type CommandOutput } from '../../jobs/command-line.ts';
+import { type CommandHello, type CommandLine, type CommandOutput, CommandRepSchema } from '../../jobs/command-line.ts';
+import { OrchError } from '../../jobs/errors.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import type { BuildCache, EnsuredBuild } from '../builds/build-cache.ts';
 import { ensureCommitBuild } from '../builds/commit-build.ts';
-import { prepareCommandBuilds, type CommandWorkload, type EnsureBuild } from './command-builds.ts';
-import { ResidentCommandRank } from './resident-command-rank.ts';
-import { torchrunEnv } from './command-gang.ts';
-import { PreparedSlots } from './prepared-slots.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
-import { PerRepLaunches } from './per-rep-launches.ts';
 import type { RunAs } from '../run-as.ts';
-import { runCommandRep, type CommandWorkloadInput } from './run-command-rep.ts';
+import { type CommandWorkload, type EnsureBuild, prepareCommandBuilds } from './command-builds.ts';
+import { torchrunEnv } from './command-gang.ts';
+import { PerRepLaunches } from './per-rep-launches.ts';
+import { PreparedSlots } from './prepared-slots.ts';
+import { ResidentCommandRank } from './resident-command-rank.ts';
+import { type CommandWorkloadInput, runCommandRep } from './run-command-rep.ts';
 
 export interface CommandRankRunnerOptions {
   cache: BuildCache;
@@ -37,7 +38,6 @@ export interface CommandRankRunnerOptions {
   runAs?: RunAs | null;
 }
 
-
 export class CommandRankRunner implements RankRunner {
   /** One build per workload in flight in this worker, shared by the ranks of a gang. */
   private readonly inFlight = new Map<string, Promise<EnsuredBuild>>();
@@ -50,15 +50,29 @@ export class CommandRankRunner implements RankRunner {
    * Only the request that starts a build reports its events (`onEvent`): the ranks of a gang
    * that join it would draw the same slice again.
    */
-  private ensure(job: BlockJob, workload: CommandWorkload, onEvent: RankStart['onBuild'], name?: string): Promise<EnsuredBuild> {
+  private ensure(
+    job: BlockJob,
+    workload: CommandWorkload,
+    onEvent: RankStart['onBuild'],
+    name?: string,
+  ): Promise<EnsuredBuild> {
     const build = workload.build!;
     const commit = name === undefined ? undefined : job.builds!.builds[name]!;
     const id = JSON.stringify([build, commit?.commit ?? null]);
     let p = this.inFlight.get(id);
     if (!p) {
-      p = (commit === undefined || name === undefined
-        ? this.opts.cache.ensure({ build, experiment: job.experiment, ...(onEvent ? { onEvent } : {}) })
-        : ensureCommitBuild(this.opts.cache, { name, ref: commit.ref, commit: commit.commit, repo: job.builds!.repo, build, experiment: job.experiment, ...(onEvent ? { onEvent } : {}) })
+      p = (
+        commit === undefined || name === undefined
+          ? this.opts.cache.ensure({ build, experiment: job.experiment, ...(onEvent ? { onEvent } : {}) })
+          : ensureCommitBuild(this.opts.cache, {
+              name,
+              ref: commit.ref,
+              commit: commit.commit,
+              repo: job.builds!.repo,
+              build,
+              experiment: job.experiment,
+              ...(onEvent ? { onEvent } : {}),
+            })
       ).finally(() => this.inFlight.delete(id));
       this.inFlight.set(id, p);
     }
@@ -67,10 +81,27 @@ export class CommandRankRunner implements RankRunner {
 
   start(s: RankStart): RankHandle {
     const job = s.job;
-    if (job.workload.runtime !== 'command') throw new OrchError('RANK_REQUEST_INVALID', `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`);
+    if (job.workload.runtime !== 'command')
+      throw new OrchError(
+        'RANK_REQUEST_INVALID',
+        `block ${job.block}: CommandRankRunner got a ${job.workload.runtime} workload`,
+      );
     const workload = job.workload;
     const ensure: EnsureBuild = (onEvent, name) => this.ensure(job, workload, onEvent, name);
-    if (workload.run.mode === 'resident') return new ResidentCommandRank(s, workload, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb, injectLib: this.opts.injectLib ?? null, graphrt: this.opts.graphrt ?? null, runAs: this.opts.runAs ?? null, slots: this.prepared }, ensure);
+    if (workload.run.mode === 'resident')
+      return new ResidentCommandRank(
+        s,
+        workload,
+        {
+          buildRoot: this.opts.cache.root,
+          minFreeDiskGb: this.opts.minFreeDiskGb,
+          injectLib: this.opts.injectLib ?? null,
+          graphrt: this.opts.graphrt ?? null,
+          runAs: this.opts.runAs ?? null,
+          slots: this.prepared,
+        },
+        ensure,
+      );
     return new CommandRank(s, workload, this.opts, ensure);
   }
 }
@@ -103,10 +134,19 @@ class CommandRank implements RankHandle {
     this.card = s.card;
     const metric = workload.metric_source;
     // compile-spec requires it of a per_rep workload: a payload without one was built wrong upstream
-    if (metric === undefined) throw new OrchError('BLOCK_PAYLOAD_INVALID', `block ${s.job.block}: a per_rep command workload without workload.metric_source`);
+    if (metric === undefined)
+      throw new OrchError(
+        'BLOCK_PAYLOAD_INVALID',
+        `block ${s.job.block}: a per_rep command workload without workload.metric_source`,
+      );
     this.wl = { ...workload, metric_source: metric, warmup: s.job.warmup, steps: s.job.steps };
     // each rep's processes of a gang meet as torchrun's would (command-gang.ts); no exchange: a per_rep program has no protocol stream
-    this.env = { ORCH_RANK: String(s.rank), ORCH_WORLD: String(s.world), ...(s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {}), ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)) };
+    this.env = {
+      ORCH_RANK: String(s.rank),
+      ORCH_WORLD: String(s.world),
+      ...(s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {}),
+      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)),
+    };
     this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
     this.ready = this.hello();
     this.ready.catch(() => {});
@@ -130,14 +170,32 @@ class CommandRank implements RankHandle {
   private end(signal: string | null): void {
     if (this.ended) return;
     this.ended = true;
-    this.resolveExited({ rank: this.s.rank, card: this.s.card.id, pid: this.current, code: signal ? null : 0, signal, lastError: null, fault: null });
+    this.resolveExited({
+      rank: this.s.rank,
+      card: this.s.card.id,
+      pid: this.current,
+      code: signal ? null : 0,
+      signal,
+      lastError: null,
+      fault: null,
+    });
   }
 
   private async hello(): Promise<CommandHello> {
-    const prepared = await prepareCommandBuilds(this.s, this.workload, this.ensure, { buildRoot: this.opts.cache.root, minFreeDiskGb: this.opts.minFreeDiskGb });
+    const prepared = await prepareCommandBuilds(this.s, this.workload, this.ensure, {
+      buildRoot: this.opts.cache.root,
+      minFreeDiskGb: this.opts.minFreeDiskGb,
+    });
     this.artifactDir = prepared.artifactDir;
     for (const [name, dir] of prepared.buildDirs) this.buildDirs.set(name, dir);
-    const hello: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: process.pid, ...prepared.hello, final: true };
+    const hello: CommandHello = {
+      v: 1,
+      type: 'hello',
+      backend: 'command',
+      pid: process.pid,
+      ...prepared.hello,
+      final: true,
+    };
     this.s.onLine(hello, JSON.stringify(hello));
     return hello;
   }
@@ -153,14 +211,32 @@ class CommandRank implements RankHandle {
 
   async request(op: RankOp, timeoutMs: number): Promise<RankLine> {
     if (op.op !== 'rep') {
-      return this.fail(op, 'UNSUPPORTED', `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`);
+      return this.fail(
+        op,
+        'UNSUPPORTED',
+        `op ${op.op}: a command workload has no ${op.op} gate (it is a graphrt gate); set gates.identity: false`,
+      );
     }
     const { job } = this.s;
     const timer = setTimeout(() => this.abort.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
-    const counting = this.workload.run.launch_counts === true ? new PerRepLaunches({ backend: this.s.card.backend, lib: this.opts.injectLib ?? null, programEnv: this.workload.run.env ?? {}, stepRange: this.workload.run.launch_counts_step_range ?? null }) : null;
+    const counting =
+      this.workload.run.launch_counts === true
+        ? new PerRepLaunches({
+            backend: this.s.card.backend,
+            lib: this.opts.injectLib ?? null,
+            programEnv: this.workload.run.env ?? {},
+            stepRange: this.workload.run.launch_counts_step_range ?? null,
+          })
+        : null;
     try {
       const running = runCommandRep({
-        workload: this.wl, arm: op.arm, artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null), cardLock: this.s.lockPath, env: { ...this.env, ...(counting?.env ?? {}) }, signal: this.abort.signal, runAs: this.opts.runAs ?? null,
+        workload: this.wl,
+        arm: op.arm,
+        artifactDir: op.arm.build === undefined ? this.artifactDir : (this.buildDirs.get(op.arm.build) ?? null),
+        cardLock: this.s.lockPath,
+        env: { ...this.env, ...(counting?.env ?? {}) },
+        signal: this.abort.signal,
+        runAs: this.opts.runAs ?? null,
         onStart: (pid) => (this.current = pid),
         onLine: (stream, line) => {
           const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };
@@ -172,12 +248,28 @@ class CommandRank implements RankHandle {
       // The metric values become a measurement only through the schema: a NaN or an
       // infinity the metric source let through is refused, not committed.
       const rep = CommandRepSchema.safeParse({
-        v: 1, type: 'rep', id: op.id, arm: op.arm.name, workload: 'command', backend: 'command', mode: 'eager',
-        warmup: job.warmup, steps: job.steps, step_ms: r.step_ms, step_index: r.steps, excluded: r.excluded, wall_ms: r.wall_ms,
+        v: 1,
+        type: 'rep',
+        id: op.id,
+        arm: op.arm.name,
+        workload: 'command',
+        backend: 'command',
+        mode: 'eager',
+        warmup: job.warmup,
+        steps: job.steps,
+        step_ms: r.step_ms,
+        step_index: r.steps,
+        excluded: r.excluded,
+        wall_ms: r.wall_ms,
         ...(counting === null ? {} : { launches: counting.read(r.metric_lines, r.excluded) }),
         final: true,
       });
-      if (!rep.success) return this.fail(op, 'METRIC_NOT_A_NUMBER', `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`);
+      if (!rep.success)
+        return this.fail(
+          op,
+          'METRIC_NOT_A_NUMBER',
+          `workload.metric_source: the measured values of arm "${op.arm.name}" are not finite numbers: ${describeIssues(rep.error, 'rep')}`,
+        );
       return this.answer(rep.data);
     } catch (err) {
       const e = err as { code?: string; message: string };

@@ -47,7 +47,11 @@ export interface InjectionChoice {
 function refuseTaken(variable: string, o: InjectionChoice, why: string, hint: string): void {
   const taken = o.programEnv[variable];
   if (taken === undefined || taken === o.lib) return;
-  throw new UserInputError('RANK_INJECTION_TAKEN', `${variable} is already ${taken} for this rank (another profiler's injection library, from workload.run.env or the worker's ORCH_RANK_ENV); ${why} and do not replace it`, { hint });
+  throw new UserInputError(
+    'RANK_INJECTION_TAKEN',
+    `${variable} is already ${taken} for this rank (another profiler's injection library, from workload.run.env or the worker's ORCH_RANK_ENV); ${why} and do not replace it`,
+    { hint },
+  );
 }
 
 /**
@@ -58,9 +62,20 @@ function refuseTaken(variable: string, o: InjectionChoice, why: string, hint: st
 export function injectionEnv(o: InjectionChoice): Record<string, string> {
   if (o.backend !== 'cuda' || (!o.counts && !o.traceProbe) || o.lib === null) return {};
   const why = o.traceProbe ? "the trace probe traces through orch's injection library" : "orch's launch counts need it";
-  refuseTaken(INJECTION_VARIABLE, o, why, o.traceProbe ? 'remove it for the probe' : 'remove it, or remove workload.run.launch_counts (counting off)');
+  refuseTaken(
+    INJECTION_VARIABLE,
+    o,
+    why,
+    o.traceProbe ? 'remove it for the probe' : 'remove it, or remove workload.run.launch_counts (counting off)',
+  );
   const range = o.counts && !o.traceProbe && o.stepRange != null ? o.stepRange : null;
-  if (range !== null) refuseTaken(NVTX_INJECTION_VARIABLE, o, `orch's NVTX step range "${range}" needs it`, 'remove it, or remove workload.run.launch_counts_step_range (counts per rep ÷ steps)');
+  if (range !== null)
+    refuseTaken(
+      NVTX_INJECTION_VARIABLE,
+      o,
+      `orch's NVTX step range "${range}" needs it`,
+      'remove it, or remove workload.run.launch_counts_step_range (counts per rep ÷ steps)',
+    );
   return {
     [INJECTION_VARIABLE]: o.lib,
     ...(o.traceProbe ? { [TRACE_VARIABLE]: '1' } : {}),

@@ -55,7 +55,13 @@ export class MetricRegexThread {
     private readonly pattern: string,
     private readonly budgetMs = METRIC_REGEX_BUDGET_MS,
   ) {
-    this.thread = new Worker(THREAD_SOURCE, { eval: true, workerData: { pattern }, execArgv: [], stdout: true, stderr: true });
+    this.thread = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: { pattern },
+      execArgv: [],
+      stdout: true,
+      stderr: true,
+    });
     this.thread.unref();
     this.thread.once('online', () => {
       this.isOnline = true;
@@ -112,7 +118,9 @@ export class MetricRegexThread {
         new UserInputError(
           'METRIC_REGEX_TOO_SLOW',
           `workload.metric_source.pattern ${JSON.stringify(this.pattern)} took longer than its budget of ${this.budgetMs} ms on output line ${oldest.lineNo} (catastrophic backtracking); the rank was killed; the line starts: ${clip(oldest.line)}`,
-          { hint: 'make the pattern unambiguous: no alternatives that match the same text inside a repetition, e.g. (a|b)* rather than (a|a)*, and anchor it to the text around the number' },
+          {
+            hint: 'make the pattern unambiguous: no alternatives that match the same text inside a repetition, e.g. (a|b)* rather than (a|a)*, and anchor it to the text around the number',
+          },
         ),
       );
       void this.thread.terminate();

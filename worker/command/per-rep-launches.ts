@@ -11,7 +11,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCounts } from '../../jobs/orch-rank-protocol.ts';
-import { perRepCounts, type PerRepLaunchCounts } from '../../jobs/per-rep-counts.ts';
+import { type PerRepLaunchCounts, perRepCounts } from '../../jobs/per-rep-counts.ts';
 import { injectionEnv } from './launch-counter.ts';
 
 /** The variable naming the file the injection library appends its exit report to (orch_inject.cpp). */
@@ -36,8 +36,18 @@ export class PerRepLaunches {
   readonly env: Record<string, string>;
 
   constructor(private readonly o: PerRepLaunchesOptions) {
-    const inject = injectionEnv({ backend: o.backend, counts: true, traceProbe: false, lib: o.lib, programEnv: o.programEnv, stepRange: o.stepRange });
-    this.file = Object.keys(inject).length === 0 ? null : join(tmpdir(), `orch-inject-report-${process.pid}-${randomUUID()}.jsonl`);
+    const inject = injectionEnv({
+      backend: o.backend,
+      counts: true,
+      traceProbe: false,
+      lib: o.lib,
+      programEnv: o.programEnv,
+      stepRange: o.stepRange,
+    });
+    this.file =
+      Object.keys(inject).length === 0
+        ? null
+        : join(tmpdir(), `orch-inject-report-${process.pid}-${randomUUID()}.jsonl`);
     this.env = this.file === null ? {} : { ...inject, [REPORT_VARIABLE]: this.file };
   }
 
@@ -51,18 +61,33 @@ export class PerRepLaunches {
    * with the first `excluded` ranges dropped as those lines' warm-up; the report file is removed.
    */
   read(steps: number, excluded: number): RepLaunches {
-    if (this.o.backend !== 'cuda') return { source: 'none', reason: "a cpu card: no CUDA driver loads orch's injection library" };
-    if (this.file === null) return { source: 'none', reason: "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt, or ORCH_INJECT_LIB)" };
+    if (this.o.backend !== 'cuda')
+      return { source: 'none', reason: "a cpu card: no CUDA driver loads orch's injection library" };
+    if (this.file === null)
+      return {
+        source: 'none',
+        reason:
+          "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt, or ORCH_INJECT_LIB)",
+      };
     try {
       let text: string | null = null;
       try {
         const size = statSync(this.file).size;
-        if (size > MAX_REPORT_BYTES) return { source: 'none', reason: `${this.file}: ${size} bytes of counts, more than the ${MAX_REPORT_BYTES} read` };
+        if (size > MAX_REPORT_BYTES)
+          return {
+            source: 'none',
+            reason: `${this.file}: ${size} bytes of counts, more than the ${MAX_REPORT_BYTES} read`,
+          };
         text = readFileSync(this.file, 'utf8');
       } catch {
         text = null;
       }
-      return perRepCounts(text, steps, this.file, this.o.stepRange === null ? null : { name: this.o.stepRange, excluded });
+      return perRepCounts(
+        text,
+        steps,
+        this.file,
+        this.o.stepRange === null ? null : { name: this.o.stepRange, excluded },
+      );
     } finally {
       rmSync(this.file, { force: true });
     }

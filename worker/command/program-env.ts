@@ -24,22 +24,42 @@ export const RANK_ENV = 'ORCH_RANK_ENV';
 const RENDEZVOUS_SECRET = 'GRAPHRT_RENDEZVOUS_SECRET';
 
 /** What a program needs of its host's environment to start and find its tools. */
-const BASE_VARIABLES = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'LD_LIBRARY_PATH', 'CUDA_DEVICE_ORDER'];
+const BASE_VARIABLES = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'TMPDIR',
+  'LD_LIBRARY_PATH',
+  'CUDA_DEVICE_ORDER',
+];
 
 /** The credentials of a cluster: never in a program's environment. */
-const CREDENTIALS = /^(REDIS_URL|ORCH_CLUSTER_SECRET(_FILE)?|ORCH_SUBMIT_TOKEN(_FILE)?|ORCH_DASHBOARD_TOKEN|ORCH_DB_URL)$/;
+const CREDENTIALS =
+  /^(REDIS_URL|ORCH_CLUSTER_SECRET(_FILE)?|ORCH_SUBMIT_TOKEN(_FILE)?|ORCH_DASHBOARD_TOKEN|ORCH_DB_URL)$/;
 
 /** The patterns of ORCH_RANK_ENV, refusing a malformed entry (a typo would pass nothing, silently). */
 function operatorPatterns(env: NodeJS.ProcessEnv): ((name: string) => boolean)[] {
   const raw = env[RANK_ENV];
   if (raw === undefined || raw.trim() === '') return [];
-  return raw.split(',').map((s) => s.trim()).filter(Boolean).map((p) => {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*\*?$/.test(p)) {
-      throw new UserInputError('CLI_USAGE', `${RANK_ENV}: "${p}" is not a variable name nor a NAME* prefix`, { hint: `set ${RANK_ENV} to a comma list such as CC,CXX,NCCL_*` });
-    }
-    const prefix = p.endsWith('*') ? p.slice(0, -1) : null;
-    return prefix === null ? (n: string) => n === p : (n: string) => n.startsWith(prefix);
-  });
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((p) => {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*\*?$/.test(p)) {
+        throw new UserInputError('CLI_USAGE', `${RANK_ENV}: "${p}" is not a variable name nor a NAME* prefix`, {
+          hint: `set ${RANK_ENV} to a comma list such as CC,CXX,NCCL_*`,
+        });
+      }
+      const prefix = p.endsWith('*') ? p.slice(0, -1) : null;
+      return prefix === null ? (n: string) => n === p : (n: string) => n.startsWith(prefix);
+    });
 }
 
 /** Whether `name` may never reach a program. */
@@ -52,8 +72,15 @@ export function isCredential(name: string): boolean {
  * `inherit` patterns (graphrt's own GRAPHRT_*, NCCL's NCCL_*), then `set` on top; no credential,
  * and of GRAPHRT_RENDEZVOUS_SECRET only the one `set` gives.
  */
-export function programEnv(set: Record<string, string>, env: NodeJS.ProcessEnv = process.env, inherit: readonly string[] = []): Record<string, string> {
-  const patterns = [...operatorPatterns(env), ...inherit.map((p) => (n: string) => (p.endsWith('*') ? n.startsWith(p.slice(0, -1)) : n === p))];
+export function programEnv(
+  set: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+  inherit: readonly string[] = [],
+): Record<string, string> {
+  const patterns = [
+    ...operatorPatterns(env),
+    ...inherit.map((p) => (n: string) => (p.endsWith('*') ? n.startsWith(p.slice(0, -1)) : n === p)),
+  ];
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || isCredential(name) || name === RENDEZVOUS_SECRET) continue;

@@ -25,7 +25,10 @@ export class RepOutput {
     private readonly kill: () => void,
     /** names the rep in messages: its arm and command */
     private readonly what: string,
-    private readonly opts: { regexBudgetMs?: number; onLine?: (stream: 'stdout' | 'stderr', line: string) => void } = {},
+    private readonly opts: {
+      regexBudgetMs?: number;
+      onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
+    } = {},
   ) {
     this.regex = parser.pattern === null ? null : new MetricRegexThread(parser.pattern, opts.regexBudgetMs);
   }
@@ -66,9 +69,13 @@ export class RepOutput {
   stdoutTooLong(head: string): void {
     this.keep('stdout', `${head}…`);
     if (this.parseError) return;
-    this.parseError = new UserInputError('RANK_LINE_TOO_LONG', `workload.run.cmd printed a stdout line longer than ${MAX_RANK_LINE_LABEL}; killed (${this.what}); it starts: ${head}`, {
-      hint: 'print metric lines of sane length; send bulk output to a file',
-    });
+    this.parseError = new UserInputError(
+      'RANK_LINE_TOO_LONG',
+      `workload.run.cmd printed a stdout line longer than ${MAX_RANK_LINE_LABEL}; killed (${this.what}); it starts: ${head}`,
+      {
+        hint: 'print metric lines of sane length; send bulk output to a file',
+      },
+    );
     this.kill();
   }
 

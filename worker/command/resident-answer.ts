@@ -11,19 +11,28 @@ import type { OrchRankError, OrchRankIdentity, OrchRankRep, OrchRankTrace } from
 import { compareIdentity, stepHash } from '../../jobs/output-hashes.ts';
 
 /** What is wrong with an answer for its request, or null when it fits. */
-export function misfit(line: OrchRankRep | OrchRankIdentity | OrchRankTrace, job: Pick<BlockJob, 'warmup' | 'steps' | 'gates'>): string | null {
+export function misfit(
+  line: OrchRankRep | OrchRankIdentity | OrchRankTrace,
+  job: Pick<BlockJob, 'warmup' | 'steps' | 'gates'>,
+): string | null {
   if (line.type === 'trace') {
     const steps = line.trace.source === 'cupti' ? line.trace.steps.length : job.steps;
     return steps === job.steps ? null : `trace ${line.id} has ${steps} traced steps; ${job.steps} steps were asked`;
   }
   if (line.type === 'rep') {
-    if (line.step_ms.length !== job.steps) return `rep ${line.id} has ${line.step_ms.length} step times; ${job.steps} steps were asked`;
-    if (line.warmup_ms.length !== job.warmup) return `rep ${line.id} has ${line.warmup_ms.length} warm-up times; ${job.warmup} warm-up steps were asked`;
-    if (line.hashes.length !== line.step_ms.length) return `rep ${line.id} has ${line.hashes.length} steps of hashes for ${line.step_ms.length} steps`;
+    if (line.step_ms.length !== job.steps)
+      return `rep ${line.id} has ${line.step_ms.length} step times; ${job.steps} steps were asked`;
+    if (line.warmup_ms.length !== job.warmup)
+      return `rep ${line.id} has ${line.warmup_ms.length} warm-up times; ${job.warmup} warm-up steps were asked`;
+    if (line.hashes.length !== line.step_ms.length)
+      return `rep ${line.id} has ${line.hashes.length} steps of hashes for ${line.step_ms.length} steps`;
     const l = line.launches;
     if (l?.source === 'cupti') {
-      const short = (['kernels', 'graphs', 'memcpy', 'memset', 'syncs'] as const).find((k) => l[k].length !== line.step_ms.length);
-      if (short !== undefined) return `rep ${line.id} has ${l[short].length} launch counts (${short}) for ${line.step_ms.length} steps`;
+      const short = (['kernels', 'graphs', 'memcpy', 'memset', 'syncs'] as const).find(
+        (k) => l[k].length !== line.step_ms.length,
+      );
+      if (short !== undefined)
+        return `rep ${line.id} has ${l[short].length} launch counts (${short}) for ${line.step_ms.length} steps`;
     }
     return null;
   }
@@ -34,16 +43,30 @@ export function misfit(line: OrchRankRep | OrchRankIdentity | OrchRankTrace, job
 
 export function residentRep(line: OrchRankRep, job: Pick<BlockJob, 'warmup' | 'steps'>): CommandRep {
   return {
-    v: 1, type: 'rep', id: line.id, arm: line.arm, workload: 'command', backend: 'command', mode: line.mode,
-    warmup: job.warmup, steps: job.steps, step_ms: line.step_ms, step_index: line.step_ms.map((_, i) => i), excluded: 0,
+    v: 1,
+    type: 'rep',
+    id: line.id,
+    arm: line.arm,
+    workload: 'command',
+    backend: 'command',
+    mode: line.mode,
+    warmup: job.warmup,
+    steps: job.steps,
+    step_ms: line.step_ms,
+    step_index: line.step_ms.map((_, i) => i),
+    excluded: 0,
     wall_ms: Math.max(0, line.t_end_ns - line.t_start_ns) / 1e6,
-    graph: line.graph, warmup_ms: line.warmup_ms, hashes: line.hashes.map(stepHash),
+    graph: line.graph,
+    warmup_ms: line.warmup_ms,
+    hashes: line.hashes.map(stepHash),
     ...(line.counters === undefined ? {} : { counters: line.counters }),
     ...(line.launches === undefined ? {} : { launches: line.launches }),
     ...(line.clocks === undefined ? {} : { clocks: line.clocks }),
     ...(line.xid_events === undefined ? {} : { xid_events: line.xid_events }),
     ...(line.ecc_errors === undefined ? {} : { ecc_errors: line.ecc_errors }),
-    t_start_ns: line.t_start_ns, t_end_ns: line.t_end_ns, final: true,
+    t_start_ns: line.t_start_ns,
+    t_end_ns: line.t_end_ns,
+    final: true,
   };
 }
 
@@ -52,9 +75,18 @@ export function residentGate(line: OrchRankIdentity, outputs: readonly string[])
   const verdict = compareIdentity(line.eager, line.graph, line.replays, outputs);
   const launches = line.counters?.launches_per_step;
   return {
-    v: 1, type: 'gate', id: line.id, arm: line.arm, name: 'identity', backend: 'command', mode: line.mode, replays: line.replays,
+    v: 1,
+    type: 'gate',
+    id: line.id,
+    arm: line.arm,
+    name: 'identity',
+    backend: 'command',
+    mode: line.mode,
+    replays: line.replays,
     ...verdict,
-    eager_hashes: line.eager.map(stepHash), graph_hashes: line.graph.map(stepHash), nodes: null,
+    eager_hashes: line.eager.map(stepHash),
+    graph_hashes: line.graph.map(stepHash),
+    nodes: null,
     launches_per_step: typeof launches === 'number' && Number.isInteger(launches) && launches >= 0 ? launches : null,
     ...(line.t_start_ns === undefined ? {} : { t_start_ns: line.t_start_ns }),
     ...(line.t_end_ns === undefined ? {} : { t_end_ns: line.t_end_ns }),
@@ -63,5 +95,13 @@ export function residentGate(line: OrchRankIdentity, outputs: readonly string[])
 }
 
 export function residentError(line: OrchRankError, requestId: string): CommandError {
-  return { v: 1, type: 'error', id: line.id ?? requestId, code: line.code, message: line.message, ...(line.frame === undefined ? {} : { frame: line.frame }), final: true };
+  return {
+    v: 1,
+    type: 'error',
+    id: line.id ?? requestId,
+    code: line.code,
+    message: line.message,
+    ...(line.frame === undefined ? {} : { frame: line.frame }),
+    final: true,
+  };
 }

@@ -24,22 +24,43 @@ import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { exchangeAnswer, MAX_EXCHANGES, type OrchRankExchange } from '../../jobs/orch-rank-exchange.ts';
+import {
+  ORCH_RANK_VERSION,
+  type OrchRankHello,
+  type OrchRankLine,
+  type OrchRankRep,
+  orchRankOpen,
+  orchRankRequest,
+  parseOrchRankLine,
+} from '../../jobs/orch-rank-protocol.ts';
 import { HOST_PHASE } from '../../jobs/rank-protocol-constants.ts';
-import { ORCH_RANK_VERSION, orchRankOpen, orchRankRequest, parseOrchRankLine, type OrchRankHello, type OrchRankLine, type OrchRankRep } from '../../jobs/orch-rank-protocol.ts';
 import { openLockFile } from '../../store/private-dir.ts';
-import { RankProtocol, type RankLineSchema } from '../rank-protocol.ts';
 import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
-import { RankProtocolError, type RankExit, type RankHandle, type RankLine, type RankOp, type RankStart } from '../rank-runner.ts';
-import { prepareCommandBuilds, type CommandBuilds, type CommandWorkload, type EnsureBuild, type PrepareOptions } from './command-builds.ts';
-import { programEnv } from './program-env.ts';
-import { runAsEnv, type RunAs } from '../run-as.ts';
+import { type RankLineSchema, RankProtocol } from '../rank-protocol.ts';
+import {
+  type RankExit,
+  type RankHandle,
+  type RankLine,
+  type RankOp,
+  RankProtocolError,
+  type RankStart,
+} from '../rank-runner.ts';
+import { type RunAs, runAsEnv } from '../run-as.ts';
+import { measureChainFloor } from './chain-floor.ts';
+import {
+  type CommandBuilds,
+  type CommandWorkload,
+  type EnsureBuild,
+  type PrepareOptions,
+  prepareCommandBuilds,
+} from './command-builds.ts';
 import { torchrunEnv } from './command-gang.ts';
 import { injectionEnv } from './launch-counter.ts';
-import { measureChainFloor } from './chain-floor.ts';
+import { type PreparedRank, type PreparedSink, type PreparedSlots, preparedKey } from './prepared-slots.ts';
+import { programEnv } from './program-env.ts';
+import { type RankCaches, rankCaches } from './rank-caches.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { commandCwd } from './run-command-rep.ts';
-import { rankCaches, type RankCaches } from './rank-caches.ts';
-import { preparedKey, type PreparedRank, type PreparedSink, type PreparedSlots } from './prepared-slots.ts';
 
 /** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
 const DEFAULT_HELLO_TIMEOUT_S = 120;
@@ -48,7 +69,8 @@ const PREPARED_KEEP_MS = 300_000;
 /** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
 const STDERR_LINES_IN_EXIT = 5;
 
-const COUNTS_OFF = 'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: the measured cost is under this table)';
+const COUNTS_OFF =
+  'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: the measured cost is under this table)';
 
 const HELLO_HINT = `a resident command rank speaks the orch-rank protocol (ranklib/PROTOCOL.md) on stdout: serve the program through orch_rank (Python, ranklib/python) or orch_rank.h (C++, ranklib/cpp); its setup runs before hello, so raise workload.run.hello_timeout_s if it takes longer`;
 
@@ -74,12 +96,20 @@ export class ResidentCommandRank implements RankHandle {
   /** the build's compiler caches on this host (rank-caches.ts) */
   private caches: RankCaches | null = null;
   /** how this rank's program started: adopted from the host phase, or inside the lease (and why) */
-  startedHow: { hostPhase: true; prepare_ms: number } | { hostPhase: false; why: string | null } = { hostPhase: false, why: null };
+  startedHow: { hostPhase: true; prepare_ms: number } | { hostPhase: false; why: string | null } = {
+    hostPhase: false,
+    why: null,
+  };
 
   constructor(
     private readonly s: RankStart,
     private readonly workload: CommandWorkload,
-    private readonly opts: PrepareOptions & { injectLib?: string | null; graphrt?: string | null; runAs?: RunAs | null; slots?: PreparedSlots },
+    private readonly opts: PrepareOptions & {
+      injectLib?: string | null;
+      graphrt?: string | null;
+      runAs?: RunAs | null;
+      slots?: PreparedSlots;
+    },
     private readonly ensure: EnsureBuild,
   ) {
     this.rank = s.rank;
@@ -102,9 +132,26 @@ export class ResidentCommandRank implements RankHandle {
   async request(op: RankOp, timeoutMs: number): Promise<RankLine> {
     const proto = this.proto;
     const program = this.program;
-    if (proto === null || program === null) throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: ${op.op} ${op.id} sent before the program said hello`);
+    if (proto === null || program === null)
+      throw new OrchError(
+        'RANK_REQUEST_INVALID',
+        `rank ${this.rank}: ${op.op} ${op.id} sent before the program said hello`,
+      );
     // graphrt's capture probe; a resident rank's probe is the trace probe (op trace)
-    if (op.op === 'probe') return this.answer(residentError({ v: 1, type: 'error', code: 'BAD_REQUEST', message: "a resident command rank has no capture probe op: its design probe sends trace requests", fatal: false, final: true }, op.id));
+    if (op.op === 'probe')
+      return this.answer(
+        residentError(
+          {
+            v: 1,
+            type: 'error',
+            code: 'BAD_REQUEST',
+            message: 'a resident command rank has no capture probe op: its design probe sends trace requests',
+            fatal: false,
+            final: true,
+          },
+          op.id,
+        ),
+      );
     this.inFlight.push(op);
     try {
       const line = await proto.request(op, Math.min(timeoutMs, this.workload.run.timeout_s * 1000));
@@ -128,9 +175,11 @@ export class ResidentCommandRank implements RankHandle {
   }
 
   private endBeforeStart(signal: string | null): void {
-    void this.ready.catch(() => undefined).then(() => {
-      if (this.proto === null) this.resolveExited(this.preStart ?? this.noProcess(null, signal, null));
-    });
+    void this.ready
+      .catch(() => undefined)
+      .then(() => {
+        if (this.proto === null) this.resolveExited(this.preStart ?? this.noProcess(null, signal, null));
+      });
   }
 
   private noProcess(code: number | null, signal: string | null, lastError: string | null): RankExit {
@@ -154,8 +203,22 @@ export class ResidentCommandRank implements RankHandle {
     this.checkToggles(hello);
     this.program = hello;
     const { v: _v, type: _t, final: _f, ...program } = hello;
-    const started = { host_phase: this.startedHow.hostPhase, ...(this.startedHow.hostPhase || this.startedHow.why === null ? {} : { why: this.startedHow.why }), caches: this.caches.state };
-    const line: CommandHello = { v: 1, type: 'hello', backend: 'command', pid: hello.pid, ...prepared.hello, program, started, ...(floor === null ? {} : { graph_node_floor: floor }), final: true };
+    const started = {
+      host_phase: this.startedHow.hostPhase,
+      ...(this.startedHow.hostPhase || this.startedHow.why === null ? {} : { why: this.startedHow.why }),
+      caches: this.caches.state,
+    };
+    const line: CommandHello = {
+      v: 1,
+      type: 'hello',
+      backend: 'command',
+      pid: hello.pid,
+      ...prepared.hello,
+      program,
+      started,
+      ...(floor === null ? {} : { graph_node_floor: floor }),
+      final: true,
+    };
     this.s.onLine(line, JSON.stringify(line));
     this.prepareNextIfDue();
     return line;
@@ -168,12 +231,13 @@ export class ResidentCommandRank implements RankHandle {
    */
   private prepareNextIfDue(): void {
     const { job, world } = this.s;
-    if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true) return;
+    if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true)
+      return;
     const keepMs = Math.max((this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000, PREPARED_KEEP_MS);
     try {
       this.prepareNext(this.opts.slots, keepMs);
     } catch (err) {
-      this.s.log.warn({ err }, 'the next block\'s rank could not start in the host phase: it starts inside its lease');
+      this.s.log.warn({ err }, "the next block's rank could not start in the host phase: it starts inside its lease");
     }
   }
 
@@ -182,11 +246,19 @@ export class ResidentCommandRank implements RankHandle {
    * until the program has exited (closed then, or at once when it does not start). A trace probe
    * first runs graphrt's chain on the same description (the floor).
    */
-  private async startUnderLock(artifactDir: string | null): Promise<{ proto: RankProtocol<OrchRankLine>; floor: ChainFloorRun | null }> {
-    const taken = this.s.job.trace_probe === true ? null : this.opts.slots?.take(this.card.id, preparedKey(this.s.job.experiment, artifactDir, this.card.id)) ?? null;
+  private async startUnderLock(
+    artifactDir: string | null,
+  ): Promise<{ proto: RankProtocol<OrchRankLine>; floor: ChainFloorRun | null }> {
+    const taken =
+      this.s.job.trace_probe === true
+        ? null
+        : (this.opts.slots?.take(this.card.id, preparedKey(this.s.job.experiment, artifactDir, this.card.id)) ?? null);
     if (taken?.kind === 'fallback') {
       this.startedHow = { hostPhase: false, why: taken.why };
-      this.s.log.warn({ why: taken.why }, 'the prepared rank process cannot be adopted: the program starts inside the lease');
+      this.s.log.warn(
+        { why: taken.why },
+        'the prepared rank process cannot be adopted: the program starts inside the lease',
+      );
     }
     const fd = openLockFile(this.s.lockPath);
     try {
@@ -197,26 +269,42 @@ export class ResidentCommandRank implements RankHandle {
       const floor = this.s.job.trace_probe === true ? await this.chainFloor(fd) : null;
       if (this.ending) {
         if (taken?.kind === 'adopt') taken.rank.proto.kill();
-        throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`);
+        throw new OrchError(
+          'LEASE_LOST',
+          `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`,
+        );
       }
       this.proto = taken?.kind === 'adopt' ? await this.adopt(taken.rank) : null;
       if (this.ending) {
         this.proto?.kill();
-        throw new OrchError('LEASE_LOST', `rank ${this.rank} on card ${this.card.id} was ended while its prepared process finished prepare()`);
+        throw new OrchError(
+          'LEASE_LOST',
+          `rank ${this.rank} on card ${this.card.id} was ended while its prepared process finished prepare()`,
+        );
       }
       this.proto ??= this.spawnProgram(artifactDir, null);
       void this.proto.exited.finally(() => closeSync(fd));
       return { proto: this.proto, floor };
     } catch (err) {
       closeSync(fd);
-      this.preStart = this.noProcess(err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null, null, err instanceof Error ? err.message : String(err));
+      this.preStart = this.noProcess(
+        err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null,
+        null,
+        err instanceof Error ? err.message : String(err),
+      );
       throw err;
     }
   }
 
   private chainFloor(lockFd: number): Promise<ChainFloorRun> {
     const { card, log } = this.s;
-    return measureChainFloor({ graphrt: this.opts.graphrt ?? null, backend: card.backend, uuid: card.backend === 'cuda' ? card.uuid : '', lockFd, warn: (msg) => log.warn(msg) });
+    return measureChainFloor({
+      graphrt: this.opts.graphrt ?? null,
+      backend: card.backend,
+      uuid: card.backend === 'cuda' ? card.uuid : '',
+      lockFd,
+      warn: (msg) => log.warn(msg),
+    });
   }
 
   /**
@@ -228,10 +316,15 @@ export class ResidentCommandRank implements RankHandle {
   private async adopt(rank: PreparedRank): Promise<RankProtocol<OrchRankLine> | null> {
     rank.sink.onLine = (line) => this.onProgramLine(line);
     rank.sink.onStderr = (l) => this.output(l);
-    const prepared = await rank.proto.prepared.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+    const prepared = await rank.proto.prepared.catch((err: unknown) =>
+      err instanceof Error ? err : new Error(String(err)),
+    );
     if (prepared instanceof Error) {
       this.startedHow = { hostPhase: false, why: prepared.message };
-      this.s.log.warn({ why: prepared.message }, 'the prepared rank process ended before its open: the program starts inside the lease');
+      this.s.log.warn(
+        { why: prepared.message },
+        'the prepared rank process ended before its open: the program starts inside the lease',
+      );
       return null;
     }
     // the card's lock is this worker's now: the process may see the card
@@ -246,9 +339,14 @@ export class ResidentCommandRank implements RankHandle {
    * ended after `keepMs` unless that block's rank adopts it. Called while this rank holds the card.
    */
   prepareNext(slots: PreparedSlots, keepMs: number): PreparedRank {
-    if (this.artifactDir === undefined) throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
+    if (this.artifactDir === undefined)
+      throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
     const sink: PreparedSink = { onLine: () => {}, onStderr: () => {} };
-    const rank: PreparedRank = { key: preparedKey(this.s.job.experiment, this.artifactDir, this.card.id), proto: this.spawnProgram(this.artifactDir, sink), sink };
+    const rank: PreparedRank = {
+      key: preparedKey(this.s.job.experiment, this.artifactDir, this.card.id),
+      proto: this.spawnProgram(this.artifactDir, sink),
+      sink,
+    };
     slots.put(this.card.id, rank, keepMs);
     return rank;
   }
@@ -279,10 +377,28 @@ export class ResidentCommandRank implements RankHandle {
       ...(sink === null ? {} : { [HOST_PHASE.env]: '1' }),
       ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)),
     });
-    const env = { ...base, ...runAsEnv(this.opts.runAs ?? null), ...injectionEnv({ backend: s.card.backend, counts: run.launch_counts === true, traceProbe: s.job.trace_probe === true, lib: this.opts.injectLib ?? null, programEnv: base }) };
-    const { child, endGroup } = spawnRank(run.cmd, { cwd: commandCwd(run.cwd, artifactDir), env, warn: (msg) => s.log.warn(msg), runAs: this.opts.runAs ?? null });
+    const env = {
+      ...base,
+      ...runAsEnv(this.opts.runAs ?? null),
+      ...injectionEnv({
+        backend: s.card.backend,
+        counts: run.launch_counts === true,
+        traceProbe: s.job.trace_probe === true,
+        lib: this.opts.injectLib ?? null,
+        programEnv: base,
+      }),
+    };
+    const { child, endGroup } = spawnRank(run.cmd, {
+      cwd: commandCwd(run.cwd, artifactDir),
+      env,
+      warn: (msg) => s.log.warn(msg),
+      runAs: this.opts.runAs ?? null,
+    });
     s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
-    const schema: RankLineSchema<OrchRankLine> = { parse: parseOrchRankLine, request: (op) => orchRankRequest(s.job, op) };
+    const schema: RankLineSchema<OrchRankLine> = {
+      parse: parseOrchRankLine,
+      request: (op) => orchRankRequest(s.job, op),
+    };
     return new RankProtocol(child, schema, {
       rank: s.rank,
       card: s.card,
@@ -293,7 +409,10 @@ export class ResidentCommandRank implements RankHandle {
       onStderr: (l) => (sink === null ? this.output(l) : sink.onStderr(l)),
       ...(sink === null ? {} : { hostPhase: { open: orchRankOpen } }),
       helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
-      helloHint: () => (this.waitingFor === null ? HELLO_HINT : `it waits for exchange "${this.waitingFor}", whose bytes rank 0 never published (rank 0 did not reach its exchange)`),
+      helloHint: () =>
+        this.waitingFor === null
+          ? HELLO_HINT
+          : `it waits for exchange "${this.waitingFor}", whose bytes rank 0 never published (rank 0 did not reach its exchange)`,
       onExchange: (line) => this.exchange(line as OrchRankExchange),
       stderrLinesInExit: STDERR_LINES_IN_EXIT,
       // graphrt's exit codes (native/PROTOCOL.md) are not the user's: a death mid-block is retried
@@ -307,38 +426,55 @@ export class ResidentCommandRank implements RankHandle {
    * line when they do not come). A 17th is a fault (thrown: RankProtocol breaks the protocol).
    */
   private exchange(line: OrchRankExchange): void {
-    if (++this.exchanges > MAX_EXCHANGES) throw new Error(`exchange "${line.key}" is this rank's ${this.exchanges}th of the attempt; at most ${MAX_EXCHANGES}`);
+    if (++this.exchanges > MAX_EXCHANGES)
+      throw new Error(
+        `exchange "${line.key}" is this rank's ${this.exchanges}th of the attempt; at most ${MAX_EXCHANGES}`,
+      );
     const gang = this.s.commandGang;
     this.waitingFor = line.key;
     const bytes = line.data === null ? null : Buffer.from(line.data, 'base64');
-    const asked = gang === undefined ? Promise.reject(new Error('this rank has no gang to exchange with (the worker started it without one)')) : gang.exchange(line.key, bytes);
-    void asked.then(
-      (data) => exchangeAnswer(line.key, { data }),
-      (err: Error) => exchangeAnswer(line.key, { error: err.message }),
-    ).then((answer) => {
-      if (this.waitingFor === line.key) this.waitingFor = null;
-      this.s.log.debug({ key: line.key }, 'exchange answered');
-      this.proto?.send(answer);
-    });
+    const asked =
+      gang === undefined
+        ? Promise.reject(new Error('this rank has no gang to exchange with (the worker started it without one)'))
+        : gang.exchange(line.key, bytes);
+    void asked
+      .then(
+        (data) => exchangeAnswer(line.key, { data }),
+        (err: Error) => exchangeAnswer(line.key, { error: err.message }),
+      )
+      .then((answer) => {
+        if (this.waitingFor === line.key) this.waitingFor = null;
+        this.s.log.debug({ key: line.key }, 'exchange answered');
+        this.proto?.send(answer);
+      });
   }
 
   /** Every toggle an arm sets (and the gate's) must be one the program understands: refused before any rep. */
   private checkToggles(hello: OrchRankHello): void {
     const known = new Set(hello.toggles);
-    const used = new Set([...this.s.job.arms.flatMap((a) => Object.keys(a.toggles)), ...(this.s.job.gates.identity?.toggle === undefined ? [] : [this.s.job.gates.identity.toggle])]);
+    const used = new Set([
+      ...this.s.job.arms.flatMap((a) => Object.keys(a.toggles)),
+      ...(this.s.job.gates.identity?.toggle === undefined ? [] : [this.s.job.gates.identity.toggle]),
+    ]);
     const unknown = [...used].filter((t) => !known.has(t));
     if (unknown.length === 0) return;
     this.proto?.kill();
-    throw new UserInputError('RANK_TOGGLE_UNKNOWN', `toggles: the program "${hello.name}" (${hello.library}) does not understand ${unknown.map((t) => `"${t}"`).join(', ')}; it understands ${hello.toggles.join(', ') || 'no toggles'}`, {
-      hint: `add ${unknown.join(', ')} to the program's toggles, or remove ${unknown.length === 1 ? 'it' : 'them'} from the spec's toggles and workload.toggles`,
-    });
+    throw new UserInputError(
+      'RANK_TOGGLE_UNKNOWN',
+      `toggles: the program "${hello.name}" (${hello.library}) does not understand ${unknown.map((t) => `"${t}"`).join(', ')}; it understands ${hello.toggles.join(', ') || 'no toggles'}`,
+      {
+        hint: `add ${unknown.join(', ')} to the program's toggles, or remove ${unknown.length === 1 ? 'it' : 'them'} from the spec's toggles and workload.toggles`,
+      },
+    );
   }
 
   private translate(line: OrchRankLine, op: RankOp, program: OrchRankHello): CommandLine {
     if (line.type === 'error') return residentError(line, op.id);
-    if (line.type === 'hello' || line.type === 'prepared') throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
+    if (line.type === 'hello' || line.type === 'prepared')
+      throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     if (line.type === 'exchange') throw this.fault(`an exchange line answering ${op.op} ${op.id}`);
-    const wrong = line.type === 'rep' ? op.op !== 'rep' : line.type === 'trace' ? op.op !== 'trace' : op.op !== 'identity';
+    const wrong =
+      line.type === 'rep' ? op.op !== 'rep' : line.type === 'trace' ? op.op !== 'trace' : op.op !== 'identity';
     if (wrong) throw this.fault(`a "${line.type}" line answering ${op.op} ${op.id}`);
     const bad = misfit(line, this.s.job);
     if (bad !== null) throw this.fault(bad);

@@ -13,14 +13,14 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL } from '../../jobs/line-limit.ts';
-import { MetricParser, selectMeasured, type MetricSourceInput } from '../../jobs/metric-source.ts';
-import { toCommandInvocation, type CommandRunInput, type ToggleMappingInput } from './command-invocation.ts';
+import { MetricParser, type MetricSourceInput, selectMeasured } from '../../jobs/metric-source.ts';
+import { requireHelper } from '../helper-paths.ts';
 import { readLines } from '../line-reader.ts';
+import { asUser, type RunAs, runAsEnv } from '../run-as.ts';
+import { type CommandRunInput, type ToggleMappingInput, toCommandInvocation } from './command-invocation.ts';
+import { programEnv } from './program-env.ts';
 import { RepOutput } from './rep-output.ts';
 import { spawnTethered } from './tether.ts';
-import { programEnv } from './program-env.ts';
-import { requireHelper } from '../helper-paths.ts';
-import { asUser, runAsEnv, type RunAs } from '../run-as.ts';
 
 /** flock(1)'s exit code when the card lock is taken (-E); above every 128+signal status. */
 export const CARD_BUSY_EXIT = 199;
@@ -83,18 +83,35 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   const what = `arm "${arm.name}", command: ${inv.cmd}`;
   const started = Date.now();
   // by its absolute path: the program's environment may carry the spec's PATH
-  const p = spawnTethered(requireHelper('flock', "it holds the card's lock for the rep's process"), ['-n', '-o', '-E', String(CARD_BUSY_EXIT), input.cardLock, ...asUser(input.runAs ?? null, ['/bin/sh', '-c', inv.cmd])], {
-    cwd,
-    env: { ...programEnv({ ...inv.env, ...input.env }), ...runAsEnv(input.runAs ?? null) },
-  });
+  const p = spawnTethered(
+    requireHelper('flock', "it holds the card's lock for the rep's process"),
+    [
+      '-n',
+      '-o',
+      '-E',
+      String(CARD_BUSY_EXIT),
+      input.cardLock,
+      ...asUser(input.runAs ?? null, ['/bin/sh', '-c', inv.cmd]),
+    ],
+    {
+      cwd,
+      env: { ...programEnv({ ...inv.env, ...input.env }), ...runAsEnv(input.runAs ?? null) },
+    },
+  );
   if (p.child.pid !== undefined) input.onStart?.(p.child.pid);
   const out = new RepOutput(new MetricParser(workload.metric_source), () => p.killGroup(), what, {
     ...(input.regexBudgetMs !== undefined ? { regexBudgetMs: input.regexBudgetMs } : {}),
     ...(input.onLine ? { onLine: input.onLine } : {}),
   });
-  readLines(p.child.stdout!, MAX_RANK_LINE_BYTES, { onLine: (line) => out.stdout(line), onTooLong: (head) => out.stdoutTooLong(head) });
+  readLines(p.child.stdout!, MAX_RANK_LINE_BYTES, {
+    onLine: (line) => out.stdout(line),
+    onTooLong: (head) => out.stdoutTooLong(head),
+  });
   // stderr is only shown: an overlong line is kept by its head
-  readLines(p.child.stderr!, MAX_RANK_LINE_BYTES, { onLine: (line) => out.keep('stderr', line), onTooLong: (head) => out.keep('stderr', `${head}… (longer than ${MAX_RANK_LINE_LABEL})`) });
+  readLines(p.child.stderr!, MAX_RANK_LINE_BYTES, {
+    onLine: (line) => out.keep('stderr', line),
+    onTooLong: (head) => out.keep('stderr', `${head}… (longer than ${MAX_RANK_LINE_LABEL})`),
+  });
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -113,10 +130,32 @@ export async function runCommandRep(input: CommandRepInput): Promise<CommandRepR
   }
   const wall_ms = Date.now() - started;
   out.throwIfFailed();
-  const failed = exitFailure({ exit, timedOut, signal: input.signal, wall_ms, what, out, cardLock: input.cardLock, timeout_s: workload.run.timeout_s });
+  const failed = exitFailure({
+    exit,
+    timedOut,
+    signal: input.signal,
+    wall_ms,
+    what,
+    out,
+    cardLock: input.cardLock,
+    timeout_s: workload.run.timeout_s,
+  });
   if (failed) throw failed;
-  const m = selectMeasured(out.samples, { warmup: workload.warmup, steps: workload.steps, describe: what, tail: out.last() });
-  return { arm: arm.name, step_ms: m.values, steps: m.steps, excluded: m.excluded, metric_lines: out.samples.length, wall_ms, pid: p.child.pid! };
+  const m = selectMeasured(out.samples, {
+    warmup: workload.warmup,
+    steps: workload.steps,
+    describe: what,
+    tail: out.last(),
+  });
+  return {
+    arm: arm.name,
+    step_ms: m.values,
+    steps: m.steps,
+    excluded: m.excluded,
+    metric_lines: out.samples.length,
+    wall_ms,
+    pid: p.child.pid!,
+  };
 }
 
 /** Why a rep's process ended without a measurement (aborted, timed out, card busy, a failed exit), or null when it exited 0. */
@@ -132,13 +171,26 @@ function exitFailure(r: {
 }): Error | null {
   if (r.signal?.aborted) {
     const why = r.signal.reason instanceof Error ? r.signal.reason.message : String(r.signal.reason);
-    return new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed (${why}) (${r.what})`, { cause: r.signal.reason });
+    return new OrchError('COMMAND_ABORTED', `workload.run.cmd: killed (${why}) (${r.what})`, {
+      cause: r.signal.reason,
+    });
   }
-  if (r.timedOut) return new UserInputError('COMMAND_TIMEOUT', `workload.run.cmd: no exit after workload.run.timeout_s = ${r.timeout_s} s, killed (${r.what}); last output:\n${r.out.last()}`);
-  if (r.exit.code === CARD_BUSY_EXIT) return new OrchError('CARD_BUSY', `the card lock ${r.cardLock} is held by another process; refusing to run a second process on the card (${r.what})`);
+  if (r.timedOut)
+    return new UserInputError(
+      'COMMAND_TIMEOUT',
+      `workload.run.cmd: no exit after workload.run.timeout_s = ${r.timeout_s} s, killed (${r.what}); last output:\n${r.out.last()}`,
+    );
+  if (r.exit.code === CARD_BUSY_EXIT)
+    return new OrchError(
+      'CARD_BUSY',
+      `the card lock ${r.cardLock} is held by another process; refusing to run a second process on the card (${r.what})`,
+    );
   if (r.exit.code !== 0) {
     const how = r.exit.signal ? `was killed by ${r.exit.signal}` : `exited ${r.exit.code}`;
-    return new UserInputError('COMMAND_FAILED', `workload.run.cmd ${how} after ${(r.wall_ms / 1000).toFixed(1)} s (${r.what}); last output:\n${r.out.last()}`);
+    return new UserInputError(
+      'COMMAND_FAILED',
+      `workload.run.cmd ${how} after ${(r.wall_ms / 1000).toFixed(1)} s (${r.what}); last output:\n${r.out.last()}`,
+    );
   }
   return null;
 }
@@ -156,8 +208,17 @@ function checkCwd(given: string | undefined, cwd: string, base: string): void {
     isDir = false;
   }
   if (isDir) return;
-  const how = given === undefined ? '' : isAbsolute(given) ? ` (workload.run.cwd "${given}")` : ` (workload.run.cwd "${given}" is relative, resolved against ${base})`;
-  throw new UserInputError('COMMAND_CWD_MISSING', `workload.run.cwd: the directory ${cwd} does not exist on this worker${how}`, {
-    hint: 'create it on the worker host, or make workload.run.cwd an absolute path, which orch validate checks',
-  });
+  const how =
+    given === undefined
+      ? ''
+      : isAbsolute(given)
+        ? ` (workload.run.cwd "${given}")`
+        : ` (workload.run.cwd "${given}" is relative, resolved against ${base})`;
+  throw new UserInputError(
+    'COMMAND_CWD_MISSING',
+    `workload.run.cwd: the directory ${cwd} does not exist on this worker${how}`,
+    {
+      hint: 'create it on the worker host, or make workload.run.cwd an absolute path, which orch validate checks',
+    },
+  );
 }

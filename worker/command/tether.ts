@@ -10,7 +10,7 @@
  * deadline or a cancel that kills the group thus ends the process in bounded time, whatever the
  * pipe does.
  */
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { STDIO_GRACE_MS } from '../rank-protocol.ts';
 
@@ -24,9 +24,17 @@ export interface TetheredProcess {
   killGroup(): void;
 }
 
-export function spawnTethered(file: string, args: string[], opts: Omit<SpawnOptions, 'detached' | 'stdio'> & { stdout?: 'pipe' | number; stderr?: 'pipe' | number }): TetheredProcess {
+export function spawnTethered(
+  file: string,
+  args: string[],
+  opts: Omit<SpawnOptions, 'detached' | 'stdio'> & { stdout?: 'pipe' | number; stderr?: 'pipe' | number },
+): TetheredProcess {
   const { stdout = 'pipe', stderr = 'pipe', ...rest } = opts;
-  const child = spawn('/bin/sh', [TETHER_SCRIPT, file, ...args], { ...rest, detached: true, stdio: ['pipe', stdout, stderr] });
+  const child = spawn('/bin/sh', [TETHER_SCRIPT, file, ...args], {
+    ...rest,
+    detached: true,
+    stdio: ['pipe', stdout, stderr],
+  });
   // The tether: never written, closed by the kernel when this process dies.
   child.stdin?.on('error', () => {});
   const killGroup = () => {

@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
-import { parseGraphrtLine, type ErrorLine, type GraphrtLine, type Hello } from '../../jobs/graphrt-protocol.ts';
+import { type ErrorLine, type GraphrtLine, type Hello, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { COMPLETE_MARKER } from '../builds/build-cache.ts';
 import { runHello } from '../graphrt-hello.ts';
 
@@ -32,28 +32,43 @@ export async function freeBytes(path: string): Promise<number> {
 export async function checkFreeDisk(path: string, minFreeGb: number): Promise<number> {
   const free = await freeBytes(path);
   if (free < minFreeGb * 1e9) {
-    throw new UserInputError('PREFLIGHT_DISK', `min_free_disk_gb: ${path} has ${(free / 1e9).toFixed(1)} GB free, the spec asks for at least ${minFreeGb} GB`, {
-      hint: 'free space there, point the worker\'s build dir (ORCH_BUILD_DIR) at a bigger disk, or lower min_free_disk_gb',
-    });
+    throw new UserInputError(
+      'PREFLIGHT_DISK',
+      `min_free_disk_gb: ${path} has ${(free / 1e9).toFixed(1)} GB free, the spec asks for at least ${minFreeGb} GB`,
+      {
+        hint: "free space there, point the worker's build dir (ORCH_BUILD_DIR) at a bigger disk, or lower min_free_disk_gb",
+      },
+    );
   }
   return free;
 }
 
 export function checkArtifacts(build: PreflightBuild, path = 'workload.build'): void {
   if (!existsSync(`${build.dir}/${COMPLETE_MARKER}`)) {
-    throw new UserInputError('PREFLIGHT_ARTIFACT_MISSING', `${path}: the build ${build.key.slice(0, 12)} has no finished artifact dir at ${build.dir}`);
+    throw new UserInputError(
+      'PREFLIGHT_ARTIFACT_MISSING',
+      `${path}: the build ${build.key.slice(0, 12)} has no finished artifact dir at ${build.dir}`,
+    );
   }
   build.artifacts.forEach((a, i) => {
     if (!existsSync(a)) {
-      throw new UserInputError('PREFLIGHT_ARTIFACT_MISSING', `${path}.artifacts[${i}]: ${a} is missing from the build cache entry ${build.key.slice(0, 12)}`, {
-        hint: `remove ${build.dir} so the next run builds it again`,
-      });
+      throw new UserInputError(
+        'PREFLIGHT_ARTIFACT_MISSING',
+        `${path}.artifacts[${i}]: ${a} is missing from the build cache entry ${build.key.slice(0, 12)}`,
+        {
+          hint: `remove ${build.dir} so the next run builds it again`,
+        },
+      );
     }
   });
 }
 
 /** Preflight of a command workload before its first rep. */
-export async function preflightCommand(opts: { build: PreflightBuild | null; buildRoot: string; minFreeDiskGb: number }): Promise<void> {
+export async function preflightCommand(opts: {
+  build: PreflightBuild | null;
+  buildRoot: string;
+  minFreeDiskGb: number;
+}): Promise<void> {
   if (opts.build) checkArtifacts(opts.build);
   await checkFreeDisk(existsSync(opts.buildRoot) ? opts.buildRoot : '/', opts.minFreeDiskGb);
 }
@@ -71,7 +86,9 @@ export type HelloInfo = Pick<Hello, 'backend'> & { features?: Partial<Hello['fea
 export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', binary: string, detail = ''): void {
   // Every graphrt has the CPU backend (--backend cpu), so only a cuda need can be refused.
   if (need !== 'cuda' || hello.backend === 'cuda') return;
-  const features = Object.entries(hello.features ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(' ');
+  const features = Object.entries(hello.features ?? {})
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(' ');
   const reported = `reports backend "${hello.backend}"${features ? ` (features: ${features})` : ''}`;
   if (detail === '' || /not built/i.test(detail)) {
     throw new UserInputError(
@@ -81,9 +98,13 @@ export function checkBackend(hello: HelloInfo, need: 'auto' | 'cuda' | 'cpu', bi
       { hint: 'GRAPHRT_CUDA=ON npm run build (cmake -DGRAPHRT_CUDA=ON) on a host with nvcc, then submit again' },
     );
   }
-  throw new UserInputError('PREFLIGHT_NO_GPU', `workload.backend: the spec needs cuda; ${binary} has the CUDA backend but ${reported} on this host: ${detail}`, {
-    hint: 'run this block on a host whose GPU is visible (nvidia-smi lists it), or use backend: auto',
-  });
+  throw new UserInputError(
+    'PREFLIGHT_NO_GPU',
+    `workload.backend: the spec needs cuda; ${binary} has the CUDA backend but ${reported} on this host: ${detail}`,
+    {
+      hint: 'run this block on a host whose GPU is visible (nvidia-smi lists it), or use backend: auto',
+    },
+  );
 }
 
 /**
@@ -98,7 +119,10 @@ function helloOf(binary: string, stdout: string): Hello | ErrorLine | null {
     try {
       parsed = parseGraphrtLine(line);
     } catch (err) {
-      throw new OrchError('PREFLIGHT_HELLO', `${binary} hello: ${(err as Error).message}`, { cause: err, hint: 'rebuild graphrt from this checkout (npm run build)' });
+      throw new OrchError('PREFLIGHT_HELLO', `${binary} hello: ${(err as Error).message}`, {
+        cause: err,
+        hint: 'rebuild graphrt from this checkout (npm run build)',
+      });
     }
     if (parsed.type === 'hello' || parsed.type === 'error') return parsed;
   }
@@ -110,7 +134,10 @@ export async function preflightGraphrt(binary: string, need: 'auto' | 'cuda' | '
   const r = await runHello(binary, 'auto');
   const hello = helloOf(binary, r.stdout);
   if (hello?.type !== 'hello' || r.code !== 0) {
-    throw new OrchError('PREFLIGHT_HELLO', `${binary} hello exited ${r.code} without a hello line: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+    throw new OrchError(
+      'PREFLIGHT_HELLO',
+      `${binary} hello exited ${r.code} without a hello line: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+    );
   }
   const info = hello;
   if (need === 'cuda' && info.backend !== 'cuda') {

@@ -49,7 +49,14 @@ export class AllocationClock {
     this.timers.push(setInterval(() => void this.refresh(), this.opts.refreshMs ?? 30_000));
     const file = this.opts.stopFile;
     if (file !== undefined) {
-      this.timers.push(setInterval(() => existsSync(file) && this.stop(`stop file ${file} appeared (orch slurm down, or the job's pre-timeout signal)`), this.opts.pollMs ?? 1000));
+      this.timers.push(
+        setInterval(
+          () =>
+            existsSync(file) &&
+            this.stop(`stop file ${file} appeared (orch slurm down, or the job's pre-timeout signal)`),
+          this.opts.pollMs ?? 1000,
+        ),
+      );
     }
   }
 
@@ -72,7 +79,13 @@ export class AllocationClock {
     if (until === undefined) return;
     // setTimeout's delay is a 32-bit count of ms: a later end is looked at again by refresh
     const delay = Math.min(Math.max(0, until - Date.now()), 2 ** 31 - 1);
-    this.stopAt = setTimeout(() => this.stop(`the Slurm allocation ends at ${new Date(this.end ?? 0).toISOString()}; stopping ${this.opts.drainMs} ms before it`), delay);
+    this.stopAt = setTimeout(
+      () =>
+        this.stop(
+          `the Slurm allocation ends at ${new Date(this.end ?? 0).toISOString()}; stopping ${this.opts.drainMs} ms before it`,
+        ),
+      delay,
+    );
   }
 
   private stop(why: string): void {

@@ -6,18 +6,27 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import type { SlurmAllocation } from '../../jobs/slurm-allocation.ts';
 import type { Card } from '../../store/card-registry.ts';
-import { cpuCard, discoverCards, listGpus, type GpuRow } from '../discover-cards.ts';
+import { cpuCard, discoverCards, type GpuRow, listGpus } from '../discover-cards.ts';
 
-export async function slurmCards(host: string, alloc: SlurmAllocation, fallback: { cpuCards?: number }, gpus?: GpuRow[]): Promise<Card[]> {
+export async function slurmCards(
+  host: string,
+  alloc: SlurmAllocation,
+  fallback: { cpuCards?: number },
+  gpus?: GpuRow[],
+): Promise<Card[]> {
   const rows = gpus ?? (await listGpus());
   if (alloc.gpus.length === 0) return discoverCards(host, { cards: 'auto', cpuCards: fallback.cpuCards, gpus: rows });
   if (rows.length === 0) return alloc.gpus.map((i) => cpuCard(host, i));
   return alloc.gpus.map((i) => {
     const g = rows.find((r) => r.index === i);
     if (!g) {
-      throw new UserInputError('SLURM_GPU_UNKNOWN', `${alloc.gpusFrom}: Slurm gave this step GPU ${i}, but nvidia-smi lists ${rows.map((r) => r.index).join(', ')}`, {
-        hint: "check the node's gres.conf against nvidia-smi; or pass --cards with the GPUs this step may use",
-      });
+      throw new UserInputError(
+        'SLURM_GPU_UNKNOWN',
+        `${alloc.gpusFrom}: Slurm gave this step GPU ${i}, but nvidia-smi lists ${rows.map((r) => r.index).join(', ')}`,
+        {
+          hint: "check the node's gres.conf against nvidia-smi; or pass --cards with the GPUs this step may use",
+        },
+      );
     }
     return { id: g.uuid, host, backend: 'cuda' as const, index: g.index, uuid: g.uuid, name: g.name };
   });

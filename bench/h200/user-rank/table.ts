@@ -22,15 +22,19 @@ interface Report {
   aa: { arm: string; relative: { ci: [number, number] | null } } | null;
 }
 
-const pct = (x: number | null | undefined, d = 1) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : `${(x * 100).toFixed(d)} %`);
-const num = (x: number | null | undefined, d = 2) => (x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d));
+const pct = (x: number | null | undefined, d = 1) =>
+  x === null || x === undefined || !Number.isFinite(x) ? '—' : `${(x * 100).toFixed(d)} %`;
+const num = (x: number | null | undefined, d = 2) =>
+  x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d);
 
 /** The speedup of the program's --standalone JSON line, null when it printed none (it failed: see its .err). */
 function standaloneSpeedup(spec: string | undefined): number | null {
   if (spec === undefined) return null;
   const [file, field = 'speedup'] = spec.split('#') as [string, string | undefined];
   try {
-    const v = (JSON.parse(readFileSync(file, 'utf8').trim().split('\n').pop() as string) as Record<string, unknown>)[field];
+    const v = (JSON.parse(readFileSync(file, 'utf8').trim().split('\n').pop() as string) as Record<string, unknown>)[
+      field
+    ];
     return typeof v === 'number' ? v : null;
   } catch {
     return null;
@@ -51,7 +55,10 @@ for (const arg of process.argv.slice(2)) {
   const aaCi = report.aa?.relative.ci ?? null;
   const eager = report.arms.find((a) => a.arm === 'eager');
   const graphVsEager = report.comparisons.find((c) => c.arm === 'graph' && c.reference === 'eager');
-  const speedup = graphVsEager?.relative.estimate === null || graphVsEager === undefined ? null : 1 / (1 + (graphVsEager.relative.estimate as number));
+  const speedup =
+    graphVsEager?.relative.estimate === null || graphVsEager === undefined
+      ? null
+      : 1 / (1 + (graphVsEager.relative.estimate as number));
   const alone = standaloneSpeedup(standaloneFile);
   const identity = report.gates.find((g) => g.name === 'identity');
   rows.push([
@@ -60,13 +67,28 @@ for (const arg of process.argv.slice(2)) {
     gaps.length === 0 ? '—' : `${perRep ? '≈ ' : ''}${num(median(gaps), 2)} ms`,
     aaCi === null ? '—' : `${pct(aaCi[0], 2)} to ${pct(aaCi[1], 2)}`,
     pct(eager?.cv, 2),
-    identity?.pass === null || identity === undefined ? 'none' : identity.pass ? 'pass' : `FAIL: ${identity.message.replace(/^.*\(|\).*$/g, '')}`,
+    identity?.pass === null || identity === undefined
+      ? 'none'
+      : identity.pass
+        ? 'pass'
+        : `FAIL: ${identity.message.replace(/^.*\(|\).*$/g, '')}`,
     speedup === null ? '—' : `${num(speedup, 2)}×`,
     alone === null ? '—' : `${num(alone, 2)}×`,
     speedup === null || alone === null ? '—' : num(speedup / alone, 3),
     String(report.exit_code),
   ]);
 }
-const head = ['experiment', 'busy share', 'gap p50', 'A/A 95 % CI', 'eager CV', 'identity', 'graph/eager in orch', 'alone', 'orch / alone', 'exit'];
+const head = [
+  'experiment',
+  'busy share',
+  'gap p50',
+  'A/A 95 % CI',
+  'eager CV',
+  'identity',
+  'graph/eager in orch',
+  'alone',
+  'orch / alone',
+  'exit',
+];
 console.log(`| ${head.join(' | ')} |\n| ${head.map(() => '---').join(' | ')} |`);
 for (const r of rows) console.log(`| ${r.join(' | ')} |`);
