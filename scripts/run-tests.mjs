@@ -34,12 +34,22 @@ const testEnv = { ...process.env, ORCH_FROM_SOURCE: '1', CHAOS_SIZE: process.env
 // test/native/ctest.test.ts builds graphrt's test programs before it runs them: minutes on a
 // loaded 2-core machine (the mutation check took 5 on one), so their files get a longer limit than
 // the 5 minutes of the others.
+// --test-force-exit: a file whose tests all ended exits even if a handle it leaked (a timer, a socket) would
+// keep it alive; test/multirank/command-gang.test.ts's file otherwise waited out its 300 s limit after passing.
 const run = (list, timeoutMs) =>
   list.length === 0
     ? 0
     : (spawnSync(
         process.execPath,
-        ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-timeout=${timeoutMs}`, ...list],
+        [
+          '--import',
+          'tsx',
+          '--test',
+          '--test-force-exit',
+          '--test-concurrency=1',
+          `--test-timeout=${timeoutMs}`,
+          ...list,
+        ],
         { stdio: 'inherit', env: testEnv },
       ).status ?? 1);
 const LONG_FILES = [join('test', 'chaos', 'mutants.test.ts'), join('test', 'native', 'ctest.test.ts')];
