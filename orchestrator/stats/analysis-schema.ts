@@ -4,7 +4,7 @@
  * (`npm run gen:schemas`, scripts/gen-schemas.ts; test/report/analysis-schema.test.ts fails when it is
  * stale), and every report.json written is parsed with it (render-json.ts), so the schema a
  * reader validates against is the shape the writer produces. Its provenance is provenance-schema.ts. The hand-written TypeScript types of
- * the Analysis (types.ts) are checked against it at compile time (analysis-schema-check.ts).
+ * the Analysis (types.ts) are checked against it at compile time (orchestrator/report/analysis-schema-check.ts).
  *
  * Every number carries its unit in `.meta({ unit })`, which the JSON Schema keeps as `"unit"`:
  * metric = the unit of metric.name (ms per step by default); ratio = a fraction of the reference
