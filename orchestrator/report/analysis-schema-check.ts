@@ -6,9 +6,9 @@
  * the other fails `npm run typecheck` here. Nothing runs: the file holds types only.
  */
 import type { z } from 'zod';
-import type { Provenance } from './provenance.ts';
 import type { AnalysisSchema } from '../stats/analysis-schema.ts';
 import type { Analysis } from '../stats/types.ts';
+import type { Provenance } from './provenance.ts';
 
 type Holds<T extends true> = T;
 type Fits<A, B> = [A] extends [B] ? true : false;
