@@ -63,6 +63,11 @@ export const ENVIRONMENT: readonly EnvVar[] = [
     name: 'XDG_RUNTIME_DIR',
     describe: 'orch worker: its private state dir is $XDG_RUNTIME_DIR/orch\n(default ~/.cache/orch)',
   },
+  {
+    name: 'PATH',
+    describe:
+      "orch worker: where flock, setpriv, git and nvidia-smi are found, read\nonce at start (a spec's env PATH reaches only the user's program)",
+  },
   { name: 'USER', describe: 'named in the refusal of a Redis without a password' },
   { name: 'HOME', describe: 'nightly provenance: expands ~/ in a build directory' },
   {

@@ -41,7 +41,8 @@ describe('--redis-url-file on every command that talks to the cluster', { timeou
       assert.equal(r.status, 0, `${command}: ${r.stderr}`);
       assert.match(
         r.stdout,
-        /--redis-url-file\s+file \(mode 0600, yours\) whose first line is the cluster's Redis URL/,
+        // yargs wraps the description where a command's longest option leaves it room
+        /--redis-url-file\s+file\s+\(mode\s+0600,\s+yours\)\s+whose\s+first\s+line\s+is\s+the\s+cluster's\s+Redis\s+URL/,
         `orch ${command} --help`,
       );
     }

@@ -88,6 +88,6 @@ describe('orch submit and orch report: one exit code per outcome, under --fail-o
     const r = runOrch(['submit', 'test/fixtures/specs/verdict-ab.yaml', '--fail-on', 'slower,regressed'], embedded);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /--fail-on: unknown outcome "regressed"/);
-    assert.match(r.stderr, /choose from slower, invalid, inconclusive, equivalent, fail \(or none\)/);
+    assert.match(r.stderr, /choose from slower, invalid, inconclusive, equivalent, fail, not_testable \(or none\)/);
   });
 });

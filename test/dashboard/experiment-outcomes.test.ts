@@ -202,7 +202,7 @@ test('orch status shows outcomes (text and --json) and filters by state, verdict
   assert.equal(bad.code, 2);
   assert.match(
     bad.stderr,
-    /orch status: verdict "slowish" is not one of faster, slower, equivalent, inconclusive, invalid, pass, fail, cancelled, failed, no-reps/,
+    /orch status: verdict "slowish" is not one of faster, slower, equivalent, inconclusive, invalid, not_testable, pass, fail, cancelled, failed, no-reps/,
   );
 });
 

@@ -13,11 +13,19 @@ import { type Cluster, runOrch, spawnOrch, startCluster } from './orch-cluster.t
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
 
-/** Every key with its serialized value (keys with a TTL — heartbeats — by name only). */
+/**
+ * Every key with its serialized value (keys with a TTL — heartbeats — by name only; a host's record
+ * without its `seen`, the time of the worker's last heartbeat, which store/card-registry.ts
+ * refreshes while the submits run).
+ */
 async function snapshot(redis: Redis): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const k of (await redis.keys('*')).sort()) {
-    out[k] = (await redis.pttl(k)) > 0 ? 'volatile' : ((await redis.dumpBuffer(k))?.toString('base64') ?? 'gone');
+    if ((await redis.pttl(k)) > 0) out[k] = 'volatile';
+    else if (/:host:[^:]+$/.test(k)) {
+      const { seen: _heartbeat, ...rest } = await redis.hgetall(k);
+      out[k] = JSON.stringify(rest);
+    } else out[k] = (await redis.dumpBuffer(k))?.toString('base64') ?? 'gone';
   }
   return out;
 }
