@@ -21,6 +21,7 @@ import {
   formatDuration,
 } from '../experiment/experiment-outcome.ts';
 import { OUTCOMES, type Outcome } from '../experiment/outcome-codes.ts';
+import { uncommittedRepsOf } from '../experiment/progress.ts';
 import { type DashboardContext, fromRedis } from './dashboard-context.ts';
 import { ago, type Html, html, raw } from './html.ts';
 import { sendPage } from './send-page.ts';
@@ -60,6 +61,15 @@ interface Row {
   hosts: string[];
   /** reps committed */
   measured: number;
+  /** reps done in running blocks, not committed yet (experiment/progress.ts) */
+  uncommitted: number;
+}
+
+/** Reps of running blocks beside the committed count, marked: they count once their block commits. */
+function runningReps(uncommitted: number): Html {
+  return uncommitted > 0
+    ? html` <span class="uncommitted muted" title="reps done in running blocks: counted when their block commits">+${uncommitted} running</span>`
+    : html``;
 }
 
 function outcomeCells(o: ExperimentOutcome | null): Html {
@@ -109,13 +119,14 @@ export async function renderExperimentList(ctx: DashboardContext, q: ListQuery):
         outcome: outcomes[i]!,
         hosts: await hostsOf(store, exp.id),
         measured: await ctx.redis.hlen(store.keys.results(exp.id)),
+        uncommitted: await uncommittedRepsOf(ctx.redis, ctx.prefix, exp),
       })),
     );
     const link = (p: number) => `/experiments?${listQueryString({ ...q, page: String(p) })}`;
     return html`<p id="counts">${ids.length} experiments: ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}</p>
 <table id="experiments"><tr><th>experiment</th><th>name</th><th>state</th><th>reps</th><th>verdict</th><th>change</th><th>CI</th><th>duration</th><th>spec hash</th><th>hosts</th><th>submitted</th><th>priority</th></tr>
 ${rows.length === 0 ? html`<tr><td colspan="12" class="muted">no experiment matches</td></tr>` : ''}
-${rows.map(({ exp, outcome, hosts, measured }) => html`<tr data-experiment="${exp.id}"><td><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a></td><td>${exp.name}</td><td class="state">${exp.state}</td><td class="num reps">${measured}/${plannedReps(exp.plan)}</td>${outcomeCells(outcome)}<td><code>${exp.hash.slice(0, 12)}</code></td><td>${hosts.join(', ')}</td><td>${ago(exp.created)}</td><td>${exp.priority}</td></tr>`)}
+${rows.map(({ exp, outcome, hosts, measured, uncommitted }) => html`<tr data-experiment="${exp.id}"><td><a href="/experiments/${encodeURIComponent(exp.id)}">${exp.id}</a></td><td>${exp.name}</td><td class="state">${exp.state}</td><td class="num reps">${measured}/${plannedReps(exp.plan)}${runningReps(uncommitted)}</td>${outcomeCells(outcome)}<td><code>${exp.hash.slice(0, 12)}</code></td><td>${hosts.join(', ')}</td><td>${ago(exp.created)}</td><td>${exp.priority}</td></tr>`)}
 </table>
 <p id="pages">${page > 0 ? html`<a href="${link(page - 1)}" rel="prev">newer</a> ` : ''}page ${page + 1}${more ? html` <a href="${link(page + 1)}" rel="next">older</a>` : ''}</p>`;
   });

@@ -24,7 +24,7 @@ import { neverFits, wantedBackend } from '../scheduler/grant-planner.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { type ExperimentFilter, selectExperiments } from './experiment-filter.ts';
 import { type ExperimentOutcome, experimentOutcomes, formatChange, formatDuration } from './experiment-outcome.ts';
-import { ProgressTracker } from './progress.ts';
+import { uncommittedRepsOf } from './progress.ts';
 
 export interface CardStatus {
   id: string;
@@ -146,9 +146,7 @@ export async function clusterStatus(
     chosen.exps.map(async (exp, i) => {
       const blocks = await store.blocks(exp.id);
       // Only while a block runs: the committed count alone reads 0 until its block ends.
-      const uncommitted = blocks.some((b) => b.phase === 'running')
-        ? await new ProgressTracker(redis, prefix, exp).uncommittedReps(blocks)
-        : 0;
+      const uncommitted = await uncommittedRepsOf(redis, prefix, exp);
       return {
         exp,
         outcome: outcomes[i]!,

@@ -74,6 +74,17 @@ export interface Progress {
   eta: Eta | null;
 }
 
+/**
+ * Reps done in an experiment's running blocks and not committed yet (0 when no block runs): what
+ * `orch status` and the dashboard's list show beside the committed count, marked as such, so a
+ * running block does not read 0 until its end. Read from the live stream, never counted as measured.
+ */
+export async function uncommittedRepsOf(redis: Redis, prefix: string, exp: ExperimentRecord): Promise<number> {
+  const blocks = await new ExperimentStore(redis, prefix).blocks(exp.id);
+  if (!blocks.some((b) => b.phase === 'running')) return 0;
+  return new ProgressTracker(redis, prefix, exp).uncommittedReps(blocks);
+}
+
 export class ProgressTracker {
   private lastId = '0-0';
   private readonly done = new Map<string, number>();

@@ -274,6 +274,27 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
         'running',
       );
     });
+    // the running experiment's reps count live: reps of its running block beside the committed
+    // count, marked "+N running" (they count once the block commits), changing without a reload
+    const repsCell = page.locator(`#experiments tr[data-experiment="${running}"] td.reps`);
+    const loadsNow = await page.evaluate(() => performance.getEntriesByType('navigation').length);
+    const shown = await waitFor(
+      "the running block's reps on the list",
+      async () => {
+        const text = (await repsCell.textContent()) ?? '';
+        return /^\d+\/\d+ \+[1-9]\d* running$/.test(text) ? text : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    await waitFor(
+      'the reps cell updated live',
+      async () => ((await repsCell.textContent()) !== shown ? true : undefined),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      },
+    );
+    assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length), loadsNow, 'no reload');
     // an experiment submitted while the list is open appears in it by itself
     const loadsBefore = await page.evaluate(() => performance.getEntriesByType('navigation').length);
     const third = submit('test/fixtures/specs/tiny-ab.yaml');
