@@ -36,7 +36,8 @@ const testEnv = { ...process.env, ORCH_FROM_SOURCE: '1', CHAOS_SIZE: process.env
 // loaded 2-core machine (the mutation check took 8 on one), so their files get a longer limit than
 // the 5 minutes of the others.
 // --test-force-exit: a file whose tests all ended exits even if a handle it leaked (a timer, a socket) would
-// keep it alive; test/multirank/command-gang.test.ts's file otherwise waited out its 300 s limit after passing.
+// keep it alive, rather than wait out its limit. A leak is still a bug: run the file alone without the flag
+// (node --import tsx --test --test-reporter=spec FILE) to see it (test/orchestrator/dispatcher-close.test.ts).
 const testArgs = (list, timeoutMs) => [
   '--import',
   'tsx',

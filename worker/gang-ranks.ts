@@ -157,6 +157,10 @@ export class GangRanks {
       masterPort: master.port,
       localWorld: job.cards.length,
       groupRank: Math.floor((job.first_rank ?? 0) / job.cards.length),
+      runId: `${job.experiment}.b${job.block}.a${job.attempt}`,
+      localDevices: job.cards
+        .map((id) => this.opts.cards.get(id))
+        .flatMap((card) => (card?.backend === 'cuda' ? [card.uuid] : [])),
       exchange: (rank, key, data) =>
         ex === null
           ? Promise.reject(new Error('this worker has no gang staging to exchange through'))

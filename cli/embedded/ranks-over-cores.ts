@@ -1,5 +1,5 @@
 /**
- * The embedded default on a machine without a visible GPU runs each rank as a graphrt CPU process
+ * The embedded default on a machine without a visible GPU runs each rank (graphrt, or a command) as a process
  * on a cpu card of its own. More ranks per block than the machine has cores time-share the cores:
  * a rank's step then waits on the OS scheduler, the gang's step time (its slowest rank's) measures
  * the preemptions, and a comparison of arms is a comparison of scheduling luck. So it is refused,
@@ -24,7 +24,7 @@ export interface RanksOverCores {
 export function checkRanksOverCores(c: RanksOverCores): string | null {
   const cpuOnly = c.cards.length > 0 && c.cards.every((card) => card.backend === 'cpu');
   if (!cpuOnly || c.ranks <= c.cores) return null;
-  const what = `${c.file}: blocks.ranks ${c.ranks} on this machine's ${c.cores} CPU core${c.cores === 1 ? '' : 's'} (no GPU is visible, so each rank is a graphrt CPU process): ${c.ranks} processes time-share ${c.cores} cores, and every step time would measure the OS scheduler, not the workload`;
+  const what = `${c.file}: blocks.ranks ${c.ranks} on this machine's ${c.cores} CPU core${c.cores === 1 ? '' : 's'} (no GPU is visible, so each rank is a process on a cpu card: graphrt's, or your command): ${c.ranks} processes time-share ${c.cores} cores, and every step time would measure the OS scheduler, not the workload`;
   if (c.explicitCpuCards !== undefined && c.explicitCpuCards !== '') {
     return `WARNING: ${what}. ORCH_CPU_CARDS=${c.explicitCpuCards} runs it anyway: use this run to check that the spec works, never its timings.`;
   }

@@ -12,6 +12,7 @@ import {
   processString,
   TimeoutSchema,
 } from './bounded.ts';
+import { LauncherSchema, startsTorchrun, TORCHRUN_IN_CMD } from './launcher.ts';
 import { strictObject } from './strict-object.ts';
 
 /** What the build's content address is made of (worker/builds/build-key.ts computes it). */
@@ -73,8 +74,10 @@ const StepRangeSchema = z
 export const HELLO_TIMEOUT_MIN_S = 1;
 
 const RunSchema = strictObject({
-  cmd: CommandSchema,
+  cmd: CommandSchema.refine((cmd) => !startsTorchrun(cmd), { error: TORCHRUN_IN_CMD }),
   mode: z.enum(RUN_MODES).optional(),
+  /** absent: each rank gets torchrun's rendezvous variables and its own card; `torchrun`: jobs/spec-schema/launcher.ts */
+  launcher: LauncherSchema.optional(),
   /**
    * resident: how long the program may take to say hello (its imports and setup are in it);
    * default 120 s. At least HELLO_TIMEOUT_MIN_S: a process start alone takes longer than a few ms,

@@ -18,6 +18,9 @@
  *   connection of its own, followed from before the first job is added to it). Only a dead host
  *   has no event; that, and any event missed while the reader (re)connected, is what the slow
  *   safety poll (`pollMs`) is for.
+ * - `close()` is final: a dispatch after it is refused, and a wait still in flight ends on the
+ *   safety poll alone. No reader starts after it: a reader's connection opened then was never
+ *   closed, and its reconnect timer outlived the Redis it followed and kept the process alive.
  */
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -130,7 +133,7 @@ export class BlockDispatcher {
   }
 
   private startReader(): void {
-    if (this.reader) return;
+    if (this.reader || this.closing) return;
     // not pipelined: its XREAD blocks, and a blocking command in an auto-pipeline holds every
     // command queued behind it
     const connection = this.connection.duplicate({ enableAutoPipelining: false });
@@ -160,7 +163,8 @@ export class BlockDispatcher {
         }
       }
     };
-    this.reader = { connection, done: loop() };
+    // the loop owns its connection: whoever ends the loop, the connection ends with it
+    this.reader = { connection, done: loop().finally(() => connection.disconnect()) };
   }
 
   private onEvent(fields: string[]): void {
@@ -195,6 +199,7 @@ export class BlockDispatcher {
   /** Enqueues the host job (a no-op when one with its id exists: re-attaching). */
   async dispatch(job: BlockJob): Promise<string> {
     const id = BlockDispatcher.jobId(job);
+    if (this.closing) throw new Error(`block dispatcher: job ${id} dispatched after close()`);
     // signed here, where the payload leaves the scheduler: a worker runs only granted payloads
     this.secret ??= requireClusterSecret('the scheduler');
     // its end is read from the host's events stream: followed from before the job exists

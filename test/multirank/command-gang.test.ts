@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { WorkloadSchema } from '../../jobs/spec.ts';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
@@ -61,14 +61,16 @@ describe('a command gang of 2 resident ranks on one host', () => {
   const env = useWorkerEnv('cmdgang');
   const host = 'cg1';
   let prefix = '';
-  let dispatcher: BlockDispatcher;
+  let dispatcher: BlockDispatcher | undefined;
+  // after every test of the describe, not the first: a dispatcher is done once closed
+  after(() => dispatcher?.close());
 
   async function run(
     mode: string,
     block: number,
     o: { helloTimeoutS?: number; identity?: boolean; attempt?: number; extra?: Record<string, string> } = {},
   ) {
-    if (prefix === '') {
+    if (dispatcher === undefined) {
       prefix = freshPrefix();
       await env.spawn({ host, prefix, allowCommand: true, cards: 'cpu:0,cpu:1', heartbeatMs: 3000 });
       dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 50 });
@@ -98,8 +100,7 @@ describe('a command gang of 2 resident ranks on one host', () => {
     return { end, seen, ms: Date.now() - t0 };
   }
 
-  test("every rank gets torchrun's environment, meets on MASTER_PORT, and gets rank 0's bytes, before hello and inside a rep", async (t) => {
-    t.after(() => dispatcher?.close());
+  test("every rank gets torchrun's environment, meets on MASTER_PORT, and gets rank 0's bytes, before hello and inside a rep", async () => {
     const { end, seen } = await run('ok', 1);
     assert.equal(end.state, 'completed', JSON.stringify(end));
     const [r0, r1] = [seen(0), seen(1)];

@@ -20,7 +20,7 @@ import { ensureCommitBuild } from '../builds/commit-build.ts';
 import type { RankExit, RankHandle, RankLine, RankOp, RankRunner, RankStart } from '../rank-runner.ts';
 import type { RunAs } from '../run-as.ts';
 import { type CommandWorkload, type EnsureBuild, prepareCommandBuilds } from './command-builds.ts';
-import { torchrunEnv } from './command-gang.ts';
+import { torchrunEnv, visibleDevices } from './command-gang.ts';
 import { PerRepLaunches } from './per-rep-launches.ts';
 import { PreparedSlots } from './prepared-slots.ts';
 import { ResidentCommandRank } from './resident-command-rank.ts';
@@ -144,8 +144,10 @@ class CommandRank implements RankHandle {
     this.env = {
       ORCH_RANK: String(s.rank),
       ORCH_WORLD: String(s.world),
-      ...(s.card.backend === 'cuda' ? { CUDA_VISIBLE_DEVICES: s.card.uuid } : {}),
-      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)),
+      ...(s.card.backend === 'cuda'
+        ? { CUDA_VISIBLE_DEVICES: visibleDevices(s.card, s.commandGang, workload.run.launcher) }
+        : {}),
+      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world, workload.run)),
     };
     this.exited = new Promise<RankExit>((r) => (this.resolveExited = r));
     this.ready = this.hello();

@@ -54,7 +54,7 @@ import {
   type PrepareOptions,
   prepareCommandBuilds,
 } from './command-builds.ts';
-import { torchrunEnv } from './command-gang.ts';
+import { torchrunEnv, visibleDevices } from './command-gang.ts';
 import { injectionEnv } from './launch-counter.ts';
 import { type PreparedRank, type PreparedSink, type PreparedSlots, preparedKey } from './prepared-slots.ts';
 import { programEnv } from './program-env.ts';
@@ -353,7 +353,7 @@ export class ResidentCommandRank implements RankHandle {
 
   /** The card as CUDA_VISIBLE_DEVICES names it: a cpu card hides every GPU, as graphrt's cpu ranks do. */
   private devices(): string {
-    return this.s.card.backend === 'cuda' ? this.s.card.uuid : '';
+    return visibleDevices(this.s.card, this.s.commandGang, this.workload.run.launcher);
   }
 
   private onProgramLine(line: OrchRankLine): void {
@@ -375,7 +375,7 @@ export class ResidentCommandRank implements RankHandle {
       // the host phase: no device visible until `open` names the card
       CUDA_VISIBLE_DEVICES: sink === null ? this.devices() : '',
       ...(sink === null ? {} : { [HOST_PHASE.env]: '1' }),
-      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world)),
+      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world, run)),
     });
     const env = {
       ...base,
