@@ -337,10 +337,13 @@ double median(std::vector<double> xs) {
 
 // Eager, graph and graph+PDL timed outside orch, interleaved (each rep rotates the order, so no
 // variant always runs first), each run from the reset state as a rep: the graph captured by an
-// untimed step, the warm-up, then `steps` steps timed together on the stream.
+// untimed step, the warm-up, then `steps` steps timed together on the stream. Under orch's
+// injection library (CUDA_INJECTION64_PATH) each run pauses it for the timed steps as a rank's rep
+// does (orch_rank::RepCounting; ORCH_INJECT_PAUSE=never: counted throughout, as before pause).
 int standalone(int steps, int warmup, int reps) {
   Decode d;
   d.setup(orch_rank::Params::from_env());
+  orch_rank::RepCounting counting;
   struct Variant {
     const char* name;
     orch_rank::Toggles toggles;
@@ -362,12 +365,14 @@ int standalone(int steps, int warmup, int reps) {
   for (int r = 0; r < reps; ++r) {
     for (std::size_t j = 0; j < variants.size(); ++j) {
       Variant& v = variants[(static_cast<std::size_t>(r) + j) % variants.size()];
+      counting.rep_start();
       d.reset();
       if (v.toggles.on("GRAPH")) {
         d.step(v.toggles);
         d.reset();
       }
       for (int i = 0; i < warmup; ++i) d.step(v.toggles);
+      if (warmup > 0) (void)counting.timed_steps_begin();
       ORCH_CUDA(cudaEventRecord(start, s));
       for (int i = 0; i < steps; ++i) d.step(v.toggles);
       ORCH_CUDA(cudaEventRecord(end, s));
