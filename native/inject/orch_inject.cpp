@@ -231,12 +231,15 @@ PauseMode pause_mode() {
 }
 
 // Why the last pause was refused while counting went on, as orch_inject_status says it; nullptr
-// after a pause that was not. Each sentence is kept for the life of the process (status's promise):
-// refusals are rare (trace mode, ORCH_INJECT_PAUSE=never), so the few strings are never freed.
+// after a pause that was not. Each sentence is kept for the life of the process (status's promise),
+// one per different reason (a rep refused under ORCH_INJECT_PAUSE=never reuses the last): few.
 std::atomic<const std::string*> g_refusal{nullptr};
+const std::string* g_last_refusal = nullptr;  // under g_control
 
 int refuse(const std::string& why) {
-  g_refusal.store(new std::string("counting; the last pause was refused: " + why), std::memory_order_release);
+  const std::string text = "counting; the last pause was refused: " + why;
+  if (g_last_refusal == nullptr || *g_last_refusal != text) g_last_refusal = new std::string(text);
+  g_refusal.store(g_last_refusal, std::memory_order_release);
   return 0;
 }
 
