@@ -307,6 +307,11 @@ ORCH_EXPORT int orch_inject_pause(void) {
   if (state == kPaused) return 1;
   if (state != kCounting) return 0;  // orch_inject_status says why
   if (orch_inject::trace_wanted()) return refuse("trace mode never pauses (a trace is a probe, not a timed rep)");
+  // a per_rep program's answer is its whole process's counts at exit (jobs/per-rep-counts.ts): a
+  // pause would leave its timed steps out of them
+  const char* report = std::getenv("ORCH_INJECT_REPORT");
+  if (report != nullptr && *report != '\0')
+    return refuse("ORCH_INJECT_REPORT is set: a per_rep program's counts are its whole process's, so it never pauses");
   const PauseMode mode = pause_mode();
   if (mode == PauseMode::Never) return refuse("ORCH_INJECT_PAUSE=never");
   if (mode == PauseMode::Unknown)

@@ -47,7 +47,8 @@ const char* orch_inject_status(void);
  * site of a cuCtxSynchronize the library makes on the calling thread), `unsubscribe`
  * (cuptiUnsubscribe alone), `never` (every pause refused). The counts keep their values across a
  * pause (orch_inject_read still answers 1); nothing is counted while paused. Trace mode never
- * pauses. Each returns 1 on success (pausing a paused or resuming a counting library included),
+ * pauses, nor a per_rep program's process (ORCH_INJECT_REPORT: its exit line holds the whole
+ * process's counts). Each returns 1 on success (pausing a paused or resuming a counting library included),
  * 0 otherwise, with orch_inject_status saying why; a refused pause leaves counting on. */
 int orch_inject_pause(void);
 int orch_inject_resume(void);
