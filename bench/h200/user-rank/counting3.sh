@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # Issue 40's counting-cost call after pause (device truth 2, "counting that costs under 1 %"), one
-# H200, within COUNTING3_BUDGET_S (default 240 s). A rank library now counts a rep's warm-up
-# steps and pauses orch's injection library for its timed steps (ranklib/PROTOCOL.md "Launch
-# counts and clocks"); this measures what that leaves of counting's cost:
-# Run in order of need, interleaved: the first pairs through orch (2.) before the first round of 1.
+# H200, within COUNTING3_BUDGET_S (default 240 s, the builds included). A rank library now counts a
+# rep's warm-up steps and pauses orch's injection library for its timed steps (ranklib/PROTOCOL.md
+# "Launch counts and clocks"); this measures what that leaves of counting's cost:
 #  1. outside orch (the examples' --standalone: the PyTorch one through orch_rank.py's rep, the
-#     CUDA one through orch_rank::RepCounting), eager and graph step medians for: no library;
-#     the library counting throughout (ORCH_INJECT_PAUSE=never: every pause refused, as before
-#     pause); counting the warm-up and paused by cuptiFinalize (ORCH_INJECT_PAUSE=finalize, the
-#     default); paused by cuptiUnsubscribe alone (ORCH_INJECT_PAUSE=unsubscribe); two alternated
-#     rounds, ratios to no library;
+#     CUDA one through orch_rank::RepCounting), eager and graph step medians for: no library; the
+#     library counting throughout (ORCH_INJECT_PAUSE=never: every pause refused, as before pause);
+#     the warm-up counted and the timed steps paused by cuptiFinalize (ORCH_INJECT_PAUSE=finalize,
+#     the default); paused by cuptiUnsubscribe alone (ORCH_INJECT_PAUSE=unsubscribe); two
+#     alternated rounds, ratios to no library;
 #  2. through `orch submit`, counting on against off: cuda-counted.yaml / cuda-uncounted.yaml (two
-#     pairs, alternated) and truth2/torch-on.yaml / torch-off.yaml, and what the report's Launches
+#     pairs, alternated) and truth2/torch-on.yaml / torch-off.yaml, and what each report's Launches
 #     section says counted them (the warm-up, when the pause held).
-# Builds liborch_inject.so (native/build, the orch_inject target) and the CUDA example first. A step
-# that fails or is not reached, or a number the table needs that is missing, makes the script exit 1;
-# the table is printed last and its last line says which ("counting3: FAILED: ...").
-# Everything under $OUT (counting3.tgz: results directories and logs; summary.txt).
+# First the builds: liborch_inject.so (the orch_inject target, into WORK; ORCH_INJECT_LIB names it
+# to orch's worker) and the CUDA example. Then in order of need: the first pairs of 2., round 1 of
+# 1., the second cuda pair, round 2. A step that fails or is not reached, a number the table needs
+# that is missing, or a pause that did not hold makes the script exit 1; the table is printed last
+# and its last line says which ("counting3: FAILED: ..."). Everything under $OUT (counting3.tgz:
+# results directories and logs; summary.txt).
 #   source .carry/env.sh && OUT=$OUT bash bench/h200/user-rank/counting3.sh
 set -uo pipefail
 out=${OUT:-/tmp/orch-counting3}
@@ -28,7 +29,10 @@ sum=$work/summary.txt
 missing=$work/missing.txt
 export ORCH_FROM_SOURCE=1 ORCH_LOG=warn PYTHONDONTWRITEBYTECODE=1
 unset ORCH_PARAMS  # each run below says its own sizes
-lib=$PWD/native/build/liborch_inject.so
+# this tree's library, in a build directory of its own (a carried native/build may be another
+# tree's, or predate pause); the worker of every orch submit below is pointed at it
+lib=$work/inject-build/liborch_inject.so
+export ORCH_INJECT_LIB=$lib
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
@@ -37,8 +41,8 @@ miss() { echo "$1" | tee -a "$sum" >>"$missing"; }
 : >"$missing"
 
 # 0. the library with pause (the carried build may predate it) and the CUDA example
-cmake -S native -B native/build -DCMAKE_BUILD_TYPE=Release -DORCH_INJECT=ON >"$work/cmake.log" 2>&1 &&
-  cmake --build native/build --target orch_inject -j >>"$work/cmake.log" 2>&1 ||
+cmake -S native -B "$work/inject-build" -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_CUDA=OFF -DORCH_INJECT=ON >"$work/cmake.log" 2>&1 &&
+  cmake --build "$work/inject-build" --target orch_inject -j >>"$work/cmake.log" 2>&1 ||
   { tail -20 "$work/cmake.log"; echo "counting3: FAILED: building liborch_inject.so (see cmake.log)"; exit 1; }
 nm -D --defined-only "$lib" | grep -q ' orch_inject_pause$' ||
   { echo "counting3: FAILED: $lib has no orch_inject_pause: not this tree's library"; exit 1; }
@@ -115,6 +119,6 @@ echo "total: $(( $(date +%s) - t0 )) s of a $budget s budget" | tee -a "$sum"
 # the table checks every measurement it needs and ends with the verdict line (missing.txt's steps too)
 node --import tsx $here/counting3-table.ts "$work" >"$work/table.md" 2>&1
 table_rc=$?
-tar -C "$work" -czf "$out/counting3.tgz" . 2>/dev/null
+tar -C "$work" -czf "$out/counting3.tgz" --exclude=./inject-build --exclude='*/build' . 2>/dev/null
 { cat "$sum"; echo; cat "$work/table.md"; } | tee "$out/summary.txt"
 [ $table_rc -eq 0 ] && [ ! -s "$missing" ] || exit 1

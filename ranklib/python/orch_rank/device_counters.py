@@ -212,10 +212,10 @@ class RepCounts:
         else:
             m = self._marks
             end = m[self._end]
-            counted = self.warmup if self.counted == "warmup" else steps
+            n = self.warmup if self.counted == "warmup" else steps
             launches: dict[str, Any] = {"source": "cupti", "counted": self.counted}
             for f in FIELDS:
-                launches[f] = [getattr(m[2 * i + 1], f) - getattr(m[2 * i], f) for i in range(counted)]
+                launches[f] = [getattr(m[2 * i + 1], f) - getattr(m[2 * i], f) for i in range(n)]
                 if f == "kernels":  # PROTOCOL.md's order: captured after kernels
                     launches["captured"] = end.captured - self.first.captured
             out["launches"] = launches
