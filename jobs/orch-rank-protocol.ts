@@ -33,12 +33,22 @@ const span = { t_start_ns: z.number().min(0), t_end_ns: z.number().min(0) };
 const perStep = z.array(z.int().min(0));
 
 /**
- * What orch's CUPTI injection library counted, per measured step (ranklib/PROTOCOL.md "Launch
+ * Which steps a rep's launch counts are of (ranklib/PROTOCOL.md "Launch counts and clocks"): its
+ * warm-up steps, the same steps as its timed ones, with the injection library paused for the timed
+ * steps (CUPTI attached slows them); or its timed steps (no warm-up, or a library without pause).
+ * Absent: timed (a rank library from before pause).
+ */
+export const COUNTED_STEPS = ['warmup', 'timed'] as const;
+export type CountedSteps = (typeof COUNTED_STEPS)[number];
+
+/**
+ * What orch's CUPTI injection library counted, per counted step (ranklib/PROTOCOL.md "Launch
  * counts and clocks"), or why nothing was counted: never zeros standing in for "not available".
  */
 export const LaunchCountsSchema = z.discriminatedUnion('source', [
   z.strictObject({
     source: z.literal('cupti'),
+    counted: z.enum(COUNTED_STEPS).optional(),
     kernels: perStep,
     captured: z.int().min(0),
     graphs: perStep,

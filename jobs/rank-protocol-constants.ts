@@ -105,6 +105,8 @@ export const INJECT_ABI = {
   traceEnv: 'ORCH_INJECT_TRACE',
   reportEnv: 'ORCH_INJECT_REPORT',
   stepRangeEnv: 'ORCH_INJECT_STEP_RANGE',
+  /** How orch_inject_pause detaches: finalize (the default), unsubscribe, never (refused). */
+  pauseEnv: 'ORCH_INJECT_PAUSE',
   countsFields: ['abi', 'initialized', 'kernels', 'captured', 'graphs', 'memcpy', 'memset', 'syncs'],
   symbols: [
     'orch_inject_read',
@@ -116,6 +118,8 @@ export const INJECT_ABI = {
     'orch_inject_timestamp',
     'orch_inject_kernels',
     'orch_inject_graphs',
+    'orch_inject_pause',
+    'orch_inject_resume',
   ],
 } as const;
 

@@ -337,10 +337,14 @@ double median(std::vector<double> xs) {
 
 // Eager, graph and graph+PDL timed outside orch, interleaved (each rep rotates the order, so no
 // variant always runs first), each run from the reset state as a rep: the graph captured by an
-// untimed step, the warm-up, then `steps` steps timed together on the stream.
+// untimed step, the warm-up, then `steps` steps timed together on the stream. Under orch's
+// injection library (CUDA_INJECTION64_PATH) each run pauses it for the timed steps as a rank's rep
+// does (orch_rank::RepCounting; ORCH_INJECT_PAUSE=never: counted throughout, as before pause).
 int standalone(int steps, int warmup, int reps) {
   Decode d;
   d.setup(orch_rank::Params::from_env());
+  orch_rank::RepCounting counting;
+  int paused_runs = 0;  // runs whose timed steps ran with the injection library paused
   struct Variant {
     const char* name;
     orch_rank::Toggles toggles;
@@ -362,12 +366,14 @@ int standalone(int steps, int warmup, int reps) {
   for (int r = 0; r < reps; ++r) {
     for (std::size_t j = 0; j < variants.size(); ++j) {
       Variant& v = variants[(static_cast<std::size_t>(r) + j) % variants.size()];
+      counting.rep_start();
       d.reset();
       if (v.toggles.on("GRAPH")) {
         d.step(v.toggles);
         d.reset();
       }
       for (int i = 0; i < warmup; ++i) d.step(v.toggles);
+      if (warmup > 0 && counting.timed_steps_begin()) ++paused_runs;
       ORCH_CUDA(cudaEventRecord(start, s));
       for (int i = 0; i < steps; ++i) d.step(v.toggles);
       ORCH_CUDA(cudaEventRecord(end, s));
@@ -386,11 +392,11 @@ int standalone(int steps, int warmup, int reps) {
   namespace json = orch_rank::json;
   std::printf("{\"name\":\"cuda-decode\",\"device\":%s,\"params\":%s,\"launches_per_step\":%d,\"steps\":%d,\"warmup\":%d,"
               "\"reps\":%d,\"eager_ms\":%s,\"graph_ms\":%s,\"graph_pdl_ms\":%s,\"speedup_graph\":%s,"
-              "\"speedup_graph_pdl\":%s,\"hashes_match\":%s}\n",
+              "\"speedup_graph_pdl\":%s,\"hashes_match\":%s,\"paused_runs\":%d}\n",
               json::quote(prop.name).c_str(), std::getenv("ORCH_PARAMS") != nullptr ? std::getenv("ORCH_PARAMS") : "{}",
               d.launches_per_step(), steps, warmup, reps, json::number(eager).c_str(), json::number(graph).c_str(),
               json::number(graph_pdl).c_str(), json::number(eager / graph).c_str(), json::number(eager / graph_pdl).c_str(),
-              match ? "true" : "false");
+              match ? "true" : "false", paused_runs);
   return match ? 0 : 1;
 }
 

@@ -267,17 +267,21 @@ def standalone(steps: int, warmup: int, reps: int) -> None:
     runner.start(params)
     arms = {"eager": {"GRAPH": False}, "graph": {"GRAPH": True}}
     medians: dict[str, list[float]] = {arm: [] for arm in arms}
+    counted = "no rep"
     for r in range(reps):
         for arm in ("eager", "graph") if r % 2 == 0 else ("graph", "eager"):
             rep = runner.rep(arms[arm], warmup, steps)
             if rep["mode"] != arm:
                 raise SystemExit(f"the {arm} arm ran in {rep['mode']} mode")
             medians[arm].append(statistics.median(rep["step_ms"]))
+            launches = rep.get("launches", {})
+            counted = launches.get("counted") or f"none: {launches.get('reason', '')}"
     eager, graph = statistics.median(medians["eager"]), statistics.median(medians["graph"])
     assert runner.backend is not None
     print(json.dumps({
         "eager_ms_median": eager, "graph_ms_median": graph, "speedup": eager / graph,
         "backend": runner.backend.name, "timing": runner.clock.name,
+        "counted": counted,  # the last rep's launches.counted: warmup where the library paused for the timed steps
     }))  # fmt: skip
 
 

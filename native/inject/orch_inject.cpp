@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #define ORCH_EXPORT extern "C" __attribute__((visibility("default")))
@@ -59,9 +60,21 @@ std::array<Entry, CUPTI_DRIVER_TRACE_CBID_SIZE> g_table;
 
 std::atomic<std::uint64_t> g_kernels{0}, g_captured{0}, g_graphs{0}, g_memcpy{0}, g_memset{0}, g_syncs{0};
 
-// 0: InitializeInjection never ran; 1: counting; 2: it ran and failed (g_failure says why).
-std::atomic<int> g_state{0};
+// 0: InitializeInjection never ran; 1: counting; 2: it ran and failed (g_failure says why);
+// 3: paused (orch_inject_pause: nothing of CUPTI on the driver's path, the counts kept).
+enum State : int { kNever = 0, kCounting = 1, kFailed = 2, kPaused = 3 };
+std::atomic<int> g_state{kNever};
 std::string g_failure;  // written before g_state is stored (release), read after it is loaded (acquire)
+
+// Counting, or paused with the counts kept.
+bool counts_valid() {
+  const int state = g_state.load(std::memory_order_acquire);
+  return state == kCounting || state == kPaused;
+}
+
+// The counting subscription; nullptr while paused. Changed only under g_control.
+CUpti_SubscriberHandle g_subscriber = nullptr;
+std::mutex g_control;  // start, pause and resume, one at a time
 
 using IsCapturingFn = decltype(&cuStreamIsCapturing);
 using CtxGetDeviceFn = decltype(&cuCtxGetDevice);
@@ -88,9 +101,14 @@ CUstream launch_stream(const Entry& e, const void* params) {
   return s;
 }
 
+void detach_at_exit(const CUpti_CallbackData* cb, CUpti_CallbackId cbid);
+
 void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= g_table.size()) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  detach_at_exit(cb, cbid);
+  // pausing: nothing more is counted (another thread's calls while CUPTI detaches are not the rep's)
+  if (g_state.load(std::memory_order_relaxed) != kCounting) return;
   const Entry e = g_table[cbid];
   if (e.kind == Kind::Instantiate) return orch_inject::on_instantiate(cb);  // timed: enter and exit
   if (cb->callbackSite != CUPTI_API_ENTER) return;  // counted once per call, failed calls too
@@ -134,10 +152,34 @@ std::string cupti_error(CUptiResult r) {
 
 void fail(std::string why) {
   g_failure = std::move(why);
-  g_state.store(2, std::memory_order_release);
+  g_state.store(kFailed, std::memory_order_release);
+}
+
+// Subscribes and enables the callbacks of what is counted (and trace mode's); "" on success, else
+// why not, nothing left subscribed. start() and orch_inject_resume() both come here.
+std::string subscribe() {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  CUptiResult r = cuptiSubscribe(&subscriber, on_driver_call, nullptr);
+  if (r != CUPTI_SUCCESS)
+    return "CUPTI subscribe failed: " + cupti_error(r) +
+           (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another profiler holds CUPTI)" : "");
+  // Only the ids counted: every other driver call runs without a callback.
+  for (std::uint32_t id = 1; id < g_table.size(); ++id) {
+    if (g_table[id].kind == Kind::None || !counted(g_table[id].kind)) continue;
+    r = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    if (r != CUPTI_SUCCESS) {
+      const char* name = nullptr;
+      (void)cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name);
+      (void)cuptiUnsubscribe(subscriber);
+      return std::string("CUPTI enable callback failed for ") + (name != nullptr ? name : "?") + ": " + cupti_error(r);
+    }
+  }
+  g_subscriber = subscriber;
+  return "";
 }
 
 void start() {
+  std::lock_guard<std::mutex> lock(g_control);
   for (std::uint32_t id = 1; id < g_table.size(); ++id) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS && name != nullptr)
@@ -155,31 +197,166 @@ void start() {
   void* cuda = driver();
   g_is_capturing = cuda != nullptr ? reinterpret_cast<IsCapturingFn>(::dlsym(cuda, "cuStreamIsCapturing")) : nullptr;
   if (g_is_capturing == nullptr) return fail("cuStreamIsCapturing not found: libcuda.so.1 is not in the process");
-  CUpti_SubscriberHandle subscriber = nullptr;
-  CUptiResult r = cuptiSubscribe(&subscriber, on_driver_call, nullptr);
-  if (r != CUPTI_SUCCESS)
-    return fail("CUPTI subscribe failed: " + cupti_error(r) +
-                (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another profiler holds CUPTI)" : ""));
-  // Only the ids counted: every other driver call runs without a callback.
-  for (std::uint32_t id = 1; id < g_table.size(); ++id) {
-    if (g_table[id].kind == Kind::None || !counted(g_table[id].kind)) continue;
-    r = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    if (r != CUPTI_SUCCESS) {
-      const char* name = nullptr;
-      (void)cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name);
-      (void)cuptiUnsubscribe(subscriber);
-      return fail(std::string("CUPTI enable callback failed for ") + (name != nullptr ? name : "?") + ": " + cupti_error(r));
-    }
-  }
+  const std::string why = subscribe();
+  if (!why.empty()) return fail(why);
   if (orch_inject::trace_wanted()) {
-    const std::string why = orch_inject::trace_start();
-    if (!why.empty()) {
-      (void)cuptiUnsubscribe(subscriber);
-      return fail("ORCH_INJECT_TRACE=1: " + why);
+    const std::string trace_why = orch_inject::trace_start();
+    if (!trace_why.empty()) {
+      (void)cuptiUnsubscribe(g_subscriber);
+      g_subscriber = nullptr;
+      return fail("ORCH_INJECT_TRACE=1: " + trace_why);
     }
   }
-  g_state.store(1, std::memory_order_release);
+  g_state.store(kCounting, std::memory_order_release);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pause and resume (orch_inject.h): a rank library counts a rep's warm-up steps and pauses the
+// library for its timed steps. A CUPTI subscriber with no callback enabled still cost a PyTorch
+// graph step ~10 % on the H200 (bench/h200/runs/2026-12-04/truth2-run2.txt, table 2b), so a pause
+// takes CUPTI off the driver's path, not only the callbacks.
+
+// ORCH_INJECT_PAUSE: `finalize` (the default) detaches CUPTI from the process (cuptiFinalize,
+// CUPTI's dynamic detach); `unsubscribe` only ends the subscription; `never` refuses every pause
+// (a rank library then counts the timed steps, as before pause existed). bench/h200/user-rank/
+// counting3.sh measures all three on one card.
+enum class PauseMode { Finalize, Unsubscribe, Never, Unknown };
+
+PauseMode pause_mode() {
+  const char* mode = std::getenv("ORCH_INJECT_PAUSE");
+  const std::string m = mode != nullptr ? mode : "";
+  if (m.empty() || m == "finalize") return PauseMode::Finalize;
+  if (m == "unsubscribe") return PauseMode::Unsubscribe;
+  return m == "never" ? PauseMode::Never : PauseMode::Unknown;
+}
+
+// Why the last pause was refused while counting went on, as orch_inject_status says it; nullptr
+// after a pause that was not. Each sentence is kept for the life of the process (status's promise),
+// one per different reason (a rep refused under ORCH_INJECT_PAUSE=never reuses the last): few.
+std::atomic<const std::string*> g_refusal{nullptr};
+const std::string* g_last_refusal = nullptr;  // under g_control
+
+int refuse(const std::string& why) {
+  const std::string text = "counting; the last pause was refused: " + why;
+  if (g_last_refusal == nullptr || *g_last_refusal != text) g_last_refusal = new std::string(text);
+  g_refusal.store(g_last_refusal, std::memory_order_release);
+  return 0;
+}
+
+// CUPTI's dynamic detach is safe at the exit site of a driver call (cupti_activity.h,
+// cuptiFinalize; NVIDIA's cupti_finalize sample; kineto's teardown, which found a finalize from any
+// other point racing other threads' CUPTI calls). So orch_inject_pause makes one driver call of its
+// own, cuCtxSynchronize (the docs ask that the work be synchronized too), with its callback on, and
+// finalizes at that call's exit on the pausing thread. Set under g_control; read in the callback.
+std::atomic<bool> g_detach_wanted{false};
+std::thread::id g_detach_thread;
+bool g_detached = false;
+CUptiResult g_detach_result = CUPTI_SUCCESS;
+
+void detach_at_exit(const CUpti_CallbackData* cb, CUpti_CallbackId cbid) {
+  if (!g_detach_wanted.load(std::memory_order_acquire) || cb->callbackSite != CUPTI_API_EXIT ||
+      g_table[cbid].kind != Kind::Sync || std::this_thread::get_id() != g_detach_thread)
+    return;
+  g_detach_wanted.store(false, std::memory_order_relaxed);
+  g_detach_result = cuptiFinalize();
+  g_detached = true;
+}
+
+// Detaches CUPTI at the exit of this thread's cuCtxSynchronize. "" once detached (the subscription
+// went with it); else why not, and whether CUPTI is still as it was (`intact`: counting may go on).
+std::string finalize_at_exit(bool* intact) {
+  *intact = true;
+  using SyncFn = decltype(&cuCtxSynchronize);
+  void* cuda = driver();
+  const auto sync = cuda != nullptr ? reinterpret_cast<SyncFn>(::dlsym(cuda, "cuCtxSynchronize")) : nullptr;
+  if (sync == nullptr) return "cuCtxSynchronize not found in libcuda.so.1";
+  for (std::uint32_t id = 1; id < g_table.size(); ++id) {
+    if (g_table[id].kind != Kind::Sync) continue;
+    const CUptiResult r = cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    if (r != CUPTI_SUCCESS) return "CUPTI enable callback failed for the detach's cuCtxSynchronize: " + cupti_error(r);
+  }
+  g_detached = false;
+  g_detach_thread = std::this_thread::get_id();
+  g_detach_wanted.store(true, std::memory_order_release);
+  (void)sync();  // its exit callback detaches; its own result does not matter
+  g_detach_wanted.store(false, std::memory_order_relaxed);
+  if (!g_detached) {
+    // counting goes on as it was: a sync id not counted (ORCH_INJECT_ONLY) gets its callback off again
+    for (std::uint32_t id = 1; id < g_table.size(); ++id)
+      if (g_table[id].kind == Kind::Sync && !counted(Kind::Sync))
+        (void)cuptiEnableCallback(0, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    return "the detach's cuCtxSynchronize made no exit callback on this thread";
+  }
+  *intact = false;
+  g_subscriber = nullptr;  // cuptiFinalize ended every subscription
+  return g_detach_result == CUPTI_SUCCESS ? "" : "cuptiFinalize failed: " + cupti_error(g_detach_result);
+}
+
+const char* paused_status(PauseMode mode) {
+  return mode == PauseMode::Unsubscribe
+             ? "paused: unsubscribed from CUPTI (ORCH_INJECT_PAUSE=unsubscribe) until orch_inject_resume; counts kept"
+             : "paused: CUPTI detached (cuptiFinalize) until orch_inject_resume; counts kept";
+}
+std::atomic<const char*> g_paused_status{""};
+
+}  // namespace
+
+ORCH_EXPORT int orch_inject_pause(void) {
+  std::lock_guard<std::mutex> lock(g_control);
+  const int state = g_state.load(std::memory_order_acquire);
+  if (state == kPaused) return 1;
+  if (state != kCounting) return 0;  // orch_inject_status says why
+  if (orch_inject::trace_wanted()) return refuse("trace mode never pauses (a trace is a probe, not a timed rep)");
+  // a per_rep program's answer is its whole process's counts at exit (jobs/per-rep-counts.ts): a
+  // pause would leave its timed steps out of them
+  const char* report = std::getenv("ORCH_INJECT_REPORT");
+  if (report != nullptr && *report != '\0')
+    return refuse("ORCH_INJECT_REPORT is set: a per_rep program's counts are its whole process's, so it never pauses");
+  const PauseMode mode = pause_mode();
+  if (mode == PauseMode::Never) return refuse("ORCH_INJECT_PAUSE=never");
+  if (mode == PauseMode::Unknown)
+    return refuse(std::string("ORCH_INJECT_PAUSE=") + std::getenv("ORCH_INJECT_PAUSE") +
+                  " is none of finalize, unsubscribe, never: set one of them or unset it (finalize)");
+  g_paused_status.store(paused_status(mode), std::memory_order_relaxed);
+  g_state.store(kPaused, std::memory_order_release);  // from here no callback counts
+  if (mode == PauseMode::Unsubscribe) {
+    const CUptiResult r = cuptiUnsubscribe(g_subscriber);
+    if (r != CUPTI_SUCCESS) {
+      g_state.store(kCounting, std::memory_order_release);
+      return refuse("cuptiUnsubscribe failed: " + cupti_error(r));
+    }
+    g_subscriber = nullptr;
+  } else {
+    bool intact = true;
+    const std::string why = finalize_at_exit(&intact);
+    if (!why.empty() && intact) {
+      g_state.store(kCounting, std::memory_order_release);
+      return refuse(why);
+    }
+    if (!why.empty()) {  // CUPTI half gone: its counts can no longer be trusted
+      fail("pause: " + why);
+      return 0;
+    }
+  }
+  g_refusal.store(nullptr, std::memory_order_release);
+  return 1;
+}
+
+ORCH_EXPORT int orch_inject_resume(void) {
+  std::lock_guard<std::mutex> lock(g_control);
+  const int state = g_state.load(std::memory_order_acquire);
+  if (state == kCounting) return 1;
+  if (state != kPaused) return 0;  // orch_inject_status says why
+  const std::string why = subscribe();
+  if (!why.empty()) {
+    fail("resume: " + why);
+    return 0;
+  }
+  g_state.store(kCounting, std::memory_order_release);
+  return 1;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // NVML, declared here as graphrt declares it (nvml.h is not part of every CUDA toolkit); 0 is
@@ -278,7 +455,7 @@ ORCH_EXPORT int InitializeInjection(void) {
 }
 
 ORCH_EXPORT int orch_inject_read(struct orch_inject_counts* out) {
-  const bool counting = g_state.load(std::memory_order_acquire) == 1;
+  const bool counting = counts_valid();
   *out = {};
   out->abi = ORCH_INJECT_ABI;
   if (!counting) return 0;
@@ -294,8 +471,12 @@ ORCH_EXPORT int orch_inject_read(struct orch_inject_counts* out) {
 
 ORCH_EXPORT const char* orch_inject_status(void) {
   switch (g_state.load(std::memory_order_acquire)) {
-    case 1: return "counting";
-    case 2: return g_failure.c_str();
+    case kCounting: {
+      const std::string* refused = g_refusal.load(std::memory_order_acquire);
+      return refused != nullptr ? refused->c_str() : "counting";
+    }
+    case kFailed: return g_failure.c_str();
+    case kPaused: return g_paused_status.load(std::memory_order_relaxed);
     default:
       return "never initialized: the CUDA driver did not call InitializeInjection (no cuInit in this process, or "
              "CUDA_INJECTION64_PATH not set)";
@@ -304,7 +485,7 @@ ORCH_EXPORT const char* orch_inject_status(void) {
 
 orch_inject::Counts orch_inject::counts_now() {
   Counts c;
-  if (g_state.load(std::memory_order_acquire) != 1) return c;
+  if (!counts_valid()) return c;
   c.kernels = g_kernels.load(std::memory_order_relaxed);
   c.captured = g_captured.load(std::memory_order_relaxed);
   c.graphs = g_graphs.load(std::memory_order_relaxed);

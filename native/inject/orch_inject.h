@@ -34,9 +34,24 @@ struct orch_inject_counts {
 /* Fills *out (abi always); 1 when counting, 0 otherwise (orch_inject_status says why). */
 int orch_inject_read(struct orch_inject_counts* out);
 
-/* Why the library counts or does not, as a sentence: "counting", "CUPTI subscribe failed: ...",
- * "never initialized: ...". The pointer stays valid for the life of the process. */
+/* Why the library counts or does not, as a sentence: "counting", "paused: ...", "CUPTI subscribe
+ * failed: ...", "never initialized: ...", "counting; the last pause was refused: ...". The pointer
+ * stays valid for the life of the process. */
 const char* orch_inject_status(void);
+
+/* Pause and resume (new symbols, ABI 1 unchanged: a rank library finds them with dlsym and counts
+ * as before where they are absent). A rank library counts a rep's warm-up steps, pauses for its
+ * timed steps and resumes at the next rep's start: CUPTI merely subscribed cost a PyTorch graph
+ * step ~10 % on the H200, so a pause takes CUPTI off the driver's path. How, by
+ * ORCH_INJECT_PAUSE: `finalize` (the default: cuptiFinalize, CUPTI's dynamic detach, at the exit
+ * site of a cuCtxSynchronize the library makes on the calling thread), `unsubscribe`
+ * (cuptiUnsubscribe alone), `never` (every pause refused). The counts keep their values across a
+ * pause (orch_inject_read still answers 1); nothing is counted while paused. Trace mode never
+ * pauses, nor a per_rep program's process (ORCH_INJECT_REPORT: its exit line holds the whole
+ * process's counts). Each returns 1 on success (pausing a paused or resuming a counting library included),
+ * 0 otherwise, with orch_inject_status saying why; a refused pause leaves counting on. */
+int orch_inject_pause(void);
+int orch_inject_resume(void);
 
 /* NVML's reading of the device of the calling thread's current CUDA context. ok = 0 (and nothing
  * else set) without NVML, a current context or that device in NVML. A value NVML does not give

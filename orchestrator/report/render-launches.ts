@@ -40,7 +40,7 @@ export function renderLaunches(rows: readonly LaunchRow[]): string {
   return [
     '## Launches',
     '',
-    "Per measured step, the median over the arm's reps: eager kernel launches, graph launches, copies, memsets and synchronising calls; captured: kernel launches made while a stream was capturing (graphrt: the graph's nodes). Counted by graphrt's own launch counter, or by orch's CUPTI injection library in a user's program (ranklib/PROTOCOL.md): per step through a rank library; for a per_rep program, per NVTX range the spec names as its step (run.launch_counts_step_range), or else over the whole rep and divided by the steps it reported (its setup and warm-up included); `none` says why nothing was counted.",
+    "Per step (a timed step, or a warm-up step where `counted by` says so), the median over the arm's reps: eager kernel launches, graph launches, copies, memsets and synchronising calls; captured: kernel launches made while a stream was capturing (graphrt: the graph's nodes). Counted by graphrt's own launch counter, or by orch's CUPTI injection library in a user's program (ranklib/PROTOCOL.md): per step through a rank library (of the rep's warm-up steps, the same steps as its timed ones, where the library paused for the timed steps so that they run without CUPTI; of its timed steps where a rep has no warm-up or the library cannot pause); for a per_rep program, per NVTX range the spec names as its step (run.launch_counts_step_range), or else over the whole rep and divided by the steps it reported (its setup and warm-up included); `none` says why nothing was counted.",
     '',
     table,
     '',

@@ -4,7 +4,8 @@
  * launches, graph launches, copies, memsets and synchronising calls one measured step made, and
  * who counted them — graphrt's own launch counter (`launches_per_step`, `dispatches_per_step`,
  * `nodes`), or orch's CUPTI injection library in a user's program (a command rep's `launches`:
- * per step through a rank library, ranklib/PROTOCOL.md; per NVTX step range, or else per rep ÷
+ * per step through a rank library, ranklib/PROTOCOL.md, of the rep's warm-up steps where the library
+ * paused for its timed steps (WARMUP_SOURCE); per NVTX step range, or else per rep ÷
  * steps, for a per_rep program, jobs/per-rep-counts.ts), or nobody, and why ("not available: ..."), never a zero standing in for it.
  * The numbers are medians over the arm's reps of each rep's per-step median (rank 0's lines: the
  * ranks of a gang run the same launches).
@@ -42,6 +43,14 @@ interface ArmAcc {
 /** How a per_rep program's counts were made per step: said in the report, never passed off as a step's own. */
 export const PER_REP_SOURCE =
   "cupti, per rep ÷ steps (a per_rep program: its process's counts, setup and warm-up included, over the steps it reported)";
+
+/**
+ * A rank library's counts of a rep's warm-up steps (`counted: "warmup"`): the same steps as its
+ * timed ones, counted while the timed steps ran with the injection library paused. Said in the
+ * report, so nobody reads them as the timed steps' own.
+ */
+export const WARMUP_SOURCE =
+  'cupti, per warm-up step (the same steps as the timed ones, counted before them; the library was paused while the timed steps ran)';
 
 /** How a per_rep program's counts were delimited by the NVTX range the spec named (its steps' own counts). */
 export const perRangeSource = (range: string): string =>
@@ -101,7 +110,9 @@ export class LaunchSummaryFold {
       a.captured.push(c.captured);
       return;
     }
-    a.source.add(c.source === 'cupti-nvtx' ? perRangeSource(c.range) : 'cupti');
+    a.source.add(
+      c.source === 'cupti-nvtx' ? perRangeSource(c.range) : c.counted === 'warmup' ? WARMUP_SOURCE : 'cupti',
+    );
     a.kernels.push(median(c.kernels));
     a.graphs.push(median(c.graphs));
     a.memcpy.push(median(c.memcpy));

@@ -967,7 +967,12 @@ class Inject {
     reason_name_ = reinterpret_cast<const char* (*)(unsigned)>(::dlsym(lib, "orch_inject_reason_name"));
     if (clocks_ == nullptr || reason_name_ == nullptr) clocks_ = nullptr;
     ecc_ = reinterpret_cast<int (*)(unsigned long long*)>(::dlsym(lib, "orch_inject_ecc"));  // absent before it
+    // pause and resume: new symbols of ABI 1, absent from a library built before them
+    pause_ = reinterpret_cast<int (*)()>(::dlsym(lib, "orch_inject_pause"));
+    resume_ = reinterpret_cast<int (*)()>(::dlsym(lib, "orch_inject_resume"));
+    if (pause_ == nullptr || resume_ == nullptr) pause_ = resume_ = nullptr;
     open_trace(lib, path, status);
+    status_ = status;
     if (counting) read_ = read_counts;
     else reason_ = status();
   }
@@ -992,6 +997,25 @@ class Inject {
 
   bool counting() const { return read_ != nullptr; }
   const std::string& reason() const { return reason_; }
+  // Whether the library still counts now (a failed pause or resume ends its counting), or why not.
+  bool still_counting(std::string* why) const {
+    InjectCounts c;
+    if (read_ != nullptr && read_(&c) == 1) return true;
+    *why = status_ != nullptr ? status_() : reason_;
+    return false;
+  }
+  // A rep counts its warm-up and pauses for its timed steps where the library can pause.
+  bool can_pause() const { return counting() && pause_ != nullptr; }
+  // CUPTI off the driver's path until resume(); false where the library refused (it counts on).
+  bool pause() {
+    paused_ = can_pause() && pause_() == 1;
+    return paused_;
+  }
+  // At a rep's start: the last rep's pause ends (a failed resume stops the counting: still_counting says so).
+  void resume() {
+    if (paused_) (void)resume_();
+    paused_ = false;
+  }
   bool tracing() const { return timestamp_ != nullptr; }
   // Why there is no trace: the library's absence (reason()) or trace mode's.
   const std::string& trace_reason() const { return trace_reason_.empty() ? reason_ : trace_reason_; }
@@ -1055,6 +1079,10 @@ class Inject {
   std::size_t (*kernels_)(InjectKernel*, std::size_t, unsigned long long*) = nullptr;
   std::size_t (*graphs_)(InjectGraph*, std::size_t) = nullptr;
   int (*read_)(InjectCounts*) = nullptr;
+  int (*pause_)() = nullptr;
+  int (*resume_)() = nullptr;
+  bool paused_ = false;
+  const char* (*status_)() = nullptr;
   int (*clocks_)(InjectClock*) = nullptr;
   int (*ecc_)(unsigned long long*) = nullptr;
   const char* (*reason_name_)(unsigned) = nullptr;
@@ -1434,6 +1462,7 @@ class Server {
   std::string rep(const Request& r) {
     const std::int64_t t_start = monotonic_ns();
     begin(r);
+    inject_.resume();
     const InjectCounts counts_start = inject_.counts();
     const InjectClock clock_start = inject_.clock();
     const InjectEcc ecc_start = inject_.ecc();
@@ -1447,12 +1476,19 @@ class Server {
     }
     std::vector<double> warmup_ms, step_ms;
     std::vector<std::string> hashes_of;
-    for (long long i = 0; i < r.warmup; ++i) warmup_ms.push_back(step(r.toggles, "warm-up step " + std::to_string(i + 1)));
+    // PROTOCOL.md "Launch counts and clocks": the warm-up is counted and the library paused for the
+    // timed steps (CUPTI attached slows them), where it can pause; else the timed steps are counted.
+    const bool count_warmup = r.warmup > 0 && inject_.can_pause();
+    std::vector<InjectCounts> own(static_cast<std::size_t>(std::max(r.warmup, r.steps)));
+    for (long long i = 0; i < r.warmup; ++i)
+      warmup_ms.push_back(step(r.toggles, "warm-up step " + std::to_string(i + 1),
+                               count_warmup ? &own[static_cast<std::size_t>(i)] : nullptr));
+    const bool counted_warmup = count_warmup && inject_.pause();
     const std::size_t replays_before = rt().replays;
-    std::vector<InjectCounts> own(static_cast<std::size_t>(r.steps));
     std::int64_t t_end = t_start;
     for (long long i = 0; i < r.steps; ++i) {
-      step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1), &own[static_cast<std::size_t>(i)]));
+      step_ms.push_back(step(r.toggles, "measured step " + std::to_string(i + 1),
+                             counted_warmup ? nullptr : &own[static_cast<std::size_t>(i)]));
       t_end = monotonic_ns();
       if (i + 1 == r.steps) {
         clock_end = inject_.clock();
@@ -1466,19 +1502,22 @@ class Server {
     return "{\"v\":1,\"type\":\"rep\",\"id\":" + json::quote(r.id) + ",\"arm\":" + json::quote(r.arm) +
            ",\"mode\":\"" + (replayed ? "graph" : "eager") + "\",\"graph\":" + graph + ",\"warmup_ms\":" + list(warmup_ms) +
            ",\"step_ms\":" + list(step_ms) + ",\"hashes\":" + list(hashes_of) + ",\"counters\":" + counters() +
-           ",\"launches\":" + launches(own, captured) + clocks(clock_start, clock_end) + ecc_errors(ecc_start, ecc_end) +
+           ",\"launches\":" + launches(own, counted_warmup ? r.warmup : r.steps, counted_warmup, captured) + clocks(clock_start, clock_end) + ecc_errors(ecc_start, ecc_end) +
            ",\"t_start_ns\":" + std::to_string(t_start) + ",\"t_end_ns\":" + std::to_string(t_end) + ",\"final\":true}";
   }
 
-  // PROTOCOL.md "Launch counts and clocks": one count per measured step, or why there are none.
-  std::string launches(const std::vector<InjectCounts>& own, std::uint64_t captured) const {
+  // PROTOCOL.md "Launch counts and clocks": one count per counted step (the first `n` of `own`:
+  // warm-up steps or measured steps, as `warmup` says), or why there are none.
+  std::string launches(const std::vector<InjectCounts>& own, long long n, bool warmup, std::uint64_t captured) const {
     if (!inject_.counting()) return "{\"source\":\"none\",\"reason\":" + json::quote(inject_.reason()) + "}";
+    std::string stopped;
+    if (!inject_.still_counting(&stopped)) return "{\"source\":\"none\",\"reason\":" + json::quote(stopped) + "}";
     const auto column = [&](std::uint64_t InjectCounts::*field) {
       std::string s;
-      for (const InjectCounts& c : own) s += (s.empty() ? "" : ",") + std::to_string(c.*field);
+      for (long long i = 0; i < n; ++i) s += (s.empty() ? "" : ",") + std::to_string(own[static_cast<std::size_t>(i)].*field);
       return "[" + s + "]";
     };
-    return "{\"source\":\"cupti\",\"kernels\":" + column(&InjectCounts::kernels) + ",\"captured\":" +
+    return std::string("{\"source\":\"cupti\",\"counted\":") + (warmup ? "\"warmup\"" : "\"timed\"") + ",\"kernels\":" + column(&InjectCounts::kernels) + ",\"captured\":" +
            std::to_string(captured) + ",\"graphs\":" + column(&InjectCounts::graphs) + ",\"memcpy\":" +
            column(&InjectCounts::memcpy) + ",\"memset\":" + column(&InjectCounts::memset) + ",\"syncs\":" +
            column(&InjectCounts::syncs) + "}";
@@ -1605,6 +1644,21 @@ class Server {
 };
 
 }  // namespace detail
+
+// A rep's counting as serve() does it (PROTOCOL.md "Launch counts and clocks"), for a program's
+// own timing outside orch (a --standalone mode, bench/h200/user-rank/counting3.sh): rep_start() at
+// each rep's start resumes the injection library a last rep paused; timed_steps_begin() between
+// the warm-up and the timed steps pauses it (CUPTI off the driver's path), true when it did. Does
+// nothing where no injection library counts. After CUDA's first call.
+class RepCounting {
+ public:
+  RepCounting() { inject_.open(); }
+  void rep_start() { inject_.resume(); }
+  bool timed_steps_begin() { return inject_.pause(); }
+
+ private:
+  detail::Inject inject_;
+};
 
 // Serves the protocol until stdin closes (0), or until a sticky CUDA error or a failed start (1).
 inline int serve(Program& program) {

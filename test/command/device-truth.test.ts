@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { countingCostSentence } from '../../jobs/counting-cost.ts';
+import { WARMUP_SOURCE } from '../../orchestrator/stats/launch-summary.ts';
 import { injectionEnv } from '../../worker/command/launch-counter.ts';
 import { type Submitted, submitSpec } from '../utils/submit-spec.ts';
 
@@ -62,6 +63,14 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
       /^Counting's cost to a timed step, on against off through orch: the CUDA example \(examples\/cuda-decode\): eager [+−]\d+\.\d %, graph [+−]\d+\.\d % \(H200, bench\/h200\/user-rank\/truth[\w.]*\.sh/,
     );
     assert.doesNotMatch(none, /\| 0 \| 0 \|/, 'not available is never shown as zeros');
+  });
+
+  test("counts of the warm-up steps (the library paused for the timed ones): the report says they are the warm-up's", () => {
+    const table = launchesSection(submit({ FIXTURE_LAUNCHES: 'warmup' }).report);
+    // one count per warm-up step (warmup: 1), every rep's answer checked against its request on the way
+    assert.ok(table.includes(`| eager | eager | 3 | 12 | 0 | 1 | 0 | 0 | 0 | ${WARMUP_SOURCE} |`), table);
+    assert.ok(table.includes(`| graph | graph | 3 | 0 | 1 | 1 | 0 | 0 | 0 | ${WARMUP_SOURCE} |`), table);
+    assert.match(WARMUP_SOURCE, /warm-up step .*paused while the timed steps ran/);
   });
 
   test('a throttled rep and an XID error: flagged and used by default', () => {

@@ -36,8 +36,10 @@ const EXPORTS = [
   'orch_inject_ecc',
   'orch_inject_graphs',
   'orch_inject_kernels',
+  'orch_inject_pause',
   'orch_inject_read',
   'orch_inject_reason_name',
+  'orch_inject_resume',
   'orch_inject_status',
   'orch_inject_timestamp',
   'orch_inject_tracing',
@@ -82,6 +84,8 @@ int main(int argc, char** argv) {
   SYM(orch_inject_timestamp);
   SYM(orch_inject_kernels);
   SYM(orch_inject_graphs);
+  SYM(orch_inject_pause);
+  SYM(orch_inject_resume);
   struct orch_inject_counts c;
   memset(&c, 0xff, sizeof c); /* proves the call filled it */
   int r = p_orch_inject_read(&c);
@@ -101,6 +105,8 @@ int main(int argc, char** argv) {
   const size_t nk = p_orch_inject_kernels(kernels, 4, &dropped);
   printf("tracing=%d timestamp=%llu kernels=%zu dropped=%llu graphs=%zu\\n", p_orch_inject_tracing(), p_orch_inject_timestamp(), nk, dropped,
          p_orch_inject_graphs(graphs, 4));
+  const int paused = p_orch_inject_pause();
+  printf("pause=%d resume=%d status=%s\\n", paused, p_orch_inject_resume(), p_orch_inject_status());
   return 0;
 }
 `;
@@ -177,6 +183,11 @@ describe('liborch_inject.so without a GPU', { skip: NO_CUPTI }, () => {
       out[7],
       'tracing=0 timestamp=0 kernels=0 dropped=7 graphs=0',
       'trace mode off: no clock, no records, nothing written',
+    );
+    assert.equal(
+      out[8],
+      'pause=0 resume=0 status=cuStreamIsCapturing not found: libcuda.so.1 is not in the process',
+      'a library that does not count neither pauses nor resumes, and its status still says why',
     );
   });
 

@@ -528,10 +528,11 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
       't_end_ns',
       'final',
     ]);
-    // one read before and one after each step: a step's count is one read's planted advance; the
-    // warm-up steps are not read; captured spans the request: reads 1 (its start) to 8 (its end)
+    // a library without pause (as this stand-in) counts the timed steps: one read before and one
+    // after each step, a step's count one read's planted advance; the warm-up steps are not read; captured spans the request: reads 1 (its start) to 8 (its end)
     assert.deepEqual(a.launches, {
       source: 'cupti',
+      counted: 'timed',
       kernels: [7, 7, 7],
       captured: 7 * 5,
       graphs: [1, 1, 1],
@@ -544,6 +545,7 @@ describe('orch_rank.py with an injection library (a stand-in, compiled here)', (
     const b = await r.request(req('c1', 1));
     assert.deepEqual(b.launches, {
       source: 'cupti',
+      counted: 'timed',
       kernels: [7],
       captured: 3 * 5,
       graphs: [1],

@@ -33,8 +33,13 @@ export const CUDART_DIR =
 
 /** test/fixtures/ranks/idle-rank.cpp built with CUDA on (no warnings) into `dir`; the binary's path. Needs CUDART_DIR. */
 export function buildIdleRank(dir: string): string {
-  const bin = join(dir, 'idle-rank');
-  const src = fileURLToPath(new URL('../fixtures/ranks/idle-rank.cpp', import.meta.url));
+  return buildCudaFixtureRank(dir, 'idle-rank');
+}
+
+/** test/fixtures/ranks/<name>.cpp built against orch_rank.h with CUDA on (no warnings) into `dir`; the binary's path. Needs CUDART_DIR. */
+export function buildCudaFixtureRank(dir: string, name: string): string {
+  const bin = join(dir, name);
+  const src = fileURLToPath(new URL(`../fixtures/ranks/${name}.cpp`, import.meta.url));
   const ranklib = fileURLToPath(new URL('../../ranklib/cpp/', import.meta.url));
   sh('g++', [
     '-O2',

@@ -28,11 +28,13 @@ export function misfit(
       return `rep ${line.id} has ${line.hashes.length} steps of hashes for ${line.step_ms.length} steps`;
     const l = line.launches;
     if (l?.source === 'cupti') {
-      const short = (['kernels', 'graphs', 'memcpy', 'memset', 'syncs'] as const).find(
-        (k) => l[k].length !== line.step_ms.length,
-      );
+      // one count per counted step: the warm-up's when the library paused for the timed steps
+      const counted = l.counted ?? 'timed';
+      const steps = counted === 'warmup' ? line.warmup_ms.length : line.step_ms.length;
+      if (steps === 0) return `rep ${line.id} says its launch counts are of its warm-up steps, but it ran none`;
+      const short = (['kernels', 'graphs', 'memcpy', 'memset', 'syncs'] as const).find((k) => l[k].length !== steps);
       if (short !== undefined)
-        return `rep ${line.id} has ${l[short].length} launch counts (${short}) for ${line.step_ms.length} steps`;
+        return `rep ${line.id} has ${l[short].length} launch counts (${short}) for ${steps} ${counted === 'warmup' ? 'warm-up' : 'timed'} steps (counted: ${counted})`;
     }
     return null;
   }

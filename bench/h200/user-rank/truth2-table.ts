@@ -3,63 +3,20 @@
  * directories of `orch submit` (their report.json) and the --standalone JSON lines.
  *   node --import tsx bench/h200/user-rank/truth2-table.ts WORK
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  armMs,
+  exitOf as exitIn,
+  fixed as f,
+  line as lineIn,
+  mean,
+  ratio,
+  report as reportIn,
+} from './bench-results.ts';
 
 const work = process.argv[2] ?? '/tmp/truth2';
-
-interface TraceSummary {
-  step_ns: number;
-  busy_share: number;
-  busy_ns: number;
-  kernels: number;
-  short_kernels: number;
-  gaps_ns: number;
-  graph_step_estimate_ns: number | null;
-}
-interface Report {
-  exit_code: number;
-  arms: { arm: string; median: number | null }[];
-  trace?: {
-    floor: { source: string; ns_per_node?: number; reason?: string };
-    arms: { arm: string; mode: string; summary: TraceSummary | null; reason?: string; estimate_reason?: string }[];
-    graph_check: { estimate_ns: number; measured_ns: number; ratio: number } | null;
-    message: string;
-  };
-}
-
-function report(name: string): Report | null {
-  const d = join(work, name);
-  if (!existsSync(d)) return null;
-  const sub = readdirSync(d).find((f) => existsSync(join(d, f, 'report.json')));
-  return sub === undefined ? null : (JSON.parse(readFileSync(join(d, sub, 'report.json'), 'utf8')) as Report);
-}
-
-function line(name: string): Record<string, number> | null {
-  const f = join(work, `${name}.json`);
-  if (!existsSync(f)) return null;
-  const last = readFileSync(f, 'utf8').trim().split('\n').at(-1) ?? '';
-  try {
-    return JSON.parse(last) as Record<string, number>;
-  } catch {
-    return null;
-  }
-}
-
-const armMs = (r: Report | null, arm: string): number | null => r?.arms.find((a) => a.arm === arm)?.median ?? null;
-const mean = (xs: (number | null)[]): number | null => {
-  const ok = xs.filter((x): x is number => x !== null && Number.isFinite(x));
-  return ok.length === 0 ? null : ok.reduce((a, b) => a + b, 0) / ok.length;
-};
-const f = (x: number | null | undefined, d = 4) =>
-  x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d);
-const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? null : a / b);
-const exitOf = (name: string): string => {
-  const m = existsSync(join(work, 'summary.txt'))
-    ? readFileSync(join(work, 'summary.txt'), 'utf8').match(new RegExp(`^${name}: (exit \\d+|skipped[^\\n]*)`, 'm'))
-    : null;
-  return m?.[1] ?? 'not run';
-};
+const report = (name: string) => reportIn(work, name);
+const line = (name: string) => lineIn(work, name);
+const exitOf = (name: string) => exitIn(work, name);
 
 // 1. the trace probe and would a graph help
 console.log(

@@ -6,9 +6,15 @@ initialises CUDA (in setup(), or later): so it is looked up lazily, at the start
 until found, with RTLD_NOLOAD. This module never loads it itself: a library that the driver did
 not load counts nothing, and its zeros must not pass for counts.
 
-A rep reads the counters just before and just after each measured step, into structs allocated
+A rep reads the counters just before and just after each counted step, into structs allocated
 for the whole rep at its start: two ctypes calls per step and no Python work between them and
 the step. The differences are computed once the rep is over.
+
+Which steps are counted (`counted` of the answer): CUPTI attached slows every step it sees, so a
+rep with warm-up steps counts those (the same steps as its timed ones), then pauses the library
+(orch_inject_pause: CUPTI detached) for its timed steps; the next rep resumes it at its start. A
+rep without warm-up, a library without pause (an older build) or a refused pause counts the timed
+steps.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ class _Clock(ctypes.Structure):  # struct orch_inject_clock
 
 
 class _Library:
-    """The injection library's four functions, typed."""
+    """The injection library's functions, typed; pause and resume None where it has none."""
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.cdll = lib  # device_trace.py looks up trace mode's functions in it
@@ -50,6 +56,14 @@ class _Library:
         self.ecc = getattr(lib, "orch_inject_ecc", None)
         if self.ecc is not None:
             self.ecc.argtypes, self.ecc.restype = [ctypes.POINTER(ctypes.c_ulonglong)], ctypes.c_int
+        # pause and resume: new symbols of ABI 1, absent from a library built before them
+        self.pause = getattr(lib, "orch_inject_pause", None)
+        self.resume = getattr(lib, "orch_inject_resume", None)
+        if self.pause is None or self.resume is None:
+            self.pause = self.resume = None
+        else:
+            for f in (self.pause, self.resume):
+                f.argtypes, f.restype = [], ctypes.c_int
         reason_name = lib.orch_inject_reason_name
         reason_name.argtypes, reason_name.restype = [ctypes.c_uint], ctypes.c_char_p
         # orch_inject.h takes the bit's index (0x20 is 5); an earlier draft of the contract took the
@@ -95,6 +109,7 @@ class DeviceCounters:
         self.backend = backend
         self.wanted = wanted
         self._lib: _Library | None = None
+        self.paused = False  # the library paused by the last rep, to be resumed by the next
 
     def find(self) -> tuple[_Library | None, str]:
         """The library, or None and why there is none."""
@@ -117,11 +132,15 @@ class DeviceCounters:
             return None, f"{path} is not orch's injection library: {e}"
         return self._lib, ""
 
-    def begin(self, steps: int) -> "RepCounts":
-        """At the rep's start, before its reset and warm-up: its clocks and the counts so far."""
+    def begin(self, warmup: int, steps: int) -> "RepCounts":
+        """At the rep's start, before its reset and warm-up: the library resumed if the last rep
+        paused it, its clocks and the counts so far."""
         lib, why = self.find()
         if lib is None:
-            return RepCounts(None, None, why, steps)
+            return RepCounts(None, None, why, warmup, steps)
+        if self.paused and lib.resume is not None:
+            lib.resume()  # a failed resume stops the library's counting: the read below says so
+            self.paused = False
         first = _Counts()
         if not lib.read(ctypes.byref(first)):
             counting, why = None, lib.status_text()
@@ -130,29 +149,55 @@ class DeviceCounters:
         else:
             counting = lib
         # NVML needs no counting: the clocks are read even when the counts are off
-        return RepCounts(counting, lib, why, steps, first)
+        return RepCounts(counting, lib, why, warmup, steps, first, self)
 
 
 class RepCounts:
-    """One rep's readings: before(i) and after(i) around measured step i, finish() at the end."""
+    """One rep's readings: before_warmup(i)/after_warmup(i) around warm-up step i, timed() once
+    the warm-up is over, before(i)/after(i) around measured step i, finish() at the end."""
 
-    def __init__(self, lib: _Library | None, clock_lib: _Library | None, reason: str, steps: int, first: _Counts | None = None) -> None:
+    def __init__(self, lib: _Library | None, clock_lib: _Library | None, reason: str, warmup: int, steps: int,
+                 first: _Counts | None = None, owner: DeviceCounters | None = None) -> None:  # fmt: skip
         self.lib = lib  # None: no counts, for `reason`
         self.reason = reason
         self.first = first
+        self.owner = owner
         self.clock_lib = clock_lib
         self.clock_start = clock_lib.clock() if clock_lib is not None else None
+        # the warm-up is counted where the library can pause for the timed steps
+        self.counted = "warmup" if lib is not None and lib.pause is not None and warmup > 0 else "timed"
+        self.warmup = warmup
         if lib is not None:
-            self._marks = (_Counts * (2 * steps + 1))()  # before/after of each step, then the rep's end
+            n = max(warmup, steps)  # a refused pause counts the timed steps after all
+            self._marks = (_Counts * (2 * n + 1))()  # before/after of each counted step, then the rep's end
+            self._end = 2 * n
             self._refs = [ctypes.byref(m) for m in self._marks]
             self._read = lib.read
 
+    def before_warmup(self, i: int) -> None:
+        if self.lib is not None and self.counted == "warmup":
+            self._read(self._refs[2 * i])
+
+    def after_warmup(self, i: int) -> None:
+        if self.lib is not None and self.counted == "warmup":
+            self._read(self._refs[2 * i + 1])
+
+    def timed(self) -> None:
+        """The warm-up is over: pause the library for the timed steps, or count them if it will not pause."""
+        if self.lib is None or self.counted != "warmup" or self.lib.pause is None:
+            return
+        if self.lib.pause() == 1:
+            if self.owner is not None:
+                self.owner.paused = True
+        else:
+            self.counted = "timed"
+
     def before(self, i: int) -> None:
-        if self.lib is not None:
+        if self.lib is not None and self.counted == "timed":
             self._read(self._refs[2 * i])
 
     def after(self, i: int) -> None:
-        if self.lib is not None:
+        if self.lib is not None and self.counted == "timed":
             self._read(self._refs[2 * i + 1])
 
     def finish(self, steps: int) -> dict[str, Any]:
@@ -161,13 +206,16 @@ class RepCounts:
         out: dict[str, Any] = {}
         if self.lib is None or self.first is None:
             out["launches"] = {"source": "none", "reason": self.reason}
+        elif not self._read(self._refs[self._end]):
+            # the library stopped counting during the rep (a failed pause): its zeros are no counts
+            out["launches"] = {"source": "none", "reason": self.lib.status_text()}
         else:
             m = self._marks
-            end = m[2 * steps]
-            self._read(self._refs[2 * steps])
-            launches: dict[str, Any] = {"source": "cupti"}
+            end = m[self._end]
+            n = self.warmup if self.counted == "warmup" else steps
+            launches: dict[str, Any] = {"source": "cupti", "counted": self.counted}
             for f in FIELDS:
-                launches[f] = [getattr(m[2 * i + 1], f) - getattr(m[2 * i], f) for i in range(steps)]
+                launches[f] = [getattr(m[2 * i + 1], f) - getattr(m[2 * i], f) for i in range(n)]
                 if f == "kernels":  # PROTOCOL.md's order: captured after kernels
                     launches["captured"] = end.captured - self.first.captured
             out["launches"] = launches

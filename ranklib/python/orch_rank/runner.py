@@ -126,9 +126,15 @@ class Runner:
         toggles = self._full_toggles(toggles)
         captures0, _ = graphs.counts()
         # the clocks before anything of the rep runs; the counts so far, for its captures
-        dev = self.device_counters.begin(steps)
+        dev = self.device_counters.begin(warmup, steps)
         self._prepare(toggles)
-        warmup_ms = [self._timed_step(toggles) for _ in range(warmup)]
+        warmup_ms: list[float] = []
+        for i in range(warmup):
+            # the warm-up's own counts where the library pauses for the timed steps (device_counters.py)
+            dev.before_warmup(i)
+            warmup_ms.append(self._timed_step(toggles))
+            dev.after_warmup(i)
+        dev.timed()
         _, replays0 = graphs.counts()
         step_ms: list[float] = []
         hashes: list[dict[str, str]] = []
