@@ -4,7 +4,8 @@
 # toolkit's include, /usr/include, /usr/local/include, or the nvidia-nccl wheel of python3 (the
 # one torch brings). Without it the binary serves a gang of one (no NCCL call is made there) and
 # refuses more ranks at setup with the fix. Which of the two was built is the last line on stderr.
-# CUDA_ARCH (default sm_90) picks the GPU architecture.
+# CUDA_ARCH (default sm_90) picks the GPU architecture. `build-cuda.sh --nccl-root` prints where
+# it would take NCCL from ("none": a gang of one only) and builds nothing.
 set -euo pipefail
 out=${1:-build/cuda-tp}
 arch=${CUDA_ARCH:-sm_90}
@@ -17,6 +18,8 @@ nccl_root=
 for root in ${NCCL_HOME:-} "$(dirname "$nvcc_include")" /usr /usr/local ${wheel:-}; do
   if [ -f "$root/include/nccl.h" ]; then nccl_root=$root; break; fi
 done
+
+if [ "$out" = --nccl-root ]; then echo "${nccl_root:-none}"; exit 0; fi
 
 nccl_flags=()
 if [ -n "$nccl_root" ]; then
