@@ -8,9 +8,10 @@
 //
 // Outputs: `hidden` (after the last all-reduce: the same on every rank) and `logits`, this rank's
 // shard of the column-parallel head, scaled by the step's position (staged by the host).
-// Toggles: GRAPH; STALE_INPUT (the planted bug: under GRAPH, rank 1 skips staging the position, so
-// its replays read the position reset() left and its identity gate fails at replay 2; the head
-// comes after the last all-reduce, so rank 0's gate passes).
+// Toggles: GRAPH; STALE_INPUT (the planted bug: under GRAPH, rank 1 (rank 0 in a gang of one:
+// stale_rank()) skips staging the position, so its replays read the position reset() left and
+// its identity gate fails at replay 2; the head comes after the last all-reduce, so the other
+// ranks' gates pass).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -47,8 +48,8 @@ class TpDecode : public orch_rank::Program {
   }
 
   void reset() override {
-    token_ = static_cast<int>(orch_rank::seed() % kVocab);
-    position_ = 0;
+    token_ = token_at(orch_rank::seed(), 0);
+    position_ = position_at(0);
     steps_ = 0;
     std::fill(x_.begin(), x_.end(), 0.0f);
     std::fill(logits_.begin(), logits_.end(), 0.0f);
@@ -57,8 +58,8 @@ class TpDecode : public orch_rank::Program {
   void step(const orch_rank::Toggles& t) override {
     const bool graph = t.on("GRAPH");
     // host staging, never part of a graph: a replay reads whatever token and position are here
-    token_ = static_cast<int>((orch_rank::seed() + 7 * static_cast<std::uint64_t>(steps_)) % kVocab);
-    if (!(graph && t.on("STALE_INPUT") && s_.rank == 1)) position_ = static_cast<int>(steps_);
+    token_ = token_at(orch_rank::seed(), steps_);
+    if (!(graph && t.on("STALE_INPUT") && s_.rank == stale_rank(s_.world))) position_ = position_at(steps_);
     if (graph) orch_rank::graph("tp-step", [&] { body(); });
     else body();
     ++steps_;

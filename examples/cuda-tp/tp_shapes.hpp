@@ -46,6 +46,18 @@ inline Shapes shapes_from(const orch_rank::Params& p) {
   return s;
 }
 
+// The rank STALE_INPUT acts on: rank 1, or rank 0 in a gang of one (as examples/torch-tp's), so
+// that the planted bug is caught on one GPU too.
+inline int stale_rank(int world) { return world > 1 ? 1 : 0; }
+
+// The host-staged inputs of step k (since reset): the token it embeds and the position that
+// scales the head. Both repeat every kVocab steps (7 is prime to kVocab), so the CUDA build keeps
+// them in one pinned table that no step rewrites.
+inline int token_at(std::uint64_t seed, long long step) {
+  return static_cast<int>((seed + 7 * static_cast<std::uint64_t>(step)) % kVocab);
+}
+inline int position_at(long long step) { return static_cast<int>(step % kVocab); }
+
 // splitmix64: a seeded stream of uniform numbers in [-1, 1).
 struct Random {
   std::uint64_t state;

@@ -865,7 +865,9 @@ inline ncclUniqueId nccl_unique_id() {
     if (ncclGetUniqueId(&id) != ncclSuccess) throw std::runtime_error("ncclGetUniqueId failed");
     mine.assign(reinterpret_cast<const char*>(&id), sizeof id);
   }
-  const std::string got = exchange(kExchangeNcclKey, mine);
+  // Qualified: unqualified, argument-dependent lookup (std::string) picks std::exchange, a better
+  // match for a const char* key, and the call does not compile.
+  const std::string got = orch_rank::exchange(kExchangeNcclKey, mine);
   if (got.size() != sizeof id)
     throw std::runtime_error("nccl_unique_id: exchanged " + std::to_string(got.size()) + " bytes, not " + std::to_string(sizeof id));
   std::memcpy(&id, got.data(), sizeof id);

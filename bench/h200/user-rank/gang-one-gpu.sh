@@ -31,24 +31,4 @@ for name in tp1 tp1-stale; do
   echo "$name: exit $? in $(( $(date +%s) - a )) s" | tee -a "$out/exits.txt"
 done
 
-python3 - "$out" <<'PY' | tee "$out/table.md"
-import glob, json, os, sys
-out = sys.argv[1]
-exits = dict(l.split(": exit ", 1) for l in open(os.path.join(out, "exits.txt")).read().splitlines())
-print("| run | exit | verdict | arm | reps | median ms/step | identity gate (rank: pass, mode, message) |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for name in ("tp1", "tp1-stale"):
-    d = sorted(glob.glob(os.path.join(out, name, "*", "report.json")))
-    if not d:
-        print(f"| {name} | {exits.get(name, '?')} | no report | | | | see {name}.log |")
-        continue
-    r = json.load(open(d[0]))
-    ev = [json.loads(l) for l in open(os.path.join(os.path.dirname(d[0]), "events.jsonl"))]
-    gates = [f"{e['rank']}: {e['event'].get('pass')}, {e['event'].get('mode')}, {str(e['event'].get('message') or e['event'].get('reason') or '')[:80]}"
-             for e in ev if e.get("rank") != "" and e["event"].get("type") == "gate"]
-    gates += [f"{e['rank']}: error {e['event'].get('code')}: {str(e['event'].get('message'))[:80]}"
-              for e in ev if e.get("rank") != "" and e["event"].get("type") == "error"]
-    for a in r["arms"]:
-        med = "—" if a["median"] is None else f"{a['median']:.4f}"
-        print(f"| {name} | {exits.get(name, '?')} | {r['verdict']} | {a['arm']} | {a['n']}/{a['planned']} | {med} | {'; '.join(gates) if a['arm'] == 'graph' else ''} |")
-PY
+python3 bench/h200/user-rank/gang-table.py "$out" tp1 tp1-stale | tee "$out/table.md"
