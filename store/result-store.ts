@@ -43,8 +43,8 @@ export interface CommitInput {
   /** reps of this attempt that will not run (graceful stop): final, reason kept */
   notRun: FailedRep[];
   gates: CommitGate[];
-  /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms), committed with it */
-  timeline?: { started: number; ready?: number; gated?: number };
+  /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms; how each rank started), committed with it */
+  timeline?: Pick<CommitRecord, 'started' | 'ready' | 'gated' | 'ranks'> & { started: number };
 }
 
 export type CommitResult =
