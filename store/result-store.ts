@@ -162,9 +162,14 @@ export class ResultStore {
 
   /** The attempt of the block that committed, or null while none has. */
   async committedAttempt(experiment: string, block: number): Promise<number | null> {
+    return (await this.commitRecord(experiment, block))?.attempt ?? null;
+  }
+
+  /** The block's commit record (jobs/commit-record.ts), or null while no attempt committed it. */
+  async commitRecord(experiment: string, block: number): Promise<CommitRecord | null> {
     const key = this.keys.commits(experiment);
     const raw = await this.redis.hget(key, String(block));
-    return raw === null ? null : parseStored(CommitRecordSchema, raw, `${key} field ${block}`).attempt;
+    return raw === null ? null : parseStored(CommitRecordSchema, raw, `${key} field ${block}`);
   }
 
   /** The fields ("<block>/<arm>/<rep>") that have a committed result. */

@@ -24,6 +24,7 @@ import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '.
 import { isRedisCondition } from '../../store/redis-oom.ts';
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
 import { gangWithJobs, type Outcome, observeAttempt } from './attempt-observer.ts';
+import { blocksLeftEmpty, FIRST_BLOCK, sizeLaterBlocks, sizesLaterBlocks } from './auto-block-sizing.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
@@ -131,8 +132,9 @@ export class BlockLifecycle {
   private async run({ experiment, block }: BlockRef, term: Term, read: BlockState): Run {
     const key = blockKey(experiment, block);
     const log = this.ctx.log.child({ experiment, block });
-    // the grant loop's copy: spec and plan never change after submit
-    const exp = await this.grants.experiment(experiment);
+    // the grant loop's copy: spec and plan never change after submit, but for the later blocks of
+    // auto sizing, read again once granted (auto-block-sizing.ts)
+    let exp = await this.grants.experiment(experiment);
     if (!exp) throw new Error(`experiment ${experiment} is not registered`);
     // the state the grant pass read: a stale one only loses the compare-and-set of the attempt
     // record and is read again
@@ -157,6 +159,9 @@ export class BlockLifecycle {
         }
         st = g.granted;
         recorded = true;
+        // granted only once the first block ended, and with it its sizing: the job takes the sized sequence
+        if (exp.plan.reps_per_block === 'auto' && block !== FIRST_BLOCK)
+          exp = (await this.ctx.store.get(experiment)) ?? exp;
       }
       const running: BlockState = st;
       // expected_ms is stored only when measured; backfill still plans an unmeasured block with its guess
@@ -251,13 +256,21 @@ export class BlockLifecycle {
             log.warn({ err }, 'step history not updated'),
           )
         : null;
+      // the sizing before the end: a first block seen ended always has its sizing (auto-block-sizing.ts)
+      if (sizesLaterBlocks(exp, running.block)) await sizeLaterBlocks(this.ctx, exp, log);
       const w = await this.endBlock(exp, running, record('committed'), 'done', null);
       await history;
-      if ('end' in w) await this.look(exp, log);
+      if ('end' in w) {
+        await this.look(exp, log);
+        await this.firstBlockEnded(exp, running.block);
+      }
       return w;
     }
-    if (outcome.kind === 'cancelled' || outcome.kind === 'failed')
-      return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
+    if (outcome.kind === 'cancelled' || outcome.kind === 'failed') {
+      const w = await this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
+      if ('end' in w) await this.firstBlockEnded(exp, running.block);
+      return w;
+    }
     const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts, running.attempts);
     const ended = record(d.outcome, outcome.end.reason);
     if (!d.retry) return this.endBlock(exp, running, ended, 'failed', d.reason);
@@ -297,6 +310,18 @@ export class BlockLifecycle {
     }
     this.ctx.log.info({ experiment: exp.id, block: st.block, phase, reason }, 'block ended');
     return { end: { phase, reason } };
+  }
+
+  /**
+   * Auto sizing: the first block ended, so the later ones may take cards (the pass reads the
+   * blocks again); the registered blocks the sizing left without reps end stopped.
+   */
+  private async firstBlockEnded(exp: ExperimentRecord, block: number): Promise<void> {
+    if (exp.plan.reps_per_block !== 'auto' || block !== FIRST_BLOCK) return;
+    const sized = await this.ctx.store.get(exp.id);
+    const empty = sized === null ? null : blocksLeftEmpty(sized);
+    if (sized !== null && empty !== null) await this.grants.stopWaiting(sized, empty.reason, empty.blocks);
+    else this.grants.reread(exp.id);
   }
 
   /** stopping: sequential: the look this block's end made due, and a decisive one stops the blocks still waiting. */

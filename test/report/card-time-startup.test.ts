@@ -10,33 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const PROGRAM = join(ROOT, 'test/fixtures/ranks/startup-rank.py');
-
-/** One resident command rank with a slow prepare() and setup(): `tail` holds reps and blocks. */
-export function slowStartSpec(name: string, o: { prepareS: number; setupS: number; tail: string }): string {
-  return `name: ${name}
-design: ab
-workload:
-  runtime: command
-  run:
-    cmd: python3 ${PROGRAM}
-    mode: resident
-    hello_timeout_s: 60
-    env: { PYTHONPATH: ${join(ROOT, 'ranklib/python')}, PYTHONDONTWRITEBYTECODE: '1', PREPARE_S: '${o.prepareS}', SETUP_S: '${o.setupS}' }
-  toggles: { GRAPH: request }
-  warmup: 1
-  steps: 2
-toggles: [GRAPH]
-arms:
-  - { name: eager, toggles: { GRAPH: false } }
-  - { name: graph, toggles: { GRAPH: true } }
-gates: { identity: { toggle: GRAPH, replays: 3 } }
-${o.tail}`;
-}
 
 describe('card time: start-up split by where it was paid', () => {
   const buildDir = mkdtempSync(join(tmpdir(), 'orch-card-time-builds-'));
@@ -45,7 +20,11 @@ describe('card time: start-up split by where it was paid', () => {
   test('block 0 in the lease with cold caches; block 1 adopted from the host phase, prepare() not charged, warm', () => {
     const r = submitSpec(
       'card-time-split',
-      slowStartSpec('card-time-split', { prepareS: 0.8, setupS: 0.3, tail: 'reps: 2\nblocks: { count: 2 }\n' }),
+      slowStartSpec('card-time-split', {
+        prepareS: 0.8,
+        setupS: 0.3,
+        tail: 'reps: 2\nblocks: { count: 2, reps_per_block: 2 }\n',
+      }),
       // one card: block 1 waits for block 0, whose rank prepares it meanwhile; caches of this run only
       { ORCH_CPU_CARDS: '1', ORCH_BUILD_DIR: join(buildDir, 'builds') },
     );
