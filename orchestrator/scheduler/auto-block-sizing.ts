@@ -3,11 +3,11 @@
  * the first wait, taking no card, until it ends (grant-loop.ts, `firstBlockOpen`). When it commits,
  * its commit record (jobs/commit-record.ts: block-start, every hello, every gate, the commit, on
  * the committing worker's clock) gives its start-up and its lease per rep; jobs/block-sizing.ts
- * sizes the later blocks from them, and the sizing is written beside the registered plan *before*
- * the block is recorded ended, so that a first block seen ended always has its sizing (the record
- * is then read as the sized plan, jobs/sized-plan.ts). The registered blocks the larger ones left
- * without reps end stopped. A first block that fails or is cancelled sizes nothing: the later
- * blocks run as registered.
+ * sizes the later blocks from them, and the sizing is written beside the registered plan, and the
+ * registered blocks the larger ones left without reps end stopped, *before* the first block is
+ * recorded ended: a first block seen ended always has its sizing (the record is then read as the
+ * sized plan, jobs/sized-plan.ts), and no emptied block can be granted. A first block that fails or
+ * is cancelled sizes nothing: the later blocks run as registered.
  */
 import type { Logger } from 'pino';
 import { type BlockSizing, describeSizing, sizeBlocks } from '../../jobs/block-sizing.ts';
@@ -27,9 +27,9 @@ export function firstBlockOpen(exp: ExperimentRecord, blocks: readonly BlockStat
   return first !== undefined && !TERMINAL_BLOCK_PHASES.has(first.phase);
 }
 
-/** Whether block `block` of `exp`, just committed, is the one that sizes the others. */
-export function sizesLaterBlocks(exp: ExperimentRecord, block: number): boolean {
-  return block === FIRST_BLOCK && exp.plan.reps_per_block === 'auto' && exp.plan.sized === undefined;
+/** Whether block `block` of `exp`, just committed, is the one that sizes the others (sized already, by a leader before: its emptied blocks still to stop). */
+export function isAutoFirstBlock(exp: ExperimentRecord, block: number): boolean {
+  return block === FIRST_BLOCK && exp.plan.reps_per_block === 'auto';
 }
 
 /** The sizing the first block's commit record gives, or null when the record lacks the timeline (an older worker). */

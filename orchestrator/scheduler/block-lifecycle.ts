@@ -24,7 +24,7 @@ import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '.
 import { isRedisCondition } from '../../store/redis-oom.ts';
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
 import { gangWithJobs, type Outcome, observeAttempt } from './attempt-observer.ts';
-import { blocksLeftEmpty, FIRST_BLOCK, sizeLaterBlocks, sizesLaterBlocks } from './auto-block-sizing.ts';
+import { blocksLeftEmpty, FIRST_BLOCK, isAutoFirstBlock, sizeLaterBlocks } from './auto-block-sizing.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
@@ -85,8 +85,12 @@ export class BlockLifecycle {
     void run.then(() => {
       if (this.live.get(key) === entry) this.live.delete(key);
       const left = (this.perExperiment.get(experiment) ?? 1) - 1;
-      if (left > 0) this.perExperiment.set(experiment, left);
-      else {
+      if (left > 0) {
+        this.perExperiment.set(experiment, left);
+        // however the first block ended (its processor failing too), auto sizing's later blocks
+        // wait on it: the pass reads the blocks again (auto-block-sizing.ts)
+        if (st.block === FIRST_BLOCK) this.grants.reread(experiment);
+      } else {
         // the last one here: the pass reads the experiment again (and settles it when all ended)
         this.perExperiment.delete(experiment);
         this.grants.reread(experiment);
@@ -256,21 +260,16 @@ export class BlockLifecycle {
             log.warn({ err }, 'step history not updated'),
           )
         : null;
-      // the sizing before the end: a first block seen ended always has its sizing (auto-block-sizing.ts)
-      if (sizesLaterBlocks(exp, running.block)) await sizeLaterBlocks(this.ctx, exp, log);
+      // before the end: a first block seen ended has its sizing, and the blocks it emptied are
+      // stopped, while the later blocks still take no card (auto-block-sizing.ts)
+      if (isAutoFirstBlock(exp, running.block)) await this.sizeAndStopEmptied(exp, log);
       const w = await this.endBlock(exp, running, record('committed'), 'done', null);
       await history;
-      if ('end' in w) {
-        await this.look(exp, log);
-        await this.firstBlockEnded(exp, running.block);
-      }
+      if ('end' in w) await this.look(exp, log);
       return w;
     }
-    if (outcome.kind === 'cancelled' || outcome.kind === 'failed') {
-      const w = await this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
-      if ('end' in w) await this.firstBlockEnded(exp, running.block);
-      return w;
-    }
+    if (outcome.kind === 'cancelled' || outcome.kind === 'failed')
+      return this.endBlock(exp, running, record(outcome.kind, outcome.reason), outcome.kind, outcome.reason);
     const d = retryDecision(outcome.end, running.attempt, this.ctx.tuning.maxAttempts, running.attempts);
     const ended = record(d.outcome, outcome.end.reason);
     if (!d.retry) return this.endBlock(exp, running, ended, 'failed', d.reason);
@@ -313,15 +312,14 @@ export class BlockLifecycle {
   }
 
   /**
-   * Auto sizing: the first block ended, so the later ones may take cards (the pass reads the
-   * blocks again); the registered blocks the sizing left without reps end stopped.
+   * Auto sizing, the first block committed: its sizing written (unless a leader before this one
+   * wrote it), then the registered blocks it left without reps end stopped. Both idempotent.
    */
-  private async firstBlockEnded(exp: ExperimentRecord, block: number): Promise<void> {
-    if (exp.plan.reps_per_block !== 'auto' || block !== FIRST_BLOCK) return;
+  private async sizeAndStopEmptied(exp: ExperimentRecord, log: Logger): Promise<void> {
+    if (exp.plan.sized === undefined) await sizeLaterBlocks(this.ctx, exp, log);
     const sized = await this.ctx.store.get(exp.id);
     const empty = sized === null ? null : blocksLeftEmpty(sized);
     if (sized !== null && empty !== null) await this.grants.stopWaiting(sized, empty.reason, empty.blocks);
-    else this.grants.reread(exp.id);
   }
 
   /** stopping: sequential: the look this block's end made due, and a decisive one stops the blocks still waiting. */
