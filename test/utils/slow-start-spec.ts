@@ -9,7 +9,10 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PROGRAM = join(ROOT, 'test/fixtures/ranks/startup-rank.py');
 
-export function slowStartSpec(name: string, o: { prepareS: number; setupS: number; tail: string }): string {
+export function slowStartSpec(
+  name: string,
+  o: { prepareS: number; setupS: number; stepMs?: number; tail: string },
+): string {
   return `name: ${name}
 design: ab
 workload:
@@ -18,7 +21,7 @@ workload:
     cmd: python3 ${PROGRAM}
     mode: resident
     hello_timeout_s: 60
-    env: { PYTHONPATH: ${join(ROOT, 'ranklib/python')}, PYTHONDONTWRITEBYTECODE: '1', PREPARE_S: '${o.prepareS}', SETUP_S: '${o.setupS}' }
+    env: { PYTHONPATH: ${join(ROOT, 'ranklib/python')}, PYTHONDONTWRITEBYTECODE: '1', PREPARE_S: '${o.prepareS}', SETUP_S: '${o.setupS}', STEP_MS: '${o.stepMs ?? 0}' }
   toggles: { GRAPH: request }
   warmup: 1
   steps: 2
