@@ -11,7 +11,8 @@
  * (`first_reps`), never more than a block may hold (`max_reps`), never more than are left. The
  * reps left after the first block then go into as many blocks as hold k each, spread evenly over
  * them (`groupSizes`): every arm runs the same reps in each block, and the total is the plan's,
- * only grouped in fewer, larger blocks.
+ * only grouped in fewer, larger blocks — but never fewer than the gangs that could run side by
+ * side (`parallel`), so that a host of free cards is not left idle for a target on one lease.
  */
 
 /** The largest share of a block's lease start-up may take. */
@@ -31,6 +32,12 @@ export interface SizingInput {
   remaining: number;
   /** the most reps per arm a block may hold */
   max_reps: number;
+  /**
+   * the gangs that could run at once (live cards over ranks): the later blocks are never fewer
+   * than these while each can keep `first_reps`, so larger blocks do not leave free cards idle
+   * and stretch the experiment's wall time; absent: 1
+   */
+  parallel?: number;
 }
 
 export interface BlockSizing {
@@ -38,8 +45,8 @@ export interface BlockSizing {
   sizes: number[];
   /** the smallest reps per arm per block that keeps start-up within START_UP_SHARE */
   wanted: number;
-  /** what held the size below `wanted`: the spec's bound on reps per block, or the reps left; null: nothing */
-  held_by: 'max_reps' | 'remaining' | null;
+  /** what held the size below `wanted`: the spec's bound on reps per block, the reps left, or the cards free to run blocks side by side; null: nothing */
+  held_by: 'max_reps' | 'remaining' | 'cards' | null;
   startup_ms: number;
   /** the lease a block of sizes[0] reps per arm is expected to take (ms) */
   lease_ms: number;
@@ -50,9 +57,18 @@ export function sizeBlocks(i: SizingInput): BlockSizing {
   const repsTime = (i.startup_ms * (1 - START_UP_SHARE)) / START_UP_SHARE - i.fixed_ms;
   const wanted = Math.max(i.first_reps, Math.ceil(repsTime / (i.arms * perRep)));
   const k = Math.max(1, Math.min(wanted, i.max_reps, i.remaining));
-  const held_by = k >= wanted ? null : k === i.remaining ? 'remaining' : 'max_reps';
-  const sizes = groupSizes(i.remaining, k, i.max_reps);
+  const grouped = groupSizes(i.remaining, k, i.max_reps);
+  const side = Math.min(i.parallel ?? 1, Math.floor(i.remaining / i.first_reps));
+  const sizes = grouped.length >= side ? grouped : evenSizes(i.remaining, side);
   const largest = sizes[0] ?? 0;
+  const held_by =
+    sizes !== grouped
+      ? 'cards'
+      : k >= wanted || largest >= wanted
+        ? null
+        : k === i.remaining
+          ? 'remaining'
+          : 'max_reps';
   return {
     sizes,
     wanted,
@@ -90,6 +106,8 @@ export function describeSizing(arms: number, s: BlockSizing): string {
       ? ''
       : s.held_by === 'max_reps'
         ? ` (held at the bound on reps per block; ${s.wanted} would keep start-up within ${START_UP_SHARE * 100} %)`
-        : ` (every rep left in ${s.sizes.length === 1 ? 'one block' : 'these blocks'}; ${s.wanted} would keep start-up within ${START_UP_SHARE * 100} %)`;
+        : s.held_by === 'cards'
+          ? ` (${s.sizes.length} blocks, one per card free to run them side by side; ${s.wanted} would keep start-up within ${START_UP_SHARE * 100} %)`
+          : ` (every rep left in ${s.sizes.length === 1 ? 'one block' : 'these blocks'}; ${s.wanted} would keep start-up within ${START_UP_SHARE * 100} %)`;
   return `blocks of ${largest} reps per arm (${largest * arms} reps): start-up ${seconds(s.startup_ms)} of ${seconds(s.lease_ms)}${held}`;
 }

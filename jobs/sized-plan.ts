@@ -15,7 +15,7 @@ import { blockSequences, type Plan } from './plan.ts';
 export const BlockSizingSchema = z.strictObject({
   sizes: z.array(z.int().min(1)),
   wanted: z.int().min(1),
-  held_by: z.enum(['max_reps', 'remaining']).nullable(),
+  held_by: z.enum(['max_reps', 'remaining', 'cards']).nullable(),
   startup_ms: z.number().min(0),
   lease_ms: z.number().min(0),
 }) satisfies z.ZodType<BlockSizing>;

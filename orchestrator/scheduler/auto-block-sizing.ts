@@ -3,7 +3,8 @@
  * the first wait, taking no card, until it ends (grant-loop.ts, `firstBlockOpen`). When it commits,
  * its commit record (jobs/commit-record.ts: block-start, every hello, every gate, the commit, on
  * the committing worker's clock) gives its start-up and its lease per rep; jobs/block-sizing.ts
- * sizes the later blocks from them, and the sizing is written beside the registered plan, and the
+ * sizes the later blocks from them (never fewer than the gangs the live cards could run side by
+ * side), and the sizing is written beside the registered plan, and the
  * registered blocks the larger ones left without reps end stopped, *before* the first block is
  * recorded ended: a first block seen ended always has its sizing (the record is then read as the
  * sized plan, jobs/sized-plan.ts), and no emptied block can be granted. A first block that fails or
@@ -32,8 +33,11 @@ export function isAutoFirstBlock(exp: ExperimentRecord, block: number): boolean 
   return block === FIRST_BLOCK && exp.plan.reps_per_block === 'auto';
 }
 
-/** The sizing the first block's commit record gives, or null when the record lacks the timeline (an older worker). */
-export function sizingFromCommit(plan: Plan, commit: CommitRecord): BlockSizing | null {
+/**
+ * The sizing the first block's commit record gives, `parallel` gangs able to run side by side, or
+ * null when the record lacks the timeline (an older worker).
+ */
+export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: number): BlockSizing | null {
   const { started, ready, gated, committed } = commit;
   const first = plan.blocks.find((b) => b.index === FIRST_BLOCK);
   if (started === undefined || ready === undefined || gated === undefined || committed === undefined || !first)
@@ -46,17 +50,20 @@ export function sizingFromCommit(plan: Plan, commit: CommitRecord): BlockSizing 
     first_reps: plan.reps,
     remaining: plan.reps * (plan.blocks.length - 1),
     max_reps: LIMITS.orch.reps.max,
+    parallel,
   });
 }
 
 /** Sizes and writes the later blocks of `exp` from its first block's commit; false when nothing was written. */
 export async function sizeLaterBlocks(
-  ctx: Pick<SchedulerContext, 'store' | 'results'>,
+  ctx: Pick<SchedulerContext, 'store' | 'results' | 'registry'>,
   exp: ExperimentRecord,
   log: Logger,
 ): Promise<boolean> {
   const commit = await ctx.results.commitRecord(exp.id, FIRST_BLOCK);
-  const sizing = commit === null ? null : sizingFromCommit(exp.plan, commit);
+  // the cards registered live now, whoever holds them: what the later blocks could spread over
+  const parallel = Math.max(1, Math.floor((await ctx.registry.liveCards()).length / exp.plan.ranks));
+  const sizing = commit === null ? null : sizingFromCommit(exp.plan, commit, parallel);
   if (sizing === null) {
     log.warn("auto block sizing: the first block's commit record has no timeline; the later blocks run as registered");
     return false;

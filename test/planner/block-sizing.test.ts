@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { groupSizes, type SizingInput, START_UP_SHARE, sizeBlocks } from '../../jobs/block-sizing.ts';
+import { describeSizing, groupSizes, type SizingInput, START_UP_SHARE, sizeBlocks } from '../../jobs/block-sizing.ts';
 import { compileSpec } from '../../jobs/compile-spec.ts';
 import { LIMITS } from '../../jobs/limits.ts';
 import { type Plan, planExperiment } from '../../jobs/plan.ts';
@@ -98,6 +98,20 @@ describe('auto block sizing', () => {
     });
     assert.equal(bound.held_by, 'max_reps');
     assert.deepEqual(bound.sizes, [165, 165, 165]);
+  });
+
+  it('never fewer later blocks than the gangs the live cards could run side by side, each still the first block or larger', () => {
+    const wide = sizeBlocks({ ...base, rep_ms: 1, parallel: 4 });
+    assert.equal(wide.held_by, 'cards');
+    assert.deepEqual(wide.sizes, [15, 14, 14, 14]);
+    assert.match(describeSizing(2, wide), /\(4 blocks, one per card free to run them side by side; \d+ would keep/);
+    const more = sizeBlocks({ ...base, rep_ms: 1, parallel: 100 });
+    assert.deepEqual(
+      more.sizes,
+      Array.from({ length: 19 }, () => 3),
+      'no block below the first block’s reps',
+    );
+    assert.deepEqual(sizeBlocks({ ...base, parallel: 1 }), sizeBlocks(base), 'one card: the target alone');
   });
 
   it('groupSizes: as many blocks as hold k, the rest spread over them, never over the bound', () => {
