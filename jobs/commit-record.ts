@@ -1,5 +1,6 @@
 /** Which attempt committed a block (`<prefix>:experiment:<id>:commits`, field `<block>`). */
 import { z } from 'zod';
+import { RankStartupSchema } from './rank-startup.ts';
 
 export const CommitRecordSchema = z.object({
   attempt: z.int().positive(),
@@ -16,5 +17,7 @@ export const CommitRecordSchema = z.object({
   started: z.number().optional(),
   ready: z.number().optional(),
   gated: z.number().optional(),
+  /** How each rank of this host's part started (jobs/rank-startup.ts): card time's start-up split, block sizing. Absent on older records. */
+  ranks: z.array(RankStartupSchema).optional(),
 });
 export type CommitRecord = z.infer<typeof CommitRecordSchema>;

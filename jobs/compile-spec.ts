@@ -13,6 +13,7 @@ import { suggestion } from './did-you-mean.ts';
 import { GRAPHRT_TOGGLES } from './graphrt-toggles.ts';
 import { checkMetricSource, type MetricSourceInput } from './metric-source.ts';
 import { NAME_PATTERN } from './name-patterns.ts';
+import { checkRepsPerBlock } from './reps-per-block.ts';
 import type { Spec } from './spec.ts';
 import { INJECTION_VARIABLE } from './spec-schema/command-workload.ts';
 import type { PathSegment } from './yaml-source.ts';
@@ -65,6 +66,7 @@ export function compileSpec(parsed: Spec): CompiledSpec {
   }
   checkIdentity(spec, problem);
   checkStopping(spec, problem);
+  for (const p of checkRepsPerBlock(spec)) problem(p.path, p.message, p.fix);
   if (spec.hygiene_reruns !== undefined && spec.hygiene !== 'discard') {
     problem(
       ['hygiene_reruns'],

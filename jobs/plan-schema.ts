@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { Arm, Plan, PlannedBlock } from './plan.ts';
+import { BlockSizingSchema } from './sized-plan.ts';
 import { DESIGNS } from './spec.ts';
 
 export const ArmSchema = z.strictObject({
@@ -35,4 +36,6 @@ export const PlanSchema = z.strictObject({
   order: z.enum(['balanced', 'random']),
   seed: z.number().optional(),
   sequential: z.strictObject({ looks: z.int().min(2) }).optional(),
+  reps_per_block: z.union([z.literal('auto'), z.int().min(1)]).optional(),
+  sized: BlockSizingSchema.optional(),
 }) satisfies z.ZodType<Plan>;

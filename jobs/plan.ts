@@ -17,7 +17,9 @@
  * Either way every arm appears exactly `reps` times in every block.
  */
 
+import { type BlockSizing, groupSizes } from './block-sizing.ts';
 import { referenceArmName } from './compile-builds.ts';
+import { type RepsPerBlock, repsPerBlockOf } from './reps-per-block.ts';
 import { mulberry32, shuffled } from './seeded-random.ts';
 import type { Spec } from './spec.ts';
 import { williamsRows } from './williams.ts';
@@ -56,6 +58,13 @@ export interface Plan {
   seed?: number;
   /** stopping: sequential: `blocks` is the budget; the looks' count */
   sequential?: { looks: number };
+  /**
+   * blocks.reps_per_block (jobs/reps-per-block.ts): auto, the blocks after the first sized once it
+   * was measured; a number, the blocks after the first already grouped by it. Absent: every block `reps`.
+   */
+  reps_per_block?: RepsPerBlock;
+  /** auto, once sized (jobs/sized-plan.ts): what the first block measured and the sizes it gave; `blocks` holds them */
+  sized?: BlockSizing;
 }
 
 /** A plan's placement as the grant planner takes it: host_then_spread is host with the spread fallback. */
@@ -67,10 +76,13 @@ export function planExperiment(spec: Spec, hash: string): Plan {
   const { arms, control } = planArms(spec);
   const names = arms.map((a) => a.name);
   const count = plannedBlockCount(spec);
-  const blocks =
-    spec.order === 'random'
-      ? randomBlocks(names, spec.reps, count, spec.seed ?? 0)
-      : balancedBlocks(names, spec.reps, count);
+  const perBlock = repsPerBlockOf(spec);
+  // a fixed bound groups the blocks after the first now; auto waits for the first block's measure
+  const sizes =
+    typeof perBlock === 'number'
+      ? [spec.reps, ...groupSizes(spec.reps * (count - 1), perBlock, perBlock)]
+      : Array.from({ length: count }, () => spec.reps);
+  const blocks = blockSequences(names, sizes, spec.order, spec.seed ?? 0);
   return {
     hash,
     name: spec.name,
@@ -85,7 +97,18 @@ export function planExperiment(spec: Spec, hash: string): Plan {
     order: spec.order,
     ...(spec.seed === undefined ? {} : { seed: spec.seed }),
     ...(spec.stopping?.rule === 'sequential' ? { sequential: { looks: spec.stopping.looks } } : {}),
+    ...(perBlock === null ? {} : { reps_per_block: perBlock }),
   };
+}
+
+/** Blocks of `sizes[b]` reps per arm each (block b), in the spec's order: balanced or the seeded random one. */
+export function blockSequences(
+  names: string[],
+  sizes: readonly number[],
+  order: Spec['order'],
+  seed: number,
+): PlannedBlock[] {
+  return order === 'random' ? randomSequences(names, sizes, seed) : balancedSequences(names, sizes);
 }
 
 /** The blocks a plan holds: the sequential budget, else blocks.count. */
@@ -164,21 +187,45 @@ export function plannedReps(plan: Pick<Plan, 'blocks'>): number {
 
 /** Williams rows (ABBA for two arms), rotating across rounds and blocks (see the header). */
 export function balancedBlocks(names: string[], reps: number, count: number): PlannedBlock[] {
+  return balancedSequences(
+    names,
+    Array.from({ length: count }, () => reps),
+  );
+}
+
+/**
+ * Blocks of any sizes on the Williams rows: a block whose size is a multiple of R starts on row
+ * b mod R, any other continues the rows from the blocks before it (with equal sizes: the header's
+ * rule, b·reps mod R).
+ */
+function balancedSequences(names: string[], sizes: readonly number[]): PlannedBlock[] {
   const rows = williamsRows(names.length);
   const R = rows.length;
-  const offset = (b: number) => (reps % R === 0 ? b % R : (b * reps) % R);
-  return Array.from({ length: count }, (_, b) => ({
-    index: b,
-    sequence: Array.from({ length: reps }, (_, r) =>
-      (rows[(offset(b) + r) % R] as number[]).map((i) => names[i] as string),
-    ).flat(),
-  }));
+  let before = 0;
+  return sizes.map((reps, b) => {
+    const offset = reps % R === 0 ? b % R : before % R;
+    before += reps;
+    return {
+      index: b,
+      sequence: Array.from({ length: reps }, (_, r) =>
+        (rows[(offset + r) % R] as number[]).map((i) => names[i] as string),
+      ).flat(),
+    };
+  });
 }
 
 /** Each round a seeded shuffle of the arms; one stream over all blocks in order. */
 export function randomBlocks(names: string[], reps: number, count: number, seed: number): PlannedBlock[] {
+  return randomSequences(
+    names,
+    Array.from({ length: count }, () => reps),
+    seed,
+  );
+}
+
+function randomSequences(names: string[], sizes: readonly number[], seed: number): PlannedBlock[] {
   const random = mulberry32(seed);
-  return Array.from({ length: count }, (_, b) => ({
+  return sizes.map((reps, b) => ({
     index: b,
     sequence: Array.from({ length: reps }, () => shuffled(names, random)).flat(),
   }));

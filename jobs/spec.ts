@@ -61,6 +61,14 @@ export const BlocksSchema = strictObject({
    * cards for the gang. A new value, not a new field: existing specs keep their hash.
    */
   placement: z.enum(['host', 'spread', 'host_then_spread']).default('host'),
+  /**
+   * Reps per arm of each block after the first (jobs/reps-per-block.ts): `auto` sizes them from the
+   * first block's start-up (at most 5 % of a lease; the default for a resident command rank), a
+   * number bounds them; the reps in all stay reps × count. Optional, so existing specs keep their hash.
+   */
+  reps_per_block: z
+    .union([z.literal('auto'), intIn(LIMITS.orch.reps, 'a block holds at most as many reps per arm as `reps` may')])
+    .optional(),
 });
 
 export const GatesSchema = strictObject({

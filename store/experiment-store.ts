@@ -8,10 +8,13 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { BlockSizing } from '../jobs/block-sizing.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import type { Plan } from '../jobs/plan.ts';
 import { PlanSchema } from '../jobs/plan-schema.ts';
+import { applyBlockSizing, BlockSizingSchema } from '../jobs/sized-plan.ts';
 import { type Spec, SpecSchema } from '../jobs/spec.ts';
+import type { SignedSubmission } from '../jobs/submit-signature.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
 
@@ -31,7 +34,10 @@ export interface ExperimentRecord {
   /** the YAML text as submitted */
   specText: string;
   spec: Spec;
+  /** the plan as it runs: the registered one, its later blocks regrouped once sized (jobs/sized-plan.ts) */
   plan: Plan;
+  /** the plan as registered and signed at submit, when it differs from `plan` (sized); absent: `plan` */
+  registeredPlan?: Plan;
   file: string;
   /** the submitter's signature under the submit token (jobs/submit-signature.ts); null when none */
   submitSignature: string | null;
@@ -111,6 +117,20 @@ export function decodeBlockWrite(reply: unknown, script: string, where: string):
   return { written: false, current: r[1] === '' ? null : parseStored(BlockStateSchema, r[1], where) };
 }
 
+/** The plan as it runs and, when sizing regrouped it, the plan as registered. */
+function plansOf(h: Record<string, string>, key: string): Pick<ExperimentRecord, 'plan' | 'registeredPlan'> {
+  const registered = parseStored(PlanSchema, h.plan as string, `${key} field plan`);
+  if (!h.block_sizing) return { plan: registered };
+  const where = `${key} field block_sizing`;
+  const sized = applyBlockSizing(registered, parseStored(BlockSizingSchema, h.block_sizing, where), where);
+  return { plan: sized, registeredPlan: registered };
+}
+
+/** What the submit signature covers of a record (jobs/submit-signature.ts): the plan as registered, not as sized. */
+export function signedSubmission(exp: ExperimentRecord): SignedSubmission {
+  return { ...exp, plan: exp.registeredPlan ?? exp.plan };
+}
+
 /** experiment-states.lua: one state per key, null where the experiment is gone. */
 const StatesReplySchema = z.array(ExperimentStateSchema.nullable());
 /** experiment-cancel.lua: the state after the call, null when the experiment does not exist. */
@@ -152,12 +172,20 @@ export class ExperimentStore {
       priority: Number(h.priority ?? 0),
       specText: h.spec ?? '',
       spec: parseStored(SpecSchema, h.spec_json, `${key} field spec_json`),
-      plan: parseStored(PlanSchema, h.plan, `${key} field plan`),
+      ...plansOf(h, key),
       file: h.file ?? '',
       submitSignature: h.submit_sig || null,
       ended: h.ended ? Number(h.ended) : null,
       reason: h.reason || null,
     };
+  }
+
+  /**
+   * blocks.reps_per_block: auto: the sizing of the blocks after the first, written once (HSETNX:
+   * a second leader's write after the first changes nothing); false when one was there already.
+   */
+  async writeBlockSizing(id: string, sizing: BlockSizing): Promise<boolean> {
+    return (await this.redis.hsetnx(this.keys.exp(id), 'block_sizing', JSON.stringify(sizing))) === 1;
   }
 
   async state(id: string): Promise<ExperimentState | null> {

@@ -43,8 +43,8 @@ export interface CommitInput {
   /** reps of this attempt that will not run (graceful stop): final, reason kept */
   notRun: FailedRep[];
   gates: CommitGate[];
-  /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms), committed with it */
-  timeline?: { started: number; ready?: number; gated?: number };
+  /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms; how each rank started), committed with it */
+  timeline?: Pick<CommitRecord, 'started' | 'ready' | 'gated' | 'ranks'> & { started: number };
 }
 
 export type CommitResult =
@@ -162,9 +162,14 @@ export class ResultStore {
 
   /** The attempt of the block that committed, or null while none has. */
   async committedAttempt(experiment: string, block: number): Promise<number | null> {
+    return (await this.commitRecord(experiment, block))?.attempt ?? null;
+  }
+
+  /** The block's commit record (jobs/commit-record.ts), or null while no attempt committed it. */
+  async commitRecord(experiment: string, block: number): Promise<CommitRecord | null> {
     const key = this.keys.commits(experiment);
     const raw = await this.redis.hget(key, String(block));
-    return raw === null ? null : parseStored(CommitRecordSchema, raw, `${key} field ${block}`).attempt;
+    return raw === null ? null : parseStored(CommitRecordSchema, raw, `${key} field ${block}`);
   }
 
   /** The fields ("<block>/<arm>/<rep>") that have a committed result. */

@@ -35,7 +35,7 @@ import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import { toJobError } from '../store/job-error.ts';
 import type { LeaseStore } from '../store/lease-store.ts';
-import type { ResultStore } from '../store/result-store.ts';
+import type { CommitInput, ResultStore } from '../store/result-store.ts';
 import { advertiseAddress } from './advertise-address.ts';
 import { BlockCommit } from './block-commit.ts';
 import type { EventStream } from './event-stream.ts';
@@ -301,10 +301,11 @@ class GangRun {
         ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}),
       });
       // the attempt's timeline, committed with it (jobs/commit-record.ts): card time reads it, not the stream
-      const timeline: { started: number; ready?: number; gated?: number } = { started: Date.now() };
+      const timeline: NonNullable<CommitInput['timeline']> = { started: Date.now() };
       await this.foreign.guard([]);
       await this.ranks.start();
       timeline.ready = Date.now();
+      timeline.ranks = this.ranks.startups(timeline.started);
       const gating = new GangGates(this.gang, this.ranks);
       const gates = await gating.run();
       timeline.gated = Date.now();

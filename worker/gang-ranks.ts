@@ -20,6 +20,7 @@ import { OrchError } from '../jobs/errors.ts';
 import type { Probe } from '../jobs/graphrt-protocol.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
+import { type RankStartup, rankStartup } from '../jobs/rank-startup.ts';
 import { escapeRankText } from '../jobs/rank-text.ts';
 import { rendezvousSecret } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
@@ -58,8 +59,8 @@ export class GangRanks {
   private rendezvousDir: string | null = null;
   /** card index → the exchange key its rank waits for now */
   private readonly waitingFor = new Map<number, string>();
-  /** the card indexes whose hello came */
-  private readonly helloFrom = new Set<number>();
+  /** the card indexes whose hello came, each with when it came (epoch ms, this worker's clock) */
+  private readonly helloFrom = new Map<number, number>();
   /** a command gang's exchange for this attempt */
   private exchange: GangExchange | null = null;
 
@@ -72,6 +73,19 @@ export class GangRanks {
 
   get hellos(): readonly RankHelloLine[] {
     return this.hellosNow;
+  }
+
+  /** How each rank started (jobs/rank-startup.ts), against the attempt's block-start `started`; after start(). */
+  startups(started: number): RankStartup[] {
+    return this.hellosNow.map((hello, i) =>
+      rankStartup(
+        hello,
+        this.gang.rankOf(i),
+        this.gang.job.cards[i] as string,
+        started,
+        this.helloFrom.get(i) ?? started,
+      ),
+    );
   }
 
   get size(): number {
@@ -114,7 +128,7 @@ export class GangRanks {
     this.handles.forEach(
       (r, i) =>
         void r.ready.then(
-          () => this.helloFrom.add(i),
+          () => this.helloFrom.set(i, Date.now()),
           () => undefined,
         ),
     );

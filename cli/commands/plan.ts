@@ -4,6 +4,7 @@
  * noise a prior run measured, and their wall time (orchestrator/report/power-plan.ts).
  */
 
+import { describeSizing, START_UP_SHARE } from '../../jobs/block-sizing.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { Plan } from '../../jobs/plan.ts';
 import { williamsRowCount } from '../../jobs/williams.ts';
@@ -162,6 +163,22 @@ function balanceNote(plan: Plan): string {
   return ` (approximately balanced: exact balance needs blocks × reps to be a multiple of ${rows})`;
 }
 
+/** blocks.reps_per_block (jobs/reps-per-block.ts): how the blocks after the first are sized. */
+function repsPerBlockLines(plan: Plan): string[] {
+  const perBlock = plan.reps_per_block;
+  if (perBlock === undefined) return [];
+  const later = plan.reps * (plan.blocks.length - 1);
+  if (plan.sized !== undefined)
+    return [`reps per block: auto, sized from block 0: ${describeSizing(plan.arms.length, plan.sized)}`];
+  if (perBlock === 'auto')
+    return [
+      `reps per block: auto: block 0 runs ${plan.reps} reps per arm; once it has measured its start-up and rep time, the ${plan.blocks.length - 1} block(s) after it (${later} reps per arm) are regrouped into fewer, larger blocks so that start-up is at most ${START_UP_SHARE * 100} % of a block's lease (every arm the same reps per block; the reps in all unchanged)`,
+    ];
+  return [
+    `reps per block: at most ${perBlock} per arm after block 0 (${later} reps per arm in ${plan.blocks.length - 1} block(s))`,
+  ];
+}
+
 /** The plan as a table: one line per arm (its toggles), one line per block (rounds split by |). */
 /** `sequential`: the lines a sequential plan adds (orchestrator/report/sequential-plan.ts). */
 export function formatPlan(plan: Plan, sequential: readonly string[] = []): string {
@@ -169,6 +186,7 @@ export function formatPlan(plan: Plan, sequential: readonly string[] = []): stri
   const lines = [
     `experiment ${plan.name}  design ${plan.design}  hash ${plan.hash}`,
     `${plan.blocks.length} block(s) × ${plan.ranks} rank(s), placement ${plan.placement}, ${plan.reps} reps per arm, order ${plan.order}${plan.seed === undefined ? '' : ` (seed ${plan.seed})`}`,
+    ...repsPerBlockLines(plan),
     ...sequential,
     '',
     `arms (control: ${plan.control})`,

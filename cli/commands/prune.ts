@@ -4,7 +4,11 @@
  * older than its grace: at once, with `--dry-run` to list them first. A queued or running
  * experiment is never touched (store/lua/experiment-retire.lua checks its state in the call that
  * removes); the results directories on disk are never touched either.
+ * `orch prune --rank-caches --older-than AGE`: instead, on this host, removes the compiler caches of
+ * builds no longer in the build cache and of any build unused for longer than AGE
+ * (worker/command/rank-caches-prune.ts); it needs no Redis.
  */
+import { resolve } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
@@ -31,9 +35,30 @@ export const pruneCommand = defineCommand({
         demandOption: true,
         describe: 'ended more than this long ago: 30m, 12h, 7d (0s: every ended experiment)',
       })
-      .option('dry-run', { type: 'boolean', default: false, describe: 'list what would be removed, remove nothing' }),
+      .option('dry-run', { type: 'boolean', default: false, describe: 'list what would be removed, remove nothing' })
+      .option('rank-caches', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "this host's compiler caches instead (Inductor, Triton, CUDA JIT): those of removed builds, and those unused for longer than --older-than",
+      })
+      .option('build-dir', {
+        type: 'string',
+        describe:
+          "with --rank-caches: the worker's build directory (default: ORCH_BUILD_DIR, else ~/.cache/orch/builds)",
+      }),
   handler: async (argv) => {
     const ageMs = parseAge(argv.olderThan);
+    if (argv.rankCaches) {
+      await pruneRankCaches({
+        ageMs,
+        olderThan: argv.olderThan,
+        dryRun: argv.dryRun,
+        json: argv.json,
+        buildDir: argv.buildDir,
+      });
+      return;
+    }
     // Loaded here, not at the top: every other command starts without them (cli/main.ts).
     const { orchLog } = await import('../embedded/log.ts');
     const { requireTarget } = await import('../embedded/redis-target.ts');
@@ -64,3 +89,29 @@ export const pruneCommand = defineCommand({
     }
   },
 });
+
+async function pruneRankCaches(o: {
+  ageMs: number;
+  olderThan: string;
+  dryRun: boolean;
+  json: boolean | undefined;
+  buildDir: string | undefined;
+}): Promise<void> {
+  const { defaultBuildRoot } = await import('../../worker/builds/build-cache.ts');
+  const { prunableRankCaches, removeRankCaches } = await import('../../worker/command/rank-caches-prune.ts');
+  const buildRoot = resolve(o.buildDir ?? defaultBuildRoot());
+  const found = prunableRankCaches(buildRoot, Date.now() - o.ageMs);
+  if (!o.dryRun) removeRankCaches(found);
+  if (o.json) {
+    process.stdout.write(`${JSON.stringify({ dry_run: o.dryRun, older_than: o.olderThan, rank_caches: found })}\n`);
+    return;
+  }
+  const verb = o.dryRun ? 'would remove' : 'removed';
+  const lines = found.map(
+    (c) =>
+      `${verb} ${c.dir} (${c.why === 'build removed' ? 'its build is no longer in the build cache' : `unused since ${c.last_used === null ? 'ever' : new Date(c.last_used).toISOString()}`})\n`,
+  );
+  process.stdout.write(
+    `${lines.join('')}${verb} ${found.length} rank cache set${found.length === 1 ? '' : 's'} under ${buildRoot}'s parent${o.dryRun ? ' (dry run: nothing removed)' : ''}\n`,
+  );
+}

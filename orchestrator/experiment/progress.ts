@@ -101,7 +101,7 @@ export class ProgressTracker {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    private readonly exp: ExperimentRecord,
+    private exp: ExperimentRecord,
   ) {
     this.store = new ExperimentStore(redis, prefix);
     this.log = EventLog.of(redis, prefix, exp.id);
@@ -183,6 +183,9 @@ export class ProgressTracker {
   }
 
   async snapshot(now = Date.now()): Promise<Progress> {
+    // auto sizing regroups the blocks after the first once it committed: their planned reps come from the sized plan
+    if (this.exp.plan.reps_per_block === 'auto' && this.exp.plan.sized === undefined)
+      this.exp = (await this.store.get(this.exp.id)) ?? this.exp;
     const [state, blocks, history] = await Promise.all([
       this.store.state(this.exp.id),
       this.store.blocks(this.exp.id),

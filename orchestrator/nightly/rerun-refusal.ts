@@ -9,7 +9,7 @@
  * Anything else is refused with the reason, which the caller turns into an alert, never a run.
  */
 import { submissionRefusal } from '../../jobs/submit-signature.ts';
-import type { ExperimentRecord } from '../../store/experiment-store.ts';
+import { type ExperimentRecord, signedSubmission } from '../../store/experiment-store.ts';
 
 /** The prefix of every refusal: the nightly's alerts and tests look for it. */
 export const RECORD_CHANGED = 'stored record changed since the night ran';
@@ -19,7 +19,7 @@ export const RECORD_CHANGED = 'stored record changed since the night ran';
  * `nightHash`: the spec hash the night recorded for it (null when the night recorded none).
  */
 export function rerunRefusal(exp: ExperimentRecord, nightHash: string | null, token: Buffer): string | null {
-  const unsigned = submissionRefusal(exp, exp.submitSignature, token);
+  const unsigned = submissionRefusal(signedSubmission(exp), exp.submitSignature, token);
   if (unsigned !== null) return `${RECORD_CHANGED}: experiment ${exp.id} in Redis: ${unsigned}; it was not run again`;
   if (nightHash !== null && exp.hash !== nightHash) {
     return `${RECORD_CHANGED}: experiment ${exp.id} in Redis has spec hash ${exp.hash.slice(0, 12)}…, the night recorded ${nightHash.slice(0, 12)}…; it was not run again`;

@@ -4,6 +4,7 @@
  * aside as impossible, each with its reason.
  */
 
+import { escapeRankText } from '../../jobs/rank-text.ts';
 import type { BusyShareRow } from '../stats/busy-share.ts';
 import { num, pct } from '../stats/format-number.ts';
 import { markdownTable } from './markdown-table.ts';
@@ -43,6 +44,7 @@ export function renderBusyShare(rows: readonly BusyShareRow[]): string {
     ]),
   );
   const setAside = rows.flatMap((r) => r.set_aside);
+  const starts = renderRankStarts(rows);
   return [
     '## Card time',
     '',
@@ -50,6 +52,7 @@ export function renderBusyShare(rows: readonly BusyShareRow[]): string {
     '',
     table,
     '',
+    ...starts,
     ...(setAside.length === 0
       ? []
       : [
@@ -60,4 +63,45 @@ export function renderBusyShare(rows: readonly BusyShareRow[]): string {
           '',
         ]),
   ].join('\n');
+}
+
+const seconds = (ms: number | null): string => (ms === null ? '—' : `${num(ms / 1000, 3)} s`);
+
+/** Each rank's start-up split by where it was paid, from the committed record (stats/startup-split.ts); nothing when no record says. */
+function renderRankStarts(rows: readonly BusyShareRow[]): string[] {
+  const said = rows.filter((r) => r.rank_start !== null);
+  if (said.length === 0) return [];
+  const table = markdownTable(
+    [
+      'block',
+      'card',
+      'started',
+      'caches',
+      'host phase (overlapped, not charged)',
+      'in the lease',
+      'the rest: process start, CUDA init',
+      'setup',
+      'prepare in the lease',
+    ],
+    said.map((r) => {
+      const s = r.rank_start as NonNullable<BusyShareRow['rank_start']>;
+      return [
+        String(r.block),
+        `${r.card} (rank ${r.rank})`,
+        s.started === null ? '—' : s.why === null ? s.started : `${s.started}: ${escapeRankText(s.why)}`,
+        s.caches ?? '—',
+        seconds(s.host_phase_ms),
+        seconds(s.in_lease_ms),
+        seconds(s.cuda_init_ms),
+        seconds(s.setup_ms),
+        seconds(s.prepare_in_lease_ms),
+      ];
+    }),
+  );
+  return [
+    "Start-up per rank, from the committed record: the host phase ran prepare() before the lease, while the card served the block before (not charged to the card); in the lease: block-start to the rank's hello, split into setup(), a prepare() that ran in the lease, and the rest (the worker's look for foreign processes, the process's start, CUDA init: what the program's clocks do not cover). Caches: the build's compiler caches (Inductor, Triton, CUDA JIT) held something when the rank started (warm) or not (cold).",
+    '',
+    table,
+    '',
+  ];
 }

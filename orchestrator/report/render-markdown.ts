@@ -72,7 +72,7 @@ export function renderMarkdown(a: Analysis): string {
       '',
     );
   out.push(
-    `Plan ${a.plan.name} (${a.plan.design}, hash ${a.plan.hash}): ${a.plan.blocks} block(s) × ${a.plan.reps} rep(s) per arm, control ${a.plan.control}. ` +
+    `Plan ${a.plan.name} (${a.plan.design}, hash ${a.plan.hash}): ${planBlocksLine(a.plan)}, control ${a.plan.control}. ` +
       `Metric ${unit} (${a.metric.better} is better), rep value = ${a.metric.statistic} of its measured steps; ` +
       `alpha ${a.alpha}, min_effect ${pct(a.min_effect)}. ${exitCodeLine(a)}`,
     '',
@@ -237,4 +237,10 @@ export function renderMarkdown(a: Analysis): string {
   );
   out.push(...exitCodesSection());
   return out.join('\n');
+}
+
+/** "2 block(s) × 5 rep(s) per arm", or with auto sizing the first block's reps and the sized blocks after it. */
+function planBlocksLine(p: Analysis['plan']): string {
+  if (p.block_sizing === undefined) return `${p.blocks} block(s) × ${p.reps} rep(s) per arm`;
+  return `${p.blocks} block(s): the first of ${p.reps} rep(s) per arm, then ${p.block_sizing.sizes.length} sized by blocks.reps_per_block: auto, ${p.block_sizing.statement}`;
 }

@@ -24,6 +24,7 @@ import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '.
 import { isRedisCondition } from '../../store/redis-oom.ts';
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
 import { gangWithJobs, type Outcome, observeAttempt } from './attempt-observer.ts';
+import { blocksLeftEmpty, FIRST_BLOCK, isAutoFirstBlock, sizeLaterBlocks } from './auto-block-sizing.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
@@ -84,8 +85,12 @@ export class BlockLifecycle {
     void run.then(() => {
       if (this.live.get(key) === entry) this.live.delete(key);
       const left = (this.perExperiment.get(experiment) ?? 1) - 1;
-      if (left > 0) this.perExperiment.set(experiment, left);
-      else {
+      if (left > 0) {
+        this.perExperiment.set(experiment, left);
+        // however the first block ended (its processor failing too), auto sizing's later blocks
+        // wait on it: the pass reads the blocks again (auto-block-sizing.ts)
+        if (st.block === FIRST_BLOCK) this.grants.reread(experiment);
+      } else {
         // the last one here: the pass reads the experiment again (and settles it when all ended)
         this.perExperiment.delete(experiment);
         this.grants.reread(experiment);
@@ -131,8 +136,9 @@ export class BlockLifecycle {
   private async run({ experiment, block }: BlockRef, term: Term, read: BlockState): Run {
     const key = blockKey(experiment, block);
     const log = this.ctx.log.child({ experiment, block });
-    // the grant loop's copy: spec and plan never change after submit
-    const exp = await this.grants.experiment(experiment);
+    // the grant loop's copy: spec and plan never change after submit, but for the later blocks of
+    // auto sizing, read again once granted (auto-block-sizing.ts)
+    let exp = await this.grants.experiment(experiment);
     if (!exp) throw new Error(`experiment ${experiment} is not registered`);
     // the state the grant pass read: a stale one only loses the compare-and-set of the attempt
     // record and is read again
@@ -157,6 +163,9 @@ export class BlockLifecycle {
         }
         st = g.granted;
         recorded = true;
+        // granted only once the first block ended, and with it its sizing: the job takes the sized sequence
+        if (exp.plan.reps_per_block === 'auto' && block !== FIRST_BLOCK)
+          exp = (await this.ctx.store.get(experiment)) ?? exp;
       }
       const running: BlockState = st;
       // expected_ms is stored only when measured; backfill still plans an unmeasured block with its guess
@@ -251,6 +260,9 @@ export class BlockLifecycle {
             log.warn({ err }, 'step history not updated'),
           )
         : null;
+      // before the end: a first block seen ended has its sizing, and the blocks it emptied are
+      // stopped, while the later blocks still take no card (auto-block-sizing.ts)
+      if (isAutoFirstBlock(exp, running.block)) await this.sizeAndStopEmptied(exp, log);
       const w = await this.endBlock(exp, running, record('committed'), 'done', null);
       await history;
       if ('end' in w) await this.look(exp, log);
@@ -297,6 +309,17 @@ export class BlockLifecycle {
     }
     this.ctx.log.info({ experiment: exp.id, block: st.block, phase, reason }, 'block ended');
     return { end: { phase, reason } };
+  }
+
+  /**
+   * Auto sizing, the first block committed: its sizing written (unless a leader before this one
+   * wrote it), then the registered blocks it left without reps end stopped. Both idempotent.
+   */
+  private async sizeAndStopEmptied(exp: ExperimentRecord, log: Logger): Promise<void> {
+    if (exp.plan.sized === undefined) await sizeLaterBlocks(this.ctx, exp, log);
+    const sized = await this.ctx.store.get(exp.id);
+    const empty = sized === null ? null : blocksLeftEmpty(sized);
+    if (sized !== null && empty !== null) await this.grants.stopWaiting(sized, empty.reason, empty.blocks);
   }
 
   /** stopping: sequential: the look this block's end made due, and a decisive one stops the blocks still waiting. */

@@ -17,6 +17,7 @@ import {
   TERMINAL_BLOCK_PHASES,
 } from '../../store/experiment-store.ts';
 import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
+import { firstBlockOpen } from './auto-block-sizing.ts';
 import type { BuildGate } from './build-phase.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
@@ -103,6 +104,8 @@ export class GrantLoop {
   private readonly settling = new Set<string>();
   /** refused experiments whose waiting blocks are being ended */
   private readonly refusing = new Set<string>();
+  /** auto-sized experiments whose first block has not ended (auto-block-sizing.ts): their later blocks are not queued */
+  private readonly firstBlockOpen = new Map<string, boolean>();
   private term: Term | null = null;
   private granting: Promise<void> | null = null;
   private kickedWhileGranting = false;
@@ -141,6 +144,7 @@ export class GrantLoop {
     for (const w of this.waiters.values()) w.resolve({ cancelled: "the leader's term ended" });
     this.waiters.clear();
     for (const set of [this.settling, this.recording, this.delivered, this.driven]) set.clear();
+    this.firstBlockOpen.clear();
     this.running.clear();
     this.window = queueWindow(this.ctx);
     this.cards.forget();
@@ -220,6 +224,7 @@ export class GrantLoop {
   }
 
   forgetExperiment(id: string): void {
+    this.firstBlockOpen.delete(id);
     this.window.forget(id);
     this.delivered.delete(id);
     this.driven.delete(id);
@@ -415,8 +420,11 @@ export class GrantLoop {
           });
         }
       }
+      if (blocks) this.firstBlockOpen.set(id, firstBlockOpen(exp, blocks));
+      const held = this.firstBlockOpen.get(id) === true;
       mine.sort((a, b) => a.block - b.block);
-      for (const q of mine) queue.push(q);
+      // auto sizing: the blocks after the first wait for its measure (auto-block-sizing.ts), taking no card
+      for (const q of mine) if (!held || q.block === 0) queue.push(q);
     }
     return queue;
   }
@@ -449,11 +457,14 @@ export class GrantLoop {
       });
   }
 
-  /** A sequential experiment decided (sequential-stop.ts): its waiting blocks end stopped, and their waiters with them. */
-  async stopWaiting(exp: ExperimentRecord, reason: string): Promise<void> {
+  /**
+   * A sequential experiment decided (sequential-stop.ts), or auto sizing left blocks without reps
+   * (`only`, auto-block-sizing.ts): its waiting blocks end stopped, and their waiters with them.
+   */
+  async stopWaiting(exp: ExperimentRecord, reason: string, only?: ReadonlySet<number>): Promise<void> {
     // the blocks first: a waiter resolved after sees its block moved and writes nothing
-    await failWaitingBlocks(this.ctx, exp, reason, 'stopped');
-    this.cancelWaiters(exp.id, reason);
+    await failWaitingBlocks(this.ctx, exp, reason, 'stopped', only);
+    this.cancelWaiters(exp.id, reason, only);
     this.reread(exp.id);
   }
 
@@ -476,9 +487,9 @@ export class GrantLoop {
     w.resolve({ gang });
   }
 
-  private cancelWaiters(id: string, reason = 'cancelled while waiting for cards'): void {
+  private cancelWaiters(id: string, reason = 'cancelled while waiting for cards', only?: ReadonlySet<number>): void {
     for (const w of this.waiters.values()) {
-      if (w.exp.id !== id) continue;
+      if (w.exp.id !== id || (only !== undefined && !only.has(w.block))) continue;
       this.waiters.delete(w.key);
       w.resolve({ cancelled: reason });
     }

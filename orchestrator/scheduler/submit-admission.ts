@@ -9,7 +9,7 @@
  * term, the build phase's own read, settling) is checked again as it now is in Redis.
  */
 import { submissionRefusal } from '../../jobs/submit-signature.ts';
-import type { ExperimentRecord } from '../../store/experiment-store.ts';
+import { type ExperimentRecord, signedSubmission } from '../../store/experiment-store.ts';
 
 export class SubmitAdmission {
   private readonly checked = new WeakMap<ExperimentRecord, string | null>();
@@ -20,7 +20,7 @@ export class SubmitAdmission {
   refusal(exp: ExperimentRecord): string | null {
     let r = this.checked.get(exp);
     if (r === undefined) {
-      const why = submissionRefusal(exp, exp.submitSignature, this.token);
+      const why = submissionRefusal(signedSubmission(exp), exp.submitSignature, this.token);
       r =
         why === null
           ? null

@@ -449,6 +449,21 @@ export const AnalysisSchema = z
       control: z.string(),
       blocks: z.int().meta({ unit: 'count' }),
       reps: z.int().meta({ unit: 'count' }),
+      /** blocks.reps_per_block: auto, once the first block was measured: the blocks after it (jobs/block-sizing.ts) */
+      block_sizing: z
+        .strictObject({
+          sizes: z
+            .array(z.int().meta({ unit: 'count' }))
+            .meta({ description: 'reps per arm of each block after the first' }),
+          startup_ms: z
+            .number()
+            .meta({ unit: 'ms', description: "the first block's start-up: block-start to every hello" }),
+          lease_ms: z
+            .number()
+            .meta({ unit: 'ms', description: 'the lease a block of the first size is expected to take' }),
+          statement: z.string(),
+        })
+        .optional(),
     }),
     metric: MetricSchema,
     alpha: z.number().meta({ unit: 'probability' }),

@@ -9,6 +9,8 @@
  *   comparisons against it → leave-one-out table, order effects, carry-over (carry-over.ts) and
  *   drift → the verdict.
  */
+
+import { describeSizing } from '../../jobs/block-sizing.ts';
 import { type CaptureBlocker, captureBlockerOf } from '../../jobs/capture-blocker.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { groupedReasonLines } from '../../jobs/grouped-reasons.ts';
@@ -33,6 +35,7 @@ import type {
   ArmSummary,
   Comparison,
   GateSummary,
+  PlanLike,
   RepValue,
   UnsupportedToggle,
   Verdict,
@@ -193,14 +196,7 @@ function analyzeRan(input: AnalysisInput): Analysis {
   const { order, drift } = orderAndDrift(rv.values, alpha, min_effect);
   return {
     experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
-    plan: {
-      name: plan.name,
-      hash: plan.hash,
-      design: plan.design,
-      control: plan.control,
-      blocks: plan.blocks.length,
-      reps: plan.reps,
-    },
+    plan: planSummary(plan),
     metric,
     alpha,
     min_effect,
@@ -365,14 +361,7 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
   );
   return {
     experiment: input.experiment ?? input.reps[0]?.experiment ?? plan.name,
-    plan: {
-      name: plan.name,
-      hash: plan.hash,
-      design: plan.design,
-      control: plan.control,
-      blocks: plan.blocks.length,
-      reps: plan.reps,
-    },
+    plan: planSummary(plan),
     metric: input.metric,
     alpha: input.alpha,
     min_effect: input.min_effect,
@@ -396,5 +385,28 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     probe,
     ...(trace === null ? {} : { trace }),
     capture_blockers: blockers,
+  };
+}
+
+/** The plan as report.json says it: its blocks as run, and how auto sizing grouped them (jobs/block-sizing.ts). */
+function planSummary(plan: PlanLike): Analysis['plan'] {
+  const s = plan.sized;
+  return {
+    name: plan.name,
+    hash: plan.hash,
+    design: plan.design,
+    control: plan.control,
+    blocks: plan.blocks.length,
+    reps: plan.reps,
+    ...(s === undefined
+      ? {}
+      : {
+          block_sizing: {
+            sizes: s.sizes,
+            startup_ms: s.startup_ms,
+            lease_ms: s.lease_ms,
+            statement: describeSizing(plan.arms.length, s),
+          },
+        }),
   };
 }

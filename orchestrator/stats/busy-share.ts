@@ -21,7 +21,9 @@
  *   the worker's turnaround. p50 and p99 over the card's gaps.
  * - start-up, the commit record's clock: ranks ready = `ready` − `started` (the worker's look
  *   for foreign processes, process start, backend and context); gates = `gated` − `ready`;
- *   start-up = their sum, the card time before the first rep could start.
+ *   start-up = their sum, the card time before the first rep could start. Per rank, the commit
+ *   record's `ranks` split it by where it was paid: host phase (overlapped), in the lease: CUDA
+ *   init and process start, setup (startup-split.ts), with the caches warm or cold.
  * Rank timestamps are bounded (`set_aside`): a span that ends before it starts, one longer than the
  * lease, one that starts before the previous rep on the card ended, or (a rank on the committing
  * host, whose worker's clock the lease is on) one whose answer falls outside the lease is set aside
@@ -33,6 +35,7 @@ import type { CommitRecord } from '../../jobs/commit-record.ts';
 import { type RankAnswer, rankSpan, warmupSteps } from '../../jobs/gang-rep.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import { median } from './descriptive.ts';
+import { type StartupSplit, startupSplit } from './startup-split.ts';
 
 export interface BusyShareRow {
   block: number;
@@ -59,6 +62,8 @@ export interface BusyShareRow {
   startup_ms: number | null;
   gap_p50_ms: number | null;
   gap_p99_ms: number | null;
+  /** how the card's rank started, split by where it was paid (startup-split.ts); null: the record does not say */
+  rank_start: StartupSplit | null;
   /** rank timestamps set aside, each with its reason */
   set_aside: string[];
 }
@@ -171,8 +176,15 @@ function cardRow(block: number, commit: CommitRecord, list: CardRep[], first: Ra
     startup_ms: ready === null || gatesMs === null ? null : ready + gatesMs,
     gap_p50_ms: gaps.length > 0 ? median(gaps) : null,
     gap_p99_ms: gaps.length > 0 ? quantile(gaps, 0.99) : null,
+    rank_start: rankStartOf(commit, first.card),
     set_aside: setAside,
   };
+}
+
+/** The card's rank's start in the committed record (the committing part's ranks only), split. */
+function rankStartOf(commit: CommitRecord, card: string): StartupSplit | null {
+  const s = commit.ranks?.find((r) => r.card === card);
+  return s === undefined ? null : startupSplit(s);
 }
 
 /** Why a rank's span cannot be (monotonic within the rep, on the card, within the lease), or null. */

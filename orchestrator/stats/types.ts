@@ -11,6 +11,7 @@
  * - values are in the metric's unit (`metric.name`, ms per step by default).
  */
 
+import type { BlockSizing } from '../../jobs/block-sizing.ts';
 import type { HygienePolicy } from '../../jobs/clock-hygiene.ts';
 import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
@@ -49,6 +50,8 @@ export interface PlanLike {
   reps: number;
   /** stopping: sequential (jobs/plan.ts) */
   sequential?: { looks: number } | undefined;
+  /** blocks.reps_per_block: auto, once sized (jobs/sized-plan.ts) */
+  sized?: BlockSizing | undefined;
 }
 
 /** The records the statistics read are the committed ones, as jobs/ defines them. */
@@ -336,7 +339,16 @@ export interface Analysis {
   experiment: string;
   /** graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per arm; absent in older reports */
   capture_blockers?: import('../../jobs/capture-blocker.ts').CaptureBlocker[];
-  plan: { name: string; hash: string; design: PlanLike['design']; control: string; blocks: number; reps: number };
+  plan: {
+    name: string;
+    hash: string;
+    design: PlanLike['design'];
+    control: string;
+    blocks: number;
+    reps: number;
+    /** auto sizing (jobs/block-sizing.ts): the blocks after the first, and the plan's line about them */
+    block_sizing?: { sizes: number[]; startup_ms: number; lease_ms: number; statement: string };
+  };
   metric: MetricSpec;
   alpha: number;
   min_effect: number;

@@ -1,0 +1,75 @@
+/**
+ * blocks.reps_per_block: auto against fixed blocks, one spec run twice through `orch submit` (the
+ * embedded default): the spec's own blocks (`reps_per_block` = `reps`) and auto. Per run: blocks
+ * committed, the card's leased time summed over them, start-up (block-start to every hello) summed
+ * and as a share of the leases, busy share (warm-up + measured steps over the leases,
+ * orchestrator/stats/busy-share.ts) and the wall time of the submit; the sizing auto chose.
+ *
+ * Run: node --import tsx bench/auto-blocks.ts
+ * Environment: BENCH_SPEC (a spec file; default: the slow-start fixture, setup() sleeping
+ * BENCH_SETUP_S, default 1, each step BENCH_STEP_MS, default 20, test/utils/slow-start-spec.ts, on
+ * this machine's cpu cards), BENCH_REPS (default 10), BENCH_BLOCKS (default 12). One card
+ * (ORCH_CPU_CARDS=1 unless set): blocks one after another, as on one GPU.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { cardTimeOf, readResultsDir } from '../orchestrator/report/results-dir.ts';
+import { slowStartSpec } from '../test/utils/slow-start-spec.ts';
+
+const reps = Number(process.env.BENCH_REPS ?? 10);
+const blocks = Number(process.env.BENCH_BLOCKS ?? 12);
+const work = mkdtempSync(join(tmpdir(), 'orch-auto-blocks-'));
+
+/** The spec as YAML with blocks.reps_per_block set: `reps` (its own blocks) or auto. */
+function specText(perBlock: 'fixed' | 'auto'): string {
+  const base = process.env.BENCH_SPEC
+    ? (parse(readFileSync(process.env.BENCH_SPEC, 'utf8')) as Record<string, unknown>)
+    : (parse(
+        slowStartSpec('auto-blocks', {
+          prepareS: 0,
+          setupS: Number(process.env.BENCH_SETUP_S ?? 1),
+          stepMs: Number(process.env.BENCH_STEP_MS ?? 20),
+          tail: `reps: ${reps}\nblocks: { count: ${blocks} }\n`,
+        }),
+      ) as Record<string, unknown>);
+  base.name = `${base.name}-${perBlock}`;
+  base.blocks = {
+    ...(base.blocks as object | undefined),
+    reps_per_block: perBlock === 'auto' ? 'auto' : (base.reps ?? 5),
+  };
+  return stringify(base);
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+
+const rows: string[] = [];
+for (const perBlock of ['fixed', 'auto'] as const) {
+  const file = join(work, `${perBlock}.yaml`);
+  writeFileSync(file, specText(perBlock));
+  const results = join(work, perBlock);
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, ['bin/orch.mjs', 'submit', file, '--results', results], {
+    encoding: 'utf8',
+    env: { ORCH_CPU_CARDS: '1', ORCH_LOG: 'warn', ...process.env, ORCH_BUILD_DIR: join(work, 'builds') },
+  });
+  const wall = Date.now() - t0;
+  const [id] = readdirSync(results);
+  if (id === undefined) throw new Error(`${perBlock}: no results (exit ${r.status}): ${r.stdout}${r.stderr}`);
+  const dir = readResultsDir(join(results, id));
+  const card = cardTimeOf(dir);
+  const leased = card.reduce((n, x) => n + x.leased_ms, 0);
+  const startup = card.reduce((n, x) => n + (x.ready_ms ?? 0), 0);
+  const busy = card.reduce((n, x) => n + x.step_ms + (x.warmup_ms ?? 0), 0);
+  const sizing = dir.summary.analysis.plan.block_sizing?.statement ?? '—';
+  rows.push(
+    `| ${perBlock} | ${card.length} | ${card.map((x) => x.reps).join(' ')} | ${s(leased)} | ${s(startup)} (${pct(startup / leased)}) | ${pct(busy / leased)} | ${s(wall)} | ${sizing} |`,
+  );
+}
+console.log('| blocks | committed | reps per block | leased | start-up | busy share | wall | sizing |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+for (const row of rows) console.log(row);
+rmSync(work, { recursive: true, force: true });

@@ -1,0 +1,88 @@
+/**
+ * The scheduler's side of `blocks.reps_per_block: auto` (jobs/reps-per-block.ts): the blocks after
+ * the first wait, taking no card, until it ends (grant-loop.ts, `firstBlockOpen`). When it commits,
+ * its commit record (jobs/commit-record.ts: block-start, every hello, every gate, the commit, on
+ * the committing worker's clock) gives its start-up and its lease per rep; jobs/block-sizing.ts
+ * sizes the later blocks from them (never fewer than the gangs the live cards could run side by
+ * side), and the sizing is written beside the registered plan, and the
+ * registered blocks the larger ones left without reps end stopped, *before* the first block is
+ * recorded ended: a first block seen ended always has its sizing (the record is then read as the
+ * sized plan, jobs/sized-plan.ts), and no emptied block can be granted. A first block that fails or
+ * is cancelled sizes nothing: the later blocks run as registered.
+ */
+import type { Logger } from 'pino';
+import { type BlockSizing, describeSizing, sizeBlocks } from '../../jobs/block-sizing.ts';
+import type { CommitRecord } from '../../jobs/commit-record.ts';
+import { LIMITS } from '../../jobs/limits.ts';
+import type { Plan } from '../../jobs/plan.ts';
+import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
+import type { SchedulerContext } from './scheduler-context.ts';
+
+/** The block whose measure sizes the others. */
+export const FIRST_BLOCK = 0;
+
+/** Whether `exp`'s blocks after the first must still wait for it: auto, and its first block not ended. */
+export function firstBlockOpen(exp: ExperimentRecord, blocks: readonly BlockState[]): boolean {
+  if (exp.plan.reps_per_block !== 'auto') return false;
+  const first = blocks.find((b) => b.block === FIRST_BLOCK);
+  return first !== undefined && !TERMINAL_BLOCK_PHASES.has(first.phase);
+}
+
+/** Whether block `block` of `exp`, just committed, is the one that sizes the others (sized already, by a leader before: its emptied blocks still to stop). */
+export function isAutoFirstBlock(exp: ExperimentRecord, block: number): boolean {
+  return block === FIRST_BLOCK && exp.plan.reps_per_block === 'auto';
+}
+
+/**
+ * The sizing the first block's commit record gives, `parallel` gangs able to run side by side, or
+ * null when the record lacks the timeline (an older worker).
+ */
+export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: number): BlockSizing | null {
+  const { started, ready, gated, committed } = commit;
+  const first = plan.blocks.find((b) => b.index === FIRST_BLOCK);
+  if (started === undefined || ready === undefined || gated === undefined || committed === undefined || !first)
+    return null;
+  return sizeBlocks({
+    startup_ms: Math.max(ready - started, 0),
+    fixed_ms: Math.max(gated - ready, 0),
+    rep_ms: Math.max(committed - gated, 0) / first.sequence.length,
+    arms: plan.arms.length,
+    first_reps: plan.reps,
+    remaining: plan.reps * (plan.blocks.length - 1),
+    max_reps: LIMITS.orch.reps.max,
+    parallel,
+  });
+}
+
+/** Sizes and writes the later blocks of `exp` from its first block's commit; false when nothing was written. */
+export async function sizeLaterBlocks(
+  ctx: Pick<SchedulerContext, 'store' | 'results' | 'registry'>,
+  exp: ExperimentRecord,
+  log: Logger,
+): Promise<boolean> {
+  const commit = await ctx.results.commitRecord(exp.id, FIRST_BLOCK);
+  // the cards registered live now, whoever holds them: what the later blocks could spread over
+  const parallel = Math.max(1, Math.floor((await ctx.registry.liveCards()).length / exp.plan.ranks));
+  const sizing = commit === null ? null : sizingFromCommit(exp.plan, commit, parallel);
+  if (sizing === null) {
+    log.warn("auto block sizing: the first block's commit record has no timeline; the later blocks run as registered");
+    return false;
+  }
+  const written = await ctx.store.writeBlockSizing(exp.id, sizing);
+  log.info({ sizing, written }, 'auto block sizing: the blocks after the first sized from its start-up');
+  return written;
+}
+
+/** The registered blocks the sized plan left without reps (they end stopped), and why. */
+export function blocksLeftEmpty(sized: ExperimentRecord): { blocks: Set<number>; reason: string } | null {
+  const registered = sized.registeredPlan;
+  const sizing = sized.plan.sized;
+  if (registered === undefined || sizing === undefined) return null;
+  const kept = new Set(sized.plan.blocks.map((b) => b.index));
+  const blocks = new Set(registered.blocks.map((b) => b.index).filter((i) => !kept.has(i)));
+  if (blocks.size === 0) return null;
+  return {
+    blocks,
+    reason: `blocks.reps_per_block: auto: its reps run in the ${sizing.sizes.length} larger block(s) after the first; ${describeSizing(sized.plan.arms.length, sizing)}`,
+  };
+}

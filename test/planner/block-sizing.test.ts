@@ -1,0 +1,199 @@
+/**
+ * blocks.reps_per_block: auto, the pure part: the sizing from a first block's measure
+ * (jobs/block-sizing.ts), the sized plan (jobs/sized-plan.ts: every arm the same reps per block,
+ * the reps in all unchanged, a forged sizing refused), a number that bounds the later blocks at
+ * plan time, and where auto is the default and where it is refused (jobs/reps-per-block.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { describeSizing, groupSizes, type SizingInput, START_UP_SHARE, sizeBlocks } from '../../jobs/block-sizing.ts';
+import { compileSpec } from '../../jobs/compile-spec.ts';
+import { LIMITS } from '../../jobs/limits.ts';
+import { type Plan, planExperiment } from '../../jobs/plan.ts';
+import { repsPerBlockOf } from '../../jobs/reps-per-block.ts';
+import { applyBlockSizing } from '../../jobs/sized-plan.ts';
+import { SpecSchema } from '../../jobs/spec.ts';
+
+const base: SizingInput = {
+  startup_ms: 1500,
+  fixed_ms: 40,
+  rep_ms: 500,
+  arms: 2,
+  first_reps: 3,
+  remaining: 3 * 19,
+  max_reps: LIMITS.orch.reps.max,
+};
+
+/** start-up's share of the lease a block of `k` reps per arm takes under `i` */
+const share = (i: SizingInput, k: number) => i.startup_ms / (i.startup_ms + i.fixed_ms + i.arms * k * i.rep_ms);
+
+function residentSpec(
+  extra: Record<string, unknown> = {},
+  blocks: Record<string, unknown> = {},
+  mode: 'resident' | 'per_rep' = 'resident',
+) {
+  return SpecSchema.parse({
+    name: 'auto',
+    design: 'ab',
+    workload: {
+      runtime: 'command',
+      run: { cmd: 'python3 prog.py', mode },
+      toggles: { GRAPH: 'request' },
+    },
+    toggles: ['GRAPH'],
+    arms: [
+      { name: 'eager', toggles: { GRAPH: false } },
+      { name: 'graph', toggles: { GRAPH: true } },
+    ],
+    reps: 3,
+    blocks: { count: 20, ...blocks },
+    ...extra,
+  });
+}
+
+/** reps per arm per block: every arm the same in each block, or a message */
+function perArm(plan: Plan): number[] {
+  return plan.blocks.map((b) => {
+    const counts = plan.arms.map((a) => b.sequence.filter((s) => s === a.name).length);
+    assert.equal(new Set(counts).size, 1, `block ${b.index}: arms run ${counts} reps`);
+    return counts[0] as number;
+  });
+}
+
+describe('auto block sizing', () => {
+  it('sizes the later blocks so that start-up is at most 5 % of each lease, and no larger than that needs', () => {
+    const s = sizeBlocks(base);
+    assert.equal(s.held_by, null);
+    assert.equal(
+      s.sizes.reduce((a, b) => a + b, 0),
+      base.remaining,
+      'the reps in all are kept',
+    );
+    for (const k of s.sizes) assert.ok(share(base, k) <= START_UP_SHARE + 1e-12, `${k} reps: ${share(base, k)}`);
+    assert.ok(share(base, s.wanted - 1) > START_UP_SHARE, 'one rep fewer than wanted would miss the target');
+    assert.ok(Math.max(...s.sizes) - Math.min(...s.sizes) <= 1, `even sizes: ${s.sizes}`);
+    assert.equal(s.lease_ms, base.startup_ms + base.fixed_ms + base.arms * (s.sizes[0] as number) * base.rep_ms);
+  });
+
+  it("a quick start keeps the spec's own blocks: never fewer reps per block than the first", () => {
+    const s = sizeBlocks({ ...base, startup_ms: 10 });
+    assert.equal(s.wanted, base.first_reps);
+    assert.deepEqual(
+      s.sizes,
+      Array.from({ length: 19 }, () => 3),
+    );
+  });
+
+  it('held by the reps left, and by the bound on reps per block', () => {
+    const left = sizeBlocks({ ...base, rep_ms: 1 });
+    assert.deepEqual(left.sizes, [base.remaining]);
+    assert.equal(left.held_by, 'remaining');
+    const bound = sizeBlocks({
+      ...base,
+      startup_ms: 60_000,
+      rep_ms: 1,
+      first_reps: 5,
+      remaining: 5 * 99,
+      max_reps: 200,
+    });
+    assert.equal(bound.held_by, 'max_reps');
+    assert.deepEqual(bound.sizes, [165, 165, 165]);
+  });
+
+  it('never fewer later blocks than the gangs the live cards could run side by side, each still the first block or larger', () => {
+    const wide = sizeBlocks({ ...base, rep_ms: 1, parallel: 4 });
+    assert.equal(wide.held_by, 'cards');
+    assert.deepEqual(wide.sizes, [15, 14, 14, 14]);
+    assert.match(describeSizing(2, wide), /\(4 blocks, one per card free to run them side by side; \d+ would keep/);
+    const more = sizeBlocks({ ...base, rep_ms: 1, parallel: 100 });
+    assert.deepEqual(
+      more.sizes,
+      Array.from({ length: 19 }, () => 3),
+      'no block below the first block’s reps',
+    );
+    assert.deepEqual(sizeBlocks({ ...base, parallel: 1 }), sizeBlocks(base), 'one card: the target alone');
+  });
+
+  it('groupSizes: as many blocks as hold k, the rest spread over them, never over the bound', () => {
+    assert.deepEqual(groupSizes(60, 19, 200), [20, 20, 20]);
+    assert.deepEqual(groupSizes(61, 19, 200), [21, 20, 20]);
+    assert.deepEqual(groupSizes(10, 40, 200), [10]);
+    assert.deepEqual(groupSizes(450, 200, 200), [150, 150, 150]);
+    assert.deepEqual(groupSizes(0, 5, 200), []);
+  });
+
+  it('the sized plan: the first block as registered, every arm the same reps per block, the reps in all unchanged', () => {
+    const spec = residentSpec();
+    const plan = planExperiment(spec, 'h');
+    assert.equal(plan.reps_per_block, 'auto', 'auto is the default for a resident command rank');
+    const sizing = sizeBlocks({ ...base, arms: plan.arms.length });
+    const sized = applyBlockSizing(plan, sizing, 'test');
+    assert.deepEqual(sized.blocks[0], plan.blocks[0]);
+    assert.deepEqual(perArm(sized), [3, ...sizing.sizes]);
+    assert.equal(
+      sized.blocks.reduce((n, b) => n + b.sequence.length, 0),
+      plan.blocks.reduce((n, b) => n + b.sequence.length, 0),
+    );
+    assert.deepEqual(
+      sized.blocks.map((b) => b.index),
+      sized.blocks.map((_, i) => i),
+    );
+    // interleaving intact: each block's rounds run every arm once
+    for (const b of sized.blocks)
+      for (let r = 0; r < b.sequence.length; r += 2)
+        assert.deepEqual([...b.sequence.slice(r, r + 2)].sort(), ['eager', 'graph'], `block ${b.index} round ${r / 2}`);
+    // successive blocks do not all open with the same arm
+    assert.ok(new Set(sized.blocks.map((b) => b.sequence[0])).size > 1);
+  });
+
+  it('a sizing that would change the reps in all, or break the bounds, is refused naming where it was read', () => {
+    const plan = planExperiment(residentSpec(), 'h');
+    const sizing = sizeBlocks({ ...base, arms: plan.arms.length });
+    assert.throws(
+      () => applyBlockSizing(plan, { ...sizing, sizes: [...sizing.sizes, 3] }, 'orch:experiment:x field block_sizing'),
+      /orch:experiment:x field block_sizing: .*must hold the 57 reps per arm/,
+    );
+    assert.throws(
+      () => applyBlockSizing(plan, { ...sizing, sizes: [1, ...Array.from({ length: 28 }, () => 2)] }, 'where'),
+      /every size must lie within 3\.\./,
+    );
+  });
+
+  it('a number bounds the later blocks at plan time; equal to reps it changes nothing', () => {
+    const fixed = planExperiment(residentSpec({}, { reps_per_block: 12 }), 'h');
+    assert.equal(fixed.reps_per_block, 12);
+    assert.deepEqual(perArm(fixed), [3, 12, 12, 11, 11, 11], 'at most 12, the reps after block 0 spread evenly');
+    assert.ok(
+      perArm(fixed)
+        .slice(1)
+        .every((k) => k <= 12 && k >= 3),
+    );
+    assert.equal(
+      perArm(fixed).reduce((a, b) => a + b, 0),
+      3 * 20,
+    );
+    assert.equal(planExperiment(residentSpec({}, { reps_per_block: 3 }), 'h').reps_per_block, undefined);
+  });
+
+  it('auto only where a start-up can be measured: a native spec, a sequential one or one block keep their blocks', () => {
+    assert.equal(repsPerBlockOf(residentSpec({}, { count: 1 })), null);
+    assert.equal(repsPerBlockOf(residentSpec({ stopping: { rule: 'sequential', max_blocks: 6 } }, { count: 6 })), null);
+    assert.equal(repsPerBlockOf(residentSpec({}, {}, 'per_rep')), null);
+    const asked = residentSpec(
+      { stopping: { rule: 'sequential', max_blocks: 6 } },
+      { count: 6, reps_per_block: 'auto' },
+    );
+    assert.match(
+      compileSpec(asked)
+        .problems.map((p) => `${p.path.join('.')}: ${p.message}`)
+        .join('\n'),
+      /blocks\.reps_per_block: reps_per_block: auto: a sequential experiment/,
+    );
+    assert.match(
+      compileSpec(residentSpec({}, { reps_per_block: 2 }))
+        .problems.map((p) => p.message)
+        .join('\n'),
+      /reps_per_block: 2 is below reps: 3/,
+    );
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * What `orch prune --rank-caches` removes of this host's compiler caches (worker/command/rank-caches.ts):
+ * a build's caches once the build itself is gone from the build cache (nothing can start warm from
+ * them again), and any build's caches, the checkout's too, not used by a rank for longer than the
+ * bound (a build kept for ever should not keep gigabytes of Inductor and Triton output for ever).
+ * A directory that is not a cache set (a name neither a build's nor the checkout's) is left alone.
+ */
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { COMPLETE_MARKER } from '../builds/build-cache.ts';
+import { CHECKOUT_CACHE_NAME, LAST_USED_FILE, rankCacheName, rankCachesRoot } from './rank-caches.ts';
+
+export interface PrunableCache {
+  dir: string;
+  /** the build the caches belong to (its key), null for the checkout's or a build no longer in the cache */
+  build: string | null;
+  /** why it goes: its build is gone, or its last use is older than the bound */
+  why: 'build removed' | 'unused';
+  last_used: number | null;
+}
+
+const CACHE_NAME = /^[0-9a-f]{16}$/;
+
+/** The cache sets under `buildRoot`'s parent that go: unreferenced by a finished build, or last used before `cutoffMs`. */
+export function prunableRankCaches(buildRoot: string, cutoffMs: number): PrunableCache[] {
+  const root = rankCachesRoot(buildRoot);
+  if (!existsSync(root)) return [];
+  const builds = finishedBuilds(buildRoot);
+  const found: PrunableCache[] = [];
+  for (const name of readdirSync(root).sort()) {
+    if (name !== CHECKOUT_CACHE_NAME && !CACHE_NAME.test(name)) continue;
+    const dir = join(root, name);
+    const build = name === CHECKOUT_CACHE_NAME ? null : (builds.get(name) ?? null);
+    const lastUsed = lastUse(dir);
+    if (name !== CHECKOUT_CACHE_NAME && build === null)
+      found.push({ dir, build, why: 'build removed', last_used: lastUsed });
+    else if (lastUsed === null || lastUsed < cutoffMs) found.push({ dir, build, why: 'unused', last_used: lastUsed });
+  }
+  return found;
+}
+
+/** Removes the listed cache sets; a rank starting meanwhile recreates its directories (cold). */
+export function removeRankCaches(caches: readonly PrunableCache[]): void {
+  for (const c of caches) rmSync(c.dir, { recursive: true, force: true });
+}
+
+/** Cache name → build key of every finished build (artifacts/<key>/.complete). */
+function finishedBuilds(buildRoot: string): Map<string, string> {
+  const artifacts = join(buildRoot, 'artifacts');
+  if (!existsSync(artifacts)) return new Map();
+  return new Map(
+    readdirSync(artifacts)
+      .filter((key) => existsSync(join(artifacts, key, COMPLETE_MARKER)))
+      .map((key) => [rankCacheName(key), key]),
+  );
+}
+
+/** When a rank last started with these caches (the marker's mtime); null: never recorded. */
+function lastUse(dir: string): number | null {
+  const marker = join(dir, LAST_USED_FILE);
+  return existsSync(marker) ? statSync(marker).mtimeMs : null;
+}
