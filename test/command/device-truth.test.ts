@@ -60,7 +60,7 @@ describe('launch counts and clock hygiene of a resident command rank', () => {
     assert.ok(none.includes(countingCostSentence()), none);
     assert.match(
       countingCostSentence(),
-      /^Counting's cost to a timed step, on against off through orch: the CUDA example \(examples\/cuda-decode\): eager [+−]\d+\.\d %, graph [+−]\d+\.\d % \(H200, bench\/h200\/user-rank\/truth[\w.]*\.sh/,
+      /^Counting's cost to a timed step, on against off through orch: the CUDA example \(examples\/cuda-decode\): eager [+−]\d+\.\d %, graph [+−]\d+\.\d % \(H200, bench\/h200\/user-rank\/(truth|counting)[\w.]*\.sh/,
     );
     assert.doesNotMatch(none, /\| 0 \| 0 \|/, 'not available is never shown as zeros');
   });
