@@ -162,6 +162,9 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
         prefix,
         loaded: input.loaded,
         submitToken,
+        // the local worker's cards are all there will ever be: a spec none of them can run
+        // (workload.requires) is refused now, not left waiting until the user interrupts
+        noWait: true,
         resultsRoot: input.resultsRoot,
         ...(input.failOn ? { failOn: input.failOn } : {}),
         wait: {

@@ -20,7 +20,7 @@ import {
 } from '../../store/experiment-store.ts';
 import { hostQueue } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
-import { neverFits, wantedBackend } from '../scheduler/grant-planner.ts';
+import { cardNeed, cardSlot, neverFits } from '../scheduler/grant-planner.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { type ExperimentFilter, selectExperiments } from './experiment-filter.ts';
 import { type ExperimentOutcome, experimentOutcomes, formatChange, formatDuration } from './experiment-outcome.ts';
@@ -128,12 +128,7 @@ export async function clusterStatus(
   }
 
   const ids = opts.experiment ? [opts.experiment] : await store.list();
-  const liveSlots = (await registry.liveCards()).map((c) => ({
-    id: c.id,
-    host: c.host,
-    backend: c.backend,
-    index: c.index,
-  }));
+  const liveSlots = (await registry.liveCards()).map(cardSlot);
   const page = await pageOf(store, ids, {
     all: opts.all === true || opts.experiment !== undefined,
     now,
@@ -165,7 +160,7 @@ export async function clusterStatus(
       {
         key: '',
         ranks: exp.plan.ranks,
-        backend: wantedBackend(exp),
+        ...cardNeed(exp),
         ...gangPlacement(exp.plan.placement),
         expectedMs: 0,
       },
