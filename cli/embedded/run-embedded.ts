@@ -21,6 +21,7 @@ import { planExperiment } from '../../jobs/plan.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
+import { failedOutputLines } from '../../orchestrator/report/failed-output-section.ts';
 import type { FailOnSet } from '../../orchestrator/report/outcome-exit-code.ts';
 import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
@@ -206,6 +207,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     if (state !== 'done' && !interrupted) {
       const reason = (await guard(new ExperimentStore(redis, prefix).get(outcome.id)))?.reason;
       note(`experiment ${outcome.id} ended ${state}${reason ? `: ${reason}` : ''}`);
+      for (const l of failedOutputLines(written.analysis)) process.stderr.write(`${l}\n`);
     }
     return { id, state, written, exitCode: interrupted ? signalExit(interrupted) : outcome.exitCode };
   } catch (err) {

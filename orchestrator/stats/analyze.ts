@@ -234,7 +234,13 @@ function analyzeRan(input: AnalysisInput): Analysis {
     probe: null,
     sequential,
     capture_blockers: blockers,
+    ...failedRankOutput(input),
   };
+}
+
+/** The failed ranks' last lines, passed on as they were recorded; nothing when no rank failed. */
+function failedRankOutput(input: AnalysisInput): Pick<Analysis, 'failed_rank_output'> {
+  return input.rank_output?.length ? { failed_rank_output: input.rank_output } : {};
 }
 
 /**
@@ -396,5 +402,6 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     probe,
     ...(trace === null ? {} : { trace }),
     capture_blockers: blockers,
+    ...failedRankOutput(input),
   };
 }
