@@ -45,6 +45,7 @@ export class BlockCommit {
       position: p.position,
       kind: 'failed',
       reason: captureFailedReason(blocker),
+      ...(blocker.others.length === 0 ? {} : { other_blockers: blocker.others }),
     }));
     const notRun = [...this.notRun(planned, measured.stoppedAt), ...blocked];
     await this.fate.race(events.flush());

@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
+import { CaptureBlockedError, otherBlockers } from '../jobs/capture-blocker.ts';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Probe } from '../jobs/graphrt-protocol.ts';
@@ -296,8 +296,9 @@ export class GangRanks {
         line.code === 'CAPTURE_FAILED'
       ) {
         const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
+        const others = 'other_blockers' in line ? otherBlockers(line.other_blockers) : [];
         throw new CaptureBlockedError(
-          { arm: op.arm.name, message: escapeRankText(line.message), frame },
+          { arm: op.arm.name, message: escapeRankText(line.message), frame, others },
           this.gang.rankOf(i),
           this.gang.job.cards[i] ?? '?',
         );

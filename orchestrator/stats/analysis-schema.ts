@@ -470,7 +470,7 @@ export const AnalysisSchema = z
       )
       .meta({
         description:
-          "graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per arm: not measured; their comparisons are not_testable",
+          "graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one entry per blocker (an arm's first where its capture stopped, then the others the rank library's audit met): not measured; their comparisons are not_testable",
       })
       .optional(),
     failed_rank_output: z

@@ -337,7 +337,7 @@ export interface DriftRow {
 
 export interface Analysis {
   experiment: string;
-  /** graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per arm; absent in older reports */
+  /** graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per blocker, an arm's first first; absent in older reports */
   capture_blockers?: import('../../jobs/capture-blocker.ts').CaptureBlocker[];
   /** the last lines each rank of a failed block printed (jobs/rank-output-tail.ts); absent when none failed, and in older reports */
   failed_rank_output?: RankOutputTail[];
