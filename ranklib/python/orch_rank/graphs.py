@@ -161,7 +161,7 @@ def _torch_audit_mode() -> Any:
     syncs = {aten._local_scalar_dense.default, aten.nonzero.default}
 
     def unpinned_host(t: Any) -> bool:
-        return isinstance(t, torch.Tensor) and t.device.type == "cpu" and not t.is_pinned() and t.numel() > 1
+        return isinstance(t, torch.Tensor) and t.device.type == "cpu" and not t.is_pinned()
 
     class Audit(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
