@@ -2,13 +2,14 @@
  * The last lines of a failed rank (jobs/rank-output-tail.ts): a command that prints 30 lines on
  * each stream and exits 1 leaves lines 11..30 of each, in order, in report.md's "Output of failed
  * ranks", on `orch submit`'s stderr at its end and in `orch report --from`'s rebuilt report — read
- * from the failure's record, not from the event stream. The record is bounded: 20 lines a stream,
+ * from the failure's record, not from the event stream; a resident program whose setup raises
+ * leaves its traceback's end there. The record is bounded: 20 lines a stream,
  * each line escaped and cut, and at most RANK_OUTPUT_RECORDS_MAX records per experiment in Redis.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   failedBlocksOutput,
@@ -42,6 +43,21 @@ reps: 2
 blocks: { count: 1 }
 gates: { identity: false, aa: false }
 metric: { name: ms, better: lower }
+`;
+
+const RESIDENT_SPEC = `name: setup-fails
+design: ab
+workload:
+  runtime: command
+  run: { cmd: python3 ${resolve('test/fixtures/resident-setup-fails/prog.py')}, mode: resident, hello_timeout_s: 60 }
+  toggles: { GRAPH: request }
+  warmup: 1
+  steps: 2
+toggles: [GRAPH]
+arms: [{ name: eager, toggles: { GRAPH: false } }, { name: graph, toggles: { GRAPH: true } }]
+reps: 2
+blocks: { count: 1 }
+gates: { identity: false, aa: false }
 `;
 
 const r = privateRedis();
@@ -84,6 +100,32 @@ describe("a failed rank's last lines", () => {
       const rebuilt = runOrch(['report', '--from', join(dir, 'res', id)], { REDIS_URL: '' });
       assert.equal(rebuilt.stderr, '');
       assert.equal(readFileSync(join(dir, 'res', id, 'report.md'), 'utf8'), md);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a resident program's setup that raises: its last stderr lines, its traceback's end among them", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'orch-tail-resident-'));
+    try {
+      const file = join(dir, 'spec.yaml');
+      writeFileSync(file, RESIDENT_SPEC);
+      const res = runOrch(['submit', file, '--results', join(dir, 'res')], {
+        REDIS_URL: '',
+        ORCH_PREFIX: '',
+        ORCH_LOG: 'silent',
+        ORCH_CPU_CARDS: '1',
+        PYTHONDONTWRITEBYTECODE: '1',
+      });
+      const [id] = readdirSync(join(dir, 'res'));
+      assert.ok(id, res.stderr.slice(0, 2000));
+      const md = readFileSync(join(dir, 'res', id, 'report.md'), 'utf8');
+      const section = md.split('## Output of failed ranks')[1]?.split('\n## ')[0] ?? '';
+      for (const text of [section, res.stderr.split(/printed last:\n/)[1] ?? '']) {
+        assert.match(text, /RuntimeError: no weights file: \/nonexistent\/model\.bin/, text);
+        assert.match(text, /\bsetup line 30\b/);
+        assert.doesNotMatch(text, /\bsetup line 1\b/, 'the first lines are not the ones kept');
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
