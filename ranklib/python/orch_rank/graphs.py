@@ -55,6 +55,9 @@ class _Registry:
         self.auditing: list[tuple[str, dict[str, object] | None]] | None = None  # the audit's finds
 
     def run(self, key: Hashable, body: Callable[[], Any]) -> None:
+        if self.auditing is not None:
+            body()  # the audit runs the step eagerly, a graph nested in it too: nothing is captured then
+            return
         if self.capturing:
             raise CaptureFailed(f"graph {key!r} called while another graph is being captured")
         shaped = (key, self.shape)
