@@ -8,13 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const RANKLIB = join(fileURLToPath(new URL('../..', import.meta.url)), 'ranklib/python');
 
-// the program's own lines are the `<string>` frames python -c gives no file for: a file is needed
+// written to a file: the audit names the program's lines by file, and python -c has none
 const PROGRAM = `
 import json, os, sys, tempfile
 sys.path.insert(0, ${JSON.stringify(RANKLIB)})
@@ -42,12 +44,12 @@ print(json.dumps({"counts": graphs.counts()}))
 `;
 
 test('the audit lists each other blocked line once, at its line, and captures nothing', () => {
-  const dir = spawnSync('mktemp', ['-d']).stdout.toString().trim();
+  const dir = mkdtempSync(join(tmpdir(), 'orch-audit-'));
   const file = join(dir, 'audit.py');
-  spawnSync('sh', ['-c', `cat > ${file}`], { input: PROGRAM });
+  writeFileSync(file, PROGRAM);
   const lineOf = (mark: string) => PROGRAM.split('\n').findIndex((l) => l.includes(`# ${mark}`)) + 1;
   const r = spawnSync('python3', [file], { encoding: 'utf8', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
-  spawnSync('rm', ['-rf', dir]);
+  rmSync(dir, { recursive: true, force: true });
   assert.equal(r.status, 0, r.stderr);
   const [failed, after] = r.stdout
     .trim()
