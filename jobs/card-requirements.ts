@@ -168,5 +168,14 @@ export function unmetRequirements(
   return `workload.requires ${describeRequirements(need)}; cards: ${listed || 'none'}`;
 }
 
-/** The sentence a block that no card can run waits with, or is refused with (orchestrator/experiment/submit.ts). */
+/** How a submit that no card can run now is refused (--no-wait, the embedded default): `${NO_CARD_CAN_RUN}: <spec file>: <unmet>`. */
 export const NO_CARD_CAN_RUN = 'no card here can run this';
+
+/**
+ * Why a block that no registered card can run waits (orch status, the dashboard). It starts as the
+ * planner's other "no … card is registered" sentences do, so /metrics counts it under the same
+ * reason code (orchestrator/dashboard/wait-reason-code.ts `no-cards`).
+ */
+export function waitingForRequirements(unmet: string): string {
+  return `no card is registered that can run this: ${unmet}`;
+}

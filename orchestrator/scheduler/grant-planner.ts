@@ -26,8 +26,8 @@ import {
   type CardRequirements,
   cardRequirements,
   meetsRequirements,
-  NO_CARD_CAN_RUN,
   unmetRequirements,
+  waitingForRequirements,
 } from '../../jobs/card-requirements.ts';
 import type { Spec } from '../../jobs/spec.ts';
 
@@ -219,7 +219,7 @@ export function neverFits(block: WaitingBlock, cards: CardSlot[]): string | null
   if (usable.length === 0) {
     if (cards.length === 0) return 'no host is registered (start `orch worker` on a host)';
     const unmet = unmetRequirements(block.requires, cards);
-    return unmet ? `${NO_CARD_CAN_RUN}: ${unmet}` : `no ${kind}card is registered (cards: ${summarizeCards(cards)})`;
+    return unmet ? waitingForRequirements(unmet) : `no ${kind}card is registered (cards: ${summarizeCards(cards)})`;
   }
   const versions = byKey(usable, (c) => c.version ?? '');
   if (spreads(block)) {

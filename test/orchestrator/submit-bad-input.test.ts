@@ -81,7 +81,7 @@ test('bad input at submit', async () => {
   await waitsAndSaysWhy(
     c,
     'requires-cuda.yaml',
-    /block 0 {2}waiting: no card here can run this: workload\.requires \[cuda\]; cards: 2 cpu@h1/,
+    /block 0 {2}waiting: no card is registered that can run this: workload\.requires \[cuda\]; cards: 2 cpu@h1/,
   );
 });
 

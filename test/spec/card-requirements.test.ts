@@ -10,6 +10,7 @@ import {
   RequiresSchema,
   unmetRequirements,
 } from '../../jobs/card-requirements.ts';
+import { waitReasonCode } from '../../orchestrator/dashboard/wait-reason-code.ts';
 import { type CardSlot, fitGang, neverFits, planGrants } from '../../orchestrator/scheduler/grant-planner.ts';
 
 const MIB_PER_GIB = 1024;
@@ -74,7 +75,9 @@ test('the planner gives a requiring block only cards that meet it, and says why 
   assert.deepEqual(d.grants, [], 'the small cards are free, and not enough');
   assert.equal(
     neverFits({ ...block, ranks: 1 }, cards.slice(0, 2)),
-    'no card here can run this: workload.requires [cuda, min_memory_gb: 80]; cards: 2 cuda@small (40 GiB, cc 9.0)',
+    'no card is registered that can run this: workload.requires [cuda, min_memory_gb: 80]; cards: 2 cuda@small (40 GiB, cc 9.0)',
   );
+  // /metrics counts it with the planner's other "no card" sentences, never as `other`
+  assert.equal(waitReasonCode(neverFits(block, cards.slice(0, 2))), 'no-cards');
   assert.match(neverFits({ ...block, ranks: 2 }, cards)!, /needs 2 cards on one host; the largest host, big, has 1/);
 });
