@@ -104,11 +104,10 @@ async function checkPlacement(
     ...gangPlacement(plan.placement),
     expectedMs: 0,
   };
-  const toSlot = cardSlot;
   const where = `${loaded.file}: blocks.ranks = ${plan.ranks}, placement ${plan.placement}`;
   // Too many ranks for every registered host, whatever backend or requirement: no waiting helps.
   const { requires: _anyCard, ...counted } = block;
-  const anyBackend = neverFits({ ...counted, backend: 'any' }, all.map(toSlot));
+  const anyBackend = neverFits({ ...counted, backend: 'any' }, all.map(cardSlot));
   if (anyBackend && all.length > 0) {
     throw new UserInputError('TOO_MANY_RANKS', `${where}: ${anyBackend}`, {
       hint:
@@ -118,7 +117,7 @@ async function checkPlacement(
     });
   }
   refuseDisallowed(loaded, all);
-  const why = neverFits(block, live.map(toSlot));
+  const why = neverFits(block, live.map(cardSlot));
   const unmet = live.length > 0 ? unmetRequirements(block.requires, live) : null;
   if (unmet && noWait) {
     throw new UserInputError('NO_MATCHING_CARDS', `${NO_CARD_CAN_RUN}: ${loaded.file}: ${unmet}`, {
