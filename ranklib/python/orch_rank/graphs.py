@@ -113,7 +113,6 @@ class _Registry:
 
         return replay
 
-
     def _audit(self, body: Callable[[], Any], first: "dict[str, object] | None") -> list[dict[str, object]]:
         """The blockers of `body` besides the first (at `first`): the body run eagerly with every
         refused operation recorded, not raised; one per line of the program."""
