@@ -7,7 +7,10 @@
  *
  * The reps of such an arm are recorded as failed (jobs/failed-rep.ts) with a reason that starts
  * with CAPTURE_FAILED_PREFIX, so every reader of failure records tells them apart without a
- * second record: `captureBlockerOf(reason)`.
+ * second record: `captureBlockerOf(reason)`. The capture stops at the first blocker; the rank
+ * library's audit lists the body's others (ranklib/PROTOCOL.md "error", `other_blockers`), which
+ * the failure record carries beside its reason (`other_blockers`), so a program's every blocker is
+ * named in one run.
  */
 
 import { OrchError } from './errors.ts';
@@ -16,11 +19,30 @@ import { escapeRankText } from './rank-text.ts';
 
 export const CAPTURE_FAILED_PREFIX = 'not measured: capture failed: ';
 
-export interface CaptureBlocker {
-  arm: string;
-  /** the program's message, escaped and bounded (jobs/rank-text.ts) */
+/** One operation a capture refused: the program's message, escaped and bounded (jobs/rank-text.ts), and the user's line. */
+export interface BlockerAt {
   message: string;
   frame: ErrorFrame | null;
+}
+
+/** One blocker of an arm, as the analysis lists them (an arm has one per line of its program that blocks). */
+export interface CaptureBlocker extends BlockerAt {
+  arm: string;
+}
+
+/** What a blocked arm's answer said: the blocker its capture stopped at, and the others the audit met. */
+export interface BlockedArm extends CaptureBlocker {
+  others: BlockerAt[];
+}
+
+/** The other blockers of an answer's `other_blockers`, escaped as every rank text is. */
+export function otherBlockers(
+  lines: readonly { message: string; frame: ErrorFrame | null }[] | undefined,
+): BlockerAt[] {
+  return (lines ?? []).map((b) => ({
+    message: escapeRankText(b.message),
+    frame: b.frame === null ? null : { file: escapeRankText(b.frame.file, 1024), line: b.frame.line },
+  }));
 }
 
 /** The failure reason of each rep of a blocked arm: `not measured: capture failed: <message> (at <file>:<line>)`. */
@@ -41,9 +63,9 @@ export function captureBlockerOf(arm: string, reason: string): CaptureBlocker | 
 
 /** A rep request answered CAPTURE_FAILED: the block goes on without the arm (worker/rep-pipeline.ts). */
 export class CaptureBlockedError extends OrchError {
-  readonly blocker: CaptureBlocker;
+  readonly blocker: BlockedArm;
 
-  constructor(blocker: CaptureBlocker, rank: number, card: string) {
+  constructor(blocker: BlockedArm, rank: number, card: string) {
     super('CAPTURE_FAILED', `rank ${rank} on card ${card}: arm ${blocker.arm}: ${captureFailedReason(blocker)}`);
     this.blocker = blocker;
   }

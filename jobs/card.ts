@@ -11,6 +11,13 @@ export const CardSchema = z.object({
   /** GPU UUID (what CUDA_VISIBLE_DEVICES gets); for cpu cards the card id */
   uuid: z.string().min(1),
   name: z.string(),
+  /** cuda: nvidia-smi's memory.total (MiB); absent on cpu cards and where it was not reported (jobs/card-requirements.ts) */
+  memory_mib: z.number().int().positive().optional(),
+  /** cuda: nvidia-smi's compute_cap, "major.minor"; absent on cpu cards and on drivers that do not report it */
+  compute_capability: z
+    .string()
+    .regex(/^\d+\.\d+$/)
+    .optional(),
   /** what its host's worker runs: orch version and commit, graphrt build; a gang never mixes two */
   version: z.string().optional(),
   /** what its host's worker allows beyond graphrt (jobs/worker-capabilities.ts); absent: nothing */

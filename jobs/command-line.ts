@@ -11,6 +11,7 @@ import {
   LaunchCountsSchema,
   OrchRankHelloSchema,
   OrchRankTraceSchema,
+  OtherBlockersSchema,
 } from './orch-rank-protocol.ts';
 import { PerRepLaunchCountsSchema } from './per-rep-counts.ts';
 import { repLineCore } from './rep-line.ts';
@@ -138,6 +139,8 @@ export const CommandErrorSchema = z.strictObject({
   message: z.string().min(1),
   /** a resident program's error: the user's own source line (jobs/orch-rank-protocol.ts ErrorFrameSchema) */
   frame: ErrorFrameSchema.optional(),
+  /** CAPTURE_FAILED of a resident program: its other capture blockers (jobs/orch-rank-protocol.ts) */
+  other_blockers: OtherBlockersSchema.optional(),
   final: z.literal(true),
 });
 export type CommandError = z.infer<typeof CommandErrorSchema>;

@@ -8,6 +8,7 @@
  * Records written before kinds existed have none: `failedKind` reads it from the reason.
  */
 import { z } from 'zod';
+import { OtherBlockersSchema } from './orch-rank-protocol.ts';
 import { RepRefSchema } from './rep-ref.ts';
 
 export const FAILED_KINDS = ['failed', 'not_run', 'cancelled', 'stopped'] as const;
@@ -18,7 +19,12 @@ export type FailedKind = z.infer<typeof FailedKindSchema>;
  * A rep that was not measured, and why. It carries its whole identity (RepRef) like a committed
  * rep does, so a reader never parses one back out of the hash field.
  */
-export const FailedRepSchema = RepRefSchema.extend({ reason: z.string(), kind: FailedKindSchema.optional() });
+export const FailedRepSchema = RepRefSchema.extend({
+  reason: z.string(),
+  kind: FailedKindSchema.optional(),
+  /** a capture blocker's record (jobs/capture-blocker.ts): the arm's other blockers, beside the first its reason names */
+  other_blockers: OtherBlockersSchema.optional(),
+});
 export type FailedRep = z.infer<typeof FailedRepSchema>;
 
 /** A failed rep as stored: the attempt whose failure (or stop) it records, too. */

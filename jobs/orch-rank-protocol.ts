@@ -153,6 +153,14 @@ export const ORCH_RANK_ERROR_CODES = ORCH_RANK_ERROR_CODE_NAMES;
 export const ErrorFrameSchema = z.strictObject({ file: z.string().min(1).max(4096), line: z.int().min(0) });
 export type ErrorFrame = z.infer<typeof ErrorFrameSchema>;
 
+/** The most other blockers one CAPTURE_FAILED answer lists (the Python library's MAX_OTHER_BLOCKERS). */
+export const OTHER_BLOCKERS_MAX = 16;
+
+/** CAPTURE_FAILED's other blockers: what the library's audit met in the same body, each at its line. */
+export const OtherBlockersSchema = z
+  .array(z.strictObject({ message: z.string().min(1).max(4096), frame: ErrorFrameSchema.nullable() }))
+  .max(OTHER_BLOCKERS_MAX);
+
 export const OrchRankErrorSchema = z.strictObject({
   v,
   type: z.literal('error'),
@@ -161,6 +169,8 @@ export const OrchRankErrorSchema = z.strictObject({
   message: z.string().min(1),
   fatal: z.boolean(),
   frame: ErrorFrameSchema.optional(),
+  /** CAPTURE_FAILED: the other blockers the library's audit met in the same body, each at its line (ranklib/PROTOCOL.md "error") */
+  other_blockers: OtherBlockersSchema.optional(),
   final: z.literal(true),
 });
 export type OrchRankError = z.infer<typeof OrchRankErrorSchema>;

@@ -72,6 +72,8 @@ export interface OrchKeys {
   failed(id: string): string;
   /** hash "<block>/<arm>" → JSON GateResult (committed attempts only) */
   gates(id: string): string;
+  /** hash "<block>/<attempt>/<rank>" → JSON RankOutputTail: a failed rank's last lines (store/lua/fail-block.lua) */
+  rankOutput(id: string): string;
   /** hash "<block>" → JSON { attempt, epoch, host, committed }: at most one committed attempt per block */
   commits(id: string): string;
   /** hash "<block>/<arm>/<rep>" → JSON ProbeRecord (design probe; read only for the block's committed attempt) */
@@ -152,6 +154,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     results: (id) => `${p}:experiment:${id}:results`,
     failed: (id) => `${p}:experiment:${id}:failed`,
     gates: (id) => `${p}:experiment:${id}:gates`,
+    rankOutput: (id) => `${p}:experiment:${id}:rank-output`,
     commits: (id) => `${p}:experiment:${id}:commits`,
     probes: (id) => `${p}:experiment:${id}:probes`,
     builds: (id) => `${p}:experiment:${id}:builds`,

@@ -12,6 +12,12 @@ import { type GateResult, GateResultSchema } from '../jobs/gate-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { type ProbeRecord, ProbeRecordSchema } from '../jobs/probe-record.ts';
+import {
+  RANK_OUTPUT_RECORDS_MAX,
+  type RankOutputTail,
+  RankOutputTailSchema,
+  rankOutputField,
+} from '../jobs/rank-output-tail.ts';
 import { escapeRankText } from '../jobs/rank-text.ts';
 import { type RepResult, RepResultSchema } from '../jobs/rep-result.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
@@ -145,19 +151,41 @@ export class ResultStore {
     return Object.fromEntries(Object.entries(all).filter(([, r]) => commits[String(r.block)]?.attempt === r.attempt));
   }
 
-  /** Records why reps of a failed attempt were not measured; returns the fields written (-1: the experiment is gone). */
-  async failReps(experiment: string, block: number, attempt: number, reps: FailedRep[]): Promise<number> {
-    if (reps.length === 0) return 0;
-    const args: (string | number)[] = [String(block), attempt];
+  /**
+   * Records why reps of a failed attempt were not measured, with the last lines of the ranks that
+   * failed (at most RANK_OUTPUT_RECORDS_MAX per experiment); returns the rep fields written (-1:
+   * the experiment is gone).
+   */
+  async failReps(
+    experiment: string,
+    block: number,
+    attempt: number,
+    reps: FailedRep[],
+    outputs: readonly RankOutputTail[] = [],
+  ): Promise<number> {
+    if (reps.length === 0 && outputs.length === 0) return 0;
+    const args: (string | number)[] = [String(block), attempt, RANK_OUTPUT_RECORDS_MAX, outputs.length];
+    for (const o of outputs) args.push(rankOutputField(o), JSON.stringify(RankOutputTailSchema.parse(o)));
     for (const f of reps) args.push(repKey(f), failedJson(f, attempt));
     return Number(
       await runScript(
         this.redis,
         'fail-block',
-        [this.keys.failed(experiment), this.keys.commits(experiment), this.keys.exp(experiment)],
+        [
+          this.keys.failed(experiment),
+          this.keys.commits(experiment),
+          this.keys.exp(experiment),
+          this.keys.rankOutput(experiment),
+        ],
         args,
       ),
     );
+  }
+
+  /** The failed ranks' last lines (store/lua/fail-block.lua), field `<block>/<attempt>/<rank>`. */
+  async rankOutputs(experiment: string): Promise<Record<string, RankOutputTail>> {
+    const key = this.keys.rankOutput(experiment);
+    return parseAll(await this.redis.hgetall(key), RankOutputTailSchema, key);
   }
 
   /** The attempt of the block that committed, or null while none has. */

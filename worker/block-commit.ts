@@ -12,6 +12,7 @@
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import { captureFailedReason } from '../jobs/capture-blocker.ts';
 import { OrchError } from '../jobs/errors.ts';
+import type { RankOutputTail } from '../jobs/rank-output-tail.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
@@ -44,6 +45,7 @@ export class BlockCommit {
       position: p.position,
       kind: 'failed',
       reason: captureFailedReason(blocker),
+      ...(blocker.others.length === 0 ? {} : { other_blockers: blocker.others }),
     }));
     const notRun = [...this.notRun(planned, measured.stoppedAt), ...blocked];
     await this.fate.race(events.flush());
@@ -116,8 +118,8 @@ export class BlockCommit {
     return outcome(notRun.length);
   }
 
-  /** The attempt failed before its commit: every planned rep fails with its reason (best effort). */
-  async failAll(planned: RepRef[], err: Error): Promise<void> {
+  /** The attempt failed before its commit: every planned rep fails with its reason, recorded with the last lines of the ranks that failed (best effort). */
+  async failAll(planned: RepRef[], err: Error, outputs: readonly RankOutputTail[] = []): Promise<void> {
     const { job, log } = this.gang;
     const reason = `attempt ${job.attempt} failed: ${err.message}`;
     await this.results
@@ -126,6 +128,7 @@ export class BlockCommit {
         job.block,
         job.attempt,
         planned.map((p) => ({ ...p, reason })),
+        outputs,
       )
       .catch((e: unknown) => log.warn({ err: e }, 'failed reps not recorded'));
   }

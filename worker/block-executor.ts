@@ -318,7 +318,8 @@ class GangRun {
     } catch (caught) {
       const err = fate.failure ?? (caught as Error);
       fate.fail(err);
-      if (!committed) await this.committer.failAll(planned, err);
+      // with the last lines of the ranks that failed: the report and the terminal show why
+      if (!committed) await this.committer.failAll(planned, err, this.ranks.failedOutputs());
       this.gang.events.worker(this.gang.tags(''), 'block-failed', { reason: err.message });
       // a user's input names its code, so the experiment's reason (and its exit code, 2) says it
       // was the user's (orchestrator/results/stopped-experiment.ts)

@@ -1,6 +1,7 @@
 /**
- * Card discovery: the GPUs nvidia-smi lists (card id = GPU UUID, what CUDA_VISIBLE_DEVICES gets),
- * or, with no GPU, `cpu:N@<host>` cards that run graphrt's CPU backend.
+ * Card discovery: the GPUs nvidia-smi lists (card id = GPU UUID, what CUDA_VISIBLE_DEVICES gets,
+ * with its memory and compute capability for a spec's workload.requires), or, with no GPU,
+ * `cpu:N@<host>` cards that run graphrt's CPU backend.
  *
  * `--cards auto` takes every GPU (or `--cpu-cards N` cpu cards when there is none); a list picks
  * cards by GPU index, UUID, or `cpu:N`, and refuses an entry that names no card of this host.
@@ -18,22 +19,70 @@ export interface GpuRow {
   index: number;
   uuid: string;
   name: string;
+  /** memory.total in MiB, when reported */
+  memory_mib?: number;
+  /** compute_cap, "major.minor", when the driver reports it */
+  compute_capability?: string;
 }
+
+/**
+ * The queries tried in turn: drivers before compute_cap (added to nvidia-smi in 2021) refuse the
+ * first, and a GPU still registers without it (a spec that requires a capability then waits with
+ * "cc not reported"). The name goes last: the only field that might hold a comma.
+ */
+const GPU_QUERIES = [
+  ['index', 'uuid', 'memory.total', 'compute_cap', 'name'],
+  ['index', 'uuid', 'memory.total', 'name'],
+] as const;
 
 /** nvidia-smi's GPUs, or [] when there is no nvidia-smi or no GPU. */
 export async function listGpus(nvidiaSmi = helper('nvidia-smi')): Promise<GpuRow[]> {
-  try {
-    const { stdout } = await run(nvidiaSmi, ['--query-gpu=index,uuid,name', '--format=csv,noheader'], {
-      timeout: 15_000,
-    });
-    return stdout
-      .split('\n')
-      .map((l) => l.split(',').map((f) => f.trim()))
-      .filter((f) => f.length >= 3 && /^\d+$/.test(f[0] as string))
-      .map((f) => ({ index: Number(f[0]), uuid: f[1] as string, name: f.slice(2).join(',') }));
-  } catch {
-    return [];
+  for (const fields of GPU_QUERIES) {
+    try {
+      const { stdout } = await run(nvidiaSmi, [`--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], {
+        timeout: 15_000,
+      });
+      return parseGpuRows(stdout, fields);
+    } catch {
+      // the next, shorter query; none left: no GPU
+    }
   }
+  return [];
+}
+
+/** The rows of one query's output; a value nvidia-smi could not read ("[N/A]") is left out. */
+function parseGpuRows(stdout: string, fields: readonly string[]): GpuRow[] {
+  const nameAt = fields.indexOf('name');
+  return stdout
+    .split('\n')
+    .map((l) => l.split(',').map((f) => f.trim()))
+    .filter((f) => f.length >= fields.length && /^\d+$/.test(f[0] as string))
+    .map((f) => {
+      const at = (k: string) => f[fields.indexOf(k)] ?? '';
+      const memory = Number(at('memory.total'));
+      const cc = at('compute_cap');
+      return {
+        index: Number(f[0]),
+        uuid: at('uuid'),
+        name: f.slice(nameAt).join(','),
+        ...(Number.isInteger(memory) && memory > 0 ? { memory_mib: memory } : {}),
+        ...(/^\d+\.\d+$/.test(cc) ? { compute_capability: cc } : {}),
+      };
+    });
+}
+
+/** A GPU's card: what CUDA_VISIBLE_DEVICES gets, and what a spec's workload.requires is checked against. */
+export function gpuCard(host: string, g: GpuRow): Card {
+  return {
+    id: g.uuid,
+    host,
+    backend: 'cuda',
+    index: g.index,
+    uuid: g.uuid,
+    name: g.name,
+    ...(g.memory_mib === undefined ? {} : { memory_mib: g.memory_mib }),
+    ...(g.compute_capability === undefined ? {} : { compute_capability: g.compute_capability }),
+  };
 }
 
 export function cpuCard(host: string, index: number): Card {
@@ -46,14 +95,7 @@ export async function discoverCards(
   opts: { cards: 'auto' | string[]; cpuCards?: number; gpus?: GpuRow[] },
 ): Promise<Card[]> {
   const gpus = opts.gpus ?? (await listGpus());
-  const gpuCards: Card[] = gpus.map((g) => ({
-    id: g.uuid,
-    host,
-    backend: 'cuda',
-    index: g.index,
-    uuid: g.uuid,
-    name: g.name,
-  }));
+  const gpuCards: Card[] = gpus.map((g) => gpuCard(host, g));
   if (opts.cards === 'auto') {
     if (gpuCards.length > 0) return gpuCards;
     const n = opts.cpuCards ?? 1;

@@ -3,7 +3,7 @@
  * rank; the gang passes when every rank passes, its first bad replay the earliest of any rank's.
  */
 import { armsNeedingIdentity, type BlockArm } from '../jobs/block-job.ts';
-import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
+import { type BlockedArm, CaptureBlockedError } from '../jobs/capture-blocker.ts';
 import type { CommitGate } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
@@ -16,7 +16,7 @@ export class GangGates {
   ) {}
 
   /** arms whose capture failed at their gate (jobs/capture-blocker.ts): no gate, and their reps are not sent */
-  readonly blocked = new Map<string, CaptureBlocker>();
+  readonly blocked = new Map<string, BlockedArm>();
 
   /** Every gate the job's arms need, one after another; an arm whose capture fails has none. */
   async run(): Promise<CommitGate[]> {

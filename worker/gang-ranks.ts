@@ -14,12 +14,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CaptureBlockedError } from '../jobs/capture-blocker.ts';
+import { CaptureBlockedError, otherBlockers } from '../jobs/capture-blocker.ts';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Probe } from '../jobs/graphrt-protocol.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
+import { printedAnything, type RankOutputTail } from '../jobs/rank-output-tail.ts';
 import { type RankStartup, rankStartup } from '../jobs/rank-startup.ts';
 import { escapeRankText } from '../jobs/rank-text.ts';
 import { rendezvousSecret } from '../jobs/spread-gang.ts';
@@ -63,6 +64,8 @@ export class GangRanks {
   private readonly helloFrom = new Map<number, number>();
   /** a command gang's exchange for this attempt */
   private exchange: GangExchange | null = null;
+  /** the card indexes whose rank failed first-hand (not killed for another's failure): their output is recorded */
+  private readonly failedFirstHand = new Set<number>();
 
   constructor(
     private readonly gang: GangContext,
@@ -129,7 +132,7 @@ export class GangRanks {
       (r, i) =>
         void r.ready.then(
           () => this.helloFrom.set(i, Date.now()),
-          () => undefined,
+          () => this.failedHere(i),
         ),
     );
     try {
@@ -225,9 +228,36 @@ export class GangRanks {
     });
     void handle.exited.then((exit) => {
       events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
-      if (!this.fate.closing) this.fate.fail(new RankExitError(exit, this.startingContext()));
+      if (this.fate.closing) return;
+      this.failedHere(i);
+      this.fate.fail(new RankExitError(exit, this.startingContext()));
     });
     return handle;
+  }
+
+  /** Rank i failed while the gang had not: its own failure, not a kill for another rank's. */
+  private failedHere(i: number): void {
+    if (this.fate.failure === null) this.failedFirstHand.add(i);
+  }
+
+  /** The last lines each rank that failed first-hand printed, for the record of the attempt's failure. */
+  failedOutputs(): RankOutputTail[] {
+    const { job, host } = this.gang;
+    return [...this.failedFirstHand]
+      .sort((a, b) => a - b)
+      .flatMap((i) => {
+        const output = this.handles[i]?.output?.();
+        if (output === undefined || !printedAnything(output)) return [];
+        const tail: RankOutputTail = {
+          block: job.block,
+          attempt: job.attempt,
+          rank: this.gang.rankOf(i),
+          card: job.cards[i] ?? '?',
+          host,
+          ...output,
+        };
+        return [tail];
+      });
   }
 
   /**
@@ -284,8 +314,9 @@ export class GangRanks {
         line.code === 'CAPTURE_FAILED'
       ) {
         const frame = 'frame' in line && line.frame !== undefined ? line.frame : null;
+        const others = 'other_blockers' in line ? otherBlockers(line.other_blockers) : [];
         throw new CaptureBlockedError(
-          { arm: op.arm.name, message: escapeRankText(line.message), frame },
+          { arm: op.arm.name, message: escapeRankText(line.message), frame, others },
           this.gang.rankOf(i),
           this.gang.job.cards[i] ?? '?',
         );
@@ -303,7 +334,8 @@ export class GangRanks {
     // The first rank that answers otherwise (an error, or its request failing) fails the gang at
     // once: the others may be waiting for it inside a collective and would answer only at the
     // request timeout. A capture blocker is a finding, not the gang's failure.
-    const failGang = (err: unknown): never => {
+    const failGang = (err: unknown, i: number): never => {
+      if (!(err instanceof CaptureBlockedError)) this.failedHere(i);
       if (this.handles.length > 1 && !(err instanceof CaptureBlockedError)) this.fate.fail(err as Error);
       throw err;
     };
@@ -316,7 +348,7 @@ export class GangRanks {
               answered[i] = Date.now();
               return checked(line, i);
             })
-            .catch(failGang),
+            .catch((err: unknown) => failGang(err, i)),
         ),
       ),
     );

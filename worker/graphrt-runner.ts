@@ -17,6 +17,7 @@ import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { type GraphrtLine, type Hello, parseGraphrtLine } from '../jobs/graphrt-protocol.ts';
 import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
+import { RANK_OUTPUT_TAIL_LINES, type RankOutput } from '../jobs/rank-output-tail.ts';
 import { toJobError } from '../store/job-error.ts';
 import { openLockFile } from '../store/private-dir.ts';
 import { BuildCache } from './builds/build-cache.ts';
@@ -141,6 +142,15 @@ class BuildsRank implements RankHandle {
 
   pids(): number[] {
     return [...this.procs.values()].flatMap((p) => p.pids());
+  }
+
+  /** Each build's process printed on its own pipes: their last lines, process after process. */
+  output(): RankOutput {
+    const all = [...this.procs.values()].map((p) => p.output?.() ?? { stdout: [], stderr: [] });
+    return {
+      stdout: all.flatMap((o) => o.stdout).slice(-RANK_OUTPUT_TAIL_LINES),
+      stderr: all.flatMap((o) => o.stderr).slice(-RANK_OUTPUT_TAIL_LINES),
+    };
   }
 
   // Two builds are two processes on one card: a request written to one while the other

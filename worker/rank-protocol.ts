@@ -40,6 +40,7 @@ import { z } from 'zod';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
+import { OutputTail, type RankOutput } from '../jobs/rank-output-tail.ts';
 import { readLines } from './line-reader.ts';
 import { type RankExit, RankExitError, type RankOp, RankProtocolError } from './rank-runner.ts';
 
@@ -139,6 +140,8 @@ export class RankProtocol<L extends ProtocolLine> {
   private exit: RankExit | null = null;
   private lastErrorLine: string | null = null;
   private readonly stderrTail: string[] = [];
+  /** both streams' last lines, escaped and bounded, for the record of a failure (jobs/rank-output-tail.ts) */
+  private readonly tail = new OutputTail();
   private readonly errorExitWaitMs: number;
   private resolveReady!: (l: HelloOf<L>) => void;
   private rejectReady!: (e: Error) => void;
@@ -167,7 +170,10 @@ export class RankProtocol<L extends ProtocolLine> {
       // EPIPE after the rank died: its exit is reported through `exited`
     });
     readLines(child.stdout, MAX_RANK_LINE_BYTES, {
-      onLine: (raw) => this.onStdout(raw),
+      onLine: (raw) => {
+        this.tail.push('stdout', raw);
+        this.onStdout(raw);
+      },
       onTooLong: (head) => this.breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${head}`),
     });
     // stderr is for people: an overlong line is kept by its head, not a protocol fault
@@ -197,6 +203,10 @@ export class RankProtocol<L extends ProtocolLine> {
 
   pids(): number[] {
     return this.exit || this.child.pid === undefined ? [] : [this.child.pid];
+  }
+
+  output(): RankOutput {
+    return this.tail.output();
   }
 
   /** One process serves every request in order: any request may queue behind another. */
@@ -409,6 +419,7 @@ export class RankProtocol<L extends ProtocolLine> {
 
   private keepStderr(l: string): void {
     if (l.trim() === '') return;
+    this.tail.push('stderr', l);
     this.stderrTail.push(l);
     if (this.stderrTail.length > STDERR_KEEP) this.stderrTail.shift();
     this.opts.log.debug({ stderr: l }, 'rank stderr');

@@ -28,6 +28,7 @@ import { OrchError } from '../jobs/errors.ts';
 import { DETERMINISTIC_EXITS } from '../jobs/graphrt-exit-codes.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine, RankLine } from '../jobs/rank-line.ts';
+import type { RankOutput } from '../jobs/rank-output-tail.ts';
 import { escapeRankText } from '../jobs/rank-text.ts';
 import type { BuildEvent } from '../jobs/worker-event.ts';
 import type { CommandGang } from './command/command-gang.ts';
@@ -97,6 +98,8 @@ export interface RankHandle {
   exited: Promise<RankExit>;
   /** SIGKILL to the rank's process group, now */
   kill(): void;
+  /** the last lines it printed (jobs/rank-output-tail.ts), for the record of its failure; absent: not kept */
+  output?(): RankOutput;
   /** graceful end (graphrt: close stdin), then kill() after graceMs */
   close(graceMs: number): Promise<RankExit>;
 }

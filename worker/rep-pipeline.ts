@@ -21,7 +21,7 @@
  * ranks mid-rep (a half rep is not measured) and keeps neither it nor the one behind it.
  */
 
-import { CaptureBlockedError, type CaptureBlocker } from '../jobs/capture-blocker.ts';
+import { type BlockedArm, CaptureBlockedError } from '../jobs/capture-blocker.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { CommitRep } from '../store/result-store.ts';
@@ -39,10 +39,10 @@ export interface MeasuredReps {
   /** the position of the first planned rep not run (the worker stopped, or a cancel), else null */
   stoppedAt: number | null;
   /** reps of arms whose capture failed (jobs/capture-blocker.ts): not measured, the block went on */
-  blocked: { p: RepRef; blocker: CaptureBlocker }[];
+  blocked: { p: RepRef; blocker: BlockedArm }[];
 }
 
-type Answer = Measured | { blocked: CaptureBlocker };
+type Answer = Measured | { blocked: BlockedArm };
 
 interface Sent {
   p: RepRef;
@@ -60,10 +60,10 @@ export class RepPipeline {
   ) {}
 
   /** arms whose capture failed in this attempt: their later reps are not sent */
-  private readonly blockedArms = new Map<string, CaptureBlocker>();
+  private readonly blockedArms = new Map<string, BlockedArm>();
 
   /** `blocked`: arms whose capture already failed (at their identity gate): their reps are not sent */
-  async run(planned: RepRef[], blocked: ReadonlyMap<string, CaptureBlocker> = new Map()): Promise<MeasuredReps> {
+  async run(planned: RepRef[], blocked: ReadonlyMap<string, BlockedArm> = new Map()): Promise<MeasuredReps> {
     for (const [arm, b] of blocked) this.blockedArms.set(arm, b);
     const out = await this.measureList(planned, 0);
     const hygiene = this.gang.job.hygiene;

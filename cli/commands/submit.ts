@@ -86,6 +86,7 @@ export const submitCommand = defineCommand({
     const { isRedisOom, redisOomError } = await import('../../store/redis-oom.ts');
     const { submitExperiment } = await import('../../orchestrator/experiment/submit.ts');
     const { awaitResults } = await import('../../orchestrator/experiment/run-experiment.ts');
+    const { failedOutputLines } = await import('../../orchestrator/report/failed-output-section.ts');
     const { ExperimentStore } = await import('../../store/experiment-store.ts');
     const log = orchLog('submit');
     // before connecting: without the token the scheduler would refuse whatever this registered
@@ -139,6 +140,8 @@ export const submitCommand = defineCommand({
           : `${written.report}\nresults: ${written.dir}\n`,
       );
       if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, id)) ?? '');
+      // why a block failed, in the program's own words, where a user looks last
+      for (const l of failedOutputLines(written.analysis)) process.stderr.write(`${l}\n`);
       return exitCode;
     } catch (err) {
       // a full Redis is the cluster's condition, not a bug: REDIS_OOM, with what filled it

@@ -21,6 +21,7 @@ import { planExperiment } from '../../jobs/plan.ts';
 import { cancelExperiment } from '../../orchestrator/experiment/cancel.ts';
 import { waitForEnd } from '../../orchestrator/experiment/progress.ts';
 import { runExperiment } from '../../orchestrator/experiment/run-experiment.ts';
+import { failedOutputLines } from '../../orchestrator/report/failed-output-section.ts';
 import type { FailOnSet } from '../../orchestrator/report/outcome-exit-code.ts';
 import type { WrittenResults } from '../../orchestrator/results/write-results.ts';
 import { Scheduler } from '../../orchestrator/scheduler/scheduler.ts';
@@ -162,6 +163,9 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
         prefix,
         loaded: input.loaded,
         submitToken,
+        // the local worker's cards are all there will ever be: a spec none of them can run
+        // (workload.requires) is refused now, not left waiting until the user interrupts
+        noWait: true,
         resultsRoot: input.resultsRoot,
         ...(input.failOn ? { failOn: input.failOn } : {}),
         wait: {
@@ -203,6 +207,7 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     if (state !== 'done' && !interrupted) {
       const reason = (await guard(new ExperimentStore(redis, prefix).get(outcome.id)))?.reason;
       note(`experiment ${outcome.id} ended ${state}${reason ? `: ${reason}` : ''}`);
+      for (const l of failedOutputLines(written.analysis)) process.stderr.write(`${l}\n`);
     }
     return { id, state, written, exitCode: interrupted ? signalExit(interrupted) : outcome.exitCode };
   } catch (err) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { artifactEscape } from '../artifact-path.ts';
+import { RequiresSchema } from '../card-requirements.ts';
 import { LIMITS, LIMITS_FILE } from '../limits.ts';
 import {
   boundedList,
@@ -174,6 +175,8 @@ export type MetricSource = z.infer<typeof MetricSourceSchema>;
 export const CommandWorkloadSchema = strictObject({
   runtime: z.literal('command'),
   build: BuildSchema.optional(),
+  /** What a card must have to run the program (jobs/card-requirements.ts): checked when the spec is planned against the cluster's cards. Absent: any card. */
+  requires: RequiresSchema.optional(),
   run: RunSchema,
   toggles: z
     .record(

@@ -8,6 +8,7 @@
 
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { describeOffer } from '../../jobs/card-requirements.ts';
 import { gangPlacement, plannedReps } from '../../jobs/plan.ts';
 import { escapeRankText } from '../../jobs/rank-text.ts';
 import { differsFrom, formatWorkerVersion } from '../../jobs/worker-version.ts';
@@ -20,7 +21,7 @@ import {
 } from '../../store/experiment-store.ts';
 import { hostQueue } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
-import { neverFits, wantedBackend } from '../scheduler/grant-planner.ts';
+import { cardNeed, cardSlot, neverFits } from '../scheduler/grant-planner.ts';
 import { LeaderLease } from '../scheduler/leader-lease.ts';
 import { type ExperimentFilter, selectExperiments } from './experiment-filter.ts';
 import { type ExperimentOutcome, experimentOutcomes, formatChange, formatDuration } from './experiment-outcome.ts';
@@ -30,6 +31,9 @@ export interface CardStatus {
   id: string;
   host: string;
   backend: string;
+  /** what its worker read from nvidia-smi (jobs/card.ts): a spec's workload.requires is held to it; null on cpu cards and where not reported */
+  memory_mib: number | null;
+  compute_capability: string | null;
   alive: boolean;
   /** what its host's worker registered (orch, commit, graphrt); null: none (an older worker) */
   version: string | null;
@@ -99,6 +103,8 @@ export async function clusterStatus(
       id: c.id,
       host: c.host,
       backend: c.backend,
+      memory_mib: c.memory_mib ?? null,
+      compute_capability: c.compute_capability ?? null,
       alive: live.has(c.id),
       version: c.version ?? null,
       version_differs: opts.own !== undefined && differsFrom(c.version, opts.own),
@@ -128,12 +134,7 @@ export async function clusterStatus(
   }
 
   const ids = opts.experiment ? [opts.experiment] : await store.list();
-  const liveSlots = (await registry.liveCards()).map((c) => ({
-    id: c.id,
-    host: c.host,
-    backend: c.backend,
-    index: c.index,
-  }));
+  const liveSlots = (await registry.liveCards()).map(cardSlot);
   const page = await pageOf(store, ids, {
     all: opts.all === true || opts.experiment !== undefined,
     now,
@@ -163,7 +164,7 @@ export async function clusterStatus(
       {
         key: '',
         ranks: exp.plan.ranks,
-        backend: wantedBackend(exp),
+        ...cardNeed(exp),
         ...gangPlacement(exp.plan.placement),
         expectedMs: 0,
       },
@@ -264,8 +265,10 @@ export function renderStatus(s: ClusterStatus): string {
       ? `held by ${c.holder.experiment} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)`
       : 'free';
     const version = c.version_differs ? `  version ${c.version ?? 'unknown'} DIFFERS` : '';
+    // a cuda card's memory and capability, what a spec's workload.requires is checked against
+    const offer = c.backend === 'cuda' ? describeOffer({ backend: 'cuda', ...reported(c) }) : '';
     lines.push(
-      `  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}`,
+      `  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}${offer}`,
     );
   }
   const counts = Object.entries(s.counts)
@@ -295,4 +298,15 @@ export function renderStatus(s: ClusterStatus): string {
 function outcomeText(o: ExperimentOutcome): string {
   const { change, ci } = formatChange(o);
   return `${o.outcome}${o.change === null ? '' : ` ${change} (CI ${ci})`} in ${formatDuration(o.duration_ms)}`;
+}
+
+/** A card status's memory and capability as jobs/card-requirements.ts reads them (absent, not null, where unreported). */
+function reported(c: Pick<CardStatus, 'memory_mib' | 'compute_capability'>): {
+  memory_mib?: number;
+  compute_capability?: string;
+} {
+  return {
+    ...(c.memory_mib === null ? {} : { memory_mib: c.memory_mib }),
+    ...(c.compute_capability === null ? {} : { compute_capability: c.compute_capability }),
+  };
 }

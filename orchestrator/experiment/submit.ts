@@ -8,6 +8,7 @@
  * (no job per block), and settles the experiment once every block ended.
  */
 import type { Redis } from 'ioredis';
+import { NO_CARD_CAN_RUN, unmetRequirements } from '../../jobs/card-requirements.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { gangPlacement, type Plan, planExperiment } from '../../jobs/plan.ts';
 import { signSubmission } from '../../jobs/submit-signature.ts';
@@ -16,7 +17,7 @@ import { type Card, CardRegistry } from '../../store/card-registry.ts';
 import { ExperimentStore, initialBlockState } from '../../store/experiment-store.ts';
 import { wakeScheduler } from '../../store/scheduler-wake.ts';
 import { requireSubmitToken } from '../../store/submit-token.ts';
-import { type CardSlot, neverFits, wantedBackend } from '../scheduler/grant-planner.ts';
+import { cardNeed, cardSlot, neverFits } from '../scheduler/grant-planner.ts';
 import type { LoadedSpec } from '../spec/load-spec.ts';
 
 export interface SubmitInput {
@@ -83,8 +84,8 @@ export async function submitExperiment(input: SubmitInput): Promise<Submitted> {
 
 /**
  * Refuses a block no registered host can ever hold (more ranks than the largest host has
- * cards). A block that waits for cards not registered now (no CUDA card, no host at all) is
- * accepted and waits — unless `noWait`.
+ * cards). A block that waits for cards not registered now (no CUDA card, none that meets the
+ * workload's `requires`, no host at all) is accepted and waits — unless `noWait`.
  */
 async function checkPlacement(
   redis: Redis,
@@ -99,19 +100,14 @@ async function checkPlacement(
   const block = {
     key: 'b0',
     ranks: plan.ranks,
-    backend: wantedBackend(loaded),
+    ...cardNeed(loaded),
     ...gangPlacement(plan.placement),
     expectedMs: 0,
   };
-  const toSlot = (c: (typeof all)[number]): CardSlot => ({
-    id: c.id,
-    host: c.host,
-    backend: c.backend,
-    index: c.index,
-  });
   const where = `${loaded.file}: blocks.ranks = ${plan.ranks}, placement ${plan.placement}`;
-  // Too many ranks for every registered host, whatever backend: no waiting helps.
-  const anyBackend = neverFits({ ...block, backend: 'any' }, all.map(toSlot));
+  // Too many ranks for every registered host, whatever backend or requirement: no waiting helps.
+  const { requires: _anyCard, ...counted } = block;
+  const anyBackend = neverFits({ ...counted, backend: 'any' }, all.map(cardSlot));
   if (anyBackend && all.length > 0) {
     throw new UserInputError('TOO_MANY_RANKS', `${where}: ${anyBackend}`, {
       hint:
@@ -121,7 +117,13 @@ async function checkPlacement(
     });
   }
   refuseDisallowed(loaded, all);
-  const why = neverFits(block, live.map(toSlot));
+  const why = neverFits(block, live.map(cardSlot));
+  const unmet = live.length > 0 ? unmetRequirements(block.requires, live) : null;
+  if (unmet && noWait) {
+    throw new UserInputError('NO_MATCHING_CARDS', `${NO_CARD_CAN_RUN}: ${loaded.file}: ${unmet}`, {
+      hint: 'start `orch worker` on a host whose card meets workload.requires (without --no-wait, a cluster queues the spec until one registers), or change workload.requires',
+    });
+  }
   if (why && noWait) {
     throw new UserInputError('NO_MATCHING_CARDS', `${where}: cannot start now: ${why}`, {
       hint: 'drop --no-wait to queue it until such cards register, or change workload.backend',

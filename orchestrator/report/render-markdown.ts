@@ -11,6 +11,7 @@ import { backendLine } from './backend-line.ts';
 import { cancelledSection } from './cancelled-section.ts';
 import { captureBlockersSection } from './capture-blockers-section.ts';
 import { carryOverSection } from './carry-over-section.ts';
+import { failedOutputSection } from './failed-output-section.ts';
 import { markdownTable } from './markdown-table.ts';
 import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
 import { probeSection } from './probe-section.ts';
@@ -61,6 +62,8 @@ export function renderMarkdown(a: Analysis): string {
   const out: string[] = [];
   out.push(`# ${a.experiment}: ${a.verdict.toUpperCase()}`, '');
   out.push(...stoppedLines(a));
+  // why it failed, in the program's own words, before anything measured
+  out.push(...failedOutputSection(a));
   out.push(...captureBlockersSection(a));
   if (a.invalid_reasons.length > 0) {
     out.push('**Invalid — no verdict can be believed:**', '', ...a.invalid_reasons.map((r) => `- ${r}`), '');

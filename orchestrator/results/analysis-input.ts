@@ -6,6 +6,7 @@
  * report and the scheduler's sequential look (orchestrator/scheduler/sequential-stop.ts) judge the
  * same input.
  */
+import { failedBlocksOutput } from '../../jobs/rank-output-tail.ts';
 import type { BlockState } from '../../store/experiment-store.ts';
 import { DEFAULT_ALPHA } from '../stats/defaults.ts';
 import type { AnalysisInput, BlockEnd } from '../stats/types.ts';
@@ -13,7 +14,7 @@ import type { CollectedRecords } from './collect-results.ts';
 import { stoppedExperiment } from './stopped-experiment.ts';
 
 export type AnalysisRecords = Pick<CollectedRecords, 'exp' | 'blocks' | 'reps' | 'failed' | 'gates'> &
-  Partial<Pick<CollectedRecords, 'probes'>>;
+  Partial<Pick<CollectedRecords, 'probes' | 'rankOutputs'>>;
 
 /** `devices`: the ones the committed hello lines named (none where no events were read). */
 export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []): AnalysisInput {
@@ -34,6 +35,10 @@ export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []
     ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
     ended: endedBlocks(c.blocks),
     stopped: stoppedExperiment(exp),
+    rank_output: failedBlocksOutput(
+      Object.values(c.rankOutputs ?? {}),
+      new Set(c.blocks.filter((b) => b.phase === 'failed').map((b) => b.block)),
+    ),
     ...(ref === undefined
       ? {}
       : {

@@ -11,6 +11,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import type { FailedRecord } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
+import type { RankOutputTail } from '../../jobs/rank-output-tail.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { EventLog } from '../../store/event-log.ts';
@@ -29,6 +30,8 @@ export interface CollectedRecords {
   commits: Record<string, CommitRecord>;
   /** design probe: the committed attempts' probe records, field `<block>/<arm>/<rep>` */
   probes: Record<string, ProbeRecord>;
+  /** the last lines of the ranks that failed, field `<block>/<attempt>/<rank>` (jobs/rank-output-tail.ts) */
+  rankOutputs: Record<string, RankOutputTail>;
   /** the experiment's event record */
   log: EventLog;
 }
@@ -45,15 +48,16 @@ export async function collectRecords(redis: Redis, prefix: string, id: string): 
       hint: 'run orch status to list experiments',
     });
   const rs = new ResultStore(redis, { prefix });
-  const [blocks, reps, failed, gates, commits, probes] = await Promise.all([
+  const [blocks, reps, failed, gates, commits, probes, rankOutputs] = await Promise.all([
     store.blocks(id),
     rs.results(id),
     rs.failed(id),
     rs.gates(id),
     rs.commits(id),
     rs.probes(id),
+    rs.rankOutputs(id),
   ]);
-  return { exp, blocks, reps, failed, gates, commits, probes, log: EventLog.of(redis, prefix, id) };
+  return { exp, blocks, reps, failed, gates, commits, probes, rankOutputs, log: EventLog.of(redis, prefix, id) };
 }
 
 export async function collectResults(redis: Redis, prefix: string, id: string): Promise<CollectedResults> {

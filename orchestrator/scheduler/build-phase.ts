@@ -42,7 +42,7 @@ import {
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { buildJobId, hostBuildQueue } from '../../store/keys.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
-import { backendMatches, wantedBackend } from './grant-planner.ts';
+import { cardNeed, cardServes } from './grant-planner.ts';
 import type { SchedulerContext, Term } from './scheduler-context.ts';
 
 /** What the grant pass may do with an experiment's blocks: null when it has no build phase. */
@@ -93,13 +93,12 @@ export function buildFailureReason(f: BuildFailure): string {
  */
 export function candidateHosts(
   exp: Pick<ExperimentRecord, 'spec' | 'plan'>,
-  cards: readonly Pick<Card, 'host' | 'backend' | 'caps'>[],
+  cards: readonly Pick<Card, 'host' | 'backend' | 'caps' | 'memory_mib' | 'compute_capability'>[],
 ): Set<string> {
-  const want = wantedBackend(exp);
+  const want = cardNeed(exp);
   const need = specNeeds(exp.spec);
   const per = new Map<string, number>();
-  for (const c of cards)
-    if (backendMatches(want, c.backend) && allows(c, need)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
+  for (const c of cards) if (cardServes(want, c) && allows(c, need)) per.set(c.host, (per.get(c.host) ?? 0) + 1);
   const { placement, spreadFallback } = gangPlacement(exp.plan.placement);
   const total = [...per.values()].reduce((a, n) => a + n, 0);
   const spreads =

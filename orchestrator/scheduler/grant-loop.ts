@@ -22,7 +22,7 @@ import type { BuildGate } from './build-phase.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { GrantApplier, type GrantResult, type QueuedBlock, type Waiter } from './grant-apply.ts';
-import { compareQueued, planGrants, shapeKey, type WaitingBlock, wantedBackend } from './grant-planner.ts';
+import { cardNeed, compareQueued, planGrants, shapeKey, type WaitingBlock } from './grant-planner.ts';
 import { LiveCards } from './live-cards.ts';
 import { QueueWindow, type WindowEntry } from './queue-window.ts';
 import { blockKey, type SchedulerContext, type Term } from './scheduler-context.ts';
@@ -382,7 +382,7 @@ export class GrantLoop {
     for (const { id, exp, blocks } of runnable) {
       // what the planner needs of a block: the same for every block of one experiment, made once
       // per experiment and copied into each of its queue entries
-      const fits = { ranks: exp.plan.ranks, backend: wantedBackend(exp), ...gangPlacement(exp.plan.placement) };
+      const fits = { ranks: exp.plan.ranks, ...cardNeed(exp), ...gangPlacement(exp.plan.placement) };
       const shape: Omit<WaitingBlock, 'key' | 'expectedMs' | 'expectedKnown'> = {
         ...fits,
         ...(gates.get(id) ?? capable(exp)),

@@ -20,6 +20,15 @@
  * reason naming the ends, and one that fits elsewhere goes there.
  */
 
+import type { Card } from '../../jobs/card.ts';
+import {
+  type CardOffer,
+  type CardRequirements,
+  cardRequirements,
+  meetsRequirements,
+  unmetRequirements,
+  waitingForRequirements,
+} from '../../jobs/card-requirements.ts';
 import type { Spec } from '../../jobs/spec.ts';
 
 export type Backend = 'cpu' | 'cuda';
@@ -31,6 +40,13 @@ export function wantedBackend(exp: { spec: Pick<Spec, 'workload'> }): WantedBack
   return w.runtime === 'native' ? w.backend : 'any';
 }
 
+/** What a block of this experiment needs of its cards: the backend, and a command workload's `requires`. */
+export function cardNeed(exp: { spec: Pick<Spec, 'workload'> }): Pick<WaitingBlock, 'backend' | 'requires'> {
+  const w = exp.spec.workload;
+  const requires = w.runtime === 'command' ? cardRequirements(w.requires) : undefined;
+  return { backend: wantedBackend(exp), ...(requires ? { requires } : {}) };
+}
+
 export interface CardSlot {
   id: string;
   host: string;
@@ -40,12 +56,31 @@ export interface CardSlot {
   version?: string;
   /** no lease on it past this moment (ms since the epoch): its worker's allocation ends */
   until?: number;
+  /** what its worker read from nvidia-smi (jobs/card.ts), for a workload's `requires` */
+  memory_mib?: number;
+  compute_capability?: string;
+}
+
+/** The planner's view of a registered card. */
+export function cardSlot(c: Card): CardSlot {
+  return {
+    id: c.id,
+    host: c.host,
+    backend: c.backend,
+    index: c.index,
+    ...(c.version === undefined ? {} : { version: c.version }),
+    ...(c.until === undefined ? {} : { until: c.until }),
+    ...(c.memory_mib === undefined ? {} : { memory_mib: c.memory_mib }),
+    ...(c.compute_capability === undefined ? {} : { compute_capability: c.compute_capability }),
+  };
 }
 
 export interface WaitingBlock {
   key: string;
   ranks: number;
   backend: WantedBackend;
+  /** a command workload's `requires` (jobs/card-requirements.ts); absent: any card of the backend */
+  requires?: CardRequirements;
   placement: 'host' | 'spread';
   /** placement host: spread across hosts when no host has enough cards */
   spreadFallback?: boolean;
@@ -64,8 +99,11 @@ export interface WaitingBlock {
 }
 
 /** What decides whether a block fits a set of cards, but its allowed hosts: blocks of one shape fit alike. */
-export function shapeKey(block: Pick<WaitingBlock, 'ranks' | 'backend' | 'placement' | 'spreadFallback'>): string {
-  return `${block.ranks}/${block.backend}/${block.placement}/${block.spreadFallback === true}`;
+export function shapeKey(
+  block: Pick<WaitingBlock, 'ranks' | 'backend' | 'requires' | 'placement' | 'spreadFallback'>,
+): string {
+  const requires = block.requires ? `/${JSON.stringify(block.requires)}` : '';
+  return `${block.ranks}/${block.backend}/${block.placement}/${block.spreadFallback === true}${requires}`;
 }
 
 export interface RunningBlock {
@@ -122,9 +160,14 @@ export function backendMatches(want: WantedBackend, card: Backend): boolean {
   return want === 'auto' || want === 'any' || want === card;
 }
 
+/** Whether one card could hold a rank of `block`: its backend, and what the workload requires. */
+export function cardServes(block: Pick<WaitingBlock, 'backend' | 'requires'>, card: CardOffer): boolean {
+  return backendMatches(block.backend, card.backend) && meetsRequirements(block.requires, card);
+}
+
 /** The cards for `block` out of `free`, or null; in rank order, rank 0's host first. */
 export function fitGang(block: WaitingBlock, free: CardSlot[]): CardSlot[] | null {
-  const usable = free.filter((c) => backendMatches(block.backend, c.backend));
+  const usable = free.filter((c) => cardServes(block, c));
   // one version at a time: the version with the most usable cards first
   for (const group of [...byKey(usable, (c) => c.version ?? '').values()].sort((a, b) => b.length - a.length)) {
     const gang = fitOneVersion(block, group);
@@ -171,12 +214,12 @@ function byKey<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
 /** Why `block` can never run on `cards` (no host, set of hosts or backend big enough), or null if it can. */
 export function neverFits(block: WaitingBlock, cards: CardSlot[]): string | null {
   if (fitGang(block, cards)) return null;
-  const usable = cards.filter((c) => backendMatches(block.backend, c.backend));
+  const usable = cards.filter((c) => cardServes(block, c));
   const kind = block.backend === 'auto' || block.backend === 'any' ? '' : `${block.backend} `;
   if (usable.length === 0) {
-    return cards.length === 0
-      ? 'no host is registered (start `orch worker` on a host)'
-      : `no ${kind}card is registered (cards: ${summarizeCards(cards)})`;
+    if (cards.length === 0) return 'no host is registered (start `orch worker` on a host)';
+    const unmet = unmetRequirements(block.requires, cards);
+    return unmet ? waitingForRequirements(unmet) : `no ${kind}card is registered (cards: ${summarizeCards(cards)})`;
   }
   const versions = byKey(usable, (c) => c.version ?? '');
   if (spreads(block)) {

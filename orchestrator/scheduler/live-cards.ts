@@ -7,7 +7,7 @@
  */
 import type { Card } from '../../jobs/card.ts';
 import type { CardRegistry } from '../../store/card-registry.ts';
-import type { CardSlot } from './grant-planner.ts';
+import { type CardSlot, cardSlot } from './grant-planner.ts';
 
 /** How long a pass uses the live cards read before. */
 const CARDS_TTL_MS = 500;
@@ -48,14 +48,7 @@ export class LiveCards {
   slots(cards: Card[]): CardSlot[] {
     let slots = this.slotsOf.get(cards);
     if (!slots) {
-      slots = cards.map((c) => ({
-        id: c.id,
-        host: c.host,
-        backend: c.backend,
-        index: c.index,
-        version: c.version,
-        ...(c.until === undefined ? {} : { until: c.until }),
-      }));
+      slots = cards.map(cardSlot);
       this.slotsOf.set(cards, slots);
     }
     return slots;

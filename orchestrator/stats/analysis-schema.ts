@@ -485,7 +485,24 @@ export const AnalysisSchema = z
       )
       .meta({
         description:
-          "graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per arm: not measured; their comparisons are not_testable",
+          "graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one entry per blocker (an arm's first where its capture stopped, then the others the rank library's audit met): not measured; their comparisons are not_testable",
+      })
+      .optional(),
+    failed_rank_output: z
+      .array(
+        z.strictObject({
+          block: z.int().meta({ unit: 'index' }),
+          attempt: z.int().meta({ unit: 'count' }),
+          rank: z.int().meta({ unit: 'index' }),
+          card: z.string(),
+          host: z.string(),
+          stdout: z.array(z.string()),
+          stderr: z.array(z.string()),
+        }),
+      )
+      .meta({
+        description:
+          'the last lines (at most 20 a stream, each escaped and bounded) each rank of a block that ended failed printed, of its latest failed attempt (jobs/rank-output-tail.ts); absent when no rank failed',
       })
       .optional(),
     gates: z.array(GateSchema),

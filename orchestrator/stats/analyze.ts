@@ -34,6 +34,7 @@ import type {
   AnalysisInput,
   ArmSummary,
   Comparison,
+  FailedRep,
   GateSummary,
   PlanLike,
   RepValue,
@@ -230,23 +231,30 @@ function analyzeRan(input: AnalysisInput): Analysis {
     probe: null,
     sequential,
     capture_blockers: blockers,
+    ...failedRankOutput(input),
   };
 }
 
+/** The failed ranks' last lines, passed on as they were recorded; nothing when no rank failed. */
+function failedRankOutput(input: AnalysisInput): Pick<Analysis, 'failed_rank_output'> {
+  return input.rank_output?.length ? { failed_rank_output: input.rank_output } : {};
+}
+
 /**
- * The capture blockers among the failure records: one per arm (its first rep's), the arm's
- * every rep failed with it (jobs/capture-blocker.ts).
+ * The capture blockers among the failure records, arm by arm from its first rep's record (the
+ * arm's every rep failed with it, jobs/capture-blocker.ts): the one its capture stopped at, then
+ * the others the rank library's audit met in the same body.
  */
 export function captureBlockers(
-  failed: readonly { arm: string; reason: string; block: number; rep: number }[],
+  failed: readonly Pick<FailedRep, 'arm' | 'reason' | 'block' | 'rep' | 'other_blockers'>[],
 ): CaptureBlocker[] {
-  const out = new Map<string, CaptureBlocker>();
+  const out = new Map<string, CaptureBlocker[]>();
   for (const f of [...failed].sort((a, b) => a.block - b.block || a.rep - b.rep)) {
     if (out.has(f.arm)) continue;
     const b = captureBlockerOf(f.arm, f.reason);
-    if (b !== null) out.set(f.arm, b);
+    if (b !== null) out.set(f.arm, [b, ...(f.other_blockers ?? []).map((o) => ({ arm: f.arm, ...o }))]);
   }
-  return [...out.values()];
+  return [...out.values()].flat();
 }
 
 /** A comparison with a blocked arm on either side: not testable, saying which capture failed and where. */
@@ -261,7 +269,7 @@ function notTestable(c: Comparison, blockers: readonly CaptureBlocker[]): Compar
     ...c,
     verdict: 'not_testable',
     reasons: [...why, ...c.reasons],
-    statement: `not testable: the capture of arm ${hit.map((b) => b.arm).join(' and ')} failed in the program (Capture blockers)`,
+    statement: `not testable: the capture of arm ${[...new Set(hit.map((b) => b.arm))].join(' and ')} failed in the program (Capture blockers)`,
   };
 }
 
@@ -330,12 +338,13 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
   // a trace request captures a graph arm as a rep does: its capture blocker is a finding (the
   // arm not traced, its reps not missing ones), the other arms traced
   const blockers = captureBlockers(input.failed);
-  const blockedArms = new Map(
-    blockers.map((b) => [
-      b.arm,
-      `capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`,
-    ]),
-  );
+  // an arm's blockers in one reason, the one its capture stopped at first
+  const blockedArms = new Map<string, string>();
+  for (const b of blockers) {
+    const said = `capture failed${b.frame === null ? '' : ` at ${b.frame.file}:${b.frame.line}`}: ${b.message}`;
+    const before = blockedArms.get(b.arm);
+    blockedArms.set(b.arm, before === undefined ? said : `${before}; ${said}`);
+  }
   const blockedReps = input.failed.filter((f) => blockedArms.has(f.arm)).length;
   const probe = traceProbe ? null : summarizeProbes(planned, input.probes ?? []);
   const trace = traceProbe
@@ -385,6 +394,7 @@ function probeAnalysis(input: AnalysisInput, arms: ArmSummary[], backend: Analys
     probe,
     ...(trace === null ? {} : { trace }),
     capture_blockers: blockers,
+    ...failedRankOutput(input),
   };
 }
 

@@ -17,6 +17,7 @@ import type { FailedRep } from '../../jobs/failed-rep.ts';
 import type { GateResult } from '../../jobs/gate-result.ts';
 import type { GraphrtToggle } from '../../jobs/graphrt-toggles.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
+import type { RankOutputTail } from '../../jobs/rank-output-tail.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { ProbeSummary } from './probe-summary.ts';
 import type { Look, LookDecision } from './sequential.ts';
@@ -109,6 +110,8 @@ export interface AnalysisInput {
   ended?: BlockEnd[];
   /** set when the experiment ended cancelled or failed: its outcome is that, never a speed verdict */
   stopped?: StoppedExperiment | null;
+  /** the last lines of the ranks of the blocks that failed (jobs/rank-output-tail.ts `failedBlocksOutput`) */
+  rank_output?: RankOutputTail[];
 }
 
 /** The build the reference arm ran: its name in the spec and the commit it resolved to. */
@@ -337,8 +340,10 @@ export interface DriftRow {
 
 export interface Analysis {
   experiment: string;
-  /** graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per arm; absent in older reports */
+  /** graph arms whose capture failed in the user's program (jobs/capture-blocker.ts), one per blocker, an arm's first first; absent in older reports */
   capture_blockers?: import('../../jobs/capture-blocker.ts').CaptureBlocker[];
+  /** the last lines each rank of a failed block printed (jobs/rank-output-tail.ts); absent when none failed, and in older reports */
+  failed_rank_output?: RankOutputTail[];
   plan: {
     name: string;
     hash: string;

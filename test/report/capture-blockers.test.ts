@@ -4,7 +4,9 @@
  * "Cannot copy between CPU and CUDA tensors during CUDA graph capture …" inside the capture), run
  * through `orch submit` with an identity gate and an A/A twin. The graph arm is not measured —
  * once, with the program's message and the user's own line (the rank library's frame, past the
- * "installed" library) — the eager arm and its twin are measured and compared, report.md opens
+ * "installed" library) — and so is the step's second blocker, a host sync the capture never got to,
+ * which the rank library's audit finds (every blocker in one run, not one per run); the eager arm
+ * and its twin are measured and compared, report.md opens
  * with Capture blockers, the comparison with the graph arm is not testable, and the exit code is
  * not_testable's under --fail-on (10 by default, 0 when --fail-on leaves it out).
  */
@@ -17,10 +19,18 @@ import { runOrch } from '../cli/run-orch.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
 
 const PROGRAM = resolve('test/fixtures/hf-host-input/decode.py');
-const BLOCKER_LINE =
+const lineOf = (mark: string) =>
   readFileSync(PROGRAM, 'utf8')
     .split('\n')
-    .findIndex((l) => l.includes('# BLOCKER')) + 1;
+    .findIndex((l) => l.includes(mark)) + 1;
+const BLOCKER_LINE = lineOf('# BLOCKER');
+/** the host sync after the first blocker: the capture never gets there, the rank library's audit does */
+const SECOND_LINE = lineOf('# SECOND BLOCKER');
+/** Both blockers as report.md lists them: the one the capture stopped at, then the one the audit found. */
+const BOTH = [
+  `- arm graph at \`${PROGRAM}:${BLOCKER_LINE}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`,
+  `- arm graph at \`${PROGRAM}:${SECOND_LINE}\`: CUDA error: operation not permitted when stream is capturing (a host sync: .item())`,
+];
 
 const spec = `name: hf-host-input
 design: ab
@@ -56,15 +66,12 @@ describe('a capture blocker', () => {
     const lines = md.split('\n');
     assert.match(lines[0]!, /: NOT_TESTABLE$/);
     assert.equal(lines[2], '## Capture blockers', md.slice(0, 1500));
-    const at = `${PROGRAM}:${BLOCKER_LINE}`;
     const blockers = md
       .split('## Capture blockers')[1]!
       .split('\n## ')[0]!
       .split('\n')
       .filter((l) => l.startsWith('- arm '));
-    assert.deepEqual(blockers, [
-      `- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`,
-    ]);
+    assert.deepEqual(blockers, BOTH, 'every blocker of the step, each at its line, the first first');
     // the eager arm and its twin measured, every planned rep of theirs; the graph arm none
     const arms = (name: string) => md.split('\n').find((l) => l.startsWith(`| ${name} `))!;
     assert.match(arms('eager'), /^\| eager \| 6 \| 6 \| 0 \|/);
@@ -129,16 +136,9 @@ gates: { identity: false }
     });
     assert.equal(r.code, EXIT_CODES.not_testable, r.output.slice(0, 4000));
     assert.doesNotMatch(r.output, /ended failed/, r.output.slice(0, 4000));
-    const at = `${PROGRAM}:${BLOCKER_LINE}`;
     const section = r.report.split('## Capture blockers')[1]?.split('\n## ')[0] ?? '';
     const blockers = section.split('\n').filter((l) => l.startsWith('- arm '));
-    assert.deepEqual(
-      blockers,
-      [
-        `- arm graph at \`${at}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`,
-      ],
-      r.report.slice(0, 3000),
-    );
+    assert.deepEqual(blockers, BOTH, r.report.slice(0, 3000));
     // the eager arm's reps committed (not traced on the CPU, and why); the graph arm not traced because of its capture, not missing
     assert.match(r.report, /\| probe \| pass \| 2 trace rep\(s\) committed; /);
     assert.match(

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { UserInputError } from '../../jobs/errors.ts';
 import { discoverCards, listGpus } from '../../worker/discover-cards.ts';
@@ -34,6 +37,37 @@ describe('card discovery', () => {
       return true;
     });
     await assert.rejects(discoverCards('h', { cards: ['0', 'GPU-aaaa'], gpus }), /"GPU-aaaa" is listed twice/);
+  });
+
+  test('memory and compute capability ride on the card; a driver without compute_cap still lists its GPUs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'orch-smi-'));
+    try {
+      // an nvidia-smi older than compute_cap: it refuses the field, as such drivers do, and answers without it
+      const smi = join(dir, 'nvidia-smi');
+      writeFileSync(
+        smi,
+        `#!/bin/sh\ncase "$1" in\n  *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.' >&2; exit 2 ;;\n  --query-gpu=index,uuid,memory.total,name) printf '0, GPU-aaaa, 81920, NVIDIA A100-SXM4-80GB\\n1, GPU-bbbb, [N/A], NVIDIA A100\\n' ;;\n  *) exit 3 ;;\nesac\n`,
+      );
+      chmodSync(smi, 0o755);
+      const rows = await listGpus(smi);
+      assert.deepEqual(rows, [
+        { index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA A100-SXM4-80GB', memory_mib: 81920 },
+        { index: 1, uuid: 'GPU-bbbb', name: 'NVIDIA A100' },
+      ]);
+      const [card] = await discoverCards('h', { cards: ['0'], gpus: [{ ...rows[0]!, compute_capability: '8.0' }] });
+      assert.deepEqual(card, {
+        id: 'GPU-aaaa',
+        host: 'h',
+        backend: 'cuda',
+        index: 0,
+        uuid: 'GPU-aaaa',
+        name: 'NVIDIA A100-SXM4-80GB',
+        memory_mib: 81920,
+        compute_capability: '8.0',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('no nvidia-smi: no GPUs', async () => {

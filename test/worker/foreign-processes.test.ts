@@ -22,15 +22,16 @@ const cpu = { id: 'cpu:0@h', host: 'h', backend: 'cpu' as const, index: 0, uuid:
 describe('foreign-process probe', () => {
   test('cuda card: compute apps of its UUID that are not ours, named', async () => {
     process.env.FAKE_SMI_APPS = 'GPU-aaaa, 4242, python train.py\\nGPU-bbbb, 5151, other\\nGPU-aaaa, 777, graphrt\\n';
-    process.env.FAKE_SMI_GPUS = '0, GPU-aaaa, NVIDIA H200\\n1, GPU-bbbb, NVIDIA H200\\n';
+    // as the card query asks: index, uuid, memory.total (MiB), compute_cap, name
+    process.env.FAKE_SMI_GPUS = '0, GPU-aaaa, 143771, 9.0, NVIDIA H200\\n1, GPU-bbbb, 143771, 9.0, NVIDIA H200\\n';
     try {
       const probe = new HostForeignProcessProbe(FAKE_SMI);
       assert.deepEqual(await probe.list(gpu, '/nonexistent.lock', new Set([777])), [
         { pid: 4242, name: 'python train.py', via: 'nvidia-smi' },
       ]);
       assert.deepEqual(await listGpus(FAKE_SMI), [
-        { index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA H200' },
-        { index: 1, uuid: 'GPU-bbbb', name: 'NVIDIA H200' },
+        { index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA H200', memory_mib: 143771, compute_capability: '9.0' },
+        { index: 1, uuid: 'GPU-bbbb', name: 'NVIDIA H200', memory_mib: 143771, compute_capability: '9.0' },
       ]);
     } finally {
       delete process.env.FAKE_SMI_APPS;

@@ -14,6 +14,7 @@
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { type CommandHello, type CommandLine, type CommandOutput, CommandRepSchema } from '../../jobs/command-line.ts';
 import { OrchError } from '../../jobs/errors.ts';
+import { OutputTail, type RankOutput } from '../../jobs/rank-output-tail.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import type { BuildCache, EnsuredBuild } from '../builds/build-cache.ts';
 import { ensureCommitBuild } from '../builds/commit-build.ts';
@@ -123,6 +124,8 @@ class CommandRank implements RankHandle {
   private readonly buildDirs = new Map<string, string>();
   private readonly env: Record<string, string>;
   private readonly wl: CommandWorkloadInput;
+  /** the last lines of the latest rep's process: a failure's record says why that process failed */
+  private readonly tail = new OutputTail();
 
   constructor(
     private readonly s: RankStart,
@@ -156,6 +159,10 @@ class CommandRank implements RankHandle {
 
   pids(): number[] {
     return this.current === null ? [] : [this.current];
+  }
+
+  output(): RankOutput {
+    return this.tail.output();
   }
 
   kill(): void {
@@ -230,6 +237,7 @@ class CommandRank implements RankHandle {
             stepRange: this.workload.run.launch_counts_step_range ?? null,
           })
         : null;
+    this.tail.clear();
     try {
       const running = runCommandRep({
         workload: this.wl,
@@ -241,6 +249,7 @@ class CommandRank implements RankHandle {
         runAs: this.opts.runAs ?? null,
         onStart: (pid) => (this.current = pid),
         onLine: (stream, line) => {
+          this.tail.push(stream, line);
           const out: CommandOutput = { v: 1, type: 'output', id: op.id, stream, line };
           this.s.onLine(out, JSON.stringify(out));
         },

@@ -104,6 +104,7 @@ export function residentError(line: OrchRankError, requestId: string): CommandEr
     code: line.code,
     message: line.message,
     ...(line.frame === undefined ? {} : { frame: line.frame }),
+    ...(line.other_blockers === undefined ? {} : { other_blockers: line.other_blockers }),
     final: true,
   };
 }

@@ -33,6 +33,7 @@ import {
   orchRankRequest,
   parseOrchRankLine,
 } from '../../jobs/orch-rank-protocol.ts';
+import type { RankOutput } from '../../jobs/rank-output-tail.ts';
 import { HOST_PHASE } from '../../jobs/rank-protocol-constants.ts';
 import { openLockFile } from '../../store/private-dir.ts';
 import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
@@ -122,6 +123,10 @@ export class ResidentCommandRank implements RankHandle {
   pids(): number[] {
     const pid = this.proto?.pids()[0];
     return pid === undefined ? [] : processGroupPids(pid);
+  }
+
+  output(): RankOutput {
+    return this.proto?.output() ?? { stdout: [], stderr: [] };
   }
 
   /** One program serves every request in order. */
@@ -315,7 +320,7 @@ export class ResidentCommandRank implements RankHandle {
    */
   private async adopt(rank: PreparedRank): Promise<RankProtocol<OrchRankLine> | null> {
     rank.sink.onLine = (line) => this.onProgramLine(line);
-    rank.sink.onStderr = (l) => this.output(l);
+    rank.sink.onStderr = (l) => this.forwardStderr(l);
     const prepared = await rank.proto.prepared.catch((err: unknown) =>
       err instanceof Error ? err : new Error(String(err)),
     );
@@ -406,7 +411,7 @@ export class ResidentCommandRank implements RankHandle {
       program: run.cmd,
       // answers reach the stream once translated (request); a fatal error before hello, as it came
       onLine: (line) => (sink === null ? this.onProgramLine(line) : sink.onLine(line, '')),
-      onStderr: (l) => (sink === null ? this.output(l) : sink.onStderr(l)),
+      onStderr: (l) => (sink === null ? this.forwardStderr(l) : sink.onStderr(l)),
       ...(sink === null ? {} : { hostPhase: { open: orchRankOpen } }),
       helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
       helloHint: () =>
@@ -500,7 +505,7 @@ export class ResidentCommandRank implements RankHandle {
     return line;
   }
 
-  private output(l: string): void {
+  private forwardStderr(l: string): void {
     const out: CommandOutput = { v: 1, type: 'output', id: this.inFlight[0]?.id ?? '', stream: 'stderr', line: l };
     this.s.onLine(out, JSON.stringify(out));
   }

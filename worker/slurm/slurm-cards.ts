@@ -6,7 +6,7 @@
 import { UserInputError } from '../../jobs/errors.ts';
 import type { SlurmAllocation } from '../../jobs/slurm-allocation.ts';
 import type { Card } from '../../store/card-registry.ts';
-import { cpuCard, discoverCards, type GpuRow, listGpus } from '../discover-cards.ts';
+import { cpuCard, discoverCards, type GpuRow, gpuCard, listGpus } from '../discover-cards.ts';
 
 export async function slurmCards(
   host: string,
@@ -28,6 +28,6 @@ export async function slurmCards(
         },
       );
     }
-    return { id: g.uuid, host, backend: 'cuda' as const, index: g.index, uuid: g.uuid, name: g.name };
+    return gpuCard(host, g);
   });
 }

@@ -31,9 +31,15 @@ class StepFailed(RankError):
 
 
 class CaptureFailed(RankError):
-    """A body could not be captured into a graph; the message says why."""
+    """A body could not be captured into a graph; the message says why. `others`: the other
+    capture blockers the audit after it met in the same body (graphs.py), each a dict
+    {"message", "frame"}, so a program's every blocker is listed at once, not one per run."""
 
     code = "CAPTURE_FAILED"
+
+    def __init__(self, message: str, others: "list[dict[str, object]] | None" = None) -> None:
+        super().__init__(message)
+        self.others = others or []
 
 
 # CUDA errors after which the context is unusable: every later call fails the same way, so the
@@ -97,6 +103,15 @@ def user_frame(exc: BaseException) -> "dict[str, object] | None":
         for fs in reversed(traceback.extract_tb(e.__traceback__)):
             if fs.filename and fs.lineno is not None and _outside_libraries(fs.filename):
                 return {"file": fs.filename, "line": fs.lineno}
+    return None
+
+
+def user_stack_frame() -> "dict[str, object] | None":
+    """The user's own line that called into whatever is running now (the innermost frame of the
+    current stack outside this library, the standard library and installed packages), or None."""
+    for fs in reversed(traceback.extract_stack()):
+        if fs.filename and fs.lineno is not None and _outside_libraries(fs.filename):
+            return {"file": fs.filename, "line": fs.lineno}
     return None
 
 

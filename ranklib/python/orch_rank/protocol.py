@@ -177,6 +177,8 @@ class _Server:
         frame = user_frame(e) if isinstance(e, CaptureFailed) else None
         if frame is not None:
             line["frame"] = frame  # a capture blocker names the user's line (PROTOCOL.md "error")
+        if isinstance(e, CaptureFailed) and e.others:
+            line["other_blockers"] = e.others  # every other blocker of the body, each at its line
         line["final"] = True
         return self.encode(line), fatal
 
