@@ -1,5 +1,6 @@
 /** Which attempt committed a block (`<prefix>:experiment:<id>:commits`, field `<block>`). */
 import { z } from 'zod';
+import { RankOriginSchema } from './rank-origin.ts';
 
 export const CommitRecordSchema = z.object({
   attempt: z.int().positive(),
@@ -16,5 +17,11 @@ export const CommitRecordSchema = z.object({
   started: z.number().optional(),
   ready: z.number().optional(),
   gated: z.number().optional(),
+  /**
+   * Where each rank of the gang ran, from its hello (jobs/rank-origin.ts), every host of a spread
+   * gang, rank order: the provenance's hosts, cards and devices read it, not the event stream.
+   * Absent on older records.
+   */
+  ranks: z.array(RankOriginSchema).optional(),
 });
 export type CommitRecord = z.infer<typeof CommitRecordSchema>;

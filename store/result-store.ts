@@ -12,6 +12,7 @@ import { type GateResult, GateResultSchema } from '../jobs/gate-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { type ProbeRecord, ProbeRecordSchema } from '../jobs/probe-record.ts';
+import type { RankOrigin } from '../jobs/rank-origin.ts';
 import { escapeRankText } from '../jobs/rank-text.ts';
 import { type RepResult, RepResultSchema } from '../jobs/rep-result.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
@@ -45,6 +46,8 @@ export interface CommitInput {
   gates: CommitGate[];
   /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms), committed with it */
   timeline?: { started: number; ready?: number; gated?: number };
+  /** where each rank of the gang ran (jobs/rank-origin.ts), committed with the block */
+  ranks?: RankOrigin[];
 }
 
 export type CommitResult =
@@ -76,6 +79,7 @@ export class ResultStore {
           host: c.host,
           committed: Date.now(),
           ...c.timeline,
+          ...(c.ranks === undefined ? {} : { ranks: c.ranks }),
         }),
       ),
       c.reps.length,

@@ -12,6 +12,7 @@
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import { captureFailedReason } from '../jobs/capture-blocker.ts';
 import { OrchError } from '../jobs/errors.ts';
+import type { RankOrigin } from '../jobs/rank-origin.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
@@ -33,6 +34,7 @@ export class BlockCommit {
     measured: MeasuredReps,
     gates: CommitGate[],
     timeline?: CommitInput['timeline'],
+    ranks: RankOrigin[] = [],
   ): Promise<BlockOutcome> {
     const { job, host, events, log } = this.gang;
     const { reps, probes } = measured;
@@ -72,14 +74,14 @@ export class BlockCommit {
       gates: gates.map((g) => ({ arm: g.arm, pass: g.result.pass })),
     });
     if (this.spread !== null && !this.spread.leads) {
-      await this.spread.stageAndAwaitCommit({ cards: job.cards, reps, gates });
+      await this.spread.stageAndAwaitCommit({ cards: job.cards, reps, gates, ranks });
       log.info({ measured: reps.length }, 'part staged; the leading part committed the block');
       return outcome(0);
     }
     const gang =
       this.spread === null
-        ? { cards: job.cards, reps, gates }
-        : await this.spread.gather({ cards: job.cards, reps, gates });
+        ? { cards: job.cards, reps, gates, ranks }
+        : await this.spread.gather({ cards: job.cards, reps, gates, ranks });
     const res = await this.fate.race(
       this.results.commitBlock({
         experiment: job.experiment,
@@ -91,6 +93,7 @@ export class BlockCommit {
         reps: gang.reps,
         notRun,
         gates: gang.gates,
+        ranks: gang.ranks,
         ...(timeline === undefined ? {} : { timeline }),
       }),
     );

@@ -5,12 +5,15 @@
  * gate passes only when it passed on every rank of every host.
  */
 import { reduceGang, stepMax } from '../jobs/gang-rep.ts';
+import type { RankOrigin } from '../jobs/rank-origin.ts';
 import type { CommitGate, CommitRep } from '../store/result-store.ts';
 
 export interface PartResults {
   cards: string[];
   reps: CommitRep[];
   gates: CommitGate[];
+  /** where each rank of the part ran (jobs/rank-origin.ts) */
+  ranks: RankOrigin[];
 }
 
 /** `lead` first: its rep fields (hashes, backend, mode) speak for the gang, as rank 0's do on one host. */
@@ -51,5 +54,5 @@ export function mergeGangResults(lead: PartResults, others: PartResults[]): Part
       },
     };
   });
-  return { cards, reps, gates };
+  return { cards, reps, gates, ranks: parts.flatMap((p) => p.ranks).sort((a, b) => a.rank - b.rank) };
 }

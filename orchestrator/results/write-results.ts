@@ -38,16 +38,14 @@ export interface WrittenResults {
   state: string;
 }
 
-/** The analysis of collected results, every event in memory (a dashboard page). */
+/** The analysis of collected results: their committed records alone, never their events (a dashboard page). */
 export function analyzeCollected(c: CollectedResults): Analysis {
-  const digest = new EventDigest();
-  for (const e of c.events) digest.add(e);
-  return analyzeRecords(c, digest.devices);
+  return analyzeRecords(c);
 }
 
-/** The analysis of an experiment's records; `devices`, those its committed hello lines named. */
-export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): Analysis {
-  return analyzeExperiment(analysisInput(c, devices));
+/** The analysis of an experiment's committed records (its devices from the commit records). */
+export function analyzeRecords(c: CollectedRecords): Analysis {
+  return analyzeExperiment(analysisInput(c));
 }
 
 export function accountFor(c: CollectedRecords): Accounting {
@@ -77,9 +75,10 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   // checked (and made 0600) like every file, then streamed; the stream's open follows no link either
   out.write('events.jsonl', '');
   await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
-  // the reps' clocks and throttle reasons from the committed records, after the hellos named the cards
+  // the cards from the commit records, then the reps' clocks and throttle reasons on them
+  for (const commit of Object.values(c.commits)) digest.provenance.addCommit(commit);
   for (const r of repsInOrder(Object.values(c.reps))) digest.provenance.addRep(r);
-  const analysis = Object.assign(analyzeRecords(c, digest.devices), {
+  const analysis = Object.assign(analyzeRecords(c), {
     provenance: provenanceOf(c.exp, digest.provenance),
   });
   const accounting = accountFor(c);
