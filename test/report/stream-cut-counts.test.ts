@@ -5,7 +5,8 @@
  * The watch (`orch watch`, `orch submit --watch`) counts a running block's reps as they are measured (store/rep-progress.ts), though
  * no whole rep line reaches the stream; and once the experiment ended and its stream is deleted
  * outright, its results still name the host, the card, its device and the graphrt version it ran
- * (the commit records' `ranks`, jobs/rank-origin.ts).
+ * (the commit records' `ranks`, jobs/rank-origin.ts), and its trace still draws the committed
+ * attempt with its phases and reps.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { after, test } from 'node:test';
 import { writeResults } from '../../orchestrator/results/write-results.ts';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
-import { type Cluster, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { type Cluster, runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 
 let cluster: Cluster | null = null;
 const scratch = mkdtempSync(join(tmpdir(), 'orch-stream-cut-'));
@@ -74,4 +75,19 @@ test('a stream that cut every rep line and was then deleted: watch counted the r
     [['h1', 'cpu:0@h1', 'fixture cpu_0@h1', 'cpu']],
   );
   assert.deepEqual(summary.analysis.backend.devices, ['fixture cpu_0@h1']);
+
+  // and orch trace draws the committed attempt, its phases and its reps from the records
+  const t = await runOrch(['trace', id], c.env);
+  assert.equal(t.code, 0, t.stderr);
+  const slices = (
+    JSON.parse(t.stdout) as { traceEvents: { ph: string; name: string; args?: { gates?: unknown } }[] }
+  ).traceEvents.filter((e) => e.ph === 'X');
+  const names = slices.map((e) => e.name);
+  for (const name of ['block 0 attempt 1', 'worker: block 0 attempt 1', 'ranks starting, block 0'])
+    assert.equal(names.filter((n) => n === name).length, 1, `${name} in ${JSON.stringify(names)}`);
+  // the graph arm's identity gate (an eager arm has none), with its verdict
+  assert.deepEqual(slices.find((e) => e.name === 'identity gates, block 0')?.args?.gates, [
+    { arm: 'graph_pdl', pass: true },
+  ]);
+  assert.equal(names.filter((n) => n.startsWith('rep ')).length, 6);
 });
