@@ -3,20 +3,29 @@ import { z } from 'zod';
 import { RankOriginSchema } from './rank-origin.ts';
 
 export const CommitRecordSchema = z.object({
-  attempt: z.int().positive(),
-  epoch: z.int().min(0),
+  attempt: z.int().positive().meta({ unit: 'count' }),
+  epoch: z.int().min(0).meta({ unit: 'count' }),
   host: z.string(),
   /** epoch ms */
-  committed: z.number().optional(),
+  committed: z
+    .number()
+    .meta({ unit: 'ms since the epoch', description: "the commit, on the committing worker's clock" })
+    .optional(),
   /**
    * The attempt's timeline on the committing worker's clock (epoch ms): its block-start (the lease
    * taken, the attempt begun), every rank's hello in (`ready`), every identity gate done (`gated`).
    * Card time (orchestrator/stats/busy-share.ts) reads the lease from here, `started` to
    * `committed`, not from the event stream. Absent on older records.
    */
-  started: z.number().optional(),
-  ready: z.number().optional(),
-  gated: z.number().optional(),
+  started: z
+    .number()
+    .meta({ unit: 'ms since the epoch', description: "the attempt's block-start (its lease taken), same clock" })
+    .optional(),
+  ready: z.number().meta({ unit: 'ms since the epoch', description: "every rank's hello in, same clock" }).optional(),
+  gated: z
+    .number()
+    .meta({ unit: 'ms since the epoch', description: 'every identity gate done, same clock' })
+    .optional(),
   /**
    * Where each rank of the gang ran, from its hello (jobs/rank-origin.ts), every host of a spread
    * gang, rank order: the provenance's hosts, cards and devices read it, not the event stream.

@@ -10,7 +10,7 @@ import type { RankHelloLine } from './rank-line.ts';
 const count = z.int().min(0);
 
 export const RankOriginSchema = z.strictObject({
-  rank: count,
+  rank: count.meta({ unit: 'index' }),
   host: z.string(),
   card: z.string(),
   /** `cpu`, `cuda` or `command` */

@@ -27,6 +27,8 @@ import type { Analysis } from '../stats/types.ts';
 import { analysisInput } from './analysis-input.ts';
 import { type CollectedRecords, type CollectedResults, collectRecords } from './collect-results.ts';
 import { type Accounting, accountReps } from './rep-fates.ts';
+import { renderSummaryJson } from './summary-json.ts';
+import type { SummaryJson } from './summary-schema.ts';
 
 export type { Accounting } from './rep-fates.ts';
 
@@ -89,7 +91,7 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   const report = files['report.md']!;
   writeFileSync('spec.yaml', c.exp.specText);
   writeFileSync('spec.hash', `${c.exp.hash}\n`);
-  const summary = {
+  const summary: SummaryJson = {
     experiment: c.exp.id,
     name: c.exp.name,
     hash: c.exp.hash,
@@ -101,13 +103,13 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
     plan: c.exp.plan,
     blocks: c.blocks,
     commits: c.commits,
-    /** the committed identity gates, each rank's detail in each (orch report --from renders the ranks' table from them) */
+    // the committed identity gates, each rank's detail in each (orch report --from renders the ranks' table from them)
     gates: c.gates,
     accounting,
     events: { total: digest.total, committed: digest.committed },
     analysis,
   };
-  writeFileSync('summary.json', `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync('summary.json', renderSummaryJson(summary));
   writeFileSync('samples.csv', renderSamplesCsv(Object.values(c.reps)));
   writeFileSync(
     'reps.jsonl',
