@@ -14,6 +14,7 @@ import { GateResultSchema } from '../../jobs/gate-result.ts';
 import { PlanSchema } from '../../jobs/plan-schema.ts';
 import { BlockStateSchema, EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { AnalysisSchema, readerLayout } from '../stats/analysis-schema.ts';
+import type { Provenance } from '../report/provenance.ts';
 import type { Analysis } from '../stats/types.ts';
 import { AccountingSchema } from './rep-fates.ts';
 
@@ -43,8 +44,10 @@ const summaryRecord = {
 };
 
 export const SummaryJsonSchema = z.strictObject({ ...summaryRecord, analysis: AnalysisSchema });
-/** The Analysis as its writer types it (types.ts: read-only lists the compiler holds equal to the schema). */
-export type SummaryJson = Omit<z.infer<typeof SummaryJsonSchema>, 'analysis'> & { analysis: Analysis };
+/** The Analysis as its writer types it (types.ts: read-only lists the compiler holds equal to the schema), with its provenance. */
+export type SummaryJson = Omit<z.infer<typeof SummaryJsonSchema>, 'analysis'> & {
+  analysis: Analysis & { provenance?: Provenance };
+};
 
 /** Where the generated JSON Schema lives, relative to the repository root. */
 export const SUMMARY_SCHEMA_PATH = 'docs/schemas/summary.schema.json';
