@@ -1,6 +1,20 @@
 /** Which attempt committed a block (`<prefix>:experiment:<id>:commits`, field `<block>`). */
 import { z } from 'zod';
+import { MachineRecordSchema } from './machine-record.ts';
 import { RankOriginSchema } from './rank-origin.ts';
+import { SlurmProvenanceSchema } from './slurm-allocation.ts';
+
+/**
+ * A host of the gang as its worker read it when the attempt started (worker/machine-record.ts):
+ * its machine record and, under Slurm, the allocation it ran in. The report's provenance reads
+ * them here, not from the stream's block-start event.
+ */
+export const GangHostSchema = z.strictObject({
+  host: z.string(),
+  machine: MachineRecordSchema,
+  slurm: SlurmProvenanceSchema.optional(),
+});
+export type GangHost = z.infer<typeof GangHostSchema>;
 
 export const CommitRecordSchema = z.object({
   attempt: z.int().positive().meta({ unit: 'count' }),
@@ -32,5 +46,7 @@ export const CommitRecordSchema = z.object({
    * Absent on older records.
    */
   ranks: z.array(RankOriginSchema).optional(),
+  /** every host of the gang (one; a spread gang's each), as its worker read it at the start. Absent on older records. */
+  hosts: z.array(GangHostSchema).optional(),
 });
 export type CommitRecord = z.infer<typeof CommitRecordSchema>;

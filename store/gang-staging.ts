@@ -12,6 +12,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { type GangHost, GangHostSchema } from '../jobs/commit-record.ts';
 import { GateResultSchema } from '../jobs/gate-result.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { type RankOrigin, RankOriginSchema } from '../jobs/rank-origin.ts';
@@ -32,6 +33,7 @@ const StagedPartSchema = z.object({
   reps: z.array(z.object({ block: z.int(), arm: z.string(), rep: z.int(), result: RepResultSchema })),
   gates: z.array(z.object({ block: z.int(), arm: z.string(), result: GateResultSchema })),
   ranks: z.array(RankOriginSchema),
+  hosts: z.array(GangHostSchema),
 });
 export interface StagedPart {
   host: string;
@@ -39,6 +41,7 @@ export interface StagedPart {
   reps: CommitRep[];
   gates: CommitGate[];
   ranks: RankOrigin[];
+  hosts: GangHost[];
 }
 
 export type StageResult = { staged: true } | { staged: false; card: string; holder: number | null };

@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { GangHost } from '../jobs/commit-record.ts';
 import { type CommitRecord, CommitRecordSchema } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { type FailedRecord, FailedRecordSchema, type FailedRep } from '../jobs/failed-rep.ts';
@@ -48,6 +49,8 @@ export interface CommitInput {
   timeline?: { started: number; ready?: number; gated?: number };
   /** where each rank of the gang ran (jobs/rank-origin.ts), committed with the block */
   ranks?: RankOrigin[];
+  /** each host of the gang as its worker read it at the start (machine record, Slurm allocation) */
+  hosts?: GangHost[];
 }
 
 export type CommitResult =
@@ -80,6 +83,7 @@ export class ResultStore {
           committed: Date.now(),
           ...c.timeline,
           ...(c.ranks === undefined ? {} : { ranks: c.ranks }),
+          ...(c.hosts === undefined ? {} : { hosts: c.hosts }),
         }),
       ),
       c.reps.length,

@@ -318,7 +318,11 @@ class GangRun {
       const measured = await this.pipeline.run(planned, gating.blocked);
       this.requeueIfStopped(measured.stoppedAt, planned.length);
       fate.closing = true;
-      const outcome = await this.committer.commit(planned, measured, gates, timeline, this.ranks.origins());
+      const outcome = await this.committer.commit(planned, measured, gates, {
+        timeline,
+        ranks: this.ranks.origins(),
+        hosts: [{ host: this.opts.host, machine, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) }],
+      });
       committed = true;
       return outcome;
     } catch (caught) {

@@ -1,26 +1,22 @@
 /**
- * What the results need of an experiment's events, folded one event at a time as a reader streams
- * them (from Redis page by page, or events.jsonl line by line): the block-starts' machine records
- * and Slurm allocations for the provenance, and the counts. The provenance's hosts, cards and
- * devices, the report's tables and the prior run's timing come from the committed records
- * (provenance.ts `addCommit`, record-tables.ts, run-timing.ts), never from here. Memory holds the
- * fold's state (one entry per host), never the events: a record of millions of events is read in
+ * What the results need of an experiment's events, counted one event at a time as a reader streams
+ * them (from Redis page by page, or events.jsonl line by line): how many, and how many of committed
+ * attempts. Every number of the report (the provenance, the tables, the prior run's timing) comes
+ * from the committed records (provenance.ts `addCommit`, record-tables.ts, run-timing.ts), never
+ * from here. Memory holds two counts, never the events: a record of millions of events is read in
  * one pass.
  */
 import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import { importJsonl } from '../../store/event-log.ts';
-import { ProvenanceFold } from './provenance.ts';
 
 export class EventDigest {
-  readonly provenance = new ProvenanceFold();
   total = 0;
   committed = 0;
 
   add = (e: StreamEvent): void => {
     this.total++;
     if (e.committed) this.committed++;
-    this.provenance.add(e);
   };
 
   static async of(events: AsyncIterable<StreamEvent> | Iterable<StreamEvent>): Promise<EventDigest> {

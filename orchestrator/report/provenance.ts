@@ -13,8 +13,6 @@ import type { MachineRecord } from '../../jobs/machine-record.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { specHash } from '../../jobs/spec-hash.ts';
-import type { StreamEvent } from '../../jobs/stream-event.ts';
-import { workerEventOf } from '../../jobs/stream-event.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { orchProvenance } from './orch-provenance.ts';
 
@@ -83,10 +81,7 @@ export interface ProvenanceInput {
   orch: Provenance['orch'];
 }
 
-/**
- * The provenance folded from the committed records (commits, then reps in the order they ran) and,
- * for the machine record and the Slurm allocation, the block-start events as a reader streams them.
- */
+/** The provenance folded from the committed records: the commit records, then the reps in the order they ran. */
 export class ProvenanceFold {
   private readonly cards = new Map<string, CardProvenance>();
   private readonly graphrt = new Set<string>();
@@ -96,22 +91,19 @@ export class ProvenanceFold {
   private readonly throttled = new Set<string>();
   private readonly machines = new Map<string, MachineRecord>();
 
-  /** A block-start event: the machine its worker read, and the Slurm allocation it ran in. */
-  add(e: StreamEvent): void {
-    const start = workerEventOf(e, 'block-start');
-    if (start === null) return;
-    if (e.committed && start.machine && !this.machines.has(e.host)) this.machines.set(e.host, start.machine);
-    if (start.slurm !== undefined) {
-      const { job, nodes, partition, node } = start.slurm;
-      this.slurm.set(e.host, { host: e.host, node, job, nodes, partition });
-    }
-  }
-
   /**
-   * One block's commit record (jobs/commit-record.ts): its ranks' hosts, cards, devices and graphrt
-   * versions, from the committed record, never the stream's copy of the hellos (which may be dropped).
+   * One block's commit record (jobs/commit-record.ts), in block order: its ranks' hosts, cards,
+   * devices and graphrt versions, and its hosts' machine records and Slurm allocations, from the
+   * committed record, never the stream's copies of the hellos and block-starts (which may be lost).
    */
   addCommit(c: CommitRecord): void {
+    for (const h of c.hosts ?? []) {
+      if (!this.machines.has(h.host)) this.machines.set(h.host, h.machine);
+      if (h.slurm !== undefined) {
+        const { job, nodes, partition, node } = h.slurm;
+        this.slurm.set(h.host, { host: h.host, node, job, nodes, partition });
+      }
+    }
     for (const r of c.ranks ?? []) {
       this.hosts.add(r.host);
       for (const v of r.graphrt) this.graphrt.add(v);
@@ -177,27 +169,13 @@ export class ProvenanceFold {
 
 const clock = (c: ClockSample): ClockSample => ({ sm_mhz: c.sm_mhz, mem_mhz: c.mem_mhz });
 
-export function collectProvenance(
-  input: ProvenanceInput & {
-    events: Iterable<StreamEvent>;
-    commits: Iterable<CommitRecord>;
-    reps: Iterable<RepResult>;
-  },
-): Provenance {
-  const f = new ProvenanceFold();
-  for (const e of input.events) f.add(e);
-  for (const c of input.commits) f.addCommit(c);
-  for (const r of input.reps) f.addRep(r);
-  return f.result(input);
-}
-
 /** The provenance of an experiment's record, with the orch that writes it. */
 export function provenanceOf(
   exp: Pick<ExperimentRecord, 'spec' | 'hash' | 'created' | 'ended'>,
-  events: ProvenanceFold,
+  records: ProvenanceFold,
 ): Provenance {
   const { version, commit, dirty } = orchProvenance();
-  return events.result({
+  return records.result({
     spec: exp.spec,
     hash: exp.hash,
     created: exp.created,

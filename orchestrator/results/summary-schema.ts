@@ -13,8 +13,8 @@ import { CommitRecordSchema } from '../../jobs/commit-record.ts';
 import { GateResultSchema } from '../../jobs/gate-result.ts';
 import { PlanSchema } from '../../jobs/plan-schema.ts';
 import { BlockStateSchema, EXPERIMENT_STATES } from '../../store/experiment-store.ts';
-import { AnalysisSchema, readerLayout } from '../stats/analysis-schema.ts';
 import type { Provenance } from '../report/provenance.ts';
+import { AnalysisSchema, readerLayout } from '../stats/analysis-schema.ts';
 import type { Analysis } from '../stats/types.ts';
 import { AccountingSchema } from './rep-fates.ts';
 

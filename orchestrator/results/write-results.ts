@@ -10,14 +10,14 @@
  *                 what the card time and the trace read (never events.jsonl)
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
  * The events are streamed: each page of the stream (store/event-log.ts) is written to
- * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
+ * events.jsonl and counted (event-digest.ts) before the next is
  * read, so memory does not grow with the events.
  */
 
 import type { Redis } from 'ioredis';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { type Provenance, provenanceOf } from '../report/provenance.ts';
+import { type Provenance, ProvenanceFold, provenanceOf } from '../report/provenance.ts';
 import { recordTables, repsInOrder } from '../report/record-tables.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
@@ -77,11 +77,12 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   // checked (and made 0600) like every file, then streamed; the stream's open follows no link either
   out.write('events.jsonl', '');
   await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
-  // the cards from the commit records, then the reps' clocks and throttle reasons on them
-  for (const commit of Object.values(c.commits)) digest.provenance.addCommit(commit);
-  for (const r of repsInOrder(Object.values(c.reps))) digest.provenance.addRep(r);
+  // the hosts and cards from the commit records, then the reps' clocks and throttle reasons on them
+  const records = new ProvenanceFold();
+  for (const commit of Object.values(c.commits)) records.addCommit(commit);
+  for (const r of repsInOrder(Object.values(c.reps))) records.addRep(r);
   const analysis = Object.assign(analyzeRecords(c), {
-    provenance: provenanceOf(c.exp, digest.provenance),
+    provenance: provenanceOf(c.exp, records),
   });
   const accounting = accountFor(c);
   const files = renderReportFiles(

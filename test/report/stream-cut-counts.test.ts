@@ -4,8 +4,8 @@
  * `--watch`): an A/B whose 800-step rep lines the stream cuts (16 KiB, worker/event-stream.ts).
  * The watch (`orch watch`, `orch submit --watch`) counts a running block's reps as they are measured (store/rep-progress.ts), though
  * no whole rep line reaches the stream; and once the experiment ended and its stream is deleted
- * outright, its results still name the host, the card, its device and the graphrt version it ran
- * (the commit records' `ranks`, jobs/rank-origin.ts), and its trace still draws the committed
+ * outright, its results still name the host, the card, its device, the graphrt version it ran and
+ * the machine record (the commit records' `ranks` and `hosts`, jobs/commit-record.ts), and its trace still draws the committed
  * attempt with its phases and reps.
  */
 import assert from 'node:assert/strict';
@@ -75,6 +75,11 @@ test('a stream that cut every rep line and was then deleted: watch counted the r
     [['h1', 'cpu:0@h1', 'fixture cpu_0@h1', 'cpu']],
   );
   assert.deepEqual(summary.analysis.backend.devices, ['fixture cpu_0@h1']);
+  // the machine its worker read as the block started
+  assert.deepEqual(
+    p.machines.map((m: { host: string; os: string | null }) => [m.host, m.os]),
+    [['h1', 'Linux']],
+  );
 
   // and orch trace draws the committed attempt, its phases and its reps from the records
   const t = await runOrch(['trace', id], c.env);
