@@ -8,7 +8,8 @@
 import { z } from 'zod';
 
 const text = z.string().nullable();
-const number = z.number().nullable();
+/** A reading in `unit`, null when it could not be read. */
+const reading = (unit: string) => z.number().meta({ unit }).nullable();
 
 export const GpuStateSchema = z.strictObject({
   /** the card id (the GPU UUID for a cuda card) */
@@ -16,12 +17,12 @@ export const GpuStateSchema = z.strictObject({
   uuid: text,
   name: text,
   driver: text,
-  power_limit_w: number,
+  power_limit_w: reading('W'),
   /** the clocks when the block started, the most the SM can run at, and an application clock setting */
-  sm_mhz: number,
-  mem_mhz: number,
-  max_sm_mhz: number,
-  applications_sm_mhz: number,
+  sm_mhz: reading('MHz'),
+  mem_mhz: reading('MHz'),
+  max_sm_mhz: reading('MHz'),
+  applications_sm_mhz: reading('MHz'),
   persistence_mode: text,
   compute_mode: text,
 });
@@ -34,8 +35,8 @@ export const MachineRecordSchema = z.strictObject({
   kernel: text,
   arch: text,
   cpu_model: text,
-  cpu_threads: z.int().min(0).nullable(),
-  memory_bytes: number,
+  cpu_threads: z.int().min(0).meta({ unit: 'count' }).nullable(),
+  memory_bytes: reading('bytes'),
   node: text,
   /** the first line of `cc --version` */
   compiler: text,

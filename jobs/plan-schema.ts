@@ -11,14 +11,14 @@ import { DESIGNS } from './spec.ts';
 export const ArmSchema = z.strictObject({
   name: z.string().min(1),
   toggles: z.record(z.string(), z.union([z.boolean(), z.string()])),
-  params: z.record(z.string(), z.number()).optional(),
+  params: z.record(z.string(), z.number().meta({ unit: 'param value' })).optional(),
   aa_of: z.string().optional(),
   build: z.string().optional(),
   ref_of: z.string().optional(),
 }) satisfies z.ZodType<Arm>;
 
 export const PlannedBlockSchema = z.strictObject({
-  index: z.int().min(0),
+  index: z.int().min(0).meta({ unit: 'index' }),
   sequence: z.array(z.string().min(1)).min(1),
 }) satisfies z.ZodType<PlannedBlock>;
 
@@ -30,12 +30,12 @@ export const PlanSchema = z.strictObject({
   control: z.string().min(1),
   arms: z.array(ArmSchema).min(1),
   blocks: z.array(PlannedBlockSchema).min(1),
-  reps: z.int().min(1),
-  ranks: z.int().min(1),
+  reps: z.int().min(1).meta({ unit: 'count' }),
+  ranks: z.int().min(1).meta({ unit: 'count' }),
   placement: z.enum(['host', 'spread', 'host_then_spread']),
   order: z.enum(['balanced', 'random']),
-  seed: z.number().optional(),
-  sequential: z.strictObject({ looks: z.int().min(2) }).optional(),
+  seed: z.number().meta({ unit: 'seed' }).optional(),
+  sequential: z.strictObject({ looks: z.int().min(2).meta({ unit: 'count' }) }).optional(),
   reps_per_block: z.union([z.literal('auto'), z.int().min(1)]).optional(),
   sized: BlockSizingSchema.optional(),
 }) satisfies z.ZodType<Plan>;

@@ -21,7 +21,7 @@ export const SlurmProvenanceSchema = z.object({
   /** the node this worker runs on */
   node: z.string().min(1),
   /** the allocation's end (ms since the epoch); null when Slurm gave no limit */
-  end: z.number().nullable(),
+  end: z.number().meta({ unit: 'ms since the epoch' }).nullable(),
 });
 export type SlurmProvenance = z.infer<typeof SlurmProvenanceSchema>;
 

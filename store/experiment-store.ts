@@ -54,33 +54,33 @@ export const TERMINAL_BLOCK_PHASES: ReadonlySet<BlockPhase> = new Set(['done', '
 export const GangPartSchema = z.strictObject({
   host: z.string().min(1),
   cards: z.array(z.string().min(1)),
-  epoch: z.int().min(0),
+  epoch: z.int().min(0).meta({ unit: 'count' }),
   job: z.string(),
   /** a gang across hosts: its ranks in all, and this part's first (rank order: the parts' order) */
-  world: z.int().min(1).optional(),
-  first_rank: z.int().min(0).optional(),
+  world: z.int().min(1).meta({ unit: 'count' }).optional(),
+  first_rank: z.int().min(0).meta({ unit: 'index' }).optional(),
 });
 export type GangPart = z.infer<typeof GangPartSchema>;
 
 /** A block's scheduling state, the value of its field in the blocks hash. */
 export const BlockStateSchema = z.strictObject({
-  block: z.int().min(0),
+  block: z.int().min(0).meta({ unit: 'index' }),
   phase: z.enum(BLOCK_PHASES),
   /** the attempt running or last run; 0 before the first grant */
-  attempt: z.int().min(0),
+  attempt: z.int().min(0).meta({ unit: 'count' }),
   /** the leased gang of the current attempt: one part per host, each with its own epoch */
   gang: z.array(GangPartSchema),
   /** why it is waiting (set by the scheduler at each grant pass) */
   why: z.string().nullable(),
   /** why it ended failed or cancelled, or why the last attempt was lost */
   reason: z.string().nullable(),
-  expected_ms: z.number().nullable(),
-  granted_at: z.number().nullable(),
-  ended_at: z.number().nullable(),
+  expected_ms: z.number().meta({ unit: 'ms' }).nullable(),
+  granted_at: z.number().meta({ unit: 'ms since the epoch' }).nullable(),
+  ended_at: z.number().meta({ unit: 'ms since the epoch' }).nullable(),
   /** every attempt with how it ended: the audit trail of re-dispatches */
   attempts: z.array(
     z.strictObject({
-      attempt: z.int().min(0),
+      attempt: z.int().min(0).meta({ unit: 'count' }),
       gang: z.array(GangPartSchema),
       outcome: z.string(),
       reason: z.string().optional(),

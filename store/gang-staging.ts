@@ -12,8 +12,10 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { type GangHost, GangHostSchema } from '../jobs/commit-record.ts';
 import { GateResultSchema } from '../jobs/gate-result.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
+import { type RankOrigin, RankOriginSchema } from '../jobs/rank-origin.ts';
 import { RepResultSchema } from '../jobs/rep-result.ts';
 import { type OrchKeys, orchKeys } from './keys.ts';
 import type { CommitGate, CommitRep } from './result-store.ts';
@@ -30,12 +32,16 @@ const StagedPartSchema = z.object({
   cards: z.array(z.string()).min(1),
   reps: z.array(z.object({ block: z.int(), arm: z.string(), rep: z.int(), result: RepResultSchema })),
   gates: z.array(z.object({ block: z.int(), arm: z.string(), result: GateResultSchema })),
+  ranks: z.array(RankOriginSchema),
+  hosts: z.array(GangHostSchema),
 });
 export interface StagedPart {
   host: string;
   cards: string[];
   reps: CommitRep[];
   gates: CommitGate[];
+  ranks: RankOrigin[];
+  hosts: GangHost[];
 }
 
 export type StageResult = { staged: true } | { staged: false; card: string; holder: number | null };

@@ -76,6 +76,8 @@ export interface OrchKeys {
   rankOutput(id: string): string;
   /** hash "<block>" → JSON { attempt, epoch, host, committed }: at most one committed attempt per block */
   commits(id: string): string;
+  /** hash "<block>/<attempt>" → reps measured, "<block>/latest" → JSON LatestRep: running attempts' live count (store/rep-progress.ts) */
+  progress(id: string): string;
   /** hash "<block>/<arm>/<rep>" → JSON ProbeRecord (design probe; read only for the block's committed attempt) */
   probes(id: string): string;
   /** hash host → JSON HostBuilds, and `:failed` → JSON BuildFailure: the experiment's build phase (store/experiment-builds.ts) */
@@ -157,6 +159,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     rankOutput: (id) => `${p}:experiment:${id}:rank-output`,
     commits: (id) => `${p}:experiment:${id}:commits`,
     probes: (id) => `${p}:experiment:${id}:probes`,
+    progress: (id) => `${p}:experiment:${id}:progress`,
     builds: (id) => `${p}:experiment:${id}:builds`,
     outcome: (id) => `${p}:experiment:${id}:outcome`,
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,

@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { GangHost } from '../jobs/commit-record.ts';
 import { type CommitRecord, CommitRecordSchema } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { type FailedRecord, FailedRecordSchema, type FailedRep } from '../jobs/failed-rep.ts';
@@ -12,12 +13,14 @@ import { type GateResult, GateResultSchema } from '../jobs/gate-result.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
 import { checkStored, parseStored } from '../jobs/parse-stored.ts';
 import { type ProbeRecord, ProbeRecordSchema } from '../jobs/probe-record.ts';
+import type { RankOrigin } from '../jobs/rank-origin.ts';
 import {
   RANK_OUTPUT_RECORDS_MAX,
   type RankOutputTail,
   RankOutputTailSchema,
   rankOutputField,
 } from '../jobs/rank-output-tail.ts';
+
 import { escapeRankText } from '../jobs/rank-text.ts';
 import { type RepResult, RepResultSchema } from '../jobs/rep-result.ts';
 import { describeIssues } from '../jobs/schema-issues.ts';
@@ -50,7 +53,11 @@ export interface CommitInput {
   notRun: FailedRep[];
   gates: CommitGate[];
   /** the attempt's timeline (jobs/commit-record.ts: started, ready, gated; epoch ms; how each rank started), committed with it */
-  timeline?: Pick<CommitRecord, 'started' | 'ready' | 'gated' | 'ranks'> & { started: number };
+  timeline?: Pick<CommitRecord, 'started' | 'ready' | 'gated' | 'startup'> & { started: number };
+  /** where each rank of the gang ran (jobs/rank-origin.ts), committed with the block */
+  ranks?: RankOrigin[];
+  /** each host of the gang as its worker read it at the start (machine record, Slurm allocation) */
+  hosts?: GangHost[];
 }
 
 export type CommitResult =
@@ -82,6 +89,8 @@ export class ResultStore {
           host: c.host,
           committed: Date.now(),
           ...c.timeline,
+          ...(c.ranks === undefined ? {} : { ranks: c.ranks }),
+          ...(c.hosts === undefined ? {} : { hosts: c.hosts }),
         }),
       ),
       c.reps.length,

@@ -11,7 +11,9 @@
 
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import { captureFailedReason } from '../jobs/capture-blocker.ts';
+import type { GangHost } from '../jobs/commit-record.ts';
 import { OrchError } from '../jobs/errors.ts';
+import type { RankOrigin } from '../jobs/rank-origin.ts';
 import type { RankOutputTail } from '../jobs/rank-output-tail.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { CommitGate, CommitInput, FailedRep, ResultStore } from '../store/result-store.ts';
@@ -33,8 +35,9 @@ export class BlockCommit {
     planned: RepRef[],
     measured: MeasuredReps,
     gates: CommitGate[],
-    timeline?: CommitInput['timeline'],
+    attempt: { timeline: CommitInput['timeline']; ranks: RankOrigin[]; hosts: GangHost[] },
   ): Promise<BlockOutcome> {
+    const { timeline, ranks, hosts } = attempt;
     const { job, host, events, log } = this.gang;
     const { reps, probes } = measured;
     // an arm whose capture failed: its reps are final failures with the blocker, committed with the block
@@ -74,14 +77,14 @@ export class BlockCommit {
       gates: gates.map((g) => ({ arm: g.arm, pass: g.result.pass })),
     });
     if (this.spread !== null && !this.spread.leads) {
-      await this.spread.stageAndAwaitCommit({ cards: job.cards, reps, gates });
+      await this.spread.stageAndAwaitCommit({ cards: job.cards, reps, gates, ranks, hosts });
       log.info({ measured: reps.length }, 'part staged; the leading part committed the block');
       return outcome(0);
     }
     const gang =
       this.spread === null
-        ? { cards: job.cards, reps, gates }
-        : await this.spread.gather({ cards: job.cards, reps, gates });
+        ? { cards: job.cards, reps, gates, ranks, hosts }
+        : await this.spread.gather({ cards: job.cards, reps, gates, ranks, hosts });
     const res = await this.fate.race(
       this.results.commitBlock({
         experiment: job.experiment,
@@ -93,6 +96,8 @@ export class BlockCommit {
         reps: gang.reps,
         notRun,
         gates: gang.gates,
+        ranks: gang.ranks,
+        hosts: gang.hosts,
         ...(timeline === undefined ? {} : { timeline }),
       }),
     );

@@ -35,6 +35,7 @@ import { isSpread, leaseOwnerOf } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import { toJobError } from '../store/job-error.ts';
 import type { LeaseStore } from '../store/lease-store.ts';
+import type { RepProgress } from '../store/rep-progress.ts';
 import type { CommitInput, ResultStore } from '../store/result-store.ts';
 import { advertiseAddress } from './advertise-address.ts';
 import { BlockCommit } from './block-commit.ts';
@@ -47,6 +48,7 @@ import { GangGates } from './gang-gates.ts';
 import { GangRanks } from './gang-ranks.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import type { RunningPart } from './lease-message-check.ts';
+import { LiveProgress } from './live-progress.ts';
 import { readMachineRecord } from './machine-record.ts';
 import type { RankRunner } from './rank-runner.ts';
 import { RepMeasure } from './rep-measure.ts';
@@ -84,6 +86,8 @@ export interface ExecutorDeps {
   probe: ForeignProcessProbe;
   /** the experiment's event stream */
   events: (experiment: string) => EventStream;
+  /** the running attempts' live count of measured reps (store/rep-progress.ts) */
+  progress: RepProgress;
   log: Logger;
   /** true once the worker is stopping (SIGTERM): finish the rep in flight, run no more */
   stopping: () => boolean;
@@ -201,6 +205,7 @@ class GangRun {
   private readonly ranks: GangRanks;
   private readonly foreign: ForeignGuard;
   private readonly pipeline: RepPipeline;
+  private readonly progress: LiveProgress;
   private readonly committer: BlockCommit;
 
   constructor(
@@ -253,12 +258,14 @@ class GangRun {
       { cards: opts.cards, lockPaths, probe: deps.probe, pollMs: opts.foreignPollMs, stopping: deps.stopping },
       this.fate,
     );
+    this.progress = new LiveProgress(deps.progress, this.gang);
     this.pipeline = new RepPipeline(
       this.gang,
       this.ranks,
       new RepMeasure(this.gang, this.ranks),
       this.foreign,
       this.fate,
+      this.progress,
       { spread, stopping: deps.stopping },
     );
     this.committer = new BlockCommit(this.gang, deps.results, this.fate, part);
@@ -305,14 +312,18 @@ class GangRun {
       await this.foreign.guard([]);
       await this.ranks.start();
       timeline.ready = Date.now();
-      timeline.ranks = this.ranks.startups(timeline.started);
+      timeline.startup = this.ranks.startups(timeline.started);
       const gating = new GangGates(this.gang, this.ranks);
       const gates = await gating.run();
       timeline.gated = Date.now();
       const measured = await this.pipeline.run(planned, gating.blocked);
       this.requeueIfStopped(measured.stoppedAt, planned.length);
       fate.closing = true;
-      const outcome = await this.committer.commit(planned, measured, gates, timeline);
+      const outcome = await this.committer.commit(planned, measured, gates, {
+        timeline,
+        ranks: this.ranks.origins(),
+        hosts: [{ host: this.opts.host, machine, ...(this.opts.slurm ? { slurm: this.opts.slurm } : {}) }],
+      });
       committed = true;
       return outcome;
     } catch (caught) {
@@ -334,7 +345,7 @@ class GangRun {
       await this.deps.leases
         .release({ cards: job.cards, epoch: job.epoch })
         .catch((err: unknown) => this.gang.log.warn({ err }, 'leases not released; they expire with their TTL'));
-      await this.gang.events.flush();
+      await Promise.all([this.gang.events.flush(), this.progress.flush()]);
     }
   }
 

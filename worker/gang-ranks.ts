@@ -20,6 +20,7 @@ import { OrchError } from '../jobs/errors.ts';
 import type { Probe } from '../jobs/graphrt-protocol.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
+import { type RankOrigin, rankOrigin } from '../jobs/rank-origin.ts';
 import { printedAnything, type RankOutputTail } from '../jobs/rank-output-tail.ts';
 import { type RankStartup, rankStartup } from '../jobs/rank-startup.ts';
 import { escapeRankText } from '../jobs/rank-text.ts';
@@ -87,6 +88,16 @@ export class GangRanks {
         this.gang.job.cards[i] as string,
         started,
         this.helloFrom.get(i) ?? started,
+      ),
+    );
+  }
+
+  /** Where each rank of this host ran, from its hellos (card order): committed with the block (jobs/commit-record.ts `ranks`). */
+  origins(): RankOrigin[] {
+    return this.handles.map((r, i) =>
+      rankOrigin(
+        { rank: this.gang.rankOf(i), host: this.gang.host, card: this.gang.job.cards[i] as string },
+        r.processHellos?.() ?? [this.hellosNow[i] as RankHelloLine],
       ),
     );
   }

@@ -126,6 +126,8 @@ class BuildsRank implements RankHandle {
   /** the rank ended before any of its processes started (a build failed, the card was busy): ended when the executor ends it */
   private preStart: RankExit | null = null;
   private resolveExited!: (e: RankExit) => void;
+  /** every build's process's hello, once all said it */
+  private hellos: readonly RankHelloLine[] = [];
 
   constructor(
     private readonly s: RankStart,
@@ -151,6 +153,10 @@ class BuildsRank implements RankHandle {
       stdout: all.flatMap((o) => o.stdout).slice(-RANK_OUTPUT_TAIL_LINES),
       stderr: all.flatMap((o) => o.stderr).slice(-RANK_OUTPUT_TAIL_LINES),
     };
+  }
+
+  processHellos(): readonly RankHelloLine[] {
+    return this.hellos;
   }
 
   // Two builds are two processes on one card: a request written to one while the other
@@ -233,12 +239,12 @@ class BuildsRank implements RankHandle {
     void Promise.all([...this.procs.values()].map((p) => p.exited)).then((all) =>
       this.resolveExited(this.first ?? (all[0] as RankExit)),
     );
-    const hellos = await Promise.all(
+    this.hellos = await Promise.all(
       [...this.procs.values()].map((p) =>
         p.ready.catch((err: unknown) => Promise.reject(this.first === null ? err : new RankExitError(this.first))),
       ),
     );
-    return hellos[0] as Hello;
+    return this.hellos[0] as Hello;
   }
 
   /** Locks the card's description and starts every build's process on it (fd 3). */

@@ -4,13 +4,20 @@
  * order, and reduced once more over all hosts by jobs/gang-rep.ts (per step the slowest rank); a
  * gate passes only when it passed on every rank of every host.
  */
+
+import type { GangHost } from '../jobs/commit-record.ts';
 import { reduceGang, stepMax } from '../jobs/gang-rep.ts';
+import type { RankOrigin } from '../jobs/rank-origin.ts';
 import type { CommitGate, CommitRep } from '../store/result-store.ts';
 
 export interface PartResults {
   cards: string[];
   reps: CommitRep[];
   gates: CommitGate[];
+  /** where each rank of the part ran (jobs/rank-origin.ts) */
+  ranks: RankOrigin[];
+  /** the part's host as its worker read it at the start */
+  hosts: GangHost[];
 }
 
 /** `lead` first: its rep fields (hashes, backend, mode) speak for the gang, as rank 0's do on one host. */
@@ -51,5 +58,11 @@ export function mergeGangResults(lead: PartResults, others: PartResults[]): Part
       },
     };
   });
-  return { cards, reps, gates };
+  return {
+    cards,
+    reps,
+    gates,
+    ranks: parts.flatMap((p) => p.ranks).sort((a, b) => a.rank - b.rank),
+    hosts: parts.flatMap((p) => p.hosts),
+  };
 }

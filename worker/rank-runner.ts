@@ -86,6 +86,11 @@ export interface RankHandle {
   pids(): number[];
   /** resolves with the hello line; rejects with RankExitError if the rank dies first */
   ready: Promise<RankHelloLine>;
+  /**
+   * Once ready: every process's hello (a rank whose arms run several builds runs one process per
+   * build, each with its own graphrt version). Absent: `ready`'s hello alone.
+   */
+  processHellos?(): readonly RankHelloLine[];
   /** sends one op; resolves with its final line (rep, gate or error) */
   request(op: RankOp, timeoutMs: number): Promise<RankLine>;
   /**

@@ -30,6 +30,7 @@ import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
 import type { GangRanks } from './gang-ranks.ts';
 import { rerunThrottled } from './hygiene-reruns.ts';
+import type { LiveProgress } from './live-progress.ts';
 import { armOf, type RankOp } from './rank-runner.ts';
 import { type Measured, type RepMeasure, repOpId } from './rep-measure.ts';
 
@@ -56,6 +57,7 @@ export class RepPipeline {
     private readonly measure: RepMeasure,
     private readonly foreign: ForeignGuard,
     private readonly fate: GangFate,
+    private readonly progress: LiveProgress,
     private readonly opts: { spread: boolean; stopping: () => boolean },
   ) {}
 
@@ -121,6 +123,7 @@ export class RepPipeline {
       if ('blocked' in measured) out.blocked.push({ p, blocker: measured.blocked });
       else {
         out.reps.push(measured.rep);
+        if (round === 0) this.progress.rep(measured.rep);
         if (measured.record !== null) out.probes.push(measured.record);
       }
       i++;

@@ -51,6 +51,7 @@ import { LeaseStore } from '../store/lease-store.ts';
 import { defaultStateDir, ensureLockFile, ensurePrivateDir } from '../store/private-dir.ts';
 import { RedisInstance, warnIfNotPersistent } from '../store/redis-instance.ts';
 import { RefusedJobs } from '../store/refused-jobs.ts';
+import { RepProgress } from '../store/rep-progress.ts';
 import { ResultStore } from '../store/result-store.ts';
 import { BlockExecutor, cardLockPath } from './block-executor.ts';
 import { BuildCache } from './builds/build-cache.ts';
@@ -447,6 +448,7 @@ export class Worker {
       {
         leases: new LeaseStore(redis, { prefix: this.prefix }),
         results: new ResultStore(redis, { prefix: this.prefix }),
+        progress: new RepProgress(redis, this.prefix),
         runner:
           this.opts.runner ??
           runnerByRuntime({

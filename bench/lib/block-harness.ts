@@ -12,6 +12,7 @@ import type { Card } from '../../jobs/card.ts';
 import { type BusyShareRow, busyShare } from '../../orchestrator/stats/busy-share.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { LeaseStore } from '../../store/lease-store.ts';
+import { RepProgress } from '../../store/rep-progress.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { BlockExecutor } from '../../worker/block-executor.ts';
 import { type ForeignProcessProbe, HostForeignProcessProbe } from '../../worker/foreign-processes.ts';
@@ -82,6 +83,7 @@ export class BlockHarness {
       {
         leases: this.leases,
         results: this.results,
+        progress: new RepProgress(this.redis, this.prefix),
         runner,
         probe:
           typeof this.probeMs !== 'number'

@@ -1,17 +1,17 @@
 /**
  * `orch trace <id> > trace.json`: an experiment as a Chrome / Perfetto trace (open it in
- * ui.perfetto.dev or chrome://tracing), from its committed reps (the rep slices) and event stream
- * in Redis, or — without REDIS_URL, or with --from-results — from results/<id>/reps.jsonl and
- * events.jsonl.
+ * ui.perfetto.dev or chrome://tracing), from its committed records (reps, commit records, gates)
+ * and event stream in Redis, or — without REDIS_URL, or with --from-results — from
+ * results/<id>/reps.jsonl, summary.json and events.jsonl.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
+import type { TraceInput } from '../../orchestrator/trace/chrome-trace.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
 
-async function fromResults(dir: string, id: string): Promise<{ events: StreamEvent[]; reps: RepResult[] }> {
+async function fromResults(dir: string, id: string): Promise<TraceInput> {
   const { UserInputError } = await import('../../jobs/errors.ts');
   const file = join(dir, id, 'events.jsonl');
   if (!existsSync(file)) {
@@ -22,8 +22,9 @@ async function fromResults(dir: string, id: string): Promise<{ events: StreamEve
   const { importJsonl } = await import('../../store/event-log.ts');
   const events: StreamEvent[] = [];
   for await (const e of importJsonl(file)) events.push(e);
-  const { readRepsFile } = await import('../../orchestrator/report/results-dir.ts');
-  return { events, reps: readRepsFile(join(dir, id, 'reps.jsonl')) };
+  const { readResultsDir } = await import('../../orchestrator/report/results-dir.ts');
+  const r = readResultsDir(join(dir, id));
+  return { events, reps: r.reps(), commits: r.commits, gates: r.gates };
 }
 
 export const traceCommand = defineCommand({
@@ -42,22 +43,19 @@ export const traceCommand = defineCommand({
     // Loaded here, not at the top: every other command starts without them.
     const { redisUrlFromArgs, requireTarget } = await import('../embedded/redis-target.ts');
     const { chromeTrace } = await import('../../orchestrator/trace/chrome-trace.ts');
-    let events: StreamEvent[];
-    let reps: RepResult[];
-    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace'))
-      ({ events, reps } = await fromResults(argv.results, argv.id));
+    let input: TraceInput;
+    if (argv.fromResults || !redisUrlFromArgs(argv, 'trace')) input = await fromResults(argv.results, argv.id);
     else {
       const { orchLog } = await import('../embedded/log.ts');
       const { collectResults } = await import('../../orchestrator/results/collect-results.ts');
       const target = await requireTarget('trace', orchLog('trace'), argv);
       try {
         const c = await collectResults(target.redis, target.prefix, argv.id);
-        events = c.events;
-        reps = Object.values(c.reps);
+        input = { events: c.events, reps: Object.values(c.reps), commits: c.commits, gates: Object.values(c.gates) };
       } finally {
         await target.close();
       }
     }
-    process.stdout.write(`${JSON.stringify(chromeTrace(argv.id, events, reps))}\n`);
+    process.stdout.write(`${JSON.stringify(chromeTrace(argv.id, input))}\n`);
   },
 });

@@ -61,7 +61,7 @@ export const watchCommand = defineCommand({
       if (interrupt.interrupted)
         return await interrupt.finish(target.redis, target.prefix, (l) => process.stderr.write(`${l}\n`));
       // the outcome as `orch report` would judge it, without writing results/<id>/
-      const analysis = analyzeRecords(await collectRecords(target.redis, target.prefix, argv.id), []);
+      const analysis = analyzeRecords(await collectRecords(target.redis, target.prefix, argv.id));
       const exitCode = outcomeExitCode(analysis, failOn);
       process.stdout.write(
         argv.json

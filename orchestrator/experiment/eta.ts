@@ -1,23 +1,30 @@
 /**
  * How long an experiment still has to run, from what it measured: the wall time of its reps
- * (the gap between one rank-0 rep answer and the next of the same attempt, on the Redis server's
+ * (the gap between one rep noted measured and the next of the same attempt, on its worker's
  * clock, so the worker's turnaround and the one-deep pipeline are in it) times the reps not yet
  * done. Before its first two reps of an attempt answered, the workload's step history
  * (store/step-history.ts: ms per step of past reps) stands in; with neither, the ETA is unknown
  * and says so, rather than a guess: a fixed per-step guess said "~0 s" for blocks with minutes left.
  */
 
-/** The wall time of each rep, from the stream times of consecutive rep answers of one block attempt. */
+/**
+ * The wall time of each rep, from the live count of one block attempt's measured reps
+ * (store/rep-progress.ts) as it is seen to grow: the reps counted between two looks share the
+ * time between their notes evenly, so a look that comes late loses no rep.
+ */
 export class RepClock {
-  private readonly lastAt = new Map<string, number>();
+  private readonly last = new Map<string, { done: number; at: number }>();
   private readonly durations: number[] = [];
 
-  /** A rank-0 rep answer of `block`/`attempt` appended at `ms` (the stream id's time). */
-  rep(block: number, attempt: number, ms: number): void {
+  /** `block`/`attempt` had measured `done` reps, the last noted at `at` (ms, its worker's clock). */
+  observe(block: number, attempt: number, done: number, at: number): void {
     const k = `${block}/${attempt}`;
-    const before = this.lastAt.get(k);
-    this.lastAt.set(k, ms);
-    if (before !== undefined && ms >= before) this.durations.push(ms - before);
+    const before = this.last.get(k);
+    if (before !== undefined && (done <= before.done || at < before.at)) return;
+    this.last.set(k, { done, at });
+    if (before === undefined) return;
+    const n = done - before.done;
+    for (let i = 0; i < n; i++) this.durations.push((at - before.at) / n);
   }
 
   /** The measured rep wall times so far, oldest first. */

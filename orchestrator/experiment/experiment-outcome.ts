@@ -10,8 +10,8 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { type ExperimentRecord, TERMINAL_EXPERIMENT_STATES } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
-import { collectResults } from '../results/collect-results.ts';
-import { analyzeCollected } from '../results/write-results.ts';
+import { collectRecords } from '../results/collect-results.ts';
+import { analyzeRecords } from '../results/write-results.ts';
 import { isVerdict, OUTCOMES, VERDICT_CODES } from './outcome-codes.ts';
 
 export const ExperimentOutcomeSchema = z.strictObject({
@@ -35,10 +35,10 @@ async function analyse(redis: Redis, prefix: string, exp: ExperimentRecord): Pro
       ci: null,
       duration_ms,
     };
-  const collected = await collectResults(redis, prefix, exp.id);
+  const collected = await collectRecords(redis, prefix, exp.id);
   if (Object.keys(collected.reps).length === 0)
     return { outcome: 'no-reps', verdict: null, change: null, ci: null, duration_ms };
-  const a = analyzeCollected(collected);
+  const a = analyzeRecords(collected);
   return {
     outcome: a.verdict,
     verdict: isVerdict(a.verdict) ? a.verdict : null,

@@ -1,15 +1,18 @@
 /**
- * Live progress of an experiment, from its event stream and block states: per block the reps
- * done in the current attempt out of the planned ones, and the latest rep's metrics. Once a
- * block ended, its reps done are the committed ones (a cancelled block keeps what it measured
- * before the cancel; a rep aborted by it answered nothing). Used by `orch watch` and
- * `orch submit --watch`. A submit that waits without --watch says every WAIT_REPORT_MS why it
- * still waits (`waitingReason`): Redis refusing writes, no scheduler leading, the blocks' reasons.
+ * Live progress of an experiment: per block the reps done in the current attempt out of the
+ * planned ones, and the latest rep's metrics, from the running attempts' live count
+ * (store/rep-progress.ts, noted by the worker as each rep is measured), never the event stream's
+ * copy of a rep line (cut at 16 KiB, or dropped). Once a block ended, its reps done are the
+ * committed ones (a cancelled block keeps what it measured before the cancel; a rep aborted by it
+ * answered nothing). The stream is followed for the builds' progress and as the wake-up of a
+ * watcher. Used by `orch watch` and `orch submit --watch`. A submit that waits without --watch
+ * says every WAIT_REPORT_MS why it still waits (`waitingReason`): Redis refusing writes, no
+ * scheduler leading, the blocks' reasons.
  */
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../../jobs/errors.ts';
 import { formatBytes } from '../../jobs/limits.ts';
-import { type StreamEvent, streamMs } from '../../jobs/stream-event.ts';
+import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { WorkerEvent } from '../../jobs/worker-event.ts';
 import { EventLog } from '../../store/event-log.ts';
 import {
@@ -23,17 +26,12 @@ import {
 import { orchKeys } from '../../store/keys.ts';
 import { RedisInstance } from '../../store/redis-instance.ts';
 import { isRedisOom } from '../../store/redis-oom.ts';
+import { type ExperimentProgress, type LatestRep, RepProgress } from '../../store/rep-progress.ts';
 import { readStepHistory } from '../../store/step-history.ts';
 import { historyRepMs, workloadKey } from '../scheduler/expected-duration.ts';
 import { type Eta, estimateRemaining, formatDuration, formatEta, RepClock } from './eta.ts';
 
-export interface LatestRep {
-  arm: string;
-  mode: string;
-  backend: string;
-  median_ms: number | null;
-  steps: number;
-}
+export type { LatestRep } from '../../store/rep-progress.ts';
 
 export interface BlockProgress {
   block: number;
@@ -87,8 +85,6 @@ export async function uncommittedRepsOf(redis: Redis, prefix: string, exp: Exper
 
 export class ProgressTracker {
   private lastId = '0-0';
-  private readonly done = new Map<string, number>();
-  private readonly latest = new Map<number, LatestRep>();
   private readonly builds = new Map<string, BuildProgress>();
   /** measured reps of each ended block: fixed once it ended */
   private readonly ended = new Map<number, number>();
@@ -96,6 +92,7 @@ export class ProgressTracker {
   private history: Promise<{ ms: number; reps: number } | null> | null = null;
   private readonly store: ExperimentStore;
   private readonly log: EventLog;
+  private readonly live: RepProgress;
   private readonly resultsKey: string;
 
   constructor(
@@ -105,6 +102,7 @@ export class ProgressTracker {
   ) {
     this.store = new ExperimentStore(redis, prefix);
     this.log = EventLog.of(redis, prefix, exp.id);
+    this.live = new RepProgress(redis, prefix);
     this.resultsKey = orchKeys(prefix).results(exp.id);
   }
 
@@ -127,35 +125,21 @@ export class ProgressTracker {
   }
 
   /**
-   * The reps the stream shows done in the attempts now running: reps not committed yet (an
-   * attempt commits its block at its end, or never). `orch status` prints them apart from the
-   * committed count, marked as such; reads the stream to its end, a page at a time.
+   * The reps the attempts now running have measured: not committed yet (an attempt commits its
+   * block at its end, or never). `orch status` prints them apart from the committed count, marked
+   * as such.
    */
   async uncommittedReps(blocks: readonly BlockState[]): Promise<number> {
-    while ((await this.poll(null)).length > 0);
+    const live = await this.live.read(this.exp.id);
     return blocks
       .filter((b) => b.phase === 'running')
-      .reduce((n, b) => n + (this.done.get(`${b.block}/${b.attempt}`) ?? 0), 0);
+      .reduce((n, b) => n + (live.attempts.get(`${b.block}/${b.attempt}`)?.done ?? 0), 0);
   }
 
-  /** Rank 0's final answer of a rep (or, design probe, of a probe request) is one planned rep done. */
+  /** The builds' events (the reps are counted by store/rep-progress.ts, not here). */
   private fold(e: StreamEvent): void {
     const line = e.event;
     if (line !== null && typeof line === 'object' && line.type === 'worker') this.foldBuild(e.host, line);
-    if (line === null || typeof line !== 'object' || e.rank !== 0) return;
-    const k = `${e.block}/${e.attempt}`;
-    if (line.type === 'probe' && line.final === true) this.done.set(k, (this.done.get(k) ?? 0) + 1);
-    if (line.type !== 'rep') return;
-    this.done.set(k, (this.done.get(k) ?? 0) + 1);
-    this.clock.rep(e.block, e.attempt, streamMs(e.id));
-    const ms = [...line.step_ms].sort((a, b) => a - b);
-    this.latest.set(e.block, {
-      arm: line.arm,
-      mode: line.mode,
-      backend: line.backend,
-      median_ms: ms.length ? ms[Math.floor(ms.length / 2)]! : null,
-      steps: ms.length,
-    });
   }
 
   /** A build's events, one entry per host and key; a cache hit after a build keeps the build's line. */
@@ -174,6 +158,14 @@ export class ProgressTracker {
     }
   }
 
+  /** Each running attempt's count as it grows: the rep times the ETA rests on. */
+  private time(live: ExperimentProgress): void {
+    for (const [field, p] of live.attempts) {
+      const [block, attempt] = field.split('/').map(Number);
+      this.clock.observe(block as number, attempt as number, p.done, p.at);
+    }
+  }
+
   /** The workload's past rep time, read once: it stands in until this experiment measured a rep. */
   private historyRep(): Promise<{ ms: number; reps: number } | null> {
     this.history ??= readStepHistory(this.redis, this.prefix, workloadKey(this.exp.spec))
@@ -186,16 +178,19 @@ export class ProgressTracker {
     // auto sizing regroups the blocks after the first once it committed: their planned reps come from the sized plan
     if (this.exp.plan.reps_per_block === 'auto' && this.exp.plan.sized === undefined)
       this.exp = (await this.store.get(this.exp.id)) ?? this.exp;
-    const [state, blocks, history] = await Promise.all([
+    const [state, blocks, history, live] = await Promise.all([
       this.store.state(this.exp.id),
       this.store.blocks(this.exp.id),
       this.historyRep(),
+      this.live.read(this.exp.id),
     ]);
     await this.endedCounts(blocks);
+    this.time(live);
     const repMs = this.clock.measured();
     const rows = blocks.map((b: BlockState): BlockProgress => {
       const planned = this.exp.plan.blocks.find((p) => p.index === b.block)?.sequence.length ?? 0;
-      const done = this.ended.get(b.block) ?? Math.min(planned, this.done.get(`${b.block}/${b.attempt}`) ?? 0);
+      const done =
+        this.ended.get(b.block) ?? Math.min(planned, live.attempts.get(`${b.block}/${b.attempt}`)?.done ?? 0);
       const left = TERMINAL_BLOCK_PHASES.has(b.phase) ? 0 : planned - done;
       return {
         block: b.block,
@@ -203,7 +198,7 @@ export class ProgressTracker {
         attempt: b.attempt,
         done,
         planned,
-        latest: this.latest.get(b.block) ?? null,
+        latest: live.latest.get(b.block) ?? null,
         why: b.why,
         eta: estimateRemaining({ repsLeft: left, parallel: 1, repMs, historyRepMs: history }),
       };

@@ -8,12 +8,11 @@
  * taken while one was reported (from the committed reps, `addRep`), and the hosts (with the Slurm job each ran in, when it did).
  */
 
+import type { CommitRecord } from '../../jobs/commit-record.ts';
 import type { MachineRecord } from '../../jobs/machine-record.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { Spec } from '../../jobs/spec.ts';
 import { specHash } from '../../jobs/spec-hash.ts';
-import type { StreamEvent } from '../../jobs/stream-event.ts';
-import { workerEventOf } from '../../jobs/stream-event.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 import { orchProvenance } from './orch-provenance.ts';
 
@@ -82,7 +81,7 @@ export interface ProvenanceInput {
   orch: Provenance['orch'];
 }
 
-/** The provenance's part that comes from the events, folded one event at a time as a reader streams them. */
+/** The provenance folded from the committed records: the commit records, then the reps in the order they ran. */
 export class ProvenanceFold {
   private readonly cards = new Map<string, CardProvenance>();
   private readonly graphrt = new Set<string>();
@@ -92,35 +91,34 @@ export class ProvenanceFold {
   private readonly throttled = new Set<string>();
   private readonly machines = new Map<string, MachineRecord>();
 
-  add(e: StreamEvent): void {
-    const start = e.committed ? workerEventOf(e, 'block-start') : null;
-    if (start?.machine && !this.machines.has(e.host)) this.machines.set(e.host, start.machine);
-    const line = e.event;
-    if (line === null || typeof line !== 'object') return;
-    // the gang's own events (card '') name no card; a block-start names the worker's allocation
-    if (line.type === 'worker' && line.event === 'block-start' && line.slurm !== undefined) {
-      const { job, nodes, partition, node } = line.slurm;
-      this.slurm.set(e.host, { host: e.host, node, job, nodes, partition });
-    }
-    if (e.card === '') return;
-    this.hosts.add(e.host);
-    const id = `${e.host}/${e.card}`;
-    if (line.type === 'hello') {
-      if ('version' in line) this.graphrt.add(line.version);
-      if (!this.cards.has(id)) {
-        const g = line.backend === 'command' ? null : line;
-        const driver = g?.driver ?? null;
-        this.cards.set(id, {
-          host: e.host,
-          card: e.card,
-          backend: line.backend,
-          name: g?.device ?? null,
-          sm: g?.sm ?? null,
-          driver,
-          cuda_runtime: /runtime (\S+)/.exec(driver ?? '')?.[1] ?? null,
-          clocks: { start: null, end: null },
-        });
+  /**
+   * One block's commit record (jobs/commit-record.ts), in block order: its ranks' hosts, cards,
+   * devices and graphrt versions, and its hosts' machine records and Slurm allocations, from the
+   * committed record, never the stream's copies of the hellos and block-starts (which may be lost).
+   */
+  addCommit(c: CommitRecord): void {
+    for (const h of c.hosts ?? []) {
+      if (!this.machines.has(h.host)) this.machines.set(h.host, h.machine);
+      if (h.slurm !== undefined) {
+        const { job, nodes, partition, node } = h.slurm;
+        this.slurm.set(h.host, { host: h.host, node, job, nodes, partition });
       }
+    }
+    for (const r of c.ranks ?? []) {
+      this.hosts.add(r.host);
+      for (const v of r.graphrt) this.graphrt.add(v);
+      const id = `${r.host}/${r.card}`;
+      if (this.cards.has(id)) continue;
+      this.cards.set(id, {
+        host: r.host,
+        card: r.card,
+        backend: r.backend,
+        name: r.device,
+        sm: r.sm,
+        driver: r.driver,
+        cuda_runtime: /runtime (\S+)/.exec(r.driver ?? '')?.[1] ?? null,
+        clocks: { start: null, end: null },
+      });
     }
   }
 
@@ -171,22 +169,13 @@ export class ProvenanceFold {
 
 const clock = (c: ClockSample): ClockSample => ({ sm_mhz: c.sm_mhz, mem_mhz: c.mem_mhz });
 
-export function collectProvenance(
-  input: ProvenanceInput & { events: Iterable<StreamEvent>; reps: Iterable<RepResult> },
-): Provenance {
-  const f = new ProvenanceFold();
-  for (const e of input.events) f.add(e);
-  for (const r of input.reps) f.addRep(r);
-  return f.result(input);
-}
-
 /** The provenance of an experiment's record, with the orch that writes it. */
 export function provenanceOf(
   exp: Pick<ExperimentRecord, 'spec' | 'hash' | 'created' | 'ended'>,
-  events: ProvenanceFold,
+  records: ProvenanceFold,
 ): Provenance {
   const { version, commit, dirty } = orchProvenance();
-  return events.result({
+  return records.result({
     spec: exp.spec,
     hash: exp.hash,
     created: exp.created,

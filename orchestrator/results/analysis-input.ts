@@ -6,6 +6,9 @@
  * report and the scheduler's sequential look (orchestrator/scheduler/sequential-stop.ts) judge the
  * same input.
  */
+
+import type { CommitRecord } from '../../jobs/commit-record.ts';
+import { deviceOf } from '../../jobs/rank-origin.ts';
 import { failedBlocksOutput } from '../../jobs/rank-output-tail.ts';
 import type { BlockState } from '../../store/experiment-store.ts';
 import { DEFAULT_ALPHA } from '../stats/defaults.ts';
@@ -14,10 +17,21 @@ import type { CollectedRecords } from './collect-results.ts';
 import { stoppedExperiment } from './stopped-experiment.ts';
 
 export type AnalysisRecords = Pick<CollectedRecords, 'exp' | 'blocks' | 'reps' | 'failed' | 'gates'> &
-  Partial<Pick<CollectedRecords, 'probes' | 'rankOutputs'>>;
+  Partial<Pick<CollectedRecords, 'probes' | 'rankOutputs' | 'commits'>>;
 
-/** `devices`: the ones the committed hello lines named (none where no events were read). */
-export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []): AnalysisInput {
+/** The devices the committed blocks' ranks named in their hellos (jobs/rank-origin.ts), each once. */
+export function committedDevices(commits: Record<string, CommitRecord> = {}): string[] {
+  const out = new Set<string>();
+  for (const c of Object.values(commits))
+    for (const r of c.ranks ?? []) {
+      const d = deviceOf(r);
+      if (d !== null) out.add(d);
+    }
+  return [...out];
+}
+
+/** The devices come from the commit records (none without them: the scheduler's sequential look). */
+export function analysisInput(c: AnalysisRecords): AnalysisInput {
   const { exp } = c;
   const ref = exp.spec.gates.base_reference;
   return {
@@ -31,7 +45,7 @@ export function analysisInput(c: AnalysisRecords, devices: Iterable<string> = []
     min_effect: exp.spec.metric.min_effect,
     alpha: DEFAULT_ALPHA,
     probes: Object.values(c.probes ?? {}),
-    devices: [...devices],
+    devices: committedDevices(c.commits),
     ...(exp.spec.hygiene === undefined ? {} : { hygiene: exp.spec.hygiene }),
     ended: endedBlocks(c.blocks),
     stopped: stoppedExperiment(exp),

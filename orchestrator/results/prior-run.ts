@@ -6,7 +6,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { EventDigest } from '../report/event-digest.ts';
 import type { PriorRun } from '../report/power-plan.ts';
 import { readResultsDir } from '../report/results-dir.ts';
 import { runTiming } from '../stats/run-timing.ts';
@@ -33,13 +32,11 @@ export async function priorRunFromDir(ref: string, root: string): Promise<PriorR
 
 export async function priorRunFromRedis(redis: Redis, prefix: string, id: string): Promise<PriorRun> {
   const c = await collectRecords(redis, prefix, id);
-  const digest = new EventDigest();
-  for await (const page of c.log.pages(c.commits)) for (const e of page) digest.add(e);
   return {
     source: `redis:${id}`,
     experiment: id,
     plan: c.exp.plan,
-    analysis: analyzeRecords(c, digest.devices),
+    analysis: analyzeRecords(c),
     timing: runTiming(Object.values(c.reps), c.commits),
   };
 }

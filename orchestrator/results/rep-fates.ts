@@ -4,29 +4,39 @@
  * cancelled (`orch cancel` stopped it), stopped (a sequential experiment decided without it), or unaccounted (none of those: must not happen once the
  * experiment ended). The counts are for people; `reps` is for scripts.
  */
+import { z } from 'zod';
 import { type FailedRecord, failedKind } from '../../jobs/failed-rep.ts';
 import { allPlannedReps, repKey } from '../../jobs/rep-ref.ts';
 import type { ExperimentRecord } from '../../store/experiment-store.ts';
 
-export type RepFate =
-  | { fate: 'measured' }
-  | { fate: 'failed' | 'not_run' | 'cancelled' | 'stopped'; reason: string; attempt: number };
+const count = z.int().min(0).meta({ unit: 'count' });
 
-export interface Accounting {
-  planned: number;
-  measured: number;
+export const RepFateSchema = z.union([
+  z.strictObject({ fate: z.literal('measured') }),
+  z.strictObject({
+    fate: z.enum(['failed', 'not_run', 'cancelled', 'stopped']),
+    reason: z.string(),
+    attempt: z.int().min(0).meta({ unit: 'count' }),
+  }),
+]);
+export type RepFate = z.infer<typeof RepFateSchema>;
+
+export const AccountingSchema = z.strictObject({
+  planned: count,
+  measured: count,
   /** failed or not run: planned reps without a result that were not cancelled */
-  not_run: number;
-  cancelled: number;
+  not_run: count,
+  cancelled: count,
   /** not needed: a sequential experiment decided before their blocks ran */
-  stopped: number;
+  stopped: count,
   /** planned reps neither measured nor recorded as not run: must be 0 once the experiment ended */
-  unaccounted: string[];
-  not_run_reasons: Record<string, number>;
-  cancelled_reasons: Record<string, number>;
+  unaccounted: z.array(z.string()),
+  not_run_reasons: z.record(z.string(), count),
+  cancelled_reasons: z.record(z.string(), count),
   /** every planned rep ("<block>/<arm>/<rep>") and its fate */
-  reps: Record<string, RepFate>;
-}
+  reps: z.record(z.string(), RepFateSchema),
+});
+export type Accounting = z.infer<typeof AccountingSchema>;
 
 export function accountReps(
   exp: Pick<ExperimentRecord, 'plan'>,

@@ -10,14 +10,14 @@
  *                 what the card time and the trace read (never events.jsonl)
  * Only committed attempts' reps enter the analysis (they are what the results hash holds).
  * The events are streamed: each page of the stream (store/event-log.ts) is written to
- * events.jsonl and folded into the digest the report needs (event-digest.ts) before the next is
+ * events.jsonl and counted (event-digest.ts) before the next is
  * read, so memory does not grow with the events.
  */
 
 import type { Redis } from 'ioredis';
 import { exportJsonl } from '../../store/event-log.ts';
 import { EventDigest } from '../report/event-digest.ts';
-import { type Provenance, provenanceOf } from '../report/provenance.ts';
+import { type Provenance, ProvenanceFold, provenanceOf } from '../report/provenance.ts';
 import { recordTables, repsInOrder } from '../report/record-tables.ts';
 import { renderReportFiles } from '../report/render-report-files.ts';
 import { renderSamplesCsv } from '../report/render-samples-csv.ts';
@@ -27,6 +27,8 @@ import type { Analysis } from '../stats/types.ts';
 import { analysisInput } from './analysis-input.ts';
 import { type CollectedRecords, type CollectedResults, collectRecords } from './collect-results.ts';
 import { type Accounting, accountReps } from './rep-fates.ts';
+import { renderSummaryJson } from './summary-json.ts';
+import type { SummaryJson } from './summary-schema.ts';
 
 export type { Accounting } from './rep-fates.ts';
 
@@ -38,16 +40,14 @@ export interface WrittenResults {
   state: string;
 }
 
-/** The analysis of collected results, every event in memory (a dashboard page). */
+/** The analysis of collected results: their committed records alone, never their events (a dashboard page). */
 export function analyzeCollected(c: CollectedResults): Analysis {
-  const digest = new EventDigest();
-  for (const e of c.events) digest.add(e);
-  return analyzeRecords(c, digest.devices);
+  return analyzeRecords(c);
 }
 
-/** The analysis of an experiment's records; `devices`, those its committed hello lines named. */
-export function analyzeRecords(c: CollectedRecords, devices: Iterable<string>): Analysis {
-  return analyzeExperiment(analysisInput(c, devices));
+/** The analysis of an experiment's committed records (its devices from the commit records). */
+export function analyzeRecords(c: CollectedRecords): Analysis {
+  return analyzeExperiment(analysisInput(c));
 }
 
 export function accountFor(c: CollectedRecords): Accounting {
@@ -77,10 +77,12 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   // checked (and made 0600) like every file, then streamed; the stream's open follows no link either
   out.write('events.jsonl', '');
   await exportJsonl(out.pathOf('events.jsonl'), c.log.pages(c.commits), digest.add);
-  // the reps' clocks and throttle reasons from the committed records, after the hellos named the cards
-  for (const r of repsInOrder(Object.values(c.reps))) digest.provenance.addRep(r);
-  const analysis = Object.assign(analyzeRecords(c, digest.devices), {
-    provenance: provenanceOf(c.exp, digest.provenance),
+  // the hosts and cards from the commit records, then the reps' clocks and throttle reasons on them
+  const records = new ProvenanceFold();
+  for (const commit of Object.values(c.commits)) records.addCommit(commit);
+  for (const r of repsInOrder(Object.values(c.reps))) records.addRep(r);
+  const analysis = Object.assign(analyzeRecords(c), {
+    provenance: provenanceOf(c.exp, records),
   });
   const accounting = accountFor(c);
   const files = renderReportFiles(
@@ -90,7 +92,7 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
   const report = files['report.md']!;
   writeFileSync('spec.yaml', c.exp.specText);
   writeFileSync('spec.hash', `${c.exp.hash}\n`);
-  const summary = {
+  const summary: SummaryJson = {
     experiment: c.exp.id,
     name: c.exp.name,
     hash: c.exp.hash,
@@ -102,13 +104,13 @@ async function writeInto(out: ResultsOutDir, c: Awaited<ReturnType<typeof collec
     plan: c.exp.plan,
     blocks: c.blocks,
     commits: c.commits,
-    /** the committed identity gates, each rank's detail in each (orch report --from renders the ranks' table from them) */
+    // the committed identity gates, each rank's detail in each (orch report --from renders the ranks' table from them)
     gates: c.gates,
     accounting,
     events: { total: digest.total, committed: digest.committed },
     analysis,
   };
-  writeFileSync('summary.json', `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync('summary.json', renderSummaryJson(summary));
   writeFileSync('samples.csv', renderSamplesCsv(Object.values(c.reps)));
   writeFileSync(
     'reps.jsonl',

@@ -573,18 +573,23 @@ export type ReportJson = z.infer<typeof ReportJsonSchema>;
  */
 const ReportJsonDocument = z.intersection(AnalysisSchema, z.looseObject(reportOwn));
 
+/**
+ * What the generated JSON Schemas (report.json's, summary.json's) leave out for their readers:
+ * z.int()'s safe-integer bounds say nothing a reader needs (every count and index is far inside them).
+ */
+export function readerLayout({ jsonSchema: s }: { jsonSchema: Record<string, unknown> }): void {
+  if (s.type === 'integer' && s.minimum === Number.MIN_SAFE_INTEGER && s.maximum === Number.MAX_SAFE_INTEGER) {
+    delete s.minimum;
+    delete s.maximum;
+  }
+}
+
 /** The JSON Schema of report.json, as docs/schemas/report.schema.json ships it. */
 export function reportJsonSchema(): Record<string, unknown> {
   const generated = z.toJSONSchema(ReportJsonDocument, {
     target: 'draft-2020-12',
     unrepresentable: 'throw',
-    // z.int()'s safe-integer bounds say nothing a reader needs; every count and index is far inside them
-    override: ({ jsonSchema: s }) => {
-      if (s.type === 'integer' && s.minimum === Number.MIN_SAFE_INTEGER && s.maximum === Number.MAX_SAFE_INTEGER) {
-        delete s.minimum;
-        delete s.maximum;
-      }
-    },
+    override: readerLayout,
   });
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -598,8 +603,3 @@ export function reportJsonSchema(): Record<string, unknown> {
 
 /** Where the generated JSON Schema lives, relative to the repository root. */
 export const REPORT_SCHEMA_PATH = 'docs/schemas/report.schema.json';
-
-/** The text of docs/schemas/report.schema.json. */
-export function renderReportSchema(): string {
-  return `${JSON.stringify(reportJsonSchema(), null, 2)}\n`;
-}

@@ -183,7 +183,7 @@ function cardRow(block: number, commit: CommitRecord, list: CardRep[], first: Ra
 
 /** The card's rank's start in the committed record (the committing part's ranks only), split. */
 function rankStartOf(commit: CommitRecord, card: string): StartupSplit | null {
-  const s = commit.ranks?.find((r) => r.card === card);
+  const s = commit.startup?.find((r) => r.card === card);
   return s === undefined ? null : startupSplit(s);
 }
 

@@ -9,10 +9,16 @@
  * line); instants ("i") for the worker's events (rank exits, failures, foreign processes);
  * counters ("C") for the clocks a committed rep carries; on the host's worker track a slice per
  * build a block waited for (build-start to build-end, the wait for the host build lock inside it).
+ * Each committed attempt on each of its ranks' cards and its hosts' worker tracks, with its phases
+ * (the ranks starting, the identity gates with each committed gate's verdict), comes from its commit
+ * record (jobs/commit-record.ts: the timeline and `ranks`), so a stream that cut or lost its events
+ * still shows it; the stream gives the attempts that did not commit.
  * Time is milliseconds in µs from the first event or rep: the stream entry ids' (Redis' clock) and
- * the workers' (the reps), one machine's clock where Redis and the worker share a host.
+ * the workers' (the reps, the commit records), one machine's clock where Redis and the worker share a host.
  */
+import type { CommitRecord } from '../../jobs/commit-record.ts';
 import type { RankAnswer } from '../../jobs/gang-rep.ts';
+import type { GateResult } from '../../jobs/gate-result.ts';
 import type { RepResult } from '../../jobs/rep-result.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { WorkerEvent } from '../../jobs/worker-event.ts';
@@ -79,13 +85,43 @@ function repSlice(a: RankAnswer): { start: number; end: number } | null {
   return { start: end - us, end };
 }
 
-/** `reps`: the experiment's committed reps (the rep slices); `events`: its event stream (the rest). */
-export function chromeTrace(experiment: string, events: StreamEvent[], reps: readonly RepResult[]): ChromeTrace {
+/** What a trace is drawn from: the committed records, and the event stream for the rest. */
+export interface TraceInput {
+  /** the committed reps (the rep slices) */
+  reps: readonly RepResult[];
+  /** block → its commit record (the committed attempts' slices) */
+  commits: Readonly<Record<string, CommitRecord>>;
+  /** the committed identity gates (their verdicts on the gates' slice) */
+  gates: readonly GateResult[];
+  /** the event stream: attempts that did not commit, captures, builds, the workers' events */
+  events: readonly StreamEvent[];
+}
+
+/** A committed attempt's span and phases (µs, from its commit record); null without its timeline. */
+function attemptPhases(c: CommitRecord): { name: string; start: number; end: number }[] | null {
+  if (c.started === undefined || c.committed === undefined) return null;
+  const us = (ms: number) => Math.round(ms * 1000);
+  const phases = [{ name: 'attempt', start: us(c.started), end: us(c.committed) }];
+  if (c.ready !== undefined) phases.push({ name: 'ranks starting', start: us(c.started), end: us(c.ready) });
+  if (c.ready !== undefined && c.gated !== undefined && c.gated > c.ready)
+    phases.push({ name: 'identity gates', start: us(c.ready), end: us(c.gated) });
+  return phases;
+}
+
+export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace {
+  const { events, reps, commits, gates } = input;
   const out: TraceEvent[] = [];
+  // a committed attempt drawn from its record: its stream span is not drawn again
+  const recorded = new Map<number, { c: CommitRecord; phases: { name: string; start: number; end: number }[] }>();
+  for (const [block, c] of Object.entries(commits)) {
+    const phases = attemptPhases(c);
+    if (phases !== null && (c.ranks ?? []).length > 0) recorded.set(Number(block), { c, phases });
+  }
   // a loop, not Math.min(...): a spread of a long stream overruns the call stack
-  let t0 = events.length > 0 || reps.length > 0 ? Infinity : 0;
+  let t0 = Infinity;
   for (const e of events) t0 = Math.min(t0, micros(e.id));
   for (const r of reps) for (const a of r.answers ?? []) t0 = Math.min(t0, repSlice(a)?.start ?? Infinity);
+  for (const { phases } of recorded.values()) t0 = Math.min(t0, phases[0]!.start);
   if (!Number.isFinite(t0)) t0 = 0;
   const pids = new Map<string, number>();
   const threads = new Set<string>();
@@ -157,9 +193,10 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
     const pid = pidOf(e);
     const tid = e.rank;
     const key = `${e.block}/${e.attempt}/${e.card}/${e.rank}`;
+    const fromRecord = e.committed && recorded.has(e.block);
     const span = spans.get(key) ?? { pid, tid, first: ts, last: ts, e, outcome: null };
     span.last = ts;
-    spans.set(key, span);
+    if (!fromRecord) spans.set(key, span);
     const since = previous.get(key) ?? span.first;
     previous.set(key, ts);
     const line = e.event;
@@ -168,6 +205,8 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
     switch (line.type) {
       // a rep is a slice of the committed record (below), never of the stream's copy
       case 'gate':
+        // a committed attempt's gates are one slice of its record, with every gate's verdict
+        if (fromRecord) break;
         out.push({
           ...base,
           name: `gate identity ${line.arm}`,
@@ -280,6 +319,41 @@ export function chromeTrace(experiment: string, events: StreamEvent[], reps: rea
         }
       }
     }
+  }
+  for (const [block, { c, phases }] of recorded) {
+    const verdicts = gates.filter((g) => g.block === block).map((g) => ({ arm: g.arm, pass: g.pass }));
+    const base = { block, attempt: c.attempt, epoch: c.epoch, committed: true };
+    const tracks = [
+      ...(c.ranks ?? []).map((r) => ({ pid: pidOf(r), tid: r.rank, host: r.host, card: r.card, worker: false })),
+      ...[...new Set((c.ranks ?? []).map((r) => r.host))].map((host) => ({
+        pid: pidOf({ host, card: '', rank: 0 }),
+        tid: 0,
+        host,
+        card: '',
+        worker: true,
+      })),
+    ];
+    for (const t of tracks)
+      for (const ph of t.worker ? phases.slice(0, 1) : phases)
+        out.push({
+          pid: t.pid,
+          tid: t.tid,
+          name:
+            ph.name === 'attempt'
+              ? `${t.worker ? 'worker: ' : ''}block ${block} attempt ${c.attempt}`
+              : `${ph.name}, block ${block}`,
+          cat: ph.name === 'attempt' ? 'attempt' : 'phase',
+          ph: 'X',
+          ts: ph.start - t0,
+          dur: Math.max(0, ph.end - ph.start),
+          args: {
+            ...base,
+            host: t.host,
+            card: t.card,
+            ...(ph.name === 'attempt' ? { outcome: 'committed' } : {}),
+            ...(ph.name === 'identity gates' ? { gates: verdicts } : {}),
+          },
+        });
   }
   // a build whose end never reached the stream (its worker died): up to its attempt's last event
   for (const [k, b] of builds) buildSlices(b, spans.get(k.slice(0, k.lastIndexOf('/')))?.last ?? b.start, null);

@@ -15,7 +15,7 @@
 
     ARGV[1] epoch
     ARGV[2] block index (the commits field)
-    ARGV[3] commit record JSON { attempt, epoch, host, committed }
+    ARGV[3] commit record JSON (jobs/commit-record.ts: attempt, epoch, host, committed, timeline, startup, ranks, hosts)
     ARGV[4] number of result pairs R
     ARGV[5] number of failed pairs F (reps of this attempt that did not run: SIGTERM)
     ARGV[6] number of gate pairs G

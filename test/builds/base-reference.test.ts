@@ -63,7 +63,19 @@ async function withReference(
   return r;
 }
 
-const gateOf = (r: Submitted) => r.summary!.analysis.gates.find((g: any) => g.name === 'base_reference');
+/** The run's base-reference gate: it must be there. */
+function gateOf(r: Submitted) {
+  const gate = r.summary?.analysis.gates.find((g) => g.name === 'base_reference');
+  assert.ok(gate, r.output);
+  return gate;
+}
+
+/** The base arm against its reference, with the estimate and CI it must have. */
+function pairedOf(r: Submitted) {
+  const p = r.summary?.analysis.base_reference;
+  assert.ok(p?.relative.ci && p.relative.estimate !== null, JSON.stringify(p));
+  return { ...p, estimate: p.relative.estimate, ci: p.relative.ci };
+}
 const short = (commit: string) => commit.slice(0, 7);
 
 describe('base-reference gate through orch submit', () => {
@@ -85,10 +97,10 @@ describe('base-reference gate through orch submit', () => {
     assert.deepEqual(decided.misses, []);
     const r = decided.run;
     const a = r.summary!.analysis;
-    const paired = a.base_reference;
-    const [lo, hi] = paired.relative.ci;
+    const paired = pairedOf(r);
+    const [lo, hi] = paired.ci;
     console.log(
-      `main vs main_ref: ${signedPct(paired.relative.estimate)} (CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), tolerance ±${pct(tolerance)}; gate: ${gateOf(r).message}`,
+      `main vs main_ref: ${signedPct(paired.estimate)} (CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), tolerance ±${pct(tolerance)}; gate: ${gateOf(r).message}`,
     );
     assert.equal(paired.pairs, REPS * BLOCKS);
     assert.equal(paired.arm, 'main');
@@ -96,7 +108,7 @@ describe('base-reference gate through orch submit', () => {
     assert.ok(gateOf(r).message.includes(`build ref@${short(repo.git('rev-parse', 'main'))}`), gateOf(r).message);
     // the reference arm is no treatment: branch vs main alone decides
     assert.deepEqual(
-      a.comparisons.map((c: any) => `${c.arm} vs ${c.reference}`),
+      a.comparisons.map((c) => `${c.arm} vs ${c.reference}`),
       ['branch vs main'],
     );
     assert.equal(a.verdict, repo.planted > 0 ? 'slower' : 'faster', JSON.stringify(a.invalid_reasons));
@@ -122,18 +134,18 @@ describe('base-reference gate through orch submit', () => {
     const decided = await runDecided(
       () => withReference(repo, 'slower-reference', 'branch', tolerance, buildDir),
       (run) => {
-        const p = run.summary!.analysis.base_reference;
-        const [l, h] = p.relative.ci;
+        const p = pairedOf(run);
+        const [l, h] = p.ci;
         console.log(
-          `main vs main_ref: ${signedPct(p.relative.estimate)} (CI ${signedPct(l)} to ${signedPct(h)}, ${p.pairs} pairs), planted ${signedPct(expected)}, tolerance ±${pct(tolerance)}`,
+          `main vs main_ref: ${signedPct(p.estimate)} (CI ${signedPct(l)} to ${signedPct(h)}, ${p.pairs} pairs), planted ${signedPct(expected)}, tolerance ±${pct(tolerance)}`,
         );
         return [
           ...(gateOf(run).pass === false ? [] : [`gate: ${gateOf(run).message}`]),
           ...(h < 0 ? [] : [`CI ${l}..${h} not below 0: main is faster than the slower reference`]),
           ...(l < -tolerance ? [] : [`CI ${l}..${h} does not reach below −${tolerance}`]),
-          ...(Math.abs(p.relative.estimate - expected) < tolerance
+          ...(Math.abs(p.estimate - expected) < tolerance
             ? []
-            : [`estimate ${p.relative.estimate} not near the planted ${expected}`]),
+            : [`estimate ${p.estimate} not near the planted ${expected}`]),
         ];
       },
     );
@@ -141,14 +153,14 @@ describe('base-reference gate through orch submit', () => {
     const r = decided.run;
     const gate = gateOf(r);
     const a = r.summary!.analysis;
-    const paired = a.base_reference;
-    const [lo, hi] = paired.relative.ci;
+    const paired = pairedOf(r);
+    const [lo, hi] = paired.ci;
     assert.equal(a.verdict, 'invalid');
     assert.equal(r.code, 5, r.output);
     assert.equal(a.invalid_reasons[0], gate.message);
     assert.ok(
       gate.message.includes(
-        `arm main differs from the reference build ref@${short(repo.git('rev-parse', 'branch'))} by ${signedPct(paired.relative.estimate)} (95 % CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), outside ±${pct(tolerance)}`,
+        `arm main differs from the reference build ref@${short(repo.git('rev-parse', 'branch'))} by ${signedPct(paired.estimate)} (95 % CI ${signedPct(lo)} to ${signedPct(hi)}, ${paired.pairs} pairs), outside ±${pct(tolerance)}`,
       ),
       gate.message,
     );

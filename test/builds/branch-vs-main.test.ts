@@ -37,10 +37,12 @@ describe('builds as arms: is my branch faster than main?', () => {
     const misses = (r: Awaited<ReturnType<typeof submitSpec>>): string[] => {
       assert.ok(r.summary, r.output);
       const a = r.summary.analysis;
-      const cmp = a.comparisons.find((c: any) => c.arm === 'branch' && c.reference === 'main');
+      const cmp = a.comparisons.find((c) => c.arm === 'branch' && c.reference === 'main');
+      assert.ok(cmp?.relative.ci && a.aa, JSON.stringify(a.comparisons));
       const [lo, hi] = cmp.relative.ci;
+      const aa = a.aa;
       console.log(
-        `branch vs main: ${(cmp.relative.estimate * 100).toFixed(2)} % (CI ${(lo * 100).toFixed(2)}..${(hi * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %, verdict ${cmp.verdict}; A/A ${a.aa.verdict}`,
+        `branch vs main: ${((cmp.relative.estimate ?? Number.NaN) * 100).toFixed(2)} % (CI ${(lo * 100).toFixed(2)}..${(hi * 100).toFixed(2)} %), planted ${(repo.planted * 100).toFixed(2)} %, verdict ${cmp.verdict}; A/A ${aa.verdict}`,
       );
       return [
         ...(cmp.verdict === (repo.planted > 0 ? 'slower' : 'faster')
@@ -49,7 +51,7 @@ describe('builds as arms: is my branch faster than main?', () => {
         ...(lo <= repo.planted && repo.planted <= hi
           ? []
           : [`CI ${lo}..${hi} does not cover the planted ${repo.planted}`]),
-        ...(a.aa.verdict === 'inconclusive' ? [] : [`A/A ${a.aa.verdict}`]),
+        ...(aa.verdict === 'inconclusive' ? [] : [`A/A ${aa.verdict}`]),
       ];
     };
     assert.deepEqual(await missedTwice(submit, misses), []);
@@ -75,6 +77,7 @@ describe('builds as arms: is my branch faster than main?', () => {
     const misses = (r: Awaited<ReturnType<typeof submitSpec>>): string[] => {
       assert.ok(r.summary, r.output);
       const primary = r.summary.analysis.primary;
+      assert.ok(primary, 'a primary comparison');
       // inconclusive passes under the default --fail-on: exit 0
       return primary.verdict === 'inconclusive' && r.code === 0
         ? []
@@ -137,11 +140,11 @@ describe('builds as arms: is my branch faster than main?', () => {
     assert.equal(r.summary.accounting.measured, 0);
     const commit = repo.git('rev-parse', 'branch');
     assert.match(
-      r.summary.reason,
+      r.summary.reason ?? '',
       new RegExp(
         `BUILD_FAILED: build "branch" \\(ref branch, commit ${commit}\\): workload\\.build\\.cmd: the build "sh build\\.sh" in \\S+ exited \\d+`,
       ),
     );
-    assert.match(r.summary.reason, /\| .*error/);
+    assert.match(r.summary.reason ?? '', /\| .*error/);
   });
 });

@@ -15,22 +15,19 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
+import { type StreamEvent, workerEventOf } from '../../jobs/stream-event.ts';
+import type { WorkerEvent } from '../../jobs/worker-event.ts';
+import { type SummaryJson, SummaryJsonSchema } from '../../orchestrator/results/summary-schema.ts';
+import { importJsonl } from '../../store/event-log.ts';
 import { gitCheckout } from '../build/build-helpers.ts';
 import { speedySpec } from '../command/speedy-spec.ts';
 import { type OrchRun, runOrch } from '../utils/orch-run.ts';
 import { freshBuildDir } from './planted-repo.ts';
 
-interface Event {
-  /** the stream entry id: <ms>-<seq> */
-  id: string;
-  block: number;
-  event: any;
-}
-
 interface Submitted extends OrchRun {
   ms: number;
-  summary: Record<string, any>;
-  events: Event[];
+  summary: SummaryJson;
+  events: StreamEvent[];
 }
 
 /** `orch submit --watch` (the embedded default) of `spec`, from `cwd`; its summary and event stream. */
@@ -44,19 +41,18 @@ async function submit(spec: string, cwd: string): Promise<Submitted> {
   const ms = Date.now() - t0;
   const [id] = readdirSync(results);
   assert.ok(id !== undefined, `no results: exit ${r.code}: ${r.output}`);
-  const summary = JSON.parse(readFileSync(join(results, id, 'summary.json'), 'utf8'));
-  const events = readFileSync(join(results, id, 'events.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const e = JSON.parse(l) as Event;
-      return { ...e, event: typeof e.event === 'string' && e.event.startsWith('{') ? JSON.parse(e.event) : e.event };
-    });
+  const summary = SummaryJsonSchema.parse(JSON.parse(readFileSync(join(results, id, 'summary.json'), 'utf8')));
+  const events: StreamEvent[] = [];
+  for await (const e of importJsonl(join(results, id, 'events.jsonl'))) events.push(e);
   return { ...r, ms, summary, events };
 }
 
-const worker = (events: Event[], name: string) =>
-  events.filter((e) => e.event?.type === 'worker' && e.event.event === name);
+/** The worker events `name` of the stream, each with its entry (id, block). */
+const worker = <N extends WorkerEvent['event']>(events: StreamEvent[], name: N) =>
+  events.flatMap((e) => {
+    const event = workerEventOf(e, name);
+    return event === null ? [] : [{ ...e, event }];
+  });
 
 describe("the checkout's build before any card time", () => {
   test('its uncommitted build.sh exits 1: exit 2 with the command and log tail, no block granted, every rep not run', async () => {
@@ -76,7 +72,7 @@ describe("the checkout's build before any card time", () => {
 
     const s = r.summary;
     assert.equal(s.state, 'failed');
-    assert.match(s.reason, message);
+    assert.match(s.reason ?? '', message);
     // never granted: no attempt, no grant time
     assert.ok(s.blocks.length > 0);
     for (const b of s.blocks) {
@@ -85,7 +81,7 @@ describe("the checkout's build before any card time", () => {
       assert.deepEqual(b.attempts, []);
       assert.equal(b.granted_at, null);
     }
-    assert.equal(r.events.filter((e) => e.event?.event === 'block-start').length, 0, 'no block-start event');
+    assert.equal(worker(r.events, 'block-start').length, 0, 'no block-start event');
     assert.ok(
       r.events.every((e) => e.block === -1),
       'every event is of the build phase (block -1), none of a block',
@@ -148,13 +144,15 @@ describe("the checkout's build before any card time", () => {
       assert.equal(e.event.outcome, 'cached', 'the rank build is a cache hit');
       assert.equal(e.event.key, phase[0]!.event.key, 'of the key the phase built');
     }
-    const hellos = r.events.filter((e) => e.event?.type === 'hello' && e.event.backend === 'command');
+    const hellos = r.events.flatMap((e) =>
+      typeof e.event === 'object' && e.event?.type === 'hello' && e.event.backend === 'command' ? [e.event] : [],
+    );
     assert.ok(hellos.length >= 1);
-    for (const h of hellos) assert.equal(h.event.build.outcome, 'cached');
+    for (const h of hellos) assert.equal(h.build?.outcome, 'cached');
     // every block granted after the phase's build-end reached the stream (its entry id's ms:
     // the worker flushes it before its build job completes, and the grant waits for that)
     const builtAt = Number(phase[0]!.id.split('-')[0]);
-    const after = s.blocks.map((b: { granted_at: number }) => b.granted_at - builtAt);
+    const after = s.blocks.map((b) => (b.granted_at ?? Number.NaN) - builtAt);
     console.log(`blocks granted ${after.join(', ')} ms after the build phase's build-end`);
     for (const ms of after) assert.ok(ms >= 0, 'no block granted before the checkout was built');
   });

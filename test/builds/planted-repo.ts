@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type SummaryJson, SummaryJsonSchema } from '../../orchestrator/results/summary-schema.ts';
 import { type OrchRun, runOrch } from '../utils/orch-run.ts';
 
 export interface PlantedRepo {
@@ -130,7 +131,7 @@ export const ONE_CARD = { ORCH_CPU_CARDS: '1' } as const;
 export interface Submitted extends OrchRun {
   results: string;
   dir: string | null;
-  summary: Record<string, any> | null;
+  summary: SummaryJson | null;
 }
 
 export async function submitSpec(
@@ -145,6 +146,8 @@ export async function submitSpec(
   const [exp] = readdirSync(results);
   const dir = exp === undefined ? null : join(results, exp);
   const summary =
-    dir && existsSync(join(dir, 'summary.json')) ? JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) : null;
+    dir && existsSync(join(dir, 'summary.json'))
+      ? SummaryJsonSchema.parse(JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')))
+      : null;
   return { ...r, results, dir, summary };
 }

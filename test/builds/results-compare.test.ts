@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parse } from 'yaml';
+import type { CompareResult } from '../../orchestrator/report/compare-results.ts';
 import { runOrch } from '../utils/orch-run.ts';
 import {
   freshBuildDir,
@@ -70,21 +71,22 @@ describe('results without Redis: report --from and compare', () => {
     assert.match(md, new RegExp(`spec hash ${summary.hash}`));
     assert.match(
       md,
-      new RegExp(`run ${summary.created.replace(/[.]/g, '\\.')} to ${summary.ended.replace(/[.]/g, '\\.')}`),
+      new RegExp(`run ${summary.created.replace(/[.]/g, '\\.')} to ${(summary.ended ?? '').replace(/[.]/g, '\\.')}`),
     );
-    assert.deepEqual(summary.analysis.provenance.throttle.reps, [], 'the CPU has no throttle reasons');
+    assert.deepEqual(summary.analysis.provenance?.throttle.reps, [], 'the CPU has no throttle reasons');
   });
 
   test('compare: same workload → the unpaired comparison, what differs, how much weaker, the paired spec', async () => {
     const r = await runOrch(['compare', branchVsMain.dir!, mainTwice.dir!, '--json']);
     assert.equal(r.code, 0, r.output);
-    const c = JSON.parse(r.stdout);
+    const c = JSON.parse(r.stdout) as Omit<CompareResult, 'text'>;
     const commits = { main: repo.git('rev-parse', 'main'), branch: repo.git('rev-parse', 'branch') };
     assert.ok(
       c.differences.includes(`arm branch: commit ${commits.branch} vs ${commits.main}`),
       c.differences.join('; '),
     );
-    const arm = c.arms.find((x: any) => x.arm === 'branch');
+    const arm = c.arms.find((x) => x.arm === 'branch');
+    assert.ok(arm?.relative.ci && arm.relative.estimate !== null, JSON.stringify(c.arms));
     assert.deepEqual(arm.blocks, [3, 3]);
     // B ran main's commit where A ran the branch's: the planted effect, reversed.
     const expected = 1 / (1 + repo.planted) - 1;
@@ -93,12 +95,12 @@ describe('results without Redis: report --from and compare', () => {
     // is asserted here (the paired run asserts it: branch-vs-main.test.ts); the comparison must be
     // a well-formed Welch interval around its estimate.
     console.log(`unpaired B − A of arm branch: ${arm.relative.estimate} (CI ${arm.relative.ci}), planted ${expected}`);
-    assert.ok(Number.isFinite(arm.relative.estimate) && arm.welch.df > 0, JSON.stringify(arm.welch));
+    assert.ok(Number.isFinite(arm.relative.estimate) && (arm.welch.df ?? 0) > 0, JSON.stringify(arm.welch));
     assert.ok(
       arm.relative.ci[0] < arm.relative.estimate && arm.relative.estimate < arm.relative.ci[1],
       `CI ${arm.relative.ci} around ${arm.relative.estimate}`,
     );
-    assert.ok(c.pairing.ratio > 0, c.pairing.message);
+    assert.ok(c.pairing && (c.pairing.ratio ?? 0) > 0 && c.paired_spec !== null, JSON.stringify(c.pairing));
     const paired = parse(c.paired_spec);
     assert.deepEqual(paired.builds, { a: { ref: commits.branch }, b: { ref: commits.main } });
     // The printed spec is one orch accepts as it stands.

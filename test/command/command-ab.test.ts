@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { type SummaryJson, SummaryJsonSchema } from '../../orchestrator/results/summary-schema.ts';
 import { FIXTURES, gitCheckout } from '../build/build-helpers.ts';
 import { missedTwice } from '../utils/statistical-retry.ts';
 import { ORCH_BIN } from '../utils/worker-process.ts';
@@ -19,7 +20,7 @@ import { speedySpec } from './speedy-spec.ts';
 interface Submitted {
   code: number | null;
   output: string;
-  summary: Record<string, any> | null;
+  summary: SummaryJson | null;
   /** the hello lines of the command ranks: which build they ran */
   hellos: { build: { key: string; outcome: string } | null }[];
   /** the outcome of each build the build phase made before any lease (block -1) */
@@ -39,12 +40,12 @@ async function submit(spec: string, buildDir: string): Promise<Submitted> {
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const code = await new Promise<number | null>((r) => child.once('close', r));
-  let summary = null;
+  let summary: SummaryJson | null = null;
   const hellos: Submitted['hellos'] = [];
   const phase: string[] = [];
   try {
     const [exp] = readdirSync(results);
-    summary = JSON.parse(readFileSync(join(results, exp!, 'summary.json'), 'utf8'));
+    summary = SummaryJsonSchema.parse(JSON.parse(readFileSync(join(results, exp!, 'summary.json'), 'utf8')));
     for (const line of readFileSync(join(results, exp!, 'events.jsonl'), 'utf8').split('\n')) {
       if (line.includes('"hello"') && line.includes('"command"')) {
         const ev = JSON.parse(line) as { event: unknown };
@@ -81,15 +82,15 @@ describe('command workloads through orch submit', () => {
     // a run that misses is run once more (test/utils/statistical-retry.ts); the build checks below
     // are of the first run.
     const misses = (run: typeof r): string[] => {
-      const cmp = run.summary?.analysis.comparisons.find((c: any) => c.arm === 'fast' && c.reference === 'slow');
-      if (!cmp) return [`no comparison fast vs slow (exit ${run.code}): ${run.output.slice(-2000)}`];
+      const cmp = run.summary?.analysis.comparisons.find((c) => c.arm === 'fast' && c.reference === 'slow');
+      const estimate = cmp?.relative.estimate;
+      if (!cmp || estimate === null || estimate === undefined)
+        return [`no comparison fast vs slow (exit ${run.code}): ${run.output.slice(-2000)}`];
       // The known effect: SPEEDY_FAST=1 halves the work of a step (−50 %); generous bounds for a busy CI box.
       return [
         ...(run.code === 0 ? [] : [`exit ${run.code}`]),
         ...(cmp.verdict === 'faster' ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp)}`]),
-        ...(cmp.relative.estimate > -0.75 && cmp.relative.estimate < -0.25
-          ? []
-          : [`fast vs slow ${cmp.relative.estimate}`]),
+        ...(estimate > -0.75 && estimate < -0.25 ? [] : [`fast vs slow ${estimate}`]),
       ];
     };
     assert.deepEqual(
@@ -98,7 +99,8 @@ describe('command workloads through orch submit', () => {
       r.output,
     );
     const a = r.summary!.analysis;
-    const cmp = a.comparisons.find((c: any) => c.arm === 'fast' && c.reference === 'slow');
+    const cmp = a.comparisons.find((c) => c.arm === 'fast' && c.reference === 'slow');
+    assert.ok(cmp?.relative.ci && cmp.relative.estimate !== null, JSON.stringify(a.comparisons));
     assert.equal(r.summary!.accounting.measured, r.summary!.accounting.planned);
     // built by the build phase before any lease; the rank's build is then a cache hit
     assert.deepEqual(r.phase, ['built']);
@@ -106,7 +108,7 @@ describe('command workloads through orch submit', () => {
       r.hellos.map((h) => h.build?.outcome),
       ['cached'],
     );
-    const med = (arm: string) => a.arms.find((x: any) => x.arm === arm).median;
+    const med = (arm: string) => a.arms.find((x) => x.arm === arm)?.median ?? Number.NaN;
     console.log(
       `A/B: slow median ${med('slow').toFixed(2)} ms, fast ${med('fast').toFixed(2)} ms, change ${(cmp.relative.estimate * 100).toFixed(1)} % (CI ${cmp.relative.ci.map((x: number) => (x * 100).toFixed(1)).join('..')} %), verdict ${a.verdict}`,
     );
@@ -166,10 +168,10 @@ describe('command workloads through orch submit', () => {
       );
       assert.equal(r.summary!.accounting.measured, 0);
       assert.match(
-        r.summary!.reason,
+        r.summary!.reason ?? '',
         /BUILD_ARTIFACT_MISSING: workload\.build\.artifacts\[0\]: the build "sh build\.sh" exited 0 but did not produce "out\/trainer"/,
       );
-      assert.match(r.summary!.reason, /\| built out\/trainer-v2/);
+      assert.match(r.summary!.reason ?? '', /\| built out\/trainer-v2/);
     });
 
     test('a build that exits non-zero: the last lines of its log', async () => {
@@ -180,10 +182,10 @@ describe('command workloads through orch submit', () => {
       );
       assert.equal(r.summary!.accounting.measured, 0);
       assert.match(
-        r.summary!.reason,
+        r.summary!.reason ?? '',
         /BUILD_FAILED: workload\.build\.cmd: the build "sh build\.sh" in \S+ exited 2 after [0-9.]+ s; last lines of \S+\.log:/,
       );
-      assert.match(r.summary!.reason, /\| collect2: error: ld returned 1 exit status/);
+      assert.match(r.summary!.reason ?? '', /\| collect2: error: ld returned 1 exit status/);
     });
 
     test('free disk below min_free_disk_gb: refused by preflight after the build, before the first rep', async () => {
@@ -194,7 +196,7 @@ describe('command workloads through orch submit', () => {
       );
       assert.equal(r.summary!.accounting.measured, 0);
       assert.match(
-        r.summary!.reason,
+        r.summary!.reason ?? '',
         /PREFLIGHT_DISK: min_free_disk_gb: \S+ has [0-9.]+ GB free, the spec asks for at least 1000000 GB/,
       );
     });
@@ -206,10 +208,10 @@ describe('command workloads through orch submit', () => {
       );
       assert.equal(r.summary!.accounting.measured, 0);
       assert.match(
-        r.summary!.reason,
+        r.summary!.reason ?? '',
         /METRIC_NO_LINES: workload\.metric_source: the run printed no metric line \(arm "\w+", command: sh \S+run\.sh\); last output:/,
       );
-      assert.match(r.summary!.reason, /\| done/);
+      assert.match(r.summary!.reason ?? '', /\| done/);
     });
   });
 });

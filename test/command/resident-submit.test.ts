@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { CommandHelloSchema } from '../../jobs/command-line.ts';
 import { type Submitted, submitSpec } from '../utils/submit-spec.ts';
 import { torchDecodeSpec } from './torch-decode-spec.ts';
 
@@ -42,7 +43,7 @@ describe('a Python program as a resident rank through orch submit', () => {
     const hellos = ofType(r, 'hello');
     assert.equal(hellos.length, 2, 'one program per block (one card each): started once, not per rep');
     assert.deepEqual(
-      hellos.map((h) => [h.event.program?.name, h.event.program?.timing]),
+      hellos.map((h) => CommandHelloSchema.parse(h.event).program).map((p) => [p?.name, p?.timing]),
       [
         ['torch-decode', 'host-clock'],
         ['torch-decode', 'host-clock'],

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { CommandTraceSchema } from '../../jobs/command-line.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
 
 const RANKLIB = fileURLToPath(new URL('../../ranklib/python', import.meta.url));
@@ -103,26 +104,25 @@ gates: { identity: false }
       { PYTHONDONTWRITEBYTECODE: '1' },
     );
     assert.equal(r.code, 0, r.output);
-    const traces = r.events.filter((e) => e.event.type === 'trace');
+    const traces = r.events.filter((e) => e.event.type === 'trace').map((e) => CommandTraceSchema.parse(e.event));
     assert.equal(traces.length, 2, r.output);
-    for (const t of traces) {
-      assert.equal(t.event.trace.source, 'cupti');
+    for (const { trace } of traces) {
+      assert.equal(trace.source, 'cupti');
       assert.ok(
-        t.event.trace.steps.every((s: { start_ns: number }) => Number.isSafeInteger(s.start_ns)),
+        trace.source === 'cupti' && trace.steps.every((s) => Number.isSafeInteger(s.start_ns)),
         'rebased to safe integers',
       );
     }
-    const arm = r.summary.analysis.trace.arms[0];
-    assert.equal(arm.summary.kernels, 2);
-    assert.equal(arm.summary.short_kernels, 2);
-    assert.equal(arm.summary.busy_share, 0.5, '5 µs of kernels in a 10 µs step');
-    assert.equal(arm.summary.gaps_ns, 1000);
-    assert.deepEqual(
-      [arm.summary.graph_step_estimate_ns, arm.summary.recoverable_ns, arm.summary.floor_ns],
-      [null, null, null],
-    );
+    const arm = r.summary.analysis.trace?.arms[0];
+    const summary = arm?.summary;
+    assert.ok(summary, JSON.stringify(r.summary.analysis.trace));
+    assert.equal(summary.kernels, 2);
+    assert.equal(summary.short_kernels, 2);
+    assert.equal(summary.busy_share, 0.5, '5 µs of kernels in a 10 µs step');
+    assert.equal(summary.gaps_ns, 1000);
+    assert.deepEqual([summary.graph_step_estimate_ns, summary.recoverable_ns, summary.floor_ns], [null, null, null]);
     assert.match(
-      arm.estimate_reason,
+      arm?.estimate_reason ?? '',
       /^no graph-node floor to estimate against: the chain ran on graphrt's cpu backend/,
     );
     assert.match(

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { CommandHelloSchema, CommandTraceSchema } from '../../jobs/command-line.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
 import { torchDecodeSpec } from './torch-decode-spec.ts';
 
@@ -28,19 +29,17 @@ describe('the trace probe of a resident Python rank through orch submit', () => 
   test('every arm traced by a trace request; no GPU: "not traced" with the reason, the chain floor not a GPU floor', () => {
     const r = submitSpec('torch-decode-trace', SPEC, { PYTHONDONTWRITEBYTECODE: '1' });
     assert.equal(r.code, 0, r.output);
-    const traces = r.events.filter((e) => e.event.type === 'trace');
+    const traces = r.events.filter((e) => e.event.type === 'trace').map((e) => CommandTraceSchema.parse(e.event));
     assert.equal(traces.length, 4, 'one trace request per planned rep (2 arms × 2 reps)');
-    assert.deepEqual([...new Set(traces.map((e) => e.event.arm))].sort(), ['eager', 'graph']);
-    for (const t of traces) {
-      assert.equal(t.event.trace.source, 'none', 'no GPU here: nothing traced');
-      assert.match(t.event.trace.reason, /\S/);
-    }
-    assert.deepEqual(traces.map((t) => t.event.mode).sort(), ['eager', 'eager', 'graph', 'graph']);
-    const hello = r.events.find((e) => e.event.type === 'hello');
-    assert.equal(hello?.event.graph_node_floor?.source, 'graphrt-chain', JSON.stringify(hello?.event.graph_node_floor));
-    assert.equal(hello?.event.graph_node_floor?.backend, 'cpu');
+    assert.deepEqual([...new Set(traces.map((t) => t.arm))].sort(), ['eager', 'graph']);
+    const reasons = traces.map((t) => (t.trace.source === 'none' ? t.trace.reason : `traced by ${t.trace.source}`));
+    for (const reason of reasons) assert.match(reason, /^(?!traced by)\S/, 'no GPU here: nothing traced');
+    assert.deepEqual(traces.map((t) => t.mode).sort(), ['eager', 'eager', 'graph', 'graph']);
+    const hello = CommandHelloSchema.parse(r.events.find((e) => e.event.type === 'hello')?.event);
+    assert.equal(hello.graph_node_floor?.source, 'graphrt-chain', JSON.stringify(hello.graph_node_floor));
+    assert.equal(hello.graph_node_floor?.backend, 'cpu');
     assert.equal(r.events.filter((e) => e.event.type === 'rep').length, 0, 'a trace probe times no rep');
-    const reason = traces[0]!.event.trace.reason as string;
+    const reason = reasons[0] as string;
     const cell = reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     assert.match(
       r.report,
@@ -69,10 +68,12 @@ describe('the trace probe of a resident Python rank through orch submit', () => 
       'pass',
       'a probe that committed every trace rep passes; not traced is said, not failed',
     );
-    assert.equal(r.summary.analysis.trace.floor.gpu, false);
-    assert.equal(r.summary.analysis.trace.graph_check, null);
+    const trace = r.summary.analysis.trace;
+    assert.ok(trace, 'the trace section');
+    assert.equal(trace.floor.source === 'graphrt-chain' ? trace.floor.gpu : trace.floor.source, false);
+    assert.equal(trace.graph_check, null);
     assert.deepEqual(
-      r.summary.analysis.trace.arms.map((a: { summary: unknown }) => a.summary),
+      trace.arms.map((a) => a.summary),
       [null, null],
     );
     // summary.json (its analysis is report.json's) as docs/schemas says

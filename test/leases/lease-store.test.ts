@@ -191,7 +191,7 @@ describe('card leases (Lua, real redis-server)', () => {
       stage: await staging.stage(
         ref,
         a.epoch,
-        { host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], gates: [] },
+        { host: 'h1', cards, reps: [{ block: 3, arm: 'A', rep: 0, result: rep }], gates: [], ranks: [], hosts: [] },
         5000,
       ),
       commit: await results.commitBlock({

@@ -10,16 +10,17 @@ import { ETA_WINDOW, estimateRemaining, formatEta, RepClock } from '../../orches
 import { historyRepMs } from '../../orchestrator/scheduler/expected-duration.ts';
 import { type CardSlot, planGrants } from '../../orchestrator/scheduler/grant-planner.ts';
 
-// planted: a block of 12 reps whose reps take 2 s, then 4 s (the card slowed), on the server's clock
+// planted: a block of 12 reps whose reps take 2 s, then 4 s (the card slowed), on the worker's clock
 const PLANTED = [...Array(6).fill(2000), ...Array(5).fill(4000)] as number[];
 
 function clockOf(gaps: number[], block = 0, start = 1_000_000): RepClock {
   const c = new RepClock();
   let t = start;
-  c.rep(block, 1, t);
+  let done = 1;
+  c.observe(block, 1, done, t);
   for (const g of gaps) {
     t += g;
-    c.rep(block, 1, t);
+    c.observe(block, 1, ++done, t);
   }
   return c;
 }
@@ -50,12 +51,20 @@ test('only the latest ETA_WINDOW rep times count: a card that slowed down moves 
 
 test('the reps of two attempts and two blocks are timed apart: the gap between blocks is no rep', () => {
   const c = new RepClock();
-  c.rep(0, 1, 1000);
-  c.rep(1, 1, 1100);
-  c.rep(0, 1, 3000);
-  c.rep(1, 1, 3100);
-  c.rep(0, 2, 90_000);
-  c.rep(0, 2, 92_000);
+  c.observe(0, 1, 1, 1000);
+  c.observe(1, 1, 1, 1100);
+  c.observe(0, 1, 2, 3000);
+  c.observe(1, 1, 2, 3100);
+  c.observe(0, 2, 1, 90_000);
+  c.observe(0, 2, 2, 92_000);
+  assert.deepEqual(c.measured(), [2000, 2000, 2000]);
+});
+
+test('reps counted between two looks share the time between them; a look with nothing new adds no rep', () => {
+  const c = new RepClock();
+  c.observe(0, 1, 1, 1000);
+  c.observe(0, 1, 1, 1500);
+  c.observe(0, 1, 4, 7000);
   assert.deepEqual(c.measured(), [2000, 2000, 2000]);
 });
 

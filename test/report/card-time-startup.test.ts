@@ -29,9 +29,9 @@ describe('card time: start-up split by where it was paid', () => {
       { ORCH_CPU_CARDS: '1', ORCH_BUILD_DIR: join(buildDir, 'builds') },
     );
     assert.ok([0, 3, 4].includes(r.code ?? -1), r.output);
-    const commits = r.summary.commits as Record<string, { ranks?: Record<string, unknown>[] }>;
-    const first = commits['0']?.ranks?.[0];
-    const second = commits['1']?.ranks?.[0];
+    const commits = r.summary.commits as Record<string, { startup?: Record<string, unknown>[] }>;
+    const first = commits['0']?.startup?.[0];
+    const second = commits['1']?.startup?.[0];
     assert.ok(
       first !== undefined && second !== undefined,
       `each commit records its rank's start: ${JSON.stringify(commits)}`,

@@ -104,9 +104,58 @@ test("mergeGangResults: a spread gang is reduced by the same reduction over ever
       answers,
     },
   });
-  const lead = { cards: ['cpu:0@h'], reps: [rep([answer(0, line({ step_ms: [1, 8] }))])], gates: [] };
-  const other = { cards: ['cpu:1@g'], reps: [rep([answer(1, line({ step_ms: [5, 2] }), 1000, 'g')])], gates: [] };
-  const m = mergeGangResults(lead, [other]).reps[0]!.result;
+  const origin = (rank: number, host: string, card: string) => ({
+    rank,
+    host,
+    card,
+    backend: 'cpu',
+    device: 'cpu',
+    sm: null,
+    driver: 'none',
+    graphrt: ['0.1'],
+    program: null,
+  });
+  const machineOf = (host: string) => ({
+    host,
+    machine: {
+      os: 'Linux',
+      distribution: null,
+      kernel: null,
+      arch: 'x64',
+      cpu_model: null,
+      cpu_threads: 2,
+      memory_bytes: null,
+      node: host,
+      compiler: null,
+      gpus: [],
+      gpus_unread: 'cpu cards',
+    },
+  });
+  const lead = {
+    cards: ['cpu:0@h'],
+    reps: [rep([answer(0, line({ step_ms: [1, 8] }))])],
+    gates: [],
+    ranks: [origin(0, 'h', 'cpu:0@h')],
+    hosts: [machineOf('h')],
+  };
+  const other = {
+    cards: ['cpu:1@g'],
+    reps: [rep([answer(1, line({ step_ms: [5, 2] }), 1000, 'g')])],
+    gates: [],
+    ranks: [origin(1, 'g', 'cpu:1@g')],
+    hosts: [machineOf('g')],
+  };
+  const merged = mergeGangResults(lead, [other]);
+  const m = merged.reps[0]!.result;
+  // every part's ranks are committed with the block, rank order: the provenance's hosts and cards
+  assert.deepEqual(
+    merged.ranks.map((r) => `${r.rank} ${r.host}`),
+    ['0 h', '1 g'],
+  );
+  assert.deepEqual(
+    merged.hosts.map((h) => h.host),
+    ['h', 'g'],
+  );
   assert.deepEqual(m.step_ms, [5, 8]);
   assert.deepEqual(
     m.answers!.map((a) => a.rank),

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type SummaryJson, SummaryJsonSchema } from '../../orchestrator/results/summary-schema.ts';
 import { ORCH_BIN } from './worker-process.ts';
 
 export interface Submitted {
@@ -15,9 +16,9 @@ export interface Submitted {
   dir: string;
   output: string;
   report: string;
-  summary: Record<string, any>;
+  summary: SummaryJson;
   /** events.jsonl, one parsed record per line */
-  events: { block: number; card: string; rank: number; committed: boolean; event: Record<string, any> }[];
+  events: { block: number; card: string; rank: number; committed: boolean; event: Record<string, unknown> }[];
 }
 
 export function submitSpec(
@@ -45,7 +46,7 @@ export function submitSpec(
     dir: at,
     output,
     report: read('report.md'),
-    summary: JSON.parse(read('summary.json')) as Record<string, any>,
+    summary: SummaryJsonSchema.parse(JSON.parse(read('summary.json'))),
     events: read('events.jsonl')
       .split('\n')
       .filter((l) => l.trim() !== '')
