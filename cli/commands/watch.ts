@@ -35,6 +35,7 @@ export const watchCommand = defineCommand({
     const { collectRecords } = await import('../../orchestrator/results/collect-results.ts');
     const { analyzeRecords } = await import('../../orchestrator/results/write-results.ts');
     const { outcomeExitCode } = await import('../../orchestrator/report/outcome-exit-code.ts');
+    const { failedOutputLines } = await import('../../orchestrator/report/failed-output-section.ts');
     const target = await requireTarget('watch', orchLog('watch'), argv);
     const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
     try {
@@ -68,6 +69,8 @@ export const watchCommand = defineCommand({
           ? `${JSON.stringify({ experiment: argv.id, state, verdict: analysis.verdict, exit_code: exitCode })}\n`
           : `experiment ${argv.id} ended ${state}: ${analysis.verdict} (exit ${exitCode})\n`,
       );
+      // why a block failed, in the program's own words, as submit prints it at its end
+      for (const l of failedOutputLines(analysis)) process.stderr.write(`${l}\n`);
       return exitCode;
     } finally {
       interrupt.dispose();

@@ -63,6 +63,11 @@ test('a failed block: its reps are missing and named; report.json validates', ()
     a.issues.some((i) => /CUDA_ERROR_ILLEGAL_ADDRESS/.test(i)),
     a.issues.join('\n'),
   );
+  assert.deepEqual(
+    a.failed_rank_output?.[0]?.stderr,
+    ['CUDA_ERROR_ILLEGAL_ADDRESS at decode.cu:88'],
+    'what the rank printed last',
+  );
 });
 
 test('a capture probe with a refusal that was accepted: the probe section validates', () => {

@@ -38,7 +38,19 @@ export function failedBlock(): Analysis {
       reason: `rank 0 exited 70 (CUDA_ERROR_ILLEGAL_ADDRESS) on h1.example/0`,
       kind: 'failed' as const,
     }));
-  return analyzeExperiment({ ...ab, reps: ab.reps.filter((r) => r.block !== lost), failed });
+  // what the rank printed last, recorded with the failure (jobs/rank-output-tail.ts)
+  const rank_output = [
+    {
+      block: lost,
+      attempt: 1,
+      rank: 0,
+      card: 'cpu0',
+      host: 'h1.example',
+      stdout: ['step 7: 1.25 ms'],
+      stderr: ['CUDA_ERROR_ILLEGAL_ADDRESS at decode.cu:88'],
+    },
+  ];
+  return analyzeExperiment({ ...ab, reps: ab.reps.filter((r) => r.block !== lost), failed, rank_output });
 }
 
 /** design probe: every planned rep a probe record whose five probes passed, one with a refusal that was not expected. */
