@@ -36,6 +36,6 @@ export const PlanSchema = z.strictObject({
   order: z.enum(['balanced', 'random']),
   seed: z.number().meta({ unit: 'seed' }).optional(),
   sequential: z.strictObject({ looks: z.int().min(2).meta({ unit: 'count' }) }).optional(),
-  reps_per_block: z.union([z.literal('auto'), z.int().min(1)]).optional(),
+  reps_per_block: z.union([z.literal('auto'), z.int().min(1).meta({ unit: 'reps per arm' })]).optional(),
   sized: BlockSizingSchema.optional(),
 }) satisfies z.ZodType<Plan>;

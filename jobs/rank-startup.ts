@@ -1,6 +1,6 @@
 /**
  * How each rank of a committed attempt started, committed with the block (jobs/commit-record.ts
- * `ranks`) so that card time and block sizing read it from the committed record, never from the
+ * `startup`) so that card time and block sizing read it from the committed record, never from the
  * event stream. `hello_ms` is the worker's clock from the attempt's block-start to this rank's
  * hello: the card time the rank's start cost inside the lease. The rest is what the rank said in
  * its hello (a command rank's `started` and its program's `prepare_ms`/`setup_ms`; graphrt says
@@ -10,10 +10,10 @@ import { z } from 'zod';
 import type { RankHelloLine } from './rank-line.ts';
 
 export const RankStartupSchema = z.strictObject({
-  rank: z.int().min(0),
+  rank: z.int().min(0).meta({ unit: 'index' }),
   card: z.string().min(1),
   /** block-start → this rank's hello, the worker's clock (ms) */
-  hello_ms: z.number().min(0),
+  hello_ms: z.number().min(0).meta({ unit: 'ms' }),
   /** adopted from the host phase: prepare() ran before the lease (worker/command/prepared-slots.ts) */
   host_phase: z.boolean().optional(),
   /** why a rank meant for the host phase started inside the lease */
@@ -21,8 +21,8 @@ export const RankStartupSchema = z.strictObject({
   /** its build's compiler caches held something when it started (worker/command/rank-caches.ts) */
   caches: z.enum(['warm', 'cold']).optional(),
   /** the program's prepare() and setup(), its own clock (ms) */
-  prepare_ms: z.number().min(0).optional(),
-  setup_ms: z.number().min(0).optional(),
+  prepare_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
+  setup_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
 });
 export type RankStartup = z.infer<typeof RankStartupSchema>;
 

@@ -13,11 +13,11 @@ import { checkStored } from './parse-stored.ts';
 import { blockSequences, type Plan } from './plan.ts';
 
 export const BlockSizingSchema = z.strictObject({
-  sizes: z.array(z.int().min(1)),
-  wanted: z.int().min(1),
+  sizes: z.array(z.int().min(1).meta({ unit: 'reps per arm' })),
+  wanted: z.int().min(1).meta({ unit: 'reps per arm' }),
   held_by: z.enum(['max_reps', 'remaining', 'cards']).nullable(),
-  startup_ms: z.number().min(0),
-  lease_ms: z.number().min(0),
+  startup_ms: z.number().min(0).meta({ unit: 'ms' }),
+  lease_ms: z.number().min(0).meta({ unit: 'ms' }),
 }) satisfies z.ZodType<BlockSizing>;
 
 /** `plan` with its blocks after the first regrouped by `sizing` (read from `where`); the plan itself when it is not auto. */
