@@ -11,7 +11,7 @@ import type { Progress } from '../experiment/progress.ts';
 import { allComparisons } from '../report/all-comparisons.ts';
 import { renderPlots } from '../report/render-plots.ts';
 import { collectResults } from '../results/collect-results.ts';
-import { analyzeCollected } from '../results/write-results.ts';
+import { analyzeRecords } from '../results/write-results.ts';
 import type { Analysis } from '../stats/types.ts';
 import { type DashboardContext, fromRedis } from './dashboard-context.ts';
 import { hostsOf } from './experiments-list-page.ts';
@@ -85,7 +85,7 @@ async function renderExperiment(ctx: DashboardContext, id: string): Promise<Html
       );
     const ended = TERMINAL_EXPERIMENT_STATES.has(exp.state);
     const collected = await collectResults(ctx.redis, ctx.prefix, id);
-    const analysis = Object.keys(collected.reps).length > 0 ? analyzeCollected(collected) : null;
+    const analysis = Object.keys(collected.reps).length > 0 ? analyzeRecords(collected) : null;
     const files = listResultFiles(ctx, id);
     return html`<table id="about"><tr><th>name</th><td>${exp.name}</td></tr><tr><th>spec hash</th><td><code>${exp.hash}</code></td></tr>
 <tr><th>file</th><td>${exp.file}</td></tr><tr><th>submitted</th><td>${new Date(exp.created).toISOString()}</td></tr>

@@ -6,9 +6,7 @@
  * from here. Memory holds two counts, never the events: a record of millions of events is read in
  * one pass.
  */
-import { join } from 'node:path';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
-import { importJsonl } from '../../store/event-log.ts';
 
 export class EventDigest {
   total = 0;
@@ -24,9 +22,4 @@ export class EventDigest {
     for await (const e of events) d.add(e);
     return d;
   }
-}
-
-/** The digest of a results directory's events.jsonl, streamed line by line through the schema. */
-export async function digestOfDir(dir: string): Promise<EventDigest> {
-  return EventDigest.of(importJsonl(join(dir, 'events.jsonl')));
 }

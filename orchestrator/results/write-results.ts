@@ -40,11 +40,6 @@ export interface WrittenResults {
   state: string;
 }
 
-/** The analysis of collected results: their committed records alone, never their events (a dashboard page). */
-export function analyzeCollected(c: CollectedResults): Analysis {
-  return analyzeRecords(c);
-}
-
 /** The analysis of an experiment's committed records (its devices from the commit records). */
 export function analyzeRecords(c: CollectedRecords): Analysis {
   return analyzeExperiment(analysisInput(c));
