@@ -25,7 +25,7 @@ import { ResultsOutDir } from '../report/results-out-dir.ts';
 import { analyzeExperiment } from '../stats/analyze.ts';
 import type { Analysis } from '../stats/types.ts';
 import { analysisInput } from './analysis-input.ts';
-import { type CollectedRecords, type CollectedResults, collectRecords } from './collect-results.ts';
+import { type CollectedRecords, collectRecords } from './collect-results.ts';
 import { type Accounting, accountReps } from './rep-fates.ts';
 import { renderSummaryJson } from './summary-json.ts';
 import type { SummaryJson } from './summary-schema.ts';
