@@ -17,6 +17,8 @@ export const WAIT_REASONS = [
   'cards-busy',
   /** no grant pass has looked at it yet (no scheduler running, or just submitted) */
   'not-planned',
+  /** auto-sized blocks: the first block's measured start-up sizes the others (scheduler/auto-block-sizing.ts) */
+  'sizing',
   /** a sentence this list does not know */
   'other',
 ] as const;
@@ -30,6 +32,7 @@ const PATTERNS: [RegExp, WaitReason][] = [
   [/^behind .*\(FIFO/, 'behind-older'],
   [/^waiting for \d+ free card/, 'cards-busy'],
   [/^queued \(no grant pass yet/, 'not-planned'],
+  [/^waiting for block 0 to commit/, 'sizing'],
 ];
 
 export function waitReasonCode(why: string | null): WaitReason {

@@ -21,6 +21,9 @@ import type { SchedulerContext } from './scheduler-context.ts';
 /** The block whose measure sizes the others. */
 export const FIRST_BLOCK = 0;
 
+/** Why a later block of an auto-sized experiment waits (orch status, the pages; /metrics' `sizing`). */
+export const HELD_FOR_SIZING = `waiting for block ${FIRST_BLOCK} to commit: its measured start-up sizes the blocks after it (blocks.reps_per_block: auto)`;
+
 /** Whether `exp`'s blocks after the first must still wait for it: auto, and its first block not ended. */
 export function firstBlockOpen(exp: ExperimentRecord, blocks: readonly BlockState[]): boolean {
   if (exp.plan.reps_per_block !== 'auto') return false;

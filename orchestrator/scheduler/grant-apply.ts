@@ -5,6 +5,7 @@
 
 import { spreadLeaseOwner } from '../../jobs/spread-gang.ts';
 import type { BlockState, ExperimentRecord, GangPart } from '../../store/experiment-store.ts';
+import { HELD_FOR_SIZING } from './auto-block-sizing.ts';
 import type { CardSlot, GrantDecision, WaitingBlock } from './grant-planner.ts';
 import type { SchedulerContext } from './scheduler-context.ts';
 
@@ -109,6 +110,11 @@ export class GrantApplier {
     });
     if (decision.why.size > 0) this.writeWhy(decision.why, queue, now);
     await Promise.all(acquiring);
+  }
+
+  /** Blocks the pass held back for auto sizing: their reason, written as any waiting block's is. */
+  noteHeld(held: QueuedBlock[], now: number): void {
+    this.writeWhy(new Map(held.map((q) => [q.key, HELD_FOR_SIZING])), held, now);
   }
 
   /** The term ended. */

@@ -17,7 +17,7 @@ import {
   TERMINAL_BLOCK_PHASES,
 } from '../../store/experiment-store.ts';
 import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
-import { firstBlockOpen } from './auto-block-sizing.ts';
+import { FIRST_BLOCK, firstBlockOpen } from './auto-block-sizing.ts';
 import type { BuildGate } from './build-phase.ts';
 import { plannedBlockMs, workloadKey } from './expected-duration.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
@@ -69,6 +69,8 @@ interface PassRead {
   cards: Card[];
   busy: ReadonlySet<string>;
   queue: QueuedBlock[];
+  /** waiting blocks kept out of the queue: an auto-sized experiment's later blocks (auto-block-sizing.ts) */
+  held?: QueuedBlock[];
 }
 
 /** A term's queue window; an experiment whose stored record does not parse is failed and logged. */
@@ -253,8 +255,10 @@ export class GrantLoop {
   /** One pass of FIFO granting: read the queue's head, plan (grant-planner.ts), carry the plan out. */
   private async pass(term: Term): Promise<void> {
     const read = await this.read(term);
-    if (read.queue.length === 0) return;
     const now = Date.now();
+    // said before the queue is looked at: while block 0 runs, the held blocks are all that waits
+    if (read.held && read.held.length > 0) this.applier.noteHeld(read.held, now);
+    if (read.queue.length === 0) return;
     const decision = planGrants({
       now,
       cards: this.cards.slots(read.cards),
@@ -306,7 +310,7 @@ export class GrantLoop {
       if (gate) gates.set(e.id, gate);
       runnable.push(r);
     }
-    return { cards, busy, queue: await this.queue(runnable, cards, gates, term) };
+    return { cards, busy, ...(await this.queue(runnable, cards, gates, term)) };
   }
 
   /**
@@ -364,7 +368,7 @@ export class GrantLoop {
     cards: Card[],
     gates: Map<string, Exclude<BuildGate, { failed: string }>>,
     term: Term,
-  ): Promise<QueuedBlock[]> {
+  ): Promise<{ queue: QueuedBlock[]; held: QueuedBlock[] }> {
     runnable.sort((a, b) =>
       compareQueued(
         { priority: a.exp.priority, seq: a.exp.seq, block: 0 },
@@ -379,6 +383,7 @@ export class GrantLoop {
       else waitersOf.set(w.exp.id, [w]);
     }
     const queue: QueuedBlock[] = [];
+    const heldBack: QueuedBlock[] = [];
     for (const { id, exp, blocks } of runnable) {
       // what the planner needs of a block: the same for every block of one experiment, made once
       // per experiment and copied into each of its queue entries
@@ -424,9 +429,9 @@ export class GrantLoop {
       const held = this.firstBlockOpen.get(id) === true;
       mine.sort((a, b) => a.block - b.block);
       // auto sizing: the blocks after the first wait for its measure (auto-block-sizing.ts), taking no card
-      for (const q of mine) if (!held || q.block === 0) queue.push(q);
+      for (const q of mine) (!held || q.block === FIRST_BLOCK ? queue : heldBack).push(q);
     }
-    return queue;
+    return { queue, held: heldBack };
   }
 
   private drive(id: string, st: BlockState, term: Term): void {

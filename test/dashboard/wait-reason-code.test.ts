@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitReasonCode } from '../../orchestrator/dashboard/wait-reason-code.ts';
+import { HELD_FOR_SIZING } from '../../orchestrator/scheduler/auto-block-sizing.ts';
 import { type CardSlot, planGrants, type WaitingBlock } from '../../orchestrator/scheduler/grant-planner.ts';
 
 const card = (host: string, index: number): CardSlot => ({ id: `cpu:${index}@${host}`, host, backend: 'cpu', index });
@@ -55,5 +56,7 @@ test('each planner sentence for a waiting block maps to its reason code', () => 
   for (const [sentence, code] of cases) assert.equal(waitReasonCode(sentence), code, sentence);
   assert.equal(waitReasonCode(null), 'not-planned');
   assert.equal(waitReasonCode('queued (no grant pass yet: is orch serve running?)'), 'not-planned');
+  // the sentence the grant pass writes on an auto-sized experiment's held blocks (grant-apply.ts noteHeld)
+  assert.equal(waitReasonCode(HELD_FOR_SIZING), 'sizing');
   assert.equal(waitReasonCode('a sentence nobody writes'), 'other');
 });

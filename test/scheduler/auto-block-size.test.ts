@@ -12,8 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { runOrch } from '../cli/run-orch.ts';
+import { runOrch as runOrchIn, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
+import { waitFor } from '../utils/wait-for.ts';
 
 const REPS = 2;
 const BLOCKS = 6;
@@ -76,5 +78,38 @@ describe('blocks.reps_per_block: auto', () => {
       r.report,
       /then \d+ sized by blocks\.reps_per_block: auto, blocks of \d+ reps per arm \(\d+ reps\): start-up [\d.]+ s of [\d.]+ s/,
     );
+  });
+
+  test('while block 0 runs, orch status says why the blocks after it wait', async () => {
+    const c = await startCluster();
+    try {
+      c.startServe();
+      await c.startWorker({ cpuCards: 1, repMs: 50 });
+      const file = join(dir, 'auto-status.yaml');
+      // block 0's setup() takes 8 s: the blocks after it are held that long, longer than a few `orch status` on a loaded machine
+      writeFileSync(
+        file,
+        slowStartSpec('auto-status', { prepareS: 0, setupS: 8, tail: `reps: ${REPS}\nblocks: { count: ${BLOCKS} }\n` }),
+      );
+      const submit = spawnOrch(['submit', file, '--results', join(dir, 'status-results')], c.env);
+      const held = await waitFor(
+        'a block held for sizing, with its reason, in orch status --json',
+        async () => {
+          const r = await runOrchIn(['status', '--json'], c.env);
+          if (r.code !== 0) return undefined;
+          const exps = (JSON.parse(r.stdout) as { experiments: { blocks: { block: number; why: string | null }[] }[] })
+            .experiments;
+          return exps
+            .flatMap((e) => e.blocks)
+            .find((b) => b.block > 0 && /^waiting for block 0 to commit/.test(b.why ?? ''));
+        },
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
+      assert.match(held.why ?? '', /its measured start-up sizes the blocks after it \(blocks\.reps_per_block: auto\)/);
+      const end = await submit.exited;
+      assert.ok([0, 3, 4].includes(end.code ?? -1), submit.out());
+    } finally {
+      await c.stop();
+    }
   });
 });
