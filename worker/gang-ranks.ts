@@ -26,7 +26,7 @@ import { escapeRankText } from '../jobs/rank-text.ts';
 import { rendezvousSecret } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import type { CommandGang } from './command/command-gang.ts';
-import { pickFreePort } from './free-port.ts';
+import { gangPortRange, pickFreePort } from './free-port.ts';
 import type { GangContext } from './gang-context.ts';
 import { GangExchange } from './gang-exchange.ts';
 import type { GangFate } from './gang-fate.ts';
@@ -152,7 +152,11 @@ export class GangRanks {
     }
   > {
     const { job, log } = this.gang;
-    const pick = () => pickFreePort({ onTaken: (port) => log.info({ port }, 'rendezvous port taken; trying another') });
+    const pick = () =>
+      pickFreePort({
+        range: gangPortRange(),
+        onTaken: (port) => log.info({ port }, 'rendezvous port taken; trying another'),
+      });
     const master =
       this.spread === null
         ? { addr: '127.0.0.1', port: await this.fate.race(pick()) }
