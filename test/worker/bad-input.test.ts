@@ -69,6 +69,15 @@ describe('worker bad input', () => {
       noWait: true,
     });
     workers.push(w);
+    // a worker that comes up instead is a failure now, not a hang
+    await waitFor(
+      'the worker to exit or come up',
+      () => w.child.exitCode !== null || w.log().includes('"worker ready"'),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    assert.equal(w.log().includes('"worker ready"'), false, `the worker came up:\n${w.log()}`);
     assert.deepEqual(await w.exited, { code: 2, signal: null });
     assert.match(w.log(), /orch: ORCH_GANG_PORTS=29599-29500: expected LOW-HIGH.*\n {2}hint: set ORCH_GANG_PORTS to /);
   });
