@@ -10,7 +10,7 @@
 
 import '../utils/cluster-secret.ts';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
@@ -92,8 +92,10 @@ describe('examples/torch-tp as a 2-rank gang spread over two ssh hosts', { timeo
     serve = spawnOrch(['serve', '--leader-ttl', '1500', '--json'], env());
     const dir = mkdtempSync(join(sshd.dir, 'out-'));
     try {
+      const t0 = Date.now();
       const r = await runOrch(['submit', spec(dir), '--results', join(dir, 'out')], env(), 240_000);
-      const [id] = readdirSync(join(dir, 'out'));
+      console.log(`# orch submit of torch-tp spread over tp1 and tp2: ${Date.now() - t0} ms, exit ${r.code}`);
+      const [id] = existsSync(join(dir, 'out')) ? readdirSync(join(dir, 'out')) : [];
       assert.ok(id, `no results written (exit ${r.code}): ${r.stderr.slice(-3000)}`);
       const summary = JSON.parse(readFileSync(join(dir, 'out', id, 'summary.json'), 'utf8'));
       const events = readFileSync(join(dir, 'out', id, 'events.jsonl'), 'utf8')
