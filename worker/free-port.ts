@@ -63,9 +63,23 @@ function portWalk(range: PortRange): () => number {
 }
 
 /**
- * A free port: the first of `candidates` (default: a walk over `range`, PORT_RANGE unless given)
- * whose bind-probe succeeds. `onTaken` hears each one found taken (the worker logs it: a retry,
- * not a failure).
+ * The ports this worker handed to gangs still running: a rank 0 binds its port only once its
+ * program has started (seconds, for torch's import), so until then a bind-probe finds it free,
+ * and two gangs starting together on one host would both take it. Each is released by
+ * `releasePort` as its attempt ends.
+ */
+const handedOut = new Set<number>();
+
+/** The port of an attempt that ended is free to hand out again. */
+export function releasePort(port: number): void {
+  handedOut.delete(port);
+}
+
+/**
+ * A free port, handed out until `releasePort`: the first of `candidates` (default: a walk over
+ * `range`, PORT_RANGE unless given) that no running gang of this worker holds and whose
+ * bind-probe succeeds. `onTaken` hears each one found taken (the worker logs it: a retry, not a
+ * failure).
  */
 export async function pickFreePort(
   opts: { range?: PortRange; candidates?: () => number; tries?: number; onTaken?: (port: number) => void } = {},
@@ -76,7 +90,10 @@ export async function pickFreePort(
   const taken: number[] = [];
   for (let i = 0; i < tries; i++) {
     const port = next();
-    if (await portFree(port)) return port;
+    if (!handedOut.has(port) && (await portFree(port))) {
+      handedOut.add(port);
+      return port;
+    }
     taken.push(port);
     opts.onTaken?.(port);
   }

@@ -1,12 +1,14 @@
 /**
  * The rendezvous port of a command gang (worker/free-port.ts): a port already taken is retried
  * with another, not failed; a run of taken ports ends with GANG_NO_PORT naming them; a range
- * (ORCH_GANG_PORTS) smaller than the tries is probed whole; a malformed ORCH_GANG_PORTS is refused.
+ * (ORCH_GANG_PORTS) smaller than the tries is probed whole; a port handed to a gang is not handed
+ * to another before its attempt releases it, though nothing binds it yet; a malformed
+ * ORCH_GANG_PORTS is refused.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { describe, test } from 'node:test';
-import { gangPortRange, PORT_RANGE, pickFreePort, portFree } from '../../worker/free-port.ts';
+import { gangPortRange, PORT_RANGE, pickFreePort, portFree, releasePort } from '../../worker/free-port.ts';
 
 function listen(port = 0): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -39,6 +41,7 @@ describe('the rendezvous port of a command gang', () => {
       const port = await pickFreePort({ candidates: () => seq.shift() as number, onTaken: (p) => heard.push(p) });
       assert.equal(port, freePort);
       assert.deepEqual(heard, [taken]);
+      releasePort(port);
     } finally {
       await new Promise((r) => held.close(r));
     }
@@ -67,10 +70,24 @@ describe('the rendezvous port of a command gang', () => {
         const port = await pickFreePort({ range: { low, high: low + size - 1 }, onTaken: (p) => heard.push(p) });
         assert.equal(port, low + size - 1);
         assert.equal(new Set(heard).size, heard.length, `a port probed twice: ${heard.join(', ')}`);
+        releasePort(port);
       }
     } finally {
       await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
     }
+  });
+
+  test('a port handed to a gang whose rank 0 has not bound it yet is not handed to another until released', async () => {
+    const port = await freeRun(1);
+    const range = { low: port, high: port };
+    const first = await pickFreePort({ range });
+    assert.equal(first, port);
+    // still free to bind (the first gang's rank 0 is starting), yet taken for the second gang
+    assert.equal(await portFree(port), true);
+    await assert.rejects(pickFreePort({ range }), (e: Error & { code?: string }) => e.code === 'GANG_NO_PORT');
+    releasePort(first);
+    assert.equal(await pickFreePort({ range }), port);
+    releasePort(port);
   });
 
   test('ORCH_GANG_PORTS: LOW-HIGH is the range; anything else is refused naming the variable', () => {
