@@ -34,6 +34,8 @@ export const HostSchema = strictObject({
   cards: z.array(z.union([z.int().min(0), z.string().min(1)])).optional(),
   /** Where the host's build cache lives. */
   build_dir: z.string().min(1),
+  /** Start the worker with --allow-command: it runs command workloads (users' own programs) and builds of commits. */
+  allow_command: z.boolean().default(false),
   /** The orch checkout on the host (`orch hosts up` runs `<node> bin/orch.mjs worker` there); `~/` is the ssh user's home. */
   repo_dir: z.string().min(1).default('~/orch'),
   /** The node binary on the host (Node 20+). */

@@ -27,7 +27,7 @@ import { escapeRankText } from '../jobs/rank-text.ts';
 import { rendezvousSecret } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import type { CommandGang } from './command/command-gang.ts';
-import { pickFreePort } from './free-port.ts';
+import { gangPortRange, pickFreePort, releasePort } from './free-port.ts';
 import type { GangContext } from './gang-context.ts';
 import { GangExchange } from './gang-exchange.ts';
 import type { GangFate } from './gang-fate.ts';
@@ -65,6 +65,8 @@ export class GangRanks {
   private readonly helloFrom = new Map<number, number>();
   /** a command gang's exchange for this attempt */
   private exchange: GangExchange | null = null;
+  /** the MASTER_PORT this part picked for the attempt (rank 0's part of a command gang), released at `end` */
+  private pickedPort: number | null = null;
   /** the card indexes whose rank failed first-hand (not killed for another's failure): their output is recorded */
   private readonly failedFirstHand = new Set<number>();
 
@@ -163,7 +165,13 @@ export class GangRanks {
     }
   > {
     const { job, log } = this.gang;
-    const pick = () => pickFreePort({ onTaken: (port) => log.info({ port }, 'rendezvous port taken; trying another') });
+    const pick = async () => {
+      this.pickedPort = await pickFreePort({
+        range: gangPortRange(),
+        onTaken: (port) => log.info({ port }, 'rendezvous port taken; trying another'),
+      });
+      return this.pickedPort;
+    };
     const master =
       this.spread === null
         ? { addr: '127.0.0.1', port: await this.fate.race(pick()) }
@@ -400,5 +408,6 @@ export class GangRanks {
       }),
     );
     if (this.rendezvousDir !== null) rmSync(this.rendezvousDir, { recursive: true, force: true });
+    if (this.pickedPort !== null) releasePort(this.pickedPort);
   }
 }

@@ -143,6 +143,9 @@ export const workerCommand = defineCommand({
       for (const f of [argv.redisUrlFile, argv.secretFile]) if (f !== undefined) rmSync(f, { force: true });
     }
     const log = orchLog('worker', process.env.ORCH_LOG ?? 'info');
+    // a malformed ORCH_GANG_PORTS is refused now, not at a gang's first block
+    const { gangPortRange } = await import('../../worker/free-port.ts');
+    gangPortRange();
     const { resolveRunAs } = await import('../../worker/run-as.ts');
     const runAs =
       argv.runAs === undefined ? undefined : resolveRunAs(argv.runAs, { create: true, log: (msg) => log.info(msg) });

@@ -80,6 +80,7 @@ export function startCommand(host: Host, prefix?: string): string {
   if (prefix !== undefined) args.push('--prefix', prefix);
   if (host.cards) args.push('--cards', host.cards.join(','));
   args.push('--build-dir', host.build_dir);
+  if (host.allow_command) args.push('--allow-command');
   const worker = [shellWord(host.node), ...args.map(shellWord)].join(' ');
   return [
     'umask 077',

@@ -8,102 +8,26 @@
  * disagree on the step count, a rank asks for a 17th exchange.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
-import type { BlockJob } from '../../jobs/block-job.ts';
-import { WorkloadSchema } from '../../jobs/spec.ts';
-import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
-import { orchKeys } from '../../store/keys.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { describe, test } from 'node:test';
 import { readEvents } from '../utils/events.ts';
-import { freshPrefix } from '../utils/redis.ts';
-import { useWorkerEnv } from '../utils/worker-env.ts';
+import { useCommandGang } from './command-gang-harness.ts';
 
 const FIXTURE = new URL('../fixtures/ranks/gang-rank.py', import.meta.url).pathname;
 
-function gangJob(
-  host: string,
-  block: number,
-  attempt: number,
-  env: Record<string, string>,
-  o: { helloTimeoutS?: number; identity?: boolean } = {},
-): BlockJob {
-  return blockJob({
-    experiment: 'cg',
-    block,
-    attempt,
-    epoch: 7,
-    host,
-    cards: [`cpu:0@${host}`, `cpu:1@${host}`],
-    workload: WorkloadSchema.parse({
-      runtime: 'command',
-      run: {
-        cmd: `/usr/bin/python3 ${JSON.stringify(FIXTURE)}`,
-        mode: 'resident',
-        env,
-        timeout_s: 30,
-        hello_timeout_s: o.helloTimeoutS ?? 30,
-      },
-      toggles: { GRAPH: { env: 'GRAPH', on: '1', off: '0' } },
-      warmup: 1,
-      steps: 3,
-    }),
-    arms: [{ name: 'A', toggles: { GRAPH: true } }],
-    sequence: ['A', 'A', 'A'],
-    gates: { identity: o.identity === true ? { replays: 3, toggle: 'GRAPH' } : null, aa: false },
-    warmup: 1,
-    steps: 3,
-  } as never);
+interface Seen {
+  env: Record<string, string>;
+  exchanged: Record<string, string>;
 }
 
 describe('a command gang of 2 resident ranks on one host', () => {
-  const env = useWorkerEnv('cmdgang');
-  const host = 'cg1';
-  let prefix = '';
-  let dispatcher: BlockDispatcher | undefined;
-  // after every test of the describe, not the first: a dispatcher is done once closed
-  after(() => dispatcher?.close());
-
-  async function run(
-    mode: string,
-    block: number,
-    o: { helloTimeoutS?: number; identity?: boolean; attempt?: number; extra?: Record<string, string> } = {},
-  ) {
-    if (dispatcher === undefined) {
-      prefix = freshPrefix();
-      await env.spawn({ host, prefix, allowCommand: true, cards: 'cpu:0,cpu:1', heartbeatMs: 3000 });
-      dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 50 });
-      await env.redis.hsetnx(orchKeys(prefix).exp('cg'), 'state', 'running');
-    }
-    const dir = mkdtempSync(join(env.dir, `${mode}-`));
-    const job = gangJob(host, block, o.attempt ?? 1, { FIXTURE_MODE: mode, FIXTURE_DIR: dir, ...(o.extra ?? {}) }, o);
-    for (const card of job.cards) {
-      const key = orchKeys(prefix).lease(card);
-      await env.redis.hset(key, {
-        owner: host,
-        epoch: job.epoch,
-        experiment: job.experiment,
-        block,
-        expires: Date.now() + 120_000,
-      });
-      await env.redis.pexpire(key, 120_000);
-    }
-    const t0 = Date.now();
-    await dispatcher.dispatch(job);
-    const end = await dispatcher.waitEnd(job, { timeoutMs: 90_000 });
-    const seen = (r: number) =>
-      JSON.parse(readFileSync(join(dir, `rank${r}.json`), 'utf8')) as {
-        env: Record<string, string>;
-        exchanged: Record<string, string>;
-      };
-    return { end, seen, ms: Date.now() - t0 };
-  }
+  const { env, run, prefix } = useCommandGang('cmdgang', `/usr/bin/python3 ${JSON.stringify(FIXTURE)}`, {
+    host: 'cg1',
+  });
 
   test("every rank gets torchrun's environment, meets on MASTER_PORT, and gets rank 0's bytes, before hello and inside a rep", async () => {
     const { end, seen } = await run('ok', 1);
     assert.equal(end.state, 'completed', JSON.stringify(end));
-    const [r0, r1] = [seen(0), seen(1)];
+    const [r0, r1] = [seen<Seen>(0), seen<Seen>(1)];
     assert.deepEqual(
       [
         r0.env.RANK,
@@ -128,12 +52,12 @@ describe('a command gang of 2 resident ranks on one host', () => {
     assert.equal(first.end.state, 'failed');
     const again = await run('ok', 2, { attempt: 2 });
     assert.equal(again.end.state, 'completed', JSON.stringify(again.end));
-    assert.notEqual(again.seen(0).env.MASTER_PORT, first.seen(0).env.MASTER_PORT);
+    assert.notEqual(again.seen<Seen>(0).env.MASTER_PORT, first.seen<Seen>(0).env.MASTER_PORT);
   });
 
   test('the identity gate runs on every rank; a stale input planted on rank 1 fails the gate there only', async () => {
     const { end } = await run('ok', 3, { identity: true, extra: { FIXTURE_STALE_RANK: '1' } });
-    const evs = (await readEvents(env.redis, prefix, 'cg')).filter((e) => e.block === 3 && e.event.type === 'gate');
+    const evs = (await readEvents(env.redis, prefix(), 'cg')).filter((e) => e.block === 3 && e.event.type === 'gate');
     assert.equal(evs.length, 2, JSON.stringify(end));
     const byRank = Object.fromEntries(evs.map((e) => [e.rank, e.event.pass]));
     assert.deepEqual(byRank, { '0': true, '1': false });

@@ -112,6 +112,21 @@ describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh
     assert.match(cmd, /XDG_RUNTIME_DIR\/orch.*\$HOME\/\.orch\/run/s);
   });
 
+  it('allow_command starts the worker with --allow-command, and only then', () => {
+    const hosts = ClusterSchema.parse({
+      kind: 'cluster',
+      redis: { url: redis.url },
+      hosts: [
+        { name: 'h', ssh: { host: 'x', user: 'u', key_file: 'k' }, build_dir: '/b', allow_command: true },
+        { name: 'g', ssh: { host: 'x', user: 'u', key_file: 'k' }, build_dir: '/b' },
+      ],
+    }).hosts;
+    assert.deepEqual(
+      hosts.map((h) => startCommand(h).includes("'--allow-command'")),
+      [true, false],
+    );
+  });
+
   it('an ssh exec that times out says so without the password it ran with', async () => {
     const cluster = ClusterSchema.parse({
       kind: 'cluster',

@@ -1,7 +1,8 @@
 /**
  * Bad input: a Redis that may evict keys is refused with how to fix it; an unreachable Redis is
  * retried with backoff and logged, in one process, until it comes up; a block payload that fails
- * its zod schema fails that block unrecoverably with the schema error.
+ * its zod schema fails that block unrecoverably with the schema error; a malformed ORCH_GANG_PORTS
+ * is refused as the worker starts, not at a gang's first block.
  */
 
 import assert from 'node:assert/strict';
@@ -54,6 +55,31 @@ describe('worker bad input', () => {
         ),
       w.log(),
     );
+  });
+
+  test('a malformed ORCH_GANG_PORTS: refuses to start, naming the variable and its fix', async () => {
+    const server = await startRedisServer();
+    servers.push(server);
+    const w = await spawnWorker({
+      redisUrl: server.url,
+      prefix: freshPrefix(),
+      host: 'b4',
+      lockDir: join(dir, 'locks'),
+      env: { ORCH_GANG_PORTS: '29599-29500' },
+      noWait: true,
+    });
+    workers.push(w);
+    // a worker that comes up instead is a failure now, not a hang
+    await waitFor(
+      'the worker to exit or come up',
+      () => w.child.exitCode !== null || w.log().includes('"worker ready"'),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    assert.equal(w.log().includes('"worker ready"'), false, `the worker came up:\n${w.log()}`);
+    assert.deepEqual(await w.exited, { code: 2, signal: null });
+    assert.match(w.log(), /orch: ORCH_GANG_PORTS=29599-29500: expected LOW-HIGH.*\n {2}hint: set ORCH_GANG_PORTS to /);
   });
 
   test('unreachable Redis: retried with growing backoff and logged, then the worker comes up', async () => {
