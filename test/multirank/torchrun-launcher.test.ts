@@ -116,7 +116,9 @@ describe('launcher: torchrun, a torchrun-only program as a 2-rank gang on cpu ca
     try {
       const cmd = `/usr/bin/python3 ${PROGRAM}`;
       const r = submitSpec('torchrun-gang', spec({ cmd, launcher: 'torchrun', seenDir: seen }), embedded);
-      assert.equal(r.code, 0, r.output);
+      // the two arms run one program: their verdict is the noise of two busy cores (faster, slower or
+      // inconclusive), never what this test is about; the measured reps below are
+      assert.ok([0, 3, 4].includes(r.code ?? -1), r.output);
       const ranks = [0, 1].map(
         (i) => JSON.parse(readFileSync(join(seen, `rank${i}.json`), 'utf8')) as Record<string, string>,
       );
