@@ -119,7 +119,8 @@ export async function renderExperimentList(ctx: DashboardContext, q: ListQuery):
         outcome: outcomes[i]!,
         hosts: await hostsOf(store, exp.id),
         measured: await ctx.redis.hlen(store.keys.results(exp.id)),
-        uncommitted: await uncommittedRepsOf(ctx.redis, ctx.prefix, exp),
+        // only a running experiment has running blocks: the other rows read no block states
+        uncommitted: exp.state === 'running' ? await uncommittedRepsOf(ctx.redis, ctx.prefix, exp) : 0,
       })),
     );
     const link = (p: number) => `/experiments?${listQueryString({ ...q, page: String(p) })}`;

@@ -147,7 +147,7 @@ export async function clusterStatus(
     chosen.exps.map(async (exp, i) => {
       const blocks = await store.blocks(exp.id);
       // Only while a block runs: the committed count alone reads 0 until its block ends.
-      const uncommitted = await uncommittedRepsOf(redis, prefix, exp);
+      const uncommitted = await uncommittedRepsOf(redis, prefix, exp, blocks);
       return {
         exp,
         outcome: outcomes[i]!,

@@ -75,12 +75,19 @@ export interface Progress {
 /**
  * Reps done in an experiment's running blocks and not committed yet (0 when no block runs): what
  * `orch status` and the dashboard's list show beside the committed count, marked as such, so a
- * running block does not read 0 until its end. Read from the live stream, never counted as measured.
+ * running block does not read 0 until its end. Read from the worker's live count
+ * (store/rep-progress.ts), never counted as measured. `blocks`: the experiment's block states
+ * where the caller has read them already.
  */
-export async function uncommittedRepsOf(redis: Redis, prefix: string, exp: ExperimentRecord): Promise<number> {
-  const blocks = await new ExperimentStore(redis, prefix).blocks(exp.id);
-  if (!blocks.some((b) => b.phase === 'running')) return 0;
-  return new ProgressTracker(redis, prefix, exp).uncommittedReps(blocks);
+export async function uncommittedRepsOf(
+  redis: Redis,
+  prefix: string,
+  exp: ExperimentRecord,
+  blocks?: readonly BlockState[],
+): Promise<number> {
+  const states = blocks ?? (await new ExperimentStore(redis, prefix).blocks(exp.id));
+  if (!states.some((b) => b.phase === 'running')) return 0;
+  return new ProgressTracker(redis, prefix, exp).uncommittedReps(states);
 }
 
 export class ProgressTracker {
