@@ -28,6 +28,14 @@ export const ChainFloorRunSchema = z.discriminatedUnion('source', [
     device: z.string().max(256),
     kernels: z.int().positive(),
     reps: z.array(ChainFloorRepSchema).min(1).max(MAX_CHAIN_FLOOR_REPS),
+    /**
+     * the chain kernel's own device run time, from one more rep traced by orch's injection library
+     * (native/PROTOCOL.md `kernel_ns`), or why none was traced: the floor less it is what a graph adds
+     * per node (orchestrator/stats/graph-node-floor.ts). Optional: records made before it.
+     */
+    kernel: z
+      .union([z.strictObject({ ns: z.number().positive() }), z.strictObject({ reason: z.string().min(1).max(1000) })])
+      .optional(),
   }),
   z.strictObject({ source: z.literal('none'), reason: z.string().min(1).max(1000) }),
 ]);

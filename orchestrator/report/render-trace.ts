@@ -22,16 +22,18 @@ function binLabel(i: number): string {
 export function floorSentence(f: TraceFloor): string {
   if (f.source === 'none') return `Graph-node floor: not available (${f.reason}).`;
   const at = `${us(f.ns_per_node)} µs per node, measured by graphrt's chain on ${f.device} (${f.reps} graph reps)`;
-  return f.gpu
-    ? `Graph-node floor: ${at}.`
-    : `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
+  if (!f.gpu)
+    return `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
+  return 'ns' in f.node_cost
+    ? `Graph-node floor: ${at}; the chain kernel itself ran ${us(f.node_cost.kernel_ns)} µs (traced), so a graph adds ${us(f.node_cost.ns)} µs per node beyond its kernels' run time: the estimates add that per kernel.`
+    : `Graph-node floor: ${at}; no estimate: ${f.node_cost.reason}.`;
 }
 
 /** Would a graph help, checked: the eager arm's estimate beside the graph arm's traced step. */
 export function graphCheckSentence(c: GraphCheck | null): string {
   if (c === null)
     return 'Would a graph help: no check (it needs a GPU floor, a traced eager arm and a traced graph arm).';
-  const head = `Would a graph help: ${c.eager_arm}'s graph step estimated ${us(c.estimate_ns)} µs (busy + kernels × floor), ${c.graph_arm} measured ${us(c.measured_ns)} µs under tracing: ratio ${c.ratio.toFixed(3)}`;
+  const head = `Would a graph help: ${c.eager_arm}'s graph step estimated ${us(c.estimate_ns)} µs (busy + kernels × what a graph adds per node), ${c.graph_arm} measured ${us(c.measured_ns)} µs under tracing: ratio ${c.ratio.toFixed(3)}`;
   if (!c.differs) return `${head}, within ${GRAPH_CHECK_TOLERANCE * 100} %.`;
   const why =
     c.ratio > 1
@@ -103,7 +105,7 @@ export function renderTrace(
     '## Trace',
     '',
     ...(headline === undefined ? [] : [headline, '']),
-    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the card's graph-node floor (measured by graphrt's chain on the card; none on a card without a GPU floor): the graph step ≈ device busy + kernels × floor (µs; from device time alone, since tracing inflates host time), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
+    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the floor (what a graph adds per node beyond its kernel's run time: the card's graph-node floor, measured by graphrt's chain on the card, less the chain kernel's traced run time; none on a card without a GPU floor): the graph step ≈ device busy + kernels × floor (µs; from device time alone, since tracing inflates host time), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
     '',
     floorSentence(floor),
     '',

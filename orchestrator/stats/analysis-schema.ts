@@ -315,6 +315,16 @@ export const TraceProbeSchema = z
         backend: z.enum(['cpu', 'cuda']),
         device: z.string(),
         ns_per_node: z.number().meta({ unit: 'ns' }),
+        node_cost: z.union([
+          z.strictObject({
+            ns: z.number().meta({
+              unit: 'ns',
+              description: "what a graph adds per node beyond its kernel's run time: the estimates' per-kernel term",
+            }),
+            kernel_ns: z.number().meta({ unit: 'ns', description: "the chain kernel's own run time, traced" }),
+          }),
+          z.strictObject({ reason: z.string() }),
+        ]),
         reps: z.int().meta({ unit: 'count' }),
         gpu: z.boolean().meta({ description: "false: graphrt's cpu backend, not a GPU floor; no estimate uses it" }),
       }),

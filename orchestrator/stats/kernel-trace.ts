@@ -6,15 +6,17 @@
  * the kernels shorter than SHORT_KERNEL_NS — none of which needs a floor — and the estimates a user
  * came for, which do:
  *
- *   graph step ≈ device busy + kernels × the card's graph-node floor
+ *   graph step ≈ device busy + kernels × the floor
  *   recoverable ≈ Σ gaps inside the step − kernels × the floor
  *
- * (a graph still pays the floor per node: capture can win the rest of each gap, never more), with
- * the floor measured on the card by graphrt's chain (graph-node-floor.ts), never a constant. The
+ * where "the floor" is what a graph adds per node beyond its kernel's run time (a graph still pays
+ * it per node: capture can win the rest of each gap, never more): the card's graph-node floor,
+ * measured on the card by graphrt's chain, less the chain kernel's own traced run time
+ * (graph-node-floor.ts nodeCostNs), never a constant: busy already holds each kernel's run time. The
  * graph step is estimated from device time alone: the tracer inflates host time, and with it the
  * gaps (42 ms of gaps inside a 15.7 ms untraced eager step of a bf16 decode on the H200), so an
- * estimate from the traced step's host time came out negative there; busy + kernels × floor came
- * within 8 % of the graph step measured (bench/h200/user-rank/truth2.sh checks it). The
+ * estimate from the traced step's host time came out negative there (bench/h200/user-rank/truth2.sh
+ * checks the estimate against the graph step measured untraced). The
  * PDL upside: a dependent kernel (one that starts after its stream's previous kernel ended) can
  * hide at most the gap before it, and at most one floor of it once captured; their sum.
  * The idle time before the step's first kernel and after its last is host time the step spends

@@ -8,7 +8,7 @@
  */
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { ProbeRecord } from '../../jobs/probe-record.ts';
-import { graphNodeFloorNs } from './graph-node-floor.ts';
+import { graphNodeFloorNs, nodeCostNs } from './graph-node-floor.ts';
 import { type FloorForEstimate, traceArmOf } from './trace-arm.ts';
 import type { GraphCheck, TraceArm, TraceFloor, TraceProbeSummary } from './trace-summary-types.ts';
 
@@ -50,20 +50,27 @@ export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {
   }
   const reps = measured.flatMap((r) => r.reps);
   const backend = measured.every((r) => r.backend === 'cuda') ? 'cuda' : 'cpu';
+  const ns_per_node = graphNodeFloorNs(reps);
+  const cost = nodeCostNs(
+    ns_per_node,
+    measured.map((r) => r.kernel),
+  );
   return {
     source: 'graphrt-chain',
     backend,
     device: first.device,
-    ns_per_node: graphNodeFloorNs(reps),
+    ns_per_node,
+    node_cost: 'ns' in cost ? { ns: cost.ns, kernel_ns: ns_per_node - cost.ns } : cost,
     reps: reps.length,
     gpu: backend === 'cuda',
   };
 }
 
+/** What the estimates add per kernel: what a graph adds per node beyond the kernel's own run time. */
 function floorForEstimate(f: TraceFloor): FloorForEstimate {
   if (f.source === 'none') return { reason: f.reason };
   if (!f.gpu) return { reason: `the chain ran on graphrt's ${f.backend} backend (${f.device}): not a GPU floor` };
-  return { ns: f.ns_per_node };
+  return 'ns' in f.node_cost ? { ns: f.node_cost.ns } : { reason: f.node_cost.reason };
 }
 
 /**

@@ -53,6 +53,11 @@ export type TraceFloor =
       backend: 'cpu' | 'cuda';
       device: string;
       ns_per_node: number;
+      /**
+       * what a graph adds per node beyond its kernel's own run time (the floor less the chain
+       * kernel's traced run time, graph-node-floor.ts nodeCostNs): what the estimates add per kernel
+       */
+      node_cost: { ns: number; kernel_ns: number } | { reason: string };
       reps: number;
       gpu: boolean;
     }

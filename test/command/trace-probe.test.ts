@@ -38,6 +38,10 @@ describe('the trace probe of a resident Python rank through orch submit', () => 
     const hello = CommandHelloSchema.parse(r.events.find((e) => e.event.type === 'hello')?.event);
     assert.equal(hello.graph_node_floor?.source, 'graphrt-chain', JSON.stringify(hello.graph_node_floor));
     assert.equal(hello.graph_node_floor?.backend, 'cpu');
+    // no kernel to trace on graphrt's cpu backend: said, never a number made up
+    assert.deepEqual(hello.graph_node_floor?.source === 'graphrt-chain' && hello.graph_node_floor.kernel, {
+      reason: "graphrt's cpu backend: no kernels to trace",
+    });
     assert.equal(r.events.filter((e) => e.event.type === 'rep').length, 0, 'a trace probe times no rep');
     const reason = reasons[0] as string;
     const cell = reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -238,7 +238,8 @@ describe('kernel trace summary', () => {
       source: 'graphrt-chain',
       backend: 'cuda',
       device: 'NVIDIA H200',
-      ns_per_node: floor,
+      ns_per_node: floor + 200,
+      node_cost: { ns: floor, kernel_ns: 200 },
       reps: 3,
       gpu: true,
     });

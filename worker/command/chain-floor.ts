@@ -4,14 +4,19 @@
  * card's lock the worker already holds (the locked description inherited as fd 3), before the
  * resident program starts — never beside it, so neither disturbs the other. What it measured (or
  * why nothing) goes on the rank's hello and into the probe record; the floor itself is computed
- * from the reps by orchestrator/stats/graph-node-floor.ts.
+ * from the reps by orchestrator/stats/graph-node-floor.ts. On a cuda card one more rep runs under
+ * orch's injection library in trace mode, for the chain kernel's own run time (`kernel_ns`): a
+ * user's traced busy time already holds each kernel's run time, so the estimate adds per node only
+ * what the floor holds beyond it. Its steps are not part of the floor (tracing slows replays).
  */
 import { spawn } from 'node:child_process';
 import type { ChainFloorRep, ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import { type GraphrtLine, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from '../../jobs/line-limit.ts';
 import { toChainFloorRun } from '../../jobs/native-args.ts';
+import { INJECTION_VARIABLE } from '../../jobs/spec-schema/command-workload.ts';
 import { fateShared, INHERITED_LOCK_FD } from '../rank-process.ts';
+import { TRACE_VARIABLE } from './launch-counter.ts';
 import { programEnv } from './program-env.ts';
 
 /** Kernels per chain step: enough nodes that a step's time is the nodes' and not the launch's. */
@@ -30,6 +35,8 @@ export interface ChainFloorOptions {
   uuid: string;
   /** the card's locked description, handed to graphrt as fd 3 */
   lockFd: number;
+  /** orch's injection library on this worker (launch-counter.ts injectLibPath); null: none */
+  injectLib: string | null;
   warn: (msg: string) => void;
 }
 
@@ -46,18 +53,36 @@ export async function measureChainFloor(o: ChainFloorOptions): Promise<ChainFloo
   let device = '';
   let backend: 'cpu' | 'cuda' = o.backend;
   for (let i = 0; i < CHAIN_REPS; i++) {
-    const run = await chainRep({ ...o, graphrt });
+    const run = await chainRep({ ...o, graphrt }, {});
     if ('reason' in run) return { source: 'none', reason: run.reason };
     reps.push(run.rep);
     device = run.device;
     backend = run.backend;
   }
-  return { source: 'graphrt-chain', backend, device, kernels: CHAIN_KERNELS, reps };
+  const kernel = await tracedKernel({ ...o, graphrt }, backend);
+  return { source: 'graphrt-chain', backend, device, kernels: CHAIN_KERNELS, reps, kernel };
 }
 
-type RepOrReason = { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda' } | { reason: string };
+/** The chain kernel's own run time from one traced rep, or why there is none (never a number made up). */
+async function tracedKernel(
+  o: ChainFloorOptions & { graphrt: string },
+  backend: 'cpu' | 'cuda',
+): Promise<{ ns: number } | { reason: string }> {
+  if (backend !== 'cuda') return { reason: `graphrt's ${backend} backend: no kernels to trace` };
+  if (o.injectLib === null)
+    return { reason: "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt)" };
+  const run = await chainRep(o, { [INJECTION_VARIABLE]: o.injectLib, [TRACE_VARIABLE]: '1' });
+  if ('reason' in run) return { reason: `the traced chain rep: ${run.reason}` };
+  if (run.kernelNs === undefined || run.kernelNs <= 0)
+    return { reason: 'the traced chain rep carried no kernel_ns: the injection library did not trace its kernels' };
+  return { ns: run.kernelNs };
+}
 
-function chainRep(o: ChainFloorOptions & { graphrt: string }): Promise<RepOrReason> {
+type RepOrReason =
+  | { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda'; kernelNs?: number }
+  | { reason: string };
+
+function chainRep(o: ChainFloorOptions & { graphrt: string }, traceEnv: Record<string, string>): Promise<RepOrReason> {
   const { args, env } = toChainFloorRun({
     backend: o.backend,
     uuid: o.uuid,
@@ -69,7 +94,10 @@ function chainRep(o: ChainFloorOptions & { graphrt: string }): Promise<RepOrReas
   const [file, argv] = fateShared(o.graphrt, args, o.warn);
   return new Promise((resolve) => {
     // the minimal environment every program orch starts gets (never a credential)
-    const child = spawn(file, argv, { env: programEnv(env), stdio: ['ignore', 'pipe', 'pipe', o.lockFd] });
+    const child = spawn(file, argv, {
+      env: programEnv({ ...env, ...traceEnv }),
+      stdio: ['ignore', 'pipe', 'pipe', o.lockFd],
+    });
     let stdout = '';
     let stderr = '';
     let over = false;
@@ -125,7 +153,12 @@ export function readChainRep(stdout: string, stderr: string, err: Error | null):
     } else if (line.type === 'rep' && backend !== null) {
       if (line.mode !== 'graph' || line.nodes === null || line.nodes === undefined)
         return { reason: `graphrt's chain ran ${line.mode} without graph nodes on ${device}: no graph-node floor` };
-      return { rep: { mode: line.mode, nodes: line.nodes, step_ms: line.step_ms }, device, backend };
+      return {
+        rep: { mode: line.mode, nodes: line.nodes, step_ms: line.step_ms },
+        device,
+        backend,
+        ...(line.kernel_ns === undefined ? {} : { kernelNs: line.kernel_ns }),
+      };
     }
   }
   const why = err === null ? 'it printed no rep' : err.message;

@@ -308,6 +308,7 @@ export class ResidentCommandRank implements RankHandle {
       backend: card.backend,
       uuid: card.backend === 'cuda' ? card.uuid : '',
       lockFd,
+      injectLib: this.opts.injectLib ?? null,
       warn: (msg) => log.warn(msg),
     });
   }

@@ -1,0 +1,64 @@
+/**
+ * What worker/command/chain-floor.ts reads from one `graphrt run` of the chain: a graph rep's
+ * steps and node count, and, from the rep traced under orch's injection library, the chain
+ * kernel's own run time (`kernel_ns`, native/PROTOCOL.md), which the floor's per-node cost loses
+ * (orchestrator/stats/graph-node-floor.ts nodeCostNs).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readChainRep } from '../../worker/command/chain-floor.ts';
+
+const hello = JSON.stringify({
+  v: 1,
+  type: 'hello',
+  backend: 'cuda',
+  device: 'NVIDIA H200',
+  sm: '9.0',
+  sms: 132,
+  driver: '580',
+  features: { graph: true, pdl: true, overlap: true, collectives: false },
+  version: '0.1.0',
+  pid: 7,
+  world: 1,
+  rank: 0,
+});
+const rep = (extra: Record<string, unknown>) =>
+  JSON.stringify({
+    v: 1,
+    type: 'rep',
+    id: 'run',
+    arm: 'graph-node-floor',
+    workload: 'chain',
+    backend: 'cuda',
+    mode: 'graph',
+    warmup: 4,
+    steps: 2,
+    step_ms: [0.25, 0.24],
+    warmup_ms: [0.3, 0.3, 0.3, 0.3],
+    launches_per_step: 0,
+    dispatches_per_step: 1,
+    collectives_per_step: 0,
+    rank: 0,
+    world: 1,
+    nodes: 256,
+    graph: 'fresh',
+    settle_ms: 0.5,
+    hashes: ['0000000000000000', '0000000000000000'],
+    unsupported: [],
+    t_start_ns: 1,
+    t_end_ns: 2,
+    final: true,
+    ...extra,
+  });
+
+test("a traced chain rep's kernel_ns is read beside its steps; an untraced rep has none", () => {
+  const traced = readChainRep(`${hello}\n${rep({ kernel_ns: 470.5 })}\n`, '', null);
+  assert.ok('rep' in traced, JSON.stringify(traced));
+  assert.equal(traced.kernelNs, 470.5);
+  assert.deepEqual(traced.rep, { mode: 'graph', nodes: 256, step_ms: [0.25, 0.24] });
+  const plain = readChainRep(`${hello}\n${rep({})}\n`, '', null);
+  assert.ok('rep' in plain && plain.kernelNs === undefined, JSON.stringify(plain));
+  // a negative run time is no measurement: the line is refused, not read
+  const bad = readChainRep(`${hello}\n${rep({ kernel_ns: -1 })}\n`, '', null);
+  assert.ok('reason' in bad && /does not read/.test(bad.reason), JSON.stringify(bad));
+});
