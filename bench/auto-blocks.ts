@@ -5,14 +5,20 @@
  * and as a share of the leases, busy share (warm-up + measured steps over the leases,
  * orchestrator/stats/busy-share.ts) and the wall time of the submit; the sizing auto chose.
  *
+ * Also: the busy share of the blocks after the first (the first block's start-up has nothing
+ * before it to overlap with, so it is paid whatever the sizing), how each block's rank started
+ * (host phase or in the lease, caches warm or cold) and the A/A interval, where the spec has one.
+ *
  * Run: node --import tsx bench/auto-blocks.ts
  * Environment: BENCH_SPEC (a spec file; default: the slow-start fixture, setup() sleeping
  * BENCH_SETUP_S, default 1, each step BENCH_STEP_MS, default 20, test/utils/slow-start-spec.ts, on
- * this machine's cpu cards), BENCH_REPS (default 10), BENCH_BLOCKS (default 12). One card
- * (ORCH_CPU_CARDS=1 unless set): blocks one after another, as on one GPU.
+ * this machine's cpu cards), BENCH_REPS (default 10), BENCH_BLOCKS (default 12), BENCH_WORK (the
+ * working directory, kept: its builds/ and rank-caches/, which a caller may warm first; default a
+ * fresh temporary one, removed). One card (ORCH_CPU_CARDS=1 unless set): blocks one after
+ * another, as on one GPU.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -21,7 +27,9 @@ import { slowStartSpec } from '../test/utils/slow-start-spec.ts';
 
 const reps = Number(process.env.BENCH_REPS ?? 10);
 const blocks = Number(process.env.BENCH_BLOCKS ?? 12);
-const work = mkdtempSync(join(tmpdir(), 'orch-auto-blocks-'));
+const keep = process.env.BENCH_WORK;
+const work = keep ?? mkdtempSync(join(tmpdir(), 'orch-auto-blocks-'));
+mkdirSync(work, { recursive: true });
 
 /** The spec as YAML with blocks.reps_per_block set: `reps` (its own blocks) or auto. */
 function specText(perBlock: 'fixed' | 'auto'): string {
@@ -63,13 +71,24 @@ for (const perBlock of ['fixed', 'auto'] as const) {
   const card = cardTimeOf(dir);
   const leased = card.reduce((n, x) => n + x.leased_ms, 0);
   const startup = card.reduce((n, x) => n + (x.ready_ms ?? 0), 0);
-  const busy = card.reduce((n, x) => n + x.step_ms + (x.warmup_ms ?? 0), 0);
+  const busyOf = (xs: typeof card) => xs.reduce((n, x) => n + x.step_ms + (x.warmup_ms ?? 0), 0);
+  const leasedOf = (xs: typeof card) => xs.reduce((n, x) => n + x.leased_ms, 0);
+  const later = card.filter((x) => x.block > 0);
+  const started = card
+    .map((x) => {
+      const r = x.rank_start;
+      return r === null ? '?' : `${r.started === 'host phase' ? 'H' : 'L'}${r.caches === null ? '' : r.caches[0]}`;
+    })
+    .join(' ');
+  const aa = dir.summary.analysis.aa?.relative.ci;
   const sizing = dir.summary.analysis.plan.block_sizing?.statement ?? '—';
   rows.push(
-    `| ${perBlock} | ${card.length} | ${card.map((x) => x.reps).join(' ')} | ${s(leased)} | ${s(startup)} (${pct(startup / leased)}) | ${pct(busy / leased)} | ${s(wall)} | ${sizing} |`,
+    `| ${perBlock} | exit ${r.status} | ${card.length} | ${card.map((x) => x.reps).join(' ')} | ${started} | ${s(leased)} | ${s(startup)} (${pct(startup / leased)}) | ${pct(busyOf(card) / leased)} | ${later.length === 0 ? '—' : pct(busyOf(later) / leasedOf(later))} | ${aa == null ? '—' : `${pct(aa[0])} … ${pct(aa[1])} (width ${pct(aa[1] - aa[0])})`} | ${s(wall)} | ${sizing} |`,
   );
 }
-console.log('| blocks | committed | reps per block | leased | start-up | busy share | wall | sizing |');
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log(
+  '| blocks | submit | committed | reps per block | started (H host phase, L in the lease; w/c caches) | leased | start-up | busy share | busy share after the first block | A/A 95 % CI | wall | sizing |',
+);
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const row of rows) console.log(row);
-rmSync(work, { recursive: true, force: true });
+if (keep === undefined) rmSync(work, { recursive: true, force: true });

@@ -19,8 +19,10 @@
 export const START_UP_SHARE = 0.05;
 
 export interface SizingInput {
-  /** block-start → every rank's hello of the first block (ms) */
+  /** the start-up a later block pays inside its lease (ms): the first block's block-start → every hello, less `overlapped_ms` */
   startup_ms: number;
+  /** the first block's in-lease prepare() that later blocks run in the host phase, overlapped (ms; absent: none) */
+  overlapped_ms?: number;
   /** the rest of its lease that does not grow with reps: the identity gates (ms) */
   fixed_ms: number;
   /** its lease per rep (ms): lease less start-up and gates, over its reps */
@@ -47,7 +49,10 @@ export interface BlockSizing {
   wanted: number;
   /** what held the size below `wanted`: the spec's bound on reps per block, the reps left, or the cards free to run blocks side by side; null: nothing */
   held_by: 'max_reps' | 'remaining' | 'cards' | null;
+  /** the start-up a later block pays inside its lease (ms) */
   startup_ms: number;
+  /** the first block's prepare() taken off it: later blocks run it in the host phase (ms; absent: none) */
+  overlapped_ms?: number;
   /** the lease a block of sizes[0] reps per arm is expected to take (ms) */
   lease_ms: number;
 }
@@ -74,6 +79,7 @@ export function sizeBlocks(i: SizingInput): BlockSizing {
     wanted,
     held_by,
     startup_ms: i.startup_ms,
+    ...(i.overlapped_ms === undefined ? {} : { overlapped_ms: i.overlapped_ms }),
     lease_ms: i.startup_ms + i.fixed_ms + i.arms * largest * i.rep_ms,
   };
 }
@@ -109,5 +115,7 @@ export function describeSizing(arms: number, s: BlockSizing): string {
         : s.held_by === 'cards'
           ? ` (${s.sizes.length} blocks, one per card free to run them side by side; ${s.wanted} would keep start-up within ${START_UP_SHARE * 100} %)`
           : ` (every rep left in ${s.sizes.length === 1 ? 'one block' : 'these blocks'}; ${s.wanted} would keep start-up within ${START_UP_SHARE * 100} %)`;
-  return `blocks of ${largest} reps per arm (${largest * arms} reps): start-up ${seconds(s.startup_ms)} of ${seconds(s.lease_ms)}${held}`;
+  const overlapped =
+    s.overlapped_ms === undefined ? '' : `, prepare() ${seconds(s.overlapped_ms)} in the host phase before the lease`;
+  return `blocks of ${largest} reps per arm (${largest * arms} reps): start-up ${seconds(s.startup_ms)} of ${seconds(s.lease_ms)}${overlapped}${held}`;
 }

@@ -17,6 +17,7 @@ export const BlockSizingSchema = z.strictObject({
   wanted: z.int().min(1).meta({ unit: 'reps per arm' }),
   held_by: z.enum(['max_reps', 'remaining', 'cards']).nullable(),
   startup_ms: z.number().min(0).meta({ unit: 'ms' }),
+  overlapped_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
   lease_ms: z.number().min(0).meta({ unit: 'ms' }),
 }) satisfies z.ZodType<BlockSizing>;
 

@@ -32,13 +32,16 @@ import orch_rank  # noqa: E402
 
 # The params: the sizes are the torch model's; the pure-Python model keeps its own, a step of
 # milliseconds (a spec sized for a GPU must not make it take minutes), and takes seed and prompt.
-DEFAULTS = {"layers": 24, "hidden": 1024, "max_pos": 128, "vocab": 256, "seed": 1, "prompt": 64}
+# compile: 1 runs each layer's feed-forward through torch.compile (inductor's fused kernels, compiled
+# in setup(): seconds from a warm cache, a minute or more from a cold one — the start-up a block
+# pays; orch keeps TORCHINDUCTOR_CACHE_DIR across blocks); the pure-Python model ignores it.
+DEFAULTS = {"layers": 24, "hidden": 1024, "max_pos": 128, "vocab": 256, "seed": 1, "prompt": 64, "compile": 0}
 PYTHON_SIZES = {"layers": 2, "hidden": 16, "max_pos": 16, "vocab": 32}
 EPS = 1e-6
 
 
-def torch_on_gpu():
-    """torch when it is installed and sees a GPU, else None."""
+def import_torch():
+    """torch when it is installed, else None; no CUDA call (prepare() runs with no device)."""
     # cuBLAS repeats its results bit for bit only with a fixed workspace (torch's reproducibility
     # notes), and the eager steps and the capture run on different streams: set before cuBLAS starts
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -46,7 +49,28 @@ def torch_on_gpu():
         import torch
     except ImportError:
         return None
-    return torch if torch.cuda.is_available() else None
+    return torch
+
+
+def torch_on_gpu():
+    """torch when it is installed and sees a GPU, else None."""
+    torch = import_torch()
+    return torch if torch is not None and torch.cuda.is_available() else None
+
+
+def host_weights(torch, p: dict) -> dict:
+    """The model's weights in host memory, seeded: the same numbers on any card. The host half of
+    the start, which prepare() runs before the lease (ranklib/PROTOCOL.md "Host phase")."""
+    h, f, v = p["hidden"], 4 * p["hidden"], p["vocab"]
+    torch.manual_seed(p["seed"])
+
+    def weight(rows: int, cols: int):
+        return torch.randn(rows, cols) / math.sqrt(cols)
+
+    embed = torch.randn(v, h)
+    layers = [{"wq": weight(h, h), "wk": weight(h, h), "wv": weight(h, h), "wo": weight(h, h),
+               "up": weight(f, h), "down": weight(h, f)} for _ in range(p["layers"])]  # fmt: skip
+    return {"embed": embed, "layers": layers, "head": weight(v, h)}
 
 
 def checked(params: dict) -> dict:
@@ -55,7 +79,7 @@ def checked(params: dict) -> dict:
         raise ValueError(f"unknown param(s) {unknown}: torch-decode takes {sorted(DEFAULTS)}")
     p = {**DEFAULTS, **params}
     for name, value in p.items():
-        least = 2 if name == "vocab" else 1
+        least = {"vocab": 2, "compile": 0}.get(name, 1)
         if name != "seed" and not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
             raise ValueError(f"param {name} must be an integer >= {least}, not {value!r}")
     if not isinstance(p["seed"], int) or isinstance(p["seed"], bool):
@@ -75,26 +99,21 @@ def prompt_tokens(seed: int, n: int, vocab: int) -> list[int]:
 class TorchModel:
     """The model on the card. Every buffer the body writes is allocated here and written in place."""
 
-    def __init__(self, torch, p: dict) -> None:
+    def __init__(self, torch, p: dict, host: dict | None = None) -> None:
         self.torch, self.F = torch, torch.nn.functional
         # bit-exact float32 on both sides of the identity gate
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.enabled = False
-        h, f, v, n = p["hidden"], 4 * p["hidden"], p["vocab"], p["max_pos"]
+        h, v, n = p["hidden"], p["vocab"], p["max_pos"]
         dev = torch.device("cuda")
-        torch.manual_seed(p["seed"])
-
-        def weight(rows: int, cols: int):  # made on the host: the same numbers on any card
-            return (torch.randn(rows, cols) / math.sqrt(cols)).to(dev)
-
-        self.embed = torch.randn(v, h).to(dev)
+        host = host if host is not None else host_weights(torch, p)
+        self.embed = host["embed"].to(dev)
         self.layers = [
-            {"n1": torch.ones(h, device=dev), "wq": weight(h, h), "wk": weight(h, h), "wv": weight(h, h),
-             "wo": weight(h, h), "n2": torch.ones(h, device=dev), "up": weight(f, h), "down": weight(h, f)}
-            for _ in range(p["layers"])
+            {**{name: w.to(dev) for name, w in layer.items()}, "n1": torch.ones(h, device=dev), "n2": torch.ones(h, device=dev)}
+            for layer in host["layers"]
         ]  # fmt: skip
-        self.norm, self.head = torch.ones(h, device=dev), weight(v, h)
+        self.norm, self.head = torch.ones(h, device=dev), host["head"].to(dev)
         self.k_cache = torch.zeros(p["layers"], n, h, device=dev)
         self.v_cache = torch.zeros(p["layers"], n, h, device=dev)
         self.rows = torch.arange(n, device=dev)
@@ -102,6 +121,14 @@ class TorchModel:
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)
         self.tok = torch.zeros(1, dtype=torch.long, device=dev)
         self.logits = torch.zeros(v, device=dev)
+        self.ffn = torch.compile(self.feed_forward, dynamic=False) if p["compile"] else self.feed_forward
+        if p["compile"]:
+            self.ffn(torch.zeros(h, device=dev), self.layers[0]["n2"], self.layers[0]["up"], self.layers[0]["down"])
+            torch.cuda.synchronize()  # the compile happens here, in setup(), not in the first timed step
+
+    def feed_forward(self, x, n2, up, down):
+        F = self.F
+        return F.linear(F.silu(F.linear(self.rms(x, n2), up)), down)
 
     def rms(self, x, w):
         return x * self.torch.rsqrt(x.pow(2).mean() + EPS) * w
@@ -126,7 +153,7 @@ class TorchModel:
             vc.index_copy_(0, self.pos, v.unsqueeze(0))
             scores = (F.linear(q, kc) * self.scale).masked_fill(later, -math.inf)
             x = x + F.linear(self.torch.softmax(scores, 0) @ vc, w["wo"])
-            x = x + F.linear(F.silu(F.linear(self.rms(x, w["n2"]), w["up"])), w["down"])
+            x = x + self.ffn(x, w["n2"], w["up"], w["down"])
         self.logits.copy_(F.linear(self.rms(x, self.norm), self.head))
         self.pos.add_(1).remainder_(self.max_pos)
 
@@ -236,13 +263,27 @@ class Decode(orch_rank.Program):
     toggles = ["GRAPH", "STALE_INPUT"]
     graph_toggle = "GRAPH"
 
+    def prepare(self):
+        # imports and the weights in host memory, before the lease when orch starts this process in
+        # its host phase (no device visible: nothing here may touch CUDA); setup() moves them over
+        self.host = None
+        torch = import_torch()
+        # no CUDA query before the lease (it would cache "no GPU"): the driver's /proc entry says
+        # whether this host has NVIDIA cards at all; without, setup() builds the pure-Python model
+        if torch is not None and os.path.exists("/proc/driver/nvidia/version"):
+            p = checked(json.loads(os.environ.get("ORCH_PARAMS") or "{}"))
+            self.host = (p, host_weights(torch, p))
+
     def setup(self, params):
         torch = torch_on_gpu()
         p = checked(params)
         if torch is None:
             p.update(PYTHON_SIZES)
             print(f"torch-decode: no torch or no GPU: the pure-Python model at {PYTHON_SIZES}", file=sys.stderr)
-        self.model = TorchModel(torch, p) if torch else PythonModel(p)
+        prepared = getattr(self, "host", None)
+        host = prepared[1] if prepared is not None and prepared[0] == p else None
+        self.host = None  # the card holds them now
+        self.model = TorchModel(torch, p, host) if torch else PythonModel(p)
         self.tokens = prompt_tokens(p["seed"], p["prompt"], p["vocab"])
         self.reset()
 

@@ -45,8 +45,11 @@ export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: num
   const first = plan.blocks.find((b) => b.index === FIRST_BLOCK);
   if (started === undefined || ready === undefined || gated === undefined || committed === undefined || !first)
     return null;
+  const whole = Math.max(ready - started, 0);
+  const overlapped = overlappedPrepareMs(plan, commit);
   return sizeBlocks({
-    startup_ms: Math.max(ready - started, 0),
+    startup_ms: Math.max(whole - (overlapped ?? 0), 0),
+    ...(overlapped === null ? {} : { overlapped_ms: overlapped }),
     fixed_ms: Math.max(gated - ready, 0),
     rep_ms: Math.max(committed - gated, 0) / first.sequence.length,
     arms: plan.arms.length,
@@ -55,6 +58,20 @@ export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: num
     max_reps: LIMITS.orch.reps.max,
     parallel,
   });
+}
+
+/**
+ * The first block's prepare() that the later blocks will not pay inside their lease, or null: a
+ * rank alone on its card that started inside the first lease (nothing ran before it to overlap
+ * with) runs prepare() in the host phase for every block after it, while the block before holds
+ * the card (worker/command/resident-command-rank.ts prepareNextIfDue). Sizing the later blocks by
+ * the first block's whole start-up would make them as large as if each paid a half-minute read of
+ * weights again.
+ */
+export function overlappedPrepareMs(plan: Plan, commit: CommitRecord): number | null {
+  const only = commit.startup?.length === 1 ? commit.startup[0] : undefined;
+  if (plan.ranks !== 1 || only === undefined || only.host_phase === true || only.prepare_ms === undefined) return null;
+  return only.prepare_ms;
 }
 
 /** Sizes and writes the later blocks of `exp` from its first block's commit; false when nothing was written. */

@@ -465,9 +465,11 @@ export const AnalysisSchema = z
           sizes: z
             .array(z.int().meta({ unit: 'count' }))
             .meta({ description: 'reps per arm of each block after the first' }),
-          startup_ms: z
-            .number()
-            .meta({ unit: 'ms', description: "the first block's start-up: block-start to every hello" }),
+          startup_ms: z.number().meta({
+            unit: 'ms',
+            description:
+              "the start-up a later block pays inside its lease: the first block's block-start to every hello, less a prepare() the later blocks run in the host phase",
+          }),
           lease_ms: z
             .number()
             .meta({ unit: 'ms', description: 'the lease a block of the first size is expected to take' }),

@@ -7,12 +7,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeSizing, groupSizes, type SizingInput, START_UP_SHARE, sizeBlocks } from '../../jobs/block-sizing.ts';
+import type { CommitRecord } from '../../jobs/commit-record.ts';
 import { compileSpec } from '../../jobs/compile-spec.ts';
 import { LIMITS } from '../../jobs/limits.ts';
 import { type Plan, planExperiment } from '../../jobs/plan.ts';
 import { repsPerBlockOf } from '../../jobs/reps-per-block.ts';
 import { applyBlockSizing } from '../../jobs/sized-plan.ts';
 import { SpecSchema } from '../../jobs/spec.ts';
+import { overlappedPrepareMs, sizingFromCommit } from '../../orchestrator/scheduler/auto-block-sizing.ts';
 
 const base: SizingInput = {
   startup_ms: 1500,
@@ -120,6 +122,45 @@ describe('auto block sizing', () => {
     assert.deepEqual(groupSizes(10, 40, 200), [10]);
     assert.deepEqual(groupSizes(450, 200, 200), [150, 150, 150]);
     assert.deepEqual(groupSizes(0, 5, 200), []);
+  });
+
+  it('a prepare() the first block ran inside its lease is not paid again: the later blocks run it in the host phase, so it comes off their start-up', () => {
+    const plan = planExperiment(residentSpec(), 'h');
+    // 34 s to every hello, 30 s of it the program's prepare() (read weights), then 40 ms of gates and 3 × 2 reps of 500 ms
+    const commit = (startup: Record<string, unknown>, ranks = 1): CommitRecord => ({
+      attempt: 1,
+      epoch: 1,
+      host: 'h',
+      started: 1_000_000,
+      ready: 1_034_000,
+      gated: 1_034_040,
+      committed: 1_037_040,
+      startup: Array.from({ length: ranks }, (_, rank) => ({
+        rank,
+        card: `h/cuda:${rank}`,
+        hello_ms: 34_000,
+        setup_ms: 3_000,
+        ...startup,
+      })),
+    });
+    const inLease = commit({ host_phase: false, prepare_ms: 30_000 });
+    assert.equal(overlappedPrepareMs(plan, inLease), 30_000);
+    const sized = sizingFromCommit(plan, inLease, 1);
+    assert.equal(sized?.startup_ms, 4_000);
+    assert.equal(sized?.overlapped_ms, 30_000);
+    // sized by the 4 s a later block pays, not the 34 s the first did: 4 s · 19 / (2 arms · 500 ms) − the gates
+    assert.equal(sized?.wanted, Math.ceil((4_000 * 19 - 40) / (2 * 500)));
+    assert.match(
+      describeSizing(2, sized!),
+      /^blocks of \d+ reps per arm \(\d+ reps\): start-up 4 s of [\d.]+ s, prepare\(\) 30 s in the host phase before the lease/,
+    );
+    // adopted from the host phase already, a gang of two, or no prepare(): the whole start-up stays
+    for (const c of [commit({ host_phase: true, prepare_ms: 30_000 }), commit({ host_phase: false })]) {
+      assert.equal(overlappedPrepareMs(plan, c), null);
+      assert.equal(sizingFromCommit(plan, c, 1)?.startup_ms, 34_000);
+    }
+    const gang = planExperiment(residentSpec({}, { ranks: 2 }), 'h');
+    assert.equal(overlappedPrepareMs(gang, commit({ host_phase: false, prepare_ms: 30_000 }, 2)), null);
   });
 
   it('the sized plan: the first block as registered, every arm the same reps per block, the reps in all unchanged', () => {
