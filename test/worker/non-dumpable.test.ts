@@ -171,7 +171,12 @@ test('`orch worker` is non-dumpable from its start: a program of its user reads 
     await waitFor('the worker retrying Redis', () => log.includes('redis unreachable') || worker.exitCode !== null, {
       timeoutMs: 45_000,
     });
-    assert.deepEqual(probe(as, worker.pid!), { environ: 'EACCES', mem: 'EACCES' }, log);
+    const found = probe(as, worker.pid!);
+    assert.deepEqual(
+      found,
+      { environ: 'EACCES', mem: 'EACCES' },
+      `a program of the worker's user: environ ${found.environ}, mem ${found.mem}; the worker's log:\n${log}`,
+    );
     assert.ok(log.includes('"non-dumpable: ') && !log.includes('stays dumpable'), log);
   } finally {
     worker.kill('SIGKILL');
