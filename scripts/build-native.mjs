@@ -45,3 +45,6 @@ if (!run(['--build', build, '-j', String(Math.max(1, cpus().length))])) fail('cm
 console.log(`[orch] graphrt built: ${build}/graphrt${tests ? ', with its test programs (ctest)' : ''}`);
 // liborch_inject.so (native/inject/) is built where CUPTI is found (ORCH_INJECT=AUTO).
 if (existsSync(`${build}/liborch_inject.so`)) console.log(`[orch] launch counter built: ${build}/liborch_inject.so`);
+// liborch_nodump.so (native/nodump/): the worker loads it to make itself non-dumpable (worker/non-dumpable.ts).
+if (existsSync(`${build}/liborch_nodump.so`))
+  console.log(`[orch] non-dumpable library built: ${build}/liborch_nodump.so`);

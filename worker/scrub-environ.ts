@@ -7,11 +7,11 @@
  * and a process may write its own memory through /proc/self/mem. Each `NAME=value` entry of the
  * named variables becomes NUL bytes; the others stay as they were.
  *
- * Node has no prctl, so the worker cannot make itself non-dumpable (PR_SET_DUMPABLE 0) without a
- * native addon: its heap still holds the secrets, readable by whoever may ptrace it (the same
- * user, unless the kernel's Yama ptrace_scope is 1 or more, which forbids a child tracing its
- * parent). The defence there is the run-as user (worker/run-as.ts): a program of another user
- * can read neither the block nor the memory.
+ * Its heap still holds the secrets: the worker then makes itself non-dumpable
+ * (worker/non-dumpable.ts, PR_SET_DUMPABLE 0 through orch's native library), so that no other
+ * process of its user may read its memory or its environ at all. That comes after this scrub: a
+ * non-dumpable worker that is not root may no longer open its own /proc/self/mem. The run-as user
+ * (worker/run-as.ts) is the other defence: a program of another user can read neither.
  */
 import { closeSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 

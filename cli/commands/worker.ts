@@ -7,7 +7,7 @@
  * Its Redis URL comes from --redis-url-file or REDIS_URL, never from argv when it has a password;
  * a Redis without a password is refused unless --insecure-redis. Once read, REDIS_URL and the
  * cluster secret leave its environment, the block /proc/<pid>/environ shows included
- * (worker/scrub-environ.ts).
+ * (worker/scrub-environ.ts), and then it makes itself non-dumpable (worker/non-dumpable.ts).
  *
  * Inside a Slurm job (`--slurm auto`: SLURM_JOB_ID set) its cards are the GPUs Slurm gave the step
  * (fake GRES on a node without a GPU: cpu cards of the GRES indexes), its host name the node and
@@ -143,6 +143,16 @@ export const workerCommand = defineCommand({
       for (const f of [argv.redisUrlFile, argv.secretFile]) if (f !== undefined) rmSync(f, { force: true });
     }
     const log = orchLog('worker', process.env.ORCH_LOG ?? 'info');
+    // After the scrub (it writes /proc/self/mem, which a non-dumpable worker not run as root may
+    // not open), before any user's program starts: its memory and environ unreadable to them.
+    const { makeNonDumpable, NODUMP_FIX } = await import('../../worker/non-dumpable.ts');
+    const dumpable = makeNonDumpable();
+    if (dumpable === null) log.debug('non-dumpable: no process of this user may read its memory or environ');
+    else
+      log.warn(
+        { reason: dumpable },
+        `this worker stays dumpable: a program run as its own user can read its memory (the Redis password, the cluster secret) through /proc/${process.pid}/mem; ${NODUMP_FIX}`,
+      );
     // a malformed ORCH_GANG_PORTS is refused now, not at a gang's first block
     const { gangPortRange } = await import('../../worker/free-port.ts');
     gangPortRange();
