@@ -12,7 +12,12 @@ export interface BenchReport {
   exit_code: number;
   arms: { arm: string; median: number | null }[];
   trace?: {
-    floor: { source: string; ns_per_node?: number; reason?: string };
+    floor: {
+      source: string;
+      ns_per_node?: number;
+      reason?: string;
+      node_cost?: { ns?: number; kernel_ns?: number; reason?: string };
+    };
     arms: {
       arm: string;
       mode: string;

@@ -20,12 +20,12 @@ const exitOf = (name: string) => exitIn(work, name);
 
 // 1. the trace probe and would a graph help
 console.log(
-  '== 1. the trace probe on the card; would a graph help (estimate = eager arm busy + kernels × floor; measured = the graph arm untraced)',
+  "== 1. the trace probe on the card; would a graph help (estimate = eager arm busy + kernels × what a graph adds per node: the chain's floor less the chain kernel's traced run time; measured = the graph arm untraced)",
 );
 console.log(
-  '| program | orch submit | eager traced: busy, kernels (< 5 µs), gaps | floor µs/node | estimate ms | graph traced ms | graph measured ms (untraced) | estimate/measured | within 10 % |',
+  '| program | orch submit | eager traced: busy, kernels (< 5 µs), gaps | floor µs/node | chain kernel µs (traced) | added per node µs | estimate ms | graph traced ms | graph measured ms (untraced) | estimate/measured | within 10 % |',
 );
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 const measured: Record<string, number | null> = {
   'torch-trace': armMs(report('torch-off-1'), 'graph'),
   'cuda-trace': mean([armMs(report('cuda-off-1'), 'graph'), armMs(report('cuda-off-2'), 'graph')]),
@@ -46,8 +46,12 @@ for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
     t?.floor.ns_per_node !== undefined
       ? (t.floor.ns_per_node / 1000).toFixed(3)
       : `— (${t?.floor.reason ?? 'no report'})`;
+  const cost = t?.floor.node_cost;
+  const kernelUs =
+    cost?.kernel_ns !== undefined ? (cost.kernel_ns / 1000).toFixed(3) : `— (${cost?.reason ?? 'no report'})`;
+  const addedUs = cost?.ns !== undefined ? (cost.ns / 1000).toFixed(3) : '—';
   console.log(
-    `| ${name} | ${exitOf(name)} | ${traced} | ${floor} | ${f(est)} | ${f(graph?.summary ? graph.summary.step_ns / 1e6 : null)} | ${f(measured[name] ?? null)} | ${f(r, 3)} | ${r === null ? '—' : Math.abs(r - 1) <= 0.1 ? 'yes' : 'NO'} |`,
+    `| ${name} | ${exitOf(name)} | ${traced} | ${floor} | ${kernelUs} | ${addedUs} | ${f(est)} | ${f(graph?.summary ? graph.summary.step_ns / 1e6 : null)} | ${f(measured[name] ?? null)} | ${f(r, 3)} | ${r === null ? '—' : Math.abs(r - 1) <= 0.1 ? 'yes' : 'NO'} |`,
   );
 }
 // 1b. what a graph node costs in the program itself against the chain's floor: the estimate adds
@@ -55,17 +59,18 @@ for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
 // kernels, step ÷ nodes) holds an empty kernel's own run time besides the launch gap, which busy
 // already counts for a real kernel. Shown, not fitted: the measured graph step less busy, per kernel.
 console.log(
-  '\n| program | eager busy ms (traced) | kernels | (graph measured − busy) ÷ kernels µs | chain floor µs/node | ratio to the floor |',
+  '\n| program | eager busy ms (traced) | kernels | (graph measured − busy) ÷ kernels µs | chain floor µs/node | ratio to the floor | added per node µs (floor − chain kernel) | ratio to it |',
 );
-console.log('| --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
   const t = report(name)?.trace;
   const s = t?.arms.find((a) => a.mode === 'eager')?.summary ?? null;
   const m = measured[name] ?? null;
   const perNode = s === null || m === null || s.kernels === 0 ? null : ((m - s.busy_ns / 1e6) * 1000) / s.kernels;
   const floorUs = t?.floor.ns_per_node !== undefined ? t.floor.ns_per_node / 1000 : null;
+  const addedUs = t?.floor.node_cost?.ns !== undefined ? t.floor.node_cost.ns / 1000 : null;
   console.log(
-    `| ${name} | ${f(s === null ? null : s.busy_ns / 1e6)} | ${s?.kernels ?? '—'} | ${f(perNode, 3)} | ${f(floorUs, 3)} | ${f(ratio(perNode, floorUs), 2)} |`,
+    `| ${name} | ${f(s === null ? null : s.busy_ns / 1e6)} | ${s?.kernels ?? '—'} | ${f(perNode, 3)} | ${f(floorUs, 3)} | ${f(ratio(perNode, floorUs), 2)} | ${f(addedUs, 3)} | ${f(ratio(perNode, addedUs), 2)} |`,
   );
 }
 console.log(

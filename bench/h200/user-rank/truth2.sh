@@ -17,6 +17,8 @@
 #     and the GPU kernels by the API that launched them.
 # In that order of need, except that the profiler runs before the idle runs and the second
 # counting pair, so a short budget loses repeats first.
+# TRUTH2_PARTS (default "1 2 4 3 2b"): the parts to run; "m" alone runs only what 1 needs of 2 (the
+# counting-off runs, whose graph arms are the measured graph steps).
 # Everything under $OUT (truth2.tgz: results directories and logs); the tables last.
 #   source .carry/env.sh && OUT=$OUT bash bench/h200/user-rank/truth2.sh
 set -uo pipefail
@@ -31,6 +33,8 @@ lib=$PWD/native/build/liborch_inject.so
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+parts=" ${TRUTH2_PARTS:-1 2 4 3 2b} "
+want() { [[ $parts == *" $1 "* ]]; }
 : >"$sum"
 ls -la "$lib" native/build/graphrt 2>&1 | tee -a "$sum"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader 2>&1 | tee -a "$sum"
@@ -54,21 +58,23 @@ alone() {
 }
 
 # 1. the trace probes, and the untraced graph step of each program
-run torch-trace configs/torch-decode-trace.yaml 150
-run cuda-trace $here/truth2/cuda-trace.yaml 90
-run hf-trace $here/truth2/hf-trace.yaml 150
-alone hf-standalone 120 python3 $here/hf-llama-decode.py --standalone --steps 32 --warmup 4 --reps 3
+if want 1; then
+  run torch-trace configs/torch-decode-trace.yaml 150
+  run cuda-trace $here/truth2/cuda-trace.yaml 90
+  run hf-trace $here/truth2/hf-trace.yaml 150
+  alone hf-standalone 120 python3 $here/hf-llama-decode.py --standalone --steps 32 --warmup 4 --reps 3
+fi
 # 2. counting on and off through orch (the off runs' graph arms are the measured graph steps)
-run cuda-on-1 $here/truth2/cuda-on.yaml 90
-run cuda-off-1 $here/truth2/cuda-off.yaml 90
-run torch-on-1 $here/truth2/torch-on.yaml 120
-run torch-off-1 $here/truth2/torch-off.yaml 120
+want 2 && run cuda-on-1 $here/truth2/cuda-on.yaml 90
+{ want 2 || want m; } && run cuda-off-1 $here/truth2/cuda-off.yaml 90
+want 2 && run torch-on-1 $here/truth2/torch-on.yaml 120
+{ want 2 || want m; } && run torch-off-1 $here/truth2/torch-off.yaml 120
 export ORCH_PARAMS='{"layers":24,"hidden":1024,"max_pos":128}'
 # 4. torch.profiler against the injection library
-alone profiler 90 env CUDA_INJECTION64_PATH="$lib" python3 $here/launches-vs-profiler.py --steps 16 --warmup 8
+want 4 && alone profiler 90 env CUDA_INJECTION64_PATH="$lib" python3 $here/launches-vs-profiler.py --steps 16 --warmup 8
 # 3. the idle library outside orch: none, idle (nothing subscribed), idle-subscribed (as before),
 # alternated; the second round after the second counting pair
-[ "$(left)" -gt 30 ] && { nvcc -O2 -std=c++17 -arch=sm_90 -I ranklib/cpp examples/cuda-decode/decode.cu -o "$work/cuda-decode" >"$work/nvcc.log" 2>&1 || tail -5 "$work/nvcc.log" | tee -a "$sum"; }
+{ want 3 || want 2b; } && [ "$(left)" -gt 30 ] && { nvcc -O2 -std=c++17 -arch=sm_90 -I ranklib/cpp examples/cuda-decode/decode.cu -o "$work/cuda-decode" >"$work/nvcc.log" 2>&1 || tail -5 "$work/nvcc.log" | tee -a "$sum"; }
 idle_round() {
   alone idle-cuda-none-$1 30 "$work/cuda-decode" --standalone --steps 128 --warmup 8 --reps 10
   alone idle-cuda-idle-$1 30 env CUDA_INJECTION64_PATH="$lib" ORCH_INJECT_ONLY=none "$work/cuda-decode" --standalone --steps 128 --warmup 8 --reps 10
@@ -77,7 +83,7 @@ idle_round() {
   alone idle-torch-idle-$1 60 env CUDA_INJECTION64_PATH="$lib" ORCH_INJECT_ONLY=none python3 examples/torch-decode/decode.py --standalone --steps 32 --warmup 4 --reps 4
   alone idle-torch-subscribed-$1 60 env CUDA_INJECTION64_PATH="$lib" ORCH_INJECT_ONLY=none ORCH_INJECT_IDLE_SUBSCRIBE=1 python3 examples/torch-decode/decode.py --standalone --steps 32 --warmup 4 --reps 4
 }
-idle_round 1
+want 3 && idle_round 1
 # 2b. which of the library's callbacks costs a graph step: only some kinds' callbacks enabled
 # (ORCH_INJECT_ONLY), the CUDA example through orch (run.env) and the PyTorch example outside it
 # (--standalone: the rank library's rep with its per-step reads), against the runs above
@@ -85,16 +91,18 @@ only_spec() {
   sed -e "s/^name: cuda-count-on/name: cuda-only-$1/" -e "s/launch_counts: true }/launch_counts: true, env: { ORCH_INJECT_ONLY: \"$2\" } }/" \
     $here/truth2/cuda-on.yaml >"$work/cuda-only-$1.yaml"
 }
-only_spec graphs graphs
-only_spec nographs kernels,memcpy,memset,syncs
-(unset ORCH_PARAMS; run cuda-only-graphs-1 "$work/cuda-only-graphs.yaml" 90; run cuda-only-nographs-1 "$work/cuda-only-nographs.yaml" 90)
-alone only-cuda-all-1 30 env CUDA_INJECTION64_PATH="$lib" "$work/cuda-decode" --standalone --steps 128 --warmup 8 --reps 10
-for kinds in all graphs kernels memcpy syncs; do
-  only=(ORCH_INJECT_ONLY="$kinds"); [ "$kinds" = all ] && only=()
-  alone "only-torch-$kinds-1" 60 env CUDA_INJECTION64_PATH="$lib" ${only[@]+"${only[@]}"} python3 examples/torch-decode/decode.py --standalone --steps 32 --warmup 4 --reps 4
-done
-(unset ORCH_PARAMS; run cuda-on-2 $here/truth2/cuda-on.yaml 90; run cuda-off-2 $here/truth2/cuda-off.yaml 90)
-idle_round 2
+if want 2b; then
+  only_spec graphs graphs
+  only_spec nographs kernels,memcpy,memset,syncs
+  (unset ORCH_PARAMS; run cuda-only-graphs-1 "$work/cuda-only-graphs.yaml" 90; run cuda-only-nographs-1 "$work/cuda-only-nographs.yaml" 90)
+  alone only-cuda-all-1 30 env CUDA_INJECTION64_PATH="$lib" "$work/cuda-decode" --standalone --steps 128 --warmup 8 --reps 10
+  for kinds in all graphs kernels memcpy syncs; do
+    only=(ORCH_INJECT_ONLY="$kinds"); [ "$kinds" = all ] && only=()
+    alone "only-torch-$kinds-1" 60 env CUDA_INJECTION64_PATH="$lib" ${only[@]+"${only[@]}"} python3 examples/torch-decode/decode.py --standalone --steps 32 --warmup 4 --reps 4
+  done
+fi
+want 2 && (unset ORCH_PARAMS; run cuda-on-2 $here/truth2/cuda-on.yaml 90; run cuda-off-2 $here/truth2/cuda-off.yaml 90)
+want 3 && idle_round 2
 unset ORCH_PARAMS
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader >>"$sum" 2>&1
 echo "total: $(( $(date +%s) - t0 )) s of a $budget s budget" | tee -a "$sum"
