@@ -14,7 +14,7 @@
  * BENCH_SETUP_S, default 1, each step BENCH_STEP_MS, default 20, test/utils/slow-start-spec.ts, on
  * this machine's cpu cards), BENCH_REPS (default 10), BENCH_BLOCKS (default 12), BENCH_WORK (the
  * working directory, kept: its builds/ and rank-caches/, which a caller may warm first; default a
- * fresh temporary one, removed). One card (ORCH_CPU_CARDS=1 unless set): blocks one after
+ * fresh temporary one, removed), BENCH_RUNS (default "fixed auto": the runs, in order). One card (ORCH_CPU_CARDS=1 unless set): blocks one after
  * another, as on one GPU.
  */
 import { spawnSync } from 'node:child_process';
@@ -55,7 +55,10 @@ const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 
 const rows: string[] = [];
-for (const perBlock of ['fixed', 'auto'] as const) {
+const runs = (process.env.BENCH_RUNS ?? 'fixed auto')
+  .split(/\s+/)
+  .filter((x): x is 'fixed' | 'auto' => x === 'fixed' || x === 'auto');
+for (const perBlock of runs) {
   const file = join(work, `${perBlock}.yaml`);
   writeFileSync(file, specText(perBlock));
   const results = join(work, perBlock);

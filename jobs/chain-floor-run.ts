@@ -29,8 +29,8 @@ export const ChainFloorRunSchema = z.discriminatedUnion('source', [
     kernels: z.int().positive(),
     reps: z.array(ChainFloorRepSchema).min(1).max(MAX_CHAIN_FLOOR_REPS),
     /**
-     * the chain kernel's own device run time, from one more rep traced by orch's injection library
-     * (native/PROTOCOL.md `kernel_ns`), or why none was traced: the floor less it is what a graph adds
+     * the chain's device busy time per kernel, from one more rep traced by orch's injection library
+     * (native/PROTOCOL.md `kernel_busy_ns`), or why none was traced: the floor less it is what a graph adds
      * per node (orchestrator/stats/graph-node-floor.ts). Optional: records made before it.
      */
     kernel: z

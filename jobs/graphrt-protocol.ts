@@ -92,8 +92,8 @@ export const RepSchema = z.strictObject({
   step_ms: z.array(z.number().min(0)),
   /** graph reps: the device time of the eager PDL step that settles the launch state (native/PROTOCOL.md); null on eager reps. Optional: older graphrt */
   settle_ms: z.number().min(0).nullable().optional(),
-  /** under orch's injection library in trace mode only: the median kernel's device run time, ns (native/PROTOCOL.md) */
-  kernel_ns: z.number().min(0).optional(),
+  /** under orch's injection library in trace mode only: device busy time per kernel, ns (native/PROTOCOL.md) */
+  kernel_busy_ns: z.number().min(0).optional(),
   launches_per_step: count,
   dispatches_per_step: count,
   collectives_per_step: count,

@@ -63,7 +63,7 @@ export const BlocksSchema = strictObject({
   placement: z.enum(['host', 'spread', 'host_then_spread']).default('host'),
   /**
    * Reps per arm of each block after the first (jobs/reps-per-block.ts): `auto` sizes them from the
-   * first block's start-up (at most 5 % of a lease; the default for a resident command rank), a
+   * first block's start-up (at most 3 % of a lease; the default for a resident command rank), a
    * number bounds them; the reps in all stay reps × count. Optional, so existing specs keep their hash.
    */
   reps_per_block: z

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "../inject/orch_inject.h"
@@ -41,22 +43,32 @@ void KernelTrace::drain() {
   }
 }
 
-std::optional<double> KernelTrace::median_kernel_ns() {
+std::optional<double> KernelTrace::busy_ns_per_kernel() {
   if (!on()) return std::nullopt;
   std::vector<orch_inject_kernel> batch(kBatch);
-  std::vector<double> ns;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
   for (;;) {
     const std::size_t n = take(take_, batch);
     for (std::size_t i = 0; i < n; ++i)
-      if (batch[i].end_ns > batch[i].start_ns) ns.push_back(static_cast<double>(batch[i].end_ns - batch[i].start_ns));
+      if (batch[i].end_ns > batch[i].start_ns) spans.emplace_back(batch[i].start_ns, batch[i].end_ns);
     if (n < batch.size()) break;
   }
-  if (ns.empty()) return std::nullopt;
-  const std::size_t mid = ns.size() / 2;
-  std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(mid), ns.end());
-  double m = ns[mid];
-  if (ns.size() % 2 == 0) m = (m + *std::max_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-  return m;
+  if (spans.empty()) return std::nullopt;
+  std::sort(spans.begin(), spans.end());
+  std::uint64_t busy = 0;
+  std::uint64_t open_start = spans.front().first;
+  std::uint64_t open_end = spans.front().second;
+  for (const auto& [start, end] : spans) {
+    if (start > open_end) {
+      busy += open_end - open_start;
+      open_start = start;
+      open_end = end;
+    } else {
+      open_end = std::max(open_end, end);
+    }
+  }
+  busy += open_end - open_start;
+  return static_cast<double>(busy) / static_cast<double>(spans.size());
 }
 
 }  // namespace graphrt

@@ -3,7 +3,7 @@
 // (CUDA_INJECTION64_PATH) and it traces (ORCH_INJECT_TRACE=1), graphrt finds it already in the
 // process (dlopen RTLD_NOLOAD) and takes its kernel records, as a rank library does. The trace
 // probe's chain (worker/command/chain-floor.ts) runs one traced rep so that the graph-node floor's
-// per-node cost can be split into the chain kernel's own run time and what a graph adds per node
+// per-node cost can be split into the chain kernels' busy time and what a graph adds per node
 // (orchestrator/stats/graph-node-floor.ts): a user's traced busy time already holds the first.
 #pragma once
 
@@ -18,8 +18,12 @@ class KernelTrace {
   bool on() const { return take_ != nullptr; }
   // Drops the records so far (capture, settle): the median is of what runs after.
   void drain();
-  // The median of end − start over the kernels traced since drain(), ns; none when off or empty.
-  std::optional<double> median_kernel_ns();
+  // Device busy time per kernel since drain(), ns: the union of the traced kernels' intervals (the
+  // trace probe's busy, orchestrator/stats/kernel-trace.ts) over their count; none when off or
+  // empty. Not the median duration: on the H200 a traced chain kernel's own start-to-end (0.99 µs)
+  // exceeded the untraced per-node time of its graph (0.91 µs): consecutive kernels' intervals
+  // overlap, so durations do not add up to the time they keep the card busy.
+  std::optional<double> busy_ns_per_kernel();
 
  private:
   // orch_inject_kernels of the loaded library (its type is orch_inject.h's)

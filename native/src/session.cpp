@@ -158,7 +158,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   KernelTrace trace;
   trace.drain();
   const StepRun run = run_steps(*ctx_, w, graph ? e.slot.get() : nullptr, req.warmup, req.steps);
-  const std::optional<double> kernel_ns = trace.median_kernel_ns();
+  const std::optional<double> kernel_busy_ns = trace.busy_ns_per_kernel();
   const auto clocks_end = backend_->read_clocks();
   const auto ecc = ecc_during(ecc_start, backend_->read_ecc_errors());
   const std::uint64_t t_end = monotonic_ns();
@@ -183,7 +183,7 @@ void Session::answer_rep(const Request& req, const Emit& emit) {
   if (settle_ms) o.put("settle_ms", *settle_ms);
   else o.put_null("settle_ms");
   // only under orch's injection library in trace mode (kernel_trace.hpp): no other rep has it
-  if (kernel_ns) o.put("kernel_ns", *kernel_ns);
+  if (kernel_busy_ns) o.put("kernel_busy_ns", *kernel_busy_ns);
   o.put("hashes", run.hashes).put("unsupported", unsupported(req, w));
   o.put("t_start_ns", t_start).put("t_end_ns", t_end);
   if (const auto tr = w.train_report()) {

@@ -25,7 +25,7 @@ export function floorSentence(f: TraceFloor): string {
   if (!f.gpu)
     return `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
   return 'ns' in f.node_cost
-    ? `Graph-node floor: ${at}; the chain kernel itself ran ${us(f.node_cost.kernel_ns)} µs (traced), so a graph adds ${us(f.node_cost.ns)} µs per node beyond its kernels' run time: the estimates add that per kernel.`
+    ? `Graph-node floor: ${at}; the chain's kernels kept the card busy ${us(f.node_cost.kernel_busy_ns)} µs each (traced), so a graph adds ${us(f.node_cost.ns)} µs per node beyond its kernels' busy time: the estimates add that per kernel.`
     : `Graph-node floor: ${at}; no estimate: ${f.node_cost.reason}.`;
 }
 
@@ -105,7 +105,7 @@ export function renderTrace(
     '## Trace',
     '',
     ...(headline === undefined ? [] : [headline, '']),
-    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the floor (what a graph adds per node beyond its kernel's run time: the card's graph-node floor, measured by graphrt's chain on the card, less the chain kernel's traced run time; none on a card without a GPU floor): the graph step ≈ device busy + kernels × floor (µs; from device time alone, since tracing inflates host time), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
+    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the floor (what a graph adds per node beyond its kernel's run time: the card's graph-node floor, measured by graphrt's chain on the card, less the chain's traced busy time per kernel; none on a card without a GPU floor): the graph step ≈ device busy + kernels × floor (µs; from device time alone, since tracing inflates host time), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
     '',
     floorSentence(floor),
     '',

@@ -319,9 +319,16 @@ export const TraceProbeSchema = z
           z.strictObject({
             ns: z.number().meta({
               unit: 'ns',
-              description: "what a graph adds per node beyond its kernel's run time: the estimates' per-kernel term",
+              description:
+                "what a graph adds per node beyond the busy time of its kernel: the estimates' per-kernel term",
             }),
-            kernel_ns: z.number().meta({ unit: 'ns', description: "the chain kernel's own run time, traced" }),
+            kernel_busy_ns: z
+              .number()
+              .meta({
+                unit: 'ns',
+                description:
+                  "the chain's busy time per kernel, traced (the union of its kernels' intervals over their count)",
+              }),
           }),
           z.strictObject({ reason: z.string() }),
         ]),
@@ -468,7 +475,7 @@ export const AnalysisSchema = z
           startup_ms: z.number().meta({
             unit: 'ms',
             description:
-              "the start-up a later block pays inside its lease: the first block's block-start to every hello, less a prepare() the later blocks run in the host phase",
+              "the start-up a later block pays inside its lease, as card time counts it: the first block's block-start to every hello, less a prepare() the later blocks run in the host phase, and its gates",
           }),
           lease_ms: z
             .number()

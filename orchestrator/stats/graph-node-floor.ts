@@ -6,13 +6,16 @@
  * and launch state (0.07-0.64 µs per node on the H200, native/BENCHMARKS.md), so it is measured,
  * never written down.
  *
- * A chain node's time is the chain kernel's own run time plus what the graph adds per node (the
- * dependency's resolution and the next kernel's start). A user's traced busy time already holds each
- * of its kernels' run time, so the estimate adds per node only the second: the floor less the chain
- * kernel's run time, which one traced chain rep gives (worker/command/chain-floor.ts). On the H200
- * the whole floor counted the kernel twice: estimates came out 10-21 % above the measured graph step
- * of three programs, (measured − busy) ÷ kernels being 0.45-0.51 µs against a 0.95 µs floor
- * (bench/h200/runs/2026-12-04/truth2-run2.txt).
+ * A chain node's time is the time its kernel keeps the card busy plus what the graph adds per node
+ * (the dependency's resolution and the next kernel's start). A user's traced busy time already holds
+ * the first for each of its kernels, so the estimate adds per node only the second: the floor less
+ * the chain's busy time per kernel, which one traced chain rep gives (worker/command/chain-floor.ts),
+ * measured as the user's busy is, the union of the traced kernels' intervals. On the H200 the whole
+ * floor counted each kernel's busy time twice: estimates came out 10-21 % above the measured graph
+ * step of three programs, (measured − busy) ÷ kernels being 0.45-0.51 µs against a 0.95 µs floor
+ * (bench/h200/runs/2026-12-04/truth2-run2.txt). A traced chain kernel's own start-to-end (0.99 µs)
+ * exceeded the untraced per-node time (0.91 µs): intervals of consecutive kernels overlap, so a
+ * median duration is not the busy time a kernel adds (bench/h200/runs/2026-12-04c).
  */
 import { median } from './descriptive.ts';
 
@@ -39,8 +42,8 @@ export function graphNodeFloorNs(reps: readonly ChainGraphRep[]): number {
 }
 
 /**
- * What a graph adds per node beyond its kernel's run time: the floor (ns per node) less the chain
- * kernel's traced run time (the median over the runs that traced it), or why there is none.
+ * What a graph adds per node beyond its kernel's busy time: the floor (ns per node) less the chain's
+ * traced busy time per kernel (the median over the runs that traced it), or why there is none.
  */
 export function nodeCostNs(
   floorNs: number,
@@ -50,13 +53,13 @@ export function nodeCostNs(
   if (traced.length === 0) {
     const why = kernels.find((k) => k !== undefined && 'reason' in k);
     return {
-      reason: `the chain kernel's own run time was not traced${why !== undefined && 'reason' in why ? `: ${why.reason}` : ' (a record made before it was)'}`,
+      reason: `the chain's busy time per kernel was not traced${why !== undefined && 'reason' in why ? `: ${why.reason}` : ' (a record made before it was)'}`,
     };
   }
   const kernel = median(traced);
   if (kernel >= floorNs)
     return {
-      reason: `the chain kernel ran ${(kernel / 1000).toFixed(3)} µs traced, not less than the ${(floorNs / 1000).toFixed(3)} µs per node of its graph: nothing left for what a graph adds`,
+      reason: `the chain's kernels kept the card busy ${(kernel / 1000).toFixed(3)} µs each, traced, not less than the ${(floorNs / 1000).toFixed(3)} µs per node of its graph: nothing left for what a graph adds`,
     };
   return { ns: floorNs - kernel };
 }

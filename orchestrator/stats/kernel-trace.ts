@@ -9,10 +9,10 @@
  *   graph step ≈ device busy + kernels × the floor
  *   recoverable ≈ Σ gaps inside the step − kernels × the floor
  *
- * where "the floor" is what a graph adds per node beyond its kernel's run time (a graph still pays
+ * where "the floor" is what a graph adds per node beyond its kernel's busy time (a graph still pays
  * it per node: capture can win the rest of each gap, never more): the card's graph-node floor,
  * measured on the card by graphrt's chain, less the chain kernel's own traced run time
- * (graph-node-floor.ts nodeCostNs), never a constant: busy already holds each kernel's run time. The
+ * (graph-node-floor.ts nodeCostNs), never a constant: busy already holds each kernel's own. The
  * graph step is estimated from device time alone: the tracer inflates host time, and with it the
  * gaps (42 ms of gaps inside a 15.7 ms untraced eager step of a bf16 decode on the H200), so an
  * estimate from the traced step's host time came out negative there (bench/h200/user-rank/truth2.sh

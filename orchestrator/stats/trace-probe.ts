@@ -60,13 +60,13 @@ export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {
     backend,
     device: first.device,
     ns_per_node,
-    node_cost: 'ns' in cost ? { ns: cost.ns, kernel_ns: ns_per_node - cost.ns } : cost,
+    node_cost: 'ns' in cost ? { ns: cost.ns, kernel_busy_ns: ns_per_node - cost.ns } : cost,
     reps: reps.length,
     gpu: backend === 'cuda',
   };
 }
 
-/** What the estimates add per kernel: what a graph adds per node beyond the kernel's own run time. */
+/** What the estimates add per kernel: what a graph adds per node beyond its kernel's busy time. */
 function floorForEstimate(f: TraceFloor): FloorForEstimate {
   if (f.source === 'none') return { reason: f.reason };
   if (!f.gpu) return { reason: `the chain ran on graphrt's ${f.backend} backend (${f.device}): not a GPU floor` };

@@ -54,10 +54,10 @@ export type TraceFloor =
       device: string;
       ns_per_node: number;
       /**
-       * what a graph adds per node beyond its kernel's own run time (the floor less the chain
-       * kernel's traced run time, graph-node-floor.ts nodeCostNs): what the estimates add per kernel
+       * what a graph adds per node beyond its kernel's busy time (the floor less the chain's traced
+       * busy time per kernel, graph-node-floor.ts nodeCostNs): what the estimates add per kernel
        */
-      node_cost: { ns: number; kernel_ns: number } | { reason: string };
+      node_cost: { ns: number; kernel_busy_ns: number } | { reason: string };
       reps: number;
       gpu: boolean;
     }

@@ -26,8 +26,9 @@ const base: SizingInput = {
   max_reps: LIMITS.orch.reps.max,
 };
 
-/** start-up's share of the lease a block of `k` reps per arm takes under `i` */
-const share = (i: SizingInput, k: number) => i.startup_ms / (i.startup_ms + i.fixed_ms + i.arms * k * i.rep_ms);
+/** start-up's share (ranks ready and gates, as card time counts it) of the lease a block of `k` reps per arm takes under `i` */
+const share = (i: SizingInput, k: number) =>
+  (i.startup_ms + i.fixed_ms) / (i.startup_ms + i.fixed_ms + i.arms * k * i.rep_ms);
 
 function residentSpec(
   extra: Record<string, unknown> = {},
@@ -63,7 +64,7 @@ function perArm(plan: Plan): number[] {
 }
 
 describe('auto block sizing', () => {
-  it('sizes the later blocks so that start-up is at most 5 % of each lease, and no larger than that needs', () => {
+  it('sizes the later blocks so that start-up (gates included) is at most 3 % of each lease, and no larger than that needs', () => {
     const s = sizeBlocks(base);
     assert.equal(s.held_by, null);
     assert.equal(
@@ -75,6 +76,7 @@ describe('auto block sizing', () => {
     assert.ok(share(base, s.wanted - 1) > START_UP_SHARE, 'one rep fewer than wanted would miss the target');
     assert.ok(Math.max(...s.sizes) - Math.min(...s.sizes) <= 1, `even sizes: ${s.sizes}`);
     assert.equal(s.lease_ms, base.startup_ms + base.fixed_ms + base.arms * (s.sizes[0] as number) * base.rep_ms);
+    assert.equal(s.startup_ms, base.startup_ms + base.fixed_ms, 'start-up as card time counts it: the gates too');
   });
 
   it("a quick start keeps the spec's own blocks: never fewer reps per block than the first", () => {
@@ -146,18 +148,18 @@ describe('auto block sizing', () => {
     const inLease = commit({ host_phase: false, prepare_ms: 30_000 });
     assert.equal(overlappedPrepareMs(plan, inLease), 30_000);
     const sized = sizingFromCommit(plan, inLease, 1);
-    assert.equal(sized?.startup_ms, 4_000);
+    assert.equal(sized?.startup_ms, 4_040, 'what a later block pays: 4 s to its hello and 40 ms of gates');
     assert.equal(sized?.overlapped_ms, 30_000);
-    // sized by the 4 s a later block pays, not the 34 s the first did: 4 s · 19 / (2 arms · 500 ms) − the gates
-    assert.equal(sized?.wanted, Math.ceil((4_000 * 19 - 40) / (2 * 500)));
+    // sized by the 4.04 s a later block pays, not the 34.04 s the first did
+    assert.equal(sized?.wanted, Math.ceil((4_040 * (1 - START_UP_SHARE)) / START_UP_SHARE / (2 * 500)));
     assert.match(
       describeSizing(2, sized!),
-      /^blocks of \d+ reps per arm \(\d+ reps\): start-up 4 s of [\d.]+ s, prepare\(\) 30 s in the host phase before the lease/,
+      /^blocks of \d+ reps per arm \(\d+ reps\): start-up 4\.04 s of [\d.]+ s, prepare\(\) 30 s in the host phase before the lease/,
     );
     // adopted from the host phase already, a gang of two, or no prepare(): the whole start-up stays
     for (const c of [commit({ host_phase: true, prepare_ms: 30_000 }), commit({ host_phase: false })]) {
       assert.equal(overlappedPrepareMs(plan, c), null);
-      assert.equal(sizingFromCommit(plan, c, 1)?.startup_ms, 34_000);
+      assert.equal(sizingFromCommit(plan, c, 1)?.startup_ms, 34_040);
     }
     const gang = planExperiment(residentSpec({}, { ranks: 2 }), 'h');
     assert.equal(overlappedPrepareMs(gang, commit({ host_phase: false, prepare_ms: 30_000 }, 2)), null);

@@ -33,7 +33,7 @@ describe('blocks.reps_per_block: auto', () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(
       r.stdout,
-      /reps per block: auto: block 0 runs 2 reps per arm; once it has measured its start-up and rep time, the 5 block\(s\) after it \(10 reps per arm\) are regrouped into fewer, larger blocks so that start-up is at most 5 % of a block's lease/,
+      /reps per block: auto: block 0 runs 2 reps per arm; once it has measured its start-up and rep time, the 5 block\(s\) after it \(10 reps per arm\) are regrouped into fewer, larger blocks so that start-up is at most 3 % of a block's lease/,
     );
   });
 

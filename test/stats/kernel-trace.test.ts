@@ -239,7 +239,7 @@ describe('kernel trace summary', () => {
       backend: 'cuda',
       device: 'NVIDIA H200',
       ns_per_node: floor + 200,
-      node_cost: { ns: floor, kernel_ns: 200 },
+      node_cost: { ns: floor, kernel_busy_ns: 200 },
       reps: 3,
       gpu: true,
     });

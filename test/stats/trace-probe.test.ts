@@ -15,16 +15,16 @@ import { graphNodeFloorNs } from '../../orchestrator/stats/graph-node-floor.ts';
 import { summarizeStep } from '../../orchestrator/stats/kernel-trace.ts';
 import { summarizeTraceProbe, traceFloorOf } from '../../orchestrator/stats/trace-probe.ts';
 
-/** A chain run; on cuda its traced kernel ran `kernelNs` (default 100 ns), unless `kernelNs` is null (a record made before it was traced). */
-const chain = (backend: 'cpu' | 'cuda', perNodeMs: number[], kernelNs: number | null = 100): ChainFloorRun => ({
+/** A chain run; on cuda its traced kernel ran `kernelBusyNs` (default 100 ns), unless `kernelBusyNs` is null (a record made before it was traced). */
+const chain = (backend: 'cpu' | 'cuda', perNodeMs: number[], kernelBusyNs: number | null = 100): ChainFloorRun => ({
   source: 'graphrt-chain',
   backend,
   device: backend === 'cuda' ? 'NVIDIA H200' : 'cpu emulation',
   kernels: 256,
   reps: perNodeMs.map((ms) => ({ mode: 'graph', nodes: 256, step_ms: [ms * 256, ms * 256 * 1.1, ms * 256 * 0.9] })),
-  ...(kernelNs === null
+  ...(kernelBusyNs === null
     ? {}
-    : { kernel: backend === 'cuda' ? { ns: kernelNs } : { reason: "graphrt's cpu backend: no kernels to trace" } }),
+    : { kernel: backend === 'cuda' ? { ns: kernelBusyNs } : { reason: "graphrt's cpu backend: no kernels to trace" } }),
 });
 
 const step = { start_ns: 0, end_ns: 100_000 };
@@ -81,7 +81,7 @@ test("one chain run per rank process: the floor is the median of its reps, not o
   assert.equal(s.floor.source === 'graphrt-chain' && s.floor.ns_per_node, want);
   assert.equal(s.floor.source === 'graphrt-chain' && s.floor.reps, 6);
   // the estimates add per kernel the floor less the chain kernel's own traced run time
-  assert.deepEqual(s.floor.source === 'graphrt-chain' && s.floor.node_cost, { ns: want - 100, kernel_ns: 100 });
+  assert.deepEqual(s.floor.source === 'graphrt-chain' && s.floor.node_cost, { ns: want - 100, kernel_busy_ns: 100 });
   assert.equal(s.arms[0]!.summary!.recoverable_ns, summarizeStep({ ...step, kernels }, want - 100).recoverable_ns);
   assert.deepEqual([s.pass, s.missing], [true, 0]);
 });
@@ -130,7 +130,7 @@ test("a cpu card's chain floor is reported, never estimated against; a traced ar
 
 test("would a graph help, checked: the eager arm's busy + kernels × floor against the graph arm's traced step, a difference over 10 % said", () => {
   const floorRun = chain('cuda', [0.0006]);
-  // what a graph adds per node beyond the kernel's run time: the floor less the traced chain kernel
+  // what a graph adds per node beyond its kernel's busy time: the floor less the chain's traced busy per kernel
   const floorNs = graphNodeFloorNs(floorRun.source === 'graphrt-chain' ? floorRun.reps : []) - 100;
   // the graph arm: the same ten kernels back to back, one floor apart, in a step that ends with them
   const graphStep = (perNode: number): OrchRankTrace => {
@@ -189,18 +189,18 @@ test("would a graph help, checked: the eager arm's busy + kernels × floor again
   );
 });
 
-test("the chain kernel's own run time comes off the floor: untraced (an older record), or not shorter than the floor, there is no estimate and the reason says why", () => {
+test("the chain's busy time per kernel comes off the floor: untraced (an older record), or not shorter than the floor, there is no estimate and the reason says why", () => {
   const floorNs = (run: ChainFloorRun) => graphNodeFloorNs(run.source === 'graphrt-chain' ? run.reps : []);
   const untraced = chain('cuda', [0.0006], null);
   const old = summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', untraced, traced('eager'))]);
   assert.equal(old.arms[0]!.summary!.graph_step_estimate_ns, null);
   assert.match(
     old.arms[0]!.estimate_reason ?? '',
-    /^no graph-node floor to estimate against: the chain kernel's own run time was not traced \(a record made before it was\)$/,
+    /^no graph-node floor to estimate against: the chain's busy time per kernel was not traced \(a record made before it was\)$/,
   );
   assert.match(
     renderTrace(old.arms, old.floor, old.message, old.graph_check),
-    /Graph-node floor: 0\.60 µs per node, measured by graphrt's chain on NVIDIA H200 \(1 graph reps\); no estimate: the chain kernel's own run time was not traced/,
+    /Graph-node floor: 0\.60 µs per node, measured by graphrt's chain on NVIDIA H200 \(1 graph reps\); no estimate: the chain's busy time per kernel was not traced/,
   );
   const noLib = chain('cuda', [0.0006], null);
   if (noLib.source === 'graphrt-chain')
@@ -213,7 +213,7 @@ test("the chain kernel's own run time comes off the floor: untraced (an older re
   const over = summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', slow, traced('eager'))]);
   assert.match(
     over.arms[0]!.estimate_reason ?? '',
-    /the chain kernel ran 0\.700 µs traced, not less than the 0\.600 µs per node/,
+    /the chain's kernels kept the card busy 0\.700 µs each, traced, not less than the 0\.600 µs per node/,
   );
   // two runs: the median of their traced kernels
   const a = chain('cuda', [0.0006], 200);
@@ -225,10 +225,10 @@ test("the chain kernel's own run time comes off the floor: untraced (an older re
   );
   assert.deepEqual(both.floor.source === 'graphrt-chain' && both.floor.node_cost, {
     ns: floorNs(a) - 300,
-    kernel_ns: 300,
+    kernel_busy_ns: 300,
   });
   assert.match(
     renderTrace(both.arms, both.floor, both.message, both.graph_check),
-    /the chain kernel itself ran 0\.30 µs \(traced\), so a graph adds 0\.30 µs per node beyond its kernels' run time/,
+    /the chain's kernels kept the card busy 0\.30 µs each \(traced\), so a graph adds 0\.30 µs per node beyond its kernels' busy time/,
   );
 });

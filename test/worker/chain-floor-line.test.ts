@@ -1,7 +1,7 @@
 /**
  * What worker/command/chain-floor.ts reads from one `graphrt run` of the chain: a graph rep's
- * steps and node count, and, from the rep traced under orch's injection library, the chain
- * kernel's own run time (`kernel_ns`, native/PROTOCOL.md), which the floor's per-node cost loses
+ * steps and node count, and, from the rep traced under orch's injection library, the
+ * chain's busy time per kernel (`kernel_busy_ns`, native/PROTOCOL.md), which the floor's per-node cost loses
  * (orchestrator/stats/graph-node-floor.ts nodeCostNs).
  */
 import assert from 'node:assert/strict';
@@ -51,14 +51,14 @@ const rep = (extra: Record<string, unknown>) =>
     ...extra,
   });
 
-test("a traced chain rep's kernel_ns is read beside its steps; an untraced rep has none", () => {
-  const traced = readChainRep(`${hello}\n${rep({ kernel_ns: 470.5 })}\n`, '', null);
+test("a traced chain rep's kernel_busy_ns is read beside its steps; an untraced rep has none", () => {
+  const traced = readChainRep(`${hello}\n${rep({ kernel_busy_ns: 470.5 })}\n`, '', null);
   assert.ok('rep' in traced, JSON.stringify(traced));
-  assert.equal(traced.kernelNs, 470.5);
+  assert.equal(traced.kernelBusyNs, 470.5);
   assert.deepEqual(traced.rep, { mode: 'graph', nodes: 256, step_ms: [0.25, 0.24] });
   const plain = readChainRep(`${hello}\n${rep({})}\n`, '', null);
-  assert.ok('rep' in plain && plain.kernelNs === undefined, JSON.stringify(plain));
+  assert.ok('rep' in plain && plain.kernelBusyNs === undefined, JSON.stringify(plain));
   // a negative run time is no measurement: the line is refused, not read
-  const bad = readChainRep(`${hello}\n${rep({ kernel_ns: -1 })}\n`, '', null);
+  const bad = readChainRep(`${hello}\n${rep({ kernel_busy_ns: -1 })}\n`, '', null);
   assert.ok('reason' in bad && /does not read/.test(bad.reason), JSON.stringify(bad));
 });

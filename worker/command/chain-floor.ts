@@ -5,8 +5,8 @@
  * resident program starts — never beside it, so neither disturbs the other. What it measured (or
  * why nothing) goes on the rank's hello and into the probe record; the floor itself is computed
  * from the reps by orchestrator/stats/graph-node-floor.ts. On a cuda card one more rep runs under
- * orch's injection library in trace mode, for the chain kernel's own run time (`kernel_ns`): a
- * user's traced busy time already holds each kernel's run time, so the estimate adds per node only
+ * orch's injection library in trace mode, for the chain's busy time per kernel (`kernel_busy_ns`):
+ * a user's traced busy time already holds each kernel's, so the estimate adds per node only
  * what the floor holds beyond it. Its steps are not part of the floor (tracing slows replays).
  */
 import { spawn } from 'node:child_process';
@@ -63,7 +63,7 @@ export async function measureChainFloor(o: ChainFloorOptions): Promise<ChainFloo
   return { source: 'graphrt-chain', backend, device, kernels: CHAIN_KERNELS, reps, kernel };
 }
 
-/** The chain kernel's own run time from one traced rep, or why there is none (never a number made up). */
+/** The chain's busy time per kernel from one traced rep, or why there is none (never a number made up). */
 async function tracedKernel(
   o: ChainFloorOptions & { graphrt: string },
   backend: 'cpu' | 'cuda',
@@ -73,13 +73,15 @@ async function tracedKernel(
     return { reason: "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt)" };
   const run = await chainRep(o, { [INJECTION_VARIABLE]: o.injectLib, [TRACE_VARIABLE]: '1' });
   if ('reason' in run) return { reason: `the traced chain rep: ${run.reason}` };
-  if (run.kernelNs === undefined || run.kernelNs <= 0)
-    return { reason: 'the traced chain rep carried no kernel_ns: the injection library did not trace its kernels' };
-  return { ns: run.kernelNs };
+  if (run.kernelBusyNs === undefined || run.kernelBusyNs <= 0)
+    return {
+      reason: 'the traced chain rep carried no kernel_busy_ns: the injection library did not trace its kernels',
+    };
+  return { ns: run.kernelBusyNs };
 }
 
 type RepOrReason =
-  | { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda'; kernelNs?: number }
+  | { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda'; kernelBusyNs?: number }
   | { reason: string };
 
 function chainRep(o: ChainFloorOptions & { graphrt: string }, traceEnv: Record<string, string>): Promise<RepOrReason> {
@@ -157,7 +159,7 @@ export function readChainRep(stdout: string, stderr: string, err: Error | null):
         rep: { mode: line.mode, nodes: line.nodes, step_ms: line.step_ms },
         device,
         backend,
-        ...(line.kernel_ns === undefined ? {} : { kernelNs: line.kernel_ns }),
+        ...(line.kernel_busy_ns === undefined ? {} : { kernelBusyNs: line.kernel_busy_ns }),
       };
     }
   }

@@ -16,7 +16,7 @@ export interface BenchReport {
       source: string;
       ns_per_node?: number;
       reason?: string;
-      node_cost?: { ns?: number; kernel_ns?: number; reason?: string };
+      node_cost?: { ns?: number; kernel_busy_ns?: number; reason?: string };
     };
     arms: {
       arm: string;

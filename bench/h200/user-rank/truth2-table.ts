@@ -20,10 +20,10 @@ const exitOf = (name: string) => exitIn(work, name);
 
 // 1. the trace probe and would a graph help
 console.log(
-  "== 1. the trace probe on the card; would a graph help (estimate = eager arm busy + kernels × what a graph adds per node: the chain's floor less the chain kernel's traced run time; measured = the graph arm untraced)",
+  "== 1. the trace probe on the card; would a graph help (estimate = eager arm busy + kernels × what a graph adds per node: the chain's floor less its traced busy time per kernel; measured = the graph arm untraced)",
 );
 console.log(
-  '| program | orch submit | eager traced: busy, kernels (< 5 µs), gaps | floor µs/node | chain kernel µs (traced) | added per node µs | estimate ms | graph traced ms | graph measured ms (untraced) | estimate/measured | within 10 % |',
+  '| program | orch submit | eager traced: busy, kernels (< 5 µs), gaps | floor µs/node | chain busy per kernel µs (traced) | added per node µs | estimate ms | graph traced ms | graph measured ms (untraced) | estimate/measured | within 10 % |',
 );
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 const measured: Record<string, number | null> = {
@@ -48,7 +48,7 @@ for (const name of ['torch-trace', 'hf-trace', 'cuda-trace']) {
       : `— (${t?.floor.reason ?? 'no report'})`;
   const cost = t?.floor.node_cost;
   const kernelUs =
-    cost?.kernel_ns !== undefined ? (cost.kernel_ns / 1000).toFixed(3) : `— (${cost?.reason ?? 'no report'})`;
+    cost?.kernel_busy_ns !== undefined ? (cost.kernel_busy_ns / 1000).toFixed(3) : `— (${cost?.reason ?? 'no report'})`;
   const addedUs = cost?.ns !== undefined ? (cost.ns / 1000).toFixed(3) : '—';
   console.log(
     `| ${name} | ${exitOf(name)} | ${traced} | ${floor} | ${kernelUs} | ${addedUs} | ${f(est)} | ${f(graph?.summary ? graph.summary.step_ns / 1e6 : null)} | ${f(measured[name] ?? null)} | ${f(r, 3)} | ${r === null ? '—' : Math.abs(r - 1) <= 0.1 ? 'yes' : 'NO'} |`,
