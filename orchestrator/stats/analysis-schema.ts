@@ -322,13 +322,11 @@ export const TraceProbeSchema = z
               description:
                 "what a graph adds per node beyond the busy time of its kernel: the estimates' per-kernel term",
             }),
-            kernel_busy_ns: z
-              .number()
-              .meta({
-                unit: 'ns',
-                description:
-                  "the chain's busy time per kernel, traced (the union of its kernels' intervals over their count)",
-              }),
+            kernel_busy_ns: z.number().meta({
+              unit: 'ns',
+              description:
+                "the chain's busy time per kernel, traced (the union of its kernels' intervals over their count)",
+            }),
           }),
           z.strictObject({ reason: z.string() }),
         ]),
