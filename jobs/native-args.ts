@@ -141,12 +141,14 @@ export interface ChainFloorRequest {
   kernels: number;
   warmup: number;
   steps: number;
+  /** graph (the floor's reps) or eager (the traced rep whose busy time per kernel comes off the floor) */
+  mode: 'graph' | 'eager';
 }
 
 /**
- * `graphrt run` of one graph rep of the chain (native/PROTOCOL.md "Workloads": `kernels` launches
- * of `x -> ±x + b` per step), on the card a resident command rank holds: its nodes cost what a
- * graph node costs on this card when the kernel does nearly nothing.
+ * `graphrt run` of one rep of the chain (native/PROTOCOL.md "Workloads": `kernels` launches of
+ * `x -> ±x + b` per step), on the card a resident command rank holds: in graph mode its nodes cost
+ * what a graph node costs on this card when the kernel does nearly nothing.
  */
 export function toChainFloorRun(r: ChainFloorRequest): NativeProcess {
   return {
@@ -160,7 +162,7 @@ export function toChainFloorRun(r: ChainFloorRequest): NativeProcess {
       'chain',
       '--kernels',
       String(r.kernels),
-      '--graph',
+      ...(r.mode === 'graph' ? ['--graph'] : []),
       '--warmup',
       String(r.warmup),
       '--steps',

@@ -9,13 +9,15 @@
  * A chain node's time is the time its kernel keeps the card busy plus what the graph adds per node
  * (the dependency's resolution and the next kernel's start). A user's traced busy time already holds
  * the first for each of its kernels, so the estimate adds per node only the second: the floor less
- * the chain's busy time per kernel, which one traced chain rep gives (worker/command/chain-floor.ts),
+ * the chain's busy time per kernel, which one traced eager chain rep gives (worker/command/chain-floor.ts),
  * measured as the user's busy is, the union of the traced kernels' intervals. On the H200 the whole
  * floor counted each kernel's busy time twice: estimates came out 10-21 % above the measured graph
  * step of three programs, (measured − busy) ÷ kernels being 0.45-0.51 µs against a 0.95 µs floor
- * (bench/h200/runs/2026-12-04/truth2-run2.txt). A traced chain kernel's own start-to-end (0.99 µs)
- * exceeded the untraced per-node time (0.91 µs): intervals of consecutive kernels overlap, so a
- * median duration is not the busy time a kernel adds (bench/h200/runs/2026-12-04c).
+ * (bench/h200/runs/2026-12-04/truth2-run2.txt). The traced rep runs eager, as the user's busy is
+ * measured on its eager arm: traced inside a graph, a chain kernel's own start-to-end (0.99 µs)
+ * exceeded the untraced node (0.91 µs), and the union of their intervals covered 0.951 µs of each
+ * 0.963 µs node, CUPTI's interval of a graph node reaching over the gap before it
+ * (bench/h200/runs/2026-12-04c).
  */
 import { median } from './descriptive.ts';
 

@@ -5,8 +5,17 @@
  * (orchestrator/stats/graph-node-floor.ts nodeCostNs).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { toChainFloorRun } from '../../jobs/native-args.ts';
 import { readChainRep } from '../../worker/command/chain-floor.ts';
+
+const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
+const skip = existsSync(GRAPHRT) || process.env.CI ? false : 'native/build/graphrt is not built';
 
 const hello = JSON.stringify({
   v: 1,
@@ -61,4 +70,39 @@ test("a traced chain rep's kernel_busy_ns is read beside its steps; an untraced 
   // a negative run time is no measurement: the line is refused, not read
   const bad = readChainRep(`${hello}\n${rep({ kernel_busy_ns: -1 })}\n`, '', null);
   assert.ok('reason' in bad && /does not read/.test(bad.reason), JSON.stringify(bad));
+});
+
+test("the traced rep runs the chain eager (a user's busy is its eager arm's): graphrt's own eager line is read as such, and refused where a graph rep is wanted", {
+  skip,
+}, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orch-chain-eager-'));
+  try {
+    const { args } = toChainFloorRun({
+      backend: 'cpu',
+      uuid: '',
+      lockFd: 3,
+      kernels: 8,
+      warmup: 1,
+      steps: 2,
+      mode: 'eager',
+    });
+    assert.ok(!args.includes('--graph'), args.join(' '));
+    // fd 3: the card's lock file, opened and locked, as the worker hands it to graphrt
+    const out = spawnSync(
+      'sh',
+      ['-c', `exec 3>"${join(dir, 'lock')}" && flock 3 && exec "$0" "$@"`, GRAPHRT, ...args],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, CUDA_VISIBLE_DEVICES: '' },
+      },
+    );
+    assert.equal(out.status, 0, out.stdout + out.stderr);
+    const eager = readChainRep(out.stdout, out.stderr, null, 'eager');
+    assert.ok('rep' in eager, JSON.stringify(eager));
+    assert.deepEqual([eager.rep.mode, eager.rep.nodes, eager.kernelBusyNs], ['eager', null, undefined]);
+    const wrong = readChainRep(out.stdout, out.stderr, null, 'graph');
+    assert.ok('reason' in wrong && /ran eager, not graph/.test(wrong.reason), JSON.stringify(wrong));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

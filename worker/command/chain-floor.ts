@@ -4,10 +4,13 @@
  * card's lock the worker already holds (the locked description inherited as fd 3), before the
  * resident program starts — never beside it, so neither disturbs the other. What it measured (or
  * why nothing) goes on the rank's hello and into the probe record; the floor itself is computed
- * from the reps by orchestrator/stats/graph-node-floor.ts. On a cuda card one more rep runs under
- * orch's injection library in trace mode, for the chain's busy time per kernel (`kernel_busy_ns`):
- * a user's traced busy time already holds each kernel's, so the estimate adds per node only
- * what the floor holds beyond it. Its steps are not part of the floor (tracing slows replays).
+ * from the reps by orchestrator/stats/graph-node-floor.ts. On a cuda card one more rep runs, eager,
+ * under orch's injection library in trace mode, for the chain's busy time per kernel
+ * (`kernel_busy_ns`): a user's traced busy time (its eager arm's) already holds each kernel's, so
+ * the estimate adds per node only what the floor holds beyond it. Eager, as the user's busy is
+ * measured: traced in a graph, the chain's kernels' intervals covered 0.951 µs of each 0.963 µs
+ * node on the H200 (bench/h200/runs/2026-12-04c/truth2-graph-busy.txt), CUPTI's interval of a graph
+ * node reaching over the gap before it, so nothing was left to split off.
  */
 import { spawn } from 'node:child_process';
 import type { ChainFloorRep, ChainFloorRun } from '../../jobs/chain-floor-run.ts';
@@ -53,7 +56,7 @@ export async function measureChainFloor(o: ChainFloorOptions): Promise<ChainFloo
   let device = '';
   let backend: 'cpu' | 'cuda' = o.backend;
   for (let i = 0; i < CHAIN_REPS; i++) {
-    const run = await chainRep({ ...o, graphrt }, {});
+    const run = await chainRep({ ...o, graphrt }, 'graph', {});
     if ('reason' in run) return { source: 'none', reason: run.reason };
     reps.push(run.rep);
     device = run.device;
@@ -71,7 +74,7 @@ async function tracedKernel(
   if (backend !== 'cuda') return { reason: `graphrt's ${backend} backend: no kernels to trace` };
   if (o.injectLib === null)
     return { reason: "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt)" };
-  const run = await chainRep(o, { [INJECTION_VARIABLE]: o.injectLib, [TRACE_VARIABLE]: '1' });
+  const run = await chainRep(o, 'eager', { [INJECTION_VARIABLE]: o.injectLib, [TRACE_VARIABLE]: '1' });
   if ('reason' in run) return { reason: `the traced chain rep: ${run.reason}` };
   if (run.kernelBusyNs === undefined || run.kernelBusyNs <= 0)
     return {
@@ -84,8 +87,13 @@ type RepOrReason =
   | { rep: ChainFloorRep; device: string; backend: 'cpu' | 'cuda'; kernelBusyNs?: number }
   | { reason: string };
 
-function chainRep(o: ChainFloorOptions & { graphrt: string }, traceEnv: Record<string, string>): Promise<RepOrReason> {
+function chainRep(
+  o: ChainFloorOptions & { graphrt: string },
+  mode: 'graph' | 'eager',
+  traceEnv: Record<string, string>,
+): Promise<RepOrReason> {
   const { args, env } = toChainFloorRun({
+    mode,
     backend: o.backend,
     uuid: o.uuid,
     lockFd: INHERITED_LOCK_FD,
@@ -131,13 +139,18 @@ function chainRep(o: ChainFloorOptions & { graphrt: string }, traceEnv: Record<s
                   ? `killed by ${signal} (over ${CHAIN_TIMEOUT_MS} ms?)`
                   : `exit ${code}`,
             );
-      resolve(readChainRep(stdout, stderr, ended));
+      resolve(readChainRep(stdout, stderr, ended, mode));
     });
   });
 }
 
-/** The hello and the rep of one `graphrt run`, or why the rep gives no floor. */
-export function readChainRep(stdout: string, stderr: string, err: Error | null): RepOrReason {
+/** The hello and the rep of one `graphrt run` in `mode`, or why the rep gives no floor. */
+export function readChainRep(
+  stdout: string,
+  stderr: string,
+  err: Error | null,
+  mode: 'graph' | 'eager' = 'graph',
+): RepOrReason {
   let device = '';
   let backend: 'cpu' | 'cuda' | null = null;
   for (const raw of stdout.split('\n').filter((l) => l.trim() !== '')) {
@@ -153,10 +166,12 @@ export function readChainRep(stdout: string, stderr: string, err: Error | null):
     } else if (line.type === 'error') {
       return { reason: `graphrt's chain failed on the card: ${line.code}: ${line.message}` };
     } else if (line.type === 'rep' && backend !== null) {
-      if (line.mode !== 'graph' || line.nodes === null || line.nodes === undefined)
-        return { reason: `graphrt's chain ran ${line.mode} without graph nodes on ${device}: no graph-node floor` };
+      if (line.mode !== mode)
+        return { reason: `graphrt's chain ran ${line.mode}, not ${mode}, on ${device}: no graph-node floor` };
+      if (mode === 'graph' && (line.nodes === null || line.nodes === undefined))
+        return { reason: `graphrt's chain ran graph without graph nodes on ${device}: no graph-node floor` };
       return {
-        rep: { mode: line.mode, nodes: line.nodes, step_ms: line.step_ms },
+        rep: { mode: line.mode, nodes: line.nodes ?? null, step_ms: line.step_ms },
         device,
         backend,
         ...(line.kernel_busy_ns === undefined ? {} : { kernelBusyNs: line.kernel_busy_ns }),
