@@ -2,14 +2,15 @@
  * A user's program holds no secret (worker/run-as.ts): run as a second local user, a command
  * cannot read the worker's /proc/<pid>/environ nor its 0600 secret file, while the card's lock is
  * still held for it by the worker's flock(1). The same command as the worker's own user reads
- * both (the test's control: it can fail).
+ * both (the test's control: it can fail). A cwd the run-as user cannot enter is refused before
+ * anything starts, naming the closed directory (with builds and rank caches: run-as-builds.test.ts).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runCommandRep } from '../../worker/command/run-command-rep.ts';
+import { commandCwd, runCommandRep } from '../../worker/command/run-command-rep.ts';
 import { resolveRunAs } from '../../worker/run-as.ts';
 
 const root = process.getuid?.() === 0;
@@ -56,4 +57,26 @@ test("a command run as the run-as user reads neither the worker's environ nor it
   );
   assert.deepEqual(await run(runAs), ['environ-refused', 'secret-refused', `uid=${runAs.uid}`]);
   assert.ok(runAs.uid !== 0);
+});
+
+test('a cwd under a directory the run-as user cannot enter: refused before the program starts, naming the directory', {
+  skip: !root && 'not root: only root can switch to a second local user (useradd, setpriv)',
+}, () => {
+  const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
+  const closed = mkdtempSync(join(tmpdir(), 'orch-runas-closed-'));
+  chmodSync(closed, 0o700);
+  const cwd = join(closed, 'work');
+  mkdirSync(cwd);
+  assert.equal(commandCwd(cwd, null, undefined, null), cwd, "the worker's own user enters it");
+  assert.throws(
+    () => commandCwd(cwd, null, undefined, runAs),
+    (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'RUN_AS_UNREACHABLE');
+      assert.equal(
+        err.message,
+        `workload.run.cwd: the program would run in ${cwd}, but orch-test-run, the user this worker runs programs as (--run-as), cannot enter ${closed} (mode 0700, owner uid 0, group gid 0)`,
+      );
+      return true;
+    },
+  );
 });
