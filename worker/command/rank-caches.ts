@@ -17,9 +17,9 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, utimesSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { OrchError } from '../../jobs/errors.ts';
+import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { asUser, type RunAs } from '../run-as.ts';
-import { setAccess } from '../run-as-reach.ts';
+import { describeBlocker, searchBlocker, setAccess } from '../run-as-reach.ts';
 
 /** The variables, each with its directory's name under the build's cache directory. */
 const CACHES = { TORCHINDUCTOR_CACHE_DIR: 'inductor', TRITON_CACHE_DIR: 'triton', CUDA_CACHE_PATH: 'cuda' } as const;
@@ -45,6 +45,9 @@ export function rankCachesRoot(buildRoot: string): string {
 export function rankCacheName(buildKey: string | null): string {
   return buildKey === null ? CHECKOUT_CACHE_NAME : createHash('sha256').update(buildKey).digest('hex').slice(0, 16);
 }
+
+/** The name of a run-as user's directory of cache sets under the rank caches' root: `as-<user>`. */
+export const RUN_AS_CACHES_DIR = /^as-[a-z_][a-z0-9_-]{0,31}$/;
 
 /** The directory of `runAs`'s own cache sets under the rank caches' root. */
 export function runAsCachesDir(root: string, runAs: RunAs): string {
@@ -83,6 +86,14 @@ function runAsRankCaches(buildRoot: string, buildKey: string | null, runAs: RunA
   mkdirSync(own, { recursive: true, mode: 0o700 });
   setAccess(own, 0o700, { uid: runAs.uid, gid: runAs.gid });
   const dir = join(own, rankCacheName(buildKey));
+  // the worker checked the build root's parent at start (build-cache-sharing.ts); a directory changed since is named here
+  const blocker = searchBlocker(own, runAs);
+  if (blocker !== null)
+    throw new UserInputError(
+      'RUN_AS_UNREACHABLE',
+      `the rank caches ${dir} lie under ${describeBlocker(blocker)}, which ${runAs.user} (--run-as) cannot enter`,
+      { hint: `let ${runAs.user} enter ${blocker.dir}, or move the build directory (--build-dir) out from under it` },
+    );
   const [file, ...args] = asUser(runAs, ['/bin/sh', '-c', MAKE_AS_USER, 'sh', dir]);
   const r = spawnSync(file!, args, { cwd: '/', env: { PATH: '/usr/bin:/bin' }, encoding: 'utf8', timeout: 30_000 });
   if (r.status !== 0)
