@@ -14,11 +14,11 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ExperimentStore } from '../../store/experiment-store.ts';
 import { resolveRunAs } from '../../worker/run-as.ts';
+import { runOrch, spawnOrch } from '../orchestrator/orch-cluster.ts';
 import { TEST_CLUSTER_SECRET } from '../utils/cluster-secret.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
-import { runOrch, spawnOrch } from '../orchestrator/orch-cluster.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ranks/orch-rank.mjs', import.meta.url));
 const USER = 'orch-test-run';

@@ -30,10 +30,10 @@ import { parseStored } from '../../jobs/parse-stored.ts';
 import type { BuildEvent } from '../../jobs/worker-event.ts';
 import { BUILD_STATE_TTL_MS, type BuildRequestInfo, BuildStateMirror } from '../../store/build-state.ts';
 import { programEnv } from '../command/program-env.ts';
-import type { RunAs } from '../run-as.ts';
 import { spawnTethered } from '../command/tether.ts';
-import { type BuildKey, type BuildKeySpec, computeBuildKey } from './build-key.ts';
+import type { RunAs } from '../run-as.ts';
 import { shareArtifacts } from './build-cache-sharing.ts';
+import { type BuildKey, type BuildKeySpec, computeBuildKey } from './build-key.ts';
 import { acquireBuildLock } from './build-lock.ts';
 
 export const COMPLETE_MARKER = '.complete';

@@ -11,8 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { OrchError } from '../../jobs/errors.ts';
-import { asUser } from '../run-as.ts';
 import { COMPLETE_MARKER } from '../builds/build-cache.ts';
+import { asUser } from '../run-as.ts';
 import {
   CHECKOUT_CACHE_NAME,
   LAST_USED_FILE,
