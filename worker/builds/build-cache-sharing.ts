@@ -8,7 +8,8 @@
  *   <root>/                   owner's, group G, 0710  G may pass through, not list
  *   <root>/artifacts/         group G, 0750
  *   <root>/artifacts/<key>/…  group G, g+r (+x where a directory or the owner's x), no write
- *                             for group or others, no setuid/setgid
+ *                             for group or others, no setuid/setgid; a hard link the build
+ *                             made is left as it is (its inode is also a file elsewhere)
  *   every other entry         0700 / 0600: the worker's alone (.build.lock, .worktree.lock
  *                             made here, so flock(1) never creates them 0644)
  *
@@ -65,6 +66,9 @@ function share(path: string, gid: number): void {
   const st = lstatSync(path);
   // a link's own mode means nothing (its target decides); a socket or device is no artifact
   if (!st.isDirectory() && !st.isFile()) return;
+  // a hard link made by the build shares its inode with a file elsewhere (a system library, a
+  // secret): its modes are that file's, not the build's to change
+  if (st.isFile() && st.nlink > 1) return;
   if (st.isDirectory()) for (const e of readdirSync(path)) share(join(path, e), gid);
   const x = st.isDirectory() || (st.mode & 0o100) !== 0 ? 0o010 : 0;
   // the owner keeps its write bit; group and others never write, and nothing runs with its owner's ids
