@@ -4,12 +4,15 @@
  * still held for it by the worker's flock(1). The same command as the worker's own user reads
  * both (the test's control: it can fail). A cwd the run-as user cannot enter is refused before
  * anything starts, naming the closed directory (with builds and rank caches: run-as-builds.test.ts).
+ * Processes that create the same missing user at once (test files run side by side do) all get it.
  */
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { commandCwd, runCommandRep } from '../../worker/command/run-command-rep.ts';
 import { resolveRunAs } from '../../worker/run-as.ts';
 
@@ -79,4 +82,39 @@ test('a cwd under a directory the run-as user cannot enter: refused before the p
       return true;
     },
   );
+});
+
+test('four processes creating the same missing run-as user at once: each gets it, none fails on the others useradd', {
+  skip: !root && 'not root: only root can create a user (useradd)',
+  timeout: 60_000,
+}, async () => {
+  const user = `orch-race-${process.pid}`;
+  // all four past their start-up (tsx takes a second or more) before any looks the user up
+  const at = Date.now() + 4000;
+  const script = `import { resolveRunAs } from ${JSON.stringify(fileURLToPath(new URL('../../worker/run-as.ts', import.meta.url)))};
+await new Promise((r) => setTimeout(r, ${at} - Date.now()));
+process.stdout.write(String(resolveRunAs(${JSON.stringify(user)}, { create: true, log: () => {} }).uid));`;
+  try {
+    const runs = await Promise.all(
+      [0, 1, 2, 3].map(
+        () =>
+          new Promise<{ code: number | null; out: string }>((done) => {
+            const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+              stdio: ['ignore', 'pipe', 'pipe'],
+            });
+            let out = '';
+            c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+            c.stderr.on('data', (d: Buffer) => (out += d.toString()));
+            c.once('exit', (code) => done({ code, out }));
+          }),
+      ),
+    );
+    const uid = resolveRunAs(user, { create: false, log: () => {} }).uid;
+    assert.deepEqual(
+      runs.map((r) => r.out),
+      [0, 1, 2, 3].map(() => String(uid)),
+    );
+  } finally {
+    spawnSync('userdel', [user]);
+  }
 });
