@@ -13,11 +13,12 @@
  *   every other entry         0700 / 0600: the worker's alone (.build.lock, .worktree.lock
  *                             made here, so flock(1) never creates them 0644)
  *
- * Nothing above the root is touched: a directory there that the run-as user cannot search
- * (/root, 0700, under the default ~/.cache/orch/builds of a root worker) refuses the start,
- * naming it, since opening it would open everything else under it too.
+ * Nothing above the root is touched but what this makes there (0755 whatever the umask: the
+ * /var/cache/orch of --build-dir /var/cache/orch/builds): a directory there that the run-as user
+ * cannot search (/root, 0700, above the default ~/.cache/orch/builds of a root worker) refuses
+ * the start, naming it, since opening it would open everything else under it too.
  */
-import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import type { RunAs } from '../run-as.ts';
@@ -29,7 +30,10 @@ const LOCK_FILES = ['.build.lock', '.worktree.lock'];
 
 /** Prepares build root `root` for programs run as `runAs`; refuses (UserInputError) a root that user cannot reach. */
 export function shareBuildRoot(root: string, runAs: RunAs): void {
+  // the directories above the root that this makes are its own: passable whatever the umask
+  const made = missingAncestors(root);
   mkdirSync(join(root, 'artifacts'), { recursive: true });
+  for (const d of made) setAccess(d, 0o755);
   for (const d of PRIVATE_DIRS) mkdirSync(join(root, d), { recursive: true, mode: 0o700 });
   for (const f of LOCK_FILES)
     closeSync(openSync(join(root, f), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
@@ -50,6 +54,13 @@ export function shareBuildRoot(root: string, runAs: RunAs): void {
   }
   setAccess(root, 0o710, { gid: runAs.gid });
   setAccess(join(root, 'artifacts'), 0o750, { gid: runAs.gid });
+}
+
+/** The directories above `dir` that do not exist yet, the highest first. */
+function missingAncestors(dir: string): string[] {
+  const missing: string[] = [];
+  for (let d = dirname(dir); d !== dirname(d) && !existsSync(d); d = dirname(d)) missing.unshift(d);
+  return missing;
 }
 
 /**
