@@ -82,6 +82,16 @@ export const ERROR_CODES = {
     kind: 'user-input',
     meaning: 'a state directory (card locks) or lock file is a symlink, owned by another user, or group/world-writable',
   },
+  RUN_AS_UNREACHABLE: {
+    kind: 'user-input',
+    meaning:
+      "orch worker --run-as: a directory the programs' user must enter (the build cache, the rank caches, a program's cwd) lies under one it cannot search",
+    hint: 'put the build directory (--build-dir) and workload.run.cwd under directories that user can enter, e.g. --build-dir /var/cache/orch/builds',
+  },
+  RANK_CACHES_FAILED: {
+    kind: 'deterministic',
+    meaning: "the run-as user's rank caches (Inductor, Triton, CUDA JIT) could not be made in its own directory",
+  },
   EMBEDDED_REDIS_DIED: {
     kind: 'transient',
     meaning:

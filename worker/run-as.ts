@@ -7,6 +7,8 @@
  * stay the worker's.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { UserInputError } from '../jobs/errors.ts';
 import { lookUp, requireHelper } from './helper-paths.ts';
 
@@ -30,6 +32,22 @@ function passwd(user: string): RunAs | null {
   return { user, uid: Number(f[2]), gid: Number(f[3]), home: f[5] ?? '/' };
 }
 
+/** The lock orch's useradd runs under; in /run, which only root may write (not /run/lock, 1777). */
+const USERADD_LOCK = '/run/orch-useradd.lock';
+
+/** How long a user another process is creating may take to appear. */
+const LATE_USER_MS = 5000;
+
+/** `user`'s passwd entry once it appears, polled for up to `ms`; null if it does not. */
+function awaitUser(user: string, ms: number): RunAs | null {
+  const until = Date.now() + ms;
+  for (;;) {
+    const found = passwd(user);
+    if (found !== null || Date.now() >= until) return found;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+  }
+}
+
 /**
  * `user`'s ids; a missing one is created (useradd --system, no home, no login shell) when
  * `create`, and `log` says so. Refused: not root, root itself, a malformed name.
@@ -46,31 +64,38 @@ export function resolveRunAs(user: string, opts: { create: boolean; log: (msg: s
   let found = passwd(user);
   if (found === null && opts.create) {
     const useradd = lookUp('useradd', '/usr/sbin:/usr/bin:/sbin:/bin');
+    const add = [
+      '--system',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      '--user-group',
+      user,
+    ];
+    // one useradd at a time among orch processes: two at once may both succeed, each writing
+    // /etc/passwd with the uid it picked, and leave the user with a uid one of them never saw
+    const flock = existsSync(dirname(USERADD_LOCK)) ? lookUp('flock') : null;
     const r =
       useradd === null
         ? null
-        : spawnSync(
-            useradd,
-            [
-              '--system',
-              '--no-create-home',
-              '--home-dir',
-              '/nonexistent',
-              '--shell',
-              '/usr/sbin/nologin',
-              '--user-group',
-              user,
-            ],
-            { encoding: 'utf8' },
-          );
-    if (r === null || r.status !== 0)
+        : flock === null
+          ? spawnSync(useradd, add, { encoding: 'utf8' })
+          : spawnSync(flock, ['-w', '30', USERADD_LOCK, useradd, ...add], { encoding: 'utf8' });
+    // another orch process creating the same user meanwhile (useradd: "already exists", or its
+    // lock on /etc/passwd taken) is no failure: the user appears once that one is done
+    if (r !== null && r.status !== 0) found = awaitUser(user, LATE_USER_MS);
+    if (r === null || (r.status !== 0 && found === null))
       throw new UserInputError(
         'CLI_USAGE',
         `--run-as ${user}: the user does not exist and useradd failed: ${r === null ? 'useradd not found' : r.stderr.trim()}`,
         { hint: `create it yourself: useradd --system --user-group ${user}` },
       );
-    opts.log(`created the system user ${user} (useradd) to run users' programs as`);
-    found = passwd(user);
+    if (found === null) {
+      opts.log(`created the system user ${user} (useradd) to run users' programs as`);
+      found = passwd(user);
+    }
   }
   if (found === null)
     throw new UserInputError('CLI_USAGE', `--run-as ${user}: no such user`, {

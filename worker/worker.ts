@@ -27,7 +27,7 @@
  */
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Worker as BullWorker, type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -54,7 +54,8 @@ import { RefusedJobs } from '../store/refused-jobs.ts';
 import { RepProgress } from '../store/rep-progress.ts';
 import { ResultStore } from '../store/result-store.ts';
 import { BlockExecutor, cardLockPath } from './block-executor.ts';
-import { BuildCache } from './builds/build-cache.ts';
+import { BuildCache, defaultBuildRoot } from './builds/build-cache.ts';
+import { shareBuildRoot } from './builds/build-cache-sharing.ts';
 import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
 import { injectLibPath } from './command/launch-counter.ts';
@@ -184,6 +185,8 @@ export class Worker {
     this.log = opts.log.child({ host: this.host });
     this.secret = opts.secret ?? requireClusterSecret(`the worker of host ${this.host}`);
     this.caps = workerCapabilities(opts);
+    // before anything else: a build cache its programs cannot reach refuses the start
+    if (opts.runAs !== undefined) shareBuildRoot(resolve(opts.buildDir ?? defaultBuildRoot()), opts.runAs);
   }
 
   /**
@@ -344,7 +347,13 @@ export class Worker {
     await this.claimHost(redis, ttl);
     const lockDir = await this.registerCards(redis, ttl);
     const keys = orchKeys(this.prefix);
-    const cache = new BuildCache({ root: this.opts.buildDir, host: this.host, redis, prefix: this.prefix });
+    const cache = new BuildCache({
+      root: this.opts.buildDir,
+      host: this.host,
+      redis,
+      prefix: this.prefix,
+      runAs: this.opts.runAs ?? null,
+    });
     const events = (experiment: string) =>
       new EventStream(
         redis,

@@ -103,7 +103,7 @@ export const workerCommand = defineCommand({
       .option('run-as', {
         type: 'string',
         describe:
-          "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment",
+          "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (not under /root: e.g. --build-dir /var/cache/orch/builds)",
       })
       .option('allow-build', {
         type: 'boolean',

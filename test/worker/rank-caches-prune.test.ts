@@ -2,14 +2,16 @@
  * `orch prune --rank-caches`: on real directories, the compiler caches of a build no longer in the
  * build cache go, and so do caches (the checkout's too) unused for longer than --older-than; the
  * caches of a finished build used recently stay, and so does a directory that is no cache set.
+ * A run-as user's cache sets (as root) are judged alike and removed as that user.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { COMPLETE_MARKER } from '../../worker/builds/build-cache.ts';
 import { LAST_USED_FILE, rankCaches, rankCachesRoot } from '../../worker/command/rank-caches.ts';
+import { resolveRunAs } from '../../worker/run-as.ts';
 import { runOrch } from '../cli/run-orch.ts';
 
 const DAY_MS = 86_400_000;
@@ -69,5 +71,32 @@ describe('orch prune --rank-caches', () => {
     assert.equal(everything.status, 0, everything.stderr);
     assert.ok(!existsSync(recent) && !existsSync(checkoutRecent), '0s: every cache set goes');
     assert.ok(existsSync(notACache), 'a directory that is no cache set stays');
+  });
+
+  it("a run-as user's cache sets: judged alike, the removed build's removed as that user, its directory kept", {
+    skip: process.getuid?.() !== 0 && 'not root: only root can switch to a second local user (useradd, setpriv)',
+  }, () => {
+    const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
+    // the build root's parent must be passable by the user, as the worker checks at its start
+    chmodSync(top, 0o755);
+    const buildRoot = join(top, 'run-as', 'builds');
+    finishedBuild(buildRoot, 'live');
+    const live = rankCaches(buildRoot, 'live', runAs);
+    const orphan = rankCaches(buildRoot, 'gone', runAs);
+    assert.equal(live.state, 'cold');
+    assert.equal(statSync(orphan.env.TRITON_CACHE_DIR).uid, runAs.uid, 'made as the run-as user');
+    assert.equal(statSync(dirname(orphan.dir)).mode & 0o777, 0o700);
+
+    const r = runOrch(['prune', '--rank-caches', '--older-than', '7d', '--build-dir', buildRoot, '--json']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(
+      (JSON.parse(r.stdout).rank_caches as { dir: string; why: string }[]).map((c) => [c.dir, c.why]),
+      [[orphan.dir, 'build removed']],
+    );
+    assert.ok(!existsSync(orphan.dir), "the removed build's caches are gone");
+    assert.ok(
+      existsSync(live.dir) && existsSync(dirname(live.dir)),
+      "the live build's caches and the user's directory stay",
+    );
   });
 });

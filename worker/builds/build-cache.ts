@@ -31,6 +31,8 @@ import type { BuildEvent } from '../../jobs/worker-event.ts';
 import { BUILD_STATE_TTL_MS, type BuildRequestInfo, BuildStateMirror } from '../../store/build-state.ts';
 import { programEnv } from '../command/program-env.ts';
 import { spawnTethered } from '../command/tether.ts';
+import type { RunAs } from '../run-as.ts';
+import { shareArtifacts } from './build-cache-sharing.ts';
 import { type BuildKey, type BuildKeySpec, computeBuildKey } from './build-key.ts';
 import { acquireBuildLock } from './build-lock.ts';
 
@@ -75,6 +77,11 @@ export interface BuildCacheOptions {
   prefix?: string;
   /** Called with each mirror failure; the mirror is a view, so a Redis hiccup never fails a build. */
   onMirrorError?: (err: unknown) => void;
+  /**
+   * The user command programs run as (worker/run-as.ts): every build ensure() returns is first
+   * opened, read-only, to its group (build-cache-sharing.ts; the root itself: shareBuildRoot).
+   */
+  runAs?: RunAs | null;
 }
 
 export function defaultBuildRoot(): string {
@@ -100,12 +107,14 @@ export class BuildCache {
   readonly host: string;
   private readonly mirror: BuildStateMirror | null;
   private readonly onMirrorError: (err: unknown) => void;
+  private readonly runAs: RunAs | null;
 
   constructor(opts: BuildCacheOptions = {}) {
     this.root = resolve(opts.root ?? defaultBuildRoot());
     this.host = opts.host ?? hostname();
     this.mirror = opts.redis ? new BuildStateMirror(opts.redis, this.host, opts.prefix) : null;
     this.onMirrorError = opts.onMirrorError ?? (() => {});
+    this.runAs = opts.runAs ?? null;
   }
 
   artifactDir(key: string): string {
@@ -127,6 +136,13 @@ export class BuildCache {
   }
 
   async ensure(req: BuildRequest): Promise<EnsuredBuild> {
+    const b = await this.ensureBuilt(req);
+    // a cached build too: it may predate --run-as, or come from a worker without it
+    if (this.runAs !== null) shareArtifacts(b.dir, this.runAs);
+    return b;
+  }
+
+  private async ensureBuilt(req: BuildRequest): Promise<EnsuredBuild> {
     const path = req.path ?? 'workload.build';
     const base = req.baseDir ?? process.cwd();
     // `~/src/x` is the user's home on this host; a relative dir is relative to `baseDir`.
@@ -251,6 +267,7 @@ export class BuildCache {
   private async build(build: BuildSpecInput, bk: BuildKey, dir: string, path: string): Promise<void> {
     // Staging dirs of builders that died: we hold the lock, so nobody else is writing there.
     await rm(join(this.root, 'tmp'), { recursive: true, force: true });
+    await mkdir(join(this.root, 'tmp'), { mode: 0o700 });
     const staging = join(this.root, 'tmp', `${bk.key}.${process.pid}.${randomBytes(3).toString('hex')}`);
     await mkdir(staging, { recursive: true });
     const logFile = join(this.root, 'logs', `${bk.key}.${Date.now()}.log`);

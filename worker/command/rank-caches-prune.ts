@@ -4,11 +4,22 @@
  * them again), and any build's caches, the checkout's too, not used by a rank for longer than the
  * bound (a build kept for ever should not keep gigabytes of Inductor and Triton output for ever).
  * A directory that is not a cache set (a name neither a build's nor the checkout's) is left alone.
+ * The cache sets of a run-as user (`as-<user>/`, that user's own) are judged the same; they are
+ * removed as that user (setpriv rm), never by root walking a tree another user can change under it.
  */
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { OrchError } from '../../jobs/errors.ts';
 import { COMPLETE_MARKER } from '../builds/build-cache.ts';
-import { CHECKOUT_CACHE_NAME, LAST_USED_FILE, rankCacheName, rankCachesRoot } from './rank-caches.ts';
+import { asUser } from '../run-as.ts';
+import {
+  CHECKOUT_CACHE_NAME,
+  LAST_USED_FILE,
+  RUN_AS_CACHES_DIR,
+  rankCacheName,
+  rankCachesRoot,
+} from './rank-caches.ts';
 
 export interface PrunableCache {
   dir: string;
@@ -21,11 +32,19 @@ export interface PrunableCache {
 
 const CACHE_NAME = /^[0-9a-f]{16}$/;
 
-/** The cache sets under `buildRoot`'s parent that go: unreferenced by a finished build, or last used before `cutoffMs`. */
+/** The cache sets under `buildRoot`'s parent, the run-as users' too, that go: unreferenced by a finished build, or last used before `cutoffMs`. */
 export function prunableRankCaches(buildRoot: string, cutoffMs: number): PrunableCache[] {
   const root = rankCachesRoot(buildRoot);
   if (!existsSync(root)) return [];
   const builds = finishedBuilds(buildRoot);
+  const found = prunableIn(root, builds, cutoffMs);
+  for (const name of readdirSync(root).sort())
+    if (RUN_AS_CACHES_DIR.test(name) && lstatSync(join(root, name)).isDirectory())
+      found.push(...prunableIn(join(root, name), builds, cutoffMs));
+  return found;
+}
+
+function prunableIn(root: string, builds: Map<string, string>, cutoffMs: number): PrunableCache[] {
   const found: PrunableCache[] = [];
   for (const name of readdirSync(root).sort()) {
     if (name !== CHECKOUT_CACHE_NAME && !CACHE_NAME.test(name)) continue;
@@ -39,9 +58,29 @@ export function prunableRankCaches(buildRoot: string, cutoffMs: number): Prunabl
   return found;
 }
 
-/** Removes the listed cache sets; a rank starting meanwhile recreates its directories (cold). */
+/** Removes the listed cache sets, a run-as user's as that user; a rank starting meanwhile recreates its directories (cold). */
 export function removeRankCaches(caches: readonly PrunableCache[]): void {
-  for (const c of caches) rmSync(c.dir, { recursive: true, force: true });
+  for (const c of caches) {
+    const parent = dirname(c.dir);
+    const owner = lstatSync(parent);
+    if (!RUN_AS_CACHES_DIR.test(basename(parent)) || owner.uid === process.getuid?.()) {
+      rmSync(c.dir, { recursive: true, force: true });
+      continue;
+    }
+    const user = basename(parent).slice('as-'.length);
+    const [file, ...args] = asUser({ user, uid: owner.uid, gid: owner.gid, home: '/' }, [
+      '/bin/rm',
+      '-rf',
+      '--',
+      c.dir,
+    ]);
+    const r = spawnSync(file!, args, { cwd: '/', env: { PATH: '/usr/bin:/bin' }, encoding: 'utf8' });
+    if (r.status !== 0)
+      throw new OrchError(
+        'RANK_CACHES_FAILED',
+        `removing ${c.dir} as ${user} (uid ${owner.uid}) failed: ${r.error?.message ?? (r.stderr.trim() || `exit ${r.status ?? r.signal}`)}`,
+      );
+  }
 }
 
 /** Cache name → build key of every finished build (artifacts/<key>/.complete). */
@@ -58,5 +97,6 @@ function finishedBuilds(buildRoot: string): Map<string, string> {
 /** When a rank last started with these caches (the marker's mtime); null: never recorded. */
 function lastUse(dir: string): number | null {
   const marker = join(dir, LAST_USED_FILE);
-  return existsSync(marker) ? statSync(marker).mtimeMs : null;
+  // lstat: in a run-as user's set the marker could be a link to any file of the host
+  return existsSync(marker) ? lstatSync(marker).mtimeMs : null;
 }

@@ -200,7 +200,7 @@ export class ResidentCommandRank implements RankHandle {
       throw err;
     }
     this.artifactDir = prepared.artifactDir;
-    this.caches = rankCaches(this.opts.buildRoot, prepared.hello.build?.key ?? null);
+    this.caches = rankCaches(this.opts.buildRoot, prepared.hello.build?.key ?? null, this.opts.runAs ?? null);
     const { proto, floor } = await this.startUnderLock(prepared.artifactDir);
     void proto.exited.then((e) => this.resolveExited(e));
     const hello = await proto.ready;
@@ -395,7 +395,7 @@ export class ResidentCommandRank implements RankHandle {
       }),
     };
     const { child, endGroup } = spawnRank(run.cmd, {
-      cwd: commandCwd(run.cwd, artifactDir),
+      cwd: commandCwd(run.cwd, artifactDir, undefined, this.opts.runAs ?? null),
       env,
       warn: (msg) => s.log.warn(msg),
       runAs: this.opts.runAs ?? null,

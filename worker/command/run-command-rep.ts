@@ -17,6 +17,7 @@ import { MetricParser, type MetricSourceInput, selectMeasured } from '../../jobs
 import { requireHelper } from '../helper-paths.ts';
 import { readLines } from '../line-reader.ts';
 import { asUser, type RunAs, runAsEnv } from '../run-as.ts';
+import { describeBlocker, searchBlocker } from '../run-as-reach.ts';
 import { type CommandRunInput, type ToggleMappingInput, toCommandInvocation } from './command-invocation.ts';
 import { programEnv } from './program-env.ts';
 import { RepOutput } from './rep-output.ts';
@@ -68,18 +69,35 @@ export interface CommandRepResult {
   pid: number;
 }
 
-/** Where the command runs: run.cwd, a relative one against `baseDir`, else the artifact dir, else the worker's cwd; checked to exist. */
-export function commandCwd(given: string | undefined, artifactDir: string | null, baseDir?: string): string {
+/**
+ * Where the command runs: run.cwd, a relative one against `baseDir`, else the artifact dir, else
+ * the worker's cwd; checked to exist, and to be one `runAs` can enter when programs run as it.
+ */
+export function commandCwd(
+  given: string | undefined,
+  artifactDir: string | null,
+  baseDir?: string,
+  runAs: RunAs | null = null,
+): string {
   const base = baseDir ?? artifactDir ?? process.cwd();
   const cwd = given === undefined ? base : isAbsolute(given) ? given : resolve(base, given);
   checkCwd(given, cwd, baseDir ?? (artifactDir !== null ? "the build's artifact dir" : "the worker's cwd"));
+  const blocker = runAs === null ? null : searchBlocker(cwd, runAs);
+  if (runAs !== null && blocker !== null)
+    throw new UserInputError(
+      'RUN_AS_UNREACHABLE',
+      `workload.run.cwd: the program would run in ${cwd}${given === undefined ? ` (${artifactDir !== null ? "the build's artifact dir" : "the worker's cwd"}: run.cwd is not set)` : ''}, but ${runAs.user}, the user this worker runs programs as (--run-as), cannot enter ${describeBlocker(blocker)}`,
+      {
+        hint: `set workload.run.cwd to a directory ${runAs.user} can enter (e.g. /tmp), or start the worker from one`,
+      },
+    );
   return cwd;
 }
 
 export async function runCommandRep(input: CommandRepInput): Promise<CommandRepResult> {
   const { workload, arm } = input;
   const inv = toCommandInvocation(workload, arm, input.artifactDir);
-  const cwd = commandCwd(workload.run.cwd, input.artifactDir, input.baseDir);
+  const cwd = commandCwd(workload.run.cwd, input.artifactDir, input.baseDir, input.runAs ?? null);
   const what = `arm "${arm.name}", command: ${inv.cmd}`;
   const started = Date.now();
   // by its absolute path: the program's environment may carry the spec's PATH
