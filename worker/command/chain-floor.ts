@@ -25,13 +25,14 @@ import { programEnv } from './program-env.ts';
 /** Kernels per chain step: enough nodes that a step's time is the nodes' and not the launch's. */
 const CHAIN_KERNELS = 256;
 /**
- * The chain's buffer: 32768 elements, 512 blocks of graphrt's 64 threads, so that each kernel spans
- * the card (132 SMs on the H200) as a model's kernels do. What a graph adds per node depends on the
- * kernel: on the H200 graphrt's default 4-block chain left 0.13 µs a node beyond its eager kernels'
- * busy time, while the graph steps of three programs paid 0.47-0.48 µs a node beyond theirs
- * (bench/h200/runs/2026-12-04c/truth2-eager-busy.txt).
+ * The chain's buffer: graphrt's default 256 elements, 4 blocks of 64 threads a kernel. A chain that
+ * spans the card (32768 elements, 512 blocks) was tried for the estimate on the H200 and gave none:
+ * traced eager, its kernels kept the card busy 1.25 µs each, more than its 1.20 µs graph node
+ * (bench/h200/runs/2026-12-04c/truth2-wide-chain.txt). The 4-block chain leaves 0.13 µs a node
+ * beyond its kernels' busy time, where the graph steps of three programs paid 0.46-0.48 µs a node
+ * beyond theirs (truth2-eager-busy.txt): the report says so where the estimate falls short.
  */
-const CHAIN_PARAM_SIZE = 32768;
+const CHAIN_PARAM_SIZE = 256;
 const CHAIN_WARMUP = 4;
 const CHAIN_STEPS = 32;
 /** Graph reps, each its own process (a fresh capture): the floor is their median. */
