@@ -389,6 +389,11 @@ export const ERROR_CODES = {
     kind: 'deterministic',
     meaning: "another attempt already committed this block; this attempt's results are refused",
   },
+  RANK_NEVER_JOINED: {
+    kind: 'deterministic',
+    meaning:
+      "a command gang's rank never joined the rendezvous on MASTER_PORT by the hello deadline while the others waited in it (worker/command/rendezvous-joins.ts): the same program would keep them waiting again",
+  },
   RANK_PROTOCOL: {
     kind: 'deterministic',
     meaning:
