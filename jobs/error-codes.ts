@@ -355,6 +355,11 @@ export const ERROR_CODES = {
     meaning:
       "rank 0's worker found no free TCP port for a command gang's rendezvous (MASTER_PORT) after its bind-probes",
   },
+  GANG_PORT_TAKEN: {
+    kind: 'transient',
+    meaning:
+      "rank 0 of a command gang could not bind its MASTER_PORT, taken by another process after the worker's check, and again on the second port the worker started the gang on (worker/command/stolen-port.ts)",
+  },
   RANK_EXCHANGE: {
     kind: 'transient',
     meaning:

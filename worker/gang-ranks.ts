@@ -29,7 +29,7 @@ import type { GangStaging } from '../store/gang-staging.ts';
 import type { CommandGang } from './command/command-gang.ts';
 import { RendezvousJoins } from './command/rendezvous-joins.ts';
 import { DEFAULT_HELLO_TIMEOUT_S } from './command/resident-command-rank.ts';
-import { stolenPortLine } from './command/stolen-port.ts';
+import { PortTakenTwiceError, type StolenPort, stolenPortLine } from './command/stolen-port.ts';
 import { gangPortRange, pickFreePort, releasePort } from './free-port.ts';
 import type { GangContext } from './gang-context.ts';
 import { GangExchange } from './gang-exchange.ts';
@@ -154,12 +154,13 @@ export class GangRanks {
    * A command gang's ranks, every rank of this part at once (torchrun's rendezvous, not graphrt's),
    * watched for who joins MASTER_PORT (worker/command/rendezvous-joins.ts). A gang on one host
    * whose rank 0 could not bind MASTER_PORT, taken by another process after this worker checked
-   * it (worker/command/stolen-port.ts), is started once more on another port; a second failure
-   * fails the attempt, saying the first.
+   * it (worker/command/stolen-port.ts), is started once more on another port; taken again, the
+   * attempt fails saying both.
    */
   private async startCommand(world: number): Promise<void> {
     // across hosts the port reached every part through the staging: a new one would have to as well
-    let retry = this.spread === null && world > 1;
+    const local = this.spread === null && world > 1;
+    let first: StolenPort | null = null;
     for (;;) {
       const gang = await this.commandGang();
       this.handles = this.gang.job.cards.map((_, i) =>
@@ -174,24 +175,25 @@ export class GangRanks {
       this.joins = joins;
       joins?.watch();
       try {
-        return await this.awaitHellos(retry);
+        return await this.awaitHellos(local);
       } catch (err) {
-        const stolen = retry ? await this.stolenPort(err, gang.masterPort) : null;
-        if (stolen === null) {
-          // a rank's exit waited for this decision: the gang fails as any other would, every rank ended
-          if (retry) this.fate.fail(err as Error);
-          throw err;
+        if (!local) throw err;
+        // a rank's exit waited for this decision (awaitHellos): the gang fails here, or starts again
+        const stolen = await this.stolenPort(err, gang.masterPort);
+        if (stolen !== null && first === null) {
+          first = stolen;
+          this.restartedBecause = `rank 0 could not bind MASTER_PORT ${stolen.port}, taken by another process after this worker checked it (rank 0 said: ${stolen.line}); the gang was started again on another port`;
+          this.gang.log.warn(stolen, 'rendezvous port taken after its check; the gang starts again on another port');
+          this.gang.events.worker(this.gang.tags(''), 'gang-restart', {
+            port: stolen.port,
+            reason: this.restartedBecause,
+          });
+          continue;
         }
-        retry = false;
-        this.restartedBecause = `rank 0 could not bind MASTER_PORT ${gang.masterPort}, taken by another process after this worker checked it (rank 0 said: ${stolen}); the gang was started again on another port`;
-        this.gang.log.warn(
-          { port: gang.masterPort, line: stolen },
-          'rendezvous port taken after its check; the gang starts again on another port',
-        );
-        this.gang.events.worker(this.gang.tags(''), 'gang-restart', {
-          port: gang.masterPort,
-          reason: this.restartedBecause,
-        });
+        const failed =
+          stolen === null ? (err as Error) : new PortTakenTwiceError(first as StolenPort, stolen, this.gang.host);
+        this.fate.fail(failed);
+        throw failed;
       } finally {
         joins?.stop();
       }
@@ -199,18 +201,19 @@ export class GangRanks {
   }
 
   /**
-   * The line of rank 0 that says `port` was taken under it, when the start failed so: rank 0 (of
-   * this part) exited before its hello, and no exchange was published (a new start would publish
-   * other bytes under the attempt's keys). The start's ranks are ended first, and are no longer
-   * the gang's (their exits fail nothing); they are the gang's again when the start is not retried.
+   * Whether the start failed for rank 0's MASTER_PORT taken under it: rank 0 (of this part) exited
+   * before its hello, and no exchange was published (a new start would publish other bytes under
+   * the attempt's keys). The start's ranks are ended first (the probe must not see theirs), and
+   * meanwhile are not the gang's: their exits fail nothing. A stolen port is released, the start's
+   * record of hellos cleared for the next; otherwise the ranks are the gang's again.
    */
-  private async stolenPort(err: unknown, port: number): Promise<string | null> {
+  private async stolenPort(err: unknown, port: number): Promise<StolenPort | null> {
     if (!(err instanceof RankExitError) || err.exit.rank !== 0 || err.exit.beforeHello !== true || this.exchanged)
       return null;
     const started = this.handles;
     this.handles = [];
     for (const r of started) r.kill();
-    await Promise.all(started.map((r) => r.exited));
+    await this.fate.race(Promise.all(started.map((r) => r.exited)));
     const rank0 = started[this.gang.job.cards.findIndex((_, i) => this.gang.rankOf(i) === 0)];
     const line = await stolenPortLine(rank0?.output?.() ?? { stdout: [], stderr: [] }, port);
     if (line === null) {
@@ -223,7 +226,7 @@ export class GangRanks {
     this.helloFrom.clear();
     this.waitingFor.clear();
     this.failedFirstHand.clear();
-    return line;
+    return { port, line };
   }
 
   /**

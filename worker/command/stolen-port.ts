@@ -10,8 +10,15 @@
  * once every rank of the gang has ended, finds it held (by a process that is none of the ranks).
  * A program that failed to bind a port of its own (a metrics server) is not retried.
  */
+import { OrchError } from '../../jobs/errors.ts';
 import type { RankOutput } from '../../jobs/rank-output-tail.ts';
-import { portFree } from '../free-port.ts';
+import { GANG_PORTS_ENV, portFree } from '../free-port.ts';
+
+/** A MASTER_PORT taken under rank 0, and rank 0's line that says so. */
+export interface StolenPort {
+  port: number;
+  line: string;
+}
 
 const ADDRESS_IN_USE = /address already in use|EADDRINUSE|errno:? ?98\b/i;
 
@@ -26,4 +33,17 @@ export async function stolenPortLine(output: RankOutput, port: number): Promise<
   const named = said.find((l) => naming.test(l));
   if (named !== undefined) return named;
   return (await portFree(port)) ? null : (said[said.length - 1] as string);
+}
+
+/** The gang's start was tried again on another port, and that one was taken too. */
+export class PortTakenTwiceError extends OrchError {
+  constructor(first: StolenPort, second: StolenPort, host: string) {
+    super(
+      'GANG_PORT_TAKEN',
+      `rank 0 could not bind MASTER_PORT ${first.port}, nor ${second.port} when the gang was started again: each was taken by another process on host ${host} after this worker checked it free (rank 0 said: ${second.line})`,
+      {
+        hint: `something on ${host} takes ports of the gang's range as they are handed out: set ${GANG_PORTS_ENV} on its worker to ports nothing else uses`,
+      },
+    );
+  }
 }
