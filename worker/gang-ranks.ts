@@ -264,8 +264,9 @@ export class GangRanks {
   private startFailure(err: unknown): unknown {
     if (!(err instanceof Error) || this.fate.failure !== null) return err;
     const pending = this.handles.map((_, i) => i).filter((i) => !this.helloFrom.has(i));
+    // a rank waiting for an exchange waits for rank 0 through the worker, not in the rendezvous (startingContext says so)
     const never =
-      err instanceof HelloDeadlineError
+      err instanceof HelloDeadlineError && this.waitingFor.size === 0
         ? (this.joins?.neverJoined(pending, this.helloDeadlineMs(), err) ?? null)
         : null;
     const failed = never ?? err;
