@@ -8,7 +8,10 @@
  *
  * A command workload's ranks get a CommandGang (worker/command/command-gang.ts): MASTER_ADDR and
  * a MASTER_PORT picked for this attempt by rank 0's worker (worker/free-port.ts; across hosts
- * published through worker/spread-part.ts), and the exchange (worker/gang-exchange.ts).
+ * published through worker/spread-part.ts), and the exchange (worker/gang-exchange.ts). While it
+ * starts, who reaches MASTER_PORT is watched (worker/command/rendezvous-joins.ts: a hello deadline
+ * names the ranks that never joined), and on one host a MASTER_PORT taken under rank 0 starts the
+ * gang once more on another (worker/command/stolen-port.ts).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -170,8 +173,7 @@ export class GangRanks {
           exchange: (key, data) => this.exchangeOf(i, key, data, gang.exchange),
         }),
       );
-      const joins =
-        world > 1 ? new RendezvousJoins(this.gang, gang.masterPort, () => this.handles.map((r) => r.pids())) : null;
+      const joins = world > 1 ? new RendezvousJoins(this.gang, gang.masterPort, () => this.handles) : null;
       this.joins = joins;
       joins?.watch();
       try {

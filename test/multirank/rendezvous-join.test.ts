@@ -6,11 +6,11 @@
  * Skipped with its reason without torch in /usr/bin/python3 (the `torch` suite).
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { type RankOutputTail, RankOutputTailSchema } from '../../jobs/rank-output-tail.ts';
 import { orchKeys } from '../../store/keys.ts';
+import { isAlive } from '../utils/processes.ts';
 import { suiteSkip, torchMissing } from '../utils/required-suite.ts';
 import { EXPERIMENT, useCommandGang } from './command-gang-harness.ts';
 
@@ -22,14 +22,6 @@ const LIBRARY = { PYTHONPATH: join(ROOT, 'ranklib/python'), PYTHONDONTWRITEBYTEC
 interface Seen {
   pid: number;
   master_port: string;
-}
-
-/** Whether `pid` still runs: a zombie waiting for its reaper has ended. */
-function running(pid: number): boolean {
-  const stat = `/proc/${pid}/stat`;
-  if (!existsSync(stat)) return false;
-  const state = readFileSync(stat, 'utf8').replace(/^.*\) /s, '')[0];
-  return state !== 'Z' && state !== 'X';
 }
 
 describe('a command gang whose rank never joins the rendezvous (torch, gloo)', {
@@ -56,7 +48,7 @@ describe('a command gang whose rank never joins the rendezvous (torch, gloo)', {
     );
     assert.ok(ms < 8000 + 20_000, `the block took ${ms} ms to fail`);
     const rank0 = seen<Seen>(0).pid;
-    assert.equal(running(rank0), false, `rank 0 (pid ${rank0}) still runs after the gang failed`);
+    assert.equal(isAlive(rank0), false, `rank 0 (pid ${rank0}) still runs after the gang failed`);
 
     // the rank that never joined is the failed rank whose output is kept, not the rank waiting for it
     const records = Object.values(await gang.env.redis.hgetall(orchKeys(gang.prefix()).rankOutput(EXPERIMENT))).map(

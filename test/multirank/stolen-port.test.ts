@@ -10,10 +10,11 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readEvents } from '../utils/events.ts';
+import { isAlive } from '../utils/processes.ts';
 import { suiteSkip, torchMissing } from '../utils/required-suite.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { EXPERIMENT, useCommandGang } from './command-gang-harness.ts';
@@ -23,11 +24,27 @@ const FIXTURE = join(ROOT, 'test/fixtures/ranks/torch-rendezvous-rank.py');
 const CMD = `/usr/bin/python3 ${JSON.stringify(FIXTURE)}`;
 const LIBRARY = { PYTHONPATH: join(ROOT, 'ranklib/python'), PYTHONDONTWRITEBYTECODE: '1' };
 
-function listen(port: number): Promise<Server> {
+/** A stand-in for the process that takes the port: listens on it, and when closed drops its connections (rank 1's, to the wrong store). */
+interface Thief {
+  close(): Promise<void>;
+}
+
+function listen(port: number): Promise<Thief> {
+  const connections = new Set<Socket>();
   return new Promise((resolve, reject) => {
-    const s = createServer((c) => c.on('error', () => {}));
+    const s = createServer((c) => {
+      connections.add(c);
+      c.on('error', () => {}).on('close', () => connections.delete(c));
+    });
     s.once('error', reject);
-    s.listen({ port, exclusive: true }, () => resolve(s));
+    s.listen({ port, exclusive: true }, () =>
+      resolve({
+        close: () => {
+          for (const c of connections) c.destroy();
+          return new Promise((r) => s.close(() => r()));
+        },
+      }),
+    );
   });
 }
 
@@ -35,7 +52,7 @@ function listen(port: number): Promise<Server> {
  * Answers rank 0's bind requests in `dir` until `ended()`, in order: the first `steal` ports are
  * taken (listened on, held in `held`) before the go, the others only let go. Returns the ports asked.
  */
-async function answerBinds(dir: string, steal: number, held: Server[], ended: () => boolean): Promise<number[]> {
+async function answerBinds(dir: string, steal: number, held: Thief[], ended: () => boolean): Promise<number[]> {
   const ports: number[] = [];
   for (;;) {
     const asked = await waitFor(
@@ -65,7 +82,7 @@ describe("MASTER_PORT taken between the worker's check and rank 0's bind (torch,
 
   async function run(block: number, steal: number) {
     const dir = mkdtempSync(join(gang.env.dir, 'binds-'));
-    const held: Server[] = [];
+    const held: Thief[] = [];
     try {
       let ended = false;
       const [ran, ports] = await Promise.all([
@@ -74,7 +91,7 @@ describe("MASTER_PORT taken between the worker's check and rank 0's bind (torch,
       ]);
       return { ...ran, ports };
     } finally {
-      await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
+      await Promise.all(held.map((t) => t.close()));
     }
   }
 
@@ -99,10 +116,16 @@ describe("MASTER_PORT taken between the worker's check and rank 0's bind (torch,
   });
 
   test('taken again on the second port: the attempt fails naming both ports', async () => {
-    const { end, ports } = await run(2, 2);
+    const { end, seen, ports } = await run(2, 2);
     assert.equal(end.state, 'failed', JSON.stringify(end));
     assert.equal(ports.length, 2, `rank 0 asked to bind ${ports.join(', ')}`);
     const [first, second] = ports as [number, number];
+    const pids = [0, 1].map((r) => seen<{ pid: number }>(r).pid);
+    assert.deepEqual(
+      pids.filter((pid) => isAlive(pid)),
+      [],
+      `ranks of the second start (pids ${pids.join(', ')}) still run after the attempt failed`,
+    );
     assert.match(
       end.state === 'failed' ? end.reason : '',
       new RegExp(

@@ -16,8 +16,12 @@ import type { GangContext } from '../gang-context.ts';
 import { tcpSocketsOf } from '../process-sockets.ts';
 import { RankNeverJoinedError } from './rank-never-joined-error.ts';
 
-/** How often the starting ranks' sockets are read: a rank that joins stays in the rendezvous for the others. */
-const SAMPLE_MS = 250;
+/**
+ * How often the starting ranks' sockets are read: a rank that joins stays in the rendezvous while
+ * it waits for the others, so a slow sample still sees it; each read of a rank not yet seen scans
+ * /proc for its process group (worker/rank-process.ts processGroupPids).
+ */
+const SAMPLE_MS = 1000;
 
 export class RendezvousJoins {
   /** the card indexes of this part whose rank was seen on the port */
@@ -27,8 +31,8 @@ export class RendezvousJoins {
   constructor(
     private readonly gang: GangContext,
     readonly port: number,
-    /** each rank's processes now, in card order */
-    private readonly pidsOf: () => readonly (readonly number[])[],
+    /** the ranks of this part, in card order: their processes are read only while not seen */
+    private readonly ranks: () => readonly { pids(): number[] }[],
   ) {}
 
   /** Samples now and every SAMPLE_MS until `stop`. */
@@ -44,9 +48,11 @@ export class RendezvousJoins {
   }
 
   sample(): void {
-    this.pidsOf().forEach((pids, i) => {
+    const ranks = this.ranks();
+    if (ranks.every((_, i) => this.seen.has(i))) return this.stop();
+    ranks.forEach((rank, i) => {
       if (this.seen.has(i)) return;
-      const sockets = tcpSocketsOf(pids);
+      const sockets = tcpSocketsOf(rank.pids());
       // listening or accepted on it (rank 0's store), or connected to it (every rank's client)
       if (sockets.some((s) => s.localPort === this.port || s.remotePort === this.port)) this.seen.add(i);
     });
