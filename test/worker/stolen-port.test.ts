@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { describe, test } from 'node:test';
-import { pickFreePort, releasePort } from '../../worker/free-port.ts';
 import { stolenPortLine } from '../../worker/command/stolen-port.ts';
+import { pickFreePort, releasePort } from '../../worker/free-port.ts';
 
 const TORCH = (port: number) =>
   `RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:${port} (errno: 98 - Address already in use).`;

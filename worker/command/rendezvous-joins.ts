@@ -49,7 +49,10 @@ export class RendezvousJoins {
 
   sample(): void {
     const ranks = this.ranks();
-    if (ranks.every((_, i) => this.seen.has(i))) return this.stop();
+    if (ranks.every((_, i) => this.seen.has(i))) {
+      this.stop();
+      return;
+    }
     ranks.forEach((rank, i) => {
       if (this.seen.has(i)) return;
       const sockets = tcpSocketsOf(rank.pids());
