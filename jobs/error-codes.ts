@@ -365,6 +365,11 @@ export const ERROR_CODES = {
     meaning:
       "rank 0's worker found no free TCP port for a command gang's rendezvous (MASTER_PORT) after its bind-probes",
   },
+  GANG_PORT_TAKEN: {
+    kind: 'transient',
+    meaning:
+      "rank 0 of a command gang could not bind its MASTER_PORT, taken by another process after the worker's check, and again on the second port the worker started the gang on (worker/command/stolen-port.ts)",
+  },
   RANK_EXCHANGE: {
     kind: 'transient',
     meaning:
@@ -398,6 +403,11 @@ export const ERROR_CODES = {
   BLOCK_ALREADY_COMMITTED: {
     kind: 'deterministic',
     meaning: "another attempt already committed this block; this attempt's results are refused",
+  },
+  RANK_NEVER_JOINED: {
+    kind: 'deterministic',
+    meaning:
+      "a command gang's rank never joined the rendezvous on MASTER_PORT by the hello deadline while the others waited in it (worker/command/rendezvous-joins.ts): the same program would keep them waiting again",
   },
   RANK_PROTOCOL: {
     kind: 'deterministic',

@@ -28,6 +28,9 @@ export const WorkerEventSchema = z.discriminatedUnion('event', [
     signal: z.string().nullable(),
     pid: z.int().nullable(),
   }),
+  // a command gang started again on another MASTER_PORT: `port`, rank 0's, was taken by another
+  // process after the worker checked it (worker/command/stolen-port.ts); `reason` says so with rank 0's line
+  z.strictObject({ ...base, event: z.literal('gang-restart'), port: z.int().min(1), reason: z.string() }),
   z.strictObject({ ...base, event: z.literal('foreign-wait'), found: z.array(z.string()) }),
   z.strictObject({ ...base, event: z.literal('foreign-gone'), waited_ms: z.number().min(0) }),
   // A command workload's build (worker/builds/build-cache.ts), one per request of this block:

@@ -8,7 +8,10 @@
  *
  * A command workload's ranks get a CommandGang (worker/command/command-gang.ts): MASTER_ADDR and
  * a MASTER_PORT picked for this attempt by rank 0's worker (worker/free-port.ts; across hosts
- * published through worker/spread-part.ts), and the exchange (worker/gang-exchange.ts).
+ * published through worker/spread-part.ts), and the exchange (worker/gang-exchange.ts). While it
+ * starts, who reaches MASTER_PORT is watched (worker/command/rendezvous-joins.ts: a hello deadline
+ * names the ranks that never joined), and on one host a MASTER_PORT taken under rank 0 starts the
+ * gang once more on another (worker/command/stolen-port.ts).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,11 +30,21 @@ import { escapeRankText } from '../jobs/rank-text.ts';
 import { rendezvousSecret } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import type { CommandGang } from './command/command-gang.ts';
+import { RendezvousJoins } from './command/rendezvous-joins.ts';
+import { DEFAULT_HELLO_TIMEOUT_S } from './command/resident-command-rank.ts';
+import { PortTakenTwiceError, type StolenPort, stolenPortLine } from './command/stolen-port.ts';
 import { gangPortRange, pickFreePort, releasePort } from './free-port.ts';
 import type { GangContext } from './gang-context.ts';
 import { GangExchange } from './gang-exchange.ts';
 import type { GangFate } from './gang-fate.ts';
-import { RankExitError, type RankHandle, type RankLine, type RankOp, type RankRunner } from './rank-runner.ts';
+import {
+  HelloDeadlineError,
+  RankExitError,
+  type RankHandle,
+  type RankLine,
+  type RankOp,
+  type RankRunner,
+} from './rank-runner.ts';
 import type { SpreadPart } from './spread-part.ts';
 
 export interface GangRanksOptions {
@@ -47,9 +60,6 @@ export interface GangRanksOptions {
   /** where a command gang's exchanges meet (store/gang-staging.ts); absent: its ranks' exchanges are refused */
   staging?: GangStaging | undefined;
 }
-
-/** run.hello_timeout_s's default (worker/command/resident-command-rank.ts): the exchange's deadline too. */
-const DEFAULT_EXCHANGE_DEADLINE_S = 120;
 
 export class GangRanks {
   private handles: RankHandle[] = [];
@@ -69,6 +79,14 @@ export class GangRanks {
   private pickedPort: number | null = null;
   /** the card indexes whose rank failed first-hand (not killed for another's failure): their output is recorded */
   private readonly failedFirstHand = new Set<number>();
+  /** a command gang's start: who of its ranks reached MASTER_PORT */
+  private joins: RendezvousJoins | null = null;
+  /** while a command gang's start may be tried again: a rank's exit fails the start, which decides (startCommand) */
+  private startExit: ((err: Error) => void) | null = null;
+  /** a rank of this attempt published or awaited an exchange: its start is not tried again */
+  private exchanged = false;
+  /** why the gang was started a second time, for the failure of that start */
+  private restartedBecause: string | null = null;
 
   constructor(
     private readonly gang: GangContext,
@@ -115,17 +133,8 @@ export class GangRanks {
     // A fresh directory per attempt (short: Unix socket paths hold 107 bytes)
     if (world > 1) this.rendezvousDir = mkdtempSync(join(tmpdir(), 'orch-rv-'));
     const secret = this.opts.rendezvousKey === undefined ? undefined : rendezvousSecret(this.opts.rendezvousKey, job);
-    if (job.workload.runtime === 'command') {
-      // torchrun's rendezvous, not graphrt's: every rank of this part starts at once
-      const gang = await this.commandGang();
-      this.handles = job.cards.map((_, i) =>
-        this.startRank(i, world, undefined, {
-          ...gang,
-          localRank: i,
-          exchange: (key, data) => this.exchangeOf(i, key, data, gang.exchange),
-        }),
-      );
-    } else if (this.spread !== null) {
+    if (job.workload.runtime === 'command') return this.startCommand(world);
+    if (this.spread !== null) {
       if (secret === undefined)
         throw new OrchError(
           'BLOCK_PAYLOAD_INVALID',
@@ -141,21 +150,134 @@ export class GangRanks {
       const rv = this.rendezvousDir === null ? undefined : { address: join(this.rendezvousDir, 'rv.sock'), secret };
       this.handles = job.cards.map((_, i) => this.startRank(i, world, rv));
     }
-    this.handles.forEach(
+    await this.awaitHellos(false);
+  }
+
+  /**
+   * A command gang's ranks, every rank of this part at once (torchrun's rendezvous, not graphrt's),
+   * watched for who joins MASTER_PORT (worker/command/rendezvous-joins.ts). A gang on one host
+   * whose rank 0 could not bind MASTER_PORT, taken by another process after this worker checked
+   * it (worker/command/stolen-port.ts), is started once more on another port; taken again, the
+   * attempt fails saying both.
+   */
+  private async startCommand(world: number): Promise<void> {
+    // across hosts the port reached every part through the staging: a new one would have to as well
+    const local = this.spread === null && world > 1;
+    let first: StolenPort | null = null;
+    for (;;) {
+      const gang = await this.commandGang();
+      this.handles = this.gang.job.cards.map((_, i) =>
+        this.startRank(i, world, undefined, {
+          ...gang,
+          localRank: i,
+          exchange: (key, data) => this.exchangeOf(i, key, data, gang.exchange),
+        }),
+      );
+      const joins = world > 1 ? new RendezvousJoins(this.gang, gang.masterPort, () => this.handles) : null;
+      this.joins = joins;
+      joins?.watch();
+      try {
+        return await this.awaitHellos(local);
+      } catch (err) {
+        if (!local) throw err;
+        // a rank's exit waited for this decision (awaitHellos): the gang fails here, or starts again
+        const stolen = await this.stolenPort(err, gang.masterPort);
+        if (stolen !== null && first === null) {
+          first = stolen;
+          this.restartedBecause = `rank 0 could not bind MASTER_PORT ${stolen.port}, taken by another process after this worker checked it (rank 0 said: ${stolen.line}); the gang was started again on another port`;
+          this.gang.log.warn(stolen, 'rendezvous port taken after its check; the gang starts again on another port');
+          this.gang.events.worker(this.gang.tags(''), 'gang-restart', {
+            port: stolen.port,
+            reason: this.restartedBecause,
+          });
+          continue;
+        }
+        const failed =
+          stolen === null ? (err as Error) : new PortTakenTwiceError(first as StolenPort, stolen, this.gang.host);
+        this.fate.fail(failed);
+        throw failed;
+      } finally {
+        joins?.stop();
+      }
+    }
+  }
+
+  /**
+   * Whether the start failed for rank 0's MASTER_PORT taken under it: rank 0 (of this part) exited
+   * before its hello, and no exchange was published (a new start would publish other bytes under
+   * the attempt's keys). The start's ranks are ended first (the probe must not see theirs), and
+   * meanwhile are not the gang's: their exits fail nothing. A stolen port is released, the start's
+   * record of hellos cleared for the next; otherwise the ranks are the gang's again.
+   */
+  private async stolenPort(err: unknown, port: number): Promise<StolenPort | null> {
+    if (!(err instanceof RankExitError) || err.exit.rank !== 0 || err.exit.beforeHello !== true || this.exchanged)
+      return null;
+    const started = this.handles;
+    this.handles = [];
+    for (const r of started) r.kill();
+    await this.fate.race(Promise.all(started.map((r) => r.exited)));
+    const rank0 = started[this.gang.job.cards.findIndex((_, i) => this.gang.rankOf(i) === 0)];
+    const line = await stolenPortLine(rank0?.output?.() ?? { stdout: [], stderr: [] }, port);
+    if (line === null) {
+      this.handles = started;
+      return null;
+    }
+    releasePort(port);
+    this.pickedPort = null;
+    this.hellosNow = [];
+    this.helloFrom.clear();
+    this.waitingFor.clear();
+    this.failedFirstHand.clear();
+    return { port, line };
+  }
+
+  /**
+   * Waits for every rank's hello. `diverted`: a rank's exit fails this wait (the caller decides
+   * whether the start is tried again), not the gang. A failure says who the gang waited for.
+   */
+  private async awaitHellos(diverted: boolean): Promise<void> {
+    const handles = this.handles;
+    handles.forEach(
       (r, i) =>
         void r.ready.then(
-          () => this.helloFrom.set(i, Date.now()),
-          () => this.failedHere(i),
+          () => this.handles === handles && this.helloFrom.set(i, Date.now()),
+          () => this.handles === handles && this.failedHere(i),
         ),
     );
+    const exited = new Promise<never>((_, reject) => {
+      if (diverted) this.startExit = reject;
+    });
+    exited.catch(() => {});
     try {
-      this.hellosNow = await this.fate.race(Promise.all(this.handles.map((r) => r.ready)));
+      this.hellosNow = await this.fate.race(Promise.race([Promise.all(handles.map((r) => r.ready)), exited]));
     } catch (err) {
-      // the first rank to miss its deadline is not necessarily the one the gang waits for: say who had come
-      if (err instanceof Error && this.fate.failure === null && !err.message.includes('; the gang was starting:'))
-        err.message += this.startingContext();
-      throw err;
+      throw this.startFailure(err);
+    } finally {
+      this.startExit = null;
     }
+  }
+
+  /**
+   * Why the start failed, said of the gang: a hello deadline that passed while ranks waited in the
+   * rendezvous for others that never joined names those (and keeps their output, not the waiting
+   * ones'); otherwise the first rank to miss its deadline is not necessarily the one the gang
+   * waits for, so the error says who had come. A gang started again says why.
+   */
+  private startFailure(err: unknown): unknown {
+    if (!(err instanceof Error) || this.fate.failure !== null) return err;
+    const pending = this.handles.map((_, i) => i).filter((i) => !this.helloFrom.has(i));
+    // a rank waiting for an exchange waits for rank 0 through the worker, not in the rendezvous (startingContext says so)
+    const never =
+      err instanceof HelloDeadlineError && this.waitingFor.size === 0
+        ? (this.joins?.neverJoined(pending, this.helloDeadlineMs(), err) ?? null)
+        : null;
+    const failed = never ?? err;
+    if (never !== null) {
+      this.failedFirstHand.clear();
+      for (const m of never.missing) this.failedFirstHand.add(m.cardIndex);
+    } else if (!err.message.includes('; the gang was starting:')) err.message += this.startingContext();
+    if (this.restartedBecause !== null) failed.message += `; before that, ${this.restartedBecause}`;
+    return failed;
   }
 
   /** The attempt's MASTER_ADDR/MASTER_PORT and exchange, the same for every rank of this part. */
@@ -176,8 +298,7 @@ export class GangRanks {
       this.spread === null
         ? { addr: '127.0.0.1', port: await this.fate.race(pick()) }
         : await this.spread.masterAddress(pick);
-    const run = job.workload.runtime === 'command' ? job.workload.run : null;
-    const deadlineMs = (run?.hello_timeout_s ?? DEFAULT_EXCHANGE_DEADLINE_S) * 1000;
+    const deadlineMs = this.helloDeadlineMs();
     const staging = this.opts.staging;
     const ex =
       staging === undefined
@@ -204,6 +325,14 @@ export class GangRanks {
     };
   }
 
+  /** A command rank's hello deadline (run.hello_timeout_s), the exchange's too. */
+  private helloDeadlineMs(): number {
+    const w = this.gang.job.workload;
+    return (
+      (w.runtime === 'command' ? (w.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) : DEFAULT_HELLO_TIMEOUT_S) * 1000
+    );
+  }
+
   /** Rank i's exchange, remembered while it waits (startingContext names what it waits for). */
   private async exchangeOf(
     i: number,
@@ -212,6 +341,7 @@ export class GangRanks {
     exchange: (rank: number, key: string, data: Buffer | null) => Promise<Buffer>,
   ): Promise<Buffer> {
     this.waitingFor.set(i, key);
+    this.exchanged = true;
     try {
       return await exchange(this.gang.rankOf(i), key, data);
     } finally {
@@ -247,9 +377,12 @@ export class GangRanks {
     });
     void handle.exited.then((exit) => {
       events.worker(tags, 'rank-exit', { code: exit.code, signal: exit.signal, pid: exit.pid });
-      if (this.fate.closing) return;
+      // a rank of a start given up (worker/command/stolen-port.ts) is no longer the gang's
+      if (this.fate.closing || !this.handles.includes(handle)) return;
       this.failedHere(i);
-      this.fate.fail(new RankExitError(exit, this.startingContext()));
+      const err = new RankExitError(exit, this.startingContext());
+      if (this.startExit !== null) this.startExit(err);
+      else this.fate.fail(err);
     });
     return handle;
   }

@@ -42,7 +42,7 @@ import { OrchError } from '../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { OutputTail, type RankOutput } from '../jobs/rank-output-tail.ts';
 import { readLines } from './line-reader.ts';
-import { type RankExit, RankExitError, type RankOp, RankProtocolError } from './rank-runner.ts';
+import { HelloDeadlineError, type RankExit, RankExitError, type RankOp, RankProtocolError } from './rank-runner.ts';
 
 /** What the protocol reads of every line; the schema's own types narrow the rest. */
 export interface ProtocolLine {
@@ -372,11 +372,11 @@ export class RankProtocol<L extends ProtocolLine> {
   }
 
   /** The rank is ended at once: its exit reports the fault, the request in flight (or the wait for hello) fails with it now. */
-  private breakProtocol(why: string): void {
+  private breakProtocol(why: string, kind: typeof RankProtocolError = RankProtocolError): void {
     if (this.fault !== null || this.exit) return;
     this.fault = why;
     this.stateNow = 'faulted';
-    const err = this.protocolError(why);
+    const err = this.protocolError(why, kind);
     this.rejectPrepared(err);
     this.rejectReady(err);
     this.rejectAll(err);
@@ -413,8 +413,8 @@ export class RankProtocol<L extends ProtocolLine> {
     this.erroring.clear();
   }
 
-  private protocolError(fault: string): RankProtocolError {
-    return new RankProtocolError({ rank: this.rank, card: this.card.id, pid: this.child.pid ?? null }, fault);
+  private protocolError(fault: string, kind: typeof RankProtocolError = RankProtocolError): RankProtocolError {
+    return new kind({ rank: this.rank, card: this.card.id, pid: this.child.pid ?? null }, fault);
   }
 
   private keepStderr(l: string): void {
@@ -430,8 +430,8 @@ export class RankProtocol<L extends ProtocolLine> {
     if (ms === undefined) return;
     const t = setTimeout(() => {
       const hint = typeof this.opts.helloHint === 'function' ? this.opts.helloHint() : this.opts.helloHint;
-      if (this.stateNow === 'awaiting-hello')
-        this.breakProtocol(`no hello within ${ms} ms${hint === undefined ? '' : `: ${hint}`}`);
+      if (this.stateNow !== 'awaiting-hello') return;
+      this.breakProtocol(`no hello within ${ms} ms${hint === undefined ? '' : `: ${hint}`}`, HelloDeadlineError);
     }, ms);
     void this.ready.catch(() => undefined).finally(() => clearTimeout(t));
   }

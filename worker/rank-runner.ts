@@ -164,6 +164,12 @@ export class RankProtocolError extends OrchError {
   }
 }
 
+/**
+ * The protocol fault of a rank that said no hello by its deadline: in a gang it may be waiting for
+ * another rank (worker/command/rendezvous-joins.ts names the one that never joined).
+ */
+export class HelloDeadlineError extends RankProtocolError {}
+
 function describeFault(where: { rank: number; card: string; pid: number | null }, fault: string): string {
   return `rank ${where.rank} on card ${where.card} (pid ${where.pid ?? '?'}) broke the protocol: ${fault}`;
 }

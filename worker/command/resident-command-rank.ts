@@ -64,7 +64,7 @@ import { misfit, residentError, residentGate, residentRep } from './resident-ans
 import { commandCwd } from './run-command-rep.ts';
 
 /** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
-const DEFAULT_HELLO_TIMEOUT_S = 120;
+export const DEFAULT_HELLO_TIMEOUT_S = 120;
 /** How long a prepared next rank waits for its block at least (the scheduler's next grant, a queue ahead). */
 const PREPARED_KEEP_MS = 300_000;
 /** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
