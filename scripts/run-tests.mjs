@@ -50,7 +50,14 @@ const testArgs = (list, timeoutMs) => [
 // ctest rebuilds native/build (GRAPHRT_TESTS=ON), which the other files run graphrt from: it runs
 // after them, never beside them.
 const CTEST = join('test', 'native', 'ctest.test.ts');
-const long = files.filter((f) => f.startsWith(join('test', 'e2e')) || f === join('test', 'chaos', 'mutants.test.ts'));
+// Besides those, files that spend most of their time compiling into directories of their own (never
+// native/build, which ctest rebuilds while this lane may still run) and measure nothing, so a core
+// given to them only when the others leave it idle changes no result: liborch_inject.so built
+// without a GPU, examples/cuda-tp built with nvcc.
+const BUILD_BOUND = [join('test', 'native', 'inject.test.ts'), join('test', 'ranklib', 'cuda-tp-build.test.ts')];
+const long = files.filter(
+  (f) => f.startsWith(join('test', 'e2e')) || f === join('test', 'chaos', 'mutants.test.ts') || BUILD_BOUND.includes(f),
+);
 const rest = files.filter((f) => !long.includes(f) && f !== CTEST);
 const ctest = files.filter((f) => f === CTEST);
 
