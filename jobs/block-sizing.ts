@@ -7,7 +7,9 @@
  * time per rep (its reps, the worker's turnaround and the commit, over its rep count). Start-up is
  * counted as card time counts it (orchestrator/stats/busy-share.ts): ranks ready and the gates, what
  * a block pays before its first rep. (Start-up + gates) ≤ share · lease gives
- * k ≥ (start-up + gates) · (1 − share) / share / (arms · rep).
+ * k ≥ (start-up + gates) · (1 − share) / share / (arms · rep). Where the later blocks run a
+ * prepare() in the host phase, a block also lasts as long as it (arms · k · rep ≥ prepare), so
+ * that the next block's prepare() is done when the card is handed to it.
  *
  * k stays within the spec's bounds: never fewer reps per arm than the spec's own blocks hold
  * (`first_reps`), never more than a block may hold (`max_reps`), never more than are left. The
@@ -52,7 +54,7 @@ export interface SizingInput {
 export interface BlockSizing {
   /** reps per arm of each block after the first, in order (every arm the same in a block) */
   sizes: number[];
-  /** the smallest reps per arm per block that keeps start-up within START_UP_SHARE */
+  /** the smallest reps per arm per block that keeps start-up within START_UP_SHARE and outlasts the next block's prepare() */
   wanted: number;
   /** what held the size below `wanted`: the spec's bound on reps per block, the reps left, or the cards free to run blocks side by side; null: nothing */
   held_by: 'max_reps' | 'remaining' | 'cards' | null;
@@ -67,7 +69,11 @@ export interface BlockSizing {
 export function sizeBlocks(i: SizingInput): BlockSizing {
   const perRep = Math.max(i.rep_ms, Number.EPSILON);
   const repsTime = ((i.startup_ms + i.fixed_ms) * (1 - START_UP_SHARE)) / START_UP_SHARE;
-  const wanted = Math.max(i.first_reps, Math.ceil(repsTime / (i.arms * perRep)));
+  // the next block's prepare() runs in the host phase while this block holds the card: a block
+  // shorter than it leaves the next one waiting in its lease for the rest (on the H200, 2-5 s of
+  // a 36-38 s prepare() behind blocks of about 30 s, bench/h200/runs/2026-12-04c/card-time3.txt)
+  const coverPrepare = Math.ceil((i.overlapped_ms ?? 0) / (i.arms * perRep));
+  const wanted = Math.max(i.first_reps, Math.ceil(repsTime / (i.arms * perRep)), coverPrepare);
   const k = Math.max(1, Math.min(wanted, i.max_reps, i.remaining));
   const grouped = groupSizes(i.remaining, k, i.max_reps);
   const side = Math.min(i.parallel ?? 1, Math.floor(i.remaining / i.first_reps));

@@ -156,6 +156,10 @@ describe('auto block sizing', () => {
       describeSizing(2, sized!),
       /^blocks of \d+ reps per arm \(\d+ reps\): start-up 4\.04 s of [\d.]+ s, prepare\(\) 30 s in the host phase before the lease/,
     );
+    // a block lasts as long as the next block's prepare(), which runs beside it in the host phase
+    const slowPrep = sizingFromCommit(plan, commit({ host_phase: false, prepare_ms: 300_000 }), 1);
+    assert.equal(slowPrep?.wanted, Math.ceil(300_000 / (2 * 500)));
+    assert.ok(2 * (slowPrep?.wanted ?? 0) * 500 >= 300_000);
     // adopted from the host phase already, a gang of two, or no prepare(): the whole start-up stays
     for (const c of [commit({ host_phase: true, prepare_ms: 30_000 }), commit({ host_phase: false })]) {
       assert.equal(overlappedPrepareMs(plan, c), null);
