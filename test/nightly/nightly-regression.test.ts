@@ -1,5 +1,6 @@
 /**
- * The nightly loop closed, end to end, on SQLite and on PostgreSQL (the same test for both):
+ * The nightly loop closed, end to end, on SQLite (test/nightly/paired-nightly.test.ts runs its loop on
+ * PostgreSQL: test/utils/history-backends.ts oneBackend):
  * a real `orch serve` and `orch worker` against a real redis-server run a suite every second.
  * The workload is a command whose step time per arm comes from a file the test changes between
  * nights (test/fixtures/cmd-nightly/steps.sh). Three nights at the same workload are recorded
@@ -22,7 +23,7 @@ import { openHistory } from '../../history/open-history.ts';
 import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
 import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { type Cluster, runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
-import { BACKENDS, type Backend, freshBackend } from '../utils/history-backends.ts';
+import { type Backend, freshBackend, oneBackend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { suiteNights } from './suite-nights.ts';
 
@@ -77,7 +78,7 @@ function receiver(): Promise<{ server: Server; url: string; received: NightlyAle
   );
 }
 
-for (const name of BACKENDS) {
+for (const name of oneBackend('sqlite')) {
   describe(`nightly regression loop on ${name}`, { timeout: 360_000 }, () => {
     let backend: Backend;
     let redisServer: RedisServerProcess;

@@ -1,5 +1,6 @@
 /**
- * A paired nightly (`against: last_good`) end to end, on SQLite and on PostgreSQL: a real
+ * A paired nightly (`against: last_good`) end to end, on PostgreSQL where it runs, else SQLite
+ * (test/nightly/nightly-regression.test.ts runs its loop on SQLite: history-backends.ts oneBackend): a real
  * `orch serve` and `orch worker` against a real redis-server, a throwaway git repository whose
  * two commits differ by a planted ~5 % of work per step (test/builds/planted-repo.ts). Nights 1
  * and 2 run with the checkout at commit A: the first has no last good night, so it is an A/A of
@@ -19,11 +20,11 @@ import type { NightlyAlert } from '../../orchestrator/nightly/nightly-alert.ts';
 import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { type PlantedRepo, plantedRepo, plantedSpec } from '../builds/planted-repo.ts';
 import { type Cluster, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
-import { BACKENDS, type Backend, freshBackend } from '../utils/history-backends.ts';
+import { type Backend, freshBackend, oneBackend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { suiteNights } from './suite-nights.ts';
 
-for (const name of BACKENDS) {
+for (const name of oneBackend('postgres')) {
   describe(`paired nightly (against: last_good) on ${name}`, { timeout: 420_000 }, () => {
     let backend: Backend;
     let redisServer: RedisServerProcess;

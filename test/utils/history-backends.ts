@@ -26,6 +26,16 @@ export type BackendName = Backend['name'];
 /** Why PostgreSQL is skipped here (test/utils/required-suite.ts), or false. */
 export const POSTGRES_SKIP = suiteSkip('postgres', postgresMissing(PG_ADMIN_URL));
 export const BACKENDS: BackendName[] = POSTGRES_SKIP === false ? ['sqlite', 'postgres'] : ['sqlite'];
+/**
+ * One backend for an end-to-end nightly test that takes minutes a run: `name` where it runs here,
+ * else SQLite. The two long nightly files split the backends between them (paired-nightly on
+ * PostgreSQL, nightly-regression on SQLite), so each backend runs a whole nightly loop once per
+ * `npm test` and the shorter nightly files and test/history/ run both; running both long files on
+ * both took 150 s of CI's 45 minutes for the same loop again.
+ */
+export function oneBackend(name: BackendName): BackendName[] {
+  return BACKENDS.includes(name) ? [name] : ['sqlite'];
+}
 // The file that runs the backends says so, where a reader of its output looks.
 if (POSTGRES_SKIP !== false) test(POSTGRES_SKIP, { skip: POSTGRES_SKIP }, () => {});
 
