@@ -9,28 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { RANK_OUTPUT_TAIL_LINES } from '../../jobs/rank-output-tail.ts';
 import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
-
-const PRINTED = 30;
-const SPEC = `name: prints-then-fails
-design: ab
-workload:
-  runtime: command
-  run:
-    cmd: 'i=1; while [ $i -le ${PRINTED} ]; do echo "out line $i"; echo "err line $i" >&2; i=$((i+1)); done; exit 1'
-  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
-  metric_source: { format: jsonl, field: ms }
-  warmup: 1
-  steps: 2
-toggles: [FAST]
-arms: [{ name: slow, toggles: { FAST: false } }, { name: fast, toggles: { FAST: true } }]
-reps: 2
-blocks: { count: 1, ranks: 1 }
-gates: { identity: false, aa: false }
-metric: { name: ms, better: lower }
-`;
-const LAST = Array.from({ length: RANK_OUTPUT_TAIL_LINES }, (_, i) => PRINTED - RANK_OUTPUT_TAIL_LINES + 1 + i);
+import { LAST_KEPT, PRINTS_THEN_FAILS_SPEC } from '../utils/prints-then-fails-spec.ts';
 
 let cluster: Cluster | null = null;
 const dir = mkdtempSync(join(tmpdir(), 'orch-failed-output-'));
@@ -53,16 +33,16 @@ test("submit and watch on a cluster end with the failed rank's last 20 lines of 
   c.startServe();
   await c.startWorker({ cpuCards: 1, repMs: 50 });
   const file = join(dir, 'spec.yaml');
-  writeFileSync(file, SPEC);
+  writeFileSync(file, PRINTS_THEN_FAILS_SPEC);
   const submit = await runOrch(['submit', file, '--results', join(dir, 'res')], c.env, 120_000);
   console.log(submit.stderr);
   assert.notEqual(submit.code, 0);
-  assert.deepEqual(tailOf(submit.stderr, 'out'), LAST, submit.stderr.slice(-4000));
-  assert.deepEqual(tailOf(submit.stderr, 'err'), LAST);
+  assert.deepEqual(tailOf(submit.stderr, 'out'), LAST_KEPT, submit.stderr.slice(-4000));
+  assert.deepEqual(tailOf(submit.stderr, 'err'), LAST_KEPT);
   const [id] = await c.redis.zrange(`${c.prefix}:exps`, '0', '-1');
   assert.ok(id);
   const watch = await runOrch(['watch', id], c.env);
   assert.match(watch.stdout, /ended failed/);
-  assert.deepEqual(tailOf(watch.stderr, 'out'), LAST, watch.stderr.slice(-4000));
-  assert.deepEqual(tailOf(watch.stderr, 'err'), LAST);
+  assert.deepEqual(tailOf(watch.stderr, 'out'), LAST_KEPT, watch.stderr.slice(-4000));
+  assert.deepEqual(tailOf(watch.stderr, 'err'), LAST_KEPT);
 });

@@ -16,34 +16,14 @@ import {
   OutputTail,
   RANK_OUTPUT_LINE_MAX_BYTES,
   RANK_OUTPUT_RECORDS_MAX,
-  RANK_OUTPUT_TAIL_LINES,
   type RankOutputTail,
 } from '../../jobs/rank-output-tail.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { runOrch } from '../cli/run-orch.ts';
 import { assertInert } from '../utils/inert-text.ts';
+import { LAST_KEPT, PRINTED, PRINTS_THEN_FAILS_SPEC } from '../utils/prints-then-fails-spec.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
-
-const PRINTED = 30;
-
-const SPEC = `name: prints-then-fails
-design: ab
-workload:
-  runtime: command
-  run:
-    cmd: 'i=1; while [ $i -le ${PRINTED} ]; do echo "out line $i"; echo "err line $i" >&2; i=$((i+1)); done; exit 1'
-  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
-  metric_source: { format: jsonl, field: ms }
-  warmup: 1
-  steps: 2
-toggles: [FAST]
-arms: [{ name: slow, toggles: { FAST: false } }, { name: fast, toggles: { FAST: true } }]
-reps: 2
-blocks: { count: 1 }
-gates: { identity: false, aa: false }
-metric: { name: ms, better: lower }
-`;
 
 const RESIDENT_SPEC = `name: setup-fails
 design: ab
@@ -67,14 +47,12 @@ function numbered(text: string, stream: 'out' | 'err'): number[] {
   return [...text.matchAll(new RegExp(`\\b${stream} line (\\d+)\\b`, 'g'))].map((m) => Number(m[1]));
 }
 
-const LAST = Array.from({ length: RANK_OUTPUT_TAIL_LINES }, (_, i) => PRINTED - RANK_OUTPUT_TAIL_LINES + 1 + i);
-
 describe("a failed rank's last lines", () => {
   it("report.md, submit's stderr and report --from show lines 11..30 of each stream, not 1..10", () => {
     const dir = mkdtempSync(join(tmpdir(), 'orch-tail-'));
     try {
       const file = join(dir, 'spec.yaml');
-      writeFileSync(file, SPEC);
+      writeFileSync(file, PRINTS_THEN_FAILS_SPEC);
       const res = runOrch(['submit', file, '--results', join(dir, 'res')], {
         REDIS_URL: '',
         ORCH_PREFIX: '',
@@ -87,12 +65,12 @@ describe("a failed rank's last lines", () => {
       const section = md.split('## Output of failed ranks')[1]?.split('\n## ')[0] ?? '';
       console.log(section);
       assert.match(section, /### block 0, rank 0 \(card cpu:0@\S+ on \S+, attempt \d+\)/);
-      assert.deepEqual(numbered(section, 'out'), LAST);
-      assert.deepEqual(numbered(section, 'err'), LAST);
+      assert.deepEqual(numbered(section, 'out'), LAST_KEPT);
+      assert.deepEqual(numbered(section, 'err'), LAST_KEPT);
       // on the terminal, after the reason: the same lines, each marked with its stream
       const tail = res.stderr.split(/printed last:\n/)[1] ?? '';
-      assert.deepEqual(numbered(tail, 'out'), LAST, res.stderr.slice(-3000));
-      assert.deepEqual(numbered(tail, 'err'), LAST);
+      assert.deepEqual(numbered(tail, 'out'), LAST_KEPT, res.stderr.slice(-3000));
+      assert.deepEqual(numbered(tail, 'err'), LAST_KEPT);
       assert.match(tail, /^ {2}stdout \| out line 11$/m);
       assert.match(tail, /^ {2}stderr \| err line 30$/m);
       for (const text of [md, res.stderr]) assertInert(text);
@@ -138,7 +116,7 @@ describe("a failed rank's last lines", () => {
     const { stdout, stderr } = tail.output();
     assert.deepEqual(
       stdout,
-      LAST.map((n) => `line ${n}`),
+      LAST_KEPT.map((n) => `line ${n}`),
     );
     assert.equal(stderr.length, 1);
     assert.ok(Buffer.byteLength(stderr[0]!) <= RANK_OUTPUT_LINE_MAX_BYTES, `${Buffer.byteLength(stderr[0]!)} bytes`);
