@@ -8,13 +8,14 @@
  */
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { runOrch, spawnOrch } from '../orchestrator/orch-cluster.ts';
 import { freshPrefix } from '../utils/redis.ts';
+import { readWritten } from '../utils/submit-spec.ts';
 import { waitFor } from '../utils/wait-for.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
 
@@ -86,13 +87,9 @@ describe('a 4-rank gang spread 2 + 2 over two hosts (cpu, TCP rendezvous)', { sk
     const dir = mkdtempSync(join(tmpdir(), 'orch-spread-'));
     try {
       const r = await runOrch(['submit', spec(dir, 3), '--results', join(dir, 'out')], orchEnv, 90_000);
-      const [id] = readdirSync(join(dir, 'out'));
-      assert.ok(id, `no results written (exit ${r.code}): ${r.stderr.slice(-2000)}`);
-      const summary = JSON.parse(readFileSync(join(dir, 'out', id, 'summary.json'), 'utf8'));
-      const events = readFileSync(join(dir, 'out', id, 'events.jsonl'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Ev);
+      const written = readWritten<Ev>(join(dir, 'out'), `exit ${r.code}: ${r.stderr.slice(-2000)}`);
+      const { summary, events } = written;
+      const id = basename(written.dir);
       assert.equal(summary.state, 'done', r.stderr.slice(-2000));
       assert.deepEqual([summary.accounting.planned, summary.accounting.measured], [4, 4]);
       const ofType = (type: string) => events.filter((e) => e.event.type === type && e.rank !== '');

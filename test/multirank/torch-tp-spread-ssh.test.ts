@@ -10,7 +10,7 @@
 
 import '../utils/cluster-secret.ts';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
@@ -19,6 +19,7 @@ import { type OrchChild, runOrch, spawnOrch } from '../orchestrator/orch-cluster
 import { type SshdProcess, startSshd } from '../ssh/sshd-process.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { sshdMissing, suiteSkip, torchMissing } from '../utils/required-suite.ts';
+import { readWritten } from '../utils/submit-spec.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname.replace(/\/$/, '');
 const HOSTS = ['tp1', 'tp2'];
@@ -95,13 +96,7 @@ describe('examples/torch-tp as a 2-rank gang spread over two ssh hosts', { timeo
       const t0 = Date.now();
       const r = await runOrch(['submit', spec(dir), '--results', join(dir, 'out')], env(), 240_000);
       console.log(`# orch submit of torch-tp spread over tp1 and tp2: ${Date.now() - t0} ms, exit ${r.code}`);
-      const [id] = existsSync(join(dir, 'out')) ? readdirSync(join(dir, 'out')) : [];
-      assert.ok(id, `no results written (exit ${r.code}): ${r.stderr.slice(-3000)}`);
-      const summary = JSON.parse(readFileSync(join(dir, 'out', id, 'summary.json'), 'utf8'));
-      const events = readFileSync(join(dir, 'out', id, 'events.jsonl'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Ev);
+      const { summary, events } = readWritten<Ev>(join(dir, 'out'), `exit ${r.code}: ${r.stderr.slice(-3000)}`);
       assert.equal(summary.state, 'done', r.stderr.slice(-3000));
       const ofType = (type: string) => events.filter((e) => e.event.type === type && e.rank !== '');
 

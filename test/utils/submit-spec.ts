@@ -4,7 +4,7 @@
  * that check what a user would read.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type SummaryJson, SummaryJsonSchema } from '../../orchestrator/results/summary-schema.ts';
@@ -37,19 +37,29 @@ export function submitSpec(
     timeout: timeoutMs,
   });
   const output = `${r.stdout}${r.stderr}`;
-  const [exp] = readdirSync(results);
-  if (exp === undefined) throw new Error(`orch submit wrote no results (exit ${r.status}): ${output}`);
+  return { code: r.status, output, ...readWritten(results, `exit ${r.status}: ${output}`) };
+}
+
+/**
+ * The one experiment `orch submit --results RESULTS` wrote there: its directory, report.md,
+ * summary.json (through its schema) and events.jsonl (`E`: the fields of a record the caller
+ * reads); throws with `context` (the submit's exit and output) when nothing was written.
+ */
+export function readWritten<E = Submitted['events'][number]>(
+  results: string,
+  context: string,
+): Omit<Submitted, 'code' | 'output' | 'events'> & { events: E[] } {
+  const [exp] = existsSync(results) ? readdirSync(results) : [];
+  if (exp === undefined) throw new Error(`orch submit wrote no results (${context})`);
   const at = join(results, exp);
   const read = (f: string) => readFileSync(join(at, f), 'utf8');
   return {
-    code: r.status,
     dir: at,
-    output,
     report: read('report.md'),
     summary: SummaryJsonSchema.parse(JSON.parse(read('summary.json'))),
     events: read('events.jsonl')
       .split('\n')
       .filter((l) => l.trim() !== '')
-      .map((l) => JSON.parse(l) as Submitted['events'][number]),
+      .map((l) => JSON.parse(l) as E),
   };
 }
