@@ -139,8 +139,6 @@ export interface ChainFloorRequest {
   /** the card's lock, already locked by the worker, inherited as this descriptor */
   lockFd: number;
   kernels: number;
-  /** elements of the chain's buffer: its kernels' grid (native/PROTOCOL.md `param_size`) */
-  paramSize: number;
   warmup: number;
   steps: number;
   /** graph (the floor's reps) or eager (the traced rep whose busy time per kernel comes off the floor) */
@@ -164,8 +162,6 @@ export function toChainFloorRun(r: ChainFloorRequest): NativeProcess {
       'chain',
       '--kernels',
       String(r.kernels),
-      '--param-size',
-      String(r.paramSize),
       ...(r.mode === 'graph' ? ['--graph'] : []),
       '--warmup',
       String(r.warmup),

@@ -50,7 +50,7 @@ export function graphNodeFloorNs(reps: readonly ChainGraphRep[]): number {
 export function nodeCostNs(
   floorNs: number,
   kernels: readonly ({ ns: number } | { reason: string } | undefined)[],
-): { ns: number } | { reason: string } {
+): { ns: number; kernel_busy_ns: number } | { reason: string } {
   const traced = kernels.flatMap((k) => (k !== undefined && 'ns' in k ? [k.ns] : []));
   if (traced.length === 0) {
     const why = kernels.find((k) => k !== undefined && 'reason' in k);
@@ -63,5 +63,5 @@ export function nodeCostNs(
     return {
       reason: `the chain's kernels kept the card busy ${(kernel / 1000).toFixed(3)} µs each, traced, not less than the ${(floorNs / 1000).toFixed(3)} µs per node of its graph: nothing left for what a graph adds`,
     };
-  return { ns: floorNs - kernel };
+  return { ns: floorNs - kernel, kernel_busy_ns: kernel };
 }

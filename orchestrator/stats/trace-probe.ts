@@ -51,16 +51,15 @@ export function traceFloorOf(runs: readonly ChainFloorRun[]): TraceFloor {
   const reps = measured.flatMap((r) => r.reps);
   const backend = measured.every((r) => r.backend === 'cuda') ? 'cuda' : 'cpu';
   const ns_per_node = graphNodeFloorNs(reps);
-  const cost = nodeCostNs(
-    ns_per_node,
-    measured.map((r) => r.kernel),
-  );
   return {
     source: 'graphrt-chain',
     backend,
     device: first.device,
     ns_per_node,
-    node_cost: 'ns' in cost ? { ns: cost.ns, kernel_busy_ns: ns_per_node - cost.ns } : cost,
+    node_cost: nodeCostNs(
+      ns_per_node,
+      measured.map((r) => r.kernel),
+    ),
     reps: reps.length,
     gpu: backend === 'cuda',
   };

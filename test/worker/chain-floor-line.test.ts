@@ -82,7 +82,6 @@ test("the traced rep runs the chain eager (a user's busy is its eager arm's): gr
       uuid: '',
       lockFd: 3,
       kernels: 8,
-      paramSize: 32768,
       warmup: 1,
       steps: 2,
       mode: 'eager',

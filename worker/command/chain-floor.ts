@@ -24,15 +24,14 @@ import { programEnv } from './program-env.ts';
 
 /** Kernels per chain step: enough nodes that a step's time is the nodes' and not the launch's. */
 const CHAIN_KERNELS = 256;
-/**
- * The chain's buffer: graphrt's default 256 elements, 4 blocks of 64 threads a kernel. A chain that
+/*
+ * The chain's buffer is graphrt's default, 256 elements: 4 blocks of 64 threads a kernel. A chain that
  * spans the card (32768 elements, 512 blocks) was tried for the estimate on the H200 and gave none:
  * traced eager, its kernels kept the card busy 1.25 µs each, more than its 1.20 µs graph node
  * (bench/h200/runs/2026-12-04c/truth2-wide-chain.txt). The 4-block chain leaves 0.13 µs a node
  * beyond its kernels' busy time, where the graph steps of three programs paid 0.46-0.48 µs a node
  * beyond theirs (truth2-eager-busy.txt): the report says so where the estimate falls short.
  */
-const CHAIN_PARAM_SIZE = 256;
 const CHAIN_WARMUP = 4;
 const CHAIN_STEPS = 32;
 /** Graph reps, each its own process (a fresh capture): the floor is their median. */
@@ -107,7 +106,6 @@ function chainRep(
     uuid: o.uuid,
     lockFd: INHERITED_LOCK_FD,
     kernels: CHAIN_KERNELS,
-    paramSize: CHAIN_PARAM_SIZE,
     warmup: CHAIN_WARMUP,
     steps: CHAIN_STEPS,
   });
