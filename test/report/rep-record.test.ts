@@ -12,6 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { EXIT_CODES } from '../../orchestrator/report/outcome-exit-code.ts';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
 import { runOrch } from '../orchestrator/orch-cluster.ts';
 
@@ -25,7 +26,10 @@ test('an 800-step A/B: card time counts its 6 reps and the trace holds 6 rep sli
     const results = join(dir, 'results');
     const env = { ...noCluster, ORCH_GRAPHRT: GRAPHRT, ORCH_CPU_CARDS: '1' };
     const r = await runOrch(['submit', 'test/fixtures/specs/ab-800-steps.yaml', '--results', results], env, 240_000);
-    assert.equal(r.code, 0, r.stderr + r.stdout);
+    // the verdict of 2 pairs on a shared cpu is noise (here an A/A of 2 pairs once failed at p = 0.03,
+    // exit 5): what is under test is the record of the reps, whatever the verdict of the analysis
+    const analysed = [EXIT_CODES.faster, EXIT_CODES.inconclusive, EXIT_CODES.slower, EXIT_CODES.invalid];
+    assert.ok(analysed.includes(r.code ?? -1), r.stderr + r.stdout);
     const [id] = readdirSync(results);
     const out = join(results, id!);
 
