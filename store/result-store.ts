@@ -79,20 +79,21 @@ export class ResultStore {
 
   async commitBlock(c: CommitInput): Promise<CommitResult> {
     const k = this.keys;
+    const record = JSON.stringify(
+      CommitRecordSchema.parse({
+        attempt: c.attempt,
+        epoch: c.epoch,
+        host: c.host,
+        committed: Date.now(),
+        ...c.timeline,
+        ...(c.ranks === undefined ? {} : { ranks: c.ranks }),
+        ...(c.hosts === undefined ? {} : { hosts: c.hosts }),
+      }),
+    );
     const args: (string | number)[] = [
       c.epoch,
       String(c.block),
-      JSON.stringify(
-        CommitRecordSchema.parse({
-          attempt: c.attempt,
-          epoch: c.epoch,
-          host: c.host,
-          committed: Date.now(),
-          ...c.timeline,
-          ...(c.ranks === undefined ? {} : { ranks: c.ranks }),
-          ...(c.hosts === undefined ? {} : { hosts: c.hosts }),
-        }),
-      ),
+      record,
       c.reps.length,
       c.notRun.length,
       c.gates.length,
@@ -114,7 +115,7 @@ export class ResultStore {
       ],
       args,
     );
-    return decodeCommitBlock(reply, c.cards, `${k.commits(c.experiment)} field ${c.block}`);
+    return decodeCommitBlock(reply, c.cards, `${k.commits(c.experiment)} field ${c.block}`, record);
   }
 
   /**
@@ -292,13 +293,19 @@ const CommitProbesReplySchema = z.union([
   z.tuple([z.literal(0), z.literal('COMMITTED')]),
 ]);
 
-/** Decodes commit-block.lua's reply for a commit over `cards`; `commitsField` names where a prior commit rests. */
-export function decodeCommitBlock(reply: unknown, cards: string[], commitsField: string): CommitResult {
+/**
+ * Decodes commit-block.lua's reply for a commit over `cards`; `commitsField` names where a prior
+ * commit rests. A prior commit byte for byte `record` (the one this call sent: it carries its
+ * attempt, epoch and the millisecond it was made) is this call's own: the script ran, its reply
+ * was lost with the connection (a Redis restarted with its AOF) and ioredis sent the command again.
+ */
+export function decodeCommitBlock(reply: unknown, cards: string[], commitsField: string, record: string): CommitResult {
   const r = checkStored(CommitBlockReplySchema, reply, 'reply of store/lua/commit-block.lua');
   if (r[0] === 1) return { committed: true };
   if (r[1] === 'GONE') return { committed: false, why: 'gone' };
   if (r[1] === 'EPOCH')
     return { committed: false, why: 'epoch', card: cards[r[2] - 1] ?? '?', holder: r[3] === '' ? null : Number(r[3]) };
+  if (r[2] === record) return { committed: true };
   const prior = parseStored(CommitRecordSchema, r[2], commitsField);
   return {
     committed: false,

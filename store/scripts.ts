@@ -48,7 +48,7 @@ export function scriptSource(name: string): string {
   return lua;
 }
 
-function commandName(name: string): string {
+export function commandName(name: string): string {
   return `orch_${name.replace(/-/g, '_')}`;
 }
 

@@ -7,7 +7,7 @@ import { GangStaging } from '../../store/gang-staging.ts';
 import { LeaseStore, type RevokeMessage } from '../../store/lease-store.ts';
 import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { ResultStore } from '../../store/result-store.ts';
-import { scriptSource } from '../../store/scripts.ts';
+import { commandName, scriptSource } from '../../store/scripts.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
@@ -156,6 +156,55 @@ describe('card leases (Lua, real redis-server)', () => {
     assert.equal(again.committed, false);
     assert.equal(again.committed === false && again.why, 'committed');
     assert.equal(await results.failReps('x', 3, 3, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'late' }]), 0);
+  });
+
+  test('a commit Redis ran and whose reply was lost, sent again, is the commit it made (not BLOCK_ALREADY_COMMITTED)', async () => {
+    const prefix = freshPrefix();
+    const leases = new LeaseStore(redis, { prefix });
+    const a = await leases.acquireGang({ cards: ['s0'], owner: 'h1', ttlMs: 5000, experiment: 'x', block: 1 });
+    assert.ok(a.granted);
+    // ioredis sends an unanswered command again on its new connection (a Redis restarted with its
+    // AOF between running the script and replying): the script runs twice, the second reply returns
+    const resending = new Proxy(redis, {
+      get(target, name, receiver) {
+        const v = Reflect.get(target, name, receiver);
+        if (name !== commandName('commit-block') || typeof v !== 'function') return v;
+        return async (...args: unknown[]) => {
+          await v.apply(target, args);
+          return v.apply(target, args);
+        };
+      },
+    });
+    await redis.hset(new ResultStore(redis, { prefix }).keys.exp('x'), 'state', 'running');
+    const results = new ResultStore(resending, { prefix });
+    const rep = {
+      experiment: 'x',
+      block: 1,
+      attempt: 1,
+      epoch: a.epoch,
+      arm: 'A',
+      rep: 0,
+      position: 0,
+      step_ms: [1],
+      backend: 'cpu',
+      mode: 'eager' as const,
+    };
+    const input = {
+      experiment: 'x',
+      block: 1,
+      attempt: 1,
+      epoch: a.epoch,
+      host: 'h1',
+      cards: ['s0'],
+      reps: [{ block: 1, arm: 'A', rep: 0, result: rep }],
+      notRun: [],
+      gates: [],
+    };
+    assert.deepEqual(await results.commitBlock(input), { committed: true });
+    assert.deepEqual(await results.results('x'), { '1/A/0': rep });
+    // another call of the same attempt (a new record) is still refused
+    const again = await results.commitBlock(input);
+    assert.equal(again.committed === false && again.why, 'committed');
   });
 
   /**
