@@ -14,6 +14,9 @@ export const WorkerEventSchema = z.discriminatedUnion('event', [
   z.strictObject({
     ...base,
     event: z.literal('block-start'),
+    // the worker's clock as this start began: two starts of one attempt never print the same line,
+    // so a line Redis holds twice is a re-sent append (ioredis sends an unanswered command again)
+    started_ms: z.number().min(0).optional(),
     cards: z.array(z.string()),
     sequence: z.array(z.string()),
     machine: MachineRecordSchema.optional(),

@@ -302,6 +302,7 @@ class GangRun {
       await fate.race(keeper.start());
       const machine = await fate.race(reading);
       this.gang.events.worker(this.gang.tags(''), 'block-start', {
+        started_ms: Date.now(),
         cards: job.cards,
         sequence: job.sequence,
         machine,

@@ -3,10 +3,10 @@
  * experiment's event stream, as the worker streamed them) against what Redis committed:
  * - measured twice: one rank's rep lines for one request (block, attempt, request id) that differ
  *   (each rep line carries its span, t_start_ns/t_end_ns: two measurements never print the same
- *   line), or one block attempt started twice (its `block-start` event: the payload ran again —
- *   a replayed or repeated job — whatever it got to measure; per host, as each part of a spread
- *   gang starts it on its own host);
- * - re-sent: the same line twice. The stream's appends are at least once: a command Redis ran
+ *   line), or one block attempt started twice (two different `block-start` events — each carries
+ *   its start's clock — the payload ran again: a replayed or repeated job, whatever it got to
+ *   measure; per host, as each part of a spread gang starts it on its own host);
+ * - re-sent: the same line twice (a rep line or a block-start). The stream's appends are at least once: a command Redis ran
  *   whose reply a partition lost is sent again on the new connection (ioredis resends
  *   unanswered commands). Counted, not a second measurement; a stale line stored as another
  *   request's answer is caught as misattributed below;
@@ -55,18 +55,22 @@ export function auditReps(
     lines.set(key, [...(lines.get(key) ?? []), e]);
   }
   let twice = 0;
-  const starts = new Map<string, number>();
+  let resent = 0;
+  const starts = new Map<string, string[]>();
   for (const e of events) {
     // per host: each part of a gang spread over hosts starts the attempt once on its own host
     const key = `${e.block}/${e.attempt}@${e.host}`;
-    if (e.event.type === 'worker' && e.event.event === 'block-start') starts.set(key, (starts.get(key) ?? 0) + 1);
+    if (e.event.type === 'worker' && e.event.event === 'block-start')
+      starts.set(key, [...(starts.get(key) ?? []), JSON.stringify(e.event)]);
   }
-  for (const [key, n] of starts) {
+  for (const [key, seen] of starts) {
+    // the same line twice is one start's append sent again (it carries the start's clock)
+    const n = new Set(seen).size;
+    resent += seen.length - n;
     if (n < 2) continue;
     twice += 1;
     detail.push(`block attempt ${key} started ${n} times`);
   }
-  let resent = 0;
   for (const [key, seen] of lines) {
     const bodies = new Set(seen.map((e) => JSON.stringify(e.event)));
     resent += seen.length - bodies.size;
