@@ -31,7 +31,7 @@ import { rendezvousSecret } from '../jobs/spread-gang.ts';
 import type { GangStaging } from '../store/gang-staging.ts';
 import type { CommandGang } from './command/command-gang.ts';
 import { RendezvousJoins } from './command/rendezvous-joins.ts';
-import { DEFAULT_HELLO_TIMEOUT_S } from './command/resident-command-rank.ts';
+import { DEFAULT_HELLO_TIMEOUT_S } from './command/spawn-resident.ts';
 import { PortTakenTwiceError, type StolenPort, stolenPortLine } from './command/stolen-port.ts';
 import { gangPortRange, pickFreePort, releasePort } from './free-port.ts';
 import type { GangContext } from './gang-context.ts';

@@ -12,11 +12,25 @@
  */
 import type { OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
 import type { RankProtocol } from '../rank-protocol.ts';
+import type { RankOp } from '../rank-runner.ts';
 
-/** What a prepared process's protocol reports to, rebound to the rank that adopts it. */
+/** What a prepared process's protocol reports to and how its requests are written, rebound to the rank that adopts it. */
 export interface PreparedSink {
   onLine: (line: OrchRankLine, raw: string) => void;
   onStderr: (line: string) => void;
+  request: (op: RankOp) => string;
+  onExchange?: (line: OrchRankLine) => void;
+}
+
+/** A sink for a process nobody adopted yet: its lines go nowhere, and it is sent no request. */
+export function unadoptedSink(): PreparedSink {
+  return {
+    onLine: () => {},
+    onStderr: () => {},
+    request: (op) => {
+      throw new Error(`request ${op.id} to a prepared rank process no rank adopted`);
+    },
+  };
 }
 
 export interface PreparedRank {

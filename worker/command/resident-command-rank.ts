@@ -25,19 +25,15 @@ import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/comman
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { exchangeAnswer, MAX_EXCHANGES, type OrchRankExchange } from '../../jobs/orch-rank-exchange.ts';
 import {
-  ORCH_RANK_VERSION,
   type OrchRankHello,
   type OrchRankLine,
   type OrchRankRep,
-  orchRankOpen,
   orchRankRequest,
-  parseOrchRankLine,
 } from '../../jobs/orch-rank-protocol.ts';
 import type { RankOutput } from '../../jobs/rank-output-tail.ts';
-import { HOST_PHASE } from '../../jobs/rank-protocol-constants.ts';
 import { openLockFile } from '../../store/private-dir.ts';
-import { LOCK_BUSY_EXIT, lockDescription, processGroupPids, spawnRank } from '../rank-process.ts';
-import { type RankLineSchema, RankProtocol } from '../rank-protocol.ts';
+import { LOCK_BUSY_EXIT, lockDescription, processGroupPids } from '../rank-process.ts';
+import type { RankProtocol } from '../rank-protocol.ts';
 import {
   type RankExit,
   type RankHandle,
@@ -46,7 +42,7 @@ import {
   RankProtocolError,
   type RankStart,
 } from '../rank-runner.ts';
-import { type RunAs, runAsEnv } from '../run-as.ts';
+import type { RunAs } from '../run-as.ts';
 import { measureChainFloor } from './chain-floor.ts';
 import {
   type CommandBuilds,
@@ -55,25 +51,23 @@ import {
   type PrepareOptions,
   prepareCommandBuilds,
 } from './command-builds.ts';
-import { torchrunEnv, visibleDevices } from './command-gang.ts';
-import { injectionEnv } from './launch-counter.ts';
-import { type PreparedRank, type PreparedSink, type PreparedSlots, preparedKey } from './prepared-slots.ts';
-import { programEnv } from './program-env.ts';
+import { visibleDevices } from './command-gang.ts';
+import {
+  type PreparedRank,
+  type PreparedSink,
+  type PreparedSlots,
+  preparedKey,
+  unadoptedSink,
+} from './prepared-slots.ts';
 import { type RankCaches, rankCaches } from './rank-caches.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
-import { commandCwd } from './run-command-rep.ts';
+import { DEFAULT_HELLO_TIMEOUT_S, HELLO_HINT, spawnResidentProgram } from './spawn-resident.ts';
 
-/** run.hello_timeout_s's default: an `import torch`, CUDA's start and a model build come first. */
-export const DEFAULT_HELLO_TIMEOUT_S = 120;
 /** How long a prepared next rank waits for its block at least (the scheduler's next grant, a queue ahead). */
 const PREPARED_KEEP_MS = 300_000;
-/** The exit record quotes this many of the program's last stderr lines (a Python traceback's tail). */
-const STDERR_LINES_IN_EXIT = 5;
 
 const COUNTS_OFF =
   'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: the measured cost is under this table)';
-
-const HELLO_HINT = `a resident command rank speaks the orch-rank protocol (ranklib/PROTOCOL.md) on stdout: serve the program through orch_rank (Python, ranklib/python) or orch_rank.h (C++, ranklib/cpp); its setup runs before hello, so raise workload.run.hello_timeout_s if it takes longer`;
 
 export class ResidentCommandRank implements RankHandle {
   readonly rank: number;
@@ -322,6 +316,8 @@ export class ResidentCommandRank implements RankHandle {
   private async adopt(rank: PreparedRank): Promise<RankProtocol<OrchRankLine> | null> {
     rank.sink.onLine = (line) => this.onProgramLine(line);
     rank.sink.onStderr = (l) => this.forwardStderr(l);
+    rank.sink.request = (op) => orchRankRequest(this.s.job, op);
+    rank.sink.onExchange = (line) => this.exchange(line as OrchRankExchange);
     const prepared = await rank.proto.prepared.catch((err: unknown) =>
       err instanceof Error ? err : new Error(String(err)),
     );
@@ -347,7 +343,7 @@ export class ResidentCommandRank implements RankHandle {
   prepareNext(slots: PreparedSlots, keepMs: number): PreparedRank {
     if (this.artifactDir === undefined)
       throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
-    const sink: PreparedSink = { onLine: () => {}, onStderr: () => {} };
+    const sink = unadoptedSink();
     const rank: PreparedRank = {
       key: preparedKey(this.s.job.experiment, this.artifactDir, this.card.id),
       proto: this.spawnProgram(this.artifactDir, sink),
@@ -368,63 +364,34 @@ export class ResidentCommandRank implements RankHandle {
 
   /** The program, started now: inside the lease (`sink` null), or in the host phase, its lines to `sink` until adopted. */
   private spawnProgram(artifactDir: string | null, sink: PreparedSink | null): RankProtocol<OrchRankLine> {
-    const { s, workload } = this;
-    const run = workload.run;
-    const base = programEnv({
-      ...(this.caches?.env ?? {}),
-      ...(run.env ?? {}),
-      ORCH_RANK_PROTOCOL: String(ORCH_RANK_VERSION),
-      ORCH_PARAMS: JSON.stringify(workload.params ?? {}),
-      ORCH_RANK: String(s.rank),
-      ORCH_WORLD: String(s.world),
-      ...(artifactDir === null ? {} : { ORCH_ARTIFACTS: artifactDir }),
-      // the host phase: no device visible until `open` names the card
-      CUDA_VISIBLE_DEVICES: sink === null ? this.devices() : '',
-      ...(sink === null ? {} : { [HOST_PHASE.env]: '1' }),
-      ...(s.commandGang === undefined ? {} : torchrunEnv(s.commandGang, s.rank, s.world, run)),
-    });
-    const env = {
-      ...base,
-      ...runAsEnv(this.opts.runAs ?? null),
-      ...injectionEnv({
-        backend: s.card.backend,
-        counts: run.launch_counts === true,
+    const { s } = this;
+    return spawnResidentProgram(
+      {
+        rank: s.rank,
+        world: s.world,
+        card: s.card,
+        ...(s.commandGang === undefined ? {} : { commandGang: s.commandGang }),
+        workload: this.workload,
+        artifactDir,
+        caches: this.caches,
         traceProbe: s.job.trace_probe === true,
-        lib: this.opts.injectLib ?? null,
-        programEnv: base,
-      }),
-    };
-    const { child, endGroup } = spawnRank(run.cmd, {
-      cwd: commandCwd(run.cwd, artifactDir, undefined, this.opts.runAs ?? null),
-      env,
-      warn: (msg) => s.log.warn(msg),
-      runAs: this.opts.runAs ?? null,
-    });
-    s.log.debug({ pid: child.pid, cmd: run.cmd }, 'resident rank started');
-    const schema: RankLineSchema<OrchRankLine> = {
-      parse: parseOrchRankLine,
-      request: (op) => orchRankRequest(s.job, op),
-    };
-    return new RankProtocol(child, schema, {
-      rank: s.rank,
-      card: s.card,
-      log: s.log,
-      program: run.cmd,
-      // answers reach the stream once translated (request); a fatal error before hello, as it came
-      onLine: (line) => (sink === null ? this.onProgramLine(line) : sink.onLine(line, '')),
-      onStderr: (l) => (sink === null ? this.forwardStderr(l) : sink.onStderr(l)),
-      ...(sink === null ? {} : { hostPhase: { open: orchRankOpen } }),
-      helloTimeoutMs: (run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000,
-      helloHint: () =>
-        this.waitingFor === null
-          ? HELLO_HINT
-          : `it waits for exchange "${this.waitingFor}", whose bytes rank 0 never published (rank 0 did not reach its exchange)`,
-      onExchange: (line) => this.exchange(line as OrchRankExchange),
-      stderrLinesInExit: STDERR_LINES_IN_EXIT,
-      // graphrt's exit codes (native/PROTOCOL.md) are not the user's: a death mid-block is retried
-      exitCodesKnown: false,
-      onExit: endGroup,
-    });
+        injectLib: this.opts.injectLib ?? null,
+        runAs: this.opts.runAs ?? null,
+        log: s.log,
+        devices: sink === null ? this.devices() : null,
+      },
+      sink ?? {
+        // answers reach the stream once translated (request); a fatal error before hello, as it came
+        onLine: (line) => this.onProgramLine(line),
+        onStderr: (l) => this.forwardStderr(l),
+        request: (op) => orchRankRequest(s.job, op),
+        helloHint: () =>
+          this.waitingFor === null
+            ? HELLO_HINT
+            : `it waits for exchange "${this.waitingFor}", whose bytes rank 0 never published (rank 0 did not reach its exchange)`,
+        onExchange: (line) => this.exchange(line as OrchRankExchange),
+      },
+    );
   }
 
   /**
