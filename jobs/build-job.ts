@@ -24,6 +24,12 @@ export const BuildJobSchema = z.object({
   builds: block.builds,
   /** an arm names no build: the workload's own build (of the checkout in workload.build.dir) is needed too */
   own: z.boolean(),
+  /**
+   * cards of this host whose first blocks' ranks start in the host phase once the builds are
+   * made (orchestrator/scheduler/build-phase.ts preparesBeforeLease); the job ends when they
+   * have prepared (worker/command/prepare-first.ts)
+   */
+  prepare: z.array(block.cards.element).max(64).optional(),
 });
 export type BuildJob = z.infer<typeof BuildJobSchema>;
 

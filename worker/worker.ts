@@ -32,6 +32,7 @@ import { Worker as BullWorker, type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
+import type { BuildJob } from '../jobs/build-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { HOST_NAME_PATTERN } from '../jobs/name-patterns.ts';
 import type { SlurmAllocation } from '../jobs/slurm-allocation.ts';
@@ -59,6 +60,7 @@ import { shareBuildRoot } from './builds/build-cache-sharing.ts';
 import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
 import { injectLibPath } from './command/launch-counter.ts';
+import { type FirstPrepared, prepareFirstBlocks } from './command/prepare-first.ts';
 import { discoverCards } from './discover-cards.ts';
 import { EventStream } from './event-stream.ts';
 import { type ForeignProcessProbe, HostForeignProcessProbe } from './foreign-processes.ts';
@@ -426,6 +428,20 @@ export class Worker {
     return lockDir;
   }
 
+  /** A build job's `prepare` cards: the first blocks' ranks in the host phase, in the command runner's slots. */
+  private prepareFirst(job: BuildJob, cache: BuildCache): Promise<FirstPrepared[]> {
+    if (this.commandRunner === null)
+      throw new OrchError('BUILD_JOB_INVALID', `build job of ${job.experiment}: this worker has no command runner yet`);
+    return prepareFirstBlocks(job, {
+      cache,
+      cards: new Map(this.cards.map((c) => [c.id, c])),
+      slots: this.commandRunner.prepared,
+      injectLib: injectLibPath(this.opts.graphrt),
+      runAs: this.opts.runAs ?? null,
+      log: this.log.child({ experiment: job.experiment }),
+    });
+  }
+
   private blockExecutor(
     redis: Redis,
     lockDir: string,
@@ -532,7 +548,13 @@ export class Worker {
       async (job) => {
         try {
           await this.admit(buildGate, job);
-          return await runBuildJob(job.data, { host: this.host, cache, events, log: this.log });
+          return await runBuildJob(job.data, {
+            host: this.host,
+            cache,
+            events,
+            log: this.log,
+            prepareFirst: (j) => this.prepareFirst(j, cache),
+          });
         } catch (err) {
           throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
         }

@@ -46,10 +46,10 @@ export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: num
   if (started === undefined || ready === undefined || gated === undefined || committed === undefined || !first)
     return null;
   const whole = Math.max(ready - started, 0);
-  const overlapped = overlappedPrepareMs(plan, commit);
+  const prepare = firstBlockPrepare(plan, commit);
   return sizeBlocks({
-    startup_ms: Math.max(whole - (overlapped ?? 0), 0),
-    ...(overlapped === null ? {} : { overlapped_ms: overlapped }),
+    startup_ms: Math.max(whole - (prepare?.in_lease === true ? prepare.prepare_ms : 0), 0),
+    ...(prepare === null ? {} : { overlapped_ms: prepare.prepare_ms }),
     fixed_ms: Math.max(gated - ready, 0),
     rep_ms: Math.max(committed - gated, 0) / first.sequence.length,
     arms: plan.arms.length,
@@ -61,17 +61,18 @@ export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: num
 }
 
 /**
- * The first block's prepare() that the later blocks will not pay inside their lease, or null: a
- * rank alone on its card that started inside the first lease (nothing ran before it to overlap
- * with) runs prepare() in the host phase for every block after it, while the block before holds
- * the card (worker/command/resident-command-rank.ts prepareNextIfDue). Sizing the later blocks by
- * the first block's whole start-up would make them as large as if each paid a half-minute read of
- * weights again.
+ * The first block's prepare(), which every later block runs in the host phase while the block
+ * before holds the card (worker/command/resident-command-rank.ts prepareNextIfDue), or null: a
+ * rank alone on its card that said how long its prepare() took. `in_lease`: the first block paid it
+ * inside its lease (no build phase prepared it: worker/command/prepare-first.ts), so it comes off
+ * the start-up a later block pays; either way a later block must outlast the next one's prepare().
+ * Sizing the later blocks by the first block's whole start-up would make them as large as if each
+ * paid a half-minute read of weights again.
  */
-export function overlappedPrepareMs(plan: Plan, commit: CommitRecord): number | null {
+export function firstBlockPrepare(plan: Plan, commit: CommitRecord): { prepare_ms: number; in_lease: boolean } | null {
   const only = commit.startup?.length === 1 ? commit.startup[0] : undefined;
-  if (plan.ranks !== 1 || only === undefined || only.host_phase === true || only.prepare_ms === undefined) return null;
-  return only.prepare_ms;
+  if (plan.ranks !== 1 || only === undefined || only.prepare_ms === undefined) return null;
+  return { prepare_ms: only.prepare_ms, in_lease: only.host_phase !== true };
 }
 
 /** Sizes and writes the later blocks of `exp` from its first block's commit; false when nothing was written. */

@@ -27,6 +27,7 @@
 import { Job, Queue } from 'bullmq';
 import { type BuildJob, BuildJobSchema, buildsOfArms } from '../../jobs/build-job.ts';
 import { blockBuilds } from '../../jobs/build-refs.ts';
+import { isTraceProbe } from '../../jobs/compile-spec.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { signJob } from '../../jobs/grant.ts';
 import { gangPlacement } from '../../jobs/plan.ts';
@@ -54,23 +55,52 @@ const BUILDING_POLL_MS = 200;
 /**
  * Whether the experiment builds before its blocks get cards: it has builds as arms, or its
  * command workload builds the user's checkout (the build the rank path would otherwise make
- * after the lease, a failing or slow one holding the leased cards idle).
+ * after the lease, a failing or slow one holding the leased cards idle), or its first blocks'
+ * ranks start in the host phase before their lease (preparesBeforeLease).
  */
-export function hasBuildPhase(exp: Pick<ExperimentRecord, 'spec'>): boolean {
+export function hasBuildPhase(exp: Pick<ExperimentRecord, 'spec' | 'plan'>): boolean {
   const w = exp.spec.workload;
-  return Object.keys(exp.spec.builds ?? {}).length > 0 || (w.runtime === 'command' && w.build !== undefined);
+  return (
+    Object.keys(exp.spec.builds ?? {}).length > 0 ||
+    (w.runtime === 'command' && w.build !== undefined) ||
+    preparesBeforeLease(exp)
+  );
 }
 
-/** The build job of one host (unsigned): the builds the plan's arms name, and the workload's own when an arm names none. */
+/**
+ * A resident command rank alone on its card, out of a trace probe: the build job of each host
+ * also starts the first blocks' rank processes in the host phase (their prepare(): imports,
+ * weights read into host memory, with no device visible) and ends once they have prepared, so
+ * the first block's lease is not spent on it either (worker/command/prepare-first.ts). Later
+ * blocks' ranks are prepared while the block before holds the card (resident-command-rank.ts).
+ * Builds as arms are left out: each arm's rank runs another build.
+ */
+export function preparesBeforeLease(exp: Pick<ExperimentRecord, 'spec' | 'plan'>): boolean {
+  const w = exp.spec.workload;
+  return (
+    w.runtime === 'command' &&
+    w.run.mode === 'resident' &&
+    exp.plan.ranks === 1 &&
+    !isTraceProbe(exp.spec) &&
+    Object.keys(exp.spec.builds ?? {}).length === 0
+  );
+}
+
+/**
+ * The build job of one host (unsigned): the builds the plan's arms name, and the workload's own
+ * when an arm names none; `prepare`, the host's cards whose first blocks' ranks start in the host
+ * phase (preparesBeforeLease: one per block at most).
+ */
 export function buildJobOf(
   exp: Pick<ExperimentRecord, 'id' | 'spec' | 'plan'>,
   host: string,
   attempt: number,
+  prepare: readonly string[] = [],
 ): BuildJob {
   const all = blockBuilds(exp.spec);
   const w = exp.spec.workload;
   const { named, own } = buildsOfArms(exp.plan.arms, w.runtime === 'command' && w.build !== undefined);
-  if (!all && !own) throw new Error(`experiment ${exp.id} has no builds`);
+  if (!all && !own && prepare.length === 0) throw new Error(`experiment ${exp.id} has no builds`);
   const builds = all
     ? {
         builds: {
@@ -79,7 +109,31 @@ export function buildJobOf(
         },
       }
     : {};
-  return BuildJobSchema.parse({ experiment: exp.id, host, attempt, epoch: attempt, workload: w, ...builds, own });
+  return BuildJobSchema.parse({
+    experiment: exp.id,
+    host,
+    attempt,
+    epoch: attempt,
+    workload: w,
+    ...builds,
+    own,
+    ...(prepare.length === 0 ? {} : { prepare: [...prepare] }),
+  });
+}
+
+/** The cards of `host` whose first blocks' ranks its build job prepares: those that can serve the experiment, one per block at most. */
+export function prepareCards(
+  exp: Pick<ExperimentRecord, 'spec' | 'plan'>,
+  host: string,
+  cards: readonly Pick<Card, 'id' | 'host' | 'backend' | 'caps' | 'memory_mib' | 'compute_capability'>[],
+): string[] {
+  if (!preparesBeforeLease(exp)) return [];
+  const want = cardNeed(exp);
+  const need = specNeeds(exp.spec);
+  return cards
+    .filter((c) => c.host === host && cardServes(want, c) && allows(c, need))
+    .map((c) => c.id)
+    .slice(0, exp.plan.blocks.length);
 }
 
 /** The experiment's reason when its build phase failed. */
@@ -242,7 +296,7 @@ export class BuildPhase {
       let h = b.hosts.get(host);
       if (h === undefined) {
         if (!candidates.has(host)) continue;
-        h = await this.dispatch(exp, host, 1);
+        h = await this.dispatch(exp, host, 1, prepareCards(exp, host, cards));
         b.hosts.set(host, h);
         building = true;
         continue;
@@ -277,7 +331,7 @@ export class BuildPhase {
         changed = true;
       }
       if (h.state === 'retry' && candidates.has(host)) {
-        h = await this.dispatch(exp, host, h.attempt + 1);
+        h = await this.dispatch(exp, host, h.attempt + 1, prepareCards(exp, host, cards));
         b.hosts.set(host, h);
         building = true;
       }
@@ -318,11 +372,16 @@ export class BuildPhase {
     return q;
   }
 
-  private async dispatch(exp: ExperimentRecord, host: string, attempt: number): Promise<HostBuilds> {
+  private async dispatch(
+    exp: ExperimentRecord,
+    host: string,
+    attempt: number,
+    prepare: readonly string[],
+  ): Promise<HostBuilds> {
     this.secret ??= requireClusterSecret('the scheduler');
     const job = buildJobId(exp.id, attempt, host);
     // a no-op when the job exists (a new leader dispatching what the last one did)
-    const signed = signJob(hostBuildQueue(host), 'build', job, buildJobOf(exp, host, attempt), this.secret);
+    const signed = signJob(hostBuildQueue(host), 'build', job, buildJobOf(exp, host, attempt, prepare), this.secret);
     await this.queue(host).add(signed.name, signed.data, signed.opts);
     const h: HostBuilds = { state: 'building', attempt, job, since: Date.now() };
     await this.builds.setHost(exp.id, host, h);

@@ -14,7 +14,7 @@ import { type Plan, planExperiment } from '../../jobs/plan.ts';
 import { repsPerBlockOf } from '../../jobs/reps-per-block.ts';
 import { applyBlockSizing } from '../../jobs/sized-plan.ts';
 import { SpecSchema } from '../../jobs/spec.ts';
-import { overlappedPrepareMs, sizingFromCommit } from '../../orchestrator/scheduler/auto-block-sizing.ts';
+import { firstBlockPrepare, sizingFromCommit } from '../../orchestrator/scheduler/auto-block-sizing.ts';
 
 const base: SizingInput = {
   startup_ms: 1500,
@@ -146,7 +146,7 @@ describe('auto block sizing', () => {
       })),
     });
     const inLease = commit({ host_phase: false, prepare_ms: 30_000 });
-    assert.equal(overlappedPrepareMs(plan, inLease), 30_000);
+    assert.deepEqual(firstBlockPrepare(plan, inLease), { prepare_ms: 30_000, in_lease: true });
     const sized = sizingFromCommit(plan, inLease, 1);
     assert.equal(sized?.startup_ms, 4_040, 'what a later block pays: 4 s to its hello and 40 ms of gates');
     assert.equal(sized?.overlapped_ms, 30_000);
@@ -160,13 +160,18 @@ describe('auto block sizing', () => {
     const slowPrep = sizingFromCommit(plan, commit({ host_phase: false, prepare_ms: 300_000 }), 1);
     assert.equal(slowPrep?.wanted, Math.ceil(300_000 / (2 * 500)));
     assert.ok(2 * (slowPrep?.wanted ?? 0) * 500 >= 300_000);
-    // adopted from the host phase already, a gang of two, or no prepare(): the whole start-up stays
-    for (const c of [commit({ host_phase: true, prepare_ms: 30_000 }), commit({ host_phase: false })]) {
-      assert.equal(overlappedPrepareMs(plan, c), null);
-      assert.equal(sizingFromCommit(plan, c, 1)?.startup_ms, 34_040);
-    }
+    // adopted from the host phase (the build phase prepared the first block too): nothing comes off
+    // its start-up, and a later block still outlasts the next one's prepare()
+    const adopted = commit({ host_phase: true, hello_ms: 4_000, prepare_ms: 300_000 });
+    assert.deepEqual(firstBlockPrepare(plan, adopted), { prepare_ms: 300_000, in_lease: false });
+    assert.equal(sizingFromCommit(plan, adopted, 1)?.startup_ms, 34_040);
+    assert.equal(sizingFromCommit(plan, adopted, 1)?.overlapped_ms, 300_000);
+    assert.ok((sizingFromCommit(plan, adopted, 1)?.wanted ?? 0) >= Math.ceil(300_000 / (2 * 500)));
+    // no prepare(), or a gang of two: the whole start-up stays, nothing to outlast
+    assert.equal(firstBlockPrepare(plan, commit({ host_phase: false })), null);
+    assert.equal(sizingFromCommit(plan, commit({ host_phase: false }), 1)?.startup_ms, 34_040);
     const gang = planExperiment(residentSpec({}, { ranks: 2 }), 'h');
-    assert.equal(overlappedPrepareMs(gang, commit({ host_phase: false, prepare_ms: 30_000 }, 2)), null);
+    assert.equal(firstBlockPrepare(gang, commit({ host_phase: false, prepare_ms: 30_000 }, 2)), null);
   });
 
   it('the sized plan: the first block as registered, every arm the same reps per block, the reps in all unchanged', () => {

@@ -2,9 +2,9 @@
  * The host phase's prepared slots (ranklib/PROTOCOL.md "Host phase"): one per card, each holding
  * at most one resident rank process started before its lease — ORCH_HOST_PHASE=1,
  * CUDA_VISIBLE_DEVICES empty, no card lock — that has run (or is running) its prepare() and waits
- * for `open`. The rank that later gets the card for the same experiment, build and card adopts it
- * (take); anything else ends it: another key asked for the card, the slot's keep time ran out, the
- * worker drops the card or stops. A process that answered PREPARE_TOUCHED_CUDA leaves its reason
+ * for `open`. A rank of the same experiment and build that gets a card of this worker adopts it
+ * (take: its own card's first, else another card's); anything else ends it: another key asked
+ * for the card, the slot's keep time ran out, the worker drops the card or stops. A process that answered PREPARE_TOUCHED_CUDA leaves its reason
  * behind, so the rank that comes for it starts inside its lease and says why.
  *
  * Only the worker's own descriptor ever holds a card's lock (worker/rank-process.ts): a prepared
@@ -13,6 +13,14 @@
 import type { OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
 import type { RankProtocol } from '../rank-protocol.ts';
 import type { RankOp } from '../rank-runner.ts';
+
+/** How long a prepared rank waits for its block at least (the scheduler's next grant, a queue ahead). */
+const PREPARED_KEEP_MS = 300_000;
+
+/** How long a prepared rank of a workload whose hello may take `helloTimeoutMs` is kept for its block. */
+export function preparedKeepMs(helloTimeoutMs: number): number {
+  return Math.max(helloTimeoutMs, PREPARED_KEEP_MS);
+}
 
 /** What a prepared process's protocol reports to and how its requests are written, rebound to the rank that adopts it. */
 export interface PreparedSink {
@@ -68,16 +76,21 @@ export class PreparedSlots {
     });
   }
 
-  /** The card's prepared process when it is `key`'s and still waits for its open; any other is ended. */
+  /**
+   * The prepared process of `key` for the rank that got `cardId`: the card's own slot's, else one
+   * waiting in another card's slot of this worker (it sees no device before its open, so any card
+   * will do: the build phase prepares the first blocks' ranks before the scheduler picks their
+   * cards). A process of another key in the card's own slot is ended.
+   */
   take(cardId: string, key: string): Taken {
-    const slot = this.slots.get(cardId);
-    if (slot === undefined) return { kind: 'none' };
-    this.slots.delete(cardId);
+    const own = this.slots.get(cardId);
+    if (own !== undefined && own.rank.key !== key) this.dropIf(cardId, own);
+    const found: [string, Slot] | undefined =
+      own !== undefined && own.rank.key === key ? [cardId, own] : [...this.slots].find(([, s]) => s.rank.key === key);
+    if (found === undefined) return { kind: 'none' };
+    const [from, slot] = found;
+    this.slots.delete(from);
     clearTimeout(slot.timer);
-    if (slot.rank.key !== key) {
-      this.end(slot);
-      return { kind: 'none' };
-    }
     if (slot.why !== null || slot.rank.proto.state !== 'preparing') {
       this.end(slot);
       return { kind: 'fallback', why: slot.why ?? `the prepared process was ${slot.rank.proto.state}` };
@@ -114,7 +127,7 @@ export class PreparedSlots {
   }
 }
 
-/** The slot key: one experiment's build on one card. */
-export function preparedKey(experiment: string, artifactDir: string | null, cardId: string): string {
-  return JSON.stringify([experiment, artifactDir, cardId]);
+/** The slot key: one experiment's build (the card is named only at `open`). */
+export function preparedKey(experiment: string, artifactDir: string | null): string {
+  return JSON.stringify([experiment, artifactDir]);
 }

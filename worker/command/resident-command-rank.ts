@@ -56,15 +56,13 @@ import {
   type PreparedRank,
   type PreparedSink,
   type PreparedSlots,
+  preparedKeepMs,
   preparedKey,
   unadoptedSink,
 } from './prepared-slots.ts';
 import { type RankCaches, rankCaches } from './rank-caches.ts';
 import { misfit, residentError, residentGate, residentRep } from './resident-answer.ts';
 import { DEFAULT_HELLO_TIMEOUT_S, HELLO_HINT, spawnResidentProgram } from './spawn-resident.ts';
-
-/** How long a prepared next rank waits for its block at least (the scheduler's next grant, a queue ahead). */
-const PREPARED_KEEP_MS = 300_000;
 
 const COUNTS_OFF =
   'off: workload.run.launch_counts is not true (CUPTI in the process slows timed steps: the measured cost is under this table)';
@@ -225,14 +223,14 @@ export class ResidentCommandRank implements RankHandle {
 
   /**
    * More blocks to come: the next one's process starts now in the host phase, kept for the longer
-   * of the hello timeout and PREPARED_KEEP_MS. One rank alone on its card only (a gang's ranks
+   * of the hello timeout and five minutes (prepared-slots.ts preparedKeepMs). One rank alone on its card only (a gang's ranks
    * exchange in setup(), which the host phase would hold up), never for a trace probe.
    */
   private prepareNextIfDue(): void {
     const { job, world } = this.s;
     if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true)
       return;
-    const keepMs = Math.max((this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000, PREPARED_KEEP_MS);
+    const keepMs = preparedKeepMs((this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000);
     try {
       this.prepareNext(this.opts.slots, keepMs);
     } catch (err) {
@@ -251,7 +249,7 @@ export class ResidentCommandRank implements RankHandle {
     const taken =
       this.s.job.trace_probe === true
         ? null
-        : (this.opts.slots?.take(this.card.id, preparedKey(this.s.job.experiment, artifactDir, this.card.id)) ?? null);
+        : (this.opts.slots?.take(this.card.id, preparedKey(this.s.job.experiment, artifactDir)) ?? null);
     if (taken?.kind === 'fallback') {
       this.startedHow = { hostPhase: false, why: taken.why };
       this.s.log.warn(
@@ -345,7 +343,7 @@ export class ResidentCommandRank implements RankHandle {
       throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
     const sink = unadoptedSink();
     const rank: PreparedRank = {
-      key: preparedKey(this.s.job.experiment, this.artifactDir, this.card.id),
+      key: preparedKey(this.s.job.experiment, this.artifactDir),
       proto: this.spawnProgram(this.artifactDir, sink),
       sink,
     };
