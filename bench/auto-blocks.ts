@@ -10,8 +10,9 @@
  * (host phase or in the lease, caches warm or cold) and the A/A interval, where the spec has one.
  *
  * Run: node --import tsx bench/auto-blocks.ts
- * Environment: BENCH_SPEC (a spec file; default: the slow-start fixture, setup() sleeping
- * BENCH_SETUP_S, default 1, each step BENCH_STEP_MS, default 20, test/utils/slow-start-spec.ts, on
+ * Environment: BENCH_SPEC (a spec file; default: the slow-start fixture, prepare() sleeping
+ * BENCH_PREPARE_S, default 0, setup() BENCH_SETUP_S, default 1, each step BENCH_STEP_MS, default 20,
+ * test/utils/slow-start-spec.ts, on
  * this machine's cpu cards), BENCH_REPS (default 10), BENCH_BLOCKS (default 12), BENCH_WORK (the
  * working directory, kept: its builds/ and rank-caches/, which a caller may warm first; default a
  * fresh temporary one, removed), BENCH_RUNS (default "fixed auto": the runs, in order). One card (ORCH_CPU_CARDS=1 unless set): blocks one after
@@ -37,7 +38,7 @@ function specText(perBlock: 'fixed' | 'auto'): string {
     ? (parse(readFileSync(process.env.BENCH_SPEC, 'utf8')) as Record<string, unknown>)
     : (parse(
         slowStartSpec('auto-blocks', {
-          prepareS: 0,
+          prepareS: Number(process.env.BENCH_PREPARE_S ?? 0),
           setupS: Number(process.env.BENCH_SETUP_S ?? 1),
           stepMs: Number(process.env.BENCH_STEP_MS ?? 20),
           tail: `reps: ${reps}\nblocks: { count: ${blocks} }\n`,
