@@ -30,6 +30,7 @@ import { type ExperimentState, ExperimentStore } from '../../store/experiment-st
 import { DEFAULT_PREFIX } from '../../store/keys.ts';
 import { type RedisServerProcess, redisServerBinary, startRedisServer } from '../../store/redis-server-process.ts';
 import { newSubmitToken } from '../../store/submit-token.ts';
+import { makeNonDumpable, NODUMP_FIX } from '../../worker/non-dumpable.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { Worker } from '../../worker/worker.ts';
 import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
@@ -123,6 +124,15 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     const secret = newClusterSecret();
     // and one submit token, so the private scheduler accepts this process's submission alone
     const submitToken = newSubmitToken();
+    // The private Redis's password and the run's secret are in this process's heap from here on,
+    // and the worker below starts the spec's programs as this user: non-dumpable (worker/non-dumpable.ts),
+    // so none of them reads them through /proc/<pid>/mem or environ, as for `orch worker`.
+    const dumpable = makeNonDumpable();
+    if (dumpable !== null && input.loaded.spec.workload.runtime === 'command')
+      log.warn(
+        { reason: dumpable },
+        `this process stays dumpable: the spec's programs may read its memory (its private Redis's password) through /proc/${process.pid}/mem; ${NODUMP_FIX}`,
+      );
     // the spec is the user's own, run as the user: the embedded worker runs command workloads
     const worker = new Worker({
       redisUrl: server.url,

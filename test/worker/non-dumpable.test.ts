@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -180,6 +180,72 @@ test('`orch worker` is non-dumpable from its start: a program of its user reads 
     assert.ok(log.includes('"non-dumpable: ') && !log.includes('stays dumpable'), log);
   } finally {
     worker.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the embedded `orch submit` is non-dumpable before its programs start: a program of its user reads neither its environ nor its memory', {
+  skip,
+  timeout: 90_000,
+}, async () => {
+  const as = unprivileged();
+  const dir = mkdtempSync(join(tmpdir(), 'orch-nodump-embedded-'));
+  chmodSync(dir, 0o777);
+  const started = join(dir, 'started');
+  // the program says it runs (a file), then holds its rep while the test looks at orch
+  const spec = join(dir, 'spec.yaml');
+  writeFileSync(
+    spec,
+    `name: nodump-embedded
+design: ab
+workload:
+  runtime: command
+  run: { cmd: "touch ${started}; sleep 30; echo 'ms=1'", timeout_s: 60 }
+  toggles: { FAST: { env: FAST, on: "1", off: "0" } }
+  metric_source: { format: regex, pattern: 'ms=(?<value>[0-9.]+)', value_group: value }
+  warmup: 0
+  steps: 1
+toggles: [FAST]
+arms:
+  - { name: slow, toggles: { FAST: false } }
+  - { name: fast, toggles: { FAST: true } }
+reps: 2
+gates: { identity: false, aa: false }
+metric: { name: ms, better: lower }
+`,
+  );
+  chmodSync(spec, 0o644);
+  const argv = [...as, process.execPath, join(ROOT, 'bin/orch.mjs'), 'submit', spec, '--results', join(dir, 'results')];
+  const submit = spawn(argv[0]!, argv.slice(1), {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      ORCH_FROM_SOURCE: '1',
+      ORCH_CPU_CARDS: '1',
+      ORCH_BUILD_DIR: join(dir, 'builds'),
+      // a stand-in for what the process holds: the probe looks for it in environ and in memory
+      ORCH_TEST_SECRET: SECRET,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  submit.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  submit.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  try {
+    await waitFor("the spec's program running", () => existsSync(started) || submit.exitCode !== null, {
+      timeoutMs: 60_000,
+    });
+    assert.ok(existsSync(started), `the program never ran; orch submit said:\n${log}`);
+    const found = probe(as, submit.pid!);
+    assert.deepEqual(
+      found,
+      { environ: 'EACCES', mem: 'EACCES' },
+      `a program of orch submit's user: environ ${found.environ}, mem ${found.mem}; orch submit said:\n${log}`,
+    );
+    assert.ok(!log.includes('stays dumpable'), log);
+  } finally {
+    submit.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
 });
