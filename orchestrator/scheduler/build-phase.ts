@@ -223,7 +223,7 @@ export class BuildPhase {
     // nothing dispatched yet (just submitted): start now rather than at the next tick
     if (b.hosts.size === 0) this.wake();
     const ready = new Set([...b.hosts].filter(([, h]) => h.state === 'ready').map(([host]) => host));
-    return { hosts: ready, hostsWhy: describeBuilds(b.hosts) };
+    return { hosts: ready, hostsWhy: describeBuilds(b.hosts, preparesBeforeLease(exp)) };
   }
 
   /** Runs a reconcile pass now (one at a time); the next is scheduled after it. */
@@ -449,15 +449,19 @@ export class BuildPhase {
 }
 
 /** Why a block waits on its builds: each host's state, for `orch status` and the block's `why`. */
-function describeBuilds(hosts: ReadonlyMap<string, HostBuilds>): string {
-  if (hosts.size === 0) return 'waiting for its builds (no host has started them yet)';
+function describeBuilds(hosts: ReadonlyMap<string, HostBuilds>, prepares: boolean): string {
+  // a build job of an experiment that prepares its first ranks ends once their prepare() is done
+  const what = prepares
+    ? "its builds and its first blocks' prepare() (the host phase, before any lease)"
+    : 'its builds';
+  if (hosts.size === 0) return `waiting for ${what} (no host has started them yet)`;
   // no running clock in it: the grant pass writes a block's why each time it changes
   const parts = [...hosts].map(([host, h]) =>
     h.state === 'building'
-      ? `building on ${host} (attempt ${h.attempt})`
+      ? `${prepares ? 'preparing' : 'building'} on ${host} (attempt ${h.attempt})`
       : h.state === 'ready'
         ? `ready on ${host}`
         : `${h.state} on ${host}: ${h.reason ?? ''}`,
   );
-  return `waiting for its builds (${parts.join('; ')})`;
+  return `waiting for ${what} (${parts.join('; ')})`;
 }
