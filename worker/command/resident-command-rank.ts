@@ -195,6 +195,9 @@ export class ResidentCommandRank implements RankHandle {
     this.caches = rankCaches(this.opts.buildRoot, prepared.hello.build?.key ?? null, this.opts.runAs ?? null);
     const { proto, floor } = await this.startUnderLock(prepared.artifactDir);
     void proto.exited.then((e) => this.resolveExited(e));
+    // the next block's prepare() starts beside this one's setup(), not after it: the block before
+    // the next one is the spec's own size (the first) or sized to outlast prepare() (block-sizing.ts)
+    this.prepareNextIfDue();
     const hello = await proto.ready;
     if (hello.type !== 'hello') throw new OrchError('RANK_PROTOCOL', `rank ${this.rank}: ready without a hello`);
     this.checkToggles(hello);
@@ -217,7 +220,6 @@ export class ResidentCommandRank implements RankHandle {
       final: true,
     };
     this.s.onLine(line, JSON.stringify(line));
-    this.prepareNextIfDue();
     return line;
   }
 
