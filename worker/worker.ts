@@ -42,6 +42,7 @@ import { parseLeaseChannelMessage } from '../store/cancel-notice.ts';
 import { type Card, CardRegistry } from '../store/card-registry.ts';
 import { requireClusterSecret } from '../store/cluster-secret.ts';
 import { connectRedis, readyWithin, requireNoEviction, requireRedisAuth } from '../store/connect.ts';
+import { ExperimentStore, TERMINAL_EXPERIMENT_STATES } from '../store/experiment-store.ts';
 import { GangStaging } from '../store/gang-staging.ts';
 import { HostClaim } from '../store/host-claim.ts';
 import { JobAdmission } from '../store/job-admission.ts';
@@ -599,6 +600,25 @@ export class Worker {
     }
     const wasAlive = await registry.heartbeat(this.host, ttl);
     if (!wasAlive) this.log.warn('host heartbeat was late: the host looked dead for a moment');
+    await this.dropEndedPrepared();
+  }
+
+  /**
+   * Rank processes prepared for an experiment that ended or is being cancelled (before any of
+   * its blocks got a card here, or between two) are ended now, not at their keep time: a
+   * prepare() may hold gigabytes of weights in host memory.
+   */
+  private async dropEndedPrepared(): Promise<void> {
+    const slots = this.commandRunner?.prepared;
+    const held = slots?.experiments() ?? [];
+    if (slots === undefined || held.length === 0 || this.redis === null) return;
+    const states = await new ExperimentStore(this.redis, this.prefix).states(held);
+    for (const [i, id] of held.entries()) {
+      const state = states[i] ?? null;
+      if (state !== null && state !== 'cancelling' && !TERMINAL_EXPERIMENT_STATES.has(state)) continue;
+      const n = slots.dropExperiment(id);
+      this.log.info({ experiment: id, state, ended: n }, 'prepared rank processes of an experiment that ended, ended');
+    }
   }
 
   /** Graceful stop, bounded by stopLimitMs; see the file comment. Idempotent; `why` the first caller's cause. */

@@ -84,7 +84,7 @@ export async function prepareFirstBlocks(
       },
       sink,
     );
-    ctx.slots.put(card.id, { key, proto, sink }, preparedKeepMs(helloMs));
+    ctx.slots.put(card.id, { key, experiment: job.experiment, proto, sink }, preparedKeepMs(helloMs));
     return { card: card.id, proto };
   });
   return Promise.all(

@@ -4,7 +4,8 @@
  * CUDA_VISIBLE_DEVICES empty, no card lock — that has run (or is running) its prepare() and waits
  * for `open`. A rank of the same experiment and build that gets a card of this worker adopts it
  * (take: its own card's first, else another card's); anything else ends it: another key asked
- * for the card, the slot's keep time ran out, the worker drops the card or stops. A process that answered PREPARE_TOUCHED_CUDA leaves its reason
+ * for the card, the slot's keep time ran out, its experiment ended or is being cancelled (the
+ * worker's heartbeat looks), the worker stops. A process that answered PREPARE_TOUCHED_CUDA leaves its reason
  * behind, so the rank that comes for it starts inside its lease and says why.
  *
  * Only the worker's own descriptor ever holds a card's lock (worker/rank-process.ts): a prepared
@@ -42,8 +43,10 @@ export function unadoptedSink(): PreparedSink {
 }
 
 export interface PreparedRank {
-  /** experiment, build and card: only a rank of the same key adopts the process */
+  /** experiment and build (preparedKey): only a rank of the same key adopts the process */
   key: string;
+  /** the experiment it was started for: ended with it (dropExperiment) */
+  experiment: string;
   proto: RankProtocol<OrchRankLine>;
   /** where the process's lines go: nowhere until a rank adopts it */
   sink: PreparedSink;
@@ -102,6 +105,22 @@ export class PreparedSlots {
   drop(cardId: string): void {
     const slot = this.slots.get(cardId);
     if (slot !== undefined) this.dropIf(cardId, slot);
+  }
+
+  /** The experiments whose processes wait in a slot. */
+  experiments(): string[] {
+    return [...new Set([...this.slots.values()].map((s) => s.rank.experiment))];
+  }
+
+  /** Ends every prepared process of `experiment` (it ended or is being cancelled: no block of it will come for them). */
+  dropExperiment(experiment: string): number {
+    let n = 0;
+    for (const [id, slot] of [...this.slots])
+      if (slot.rank.experiment === experiment) {
+        this.dropIf(id, slot);
+        n++;
+      }
+    return n;
   }
 
   /** Ends every prepared process (the worker stops). */

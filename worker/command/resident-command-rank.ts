@@ -346,6 +346,7 @@ export class ResidentCommandRank implements RankHandle {
     const sink = unadoptedSink();
     const rank: PreparedRank = {
       key: preparedKey(this.s.job.experiment, this.artifactDir),
+      experiment: this.s.job.experiment,
       proto: this.spawnProgram(this.artifactDir, sink),
       sink,
     };
