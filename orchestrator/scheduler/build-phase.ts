@@ -100,7 +100,8 @@ export function buildJobOf(
   const all = blockBuilds(exp.spec);
   const w = exp.spec.workload;
   const { named, own } = buildsOfArms(exp.plan.arms, w.runtime === 'command' && w.build !== undefined);
-  if (!all && !own && prepare.length === 0) throw new Error(`experiment ${exp.id} has no builds`);
+  // a host past the blocks' prepare()s still gets its (empty) job: its blocks then start in the lease
+  if (!all && !own && !preparesBeforeLease(exp)) throw new Error(`experiment ${exp.id} has no builds`);
   const builds = all
     ? {
         builds: {
@@ -121,19 +122,32 @@ export function buildJobOf(
   });
 }
 
-/** The cards of `host` whose first blocks' ranks its build job prepares: those that can serve the experiment, one per block at most. */
+/**
+ * Per host, the cards whose first blocks' ranks its build job prepares: those that can serve the
+ * experiment, host by host in `hosts`' order, one per block of the experiment in all. Bounded so,
+ * an experiment of 8 blocks on a cluster of 64 hosts of 8 cards starts 8 prepare()s, not 512; a
+ * first block granted on a host that prepared none starts inside its lease, as before.
+ */
 export function prepareCards(
   exp: Pick<ExperimentRecord, 'spec' | 'plan'>,
-  host: string,
+  hosts: Iterable<string>,
   cards: readonly Pick<Card, 'id' | 'host' | 'backend' | 'caps' | 'memory_mib' | 'compute_capability'>[],
-): string[] {
-  if (!preparesBeforeLease(exp)) return [];
+): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  if (!preparesBeforeLease(exp)) return out;
   const want = cardNeed(exp);
   const need = specNeeds(exp.spec);
-  return cards
-    .filter((c) => c.host === host && cardServes(want, c) && allows(c, need))
-    .map((c) => c.id)
-    .slice(0, exp.plan.blocks.length);
+  let left = exp.plan.blocks.length;
+  for (const host of [...hosts].sort()) {
+    const ids = cards
+      .filter((c) => c.host === host && cardServes(want, c) && allows(c, need))
+      .map((c) => c.id)
+      .sort()
+      .slice(0, left);
+    left -= ids.length;
+    out.set(host, ids);
+  }
+  return out;
 }
 
 /** The experiment's reason when its build phase failed. */
@@ -288,6 +302,7 @@ export class BuildPhase {
       return false;
     }
     const candidates = candidateHosts(exp, cards);
+    const prepare = prepareCards(exp, candidates, cards);
     const alive = new Set(cards.map((c) => c.host));
     const max = this.ctx.tuning.maxAttempts;
     let changed = false;
@@ -296,7 +311,7 @@ export class BuildPhase {
       let h = b.hosts.get(host);
       if (h === undefined) {
         if (!candidates.has(host)) continue;
-        h = await this.dispatch(exp, host, 1, prepareCards(exp, host, cards));
+        h = await this.dispatch(exp, host, 1, prepare.get(host) ?? []);
         b.hosts.set(host, h);
         building = true;
         continue;
@@ -331,7 +346,7 @@ export class BuildPhase {
         changed = true;
       }
       if (h.state === 'retry' && candidates.has(host)) {
-        h = await this.dispatch(exp, host, h.attempt + 1, prepareCards(exp, host, cards));
+        h = await this.dispatch(exp, host, h.attempt + 1, prepare.get(host) ?? []);
         b.hosts.set(host, h);
         building = true;
       }
