@@ -89,7 +89,7 @@ export function preparesBeforeLease(exp: Pick<ExperimentRecord, 'spec' | 'plan'>
 /**
  * The build job of one host (unsigned): the builds the plan's arms name, and the workload's own
  * when an arm names none; `prepare`, the host's cards whose first blocks' ranks start in the host
- * phase (preparesBeforeLease: one per block at most).
+ * phase (preparesBeforeLease, prepareCards: one per block over the cluster).
  */
 export function buildJobOf(
   exp: Pick<ExperimentRecord, 'id' | 'spec' | 'plan'>,
