@@ -11,6 +11,35 @@ import { commandName, scriptSource } from '../../store/scripts.ts';
 import { client, freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
 
+/** The commit of one block holding one measured rep (experiment x, arm A, rep 0), and that rep. */
+function oneRepCommit(o: { block: number; attempt: number; epoch: number; cards: string[] }) {
+  const { block, attempt, epoch } = o;
+  const rep = {
+    experiment: 'x',
+    block,
+    attempt,
+    epoch,
+    arm: 'A',
+    rep: 0,
+    position: 0,
+    step_ms: [1],
+    backend: 'cpu',
+    mode: 'eager' as const,
+  };
+  const input = {
+    experiment: 'x',
+    block,
+    attempt,
+    epoch,
+    host: 'h1',
+    cards: o.cards,
+    reps: [{ block, arm: 'A', rep: 0, result: rep }],
+    notRun: [],
+    gates: [],
+  };
+  return { rep, input };
+}
+
 describe('card leases (Lua, real redis-server)', () => {
   let server: RedisServerProcess;
   let redis: Redis;
@@ -107,29 +136,7 @@ describe('card leases (Lua, real redis-server)', () => {
     );
     await redis.hset(results.keys.exp('x'), 'state', 'running');
     await results.failReps('x', 3, 1, [{ block: 3, arm: 'A', rep: 0, position: 0, reason: 'rank 1 exited 3' }]);
-    const rep = {
-      experiment: 'x',
-      block: 3,
-      attempt: 2,
-      epoch: a.epoch,
-      arm: 'A',
-      rep: 0,
-      position: 0,
-      step_ms: [1],
-      backend: 'cpu',
-      mode: 'eager' as const,
-    };
-    const input = {
-      experiment: 'x',
-      block: 3,
-      attempt: 2,
-      epoch: a.epoch,
-      host: 'h1',
-      cards: ['k0', 'k1'],
-      reps: [{ block: 3, arm: 'A', rep: 0, result: rep }],
-      notRun: [],
-      gates: [],
-    };
+    const { rep, input } = oneRepCommit({ block: 3, attempt: 2, epoch: a.epoch, cards: ['k0', 'k1'] });
     // revoked: refused, nothing written
     await leases.revoke({ cards: ['k1'], reason: 'test' });
     assert.deepEqual(await results.commitBlock(input), { committed: false, why: 'epoch', card: 'k1', holder: null });
@@ -177,29 +184,7 @@ describe('card leases (Lua, real redis-server)', () => {
     });
     await redis.hset(new ResultStore(redis, { prefix }).keys.exp('x'), 'state', 'running');
     const results = new ResultStore(resending, { prefix });
-    const rep = {
-      experiment: 'x',
-      block: 1,
-      attempt: 1,
-      epoch: a.epoch,
-      arm: 'A',
-      rep: 0,
-      position: 0,
-      step_ms: [1],
-      backend: 'cpu',
-      mode: 'eager' as const,
-    };
-    const input = {
-      experiment: 'x',
-      block: 1,
-      attempt: 1,
-      epoch: a.epoch,
-      host: 'h1',
-      cards: ['s0'],
-      reps: [{ block: 1, arm: 'A', rep: 0, result: rep }],
-      notRun: [],
-      gates: [],
-    };
+    const { rep, input } = oneRepCommit({ block: 1, attempt: 1, epoch: a.epoch, cards: ['s0'] });
     assert.deepEqual(await results.commitBlock(input), { committed: true });
     assert.deepEqual(await results.results('x'), { '1/A/0': rep });
     // another call of the same attempt (a new record) is still refused

@@ -84,6 +84,15 @@ function probe(as: string[], pid: number): { environ: string; mem: string } {
   return JSON.parse(r.stdout);
 }
 
+/** `argv` started from the checkout with `env` alone, its stdout and stderr gathered into one text. */
+function spawnLogged(argv: string[], env: Record<string, string>): { child: ChildProcess; log: () => string } {
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+  return { child, log: () => text };
+}
+
 /** A process of the unprivileged user holding SECRET in its environment; `load` calls makeNonDumpable first. */
 async function holder(as: string[], load: boolean): Promise<{ child: ChildProcess; loaded: string | null }> {
   const script = `const { makeNonDumpable } = await import(${JSON.stringify(MODULE)});
@@ -153,31 +162,28 @@ test('`orch worker` is non-dumpable from its start: a program of its user reads 
     '--build-dir',
     join(dir, 'builds'),
   ];
-  const worker = spawn(argv[0]!, argv.slice(1), {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      ORCH_FROM_SOURCE: '1',
-      ORCH_LOG: 'debug',
-      ORCH_CLUSTER_SECRET: SECRET,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const { child: worker, log: logged } = spawnLogged(argv, {
+    PATH: process.env.PATH ?? '',
+    ORCH_FROM_SOURCE: '1',
+    ORCH_LOG: 'debug',
+    ORCH_CLUSTER_SECRET: SECRET,
   });
-  let log = '';
-  worker.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-  worker.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   try {
     // past its start: waiting for the Redis that is not there
-    await waitFor('the worker retrying Redis', () => log.includes('redis unreachable') || worker.exitCode !== null, {
-      timeoutMs: 45_000,
-    });
+    await waitFor(
+      'the worker retrying Redis',
+      () => logged().includes('redis unreachable') || worker.exitCode !== null,
+      {
+        timeoutMs: 45_000,
+      },
+    );
     const found = probe(as, worker.pid!);
     assert.deepEqual(
       found,
       { environ: 'EACCES', mem: 'EACCES' },
-      `a program of the worker's user: environ ${found.environ}, mem ${found.mem}; the worker's log:\n${log}`,
+      `a program of the worker's user: environ ${found.environ}, mem ${found.mem}; the worker's log:\n${logged()}`,
     );
-    assert.ok(log.includes('"non-dumpable: ') && !log.includes('stays dumpable'), log);
+    assert.ok(logged().includes('"non-dumpable: ') && !logged().includes('stays dumpable'), logged());
   } finally {
     worker.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
@@ -216,34 +222,27 @@ metric: { name: ms, better: lower }
   );
   chmodSync(spec, 0o644);
   const argv = [...as, process.execPath, join(ROOT, 'bin/orch.mjs'), 'submit', spec, '--results', join(dir, 'results')];
-  const submit = spawn(argv[0]!, argv.slice(1), {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: dir,
-      ORCH_FROM_SOURCE: '1',
-      ORCH_CPU_CARDS: '1',
-      ORCH_BUILD_DIR: join(dir, 'builds'),
-      // a stand-in for what the process holds: the probe looks for it in environ and in memory
-      ORCH_TEST_SECRET: SECRET,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const { child: submit, log: logged } = spawnLogged(argv, {
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    ORCH_FROM_SOURCE: '1',
+    ORCH_CPU_CARDS: '1',
+    ORCH_BUILD_DIR: join(dir, 'builds'),
+    // a stand-in for what the process holds: the probe looks for it in environ and in memory
+    ORCH_TEST_SECRET: SECRET,
   });
-  let log = '';
-  submit.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-  submit.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   try {
     await waitFor("the spec's program running", () => existsSync(started) || submit.exitCode !== null, {
       timeoutMs: 60_000,
     });
-    assert.ok(existsSync(started), `the program never ran; orch submit said:\n${log}`);
+    assert.ok(existsSync(started), `the program never ran; orch submit said:\n${logged()}`);
     const found = probe(as, submit.pid!);
     assert.deepEqual(
       found,
       { environ: 'EACCES', mem: 'EACCES' },
-      `a program of orch submit's user: environ ${found.environ}, mem ${found.mem}; orch submit said:\n${log}`,
+      `a program of orch submit's user: environ ${found.environ}, mem ${found.mem}; orch submit said:\n${logged()}`,
     );
-    assert.ok(!log.includes('stays dumpable'), log);
+    assert.ok(!logged().includes('stays dumpable'), logged());
   } finally {
     submit.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
