@@ -57,6 +57,16 @@ export const WorkerEventSchema = z.discriminatedUnion('event', [
     ok: z.boolean(),
     outcome: z.enum(['cached', 'shared', 'built', 'failed']),
   }),
+  // The build phase's host phase (worker/command/prepare-first.ts): a first block's rank process
+  // started on `card` before any lease said `prepared` after `prepare_ms` (its own clock), or did not
+  // (null, `why`: it ended, or ran past the hello timeout), once the build job ends.
+  z.strictObject({
+    ...base,
+    event: z.literal('host-prepared'),
+    card: z.string(),
+    prepare_ms: z.number().min(0).nullable(),
+    why: z.string().optional(),
+  }),
   // A rank's output past a bound of jobs/line-limit.ts: `rep`, that rank's output of request
   // `id` (what it dropped, written before the answer); `experiment`, the budget of every rank
   // together was spent (written once, by store/lua/append-event.lua, in place of the first line

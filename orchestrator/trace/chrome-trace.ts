@@ -54,6 +54,13 @@ interface OpenBuild {
   wait: { ts: number; position: number | null } | null;
 }
 
+/** A host-prepared event's prepare() in µs (0 for any other event): its slice ends at the event. */
+function preparedMicros(e: StreamEvent): number {
+  const line = e.event;
+  if (line === null || typeof line !== 'object' || line.type !== 'worker' || line.event !== 'host-prepared') return 0;
+  return Math.round((line.prepare_ms ?? 0) * 1000);
+}
+
 /** µs of a stream id `ms-seq` (seq keeps entries of one millisecond apart and in order). */
 function micros(id: string): number {
   const [ms, seq] = id.split('-');
@@ -119,7 +126,7 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
   }
   // a loop, not Math.min(...): a spread of a long stream overruns the call stack
   let t0 = Infinity;
-  for (const e of events) t0 = Math.min(t0, micros(e.id));
+  for (const e of events) t0 = Math.min(t0, micros(e.id) - preparedMicros(e));
   for (const r of reps) for (const a of r.answers ?? []) t0 = Math.min(t0, repSlice(a)?.start ?? Infinity);
   for (const { phases } of recorded.values()) t0 = Math.min(t0, phases[0]!.start);
   if (!Number.isFinite(t0)) t0 = 0;
@@ -151,7 +158,16 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
   // per (block, attempt, card, rank): the attempt's span and the rank's previous event
   const spans = new Map<
     string,
-    { pid: number; tid: number; first: number; last: number; e: StreamEvent; outcome: string | null }
+    {
+      pid: number;
+      tid: number;
+      first: number;
+      last: number;
+      e: StreamEvent;
+      outcome: string | null;
+      /** the build phase's span also holds the first blocks' prepare() (host-prepared) */
+      prepared?: boolean;
+    }
   >();
   const previous = new Map<string, number>();
   const builds = new Map<string, OpenBuild>();
@@ -250,6 +266,23 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
             builds.delete(build);
             buildSlices(open, ts, line);
           }
+          break;
+        }
+        if (line.event === 'host-prepared') {
+          // the first block's rank prepared on the host before any lease (worker/command/prepare-first.ts):
+          // it ended by this event, and began prepare_ms before (t0 reaches back to it)
+          const start = ts - preparedMicros(e);
+          span.prepared = true;
+          span.first = Math.min(span.first, start);
+          out.push({
+            ...base,
+            name: `prepare() for ${line.card}, before its lease`,
+            cat: 'host-phase',
+            ph: 'X',
+            ts: start,
+            dur: ts - start,
+            args: { ...base.args, card: line.card, prepare_ms: line.prepare_ms, why: line.why ?? null },
+          });
           break;
         }
         if (line.event === 'block-committed') span.outcome = 'committed';
@@ -364,7 +397,7 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
       // block -1: the experiment's build phase on the host, before any card was leased (worker/builds/build-job-processor.ts)
       name:
         s.e.block < 0
-          ? `builds before any lease, attempt ${s.e.attempt}`
+          ? `builds${s.prepared ? " and the first blocks' prepare()" : ''} before any lease, attempt ${s.e.attempt}`
           : `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
       cat: 'attempt',
       ph: 'X',

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { runOrch } from '../orchestrator/orch-cluster.ts';
 import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { submitSpec } from '../utils/submit-spec.ts';
 
@@ -18,7 +19,7 @@ describe('card time: start-up split by where it was paid', () => {
   const buildDir = mkdtempSync(join(tmpdir(), 'orch-card-time-builds-'));
   after(() => rmSync(buildDir, { recursive: true, force: true }));
 
-  test('block 0 prepared before its lease, cold; block 1 prepared beside block 0, warm; prepare() charged to neither', () => {
+  test('block 0 prepared before its lease, cold; block 1 prepared beside block 0, warm; prepare() charged to neither', async () => {
     const r = submitSpec(
       'card-time-split',
       slowStartSpec('card-time-split', {
@@ -46,6 +47,25 @@ describe('card time: start-up split by where it was paid', () => {
     assert.ok(
       (first.hello_ms as number) < (first.prepare_ms as number),
       `block 0's lease paid setup() only, not the 0.8 s prepare(): ${JSON.stringify(first)}`,
+    );
+
+    // the build phase says what it prepared (block -1, the host's worker track), and the trace draws it
+    const prepared = r.events.filter((e) => e.block === -1 && e.event.event === 'host-prepared');
+    assert.equal(prepared.length, 1, JSON.stringify(r.events.filter((e) => e.block === -1)));
+    assert.ok((prepared[0]!.event.prepare_ms as number) >= 800, JSON.stringify(prepared[0]));
+    const id = r.dir.slice(r.dir.lastIndexOf('/') + 1);
+    const t = await runOrch(['trace', id, '--results', join(r.dir, '..')], {});
+    assert.equal(t.code, 0, t.stderr);
+    const slices = (JSON.parse(t.stdout) as { traceEvents: { cat?: string; name?: string; dur?: number }[] })
+      .traceEvents;
+    const prep = slices.filter((e) => e.cat === 'host-phase');
+    assert.equal(prep.length, 1, JSON.stringify(prep));
+    assert.ok((prep[0]!.dur as number) >= 800_000, `the prepare() slice: ${JSON.stringify(prep[0])}`);
+    assert.ok(
+      slices.some(
+        (e) => e.cat === 'attempt' && e.name?.startsWith("builds and the first blocks' prepare() before any lease"),
+      ),
+      'the build phase span names the prepare',
     );
 
     const section = r.report.slice(r.report.indexOf('## Card time'));

@@ -57,6 +57,7 @@ export async function runBuildJob(
         `build job of ${job.experiment}: this worker runs no resident command ranks`,
       );
     const prepared = await ctx.prepareFirst(job);
+    for (const p of prepared) stream.worker(tags, 'host-prepared', p);
     log.info({ prepared }, "the first blocks' ranks prepared in the host phase, before any lease");
     return { host: ctx.host, builds, prepared };
   } finally {
