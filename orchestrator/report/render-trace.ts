@@ -38,7 +38,7 @@ export function graphCheckSentence(c: GraphCheck | null): string {
   const why =
     c.ratio > 1
       ? 'the estimate is higher: the graph overlaps more than one floor per node, or the eager arm runs work its graph does not'
-      : "the estimate is lower: the graph arm's step pays what the eager arm's busy time does not show (a node of a program's kernels costs more than graphrt's chain node: 0.46-0.48 µs beyond busy time on the H200 against the chain's 0.13 µs; tracing adds 0.19-0.40 µs per graph node; host work inside the step; or a graph that launches more than the eager arm)";
+      : "the estimate is lower: the graph arm's step pays what the eager arm's busy time does not show (a node of a program's kernels can cost more than graphrt's chain node, whose cost the estimate adds; tracing adds time per graph node; host work inside the step; or a graph that launches more than the eager arm)";
   return `${head}: they differ by more than ${GRAPH_CHECK_TOLERANCE * 100} % (${why}).`;
 }
 

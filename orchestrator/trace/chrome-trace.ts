@@ -12,7 +12,8 @@
  * Each committed attempt on each of its ranks' cards and its hosts' worker tracks, with its phases
  * (the ranks starting, the identity gates with each committed gate's verdict), comes from its commit
  * record (jobs/commit-record.ts: the timeline and `ranks`), so a stream that cut or lost its events
- * still shows it; the stream gives the attempts that did not commit.
+ * still shows it, as does each rank's prepare() in the host phase (its `startup`); the stream gives
+ * the attempts that did not commit.
  * Time is milliseconds in µs from the first event or rep: the stream entry ids' (Redis' clock) and
  * the workers' (the reps, the commit records), one machine's clock where Redis and the worker share a host.
  */
@@ -52,13 +53,6 @@ interface OpenBuild {
   line: BuildStart;
   base: Record<string, unknown>;
   wait: { ts: number; position: number | null } | null;
-}
-
-/** A host-prepared event's prepare() in µs (0 for any other event): its slice ends at the event. */
-function preparedMicros(e: StreamEvent): number {
-  const line = e.event;
-  if (line === null || typeof line !== 'object' || line.type !== 'worker' || line.event !== 'host-prepared') return 0;
-  return Math.round((line.prepare_ms ?? 0) * 1000);
 }
 
 /** µs of a stream id `ms-seq` (seq keeps entries of one millisecond apart and in order). */
@@ -104,6 +98,23 @@ export interface TraceInput {
   events: readonly StreamEvent[];
 }
 
+/**
+ * Each rank of a committed attempt adopted from the host phase (jobs/rank-startup.ts: host_phase,
+ * prepare_ms): its prepare(), µs, drawn as ending at the lease's start, where it ended at the latest
+ * (the record holds how long it took, not when; worker/command/prepare-first.ts, prepared-slots.ts).
+ */
+function hostPhaseSlices(
+  c: CommitRecord,
+): { rank: number; card: string; host: string; start: number; end: number; ms: number }[] {
+  if (c.started === undefined) return [];
+  const end = Math.round(c.started * 1000);
+  return (c.startup ?? []).flatMap((s) => {
+    const host = (c.ranks ?? []).find((r) => r.rank === s.rank && r.card === s.card)?.host;
+    if (s.host_phase !== true || s.prepare_ms === undefined || host === undefined) return [];
+    return [{ rank: s.rank, card: s.card, host, start: end - Math.round(s.prepare_ms * 1000), end, ms: s.prepare_ms }];
+  });
+}
+
 /** A committed attempt's span and phases (µs, from its commit record); null without its timeline. */
 function attemptPhases(c: CommitRecord): { name: string; start: number; end: number }[] | null {
   if (c.started === undefined || c.committed === undefined) return null;
@@ -126,9 +137,12 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
   }
   // a loop, not Math.min(...): a spread of a long stream overruns the call stack
   let t0 = Infinity;
-  for (const e of events) t0 = Math.min(t0, micros(e.id) - preparedMicros(e));
+  for (const e of events) t0 = Math.min(t0, micros(e.id));
   for (const r of reps) for (const a of r.answers ?? []) t0 = Math.min(t0, repSlice(a)?.start ?? Infinity);
-  for (const { phases } of recorded.values()) t0 = Math.min(t0, phases[0]!.start);
+  for (const { c, phases } of recorded.values()) {
+    t0 = Math.min(t0, phases[0]!.start);
+    for (const h of hostPhaseSlices(c)) t0 = Math.min(t0, h.start);
+  }
   if (!Number.isFinite(t0)) t0 = 0;
   const pids = new Map<string, number>();
   const threads = new Set<string>();
@@ -165,8 +179,6 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
       last: number;
       e: StreamEvent;
       outcome: string | null;
-      /** the build phase's span also holds the first blocks' prepare() (host-prepared) */
-      prepared?: boolean;
     }
   >();
   const previous = new Map<string, number>();
@@ -268,23 +280,8 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
           }
           break;
         }
-        if (line.event === 'host-prepared') {
-          // the first block's rank prepared on the host before any lease (worker/command/prepare-first.ts):
-          // it ended by this event, and began prepare_ms before (t0 reaches back to it)
-          const start = ts - preparedMicros(e);
-          span.prepared = true;
-          span.first = Math.min(span.first, start);
-          out.push({
-            ...base,
-            name: `prepare() for ${line.card}, before its lease`,
-            cat: 'host-phase',
-            ph: 'X',
-            ts: start,
-            dur: ts - start,
-            args: { ...base.args, card: line.card, prepare_ms: line.prepare_ms, why: line.why ?? null },
-          });
-          break;
-        }
+        // the build phase's prepare() is drawn from the committed record (hostPhaseSlices), not from here
+        if (line.event === 'host-prepared') break;
         if (line.event === 'block-committed') span.outcome = 'committed';
         else if (line.event === 'block-failed') span.outcome = `failed: ${line.reason}`;
         if (line.event !== 'block-start')
@@ -388,6 +385,25 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
           },
         });
   }
+  for (const [block, { c }] of recorded)
+    for (const h of hostPhaseSlices(c))
+      out.push({
+        pid: pidOf(h),
+        tid: h.rank,
+        name: `prepare() in the host phase, block ${block}`,
+        cat: 'host-phase',
+        ph: 'X',
+        ts: h.start - t0,
+        dur: h.end - h.start,
+        args: {
+          block,
+          attempt: c.attempt,
+          host: h.host,
+          card: h.card,
+          prepare_ms: h.ms,
+          ended: 'by the lease at the latest',
+        },
+      });
   // a build whose end never reached the stream (its worker died): up to its attempt's last event
   for (const [k, b] of builds) buildSlices(b, spans.get(k.slice(0, k.lastIndexOf('/')))?.last ?? b.start, null);
   for (const s of spans.values()) {
@@ -397,7 +413,7 @@ export function chromeTrace(experiment: string, input: TraceInput): ChromeTrace 
       // block -1: the experiment's build phase on the host, before any card was leased (worker/builds/build-job-processor.ts)
       name:
         s.e.block < 0
-          ? `builds${s.prepared ? " and the first blocks' prepare()" : ''} before any lease, attempt ${s.e.attempt}`
+          ? `builds before any lease, attempt ${s.e.attempt}`
           : `${s.e.card === '' ? 'worker: ' : ''}block ${s.e.block} attempt ${s.e.attempt}`,
       cat: 'attempt',
       ph: 'X',

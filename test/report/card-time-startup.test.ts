@@ -49,24 +49,18 @@ describe('card time: start-up split by where it was paid', () => {
       `block 0's lease paid setup() only, not the 0.8 s prepare(): ${JSON.stringify(first)}`,
     );
 
-    // the build phase says what it prepared (block -1, the host's worker track), and the trace draws it
+    // the build phase says what it prepared (block -1, the host's worker track: for watching)
     const prepared = r.events.filter((e) => e.block === -1 && e.event.event === 'host-prepared');
     assert.equal(prepared.length, 1, JSON.stringify(r.events.filter((e) => e.block === -1)));
     assert.ok((prepared[0]!.event.prepare_ms as number) >= 800, JSON.stringify(prepared[0]));
+    // the trace draws each adopted rank's prepare() from the committed record, one per block
     const id = r.dir.slice(r.dir.lastIndexOf('/') + 1);
     const t = await runOrch(['trace', id, '--results', join(r.dir, '..')], {});
     assert.equal(t.code, 0, t.stderr);
-    const slices = (JSON.parse(t.stdout) as { traceEvents: { cat?: string; name?: string; dur?: number }[] })
-      .traceEvents;
+    const slices = (JSON.parse(t.stdout) as { traceEvents: { cat?: string; dur?: number }[] }).traceEvents;
     const prep = slices.filter((e) => e.cat === 'host-phase');
-    assert.equal(prep.length, 1, JSON.stringify(prep));
-    assert.ok((prep[0]!.dur as number) >= 800_000, `the prepare() slice: ${JSON.stringify(prep[0])}`);
-    assert.ok(
-      slices.some(
-        (e) => e.cat === 'attempt' && e.name?.startsWith("builds and the first blocks' prepare() before any lease"),
-      ),
-      'the build phase span names the prepare',
-    );
+    assert.equal(prep.length, 2, JSON.stringify(prep));
+    for (const p of prep) assert.ok((p.dur as number) >= 800_000, `a prepare() slice: ${JSON.stringify(p)}`);
 
     const section = r.report.slice(r.report.indexOf('## Card time'));
     assert.match(section, /Start-up per rank, from the committed record/);
