@@ -25,7 +25,10 @@ export const ENVIRONMENT: readonly EnvVar[] = [
     name: 'ORCH_LOG_FORMAT',
     describe: 'json or pretty: log lines on stderr (default pretty on a terminal,\njson elsewhere)',
   },
-  { name: 'ORCH_BUILD_DIR', describe: 'build cache of command workloads (default ~/.cache/orch/builds)' },
+  {
+    name: 'ORCH_BUILD_DIR',
+    describe: 'build cache of command workloads (default ~/.cache/orch/builds; as root /var/cache/orch/builds)',
+  },
   { name: 'ORCH_GRAPHRT', describe: 'embedded submit: the graphrt binary (default native/build/graphrt)' },
   {
     name: 'ORCH_INJECT_LIB',

@@ -36,6 +36,14 @@ export const HostSchema = strictObject({
   build_dir: z.string().min(1),
   /** Start the worker with --allow-command: it runs command workloads (users' own programs) and builds of commits. */
   allow_command: z.boolean().default(false),
+  /**
+   * The user command workloads' programs run as (`orch worker --run-as`): omitted, `orch-run` when
+   * the ssh user is root (created there), else the ssh user; `none`: the ssh user, root included.
+   */
+  run_as: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: 'expected a user name of the host (e.g. orch-run), or none' })
+    .optional(),
   /** The orch checkout on the host (`orch hosts up` runs `<node> bin/orch.mjs worker` there); `~/` is the ssh user's home. */
   repo_dir: z.string().min(1).default('~/orch'),
   /** The node binary on the host (Node 20+). */

@@ -12,8 +12,29 @@ import { dirname } from 'node:path';
 import { UserInputError } from '../jobs/errors.ts';
 import { lookUp, requireHelper } from './helper-paths.ts';
 
-/** The default run-as user of a worker that runs as root. */
+/** The default run-as user of a worker that runs as root and runs users' programs. */
 export const DEFAULT_RUN_AS = 'orch-run';
+
+/** `--run-as none` (cluster config `run_as: none`): the programs run as the worker's own user. */
+export const RUN_AS_NONE = 'none';
+
+/**
+ * The user a worker runs its users' programs as: the one `--run-as` names, `none` for the
+ * worker's own, and by default `orch-run` for a root worker that allows commands (a program run
+ * as root could read every secret of the host), the worker's own user otherwise (only root can
+ * switch). `selfAsRoot` is the warning a root worker logs when its programs stay root.
+ */
+export function chooseRunAs(
+  flag: string | undefined,
+  worker: { root: boolean; allowCommand: boolean },
+): { user: string | null; selfAsRoot: string | null } {
+  const user = flag === RUN_AS_NONE ? null : (flag ?? (worker.root && worker.allowCommand ? DEFAULT_RUN_AS : null));
+  const selfAsRoot =
+    user === null && worker.root && worker.allowCommand
+      ? `--run-as ${RUN_AS_NONE}: users' programs run as root and can read every file of this host, the worker's secret file included; leave --run-as out to run them as ${DEFAULT_RUN_AS}`
+      : null;
+  return { user, selfAsRoot };
+}
 
 export interface RunAs {
   user: string;

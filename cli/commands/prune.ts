@@ -45,7 +45,7 @@ export const pruneCommand = defineCommand({
       .option('build-dir', {
         type: 'string',
         describe:
-          "with --rank-caches: the worker's build directory (default: ORCH_BUILD_DIR, else ~/.cache/orch/builds)",
+          "with --rank-caches: the worker's build directory (default: ORCH_BUILD_DIR, else ~/.cache/orch/builds; as root /var/cache/orch/builds)",
       }),
   handler: async (argv) => {
     const ageMs = parseAge(argv.olderThan);

@@ -56,7 +56,7 @@ export const workerCommand = defineCommand({
       .option('build-dir', {
         type: 'string',
         describe:
-          'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds)',
+          'build cache of command workloads, on a big disk (default: $ORCH_BUILD_DIR, else ~/.cache/orch/builds; as root /var/cache/orch/builds)',
       })
       .option('prefix', {
         type: 'string',
@@ -103,7 +103,7 @@ export const workerCommand = defineCommand({
       .option('run-as', {
         type: 'string',
         describe:
-          "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (not under /root: e.g. --build-dir /var/cache/orch/builds)",
+          "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (a root worker's default, /var/cache/orch/builds, is). Default: orch-run for a root worker with --allow-command; `none` runs them as the worker's own user",
       })
       .option('allow-build', {
         type: 'boolean',
@@ -156,9 +156,11 @@ export const workerCommand = defineCommand({
     // a malformed ORCH_GANG_PORTS is refused now, not at a gang's first block
     const { gangPortRange } = await import('../../worker/free-port.ts');
     gangPortRange();
-    const { resolveRunAs } = await import('../../worker/run-as.ts');
+    const { chooseRunAs, resolveRunAs } = await import('../../worker/run-as.ts');
+    const runAsUser = chooseRunAs(argv.runAs, { root: process.getuid?.() === 0, allowCommand: argv.allowCommand });
+    if (runAsUser.selfAsRoot !== null) log.warn(runAsUser.selfAsRoot);
     const runAs =
-      argv.runAs === undefined ? undefined : resolveRunAs(argv.runAs, { create: true, log: (msg) => log.info(msg) });
+      runAsUser.user === null ? undefined : resolveRunAs(runAsUser.user, { create: true, log: (msg) => log.info(msg) });
     const slurm = await slurmOptions(argv);
     const { slurmHostName } = await import('../../jobs/slurm-allocation.ts');
     const worker = new Worker({

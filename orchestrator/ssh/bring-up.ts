@@ -69,8 +69,9 @@ const CHECK_RUN_DIR = [
 /**
  * The shell line that starts the worker in the background and prints its pid. The Redis URL
  * (with its password) and the cluster secret arrive on stdin, one line each, and go to 0600
- * files the worker reads with --redis-url-file and --secret-file: never in a command line,
- * which every user of the host can read in `ps`.
+ * files the worker reads with --redis-url-file and --secret-file and then removes: never in a
+ * command line, which every user of the host can read in `ps`, nor left for a program of the
+ * worker's own user to read (a restart writes them afresh).
  * The log is created afresh with O_EXCL (set -C after rm), so a symlink there is not followed;
  * the pid file records the worker's start time, so `down` signals only that process.
  */
@@ -81,6 +82,7 @@ export function startCommand(host: Host, prefix?: string): string {
   if (host.cards) args.push('--cards', host.cards.join(','));
   args.push('--build-dir', host.build_dir);
   if (host.allow_command) args.push('--allow-command');
+  if (host.run_as !== undefined) args.push('--run-as', host.run_as);
   const worker = [shellWord(host.node), ...args.map(shellWord)].join(' ');
   return [
     'umask 077',
@@ -92,7 +94,8 @@ export function startCommand(host: Host, prefix?: string): string {
     'rm -f "$url" "$sec" "$log" "$pid.new" || exit 6',
     // printf is a shell builtin: neither line is ever an argument another user's ps could see
     '(set -C; IFS= read -r u && printf \'%s\\n\' "$u" >"$url" && cat >"$sec") || exit 6',
-    `(set -C; exec nohup ${worker} --redis-url-file "$url" --secret-file "$sec" >"$log" 2>&1 </dev/null) &`,
+    // read once and removed: a program the worker runs as its own user finds no file to read
+    `(set -C; exec nohup ${worker} --redis-url-file "$url" --secret-file "$sec" --unlink-credential-files >"$log" 2>&1 </dev/null) &`,
     'p=$!',
     '(set -C; echo "$p $(starttime "$p")" >"$pid.new") && mv -f "$pid.new" "$pid" || exit 6',
     'echo "started $p"',

@@ -50,6 +50,8 @@ function clusterFile(sshd: SshdProcess, redisUrl: string): string {
     `    ssh: { host: 127.0.0.1, port: ${sshd.port}, user: ${sshd.user}, key_file: "${sshd.clientKey}", host_key: "${sshd.hostKeyLine()}" }`,
     '    cards: ["cpu:0"]',
     '    allow_command: true',
+    // the fixtures and the test's directories are its own user's: no orch-run for a root ssh user
+    '    run_as: none',
     `    build_dir: "${join(sshd.dir, `builds-${name}`)}"`,
     `    repo_dir: "${ROOT}"`,
     `    node: "${process.execPath}"`,

@@ -25,6 +25,7 @@ import { type RedisServerProcess, startRedisServer } from '../../store/redis-ser
 import { type Cluster, runOrch, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { type Backend, freshBackend, oneBackend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
+import { RUN_AS_SELF } from '../utils/worker-process.ts';
 import { suiteNights } from './suite-nights.ts';
 
 const STEPS = join(process.cwd(), 'test/fixtures/cmd-nightly/steps.sh');
@@ -34,6 +35,8 @@ const SLOWDOWN = 1.05;
 const ALLOW_COMMAND = readFileSync('cli/commands/worker.ts', 'utf8').includes("'allow-command'")
   ? ['--allow-command']
   : [];
+// ... and run them as its own user where a root worker would switch to another (worker/run-as.ts)
+const RUN_AS = readFileSync('worker/run-as.ts', 'utf8').includes('RUN_AS_NONE') ? RUN_AS_SELF : [];
 
 function spec(msFile: string): string {
   return `name: nightly-candidate
@@ -142,6 +145,7 @@ for (const name of oneBackend('sqlite')) {
           '--prefix',
           cluster.prefix,
           ...ALLOW_COMMAND,
+          ...RUN_AS,
         ],
         cluster.env,
       );

@@ -22,6 +22,7 @@ import { type PlantedRepo, plantedRepo, plantedSpec } from '../builds/planted-re
 import { type Cluster, spawnOrch, startCluster } from '../orchestrator/orch-cluster.ts';
 import { type Backend, freshBackend, oneBackend } from '../utils/history-backends.ts';
 import { waitFor } from '../utils/wait-for.ts';
+import { RUN_AS_SELF } from '../utils/worker-process.ts';
 import { suiteNights } from './suite-nights.ts';
 
 for (const name of oneBackend('postgres')) {
@@ -96,6 +97,7 @@ for (const name of oneBackend('postgres')) {
           '--prefix',
           cluster.prefix,
           '--allow-command',
+          ...RUN_AS_SELF,
         ],
         cluster.env,
       );

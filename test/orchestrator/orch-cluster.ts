@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { type RedisServerProcess, startRedisServer } from '../../store/redis-server-process.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
+import { RUN_AS_SELF } from '../utils/worker-process.ts';
 
 export const ORCH = join(process.cwd(), 'bin/orch.mjs');
 export const FIXTURE_RANK = join(process.cwd(), 'test/fixtures/ranks/rank.sh');
@@ -110,6 +111,7 @@ export async function startCluster(server?: RedisServerProcess): Promise<Cluster
           '--prefix',
           prefix,
           '--allow-command',
+          ...RUN_AS_SELF,
         ],
         { ...env, FIXTURE_LOG: fixtureLog, FIXTURE_REP_MS: String(repMs) },
       );

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
@@ -83,6 +83,11 @@ describe('orch hosts up|down over a real sshd', { timeout: 240_000, skip: suiteS
         live.map((c) => c.id),
       );
       assert.equal((await registry.hostInfo('sshhost')).pid, pid);
+      // the credentials' files were read once and removed: a program of the worker's user finds none
+      assert.deepEqual(
+        readdirSync(join(sshd!.dir, 'run')).filter((f) => /\.(secret|redis-url)$/.test(f)),
+        [],
+      );
 
       // a second up finds the worker running and starts no other
       const again = runOrch(['hosts', 'up', file, '--json'], SECRET_ENV);

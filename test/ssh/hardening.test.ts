@@ -127,6 +127,35 @@ describe('orch hosts on a shared host', { timeout: 240_000, skip: suiteSkip('ssh
     );
   });
 
+  it('run_as starts the worker with --run-as USER (none included), and omitted leaves it to the worker', () => {
+    const hosts = ClusterSchema.parse({
+      kind: 'cluster',
+      redis: { url: redis.url },
+      hosts: ['orch-run', 'none', undefined].map((run_as, i) => ({
+        name: `h${i}`,
+        ssh: { host: 'x', user: 'u', key_file: 'k' },
+        build_dir: '/b',
+        allow_command: true,
+        ...(run_as === undefined ? {} : { run_as }),
+      })),
+    }).hosts;
+    assert.deepEqual(
+      hosts.map((h) => /'--run-as' '([a-z-]+)'/.exec(startCommand(h))?.[1] ?? null),
+      ['orch-run', 'none', null],
+    );
+    assert.throws(
+      () =>
+        ClusterSchema.parse({
+          kind: 'cluster',
+          redis: { url: redis.url },
+          hosts: [
+            { name: 'h', ssh: { host: 'x', user: 'u', key_file: 'k' }, build_dir: '/b', run_as: 'root; rm -rf /' },
+          ],
+        }),
+      /expected a user name of the host/,
+    );
+  });
+
   it('an ssh exec that times out says so without the password it ran with', async () => {
     const cluster = ClusterSchema.parse({
       kind: 'cluster',

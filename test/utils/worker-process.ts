@@ -11,6 +11,11 @@ import { waitFor } from './wait-for.ts';
 export const ORCH_BIN = fileURLToPath(new URL('../../bin/orch.mjs', import.meta.url));
 const HAS_SETPRIV = spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true']).status === 0;
 export const FIXTURE_RANK = fileURLToPath(new URL('../fixtures/ranks/rank.sh', import.meta.url));
+/**
+ * A test worker's programs run as its own user: a root worker's default, orch-run (worker/run-as.ts),
+ * could not enter the tests' private temporary directories. The run-as tests leave it out.
+ */
+export const RUN_AS_SELF = ['--run-as', 'none'];
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -36,6 +41,8 @@ export interface WorkerSpawnOptions {
   args?: string[];
   /** pass --allow-command (default true: the tests of command workloads need it) */
   allowCommand?: boolean;
+  /** leave --run-as to the worker's default (orch-run for a root worker) instead of RUN_AS_SELF */
+  defaultRunAs?: boolean;
   /** do not wait for "worker ready" (a worker expected to refuse or to retry) */
   noWait?: boolean;
   readyTimeoutMs?: number;
@@ -57,6 +64,7 @@ export async function spawnWorker(o: WorkerSpawnOptions): Promise<WorkerProcess>
     '--heartbeat-ms',
     String(o.heartbeatMs ?? 600),
     ...(o.allowCommand === false ? [] : ['--allow-command']),
+    ...(o.defaultRunAs || o.args?.includes('--run-as') ? [] : RUN_AS_SELF),
     ...(o.args ?? []),
   ];
   // PR_SET_PDEATHSIG where setpriv exists: a test process killed on timeout leaves no worker behind

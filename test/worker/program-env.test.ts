@@ -3,23 +3,28 @@
  * real `orch worker --allow-command` whose own environment holds the cluster's credentials —
  * REDIS_URL with a password, the cluster secret's file, a submit token — prints its environment
  * into a file. It must hold what the spec names, PATH and the rank protocol's ORCH_*, and none of
- * the credentials, not even where the operator's ORCH_RANK_ENV names them.
+ * the credentials, not even where the operator's ORCH_RANK_ENV names them. A root worker runs it
+ * as orch-run unless told otherwise (worker/run-as.ts).
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { WorkloadSchema } from '../../jobs/spec.ts';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { orchKeys } from '../../store/keys.ts';
+import { ROOT_BUILD_ROOT } from '../../worker/builds/build-cache.ts';
 import { programEnv } from '../../worker/command/program-env.ts';
+import { DEFAULT_RUN_AS, resolveRunAs } from '../../worker/run-as.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 import { TEST_CLUSTER_SECRET } from '../utils/cluster-secret.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
+import { RUN_AS_SELF } from '../utils/worker-process.ts';
 
-function envDumpJob(host: string, dump: string): BlockJob {
+/** One block of a command workload whose every rep runs `cmd` on `host`'s cpu:0. */
+function commandJob(host: string, cmd: string): BlockJob {
   return blockJob({
     experiment: 'env-dump',
     block: 0,
@@ -30,7 +35,7 @@ function envDumpJob(host: string, dump: string): BlockJob {
     workload: WorkloadSchema.parse({
       runtime: 'command',
       run: {
-        cmd: `env > ${dump}; echo "step 0: 1.0"; echo "step 1: 1.0"; echo "step 2: 1.0"`,
+        cmd: `${cmd}; echo "step 0: 1.0"; echo "step 1: 1.0"; echo "step 2: 1.0"`,
         timeout_s: 30,
         env: { SPEC_VAR: 'from-spec' },
       },
@@ -55,6 +60,30 @@ function envDumpJob(host: string, dump: string): BlockJob {
 describe('the environment of a user program', () => {
   const env = useWorkerEnv('progenv');
 
+  /** Dispatches `job` under leases of its cards, as the scheduler would, and waits for its end. */
+  async function runBlock(prefix: string, job: BlockJob): Promise<void> {
+    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 50 });
+    try {
+      for (const card of job.cards) {
+        const key = orchKeys(prefix).lease(card);
+        await env.redis.hset(key, {
+          owner: job.host,
+          epoch: job.epoch,
+          experiment: job.experiment,
+          block: 0,
+          expires: Date.now() + 60_000,
+        });
+        await env.redis.pexpire(key, 60_000);
+      }
+      await env.redis.hsetnx(orchKeys(prefix).exp(job.experiment), 'state', 'running');
+      await dispatcher.dispatch(job);
+      const end = await dispatcher.waitEnd(job, { timeoutMs: 60_000 });
+      assert.equal(end.state, 'completed', JSON.stringify(end));
+    } finally {
+      await dispatcher.close();
+    }
+  }
+
   test("a command rep sees the spec's variables, PATH and ORCH_*, never REDIS_URL, the secret, its file or a submit token", async () => {
     const prefix = freshPrefix();
     const host = 'pe1';
@@ -75,24 +104,8 @@ describe('the environment of a user program', () => {
         UNNAMED_VAR: 'kept-back',
       },
     });
-    const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 50 });
-    try {
-      const job = envDumpJob(host, dump);
-      for (const card of job.cards) {
-        const key = orchKeys(prefix).lease(card);
-        await env.redis.hset(key, {
-          owner: host,
-          epoch: job.epoch,
-          experiment: job.experiment,
-          block: 0,
-          expires: Date.now() + 60_000,
-        });
-        await env.redis.pexpire(key, 60_000);
-      }
-      await env.redis.hsetnx(orchKeys(prefix).exp(job.experiment), 'state', 'running');
-      await dispatcher.dispatch(job);
-      const end = await dispatcher.waitEnd(job, { timeoutMs: 60_000 });
-      assert.equal(end.state, 'completed', JSON.stringify(end));
+    {
+      await runBlock(prefix, commandJob(host, `env > ${dump}`));
       const text = readFileSync(dump, 'utf8');
       const names = new Set(text.split('\n').map((l) => l.split('=')[0]));
       for (const bad of [
@@ -120,9 +133,39 @@ describe('the environment of a user program', () => {
         !environ.some((e) => e.startsWith('REDIS_URL=') || e.includes(env.server.url)),
         `REDIS_URL is still in /proc/${worker.child.pid}/environ`,
       );
-    } finally {
-      await dispatcher.close();
     }
+  });
+
+  test('a root worker with --allow-command runs programs as orch-run unless told --run-as none, which warns', {
+    skip: process.getuid?.() !== 0 && 'not root: only root can switch to another user',
+    timeout: 120_000,
+  }, async () => {
+    // the program's user must pass through the test's directory to write its answer
+    chmodSync(env.dir, 0o755);
+    const out = mkdtempSync(join(env.dir, 'uid-'));
+    chmodSync(out, 0o777);
+    const uidOf = async (host: string, args: string[] | 'default') => {
+      const prefix = freshPrefix();
+      const w = await env.spawn({
+        host,
+        prefix,
+        allowCommand: true,
+        ...(args === 'default' ? { defaultRunAs: true } : { args }),
+        env: { ORCH_BUILD_DIR: '' },
+      });
+      await runBlock(prefix, commandJob(host, `id -u > ${join(out, host)}`));
+      return { uid: Number(readFileSync(join(out, host), 'utf8').trim()), log: w.log() };
+    };
+    const byDefault = await uidOf('ru1', 'default');
+    const orchRun = resolveRunAs(DEFAULT_RUN_AS, { create: false, log: () => {} });
+    assert.equal(byDefault.uid, orchRun.uid, 'the default runs the program as orch-run');
+    assert.notEqual(orchRun.uid, 0);
+    // its build cache is root's default, outside /root, shared with orch-run's group
+    assert.equal(statSync(ROOT_BUILD_ROOT).gid, orchRun.gid);
+    assert.doesNotMatch(byDefault.log, /users' programs run as root/);
+    const asSelf = await uidOf('ru2', RUN_AS_SELF);
+    assert.equal(asSelf.uid, 0, "--run-as none keeps the worker's user");
+    assert.match(asSelf.log, /--run-as none: users' programs run as root and can read every file of this host/);
   });
 
   test('programEnv: the credentials never pass, whoever names them', () => {

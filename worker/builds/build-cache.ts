@@ -84,9 +84,19 @@ export interface BuildCacheOptions {
   runAs?: RunAs | null;
 }
 
+/**
+ * `ORCH_BUILD_DIR` (empty: unset), else the user's cache; root's is /var/cache/orch/builds, not under /root
+ * (0700): a root worker runs its programs as another user (worker/run-as.ts), who must reach the
+ * artifacts and the rank caches beside them (build-cache-sharing.ts).
+ */
 export function defaultBuildRoot(): string {
-  return process.env.ORCH_BUILD_DIR ?? join(homedir(), '.cache', 'orch', 'builds');
+  const named = process.env.ORCH_BUILD_DIR;
+  if (named !== undefined && named !== '') return named;
+  return process.getuid?.() === 0 ? ROOT_BUILD_ROOT : join(homedir(), '.cache', 'orch', 'builds');
 }
+
+/** A root process's default build root (FHS: an application's cache under /var/cache). */
+export const ROOT_BUILD_ROOT = '/var/cache/orch/builds';
 
 /** failed/<key>.json: the build of `key` that failed, for the requests that waited on it. */
 const FailureRecordSchema = z.object({
