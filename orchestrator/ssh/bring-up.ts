@@ -40,6 +40,10 @@ export function shellWord(s: string): string {
   return s.startsWith('~/') ? `"$HOME"/${quote(s.slice(2))}` : quote(s);
 }
 
+/** The remote shell's default run dir: $XDG_RUNTIME_DIR/orch, else ~/.orch/run (its expansion, not a template). */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: ${XDG_RUNTIME_DIR:+...} is the remote shell's expansion
+const DEFAULT_RUN_DIR = 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}';
+
 /**
  * Shell lines that set $d (the run dir), $pid, $log and $url (the worker's files) on the host.
  * No run_dir in the cluster file: `$XDG_RUNTIME_DIR/orch`, else `~/.orch/run`, resolved there —
@@ -49,10 +53,7 @@ export function shellWord(s: string): string {
 export function workerPaths(host: Host): string {
   const base = shellWord(`worker-${host.name}`);
   return [
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: ${XDG_RUNTIME_DIR:+...} is the remote shell's expansion, not a template
-    host.run_dir !== undefined
-      ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}`
-      : 'd=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/orch}; d=${d:-$HOME/.orch/run}',
+    host.run_dir !== undefined ? `d=${shellWord(host.run_dir.replace(/\/+$/, '') || '/')}` : DEFAULT_RUN_DIR,
     `pid="$d"/${base}.pid; log="$d"/${base}.log; url="$d"/${base}.redis-url; sec="$d"/${base}.secret`,
     // field 22 of /proc/<pid>/stat (the start time): after "pid (comm) " it is the 20th
     "starttime() { sed 's/^.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -d' ' -f20; }",

@@ -12,7 +12,7 @@ import type { BlockJob } from '../../jobs/block-job.ts';
 import { WorkloadSchema } from '../../jobs/spec.ts';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
 import { orchKeys } from '../../store/keys.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { blockJob, leaseByHand } from '../utils/block-jobs.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv, type WorkerTestEnv } from '../utils/worker-env.ts';
 
@@ -87,17 +87,7 @@ export function useCommandGang(
     }
     const dir = mkdtempSync(join(env.dir, `${mode}-`));
     const job = gangJob(o.host, block, cmd, { FIXTURE_MODE: mode, FIXTURE_DIR: dir, ...(b.extra ?? {}) }, b);
-    for (const card of job.cards) {
-      const key = orchKeys(prefix).lease(card);
-      await env.redis.hset(key, {
-        owner: o.host,
-        epoch: job.epoch,
-        experiment: job.experiment,
-        block,
-        expires: Date.now() + 120_000,
-      });
-      await env.redis.pexpire(key, 120_000);
-    }
+    await leaseByHand(env.redis, prefix, job, 120_000);
     const t0 = Date.now();
     await dispatcher.dispatch(job);
     const end = await dispatcher.waitEnd(job, { timeoutMs: 90_000 });

@@ -41,3 +41,18 @@ export class BareExperimentDispatcher extends BlockDispatcher {
     return super.dispatch(job);
   }
 }
+
+/** A lease hash as acquire-gang.lua writes it, by hand: each of `job`'s cards leased to its host under its epoch. */
+export async function leaseByHand(redis: Redis, prefix: string, job: BlockJob, ttlMs = 60_000): Promise<void> {
+  for (const card of job.cards) {
+    const key = orchKeys(prefix).lease(card);
+    await redis.hset(key, {
+      owner: job.host,
+      epoch: job.epoch,
+      experiment: job.experiment,
+      block: job.block,
+      expires: Date.now() + ttlMs,
+    });
+    await redis.pexpire(key, ttlMs);
+  }
+}

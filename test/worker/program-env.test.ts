@@ -17,7 +17,7 @@ import { orchKeys } from '../../store/keys.ts';
 import { ROOT_BUILD_ROOT } from '../../worker/builds/build-cache.ts';
 import { programEnv } from '../../worker/command/program-env.ts';
 import { DEFAULT_RUN_AS, resolveRunAs } from '../../worker/run-as.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { blockJob, leaseByHand } from '../utils/block-jobs.ts';
 import { TEST_CLUSTER_SECRET } from '../utils/cluster-secret.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
@@ -64,17 +64,7 @@ describe('the environment of a user program', () => {
   async function runBlock(prefix: string, job: BlockJob): Promise<void> {
     const dispatcher = new BlockDispatcher(env.redis, { prefix, pollMs: 50 });
     try {
-      for (const card of job.cards) {
-        const key = orchKeys(prefix).lease(card);
-        await env.redis.hset(key, {
-          owner: job.host,
-          epoch: job.epoch,
-          experiment: job.experiment,
-          block: 0,
-          expires: Date.now() + 60_000,
-        });
-        await env.redis.pexpire(key, 60_000);
-      }
+      await leaseByHand(env.redis, prefix, job);
       await env.redis.hsetnx(orchKeys(prefix).exp(job.experiment), 'state', 'running');
       await dispatcher.dispatch(job);
       const end = await dispatcher.waitEnd(job, { timeoutMs: 60_000 });

@@ -18,8 +18,8 @@ import { Job, Queue } from 'bullmq';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import { WorkloadSchema } from '../../jobs/spec.ts';
 import { BlockDispatcher } from '../../orchestrator/dispatch/block-dispatcher.ts';
-import { hostQueue, orchKeys } from '../../store/keys.ts';
-import { blockJob } from '../utils/block-jobs.ts';
+import { hostQueue } from '../../store/keys.ts';
+import { blockJob, leaseByHand } from '../utils/block-jobs.ts';
 import { TEST_CLUSTER_SECRET } from '../utils/cluster-secret.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -62,21 +62,6 @@ function commandJob(
 
 describe('signed work', () => {
   const env = useWorkerEnv('signed');
-
-  /** A lease hash as acquire-gang.lua writes it, by hand: the job's card is leased under its epoch. */
-  async function leaseByHand(prefix: string, job: BlockJob): Promise<void> {
-    for (const card of job.cards) {
-      const key = orchKeys(prefix).lease(card);
-      await env.redis.hset(key, {
-        owner: job.host,
-        epoch: job.epoch,
-        experiment: job.experiment,
-        block: job.block,
-        expires: Date.now() + 60_000,
-      });
-      await env.redis.pexpire(key, 60_000);
-    }
-  }
 
   async function inject(prefix: string, data: unknown, id: string, host: string): Promise<void> {
     const q = new Queue(hostQueue(host), { connection: env.redis, prefix });
@@ -124,7 +109,7 @@ describe('signed work', () => {
       }
       const w = await env.spawn({ host, prefix, allowCommand: false });
       for (const { c, marker, job, data } of made) {
-        await leaseByHand(prefix, job);
+        await leaseByHand(env.redis, prefix, job);
         const id = BlockDispatcher.jobId(job);
         await inject(prefix, data, id, host);
         const end = await dispatcher.waitEnd(job, { timeoutMs: 30_000 });
@@ -152,7 +137,7 @@ describe('signed work', () => {
     try {
       const marker = join(env.dir, 'ran-signed');
       const job = commandJob(host, marker, 2000, 'ok');
-      await leaseByHand(prefix, job);
+      await leaseByHand(env.redis, prefix, job);
       await dispatcher.dispatch(job);
       const end = await dispatcher.waitEnd(job, { timeoutMs: 60_000 });
       assert.ok(existsSync(marker), `the signed command did not run: ${JSON.stringify(end)}`);
@@ -170,7 +155,7 @@ describe('signed work', () => {
     const runs = () => (existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0);
     try {
       const job = commandJob(host, marker, 3000, 'once', `echo ran >> ${marker}`);
-      await leaseByHand(prefix, job);
+      await leaseByHand(env.redis, prefix, job);
       await dispatcher.dispatch(job);
       // no experiment in Redis: its commit is refused after the command ran, which is all this test needs
       const end = await dispatcher.waitEnd(job, { timeoutMs: 60_000 });
@@ -180,7 +165,7 @@ describe('signed work', () => {
       const signed = original.data as Record<string, unknown>;
       // whoever re-adds the job can write Redis: they hold its card's lease for it, so only the
       // grant and its nonce stand between a copy and a run
-      const holding = setInterval(() => void leaseByHand(prefix, job).catch(() => undefined), 50);
+      const holding = setInterval(() => void leaseByHand(env.redis, prefix, job).catch(() => undefined), 50);
       try {
         // 1. its data as a job scheduler's template, every 200 ms (the jobs carry repeat options and a scheduler key)
         await q.upsertJobScheduler('again', { every: 200 }, { name: 'block', data: signed, opts: { attempts: 1 } });
@@ -204,7 +189,7 @@ describe('signed work', () => {
           );
 
         // 2. the same data under a new job id
-        await leaseByHand(prefix, job);
+        await leaseByHand(env.redis, prefix, job);
         await q.add('block', signed, { jobId: `${id}-again`, attempts: 1 });
         await waitFor(
           'the copy under a new id ends',
@@ -218,7 +203,7 @@ describe('signed work', () => {
 
         // 3. the original removed, the same data added again under its own id and options: the nonce was used
         await original.remove();
-        await leaseByHand(prefix, job);
+        await leaseByHand(env.redis, prefix, job);
         await q.add('block', signed, { jobId: id, attempts: 1, removeOnComplete: false, removeOnFail: false });
         await waitFor(
           'the replay ends',
