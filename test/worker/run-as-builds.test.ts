@@ -60,7 +60,9 @@ describe('orch worker --run-as with builds and rank caches', () => {
     // owner-only modes, as a build under umask 077 leaves them: only the group sharing opens them
     writeFileSync(
       join(src, 'build.sh'),
-      'set -e\ncp prog.sh orch-rank.mjs "$ORCH_BUILD_OUT/"\nchmod 700 "$ORCH_BUILD_OUT/prog.sh"\nchmod 600 "$ORCH_BUILD_OUT/orch-rank.mjs"\n',
+      'set -e\ncp prog.sh orch-rank.mjs "$ORCH_BUILD_OUT/"\nchmod 700 "$ORCH_BUILD_OUT/prog.sh"\nchmod 600 "$ORCH_BUILD_OUT/orch-rank.mjs"\n' +
+        // the build is the user's program too: who ran it, and whether it could read the secret
+        `id -u > "$ORCH_BUILD_OUT/built-by"\nif cat ${secretFile} >/dev/null 2>&1; then echo secret-read; else echo secret-refused; fi >> "$ORCH_BUILD_OUT/built-by"\n`,
     );
     const spec = join(src, 'runas.yaml');
     writeFileSync(
@@ -69,7 +71,7 @@ describe('orch worker --run-as with builds and rank caches', () => {
 design: ab
 workload:
   runtime: command
-  build: { cmd: sh build.sh, artifacts: [prog.sh, orch-rank.mjs], dir: ${src}, key: { git: false, dirty_diff: false } }
+  build: { cmd: sh build.sh, artifacts: [prog.sh, orch-rank.mjs, built-by], dir: ${src}, key: { git: false, dirty_diff: false } }
   run:
     cmd: $ORCH_ARTIFACTS/prog.sh
     mode: resident
@@ -127,6 +129,14 @@ gates: { identity: false }
         ]);
       }
       const [key] = readdirSync(join(buildRoot, 'artifacts'));
+      assert.deepEqual(
+        readFileSync(join(buildRoot, 'artifacts', key!, 'built-by'), 'utf8')
+          .trim()
+          .split('\n'),
+        [String(runAs.uid), 'secret-refused'],
+        'the build ran as the run-as user and could not read the secret',
+      );
+      assert.equal(statSync(join(buildRoot, 'artifacts', key!, 'prog.sh')).uid, 0, "the artifacts are the worker's");
       assert.equal(
         readFileSync(join(buildRoot, 'artifacts', key!, 'orch-rank.mjs'), 'utf8'),
         readFileSync(FIXTURE, 'utf8'),

@@ -31,7 +31,8 @@ import type { BuildEvent } from '../../jobs/worker-event.ts';
 import { BUILD_STATE_TTL_MS, type BuildRequestInfo, BuildStateMirror } from '../../store/build-state.ts';
 import { programEnv } from '../command/program-env.ts';
 import { spawnTethered } from '../command/tether.ts';
-import type { RunAs } from '../run-as.ts';
+import { asUser, type RunAs, runAsEnv } from '../run-as.ts';
+import { checkBuildDir, dropSetIds, isCacheWorktree, lendWorktree, ownOutput } from './build-as-user.ts';
 import { shareArtifacts } from './build-cache-sharing.ts';
 import { type BuildKey, type BuildKeySpec, computeBuildKey } from './build-key.ts';
 import { acquireBuildLock } from './build-lock.ts';
@@ -276,24 +277,37 @@ export class BuildCache {
   /** Runs the build under the held lock and commits artifacts/<key>; throws UserInputError on failure. */
   private async build(build: BuildSpecInput, bk: BuildKey, dir: string, path: string): Promise<void> {
     // Staging dirs of builders that died: we hold the lock, so nobody else is writing there.
-    await rm(join(this.root, 'tmp'), { recursive: true, force: true });
-    await mkdir(join(this.root, 'tmp'), { mode: 0o700 });
-    const staging = join(this.root, 'tmp', `${bk.key}.${process.pid}.${randomBytes(3).toString('hex')}`);
+    const tmp = join(this.root, 'tmp');
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp, { mode: 0o700 });
+    const staging = join(tmp, `${bk.key}.${process.pid}.${randomBytes(3).toString('hex')}`);
     await mkdir(staging, { recursive: true });
+    // as the run-as user (build-as-user.ts): its own $ORCH_BUILD_OUT, a worktree lent, a checkout it must enter
+    const as = this.runAs;
+    const worktree = isCacheWorktree(this.root, dir);
+    if (as !== null && !worktree) checkBuildDir(dir, as, path);
+    const out = as === null ? staging : `${staging}.out`;
+    if (as !== null) {
+      await mkdir(out, { mode: 0o700 });
+      ownOutput(tmp, out, as);
+    }
     const logFile = join(this.root, 'logs', `${bk.key}.${Date.now()}.log`);
     const log = await open(logFile, 'w');
     const started = Date.now();
     let exit: { code: number | null; signal: NodeJS.Signals | null };
+    const takeBack = as !== null && worktree ? await lendWorktree(dir, as) : null;
     try {
-      const p = spawnTethered('/bin/sh', ['-c', build.cmd], {
+      const [file, ...args] = asUser(as, ['/bin/sh', '-c', build.cmd]);
+      const p = spawnTethered(file!, args, {
         cwd: dir,
-        env: programEnv({ ORCH_BUILD_OUT: staging, ORCH_BUILD_KEY: bk.key }),
+        env: { ...programEnv({ ORCH_BUILD_OUT: out, ORCH_BUILD_KEY: bk.key }), ...runAsEnv(as) },
         stdout: log.fd,
         stderr: log.fd,
       });
       exit = await p.exited;
     } finally {
       await log.close();
+      await takeBack?.();
     }
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     if (exit.code !== 0) {
@@ -315,7 +329,8 @@ export class BuildCache {
         });
       const inStaging = join(staging, a);
       if (existsSync(inStaging)) continue;
-      const src = resolve(dir, a);
+      const inOut = join(out, a);
+      const src = out !== staging && existsSync(inOut) ? inOut : resolve(dir, a);
       const st = await stat(src).catch(() => null);
       if (!st) {
         throw new UserInputError(
@@ -328,6 +343,8 @@ export class BuildCache {
       }
       await cp(src, inStaging, { recursive: true, preserveTimestamps: true });
     }
+    // copied as the worker: its files now, which must not keep a set-id bit the user's build set
+    if (as !== null) await dropSetIds(staging);
     await writeFile(
       join(staging, COMPLETE_MARKER),
       JSON.stringify(
