@@ -85,7 +85,7 @@ export const ERROR_CODES = {
   RUN_AS_UNREACHABLE: {
     kind: 'user-input',
     meaning:
-      "orch worker --run-as: a directory the programs' user must enter (the build cache, the rank caches, a program's cwd) lies under one it cannot search",
+      "orch worker --run-as: a directory the programs' user must enter (the build cache, the rank caches, a program's cwd, a build's checkout) lies under one it cannot search",
     hint: 'put the build directory (--build-dir) and workload.run.cwd under directories that user can enter, e.g. --build-dir /var/cache/orch/builds',
   },
   RANK_CACHES_FAILED: {

@@ -1,5 +1,5 @@
 /**
- * The user a worker runs its users' programs as (`orch worker --run-as USER`): an unprivileged
+ * The user a worker runs its users' programs and builds as (`orch worker --run-as USER`): an unprivileged
  * account that owns nothing of the worker's, so a program can read neither the worker's secret
  * files (0600, the worker's user) nor its /proc/<pid>/environ or memory (another user's). Only
  * root can switch user; the switch is util-linux setpriv(1) by its absolute path

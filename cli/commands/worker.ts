@@ -103,7 +103,7 @@ export const workerCommand = defineCommand({
       .option('run-as', {
         type: 'string',
         describe:
-          "run command workloads' programs as this unprivileged user (created with useradd when missing); needs root. The programs then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (a root worker's default, /var/cache/orch/builds, is). Default: orch-run for a root worker with --allow-command; `none` runs them as the worker's own user",
+          "run command workloads' programs and builds as this unprivileged user (created with useradd when missing); needs root. They then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (a root worker's default, /var/cache/orch/builds, is). Default: orch-run for a root worker with --allow-command; `none` runs them as the worker's own user",
       })
       .option('allow-build', {
         type: 'boolean',

@@ -11,7 +11,9 @@
  *                             for group or others, no setuid/setgid; a hard link the build
  *                             made is left as it is (its inode is also a file elsewhere)
  *   every other entry         0700 / 0600: the worker's alone (.build.lock, .worktree.lock
- *                             made here, so flock(1) never creates them 0644)
+ *                             made here, so flock(1) never creates them 0644); tmp/ and
+ *                             worktrees/ open to G while a build runs as the user
+ *                             (build-as-user.ts)
  *
  * Nothing above the root is touched but what this makes there (0755 whatever the umask: the
  * /var/cache/orch of --build-dir /var/cache/orch/builds): a directory there that the run-as user
