@@ -2,7 +2,8 @@
  * A root worker's builds run as its run-as user (worker/builds/build-as-user.ts): a build of a
  * commit, in the worktree the worker lends that user, compiles as the user, cannot read a 0600
  * file of the worker's nor write a file the worktree shares by a hard link with one elsewhere,
- * and leaves artifacts and worktree the worker's own again, worktrees/ closed, with no set-id bit.
+ * and leaves artifacts and worktree the worker's own again, worktrees/ closed, with no set-id bit;
+ * its key's toolchain commands run as the user as well.
  * A checkout the user cannot enter is refused before anything runs, naming the closed directory.
  */
 import assert from 'node:assert/strict';
@@ -47,13 +48,19 @@ describe('builds as the run-as user', () => {
       'if echo tampered >> linked 2>/dev/null; then echo linked-written; else echo linked-refused; fi >> out/uid',
       'echo x > "$ORCH_BUILD_OUT/setid"; chmod 4755 "$ORCH_BUILD_OUT/setid"',
     ].join('; ');
+    // a toolchain command of the key is the spec's too: it runs as the user (in /: the worktree is not lent yet)
+    const open = join(d, 'open');
+    mkdirSync(open, { mode: 0o777 });
+    chmodSync(open, 0o777);
+    const toolchain = [`id -u > ${open}/toolchain; pwd >> ${open}/toolchain`];
     const b = await ensureCommitBuild(cache, {
       name: 'main',
       ref: 'main',
       commit,
       repo: repo.dir,
-      build: { cmd, artifacts: ['out/work', 'out/uid', 'setid'], key: KEY },
+      build: { cmd, artifacts: ['out/work', 'out/uid', 'setid'], key: { ...KEY, toolchain } },
     });
+    assert.deepEqual(readFileSync(join(open, 'toolchain'), 'utf8').trim().split('\n'), [String(runAs.uid), '/']);
     assert.equal(b.outcome, 'built');
     assert.deepEqual(readFileSync(join(b.dir, 'out/uid'), 'utf8').trim().split('\n'), [
       String(runAs.uid),

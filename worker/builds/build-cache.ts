@@ -159,12 +159,17 @@ export class BuildCache {
     // `~/src/x` is the user's home on this host; a relative dir is relative to `baseDir`.
     const given = req.build.dir?.replace(/^~(?=\/|$)/, homedir());
     const dir = given === undefined ? base : isAbsolute(given) ? given : resolve(base, given);
+    // as the run-as user (build-as-user.ts), a checkout must let it in; a commit's worktree is
+    // lent only to its build, under the build lock, so its toolchain commands run in /
+    const worktree = isCacheWorktree(this.root, dir);
+    if (this.runAs !== null && !worktree) checkBuildDir(dir, this.runAs, path);
     const bk = await computeBuildKey({
       cmd: req.build.cmd,
       artifacts: req.build.artifacts,
       key: req.build.key,
       dir,
       path,
+      toolchainAs: this.runAs === null ? null : { runAs: this.runAs, cwd: worktree ? '/' : dir },
     });
     const done = (outcome: EnsuredBuild['outcome'], wait_ms: number, build_ms: number | null): EnsuredBuild => ({
       key: bk.key,
@@ -285,7 +290,6 @@ export class BuildCache {
     // as the run-as user (build-as-user.ts): its own $ORCH_BUILD_OUT, a worktree lent, a checkout it must enter
     const as = this.runAs;
     const worktree = isCacheWorktree(this.root, dir);
-    if (as !== null && !worktree) checkBuildDir(dir, as, path);
     const out = as === null ? staging : `${staging}.out`;
     if (as !== null) {
       await mkdir(out, { mode: 0o700 });

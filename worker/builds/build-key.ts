@@ -13,6 +13,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { HARDENED_GIT_ARGS, hardenedGitEnv } from '../../jobs/hardened-git.ts';
 import { programEnv } from '../command/program-env.ts';
 import { helper } from '../helper-paths.ts';
+import { asUser, type RunAs, runAsEnv } from '../run-as.ts';
 
 export interface BuildKeySpec {
   git: boolean;
@@ -29,6 +30,11 @@ export interface BuildKeyInput {
   dir: string;
   /** Dotted spec path of the build, for messages. */
   path?: string;
+  /**
+   * The toolchain commands run as this user, in `cwd` (worker/builds/build-as-user.ts): a root
+   * worker's run-as user; absent, as the worker in `dir`.
+   */
+  toolchainAs?: { runAs: RunAs; cwd: string } | null;
 }
 
 export interface BuildKey {
@@ -46,20 +52,22 @@ export interface BuildKey {
 
 const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
 
-function run(file: string, args: string[], cwd: string): Promise<{ code: number; out: Buffer; err: string }> {
+function run(
+  file: string,
+  args: string[],
+  cwd: string,
+  runAs: RunAs | null = null,
+): Promise<{ code: number; out: Buffer; err: string }> {
   // git reads the user's checkout, hardened: no hook, no home or system gitconfig (jobs/hardened-git.ts);
-  // a toolchain command is the spec's, so it gets a program's environment
-  const [argv, env] = file === 'git' ? [[...HARDENED_GIT_ARGS, ...args], hardenedGitEnv()] : [args, programEnv({})];
+  // a toolchain command is the spec's, so it gets a program's environment, as a program's user
+  const [exe, ...argv] =
+    file === 'git' ? [helper('git'), ...HARDENED_GIT_ARGS, ...args] : asUser(runAs, [file, ...args]);
+  const env = file === 'git' ? hardenedGitEnv() : { ...programEnv({}), ...runAsEnv(runAs) };
   return new Promise((resolve) => {
-    execFile(
-      file === 'git' ? helper('git') : file,
-      argv,
-      { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
-        resolve({ code, out: stdout, err: stderr.toString() });
-      },
-    );
+    execFile(exe!, argv, { cwd, env, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
+      resolve({ code, out: stdout, err: stderr.toString() });
+    });
   });
 }
 
@@ -121,7 +129,8 @@ export async function computeBuildKey(input: BuildKeyInput): Promise<BuildKey> {
   }
   const toolchain: { cmd: string; sha256: string }[] = [];
   for (const [i, cmd] of input.key.toolchain.entries()) {
-    const r = await run('/bin/sh', ['-c', cmd], input.dir);
+    const as = input.toolchainAs ?? null;
+    const r = await run('/bin/sh', ['-c', cmd], as?.cwd ?? input.dir, as?.runAs ?? null);
     if (r.code !== 0) {
       throw new UserInputError(
         'BUILD_TOOLCHAIN_FAILED',
