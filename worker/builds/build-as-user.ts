@@ -14,8 +14,9 @@
  *                           build lock lets one build at a time hold a worktree.
  *
  * A checkout outside the build cache (workload.build.dir) is the operator's: orch changes nothing
- * there; the user must be able to enter it (checked before the build) and to write where the
- * recipe writes. A program of the same user running meanwhile could write into a build in
+ * there; the user must be able to enter it (checked before the key is computed) and to write
+ * where the recipe writes. The key's toolchain commands run as the user as well (build-key.ts), in
+ * the checkout, or in / for a worktree, which is lent only to its build. A program of the same user running meanwhile could write into a build in
  * progress, as it can into the rank caches; a finished build is the worker's, read-only to it.
  */
 import { lchown, lstat, readdir } from 'node:fs/promises';
