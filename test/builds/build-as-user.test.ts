@@ -14,28 +14,33 @@ import { describe, test } from 'node:test';
 import { BuildCache } from '../../worker/builds/build-cache.ts';
 import { shareBuildRoot } from '../../worker/builds/build-cache-sharing.ts';
 import { ensureCommitBuild, ensureWorktree } from '../../worker/builds/commit-build.ts';
-import { resolveRunAs } from '../../worker/run-as.ts';
+import { type RunAs, resolveRunAs } from '../../worker/run-as.ts';
 import { plantedRepo } from './planted-repo.ts';
 
 const root = process.getuid?.() === 0;
 const skip = !root && 'not root: only root can switch to a second local user (useradd, setpriv)';
 const KEY = { git: true, dirty_diff: false, flags: [], toolchain: [] };
 
+/** The run-as user, a directory others may pass, and a build cache in it shared with that user. */
+function sharedCache(): { runAs: RunAs; d: string; buildRoot: string; cache: BuildCache } {
+  const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
+  const d = mkdtempSync(join(tmpdir(), 'orch-build-as-'));
+  chmodSync(d, 0o755);
+  const buildRoot = join(d, 'builds');
+  shareBuildRoot(buildRoot, runAs);
+  return { runAs, d, buildRoot, cache: new BuildCache({ root: buildRoot, runAs }) };
+}
+
 describe('builds as the run-as user', () => {
   test('a commit builds as the run-as user in its lent worktree; the worker takes back the worktree and owns the artifacts', {
     skip,
     timeout: 120_000,
   }, async () => {
-    const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
-    const d = mkdtempSync(join(tmpdir(), 'orch-build-as-'));
-    chmodSync(d, 0o755);
+    const { runAs, d, buildRoot, cache } = sharedCache();
     const secret = join(d, 'cluster-secret');
     writeFileSync(secret, 'secret-planted-0b1d\n', { mode: 0o600 });
     const shared = join(d, 'shared-inode');
     writeFileSync(shared, "the worker's\n", { mode: 0o644 });
-    const buildRoot = join(d, 'builds');
-    shareBuildRoot(buildRoot, runAs);
-    const cache = new BuildCache({ root: buildRoot, runAs });
     const repo = plantedRepo();
     const commit = repo.git('rev-parse', 'main');
     // a file of the worktree that is also a file elsewhere: lending must not hand it out
@@ -82,15 +87,10 @@ describe('builds as the run-as user', () => {
     skip,
     timeout: 60_000,
   }, async () => {
-    const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
-    const d = mkdtempSync(join(tmpdir(), 'orch-build-as-'));
-    chmodSync(d, 0o755);
+    const { d, cache } = sharedCache();
     const closed = join(d, 'closed');
     mkdirSync(join(closed, 'src'), { recursive: true, mode: 0o700 });
     chmodSync(closed, 0o700);
-    const buildRoot = join(d, 'builds');
-    shareBuildRoot(buildRoot, runAs);
-    const cache = new BuildCache({ root: buildRoot, runAs });
     await assert.rejects(
       cache.ensure({
         build: {
