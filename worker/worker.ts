@@ -60,6 +60,7 @@ import { BuildCache, defaultBuildRoot } from './builds/build-cache.ts';
 import { shareBuildRoot } from './builds/build-cache-sharing.ts';
 import { runBuildJob } from './builds/build-job-processor.ts';
 import { CommandRankRunner, runnerByRuntime } from './command/command-rank-runner.ts';
+import { injectLibFor } from './command/inject-lib-sharing.ts';
 import { injectLibPath } from './command/launch-counter.ts';
 import { type FirstPrepared, prepareFirstBlocks } from './command/prepare-first.ts';
 import { discoverCards } from './discover-cards.ts';
@@ -165,6 +166,8 @@ export class Worker {
   private readonly secret: Buffer;
   /** what this worker runs beyond graphrt of its own checkout, registered with its cards */
   private readonly caps: Capability[];
+  /** orch's injection library as the programs load it (command/inject-lib-sharing.ts); null: not built */
+  private readonly injectLib: string | null;
   cards: Card[] = [];
   /** what this worker registers as its version (jobs/worker-version.ts) */
   private version: string | undefined;
@@ -189,7 +192,9 @@ export class Worker {
     this.secret = opts.secret ?? requireClusterSecret(`the worker of host ${this.host}`);
     this.caps = workerCapabilities(opts);
     // before anything else: a build cache its programs cannot reach refuses the start
-    if (opts.runAs !== undefined) shareBuildRoot(resolve(opts.buildDir ?? defaultBuildRoot()), opts.runAs);
+    const buildRoot = resolve(opts.buildDir ?? defaultBuildRoot());
+    if (opts.runAs !== undefined) shareBuildRoot(buildRoot, opts.runAs);
+    this.injectLib = injectLibFor(injectLibPath(opts.graphrt), buildRoot, opts.runAs ?? null);
   }
 
   /**
@@ -437,7 +442,7 @@ export class Worker {
       cache,
       cards: new Map(this.cards.map((c) => [c.id, c])),
       slots: this.commandRunner.prepared,
-      injectLib: injectLibPath(this.opts.graphrt),
+      injectLib: this.injectLib,
       runAs: this.opts.runAs ?? null,
       log: this.log.child({ experiment: job.experiment }),
     });
@@ -454,7 +459,7 @@ export class Worker {
     this.commandRunner = new CommandRankRunner({
       cache,
       runAs: this.opts.runAs ?? null,
-      injectLib: injectLibPath(this.opts.graphrt),
+      injectLib: this.injectLib,
       graphrt: existsSync(this.opts.graphrt) ? this.opts.graphrt : null,
     });
     return new BlockExecutor(
