@@ -12,6 +12,7 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { closeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { BlockJob } from '../jobs/block-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { type GraphrtLine, type Hello, parseGraphrtLine } from '../jobs/graphrt-protocol.ts';
@@ -34,6 +35,8 @@ import {
   type RankRunner,
   type RankStart,
 } from './rank-runner.ts';
+import { type RunAs, runAsEnv } from './run-as.ts';
+import { setAccess } from './run-as-reach.ts';
 
 /** What a graphrt process inherits of the worker's environment beyond a program's basics. */
 const GRAPHRT_INHERITS = ['GRAPHRT_*', 'NCCL_*'];
@@ -45,6 +48,11 @@ export interface GraphrtRunnerOptions {
   cache?: BuildCache;
   /** graphrt of a build's commit (default: ensureGraphrtBuild in `cache`); a test hands over prebuilt binaries */
   build?: GraphrtBuilder;
+  /**
+   * The user graphrt of a build's commit runs as (worker/run-as.ts): a user's program like any
+   * other; the worker's own graphrt runs as the worker.
+   */
+  runAs?: RunAs | null;
 }
 
 /** The graphrt processes a rank runs: '' the worker's own, else each build its arms name. */
@@ -58,12 +66,15 @@ export class GraphrtRunner implements RankRunner {
   /** One build per commit in flight in this worker, shared by the ranks of a gang. */
   private readonly inFlight = new Map<string, Promise<{ binary: string }>>();
 
+  private readonly runAs: RunAs | null;
+
   constructor(
     private readonly binary: string,
     opts: GraphrtRunnerOptions = {},
   ) {
     const cache = opts.cache ?? new BuildCache();
     this.build = opts.build ?? ((req) => ensureGraphrtBuild(cache, req));
+    this.runAs = opts.runAs ?? null;
   }
 
   start(s: RankStart): RankHandle {
@@ -97,8 +108,11 @@ export class GraphrtRunner implements RankRunner {
 
   /** A rank whose arms run several graphrt binaries (BuildsRank). */
   private startBuilds(s: RankStart, keys: string[]): RankHandle {
-    return new BuildsRank(s, keys, async (key) =>
-      key === '' ? this.binary : (await this.ensure(s.job, key, s.onBuild)).binary,
+    return new BuildsRank(
+      s,
+      keys,
+      async (key) => (key === '' ? this.binary : (await this.ensure(s.job, key, s.onBuild)).binary),
+      this.runAs,
     );
   }
 }
@@ -134,6 +148,8 @@ class BuildsRank implements RankHandle {
     private readonly keys: string[],
     /** the graphrt binary of a build key ('' the worker's own) */
     private readonly binaryOf: (key: string) => Promise<string>,
+    /** the user a build's process runs as; the worker's own graphrt runs as the worker */
+    private readonly runAs: RunAs | null = null,
   ) {
     this.rank = s.rank;
     this.card = s.card;
@@ -250,6 +266,10 @@ class BuildsRank implements RankHandle {
   /** Locks the card's description and starts every build's process on it (fd 3). */
   private async startUnderLock(binaries: Map<string, string>): Promise<void> {
     const s = this.s;
+    // a build's processes, as the run-as user, make and join their gang's socket there
+    const address = s.rendezvous?.address;
+    if (this.runAs !== null && address !== undefined && !address.startsWith('tcp://'))
+      setAccess(dirname(address), 0o730, { gid: this.runAs.gid });
     const fd = openLockFile(s.lockPath);
     try {
       await lockDescription(fd, s.lockPath);
@@ -263,6 +283,7 @@ class BuildsRank implements RankHandle {
           binaries.get(key) as string,
           { ...s, ...buildRendezvous(s, i) },
           { lockFd: fd, flag: key === '' },
+          key === '' ? null : this.runAs,
         );
         this.procs.set(key, h);
         void h.exited.then((e) => {
@@ -312,12 +333,13 @@ export function graphrtLines(job: BlockJob): RankLineSchema<GraphrtLine> {
 /**
  * One resident `graphrt serve` of `binary` for a rank, speaking the rank protocol
  * (worker/rank-protocol.ts). `lock`: the card's lock handed down as an open file description
- * (`lockFd`, inherited as fd 3), else the process takes `--card-lock PATH`.
+ * (`lockFd`, inherited as fd 3), else the process takes `--card-lock PATH`; as `runAs` when given.
  */
 function startProcess(
   binary: string,
   s: RankStart,
   lock?: { lockFd: number; flag: boolean },
+  runAs: RunAs | null = null,
 ): RankProtocol<GraphrtLine> {
   const { args, env } = toNativeProcess(s.job, {
     rank: s.rank,
@@ -328,12 +350,12 @@ function startProcess(
     ...(lock === undefined ? {} : { lockFd: { fd: INHERITED_LOCK_FD, flag: lock.flag } }),
     rendezvous: s.rendezvous,
   });
-  const [file, argv] = fateShared(binary, args, (msg) => s.log.warn(msg));
+  const [file, argv] = fateShared(binary, args, (msg) => s.log.warn(msg), runAs);
   const child = spawn(file, argv, {
     detached: true,
     stdio: lock === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', lock.lockFd],
     // graphrt's own knobs and NCCL's pass; the rest of the worker's environment does not (credentials)
-    env: programEnv(env, process.env, GRAPHRT_INHERITS),
+    env: { ...programEnv(env, process.env, GRAPHRT_INHERITS), ...runAsEnv(runAs) },
   }) as ChildProcessWithoutNullStreams;
   s.log.debug({ pid: child.pid, cmd: [binary, ...args].join(' ') }, 'rank started');
   return new RankProtocol(child, graphrtLines(s.job), {

@@ -29,7 +29,7 @@ import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { OrchError } from '../jobs/errors.ts';
 import { helperPath, requireHelper } from './helper-paths.ts';
-import { asUser, type RunAs } from './run-as.ts';
+import { asUser, type RunAs, userFlags } from './run-as.ts';
 
 /** The fd a rank process inherits the card's lock on (the first after stdio). */
 export const INHERITED_LOCK_FD = 3;
@@ -54,11 +54,24 @@ function setpriv(): string | null {
 /** `$0` execs the program with SIGTERM ignored: an ignored disposition survives exec. */
 const IGNORING_TERM = ['/bin/sh', '-c', 'trap "" TERM; exec "$0" "$@"'] as const;
 
-/** `file argv` with SIGTERM ignored, under setpriv's death signal where it exists; `warn` is told when it does not. */
-export function fateShared(file: string, argv: string[], warn: (msg: string) => void): [string, string[]] {
+/**
+ * `file argv` with SIGTERM ignored, under setpriv's death signal where it exists, as `runAs` when
+ * given (one setpriv: it sets the death signal after the change of user, which would clear it);
+ * `warn` is told when setpriv is missing.
+ */
+export function fateShared(
+  file: string,
+  argv: string[],
+  warn: (msg: string) => void,
+  runAs: RunAs | null = null,
+): [string, string[]] {
   const run = [...IGNORING_TERM, file, ...argv];
   const sp = setpriv();
-  if (sp !== null) return [sp, ['--pdeathsig', 'KILL', '--', ...run]];
+  if (sp !== null) return [sp, [...userFlags(runAs), '--pdeathsig', 'KILL', '--', ...run]];
+  if (runAs !== null) {
+    const [exe, ...rest] = asUser(runAs, run);
+    return [exe!, rest];
+  }
   warn('setpriv not found: ranks exit when their stdin closes, not on the worker death signal');
   return [run[0]!, run.slice(1)];
 }

@@ -130,14 +130,12 @@ export function resolveRunAs(user: string, opts: { create: boolean; log: (msg: s
 /** `file argv` as `runAs` (setpriv: real and effective ids, no supplementary group), or as is when null. */
 export function asUser(runAs: RunAs | null, argv: string[]): string[] {
   if (runAs === null) return argv;
-  return [
-    requireHelper('setpriv', `it runs programs as ${runAs.user}`),
-    `--reuid=${runAs.uid}`,
-    `--regid=${runAs.gid}`,
-    '--clear-groups',
-    '--',
-    ...argv,
-  ];
+  return [requireHelper('setpriv', `it runs programs as ${runAs.user}`), ...userFlags(runAs), '--', ...argv];
+}
+
+/** setpriv(1)'s flags that switch to `runAs`: real and effective ids, no supplementary group; none when null. */
+export function userFlags(runAs: RunAs | null): string[] {
+  return runAs === null ? [] : [`--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups'];
 }
 
 /** The variables that name the program's user: its own, not the worker's (HOME would be root's). */

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -19,6 +19,7 @@ import type { Card } from '../../jobs/card.ts';
 import { HostForeignProcessProbe, lockUsers } from '../../worker/foreign-processes.ts';
 import { GraphrtRunner } from '../../worker/graphrt-runner.ts';
 import type { RankHandle, RankLine } from '../../worker/rank-runner.ts';
+import { resolveRunAs } from '../../worker/run-as.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
@@ -190,5 +191,58 @@ describe('card lock handed to the processes of a rank of two builds', { skip }, 
     h.kill();
     const exit = await h.exited;
     assert.equal(exit.code, 4);
+  });
+});
+
+describe("a build's graphrt as the run-as user", {
+  skip: skip || (process.getuid?.() !== 0 && 'not root: only root can switch to a second local user'),
+}, () => {
+  test("the build's process runs as the run-as user, the worker's own graphrt as the worker; a gang of them meets", async () => {
+    const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
+    // where an artifact lies for it: a directory it may pass, a binary it may run
+    const open = mkdtempSync(join(tmpdir(), 'orch-built-'));
+    chmodSync(open, 0o755);
+    const built = join(open, 'graphrt-built');
+    copyFileSync(GRAPHRT, built);
+    chmodSync(built, 0o755);
+    const asUser = new GraphrtRunner(GRAPHRT, {
+      build: async (req) => ({ binary: req.name === 'old' ? built : GRAPHRT }),
+      runAs,
+    });
+    const uid = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    const cards: Card[] = [0, 1].map((i) => ({ ...card, id: `cpu:${i}@runas`, index: i, uuid: `cpu:${i}@runas` }));
+    const job = { ...twoBuildJob(), cards: cards.map((c) => c.id) };
+    // the gang's directory as gang-ranks.ts makes it: the worker's own, 0700
+    const rendezvous = { address: join(mkdtempSync(join(tmpdir(), 'orch-rv-')), 'rv.sock') };
+    const ranks = cards.map((c, rank) =>
+      asUser.start({
+        rank,
+        world: 2,
+        card: c,
+        job,
+        rendezvous,
+        lockPath: join(dir, `runas${rank}.lock`),
+        log: pino({ level: 'silent' }),
+        onLine: () => {},
+      }),
+    );
+    await Promise.all(ranks.map((h) => h.ready));
+    for (const h of ranks) {
+      const byExe = new Map(h.pids().map((p) => [readlinkSync(`/proc/${p}/exe`), uid(p)]));
+      assert.equal(byExe.get(built), runAs.uid, "the build's graphrt runs as the run-as user");
+      assert.equal(byExe.get(realpathSync(GRAPHRT)), 0, "the worker's own graphrt runs as the worker");
+    }
+    for (const [i, name] of job.sequence.entries()) {
+      const arm = job.arms.find((a) => a.name === name)!;
+      const lines = await Promise.all(ranks.map((h) => h.request({ id: `u${i}`, op: 'rep', arm }, 30_000)));
+      assert.deepEqual(
+        lines.map((l) => [l.type, (l as { arm?: string }).arm]),
+        [
+          ['rep', name],
+          ['rep', name],
+        ],
+      );
+    }
+    for (const h of ranks) assert.equal((await h.close(5000)).code, 0);
   });
 });
