@@ -19,19 +19,21 @@ export const DEFAULT_RUN_AS = 'orch-run';
 export const RUN_AS_NONE = 'none';
 
 /**
- * The user a worker runs its users' programs as: the one `--run-as` names, `none` for the
- * worker's own, and by default `orch-run` for a root worker that allows commands (a program run
- * as root could read every secret of the host), the worker's own user otherwise (only root can
- * switch). `selfAsRoot` is the warning a root worker logs when its programs stay root.
+ * The user a worker runs its users' code as: the one `--run-as` names, `none` for the worker's
+ * own, and by default `orch-run` for a root worker that runs users' code (--allow-command, or
+ * --allow-build: a commit's recipe and its graphrt; run as root they could read every secret of
+ * the host), the worker's own user otherwise (only root can switch). `selfAsRoot` is the warning
+ * a root worker logs when that code stays root.
  */
 export function chooseRunAs(
   flag: string | undefined,
-  worker: { root: boolean; allowCommand: boolean },
+  worker: { root: boolean; runsUsersCode: boolean },
 ): { user: string | null; selfAsRoot: string | null } {
-  const user = flag === RUN_AS_NONE ? null : (flag ?? (worker.root && worker.allowCommand ? DEFAULT_RUN_AS : null));
+  const asRoot = worker.root && worker.runsUsersCode;
+  const user = flag === RUN_AS_NONE ? null : (flag ?? (asRoot ? DEFAULT_RUN_AS : null));
   const selfAsRoot =
-    user === null && worker.root && worker.allowCommand
-      ? `--run-as ${RUN_AS_NONE}: users' programs run as root and can read every file of this host, the worker's secret file included; leave --run-as out to run them as ${DEFAULT_RUN_AS}`
+    user === null && asRoot
+      ? `--run-as ${RUN_AS_NONE}: users' programs and builds run as root and can read every file of this host, the worker's secret file included; leave --run-as out to run them as ${DEFAULT_RUN_AS}`
       : null;
   return { user, selfAsRoot };
 }

@@ -103,7 +103,7 @@ export const workerCommand = defineCommand({
       .option('run-as', {
         type: 'string',
         describe:
-          "run command workloads' programs and builds as this unprivileged user (created with useradd when missing); needs root. They then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (a root worker's default, /var/cache/orch/builds, is). Default: orch-run for a root worker with --allow-command; `none` runs them as the worker's own user",
+          "run command workloads' programs and builds as this unprivileged user (created with useradd when missing); needs root. They then cannot read the worker's secret files nor its environment; the build directory must be one the user can pass (a root worker's default, /var/cache/orch/builds, is). Default: orch-run for a root worker with --allow-command or --allow-build; `none` runs them as the worker's own user",
       })
       .option('allow-build', {
         type: 'boolean',
@@ -157,7 +157,10 @@ export const workerCommand = defineCommand({
     const { gangPortRange } = await import('../../worker/free-port.ts');
     gangPortRange();
     const { chooseRunAs, resolveRunAs } = await import('../../worker/run-as.ts');
-    const runAsUser = chooseRunAs(argv.runAs, { root: process.getuid?.() === 0, allowCommand: argv.allowCommand });
+    const runAsUser = chooseRunAs(argv.runAs, {
+      root: process.getuid?.() === 0,
+      runsUsersCode: argv.allowCommand || argv.allowBuild,
+    });
     if (runAsUser.selfAsRoot !== null) log.warn(runAsUser.selfAsRoot);
     const runAs =
       runAsUser.user === null ? undefined : resolveRunAs(runAsUser.user, { create: true, log: (msg) => log.info(msg) });

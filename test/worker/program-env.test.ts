@@ -152,10 +152,13 @@ describe('the environment of a user program', () => {
     assert.notEqual(orchRun.uid, 0);
     // its build cache is root's default, outside /root, shared with orch-run's group
     assert.equal(statSync(ROOT_BUILD_ROOT).gid, orchRun.gid);
-    assert.doesNotMatch(byDefault.log, /users' programs run as root/);
+    assert.doesNotMatch(byDefault.log, /users' programs and builds run as root/);
     const asSelf = await uidOf('ru2', RUN_AS_SELF);
     assert.equal(asSelf.uid, 0, "--run-as none keeps the worker's user");
-    assert.match(asSelf.log, /--run-as none: users' programs run as root and can read every file of this host/);
+    assert.match(
+      asSelf.log,
+      /--run-as none: users' programs and builds run as root and can read every file of this host/,
+    );
   });
 
   test('programEnv: the credentials never pass, whoever names them', () => {
