@@ -4,6 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { toNativeHello } from '../jobs/native-args.ts';
+import { asUser, type RunAs, runAsEnv } from './run-as.ts';
 
 export interface HelloRun {
   /** the exit code; 127 when it could not be started or was killed */
@@ -20,13 +21,16 @@ export function runHello(
   binary: string,
   backend: 'auto' | 'cuda' | 'cpu',
   env: NodeJS.ProcessEnv = process.env,
+  runAs: RunAs | null = null,
 ): Promise<HelloRun> {
   const hello = toNativeHello(backend);
+  // a build's graphrt is a user's program: as the run-as user (worker/run-as.ts) when there is one
+  const [exe, ...args] = asUser(runAs, [binary, ...hello.args]);
   return new Promise((resolve) => {
     execFile(
-      binary,
-      hello.args,
-      { timeout: HELLO_TIMEOUT_MS, env: { ...env, ...hello.env } },
+      exe!,
+      args,
+      { timeout: HELLO_TIMEOUT_MS, env: { ...env, ...hello.env, ...runAsEnv(runAs) } },
       (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, stdout, stderr });
       },

@@ -8,7 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -16,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
+import { checkGraphrtBuildProtocol } from '../../worker/builds/graphrt-build.ts';
 import { HostForeignProcessProbe, lockUsers } from '../../worker/foreign-processes.ts';
 import { GraphrtRunner } from '../../worker/graphrt-runner.ts';
 import type { RankHandle, RankLine } from '../../worker/rank-runner.ts';
@@ -244,5 +254,18 @@ describe("a build's graphrt as the run-as user", {
       );
     }
     for (const h of ranks) assert.equal((await h.close(5000)).code, 0);
+  });
+
+  test("the build's protocol check runs its graphrt as the run-as user", async () => {
+    const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
+    const open = mkdtempSync(join(tmpdir(), 'orch-built-'));
+    chmodSync(open, 0o777);
+    const built = join(open, 'graphrt-built');
+    copyFileSync(GRAPHRT, built);
+    chmodSync(built, 0o755);
+    const probe = join(open, 'graphrt-probe');
+    writeFileSync(probe, `#!/bin/sh\nid -u > ${open}/hello-uid\nexec ${built} "$@"\n`, { mode: 0o755 });
+    await checkGraphrtBuildProtocol(probe, { name: 'old', ref: 'old', commit }, runAs);
+    assert.equal(readFileSync(join(open, 'hello-uid'), 'utf8').trim(), String(runAs.uid));
   });
 });

@@ -23,8 +23,8 @@ import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
 import { RUN_AS_SELF } from '../utils/worker-process.ts';
 
-/** One block of a command workload whose every rep runs `cmd` on `host`'s cpu:0. */
-function commandJob(host: string, cmd: string): BlockJob {
+/** One block of a command workload whose every rep runs `cmd` on `host`'s cpu:0 (in `cwd`: default the worker's). */
+function commandJob(host: string, cmd: string, cwd?: string): BlockJob {
   return blockJob({
     experiment: 'env-dump',
     block: 0,
@@ -37,6 +37,7 @@ function commandJob(host: string, cmd: string): BlockJob {
       run: {
         cmd: `${cmd}; echo "step 0: 1.0"; echo "step 1: 1.0"; echo "step 2: 1.0"`,
         timeout_s: 30,
+        ...(cwd === undefined ? {} : { cwd }),
         env: { SPEC_VAR: 'from-spec' },
       },
       toggles: { FAST: { env: 'FAST', on: '1', off: '0' } },
@@ -143,7 +144,8 @@ describe('the environment of a user program', () => {
         ...(args === 'default' ? { defaultRunAs: true } : { args }),
         env: { ORCH_BUILD_DIR: '' },
       });
-      await runBlock(prefix, commandJob(host, `id -u > ${join(out, host)}`));
+      // in a directory the run-as user may enter: the worker's cwd (the checkout) may be under /root
+      await runBlock(prefix, commandJob(host, `id -u > ${join(out, host)}`, out));
       return { uid: Number(readFileSync(join(out, host), 'utf8').trim()), log: w.log() };
     };
     const byDefault = await uidOf('ru1', 'default');

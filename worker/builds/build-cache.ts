@@ -118,7 +118,8 @@ export class BuildCache {
   readonly host: string;
   private readonly mirror: BuildStateMirror | null;
   private readonly onMirrorError: (err: unknown) => void;
-  private readonly runAs: RunAs | null;
+  /** the user builds and their programs run as (worker/run-as.ts); null: the worker's own */
+  readonly runAs: RunAs | null;
 
   constructor(opts: BuildCacheOptions = {}) {
     this.root = resolve(opts.root ?? defaultBuildRoot());

@@ -20,6 +20,7 @@ import { type Hello, HelloSchema, parseGraphrtLine } from '../../jobs/graphrt-pr
 import { toNativeHello } from '../../jobs/native-args.ts';
 import { programEnv } from '../command/program-env.ts';
 import { runHello } from '../graphrt-hello.ts';
+import type { RunAs } from '../run-as.ts';
 import type { BuildCache, BuildRequest, BuildSpecInput } from './build-cache.ts';
 import { type CommitBuild, ensureCommitBuild } from './commit-build.ts';
 
@@ -98,7 +99,7 @@ export async function ensureGraphrtBuild(
   const binary = join(b.dir, build.artifacts[0] as string);
   let hello = checkedHellos.get(binary);
   if (!hello) {
-    hello = checkGraphrtBuildProtocol(binary, req);
+    hello = checkGraphrtBuildProtocol(binary, req, cache.runAs);
     checkedHellos.set(binary, hello);
     hello.catch(() => checkedHellos.delete(binary));
   }
@@ -113,6 +114,7 @@ export async function ensureGraphrtBuild(
 export async function checkGraphrtBuildProtocol(
   binary: string,
   req: { name: string; ref: string; commit: string },
+  runAs: RunAs | null = null,
 ): Promise<Hello> {
   const who = `build "${req.name}" (ref ${req.ref}, commit ${req.commit})`;
   const refuse = (what: string): never => {
@@ -124,8 +126,9 @@ export async function checkGraphrtBuildProtocol(
       },
     );
   };
-  // the program environment a rank of this build gets (worker/command/program-env.ts), on the cpu backend
-  const r = await runHello(binary, 'cpu', programEnv({}));
+  // the program environment a rank of this build gets (worker/command/program-env.ts), on the cpu
+  // backend, as the user its ranks run as
+  const r = await runHello(binary, 'cpu', programEnv({}), runAs);
   const first = r.stdout.split('\n').find((l) => l.trim() !== '');
   if (first === undefined)
     return refuse(
