@@ -126,7 +126,7 @@ export const workerCommand = defineCommand({
       throw new UserInputError('CLI_USAGE', `--cpu-cards ${argv.cpuCards}: expected a positive integer`);
     if (!(argv.heartbeatMs >= 50))
       throw new UserInputError('CLI_USAGE', `--heartbeat-ms ${argv.heartbeatMs}: expected at least 50`);
-    const { requireClusterSecret, SECRET_ENV } = await import('../../store/cluster-secret.ts');
+    const { requireClusterSecret, SECRET_ENV, SECRET_FILE_ENV } = await import('../../store/cluster-secret.ts');
     const { orchVersion } = await import('../version.ts');
     const secret = requireClusterSecret('orch worker', argv.secretFile);
     // Read once, then gone from this process's environment, /proc/<pid>/environ included
@@ -162,6 +162,17 @@ export const workerCommand = defineCommand({
       runsUsersCode: argv.allowCommand || argv.allowBuild,
     });
     if (runAsUser.selfAsRoot !== null) log.warn(runAsUser.selfAsRoot);
+    const { credentialFilesLeft } = await import('../../worker/credential-files.ts');
+    const filesLeft = credentialFilesLeft({
+      ownUserPrograms: runAsUser.user === null && process.getuid?.() !== 0 && (argv.allowCommand || argv.allowBuild),
+      unlinked: argv.unlinkCredentialFiles,
+      files: [
+        { how: '--redis-url-file', path: argv.redisUrlFile },
+        { how: '--secret-file', path: argv.secretFile },
+        { how: SECRET_FILE_ENV, path: argv.secretFile === undefined ? process.env[SECRET_FILE_ENV] : undefined },
+      ],
+    });
+    if (filesLeft !== null) log.warn(filesLeft);
     const runAs =
       runAsUser.user === null ? undefined : resolveRunAs(runAsUser.user, { create: true, log: (msg) => log.info(msg) });
     const slurm = await slurmOptions(argv);
