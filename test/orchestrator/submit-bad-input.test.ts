@@ -37,8 +37,9 @@ test('bad input at submit', async () => {
   const c = cluster;
   c.startServe();
   await c.startWorker({ cpuCards: 2, repMs: 50 });
-  // the worker's and the scheduler's queues settle first (their meta keys are theirs, not submit's)
-  for (const q of ['host-h1', 'nightly']) {
+  // the worker's (blocks and, with --allow-command, builds) and the scheduler's queues settle first
+  // (their meta keys are theirs, not submit's; the build queue's came after the snapshot once)
+  for (const q of ['host-h1', 'build-h1', 'nightly']) {
     await waitFor(`queue ${q} ready`, async () => (await c.redis.exists(`${c.prefix}:${q}:meta`)) === 1, {
       timeoutMs: 20_000,
       intervalMs: 50,
