@@ -236,24 +236,29 @@ describe("a build's graphrt as the run-as user", {
         onLine: () => {},
       }),
     );
-    await Promise.all(ranks.map((h) => h.ready));
-    for (const h of ranks) {
-      const byExe = new Map(h.pids().map((p) => [readlinkSync(`/proc/${p}/exe`), uid(p)]));
-      assert.equal(byExe.get(built), runAs.uid, "the build's graphrt runs as the run-as user");
-      assert.equal(byExe.get(realpathSync(GRAPHRT)), 0, "the worker's own graphrt runs as the worker");
+    // a failed check must not leave the ranks running: the file would wait for them
+    try {
+      await Promise.all(ranks.map((h) => h.ready));
+      for (const h of ranks) {
+        const byExe = new Map(h.pids().map((p) => [readlinkSync(`/proc/${p}/exe`), uid(p)]));
+        assert.equal(byExe.get(built), runAs.uid, "the build's graphrt runs as the run-as user");
+        assert.equal(byExe.get(realpathSync(GRAPHRT)), 0, "the worker's own graphrt runs as the worker");
+      }
+      for (const [i, name] of job.sequence.entries()) {
+        const arm = job.arms.find((a) => a.name === name)!;
+        const lines = await Promise.all(ranks.map((h) => h.request({ id: `u${i}`, op: 'rep', arm }, 30_000)));
+        assert.deepEqual(
+          lines.map((l) => [l.type, (l as { arm?: string }).arm]),
+          [
+            ['rep', name],
+            ['rep', name],
+          ],
+        );
+      }
+      for (const h of ranks) assert.equal((await h.close(5000)).code, 0);
+    } finally {
+      for (const h of ranks) h.kill();
     }
-    for (const [i, name] of job.sequence.entries()) {
-      const arm = job.arms.find((a) => a.name === name)!;
-      const lines = await Promise.all(ranks.map((h) => h.request({ id: `u${i}`, op: 'rep', arm }, 30_000)));
-      assert.deepEqual(
-        lines.map((l) => [l.type, (l as { arm?: string }).arm]),
-        [
-          ['rep', name],
-          ['rep', name],
-        ],
-      );
-    }
-    for (const h of ranks) assert.equal((await h.close(5000)).code, 0);
   });
 
   test("the build's protocol check runs its graphrt as the run-as user", async () => {
