@@ -29,7 +29,7 @@ import { checkGraphrtBuildProtocol } from '../../worker/builds/graphrt-build.ts'
 import { HostForeignProcessProbe, lockUsers } from '../../worker/foreign-processes.ts';
 import { GraphrtRunner } from '../../worker/graphrt-runner.ts';
 import type { RankHandle, RankLine } from '../../worker/rank-runner.ts';
-import { resolveRunAs } from '../../worker/run-as.ts';
+import { type RunAs, resolveRunAs } from '../../worker/run-as.ts';
 import { blockJob } from '../utils/block-jobs.ts';
 
 const GRAPHRT = fileURLToPath(new URL('../../native/build/graphrt', import.meta.url));
@@ -207,14 +207,19 @@ describe('card lock handed to the processes of a rank of two builds', { skip }, 
 describe("a build's graphrt as the run-as user", {
   skip: skip || (process.getuid?.() !== 0 && 'not root: only root can switch to a second local user'),
 }, () => {
-  test("the build's process runs as the run-as user, the worker's own graphrt as the worker; a gang of them meets", async () => {
+  /** The run-as user and graphrt where an artifact lies for it: in a directory it may pass (and write), runnable by it. */
+  function builtForUser(): { runAs: RunAs; open: string; built: string } {
     const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
-    // where an artifact lies for it: a directory it may pass, a binary it may run
     const open = mkdtempSync(join(tmpdir(), 'orch-built-'));
-    chmodSync(open, 0o755);
+    chmodSync(open, 0o777);
     const built = join(open, 'graphrt-built');
     copyFileSync(GRAPHRT, built);
     chmodSync(built, 0o755);
+    return { runAs, open, built };
+  }
+
+  test("the build's process runs as the run-as user, the worker's own graphrt as the worker; a gang of them meets", async () => {
+    const { runAs, built } = builtForUser();
     const asUser = new GraphrtRunner(GRAPHRT, {
       build: async (req) => ({ binary: req.name === 'old' ? built : GRAPHRT }),
       runAs,
@@ -262,12 +267,7 @@ describe("a build's graphrt as the run-as user", {
   });
 
   test("the build's protocol check runs its graphrt as the run-as user", async () => {
-    const runAs = resolveRunAs('orch-test-run', { create: true, log: () => {} });
-    const open = mkdtempSync(join(tmpdir(), 'orch-built-'));
-    chmodSync(open, 0o777);
-    const built = join(open, 'graphrt-built');
-    copyFileSync(GRAPHRT, built);
-    chmodSync(built, 0o755);
+    const { runAs, open, built } = builtForUser();
     const probe = join(open, 'graphrt-probe');
     writeFileSync(probe, `#!/bin/sh\nid -u > ${open}/hello-uid\nexec ${built} "$@"\n`, { mode: 0o755 });
     await checkGraphrtBuildProtocol(probe, { name: 'old', ref: 'old', commit }, runAs);
