@@ -49,8 +49,8 @@ export interface GraphrtRunnerOptions {
   /** graphrt of a build's commit (default: ensureGraphrtBuild in `cache`); a test hands over prebuilt binaries */
   build?: GraphrtBuilder;
   /**
-   * The user graphrt of a build's commit runs as (worker/run-as.ts): a user's program like any
-   * other; the worker's own graphrt runs as the worker.
+   * The user graphrt of a build's commit runs as (worker/run-as.ts; default: the cache's, who
+   * builds it): a user's program like any other; the worker's own graphrt runs as the worker.
    */
   runAs?: RunAs | null;
 }
@@ -74,7 +74,7 @@ export class GraphrtRunner implements RankRunner {
   ) {
     const cache = opts.cache ?? new BuildCache();
     this.build = opts.build ?? ((req) => ensureGraphrtBuild(cache, req));
-    this.runAs = opts.runAs ?? null;
+    this.runAs = opts.runAs ?? cache.runAs;
   }
 
   start(s: RankStart): RankHandle {

@@ -18,9 +18,14 @@ export interface SearchBlocker {
   gid: number;
 }
 
+/** Whether `st`'s mode grants `runAs` the permission `perm` (4 read, 2 write, 1 search/execute). */
+export function userMay(st: Stats, runAs: RunAs, perm: 4 | 2 | 1): boolean {
+  const shift = st.uid === runAs.uid ? 6 : st.gid === runAs.gid ? 3 : 0;
+  return (st.mode & (perm << shift)) !== 0;
+}
+
 function canSearch(st: Stats, runAs: RunAs): boolean {
-  const bit = st.uid === runAs.uid ? 0o100 : st.gid === runAs.gid ? 0o010 : 0o001;
-  return (st.mode & bit) !== 0;
+  return userMay(st, runAs, 1);
 }
 
 /**

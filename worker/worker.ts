@@ -483,7 +483,7 @@ export class Worker {
         runner:
           this.opts.runner ??
           runnerByRuntime({
-            native: new GraphrtRunner(this.opts.graphrt, { cache, runAs: this.opts.runAs ?? null }),
+            native: new GraphrtRunner(this.opts.graphrt, { cache }),
             command: this.commandRunner,
           }),
         probe: this.opts.probe ?? new HostForeignProcessProbe(),

@@ -157,14 +157,13 @@ export const workerCommand = defineCommand({
     const { gangPortRange } = await import('../../worker/free-port.ts');
     gangPortRange();
     const { chooseRunAs, resolveRunAs } = await import('../../worker/run-as.ts');
-    const runAsUser = chooseRunAs(argv.runAs, {
-      root: process.getuid?.() === 0,
-      runsUsersCode: argv.allowCommand || argv.allowBuild,
-    });
+    const root = process.getuid?.() === 0;
+    const runsUsersCode = argv.allowCommand || argv.allowBuild;
+    const runAsUser = chooseRunAs(argv.runAs, { root, runsUsersCode });
     if (runAsUser.selfAsRoot !== null) log.warn(runAsUser.selfAsRoot);
     const { credentialFilesLeft } = await import('../../worker/credential-files.ts');
     const filesLeft = credentialFilesLeft({
-      ownUserPrograms: runAsUser.user === null && process.getuid?.() !== 0 && (argv.allowCommand || argv.allowBuild),
+      ownUserPrograms: runAsUser.user === null && !root && runsUsersCode,
       unlinked: argv.unlinkCredentialFiles,
       files: [
         { how: '--redis-url-file', path: argv.redisUrlFile },

@@ -237,7 +237,7 @@ export class BuildCache {
         const started = Date.now();
         await this.view((m) => m.holding(info, req.build.cmd, started));
         try {
-          await this.build(req.build, bk, dir, path);
+          await this.build(req.build, bk, { dir, worktree }, path);
           built = { ms: Date.now() - started, ok: true };
         } catch (err) {
           built = { ms: Date.now() - started, ok: false };
@@ -281,7 +281,12 @@ export class BuildCache {
   }
 
   /** Runs the build under the held lock and commits artifacts/<key>; throws UserInputError on failure. */
-  private async build(build: BuildSpecInput, bk: BuildKey, dir: string, path: string): Promise<void> {
+  private async build(
+    build: BuildSpecInput,
+    bk: BuildKey,
+    { dir, worktree }: { dir: string; worktree: boolean },
+    path: string,
+  ): Promise<void> {
     // Staging dirs of builders that died: we hold the lock, so nobody else is writing there.
     const tmp = join(this.root, 'tmp');
     await rm(tmp, { recursive: true, force: true });
@@ -290,7 +295,6 @@ export class BuildCache {
     await mkdir(staging, { recursive: true });
     // as the run-as user (build-as-user.ts): its own $ORCH_BUILD_OUT, a worktree lent, a checkout it must enter
     const as = this.runAs;
-    const worktree = isCacheWorktree(this.root, dir);
     const out = as === null ? staging : `${staging}.out`;
     if (as !== null) {
       await mkdir(out, { mode: 0o700 });

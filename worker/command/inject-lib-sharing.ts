@@ -13,14 +13,11 @@ import { createHash } from 'node:crypto';
 import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { RunAs } from '../run-as.ts';
-import { searchBlocker, setAccess } from '../run-as-reach.ts';
+import { searchBlocker, setAccess, userMay } from '../run-as-reach.ts';
 
 /** Whether `runAs` can reach and read `file` (modes only, as run-as-reach.ts decides). */
 function readable(file: string, runAs: RunAs): boolean {
-  if (searchBlocker(dirname(file), runAs) !== null) return false;
-  const st = statSync(file);
-  const bit = st.uid === runAs.uid ? 0o400 : st.gid === runAs.gid ? 0o040 : 0o004;
-  return (st.mode & bit) !== 0;
+  return searchBlocker(dirname(file), runAs) === null && userMay(statSync(file), runAs, 4);
 }
 
 /** The injection library `lib` as `runAs` loads it: `lib` itself, or the worker's copy beside `buildRoot`. */
