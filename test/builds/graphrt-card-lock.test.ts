@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
+import { BuildCache } from '../../worker/builds/build-cache.ts';
 import { checkGraphrtBuildProtocol } from '../../worker/builds/graphrt-build.ts';
 import { HostForeignProcessProbe, lockUsers } from '../../worker/foreign-processes.ts';
 import { GraphrtRunner } from '../../worker/graphrt-runner.ts';
@@ -219,10 +220,11 @@ describe("a build's graphrt as the run-as user", {
   }
 
   test("the build's process runs as the run-as user, the worker's own graphrt as the worker; a gang of them meets", async () => {
-    const { runAs, built } = builtForUser();
+    const { runAs, open, built } = builtForUser();
+    // as the worker makes it: the run-as user is its build cache's
     const asUser = new GraphrtRunner(GRAPHRT, {
+      cache: new BuildCache({ root: join(open, 'builds'), runAs }),
       build: async (req) => ({ binary: req.name === 'old' ? built : GRAPHRT }),
-      runAs,
     });
     const uid = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
     const cards: Card[] = [0, 1].map((i) => ({ ...card, id: `cpu:${i}@runas`, index: i, uuid: `cpu:${i}@runas` }));
