@@ -5,7 +5,9 @@
 # The compiler caches orch keeps for the program (BENCH_WORK/rank-caches/checkout) are warmed
 # first by one standalone run, so that neither run pays a cold compile the other does not. Prints
 # the table last; logs and results under $OUT (card-time3.tgz). BENCH_RUNS (default auto: the spec's
-# 16 fixed blocks take longer than one device call; "fixed auto" for both) picks the runs.
+# 16 fixed blocks take longer than one device call; "fixed auto" for both) picks the runs; CT3_BLOCKS
+# (default the spec's 16) the blocks: at 16, auto's one later block of 810 reps (~520 s) outlasts a
+# 600 s device call after the prepare() and the first block (2026-12-05).
 #   source .carry/env.sh && OUT=$OUT bash bench/h200/user-rank/card-time3.sh
 set -uo pipefail
 out=${OUT:-/tmp/orch-card-time3}
@@ -31,7 +33,7 @@ echo "caches warmed (a cold torch.compile): exit $? in $(ms $a) ms" | tee -a "$w
 
 spec=$work/card-time3.yaml
 sed -e "s|mode: resident,|mode: resident, env: { CT3_LOAD: prepare, CT3_FILE: $work/blob.bin, CT3_PREPARE_S: \"${CT3_PREPARE_S:-30}\" },|" \
-  "$here/card-time3.yaml" >"$spec"
+  -e "s|^blocks: { count: 16 }|blocks: { count: ${CT3_BLOCKS:-16} }|" "$here/card-time3.yaml" >"$spec"
 a=$(date +%s%N)
 BENCH_RUNS=${BENCH_RUNS:-auto} BENCH_SPEC=$spec BENCH_WORK=$work/bench timeout "${CT3_TIMEOUT_S:-480}" node --import tsx bench/auto-blocks.ts >"$work/table.md" 2>"$work/auto-blocks.err"
 echo "auto-blocks: exit $? in $(ms $a) ms" | tee -a "$work/summary.txt"
