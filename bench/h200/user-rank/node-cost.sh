@@ -8,8 +8,11 @@
 # programs' graph steps paid 0.44-0.49 µs a node beyond their eager busy time, the chain 0.14 µs.
 #   source .carry/env.sh && OUT=$OUT bash bench/h200/user-rank/node-cost.sh
 set -uo pipefail
+# Each rep's lines under WORK, packed into $OUT/node-cost.tgz (the device brings a few files back,
+# not one per rep), the table beside it.
 out=${OUT:-/tmp/orch-node-cost}
-mkdir -p "$out"
+work=${WORK:-/tmp/node-cost}
+mkdir -p "$out" "$work"
 g=native/build/graphrt
 lib=$PWD/native/build/liborch_inject.so
 reps=${NODE_COST_REPS:-3}
@@ -18,7 +21,7 @@ run() { # name, env..., -- graphrt args...
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  env ${envs[@]+"${envs[@]}"} "$g" run --backend cuda "$@" --warmup 4 --steps 32 >"$out/$name.jsonl" 2>"$out/$name.err"
+  env ${envs[@]+"${envs[@]}"} "$g" run --backend cuda "$@" --warmup 4 --steps 32 >"$work/$name.jsonl" 2>"$work/$name.err"
   echo "$name: exit $?"
 }
 for w in "chain --kernels 256" "decode --layers 24 --hidden 1024 --max-pos 128" "decode --layers 24 --hidden 256 --max-pos 128"; do
@@ -42,4 +45,5 @@ for (const n of names) {
   const nodes = graphs[0].nodes, step = med(graphs.map((r) => med(r.step_ms)));
   const floor = (step * 1e6) / nodes / 1000, busy = t?.kernel_busy_ns === undefined ? NaN : t.kernel_busy_ns / 1000;
   console.log(`| ${n} | ${nodes} | ${step.toFixed(4)} | ${floor.toFixed(3)} | ${e ? med(e.step_ms).toFixed(4) : "—"} | ${busy.toFixed(3)} | ${(floor - busy).toFixed(3)} | ${((busy * (t?.launches_per_step ?? nodes)) / 1000).toFixed(4)} |`);
-}' "$out" | tee "$out/node-cost.md"
+}' "$work" | tee "$out/node-cost.md"
+tar -C "$work" -czf "$out/node-cost.tgz" .
