@@ -30,7 +30,11 @@ const CHAIN_KERNELS = 256;
  * traced eager, its kernels kept the card busy 1.25 µs each, more than its 1.20 µs graph node
  * (bench/h200/runs/2026-12-04c/truth2-wide-chain.txt). The 4-block chain leaves 0.13 µs a node
  * beyond its kernels' busy time, where the graph steps of three programs paid 0.46-0.48 µs a node
- * beyond theirs (truth2-eager-busy.txt): the report says so where the estimate falls short.
+ * beyond theirs (truth2-eager-busy.txt): the report says so where the estimate falls short. A chain
+ * of program-like kernels would not close it: graphrt's decode workload (24 layers, 291 distinct
+ * kernels doing a decode step's work) left 0.09-0.10 µs a node on the H200, the chain 0.15, the
+ * programs 0.44-0.49 (bench/h200/runs/2026-12-05/node-cost.txt), so what the programs' graphs pay
+ * is in how they are built or launched, not in their kernels.
  */
 const CHAIN_WARMUP = 4;
 const CHAIN_STEPS = 32;
