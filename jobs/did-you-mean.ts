@@ -4,12 +4,13 @@ export function levenshtein(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
     for (let j = 1; j <= b.length; j++) {
-      const sub = (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      cur.push(Math.min(sub, (prev[j] as number) + 1, (cur[j - 1] as number) + 1));
+      // prev holds b.length + 1 entries and cur j of them: every index read here is in range
+      const sub = (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      cur.push(Math.min(sub, (prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1));
     }
     prev = cur;
   }
-  return prev[b.length] as number;
+  return prev[b.length] ?? 0;
 }
 
 /**

@@ -39,7 +39,7 @@ export function stepMax(perRank: readonly (readonly number[])[]): number[] {
   const out = new Array<number>(n);
   for (let k = 0; k < n; k++) {
     let m = -Infinity;
-    for (const s of perRank) if ((s[k] as number) > m) m = s[k] as number;
+    for (const s of perRank) m = Math.max(m, s[k] ?? -Infinity);
     out[k] = m;
   }
   return out;

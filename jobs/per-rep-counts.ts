@@ -170,13 +170,13 @@ function rangeCounts(live: InjectExitReport[], range: StepRange, file: string): 
       reason: `NVTX never loaded orch's injection library, so no range ${name} was seen: the program made no NVTX call (nvtxRangePushA, torch.cuda.nvtx.range_push), or NVTX_INJECTION64_PATH did not reach it`,
     };
   }
-  const steps = {
-    kernels: [] as number[],
-    captured: [] as number[],
-    graphs: [] as number[],
-    memcpy: [] as number[],
-    memset: [] as number[],
-    syncs: [] as number[],
+  const steps: Record<'kernels' | 'captured' | 'graphs' | 'memcpy' | 'memset' | 'syncs', number[]> = {
+    kernels: [],
+    captured: [],
+    graphs: [],
+    memcpy: [],
+    memset: [],
+    syncs: [],
   };
   for (const r of delimited) {
     const c = r.range_counts;

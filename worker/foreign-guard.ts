@@ -5,6 +5,7 @@
  */
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
+import { indexAt } from '../jobs/index-at.ts';
 import { describeForeign, type ForeignProcessProbe } from './foreign-processes.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangFate } from './gang-fate.ts';
@@ -62,7 +63,7 @@ export class ForeignGuard {
     const found = await Promise.all(
       this.gang.job.cards.map(async (id, i) => {
         const card = this.opts.cards.get(id) as Card;
-        const procs = await this.opts.probe.list(card, this.opts.lockPaths[i] as string, mine);
+        const procs = await this.opts.probe.list(card, indexAt(this.opts.lockPaths, i, 'card lock path'), mine);
         return procs.length > 0 ? describeForeign(card, procs) : null;
       }),
     );

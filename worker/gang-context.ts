@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { BlockJob } from '../jobs/block-job.ts';
+import { indexAt } from '../jobs/index-at.ts';
 import type { EventStream, EventTags } from './event-stream.ts';
 
 export class GangContext {
@@ -23,7 +24,7 @@ export class GangContext {
       attempt: j.attempt,
       epoch: j.epoch,
       host: this.host,
-      card: i === '' ? '' : (j.cards[i] as string),
+      card: i === '' ? '' : indexAt(j.cards, i, 'card'),
       rank: i === '' ? '' : this.rankOf(i),
     };
   }

@@ -4,6 +4,7 @@
  */
 import { armsNeedingIdentity, type BlockArm } from '../jobs/block-job.ts';
 import { type BlockedArm, CaptureBlockedError } from '../jobs/capture-blocker.ts';
+import { indexAt } from '../jobs/index-at.ts';
 import type { CommitGate } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
@@ -51,7 +52,7 @@ export class GangGates {
         first_bad_replay: bad.length > 0 ? Math.min(...bad) : null,
         detail: lines.map((l, r) => ({
           rank: this.gang.rankOf(r),
-          card: job.cards[r] as string,
+          card: indexAt(job.cards, r, 'card'),
           pass: l.pass,
           replays: l.replays,
           first_bad_replay: l.first_bad_replay,

@@ -21,6 +21,7 @@ import { CaptureBlockedError, otherBlockers } from '../jobs/capture-blocker.ts';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { Probe } from '../jobs/graphrt-protocol.ts';
+import { indexAt } from '../jobs/index-at.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import { type RankOrigin, rankOrigin } from '../jobs/rank-origin.ts';
@@ -105,7 +106,7 @@ export class GangRanks {
       rankStartup(
         hello,
         this.gang.rankOf(i),
-        this.gang.job.cards[i] as string,
+        indexAt(this.gang.job.cards, i, 'card'),
         started,
         this.helloFrom.get(i) ?? started,
       ),
@@ -116,7 +117,7 @@ export class GangRanks {
   origins(): RankOrigin[] {
     return this.handles.map((r, i) =>
       rankOrigin(
-        { rank: this.gang.rankOf(i), host: this.gang.host, card: this.gang.job.cards[i] as string },
+        { rank: this.gang.rankOf(i), host: this.gang.host, card: indexAt(this.gang.job.cards, i, 'card') },
         r.processHellos?.() ?? [this.hellosNow[i] as RankHelloLine],
       ),
     );
@@ -356,7 +357,7 @@ export class GangRanks {
     commandGang?: CommandGang,
   ): RankHandle {
     const { job, events } = this.gang;
-    const id = job.cards[i] as string;
+    const id = indexAt(job.cards, i, 'card');
     const tags = this.gang.tags(i);
     const rank = this.gang.rankOf(i);
     const handle = this.opts.runner.start({
@@ -364,7 +365,7 @@ export class GangRanks {
       rank,
       world,
       card: this.opts.cards.get(id) as Card,
-      lockPath: this.opts.lockPaths[i] as string,
+      lockPath: indexAt(this.opts.lockPaths, i, 'card lock path'),
       rendezvous,
       ...(commandGang === undefined ? {} : { commandGang }),
       log: this.gang.log.child({ card: id, rank }),

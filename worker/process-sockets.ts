@@ -29,7 +29,7 @@ function socketInodes(pid: number): Set<string> {
   for (const fd of fds) {
     try {
       const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (m) out.add(m[1] as string);
+      if (m?.[1] !== undefined) out.add(m[1]);
     } catch {
       // closed meanwhile
     }
@@ -52,15 +52,14 @@ function tcpTable(path: string): Map<string, TcpSocket> {
     return out;
   }
   for (const line of text.split('\n').slice(1)) {
-    const f = line.trim().split(/\s+/);
-    if (f.length < 10) continue;
-    const inode = f[9] as string;
+    const [, local, remote, state, , , , , , inode] = line.trim().split(/\s+/);
+    if (local === undefined || remote === undefined || inode === undefined) continue;
     // a socket being set up or torn down has no inode yet (0): it is nobody's
     if (inode === '0') continue;
     out.set(inode, {
-      localPort: portOf(f[1] as string),
-      remotePort: portOf(f[2] as string),
-      listening: f[3] === TCP_LISTEN,
+      localPort: portOf(local),
+      remotePort: portOf(remote),
+      listening: state === TCP_LISTEN,
     });
   }
   return out;

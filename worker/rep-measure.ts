@@ -6,6 +6,7 @@
 
 import { OrchError } from '../jobs/errors.ts';
 import { type RankAnswer, reduceGang } from '../jobs/gang-rep.ts';
+import { indexAt } from '../jobs/index-at.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
@@ -53,7 +54,7 @@ export class RepMeasure {
       const hello = hellos[i];
       return {
         rank: this.gang.rankOf(i),
-        card: job.cards[i] as string,
+        card: indexAt(job.cards, i, 'card'),
         device: hello?.program?.device ?? '?',
         probes: [],
         trace,
@@ -92,7 +93,7 @@ export class RepMeasure {
       );
     const ranks = lines.map((probes, i) => ({
       rank: this.gang.rankOf(i),
-      card: job.cards[i] as string,
+      card: indexAt(job.cards, i, 'card'),
       device: deviceOf(hellos[i]),
       probes: probes.map((l) => ({ name: l.name, pass: l.pass, detail: l.detail })),
     }));
@@ -125,7 +126,7 @@ export class RepMeasure {
     );
     const answers: RankAnswer[] = got.map((a, i) => ({
       rank: this.gang.rankOf(i),
-      card: job.cards[i] as string,
+      card: indexAt(job.cards, i, 'card'),
       host,
       answered_ms: a.answeredMs,
       line: a.line,
