@@ -4,6 +4,7 @@
  * watch and nightly run (orchestrator/report/outcome-exit-code.ts), so the help cannot drift from either.
  */
 import { type ErrorKind, KIND_POLICY } from '../jobs/error-codes.ts';
+import { isOneOf } from '../jobs/one-of.ts';
 import { DEFAULT_FAIL_ON, EXIT_CODES, FAIL_ON_CHOICES } from '../orchestrator/report/outcome-exit-code.ts';
 import type { Outcome } from '../orchestrator/stats/types.ts';
 
@@ -35,8 +36,8 @@ const OUTCOME_WORDS: Record<Outcome, string> = {
 
 /** What a row says of an outcome: its words, and whether --fail-on decides it. */
 function outcomeWords(outcome: Outcome): string {
-  const choice = (FAIL_ON_CHOICES as readonly string[]).includes(outcome);
-  const dflt = (DEFAULT_FAIL_ON as readonly string[]).includes(outcome);
+  const choice = isOneOf(FAIL_ON_CHOICES, outcome);
+  const dflt = isOneOf(DEFAULT_FAIL_ON, outcome);
   return `outcome ${OUTCOME_WORDS[outcome]}${choice ? ` (if --fail-on has it${dflt ? ', as by default' : '; by default 0'})` : ''}`;
 }
 

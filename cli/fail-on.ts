@@ -6,6 +6,7 @@
  */
 import type { Argv } from 'yargs';
 import { UserInputError } from '../jobs/errors.ts';
+import { isOneOf } from '../jobs/one-of.ts';
 import {
   DEFAULT_FAIL_ON,
   FAIL_ON_CHOICES,
@@ -27,7 +28,7 @@ export function parseFailOn(values: readonly string[]): FailOnSet {
     .flatMap((v) => v.split(','))
     .map((w) => w.trim().toLowerCase())
     .filter((w) => w !== '');
-  const bad = words.filter((w) => w !== 'none' && !(FAIL_ON_CHOICES as readonly string[]).includes(w));
+  const bad = words.filter((w) => w !== 'none' && !isOneOf(FAIL_ON_CHOICES, w));
   if (bad.length > 0) {
     throw new UserInputError(
       'CLI_USAGE',

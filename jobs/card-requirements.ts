@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import { LIMITS, LIMITS_FILE } from './limits.ts';
+import { isOneOf } from './one-of.ts';
 
 /** The devices a workload may require; a card's backend. */
 export const REQUIRED_DEVICES = ['cuda'] as const;
@@ -51,7 +52,7 @@ function checkRequires(list: readonly (string | Record<string, unknown>)[], ctx:
   const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
   list.forEach((entry, i) => {
     if (typeof entry === 'string') {
-      if (!(REQUIRED_DEVICES as readonly string[]).includes(entry)) {
+      if (!isOneOf(REQUIRED_DEVICES, entry)) {
         issue([i], `"${entry}" is not a device orch knows: write cuda (a cpu card runs any command already)`);
         return;
       }
@@ -60,14 +61,14 @@ function checkRequires(list: readonly (string | Record<string, unknown>)[], ctx:
       return;
     }
     const keys = Object.keys(entry);
-    if (keys.length !== 1 || !(FLOOR_KEYS as readonly string[]).includes(keys[0]!)) {
+    const key = keys[0];
+    if (keys.length !== 1 || key === undefined || !isOneOf(FLOOR_KEYS, key)) {
       issue(
         [i],
         `an entry with keys {${keys.join(', ')}}: each entry is one of ${ENTRY_FORMS}, one per entry (write [cuda, min_memory_gb: 80])`,
       );
       return;
     }
-    const key = keys[0] as FloorKey;
     if (seen.has(key)) issue([i, key], `${key} is listed twice: keep one`);
     seen.add(key);
     const problem = floorProblem(key, entry[key]);

@@ -7,6 +7,7 @@
  * clock: it records them, and the spec's `hygiene` says what a throttled rep is worth.
  */
 import type { ClockReading } from './graphrt-protocol.ts';
+import { isOneOf } from './one-of.ts';
 
 export const THROTTLE_REASONS = [
   'sw_power_cap',
@@ -43,7 +44,7 @@ export function throttleOf(ranks: readonly RepDeviceReadings[]): string[] {
   let ecc = 0;
   for (const r of ranks) {
     for (const reading of r.clocks === undefined ? [] : [r.clocks.start, r.clocks.end]) {
-      for (const why of reading.reasons) if ((THROTTLE_REASONS as readonly string[]).includes(why)) reasons.add(why);
+      for (const why of reading.reasons) if (isOneOf(THROTTLE_REASONS, why)) reasons.add(why);
     }
     xid += r.xid_events ?? 0;
     ecc += r.ecc_errors ?? 0;

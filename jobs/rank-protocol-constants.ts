@@ -8,6 +8,7 @@
  * C++ header's generated section (ranklib/cpp/orch_rank.h) and native/ (include/graphrt/
  * protocol_generated.h); test/conformance/generated-files.test.ts fails when one of them is stale.
  */
+import { isOneOf } from './one-of.ts';
 
 /** The protocol version every implementation speaks (`"v"` of every line, hello's `version`). */
 export const RANK_PROTOCOL_VERSION = 1;
@@ -125,5 +126,5 @@ export const INJECT_ABI = {
 
 /** Whether a toggle's value reads as on (TOGGLE_ON_STRINGS); absent is off. */
 export function toggleIsOn(value: boolean | string | undefined): boolean {
-  return value === true || (typeof value === 'string' && (TOGGLE_ON_STRINGS as readonly string[]).includes(value));
+  return value === true || (typeof value === 'string' && isOneOf(TOGGLE_ON_STRINGS, value));
 }

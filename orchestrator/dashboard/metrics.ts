@@ -12,6 +12,7 @@
  * experiment is read once, then only counted.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { isOneOf } from '../../jobs/one-of.ts';
 import { readBuildState } from '../../store/build-state.ts';
 import {
   EXPERIMENT_STATES,
@@ -326,8 +327,7 @@ function tallyAttempts(
 ): void {
   const add = (k: string, n: number) => into.set(k, (into.get(k) ?? 0) + n);
   for (const b of blocks) {
-    for (const a of b.attempts)
-      add((ATTEMPT_OUTCOMES as readonly string[]).includes(a.outcome) ? a.outcome : 'other', 1);
+    for (const a of b.attempts) add(isOneOf(ATTEMPT_OUTCOMES, a.outcome) ? a.outcome : 'other', 1);
     add('retried', Math.max(0, b.attempt - 1));
   }
 }

@@ -20,6 +20,8 @@
  * exit 0, failed and cancelled always exit their code. 1 (a bug) and 2 (a user input error,
  * jobs/errors.ts) keep their meaning across orch.
  */
+
+import { isOneOf } from '../../jobs/one-of.ts';
 import type { Analysis, Outcome } from '../stats/types.ts';
 
 export const EXIT_CODES: Readonly<Record<Outcome, number>> = Object.freeze({
@@ -45,7 +47,7 @@ export const DEFAULT_FAIL_ON: readonly FailOn[] = Object.freeze(['slower', 'inva
 export type FailOnSet = ReadonlySet<FailOn>;
 export const DEFAULT_FAIL_ON_SET: FailOnSet = new Set(DEFAULT_FAIL_ON);
 
-const decidable = (o: Outcome): o is FailOn => (FAIL_ON_CHOICES as readonly string[]).includes(o);
+const decidable = (o: Outcome): o is FailOn => isOneOf(FAIL_ON_CHOICES, o);
 
 /** Whether this outcome fails the step under `failOn`. */
 export function outcomeFails(outcome: Outcome, failOn: FailOnSet = DEFAULT_FAIL_ON_SET): boolean {

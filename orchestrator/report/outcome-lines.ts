@@ -4,6 +4,8 @@
  * the table of every outcome's code (outcome-exit-code.ts). The report is written once, before
  * anyone's --fail-on is known, so it states the default and the rule, not one command's code.
  */
+
+import { isOneOf } from '../../jobs/one-of.ts';
 import { escapeRankText } from '../../jobs/rank-text.ts';
 import { refusedGrants } from '../stats/refused-grants.ts';
 import type { Analysis } from '../stats/types.ts';
@@ -23,7 +25,7 @@ export function stoppedLines(a: Pick<Analysis, 'stopped'>): string[] {
 /** One sentence: this outcome's exit code, and whether --fail-on can change it. */
 export function exitCodeLine(a: Pick<Analysis, 'verdict' | 'stopped'>): string {
   const code = outcomeExitCode(a);
-  const choice = (FAIL_ON_CHOICES as readonly string[]).includes(a.verdict);
+  const choice = isOneOf(FAIL_ON_CHOICES, a.verdict);
   if (!choice) return `Exit code ${code} (${a.verdict}).`;
   const fails = code !== 0;
   return `Exit code ${code} (${a.verdict}) with the default --fail-on ${DEFAULT_FAIL_ON.join(',')}; ${fails ? `0 when --fail-on leaves out ${a.verdict}` : `${EXIT_CODES[a.verdict]} with --fail-on ${a.verdict}`}.`;

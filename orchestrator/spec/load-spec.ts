@@ -14,6 +14,7 @@ import type { CompileProblem } from '../../jobs/compile-problem.ts';
 import { compileSpec } from '../../jobs/compile-spec.ts';
 import { suggestion } from '../../jobs/did-you-mean.ts';
 import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
+import { isOneOf } from '../../jobs/one-of.ts';
 import { readSpecFile } from '../../jobs/read-spec-file.ts';
 import { overlapsCut, salvageParse } from '../../jobs/salvage-parse.ts';
 import { type Spec, SpecSchema } from '../../jobs/spec.ts';
@@ -87,12 +88,7 @@ export function parseConfigText(file: string, text: string, only?: ConfigKind): 
     ]);
   }
   const kind = (data as { kind?: unknown }).kind ?? 'experiment';
-  if (
-    only !== undefined &&
-    kind !== only &&
-    typeof kind === 'string' &&
-    (CONFIG_KINDS as readonly string[]).includes(kind)
-  ) {
+  if (only !== undefined && kind !== only && typeof kind === 'string' && isOneOf(CONFIG_KINDS, kind)) {
     // Refused before its content is checked: a suite inside a suite would be read recursively.
     throw new SpecError([
       {
