@@ -8,6 +8,7 @@
  * is never a step (it carries one-time costs: autotuning, lazy init, first capture).
  */
 import { UserInputError } from './errors.ts';
+import { messageOf } from './message-of.ts';
 import { nestedQuantifier } from './regex-backtracking.ts';
 
 /** Structurally the spec's `workload.metric_source` (jobs/spec-schema/command-workload.ts). */
@@ -48,7 +49,7 @@ export function checkMetricSource(src: MetricSourceInput): MetricSourceIssue[] {
   try {
     re = new RegExp(src.pattern);
   } catch (err) {
-    return [{ field: 'pattern', message: `not a valid regular expression: ${(err as Error).message}` }];
+    return [{ field: 'pattern', message: `not a valid regular expression: ${messageOf(err)}` }];
   }
   const nested = nestedQuantifier(src.pattern);
   if (nested !== null) {

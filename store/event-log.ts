@@ -22,6 +22,7 @@ import { open } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { UserInputError } from '../jobs/errors.ts';
 import { quoteLine } from '../jobs/line-limit.ts';
+import { messageOf } from '../jobs/message-of.ts';
 import { bodyFromText, parseStreamEvent, type StreamEvent } from '../jobs/stream-event.ts';
 import { orchKeys } from './keys.ts';
 import { runScript } from './scripts.ts';
@@ -256,7 +257,7 @@ export async function* importJsonl(file: string): AsyncGenerator<StreamEvent> {
     try {
       json = JSON.parse(line);
     } catch (err) {
-      throw invalidLine(file, n, `not JSON (${(err as Error).message})`, line);
+      throw invalidLine(file, n, `not JSON (${messageOf(err)})`, line);
     }
     const r = parseStreamEvent(json);
     if (!r.ok) throw invalidLine(file, n, r.issues, line);

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { ERROR_CODES } from '../jobs/error-codes.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { formatBytes } from '../jobs/limits.ts';
+import { messageOf } from '../jobs/message-of.ts';
 
 /** Whether `err` is Redis refusing a write for want of memory. */
 export function isRedisOom(err: unknown): boolean {
@@ -32,7 +33,7 @@ export function isRedisCondition(err: unknown): boolean {
  */
 export function asRedisOom(err: unknown): unknown {
   if (!isRedisOom(err) || err instanceof OrchError) return err;
-  return new UserInputError('REDIS_OOM', `Redis refused a write: ${(err as Error).message.split('\n')[0]}`, {
+  return new UserInputError('REDIS_OOM', `Redis refused a write: ${messageOf(err).split('\n')[0]}`, {
     cause: err,
     hint: ERROR_CODES.REDIS_OOM.hint,
   });

@@ -10,6 +10,7 @@
  * performance.now() does not jump with the wall clock (NTP steps, a suspended VM's catch-up).
  */
 import { performance } from 'node:perf_hooks';
+import { messageOf } from '../jobs/message-of.ts';
 
 export interface LeaseKeeperOptions {
   ttlMs: number;
@@ -55,7 +56,7 @@ export class LeaseKeeper {
       await this.o.renew();
       this.lastOkSentAt = Math.max(this.lastOkSentAt, sent);
     } catch (err) {
-      this.lose(`lease renew failed: ${(err as Error).message}`);
+      this.lose(`lease renew failed: ${messageOf(err)}`);
     } finally {
       this.inFlight = false;
     }

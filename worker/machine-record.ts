@@ -11,6 +11,7 @@ import { arch, cpus, release, totalmem, type } from 'node:os';
 import { promisify } from 'node:util';
 import type { Card } from '../jobs/card.ts';
 import type { GpuState, MachineRecord } from '../jobs/machine-record.ts';
+import { messageOf } from '../jobs/message-of.ts';
 import { helper } from './helper-paths.ts';
 
 const run = promisify(execFile);
@@ -107,7 +108,7 @@ async function readGpus(cards: Card[], nvidiaSmi: string): Promise<{ gpus: GpuSt
     const byUuid = new Map(rows.map((r) => [r.split(',')[0]!.trim(), r]));
     return { gpus: gpus.map((c) => parseGpuRow(c.id, byUuid.get(c.uuid) ?? '')), gpus_unread: null };
   } catch (err) {
-    return { gpus: [], gpus_unread: `${nvidiaSmi} --query-gpu failed: ${(err as Error).message.split('\n')[0]}` };
+    return { gpus: [], gpus_unread: `${nvidiaSmi} --query-gpu failed: ${messageOf(err).split('\n')[0]}` };
   }
 }
 

@@ -40,6 +40,7 @@ import { z } from 'zod';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
+import { messageOf } from '../jobs/message-of.ts';
 import { OutputTail, type RankOutput } from '../jobs/rank-output-tail.ts';
 import { readLines } from './line-reader.ts';
 import { HelloDeadlineError, type RankExit, RankExitError, type RankOp, RankProtocolError } from './rank-runner.ts';
@@ -280,14 +281,14 @@ export class RankProtocol<L extends ProtocolLine> {
     try {
       line = this.schema.parse(raw);
     } catch (err) {
-      this.breakProtocol((err as Error).message);
+      this.breakProtocol(messageOf(err));
       return;
     }
     if (line.type === 'exchange' && this.opts.onExchange !== undefined) {
       try {
         this.opts.onExchange(line, raw);
       } catch (err) {
-        this.breakProtocol((err as Error).message);
+        this.breakProtocol(messageOf(err));
       }
       return;
     }

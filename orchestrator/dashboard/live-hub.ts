@@ -11,6 +11,8 @@
  * ended while this page followed it: its tables exist now) and `ended` (ended before: stop
  * following, nothing more comes).
  */
+
+import { messageOf } from '../../jobs/message-of.ts';
 import { type DashboardContext, redisUp } from './dashboard-context.ts';
 import { KEEP_ALIVE_FRAME, type SseChannel, sseFrame } from './sse-channel.ts';
 
@@ -171,7 +173,7 @@ export class LiveHub {
         await topic.rest(this.tickMs);
       }
     } catch (err) {
-      this.ctx.log.warn({ err: (err as Error).message, topic: key }, 'live feed stopped');
+      this.ctx.log.warn({ err: messageOf(err), topic: key }, 'live feed stopped');
       for (const sub of topic.subs) sub.ch.end();
     } finally {
       if (this.topics.get(key) === topic) this.topics.delete(key);

@@ -12,6 +12,7 @@
  * experiment is read once, then only counted.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { messageOf } from '../../jobs/message-of.ts';
 import { isOneOf } from '../../jobs/one-of.ts';
 import { readBuildState } from '../../store/build-state.ts';
 import {
@@ -200,7 +201,7 @@ export class DashboardMetrics {
     } catch (err) {
       this.redisUp.set(0);
       this.ctx.log.warn(
-        { err: (err as Error).message },
+        { err: messageOf(err) },
         'metrics: Redis did not answer; serving orch_redis_up 0 and the last values',
       );
     }
@@ -215,7 +216,7 @@ export class DashboardMetrics {
       for (const { suite, at } of last) this.nightlySuccess.set({ suite }, at / 1000);
     } catch (err) {
       this.ctx.log.warn(
-        { err: (err as Error).message, history: this.history.where },
+        { err: messageOf(err), history: this.history.where },
         'metrics: the nightly history could not be read; serving the last values',
       );
     }

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { HistoryStore, NightlyRow } from '../../history/history-store.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { NightlySuites } from '../nightly/nightly-suites.ts';
 import { renderHistoryPlot } from '../nightly/render-history-plot.ts';
 import { type DashboardContext, fromRedis } from './dashboard-context.ts';
@@ -56,7 +57,7 @@ async function historySection(history: DashboardHistory): Promise<Html> {
   try {
     store = await history.get();
   } catch (err) {
-    return html`<p id="history-error" class="bad">The nightly history ${history.where} could not be read: ${(err as Error).message}</p>`;
+    return html`<p id="history-error" class="bad">The nightly history ${history.where} could not be read: ${messageOf(err)}</p>`;
   }
   if (!store)
     return html`<p id="no-history">No nightly history at ${history.where} yet: it is written by orch serve when a suite's night ends (orch nightly install SUITE.yaml).</p>`;

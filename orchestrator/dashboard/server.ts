@@ -6,6 +6,7 @@
  */
 import Fastify from 'fastify';
 import type { Logger } from 'pino';
+import { messageOf } from '../../jobs/message-of.ts';
 import { connectRedis, waitReady } from '../../store/connect.ts';
 import { AllowedHosts } from './allowed-hosts.ts';
 import { checkCredential, csrfValue, presented, refuse, requireTokenFor, sessionCookie } from './auth.ts';
@@ -130,11 +131,11 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
       ),
   );
   app.setErrorHandler((err, req, reply) => {
-    opts.log.error({ err: (err as Error).message, route: req.routeOptions.url }, 'dashboard route failed');
+    opts.log.error({ err: messageOf(err), route: req.routeOptions.url }, 'dashboard route failed');
     return reply
       .code(500)
       .type('text/plain')
-      .send(`The dashboard failed on this page: ${(err as Error).message}\n`);
+      .send(`The dashboard failed on this page: ${messageOf(err)}\n`);
   });
 
   await app.listen({ host: opts.host, port: opts.port });

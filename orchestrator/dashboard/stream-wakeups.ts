@@ -10,6 +10,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { messageOf } from '../../jobs/message-of.ts';
 import { lastStreamId, readStreams, type StreamEntries } from '../../store/event-log.ts';
 
 const BLOCK_MS = 1000;
@@ -79,8 +80,7 @@ export class StreamWakeups {
       try {
         reply = await readStreams(this.conn, from, { blockMs: BLOCK_MS, count: COUNT });
       } catch (err) {
-        if (!this.stopped)
-          this.log.debug({ err: (err as Error).message }, 'dashboard stream reader: read failed; retrying');
+        if (!this.stopped) this.log.debug({ err: messageOf(err) }, 'dashboard stream reader: read failed; retrying');
         await this.pause(RETRY_MS);
         continue;
       }

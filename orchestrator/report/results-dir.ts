@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { type CommitRecord, CommitRecordSchema } from '../../jobs/commit-record.ts';
 import { UserInputError } from '../../jobs/errors.ts';
 import { type GateResult, GateResultSchema } from '../../jobs/gate-result.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { type RepResult, RepResultSchema } from '../../jobs/rep-result.ts';
 import { describeIssues } from '../../jobs/schema-issues.ts';
 import type { StreamEvent } from '../../jobs/stream-event.ts';
@@ -107,7 +108,7 @@ export function readResultsDir(dir: string): ResultsDir {
   try {
     json = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw notResults(dir, `summary.json is not JSON (${(err as Error).message})`);
+    throw notResults(dir, `summary.json is not JSON (${messageOf(err)})`);
   }
   const parsed = SummarySchema.safeParse(json);
   if (!parsed.success) throw notResults(dir, `summary.json ${describeIssues(parsed.error)}`);

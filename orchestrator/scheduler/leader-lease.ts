@@ -6,6 +6,7 @@
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { messageOf } from '../../jobs/message-of.ts';
 import { checkStored } from '../../jobs/parse-stored.ts';
 import { settleWithin } from '../../jobs/settle-within.ts';
 import { orchKeys } from '../../store/keys.ts';
@@ -68,7 +69,7 @@ export class LeaderLease {
       try {
         held = await this.tryAcquire();
       } catch (err) {
-        why = `cannot renew the leader lease: ${(err as Error).message}`;
+        why = `cannot renew the leader lease: ${messageOf(err)}`;
       }
       if (this.stopped) return;
       if (held && !this.leading) {

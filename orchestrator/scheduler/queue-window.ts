@@ -17,6 +17,7 @@
  */
 
 import { codeOf } from '../../jobs/error-codes.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import type { ExperimentRecord, ExperimentState, ExperimentStore } from '../../store/experiment-store.ts';
 import { compareQueued } from './grant-planner.ts';
 
@@ -133,7 +134,7 @@ export class QueueWindow {
   private async refuseRecord(id: string, err: unknown): Promise<null> {
     if (codeOf(err) !== 'STORED_RECORD_INVALID') throw err;
     this.onRefused(id, err);
-    await this.store.finish(id, 'failed', `STORED_RECORD_INVALID: ${(err as Error).message}`);
+    await this.store.finish(id, 'failed', `STORED_RECORD_INVALID: ${messageOf(err)}`);
     return null;
   }
 

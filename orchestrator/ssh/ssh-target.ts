@@ -10,6 +10,7 @@ import { homedir, userInfo } from 'node:os';
 import SSHConfig from 'ssh-config';
 import type { Host } from '../../jobs/cluster.ts';
 import { UserInputError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { defaultKnownHostsFiles } from './known-hosts.ts';
 
 export interface SshTarget {
@@ -43,7 +44,7 @@ function readConfig(): SSHConfig {
   try {
     return SSHConfig.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new UserInputError('SSH_CONFIG_INVALID', `${file}: cannot be read or parsed (${(err as Error).message})`, {
+    throw new UserInputError('SSH_CONFIG_INVALID', `${file}: cannot be read or parsed (${messageOf(err)})`, {
       hint: `fix ${file} (ssh -G HOST shows what ssh makes of it)`,
       cause: err,
     });

@@ -17,6 +17,7 @@
 import { join } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { type Hello, HelloSchema, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { toNativeHello } from '../../jobs/native-args.ts';
 import { programEnv } from '../command/program-env.ts';
 import { runHello } from '../graphrt-hello.ts';
@@ -158,7 +159,7 @@ export async function checkGraphrtBuildProtocol(
     const line = parseGraphrtLine(first);
     if (line.type !== 'hello') return refuse(`its first line is a "${line.type}" line, not hello`);
   } catch (err) {
-    return refuse((err as Error).message);
+    return refuse(messageOf(err));
   }
   if (r.code !== 0) return refuse(`\`graphrt ${HELLO_CPU}\` exited ${r.code} after its hello`);
   return shape.data;

@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import type { ChainFloorRep, ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import { type GraphrtLine, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
 import { MAX_RANK_LINE_BYTES } from '../../jobs/line-limit.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { toChainFloorRun } from '../../jobs/native-args.ts';
 import { INJECTION_VARIABLE } from '../../jobs/spec-schema/command-workload.ts';
 import { fateShared, INHERITED_LOCK_FD } from '../rank-process.ts';
@@ -170,7 +171,7 @@ export function readChainRep(
     try {
       line = parseGraphrtLine(raw);
     } catch (e) {
-      return { reason: `graphrt's chain printed a line this checkout does not read: ${(e as Error).message}` };
+      return { reason: `graphrt's chain printed a line this checkout does not read: ${messageOf(e)}` };
     }
     if (line.type === 'hello') {
       device = line.device;

@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
 import { type ErrorLine, type GraphrtLine, type Hello, parseGraphrtLine } from '../../jobs/graphrt-protocol.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { COMPLETE_MARKER } from '../builds/build-cache.ts';
 import { runHello } from '../graphrt-hello.ts';
 
@@ -119,7 +120,7 @@ function helloOf(binary: string, stdout: string): Hello | ErrorLine | null {
     try {
       parsed = parseGraphrtLine(line);
     } catch (err) {
-      throw new OrchError('PREFLIGHT_HELLO', `${binary} hello: ${(err as Error).message}`, {
+      throw new OrchError('PREFLIGHT_HELLO', `${binary} hello: ${messageOf(err)}`, {
         cause: err,
         hint: 'rebuild graphrt from this checkout (npm run build)',
       });
