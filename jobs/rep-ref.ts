@@ -6,7 +6,7 @@
  * parses an identity back out of a hash field.
  */
 import { z } from 'zod';
-import { sequenceReps } from './block-job.ts';
+import { type BlockJob, sequenceReps } from './block-job.ts';
 
 const count = z.int().min(0);
 
@@ -47,4 +47,23 @@ export function blockReps(block: number, sequence: readonly string[]): RepRef[] 
 /** Every planned rep of the plan, block by block. */
 export function allPlannedReps(plan: PlanBlocks): RepRef[] {
   return plan.blocks.flatMap((b) => plannedReps(plan, b.index));
+}
+
+/**
+ * The fields every record of a measured rep opens with (jobs/rep-result.ts): the attempt that
+ * measured it, from its block job, and the planned rep it answers.
+ */
+export function repResultFields(
+  job: Pick<BlockJob, 'experiment' | 'block' | 'attempt' | 'epoch'>,
+  p: Pick<RepRef, 'arm' | 'rep' | 'position'>,
+) {
+  return {
+    experiment: job.experiment,
+    block: job.block,
+    attempt: job.attempt,
+    epoch: job.epoch,
+    arm: p.arm,
+    rep: p.rep,
+    position: p.position,
+  };
 }

@@ -9,7 +9,7 @@ import { type RankAnswer, reduceGang } from '../jobs/gang-rep.ts';
 import { indexAt } from '../jobs/index-at.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
-import type { RepRef } from '../jobs/rep-ref.ts';
+import { type RepRef, repResultFields } from '../jobs/rep-ref.ts';
 import type { CommitRep } from '../store/result-store.ts';
 import type { GangContext } from './gang-context.ts';
 import type { GangRanks } from './gang-ranks.ts';
@@ -61,15 +61,7 @@ export class RepMeasure {
         ...(hello?.graph_node_floor === undefined ? {} : { floor: hello.graph_node_floor }),
       };
     });
-    const common = {
-      experiment: job.experiment,
-      block: job.block,
-      attempt: job.attempt,
-      epoch: job.epoch,
-      arm: p.arm,
-      rep: p.rep,
-      position: p.position,
-    };
+    const common = repResultFields(job, p);
     return {
       record: { ...common, kind: 'trace', backend, host, ranks },
       rep: {
@@ -97,15 +89,7 @@ export class RepMeasure {
       device: deviceOf(hellos[i]),
       probes: probes.map((l) => ({ name: l.name, pass: l.pass, detail: l.detail })),
     }));
-    const common = {
-      experiment: job.experiment,
-      block: job.block,
-      attempt: job.attempt,
-      epoch: job.epoch,
-      arm: p.arm,
-      rep: p.rep,
-      position: p.position,
-    };
+    const common = repResultFields(job, p);
     return {
       record: { ...common, backend, host, ranks },
       rep: {
@@ -136,13 +120,7 @@ export class RepMeasure {
       arm: p.arm,
       rep: p.rep,
       result: {
-        experiment: job.experiment,
-        block: job.block,
-        attempt: job.attempt,
-        epoch: job.epoch,
-        arm: p.arm,
-        rep: p.rep,
-        position: p.position,
+        ...repResultFields(job, p),
         ...reduceGang(answers),
         host,
         cards: job.cards,

@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import { BlockJobSchema, sequenceReps } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
 import { verifyJob } from '../../jobs/grant.ts';
+import { repResultFields } from '../../jobs/rep-ref.ts';
 import { leaseOwnerOf } from '../../jobs/spread-gang.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { hostQueue } from '../../store/keys.ts';
@@ -142,13 +143,7 @@ export class StandInHost {
         arm: p.arm,
         rep: p.rep,
         result: {
-          experiment: job.experiment,
-          block: job.block,
-          attempt: job.attempt,
-          epoch: job.epoch,
-          arm: p.arm,
-          rep: p.rep,
-          position: p.position,
+          ...repResultFields(job, p),
           step_ms: Array.from({ length: job.steps }, (_, i) => 0.5 + 0.01 * i),
           backend: 'cpu',
           mode: 'eager' as const,
