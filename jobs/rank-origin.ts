@@ -33,8 +33,7 @@ export function rankOrigin(
 ): RankOrigin {
   const [first] = hellos;
   if (first === undefined) throw new Error(`rank ${where.rank} on card ${where.card} has no hello to record`);
-  const graphrt = first.backend === 'command' ? null : first;
-  const program = first.backend === 'command' ? first.program : undefined;
+  const [graphrt, program] = first.backend === 'command' ? [null, first.program] : [first, undefined];
   return {
     ...where,
     backend: first.backend,
