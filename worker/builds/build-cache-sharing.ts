@@ -59,7 +59,7 @@ export function shareBuildRoot(root: string, runAs: RunAs): void {
 }
 
 /** The directories above `dir` that do not exist yet, the highest first. */
-function missingAncestors(dir: string): string[] {
+export function missingAncestors(dir: string): string[] {
   const missing: string[] = [];
   for (let d = dirname(dir); d !== dirname(d) && !existsSync(d); d = dirname(d)) missing.unshift(d);
   return missing;
