@@ -9,6 +9,7 @@
  */
 import { codeOf, ERROR_CODES, exitCodeFor, kindOf, printsStack } from '../jobs/error-codes.ts';
 import { OrchError, SpecError, type SpecIssue } from '../jobs/errors.ts';
+import { messageOf } from '../jobs/message-of.ts';
 
 export function exitCodeOf(err: unknown): number {
   return exitCodeFor(err);
@@ -41,7 +42,7 @@ export interface JsonError {
 export function jsonError(err: unknown): JsonError {
   const code = codeOf(err);
   const kind = kindOf(err);
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   const hint =
     (err instanceof OrchError ? err.hint : undefined) ??
     (code !== null ? (ERROR_CODES[code] as { hint?: string }).hint : undefined) ??

@@ -5,6 +5,7 @@
  * `orch nightly list` are the ones BullMQ computes.
  */
 import { CronExpressionParser } from 'cron-parser';
+import { messageOf } from './message-of.ts';
 
 /** Why BullMQ could not schedule `expr` in time zone `tz`, or null when it can. */
 export function cronProblem(expr: string, tz = 'UTC'): string | null {
@@ -14,7 +15,7 @@ export function cronProblem(expr: string, tz = 'UTC'): string | null {
     CronExpressionParser.parse(expr, { tz }).next();
     return null;
   } catch (err) {
-    return cronMessage(expr, err instanceof Error ? err.message : String(err));
+    return cronMessage(expr, messageOf(err));
   }
 }
 

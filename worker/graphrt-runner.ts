@@ -16,6 +16,7 @@ import { dirname } from 'node:path';
 import type { BlockJob } from '../jobs/block-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
 import { type GraphrtLine, type Hello, parseGraphrtLine } from '../jobs/graphrt-protocol.ts';
+import { messageOf } from '../jobs/message-of.ts';
 import { toNativeProcess, toNativeRequest } from '../jobs/native-args.ts';
 import type { RankHelloLine } from '../jobs/rank-line.ts';
 import { RANK_OUTPUT_TAIL_LINES, type RankOutput } from '../jobs/rank-output-tail.ts';
@@ -234,7 +235,7 @@ class BuildsRank implements RankHandle {
     try {
       for (const key of this.keys) binaries.set(key, await this.binaryOf(key));
     } catch (err) {
-      this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
+      this.preStart = this.noProcess(null, null, messageOf(err));
       throw toJobError(err, err instanceof OrchError ? `${err.code}: ${err.message}` : undefined);
     }
     if (this.ending)
@@ -298,7 +299,7 @@ class BuildsRank implements RankHandle {
       this.preStart ??= this.noProcess(
         err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null,
         null,
-        err instanceof Error ? err.message : String(err),
+        messageOf(err),
       );
       throw err;
     } finally {

@@ -12,6 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { messageOf } from '../jobs/message-of.ts';
 
 /** Where the native build leaves the library (scripts/build-native.mjs). */
 export const NODUMP_LIBRARY = fileURLToPath(new URL('../native/build/liborch_nodump.so', import.meta.url));
@@ -30,7 +31,7 @@ export function makeNonDumpable(library: string = NODUMP_LIBRARY): string | null
   try {
     process.dlopen(mod, library);
   } catch (err) {
-    return `${library} did not load: ${err instanceof Error ? err.message : String(err)}`;
+    return `${library} did not load: ${messageOf(err)}`;
   }
   const dumpable = typeof mod.exports.dumpable === 'function' ? mod.exports.dumpable() : undefined;
   return dumpable === 0 ? null : `${library} loaded, but the process is still dumpable (prctl says ${dumpable})`;

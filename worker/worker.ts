@@ -34,6 +34,7 @@ import type { Logger } from 'pino';
 import type { BlockOutcome } from '../jobs/block-outcome.ts';
 import type { BuildJob } from '../jobs/build-job.ts';
 import { OrchError, UserInputError } from '../jobs/errors.ts';
+import { messageOf } from '../jobs/message-of.ts';
 import { HOST_NAME_PATTERN } from '../jobs/name-patterns.ts';
 import type { SlurmAllocation } from '../jobs/slurm-allocation.ts';
 import { type Capability, workerCapabilities } from '../jobs/worker-capabilities.ts';
@@ -275,10 +276,7 @@ export class Worker {
       if (m.kind === 'cancel') executor.cancelled(m.cards, confirmed, m.reason);
       else executor.revoked(m.cards, confirmed, m.reason);
     } catch (err) {
-      this.log.warn(
-        { err: err instanceof Error ? err.message : String(err), bytes: raw.length },
-        'unreadable lease channel message',
-      );
+      this.log.warn({ err: messageOf(err), bytes: raw.length }, 'unreadable lease channel message');
     }
   }
 

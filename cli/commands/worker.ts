@@ -16,6 +16,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { UserInputError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import type { WorkerSlurmOptions } from '../../worker/worker.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
@@ -235,13 +236,9 @@ async function nodeAddress(node: string): Promise<string | undefined> {
   try {
     return (await slurmNodeAddress(node)) ?? undefined;
   } catch (err) {
-    throw new UserInputError(
-      'SLURM_COMMAND',
-      `scontrol show node -o ${node} failed: ${err instanceof Error ? err.message : String(err)}`,
-      {
-        hint: "the worker reads its node's NodeAddr for a spread gang's rendezvous; put slurm-client on PATH, or set ORCH_ADVERTISE_ADDR",
-      },
-    );
+    throw new UserInputError('SLURM_COMMAND', `scontrol show node -o ${node} failed: ${messageOf(err)}`, {
+      hint: "the worker reads its node's NodeAddr for a spread gang's rendezvous; put slurm-client on PATH, or set ORCH_ADVERTISE_ADDR",
+    });
   }
 }
 
@@ -271,11 +268,9 @@ async function slurmOptions(argv: {
     try {
       end = await squeueEnd(job);
     } catch (err) {
-      throw new UserInputError(
-        'SLURM_COMMAND',
-        `squeue -h -j ${job} -o %e failed: ${err instanceof Error ? err.message : String(err)}`,
-        { hint: 'the worker needs squeue to learn when its allocation ends; put slurm-client on PATH' },
-      );
+      throw new UserInputError('SLURM_COMMAND', `squeue -h -j ${job} -o %e failed: ${messageOf(err)}`, {
+        hint: 'the worker needs squeue to learn when its allocation ends; put slurm-client on PATH',
+      });
     }
   }
   const alloc = slurmAllocation(process.env, end);

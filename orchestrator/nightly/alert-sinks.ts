@@ -5,6 +5,7 @@
  * fails the nightly run: the run is recorded either way and the log says what was lost.
  */
 import type { Logger } from 'pino';
+import { messageOf } from '../../jobs/message-of.ts';
 import { redactUrl } from '../../jobs/redact.ts';
 import { appendAlertLine } from './alert-file.ts';
 import type { NightlyAlert } from './nightly-alert.ts';
@@ -57,7 +58,7 @@ async function postWithRetry(url: string, alert: NightlyAlert, cfg: AlertSinksCo
     } catch (err) {
       const last = i === attempts;
       log.warn(
-        { webhook: where, attempt: i, of: attempts, err: err instanceof Error ? err.message : String(err) },
+        { webhook: where, attempt: i, of: attempts, err: messageOf(err) },
         last
           ? 'nightly alert: webhook failed every attempt; the alert is only in this log and the history'
           : `nightly alert: webhook failed, retrying in ${wait} ms`,

@@ -7,6 +7,7 @@
  * spec's own problems in full are for its owner: `orch validate FILE`.
  */
 import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 
 /** How many of a spec's problems a reason lists. */
 const MAX_ISSUES = 5;
@@ -33,5 +34,5 @@ export function contentFreeReason(err: unknown): string {
     return [...shown, ...more, ...(file ? [`(orch validate ${file} shows each problem and its fix)`] : [])].join('\n');
   }
   // orch's own errors (a history fault names the database, what failed and the fix) need more room
-  return withoutQuotes(err instanceof Error ? err.message : String(err), 1000);
+  return withoutQuotes(messageOf(err), 1000);
 }

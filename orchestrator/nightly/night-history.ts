@@ -13,6 +13,7 @@ import { type DbFault, dbFault } from '../../history/db-fault.ts';
 import type { HistoryStore } from '../../history/history-store.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
 import { OrchError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { redactText } from '../../jobs/redact.ts';
 
 export interface HistoryRetry {
@@ -109,6 +110,6 @@ export class NightHistory {
     });
     // orch's own refusal with no driver error under it (a schema newer than this orch) stays refused.
     if (codeOf(err) !== null && cause === undefined) fault.transient = false;
-    return { fault, text: redactText(err instanceof Error ? err.message : String(err)) };
+    return { fault, text: redactText(messageOf(err)) };
   }
 }

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import type { NightlyRun } from '../../history/history-store.ts';
 import { describeTarget, historyTargetFromEnv, openHistory } from '../../history/open-history.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { staleAfter } from './heartbeat.ts';
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -53,7 +54,7 @@ export async function nightlyTrouble(env: NodeJS.ProcessEnv = process.env, now =
       await store.close();
     }
   } catch (err) {
-    return { history, runs: null, error: err instanceof Error ? err.message : String(err) };
+    return { history, runs: null, error: messageOf(err) };
   }
 }
 

@@ -19,6 +19,7 @@
  */
 
 import type { Logger } from 'pino';
+import { messageOf } from '../../jobs/message-of.ts';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
 import { isRedisCondition } from '../../store/redis-oom.ts';
@@ -113,7 +114,7 @@ export class BlockLifecycle {
     };
     // Redis refused or did not answer: the block's state is still right, only not moved on
     if (isRedisCondition(err)) return retryLater(err);
-    const reason = `the block's processor failed: ${err instanceof Error ? err.message : String(err)}`;
+    const reason = `the block's processor failed: ${messageOf(err)}`;
     this.ctx.log.error({ err, key }, 'block processor failed; the block ends failed');
     if (term.aborted) return;
     try {

@@ -7,6 +7,7 @@
  * recovery with how many repeats it did not print), never each retry.
  */
 import type { Logger } from 'pino';
+import { messageOf } from '../../jobs/message-of.ts';
 import { backoffDelay } from '../../store/connect.ts';
 import { isRedisOom } from '../../store/redis-oom.ts';
 
@@ -16,7 +17,7 @@ export const BACKOFF_MAX_MS = 30_000;
 /** One line for the log: a full Redis by name, else the error's first line. */
 export function failureCause(err: unknown): string {
   if (isRedisOom(err)) return 'Redis refuses writes (OOM: at maxmemory, noeviction)';
-  const text = err instanceof Error ? err.message : String(err);
+  const text = messageOf(err);
   return text.split('\n')[0]!.slice(0, 300);
 }
 

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { Cluster, Host } from '../../jobs/cluster.ts';
 import { OrchError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { connectRedis, readyWithin } from '../../store/connect.ts';
 import { SshHost } from './ssh-host.ts';
@@ -127,7 +128,7 @@ async function isRunning(ssh: SshHost, pid: number): Promise<boolean> {
 function failure(host: Host, err: unknown): HostReport {
   if (err instanceof OrchError)
     return { host: host.name, status: 'failed', reason: err.message, ...(err.hint ? { hint: err.hint } : {}) };
-  return { host: host.name, status: 'failed', reason: err instanceof Error ? err.message : String(err) };
+  return { host: host.name, status: 'failed', reason: messageOf(err) };
 }
 
 async function eachHost(

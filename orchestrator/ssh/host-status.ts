@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Cluster, Host } from '../../jobs/cluster.ts';
 import { OrchError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { differsFrom } from '../../jobs/worker-version.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
 import { connectRedis, readyWithin } from '../../store/connect.ts';
@@ -85,7 +86,7 @@ export async function hostsStatus(opts: HostsStatusOptions): Promise<HostStatus[
           ssh = await SshHost.connect({ file: opts.file, index, host }, opts.log);
           return { host: host.name, process: await processState(ssh, host), registered };
         } catch (err) {
-          const reason = err instanceof Error ? err.message : String(err);
+          const reason = messageOf(err);
           return {
             host: host.name,
             process: {

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Cluster } from '../../jobs/cluster.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { appendKnownHost } from './known-hosts.ts';
 import { type HostKeyEvent, SshHost } from './ssh-host.ts';
 
@@ -79,13 +80,13 @@ export async function trustHosts(opts: TrustOptions): Promise<TrustReport[]> {
       reports.push(report);
     } catch (err) {
       if (report.status === 'declined') {
-        reports.push({ ...report, reason: err instanceof Error ? err.message : String(err) });
+        reports.push({ ...report, reason: messageOf(err) });
         continue;
       }
       reports.push({
         ...report,
         status: 'failed',
-        reason: err instanceof Error ? err.message : String(err),
+        reason: messageOf(err),
         ...(err instanceof OrchError && err.hint ? { hint: err.hint } : {}),
       });
     }

@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { BuildJob } from '../../jobs/build-job.ts';
 import type { Card } from '../../jobs/card.ts';
 import { OrchError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import type { BuildCache } from '../builds/build-cache.ts';
 import type { RunAs } from '../run-as.ts';
 import { type PreparedSlots, preparedKeepMs, preparedKey, unadoptedSink } from './prepared-slots.ts';
@@ -101,7 +102,7 @@ export async function prepareFirstBlocks(
         return { card, prepare_ms: line.prepare_ms };
       } catch (err) {
         // left in its slot: the rank that comes for it starts inside its lease and says why
-        return { card, prepare_ms: null, why: err instanceof Error ? err.message : String(err) };
+        return { card, prepare_ms: null, why: messageOf(err) };
       } finally {
         clearTimeout(timer);
       }

@@ -11,6 +11,8 @@
  * Only the worker's own descriptor ever holds a card's lock (worker/rank-process.ts): a prepared
  * process never gets one, so it is never a second process on the card.
  */
+
+import { messageOf } from '../../jobs/message-of.ts';
 import type { OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
 import type { RankProtocol } from '../rank-protocol.ts';
 import type { RankOp } from '../rank-runner.ts';
@@ -72,7 +74,7 @@ export class PreparedSlots {
     slot.timer.unref();
     this.slots.set(cardId, slot);
     rank.proto.prepared.catch((err: unknown) => {
-      slot.why = err instanceof Error ? err.message : String(err);
+      slot.why = messageOf(err);
     });
     void rank.proto.exited.then((e) => {
       if (slot.why === null) slot.why = e.lastError ?? `exited before its open (code ${e.code}, signal ${e.signal})`;

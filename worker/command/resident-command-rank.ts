@@ -23,6 +23,7 @@ import { closeSync } from 'node:fs';
 import type { ChainFloorRun } from '../../jobs/chain-floor-run.ts';
 import type { CommandHello, CommandLine, CommandOutput } from '../../jobs/command-line.ts';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
+import { messageOf } from '../../jobs/message-of.ts';
 import { exchangeAnswer, MAX_EXCHANGES, type OrchRankExchange } from '../../jobs/orch-rank-exchange.ts';
 import {
   type OrchRankHello,
@@ -188,7 +189,7 @@ export class ResidentCommandRank implements RankHandle {
     try {
       prepared = await prepareCommandBuilds(this.s, this.workload, this.ensure, this.opts);
     } catch (err) {
-      this.preStart = this.noProcess(null, null, err instanceof Error ? err.message : String(err));
+      this.preStart = this.noProcess(null, null, messageOf(err));
       throw err;
     }
     this.artifactDir = prepared.artifactDir;
@@ -289,7 +290,7 @@ export class ResidentCommandRank implements RankHandle {
       this.preStart = this.noProcess(
         err instanceof OrchError && err.code === 'CARD_BUSY' ? LOCK_BUSY_EXIT : null,
         null,
-        err instanceof Error ? err.message : String(err),
+        messageOf(err),
       );
       throw err;
     }
