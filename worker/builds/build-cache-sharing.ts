@@ -32,10 +32,7 @@ const LOCK_FILES = ['.build.lock', '.worktree.lock'];
 
 /** Prepares build root `root` for programs run as `runAs`; refuses (UserInputError) a root that user cannot reach. */
 export function shareBuildRoot(root: string, runAs: RunAs): void {
-  // the directories above the root that this makes are its own: passable whatever the umask
-  const made = missingAncestors(root);
-  mkdirSync(join(root, 'artifacts'), { recursive: true });
-  for (const d of made) setAccess(d, 0o755);
+  mkdirPassableAbove(join(root, 'artifacts'), 0o777);
   for (const d of PRIVATE_DIRS) mkdirSync(join(root, d), { recursive: true, mode: 0o700 });
   for (const f of LOCK_FILES)
     closeSync(openSync(join(root, f), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
@@ -58,8 +55,19 @@ export function shareBuildRoot(root: string, runAs: RunAs): void {
   setAccess(join(root, 'artifacts'), 0o750, { gid: runAs.gid });
 }
 
+/**
+ * Makes `dir` with `mode` (the umask applies), and the directories above it that were missing
+ * passable (0755) whatever the umask: they are orch's own, and a run-as user must pass through
+ * them to the build root and the rank caches. One recursive mkdir would give them `mode` too.
+ */
+export function mkdirPassableAbove(dir: string, mode: number): void {
+  const made = missingAncestors(dir);
+  mkdirSync(dir, { recursive: true, mode });
+  for (const d of made) setAccess(d, 0o755);
+}
+
 /** The directories above `dir` that do not exist yet, the highest first. */
-export function missingAncestors(dir: string): string[] {
+function missingAncestors(dir: string): string[] {
   const missing: string[] = [];
   for (let d = dirname(dir); d !== dirname(d) && !existsSync(d); d = dirname(d)) missing.unshift(d);
   return missing;

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, utimesSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { OrchError, UserInputError } from '../../jobs/errors.ts';
-import { missingAncestors } from '../builds/build-cache-sharing.ts';
+import { mkdirPassableAbove } from '../builds/build-cache-sharing.ts';
 import { asUser, type RunAs } from '../run-as.ts';
 import { describeBlocker, searchBlocker, setAccess } from '../run-as-reach.ts';
 
@@ -61,8 +61,9 @@ export function runAsCachesDir(root: string, runAs: RunAs): string {
  */
 export function rankCaches(buildRoot: string, buildKey: string | null, runAs: RunAs | null = null): RankCaches {
   if (runAs !== null) return runAsRankCaches(buildRoot, buildKey, runAs);
-  const dir = join(rankCachesRoot(buildRoot), rankCacheName(buildKey));
-  makeCachesRoot(rankCachesRoot(buildRoot));
+  const root = rankCachesRoot(buildRoot);
+  mkdirPassableAbove(root, 0o700);
+  const dir = join(root, rankCacheName(buildKey));
   let warm = false;
   const env = {} as Record<keyof typeof CACHES, string>;
   for (const [variable, sub] of Object.entries(CACHES) as [keyof typeof CACHES, string][]) {
@@ -75,18 +76,6 @@ export function rankCaches(buildRoot: string, buildKey: string | null, runAs: Ru
   return { env, state: warm ? 'warm' : 'cold', dir };
 }
 
-/**
- * Makes the rank caches' root, 0700, and the directories above it that are missing, passable
- * (0755) as the build root's are (build-cache-sharing.ts): a recursive mkdir with mode 0700 gave
- * them all 0700, so root's first embedded run left /var/cache/orch closed, and a root worker started
- * there later refused its run-as user ("cannot enter /var/cache/orch").
- */
-function makeCachesRoot(root: string): void {
-  const made = missingAncestors(root);
-  mkdirSync(root, { recursive: true, mode: 0o700 });
-  for (const d of made) setAccess(d, 0o755);
-}
-
 /** `$1`: the cache set; made (umask 077), marked used, and `warm` printed once per cache that holds something. */
 const MAKE_AS_USER = `umask 077
 mkdir -p "$1/${Object.values(CACHES).join('" "$1/')}" && touch "$1/${LAST_USED_FILE}" || exit 1
@@ -94,7 +83,7 @@ for d in ${Object.values(CACHES).join(' ')}; do [ -n "$(ls -A "$1/$d")" ] && ech
 
 function runAsRankCaches(buildRoot: string, buildKey: string | null, runAs: RunAs): RankCaches {
   const root = rankCachesRoot(buildRoot);
-  makeCachesRoot(root);
+  mkdirPassableAbove(root, 0o700);
   setAccess(root, 0o711);
   const own = runAsCachesDir(root, runAs);
   mkdirSync(own, { recursive: true, mode: 0o700 });
