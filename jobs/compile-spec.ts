@@ -16,6 +16,7 @@ import { NAME_PATTERN } from './name-patterns.ts';
 import { checkRepsPerBlock } from './reps-per-block.ts';
 import type { Spec } from './spec.ts';
 import { INJECTION_VARIABLE } from './spec-schema/command-workload.ts';
+import { toggleWordProblem } from './toggle-word.ts';
 import type { PathSegment } from './yaml-source.ts';
 
 export interface CompiledSpec {
@@ -325,6 +326,9 @@ function completeArms(spec: Spec, arms: NonNullable<Spec['arms']>, report: Repor
         );
       } else if (typeof v === 'string' && !acceptsStringValue(spec, t)) {
         report(path, `toggle "${t}" is on/off; got the string ${JSON.stringify(v)}`, 'use true or false');
+      } else if (typeof v === 'string' && isRequestToggle(spec, t)) {
+        const problem = toggleWordProblem(t, v, identityToggle(spec) === t);
+        if (problem !== undefined) report(path, problem.message, problem.fix);
       }
     }
     arm.toggles = Object.fromEntries(spec.toggles.map((t) => [t, arm.toggles[t] ?? false]));
@@ -356,10 +360,19 @@ export function isTraceProbe(spec: Pick<Spec, 'design' | 'workload'>): boolean {
   return spec.design === 'probe' && spec.workload.runtime === 'command' && spec.workload.run.mode === 'resident';
 }
 
-/** A command toggle mapped to an env var can carry any string (the env var's value). */
 /** A command toggle mapped to an env var, or passed in each request, can carry any string. */
 function acceptsStringValue(spec: Spec, toggle: string): boolean {
   return spec.workload.runtime === 'command' && carriesStrings(spec.workload.toggles[toggle]);
+}
+
+/** A toggle passed in each request: the rank library reads its value (jobs/toggle-word.ts). */
+function isRequestToggle(spec: Spec, toggle: string): boolean {
+  return spec.workload.runtime === 'command' && spec.workload.toggles[toggle] === 'request';
+}
+
+/** The toggle a command workload's identity gate captures with, if it names one. */
+function identityToggle(spec: Spec): string | undefined {
+  return spec.gates.identity === false ? undefined : spec.gates.identity.toggle;
 }
 
 function carriesStrings(mapping: CommandWorkload['toggles'][string] | undefined): boolean {
