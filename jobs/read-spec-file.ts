@@ -4,9 +4,10 @@
  * `orch.spec_file.bytes`, and UTF-8 text (a binary file is named as such, never echoed). Each
  * refusal is a SpecError naming the file, so `orch validate` lists it with the others.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, type Stats, statSync } from 'node:fs';
 import { SpecError } from './errors.ts';
 import { LIMITS, LIMITS_FILE } from './limits.ts';
+import { kindOf, readAtMost } from './regular-file.ts';
 
 export const SPEC_FILE_MAX_BYTES = LIMITS.orch.spec_file.bytes;
 
@@ -58,26 +59,6 @@ function tooLarge(size: number, refuse: Refuse): never {
     `is ${size > SPEC_FILE_MAX_BYTES + 1 ? size : `more than ${SPEC_FILE_MAX_BYTES}`} bytes; a spec file is at most ${SPEC_FILE_MAX_BYTES} bytes`,
     `check the path (a spec is a few KB); the bound is ${LIMITS_FILE} orch.spec_file.bytes`,
   );
-}
-
-function kindOf(stat: Stats): string {
-  if (stat.isDirectory()) return 'a directory';
-  if (stat.isFIFO()) return 'a FIFO (named pipe)';
-  if (stat.isCharacterDevice()) return 'a character device';
-  if (stat.isBlockDevice()) return 'a block device';
-  if (stat.isSocket()) return 'a socket';
-  return 'not a regular file';
-}
-
-function readAtMost(fd: number, max: number): Buffer {
-  const buf = Buffer.alloc(max);
-  let n = 0;
-  while (n < max) {
-    const got = readSync(fd, buf, n, max - n, null);
-    if (got === 0) break;
-    n += got;
-  }
-  return buf.subarray(0, n);
 }
 
 function decodeText(bytes: Buffer, refuse: Refuse): string {

@@ -7,11 +7,12 @@
  * nothing can be counted (a cpu card, no library on this host) the rep says why, never zeros.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCounts } from '../../jobs/orch-rank-protocol.ts';
 import { type PerRepLaunchCounts, perRepCounts } from '../../jobs/per-rep-counts.ts';
+import { readRegularFile } from '../../jobs/regular-file.ts';
 import { injectionEnv } from './launch-counter.ts';
 
 /** The variable naming the file the injection library appends its exit report to (orch_inject.cpp). */
@@ -70,18 +71,11 @@ export class PerRepLaunches {
           "orch's injection library is not built on this worker (liborch_inject.so beside its graphrt, or ORCH_INJECT_LIB)",
       };
     try {
-      let text: string | null = null;
-      try {
-        const size = statSync(this.file).size;
-        if (size > MAX_REPORT_BYTES)
-          return {
-            source: 'none',
-            reason: `${this.file}: ${size} bytes of counts, more than the ${MAX_REPORT_BYTES} read`,
-          };
-        text = readFileSync(this.file, 'utf8');
-      } catch {
-        text = null;
-      }
+      // The program (another user where orch is root) may have put anything at this path in the
+      // shared temporary directory: a FIFO there blocked this read, and the worker with it.
+      const got = readRegularFile(this.file, MAX_REPORT_BYTES, { followLinks: false });
+      if (!got.ok && got.code !== 'missing') return { source: 'none', reason: `${this.file}: ${got.reason}` };
+      const text = got.ok ? got.bytes.toString('utf8') : null;
       return perRepCounts(
         text,
         steps,
