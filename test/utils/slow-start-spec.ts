@@ -11,7 +11,7 @@ const PROGRAM = join(ROOT, 'test/fixtures/ranks/startup-rank.py');
 
 export function slowStartSpec(
   name: string,
-  o: { prepareS: number; setupS: number; stepMs?: number; tail: string },
+  o: { prepareS: number; setupS: number; stepMs?: number; helloTimeoutS?: number; tail: string },
 ): string {
   return `name: ${name}
 design: ab
@@ -20,7 +20,7 @@ workload:
   run:
     cmd: python3 ${PROGRAM}
     mode: resident
-    hello_timeout_s: 60
+    hello_timeout_s: ${o.helloTimeoutS ?? 60}
     env: { PYTHONPATH: ${join(ROOT, 'ranklib/python')}, PYTHONDONTWRITEBYTECODE: '1', PREPARE_S: '${o.prepareS}', SETUP_S: '${o.setupS}', STEP_MS: '${o.stepMs ?? 0}' }
   toggles: { GRAPH: request }
   warmup: 1

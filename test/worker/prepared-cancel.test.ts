@@ -7,28 +7,13 @@
  * `orch cancel` against a real redis-server.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { preparingFixtureRanks } from '../utils/preparing-ranks.ts';
 import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { waitFor } from '../utils/wait-for.ts';
-
-/** Pids of the fixture's processes started in the host phase (ORCH_HOST_PHASE=1 in their environment). */
-function preparing(): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (!readFileSync(`/proc/${name}/cmdline`, 'latin1').includes('startup-rank.py')) continue;
-      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes('ORCH_HOST_PHASE=1'))
-        out.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
@@ -43,19 +28,21 @@ test('cancelled while its first rank prepares before any lease: the prepared pro
   const file = join(c.fixtureLog, '..', 'prepared-cancel.yaml');
   writeFileSync(
     file,
-    slowStartSpec('prepared-cancel', { prepareS: 90, setupS: 0, tail: 'reps: 2\nblocks: { count: 2 }\n' }).replace(
-      'hello_timeout_s: 60',
-      'hello_timeout_s: 120',
-    ),
+    slowStartSpec('prepared-cancel', {
+      prepareS: 90,
+      setupS: 0,
+      helloTimeoutS: 120,
+      tail: 'reps: 2\nblocks: { count: 2 }\n',
+    }),
   );
-  const before = new Set(preparing());
+  const before = new Set(preparingFixtureRanks());
   const sub = await runOrch(['submit', file, '--no-wait'], c.env);
   assert.equal(sub.code, 0, sub.stderr);
   const id = sub.stdout.trim();
   const pids = await waitFor(
     "the first block's rank preparing in the build phase",
     () => {
-      const now = preparing().filter((p) => !before.has(p));
+      const now = preparingFixtureRanks().filter((p) => !before.has(p));
       return now.length > 0 ? now : null;
     },
     { timeoutMs: 30_000, intervalMs: 50 },

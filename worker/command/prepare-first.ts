@@ -14,10 +14,9 @@ import type { Logger } from 'pino';
 import type { BuildJob } from '../../jobs/build-job.ts';
 import type { Card } from '../../jobs/card.ts';
 import { OrchError } from '../../jobs/errors.ts';
-import { messageOf } from '../../jobs/message-of.ts';
 import type { BuildCache } from '../builds/build-cache.ts';
 import type { RunAs } from '../run-as.ts';
-import { type PreparedSlots, preparedKeepMs, preparedKey, unadoptedSink } from './prepared-slots.ts';
+import { type PreparedSlots, preparedKeepMs, preparedKey, preparedWithin, unadoptedSink } from './prepared-slots.ts';
 import { rankCaches } from './rank-caches.ts';
 import { DEFAULT_HELLO_TIMEOUT_S, spawnResidentProgram } from './spawn-resident.ts';
 
@@ -90,22 +89,11 @@ export async function prepareFirstBlocks(
   });
   return Promise.all(
     started.map(async ({ card, proto }): Promise<FirstPrepared> => {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, rej) => {
-        timer = setTimeout(
-          () => rej(new Error(`prepare() did not end within workload.run.hello_timeout_s (${helloMs / 1000} s)`)),
-          helloMs,
-        );
-      });
-      try {
-        const line = await Promise.race([proto.prepared, late]);
-        return { card, prepare_ms: line.prepare_ms };
-      } catch (err) {
-        // left in its slot: the rank that comes for it starts inside its lease and says why
-        return { card, prepare_ms: null, why: messageOf(err) };
-      } finally {
-        clearTimeout(timer);
-      }
+      const line = await preparedWithin(proto, helloMs);
+      if (!(line instanceof Error)) return { card, prepare_ms: line.prepare_ms };
+      // ended, its reason left in its slot: the rank that comes for it starts inside its lease and says why
+      ctx.slots.fail(card, proto, line.message);
+      return { card, prepare_ms: null, why: line.message };
     }),
   );
 }

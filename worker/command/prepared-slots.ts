@@ -14,7 +14,7 @@
 
 import { messageOf } from '../../jobs/message-of.ts';
 import type { OrchRankLine } from '../../jobs/orch-rank-protocol.ts';
-import type { RankProtocol } from '../rank-protocol.ts';
+import type { PreparedLine, RankProtocol } from '../rank-protocol.ts';
 import type { RankOp } from '../rank-runner.ts';
 
 /** How long a prepared rank waits for its block at least (the scheduler's next grant, a queue ahead). */
@@ -103,6 +103,17 @@ export class PreparedSlots {
     return { kind: 'adopt', rank: slot.rank };
   }
 
+  /**
+   * The card's prepared process `proto`, if still in its slot, will not be adopted: it is ended and
+   * `why` left behind, so the rank that comes for the card starts inside its lease and says why.
+   */
+  fail(cardId: string, proto: RankProtocol<OrchRankLine>, why: string): void {
+    const slot = this.slots.get(cardId);
+    if (slot?.rank.proto !== proto) return;
+    slot.why = why;
+    this.end(slot);
+  }
+
   /** Ends the card's prepared process (cancel, the card dropped). */
   drop(cardId: string): void {
     const slot = this.slots.get(cardId);
@@ -145,6 +156,30 @@ export class PreparedSlots {
   private end(slot: Slot): void {
     // the group's rest dies with it (spawnRank's endGroup runs at its exit)
     slot.rank.proto.kill();
+  }
+}
+
+/**
+ * The process's `prepared` line, or why there is none: it ended before (PREPARE_TOUCHED_CUDA, a
+ * crash), or its prepare() ran past `helloMs` (workload.run.hello_timeout_s bounds prepare() as it
+ * bounds a start inside the lease), and it is then ended: never waited on without a deadline, as a
+ * rank that waits holds its card.
+ */
+export async function preparedWithin(
+  proto: RankProtocol<OrchRankLine>,
+  helloMs: number,
+): Promise<PreparedLine | Error> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Error>((res) => {
+    timer = setTimeout(() => {
+      proto.kill();
+      res(new Error(`prepare() did not end within workload.run.hello_timeout_s (${helloMs / 1000} s)`));
+    }, helloMs);
+  });
+  try {
+    return await Promise.race([proto.prepared.catch((err: unknown) => new Error(messageOf(err))), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

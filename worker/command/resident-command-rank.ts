@@ -59,6 +59,7 @@ import {
   type PreparedSlots,
   preparedKeepMs,
   preparedKey,
+  preparedWithin,
   unadoptedSink,
 } from './prepared-slots.ts';
 import { type RankCaches, rankCaches } from './rank-caches.ts';
@@ -74,6 +75,8 @@ export class ResidentCommandRank implements RankHandle {
   readonly ready: Promise<CommandHello>;
   readonly exited: Promise<RankExit>;
   private proto: RankProtocol<OrchRankLine> | null = null;
+  /** the prepared process this rank waits on to finish prepare() (adopt), before it is `proto` */
+  private adopting: RankProtocol<OrchRankLine> | null = null;
   private program: OrchRankHello | null = null;
   /** the requests written and not yet answered, oldest first (stderr lines belong to the first) */
   private readonly inFlight: RankOp[] = [];
@@ -173,11 +176,19 @@ export class ResidentCommandRank implements RankHandle {
   }
 
   private endBeforeStart(signal: string | null): void {
+    // a prepared process being adopted has not opened: nothing of it to end gracefully, and its
+    // prepare() may run for minutes (the heartbeat's cancel cannot reach it out of its slot)
+    this.adopting?.kill();
     void this.ready
       .catch(() => undefined)
       .then(() => {
         if (this.proto === null) this.resolveExited(this.preStart ?? this.noProcess(null, signal, null));
       });
+  }
+
+  /** workload.run.hello_timeout_s in ms: the program's start, prepare() included, has that long. */
+  private helloTimeoutMs(): number {
+    return (this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000;
   }
 
   private noProcess(code: number | null, signal: string | null, lastError: string | null): RankExit {
@@ -233,7 +244,7 @@ export class ResidentCommandRank implements RankHandle {
     const { job, world } = this.s;
     if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true)
       return;
-    const keepMs = preparedKeepMs((this.workload.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000);
+    const keepMs = preparedKeepMs(this.helloTimeoutMs());
     try {
       this.prepareNext(this.opts.slots, keepMs);
     } catch (err) {
@@ -274,15 +285,16 @@ export class ResidentCommandRank implements RankHandle {
           `rank ${this.rank} on card ${this.card.id} was ended while it took the card's lock`,
         );
       }
-      this.proto = taken?.kind === 'adopt' ? await this.adopt(taken.rank) : null;
+      const adopted = taken?.kind === 'adopt' ? await this.adopt(taken.rank) : null;
       if (this.ending) {
-        this.proto?.kill();
+        // never `proto`: endBeforeStart resolves `exited` only while proto is null
+        adopted?.kill();
         throw new OrchError(
           'LEASE_LOST',
           `rank ${this.rank} on card ${this.card.id} was ended while its prepared process finished prepare()`,
         );
       }
-      this.proto ??= this.spawnProgram(artifactDir, null);
+      this.proto = adopted ?? this.spawnProgram(artifactDir, null);
       void this.proto.exited.finally(() => closeSync(fd));
       return { proto: this.proto, floor };
     } catch (err) {
@@ -310,23 +322,25 @@ export class ResidentCommandRank implements RankHandle {
 
   /**
    * The prepared process, once its prepare() is done (it may still be running: this rank waits,
-   * holding the card, which is still shorter than a start from nothing), opened on the card; null
-   * when it ended before (PREPARE_TOUCHED_CUDA, a crash in prepare()): the program then starts
-   * inside the lease, and startedHow says why.
+   * holding the card, which is still shorter than a start from nothing, for hello_timeout_s at
+   * most), opened on the card; null when it ended before (PREPARE_TOUCHED_CUDA, a crash in
+   * prepare()) or ran past that deadline (ended then): the program then starts inside the lease,
+   * and startedHow says why. `adopting` lets kill() end it meanwhile.
    */
   private async adopt(rank: PreparedRank): Promise<RankProtocol<OrchRankLine> | null> {
     rank.sink.onLine = (line) => this.onProgramLine(line);
     rank.sink.onStderr = (l) => this.forwardStderr(l);
     rank.sink.request = (op) => orchRankRequest(this.s.job, op);
     rank.sink.onExchange = (line) => this.exchange(line as OrchRankExchange);
-    const prepared = await rank.proto.prepared.catch((err: unknown) =>
-      err instanceof Error ? err : new Error(String(err)),
-    );
+    this.adopting = rank.proto;
+    const prepared = await preparedWithin(rank.proto, this.helloTimeoutMs()).finally(() => {
+      this.adopting = null;
+    });
     if (prepared instanceof Error) {
       this.startedHow = { hostPhase: false, why: prepared.message };
       this.s.log.warn(
         { why: prepared.message },
-        'the prepared rank process ended before its open: the program starts inside the lease',
+        'the prepared rank process cannot be opened: the program starts inside the lease',
       );
       return null;
     }
