@@ -125,7 +125,11 @@ export interface PreparedLine {
 
 export class RankProtocol<L extends ProtocolLine> {
   readonly rank: number;
-  readonly card: Card;
+  /**
+   * The card it runs on, as its failures name it: a process started in the host phase learns it at
+   * `open`, since it may have waited in another card's slot (prepared-slots.ts take).
+   */
+  private cardNow: Card;
   readonly ready: Promise<HelloOf<L>>;
   readonly exited: Promise<RankExit>;
   /** the host phase's `prepared` line (never settles for a rank started without `hostPhase`) */
@@ -153,7 +157,7 @@ export class RankProtocol<L extends ProtocolLine> {
     private readonly opts: RankProtocolOptions<L>,
   ) {
     this.rank = opts.rank;
-    this.card = opts.card;
+    this.cardNow = opts.card;
     this.errorExitWaitMs = opts.errorExitWaitMs ?? 500;
     this.ready = new Promise<HelloOf<L>>((res, rej) => {
       this.resolveReady = res;
@@ -242,10 +246,14 @@ export class RankProtocol<L extends ProtocolLine> {
   }
 
   /**
-   * The host phase's end: writes `open` with the card's devices (the caller holds the card's lock
-   * by now); the rank runs setup() and says hello, within the hello timeout counted from here.
+   * The host phase's end: writes `open` with the devices of `card` (the caller holds its lock by
+   * now); the rank runs setup() and says hello, within the hello timeout counted from here.
    */
-  open(devices: string): void {
+  get card(): Card {
+    return this.cardNow;
+  }
+
+  open(devices: string, card: Card): void {
     const hp = this.opts.hostPhase;
     if (hp === undefined || this.stateNow !== 'preparing')
       throw new OrchError(
@@ -253,6 +261,7 @@ export class RankProtocol<L extends ProtocolLine> {
         `rank ${this.rank}: open sent to a rank in state ${this.stateNow}, not one waiting in the host phase`,
       );
     this.stateNow = 'awaiting-hello';
+    this.cardNow = card;
     this.watchHello(this.opts.helloTimeoutMs);
     this.child.stdin.write(`${hp.open(devices)}\n`);
   }

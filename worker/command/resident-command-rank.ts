@@ -345,7 +345,7 @@ export class ResidentCommandRank implements RankHandle {
       return null;
     }
     // the card's lock is this worker's now: the process may see the card
-    rank.proto.open(this.devices());
+    rank.proto.open(this.devices(), this.card);
     this.startedHow = { hostPhase: true, prepare_ms: prepared.prepare_ms };
     return rank.proto;
   }
