@@ -38,10 +38,16 @@ export const CommandHelloSchema = z.strictObject({
   /**
    * A resident rank's start: adopted from the host phase (its process started before the lease,
    * worker/command/prepared-slots.ts) or inside the lease (`why` not, when it was meant to be);
-   * its build's compiler caches warm (held something) or cold (worker/command/rank-caches.ts).
+   * its build's compiler caches warm (held something) or cold (worker/command/rank-caches.ts);
+   * adopted, how long the rank waited in its lease for that prepare() to end (worker's clock, ms).
    */
   started: z
-    .strictObject({ host_phase: z.boolean(), why: z.string().optional(), caches: z.enum(['warm', 'cold']) })
+    .strictObject({
+      host_phase: z.boolean(),
+      why: z.string().optional(),
+      caches: z.enum(['warm', 'cold']),
+      prepare_waited_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
+    })
     .optional(),
   /** a resident rank's trace probe: graphrt's chain on the card before the program started (the graph-node floor) */
   graph_node_floor: ChainFloorRunSchema.optional(),

@@ -20,6 +20,8 @@ export const RankStartupSchema = z.strictObject({
   why: z.string().optional(),
   /** its build's compiler caches held something when it started (worker/command/rank-caches.ts) */
   caches: z.enum(['warm', 'cold']).optional(),
+  /** adopted from the host phase: how long the rank waited in its lease for that prepare() to end (worker's clock) */
+  prepare_waited_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
   /** the program's prepare() and setup(), its own clock (ms) */
   prepare_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
   setup_ms: z.number().min(0).meta({ unit: 'ms' }).optional(),
@@ -46,6 +48,9 @@ export function rankStartup(
           host_phase: command.started.host_phase,
           ...(command.started.why === undefined ? {} : { why: command.started.why }),
           caches: command.started.caches,
+          ...(command.started.prepare_waited_ms === undefined
+            ? {}
+            : { prepare_waited_ms: command.started.prepare_waited_ms }),
         }),
     ...(program?.prepare_ms === undefined ? {} : { prepare_ms: program.prepare_ms }),
     ...(program?.setup_ms === undefined ? {} : { setup_ms: program.setup_ms }),

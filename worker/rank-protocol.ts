@@ -121,6 +121,8 @@ type HelloOf<L> = Extract<L, { type: 'hello' }>;
 export interface PreparedLine {
   type: 'prepared';
   prepare_ms: number;
+  /** when the line arrived, the worker's performance.now(): how long an adopting rank waited for it */
+  at_ms: number;
 }
 
 export class RankProtocol<L extends ProtocolLine> {
@@ -310,7 +312,7 @@ export class RankProtocol<L extends ProtocolLine> {
   private whilePreparing(line: L, raw: string): void {
     const p = line as ProtocolLine & Partial<PreparedLine>;
     if (p.type === 'prepared' && typeof p.prepare_ms === 'number')
-      this.resolvePrepared({ type: 'prepared', prepare_ms: p.prepare_ms });
+      this.resolvePrepared({ type: 'prepared', prepare_ms: p.prepare_ms, at_ms: performance.now() });
     else if (line.type === 'error') this.opts.onLine(line, raw);
     else this.breakProtocol(`a "${line.type}" line in the host phase (before open): ${quoteLine(raw)}`);
   }

@@ -99,7 +99,7 @@ function renderRankStarts(rows: readonly BusyShareRow[]): string[] {
     }),
   );
   return [
-    "Start-up per rank, from the committed record: the host phase ran prepare() before the lease, while the card served the block before (not charged to the card); in the lease: block-start to the rank's hello, split into setup(), a prepare() that ran in the lease, and the rest (the worker's look for foreign processes, the process's start, CUDA init: what the program's clocks do not cover). Caches: the build's compiler caches (Inductor, Triton, CUDA JIT) held something when the rank started (warm) or not (cold).",
+    "Start-up per rank, from the committed record: the host phase ran prepare() before the lease, while the card served the block before (not charged to the card); in the lease: block-start to the rank's hello, split into setup(), a prepare() that ran in the lease or was waited for there (a host-phase process whose start and prepare() outlasted the block before), and the rest (the worker's look for foreign processes, the process's start, CUDA init: what the program's clocks do not cover). Caches: the build's compiler caches (Inductor, Triton, CUDA JIT) held something when the rank started (warm) or not (cold).",
     '',
     table,
     '',

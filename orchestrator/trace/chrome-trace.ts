@@ -100,17 +100,19 @@ export interface TraceInput {
 
 /**
  * Each rank of a committed attempt adopted from the host phase (jobs/rank-startup.ts: host_phase,
- * prepare_ms): its prepare(), µs, drawn as ending at the lease's start, where it ended at the latest
- * (the record holds how long it took, not when; worker/command/prepare-first.ts, prepared-slots.ts).
+ * prepare_ms): its prepare(), µs, drawn as ending at the lease's start plus what the rank waited
+ * for it there (prepare_waited_ms), where it ended at the latest (the record holds how long it
+ * took, not when; worker/command/prepare-first.ts, prepared-slots.ts).
  */
 function hostPhaseSlices(
   c: CommitRecord,
 ): { rank: number; card: string; host: string; start: number; end: number; ms: number }[] {
   if (c.started === undefined) return [];
-  const end = Math.round(c.started * 1000);
+  const leaseStart = Math.round(c.started * 1000);
   return (c.startup ?? []).flatMap((s) => {
     const host = (c.ranks ?? []).find((r) => r.rank === s.rank && r.card === s.card)?.host;
     if (s.host_phase !== true || s.prepare_ms === undefined || host === undefined) return [];
+    const end = leaseStart + Math.round((s.prepare_waited_ms ?? 0) * 1000);
     return [{ rank: s.rank, card: s.card, host, start: end - Math.round(s.prepare_ms * 1000), end, ms: s.prepare_ms }];
   });
 }

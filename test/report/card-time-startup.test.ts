@@ -3,8 +3,11 @@
  * prepare() and a setup() (test/fixtures/ranks/startup-rank.py) runs two blocks. The first block's
  * rank is prepared by the experiment's build phase before any lease (worker/command/prepare-first.ts)
  * and starts with cold compiler caches; the second's prepare() runs while the first block holds the
- * card, and it starts warm. Neither pays prepare() inside its lease. The report says so per rank,
- * from the committed record (summary.json's commits carry each rank's start), not from the stream.
+ * card, and it starts warm. Block 0's lease pays none of its prepare(); block 1's pays what it
+ * waited for its process to end prepare() (block 0 is shorter than that start), and only that
+ * (prepare_waited_ms; it was once reported as overlapped, and the wait as CUDA init). The report
+ * says so per rank, from the committed record (summary.json's commits carry each rank's start),
+ * not from the stream.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +22,7 @@ describe('card time: start-up split by where it was paid', () => {
   const buildDir = mkdtempSync(join(tmpdir(), 'orch-card-time-builds-'));
   after(() => rmSync(buildDir, { recursive: true, force: true }));
 
-  test('block 0 prepared before its lease, cold; block 1 prepared beside block 0, warm; prepare() charged to neither', async () => {
+  test('block 0 prepared before its lease, cold; block 1 prepared beside block 0, warm; each lease charged only what it waited for', async () => {
     const r = submitSpec(
       'card-time-split',
       slowStartSpec('card-time-split', {
@@ -67,9 +70,12 @@ describe('card time: start-up split by where it was paid', () => {
     const row = (block: number) =>
       section.split('\n').find((l) => l.startsWith(`| ${block} | `) && /warm|cold/.test(l)) ?? '';
     assert.match(row(0), /^\| 0 \| cpu:\S+ \(rank 0\) \| host phase \| cold \| 0\.8\d* s \| /);
-    assert.match(row(1), /^\| 1 \| cpu:\S+ \(rank 0\) \| host phase \| warm \| 0\.8\d* s \| /);
-    // prepare() ran in neither lease
+    assert.match(row(1), /^\| 1 \| cpu:\S+ \(rank 0\) \| host phase \| warm \| \d[\d.]* s \| /);
+    // block 0's lease waited for none of its prepare(); block 1's, for what outlasted block 0
+    assert.equal(first.prepare_waited_ms, 0);
     assert.match(row(0), /\| — \|$/);
-    assert.match(row(1), /\| — \|$/);
+    const waited = second.prepare_waited_ms as number;
+    assert.equal(typeof waited, 'number', JSON.stringify(second));
+    assert.match(row(1), waited > 0 ? /\| \d[\d.]* s \|$/ : /\| — \|$/, `waited ${waited} ms`);
   });
 });

@@ -178,10 +178,13 @@ describe('the host phase: a rank started before its lease', () => {
 
     const second = rank(job('hp', 1, log), slots);
     await second.ready;
-    assert.deepEqual(second.startedHow, { hostPhase: true, prepare_ms: prepared.prepare_ms });
+    assert.ok(second.startedHow.hostPhase);
+    const waited = second.startedHow.waited_ms;
+    assert.equal(waited, 0, 'prepare() had ended before the adopt: the card waited for none of it');
+    assert.deepEqual(second.startedHow, { hostPhase: true, prepare_ms: prepared.prepare_ms, waited_ms: waited });
     assert.deepEqual(
       hellos.at(-1)?.started,
-      { host_phase: true, caches: 'cold' },
+      { host_phase: true, caches: 'cold', prepare_waited_ms: waited },
       'the hello says how the rank started',
     );
     assert.equal(second.pids()[0], pid, 'the prepared process itself serves block 1');

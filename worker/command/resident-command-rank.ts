@@ -93,7 +93,7 @@ export class ResidentCommandRank implements RankHandle {
   /** the build's compiler caches on this host (rank-caches.ts) */
   private caches: RankCaches | null = null;
   /** how this rank's program started: adopted from the host phase, or inside the lease (and why) */
-  startedHow: { hostPhase: true; prepare_ms: number } | { hostPhase: false; why: string | null } = {
+  startedHow: { hostPhase: true; prepare_ms: number; waited_ms: number } | { hostPhase: false; why: string | null } = {
     hostPhase: false,
     why: null,
   };
@@ -218,6 +218,7 @@ export class ResidentCommandRank implements RankHandle {
     const started = {
       host_phase: this.startedHow.hostPhase,
       ...(this.startedHow.hostPhase || this.startedHow.why === null ? {} : { why: this.startedHow.why }),
+      ...(this.startedHow.hostPhase ? { prepare_waited_ms: this.startedHow.waited_ms } : {}),
       caches: this.caches.state,
     };
     const line: CommandHello = {
@@ -333,6 +334,7 @@ export class ResidentCommandRank implements RankHandle {
     rank.sink.request = (op) => orchRankRequest(this.s.job, op);
     rank.sink.onExchange = (line) => this.exchange(line as OrchRankExchange);
     this.adopting = rank.proto;
+    const waitFrom = performance.now();
     const prepared = await preparedWithin(rank.proto, this.helloTimeoutMs()).finally(() => {
       this.adopting = null;
     });
@@ -346,7 +348,9 @@ export class ResidentCommandRank implements RankHandle {
     }
     // the card's lock is this worker's now: the process may see the card
     rank.proto.open(this.devices(), this.card);
-    this.startedHow = { hostPhase: true, prepare_ms: prepared.prepare_ms };
+    // the card waited for the part of prepare() that outlasted the block before: charged to it
+    const waited = Math.round(Math.max(prepared.at_ms - waitFrom, 0) * 1000) / 1000;
+    this.startedHow = { hostPhase: true, prepare_ms: prepared.prepare_ms, waited_ms: waited };
     return rank.proto;
   }
 
