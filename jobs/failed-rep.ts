@@ -31,6 +31,15 @@ export type FailedRep = z.infer<typeof FailedRepSchema>;
 export const FailedRecordSchema = FailedRepSchema.extend({ attempt: z.int().min(0) });
 export type FailedRecord = z.infer<typeof FailedRecordSchema>;
 
+/**
+ * A planned rep its block took along when it ended cancelled (`orch cancel`, or a build that failed
+ * while it waited): the block's reason. One wording for the block's end and the settling that
+ * accounts what that end left, so `cancelled_reasons` counts them as one.
+ */
+export function cancelledRep(blockReason: string | null): { kind: 'cancelled'; reason: string } {
+  return { kind: 'cancelled', reason: `cancelled: ${blockReason ?? 'cancelled by orch cancel'}` };
+}
+
 /** The kind of a failure record; one without a kind is `not_run` when its reason says so, else `failed`. */
 export function failedKind(f: { reason: string; kind?: FailedKind | undefined }): FailedKind {
   return f.kind ?? (/^not run\b/.test(f.reason) ? 'not_run' : 'failed');

@@ -19,6 +19,7 @@
  */
 
 import type { Logger } from 'pino';
+import { cancelledRep } from '../../jobs/failed-rep.ts';
 import { messageOf } from '../../jobs/message-of.ts';
 import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
@@ -285,7 +286,9 @@ export class BlockLifecycle {
   /**
    * Ends a block (compare-and-set from `from`): every planned rep that no attempt committed is
    * recorded as not run (as cancelled, when the block ends cancelled). When the stored state
-   * moved, nothing is written and it comes back.
+   * moved, nothing is written and it comes back. Planned from `exp`, this processor's copy: for a
+   * later block of auto sizing cancelled while it waited, the registered plan, fewer reps than the
+   * sized block holds; the settling records the rest by the block's phase (experiment-settling.ts).
    */
   private async endBlock(
     exp: ExperimentRecord,
@@ -302,9 +305,7 @@ export class BlockLifecycle {
       const notRun = plannedReps(exp.plan, st.block)
         .filter((r) => !measured.has(repKey(r)))
         .map((r) =>
-          phase === 'cancelled'
-            ? { ...r, kind: 'cancelled' as const, reason: `cancelled: ${reason ?? 'cancelled by orch cancel'}` }
-            : { ...r, reason: `not run: ${reason ?? phase}` },
+          phase === 'cancelled' ? { ...r, ...cancelledRep(reason) } : { ...r, reason: `not run: ${reason ?? phase}` },
         );
       await this.ctx.results.failReps(exp.id, st.block, st.attempt, notRun);
     }

@@ -5,6 +5,7 @@
  * Idempotent: a leader that dies halfway leaves it active, and the next one settles it again.
  */
 
+import { cancelledRep } from '../../jobs/failed-rep.ts';
 import { groupedBlockReasons } from '../../jobs/grouped-reasons.ts';
 import { plannedReps } from '../../jobs/rep-ref.ts';
 import { ExperimentBuildStore } from '../../store/experiment-builds.ts';
@@ -34,8 +35,14 @@ export async function settleExperiment(ctx: SchedulerContext, experiment: string
     exp.plan.blocks.map((b) => {
       const st = byIndex.get(b.index);
       if (!st) return null;
+      // A rep of a block ended cancelled went with it, whichever plan its end was recorded from:
+      // the processor of an auto-sized later block cancelled while it waited holds the plan read
+      // before the sizing, with fewer reps in it, and a first block that commits whole as the
+      // cancel lands sizes the later blocks after they ended (block-lifecycle.ts endBlock).
       const reason = `not measured: block ${b.index} ended ${st.phase} without this rep`;
-      const reps = plannedReps(exp.plan, b.index).map((r) => ({ ...r, reason }));
+      const reps = plannedReps(exp.plan, b.index).map((r) =>
+        st.phase === 'cancelled' ? { ...r, ...cancelledRep(st.reason) } : { ...r, reason },
+      );
       return results.accountReps(experiment, b.index, st.attempt, reps);
     }),
   );
