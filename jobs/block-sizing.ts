@@ -4,9 +4,10 @@
  *
  * A block's lease is modelled as start-up (block-start to every rank's hello) + the rest that does
  * not grow with reps (the identity gates) + arms · k · rep, where rep is the first block's lease
- * time per rep (its reps, the worker's turnaround and the commit, over its rep count). Start-up is
- * counted as card time counts it (orchestrator/stats/busy-share.ts): ranks ready and the gates, what
- * a block pays before its first rep. (Start-up + gates) ≤ share · lease gives
+ * time per rep (its reps, the worker's turnaround and the commit, over the reps it measured: one
+ * a graceful stop cut short ran fewer than planned). Start-up is counted as card time counts it
+ * (orchestrator/stats/busy-share.ts): ranks ready and the gates, what a block pays before its
+ * first rep. (Start-up + gates) ≤ share · lease gives
  * k ≥ (start-up + gates) · (1 − share) / share / (arms · rep). Where the later blocks run a
  * prepare() in the host phase, a block also lasts as long as it (arms · k · rep ≥ prepare), so
  * that the next block's prepare() is done when the card is handed to it.
@@ -34,7 +35,7 @@ export interface SizingInput {
   overlapped_ms?: number;
   /** the rest of its lease that does not grow with reps: the identity gates (ms) */
   fixed_ms: number;
-  /** its lease per rep (ms): lease less start-up and gates, over its reps */
+  /** its lease per rep (ms): lease less start-up and gates, over the reps it measured */
   rep_ms: number;
   arms: number;
   /** reps per arm of the first block, the spec's `reps` */

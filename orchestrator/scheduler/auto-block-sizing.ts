@@ -2,19 +2,20 @@
  * The scheduler's side of `blocks.reps_per_block: auto` (jobs/reps-per-block.ts): the blocks after
  * the first wait, taking no card, until it ends (grant-loop.ts, `firstBlockOpen`). When it commits,
  * its commit record (jobs/commit-record.ts: block-start, every hello, every gate, the commit, on
- * the committing worker's clock) gives its start-up and its lease per rep; jobs/block-sizing.ts
- * sizes the later blocks from them (never fewer than the gangs the live cards could run side by
- * side), and the sizing is written beside the registered plan, and the
+ * the committing worker's clock) gives its start-up and, over the reps it measured, its lease per
+ * rep; jobs/block-sizing.ts sizes the later blocks from them (never fewer than the gangs the live
+ * cards could run side by side), and the sizing is written beside the registered plan, and the
  * registered blocks the larger ones left without reps end stopped, *before* the first block is
  * recorded ended: a first block seen ended always has its sizing (the record is then read as the
  * sized plan, jobs/sized-plan.ts), and no emptied block can be granted. A first block that fails or
- * is cancelled sizes nothing: the later blocks run as registered.
+ * is cancelled, or measured no rep, sizes nothing: the later blocks run as registered.
  */
 import type { Logger } from 'pino';
 import { type BlockSizing, describeSizing, sizeBlocks } from '../../jobs/block-sizing.ts';
 import type { CommitRecord } from '../../jobs/commit-record.ts';
 import { LIMITS } from '../../jobs/limits.ts';
 import type { Plan } from '../../jobs/plan.ts';
+import { plannedReps, repKey } from '../../jobs/rep-ref.ts';
 import { type BlockState, type ExperimentRecord, TERMINAL_BLOCK_PHASES } from '../../store/experiment-store.ts';
 import type { SchedulerContext } from './scheduler-context.ts';
 
@@ -38,12 +39,21 @@ export function isAutoFirstBlock(exp: ExperimentRecord, block: number): boolean 
 
 /**
  * The sizing the first block's commit record gives, `parallel` gangs able to run side by side, or
- * null when the record lacks the timeline (an older worker).
+ * null when the record lacks the timeline (an older worker) or the block measured no rep.
+ * `measured`: the first block's reps with a committed result. Its lease per rep is over those, not
+ * over its planned reps: a worker stopped gracefully commits the block after a few reps with the
+ * rest recorded not run, and a capture that failed leaves its arm's reps unsent; over the planned
+ * reps, a block cut short at 2 of 20 reps per arm measured a rep 10× too short and sized the later
+ * blocks 10× too large.
  */
-export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: number): BlockSizing | null {
+export function sizingFromCommit(
+  plan: Plan,
+  commit: CommitRecord,
+  parallel: number,
+  measured: number,
+): BlockSizing | null {
   const { started, ready, gated, committed } = commit;
-  const first = plan.blocks.find((b) => b.index === FIRST_BLOCK);
-  if (started === undefined || ready === undefined || gated === undefined || committed === undefined || !first)
+  if (started === undefined || ready === undefined || gated === undefined || committed === undefined || measured < 1)
     return null;
   const whole = Math.max(ready - started, 0);
   const prepare = firstBlockPrepare(plan, commit);
@@ -51,7 +61,7 @@ export function sizingFromCommit(plan: Plan, commit: CommitRecord, parallel: num
     startup_ms: Math.max(whole - (prepare?.in_lease === true ? prepare.prepare_ms : 0), 0),
     ...(prepare === null ? {} : { overlapped_ms: prepare.prepare_ms }),
     fixed_ms: Math.max(gated - ready, 0),
-    rep_ms: Math.max(committed - gated, 0) / first.sequence.length,
+    rep_ms: Math.max(committed - gated, 0) / measured,
     arms: plan.arms.length,
     first_reps: plan.reps,
     remaining: plan.reps * (plan.blocks.length - 1),
@@ -81,16 +91,25 @@ export async function sizeLaterBlocks(
   exp: ExperimentRecord,
   log: Logger,
 ): Promise<boolean> {
-  const commit = await ctx.results.commitRecord(exp.id, FIRST_BLOCK);
-  // the cards registered live now, whoever holds them: what the later blocks could spread over
-  const parallel = Math.max(1, Math.floor((await ctx.registry.liveCards()).length / exp.plan.ranks));
-  const sizing = commit === null ? null : sizingFromCommit(exp.plan, commit, parallel);
+  const [commit, results, cards] = await Promise.all([
+    ctx.results.commitRecord(exp.id, FIRST_BLOCK),
+    ctx.results.measuredFields(exp.id),
+    // the cards registered live now, whoever holds them: what the later blocks could spread over
+    ctx.registry.liveCards(),
+  ]);
+  const measured = plannedReps(exp.plan, FIRST_BLOCK).filter((r) => results.has(repKey(r))).length;
+  const parallel = Math.max(1, Math.floor(cards.length / exp.plan.ranks));
+  const sizing = commit === null ? null : sizingFromCommit(exp.plan, commit, parallel, measured);
   if (sizing === null) {
-    log.warn("auto block sizing: the first block's commit record has no timeline; the later blocks run as registered");
+    const why =
+      measured === 0
+        ? 'measured no rep (its worker stopped before one), so no time per rep'
+        : 'has no timeline in its commit record';
+    log.warn({ measured }, `auto block sizing: the first block ${why}; the later blocks run as registered`);
     return false;
   }
   const written = await ctx.store.writeBlockSizing(exp.id, sizing);
-  log.info({ sizing, written }, 'auto block sizing: the blocks after the first sized from its start-up');
+  log.info({ sizing, written, measured }, 'auto block sizing: the blocks after the first sized from its start-up');
   return written;
 }
 

@@ -145,9 +145,11 @@ describe('auto block sizing', () => {
         ...startup,
       })),
     });
+    // every rep of the first block measured
+    const measured = plan.blocks[0]!.sequence.length;
     const inLease = commit({ host_phase: false, prepare_ms: 30_000 });
     assert.deepEqual(firstBlockPrepare(plan, inLease), { prepare_ms: 30_000, in_lease: true });
-    const sized = sizingFromCommit(plan, inLease, 1);
+    const sized = sizingFromCommit(plan, inLease, 1, measured);
     assert.equal(sized?.startup_ms, 4_040, 'what a later block pays: 4 s to its hello and 40 ms of gates');
     assert.equal(sized?.overlapped_ms, 30_000);
     // sized by the 4.04 s a later block pays, not the 34.04 s the first did
@@ -157,19 +159,19 @@ describe('auto block sizing', () => {
       /^blocks of \d+ reps per arm \(\d+ reps\): start-up 4\.04 s of [\d.]+ s, prepare\(\) 30 s in the host phase before the lease/,
     );
     // a block lasts as long as the next block's prepare(), which runs beside it in the host phase
-    const slowPrep = sizingFromCommit(plan, commit({ host_phase: false, prepare_ms: 300_000 }), 1);
+    const slowPrep = sizingFromCommit(plan, commit({ host_phase: false, prepare_ms: 300_000 }), 1, measured);
     assert.equal(slowPrep?.wanted, Math.ceil(300_000 / (2 * 500)));
     assert.ok(2 * (slowPrep?.wanted ?? 0) * 500 >= 300_000);
     // adopted from the host phase (the build phase prepared the first block too): nothing comes off
     // its start-up, and a later block still outlasts the next one's prepare()
     const adopted = commit({ host_phase: true, hello_ms: 4_000, prepare_ms: 300_000 });
     assert.deepEqual(firstBlockPrepare(plan, adopted), { prepare_ms: 300_000, in_lease: false });
-    assert.equal(sizingFromCommit(plan, adopted, 1)?.startup_ms, 34_040);
-    assert.equal(sizingFromCommit(plan, adopted, 1)?.overlapped_ms, 300_000);
-    assert.ok((sizingFromCommit(plan, adopted, 1)?.wanted ?? 0) >= Math.ceil(300_000 / (2 * 500)));
+    assert.equal(sizingFromCommit(plan, adopted, 1, measured)?.startup_ms, 34_040);
+    assert.equal(sizingFromCommit(plan, adopted, 1, measured)?.overlapped_ms, 300_000);
+    assert.ok((sizingFromCommit(plan, adopted, 1, measured)?.wanted ?? 0) >= Math.ceil(300_000 / (2 * 500)));
     // no prepare(), or a gang of two: the whole start-up stays, nothing to outlast
     assert.equal(firstBlockPrepare(plan, commit({ host_phase: false })), null);
-    assert.equal(sizingFromCommit(plan, commit({ host_phase: false }), 1)?.startup_ms, 34_040);
+    assert.equal(sizingFromCommit(plan, commit({ host_phase: false }), 1, measured)?.startup_ms, 34_040);
     const gang = planExperiment(residentSpec({}, { ranks: 2 }), 'h');
     assert.equal(firstBlockPrepare(gang, commit({ host_phase: false, prepare_ms: 30_000 }, 2)), null);
   });
