@@ -1,6 +1,7 @@
 /**
  * Follows one granted block attempt until it ends: dispatches its host jobs (a no-op for those
- * that exist: re-attaching), and wakes on their ends (the dispatcher's QueueEvents) or on the
+ * that exist: re-attaching; none, and the attempt failed, for a record whose submit signature does
+ * not verify), and wakes on their ends (the dispatcher's QueueEvents) or on the
  * slow safety poll, which also notices a cancel. A cancel is graceful: the gang is told (a
  * cancel notice), its workers commit what they measured and end their jobs, and only then — or
  * after CANCEL_GRACE_MS, whichever comes first — are its leases revoked.
@@ -63,6 +64,14 @@ export async function observeAttempt(
     opts.partEnded?.();
     settle();
   };
+  // Never a host job from a record the scheduler refuses: a record read again since admission (a
+  // later block's sized plan, block-lifecycle.ts; a re-attach after a failover) is checked as it
+  // now is in Redis, where anyone may have rewritten its spec (submit-admission.ts).
+  const refused = ctx.refusal(exp);
+  if (refused !== null) {
+    await revokeGang(leases, st.gang, refused);
+    return { kind: 'failed', reason: refused };
+  }
   await dispatchParts(ctx, exp, st, opts, ends, partEnded);
   const committed = async () => (await ctx.results.committedAttempt(exp.id, st.block)) === st.attempt;
   let cancelledAt: number | null = null;

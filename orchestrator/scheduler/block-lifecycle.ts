@@ -165,7 +165,8 @@ export class BlockLifecycle {
         }
         st = g.granted;
         recorded = true;
-        // granted only once the first block ended, and with it its sizing: the job takes the sized sequence
+        // granted only once the first block ended, and with it its sizing: the job takes the sized
+        // sequence; a record read again is admitted again before any job (attempt-observer.ts)
         if (exp.plan.reps_per_block === 'auto' && block !== FIRST_BLOCK)
           exp = (await this.ctx.store.get(experiment)) ?? exp;
       }
