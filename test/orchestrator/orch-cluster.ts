@@ -149,6 +149,14 @@ export async function startCluster(server?: RedisServerProcess): Promise<Cluster
   return c;
 }
 
+/** A cluster with its `orch serve` and one worker of `cpuCards` cpu cards (fixture ranks taking `repMs` a rep), ready. */
+export async function startServeAndWorker(opts: { cpuCards: number; repMs: number }): Promise<Cluster> {
+  const c = await startCluster();
+  c.startServe();
+  await c.startWorker(opts);
+  return c;
+}
+
 /** Per card, the [start, end] of each rank process, from the fixture log. */
 export function rankIntervals(
   log: ReturnType<Cluster['rankLog']>,

@@ -16,7 +16,7 @@ import { ExperimentStore } from '../../store/experiment-store.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { waitFor } from '../utils/wait-for.ts';
-import { type Cluster, runOrch, startCluster } from './orch-cluster.ts';
+import { type Cluster, runOrch, startServeAndWorker } from './orch-cluster.ts';
 
 let cluster: Cluster | null = null;
 after(async () => cluster?.stop());
@@ -24,10 +24,8 @@ after(async () => cluster?.stop());
 test("a later block's record rewritten in Redis after the submit: the block fails SUBMIT_UNAUTHORIZED, no job of it", {
   timeout: 120_000,
 }, async () => {
-  cluster = await startCluster();
+  cluster = await startServeAndWorker({ cpuCards: 1, repMs: 0 });
   const c = cluster;
-  c.startServe();
-  await c.startWorker({ cpuCards: 1, repMs: 0 });
   const file = join(c.fixtureLog, '..', 'tampered.yaml');
   writeFileSync(file, slowStartSpec('tampered', { prepareS: 0, setupS: 0, tail: 'reps: 2\nblocks: { count: 2 }\n' }));
   const sub = await runOrch(['submit', file, '--no-wait'], c.env);

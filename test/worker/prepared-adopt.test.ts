@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
-import { type Cluster, isAlive, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { type Cluster, isAlive, runOrch, startServeAndWorker } from '../orchestrator/orch-cluster.ts';
 import { preparingFixtureRanks } from '../utils/preparing-ranks.ts';
 import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -24,9 +24,7 @@ afterEach(async () => {
 });
 
 async function clusterWithOneCard(): Promise<Cluster> {
-  cluster = await startCluster();
-  cluster.startServe();
-  await cluster.startWorker({ cpuCards: 1, repMs: 0 });
+  cluster = await startServeAndWorker({ cpuCards: 1, repMs: 0 });
   return cluster;
 }
 

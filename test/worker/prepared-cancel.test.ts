@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { type Cluster, runOrch, startCluster } from '../orchestrator/orch-cluster.ts';
+import { type Cluster, runOrch, startServeAndWorker } from '../orchestrator/orch-cluster.ts';
 import { preparingFixtureRanks } from '../utils/preparing-ranks.ts';
 import { slowStartSpec } from '../utils/slow-start-spec.ts';
 import { waitFor } from '../utils/wait-for.ts';
@@ -21,10 +21,8 @@ after(async () => cluster?.stop());
 test('cancelled while its first rank prepares before any lease: the prepared process is ended within a few heartbeats', {
   timeout: 120_000,
 }, async () => {
-  cluster = await startCluster();
+  cluster = await startServeAndWorker({ cpuCards: 1, repMs: 0 });
   const c = cluster;
-  c.startServe();
-  await c.startWorker({ cpuCards: 1, repMs: 0 });
   const file = join(c.fixtureLog, '..', 'prepared-cancel.yaml');
   writeFileSync(
     file,
