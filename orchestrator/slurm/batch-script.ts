@@ -73,7 +73,10 @@ export function batchScript(i: BatchScriptInput): string {
     '# written by orch slurm up: one orch worker per node of the allocation',
     ...directives.map((d) => `#SBATCH ${q(d)}`),
     'set -u',
-    `trap 'touch ${q(`${i.dir}/stop`)}' USR1`,
+    // the path in a variable: quoted once, where it is set (a quoted path inside the trap's own
+    // single quotes broke on a run directory with a space or a quote, and touched another path)
+    `stop=${q(`${i.dir}/stop`)}`,
+    `trap 'touch "$stop"' USR1`,
     `srun --ntasks-per-node=1${i.gpusPerNode > 0 ? ` --gres=gpu:${i.gpusPerNode}` : ''} ${worker.map(q).join(' ')} &`,
     'workers=$!',
     '# a trapped signal ends `wait` early: wait again until the workers are gone',

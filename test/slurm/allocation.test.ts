@@ -1,4 +1,8 @@
 // What a worker under Slurm takes from its job step's environment (jobs/slurm-allocation.ts), the
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 // cards it registers (worker/slurm/slurm-cards.ts) and the batch script orch slurm up submits
 // (orchestrator/slurm/batch-script.ts). Pure: the real daemons are test/slurm/slurm.test.ts's.
 
@@ -146,7 +150,31 @@ test('the batch script: one srun of the worker per node, credentials by path onl
     s,
     /^srun --ntasks-per-node=1 --gres=gpu:8 bash -c 'd=\$1; shift; exec "\$@" --redis-url-file "\$d\/redis-url.\$SLURM_PROCID" --secret-file "\$d\/secret.\$SLURM_PROCID" --unlink-credential-files' orch-worker \/home\/u\/.cache\/orch\/slurm\/run-1 \/usr\/bin\/node \/opt\/orch\/bin\/orch.mjs worker --slurm on --stop-file \/home\/u\/.cache\/orch\/slurm\/run-1\/stop --prefix orch --drain-before-end 60 --allow-command &$/m,
   );
-  assert.match(s, /^trap 'touch \/home\/u\/.cache\/orch\/slurm\/run-1\/stop' USR1$/m);
+  assert.match(s, /^stop=\/home\/u\/.cache\/orch\/slurm\/run-1\/stop\ntrap 'touch "\$stop"' USR1$/m);
+});
+
+test("the batch shell's trap touches the stop file of a run directory that needs quoting", () => {
+  const dir = mkdtempSync(join(tmpdir(), "orch run 'dir' "));
+  try {
+    const s = batchScript({
+      nodes: 1,
+      gpusPerNode: 0,
+      time: '1:00',
+      dir,
+      node: '/usr/bin/node',
+      orch: '/opt/orch/bin/orch.mjs',
+      prefix: 'orch',
+      drainSeconds: 60,
+      workerArgs: [],
+    });
+    // the script's lines up to its srun, then the signal sbatch would send before the end
+    const head = s.slice(0, s.indexOf('\nsrun '));
+    const r = spawnSync('bash', ['-c', `${head}\nkill -USR1 $$\nsleep 0.2`], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(existsSync(join(dir, 'stop')), `the trap did not write ${join(dir, 'stop')}: ${r.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("sbatch's environment carries none of orch's credentials (sbatch exports it into the job)", () => {
