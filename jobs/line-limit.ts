@@ -1,4 +1,5 @@
 import { RANK_LINE_MAX_BYTES } from './rank-protocol-constants.ts';
+import { escapeRankText } from './rank-text.ts';
 
 /**
  * The longest line a rank (graphrt or a command workload's process) may print. A longer line
@@ -8,11 +9,16 @@ import { RANK_LINE_MAX_BYTES } from './rank-protocol-constants.ts';
 export const MAX_RANK_LINE_BYTES = RANK_LINE_MAX_BYTES;
 export const MAX_RANK_LINE_LABEL = '1 MiB (MAX_RANK_LINE_BYTES)';
 
-/** How much of an offending line an error message quotes. */
-export const QUOTED_LINE_CHARS = 300;
+/** How much of an offending line an error message quotes (UTF-8 bytes, after escaping). */
+export const QUOTED_LINE_BYTES = 300;
 
+/**
+ * An offending line as an error message quotes it: a rank's stdout line or a record read back
+ * from Redis is someone else's text, and the message reaches a terminal, a log and report.md, so
+ * it is escaped (jobs/rank-text.ts) and bounded, the cut marked.
+ */
 export function quoteLine(line: string): string {
-  return line.length > QUOTED_LINE_CHARS ? `${line.slice(0, QUOTED_LINE_CHARS)}… (${line.length} chars)` : line;
+  return escapeRankText(line, QUOTED_LINE_BYTES);
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { BlockArm, BlockJob } from './block-job.ts';
-import { MAX_RANK_LINE_BYTES } from './line-limit.ts';
+import { MAX_RANK_LINE_BYTES, quoteLine } from './line-limit.ts';
 import { OrchRankExchangeSchema } from './orch-rank-exchange.ts';
 import {
   ORCH_RANK_ERROR_CODE_NAMES,
@@ -205,7 +205,7 @@ export function parseOrchRankLine(raw: string): OrchRankLine {
     json = JSON.parse(rebaseTraceTimes(raw));
   } catch {
     throw new Error(
-      `not a JSON line of the orch-rank protocol (the program printed to its protocol stream; print to stderr, or let orch_rank move stdout there): ${raw.slice(0, 300)}`,
+      `not a JSON line of the orch-rank protocol (the program printed to its protocol stream; print to stderr, or let orch_rank move stdout there): ${quoteLine(raw)}`,
     );
   }
   const hello = VersionSchema.safeParse(json);

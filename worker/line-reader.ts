@@ -4,7 +4,7 @@
  * a writer that never ends its line cannot make the worker buffer without bound.
  */
 import type { Readable } from 'node:stream';
-import { QUOTED_LINE_CHARS } from '../jobs/line-limit.ts';
+import { QUOTED_LINE_BYTES } from '../jobs/line-limit.ts';
 
 export interface LineReaderHandlers {
   onLine: (line: string) => void;
@@ -26,7 +26,7 @@ export function readLines(stream: Readable, maxBytes: number, h: LineReaderHandl
     if (discarding || piece.length === 0) return;
     if (size + piece.length > maxBytes) {
       const head = Buffer.concat([...parts, piece])
-        .subarray(0, QUOTED_LINE_CHARS)
+        .subarray(0, QUOTED_LINE_BYTES)
         .toString('utf8');
       parts = [];
       size = 0;

@@ -181,7 +181,8 @@ export class RankProtocol<L extends ProtocolLine> {
         this.tail.push('stdout', raw);
         this.onStdout(raw);
       },
-      onTooLong: (head) => this.breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${head}`),
+      onTooLong: (head) =>
+        this.breakProtocol(`a stdout line longer than ${MAX_RANK_LINE_LABEL}, starting: ${quoteLine(head)}`),
     });
     // stderr is for people: an overlong line is kept by its head, not a protocol fault
     readLines(child.stderr, MAX_RANK_LINE_BYTES, {
@@ -341,7 +342,7 @@ export class RankProtocol<L extends ProtocolLine> {
     const wrongArm = p !== null && arm !== undefined && arm !== p.op.arm.name;
     if (stray || wrongArm) {
       const expected = p === null ? 'no request in flight' : `request ${p.op.id} (arm ${p.op.arm.name}) in flight`;
-      const got = arm !== undefined ? `id ${id ?? 'none'}, arm ${arm}` : `id ${id ?? 'none'}`;
+      const got = `id ${quoteLine(id ?? 'none')}${arm !== undefined ? `, arm ${quoteLine(arm)}` : ''}`;
       this.breakProtocol(`a "${type}" line of ${got} with ${expected}: ${quoteLine(raw)}`);
       return;
     }
