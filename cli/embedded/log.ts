@@ -5,10 +5,17 @@
  * `pretty` (one line per record for a person: level, message, the error's code and message, no
  * stack); unset, pretty on a terminal and JSON anywhere else. Either way a stack only at
  * ORCH_LOG=debug or for a bug in orch (errSerializer).
+ *
+ * A record's message, error and fields may quote a rank (a protocol fault quoting its stdout line,
+ * a reason) or a record read back from Redis: the pretty line escapes each of them
+ * (jobs/rank-text.ts), the one place every record passes on its way to a terminal. The JSON lines
+ * are for a collector, which reads them as data (pino escapes the C0 controls there; C1 and bidi
+ * characters pass as JSON allows).
  */
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { z } from 'zod';
 import { kindOf } from '../../jobs/error-codes.ts';
+import { escapeRankText } from '../../jobs/rank-text.ts';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -31,22 +38,22 @@ export function prettyRecord(json: string): string {
   try {
     parsed = JSON.parse(json);
   } catch {
-    return json.trimEnd();
+    return escapeRankText(json.trimEnd());
   }
   const record = PinoRecordSchema.safeParse(parsed);
-  if (!record.success) return json.trimEnd();
+  if (!record.success) return escapeRankText(json.trimEnd());
   const r = record.data;
-  const level = LEVELS[Number(r.level)] ?? String(r.level);
+  const level = LEVELS[Number(r.level)] ?? escapeRankText(String(r.level));
   const err = r.err;
   const why =
     err && typeof err.message === 'string'
-      ? ` (${typeof err.code === 'string' ? `${err.code}: ` : ''}${err.message.split('\n')[0]})`
+      ? ` (${typeof err.code === 'string' ? `${escapeRankText(err.code)}: ` : ''}${escapeRankText(err.message.split('\n')[0] ?? '')})`
       : '';
   const extra = Object.entries(r)
     .filter(([k]) => !ENVELOPE.has(k))
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .map(([k, v]) => escapeRankText(`${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`))
     .join(' ');
-  return `orch ${String(r.role ?? '')} ${level}: ${String(r.msg ?? '')}${why}${extra ? `  ${extra}` : ''}`;
+  return `orch ${escapeRankText(String(r.role ?? ''))} ${level}: ${escapeRankText(String(r.msg ?? ''))}${why}${extra ? `  ${extra}` : ''}`;
 }
 
 function prettyStderr(): DestinationStream {
