@@ -5,7 +5,8 @@
  * this record is written once, with the failure, by the worker that saw the rank fail
  * (store/lua/fail-block.lua), and is bounded: RANK_OUTPUT_TAIL_LINES lines per stream, each at
  * most RANK_OUTPUT_LINE_MAX_BYTES and escaped as every rank text is (jobs/rank-text.ts), and at
- * most RANK_OUTPUT_RECORDS_MAX records per experiment.
+ * most RANK_OUTPUT_RECORDS_MAX records per experiment. Read back, the record is escaped again
+ * (RankOutputTailSchema): anyone who reaches Redis can write it, ESC in its lines, host or card.
  */
 import { z } from 'zod';
 import { escapeRankText } from './rank-text.ts';
@@ -26,14 +27,26 @@ const TailLines = z.array(z.string().max(RANK_OUTPUT_LINE_MAX_BYTES)).max(RANK_O
 export const RankOutputSchema = z.strictObject({ stdout: TailLines, stderr: TailLines });
 export type RankOutput = z.infer<typeof RankOutputSchema>;
 
-/** One failed rank's record: which block attempt, rank and card, and its output. */
+/**
+ * One failed rank's record: which block attempt, rank and card, and its output. Its text comes out
+ * escaped whoever wrote it: a record is read from Redis, which is no proof that a worker escaped
+ * it. escapeRankText changes nothing of its own output at the same bound (that output has no
+ * control, bidi or surrogate left, no workflow command at its start, and fits the bound, the cut
+ * marker included), so a worker's record reads back as it was written and only a planted one changes.
+ */
 export const RankOutputTailSchema = RankOutputSchema.extend({
   block: z.int().min(0),
   attempt: z.int().min(0),
   rank: z.int().min(0),
   card: z.string(),
   host: z.string(),
-});
+}).transform((t) => ({
+  ...t,
+  card: escapeRankText(t.card),
+  host: escapeRankText(t.host),
+  stdout: t.stdout.map((l) => escapeRankText(l, RANK_OUTPUT_LINE_MAX_BYTES)),
+  stderr: t.stderr.map((l) => escapeRankText(l, RANK_OUTPUT_LINE_MAX_BYTES)),
+}));
 export type RankOutputTail = z.infer<typeof RankOutputTailSchema>;
 
 /** The record's field in `<prefix>:experiment:<id>:rank-output`. */

@@ -1,8 +1,9 @@
 /**
  * What the ranks of a failed block printed last (jobs/rank-output-tail.ts), where the user looks:
  * report.md's "Output of failed ranks" section, one part per failed rank of each failed block,
- * and the same lines on submit's stderr at its end. The lines were escaped when recorded (one
- * line each, no control characters); report.md holds them in indented code blocks, which no
+ * and the same lines on submit's stderr at its end. The lines, card and host come escaped from
+ * the record's schema (jobs/rank-output-tail.ts escapes them as they are read back from Redis: one
+ * line each, no control characters); report.md holds the lines in indented code blocks, which no
  * text inside can end or turn into markup.
  */
 import type { RankOutputTail } from '../../jobs/rank-output-tail.ts';

@@ -18,6 +18,7 @@ import {
   RANK_OUTPUT_RECORDS_MAX,
   type RankOutputTail,
 } from '../../jobs/rank-output-tail.ts';
+import { failedOutputLines, failedOutputSection } from '../../orchestrator/report/failed-output-section.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { ResultStore } from '../../store/result-store.ts';
 import { runOrch } from '../cli/run-orch.ts';
@@ -141,6 +142,37 @@ describe("a failed rank's last lines", () => {
       ['b0 a2 r0', 'b0 a2 r1', 'b2 a3 r0'],
       'block 1 committed after its failure; block 0 attempt 1 is said again by attempt 2',
     );
+  });
+
+  it('a record planted in Redis (anyone may write it) is shown escaped: its lines, card and host', async () => {
+    const prefix = freshPrefix('planted');
+    const planted = {
+      block: 0,
+      attempt: 1,
+      rank: 0,
+      card: 'cpu:0\x1b[2J',
+      host: 'h\x1b]0;owned\x07',
+      stdout: ['\x1b]0;x\x07\x1b[2J\x1b[32mall gates passed', '::error::pwned'],
+      stderr: ['\x1b]52;c;Y3VybCBldmlsfHNo\x07', 'ok \u009b31m\u202eevil'],
+    };
+    await r.redis.hset(orchKeys(prefix).rankOutput('e1'), '0/1/0', JSON.stringify(planted));
+    const records = Object.values(await new ResultStore(r.redis, { prefix }).rankOutputs('e1'));
+    const a = { failed_rank_output: failedBlocksOutput(records, new Set([0])) };
+    const shown = [failedOutputSection(a).join('\n'), failedOutputLines(a).join('\n')];
+    for (const text of shown) {
+      assertInert(text);
+      assert.ok(text.includes('\\x1b]0;x\\x07\\x1b[2J\\x1b[32mall gates passed'), text);
+      assert.ok(text.includes('\\x1b]52;c;Y3VybCBldmlsfHNo\\x07'), text);
+      assert.ok(text.includes('\\x3a:error::pwned'), text);
+      assert.ok(text.includes('card cpu:0\\x1b[2J on h\\x1b]0;owned\\x07'), text);
+    }
+    // a worker's own record reads back as it was written: escaping its escaped lines changes nothing
+    const tail = new OutputTail();
+    for (const l of planted.stdout) tail.push('stdout', l);
+    const honest = { ...planted, card: 'cpu:0', host: 'h', ...tail.output(), block: 1 };
+    await r.redis.hset(orchKeys(prefix).rankOutput('e1'), '1/1/0', JSON.stringify(honest));
+    const read = (await new ResultStore(r.redis, { prefix }).rankOutputs('e1'))['1/1/0'];
+    assert.deepEqual(read, honest);
   });
 
   it('Redis keeps at most RANK_OUTPUT_RECORDS_MAX records of an experiment', async () => {

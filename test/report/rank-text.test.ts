@@ -47,6 +47,12 @@ describe('escapeRankText', () => {
 
   it('is idempotent, so text escaped where it was stored prints the same when escaped again', () => {
     for (const h of HOSTILE) assert.equal(escapeRankText(escapeRankText(h)), escapeRankText(h));
+    // cut too: the kept part and its marker fit the bound, so a second pass at it keeps them whole
+    for (const max of [512, RANK_TEXT_MAX_BYTES]) {
+      const cut = escapeRankText(`${HOSTILE.join('')}${'\x1b🙂'.repeat(5000)}`, max);
+      assert.match(cut, /\[cut: \d+ more bytes\]$/);
+      assert.equal(escapeRankText(cut, max), cut);
+    }
   });
 
   it('cuts a 1 MiB line to the bound, marked, never inside an escape or a character', () => {
