@@ -6,10 +6,15 @@
  *
  * Under --json the error is one JSON object on stdout (jsonError) and nothing else is printed
  * there; a bug's stack still goes to stderr.
+ *
+ * A message may quote what orch read from someone else: a record read back from Redis
+ * (STORED_RECORD_INVALID), a rank's line, a results file. On the terminal each of its lines is
+ * escaped (jobs/rank-text.ts), whichever path built the message and whether or not it escaped.
  */
 import { codeOf, ERROR_CODES, exitCodeFor, kindOf, printsStack } from '../jobs/error-codes.ts';
 import { OrchError, SpecError, type SpecIssue } from '../jobs/errors.ts';
 import { messageOf } from '../jobs/message-of.ts';
+import { escapeRankText } from '../jobs/rank-text.ts';
 
 export function exitCodeOf(err: unknown): number {
   return exitCodeFor(err);
@@ -65,7 +70,19 @@ export function jsonError(err: unknown): JsonError {
   };
 }
 
+/** `text`'s lines, each escaped: the message keeps its line breaks, and nothing else runs. */
+function printable(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => escapeRankText(l))
+    .join('\n');
+}
+
 export function formatError(err: unknown): string {
+  return printable(errorText(err));
+}
+
+function errorText(err: unknown): string {
   if (err instanceof SpecError) {
     const files = new Set(err.issues.map((i) => i.file)).size;
     const n = err.issues.length;

@@ -3,7 +3,11 @@
  * state, the time since submit and the ETA (orchestrator/experiment/eta.ts), a bar per block, a
  * line per build. Each line has a key (what it is about) and a `change` (its text without the
  * clock), so an append-only printer can tell a line that moved from one whose clock ticked.
+ * The names and reasons in it were read from Redis (the progress hash's latest rep, a block's
+ * `why`, a build event's host and key), which anyone who reaches it may have written: each is
+ * escaped (jobs/rank-text.ts), so the only escape sequences in a line are this view's colours.
  */
+import { escapeRankText } from '../../jobs/rank-text.ts';
 import { formatDuration, formatEta } from '../../orchestrator/experiment/eta.ts';
 import type { BlockProgress, BuildProgress, Progress } from '../../orchestrator/experiment/progress.ts';
 
@@ -30,9 +34,8 @@ function paint(s: string, code: string | undefined, color: boolean): string {
 export function progressLines(p: Progress, opts: { color: boolean; barWidth?: number }): ProgressLine[] {
   const state = paint(p.state, STATE_COLOURS[p.state], opts.color);
   const clock = `elapsed ${formatDuration(p.elapsedMs)}${p.eta === null && ['done', 'failed', 'cancelled'].includes(p.state) ? '' : `  ${formatEta(p.eta)}`}`;
-  const lines: ProgressLine[] = [
-    { key: 'state', text: `${p.experiment}  ${state}  ${clock}`, change: `${p.experiment}  ${p.state}` },
-  ];
+  const id = escapeRankText(p.experiment);
+  const lines: ProgressLine[] = [{ key: 'state', text: `${id}  ${state}  ${clock}`, change: `${id}  ${p.state}` }];
   for (const b of p.blocks) {
     const line = blockLine(b, opts.barWidth ?? 24);
     lines.push({ key: `block ${b.block}`, text: line.text, change: line.change });
@@ -47,9 +50,9 @@ function blockLine(b: BlockProgress, width: number): { text: string; change: str
   const filled = b.planned === 0 ? 0 : Math.round((b.done / b.planned) * width);
   const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
   const last = b.latest
-    ? `  last ${b.latest.arm} ${b.latest.mode}/${b.latest.backend} median ${b.latest.median_ms?.toFixed(3) ?? '-'} ms/step`
+    ? `  last ${escapeRankText(`${b.latest.arm} ${b.latest.mode}/${b.latest.backend}`)} median ${b.latest.median_ms?.toFixed(3) ?? '-'} ms/step`
     : '';
-  const why = b.phase === 'waiting' && b.why ? `  (${b.why})` : '';
+  const why = b.phase === 'waiting' && b.why ? `  (${escapeRankText(b.why)})` : '';
   const head = `  block ${b.block}  ${bar} ${String(b.done).padStart(3)}/${b.planned}  ${b.phase}${b.attempt > 0 ? ` a${b.attempt}` : ''}`;
   const left =
     b.phase !== 'running'
@@ -65,5 +68,5 @@ function buildLine(b: BuildProgress): string {
   const what =
     b.state === 'waiting for the build lock' && b.position !== null ? `${b.state} (#${b.position})` : b.state;
   const secs = b.ms === null ? '' : b.state === 'cached' ? '' : ` in ${(b.ms / 1000).toFixed(1)} s`;
-  return `build ${(b.commit ?? b.key).slice(0, 12)} on ${b.host}  ${what}${secs}`;
+  return `build ${escapeRankText((b.commit ?? b.key).slice(0, 12))} on ${escapeRankText(b.host)}  ${what}${secs}`;
 }

@@ -241,34 +241,40 @@ async function pageOf(
   return { ids: listed, counts };
 }
 
+/**
+ * The status as text for a terminal. Every string in it was read from Redis (a card's id, host and
+ * version, the leader, a lease's experiment, a block's `why` and reason), which anyone who reaches
+ * it may have written: each is escaped (jobs/rank-text.ts) as it is put in a line.
+ */
 export function renderStatus(s: ClusterStatus): string {
+  const esc = escapeRankText;
   const lines: string[] = [];
-  lines.push(`scheduler leader: ${s.leader ?? 'none (start orch serve)'}`);
+  lines.push(`scheduler leader: ${s.leader === null ? 'none (start orch serve)' : esc(s.leader)}`);
   lines.push('', 'queues');
   for (const [name, c] of Object.entries(s.queues)) {
     const parts = Object.entries(c)
       .filter(([, n]) => n > 0)
       .map(([k, n]) => `${k} ${n}`);
-    lines.push(`  ${name.padEnd(16)} ${parts.join(', ') || 'empty'}`);
+    lines.push(`  ${esc(name).padEnd(16)} ${parts.join(', ') || 'empty'}`);
   }
   // a host of another orch than this one: told once per host, before its cards
   const differing = new Map(s.cards.filter((c) => c.version_differs).map((c) => [c.host, c.version] as const));
   for (const [host, version] of differing) {
     lines.push(
-      `host ${host} runs ${version ?? 'an unknown version (an older worker)'}, not ${s.reader ?? 'this orch'}: its cards never join a gang with other versions; update its checkout and restart its worker (orch hosts down/up)`,
+      `host ${esc(host)} runs ${version === null ? 'an unknown version (an older worker)' : esc(version)}, not ${s.reader ?? 'this orch'}: its cards never join a gang with other versions; update its checkout and restart its worker (orch hosts down/up)`,
     );
   }
   lines.push('', 'cards');
   if (s.cards.length === 0) lines.push('  none registered (start orch worker on a host)');
   for (const c of s.cards) {
     const who = c.holder
-      ? `held by ${c.holder.experiment} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)`
+      ? `held by ${esc(c.holder.experiment)} block ${c.holder.block} (epoch ${c.holder.epoch}, expires in ${Math.max(0, Math.round(c.holder.expires_in_ms / 100) / 10)} s)`
       : 'free';
-    const version = c.version_differs ? `  version ${c.version ?? 'unknown'} DIFFERS` : '';
+    const version = c.version_differs ? `  version ${c.version === null ? 'unknown' : esc(c.version)} DIFFERS` : '';
     // a cuda card's memory and capability, what a spec's workload.requires is checked against
     const offer = c.backend === 'cuda' ? describeOffer({ backend: 'cuda', ...reported(c) }) : '';
     lines.push(
-      `  ${c.id.padEnd(20)} ${c.host.padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}${offer}`,
+      `  ${esc(c.id).padEnd(20)} ${esc(c.host).padEnd(12)} ${c.backend.padEnd(5)} ${c.alive ? 'alive' : 'DEAD '}  ${who}${version}${offer}`,
     );
   }
   const counts = Object.entries(s.counts)
@@ -278,15 +284,15 @@ export function renderStatus(s: ClusterStatus): string {
   if (s.experiments.length === 0) lines.push('  none');
   for (const e of s.experiments) {
     lines.push(
-      `  ${e.id}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.uncommitted > 0 ? ` (+${e.uncommitted} in running blocks, not yet committed)` : ''}${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${escapeRankText(e.reason)})` : ''}`,
+      `  ${esc(e.id)}  ${e.state}  ${e.measured}/${e.planned} reps measured${e.uncommitted > 0 ? ` (+${e.uncommitted} in running blocks, not yet committed)` : ''}${e.outcome ? `  ${outcomeText(e.outcome)}` : ''}${e.reason ? `  (${esc(e.reason)})` : ''}`,
     );
     for (const b of e.blocks) {
       const detail =
         b.phase === 'waiting'
-          ? `waiting: ${b.why}`
+          ? `waiting: ${esc(b.why ?? '')}`
           : b.phase === 'running'
-            ? `running attempt ${b.attempt} on ${b.cards.join(', ')}`
-            : `${b.phase}${b.reason ? `: ${escapeRankText(b.reason)}` : ''}`;
+            ? `running attempt ${b.attempt} on ${b.cards.map((c) => esc(c)).join(', ')}`
+            : `${b.phase}${b.reason ? `: ${esc(b.reason)}` : ''}`;
       lines.push(`    block ${b.block}  ${detail}`);
     }
   }
