@@ -26,10 +26,10 @@ const lineOf = (mark: string) =>
 const BLOCKER_LINE = lineOf('# BLOCKER');
 /** the host sync after the first blocker: the capture never gets there, the rank library's audit does */
 const SECOND_LINE = lineOf('# SECOND BLOCKER');
-/** Both blockers as report.md lists them: the one the capture stopped at, then the one the audit found. */
+/** Both blockers as report.md lists them (the program's message as inline code): the one the capture stopped at, then the one the audit found. */
 const BOTH = [
-  `- arm graph at \`${PROGRAM}:${BLOCKER_LINE}\`: capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned`,
-  `- arm graph at \`${PROGRAM}:${SECOND_LINE}\`: CUDA error: operation not permitted when stream is capturing (a host sync: .item())`,
+  `- arm graph at \`${PROGRAM}:${BLOCKER_LINE}\`: \`capturing graph 'decode': RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned\``,
+  `- arm graph at \`${PROGRAM}:${SECOND_LINE}\`: \`CUDA error: operation not permitted when stream is capturing (a host sync: .item())\``,
 ];
 
 const spec = `name: hf-host-input
