@@ -164,12 +164,20 @@ export class CardRegistry {
     return gone.size === 0 ? cards : cards.filter((c) => !gone.has(c.host));
   }
 
-  /** Every card in the registry, of gone hosts too (a host registering again replaces its own). */
+  /**
+   * Every card in the registry, of gone hosts too (a host registering again replaces its own). A
+   * field that is not a card (not JSON, or not of its schema: anyone who reaches Redis may write
+   * one) is no card: it once threw here, out of the scheduler's grant pass and `orch status`.
+   */
   private async registered(): Promise<Card[]> {
     const h = await this.redis.hgetall(this.keys.cards);
-    return Object.values(h)
-      .map((v) => CardSchema.safeParse(JSON.parse(v)))
-      .flatMap((r) => (r.success ? [r.data] : []));
+    return Object.entries(h).flatMap(([field, v]) => {
+      try {
+        return [parseStored(CardSchema, v, `${this.keys.cards} field ${field}`)];
+      } catch {
+        return [];
+      }
+    });
   }
 
   /** Cards whose host heartbeats, optionally of one host; ordered by host, then index. */

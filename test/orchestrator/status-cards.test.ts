@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { clusterStatus, renderStatus } from '../../orchestrator/experiment/cluster-status.ts';
 import { CardRegistry } from '../../store/card-registry.ts';
+import { orchKeys } from '../../store/keys.ts';
 import { cpuCard, gpuCard } from '../../worker/discover-cards.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
 
@@ -36,4 +37,18 @@ test("status lists a cuda card's memory and compute capability, and says when th
   const json = s.cards.find((c) => c.id === 'GPU-aaaa');
   assert.equal(json?.memory_mib, 143771);
   assert.equal(json?.compute_capability, '9.0');
+});
+
+test('a card field that is not a card (anyone may write Redis) is skipped: status and the grant pass still read the others', async () => {
+  const prefix = freshPrefix('sb');
+  const registry = new CardRegistry(env.redis, { prefix });
+  await registry.register('c1', [cpuCard('c1', 0)], { ttlMs: 10_000, pid: process.pid });
+  const cards = orchKeys(prefix).cards;
+  await env.redis.hset(cards, 'planted-1', 'not json {', 'planted-2', JSON.stringify({ id: 'x' }));
+  assert.deepEqual(
+    (await registry.liveCards()).map((c) => c.id),
+    ['cpu:0@c1'],
+  );
+  const text = renderStatus(await clusterStatus(env.redis, prefix, {}));
+  assert.match(text, /^ {2}cpu:0@c1 +c1 +cpu +alive +free$/m);
 });
