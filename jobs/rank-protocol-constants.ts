@@ -20,6 +20,14 @@ export const ORCH_RANK_PROTOCOL_NAME = 'orch-rank';
  */
 export const RANK_LINE_MAX_BYTES = 1024 * 1024;
 
+/**
+ * The most requests the worker has written to a rank and not yet had answered: the one being
+ * answered and one behind it (the one-deep pipeline, worker/rank-protocol.ts). A rank library's
+ * exchange() holds the lines it reads while it waits for its answer, at most this many (they can
+ * only be those requests); one more is refused (ranklib/PROTOCOL.md "Exchange").
+ */
+export const RANK_REQUESTS_IN_FLIGHT_MAX = 2;
+
 /** graphrt's toggles (request `toggles` keys), in graphrt's order (native/src/request.cpp). */
 export const GRAPHRT_TOGGLE_NAMES = [
   'graph',

@@ -24,6 +24,7 @@ import {
   RANK_LIBRARY_EXIT_CODES,
   RANK_LINE_MAX_BYTES,
   RANK_PROTOCOL_VERSION,
+  RANK_REQUESTS_IN_FLIGHT_MAX,
   TOGGLE_ON_STRINGS,
 } from './rank-protocol-constants.ts';
 
@@ -106,7 +107,7 @@ export function rankProtocolDescription(): Record<string, unknown> {
       'The rank protocol described once: generated from jobs/rank-protocol-description.ts by `npm run gen:protocol`; do not edit.',
     protocol: ORCH_RANK_PROTOCOL_NAME,
     version: RANK_PROTOCOL_VERSION,
-    limits: { line_max_bytes: RANK_LINE_MAX_BYTES },
+    limits: { line_max_bytes: RANK_LINE_MAX_BYTES, requests_in_flight_max: RANK_REQUESTS_IN_FLIGHT_MAX },
     toggle_on_strings: TOGGLE_ON_STRINGS,
     graphrt: { toggles: GRAPHRT_TOGGLE_NAMES, features: GRAPHRT_FEATURE_NAMES, exit_codes: GRAPHRT_EXIT_CODE_TABLE },
     rank_library: { exit_codes: RANK_LIBRARY_EXIT_CODES, error_codes: ORCH_RANK_ERROR_CODE_NAMES },

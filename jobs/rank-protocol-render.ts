@@ -14,6 +14,7 @@ import {
   RANK_LIBRARY_EXIT_CODES,
   RANK_LINE_MAX_BYTES,
   RANK_PROTOCOL_VERSION,
+  RANK_REQUESTS_IN_FLIGHT_MAX,
   TOGGLE_ON_STRINGS,
 } from './rank-protocol-constants.ts';
 import { rankProtocolDescription } from './rank-protocol-description.ts';
@@ -45,6 +46,7 @@ export function renderPython(): string {
     `PROTOCOL = ${py(ORCH_RANK_PROTOCOL_NAME)}`,
     `VERSION = ${RANK_PROTOCOL_VERSION}`,
     `LINE_MAX_BYTES = ${RANK_LINE_MAX_BYTES}  # a line's bytes, its "\\n" not counted`,
+    `REQUESTS_IN_FLIGHT_MAX = ${RANK_REQUESTS_IN_FLIGHT_MAX}  # written by the worker, not yet answered`,
     `TOGGLE_ON_STRINGS = (${TOGGLE_ON_STRINGS.map(py).join(', ')},)`,
     `EXIT_OK = ${RANK_LIBRARY_EXIT_CODES.OK}`,
     `EXIT_FAILED = ${RANK_LIBRARY_EXIT_CODES.FAILED}`,
@@ -70,6 +72,7 @@ export function renderCppSection(): string {
     `inline constexpr const char* kProtocol = ${cStr(ORCH_RANK_PROTOCOL_NAME)};`,
     `inline constexpr int kVersion = ${RANK_PROTOCOL_VERSION};`,
     `inline constexpr std::size_t kMaxLineBytes = ${RANK_LINE_MAX_BYTES};  // a line's bytes, its newline not counted`,
+    `inline constexpr std::size_t kRequestsInFlightMax = ${RANK_REQUESTS_IN_FLIGHT_MAX};  // written by the worker, not yet answered`,
     `inline constexpr const char* kToggleOnStrings[] = {${TOGGLE_ON_STRINGS.map(cStr).join(', ')}};`,
     `inline constexpr int kExitOk = ${RANK_LIBRARY_EXIT_CODES.OK};`,
     `inline constexpr int kExitFailed = ${RANK_LIBRARY_EXIT_CODES.FAILED};`,

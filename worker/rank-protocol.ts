@@ -42,6 +42,7 @@ import { OrchError } from '../jobs/errors.ts';
 import { MAX_RANK_LINE_BYTES, MAX_RANK_LINE_LABEL, quoteLine } from '../jobs/line-limit.ts';
 import { messageOf } from '../jobs/message-of.ts';
 import { OutputTail, type RankOutput } from '../jobs/rank-output-tail.ts';
+import { RANK_REQUESTS_IN_FLIGHT_MAX } from '../jobs/rank-protocol-constants.ts';
 import { readLines } from './line-reader.ts';
 import { HelloDeadlineError, type RankExit, RankExitError, type RankOp, RankProtocolError } from './rank-runner.ts';
 
@@ -114,7 +115,7 @@ const STDERR_KEEP = 20;
  * the block, nor a cancel — waiting for a close that never comes.
  */
 export const STDIO_GRACE_MS = 1000;
-const MAX_PENDING = 2;
+const MAX_PENDING = RANK_REQUESTS_IN_FLIGHT_MAX;
 
 type HelloOf<L> = Extract<L, { type: 'hello' }>;
 /** The host phase's line: what prepare() took. */

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -53,6 +54,7 @@ inline constexpr const char* kLibrary = "orch_rank.h 1.0";
 inline constexpr const char* kProtocol = "orch-rank";
 inline constexpr int kVersion = 1;
 inline constexpr std::size_t kMaxLineBytes = 1048576;  // a line's bytes, its newline not counted
+inline constexpr std::size_t kRequestsInFlightMax = 2;  // written by the worker, not yet answered
 inline constexpr const char* kToggleOnStrings[] = {"true", "on"};
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
@@ -707,13 +709,20 @@ inline void graph(const std::string& key, const std::function<void()>& body) {
 
 // ---------------------------------------------------------------------------------------------
 // The protocol stream and stdin, shared by serve() and exchange(); apart from Runtime, whose
-// construction asks CUDA for its devices (the host phase must not, before `open`).
+// construction asks CUDA for its devices (the host phase must not, before `open`). Lines read
+// while an exchange waits for its answer are the requests the worker wrote behind the one being
+// served (the one-deep pipeline): they are held, at most kRequestsInFlightMax, and serve() reads
+// them before stdin, in the order they came.
 
 namespace detail {
+
+enum class Read { Line, End, TooLong };
 
 struct Io {
   int out = -1;       // the protocol stream, once serve() took it
   int exchanges = 0;  // exchange() calls so far
+  // lines read off stdin while an exchange waited for its answer, not yet served (TooLong: over the limit)
+  std::deque<std::pair<Read, std::string>> held;
 };
 inline Io& io() {
   static Io* x = new Io();
@@ -732,8 +741,6 @@ inline void write_line(const std::string& line) {
     done += static_cast<std::size_t>(n);
   }
 }
-
-enum class Read { Line, End, TooLong };
 
 // The next line of stdin without its "\n"; a line over kMaxLineBytes is read to its end and
 // dropped (TooLong), so a runaway writer cannot make the rank buffer without bound.
@@ -757,6 +764,25 @@ inline Read read_line(std::string& line) {
     return Read::TooLong;
   }
   return Read::Line;
+}
+
+// Keeps a line read while `what` waited for its answer, for serve(); more than the worker may have
+// in flight is a protocol error (std::runtime_error), the line not kept.
+inline void hold(Read got, const std::string& line, const std::string& what) {
+  if (io().held.size() >= kRequestsInFlightMax)
+    throw std::runtime_error(what + ": one line more than the " + std::to_string(kRequestsInFlightMax) +
+                             " requests the worker may have in flight came before its answer (ranklib/PROTOCOL.md \"Exchange\"), a "
+                             "protocol error; dropped: " + line.substr(0, 200));
+  io().held.emplace_back(got, line);
+}
+
+// The next line to serve: a held one first, else stdin's (read_line).
+inline Read next_line(std::string& line) {
+  if (io().held.empty()) return read_line(line);
+  const Read got = io().held.front().first;
+  line = std::move(io().held.front().second);
+  io().held.pop_front();
+  return got;
 }
 
 inline std::string base64_encode(const std::string& in) {
@@ -820,7 +846,8 @@ inline int this_rank() {
 // "exchange"): rank 0's `data` (at most kExchangeMaxBytes) comes back on every rank, rank 0's
 // included; other ranks' `data` is not sent. Blocks until the worker answers; throws
 // std::runtime_error with the worker's text when it cannot (rank 0 never published in time).
-// Callable in setup() (before hello) or inside a request.
+// Callable in setup() (before hello) or inside a request: a request line it reads while it waits
+// (the worker may have written the next one already) is held and served after this one.
 inline std::string exchange(const std::string& key, const std::string& data) {
   if (!detail::exchange_key_ok(key))
     throw std::invalid_argument("exchange key \"" + key + "\" must be 1-" + std::to_string(kExchangeKeyMaxChars) + " of A-Z a-z 0-9 _ . -");
@@ -833,18 +860,27 @@ inline std::string exchange(const std::string& key, const std::string& data) {
   detail::write_line("{\"v\":1,\"type\":\"exchange\",\"key\":" + json::quote(key) + ",\"data\":" +
                      (root ? "\"" + detail::base64_encode(data) + "\"" : std::string("null")) + "}");
   std::string line;
-  const detail::Read got = detail::read_line(line);
-  if (got != detail::Read::Line)
-    throw std::runtime_error("exchange \"" + key + "\": stdin " + (got == detail::Read::End ? "closed" : "sent a line over the limit") + " before the worker's answer");
   json::Value reply;
-  try {
-    reply = json::parse(line);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("exchange \"" + key + "\": the answer is not JSON: " + e.what());
+  for (;;) {
+    // stdin's own lines, never the held ones: those are requests, not this answer
+    const detail::Read got = detail::read_line(line);
+    if (got == detail::Read::End) throw std::runtime_error("exchange \"" + key + "\": stdin closed before the worker's answer");
+    if (got == detail::Read::Line && line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
+    if (got == detail::Read::Line) {
+      try {
+        reply = json::parse(line);
+        const json::Value* op = reply.find("op");
+        if (reply.kind == json::Value::Kind::Object && op != nullptr && op->kind == json::Value::Kind::String && op->string == "exchange")
+          break;
+      } catch (const std::invalid_argument&) {
+        // not JSON: not the answer; served (and refused) after it
+      }
+    }
+    // a request the worker wrote behind the one being served (the one-deep pipeline): served after
+    detail::hold(got, line, "exchange \"" + key + "\"");
   }
-  const json::Value* op = reply.find("op");
   const json::Value* k = reply.find("key");
-  if (reply.kind != json::Value::Kind::Object || op == nullptr || op->string != "exchange" || k == nullptr || k->string != key)
+  if (k == nullptr || k->string != key)
     throw std::runtime_error("exchange \"" + key + "\": expected {\"op\":\"exchange\",\"key\":\"" + key + "\"}, got " + line.substr(0, 200));
   if (const json::Value* err = reply.find("error"); err != nullptr) throw std::runtime_error("exchange \"" + key + "\": " + err->string);
   const json::Value* d = reply.find("data");
@@ -1119,7 +1155,7 @@ class Server {
     }
     std::string line;
     for (;;) {
-      const Read got = read_line(line);
+      const Read got = next_line(line);
       if (got == Read::End) return kExitOk;
       if (got == Read::Line && line.find_first_not_of(" \t\r") == std::string::npos) continue;
       if (!handle(got == Read::TooLong ? nullptr : &line)) return kExitFailed;
@@ -1179,7 +1215,7 @@ class Server {
     emit("{\"v\":1,\"type\":\"prepared\",\"prepare_ms\":" + json::number(prepare_ms) + "}");
     std::string line;
     for (;;) {
-      const Read got = read_line(line);
+      const Read got = next_line(line);
       if (got == Read::End) return kExitOk;  // the worker gave the rank up before its lease
       if (got == Read::Line && line.find_first_not_of(" \t\r") == std::string::npos) continue;
       std::string why = "a line over the line limit";

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { RANK_LINE_MAX_BYTES } from '../../jobs/rank-protocol-constants.ts';
+import { RANK_LINE_MAX_BYTES, RANK_REQUESTS_IN_FLIGHT_MAX } from '../../jobs/rank-protocol-constants.ts';
 import { RankUnderTest } from './rank-under-test.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -106,6 +106,8 @@ function normal(line: Line | null): unknown {
   }
   return out;
 }
+
+const base64 = (text: string): string => Buffer.from(text).toString('base64');
 
 const rep = (id: string, toggles: Record<string, boolean | string>, extra: Line = {}): Line => ({
   v: 1,
@@ -317,6 +319,55 @@ for (const lib of LIBRARIES) {
       assert.match(r.stderr, /deadline: rank 0 never published/);
     });
 
+    test('exchange inside a request with the next request already written: the answer read past it, both served', async () => {
+      // the worker's one-deep pipeline: rep "second" is on stdin before "first"'s step exchanges
+      const r = track(lib.start({ ORCH_RANK: '0' }, { step_exchange: 'step-key' }));
+      assert.equal((await r.next())?.type, 'hello');
+      r.write(JSON.stringify(rep('first', {})));
+      r.write(JSON.stringify(rep('second', {})));
+      const ex = await r.next();
+      assert.deepEqual(ex, { v: 1, type: 'exchange', key: 'step-key', data: base64('step-bytes') });
+      const first = await r.send({ v: 1, op: 'exchange', key: 'step-key', data: base64('from rank 0') });
+      const second = await r.next();
+      const counters = { exchanged: 0, step_exchanged: 'from rank 0'.length };
+      assert.deepEqual(pick(first, ['type', 'id', 'counters']), { type: 'rep', id: 'first', counters }, r.stderr);
+      assert.deepEqual(pick(second, ['type', 'id', 'counters']), { type: 'rep', id: 'second', counters }, r.stderr);
+      assert.deepEqual(second?.hashes, first?.hashes, 'the same seed, the same hashes');
+      assert.deepEqual(await r.close(), { code: 0, signal: null });
+      assert.equal(await r.next(), null, 'no line after the two answers');
+      record(lib.name, 'exchange inside a request', [ex, normal(first), normal(second)]);
+    });
+
+    test('exchange inside a request: a line more than the worker may have in flight is refused, the held ones served', async () => {
+      const r = track(lib.start({ ORCH_RANK: '1' }, { step_exchange: 'step-key' }));
+      assert.equal((await r.next())?.type, 'hello');
+      // the request being served, then RANK_REQUESTS_IN_FLIGHT_MAX held, then one more: a worker out of bounds
+      const ids = Array.from({ length: RANK_REQUESTS_IN_FLIGHT_MAX + 2 }, (_, i) => `r${i}`);
+      for (const id of ids) r.write(JSON.stringify(rep(id, {})));
+      const ex = await r.next();
+      assert.deepEqual(ex, { v: 1, type: 'exchange', key: 'step-key', data: null });
+      const refused = await r.next();
+      assert.deepEqual(pick(refused, ['type', 'id', 'code', 'fatal']), {
+        type: 'error',
+        id: 'r0',
+        code: 'STEP_FAILED',
+        fatal: false,
+      });
+      assert.match(
+        String(refused?.message),
+        new RegExp(`one line more than the ${RANK_REQUESTS_IN_FLIGHT_MAX} requests the worker may have in flight`),
+      );
+      const served = [];
+      for (const id of ids.slice(1, -1)) {
+        const line = await r.next();
+        assert.deepEqual(pick(line, ['type', 'id']), { type: 'rep', id }, r.stderr);
+        served.push(normal(line));
+      }
+      assert.deepEqual(await r.close(), { code: 0, signal: null });
+      assert.equal(await r.next(), null, 'the line over the bound is dropped, not answered');
+      record(lib.name, 'exchange over the held bound', [ex, normal(refused), ...served]);
+    });
+
     test('host phase: prepared with no device, open sets the devices, hello with prepare_ms and setup_ms', async () => {
       const r = track(
         lib.start({ ORCH_HOST_PHASE: '1', CUDA_VISIBLE_DEVICES: 'GPU-before' }, { expect_devices: 'GPU-conf' }),
@@ -363,7 +414,7 @@ test('conformance: the Python library refuses a prepare() that initialised CUDA 
 test('conformance: the two libraries give the same transcripts, hashes included', () => {
   const py = transcripts.get('python');
   const cpp = transcripts.get('cpp');
-  assert.ok(py !== undefined && cpp !== undefined && py.size === 5, 'every library case ran');
+  assert.ok(py !== undefined && cpp !== undefined && py.size === 7, 'every library case ran');
   for (const [name, lines] of py) assert.deepEqual(cpp.get(name), lines, name);
 });
 

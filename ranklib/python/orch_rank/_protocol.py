@@ -3,6 +3,7 @@
 PROTOCOL = "orch-rank"
 VERSION = 1
 LINE_MAX_BYTES = 1048576  # a line's bytes, its "\n" not counted
+REQUESTS_IN_FLIGHT_MAX = 2  # written by the worker, not yet answered
 TOGGLE_ON_STRINGS = ("true", "on",)
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -19,11 +19,23 @@ def _rank() -> int:
     return int(os.environ.get("ORCH_RANK", "0") or "0")
 
 
+def _exchange_line(raw: bytes | None) -> dict | None:
+    """The worker's exchange answer, or None for any other line (a request, served later)."""
+    if raw is None:
+        return None
+    try:
+        line = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return line if isinstance(line, dict) and line.get("op") == "exchange" else None
+
+
 def exchange(key: str, data: bytes | None) -> bytes:
     """Rank 0 passes its bytes (at most EXCHANGE_MAX_BYTES), every other rank None; every rank,
     rank 0 included, gets rank 0's bytes back. Blocks until the worker answers; raises
     RuntimeError with the worker's text when it cannot (rank 0 never published in time).
-    Callable in setup() (before hello) or inside a request."""
+    Callable in setup() (before hello) or inside a request: a request line it reads while it waits
+    (the worker may have written the next one already) is held and served after this one."""
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise ValueError(f"exchange key {key!r} must match {EXCHANGE_KEY_PATTERN}")
     root = _rank() == 0
@@ -39,14 +51,17 @@ def exchange(key: str, data: bytes | None) -> bytes:
     ch.exchanges += 1
     sent = base64.b64encode(data).decode("ascii") if root else None  # type: ignore[arg-type]
     ch.send_line({"v": 1, "type": "exchange", "key": key, "data": sent})
-    raw = ch.next_line()
-    if not raw:
-        raise RuntimeError(f"exchange {key!r}: stdin {'closed' if raw == b'' else 'sent a line over the limit'} before the worker's answer")
-    try:
-        reply = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RuntimeError(f"exchange {key!r}: the answer is not JSON: {e}") from None
-    if not isinstance(reply, dict) or reply.get("op") != "exchange" or reply.get("key") != key:
+    while True:
+        # stdin's own lines, never the held ones: those are requests, not this answer
+        raw = ch.read_stdin()
+        if raw == b"":
+            raise RuntimeError(f"exchange {key!r}: stdin closed before the worker's answer")
+        reply = _exchange_line(raw)
+        if reply is not None:
+            break
+        # a request the worker wrote behind the one being served (the one-deep pipeline): served after
+        ch.hold(raw, f"exchange {key!r}")
+    if reply.get("key") != key:
         raise RuntimeError(f'exchange {key!r}: expected {{"op":"exchange","key":"{key}"}}, got {raw[:200]!r}')
     if "error" in reply:
         raise RuntimeError(f"exchange {key!r}: {reply['error']}")
