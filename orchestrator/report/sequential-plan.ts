@@ -15,7 +15,10 @@ export function sequentialPlanLines(plan: Plan): string[] {
     at.map((c) => c / max),
     DEFAULT_ALPHA,
   );
+  // a look that spends no alpha has no boundary: it cannot stop, so the earliest stop is the first look with one
+  const earliest = at[bounds.findIndex(Number.isFinite)] ?? max;
+  const none = bounds.some((b) => !Number.isFinite(b)) ? '; none: the look spends no alpha and cannot stop' : '';
   return [
-    `sequential: ${max} block(s) at most, as few as ${at[0]}; looks after ${at.join(', ')} block(s), boundaries z ${bounds.map((b) => b.toFixed(2)).join(', ')} (two-sided alpha ${DEFAULT_ALPHA} over all looks)`,
+    `sequential: ${max} block(s) at most, as few as ${earliest}; looks after ${at.join(', ')} block(s), boundaries z ${bounds.map((b) => (Number.isFinite(b) ? b.toFixed(2) : 'none')).join(', ')} (two-sided alpha ${DEFAULT_ALPHA} over all looks${none})`,
   ];
 }

@@ -16,7 +16,7 @@ export function sequentialSection(s: SequentialOutcome, minEffect: number): stri
       `${l.blocks.length} of ${s.max_blocks}`,
       pct(l.fraction, 0),
       String(l.pairs),
-      l.boundary.toFixed(3),
+      l.boundary === null ? 'none' : l.boundary.toFixed(3),
       l.critical === null ? '—' : l.critical.toFixed(3),
       signedPct(l.estimate),
       l.rci === null ? '—' : `${signedPct(l.rci[0])} to ${signedPct(l.rci[1])}`,
@@ -27,6 +27,19 @@ export function sequentialSection(s: SequentialOutcome, minEffect: number): stri
     s.decided_at === null
       ? `no look decided: ${s.looks.length} look(s) so far`
       : `look ${s.decided_at} decided **${s.decision}**`;
+  // a look that could not stop says why, never "Infinity" (orchestrator/stats/sequential.ts decideLook)
+  const notes = [
+    ...(s.looks.some((l) => l.boundary === null)
+      ? [
+          'A look with boundary "none" spends no alpha (under 2 pairs, or the spending function gives it nothing): it cannot stop the experiment.',
+        ]
+      : []),
+    ...(s.looks.some((l) => l.boundary !== null && l.estimate !== null && l.rci === null)
+      ? [
+          'A repeated CI "—" beside a boundary is unbounded at that look (too few pairs for its critical value): that look cannot stop the experiment.',
+        ]
+      : []),
+  ];
   return [
     '## Sequential looks',
     '',
@@ -34,5 +47,6 @@ export function sequentialSection(s: SequentialOutcome, minEffect: number): stri
     '',
     table,
     '',
+    ...(notes.length === 0 ? [] : [notes.join(' '), '']),
   ];
 }

@@ -270,10 +270,20 @@ export const SequentialSchema = z
       z.strictObject({
         pairs: z.int().meta({ unit: 'count' }),
         fraction: z.number().meta({ unit: 'ratio' }),
-        boundary: z.number().meta({ unit: 'z' }),
+        boundary: z
+          .number()
+          .meta({
+            unit: 'z',
+            description:
+              'null: the look has no finite boundary (under 2 pairs, or it spends no alpha) and cannot stop the experiment',
+          })
+          .nullable(),
         critical: z.number().meta({ unit: 'statistic' }).nullable(),
         estimate: z.number().meta({ unit: 'ratio' }).nullable(),
-        rci: z.tuple([z.number().meta({ unit: 'ratio' }), z.number().meta({ unit: 'ratio' })]).nullable(),
+        rci: z
+          .tuple([z.number().meta({ unit: 'ratio' }), z.number().meta({ unit: 'ratio' })])
+          .meta({ description: 'the repeated CI; null where the look has no boundary or an end is not finite' })
+          .nullable(),
         decision: z.enum(['faster', 'slower', 'equivalent', 'continue', 'inconclusive']),
         blocks: z.array(z.int().meta({ unit: 'index' })),
       }),

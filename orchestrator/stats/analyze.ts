@@ -319,7 +319,7 @@ function sequentialVerdict(c: Comparison, s: SequentialOutcome, minEffect: numbe
     };
   }
   const rci = `repeated CI ${signedPct(look.rci[0])} to ${signedPct(look.rci[1])}`;
-  const where = `look ${s.decided_at} of ${s.looks.length}, ${look.blocks.length} of ${s.max_blocks} blocks, ${look.pairs} pairs, boundary z ${look.boundary.toFixed(2)}`;
+  const where = `look ${s.decided_at} of ${s.looks.length}, ${look.blocks.length} of ${s.max_blocks} blocks, ${look.pairs} pairs, boundary z ${look.boundary?.toFixed(2) ?? 'none'}`;
   const statement =
     s.decision === 'equivalent'
       ? `equivalent: ${c.arm} is within ±${pct(minEffect)} of ${c.reference} (${rci}; ${where})`

@@ -125,41 +125,45 @@ export interface LookInput {
 export interface Look {
   pairs: number;
   fraction: number;
-  /** the t critical value at df = pairs − 1, and the z with the same nominal tail, for reading */
-  boundary: number;
+  /**
+   * the t critical value at df = pairs − 1, and the z with the same nominal tail, for reading;
+   * both null where the look has no finite boundary (under 2 pairs, or it spends no alpha): it cannot stop
+   */
+  boundary: number | null;
   critical: number | null;
   estimate: number | null;
-  /** the repeated CI on the relative change, exp(·) − 1 */
+  /** the repeated CI on the relative change, exp(·) − 1; null unless both ends are finite */
   rci: [number, number] | null;
   decision: LookDecision;
 }
 
-/** One look: the repeated CI at this look's boundary, and what it decides. */
+/**
+ * One look: the repeated CI at this look's boundary, and what it decides. A look without a finite
+ * boundary, or whose repeated CI does not fit in a finite number (at 2 pairs the critical value is
+ * about 590 700, and exp(mean + c·se) overflows), has no boundary or repeated CI to report (null:
+ * report.json holds no Infinity) and cannot decide.
+ */
 export function decideLook(x: LookInput): Look {
   const fraction = x.pairs / x.maxPairs;
-  if (x.mean === null || x.se === null || x.pairs < 2)
-    return {
-      pairs: x.pairs,
-      fraction,
-      boundary: Infinity,
-      critical: null,
-      estimate: null,
-      rci: null,
-      decision: x.last ? 'inconclusive' : 'continue',
-    };
-  const critical = x.critical;
+  const goOn: LookDecision = x.last ? 'inconclusive' : 'continue';
+  const critical = x.pairs >= 2 && Number.isFinite(x.critical) ? x.critical : null;
   const base = {
     pairs: x.pairs,
     fraction,
-    boundary: Number.isFinite(critical) ? phiInv(studentCdf(critical, x.pairs - 1)) : Infinity,
+    boundary: critical === null ? null : phiInv(studentCdf(critical, x.pairs - 1)),
+    critical,
   };
-  const rci: [number, number] = [Math.expm1(x.mean - critical * x.se), Math.expm1(x.mean + critical * x.se)];
+  if (x.mean === null || x.se === null || x.pairs < 2) return { ...base, estimate: null, rci: null, decision: goOn };
+  const estimate = Math.expm1(x.mean);
+  const ends = critical === null ? null : [Math.expm1(x.mean - critical * x.se), Math.expm1(x.mean + critical * x.se)];
+  if (ends === null || !ends.every(Number.isFinite)) return { ...base, estimate, rci: null, decision: goOn };
+  const rci: [number, number] = [ends[0]!, ends[1]!];
   const below = rci[1] < -x.min_effect;
   const above = rci[0] > x.min_effect;
-  let decision: LookDecision = x.last ? 'inconclusive' : 'continue';
+  let decision: LookDecision = goOn;
   if (below || above) decision = below === (x.better === 'lower') ? 'faster' : 'slower';
   else if (rci[0] > -x.min_effect && rci[1] < x.min_effect) decision = 'equivalent';
-  return { ...base, critical, estimate: Math.expm1(x.mean), rci, decision };
+  return { ...base, estimate, rci, decision };
 }
 
 /** The block counts at which looks fall: `looks` looks spread evenly over `maxBlocks`, the last at the budget. */

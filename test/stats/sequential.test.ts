@@ -72,6 +72,19 @@ describe('a look', () => {
     assert.equal(decideLook({ ...base, mean: Math.log(0.99), se: 0.01, last: true }).decision, 'inconclusive');
     assert.equal(decideLook({ ...base, mean: null, se: null }).decision, 'continue');
   });
+  test('a look without a finite boundary or repeated CI has none (null, never Infinity) and cannot decide', () => {
+    const spendsNothing = decideLook({ ...base, mean: Math.log(0.5), se: 0.001, critical: Infinity });
+    assert.deepEqual(
+      [spendsNothing.boundary, spendsNothing.critical, spendsNothing.rci, spendsNothing.decision],
+      [null, null, null, 'continue'],
+    );
+    // 2 pairs (df 1): the critical value is about 590 700 and exp(mean + c·se) overflows
+    const two = decideLook({ ...base, pairs: 2, mean: Math.log(0.5), se: 0.01, critical: 590_697 });
+    assert.ok(two.boundary !== null && Number.isFinite(two.boundary));
+    assert.deepEqual([two.rci, two.decision], [null, 'continue']);
+    const tooFew = decideLook({ ...base, pairs: 1, mean: null, se: null, critical: Infinity, last: true });
+    assert.deepEqual([tooFew.boundary, tooFew.rci, tooFew.decision], [null, null, 'inconclusive']);
+  });
   test('the look schedule spreads looks over the budget, the last at it', () => {
     assert.deepEqual(lookSchedule(6, 3), [2, 4, 6]);
     assert.deepEqual(lookSchedule(10, 4), [3, 5, 8, 10]);
@@ -97,5 +110,16 @@ describe('orch plan of a sequential spec', () => {
     assert.deepEqual(sequentialPlanLines(plan), [
       'sequential: 10 block(s) at most, as few as 2; looks after 2, 4, 6, 8, 10 block(s), boundaries z 4.88, 3.36, 2.68, 2.29, 2.03 (two-sided alpha 0.05 over all looks)',
     ]);
+    // twenty looks: the first spends no alpha, so it has no boundary and the earliest stop is the second
+    const twenty = planExperiment(
+      SpecSchema.parse({ ...spec, stopping: { rule: 'sequential', max_blocks: 20, looks: 20 } }),
+      'h',
+    );
+    const [line] = sequentialPlanLines(twenty);
+    assert.doesNotMatch(line!, /Infinity/);
+    assert.match(
+      line!,
+      /as few as 2; .* boundaries z none, 6\.99, 5\.67, .*none: the look spends no alpha and cannot stop\)$/,
+    );
   });
 });
