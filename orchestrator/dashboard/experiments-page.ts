@@ -60,7 +60,7 @@ ${allComparisons(a).map(
   (
     c,
   ) => html`<tr><td>${c.arm}</td><td>${c.reference}</td><td class="num">${c.pairs}</td><td class="num">${pct(c.relative.estimate, 2)}</td>
-<td class="num">${c.relative.ci ? `${pct(c.relative.ci[0], 2)} – ${pct(c.relative.ci[1], 2)}` : '–'}</td><td class="num">${num(c.log_ratio.p, 4)}</td><td>${c.verdict}</td><td>${c.statement}</td></tr>`,
+<td class="num">${c.relative.ci ? `${pct(c.relative.ci[0], 2)} – ${pct(c.relative.ci[1], 2)}` : '–'}${c.sequential_look === undefined ? '' : ` (repeated, look ${c.sequential_look})`}</td><td class="num">${num(c.log_ratio.p, 4)}</td><td>${c.verdict}</td><td>${c.statement}</td></tr>`,
 )}
 </table>
 ${

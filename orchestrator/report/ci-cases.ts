@@ -26,8 +26,20 @@ export interface CiCase {
   detail: string;
 }
 
-/** `+5.02 % (CI +4.10 % to +5.93 %, p 0.0001)`: the change, its CI and p of a comparison. */
+/**
+ * `+5.02 % (CI +4.10 % to +5.93 %, p 0.0001)`: the change, its CI and p of a comparison; a
+ * sequential primary comparison's `−5.01 % (repeated CI −5.97 % to −4.04 %, look 1, 8 pairs)`:
+ * the numbers it was decided on, with no p (analyze.ts sequentialVerdict).
+ */
 export function changeWithCi(c: Comparison): string {
+  if (c.sequential_look !== undefined) {
+    const rci =
+      c.relative.ci === null
+        ? 'no repeated CI'
+        : `repeated CI ${signedPct(c.relative.ci[0])} to ${signedPct(c.relative.ci[1])}`;
+    const at = c.sequential_look === 0 ? 'no look yet' : `look ${c.sequential_look}, ${c.pairs} pairs`;
+    return `${signedPct(c.relative.estimate)} (${rci}, ${at})`;
+  }
   const ci = c.relative.ci === null ? 'no CI' : `CI ${signedPct(c.relative.ci[0])} to ${signedPct(c.relative.ci[1])}`;
   return `${signedPct(c.relative.estimate)} (${ci}, p ${pValue(c.log_ratio.p)})`;
 }

@@ -98,6 +98,7 @@ export function renderCsv(a: Analysis): CsvTables {
         'bound',
         'mde',
         'statement',
+        'sequential_look',
       ],
       comps.map((c) => [
         c.arm,
@@ -117,6 +118,7 @@ export function renderCsv(a: Analysis): CsvTables {
         c.bound,
         c.mde,
         c.statement,
+        c.sequential_look,
       ]),
     ),
     loo: toCsv(

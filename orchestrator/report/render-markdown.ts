@@ -33,7 +33,9 @@ function comparisonRow(a: Analysis, c: Comparison, unit: string): string[] {
     referenceUsed(a, c),
     String(c.pairs),
     signedPct(c.relative.estimate),
-    ci(c.relative.ci, (x) => signedPct(x)),
+    c.sequential_look === undefined
+      ? ci(c.relative.ci, (x) => signedPct(x))
+      : `${ci(c.relative.ci, (x) => signedPct(x))} (repeated, look ${c.sequential_look})`,
     `${num(c.absolute.mean)} ${unit}`,
     num(c.log_ratio.t, 3),
     pValue(c.log_ratio.p),
@@ -55,6 +57,16 @@ const COMPARISON_HEADERS = [
   'Wilcoxon p',
   'verdict',
 ];
+
+/** What the sequential primary comparison's row holds: the look's numbers, its repeated CI, no p. */
+function sequentialPrimaryLines(comps: readonly Comparison[]): string[] {
+  const c = comps.find((x) => x.sequential_look !== undefined);
+  if (c === undefined) return [];
+  return [
+    `${c.arm} vs ${c.reference} is decided by the sequential looks: its row is look ${c.sequential_look}'s (the deciding look, else the last): the pairs, change and t of the blocks that look saw, its repeated CI, and no p (a fixed-design p does not apply to a sequential decision). Its fixed-design view of every committed block is below, said as such.`,
+    '',
+  ];
+}
 
 export function renderMarkdown(a: Analysis): string {
   const unit = a.metric.name;
@@ -137,6 +149,7 @@ export function renderMarkdown(a: Analysis): string {
       `Each pair is an arm's k-th rep and the reference's k-th rep in the same block; change = exp(mean ln ratio) − 1 with its ${level} CI. ` +
         `A change counts only when the CI lies beyond ±${pct(a.min_effect)}.`,
       '',
+      ...sequentialPrimaryLines(comps),
       ...referenceLines(a),
       markdownTable(
         COMPARISON_HEADERS,

@@ -86,6 +86,15 @@ export const ComparisonSchema = z
     bound: z.number().meta({ unit: 'ratio' }).nullable(),
     mde: z.number().meta({ unit: 'ratio' }).nullable(),
     statement: z.string(),
+    sequential_look: z
+      .int()
+      .min(0)
+      .meta({
+        unit: 'index',
+        description:
+          "stopping: sequential, the primary comparison only: the look (1-based; 0 before any) its numbers are from, the deciding look's or else the last; its CIs are that look's repeated CI and it has no p",
+      })
+      .optional(),
   })
   .meta({ id: 'Comparison' });
 export type Comparison = z.infer<typeof ComparisonSchema>;

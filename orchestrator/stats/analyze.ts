@@ -19,11 +19,11 @@ import { cancelledByArm } from './cancelled-reps.ts';
 import { carryOver } from './carry-over.ts';
 import { type CompareOptions, compareArms } from './compare.ts';
 import { describe } from './descriptive.ts';
-import { pct, signedPct } from './format-number.ts';
+import { pClause, pct, signedPct } from './format-number.ts';
 import { aaGate, baseReferenceGate, identityGate, inputGate } from './gates.ts';
 import { LOO_ALL_ON, LOO_BASE, leaveOneOut } from './leave-one-out.ts';
 import { orderAndDrift } from './order-effects.ts';
-import { valueIndex } from './pairing.ts';
+import { unpairedReasons, valueIndex } from './pairing.ts';
 import { summarizeProbes } from './probe-summary.ts';
 import { chooseReference } from './reference-arm.ts';
 import { repValues } from './rep-values.ts';
@@ -184,7 +184,19 @@ function analyzeRan(input: AnalysisInput): Analysis {
         })
       : null;
   if (sequential !== null && primary !== null && primary.verdict !== 'invalid') {
-    primary = sequentialVerdict(primary, sequential, min_effect);
+    // the look's numbers: its blocks alone, as sequentialLooks compared them
+    const atLook = (blocks: readonly number[]) => {
+      const saw = new Set(blocks);
+      const lookPlan = { ...plan, blocks: plan.blocks.filter((b) => saw.has(b.index)) };
+      return compareArms(
+        lookPlan,
+        valueIndex(reference.values.filter((v) => saw.has(v.block))),
+        primary!.arm,
+        primary!.reference,
+        opts,
+      );
+    };
+    primary = notMeasured(sequentialVerdict(primary, sequential, atLook, opts));
     // ab lists its primary comparison first: the list shows the sequential verdict too
     if (plan.design === 'ab') comparisons = [primary, ...comparisons.slice(1)];
   }
@@ -303,28 +315,71 @@ function measurementGates(
 }
 
 /**
- * A sequential experiment's primary comparison takes the decisive look's verdict and its repeated
- * CI; while no look decided (the budget spent without one) it stays inconclusive, whatever the
- * fixed-design CI over every block says: that CI was not the one the looks kept alpha for.
+ * A sequential experiment's primary comparison is the look its verdict rests on: the look that
+ * decided, else the last (the budget spent without a decisive one, or the looks so far). Its pairs,
+ * estimate, t and Wilcoxon statistic are of that look's blocks (`atLook`), its CIs the look's
+ * repeated CI (log and relative scale; null where the look has none), and it has no p, no CI of the
+ * difference and no mde: those are fixed-design numbers, not what the looks kept alpha for, and
+ * every output that prints a comparison (report.md, CSV, JUnit, GitHub, dashboard, nightly rows)
+ * would print them beside the sequential verdict. The fixed-design view over every committed block
+ * (blocks that ended after the deciding look included) is kept as a reason, said as such.
  */
-function sequentialVerdict(c: Comparison, s: SequentialOutcome, minEffect: number): Comparison {
-  const look = s.decided_at === null ? null : s.looks[s.decided_at - 1]!;
+function sequentialVerdict(
+  c: Comparison,
+  s: SequentialOutcome,
+  atLook: (blocks: readonly number[]) => Comparison,
+  o: CompareOptions,
+): Comparison {
+  const k = s.decided_at ?? s.looks.length;
+  const look = k === 0 ? null : s.looks[k - 1]!;
+  const at = look === null ? c : atLook(look.blocks);
+  const lr = at.log_ratio;
+  const rciText = look?.rci ? `repeated CI ${signedPct(look.rci[0])} to ${signedPct(look.rci[1])}` : 'no repeated CI';
+  const where =
+    look === null
+      ? 'no look yet'
+      : `look ${k} of ${s.looks.length}, ${look.blocks.length} of ${s.max_blocks} blocks, ${look.pairs} pairs, boundary z ${look.boundary?.toFixed(2) ?? 'none'}`;
+  const level = `${Math.round((1 - o.alpha) * 100)} %`;
+  const fixedCi =
+    c.relative.ci === null ? 'no CI' : `${level} CI ${signedPct(c.relative.ci[0])} to ${signedPct(c.relative.ci[1])}`;
+  const fixedView = `not decided on: the fixed-design view of all ${c.pairs} committed pairs is ${signedPct(c.relative.estimate)} (${fixedCi}, ${pClause(c.log_ratio.p)})`;
+  const numbers: Comparison = {
+    ...at,
+    relative: { ...at.relative, estimate: look?.estimate ?? null, ci: look?.rci ?? null },
+    log_ratio: {
+      ...lr,
+      p: null,
+      ci:
+        look?.rci && look.critical !== null && lr.mean !== null && lr.se !== null
+          ? [lr.mean - look.critical * lr.se, lr.mean + look.critical * lr.se]
+          : null,
+    },
+    absolute: { ...at.absolute, p: null, ci: null },
+    wilcoxon: { ...at.wilcoxon, p: null },
+    bound: look?.rci ? Math.max(Math.abs(look.rci[0]), Math.abs(look.rci[1])) : null,
+    mde: null,
+    sequential_look: k,
+  };
+  const unpaired = unpairedReasons(at.unpaired);
   if (look === null || look.rci === null || s.decision === 'continue' || s.decision === 'inconclusive') {
-    const at = s.looks.length === 0 ? 'no look yet' : `${s.looks.length} look(s), none decisive`;
+    const none = look === null ? 'no look yet' : `${s.looks.length} look(s), none decisive`;
     return {
-      ...c,
+      ...numbers,
       verdict: 'inconclusive',
-      reasons: [`sequential: ${at}`, ...c.reasons],
-      statement: `inconclusive (sequential: ${at}); fixed-design view: ${c.statement}`,
+      reasons: [`sequential: ${none}`, fixedView, ...unpaired],
+      statement: `inconclusive (sequential: ${none}; ${look === null ? 'no repeated CI' : `${rciText} at ${where}`})`,
     };
   }
-  const rci = `repeated CI ${signedPct(look.rci[0])} to ${signedPct(look.rci[1])}`;
-  const where = `look ${s.decided_at} of ${s.looks.length}, ${look.blocks.length} of ${s.max_blocks} blocks, ${look.pairs} pairs, boundary z ${look.boundary?.toFixed(2) ?? 'none'}`;
   const statement =
     s.decision === 'equivalent'
-      ? `equivalent: ${c.arm} is within ±${pct(minEffect)} of ${c.reference} (${rci}; ${where})`
-      : `${s.decision}: ${c.arm} is ${s.decision} than ${c.reference} by ${pct(Math.abs(look.estimate ?? 0))} (${rci}; ${where})`;
-  return { ...c, verdict: s.decision, reasons: [`sequential: decided at ${where}`, ...c.reasons], statement };
+      ? `equivalent: ${c.arm} is within ±${pct(o.min_effect)} of ${c.reference} (${rciText}; ${where})`
+      : `${s.decision}: ${c.arm} is ${s.decision} than ${c.reference} by ${pct(Math.abs(look.estimate ?? 0))} (${rciText}; ${where})`;
+  return {
+    ...numbers,
+    verdict: s.decision,
+    reasons: [`sequential: decided at ${where}`, fixedView, ...unpaired],
+    statement,
+  };
 }
 
 /**

@@ -235,6 +235,14 @@ export interface Comparison {
   mde: number | null;
   /** One sentence: "faster by 2.1 % (CI 1.6 – 2.6 %)" or "no change larger than 0.8 % at 95 %". */
   statement: string;
+  /**
+   * stopping: sequential, the primary comparison only: the look (1-based, Analysis.sequential.looks)
+   * its numbers are from — the look that decided, else the last — or 0 before any look. Its pairs,
+   * estimate and t are that look's blocks', its CIs the look's repeated CI (null where it has none),
+   * and it has no p: a fixed-design p does not apply to a sequential decision (analyze.ts
+   * sequentialVerdict). Absent on every other comparison.
+   */
+  sequential_look?: number;
 }
 
 /** A rep of the reference left out of it (reference-arm.ts), with why. */

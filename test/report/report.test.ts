@@ -16,34 +16,7 @@ import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import { studentQuantile } from '../../orchestrator/stats/distributions.ts';
 import type { AnalysisInput, Outcome } from '../../orchestrator/stats/types.ts';
 import { abWithAa, looExperiment } from '../stats/fixtures.ts';
-
-/** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (ch === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-    } else cell += ch;
-  }
-  return rows;
-}
+import { parseCsv } from '../utils/csv.ts';
 
 test('Markdown: verdict in the title, then gates, arms, comparisons, LOO, order, drift, input', () => {
   const a = analyzeExperiment(looExperiment(61));
