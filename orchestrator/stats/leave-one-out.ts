@@ -12,17 +12,24 @@
 import { repKey } from '../../jobs/rep-ref.ts';
 import { num, pClause, pct } from './format-number.ts';
 import { pairedT } from './paired-test.ts';
+import { occurrences } from './pairing.ts';
 import type { Comparison, LooRow, LooTable, PairedTest, PlanLike, RepValue } from './types.ts';
 
 export const LOO_BASE = 'base';
 export const LOO_ALL_ON = 'all_on';
 export const looArm = (toggle: string): string => `no_${toggle}`;
 
-/** Per complete unit (block, k): base − all_on and Σ (no_<toggle> − all_on). */
+/**
+ * Per complete unit (block, k): base − all_on and Σ (no_<toggle> − all_on). k runs over each
+ * block's own count of the arms' reps, as pairArms does (pairing.ts): a block resized by
+ * blocks.reps_per_block holds more than the first block's `plan.reps`.
+ */
 function interactionUnits(plan: PlanLike, index: Map<string, RepValue>): { total: number; sum: number }[] {
   const out: { total: number; sum: number }[] = [];
+  const arms = [LOO_BASE, LOO_ALL_ON, ...plan.toggles.map(looArm)];
   for (const b of plan.blocks) {
-    for (let k = 0; k < plan.reps; k++) {
+    const reps = Math.max(0, ...arms.map((arm) => occurrences(b.sequence, arm)));
+    for (let k = 0; k < reps; k++) {
       const v = (arm: string) => index.get(repKey({ block: b.index, arm, rep: k }))?.value;
       const base = v(LOO_BASE);
       const all = v(LOO_ALL_ON);

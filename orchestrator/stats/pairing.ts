@@ -24,7 +24,8 @@ export function valueIndex(values: readonly RepValue[]): Map<string, RepValue> {
   return new Map(values.map((v) => [repKey(v), v]));
 }
 
-function occurrences(sequence: readonly string[], arm: string): number {
+/** How many reps of `arm` a block's sequence holds. */
+export function occurrences(sequence: readonly string[], arm: string): number {
   return sequence.filter((a) => a === arm).length;
 }
 

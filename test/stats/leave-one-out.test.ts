@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { blockSequences } from '../../jobs/plan.ts';
 import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
 import { analyzeExperiment } from '../../orchestrator/stats/analyze.ts';
 import type { Analysis } from '../../orchestrator/stats/types.ts';
-import { type SimParams, seeded, simulateExperiment } from './simulate.ts';
+import { type SimParams, seeded, simulateExperiment, simulateReps } from './simulate.ts';
 
 const worths = { pdl: 4.6, kda: 2.7, proj: 0.5 };
 const toggles = Object.keys(worths) as (keyof typeof worths)[];
@@ -105,4 +106,28 @@ test('interaction check: quiet when savings add up, flagged when base hides 1.5 
   assert.ok(planted >= 0.9, `planted interaction found in ${planted}`);
   const a = analyzeExperiment(simulateExperiment(loo(1.5), seeded(84), { min_effect: 0.01 }));
   assert.match(a.loo!.message, /^the toggles interact: base − all_on = /);
+});
+
+test('interaction check: every rep of a block resized by reps_per_block is a unit, as the comparisons pair them', () => {
+  // blocks of 2, 8 and 8 reps per arm (the first at `reps`, the later sized up): 18 pairs per arm
+  const p = { ...loo(0), reps: 2, blocks: 3 };
+  const input = simulateExperiment(p, seeded(87), { min_effect: 0.01 });
+  const plan = {
+    ...input.plan,
+    blocks: blockSequences(
+      input.plan.arms.map((a) => a.name),
+      [2, 8, 8],
+      'balanced',
+      0,
+    ),
+  };
+  const a = analyzeExperiment({ ...input, plan, reps: simulateReps(p, plan, seeded(88)) });
+  const total = a.comparisons.find((c) => c.arm === 'base' && c.reference === 'all_on')!;
+  assert.equal(total.pairs, 18);
+  // the units were the first block's count per block, 3 × 2 = 6, while the table's total used all 18
+  assert.equal(a.loo!.interaction.n, 18, a.loo!.message);
+  assert.match(a.loo!.message, /, 18 units\)$/);
+  // complete units: base − all_on over them is the total the table prints
+  const m = /base − all_on = (\S+) vs/.exec(a.loo!.message)!;
+  assert.equal(Number(m[1]), Number(Number(total.absolute.mean!.toPrecision(4))));
 });
