@@ -20,7 +20,7 @@ import { twoBuildSpec } from '../../jobs/two-build-spec.ts';
 import { mean } from '../stats/descriptive.ts';
 import { num, signedPct } from '../stats/format-number.ts';
 import { logRatio } from '../stats/log-ratio.ts';
-import type { RepValue } from '../stats/types.ts';
+import type { Analysis, RepValue } from '../stats/types.ts';
 import { pairedHalfWidth, type WelchTest, welchT } from '../stats/welch.ts';
 import type { Provenance } from './provenance.ts';
 import { type ResultsDir, readResultsDir } from './results-dir.ts';
@@ -47,11 +47,14 @@ export interface CompareResult {
   text: string;
 }
 
-const blockMeans = (values: readonly RepValue[], arm: string): number[] => {
+/** An arm's mean per block it has values in, by block index (ascending). */
+const blockMeanByBlock = (values: readonly RepValue[], arm: string): Map<number, number> => {
   const by = new Map<number, number[]>();
   for (const v of values) if (v.arm === arm) by.set(v.block, [...(by.get(v.block) ?? []), v.value]);
-  return [...by.entries()].sort((x, y) => x[0] - y[0]).map(([, xs]) => mean(xs));
+  return new Map([...by.entries()].sort((x, y) => x[0] - y[0]).map(([block, xs]) => [block, mean(xs)]));
 };
+
+const blockMeans = (values: readonly RepValue[], arm: string): number[] => [...blockMeanByBlock(values, arm).values()];
 
 const cardsOf = (p: Provenance | undefined, key: 'name' | 'driver') =>
   [...new Set((p?.cards ?? []).map((c) => c[key] ?? `${c.backend} (unnamed)`))].sort().join(', ') || 'unknown';
@@ -62,37 +65,47 @@ function armCommit(r: ResultsDir, arm: string): string | null {
   return r.summary.analysis.provenance?.builds.find((b) => b.name === build)?.commit ?? null;
 }
 
-/** The paired and unpaired CI width of one run's primary comparison, blocks as the unit. */
-function pairingRatio(r: ResultsDir, alpha: number): CompareResult['pairing'] {
-  const primary = r.summary.analysis.primary;
+/**
+ * The paired and unpaired CI width of one run's primary comparison, blocks as the unit: both over
+ * the blocks where both arms have values, paired by block index (a block one arm lacks is left
+ * out of both, never paired with another block by its place in the list).
+ */
+export function pairingRatio(
+  run: string,
+  analysis: Pick<Analysis, 'primary' | 'values'>,
+  alpha: number,
+): CompareResult['pairing'] {
+  const primary = analysis.primary;
   if (primary === null) return null;
-  const a = blockMeans(r.summary.analysis.values, primary.reference);
-  const b = blockMeans(r.summary.analysis.values, primary.arm);
+  const ref = blockMeanByBlock(analysis.values, primary.reference);
+  const arm = blockMeanByBlock(analysis.values, primary.arm);
+  const shared = [...ref.keys()].filter((block) => arm.has(block));
+  const a = shared.map((block) => ref.get(block)!);
+  const b = shared.map((block) => arm.get(block)!);
   const arms: [string, string] = [primary.reference, primary.arm];
-  const paired =
-    a.length === b.length
-      ? pairedHalfWidth(
-          a.map((x, i) => b[i]! - x),
-          alpha,
-        )
-      : null;
+  const alone = ref.size + arm.size - 2 * shared.length;
+  const leftOut = alone === 0 ? '' : ` (${alone} block(s) with only one of the two left out)`;
+  const paired = pairedHalfWidth(
+    a.map((x, i) => b[i]! - x),
+    alpha,
+  );
   const unpaired = welchT(a, b, alpha);
   const uw = unpaired.ci === null ? null : (unpaired.ci[1] - unpaired.ci[0]) / 2;
   if (paired === null || uw === null) {
     return {
-      run: r.summary.experiment,
+      run,
       arms,
       ratio: null,
-      message: `the paired and unpaired CI widths of ${arms[1]} vs ${arms[0]} in ${r.summary.experiment} cannot both be computed (${a.length} block(s)); an unpaired comparison of two runs cannot remove block-to-block drift at all`,
+      message: `the paired and unpaired CI widths of ${arms[1]} vs ${arms[0]} in ${run} cannot both be computed (${shared.length} block(s) with both${leftOut}); an unpaired comparison of two runs cannot remove block-to-block drift at all`,
     };
   }
   const ratio = uw / paired;
   return {
-    run: r.summary.experiment,
+    run,
     arms,
     ratio,
     message:
-      `in ${r.summary.experiment}, ${arms[1]} vs ${arms[0]} over the same ${a.length} blocks: unpaired (Welch on block means) the CI is ±${num(uw)}, paired within blocks ±${num(paired)}, ${num(ratio, 3)}× as wide` +
+      `in ${run}, ${arms[1]} vs ${arms[0]} over the same ${shared.length} blocks${leftOut}: unpaired (Welch on block means) the CI is ±${num(uw)}, paired within blocks ±${num(paired)}, ${num(ratio, 3)}× as wide` +
       (ratio > 1
         ? ` — pairing removed that much of the block-to-block variance there`
         : ` — this run had little block-to-block drift to remove`) +
@@ -181,7 +194,9 @@ export function compareResults(
       differences.push(`arm ${arm}: commit ${commits[0] ?? '(the checkout)'} vs ${commits[1] ?? '(the checkout)'}`);
     return { arm, commits, blocks: [a.length, b.length], welch, relative };
   });
-  const pairing = pairingRatio(A, alpha) ?? pairingRatio(B, alpha);
+  const pairing =
+    pairingRatio(A.summary.experiment, A.summary.analysis, alpha) ??
+    pairingRatio(B.summary.experiment, B.summary.analysis, alpha);
   const first =
     arms.find((x) => x.commits[0] !== null && x.commits[1] !== null && x.commits[0] !== x.commits[1]) ?? arms[0];
   let paired_spec: string | null = null;
