@@ -9,6 +9,9 @@
  *   exchange    key → base64: rank 0's bytes of each exchange of a command gang (ranklib/PROTOCOL.md
  *               "Exchange"), published once (lua/publish-exchange.lua), read by every rank's worker;
  *               a single-host gang meets here too, so one path serves both
+ *   capture-failed  "<op id>/<rank>" → host: the ranks that answered an op CAPTURE_FAILED, so that
+ *               the parts block an arm only when every rank's capture failed
+ *               (worker/spread-part.ts captureFailedEverywhere)
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -105,6 +108,24 @@ export class GangStaging {
     return raw === null ? null : Buffer.from(raw, 'base64');
   }
 
+  /** Marks `ranks` (this part's, on `host`) as having answered op `opId` CAPTURE_FAILED. */
+  async markCaptureFailed(ref: AttemptRef, opId: string, ranks: number[], host: string, ttlMs: number): Promise<void> {
+    const key = this.keys.captureFailed(ref.experiment, ref.block, ref.attempt);
+    await this.redis
+      .multi()
+      .hset(key, Object.fromEntries(ranks.map((r) => [`${opId}/${r}`, host])))
+      .pexpire(key, Math.ceil(ttlMs))
+      .exec();
+  }
+
+  /** Which of `ranks` answered op `opId` CAPTURE_FAILED so far. */
+  async capturesFailed(ref: AttemptRef, opId: string, ranks: number[]): Promise<number[]> {
+    if (ranks.length === 0) return [];
+    const key = this.keys.captureFailed(ref.experiment, ref.block, ref.attempt);
+    const hosts = await this.redis.hmget(key, ...ranks.map((r) => `${opId}/${r}`));
+    return ranks.filter((_, i) => hosts[i] !== null);
+  }
+
   /** Stages a part's results; refused when its leases are not held under `epoch`. */
   async stage(ref: AttemptRef, epoch: number, part: StagedPart, ttlMs: number): Promise<StageResult> {
     const json = JSON.stringify(StagedPartSchema.parse(part));
@@ -130,6 +151,7 @@ export class GangStaging {
       this.keys.rendezvous(ref.experiment, ref.block, ref.attempt),
       this.keys.staged(ref.experiment, ref.block, ref.attempt),
       this.keys.exchange(ref.experiment, ref.block, ref.attempt),
+      this.keys.captureFailed(ref.experiment, ref.block, ref.attempt),
     );
   }
 }

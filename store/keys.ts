@@ -90,6 +90,8 @@ export interface OrchKeys {
   staged(id: string, block: number, attempt: number): string;
   /** hash key → base64 with a TTL: rank 0's bytes of each exchange of a command gang's attempt (lua/publish-exchange.lua) */
   exchange(id: string, block: number, attempt: number): string;
+  /** hash "<op id>/<rank>" → host with a TTL: the ranks of a spread attempt that answered an op CAPTURE_FAILED (store/gang-staging.ts) */
+  captureFailed(id: string, block: number, attempt: number): string;
   /** string: the attempt that claimed a suite's night, SET NX with a TTL (store/nightly-claims.ts) */
   nightlyClaim(suite: string, scheduledAt: number): string;
   /** string: a signed job's nonce, consumed once with a TTL past its grant's expiry (store/job-nonces.ts) */
@@ -165,6 +167,7 @@ export function orchKeys(prefix: string = DEFAULT_PREFIX): OrchKeys {
     rendezvous: (id, block, attempt) => `${p}:experiment:${id}:rendezvous:${block}:${attempt}`,
     staged: (id, block, attempt) => `${p}:experiment:${id}:staged:${block}:${attempt}`,
     exchange: (id, block, attempt) => `${p}:experiment:${id}:exchange:${block}:${attempt}`,
+    captureFailed: (id, block, attempt) => `${p}:experiment:${id}:capture-failed:${block}:${attempt}`,
     nightlyClaim: (suite, scheduledAt) => `${p}:nightly:claim:${suite}:${scheduledAt}`,
     grantNonce: (nonce) => `${p}:grant-nonce:${nonce}`,
     refusedJobs: `${p}:refused-jobs`,

@@ -4,7 +4,9 @@
  * hellos awaited together; then every op sent to every rank alike, and at the end every rank
  * closed (or killed) and the rendezvous directory removed. A rank that exits while the gang is not
  * closing fails the gang (worker/gang-fate.ts), and so does a rank that answers an op with an
- * error: the others may wait for it inside a collective, so none is left running (`all`).
+ * error: the others may wait for it inside a collective, so none is left running (`all`). A
+ * CAPTURE_FAILED is the gang's finding (the arm goes unmeasured) only where every rank answered
+ * it; ranks that disagree fail the gang too (`gangAnswers`).
  *
  * A command workload's ranks get a CommandGang (worker/command/command-gang.ts): MASTER_ADDR and
  * a MASTER_PORT picked for this attempt by rank 0's worker (worker/free-port.ts; across hosts
@@ -47,6 +49,9 @@ import {
   type RankRunner,
 } from './rank-runner.ts';
 import type { SpreadPart } from './spread-part.ts';
+
+/** After a rank of a gang answered CAPTURE_FAILED, how long every other rank has to answer the same (GangRanks.gangAnswers). */
+export const CAPTURE_AGREE_MS = 10_000;
 
 export interface GangRanksOptions {
   /** this worker's cards by id */
@@ -460,7 +465,8 @@ export class GangRanks {
     const answered = this.handles.map(() => 0);
     const checked = (line: RankLine, i: number): Extract<RankLine, { type: T }> => {
       // a graph arm whose capture fails in the user's program: a finding, the block goes on without
-      // the arm; a trace probe's `trace` request captures as a rep does (worker/rep-measure.ts)
+      // the arm where every rank's capture failed (gangAnswers); a trace probe's `trace` request
+      // captures as a rep does (worker/rep-measure.ts)
       if (
         (op.op === 'rep' || op.op === 'identity' || op.op === 'trace') &&
         line.type === 'error' &&
@@ -484,29 +490,150 @@ export class GangRanks {
       }
       return line as Extract<RankLine, { type: T }>;
     };
-    // The first rank that answers otherwise (an error, or its request failing) fails the gang at
-    // once: the others may be waiting for it inside a collective and would answer only at the
-    // request timeout. A capture blocker is a finding, not the gang's failure.
-    const failGang = (err: unknown, i: number): never => {
-      if (!(err instanceof CaptureBlockedError)) this.failedHere(i);
-      if (this.handles.length > 1 && !(err instanceof CaptureBlockedError)) this.fate.fail(err as Error);
-      throw err;
-    };
-    const lines = await this.fate.race(
-      Promise.all(
-        this.handles.map((r, i) =>
-          r
-            .request(op, this.opts.requestTimeoutMs)
-            .then((line) => {
-              answered[i] = Date.now();
-              return checked(line, i);
-            })
-            .catch((err: unknown) => failGang(err, i)),
-        ),
-      ),
-    );
+    const ask = (r: RankHandle, i: number) =>
+      r.request(op, this.opts.requestTimeoutMs).then((line) => {
+        answered[i] = Date.now();
+        return checked(line, i);
+      });
+    const world = this.gang.job.world ?? this.gang.job.cards.length;
+    const lines =
+      world > 1
+        ? await this.gangAnswers(op, this.handles.map(ask))
+        : await this.fate.race(
+            Promise.all(
+              this.handles.map((r, i) =>
+                ask(r, i).catch((err: unknown) => {
+                  if (!(err instanceof CaptureBlockedError)) this.failedHere(i);
+                  throw err;
+                }),
+              ),
+            ),
+          );
     if (type === 'rep') this.sameSteps(op, lines as Extract<RankLine, { type: 'rep' }>[]);
     return lines.map((line, i) => ({ line, answeredMs: answered[i]! }));
+  }
+
+  /**
+   * A gang's answers to `op` (world > 1), each rank's awaited. The first rank that answers
+   * otherwise (an error, or its request failing) fails the gang at once: the others may be waiting
+   * for it inside a collective and would answer only at the request timeout. A capture blocker
+   * (CaptureBlockedError) is the gang's finding, and the block goes on without the arm, only when
+   * every rank of the gang answered CAPTURE_FAILED: a rank whose capture succeeded replays the
+   * step's collectives, which wait for the ranks whose capture failed, or meet their next request
+   * (the arms' values mix, and the requests pile up). So after a rank's CAPTURE_FAILED every other
+   * rank has CAPTURE_AGREE_MS to answer the same; a rank that answers otherwise, or not in that
+   * time, fails the gang naming what each rank said. A gang across hosts agrees through the
+   * staging (SpreadPart.captureFailedEverywhere): every rank of every part.
+   */
+  private async gangAnswers<L>(op: RankOp, asked: Promise<L>[]): Promise<L[]> {
+    const got: (PromiseSettledResult<L> | undefined)[] = asked.map(() => undefined);
+    let graceOver = false;
+    let timer: NodeJS.Timeout | undefined;
+    let done = false;
+    const captureOf = (g: PromiseSettledResult<L> | undefined) =>
+      g?.status === 'rejected' && g.reason instanceof CaptureBlockedError ? g.reason : null;
+    const decided = new Promise<L[] | CaptureBlockedError>((resolve, reject) => {
+      const end = (err: Error) => {
+        done = true;
+        reject(err);
+      };
+      const decide = () => {
+        if (done) return;
+        const blocked = got.map(captureOf);
+        const first = blocked.find((b) => b !== null);
+        if (first === undefined) {
+          const i = got.findIndex((g) => g?.status === 'rejected');
+          if (i >= 0) {
+            this.failedHere(i);
+            const err = (got[i] as PromiseRejectedResult).reason as Error;
+            this.fate.fail(err);
+            return end(err);
+          }
+          if (got.every((g) => g?.status === 'fulfilled')) {
+            done = true;
+            resolve(got.map((g) => (g as PromiseFulfilledResult<L>).value));
+          }
+          return;
+        }
+        const waiting = got.some((g) => g === undefined);
+        if (got.some((g, i) => g !== undefined && blocked[i] === null) || (waiting && graceOver)) {
+          const err = this.captureDisagrees(op, got);
+          this.failedHereAll(got);
+          this.fate.fail(err);
+          return end(err);
+        }
+        if (!waiting) {
+          done = true;
+          return resolve(first);
+        }
+        timer ??= setTimeout(() => {
+          graceOver = true;
+          decide();
+        }, CAPTURE_AGREE_MS);
+      };
+      for (const [i, p] of asked.entries())
+        void p.then(
+          (value) => {
+            got[i] = { status: 'fulfilled', value };
+            decide();
+          },
+          (reason: unknown) => {
+            got[i] = { status: 'rejected', reason };
+            decide();
+          },
+        );
+    });
+    decided.catch(() => {});
+    let out: L[] | CaptureBlockedError;
+    try {
+      out = await this.fate.race(decided);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!(out instanceof CaptureBlockedError)) return out;
+    if (this.spread !== null) {
+      const ranks = this.handles.map((_, i) => this.gang.rankOf(i));
+      const missing = await this.spread.captureFailedEverywhere(op.id, ranks, CAPTURE_AGREE_MS);
+      if (missing.length > 0) {
+        const err = this.captureDisagrees(
+          op,
+          got,
+          `rank ${missing.join(', ')} on the gang's other hosts did not answer CAPTURE_FAILED within ${CAPTURE_AGREE_MS / 1000} s (a rank whose capture succeeded waits in its replay's collectives for the ranks whose capture failed)`,
+        );
+        this.failedHereAll(got);
+        this.fate.fail(err);
+        throw err;
+      }
+    }
+    throw out;
+  }
+
+  /** The ranks whose request failed (their capture, or otherwise): their last lines are recorded with the failure. */
+  private failedHereAll(got: (PromiseSettledResult<unknown> | undefined)[]): void {
+    for (const [i, g] of got.entries()) if (g?.status === 'rejected') this.failedHere(i);
+  }
+
+  /** The ranks disagree on `op`'s capture: what each of this host's said (`others`: the other hosts' part of it). */
+  private captureDisagrees<L>(op: RankOp, got: (PromiseSettledResult<L> | undefined)[], others?: string): OrchError {
+    const said = got.map((g, i) => {
+      const who = `rank ${this.gang.rankOf(i)} on card ${this.gang.job.cards[i] ?? '?'}`;
+      if (g === undefined)
+        return `${who} had not answered within ${CAPTURE_AGREE_MS / 1000} s of the first CAPTURE_FAILED (a rank whose capture succeeded waits in its replay's collectives for the ranks whose capture failed)`;
+      if (g.status === 'fulfilled') return `${who} answered ${op.op} (its capture did not fail)`;
+      if (g.reason instanceof CaptureBlockedError) {
+        const b = g.reason.blocker;
+        const at = b.frame === null ? '' : ` (at ${escapeRankText(b.frame.file, 1024)}:${b.frame.line})`;
+        return `${who} answered CAPTURE_FAILED: ${b.message}${at}`;
+      }
+      return `${who} failed: ${(g.reason as Error).message}`;
+    });
+    return new OrchError(
+      'CAPTURE_FAILED',
+      `the ranks disagree on the capture of arm ${op.arm.name} (${op.op} ${op.id}): ${[...said, ...(others === undefined ? [] : [others])].join('; ')}; an arm goes unmeasured for a capture blocker only when every rank's capture fails`,
+      {
+        hint: "make the captured step capturable on every rank (a host sync such as .item() on one rank only blocks that rank's capture), see the rank's line named",
+      },
+    );
   }
 
   /** Every rank measured the same number of steps: a gang's step is the slowest rank's, step by step. */

@@ -8,6 +8,9 @@
  * - Results: every other part stages its reps and gates under the gang's epoch and keeps its
  *   leases until the block is committed; the leading part waits until every part staged, merges
  *   (worker/merge-gang-results.ts) and commits once, fenced by every part's leases.
+ * - Capture blockers: an arm goes unmeasured only when every rank of the gang answered its op
+ *   CAPTURE_FAILED; each part whose ranks all did marks them in the staging and waits for the
+ *   others' (captureFailedEverywhere).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -127,6 +130,24 @@ export class SpreadPart {
       },
     );
     return mergeGangResults(own, others);
+  }
+
+  /**
+   * Every rank of this part (`ranks`) answered op `opId` CAPTURE_FAILED: they are marked in the
+   * staging, and every rank of the gang is awaited there for up to `graceMs`. Returns the ranks
+   * of other parts not marked by then (none: the arm's capture failed everywhere, every part
+   * blocks it); a rank whose capture succeeded would replay collectives the others never join.
+   */
+  async captureFailedEverywhere(opId: string, ranks: number[], graceMs: number): Promise<number[]> {
+    await this.race(this.staging.markCaptureFailed(this.ref, opId, ranks, this.opts.host, this.opts.waitMs));
+    const world = Array.from({ length: this.job.world ?? this.job.cards.length }, (_, r) => r);
+    const deadline = Date.now() + graceMs;
+    for (;;) {
+      const marked = new Set(await this.race(this.staging.capturesFailed(this.ref, opId, world)));
+      const missing = world.filter((r) => !marked.has(r));
+      if (missing.length === 0 || Date.now() > deadline) return missing;
+      await this.race(new Promise((r) => setTimeout(r, this.opts.pollMs)));
+    }
   }
 
   async forget(): Promise<void> {

@@ -5,7 +5,8 @@
  * torch's TCPStore would and exchanges bytes before hello and inside a request. Then each way a
  * gang goes wrong: rank 0 never reaches its exchange, a rank never joins the rendezvous, a rank
  * exits 0 early, a rank answers an error while the other waits in a collective, the ranks
- * disagree on the step count, a rank asks for a 17th exchange.
+ * disagree on the step count, a rank asks for a 17th exchange, one rank's capture fails while the
+ * other's does not.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -99,6 +100,29 @@ describe('a command gang of 2 resident ranks on one host', () => {
     const { end } = await run('few-steps', 8);
     assert.equal(end.state, 'failed');
     assert.match(end.state === 'failed' ? end.reason : '', /rank 1/);
+  });
+
+  test("rank 0's capture fails while rank 1's replay waits for it in a collective: the gang fails naming both, not at the request timeout", async () => {
+    const { end, ms } = await run('capture-rank0', 10);
+    assert.equal(end.state, 'failed', JSON.stringify(end));
+    const reason = end.state === 'failed' ? end.reason : '';
+    assert.match(
+      reason,
+      /rank 0 on card cpu:0@cg1 answered CAPTURE_FAILED: .*rank 0 calls \.item\(\) inside the captured step.*rank 1 on card cpu:1@cg1 had not answered within \d+ s/,
+    );
+    assert.doesNotMatch(reason, /already in flight|RANK_REQUEST_INVALID|RANK_TIMEOUT/);
+    // the ranks agree within CAPTURE_AGREE_MS (10 s), well before the request timeout (30 s)
+    assert.ok(ms < 25_000, `the gang ended after ${ms} ms (the request timeout is 30 s)`);
+  });
+
+  test("rank 0's capture fails while rank 1 answers its rep: the gang fails at once naming both", async () => {
+    const { end, ms } = await run('capture-rank0-replayed', 11);
+    assert.equal(end.state, 'failed', JSON.stringify(end));
+    assert.match(
+      end.state === 'failed' ? end.reason : '',
+      /rank 0 on card cpu:0@cg1 answered CAPTURE_FAILED: .*rank 1 on card cpu:1@cg1 answered rep/,
+    );
+    assert.ok(ms < 8_000, `the gang ended after ${ms} ms`);
   });
 
   test('a 17th exchange is a protocol fault', async () => {
