@@ -353,7 +353,8 @@ export const ERROR_CODES = {
   },
   FOREIGN_PROCESS: {
     kind: 'transient',
-    meaning: 'a process orch did not start runs on a leased card (foreign_process: fail)',
+    meaning:
+      'a process orch did not start runs on a leased card (foreign_process: fail; or wait, in a gang across hosts, whose reps run again as a whole)',
   },
   WORKER_STOPPING: { kind: 'transient', meaning: 'the worker was stopped (SIGTERM) while the block waited' },
   LEASE_LOST: {

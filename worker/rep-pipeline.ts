@@ -11,7 +11,9 @@
  * The look after a rep runs while the next rep measures (on a GPU host 0.1-0.5 s of card time
  * otherwise idle between every two reps); its verdict is read once that rep has answered. A rep
  * that ran while a look found a foreign process is not kept: `fail` fails the block, `wait` waits
- * for it to go and runs the rep again.
+ * for it to go and runs the rep again — except in a spread gang's part, whose other hosts saw
+ * nothing and go on: there the attempt fails with the transient FOREIGN_PROCESS, and the whole
+ * gang runs again.
  *
  * hygiene: discard: a pair with a throttled rep runs again at the block's end, within the block
  * job's budget (worker/hygiene-reruns.ts), through the same loop.
@@ -22,6 +24,7 @@
  */
 
 import { type BlockedArm, CaptureBlockedError } from '../jobs/capture-blocker.ts';
+import { OrchError } from '../jobs/errors.ts';
 import type { ProbeRecord } from '../jobs/probe-record.ts';
 import type { RepRef } from '../jobs/rep-ref.ts';
 import type { CommitRep } from '../store/result-store.ts';
@@ -113,6 +116,9 @@ export class RepPipeline {
       const found = look === null ? [] : await this.fate.race(look);
       look = null;
       if (found.length > 0) {
+        // a spread gang's other hosts never saw it: reps run again here alone would meet their
+        // collectives reps apart, so the whole gang runs again (its start waits for the card)
+        if (this.opts.spread) throw this.foreignInSpread(found);
         // this rep ran beside a foreign process, and the one behind it ran after it before
         // anyone looked again: neither is kept; both run again once the card is ours
         await this.foreign.guard(this.ranks.pids(), found);
@@ -153,6 +159,16 @@ export class RepPipeline {
     // a rep sent behind one that fails is never awaited: the block fails with the first
     measuring.catch(() => {});
     return { p, measuring };
+  }
+
+  /** A foreign process seen while a spread gang's part measured: the attempt fails, transient (with `fail`, as the guard would). */
+  private foreignInSpread(found: string[]): OrchError {
+    const j = this.gang.job;
+    const how =
+      j.foreign_process === 'wait'
+        ? `; block ${j.block} attempt ${j.attempt} is a gang across hosts, whose reps cannot run again on host ${this.gang.host} alone (foreign_process: wait): the whole gang runs again`
+        : '';
+    return new OrchError('FOREIGN_PROCESS', `${found.join('; ')}${how}`);
   }
 
   private mayStop(): boolean {
