@@ -23,14 +23,14 @@ const readPlanted = (plant: string) => `
 function run(plant: string): { status: number | null; out: string; err: string } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', readPlanted(plant)], {
     encoding: 'utf8',
-    timeout: 30_000,
+    timeout: 10_000,
   });
   return { status: r.status, out: r.stdout.trim(), err: r.stderr };
 }
 
 test('a FIFO planted at the report path is refused at once, not waited on', () => {
   const r = run("execFileSync('mkfifo', [file]);");
-  assert.equal(r.status, 0, `the read did not return (killed after 30 s, or failed): ${r.err}`);
+  assert.equal(r.status, 0, `the read did not return (killed after 10 s, or failed): ${r.err}`);
   assert.match(r.out, /"source":"none","reason":".*orch-inject-report-.*: a FIFO \(named pipe\), not a regular file"/);
 });
 
