@@ -135,6 +135,8 @@ interface Ctx {
   repAnswered(): Promise<StreamEvent>;
   /** a live rank pid */
   rankPid(): Promise<number>;
+  /** the rank processes alive now, read from /proc at the call */
+  liveRanks(): number[];
   /** the host queue's handle (closed with the scenario) */
   queue(): Queue;
 }
@@ -199,6 +201,9 @@ async function refused(c: Ctx, jobId: string, why: RegExp): Promise<void> {
   const got = job.failedReason ?? `it ran to its end: ${JSON.stringify(job.returnvalue)}`;
   assert.match(got, why, `${jobId} was to be refused (${why}), got: ${got.slice(0, 200)}`);
 }
+
+/** What the lease-gone scenario deleted, for its check. */
+const leaseGone = { epochs: [] as number[], ranksAlive: 0 };
 
 const SCENARIOS: Scenario[] = [
   {
@@ -363,8 +368,30 @@ const SCENARIOS: Scenario[] = [
     unleasedAliveS: (4 * HB) / 1000,
     async fault_(c) {
       await c.repAnswered();
-      // both blocks' (one per card)
-      await c.redis.del(...LEASE_CARDS.map((card) => orchKeys(c.prefix).lease(card)));
+      // both blocks' (one per card), each epoch noted: its attempt must fail at the renew
+      const keys = LEASE_CARDS.map((card) => orchKeys(c.prefix).lease(card));
+      const epochs = await Promise.all(keys.map((k) => c.redis.hget(k, 'epoch')));
+      await c.redis.del(...keys);
+      leaseGone.epochs = epochs.flatMap((e) => (e === null ? [] : [Number(e)]));
+      leaseGone.ranksAlive = c.liveRanks().length;
+    },
+    async check_(c) {
+      // Unleased time alone cannot tell on a starved machine: a fault that lands after the ranks
+      // ended (CI once let the refused-renew mutant pass so) leaves none. The renew's own
+      // refusal is what this scenario is for, and it names itself in the failed attempt.
+      if (leaseGone.epochs.length === 0 || leaseGone.ranksAlive === 0)
+        return [
+          `the fault missed the gang: ${leaseGone.epochs.length} lease(s) deleted, ${leaseGone.ranksAlive} rank(s) alive at the deletion`,
+        ];
+      const failed = (await readEvents(c.redis, c.prefix, c.id)).filter(
+        (e) => e.event.type === 'worker' && e.event.event === 'block-failed',
+      );
+      return leaseGone.epochs.flatMap((epoch) => {
+        const why = failed.filter((e) => e.epoch === epoch).map((e) => String(e.event.reason));
+        return why.some((r) => /^lease of card \S+ lost \(/.test(r))
+          ? []
+          : [`the attempt of epoch ${epoch} did not fail at its renew (it ended: ${why.join('; ') || 'not failed'})`];
+      });
     },
   },
   {
@@ -530,6 +557,9 @@ async function runScenario(s: Scenario): Promise<Row> {
       // read afresh on every poll: taken between two blocks, a list of the ranks seen until then
       // holds only ended ones, and waiting on it never finds a live rank (CI: timed out after 10 s)
       return waitFor('a live rank', () => monitor.liveRankPids()[0], { timeoutMs: 10_000 });
+    },
+    liveRanks() {
+      return monitor.liveRankPids();
     },
     queue() {
       queue ??= new Queue(hostQueue(HOST), { connection: redis, prefix });
