@@ -8,9 +8,14 @@
  */
 import type { RankOutputTail } from '../../jobs/rank-output-tail.ts';
 import type { Analysis } from '../stats/types.ts';
+import { markdownCode } from './markdown-code.ts';
 
-function whose(t: RankOutputTail): string {
-  return `block ${t.block}, rank ${t.rank} (card ${t.card} on ${t.host}, attempt ${t.attempt})`;
+/**
+ * Which rank it was. The card and host are names a worker registered, so anyone who reaches Redis
+ * chooses them: in report.md they are code spans, never a link or an image in a heading.
+ */
+function whose(t: RankOutputTail, name: (text: string) => string = (text) => text): string {
+  return `block ${t.block}, rank ${t.rank} (card ${name(t.card)} on ${name(t.host)}, attempt ${t.attempt})`;
 }
 
 function streams(t: RankOutputTail): { name: 'stdout' | 'stderr'; lines: string[] }[] {
@@ -25,7 +30,7 @@ export function failedOutputSection(a: Pick<Analysis, 'failed_rank_output'>): st
   if (tails.length === 0) return [];
   const out = ['## Output of failed ranks', ''];
   for (const t of tails) {
-    out.push(`### ${whose(t)}`, '');
+    out.push(`### ${whose(t, markdownCode)}`, '');
     for (const s of streams(t)) {
       out.push(`${s.name}, its last ${s.lines.length} line${s.lines.length === 1 ? '' : 's'}:`, '');
       out.push(...s.lines.map((l) => `    ${l}`), '');

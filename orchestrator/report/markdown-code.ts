@@ -12,3 +12,21 @@ export function markdownCode(text: string): string {
   const pad = text === '' || /^`|`$/.test(text) || (text.startsWith(' ') && text.endsWith(' ')) ? ' ' : '';
   return `${fence}${pad}${text}${pad}${fence}`;
 }
+
+/**
+ * The characters that open a link, an image or raw HTML, and a backslash before one of them (which
+ * would otherwise escape the escape).
+ */
+const LINK_OR_HTML = /\\(?=[[\]<])|[[\]<]/g;
+
+/**
+ * Text as running prose of report.md that fetches and links nothing: each `[`, `]` and `<` is
+ * backslash-escaped (CommonMark renders `\[` as `[`), so a reason that quotes a program's message
+ * (`![x](https://attacker.example/p.png)`, `<img src=…>`) shows as it was written instead of an
+ * image that calls out or HTML. Emphasis and the like are left: they change how a reason looks,
+ * never what the page does, and escaping them would make the raw report.md hard to read. `|` is
+ * left to markdownTable, which escapes it in a cell.
+ */
+export function markdownText(text: string): string {
+  return text.replace(LINK_OR_HTML, (c) => `\\${c}`);
+}

@@ -12,6 +12,7 @@ import { cancelledSection } from './cancelled-section.ts';
 import { captureBlockersSection } from './capture-blockers-section.ts';
 import { carryOverSection } from './carry-over-section.ts';
 import { failedOutputSection } from './failed-output-section.ts';
+import { markdownText } from './markdown-code.ts';
 import { markdownTable } from './markdown-table.ts';
 import { exitCodeLine, exitCodesSection, stoppedLines } from './outcome-lines.ts';
 import { probeSection } from './probe-section.ts';
@@ -78,7 +79,12 @@ export function renderMarkdown(a: Analysis): string {
   out.push(...failedOutputSection(a));
   out.push(...captureBlockersSection(a));
   if (a.invalid_reasons.length > 0) {
-    out.push('**Invalid — no verdict can be believed:**', '', ...a.invalid_reasons.map((r) => `- ${r}`), '');
+    out.push(
+      '**Invalid — no verdict can be believed:**',
+      '',
+      ...a.invalid_reasons.map((r) => `- ${markdownText(r)}`),
+      '',
+    );
   }
   // an experiment that ended early shows what it measured, never as its verdict
   if (a.primary)
@@ -159,7 +165,7 @@ export function renderMarkdown(a: Analysis): string {
       ...comps.map((c) => {
         // Gate failures are already at the top of the report; do not repeat them per comparison.
         const own = c.reasons.filter((r) => !a.invalid_reasons.includes(r));
-        return `- ${c.arm} vs ${c.reference}: ${c.statement}${own.length > 0 ? ` — ${own.join('; ')}` : ''}`;
+        return `- ${c.arm} vs ${c.reference}: ${c.statement}${own.length > 0 ? ` — ${markdownText(own.join('; '))}` : ''}`;
       }),
       '',
     );
@@ -248,7 +254,7 @@ export function renderMarkdown(a: Analysis): string {
       ? ['Every planned rep was measured and used.']
       : a.issues.length === 0
         ? ['Every measured rep was used.']
-        : a.issues.map((i) => `- ${i}`)),
+        : a.issues.map((i) => `- ${markdownText(i)}`)),
     '',
   );
   out.push(...exitCodesSection());

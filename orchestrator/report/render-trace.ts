@@ -8,6 +8,7 @@
 import { GAP_BINS_US } from '../stats/kernel-trace.ts';
 import type { TraceArm } from '../stats/trace-arm.ts';
 import { GRAPH_CHECK_TOLERANCE, type GraphCheck, type TraceFloor } from '../stats/trace-probe.ts';
+import { markdownText } from './markdown-code.ts';
 import { markdownTable } from './markdown-table.ts';
 
 const us = (ns: number) => (ns / 1000).toFixed(2);
@@ -66,7 +67,7 @@ export function renderTrace(
         '—',
         '—',
         '—',
-        `not traced: ${a.reason ?? 'no trace answer'}`,
+        `not traced: ${markdownText(a.reason ?? 'no trace answer')}`,
       ];
     const pdl = orDash(s.pdl_upside_per_kernel_ns);
     const lost = a.dropped > 0 ? `; ${a.dropped} records lost: busy share is a lower bound` : '';

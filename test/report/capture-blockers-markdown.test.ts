@@ -11,16 +11,21 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CAPTURE_FAILED_PREFIX } from '../../jobs/capture-blocker.ts';
 import { captureBlockersSection } from '../../orchestrator/report/capture-blockers-section.ts';
-import { markdownCode } from '../../orchestrator/report/markdown-code.ts';
-import { captureBlockers } from '../../orchestrator/stats/analyze.ts';
+import { markdownCode, markdownText } from '../../orchestrator/report/markdown-code.ts';
+import { renderMarkdown } from '../../orchestrator/report/render-markdown.ts';
+import { analyzeExperiment, captureBlockers } from '../../orchestrator/stats/analyze.ts';
 import { orchKeys } from '../../store/keys.ts';
 import { ResultStore } from '../../store/result-store.ts';
+import { abWithAa } from '../stats/fixtures.ts';
 import { assertInert } from '../utils/inert-text.ts';
 import { freshPrefix, privateRedis } from '../utils/redis.ts';
 
 const MESSAGE =
   'boom ![x](https://attacker/p.png) [click](https://attacker/) <img src=x onerror=alert(1)> `a`` end \x1b[2J\x07\x1b]52;c;Y3VybA==\x07';
 const FILE = '/x/``evil`.py';
+
+/** Markup that would render (an image, a link, raw HTML) where no backslash stops it. */
+const LIVE_MARKUP = /(?<!\\)!(?<!\\)\[|(?<!\\)\[[^\]]*(?<!\\)\]\(|(?<!\\)<[a-z/]/i;
 
 /** `line` with its inline code spans taken out (CommonMark: a run of n backticks ends at the next run of exactly n). */
 function outsideCode(line: string): string {
@@ -66,6 +71,21 @@ describe('Capture blockers in report.md', () => {
       '- arm graph: `<script>x</script> ![y](http://a/b.png)`',
     ]);
     for (const item of items) assert.match(outsideCode(item), /^- arm graph( at \[code\])?: \[code\]$/, item);
+  });
+
+  it("a comparison's reason and the report's other prose quote the blocker as text: every markup character escaped", () => {
+    const ab = abWithAa(21);
+    const failed = ab.reps
+      .filter((rep) => rep.arm === 'B')
+      .map((rep) => ({ ...rep, attempt: 1, reason: `${CAPTURE_FAILED_PREFIX}${MESSAGE} (at ${FILE}:7)` }));
+    const a = analyzeExperiment({ ...ab, reps: ab.reps.filter((rep) => rep.arm !== 'B'), failed });
+    const md = renderMarkdown(a);
+    const reasonLine = md.split('\n').find((l) => l.startsWith('- B vs A: not testable'));
+    assert.ok(reasonLine, md);
+    assert.ok(reasonLine.includes(markdownText('![x](https://attacker/p.png)')), reasonLine);
+    // outside the Capture blockers section's code spans no line of the report renders markup
+    for (const line of md.split('\n')) assert.doesNotMatch(outsideCode(line), LIVE_MARKUP, line);
+    assert.equal(markdownText('a ![i](u) <b> *e* \\[x] \\<'), 'a !\\[i\\](u) \\<b> *e* \\\\\\[x\\] \\\\\\<');
   });
 
   it('a code span no text can end: the fence outgrows its backticks, an edge backtick is padded', () => {

@@ -65,7 +65,7 @@ describe("a failed rank's last lines", () => {
       const md = readFileSync(join(dir, 'res', id, 'report.md'), 'utf8');
       const section = md.split('## Output of failed ranks')[1]?.split('\n## ')[0] ?? '';
       console.log(section);
-      assert.match(section, /### block 0, rank 0 \(card cpu:0@\S+ on \S+, attempt \d+\)/);
+      assert.match(section, /### block 0, rank 0 \(card `cpu:0@\S+` on `\S+`, attempt \d+\)/);
       assert.deepEqual(numbered(section, 'out'), LAST_KEPT);
       assert.deepEqual(numbered(section, 'err'), LAST_KEPT);
       // on the terminal, after the reason: the same lines, each marked with its stream
@@ -164,8 +164,9 @@ describe("a failed rank's last lines", () => {
       assert.ok(text.includes('\\x1b]0;x\\x07\\x1b[2J\\x1b[32mall gates passed'), text);
       assert.ok(text.includes('\\x1b]52;c;Y3VybCBldmlsfHNo\\x07'), text);
       assert.ok(text.includes('\\x3a:error::pwned'), text);
-      assert.ok(text.includes('card cpu:0\\x1b[2J on h\\x1b]0;owned\\x07'), text);
     }
+    assert.ok(shown[0]!.includes('card `cpu:0\\x1b[2J` on `h\\x1b]0;owned\\x07`'), shown[0]);
+    assert.ok(shown[1]!.includes('card cpu:0\\x1b[2J on h\\x1b]0;owned\\x07'), shown[1]);
     // a worker's own record reads back as it was written: escaping its escaped lines changes nothing
     const tail = new OutputTail();
     for (const l of planted.stdout) tail.push('stdout', l);
@@ -173,6 +174,17 @@ describe("a failed rank's last lines", () => {
     await r.redis.hset(orchKeys(prefix).rankOutput('e1'), '1/1/0', JSON.stringify(honest));
     const read = (await new ResultStore(r.redis, { prefix }).rankOutputs('e1'))['1/1/0'];
     assert.deepEqual(read, honest);
+  });
+
+  it("report.md's heading of a failed rank shows a registered card or host name as code, never as Markdown", () => {
+    const image = '![x](https://attacker.example/p.png)';
+    const a = {
+      failed_rank_output: [
+        { block: 0, attempt: 1, rank: 0, card: `[c](https://x.example)`, host: image, stdout: ['x'], stderr: [] },
+      ],
+    };
+    const heading = failedOutputSection(a).find((l) => l.startsWith('### '));
+    assert.equal(heading, `### block 0, rank 0 (card \`[c](https://x.example)\` on \`${image}\`, attempt 1)`);
   });
 
   it('Redis keeps at most RANK_OUTPUT_RECORDS_MAX records of an experiment', async () => {

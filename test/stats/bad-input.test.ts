@@ -71,7 +71,7 @@ test('a NaN, a negative and an empty timing each exclude their rep with a reason
   assert.equal(c.unpaired.length, 2);
   assert.notEqual(a.verdict, 'invalid');
   const md = renderedClean(a);
-  assert.match(md, /rep 0\/B\/1 not used: step_ms\[2\] of 5 is NaN/);
+  assert.match(md, /rep 0\/B\/1 not used: step_ms\\\[2\\\] of 5 is NaN/);
 });
 
 test('an arm with no committed reps makes the experiment invalid, naming failed and missing reps', () => {
