@@ -16,6 +16,7 @@ import { commands } from './commands/index.ts';
 import { environmentHelp } from './environment.ts';
 import { exitCodesHelp } from './exit-codes.ts';
 import { exitCodeOf, formatError, jsonError } from './print-error.ts';
+import { jsonLine } from './terminal/json-line.ts';
 
 /** The parser of one command line; `exit` receives the exit code of the command that ran. */
 export function buildParser(argv: string[], exit: (code: number) => void = () => undefined, version = '') {
@@ -78,7 +79,7 @@ export async function runCli(argv: string[]): Promise<number> {
       ? (await import('../store/redis-oom.ts')).asRedisOom(caught)
       : caught;
     if (wantsJson(argv)) {
-      process.stdout.write(`${JSON.stringify(jsonError(err))}\n`);
+      process.stdout.write(jsonLine(jsonError(err)));
       // the stack of a bug stays readable for whoever reports it, off stdout
       if (jsonError(err).error.kind === 'bug') process.stderr.write(formatError(err));
     } else {

@@ -5,6 +5,7 @@
  */
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const cancelCommand = defineCommand({
   command: 'cancel <id>',
@@ -34,7 +35,7 @@ export const cancelCommand = defineCommand({
       const out = { experiment: argv.id, requested: r.state, state, stopped_gangs: r.notified };
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify(out)}\n`
+          ? jsonLine(out)
           : r.state !== 'cancelling'
             ? `${argv.id} had already ended: ${r.state}\n`
             : `${argv.id}: ${r.notified} running gang part(s) told to stop; state ${state}${isEnded(state) ? '' : ' (the scheduler has not settled it yet: is orch serve running?)'}\n`,

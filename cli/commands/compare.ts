@@ -7,6 +7,7 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const compareCommand = defineCommand({
   command: 'compare <runs..>',
@@ -38,15 +39,13 @@ export const compareCommand = defineCommand({
     if (dirs.length === 2) {
       const { compareResults } = await import('../../orchestrator/report/compare-results.ts');
       const { text, ...data } = compareResults(dirs[0]!, dirs[1]!, 0.05, { allowNodeChange: argv.allowNodeChange });
-      process.stdout.write(argv.json ? `${JSON.stringify(data)}\n` : text);
+      process.stdout.write(argv.json ? jsonLine(data) : text);
       return;
     }
     const { compareRuns } = await import('../../orchestrator/report/compare-runs.ts');
     const { text, ...data } = compareRuns(dirs);
     process.stdout.write(
-      argv.json
-        ? `${JSON.stringify({ ...data, comparisons: data.comparisons.map(({ text: _t, ...c }) => c) })}\n`
-        : text,
+      argv.json ? jsonLine({ ...data, comparisons: data.comparisons.map(({ text: _t, ...c }) => c) }) : text,
     );
   },
 });

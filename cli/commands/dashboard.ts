@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export interface DashboardArgs {
   port: number;
@@ -165,7 +166,13 @@ export const dashboardCommand = defineCommand({
     const s = await startDashboardFromArgs(argv, log);
     process.stdout.write(
       argv.json
-        ? `${JSON.stringify({ event: 'listening', address: s.dashboard.address, token_from: s.tokenFrom, open: s.signIn, token_file: s.tokenFile })}\n`
+        ? jsonLine({
+            event: 'listening',
+            address: s.dashboard.address,
+            token_from: s.tokenFrom,
+            open: s.signIn,
+            token_file: s.tokenFile,
+          })
         : `orch dashboard listening on ${describeStart(s)}\n`,
     );
     await new Promise<void>((resolve) => {

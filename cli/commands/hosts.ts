@@ -9,6 +9,7 @@ import type { HostReport } from '../../orchestrator/ssh/bring-up.ts';
 import type { HostStatus } from '../../orchestrator/ssh/host-status.ts';
 import type { TrustReport } from '../../orchestrator/ssh/trust.ts';
 import { defineCommand } from '../command.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 function line(r: HostReport): string {
   if (r.status === 'up') return `${r.host}: up (pid ${r.pid}) cards ${r.cards?.join(', ') || '(none)'}\n`;
@@ -119,9 +120,7 @@ export const hostsCommand = defineCommand({
       const { hostsStatus } = await import('../../orchestrator/ssh/host-status.ts');
       const { orchVersion } = await import('../version.ts');
       const hosts = await hostsStatus({ ...opts, own: orchVersion() });
-      process.stdout.write(
-        argv.json ? `${JSON.stringify({ action: 'status', hosts })}\n` : hosts.map(statusLine).join(''),
-      );
+      process.stdout.write(argv.json ? jsonLine({ action: 'status', hosts }) : hosts.map(statusLine).join(''));
       return;
     }
     if (argv.action === 'trust') {
@@ -132,9 +131,7 @@ export const hostsCommand = defineCommand({
         confirm: argv.yes ? async () => true : confirmOnTerminal,
         say: (l) => process.stderr.write(`${l}\n`),
       });
-      process.stdout.write(
-        argv.json ? `${JSON.stringify({ action: 'trust', hosts })}\n` : hosts.map(trustLine).join(''),
-      );
+      process.stdout.write(argv.json ? jsonLine({ action: 'trust', hosts }) : hosts.map(trustLine).join(''));
       const bad = hosts.filter((h) => h.status === 'failed' || h.status === 'declined');
       if (bad.length > 0) {
         throw new UserInputError(
@@ -153,9 +150,7 @@ export const hostsCommand = defineCommand({
       argv.action === 'up'
         ? await hostsUp({ ...opts, secret: requireClusterSecret('orch hosts up') })
         : await hostsDown(opts);
-    process.stdout.write(
-      argv.json ? `${JSON.stringify({ action: argv.action, hosts: reports })}\n` : reports.map(line).join(''),
-    );
+    process.stdout.write(argv.json ? jsonLine({ action: argv.action, hosts: reports }) : reports.map(line).join(''));
     const failed = reports.filter((r) => r.status === 'failed');
     if (failed.length > 0) {
       throw new UserInputError(

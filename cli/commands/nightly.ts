@@ -19,6 +19,7 @@ import { defineCommand } from '../command.ts';
 import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 /** How many upcoming runs `orch nightly list` shows per suite. */
 const NEXT_RUNS = 3;
@@ -107,12 +108,12 @@ export const nightlyCommand = defineCommand({
     try {
       if (argv.action === 'install') {
         const s = await suites.install(argv.target!, argv.every !== undefined ? { every: argv.every } : {});
-        out(json ? `${JSON.stringify(s)}\n` : `installed ${describe(s)}\n`);
+        out(json ? jsonLine(s) : `installed ${describe(s)}\n`);
       } else if (argv.action === 'list') {
         const all = (await suites.list()).map(withNext);
         out(
           json
-            ? `${JSON.stringify(all)}\n`
+            ? jsonLine(all)
             : all.length === 0
               ? 'no nightly suites installed\n'
               : all.map((s) => `${describe(s)}\n${s.next_runs.map((t) => `  next run ${t}\n`).join('')}`).join(''),
@@ -123,7 +124,7 @@ export const nightlyCommand = defineCommand({
             hint: 'orch nightly list shows the installed names',
           });
         }
-        out(json ? `${JSON.stringify({ removed: argv.target })}\n` : `removed ${argv.target}\n`);
+        out(json ? jsonLine({ removed: argv.target }) : `removed ${argv.target}\n`);
       }
     } finally {
       await suites.close();
@@ -165,7 +166,15 @@ async function runNightCommand(
     const code = nightExitCode(night.rows, failOn);
     if (argv.json) {
       out(
-        `${JSON.stringify({ suite: night.suite, run: night.run, state: night.state, exit_code: code, alerts: night.alerts, experiments: night.submitted, rows: night.rows })}\n`,
+        jsonLine({
+          suite: night.suite,
+          run: night.run,
+          state: night.state,
+          exit_code: code,
+          alerts: night.alerts,
+          experiments: night.submitted,
+          rows: night.rows,
+        }),
       );
     } else {
       const { signedPct } = await import('../../orchestrator/stats/format-number.ts');
@@ -198,7 +207,7 @@ async function showHistory(argv: NightlyArgs & { json: boolean }, out: (s: strin
   try {
     if (argv.action === 'history') {
       const rows = await history.rows(argv.target!, argv.limit);
-      out(argv.json ? `${JSON.stringify(rows)}\n` : renderHistory(argv.target!, rows));
+      out(argv.json ? jsonLine(rows) : renderHistory(argv.target!, rows));
       return;
     }
     const runs = await history.runs(argv.target ?? null, argv.limit);
@@ -207,11 +216,7 @@ async function showHistory(argv: NightlyArgs & { json: boolean }, out: (s: strin
       for (const r of await history.rows(suite, argv.limit * 50))
         rows.set(r.run_id, [...(rows.get(r.run_id) ?? []), r]);
     }
-    out(
-      argv.json
-        ? `${JSON.stringify(runs.map((r) => ({ ...r, rows: rows.get(r.id) ?? [] })))}\n`
-        : renderRuns(runs, rows),
-    );
+    out(argv.json ? jsonLine(runs.map((r) => ({ ...r, rows: rows.get(r.id) ?? [] }))) : renderRuns(runs, rows));
   } finally {
     await history.close();
   }

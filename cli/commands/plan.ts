@@ -11,6 +11,7 @@ import { williamsRowCount } from '../../jobs/williams.ts';
 import { defineCommand } from '../command.ts';
 import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 /** The effects a power plan shows when --effect is not given. */
 const DEFAULT_EFFECTS = ['1%', '2%', '5%'];
@@ -53,7 +54,7 @@ export const planCommand = defineCommand({
         plan.sequential === undefined
           ? []
           : (await import('../../orchestrator/report/sequential-plan.ts')).sequentialPlanLines(plan);
-      process.stdout.write(argv.json ? `${JSON.stringify(plan, null, 2)}\n` : formatPlan(plan, sequential));
+      process.stdout.write(argv.json ? jsonLine(plan, 2) : formatPlan(plan, sequential));
       return;
     }
     const { file, target } = powerArgs(argv.file, argv.power);
@@ -73,7 +74,7 @@ export const planCommand = defineCommand({
     const { powerPlan, formatPowerPlan } = await import('../../orchestrator/report/power-plan.ts');
     const { DEFAULT_ALPHA } = await import('../../orchestrator/stats/defaults.ts');
     const p = powerPlan({ file, spec, plan, prior, effects, target, alpha: DEFAULT_ALPHA });
-    process.stdout.write(argv.json ? `${JSON.stringify(p, null, 2)}\n` : formatPowerPlan(p));
+    process.stdout.write(argv.json ? jsonLine(p, 2) : formatPowerPlan(p));
   },
 });
 

@@ -12,6 +12,7 @@ import { resolve } from 'node:path';
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 const UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -72,9 +73,7 @@ export const pruneCommand = defineCommand({
       if (!argv.dryRun) for (const c of found) if (await retention.remove(c.id, cutoff)) removed.push(c.id);
       const listed = argv.dryRun ? found : found.filter((c) => removed.includes(c.id));
       if (argv.json) {
-        process.stdout.write(
-          `${JSON.stringify({ dry_run: argv.dryRun, older_than: argv.olderThan, experiments: listed })}\n`,
-        );
+        process.stdout.write(jsonLine({ dry_run: argv.dryRun, older_than: argv.olderThan, experiments: listed }));
         return;
       }
       const verb = argv.dryRun ? 'would remove' : 'removed';
@@ -103,7 +102,7 @@ async function pruneRankCaches(o: {
   const found = prunableRankCaches(buildRoot, Date.now() - o.ageMs);
   if (!o.dryRun) removeRankCaches(found);
   if (o.json) {
-    process.stdout.write(`${JSON.stringify({ dry_run: o.dryRun, older_than: o.olderThan, rank_caches: found })}\n`);
+    process.stdout.write(jsonLine({ dry_run: o.dryRun, older_than: o.olderThan, rank_caches: found }));
     return;
   }
   const verb = o.dryRun ? 'would remove' : 'removed';

@@ -13,6 +13,7 @@ import { defineCommand } from '../command.ts';
 import type { RedisUrlArgs } from '../embedded/redis-target.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 interface ReportToPrint {
   experiment: string;
@@ -62,7 +63,13 @@ export const reportCommand = defineCommand({
     } else {
       out(
         argv.json
-          ? `${JSON.stringify({ experiment: w.experiment, state: w.state, dir: w.dir, accounting: w.accounting, analysis: w.analysis })}\n`
+          ? jsonLine({
+              experiment: w.experiment,
+              state: w.state,
+              dir: w.dir,
+              accounting: w.accounting,
+              analysis: w.analysis,
+            })
           : `${w.report}\nresults: ${w.dir}\n`,
       );
     }

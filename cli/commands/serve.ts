@@ -5,6 +5,7 @@
  */
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const serveCommand = defineCommand({
   command: 'serve',
@@ -91,7 +92,7 @@ export const serveCommand = defineCommand({
     const say = (event: string, extra: Record<string, unknown> = {}) =>
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify({ event, id: scheduler.lease.id, at: new Date().toISOString(), ...extra })}\n`
+          ? jsonLine({ event, id: scheduler.lease.id, at: new Date().toISOString(), ...extra })
           : `${new Date().toISOString()} ${event} (${scheduler.lease.id})${extra.why ? `: ${extra.why}` : ''}\n`,
       );
     scheduler.on('leading', () => say('leader'));

@@ -7,6 +7,7 @@
  */
 import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const slurmCommand = defineCommand({
   command: 'slurm <action>',
@@ -102,7 +103,7 @@ export const slurmCommand = defineCommand({
       });
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify({ action: 'up', ...r })}\n`
+          ? jsonLine({ action: 'up', ...r })
           : `submitted job ${r.job} (${argv.nodes} node(s) × ${argv.gpusPerNode} GPU(s), ${argv.time}); files in ${r.dir}\nfollow it: orch slurm status --job ${r.job}\n`,
       );
       return;
@@ -113,7 +114,7 @@ export const slurmCommand = defineCommand({
       if (argv.action === 'status') {
         const { renderSlurmStatus, slurmStatus } = await import('../../orchestrator/slurm/slurm-status.ts');
         const s = await slurmStatus(target.redis, rec.prefix, rec.job);
-        process.stdout.write(argv.json ? `${JSON.stringify(s)}\n` : renderSlurmStatus(s));
+        process.stdout.write(argv.json ? jsonLine(s) : renderSlurmStatus(s));
         return;
       }
       const { slurmDown } = await import('../../orchestrator/slurm/slurm-down.ts');
@@ -123,7 +124,7 @@ export const slurmCommand = defineCommand({
       removeRunDir(root, dir);
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify({ action: 'down', job: rec.job, ...d })}\n`
+          ? jsonLine({ action: 'down', job: rec.job, ...d })
           : `job ${rec.job}: ${d.drained ? 'workers drained' : `workers not drained within ${argv.timeout} s`}; ${d.cancelled ? 'cancelled (scancel)' : 'already ended'}\n`,
       );
     } finally {

@@ -9,6 +9,7 @@ import { OUTCOMES, type Outcome } from '../../orchestrator/experiment/outcome-co
 import type { ExperimentState } from '../../store/experiment-store.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const statusCommand = defineCommand({
   command: 'status [id]',
@@ -85,7 +86,7 @@ export const statusCommand = defineCommand({
           : ['', 'refused jobs (nothing ran)', ...Object.entries(refused).map(([k, n]) => `  ${k}: ${n}`)];
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify({ ...s, builds, nightly, refused }, null, 2)}\n`
+          ? jsonLine({ ...s, builds, nightly, refused }, 2)
           : `${renderStatus(s)}${[...buildLines, ...nightlyLines, ...refusedLines].map((l) => `${l}\n`).join('')}`,
       );
     } finally {

@@ -21,6 +21,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const submitCommand = defineCommand({
   command: 'submit <spec>',
@@ -97,11 +98,7 @@ export const submitCommand = defineCommand({
       const input = { redis: target.redis, prefix: target.prefix, loaded, submitToken };
       if (!argv.wait) {
         const sub = await submitExperiment({ ...input, noWait: true });
-        out(
-          json
-            ? `${JSON.stringify({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor })}\n`
-            : `${sub.id}\n`,
-        );
+        out(json ? jsonLine({ experiment: sub.id, hash: loaded.hash, waiting_for: sub.waitingFor }) : `${sub.id}\n`);
         return;
       }
       const interrupt = new WatchInterrupt(argv.cancelOnInterrupt);
@@ -136,7 +133,13 @@ export const submitCommand = defineCommand({
       });
       out(
         json
-          ? `${JSON.stringify({ experiment: id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`
+          ? jsonLine({
+              experiment: id,
+              state,
+              dir: written.dir,
+              accounting: written.accounting,
+              verdict: written.analysis.verdict,
+            })
           : `${written.report}\nresults: ${written.dir}\n`,
       );
       if (!json) out(droppedOutputLine(await readOutputBudget(target.redis, target.prefix, id)) ?? '');

@@ -10,6 +10,7 @@ import type { StreamEvent } from '../../jobs/stream-event.ts';
 import type { TraceInput } from '../../orchestrator/trace/chrome-trace.ts';
 import { defineCommand } from '../command.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 async function fromResults(dir: string, id: string): Promise<TraceInput> {
   const { UserInputError } = await import('../../jobs/errors.ts');
@@ -56,6 +57,6 @@ export const traceCommand = defineCommand({
         await target.close();
       }
     }
-    process.stdout.write(`${JSON.stringify(chromeTrace(argv.id, input))}\n`);
+    process.stdout.write(jsonLine(chromeTrace(argv.id, input)));
   },
 });

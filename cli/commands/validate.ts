@@ -7,6 +7,7 @@ import { SpecError, type SpecIssue } from '../../jobs/errors.ts';
 import type { ConfigKind, loadConfigFile as LoadConfigFile } from '../../orchestrator/spec/load-spec.ts';
 import { defineCommand } from '../command.ts';
 import { withJsonExtra } from '../print-error.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 interface FileResult {
   file: string;
@@ -28,7 +29,7 @@ export const validateCommand = defineCommand({
     const issues = results.flatMap((r) => r.issues);
     if (argv.json) {
       if (issues.length > 0) throw withJsonExtra(new SpecError(issues), { files: results });
-      process.stdout.write(`${JSON.stringify({ ok: true, files: results }, null, 2)}\n`);
+      process.stdout.write(jsonLine({ ok: true, files: results }, 2));
       return;
     }
     for (const r of results.filter((r) => r.ok)) {

@@ -10,6 +10,7 @@ import { UserInputError } from '../../jobs/errors.ts';
 import { defineCommand } from '../command.ts';
 import { parseFailOn, withFailOn } from '../fail-on.ts';
 import { withRedisUrlFile } from '../redis-url-option.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 
 export const watchCommand = defineCommand({
   command: 'watch <id>',
@@ -52,7 +53,7 @@ export const watchCommand = defineCommand({
         signal: interrupt.abort.signal,
         onProgress: (p, events) => {
           if (argv.json) {
-            for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
+            for (const e of events) process.stdout.write(jsonLine(e));
             return;
           }
           print(p);
@@ -66,7 +67,7 @@ export const watchCommand = defineCommand({
       const exitCode = outcomeExitCode(analysis, failOn);
       process.stdout.write(
         argv.json
-          ? `${JSON.stringify({ experiment: argv.id, state, verdict: analysis.verdict, exit_code: exitCode })}\n`
+          ? jsonLine({ experiment: argv.id, state, verdict: analysis.verdict, exit_code: exitCode })
           : `experiment ${argv.id} ended ${state}: ${analysis.verdict} (exit ${exitCode})\n`,
       );
       // why a block failed, in the program's own words, as submit prints it at its end

@@ -16,6 +16,7 @@ import { type DestinationStream, type Logger, pino } from 'pino';
 import { z } from 'zod';
 import { kindOf } from '../../jobs/error-codes.ts';
 import { escapeRankText } from '../../jobs/rank-text.ts';
+import { terminalSafeJson } from '../terminal/json-line.ts';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -56,6 +57,11 @@ export function prettyRecord(json: string): string {
   return `orch ${escapeRankText(String(r.role ?? ''))} ${level}: ${escapeRankText(String(r.msg ?? ''))}${why}${extra ? `  ${extra}` : ''}`;
 }
 
+/** JSON records as pino writes them, with the characters a terminal acts on escaped (a record quotes a program's or Redis's text). */
+function jsonStderr(): DestinationStream {
+  return { write: (line: string) => void process.stderr.write(terminalSafeJson(line)) };
+}
+
 function prettyStderr(): DestinationStream {
   return { write: (line: string) => void process.stderr.write(`${prettyRecord(line)}\n`) };
 }
@@ -83,6 +89,6 @@ export function orchLog(role: string, level = process.env.ORCH_LOG ?? 'warn'): L
   const debug = level === 'debug' || level === 'trace';
   return pino(
     { level, base: { role, pid: process.pid }, serializers: { err: errSerializer(debug) } },
-    logFormat() === 'json' ? pino.destination(2) : prettyStderr(),
+    logFormat() === 'json' ? jsonStderr() : prettyStderr(),
   );
 }

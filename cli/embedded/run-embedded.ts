@@ -34,6 +34,7 @@ import { makeNonDumpable, NODUMP_FIX } from '../../worker/non-dumpable.ts';
 import { preflightGraphrt } from '../../worker/preflight/preflight.ts';
 import { Worker } from '../../worker/worker.ts';
 import { SIGNAL_EXIT_CODES } from '../exit-codes.ts';
+import { jsonLine } from '../terminal/json-line.ts';
 import { progressPrinter } from '../terminal/progress-printer.ts';
 import { liveColumns, terminalMode } from '../terminal/terminal-mode.ts';
 import { orchLog } from './log.ts';
@@ -208,7 +209,13 @@ export async function runEmbedded(input: EmbeddedInput): Promise<EmbeddedResult>
     const { state, written } = outcome;
     if (input.json) {
       out(
-        `${JSON.stringify({ experiment: outcome.id, state, dir: written.dir, accounting: written.accounting, verdict: written.analysis.verdict })}\n`,
+        jsonLine({
+          experiment: outcome.id,
+          state,
+          dir: written.dir,
+          accounting: written.accounting,
+          verdict: written.analysis.verdict,
+        }),
       );
     } else {
       out(`${written.report}\nresults: ${written.dir}\n`);

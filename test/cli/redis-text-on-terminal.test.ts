@@ -76,6 +76,27 @@ describe('Redis text on the terminal', () => {
     );
   });
 
+  it('orch status --json and a JSON log line: C1 controls and bidi overrides as \\u escapes, the same value parsed back', async () => {
+    const prefix = freshPrefix('js');
+    await r.redis.set(orchKeys(prefix).sched.leader, `leader${C1}`, 'PX', 60_000);
+    const res = runOrch(['status', '--json'], env(prefix));
+    assert.equal(res.status, 0, res.stderr);
+    assertInert(res.stdout);
+    assert.ok(res.stdout.includes('leader\\u009b31m\\u202e'), res.stdout);
+    assert.ok(JSON.stringify(JSON.parse(res.stdout)).includes(`leader${C1}`));
+    // a JSON log line on stderr quotes the Redis URL it could not reach, and the JSON error on stdout its failure
+    const down = runOrch(['status', '--json'], {
+      ...env(prefix),
+      REDIS_URL: `redis://127.0.0.1:1/?x=${C1}`,
+      ORCH_LOG: 'warn',
+      ORCH_LOG_FORMAT: 'json',
+    });
+    assertInert(down.stderr);
+    assertInert(down.stdout);
+    assert.ok(down.stderr.includes('?x=\\u009b31m\\u202e'), down.stderr.slice(0, 2000));
+    assert.ok(down.stdout.trim().startsWith('{'), down.stdout);
+  });
+
   it("orch status: an experiment's id, a waiting block's why, a running block's cards", () => {
     const block = { attempt: 1, reason: null, cards: [`cpu:0@${SCREEN}`] };
     const status = renderStatus({
