@@ -27,7 +27,7 @@ import { isRedisCondition } from '../../store/redis-oom.ts';
 import { recordStepHistory, StepHistorySampler } from '../../store/step-history.ts';
 import { gangWithJobs, type Outcome, observeAttempt } from './attempt-observer.ts';
 import { blocksLeftEmpty, FIRST_BLOCK, isAutoFirstBlock, sizeLaterBlocks } from './auto-block-sizing.ts';
-import { plannedBlockMs, workloadKey } from './expected-duration.ts';
+import { plannedBlockMs, sizedBlockMs, workloadKey } from './expected-duration.ts';
 import type { GrantLoop } from './grant-loop.ts';
 import { retryDecision } from './retry-decision.ts';
 import { type BlockRef, blockKey, revokeGang, type SchedulerContext, type Term } from './scheduler-context.ts';
@@ -171,13 +171,15 @@ export class BlockLifecycle {
           exp = (await this.ctx.store.get(experiment)) ?? exp;
       }
       const running: BlockState = st;
-      // expected_ms is stored only when measured; backfill still plans an unmeasured block with its guess
-      const planned = running.expected_ms ?? plannedBlockMs(exp.plan, exp.spec, null).ms;
+      // expected_ms is stored only when measured; backfill still plans an unmeasured block with its
+      // guess. A sized block's own measure wins: its grant's estimate came from the registered plan.
+      const sized = sizedBlockMs(exp.plan, block);
+      const planned = sized ?? running.expected_ms ?? plannedBlockMs(exp.plan, exp.spec, null, block).ms;
       this.grants.attemptStarted(
         key,
         running.gang.flatMap((p) => p.cards),
         (running.granted_at ?? Date.now()) + planned,
-        running.expected_ms !== null,
+        sized !== null || running.expected_ms !== null,
       );
       // a part's end frees its cards (the host released them before ending its job): the grant
       // pass runs on it, not after the attempt's own bookkeeping
@@ -202,7 +204,7 @@ export class BlockLifecycle {
   ): Promise<Step | { granted: BlockState } | typeof DEPOSED> {
     const experiment = exp.id;
     const block = st.block;
-    const expected = await this.grants.expectedMs(exp);
+    const expected = await this.grants.expectedMs(exp, block);
     const got = await this.grants.waitForGrant({
       exp,
       block,

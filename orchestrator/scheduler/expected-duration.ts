@@ -29,19 +29,50 @@ export function historyRepMs(spec: Spec, history: StepHistory | null): { ms: num
   };
 }
 
-/** A block's expected time on its cards from the step history, or null when none was measured. */
-export function expectedBlockMs(plan: Plan, spec: Spec, history: StepHistory | null): number | null {
+/**
+ * A block's expected time on its cards from the step history, or null when none was measured.
+ * `block`: the block whose reps count (a grouped or sized block holds more than `reps` per arm);
+ * absent, a block of the spec's `reps`.
+ */
+export function expectedBlockMs(plan: Plan, spec: Spec, history: StepHistory | null, block?: number): number | null {
   const rep = historyRepMs(spec, history);
-  return rep === null ? null : blockMs(plan, rep.ms);
+  return rep === null ? null : STARTUP_MS + repsOf(plan, block) * rep.ms;
+}
+
+/**
+ * A block after the first of a sized plan (blocks.reps_per_block: auto), from what the first block
+ * itself measured: its in-lease start-up and its lease per rep (jobs/block-sizing.ts `lease_ms` is a
+ * block of `sizes[0]` reps per arm). Null for any other block, or a plan not sized. A sized block
+ * may hold 800 reps per arm where the spec's blocks hold 18: an estimate from `reps` said such a
+ * block frees its cards 40× sooner than it does.
+ */
+export function sizedBlockMs(plan: Plan, block: number): number | null {
+  const sized = plan.sized;
+  const first = sized?.sizes[0];
+  const own = plan.blocks.find((b) => b.index === block);
+  if (sized === undefined || first === undefined || first < 1 || own === undefined || block === plan.blocks[0]?.index)
+    return null;
+  const perRep = Math.max(sized.lease_ms - sized.startup_ms, 0) / (plan.arms.length * first);
+  return sized.startup_ms + own.sequence.length * perRep;
 }
 
 /** What backfill plans with: the expected time, else the guess (`known` says which). */
-export function plannedBlockMs(plan: Plan, spec: Spec, history: StepHistory | null): { ms: number; known: boolean } {
-  const ms = expectedBlockMs(plan, spec, history);
+export function plannedBlockMs(
+  plan: Plan,
+  spec: Spec,
+  history: StepHistory | null,
+  block?: number,
+): { ms: number; known: boolean } {
+  const sized = block === undefined ? null : sizedBlockMs(plan, block);
+  if (sized !== null) return { ms: sized, known: true };
+  const ms = expectedBlockMs(plan, spec, history, block);
   if (ms !== null) return { ms, known: true };
-  return { ms: blockMs(plan, (spec.workload.warmup + spec.workload.steps) * GUESSED_MS_PER_STEP), known: false };
+  const guess = (spec.workload.warmup + spec.workload.steps) * GUESSED_MS_PER_STEP;
+  return { ms: STARTUP_MS + repsOf(plan, block) * guess, known: false };
 }
 
-function blockMs(plan: Plan, msPerRep: number): number {
-  return STARTUP_MS + plan.arms.length * plan.reps * msPerRep;
+/** The reps of `block` (every arm's), or of a block of the spec's `reps` per arm. */
+function repsOf(plan: Plan, block: number | undefined): number {
+  const own = block === undefined ? undefined : plan.blocks.find((b) => b.index === block);
+  return own?.sequence.length ?? plan.arms.length * plan.reps;
 }

@@ -19,7 +19,7 @@ import {
 import { readStepHistory, type StepHistory } from '../../store/step-history.ts';
 import { FIRST_BLOCK, firstBlockOpen } from './auto-block-sizing.ts';
 import type { BuildGate } from './build-phase.ts';
-import { plannedBlockMs, workloadKey } from './expected-duration.ts';
+import { plannedBlockMs, sizedBlockMs, workloadKey } from './expected-duration.ts';
 import { failWaitingBlocks } from './fail-waiting-blocks.ts';
 import { GrantApplier, type GrantResult, type QueuedBlock, type Waiter } from './grant-apply.ts';
 import { cardNeed, compareQueued, planGrants, shapeKey, type WaitingBlock } from './grant-planner.ts';
@@ -238,7 +238,7 @@ export class GrantLoop {
   }
 
   /** The planned duration of a block of `exp` (backfill), from a step history at most ESTIMATE_TTL_MS old. */
-  async expectedMs(exp: ExperimentRecord): Promise<{ ms: number; known: boolean }> {
+  async expectedMs(exp: ExperimentRecord, block?: number): Promise<{ ms: number; known: boolean }> {
     const key = workloadKey(exp.spec);
     const now = Date.now();
     let h = this.histories.get(key);
@@ -249,7 +249,7 @@ export class GrantLoop {
       // a failed read is not reused
       h.history.catch(() => this.histories.get(key) === mine && this.histories.delete(key));
     }
-    return plannedBlockMs(exp.plan, exp.spec, await h.history);
+    return plannedBlockMs(exp.plan, exp.spec, await h.history, block);
   }
 
   /** One pass of FIFO granting: read the queue's head, plan (grant-planner.ts), carry the plan out. */
@@ -414,11 +414,14 @@ export class GrantLoop {
         for (const b of waiting) {
           const key = blockKey(id, b.block);
           const w = this.waiters.get(key);
+          // a block sized after its processor began to wait: what the first block measured, not
+          // the estimate the waiter brought from the registered plan
+          const sized = sizedBlockMs(exp.plan, b.block);
           mine.push({
             ...shape,
             key,
-            expectedMs: w?.expectedMs ?? estimate.ms,
-            expectedKnown: w?.expectedKnown ?? estimate.known,
+            expectedMs: sized ?? w?.expectedMs ?? estimate.ms,
+            expectedKnown: sized !== null || (w?.expectedKnown ?? estimate.known),
             exp,
             block: b.block,
             st: b,

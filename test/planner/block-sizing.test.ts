@@ -15,6 +15,7 @@ import { repsPerBlockOf } from '../../jobs/reps-per-block.ts';
 import { applyBlockSizing } from '../../jobs/sized-plan.ts';
 import { SpecSchema } from '../../jobs/spec.ts';
 import { firstBlockPrepare, sizingFromCommit } from '../../orchestrator/scheduler/auto-block-sizing.ts';
+import { plannedBlockMs, STARTUP_MS } from '../../orchestrator/scheduler/expected-duration.ts';
 
 const base: SizingInput = {
   startup_ms: 1500,
@@ -174,6 +175,28 @@ describe('auto block sizing', () => {
     assert.equal(sizingFromCommit(plan, commit({ host_phase: false }), 1, measured)?.startup_ms, 34_040);
     const gang = planExperiment(residentSpec({}, { ranks: 2 }), 'h');
     assert.equal(firstBlockPrepare(gang, commit({ host_phase: false, prepare_ms: 30_000 }, 2)), null);
+  });
+
+  it("a sized block's expected time on its cards: the first block's start-up and lease per rep × its own reps", () => {
+    const spec = residentSpec();
+    const plan = planExperiment(spec, 'h');
+    const sizing = sizeBlocks({ ...base, arms: plan.arms.length });
+    const sized = applyBlockSizing(plan, sizing, 'test');
+    const later = sized.blocks[1]!;
+    assert.ok(later.sequence.length > plan.arms.length * plan.reps, 'the sized block holds more reps than the spec’s');
+    // as the scheduler estimates it for backfill and a running block's expected end
+    const est = plannedBlockMs(sized, spec, null, later.index);
+    assert.equal(est.known, true, 'measured by the first block, not a guess');
+    assert.ok(Math.abs(est.ms - sizing.lease_ms) < 1e-6, `${est.ms} vs the sizing's lease ${sizing.lease_ms}`);
+    // the first block and a plan not sized: the step history or the guess, by the block's own reps
+    const first = plannedBlockMs(sized, spec, null, sized.blocks[0]!.index);
+    assert.equal(first.known, false);
+    const history = { ms_per_step: 2, n: 400 };
+    const steps = spec.workload.warmup + spec.workload.steps;
+    assert.equal(
+      plannedBlockMs(plan, spec, history, 1).ms,
+      STARTUP_MS + plan.blocks[1]!.sequence.length * 2 * steps,
+    );
   });
 
   it('the sized plan: the first block as registered, every arm the same reps per block, the reps in all unchanged', () => {
