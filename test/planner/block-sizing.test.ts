@@ -193,10 +193,7 @@ describe('auto block sizing', () => {
     assert.equal(first.known, false);
     const history = { ms_per_step: 2, n: 400 };
     const steps = spec.workload.warmup + spec.workload.steps;
-    assert.equal(
-      plannedBlockMs(plan, spec, history, 1).ms,
-      STARTUP_MS + plan.blocks[1]!.sequence.length * 2 * steps,
-    );
+    assert.equal(plannedBlockMs(plan, spec, history, 1).ms, STARTUP_MS + plan.blocks[1]!.sequence.length * 2 * steps);
   });
 
   it('the sized plan: the first block as registered, every arm the same reps per block, the reps in all unchanged', () => {
