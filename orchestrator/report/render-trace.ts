@@ -25,9 +25,11 @@ export function floorSentence(f: TraceFloor): string {
   const at = `${us(f.ns_per_node)} µs per node, measured by graphrt's chain on ${f.device} (${f.reps} graph reps)`;
   if (!f.gpu)
     return `Graph-node floor: ${at}: graphrt's ${f.backend} backend, not a GPU floor, so no estimate uses it.`;
-  return 'ns' in f.node_cost
-    ? `Graph-node floor: ${at}; the chain's kernels kept the card busy ${us(f.node_cost.kernel_busy_ns)} µs each (traced), so a graph adds ${us(f.node_cost.ns)} µs per node beyond its kernels' busy time: the estimates add that per kernel.`
-    : `Graph-node floor: ${at}; no estimate: ${f.node_cost.reason}.`;
+  if (!('ns' in f.node_cost)) return `Graph-node floor: ${at}; no estimate: ${f.node_cost.reason}.`;
+  const traced = `the chain's kernels kept the card busy ${us(f.node_cost.kernel_busy_ns)} µs each (traced)`;
+  return f.node_cost.ns >= 0
+    ? `Graph-node floor: ${at}; ${traced}, so a graph adds ${us(f.node_cost.ns)} µs per node beyond its kernels' busy time: the estimates add that per kernel.`
+    : `Graph-node floor: ${at}; ${traced}, longer than a node of its graph: tracing lengthens a kernel by ${us(-f.node_cost.ns)} µs more than a graph adds per node, so the estimates take that off the traced busy time per kernel.`;
 }
 
 /** Would a graph help, checked: the eager arm's estimate beside the graph arm's traced step. */

@@ -107,10 +107,12 @@ export function summarizeStep(step: TracedStep, floorNs: number | null): StepTra
     short_kernels: inside.filter((k) => k.end_ns - k.start_ns < SHORT_KERNEL_NS).length,
     gaps_ns,
     edge_idle_ns,
+    // a negative cost (tracing lengthens a kernel more than a graph adds per node) lowers the
+    // estimate; what capture or PDL can win is never more than the gaps, and never less than none
     graph_step_estimate_ns: floorNs === null ? null : busy_ns + inside.length * floorNs,
-    recoverable_ns: floorNs === null ? null : Math.max(0, sumGaps - inside.length * floorNs),
+    recoverable_ns: floorNs === null ? null : Math.max(0, sumGaps - inside.length * Math.max(floorNs, 0)),
     dependent_kernels: pdl.length,
-    pdl_upside_ns: floorNs === null ? null : pdl.reduce((s, g) => s + Math.min(g, floorNs), 0),
+    pdl_upside_ns: floorNs === null ? null : pdl.reduce((s, g) => s + Math.min(g, Math.max(floorNs, 0)), 0),
   };
 }
 

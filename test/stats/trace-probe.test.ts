@@ -189,7 +189,7 @@ test("would a graph help, checked: the eager arm's busy + kernels × floor again
   );
 });
 
-test("the chain's busy time per kernel comes off the floor: untraced (an older record), or not shorter than the floor, there is no estimate and the reason says why", () => {
+test("the chain's busy time per kernel comes off the floor: untraced (an older record), or twice the floor or more, there is no estimate and the reason says why; a little longer, the estimate takes the difference off", () => {
   const floorNs = (run: ChainFloorRun) => graphNodeFloorNs(run.source === 'graphrt-chain' ? run.reps : []);
   const untraced = chain('cuda', [0.0006], null);
   const old = summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', untraced, traced('eager'))]);
@@ -209,11 +209,24 @@ test("the chain's busy time per kernel comes off the floor: untraced (an older r
     summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', noLib, traced('eager'))]).arms[0]!.estimate_reason ?? '',
     /not traced: orch's injection library is not built on this worker$/,
   );
+  // traced longer than its graph's node (the H100: 1.081 against 0.983 µs): tracing lengthened each
+  // kernel more than a graph adds, and the estimate takes the difference off per kernel
   const slow = chain('cuda', [0.0006], 700);
   const over = summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', slow, traced('eager'))]);
+  assert.deepEqual(over.floor.source === 'graphrt-chain' && over.floor.node_cost, { ns: -100, kernel_busy_ns: 700 });
+  const s = over.arms[0]!.summary!;
+  assert.equal(s.graph_step_estimate_ns, s.busy_ns + s.kernels * -100);
+  assert.ok(s.recoverable_ns !== null && s.recoverable_ns >= 0);
   assert.match(
-    over.arms[0]!.estimate_reason ?? '',
-    /the chain's kernels kept the card busy 0\.700 µs each, traced, not less than the 0\.600 µs per node/,
+    renderTrace(over.arms, over.floor, over.message, over.graph_check),
+    /longer than a node of its graph: tracing lengthens a kernel by 0\.10 µs more than a graph adds per node/,
+  );
+  // twice the node or more: not the chain's own trace, no estimate
+  const disturbed = chain('cuda', [0.0006], 1300);
+  assert.match(
+    summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', disturbed, traced('eager'))]).arms[0]!.estimate_reason ??
+      '',
+    /the chain's kernels kept the card busy 1\.300 µs each, traced, twice or more the 0\.600 µs per node/,
   );
   // two runs: the median of their traced kernels
   const a = chain('cuda', [0.0006], 200);
