@@ -62,7 +62,7 @@ export function nodeCostNs(
   // Negative where tracing lengthens a kernel by more than a graph adds per node: the H100 traced
   // the chain's kernels at 1.081 µs each against 0.983 µs a graph node, and the CUDA example's graph
   // step came out 0.122 µs a node under its traced eager busy time, the chain's −0.098 within
-  // 0.03 µs of it (bench/h200/runs/2026-12-05b/graph-variants.md). The same per-kernel correction
+  // 0.03 µs of it (bench/h200/runs/2026-12-05b/graph-variants-h100.txt). The same per-kernel correction
   // then holds for the user's traced busy time. Only a traced kernel longer than twice its node
   // says the trace was not the chain's own (a rep disturbed), and gives no estimate.
   if (kernel >= 2 * floorNs)
