@@ -109,6 +109,11 @@ export const BlockJobSchema = z
   });
 export type BlockJob = z.infer<typeof BlockJobSchema>;
 
+/** The ranks of the whole gang, every host's: `world` where spread, else one per card of this job. */
+export function gangWorld(job: Pick<BlockJob, 'world' | 'cards'>): number {
+  return job.world ?? job.cards.length;
+}
+
 /**
  * Arms of the block whose toggles turn graph capture on (graphrt's `graph`, or the command
  * workload's gates.identity.toggle): each gets the identity gate, in the order

@@ -19,6 +19,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gangWorld } from '../jobs/block-job.ts';
 import { CaptureBlockedError, otherBlockers } from '../jobs/capture-blocker.ts';
 import type { Card } from '../jobs/card.ts';
 import { OrchError } from '../jobs/errors.ts';
@@ -135,7 +136,7 @@ export class GangRanks {
   /** Starts one rank per card and waits for every hello (the ranks' rendezvous is the barrier before the first op). */
   async start(): Promise<void> {
     const job = this.gang.job;
-    const world = job.world ?? job.cards.length;
+    const world = gangWorld(job);
     // A fresh directory per attempt (short: Unix socket paths hold 107 bytes)
     if (world > 1) this.rendezvousDir = mkdtempSync(join(tmpdir(), 'orch-rv-'));
     const secret = this.opts.rendezvousKey === undefined ? undefined : rendezvousSecret(this.opts.rendezvousKey, job);
@@ -495,7 +496,7 @@ export class GangRanks {
         answered[i] = Date.now();
         return checked(line, i);
       });
-    const world = this.gang.job.world ?? this.gang.job.cards.length;
+    const world = gangWorld(this.gang.job);
     const lines =
       world > 1
         ? await this.gangAnswers(op, this.handles.map(ask))

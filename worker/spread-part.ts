@@ -14,7 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BlockJob } from '../jobs/block-job.ts';
+import { type BlockJob, gangWorld } from '../jobs/block-job.ts';
 import { OrchError } from '../jobs/errors.ts';
 import type { RankRendezvous } from '../jobs/native-args.ts';
 import { leadsGang } from '../jobs/spread-gang.ts';
@@ -121,7 +121,7 @@ export class SpreadPart {
 
   /** The leading part: every part's results merged with its own, once all staged. */
   async gather(own: PartResults): Promise<PartResults> {
-    const world = this.job.world ?? this.job.cards.length;
+    const world = gangWorld(this.job);
     const others = await this.poll(
       `every part of block ${this.job.block} attempt ${this.job.attempt} to stage its results`,
       async () => {
@@ -140,7 +140,7 @@ export class SpreadPart {
    */
   async captureFailedEverywhere(opId: string, ranks: number[], graceMs: number): Promise<number[]> {
     await this.race(this.staging.markCaptureFailed(this.ref, opId, ranks, this.opts.host, this.opts.waitMs));
-    const world = Array.from({ length: this.job.world ?? this.job.cards.length }, (_, r) => r);
+    const world = Array.from({ length: gangWorld(this.job) }, (_, r) => r);
     const deadline = Date.now() + graceMs;
     for (;;) {
       const marked = new Set(await this.race(this.staging.capturesFailed(this.ref, opId, world)));

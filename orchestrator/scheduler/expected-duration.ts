@@ -47,11 +47,12 @@ export function expectedBlockMs(plan: Plan, spec: Spec, history: StepHistory | n
  * block frees its cards 40× sooner than it does.
  */
 export function sizedBlockMs(plan: Plan, block: number): number | null {
+  // asked for every waiting block on each grant pass: a plan not sized answers before any search
   const sized = plan.sized;
   const first = sized?.sizes[0];
+  if (sized === undefined || first === undefined || first < 1 || block === plan.blocks[0]?.index) return null;
   const own = plan.blocks.find((b) => b.index === block);
-  if (sized === undefined || first === undefined || first < 1 || own === undefined || block === plan.blocks[0]?.index)
-    return null;
+  if (own === undefined) return null;
   const perRep = Math.max(sized.lease_ms - sized.startup_ms, 0) / (plan.arms.length * first);
   return sized.startup_ms + own.sequence.length * perRep;
 }

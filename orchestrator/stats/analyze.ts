@@ -27,7 +27,7 @@ import { unpairedReasons, valueIndex } from './pairing.ts';
 import { summarizeProbes } from './probe-summary.ts';
 import { chooseReference } from './reference-arm.ts';
 import { repValues } from './rep-values.ts';
-import { type SequentialOutcome, sequentialLooks } from './sequential-looks.ts';
+import { compareAtBlocks, type SequentialOutcome, sequentialLooks } from './sequential-looks.ts';
 import { summarizeTraceProbe } from './trace-probe.ts';
 import type {
   Analysis,
@@ -185,17 +185,8 @@ function analyzeRan(input: AnalysisInput): Analysis {
       : null;
   if (sequential !== null && primary !== null && primary.verdict !== 'invalid') {
     // the look's numbers: its blocks alone, as sequentialLooks compared them
-    const atLook = (blocks: readonly number[]) => {
-      const saw = new Set(blocks);
-      const lookPlan = { ...plan, blocks: plan.blocks.filter((b) => saw.has(b.index)) };
-      return compareArms(
-        lookPlan,
-        valueIndex(reference.values.filter((v) => saw.has(v.block))),
-        primary!.arm,
-        primary!.reference,
-        opts,
-      );
-    };
+    const { arm, reference: ref } = primary;
+    const atLook = (blocks: readonly number[]) => compareAtBlocks(plan, reference.values, blocks, arm, ref, opts);
     primary = notMeasured(sequentialVerdict(primary, sequential, atLook, opts));
     // ab lists its primary comparison first: the list shows the sequential verdict too
     if (plan.design === 'ab') comparisons = [primary, ...comparisons.slice(1)];

@@ -7,11 +7,11 @@
  * that decides is the verdict; blocks that ended after it (they were running when it decided) are
  * reported, not used for the decision.
  */
-import { compareArms } from './compare.ts';
+import { type CompareOptions, compareArms } from './compare.ts';
 import { valueIndex } from './pairing.ts';
 import { decideLook, lookSchedule } from './sequential.ts';
 import { tBoundaries } from './t-boundaries.ts';
-import type { BlockEnd, MetricSpec, PlanLike, RepValue, SequentialOutcome } from './types.ts';
+import type { BlockEnd, Comparison, MetricSpec, PlanLike, RepValue, SequentialOutcome } from './types.ts';
 
 export type { BlockEnd, SequentialOutcome } from './types.ts';
 
@@ -27,19 +27,41 @@ export interface SequentialInput {
   min_effect: number;
 }
 
+/**
+ * The primary comparison over `blocks` alone, as a look sees it: the plan cut to those blocks and
+ * the values in them. The looks decide on it here; the analysis shows the deciding look's
+ * numbers from it (analyze.ts sequentialVerdict).
+ */
+export function compareAtBlocks(
+  plan: PlanLike,
+  values: readonly RepValue[],
+  blocks: readonly number[],
+  arm: string,
+  reference: string,
+  o: CompareOptions,
+): Comparison {
+  const saw = new Set(blocks);
+  return compareArms(
+    { ...plan, blocks: plan.blocks.filter((b) => saw.has(b.index)) },
+    valueIndex(values.filter((v) => saw.has(v.block))),
+    arm,
+    reference,
+    o,
+  );
+}
+
 export function sequentialLooks(x: SequentialInput): SequentialOutcome {
   const maxBlocks = x.plan.blocks.length;
   const schedule = lookSchedule(maxBlocks, x.plan.sequential?.looks ?? 1);
   const order = [...x.ended].sort((a, b) => a.ended_at - b.ended_at || a.block - b.block).map((e) => e.block);
   const counts = schedule.filter((c) => c <= order.length);
-  const compared = counts.map((c) => {
-    const inLook = new Set(order.slice(0, c));
-    return compareArms(x.plan, valueIndex(x.values.filter((v) => inLook.has(v.block))), x.arm, x.reference, {
+  const compared = counts.map((c) =>
+    compareAtBlocks(x.plan, x.values, order.slice(0, c), x.arm, x.reference, {
       metric: x.metric,
       alpha: x.alpha,
       min_effect: x.min_effect,
-    });
-  });
+    }),
+  );
   // look k's critical value depends on the looks up to k only, so the scheduler's and the report's agree
   const critical = tBoundaries(
     counts.map((c, j) => ({ pairs: compared[j]!.pairs, fraction: c / maxBlocks })),

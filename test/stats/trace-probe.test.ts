@@ -213,9 +213,11 @@ test("the chain's busy time per kernel comes off the floor: untraced (an older r
   // kernel more than a graph adds, and the estimate takes the difference off per kernel
   const slow = chain('cuda', [0.0006], 700);
   const over = summarizeTraceProbe(1, ['eager'], [record(0, 0, 'eager', slow, traced('eager'))]);
-  assert.deepEqual(over.floor.source === 'graphrt-chain' && over.floor.node_cost, { ns: -100, kernel_busy_ns: 700 });
+  const cost = floorNs(slow) - 700;
+  assert.ok(cost < 0, `the chain's 0.700 µs kernel is longer than its ${floorNs(slow)} ns node`);
+  assert.deepEqual(over.floor.source === 'graphrt-chain' && over.floor.node_cost, { ns: cost, kernel_busy_ns: 700 });
   const s = over.arms[0]!.summary!;
-  assert.equal(s.graph_step_estimate_ns, s.busy_ns + s.kernels * -100);
+  assert.equal(s.graph_step_estimate_ns, s.busy_ns + s.kernels * cost);
   assert.ok(s.recoverable_ns !== null && s.recoverable_ns >= 0);
   assert.match(
     renderTrace(over.arms, over.floor, over.message, over.graph_check),
