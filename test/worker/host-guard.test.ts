@@ -79,7 +79,11 @@ describe('host guard', () => {
   }
 
   test('a second process on a leased card is refused by the flock', async () => {
-    const job = await start('fail');
+    // wait, not fail: the worker's look after a rep may catch the refused process in the instant it
+    // tries the lock (a loaded machine did: "used by a process that is not this block's: … rank.sh
+    // serve --card-lock …, seen by card-lock"), and that look is right; the block then runs the rep
+    // again once it has gone, and completes
+    const job = await start('wait');
     await waitForEvents(
       env.redis,
       prefix,
