@@ -12,6 +12,9 @@ import { BlockJobSchema } from './block-job.ts';
 
 const block = BlockJobSchema.shape;
 
+/** The host-phase processes one build job starts at most (a card may be named twice: its own slot and its spare). */
+export const MAX_PREPARE_PER_HOST = 64;
+
 export const BuildJobSchema = z.object({
   experiment: block.experiment,
   host: block.host,
@@ -29,7 +32,7 @@ export const BuildJobSchema = z.object({
    * made (orchestrator/scheduler/build-phase.ts preparesBeforeLease); the job ends when they
    * have prepared (worker/command/prepare-first.ts)
    */
-  prepare: z.array(block.cards.element).max(64).optional(),
+  prepare: z.array(block.cards.element).max(MAX_PREPARE_PER_HOST).optional(),
 });
 export type BuildJob = z.infer<typeof BuildJobSchema>;
 

@@ -25,7 +25,7 @@
  * Only the leader runs it (begin/end with the term): it writes block states.
  */
 import { Job, Queue } from 'bullmq';
-import { type BuildJob, BuildJobSchema, buildsOfArms } from '../../jobs/build-job.ts';
+import { type BuildJob, BuildJobSchema, buildsOfArms, MAX_PREPARE_PER_HOST } from '../../jobs/build-job.ts';
 import { blockBuilds } from '../../jobs/build-refs.ts';
 import { isTraceProbe } from '../../jobs/compile-spec.ts';
 import { codeOf } from '../../jobs/error-codes.ts';
@@ -124,9 +124,13 @@ export function buildJobOf(
 
 /**
  * Per host, the cards whose first blocks' ranks its build job prepares: those that can serve the
- * experiment, host by host in `hosts`' order, one per block of the experiment in all. Bounded so,
- * an experiment of 8 blocks on a cluster of 64 hosts of 8 cards starts 8 prepare()s, not 512; a
- * first block granted on a host that prepared none starts inside its lease, as before.
+ * experiment, host by host in `hosts`' order, one per block of the experiment in all; when the
+ * blocks outnumber the cards, a second round names each card again, for the block that follows
+ * its first (prepare-first.ts puts it in the card's spare slot): the first block is the spec's own
+ * size and may end before the second's prepare(), started at its start, would. Bounded so, an
+ * experiment of 8 blocks on a cluster of 64 hosts of 8 cards starts 8 prepare()s, not 512, and
+ * a card never more than two; a first block granted on a host that prepared none starts inside
+ * its lease, as before.
  */
 export function prepareCards(
   exp: Pick<ExperimentRecord, 'spec' | 'plan'>,
@@ -137,16 +141,23 @@ export function prepareCards(
   if (!preparesBeforeLease(exp)) return out;
   const want = cardNeed(exp);
   const need = specNeeds(exp.spec);
+  const sorted = [...hosts].sort();
+  const serving = new Map(
+    sorted.map((host) => [
+      host,
+      cards
+        .filter((c) => c.host === host && cardServes(want, c) && allows(c, need))
+        .map((c) => c.id)
+        .sort(),
+    ]),
+  );
   let left = exp.plan.blocks.length;
-  for (const host of [...hosts].sort()) {
-    const ids = cards
-      .filter((c) => c.host === host && cardServes(want, c) && allows(c, need))
-      .map((c) => c.id)
-      .sort()
-      .slice(0, left);
-    left -= ids.length;
-    out.set(host, ids);
-  }
+  for (const round of [0, 1])
+    for (const host of sorted) {
+      const ids = serving.get(host)!.slice(0, Math.min(left, MAX_PREPARE_PER_HOST - (out.get(host)?.length ?? 0)));
+      left -= ids.length;
+      out.set(host, round === 0 ? ids : [...out.get(host)!, ...ids]);
+    }
   return out;
 }
 

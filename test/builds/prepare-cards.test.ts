@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { MAX_PREPARE_PER_HOST } from '../../jobs/build-job.ts';
 import { planExperiment } from '../../jobs/plan.ts';
 import { SpecSchema } from '../../jobs/spec.ts';
 import { buildJobOf, hasBuildPhase, prepareCards } from '../../orchestrator/scheduler/build-phase.ts';
@@ -53,6 +54,29 @@ test('one card per block in all, host by host; a host past the blocks prepares n
   assert.deepEqual([...prepareCards(experiment({ blocks: 1 }), ['h1', 'h2', 'h3'], cards).values()].flat(), [
     'cpu:0@h1',
   ]);
+});
+
+test('more blocks than cards: a second round names each card again (its spare slot), never a third', () => {
+  const got = prepareCards(experiment({ blocks: 8 }), ['h3', 'h1', 'h2', 'h0'], cards);
+  assert.deepEqual(Object.fromEntries(got), {
+    h0: [],
+    h1: ['cpu:0@h1', 'cpu:1@h1', 'cpu:0@h1', 'cpu:1@h1'],
+    h2: ['cpu:0@h2', 'cpu:1@h2'],
+    h3: ['cpu:0@h3', 'cpu:1@h3'],
+  });
+  const many = prepareCards(experiment({ blocks: 40 }), ['h1', 'h2', 'h3'], cards);
+  assert.equal([...many.values()].flat().length, 12, 'two per card at most: 6 cards, 12 processes');
+  assert.deepEqual(buildJobOf(experiment({ blocks: 8 }), 'h1', 1, got.get('h1')).prepare, got.get('h1'));
+  // a host of 40 cards: the build job's bound, not 80
+  const wide = Array.from({ length: 40 }, (_, i) => ({
+    id: `cpu:${i}@hw`,
+    host: 'hw',
+    backend: 'cpu' as const,
+    caps: ['command' as const],
+  }));
+  const bounded = prepareCards(experiment({ blocks: 100 }), ['hw'], wide).get('hw')!;
+  assert.equal(bounded.length, MAX_PREPARE_PER_HOST);
+  assert.deepEqual(buildJobOf(experiment({ blocks: 100 }), 'hw', 1, bounded).prepare, bounded);
 });
 
 test('per-rep commands, gangs and trace probes prepare nothing, and have no build phase for it', () => {

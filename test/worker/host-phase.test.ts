@@ -18,6 +18,8 @@ import type { BlockJob } from '../../jobs/block-job.ts';
 import type { Card } from '../../jobs/card.ts';
 import type { CommandHello } from '../../jobs/command-line.ts';
 import { CommandWorkloadSchema } from '../../jobs/spec-schema/command-workload.ts';
+import { BuildCache } from '../../worker/builds/build-cache.ts';
+import { prepareFirstBlocks } from '../../worker/command/prepare-first.ts';
 import { PreparedSlots } from '../../worker/command/prepared-slots.ts';
 import { ResidentCommandRank } from '../../worker/command/resident-command-rank.ts';
 import { armOf } from '../../worker/rank-runner.ts';
@@ -249,6 +251,78 @@ describe('the host phase: a rank started before its lease', () => {
     assert.equal(last.startedHow.hostPhase, true);
     assert.equal(slots.keyOf(card.id), null, 'the last block prepares nothing');
     await last.close(5_000);
+  });
+
+  test("more blocks than cards: the build phase's spare serves block 1, and block 0 starts no process of its own", async () => {
+    const slots = new PreparedSlots();
+    const log = join(dir, 'spare.log');
+    const w = job('hp-spare', 0, log).workload;
+    const first = await prepareFirstBlocks(
+      { experiment: 'hp-spare', workload: w, own: false, prepare: [card.id, card.id] },
+      {
+        cache: new BuildCache({ root: join(dir, 'builds') }),
+        cards: new Map([[card.id, card]]),
+        slots,
+        injectLib: null,
+        runAs: null,
+        log: pino({ level: 'silent' }),
+      },
+    );
+    assert.deepEqual(
+      first.map((p) => [p.card, typeof p.prepare_ms]),
+      [
+        [card.id, 'number'],
+        [card.id, 'number'],
+      ],
+      JSON.stringify(first),
+    );
+    const key = slots.keyOf(card.id, 'own');
+    assert.ok(key !== null && slots.keyOf(card.id, 'spare') === key, 'one process in each of the card slots');
+    const prepares = () => seen(log).filter((s) => s.phase === 'prepare').length;
+
+    const b0 = rank(job('hp-spare', 0, log, {}, 2), slots);
+    await b0.ready;
+    assert.equal(b0.startedHow.hostPhase, true);
+    assert.equal(slots.keyOf(card.id, 'own'), null, "block 0 adopted the own slot's process");
+    assert.equal(slots.keyOf(card.id, 'spare'), key, 'the spare waits for block 1');
+    assert.equal(prepares(), 2, 'block 0 started no third process: the spare is its next block');
+    assert.equal(slots.endsAt(card.id, 'spare'), null, 'kept without a deadline while block 0 runs');
+    await b0.close(5_000);
+    await new Promise((r) => setImmediate(r));
+    assert.ok((slots.endsAt(card.id, 'spare') ?? 0) > Date.now() + 60_000, "kept a keep time from block 0's end");
+
+    const b1 = rank(job('hp-spare', 1, log, {}, 1), slots);
+    await b1.ready;
+    assert.deepEqual(
+      [b1.startedHow.hostPhase, (b1.startedHow as { waited_ms?: number }).waited_ms],
+      [true, 0],
+      'block 1 adopted the spare, prepared before any lease: its lease waited for none of it',
+    );
+    assert.equal(slots.keyOf(card.id, 'spare'), null);
+    assert.equal(slots.keyOf(card.id, 'own'), key, "block 1 started block 2's process: nothing else was waiting");
+    await b1.close(5_000);
+    const b2 = rank(job('hp-spare', 2, log), slots);
+    await b2.ready;
+    assert.equal(b2.startedHow.hostPhase, true);
+    assert.equal(prepares(), 3, 'one process per block');
+    await b2.close(5_000);
+  });
+
+  test("a block that holds the card past the keep time: its next block's process waits for it, and is kept from its end", async () => {
+    const slots = new PreparedSlots();
+    const log = join(dir, 'long.log');
+    const first = rank(job('hp-long', 0, log), slots);
+    await first.ready;
+    const next = first.prepareNext(slots, 300);
+    slots.keepWhile(card.id, next.key, 300, first.exited);
+    await next.proto.prepared;
+    await new Promise((r) => setTimeout(r, 900));
+    assert.equal(next.proto.state, 'preparing', 'kept while the block on the card runs, three keep times on');
+    assert.equal(slots.keyOf(card.id), next.key);
+    await first.close(5_000);
+    const exit = await next.proto.exited;
+    assert.equal(exit.signal, 'SIGKILL', 'ended a keep time after the block, as nobody came for it');
+    assert.equal(slots.keyOf(card.id), null);
   });
 
   test('a prepared process nobody adopts within the keep time is ended; the slot is empty', async () => {

@@ -3,7 +3,10 @@
  * once the experiment's builds are made and before any card of this host is leased to it
  * (orchestrator/scheduler/build-phase.ts preparesBeforeLease): one resident rank process per card
  * the job names, started as the rank that holds a card starts the next block's (ORCH_HOST_PHASE=1,
- * no device visible, no card lock), left in the card's prepared slot. The job ends when each has
+ * no device visible, no card lock), left in the card's prepared slot; a card the job names twice
+ * (more blocks than cards) gets a second, for the block after its first, in its spare slot: the
+ * first block is the spec's own size and may end before a prepare() started at its start would
+ * (card-time3: 31.8 s of block against 34.9 s of prepare()). The job ends when each has
  * answered `prepared` or ended, so the scheduler grants the first block a card only then: its
  * prepare() — imports, weights read into host memory — is never paid inside a lease. Whichever
  * card the block gets, its rank adopts one of them (prepared-slots.ts take) and opens it on that
@@ -65,7 +68,11 @@ export async function prepareFirstBlocks(
   const caches = rankCaches(ctx.cache.root, build?.key ?? null, ctx.runAs);
   const helloMs = (w.run.hello_timeout_s ?? DEFAULT_HELLO_TIMEOUT_S) * 1000;
   const key = preparedKey(job.experiment, artifactDir);
+  const seen = new Set<string>();
   const started = cards.map((card) => {
+    // a card named twice (more blocks than cards): its second process waits in the spare slot for the block after the first
+    const kind = seen.has(card.id) ? 'spare' : 'own';
+    seen.add(card.id);
     const sink = unadoptedSink();
     const log = ctx.log.child({ card: card.id, host_phase: true });
     const proto = spawnResidentProgram(
@@ -84,7 +91,7 @@ export async function prepareFirstBlocks(
       },
       sink,
     );
-    ctx.slots.put(card.id, { key, experiment: job.experiment, proto, sink }, preparedKeepMs(helloMs));
+    ctx.slots.put(card.id, { key, experiment: job.experiment, proto, sink }, preparedKeepMs(helloMs), kind);
     return { card: card.id, proto };
   });
   return Promise.all(

@@ -1,9 +1,13 @@
 /**
- * The host phase's prepared slots (ranklib/PROTOCOL.md "Host phase"): one per card, each holding
- * at most one resident rank process started before its lease — ORCH_HOST_PHASE=1,
- * CUDA_VISIBLE_DEVICES empty, no card lock — that has run (or is running) its prepare() and waits
- * for `open`. A rank of the same experiment and build that gets a card of this worker adopts it
- * (take: its own card's first, else another card's); anything else ends it: another key asked
+ * The host phase's prepared slots (ranklib/PROTOCOL.md "Host phase"): two per card, its own and
+ * a spare, each holding at most one resident rank process started before its lease —
+ * ORCH_HOST_PHASE=1, CUDA_VISIBLE_DEVICES empty, no card lock — that has run (or is running) its
+ * prepare() and waits for `open`. The own slot holds the next block's process, started by the
+ * block on the card or by the build phase; the spare, the block after it's, started by the build
+ * phase when an experiment has more blocks than cards (prepare-first.ts): its first block is the
+ * spec's own size and may end before the second block's prepare() would, started only then. A
+ * rank of the same experiment and build that gets a card of this worker adopts one (take: its own
+ * card's own slot, then its spare, else another card's); anything else ends it: another key asked
  * for the card, the slot's keep time ran out, its experiment ended or is being cancelled (the
  * worker's heartbeat looks), the worker stops. A process that answered PREPARE_TOUCHED_CUDA leaves its reason
  * behind, so the rank that comes for it starts inside its lease and says why.
@@ -61,18 +65,30 @@ interface Slot {
   rank: PreparedRank;
   /** set when the process ended before its open (PREPARE_TOUCHED_CUDA, a crash in prepare()) */
   why: string | null;
-  timer: NodeJS.Timeout;
+  /** ends the process at `until` unless taken; none while a block of its key runs on the card (keepWhile) */
+  timer: NodeJS.Timeout | null;
+  until: number | null;
+}
+
+/** Which of a card's two slots: its own (the next block's process) or the spare (the block after it's). */
+export type SlotKind = 'own' | 'spare';
+
+/** The map key of a card's slot; a card id never holds # (jobs/name-patterns.ts CARD_PATTERN). */
+function slotId(cardId: string, kind: SlotKind): string {
+  return kind === 'own' ? cardId : `${cardId}#spare`;
 }
 
 export class PreparedSlots {
+  /** by slotId */
   private readonly slots = new Map<string, Slot>();
 
-  /** Puts `rank` in `cardId`'s slot, ending whatever was there; it is ended after `keepMs` unless taken. */
-  put(cardId: string, rank: PreparedRank, keepMs: number): void {
-    this.drop(cardId);
-    const slot: Slot = { rank, why: null, timer: setTimeout(() => this.dropIf(cardId, slot), keepMs) };
-    slot.timer.unref();
-    this.slots.set(cardId, slot);
+  /** Puts `rank` in `cardId`'s slot of `kind`, ending whatever was there; it is ended after `keepMs` unless taken. */
+  put(cardId: string, rank: PreparedRank, keepMs: number, kind: SlotKind = 'own'): void {
+    const id = slotId(cardId, kind);
+    this.dropSlot(id);
+    const slot: Slot = { rank, why: null, timer: null, until: null };
+    this.arm(id, slot, keepMs);
+    this.slots.set(id, slot);
     rank.proto.prepared.catch((err: unknown) => {
       slot.why = messageOf(err);
     });
@@ -82,20 +98,28 @@ export class PreparedSlots {
   }
 
   /**
-   * The prepared process of `key` for the rank that got `cardId`: the card's own slot's, else one
-   * waiting in another card's slot of this worker (it sees no device before its open, so any card
-   * will do: the build phase prepares the first blocks' ranks before the scheduler picks their
-   * cards). A process of another key in the card's own slot is ended.
+   * The prepared process of `key` for the rank that got `cardId`: the card's own slot's, then its
+   * spare's, else one waiting in another card's slot of this worker (it sees no device before its
+   * open, so any card will do: the build phase prepares the first blocks' ranks before the
+   * scheduler picks their cards). A process of another key in either of the card's slots is ended.
    */
   take(cardId: string, key: string): Taken {
-    const own = this.slots.get(cardId);
-    if (own !== undefined && own.rank.key !== key) this.dropIf(cardId, own);
-    const found: [string, Slot] | undefined =
-      own !== undefined && own.rank.key === key ? [cardId, own] : [...this.slots].find(([, s]) => s.rank.key === key);
+    const mine = [slotId(cardId, 'own'), slotId(cardId, 'spare')];
+    for (const id of mine) {
+      const slot = this.slots.get(id);
+      if (slot !== undefined && slot.rank.key !== key) this.dropIf(id, slot);
+    }
+    const found: [string, Slot] | undefined = [
+      ...mine.flatMap((id): [string, Slot][] => {
+        const slot = this.slots.get(id);
+        return slot === undefined ? [] : [[id, slot]];
+      }),
+      ...this.slots,
+    ].find(([, s]) => s.rank.key === key);
     if (found === undefined) return { kind: 'none' };
     const [from, slot] = found;
     this.slots.delete(from);
-    clearTimeout(slot.timer);
+    this.disarm(slot);
     if (slot.why !== null || slot.rank.proto.state !== 'preparing') {
       this.end(slot);
       return { kind: 'fallback', why: slot.why ?? `the prepared process was ${slot.rank.proto.state}` };
@@ -108,16 +132,18 @@ export class PreparedSlots {
    * `why` left behind, so the rank that comes for the card starts inside its lease and says why.
    */
   fail(cardId: string, proto: RankProtocol<OrchRankLine>, why: string): void {
-    const slot = this.slots.get(cardId);
-    if (slot?.rank.proto !== proto) return;
+    const slot = [this.slots.get(slotId(cardId, 'own')), this.slots.get(slotId(cardId, 'spare'))].find(
+      (s) => s?.rank.proto === proto,
+    );
+    if (slot === undefined) return;
     slot.why = why;
     this.end(slot);
   }
 
-  /** Ends the card's prepared process (cancel, the card dropped). */
+  /** Ends the card's prepared processes, both slots' (cancel, the card dropped). */
   drop(cardId: string): void {
-    const slot = this.slots.get(cardId);
-    if (slot !== undefined) this.dropIf(cardId, slot);
+    this.dropSlot(slotId(cardId, 'own'));
+    this.dropSlot(slotId(cardId, 'spare'));
   }
 
   /** The experiments whose processes wait in a slot. */
@@ -138,18 +164,63 @@ export class PreparedSlots {
 
   /** Ends every prepared process (the worker stops). */
   dropAll(): void {
-    for (const id of [...this.slots.keys()]) this.drop(id);
+    for (const id of [...this.slots.keys()]) this.dropSlot(id);
   }
 
-  /** The key of the process in the card's slot, or null (for status and tests). */
-  keyOf(cardId: string): string | null {
-    return this.slots.get(cardId)?.rank.key ?? null;
+  /** The key of the process in the card's slot of `kind`, or null (for status and tests). */
+  keyOf(cardId: string, kind: SlotKind = 'own'): string | null {
+    return this.slots.get(slotId(cardId, kind))?.rank.key ?? null;
   }
 
-  private dropIf(cardId: string, slot: Slot): void {
-    if (this.slots.get(cardId) !== slot) return;
-    this.slots.delete(cardId);
-    clearTimeout(slot.timer);
+  /** When the process in the card's slot of `kind` is ended unless taken (ms since the epoch); null while kept for a running block, or none there. */
+  endsAt(cardId: string, kind: SlotKind = 'own'): number | null {
+    return this.slots.get(slotId(cardId, kind))?.until ?? null;
+  }
+
+  /** Whether either of the card's slots holds a process of `key` (the next block's rank is on its way). */
+  holds(cardId: string, key: string): boolean {
+    return this.keyOf(cardId, 'own') === key || this.keyOf(cardId, 'spare') === key;
+  }
+
+  /**
+   * The card's processes of `key` wait for their blocks as long as `running` (a block of the same
+   * key on the card) runs, and `keepMs` from its end: a block may hold the card longer than any
+   * fixed keep time (blocks sized so start-up is 5 % of one last ten minutes), and the next block
+   * comes only after it.
+   */
+  keepWhile(cardId: string, key: string, keepMs: number, running: Promise<unknown>): void {
+    for (const id of [slotId(cardId, 'own'), slotId(cardId, 'spare')]) {
+      const slot = this.slots.get(id);
+      if (slot?.rank.key !== key) continue;
+      this.disarm(slot);
+      void running.finally(() => {
+        if (this.slots.get(id) === slot) this.arm(id, slot, keepMs);
+      });
+    }
+  }
+
+  private arm(id: string, slot: Slot, keepMs: number): void {
+    this.disarm(slot);
+    slot.timer = setTimeout(() => this.dropIf(id, slot), keepMs);
+    slot.timer.unref();
+    slot.until = Date.now() + keepMs;
+  }
+
+  private disarm(slot: Slot): void {
+    if (slot.timer !== null) clearTimeout(slot.timer);
+    slot.timer = null;
+    slot.until = null;
+  }
+
+  private dropSlot(id: string): void {
+    const slot = this.slots.get(id);
+    if (slot !== undefined) this.dropIf(id, slot);
+  }
+
+  private dropIf(id: string, slot: Slot): void {
+    if (this.slots.get(id) !== slot) return;
+    this.slots.delete(id);
+    this.disarm(slot);
     this.end(slot);
   }
 

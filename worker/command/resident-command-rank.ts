@@ -237,17 +237,21 @@ export class ResidentCommandRank implements RankHandle {
   }
 
   /**
-   * More blocks to come: the next one's process starts now in the host phase, kept for the longer
-   * of the hello timeout and five minutes (prepared-slots.ts preparedKeepMs). One rank alone on its card only (a gang's ranks
+   * More blocks to come: the next one's process starts now in the host phase, unless one of this
+   * experiment and build already waits in the card's slots (the build phase's spare); either is
+   * kept while this rank runs and for the longer of the hello timeout and five minutes after
+   * (prepared-slots.ts keepWhile, preparedKeepMs). One rank alone on its card only (a gang's ranks
    * exchange in setup(), which the host phase would hold up), never for a trace probe.
    */
   private prepareNextIfDue(): void {
     const { job, world } = this.s;
-    if (this.opts.slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true)
-      return;
+    const slots = this.opts.slots;
+    if (slots === undefined || (job.blocks_after ?? 0) === 0 || world !== 1 || job.trace_probe === true) return;
     const keepMs = preparedKeepMs(this.helloTimeoutMs());
     try {
-      this.prepareNext(this.opts.slots, keepMs);
+      const key = preparedKey(job.experiment, this.builtDir());
+      if (!slots.holds(this.card.id, key)) this.prepareNext(slots, keepMs);
+      slots.keepWhile(this.card.id, key, keepMs, this.exited);
     } catch (err) {
       this.s.log.warn({ err }, "the next block's rank could not start in the host phase: it starts inside its lease");
     }
@@ -360,17 +364,26 @@ export class ResidentCommandRank implements RankHandle {
    * ended after `keepMs` unless that block's rank adopts it. Called while this rank holds the card.
    */
   prepareNext(slots: PreparedSlots, keepMs: number): PreparedRank {
-    if (this.artifactDir === undefined)
-      throw new OrchError('RANK_REQUEST_INVALID', `rank ${this.rank}: prepareNext before its builds were ready`);
+    const artifactDir = this.builtDir();
     const sink = unadoptedSink();
     const rank: PreparedRank = {
-      key: preparedKey(this.s.job.experiment, this.artifactDir),
+      key: preparedKey(this.s.job.experiment, artifactDir),
       experiment: this.s.job.experiment,
-      proto: this.spawnProgram(this.artifactDir, sink),
+      proto: this.spawnProgram(artifactDir, sink),
       sink,
     };
     slots.put(this.card.id, rank, keepMs);
     return rank;
+  }
+
+  /** The builds' artifact directory (null: the program needs none); an error before they are ready. */
+  private builtDir(): string | null {
+    if (this.artifactDir === undefined)
+      throw new OrchError(
+        'RANK_REQUEST_INVALID',
+        `rank ${this.rank}: the next block prepared before its builds were ready`,
+      );
+    return this.artifactDir;
   }
 
   /** The card as CUDA_VISIBLE_DEVICES names it: a cpu card hides every GPU, as graphrt's cpu ranks do. */
