@@ -3,6 +3,8 @@
  * directories of `orch submit` (their report.json) and the --standalone JSON lines.
  *   node --import tsx bench/h200/user-rank/truth2-table.ts WORK
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   armMs,
   exitOf as exitIn,
@@ -17,6 +19,14 @@ const work = process.argv[2] ?? '/tmp/truth2';
 const report = (name: string) => reportIn(work, name);
 const line = (name: string) => lineIn(work, name);
 const exitOf = (name: string) => exitIn(work, name);
+/** The card the run had, as truth2.sh's nvidia-smi line in summary.txt names it (the device tool lends H100s too). */
+const cardName = (() => {
+  try {
+    return /^(NVIDIA [^,\n]+),/m.exec(readFileSync(join(work, 'summary.txt'), 'utf8'))?.[1] ?? 'an unnamed card';
+  } catch {
+    return 'an unnamed card';
+  }
+})();
 
 // 1. the trace probe and would a graph help
 console.log(
@@ -104,7 +114,7 @@ for (const [prog, runs] of [
     );
     if (r !== null)
       costRows.push(
-        `  { program: '${prog === 'cuda' ? 'the CUDA example (examples/cuda-decode)' : 'the PyTorch example (examples/torch-decode)'}', step: '${arm}', on_off: ${r.toFixed(3)}, measured: 'H200, bench/h200/user-rank/truth2.sh, ${new Date().toISOString().slice(0, 10)}' },`,
+        `  { program: '${prog === 'cuda' ? 'the CUDA example (examples/cuda-decode)' : 'the PyTorch example (examples/torch-decode)'}', step: '${arm}', on_off: ${r.toFixed(3)}, measured: '${cardName}, bench/h200/user-rank/truth2.sh, ${new Date().toISOString().slice(0, 10)}' },`,
       );
   }
 }
