@@ -28,12 +28,24 @@ let done: string;
 let cancelled: string;
 /** scraped while the second experiment waited for the card */
 let whileWaiting: string;
+/** the second experiment's blocks as stored around that scrape: what a failure prints beside it */
+let waitingBlocks: string;
 const submits: OrchChild[] = [];
 
 async function scrape(): Promise<string> {
   const r = await d.get('/metrics');
   assert.equal(r.status, 200);
   return r.text;
+}
+
+/** Each block's phase and stored reason, in block order. */
+async function blockWhys(id: string): Promise<{ block: number; phase: string; why: string | null }[]> {
+  return Object.values(await c.redis.hgetall(`${c.prefix}:experiment:${id}:blocks`))
+    .map((b) => {
+      const { block, phase, why } = JSON.parse(b) as { block: number; phase: string; why: string | null };
+      return { block, phase, why };
+    })
+    .sort((a, b) => a.block - b.block);
 }
 
 before(async () => {
@@ -54,17 +66,25 @@ before(async () => {
     timeoutMs: 30_000,
     intervalMs: 50,
   });
-  // the scheduler wrote why the second one's blocks wait (its sentence names the first experiment)
-  await waitFor(
-    'a reason for the waiting block',
-    async () =>
-      Object.values(await c.redis.hgetall(`${c.prefix}:experiment:${cancelled}:blocks`)).some(
-        (b) => (JSON.parse(b) as { why: string | null }).why,
-      ),
+  // The scheduler wrote why the second one's blocks wait (its sentence names the first
+  // experiment), and a scrape saw it. The second is mostly submitted while the first's last block
+  // runs: its block 0, the oldest waiting, gets its reason at once, block 1 only once it has waited
+  // WHY_FIRST_MS (orchestrator/scheduler/grant-apply.ts). When the first ended in that second,
+  // a scrape taken just after block 0's reason appeared found block 0 running and block 1 with
+  // no reason yet (not-planned): no block under cards-busy or behind-older. A scrape counts only
+  // if the second's blocks stood still across it, one of them waiting with a reason.
+  whileWaiting = await waitFor(
+    'a scrape while a block of the second experiment waits with a reason',
+    async () => {
+      const before = await blockWhys(cancelled);
+      if (!before.some((b) => b.phase === 'waiting' && b.why)) return undefined;
+      const text = await scrape();
+      waitingBlocks = JSON.stringify(await blockWhys(cancelled));
+      return waitingBlocks === JSON.stringify(before) ? text : undefined;
+    },
     { timeoutMs: 30_000, intervalMs: 50 },
   );
-  whileWaiting = await scrape();
-  // cancelled while it waits: it never runs
+  // cancelled while a block of it waits (its block 0 may run by now: the first ended under load)
   assert.equal((await runOrch(['cancel', cancelled], c.env)).code, 0);
   await waitFor(
     'the second experiment cancelled',
@@ -121,11 +141,16 @@ test("/metrics: every label value from a fixed set or the cluster's own hosts an
       ?.metrics.find((s) => Object.entries(labels).every(([k, v]) => s.labels?.[k] === v));
     return m?.value === undefined ? null : Number(m.value);
   };
+  const lines = (text: string, name: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+      .join('\n');
   assert.ok(
     (value(whileWaiting, 'orch_blocks_waiting', { reason: 'cards-busy' }) ?? 0) +
       (value(whileWaiting, 'orch_blocks_waiting', { reason: 'behind-older' }) ?? 0) >
       0,
-    'the waiting blocks counted under a reason code',
+    `the waiting blocks counted under a reason code:\n${lines(whileWaiting, 'orch_blocks_waiting')}\nthe second experiment's blocks around that scrape: ${waitingBlocks}`,
   );
   const last = await scrape();
   assert.equal(value(last, 'orch_experiments_ended_total', { outcome: 'cancelled' }), 1);
