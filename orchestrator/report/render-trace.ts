@@ -36,7 +36,7 @@ export function floorSentence(f: TraceFloor): string {
 export function graphCheckSentence(c: GraphCheck | null): string {
   if (c === null)
     return 'Would a graph help: no check (it needs a GPU floor, a traced eager arm and a traced graph arm).';
-  const head = `Would a graph help: ${c.eager_arm}'s graph step estimated ${us(c.estimate_ns)} µs (busy + kernels × what a graph adds per node), ${c.graph_arm} measured ${us(c.measured_ns)} µs under tracing: ratio ${c.ratio.toFixed(3)}`;
+  const head = `Would a graph help: ${c.eager_arm}'s graph step estimated ${us(c.estimate_ns)} µs (idle at the step's edges + busy + kernels × what a graph adds per node), ${c.graph_arm} measured ${us(c.measured_ns)} µs under tracing: ratio ${c.ratio.toFixed(3)}`;
   if (!c.differs) return `${head}, within ${GRAPH_CHECK_TOLERANCE * 100} %.`;
   const why =
     c.ratio > 1
@@ -108,7 +108,7 @@ export function renderTrace(
     '## Trace',
     '',
     ...(headline === undefined ? [] : [headline, '']),
-    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the floor (what a graph adds per node beyond its kernel's run time: the card's graph-node floor, measured by graphrt's chain on the card, less the chain's traced busy time per kernel; none on a card without a GPU floor): the graph step ≈ device busy + kernels × floor (µs; from device time alone, since tracing inflates host time), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
+    "Kernel activity traced by orch's injection library (CUPTI) in steps of their own, never a timed rep. Per step, the median over steps: the step time (µs), the device busy share (the union of kernel intervals over the step), kernels and those shorter than 5 µs, the idle gaps between kernels (Σ, µs); then, against the floor (what a graph adds per node beyond its kernel's run time: the card's graph-node floor, measured by graphrt's chain on the card, less the chain's traced busy time per kernel; none on a card without a GPU floor): the graph step ≈ idle at the step's edges + device busy + kernels × floor (µs; of host time only the edges, which a graph keeps — staging, the launch — since tracing inflates the host time between kernels), recoverable ≈ Σ gaps − kernels × floor, and the PDL upside per dependent kernel (µs).",
     '',
     floorSentence(floor),
     '',

@@ -377,7 +377,7 @@ export const TraceProbeSchema = z
               .meta({
                 unit: 'ns',
                 description:
-                  'device busy + kernels × the graph-node floor (orchestrator/stats/kernel-trace.ts); null, as recoverable and the floor, without a GPU floor',
+                  'idle at the step edges + device busy + kernels × the graph-node floor (orchestrator/stats/kernel-trace.ts); null, as recoverable and the floor, without a GPU floor',
               })
               .nullable(),
             recoverable_ns: z.number().meta({ unit: 'ns' }).nullable(),

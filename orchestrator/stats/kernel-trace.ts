@@ -6,17 +6,24 @@
  * the kernels shorter than SHORT_KERNEL_NS — none of which needs a floor — and the estimates a user
  * came for, which do:
  *
- *   graph step ≈ device busy + kernels × the floor
+ *   graph step ≈ idle at the step's edges + device busy + kernels × the floor
  *   recoverable ≈ Σ gaps inside the step − kernels × the floor
  *
+ * (so the estimate is the traced step less what is recoverable: step = edges + busy + Σ gaps)
  * where "the floor" is what a graph adds per node beyond its kernel's busy time (a graph still pays
  * it per node: capture can win the rest of each gap, never more): the card's graph-node floor,
  * measured on the card by graphrt's chain, less the chain kernel's own traced run time
  * (graph-node-floor.ts nodeCostNs), never a constant: busy already holds each kernel's own. The
- * graph step is estimated from device time alone: the tracer inflates host time, and with it the
- * gaps (42 ms of gaps inside a 15.7 ms untraced eager step of a bf16 decode on the H200), so an
- * estimate from the traced step's host time came out negative there (bench/h200/user-rank/truth2.sh
- * checks the estimate against the graph step measured untraced). The
+ * graph step is estimated from device time and the step's edges only: the tracer inflates host
+ * time, and with it the gaps (42 ms of gaps inside a 15.7 ms untraced eager step of a bf16 decode on
+ * the H200), so an estimate from the untraced step less the traced gaps came out negative there.
+ * The edges stay in a graph step as orch times it (each step synchronized): the host time before
+ * the step's first kernel and after its last — staging an input, a Python wrapper, the launch
+ * itself — which a graph does not remove. Without them the estimate fell 16 % and 15 % short of
+ * the PyTorch example's and a transformers Llama's graph steps on the H100, whose steps stage a
+ * token and replay from Python; with them all three programs came within 5 %
+ * (bench/h200/runs/2026-12-05c/truth2-h100.txt; bench/h200/user-rank/truth2.sh checks the estimate
+ * against the graph step measured untraced). The
  * PDL upside: a dependent kernel (one that starts after its stream's previous kernel ended) can
  * hide at most the gap before it, and at most one floor of it once captured; their sum.
  * The idle time before the step's first kernel and after its last is host time the step spends
@@ -109,7 +116,7 @@ export function summarizeStep(step: TracedStep, floorNs: number | null): StepTra
     edge_idle_ns,
     // a negative cost (tracing lengthens a kernel more than a graph adds per node) lowers the
     // estimate; what capture or PDL can win is never more than the gaps, and never less than none
-    graph_step_estimate_ns: floorNs === null ? null : busy_ns + inside.length * floorNs,
+    graph_step_estimate_ns: floorNs === null ? null : edge_idle_ns + busy_ns + inside.length * floorNs,
     recoverable_ns: floorNs === null ? null : Math.max(0, sumGaps - inside.length * Math.max(floorNs, 0)),
     dependent_kernels: pdl.length,
     pdl_upside_ns: floorNs === null ? null : pdl.reduce((s, g) => s + Math.min(g, Math.max(floorNs, 0)), 0),

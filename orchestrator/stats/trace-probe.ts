@@ -19,7 +19,7 @@ export const GRAPH_CHECK_TOLERANCE = 0.1;
 
 /**
  * Would a graph help, checked against the probe's own graph arm: the first eager arm's estimate
- * (busy + kernels × floor, kernel-trace.ts) beside the first graph arm's traced step. Null without
+ * (edge idle + busy + kernels × floor, kernel-trace.ts) beside the first graph arm's traced step. Null without
  * an estimate or without a traced graph arm.
  */
 export function graphCheckOf(arms: readonly TraceArm[]): GraphCheck | null {

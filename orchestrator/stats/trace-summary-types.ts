@@ -15,7 +15,7 @@ export interface TraceSummary {
   short_kernels: number;
   gaps_ns: number;
   edge_idle_ns: number;
-  /** busy + kernels × floor (kernel-trace.ts); this and the three below are null without a GPU floor */
+  /** edge idle + busy + kernels × floor (kernel-trace.ts); this and the three below are null without a GPU floor */
   graph_step_estimate_ns: number | null;
   recoverable_ns: number | null;
   /** recoverable over the step time (medians of each step's ratio) */

@@ -74,6 +74,13 @@ describe('kernel trace summary', () => {
       assert.equal(got.busy_ns, oracle.busy, `trial ${trial}`);
       assert.deepEqual(got.gaps_ns, oracle.gaps, `trial ${trial}`);
       assert.equal(got.edge_idle_ns, oracle.edges, `trial ${trial}`);
+      // the graph step keeps the step's edges (host time around its launches) and its busy time,
+      // and pays what a graph adds per node (none here) in place of the gaps between kernels
+      assert.equal(
+        got.graph_step_estimate_ns,
+        end_ns - start_ns - oracle.gaps.reduce((a, g) => a + g, 0),
+        `trial ${trial}: the step less its gaps`,
+      );
       assert.equal(got.busy_share, oracle.busy / (end_ns - start_ns));
       assert.equal(
         got.kernels,
@@ -149,7 +156,7 @@ describe('kernel trace summary', () => {
       sum.pdl_upside_per_kernel_ns,
       each.reduce((a, s) => a + s.pdl_upside_ns!, 0) / each.reduce((a, s) => a + s.dependent_kernels, 0),
     );
-    assert.equal(sum.graph_step_estimate_ns, median(each.map((s) => s.busy_ns + s.kernels * floor)));
+    assert.equal(sum.graph_step_estimate_ns, median(each.map((s) => s.edge_idle_ns + s.busy_ns + s.kernels * floor)));
     const all = each.flatMap((s) => s.gaps_ns);
     assert.deepEqual(sum.histogram, gapHistogram(all));
     assert.equal(

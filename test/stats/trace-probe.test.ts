@@ -128,15 +128,16 @@ test("a cpu card's chain floor is reported, never estimated against; a traced ar
   assert.deepEqual(traceFloorOf([]), { source: 'none', reason: 'no chain run reached the probe record' });
 });
 
-test("would a graph help, checked: the eager arm's busy + kernels × floor against the graph arm's traced step, a difference over 10 % said", () => {
+test("would a graph help, checked: the eager arm's edges + busy + kernels × floor against the graph arm's traced step, a difference over 10 % said", () => {
   const floorRun = chain('cuda', [0.0006]);
   // what a graph adds per node beyond its kernel's busy time: the floor less the chain's traced busy per kernel
   const floorNs = graphNodeFloorNs(floorRun.source === 'graphrt-chain' ? floorRun.reps : []) - 100;
-  // the graph arm: the same ten kernels back to back, one floor apart, in a step that ends with them
+  // the graph arm: the same ten kernels back to back, one floor apart, with the eager step's idle
+  // at its edges (1 µs before the first kernel, 15 µs after the last: host time a graph keeps)
   const graphStep = (perNode: number): OrchRankTrace => {
     const ks = Array.from({ length: 10 }, (_, i) => ({
-      start_ns: i * (3_000 + perNode),
-      end_ns: i * (3_000 + perNode) + 3_000,
+      start_ns: 1_000 + i * (3_000 + perNode),
+      end_ns: 1_000 + i * (3_000 + perNode) + 3_000,
       graph_id: 5,
       stream_id: 7,
     }));
@@ -151,14 +152,15 @@ test("would a graph help, checked: the eager arm's busy + kernels × floor again
       final: true,
       trace: {
         source: 'cupti',
-        steps: [{ start_ns: 0, end_ns: ks.at(-1)!.end_ns + perNode }],
+        steps: [{ start_ns: 0, end_ns: ks.at(-1)!.end_ns + perNode + 15_000 }],
         kernels: ks,
         graphs: [],
         dropped: 0,
       },
     });
   };
-  const estimate = 30_000 + 10 * floorNs; // eager's busy 30 µs + 10 kernels × what a graph adds per node
+  // eager's edges 16 µs + busy 30 µs + 10 kernels × what a graph adds per node
+  const estimate = 16_000 + 30_000 + 10 * floorNs;
   const close = summarizeTraceProbe(
     2,
     ['eager', 'graph'],
@@ -174,7 +176,7 @@ test("would a graph help, checked: the eager arm's busy + kernels × floor again
   });
   assert.match(
     renderTrace(close.arms, close.floor, close.message, close.graph_check),
-    /graph step estimated [\d.]+ µs \(busy \+ kernels × what a graph adds per node\), graph measured [\d.]+ µs under tracing: ratio 1\.000, within 10 %\./,
+    /graph step estimated [\d.]+ µs \(idle at the step's edges \+ busy \+ kernels × what a graph adds per node\), graph measured [\d.]+ µs under tracing: ratio 1\.000, within 10 %\./,
   );
   const far = summarizeTraceProbe(
     2,
@@ -217,7 +219,7 @@ test("the chain's busy time per kernel comes off the floor: untraced (an older r
   assert.ok(cost < 0, `the chain's 0.700 µs kernel is longer than its ${floorNs(slow)} ns node`);
   assert.deepEqual(over.floor.source === 'graphrt-chain' && over.floor.node_cost, { ns: cost, kernel_busy_ns: 700 });
   const s = over.arms[0]!.summary!;
-  assert.equal(s.graph_step_estimate_ns, s.busy_ns + s.kernels * cost);
+  assert.equal(s.graph_step_estimate_ns, s.edge_idle_ns + s.busy_ns + s.kernels * cost);
   assert.ok(s.recoverable_ns !== null && s.recoverable_ns >= 0);
   assert.match(
     renderTrace(over.arms, over.floor, over.message, over.graph_check),

@@ -28,6 +28,7 @@ export interface BenchReport {
         kernels: number;
         short_kernels: number;
         gaps_ns: number;
+        edge_idle_ns: number;
         graph_step_estimate_ns: number | null;
       } | null;
       reason?: string;

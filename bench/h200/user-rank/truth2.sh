@@ -4,8 +4,9 @@
 #  1. the trace probe through `orch submit` of three programs: the PyTorch example
 #     (configs/torch-decode-trace.yaml), a transformers Llama with a StaticCache and random weights
 #     (truth2/hf-trace.yaml, hf-llama-decode.py) and the CUDA example (truth2/cuda-trace.yaml);
-#     each report's graph step estimate (busy + kernels × floor) beside the graph step measured
-#     untraced (the counting-off run's graph arm through orch; the Llama's --standalone);
+#     each report's graph step estimate (edge idle + busy + kernels × floor) beside the graph step
+#     measured untraced (the counting-off run's graph arm through orch, the CUDA example's at the
+#     trace's sizes; the Llama's --standalone);
 #  2. counting on and off through orch, the CUDA example (on, off, on, off) and the PyTorch example;
 #  3. the injection library loaded and idle (ORCH_INJECT_ONLY=none) outside orch, per-step timed
 #     graph and eager steps (the examples' --standalone), against no library, and against the idle
@@ -57,10 +58,23 @@ alone() {
   echo "$name: exit $? in $(ms $a) ms: $(tail -1 "$work/$name.json" | cut -c1-300)" | tee -a "$sum"
 }
 
-# 1. the trace probes, and the untraced graph step of each program
+# 1. the trace probes, and the untraced graph step of each program. The CUDA example's step
+# attends over rows 0..pos of its cache, so its step grows with the position: its untraced graph
+# step is measured at the trace's own warm-up and steps (cuda-twin: cuda-off.yaml at the trace
+# spec's sizes; cuda-off's 8 + 64 steps reach further, and were 80 µs a step longer in busy time
+# on the H100, bench/h200/runs/2026-12-05c/truth2-h100.txt). The PyTorch example and the Llama
+# keep static shapes (masked caches), so their steps do not move with the position.
+twin_spec() {
+  local w s
+  w=$(sed -n 's/^  warmup: //p' $here/truth2/cuda-trace.yaml) s=$(sed -n 's/^  steps: //p' $here/truth2/cuda-trace.yaml)
+  sed -e 's/^name: cuda-count-off/name: cuda-twin/' -e "s/^  warmup: .*/  warmup: $w/" -e "s/^  steps: .*/  steps: $s/" \
+    $here/truth2/cuda-off.yaml >"$work/cuda-twin.yaml"
+}
 if want 1; then
   run torch-trace configs/torch-decode-trace.yaml 150
   run cuda-trace $here/truth2/cuda-trace.yaml 90
+  twin_spec
+  run cuda-twin "$work/cuda-twin.yaml" 90
   run hf-trace $here/truth2/hf-trace.yaml 150
   alone hf-standalone 120 python3 $here/hf-llama-decode.py --standalone --steps 32 --warmup 4 --reps 3
 fi
