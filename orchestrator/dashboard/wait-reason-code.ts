@@ -15,7 +15,7 @@ export const WAIT_REASONS = [
   'behind-older',
   /** not enough free cards: they are held */
   'cards-busy',
-  /** no grant pass has looked at it yet (no scheduler running, or just submitted) */
+  /** no reason stored yet: no grant pass has looked at it (no scheduler running, or just submitted), or it has waited under a second (scheduler/grant-apply.ts WHY_FIRST_MS) */
   'not-planned',
   /** auto-sized blocks: the first block's measured start-up sizes the others (scheduler/auto-block-sizing.ts) */
   'sizing',
