@@ -8,8 +8,8 @@
  */
 
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { LeaseStore } from '../../store/lease-store.ts';
 import { GRAPHRT, skipWithoutBinary } from '../native/graphrt.ts';
@@ -19,7 +19,13 @@ import { isAlive, waitGone } from '../utils/processes.ts';
 import { freshPrefix } from '../utils/redis.ts';
 import { useWorkerEnv } from '../utils/worker-env.ts';
 
-const rendezvousDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith('orch-rv-'));
+/**
+ * The rendezvous directories under `dir`: the worker's TMPDIR, a directory of this test's own. The
+ * system's /tmp is shared with the long test lane beside this one (scripts/run-tests.mjs: the
+ * mutation check's gangs make and remove theirs there), which a full run once saw as two
+ * directories this attempt had "left".
+ */
+const rendezvousDirs = (dir: string) => readdirSync(dir).filter((n) => n.startsWith('orch-rv-'));
 
 describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, () => {
   const env = useWorkerEnv('multirank');
@@ -30,15 +36,17 @@ describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, 
   ]) {
     test(`kill -9 of rank ${victimRank} of ${world} mid-rep: the whole block fails within a second, naming the rank, every card free`, async () => {
       const prefix = freshPrefix();
+      const tmp = mkdtempSync(join(env.dir, 'tmp-'));
       await env.spawn({
         prefix,
         host: 'm1',
         cards: Array.from({ length: world }, (_, i) => `cpu:${i}`).join(','),
         graphrt: GRAPHRT,
+        env: { TMPDIR: tmp },
       });
       const leases = new LeaseStore(env.redis, { prefix });
       const dispatcher = new BareExperimentDispatcher(env.redis, { prefix, pollMs: 20 });
-      const before = new Set(rendezvousDirs());
+      const before = new Set(rendezvousDirs(tmp));
       try {
         const cards = Array.from({ length: world }, (_, i) => `cpu:${i}@m1`);
         const g = await leases.acquireGang({ cards, owner: 'm1', ttlMs: 10_000, experiment: 'mk', block: 0 });
@@ -73,6 +81,7 @@ describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, 
           30_000,
         );
         const pids = rankPids(evs, 1);
+        assert.equal(rendezvousDirs(tmp).length, 1, "the attempt's rendezvous directory, in the worker's TMPDIR");
         assert.equal(pids.length, world);
         const victim = Number(evs.find((e) => e.event.type === 'hello' && e.rank === String(victimRank))?.event.pid);
         await new Promise((r) => setTimeout(r, 200)); // inside the rep (3000 steps: seconds)
@@ -94,7 +103,7 @@ describe('worker: gangs of 2 and 4 graphrt ranks', { skip: skipWithoutBinary }, 
         );
         assert.deepEqual(await leases.held(cards), [], 'every card of the gang is free');
         assert.deepEqual(
-          rendezvousDirs().filter((d) => !before.has(d)),
+          rendezvousDirs(tmp).filter((d) => !before.has(d)),
           [],
           'the attempt removed its rendezvous directory',
         );
