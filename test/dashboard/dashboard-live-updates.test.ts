@@ -47,12 +47,18 @@ const UPDATES = 3;
 const NAV = ['Cluster', 'Queue', 'Experiments', 'Nightly', 'BullMQ', '/metrics'];
 const DAY = 24 * 3600 * 1000;
 
-// Runs in the page before its own scripts: counts the fragments its live feed delivers.
+// Runs in the page before its own scripts: counts the fragments its live feed delivers, and notes
+// an \`ended\` (the feed's last word to a page loaded after its experiment ended: no reload follows).
 const COUNT_FRAGMENTS = `(() => {
   window.__fragments = 0;
+  window.__ended = false;
   const Native = window.EventSource;
   window.EventSource = class extends Native {
-    constructor(...args) { super(...args); this.addEventListener('fragment', () => { window.__fragments += 1; }); }
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('fragment', () => { window.__fragments += 1; });
+      this.addEventListener('ended', () => { window.__ended = true; });
+    }
   };
 })();`;
 
@@ -350,9 +356,20 @@ test('every dashboard page keeps its verdict, tables, plots, navigation and Canc
     // the running experiment's own Cancel button ends it; its page reloads to the ended state
     await page.goto(at(`/experiments/${running}`));
     await page.locator('form.cancel button').click();
+    // The live fragment says "cancelled" first; then the feed tells a page that watched it run to
+    // reload (layout.ts), and a page read during that reload loses its context (a full run once
+    // failed so: "Execution context was destroyed"). Done is a page loaded after the end: its
+    // feed said `ended`, and nothing reloads it again.
     await waitFor(
-      'the long experiment cancelled',
-      async () => (await page.locator('#state').textContent()) === 'cancelled',
+      'the long experiment cancelled, on a page loaded after its end',
+      () =>
+        page
+          .evaluate(
+            () =>
+              (window as unknown as { __ended: boolean }).__ended &&
+              document.getElementById('state')?.textContent === 'cancelled',
+          )
+          .catch(() => false),
       { timeoutMs: 60_000, intervalMs: 100 },
     );
     await assertFrame(page, `Experiment ${running}`);

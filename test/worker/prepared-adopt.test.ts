@@ -60,11 +60,16 @@ test("cancelled while its rank waits for the prepared process's prepare(): that 
 }, async () => {
   const c = await clusterWithOneCard();
   const file = join(c.fixtureLog, '..', 'adopt-cancel.yaml');
-  // block 0's process prepares in the build phase; block 1's starts beside block 0's setup() and
-  // is still preparing (20 s) when block 1 is granted a few seconds later and its rank adopts it
+  // blocks 0 and 1's processes prepare in the build phase (one card, three blocks: block 1's in the
+  // card's spare slot); block 2's starts beside block 1's setup() and is still preparing (20 s)
+  // when block 2 is granted a few seconds later and its rank adopts it
   writeFileSync(
     file,
-    slowStartSpec('adopt-cancel', { prepareS: 20, setupS: 0, tail: 'reps: 2\nblocks: { count: 2 }\n' }),
+    slowStartSpec('adopt-cancel', {
+      prepareS: 20,
+      setupS: 0,
+      tail: 'reps: 2\nblocks: { count: 3, reps_per_block: 2 }\n',
+    }),
   );
   const before = new Set(preparingFixtureRanks());
   const sub = await runOrch(['submit', file, '--no-wait'], c.env);
@@ -72,17 +77,19 @@ test("cancelled while its rank waits for the prepared process's prepare(): that 
   const id = sub.stdout.trim();
   const seen: number[] = [];
   const next = await waitFor(
-    "block 1's process preparing after block 0's ended",
+    "block 2's process preparing after blocks 0 and 1 ended",
     () => {
       for (const p of preparingFixtureRanks()) if (!before.has(p) && !seen.includes(p)) seen.push(p);
-      const [first, second] = seen;
-      return first !== undefined && second !== undefined && !isAlive(first) ? second : null;
+      const [first, second, third] = seen;
+      return first !== undefined && second !== undefined && third !== undefined && !isAlive(first) && !isAlive(second)
+        ? third
+        : null;
     },
-    { timeoutMs: 60_000, intervalMs: 50 },
+    { timeoutMs: 90_000, intervalMs: 50 },
   );
-  // block 1's grant and its rank's adopt() follow block 0's commit within a second or so
+  // block 2's grant and its rank's adopt() follow block 1's commit within a second or so
   await new Promise((r) => setTimeout(r, 2_000));
-  assert.ok(isAlive(next), "block 1's process ended before the cancel: its prepare() was not waited on");
+  assert.ok(isAlive(next), "block 2's process ended before the cancel: its prepare() was not waited on");
   const cancel = await runOrch(['cancel', id], c.env);
   assert.equal(cancel.code, 0, cancel.stderr);
   const cancelledAt = Date.now();
