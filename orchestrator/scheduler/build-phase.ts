@@ -152,11 +152,12 @@ export function prepareCards(
     ]),
   );
   let left = exp.plan.blocks.length;
-  for (const round of [0, 1])
+  for (const _round of [0, 1])
     for (const host of sorted) {
-      const ids = serving.get(host)!.slice(0, Math.min(left, MAX_PREPARE_PER_HOST - (out.get(host)?.length ?? 0)));
+      const named = out.get(host) ?? [];
+      const ids = serving.get(host)!.slice(0, Math.min(left, MAX_PREPARE_PER_HOST - named.length));
       left -= ids.length;
-      out.set(host, round === 0 ? ids : [...out.get(host)!, ...ids]);
+      out.set(host, [...named, ...ids]);
     }
   return out;
 }

@@ -132,12 +132,15 @@ test("would a graph help, checked: the eager arm's edges + busy + kernels × flo
   const floorRun = chain('cuda', [0.0006]);
   // what a graph adds per node beyond its kernel's busy time: the floor less the chain's traced busy per kernel
   const floorNs = graphNodeFloorNs(floorRun.source === 'graphrt-chain' ? floorRun.reps : []) - 100;
-  // the graph arm: the same ten kernels back to back, one floor apart, with the eager step's idle
-  // at its edges (1 µs before the first kernel, 15 µs after the last: host time a graph keeps)
+  // the eager step's idle before its first kernel and after its last: host time a graph keeps
+  const lead = kernels[0]!.start_ns - step.start_ns;
+  const tail = step.end_ns - kernels.at(-1)!.end_ns;
+  const busy = kernels.reduce((a, k) => a + k.end_ns - k.start_ns, 0);
+  // the graph arm: the same ten kernels back to back, one floor apart, with the eager step's edges
   const graphStep = (perNode: number): OrchRankTrace => {
     const ks = Array.from({ length: 10 }, (_, i) => ({
-      start_ns: 1_000 + i * (3_000 + perNode),
-      end_ns: 1_000 + i * (3_000 + perNode) + 3_000,
+      start_ns: lead + i * (3_000 + perNode),
+      end_ns: lead + i * (3_000 + perNode) + 3_000,
       graph_id: 5,
       stream_id: 7,
     }));
@@ -152,15 +155,15 @@ test("would a graph help, checked: the eager arm's edges + busy + kernels × flo
       final: true,
       trace: {
         source: 'cupti',
-        steps: [{ start_ns: 0, end_ns: ks.at(-1)!.end_ns + perNode + 15_000 }],
+        steps: [{ start_ns: 0, end_ns: ks.at(-1)!.end_ns + perNode + tail }],
         kernels: ks,
         graphs: [],
         dropped: 0,
       },
     });
   };
-  // eager's edges 16 µs + busy 30 µs + 10 kernels × what a graph adds per node
-  const estimate = 16_000 + 30_000 + 10 * floorNs;
+  // eager's edges + busy + its kernels × what a graph adds per node
+  const estimate = lead + tail + busy + kernels.length * floorNs;
   const close = summarizeTraceProbe(
     2,
     ['eager', 'graph'],

@@ -134,17 +134,22 @@ function holdsLockFile(pids: number[]): boolean {
   return false;
 }
 
+/** Block 0 of `experiment` on the card, once it said hello, and the next block's process it started (kept `keepMs`). */
+async function firstAndNext(experiment: string, logName: string, keepMs: number, env: Record<string, string> = {}) {
+  const slots = new PreparedSlots();
+  const log = join(dir, logName);
+  const first = rank(job(experiment, 0, log, env), slots);
+  await first.ready;
+  return { slots, log, first, next: first.prepareNext(slots, keepMs) };
+}
+
 /** flock(1) -n on a fresh description: true when someone holds the card's lock. */
 const lockHeld = (): boolean => spawnSync('flock', ['-n', '-E', '4', LOCK, 'true']).status === 4;
 
 describe('the host phase: a rank started before its lease', () => {
   test('never two processes on one card: the prepared process sees no device, holds no lock; the next block adopts it', async () => {
-    const slots = new PreparedSlots();
-    const log = join(dir, 'adopt.log');
-    const first = rank(job('hp', 0, log), slots);
-    await first.ready;
+    const { slots, log, first, next } = await firstAndNext('hp', 'adopt.log', 60_000);
     assert.ok(lockHeld(), 'the first rank holds the card');
-    const next = first.prepareNext(slots, 60_000);
     const prepared = await next.proto.prepared;
     assert.ok(prepared.prepare_ms >= 0);
     assert.equal(next.proto.state, 'preparing');
@@ -207,11 +212,9 @@ describe('the host phase: a rank started before its lease', () => {
   });
 
   test('prepare() initialised CUDA: the next block starts inside its lease, saying why', async () => {
-    const slots = new PreparedSlots();
-    const log = join(dir, 'touch.log');
-    const first = rank(job('hp-touch', 0, log, { HOST_PHASE_TOUCH_CUDA: '1' }), slots);
-    await first.ready;
-    const next = first.prepareNext(slots, 60_000);
+    const { slots, log, first, next } = await firstAndNext('hp-touch', 'touch.log', 60_000, {
+      HOST_PHASE_TOUCH_CUDA: '1',
+    });
     await assert.rejects(next.proto.prepared, /PREPARE_TOUCHED_CUDA/);
     await first.close(5_000);
     const second = rank(job('hp-touch', 1, log, { HOST_PHASE_TOUCH_CUDA: '1' }), slots);
@@ -224,11 +227,7 @@ describe('the host phase: a rank started before its lease', () => {
   });
 
   test('another experiment gets the card: the prepared process is ended, not adopted', async () => {
-    const slots = new PreparedSlots();
-    const log = join(dir, 'other.log');
-    const first = rank(job('hp-a', 0, log), slots);
-    await first.ready;
-    const next = first.prepareNext(slots, 60_000);
+    const { slots, log, first, next } = await firstAndNext('hp-a', 'other.log', 60_000);
     await next.proto.prepared;
     await first.close(5_000);
     const other = rank(job('hp-b', 0, log), slots);
@@ -309,11 +308,7 @@ describe('the host phase: a rank started before its lease', () => {
   });
 
   test("a block that holds the card past the keep time: its next block's process waits for it, and is kept from its end", async () => {
-    const slots = new PreparedSlots();
-    const log = join(dir, 'long.log');
-    const first = rank(job('hp-long', 0, log), slots);
-    await first.ready;
-    const next = first.prepareNext(slots, 300);
+    const { slots, first, next } = await firstAndNext('hp-long', 'long.log', 300);
     slots.keepWhile(card.id, next.key, 300, first.exited);
     await next.proto.prepared;
     await new Promise((r) => setTimeout(r, 900));
@@ -326,11 +321,7 @@ describe('the host phase: a rank started before its lease', () => {
   });
 
   test('a prepared process nobody adopts within the keep time is ended; the slot is empty', async () => {
-    const slots = new PreparedSlots();
-    const log = join(dir, 'keep.log');
-    const first = rank(job('hp-keep', 0, log), slots);
-    await first.ready;
-    const next = first.prepareNext(slots, 300);
+    const { slots, first, next } = await firstAndNext('hp-keep', 'keep.log', 300);
     const exit = await next.proto.exited;
     assert.equal(exit.signal, 'SIGKILL');
     assert.equal(slots.keyOf(card.id), null);

@@ -78,6 +78,11 @@ function slotId(cardId: string, kind: SlotKind): string {
   return kind === 'own' ? cardId : `${cardId}#spare`;
 }
 
+/** The card's two slots, in the order a rank of the card takes from them. */
+function cardSlots(cardId: string): [string, string] {
+  return [slotId(cardId, 'own'), slotId(cardId, 'spare')];
+}
+
 export class PreparedSlots {
   /** by slotId */
   private readonly slots = new Map<string, Slot>();
@@ -104,20 +109,14 @@ export class PreparedSlots {
    * scheduler picks their cards). A process of another key in either of the card's slots is ended.
    */
   take(cardId: string, key: string): Taken {
-    const mine = [slotId(cardId, 'own'), slotId(cardId, 'spare')];
+    const mine = cardSlots(cardId);
     for (const id of mine) {
       const slot = this.slots.get(id);
       if (slot !== undefined && slot.rank.key !== key) this.dropIf(id, slot);
     }
-    const found: [string, Slot] | undefined = [
-      ...mine.flatMap((id): [string, Slot][] => {
-        const slot = this.slots.get(id);
-        return slot === undefined ? [] : [[id, slot]];
-      }),
-      ...this.slots,
-    ].find(([, s]) => s.rank.key === key);
-    if (found === undefined) return { kind: 'none' };
-    const [from, slot] = found;
+    const from = [...mine, ...this.slots.keys()].find((id) => this.slots.get(id)?.rank.key === key);
+    const slot = from === undefined ? undefined : this.slots.get(from);
+    if (from === undefined || slot === undefined) return { kind: 'none' };
     this.slots.delete(from);
     this.disarm(slot);
     if (slot.why !== null || slot.rank.proto.state !== 'preparing') {
@@ -132,9 +131,9 @@ export class PreparedSlots {
    * `why` left behind, so the rank that comes for the card starts inside its lease and says why.
    */
   fail(cardId: string, proto: RankProtocol<OrchRankLine>, why: string): void {
-    const slot = [this.slots.get(slotId(cardId, 'own')), this.slots.get(slotId(cardId, 'spare'))].find(
-      (s) => s?.rank.proto === proto,
-    );
+    const slot = cardSlots(cardId)
+      .map((id) => this.slots.get(id))
+      .find((s) => s?.rank.proto === proto);
     if (slot === undefined) return;
     slot.why = why;
     this.end(slot);
@@ -142,8 +141,7 @@ export class PreparedSlots {
 
   /** Ends the card's prepared processes, both slots' (cancel, the card dropped). */
   drop(cardId: string): void {
-    this.dropSlot(slotId(cardId, 'own'));
-    this.dropSlot(slotId(cardId, 'spare'));
+    for (const id of cardSlots(cardId)) this.dropSlot(id);
   }
 
   /** The experiments whose processes wait in a slot. */
@@ -179,7 +177,7 @@ export class PreparedSlots {
 
   /** Whether either of the card's slots holds a process of `key` (the next block's rank is on its way). */
   holds(cardId: string, key: string): boolean {
-    return this.keyOf(cardId, 'own') === key || this.keyOf(cardId, 'spare') === key;
+    return cardSlots(cardId).some((id) => this.slots.get(id)?.rank.key === key);
   }
 
   /**
@@ -189,7 +187,7 @@ export class PreparedSlots {
    * comes only after it.
    */
   keepWhile(cardId: string, key: string, keepMs: number, running: Promise<unknown>): void {
-    for (const id of [slotId(cardId, 'own'), slotId(cardId, 'spare')]) {
+    for (const id of cardSlots(cardId)) {
       const slot = this.slots.get(id);
       if (slot?.rank.key !== key) continue;
       this.disarm(slot);
