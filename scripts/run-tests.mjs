@@ -6,6 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { failuresOf } from './tap-failures.mjs';
 
 function walk(dir) {
   const out = [];
@@ -69,11 +70,21 @@ const long = files.filter(
 const rest = files.filter((f) => !long.includes(f) && f !== CTEST);
 const ctest = files.filter((f) => f === CTEST);
 
-/** The exit status of node's test runner over `list`, its TAP on our stdout as it comes. */
+/** The exit status of node's test runner over `list` and its TAP, which goes to our stdout as it comes. */
 function runInline(list, timeoutMs) {
-  if (list.length === 0) return Promise.resolve(0);
-  const child = spawn(process.execPath, testArgs(list, timeoutMs), { stdio: 'inherit', env: testEnv });
-  return new Promise((done) => child.on('close', (code) => done(code ?? 1)));
+  if (list.length === 0) return Promise.resolve({ status: 0, tap: '' });
+  const child = spawn(process.execPath, testArgs(list, timeoutMs), {
+    stdio: ['inherit', 'pipe', 'inherit'],
+    env: testEnv,
+  });
+  const chunks = [];
+  child.stdout.on('data', (chunk) => {
+    process.stdout.write(chunk);
+    chunks.push(chunk);
+  });
+  return new Promise((done) =>
+    child.on('close', (code) => done({ status: code ?? 1, tap: Buffer.concat(chunks).toString('utf8') })),
+  );
 }
 
 /**
@@ -107,8 +118,13 @@ const serial = async () => {
   const first = await runInline(rest, 300_000);
   return [first, await runInline(ctest, 900_000)];
 };
-const [serialStatus, longRun] = await Promise.all([serial(), runNiced(long, 1_800_000)]);
+const [serialRuns, longRun] = await Promise.all([serial(), runNiced(long, 1_800_000)]);
 process.stdout.write(`\n# the long files (${long.join(', ')}), run beside the others at nice 19:\n${longRun.tap}`);
+const runs = [...serialRuns, longRun];
+const failures = runs.flatMap((run) => failuresOf(run.tap));
+if (failures.length > 0) console.log(`# what failed, again:\n${failures.map((line) => `# ${line}`).join('\n')}`);
+else if (runs.some((run) => run.status !== 0))
+  console.log('# a test run failed without a failing test in its TAP: its output above says why');
 console.log(`# npm test: ${((Date.now() - started) / 1000).toFixed(0)} s`);
-const status = [...serialStatus, longRun.status];
+const status = runs.map((run) => run.status);
 process.exit(status.find((s) => s !== 0) ?? 0);

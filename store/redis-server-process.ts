@@ -41,6 +41,8 @@ export interface StartRedisOptions {
   binary?: string;
   /** default: a fresh random one; a restart passes the old one to keep the URL; null: none */
   password?: string | null;
+  /** where a free port comes from when `port` is not given (default freePort; a test plants a taken one) */
+  freePort?: () => Promise<number>;
 }
 
 export async function freePort(): Promise<number> {
@@ -69,11 +71,39 @@ export function redisServerBinary(binary = process.env.ORCH_REDIS_SERVER ?? 'red
   return binary;
 }
 
+/**
+ * How many free ports a server started without one tries. freePort() closes its socket before
+ * redis-server binds the port, and in between anything on the host may take it: another
+ * private server, or an outgoing connection given it as its ephemeral port (the same range).
+ * redis-server then exits "Address already in use", and another free port is tried.
+ */
+const PORT_TRIES = 5;
+
+/** redis-server's exit when its port was taken (redis.conf `port`; its log says so). */
+class PortTakenError extends Error {}
+
 export async function startRedisServer(opts: StartRedisOptions = {}): Promise<RedisServerProcess> {
   const binary = redisServerBinary(opts.binary);
-  const port = opts.port ?? (await freePort());
   // hex: no character that needs escaping in a URL or in redis.conf
   const password = opts.password === undefined ? randomBytes(24).toString('hex') : opts.password;
+  for (let attempt = 1; ; attempt++) {
+    const port = opts.port ?? (await (opts.freePort ?? freePort)());
+    try {
+      return await launch(binary, port, password, opts.config ?? {});
+    } catch (err) {
+      // a port the caller chose (a restart keeping its URL) is not swapped for another
+      if (!(err instanceof PortTakenError) || opts.port !== undefined || attempt >= PORT_TRIES) throw err;
+    }
+  }
+}
+
+/** One redis-server on `port`, once it accepts connections; a server that never got there is killed. */
+async function launch(
+  binary: string,
+  port: number,
+  password: string | null,
+  extra: Record<string, string>,
+): Promise<RedisServerProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'orch-redis-'));
   const config: Record<string, string> = {
     bind: '127.0.0.1',
@@ -83,7 +113,7 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
     save: '',
     appendonly: 'no',
     'maxmemory-policy': 'noeviction',
-    ...opts.config,
+    ...extra,
   };
   if (password !== null) config.requirepass = password;
   // mkdtemp made dir 0700; the file is 0600 besides, as it holds the password
@@ -117,9 +147,11 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Re
       }
     };
     child.stdout?.on('data', onData);
-    child.once('exit', (code) => {
+    // close, not exit: the log's last lines (why it exited) have been read by then
+    child.once('close', (code) => {
       clearTimeout(timer);
-      reject(new Error(`redis-server exited with ${code} before it was ready:\n${log}`));
+      const Failure = /Address already in use/i.test(log) ? PortTakenError : Error;
+      reject(new Failure(`redis-server exited with ${code} before it was ready:\n${log}`));
     });
   });
   try {

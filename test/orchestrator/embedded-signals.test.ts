@@ -38,7 +38,8 @@ async function submit(): Promise<Run> {
         ...process.env,
         REDIS_URL: '',
         ORCH_PREFIX: '',
-        ORCH_LOG: 'warn',
+        // info: a run that does not start says where it stopped (a dozen lines a run)
+        ORCH_LOG: 'info',
         ORCH_GRAPHRT: FIXTURE_RANK,
         ORCH_CPU_CARDS: '2',
         FIXTURE_LOG: log,
@@ -55,11 +56,29 @@ async function submit(): Promise<Run> {
     child.once('exit', (code, signal) => r({ code, signal })),
   );
   const pid = child.pid!;
-  await waitFor(
-    'two ranks running',
-    () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 2,
-    { timeoutMs: 60_000, intervalMs: 50 },
-  );
+  try {
+    const started = waitFor(
+      'two ranks running',
+      () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 2,
+      { timeoutMs: 60_000, intervalMs: 50 },
+    ).then(() => null);
+    started.catch(() => {}); // awaited below unless the exit comes first: then its timeout is nobody's failure
+    const early = await Promise.race([started, exited]);
+    if (early !== null)
+      throw new Error(`orch submit exited (code ${early.code}, signal ${early.signal}) before two ranks ran`);
+  } catch (err) {
+    // a run that never started its ranks is ended here, not left to a later test, and says why
+    const tree = execFileSync('ps', ['-e', '-o', 'pid=,pgid=,args='], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.trim().split(/\s+/)[1] === String(pid))
+      .join('\n');
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    throw new Error(`${(err as Error).message}; orch submit said:\n${out.slice(-8000)}\nits group:\n${tree}`);
+  }
   const tree = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' });
   const redisPid = Number(
     tree
