@@ -6,6 +6,10 @@
 // decides, and orch says on stderr that it fell back. ORCH_FROM_SOURCE=1 always runs the sources
 // (the tests do, so they test the files as they are). Only main() decides the exit code.
 import { distState } from './dist-state.mjs';
+import { startThreadpoolNudge } from './threadpool-nudge.mjs';
+
+// before anything reads a file: a lost threadpool wakeup costs a second, not the run (threadpool-nudge.mjs)
+startThreadpoolNudge();
 
 const fromSource = process.env.ORCH_FROM_SOURCE === '1';
 const dist = fromSource ? null : distState();
