@@ -77,7 +77,7 @@ export function redisServerBinary(binary = process.env.ORCH_REDIS_SERVER ?? 'red
  * private server, or an outgoing connection given it as its ephemeral port (the same range).
  * redis-server then exits "Address already in use", and another free port is tried.
  */
-const PORT_TRIES = 5;
+export const PORT_TRIES = 5;
 
 /** redis-server's exit when its port was taken (redis.conf `port`; its log says so). */
 class PortTakenError extends Error {}

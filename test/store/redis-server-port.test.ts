@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { freePort, startRedisServer } from '../../store/redis-server-process.ts';
+import { freePort, PORT_TRIES, startRedisServer } from '../../store/redis-server-process.ts';
 
 describe('a private redis-server whose port was taken before it bound it', () => {
   let holder: Server;
@@ -60,6 +60,6 @@ describe('a private redis-server whose port was taken before it bound it', () =>
       }),
       /Address already in use/,
     );
-    assert.equal(tries, 5);
+    assert.equal(tries, PORT_TRIES);
   });
 });
