@@ -20,6 +20,9 @@ function tapOfFailingFile(): string {
         "describe('outer', () => {",
         "  it('fails with a message', () => assert.equal(1, 2, 'one is not two'));",
         "  it('fails deep', () => assert.deepEqual({ a: 1 }, { a: 2 }));",
+        // a statistical test's misses: CI cut this one at the `+ [` that began the list
+        "  it('fails with a list of misses', () => assert.deepEqual(['verdict same', 'CI -0.01..0.2 not above 0', 'estimate 0.1 of the planted 0.5'], []));",
+        "  it('fails long', () => assert.equal(Array.from({ length: 60 }, (_, k) => 'line ' + k).join('\\n'), ''));",
         "  it('passes', () => {});",
         '});',
       ].join('\n'),
@@ -35,16 +38,27 @@ function tapOfFailingFile(): string {
 }
 
 describe('npm test names its failures again at the end (scripts/tap-failures.mjs)', () => {
-  it('names each failing test with its location and the first lines of its error, and no passing test', () => {
+  it('names each failing test with its location and its error, and no passing test', () => {
     const failures: string[] = failuresOf(tapOfFailingFile());
     const text = failures.join('\n');
     assert.match(text, /^not ok 1 - fails with a message$/m);
     assert.match(text, /^not ok 2 - fails deep$/m);
+    assert.match(text, /^not ok 3 - fails with a list of misses$/m);
     assert.match(text, /^not ok 1 - outer$/m);
     assert.match(text, /one is not two/);
     assert.match(text, /Expected values to be strictly deep-equal/);
     assert.match(text, /location: '.*planted\.test\.mjs:\d+:\d+'/);
     assert.doesNotMatch(text, /passes/);
+    assert.doesNotMatch(text, /stack:|duration_ms/, 'the stack and timing stay in the TAP above');
+  });
+
+  it("keeps a deep-equal's whole list of misses, and cuts a long value with a pointer to the TAP", () => {
+    const text = (failuresOf(tapOfFailingFile()) as string[]).join('\n');
+    for (const miss of ['verdict same', 'CI -0.01..0.2 not above 0', 'estimate 0.1 of the planted 0.5'])
+      assert.ok(text.includes(`+   '${miss}'`), `${miss} in ${text}`);
+    assert.match(text, /line 20/);
+    assert.doesNotMatch(text, /line 59/);
+    assert.match(text, /\(more lines in the TAP above\)/);
   });
 
   it('finds nothing in a run that passed', () => {
