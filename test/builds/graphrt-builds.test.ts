@@ -24,13 +24,12 @@ import { freshBuildDir, ONE_CARD, submitSpec } from './planted-repo.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /**
- * The chain workload's kernels per step: `mine` runs KERNELS + KERNELS / 2. A busy box adds a
- * constant to every timed step of the CPU backend (a hand-off between its host and device threads
- * waits for a core): beside two busy loops at nice 19, as the long lane's builds run in npm test,
- * main's step went from 0.71 to 1.00 ms and mine's from 1.05 to 1.33 ms at 4096 kernels, which read
- * the planted +50 % as +31 % (CI 17..48 %); CI once read +17 %, and missed twice in one run. At 16384
- * kernels a step is about 2.6 ms, so the same 0.3 ms is a tenth of it (idle +49.6 %, beside the
- * loops +51.5 %).
+ * The chain workload's kernels per step: `mine` runs KERNELS + KERNELS / 2. A busy box can add a
+ * constant to every timed step of the CPU backend: beside two busy loops at nice 19 (the long lane's
+ * builds run so in npm test), one run at 4096 kernels read main's step at 1.00 ms and mine's at 1.33
+ * (0.71 and 1.05 idle), the planted +50 % as +31 %; three more read +50 to +64 %, and a CI run once
+ * read +17 %. At 16384 kernels a step is about 2.6 ms, so such a constant is a quarter as large
+ * beside it (the same loops: +39 to +59 % in five runs).
  */
 const KERNELS = 16384;
 const PLANTED = 0.5;
@@ -114,7 +113,8 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
     const a = r.summary.analysis;
     // The planted work found slower is statistical, and a loaded box dilutes it (KERNELS says how
     // much). A run that misses is run once more (the builds come from the cache); a real fault (the
-    // planted work not reaching the arm, a wrong sign) misses both.
+    // planted work not reaching the arm, a wrong sign, two builds of one commit) misses both, and a
+    // miss names both arms' steps so that CI's closing list says what was read.
     const misses = (run: typeof r): string[] => {
       const cmp = run.summary?.analysis.comparisons.find((c) => c.arm === 'mine' && c.reference === 'main');
       if (!cmp?.relative.ci) return [`no mine vs main comparison: ${run.output.slice(-2000)}`];
@@ -123,12 +123,15 @@ describe('graphrt builds as arms: is my branch of graphrt faster than main?', ()
       console.log(
         `mine vs main: ${(estimate * 100).toFixed(1)} % (CI ${(lo * 100).toFixed(1)}..${(hi * 100).toFixed(1)} %), planted +${PLANTED * 100} % kernels, verdict ${cmp.verdict}; ${((Date.now() - started) / 1000).toFixed(0)} s with both builds`,
       );
-      return [
+      const found = [
         ...(cmp.verdict === 'slower' ? [] : [`verdict ${cmp.verdict}: ${JSON.stringify(cmp.reasons)}`]),
         ...(lo > 0 ? [] : [`CI ${lo}..${hi} not above 0`]),
-        // A shared box's preemption lengthens the longer steps more, so only a floor is asserted.
-        ...(estimate > PLANTED / 2 ? [] : [`estimate ${estimate} of the planted ${PLANTED}`]),
+        // Only a floor, well clear of no effect: a shared box's preemption moves the estimate both
+        // ways, and its constant per step pulls it towards 0 (KERNELS).
+        ...(estimate > PLANTED / 4 ? [] : [`estimate ${estimate} of the planted ${PLANTED}`]),
       ];
+      const steps = (run.summary?.analysis.arms ?? []).map((arm) => `${arm.arm} ${arm.median} ms (n ${arm.n})`);
+      return found.length === 0 ? [] : [...found, `median steps: ${steps.join(', ')}`];
     };
     assert.deepEqual(await missedTwice(submit, misses, r), []);
     const identity = a.gates.find((g) => g.name === 'identity');
